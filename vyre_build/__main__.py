@@ -1,0 +1,3 @@
+from vyre_build.cli import main
+
+raise SystemExit(main())

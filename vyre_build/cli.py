@@ -1,0 +1,43 @@
+"""`vyre-build`: one argparse front over the subcommands in `vyre_build/commands/`.
+
+Each command module provides `register(subparsers)`, which adds its parser and sets
+`func=handler`; a handler takes the parsed args and returns the exit code. A `VyreError`
+is printed as a message (no traceback) with exit code 1.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from vyre_build import __version__
+from vyre_build.errors import VyreError
+
+COMMANDS = ("compile", "cache", "bundle", "run")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vyre-build", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"vyre-build {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"vyre_build.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"vyre_build.commands.{name}":
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except VyreError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
