@@ -1,0 +1,548 @@
+"""Shader bundle (`.vyrebundle`): one file of prebuilt kernels, its writer and lazy reader.
+
+Byte layout: `docs/bundle-format.md`. An 80-byte header (MAGIC, VERSION, file size,
+manifest offset/size, counts, blake3 of the manifest), the artifacts (each 16-byte
+aligned, in kernel-id then suffix order), then a canonical JSON manifest that indexes
+them (offset, size, blake3 per artifact) and carries each kernel's metadata record.
+
+Guarantees:
+- `write_bundle` output depends only on the entries' content (sorted by id), never on
+  their order, the clock or the paths; it writes atomically (temp file + `os.replace`).
+- `read_bundle` reads the header and manifest only, checks magic, version, every offset
+  and size against the file size, alignment, overlaps and the manifest hash before it
+  returns; artifact bytes are read on first use and verified by blake3 each first read.
+- Every refusal raises `BundleError` with the file, the byte offset where it applies and
+  the reason; no length is allocated before it is checked against the real file size.
+
+This module imports only the standard library, blake3 and `vyre_build.errors`: the
+runtime loads it without the compiler.
+"""
+from __future__ import annotations
+
+import copy
+import io
+import itertools
+import json
+import os
+import re
+import struct
+import tempfile
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import blake3
+
+from vyre_build.errors import BundleError
+
+__all__ = [
+    "ALIGN", "HEADER_SIZE", "MAGIC", "VERSION", "BundleEntry", "BundleReader", "check_id",
+    "check_suffix", "encode_bundle", "kernel_id", "read_bundle", "read_bundle_bytes",
+    "write_bundle",
+]
+
+MAGIC = b"VYREBNDL"
+VERSION = 1
+ALIGN = 16
+# magic, version, flags, file_size, manifest_offset, manifest_size, kernels, artifacts, blake3
+_HEADER = struct.Struct("<8sIIQQQII32s")
+HEADER_SIZE = _HEADER.size  # 80: artifacts start 16-byte aligned right after it
+FORMAT_NAME = "vyrebundle"
+
+# Dot-separated components of safe characters: no separators, no "..", no leading dot.
+_ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_+=,-]*(\.[A-Za-z0-9_+=,-]+)*")
+_SUFFIX_RE = re.compile(r"(\.[A-Za-z0-9_-]+)+")
+_HEX64_RE = re.compile(r"[0-9a-f]{64}")
+_MAX_NAME = 200
+_MAX_SUFFIX = 32
+# Keys that would make a manifest depend on when it was built.
+_TIME_KEYS = frozenset({"time", "timestamp", "mtime", "ctime", "atime", "date", "datetime",
+                        "created", "created_at", "built_at", "build_time", "modified"})
+_ABS_PATH_RE = re.compile(r"(/|\\|[A-Za-z]:[\\/]|~/)")
+
+
+# --- names ---------------------------------------------------------------------------
+
+def kernel_id(name: str, variant: str | None) -> str:
+    """The bundle id of a kernel: its name, or `name.variant`."""
+    return name if variant is None else f"{name}.{variant}"
+
+
+def check_id(ident: object, what: str = "kernel id") -> str:
+    """Return `ident` if it is safe as a file-name stem on extract, else raise BundleError."""
+    if not isinstance(ident, str) or not ident:
+        raise BundleError(f"{what} must be a non-empty string, got {ident!r}")
+    if len(ident) > _MAX_NAME or not _ID_RE.fullmatch(ident):
+        raise BundleError(
+            f"{what} {ident!r} is not a safe file name: use letters, digits, _ + = , - in "
+            f"dot-separated parts (no path separators, no '..', no leading dot, at most "
+            f"{_MAX_NAME} characters)")
+    return ident
+
+
+def check_suffix(suffix: object) -> str:
+    """Return `suffix` if it is a safe artifact suffix such as ".wgsl", else raise BundleError."""
+    if not isinstance(suffix, str) or len(suffix) > _MAX_SUFFIX or not _SUFFIX_RE.fullmatch(suffix):
+        raise BundleError(
+            f"artifact name {suffix!r} is not a safe suffix: it must look like '.wgsl' or "
+            f"'.meta.json' (dot-separated letters, digits, _ -, at most {_MAX_SUFFIX} characters)")
+    return suffix
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+def _hash(data: bytes | memoryview) -> str:
+    return blake3.blake3(data).hexdigest()
+
+
+# --- writer --------------------------------------------------------------------------
+
+def _check_reproducible(value: Any, where: str) -> None:
+    """Refuse absolute paths and time stamps anywhere in provenance (they break determinism)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise BundleError(f"{where}: key {key!r} is not a string")
+            if key.lower() in _TIME_KEYS:
+                raise BundleError(f"{where}.{key}: a time stamp makes the bundle "
+                                  f"non-reproducible; leave it out of the metadata")
+            if _ABS_PATH_RE.match(key):
+                raise BundleError(f"{where}: key {key!r} is an absolute path; record sources "
+                                  f"relative to the project root")
+            _check_reproducible(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_reproducible(item, f"{where}[{i}]")
+    elif isinstance(value, str) and _ABS_PATH_RE.match(value):
+        raise BundleError(f"{where}: {value!r} is an absolute path; record sources relative "
+                          f"to the project root")
+
+
+def _check_meta(meta: object, where: str, writing: bool = True) -> str:
+    """Validate one metadata record; return its id.
+
+    When writing, also refuse non-JSON values and non-reproducible provenance; a record
+    read back from a manifest is JSON already and was checked when it was written.
+    """
+    if not isinstance(meta, dict):
+        raise BundleError(f"{where}: 'meta' must be a dict, got {type(meta).__name__}")
+    for key in ("name", "variant", "id"):
+        if key not in meta:
+            raise BundleError(f"{where}: meta has no {key!r} (see docs/descriptor-conventions.md)")
+    name, variant, ident = meta["name"], meta["variant"], meta["id"]
+    check_id(name, f"{where}: kernel name")
+    if "." in name:
+        raise BundleError(f"{where}: kernel name {name!r} must not contain '.'")
+    if variant is not None:
+        check_id(variant, f"{where}: variant")
+    if ident != kernel_id(name, variant):
+        raise BundleError(f"{where}: meta id {ident!r} does not match name {name!r} and "
+                          f"variant {variant!r} (expected {kernel_id(name, variant)!r})")
+    if not writing:
+        return ident
+    if "provenance" in meta:
+        _check_reproducible(meta["provenance"], f"{where}: meta.provenance")
+    try:
+        _canonical_json(meta)
+    except (TypeError, ValueError) as exc:
+        raise BundleError(f"{where}: meta is not plain JSON data ({exc})") from None
+    return ident
+
+
+def _normalize(entries: Iterable[dict]) -> list[tuple[str, dict, list[tuple[str, bytes]]]]:
+    """Validate entries; return (id, meta copy, sorted artifacts) sorted by id."""
+    if isinstance(entries, (dict, str, bytes)):
+        raise BundleError("entries must be an iterable of {'meta', 'artifacts'} dicts")
+    out: dict[str, tuple[str, dict, list[tuple[str, bytes]]]] = {}
+    for n, entry in enumerate(entries):
+        where = f"bundle entry {n}"
+        if not isinstance(entry, dict) or "meta" not in entry or "artifacts" not in entry:
+            raise BundleError(f"{where}: must be a dict with 'meta' and 'artifacts'")
+        ident = _check_meta(entry["meta"], where)
+        where = f"bundle entry {ident!r}"
+        if ident in out:
+            raise BundleError(f"{where}: duplicate kernel id; each kernel and variant may "
+                              f"appear once in a bundle")
+        artifacts = entry["artifacts"]
+        if not isinstance(artifacts, dict):
+            raise BundleError(f"{where}: 'artifacts' must be a dict suffix -> bytes")
+        items = []
+        for suffix, data in artifacts.items():
+            check_suffix(suffix)
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise BundleError(f"{where}: artifact {suffix!r} must be bytes, got "
+                                  f"{type(data).__name__} (encode text as UTF-8)")
+            items.append((suffix, bytes(data)))
+        items.sort()
+        out[ident] = (ident, copy.deepcopy(entry["meta"]), items)
+    return [out[k] for k in sorted(out)]
+
+
+def encode_bundle(entries: Iterable[dict]) -> bytes:
+    """The bundle bytes for `entries` (see `write_bundle`); identical for any entry order."""
+    kernels = _normalize(entries)
+    body = bytearray()
+    pos = HEADER_SIZE
+    records = []
+    n_artifacts = 0
+    for ident, meta, items in kernels:
+        index = {}
+        for suffix, data in items:
+            pad = _align(pos) - pos
+            body += b"\0" * pad
+            pos += pad
+            index[suffix] = {"offset": pos, "size": len(data), "blake3": _hash(data)}
+            body += data
+            pos += len(data)
+            n_artifacts += 1
+        records.append({"id": ident, "meta": meta, "artifacts": index})
+    pad = _align(pos) - pos
+    body += b"\0" * pad
+    manifest_offset = pos + pad
+    manifest = _canonical_json({"format": FORMAT_NAME, "version": VERSION, "kernels": records})
+    file_size = manifest_offset + len(manifest)
+    header = _HEADER.pack(MAGIC, VERSION, 0, file_size, manifest_offset, len(manifest),
+                          len(records), n_artifacts, blake3.blake3(manifest).digest())
+    return header + bytes(body) + manifest
+
+
+def write_bundle(out_path: str | os.PathLike, entries: Iterable[dict]) -> int:
+    """Write a bundle of `entries` to `out_path` atomically; return the bytes written.
+
+    Arguments:
+        out_path: destination file; its directory is created if missing.
+        entries: dicts {"meta": metadata record (with "name", "variant", "id", optionally
+            "provenance"), "artifacts": {suffix: bytes}}, e.g. {".wgsl", ".spv", ".kdesc"}.
+    Returns:
+        the size of the written file. The bytes are identical for the same entries in any
+        order. Duplicate ids, unsafe names or suffixes, and absolute paths or time stamps
+        in provenance raise BundleError before anything is written.
+    """
+    data = encode_bundle(entries)
+    out_path = os.fspath(out_path)
+    directory = os.path.dirname(os.path.abspath(out_path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vyrebundle-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        # mkstemp files are 0600; a shipped bundle must be readable like any build output.
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out_path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return len(data)
+
+
+# --- reader --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BundleEntry:
+    """One kernel (and variant) of a bundle: its metadata and artifact index."""
+    id: str
+    name: str
+    variant: str | None
+    meta: dict
+    artifacts: dict  # suffix -> {"offset", "size", "blake3"}
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"duplicate key {dup!r}")
+    return obj
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"non-JSON number {name}")
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+class BundleReader:
+    """An open bundle. Construct with `read_bundle(path)` or `read_bundle_bytes(data)`.
+
+    Opening checks the header and the manifest (bounds, alignment, overlaps, hash);
+    `read_artifact` reads and verifies artifact bytes on first use, then serves them
+    from memory. Safe to share between threads. Use as a context manager or `close()`.
+    """
+
+    def __init__(self, fileobj: BinaryIO, name: str, size: int):
+        self._f = fileobj
+        self.path = name
+        self._size = size
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[str, str], bytes] = {}
+        try:
+            self._open()
+        except BaseException:
+            fileobj.close()
+            raise
+
+    # -- opening --
+
+    def _fail(self, reason: str) -> BundleError:
+        return BundleError(f"{self.path}: {reason}")
+
+    def _read_at(self, offset: int, size: int) -> bytes:
+        """Read exactly `size` bytes at `offset` (already checked against the file size)."""
+        with self._lock:
+            if self._f is None:
+                raise self._fail("bundle is closed")
+            self._f.seek(offset)
+            data = self._f.read(size)
+        if len(data) != size:
+            raise self._fail(f"truncated at byte {offset + len(data)}: needed bytes "
+                             f"{offset}..{offset + size} (the file shrank after opening?)")
+        return data
+
+    def _open(self) -> None:
+        if self._size < HEADER_SIZE:
+            head = self._read_at(0, self._size)
+            if not MAGIC.startswith(head[:len(MAGIC)]):
+                raise self._fail(f"bad magic {head[:len(MAGIC)]!r}, expected {MAGIC!r}: "
+                                 f"not a vyre bundle")
+            raise self._fail(f"truncated at byte {self._size}: the header needs "
+                             f"{HEADER_SIZE} bytes")
+        (magic, version, flags, file_size, m_off, m_size, n_kernels, n_artifacts,
+         m_hash) = _HEADER.unpack(self._read_at(0, HEADER_SIZE))
+        if magic != MAGIC:
+            raise self._fail(f"bad magic {magic!r}, expected {MAGIC!r}: not a vyre bundle")
+        if version != VERSION:
+            raise self._fail(f"unsupported bundle version {version} (this reader reads "
+                             f"version {VERSION}); rebuild the bundle with this vyre_build")
+        if flags != 0:
+            raise self._fail(f"unknown header flags 0x{flags:08x} at byte 12 (must be 0)")
+        if self._size < file_size:
+            raise self._fail(f"truncated at byte {self._size}: the header declares "
+                             f"{file_size} bytes")
+        if self._size > file_size:
+            raise self._fail(f"{self._size - file_size} trailing bytes after the declared "
+                             f"end at byte {file_size}")
+        if m_off < HEADER_SIZE or m_off % ALIGN or m_off > file_size \
+                or m_size != file_size - m_off:
+            raise self._fail(f"index out of bounds: manifest at bytes {m_off}..{m_off + m_size} "
+                             f"must be {ALIGN}-aligned, after the {HEADER_SIZE}-byte header "
+                             f"and end at the file end (byte {file_size})")
+        manifest = self._read_at(m_off, m_size)
+        if blake3.blake3(manifest).digest() != m_hash:
+            raise self._fail(f"manifest hash mismatch: bytes {m_off}..{file_size} do not hash "
+                             f"to the header's blake3 {m_hash.hex()} (corrupt bundle)")
+        try:
+            text = manifest.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._fail(f"bad UTF-8 in the manifest at byte {m_off + exc.start}") from None
+        try:
+            doc = json.loads(text, object_pairs_hook=_unique_object,
+                             parse_constant=_reject_constant)
+        except RecursionError:
+            raise self._fail("bad JSON in the manifest: nested too deeply") from None
+        except ValueError as exc:
+            raise self._fail(f"bad JSON in the manifest: {exc}") from None
+        self._manifest_offset = m_off
+        self._manifest_bytes = manifest
+        self._records = self._check_manifest(doc, m_off)
+        if len(self._records) != n_kernels:
+            raise self._fail(f"header kernel count {n_kernels} does not match the manifest's "
+                             f"{len(self._records)}")
+        found = sum(len(r["artifacts"]) for r in self._records.values())
+        if found != n_artifacts:
+            raise self._fail(f"header artifact count {n_artifacts} does not match the "
+                             f"manifest's {found}")
+
+    def _check_manifest(self, doc: object, data_end: int) -> dict[str, dict]:
+        """Check the manifest's shape, names and artifact ranges; return records by id."""
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
+            raise self._fail(f"manifest is not a {FORMAT_NAME!r} manifest object")
+        if doc.get("version") != VERSION or not _is_int(doc.get("version")):
+            raise self._fail(f"manifest version {doc.get('version')!r} does not match the "
+                             f"header's {VERSION}")
+        if set(doc) != {"format", "version", "kernels"}:
+            raise self._fail(f"manifest has unknown keys {sorted(set(doc) - {'format', 'version', 'kernels'})}")
+        kernels = doc["kernels"]
+        if not isinstance(kernels, list):
+            raise self._fail("manifest 'kernels' must be a list")
+        records: dict[str, dict] = {}
+        ranges: list[tuple[int, int, str]] = []
+        previous = None
+        for n, rec in enumerate(kernels):
+            if not isinstance(rec, dict) or set(rec) != {"id", "meta", "artifacts"}:
+                raise self._fail(f"manifest kernel {n} must have exactly 'id', 'meta', 'artifacts'")
+            try:
+                ident = check_id(rec["id"])
+                meta_id = _check_meta(rec["meta"], f"manifest kernel {ident!r}", writing=False)
+            except BundleError as exc:
+                raise self._fail(f"in the manifest: {exc}") from None
+            if meta_id != ident:
+                raise self._fail(f"manifest kernel {ident!r} carries metadata of {meta_id!r}")
+            if previous is not None and ident <= previous:
+                raise self._fail(f"manifest kernel {ident!r} is out of order or duplicated "
+                                 f"(after {previous!r})")
+            previous = ident
+            arts = rec["artifacts"]
+            if not isinstance(arts, dict):
+                raise self._fail(f"manifest kernel {ident!r}: 'artifacts' must be an object")
+            for suffix, info in arts.items():
+                try:
+                    check_suffix(suffix)
+                except BundleError as exc:
+                    raise self._fail(f"manifest kernel {ident!r}: {exc}") from None
+                what = f"kernel {ident!r} artifact {suffix!r}"
+                if not isinstance(info, dict) or set(info) != {"offset", "size", "blake3"}:
+                    raise self._fail(f"{what}: index entry must have exactly offset, size, blake3")
+                off, size, digest = info["offset"], info["size"], info["blake3"]
+                if not _is_int(off) or not _is_int(size) or off < 0 or size < 0:
+                    raise self._fail(f"{what}: offset {off!r} and size {size!r} must be "
+                                     f"non-negative integers")
+                if off < HEADER_SIZE or off % ALIGN or off + size > data_end:
+                    raise self._fail(f"index out of bounds: {what} at bytes {off}..{off + size} "
+                                     f"must be {ALIGN}-aligned within the data region "
+                                     f"{HEADER_SIZE}..{data_end}")
+                if not isinstance(digest, str) or not _HEX64_RE.fullmatch(digest):
+                    raise self._fail(f"{what}: blake3 {digest!r} is not 64 lowercase hex digits")
+                ranges.append((off, off + size, what))
+            records[ident] = rec
+        ranges.sort()
+        for (s0, e0, w0), (s1, e1, w1) in itertools.pairwise(ranges):
+            if s1 < e0:
+                raise self._fail(f"overlapping ranges: {w0} at bytes {s0}..{e0} and {w1} "
+                                 f"at bytes {s1}..{e1}")
+        return records
+
+    # -- queries --
+
+    @property
+    def ids(self) -> list[str]:
+        """Sorted kernel ids, e.g. ["add.f32", "add.i32", "saxpy"]."""
+        return list(self._records)
+
+    def _record(self, ident: str) -> dict:
+        rec = self._records.get(ident)
+        if rec is None:
+            variants = sorted(i[len(ident) + 1:] for i in self._records
+                              if i.startswith(ident + "."))
+            hint = (f"; it has variants {', '.join(variants)}: ask for one" if variants
+                    else f"; it holds {', '.join(self._records) or 'no kernels'}")
+            raise self._fail(f"no kernel {ident!r} in the bundle{hint}")
+        return rec
+
+    def entry(self, name: str, variant: str | None = None) -> BundleEntry:
+        """The kernel `name` (variant `variant`, or an id "name.variant" as `name`)."""
+        rec = self._record(kernel_id(name, variant))
+        meta = copy.deepcopy(rec["meta"])
+        return BundleEntry(rec["id"], meta["name"], meta["variant"], meta,
+                           copy.deepcopy(rec["artifacts"]))
+
+    def entries(self) -> list[BundleEntry]:
+        """Every entry, in id order."""
+        return [self.entry(i) for i in self._records]
+
+    def read_artifact(self, ident: str, suffix: str) -> bytes:
+        """The bytes of artifact `suffix` of kernel `ident`, verified by blake3 on first read."""
+        key = (ident, suffix)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        info = self._record(ident)["artifacts"].get(suffix)
+        if info is None:
+            have = ", ".join(sorted(self._records[ident]["artifacts"])) or "none"
+            raise self._fail(f"kernel {ident!r} has no {suffix!r} artifact (it has {have})")
+        data = self._read_at(info["offset"], info["size"])
+        if _hash(data) != info["blake3"]:
+            raise self._fail(f"kernel {ident!r} artifact {suffix!r}: blake3 mismatch at bytes "
+                             f"{info['offset']}..{info['offset'] + info['size']} (corrupt "
+                             f"bundle; rebuild it)")
+        self._cache[key] = data
+        return data
+
+    def verify(self) -> list[str]:
+        """Re-read and check every byte; return the problems found (empty when sound).
+
+        Checks each artifact's blake3 (re-read from disk, not from the cache), that the
+        padding between ranges is zero and no bytes lie outside a range, and that the
+        manifest is in canonical form.
+        """
+        problems = []
+        pos = HEADER_SIZE
+        ranges = sorted((info["offset"], info["size"], ident, suffix)
+                        for ident, rec in self._records.items()
+                        for suffix, info in rec["artifacts"].items())
+        for off, size, ident, suffix in ranges + [(self._manifest_offset, 0, None, None)]:
+            gap = off - pos
+            if gap >= ALIGN:
+                problems.append(f"{gap} unused bytes at {pos}..{off} (a canonical bundle "
+                                f"only pads to {ALIGN}-byte alignment)")
+            if gap > 0 and self._read_at(pos, gap).strip(b"\0"):
+                problems.append(f"non-zero padding bytes at {pos}..{off}")
+            if ident is None:
+                break
+            try:
+                data = self._read_at(off, size)
+            except BundleError as exc:
+                problems.append(str(exc))
+                break
+            want = self._records[ident]["artifacts"][suffix]["blake3"]
+            if _hash(data) != want:
+                problems.append(f"kernel {ident!r} artifact {suffix!r}: blake3 mismatch at "
+                                f"bytes {off}..{off + size}")
+            pos = max(pos, off + size)
+        canonical = _canonical_json(json.loads(self._manifest_bytes))
+        if canonical != self._manifest_bytes:
+            problems.append("manifest is not in canonical JSON form (sorted keys, no spaces)")
+        return problems
+
+    # -- lifetime --
+
+    def close(self) -> None:
+        """Close the file; cached artifact bytes stay readable, uncached ones raise."""
+        with self._lock:
+            if self._f is not None:
+                self._f.close()
+                self._f = None
+
+    def __enter__(self) -> BundleReader:  # noqa: PYI034 - typing.Self needs Python 3.11
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<BundleReader {self.path!r}: {len(self._records)} kernels>"
+
+
+def read_bundle(path: str | os.PathLike) -> BundleReader:
+    """Open the bundle at `path` lazily (header and manifest only); see `BundleReader`."""
+    name = os.fspath(path)
+    try:
+        f = open(name, "rb")  # noqa: SIM115 - the reader owns the file until close()
+    except OSError as exc:
+        raise BundleError(f"{name}: cannot open bundle: {exc.strerror}") from None
+    try:
+        size = os.fstat(f.fileno()).st_size
+    except OSError as exc:
+        f.close()
+        raise BundleError(f"{name}: cannot stat bundle: {exc.strerror}") from None
+    return BundleReader(f, name, size)
+
+
+def read_bundle_bytes(data: bytes, name: str = "<bundle bytes>") -> BundleReader:
+    """Open a bundle held in memory (same checks as `read_bundle`)."""
+    return BundleReader(io.BytesIO(bytes(data)), name, len(data))
