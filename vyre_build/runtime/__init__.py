@@ -1,0 +1,164 @@
+"""Load prebuilt kernels and dispatch them through wgpu (WGSL) or Vulkan (SPIR-V).
+
+    kernel = load_kernel(meta, wgsl=text)                 # or spirv=..., backend="vulkan"
+    out = kernel(x=x, y=y, a=2.0)                         # {"y": numpy array}
+    with open_bundle("dist/kernels.vyrebundle") as b:
+        b["saxpy"](x=x, y=y, a=2.0)
+
+This package imports only numpy, blake3 (through the bundle reader), vyre_build.bundle,
+vyre_build.errors and the backend in use; never the compiler (a test proves it).
+Backend choice: the `backend` argument, else env VYRE_BACKEND, else "wgpu".
+"""
+from __future__ import annotations
+
+import os
+
+from vyre_build.errors import BundleError, DeviceError, DispatchError
+from vyre_build.runtime.device import Batch, Device, DeviceBuffer, Kernel
+
+__all__ = ["Batch", "Bundle", "Device", "DeviceBuffer", "Kernel", "get_device",
+           "list_adapters", "load_kernel", "open_bundle"]
+
+BACKENDS = ("wgpu", "vulkan")
+_DEFAULT_DEVICES: dict = {}
+
+
+def _backend_name(backend: str | None) -> str:
+    name = backend or os.environ.get("VYRE_BACKEND") or "wgpu"
+    if name not in BACKENDS:
+        where = "backend" if backend else "VYRE_BACKEND"
+        raise DeviceError(f"unknown {where} {name!r}; choose one of {', '.join(BACKENDS)}")
+    return name
+
+
+def _module(name: str):
+    # Lazy: the GPU stack is imported only when a device of that backend is asked for.
+    try:
+        if name == "wgpu":
+            from vyre_build.runtime import wgpu_backend as mod
+        else:
+            from vyre_build.runtime import vulkan_backend as mod
+    except ImportError as exc:
+        raise DeviceError(f"the {name} backend needs the '{name}' Python package "
+                          f"(pip install {name}): {exc}") from exc
+    return mod
+
+
+def list_adapters(backend: str | None = None) -> list[str]:
+    """Descriptions of the adapters `backend` can use, in the order `adapter=` indexes."""
+    return _module(_backend_name(backend)).list_adapters()
+
+
+def get_device(backend: str | None = None, adapter: int | str | None = None) -> Device:
+    """A device of `backend` on `adapter` (index into list_adapters, or a case-insensitive
+    substring of its description; None picks the default). The default device of each
+    backend is created once and shared."""
+    name = _backend_name(backend)
+    key = (name, adapter)
+    if key not in _DEFAULT_DEVICES:
+        mod = _module(name)
+        cls = mod.WgpuDevice if name == "wgpu" else mod.VulkanDevice
+        _DEFAULT_DEVICES[key] = cls(adapter)
+    return _DEFAULT_DEVICES[key]
+
+
+def load_kernel(meta: dict, *, wgsl: str | None = None, spirv: bytes | None = None,
+                backend: str | None = None, device: Device | None = None) -> Kernel:
+    """A callable Kernel from its metadata record and shader code.
+
+    Arguments:
+        meta: the metadata record (docs/descriptor-conventions.md).
+        wgsl / spirv: the shader for the wgpu / vulkan backend (the one in use is needed).
+        backend: "wgpu" | "vulkan"; defaults to `device`'s backend, else VYRE_BACKEND,
+            else "wgpu".
+        device: a Device from get_device(); default: the backend's default device.
+    Returns: a Kernel (see vyre_build.runtime.device.Kernel for the call convention).
+    """
+    if device is None:
+        device = get_device(backend)
+    elif backend is not None and backend != device.backend:
+        raise DispatchError(f"load_kernel: backend={backend!r} but the device given is a "
+                            f"{device.backend} device")
+    code = wgsl if device.backend == "wgpu" else spirv
+    kid = meta.get("id") or meta.get("name") if isinstance(meta, dict) else None
+    if code is None:
+        need = "wgsl=" if device.backend == "wgpu" else "spirv="
+        raise DispatchError(f"Kernel {kid!r}: the {device.backend} backend needs {need}")
+    if device.backend == "vulkan":
+        if not isinstance(code, (bytes, bytearray, memoryview)) or len(code) % 4 \
+                or bytes(code[:4]) != b"\x03\x02\x23\x07":
+            raise DispatchError(f"Kernel {kid!r}: the given spirv= does not look like a "
+                                "SPIR-V module (little-endian, magic 0x07230203)")
+        code = bytes(code)
+    elif not isinstance(code, str):
+        raise DispatchError(f"Kernel {kid!r}: wgsl= must be str, got {type(code).__name__}")
+    return device.kernel(meta, code)
+
+
+class Bundle:
+    """An opened .vyrebundle: kernels by id, each loaded (artifact read and verified)
+    on first use and kept for the bundle's lifetime."""
+
+    def __init__(self, reader, backend: str | None, device: Device | None):
+        self.reader, self._backend, self._device = reader, backend, device
+        self._kernels: dict = {}
+
+    @property
+    def device(self) -> Device:
+        """The device kernels run on, created on first use (so opening stays cheap)."""
+        if self._device is None:
+            self._device = get_device(self._backend)
+        return self._device
+
+    @property
+    def ids(self) -> list[str]:
+        """Sorted kernel ids ("saxpy", "add.f32")."""
+        return self.reader.ids
+
+    def __contains__(self, kid: str) -> bool:
+        return kid in self.reader.ids
+
+    def __getitem__(self, kid: str) -> Kernel:
+        name, _, variant = kid.partition(".")
+        return self.kernel(name, variant or None)
+
+    def kernel(self, name: str, variant: str | None = None) -> Kernel:
+        """The kernel `name` (and `variant`), loaded on first use."""
+        kid = f"{name}.{variant}" if variant else name
+        found = self._kernels.get(kid)
+        if found is None:
+            entry = self.reader.entry(name, variant)
+            suffix = ".wgsl" if self.device.backend == "wgpu" else ".spv"
+            if suffix not in entry.artifacts:
+                raise BundleError(f"bundle kernel {entry.id!r} has no {suffix} artifact for "
+                                  f"the {self.device.backend} backend")
+            code = self.reader.read_artifact(entry.id, suffix)
+            if suffix == ".wgsl":
+                try:
+                    code = code.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise BundleError(f"bundle kernel {entry.id!r}: .wgsl is not UTF-8: "
+                                      f"{exc}") from exc
+                found = load_kernel(entry.meta, wgsl=code, device=self.device)
+            else:
+                found = load_kernel(entry.meta, spirv=code, device=self.device)
+            self._kernels[kid] = found
+        return found
+
+    def close(self) -> None:
+        self.reader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_bundle(path, *, backend: str | None = None, device: Device | None = None) -> Bundle:
+    """Open a bundle lazily (header and manifest only) for `device` or `backend`'s default
+    device; artifacts are read and verified when a kernel is first used."""
+    from vyre_build.bundle import read_bundle
+    if device is None:
+        _backend_name(backend)  # refuse a bad backend name now, not at first use
+    return Bundle(read_bundle(path), backend, device)

@@ -1,0 +1,240 @@
+"""The small interface both backends implement, and the callable `Kernel` over it.
+
+A backend subclasses `Device` and provides seven hooks (`_alloc`, `_upload`,
+`_download`, `_release`, `_pipeline`, `_encode`, `_submit`); everything else -- argument
+checking, temporary buffers, batching, result conversion -- lives here once.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from vyre_build.errors import DispatchError
+from vyre_build.runtime.kernel import DTYPES, NP_NAMES, check_meta, plan_call
+
+
+class DeviceBuffer:
+    """A storage buffer on one device: uploaded once, passed to any number of kernels,
+    read back only when `.read()` is called. A buffer created with `read_only=True`
+    (access "r") is refused where a kernel writes."""
+
+    def __init__(self, device: Device, handle, dtype: str, shape: tuple, access: str):
+        self.device, self.handle, self.dtype = device, handle, dtype
+        self.shape, self.access = shape, access
+        self.count = int(np.prod(shape))
+        self.nbytes = self.count * 4
+        self.released = False
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __repr__(self) -> str:
+        return (f"<DeviceBuffer {NP_NAMES[self.dtype]}{list(self.shape)} access={self.access!r}"
+                f" on {self.device.backend}>")
+
+    def _live(self):
+        if self.released:
+            raise DispatchError("DeviceBuffer was released; create a new one")
+        return self.handle
+
+    def read(self) -> np.ndarray:
+        """Copy the buffer back to a new numpy array of its dtype and shape (waits for
+        every submitted dispatch; refused inside an open batch)."""
+        if self.device._batch is not None:
+            raise DispatchError("DeviceBuffer.read() inside device.batch(): read after the "
+                                "batch is submitted (when the `with` block ends)")
+        raw = self.device._download(self._live(), self.nbytes)
+        return np.frombuffer(raw, dtype=DTYPES[self.dtype]).reshape(self.shape).copy()
+
+    def write(self, array) -> None:
+        """Overwrite the whole buffer with `array` (same dtype and element count)."""
+        if not isinstance(array, np.ndarray) or array.dtype != DTYPES[self.dtype] \
+                or array.size != self.count:
+            got = (f"{array.dtype}[{array.size}]" if isinstance(array, np.ndarray)
+                   else type(array).__name__)
+            raise DispatchError(f"DeviceBuffer.write: expected a {NP_NAMES[self.dtype]} array "
+                                f"of {self.count} elements, got {got}")
+        if self.device._batch is not None:
+            raise DispatchError("DeviceBuffer.write() inside device.batch() is not ordered "
+                                "with the batch's dispatches; write before or after it")
+        self.device._upload(self._live(), np.ascontiguousarray(array).tobytes())
+
+    def release(self) -> None:
+        """Free the device memory now (otherwise freed when the buffer is collected)."""
+        if not self.released:
+            self.released = True
+            self.device._release(self.handle)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001, S110 -- at shutdown or after device loss there is nothing left to free
+            pass
+
+
+class Batch:
+    """Dispatches recorded by `with device.batch():`, submitted as one submission on exit."""
+
+    def __init__(self, device: Device):
+        self.device, self.recorded, self.keep = device, [], []
+
+    def __enter__(self):
+        if self.device._batch is not None:
+            raise DispatchError("device.batch() blocks cannot be nested")
+        self.device._batch = self
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.device._batch = None
+        if exc_type is None and self.recorded:
+            self.device._submit(self.recorded)
+        self.recorded, self.keep = [], []
+
+
+class Device:
+    """One adapter's logical device. Subclasses set `backend`, `name`, `max_workgroups`,
+    `max_buffer_bytes` and implement the hooks."""
+
+    backend = ""
+    name = ""
+    max_workgroups = 65535
+    max_buffer_bytes = 2 ** 27
+
+    def __init__(self):
+        self._batch = None
+        self._pipelines = {}
+
+    def __repr__(self) -> str:
+        return f"<Device {self.backend}: {self.name}>"
+
+    def buffer(self, data, dtype: str | None = None, *, read_only: bool = False) -> DeviceBuffer:
+        """Upload a numpy array (dtype f32/i32/u32 inferred) or allocate `data` zeroed
+        elements (an int or a shape; `dtype` required) as a DeviceBuffer."""
+        access = "r" if read_only else "rw"
+        if isinstance(data, np.ndarray):
+            names = {v: k for k, v in DTYPES.items()}
+            kind = names.get(data.dtype)
+            if kind is None or (dtype is not None and dtype != kind):
+                raise DispatchError(f"Device.buffer: array must be float32, int32 or uint32"
+                                    f"{' matching dtype=' + repr(dtype) if dtype else ''}, "
+                                    f"got {data.dtype}")
+            if data.size == 0:
+                raise DispatchError("Device.buffer: array is empty; a storage buffer needs "
+                                    ">= 1 element")
+            handle = self._alloc(data.size * 4, data=np.ascontiguousarray(data).tobytes())
+            return DeviceBuffer(self, handle, kind, tuple(data.shape), access)
+        shape = (data,) if isinstance(data, int) and not isinstance(data, bool) else data
+        if dtype not in DTYPES:
+            raise DispatchError(f"Device.buffer: dtype must be one of f32, i32, u32 when "
+                                f"allocating by length, got {dtype!r}")
+        if not isinstance(shape, tuple) or not shape or not all(
+                isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape):
+            raise DispatchError(f"Device.buffer: expected a numpy array, a positive length or "
+                                f"a shape, got {data!r}")
+        count = int(np.prod(shape))
+        if count * 4 > self.max_buffer_bytes:
+            raise DispatchError(f"Device.buffer: {count * 4} bytes is more than the device's "
+                                f"storage buffer limit of {self.max_buffer_bytes} bytes")
+        return DeviceBuffer(self, self._alloc(count * 4), dtype, shape, access)
+
+    def batch(self) -> Batch:
+        """Context manager: kernel calls inside it are recorded and submitted together, in
+        order, as ONE submission when the block ends; the calls return DeviceBuffers."""
+        return Batch(self)
+
+    def kernel(self, meta: dict, code) -> Kernel:
+        """A callable kernel for `meta` with its shader `code` (WGSL str / SPIR-V bytes)."""
+        check_meta(meta)
+        return Kernel(self, meta, code)
+
+    def pipeline(self, meta: dict, code):
+        """The backend pipeline for this kernel, created once per device and kernel."""
+        key = (meta.get("id") or meta["name"], code)
+        found = self._pipelines.get(key)
+        if found is None:
+            found = self._pipelines[key] = self._pipeline(meta, code)
+        return found
+
+    def run(self, kernel: Kernel, plan) -> dict:
+        """Dispatch a checked `plan`; return the written buffers (see Kernel.__call__)."""
+        pipeline = self.pipeline(kernel.meta, kernel.code)
+        temps, bound = {}, []
+        for arg in plan.buffers:
+            buf = arg.source
+            if not isinstance(buf, DeviceBuffer):
+                buf = (self.buffer(arg.shape, arg.dtype) if buf is None else self.buffer(buf))
+                temps[arg.name] = buf
+            bound.append((arg.binding, buf.handle, buf.nbytes))
+        if any(n == 0 for n in plan.workgroups):
+            job = None  # an empty grid dispatches nothing; outputs keep their contents
+        else:
+            job = self._encode(pipeline, bound, plan.uniform_binding, plan.uniform,
+                               plan.workgroups)
+        written = [a for a in plan.buffers if a.access != "r"]
+        batch = self._batch
+        if batch is not None:
+            if job is not None:
+                batch.recorded.append(job)
+            batch.keep.extend(temps.values())
+            return {a.name: temps.get(a.name, a.source) for a in written}
+        if job is not None:
+            self._submit([job])
+        return {a.name: (temps[a.name].read() if a.name in temps else a.source)
+                for a in written}
+
+    # Backend hooks.
+    def _alloc(self, nbytes: int, data: bytes | None = None):
+        raise NotImplementedError("Device._alloc is implemented by each backend")
+
+    def _upload(self, handle, data: bytes) -> None:
+        raise NotImplementedError("Device._upload is implemented by each backend")
+
+    def _download(self, handle, nbytes: int) -> bytes:
+        raise NotImplementedError("Device._download is implemented by each backend")
+
+    def _release(self, handle) -> None:
+        raise NotImplementedError("Device._release is implemented by each backend")
+
+    def _pipeline(self, meta: dict, code):
+        raise NotImplementedError("Device._pipeline is implemented by each backend")
+
+    def _encode(self, pipeline, bound: list, uniform_binding, uniform: bytes | None,
+                workgroups: tuple):
+        raise NotImplementedError("Device._encode is implemented by each backend")
+
+    def _submit(self, jobs: list) -> None:
+        raise NotImplementedError("Device._submit is implemented by each backend")
+
+
+class Kernel:
+    """A prebuilt kernel bound to one device.
+
+    Call it with one keyword per binding: buffers as numpy arrays of the exact dtype or
+    DeviceBuffers; a "w"-only buffer may instead be an int length or shape (allocated,
+    zero-filled); scalars as Python/numpy numbers in range for their dtype. `grid=`
+    (int or tuple, invocations per axis) overrides the metadata grid.
+
+    Returns a dict name -> result for every written ("w"/"rw") buffer: a new numpy array
+    (inputs are never modified) for arguments given as arrays or lengths, the same
+    DeviceBuffer for DeviceBuffer arguments. Inside `device.batch()` every result is a
+    DeviceBuffer, readable after the batch ends.
+    """
+
+    def __init__(self, device: Device, meta: dict, code):
+        self.device, self.meta, self.code = device, meta, code
+        self.name = meta["name"]
+        self.id = meta.get("id") or meta["name"]
+        self.bindings = tuple(dict(b) for b in meta["bindings"])
+        self.workgroup_size = tuple(meta["workgroup_size"])
+
+    def __repr__(self) -> str:
+        return f"<Kernel {self.id} on {self.device.backend}>"
+
+    def __call__(self, /, grid=None, **args) -> dict:
+        # A parameter named "grid" takes precedence; use .dispatch() to override the grid.
+        if grid is not None and any(b["name"] == "grid" for b in self.bindings):
+            args["grid"], grid = grid, None
+        return self.dispatch(args, grid=grid)
+
+    def dispatch(self, args: dict, grid=None) -> dict:
+        """Like calling the kernel, with the arguments as a dict."""
+        return self.device.run(self, plan_call(self.meta, args, grid, self.device))

@@ -1,0 +1,261 @@
+"""Argument checking, grid computation and uniform packing for one kernel call.
+
+Everything here is pure host code: it reads the kernel's metadata record
+(docs/descriptor-conventions.md, "Metadata record") and the caller's arguments and
+either returns a `Plan` the backend can dispatch as is, or raises `DispatchError`
+before anything reaches the device. Messages follow wgpu-py's style: they name the
+kernel, the argument and the bad value.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from vyre_build.errors import DispatchError
+
+DTYPES = {"f32": np.dtype("<f4"), "i32": np.dtype("<i4"), "u32": np.dtype("<u4")}
+NP_NAMES = {"f32": "float32", "i32": "int32", "u32": "uint32"}
+_PACK = {"f32": "<f", "i32": "<i", "u32": "<I"}
+_INT_RANGE = {"i32": (-(2 ** 31), 2 ** 31 - 1), "u32": (0, 2 ** 32 - 1)}
+_F32_MAX = float(np.finfo(np.float32).max)
+ACCESS = ("r", "w", "rw")
+
+
+@dataclass(frozen=True)
+class BufferArg:
+    """One storage-buffer binding of a call: `source` is a numpy array, a DeviceBuffer,
+    or None for a "w" buffer the runtime allocates (zero-filled) with `shape`."""
+    name: str
+    binding: int
+    dtype: str
+    access: str
+    source: object
+    count: int
+    shape: tuple
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A checked call: buffers in binding order, packed uniform block, workgroup counts."""
+    buffers: tuple
+    uniform_binding: int | None
+    uniform: bytes | None
+    workgroups: tuple
+
+
+def _fail(kernel: str, message: str) -> DispatchError:
+    return DispatchError(f"Kernel {kernel!r}: {message}")
+
+
+def check_meta(meta: dict) -> None:
+    """Refuse a metadata record that lacks what dispatch needs (names the field)."""
+    if not isinstance(meta, dict):
+        raise DispatchError(f"kernel metadata must be a dict, got {type(meta).__name__}")
+    kid = meta.get("id") or meta.get("name") or "<unnamed>"
+    for key in ("name", "workgroup_size", "bindings"):
+        if key not in meta:
+            raise _fail(kid, f"metadata has no {key!r} field")
+    wg = meta["workgroup_size"]
+    if (not isinstance(wg, (list, tuple)) or not 1 <= len(wg) <= 3
+            or not all(isinstance(v, int) and v >= 1 for v in wg)):
+        raise _fail(kid, f"metadata workgroup_size must be 1-3 positive ints, got {wg!r}")
+    seen = set()
+    for b in meta["bindings"]:
+        name, kind = b.get("name"), b.get("kind")
+        if not isinstance(name, str) or name in seen:
+            raise _fail(kid, f"metadata binding name {name!r} is missing or repeated")
+        seen.add(name)
+        if b.get("dtype") not in DTYPES:
+            raise _fail(kid, f"metadata binding {name!r} has unknown dtype {b.get('dtype')!r}")
+        if kind == "buffer":
+            if b.get("access") not in ACCESS or not isinstance(b.get("binding"), int):
+                raise _fail(kid, f"metadata buffer {name!r} needs access r|w|rw and a binding")
+        elif kind == "scalar":
+            if not isinstance(b.get("offset"), int) or b["offset"] % 4:
+                raise _fail(kid, f"metadata scalar {name!r} needs a 4-byte aligned offset")
+            if not isinstance(meta.get("uniform"), dict):
+                raise _fail(kid, f"metadata has scalar {name!r} but no uniform block")
+        else:
+            raise _fail(kid, f"metadata binding {name!r} has unknown kind {kind!r}")
+
+
+def _describe(value) -> str:
+    if isinstance(value, np.ndarray):
+        return str(value.dtype) if value.dtype.isnative else value.dtype.str
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and not isinstance(dtype, str):
+        return str(dtype)
+    return type(value).__name__
+
+
+def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
+    name, dtype, access = b["name"], b["dtype"], b["access"]
+    want = NP_NAMES[dtype]
+    if hasattr(value, "read") and hasattr(value, "access") and hasattr(value, "device"):
+        if value.device is not device:
+            raise _fail(kid, f"argument {name!r} is a DeviceBuffer of another device "
+                             f"({value.device.name}); this kernel runs on {device.name}")
+        if value.released:
+            raise _fail(kid, f"argument {name!r} is a released DeviceBuffer")
+        if value.dtype != dtype:
+            raise _fail(kid, f"argument {name!r} must be a {want} buffer, "
+                             f"got a {NP_NAMES[value.dtype]} DeviceBuffer")
+        if access != "r" and value.access == "r":
+            raise _fail(kid, f"argument {name!r} is written by the kernel (access {access!r}) "
+                             "but the DeviceBuffer was created read-only")
+        return BufferArg(name, b["binding"], dtype, access, value, value.count, value.shape)
+    if isinstance(value, (int, tuple)) and not isinstance(value, bool):
+        shape = (value,) if isinstance(value, int) else value
+        if access != "w":
+            raise _fail(kid, f"argument {name!r} is read by the kernel (access {access!r}): "
+                             f"pass a {want} array, not a length")
+        if not shape or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1
+                                for s in shape):
+            raise _fail(kid, f"argument {name!r}: an output length must be a positive int "
+                             f"or a shape of positive ints, got {value!r}")
+        return BufferArg(name, b["binding"], dtype, access, None, math.prod(shape), shape)
+    if not isinstance(value, np.ndarray) or value.dtype != DTYPES[dtype]:
+        raise _fail(kid, f"argument {name!r} must be a {want} array, got {_describe(value)}")
+    if value.size == 0:
+        raise _fail(kid, f"argument {name!r} is empty; a storage buffer needs >= 1 element")
+    return BufferArg(name, b["binding"], dtype, access, np.ascontiguousarray(value),
+                     int(value.size), tuple(value.shape))
+
+
+def _check_scalar(kid: str, b: dict, value):
+    name, dtype = b["name"], b["dtype"]
+    if isinstance(value, (bool, np.bool_)):
+        raise _fail(kid, f"argument {name!r} must be a {dtype} scalar, got bool")
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if dtype == "f32":
+        if not isinstance(value, (int, float, np.integer, np.floating)):
+            raise _fail(kid, f"argument {name!r} must be a float scalar, got {_describe(value)}")
+        value = float(value)
+        if math.isfinite(value) and abs(value) > _F32_MAX:
+            raise _fail(kid, f"argument {name!r} = {value!r} is out of range for f32")
+        return value
+    if not isinstance(value, (int, np.integer)):
+        raise _fail(kid, f"argument {name!r} must be an integer ({dtype}), "
+                         f"got {_describe(value)} {value!r}")
+    lo, hi = _INT_RANGE[dtype]
+    if not lo <= int(value) <= hi:
+        raise _fail(kid, f"argument {name!r} = {int(value)} is out of range for {dtype} "
+                         f"[{lo}, {hi}]")
+    return int(value)
+
+
+def check_names(kid: str, bindings, args: dict) -> None:
+    """Refuse missing and unexpected argument names, suggesting the closest binding."""
+    names = [b["name"] for b in bindings]
+    extra = sorted(set(args) - set(names))
+    missing = [n for n in names if n not in args]
+    if extra:
+        close = difflib.get_close_matches(extra[0], missing or names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise _fail(kid, f"unexpected argument {extra[0]!r}{hint}; "
+                         f"it takes {', '.join(names)}")
+    if missing:
+        raise _fail(kid, f"missing argument{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(repr(m) for m in missing)}; it takes {', '.join(names)}")
+
+
+def _grid_axis(kid: str, entry, buffers: dict, scalars: dict) -> int:
+    if isinstance(entry, int) and not isinstance(entry, bool):
+        return entry
+    if entry in buffers:
+        return buffers[entry].count
+    if entry in scalars:
+        value = scalars[entry]
+        if isinstance(value, float) or value < 0:
+            raise _fail(kid, f"grid comes from scalar {entry!r} = {value!r}, "
+                             "which must be a non-negative integer")
+        return value
+    raise _fail(kid, f"metadata grid entry {entry!r} names no parameter")
+
+
+def _peer_check(kid: str, source: str, buffers: dict) -> None:
+    """Grid from buffer B: read-only buffers of B's dtype are its elementwise peers and
+    must be at least as long, since a shorter one would silently read zeros."""
+    src = buffers[source]
+    for arg in buffers.values():
+        if arg.name != source and arg.access == "r" and arg.dtype == src.dtype \
+                and arg.count < src.count:
+            raise _fail(kid, f"argument {arg.name!r} has {arg.count} elements but the grid "
+                             f"covers {src.count} (the length of {source!r}); pass at least "
+                             f"{src.count} or give grid= explicitly")
+
+
+def _override_grid(kid: str, grid) -> list:
+    axes = (grid,) if isinstance(grid, int) else grid
+    if (not isinstance(axes, (tuple, list)) or not 1 <= len(axes) <= 3 or not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0
+            for v in axes)):
+        raise _fail(kid, "grid= must be a non-negative int or a tuple of 1-3 of them "
+                         f"(invocations per axis), got {grid!r}")
+    return [int(v) for v in axes]
+
+
+def plan_call(meta: dict, args: dict, grid, device) -> Plan:
+    """Check `args` against the binding table and compute the dispatch.
+
+    `grid` (None | int | tuple of up to 3 ints) overrides meta["grid"]; both count
+    invocations per axis, and workgroups = ceil(invocations / workgroup_size).
+    """
+    kid = meta.get("id") or meta["name"]
+    bindings = meta["bindings"]
+    check_names(kid, bindings, args)
+    buffers, scalars = {}, {}
+    for b in bindings:
+        if b["kind"] == "buffer":
+            buffers[b["name"]] = _check_buffer(kid, b, args[b["name"]], device)
+        else:
+            scalars[b["name"]] = _check_scalar(kid, b, args[b["name"]])
+    limit = device.max_buffer_bytes
+    for arg in buffers.values():
+        if arg.count * 4 > limit:
+            raise _fail(kid, f"argument {arg.name!r} is {arg.count * 4} bytes, more than the "
+                             f"device's storage buffer binding limit of {limit} bytes")
+    if grid is not None:
+        invocations = _override_grid(kid, grid)
+    else:
+        entries = list(meta.get("grid") or [])
+        if not entries:
+            written = [a.name for a in buffers.values() if a.access != "r"]
+            if not written:
+                raise _fail(kid, "no grid in the metadata and no written buffer to take it "
+                                 "from; pass grid=")
+            entries = [written[0]]
+        invocations = [_grid_axis(kid, e, buffers, scalars) for e in entries]
+        if len(entries) == 1 and entries[0] in buffers:
+            _peer_check(kid, entries[0], buffers)
+    wg = list(meta["workgroup_size"]) + [1] * (3 - len(meta["workgroup_size"]))
+    invocations = invocations + [1] * (3 - len(invocations))
+    workgroups = tuple(-(-n // w) for n, w in zip(invocations, wg))
+    for axis, (n, count) in enumerate(zip(invocations, workgroups)):
+        if count > device.max_workgroups:
+            raise _fail(kid, f"grid needs {count} workgroups on axis {'xyz'[axis]} ({n} "
+                             f"invocations / {wg[axis]} per workgroup), more than the device "
+                             f"limit of {device.max_workgroups} "
+                             "(max_compute_workgroups_per_dimension)")
+    uniform_binding, block = None, None
+    if scalars:
+        uniform_binding = meta["uniform"]["binding"]
+        block = pack_uniform(meta, scalars)
+    ordered = tuple(sorted(buffers.values(), key=lambda a: a.binding))
+    return Plan(ordered, uniform_binding, block, workgroups)
+
+
+def pack_uniform(meta: dict, scalars: dict) -> bytes:
+    """Scalars little-endian at their metadata offsets, padded to a multiple of 16 bytes."""
+    ends = [b["offset"] + 4 for b in meta["bindings"] if b["kind"] == "scalar"]
+    size = max([int(meta["uniform"].get("size") or 0)] + ends)
+    block = bytearray(-(-size // 16) * 16)
+    for b in meta["bindings"]:
+        if b["kind"] == "scalar":
+            struct.pack_into(_PACK[b["dtype"]], block, b["offset"], scalars[b["name"]])
+    return bytes(block)
