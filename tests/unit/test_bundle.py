@@ -1,0 +1,503 @@
+"""Bundle writer and reader: round trip, determinism, laziness, and every refusal's message."""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+
+import blake3
+import pytest
+
+from vyre_build.bundle import (
+    ALIGN,
+    HEADER_SIZE,
+    MAGIC,
+    encode_bundle,
+    read_bundle,
+    read_bundle_bytes,
+    write_bundle,
+)
+from vyre_build.cli import main as cli_main
+from vyre_build.commands.bundle import _safe_target
+from vyre_build.errors import BundleError
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def make_meta(name: str, variant: str | None = None, **extra) -> dict:
+    ident = name if variant is None else f"{name}.{variant}"
+    meta = {
+        "name": name, "variant": variant, "id": ident, "workgroup_size": [64, 1, 1],
+        "grid": ["y"],
+        "bindings": [
+            {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
+            {"name": "y", "binding": 1, "kind": "buffer", "dtype": "f32", "access": "rw"},
+            {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0}],
+        "uniform": {"binding": 2, "size": 16},
+        "variant_values": {} if variant is None else {"T": variant},
+        "provenance": {"compiler": {"version": "0.1.0", "source_hash": "ab" * 32},
+                       "sources": {"kernels/add.py": "cd" * 32}},
+    }
+    meta.update(extra)
+    return meta
+
+
+def make_entry(name: str, variant: str | None = None, **artifacts) -> dict:
+    ident = name if variant is None else f"{name}.{variant}"
+    arts = {".wgsl": f"// {ident}\n@compute fn main() {{}}\n".encode(),
+            ".spv": b"\x03\x02\x23\x07" + ident.encode() * 3,
+            ".kdesc": b"\x01" + ident.encode()}
+    arts.update({"." + k: v for k, v in artifacts.items()})
+    return {"meta": make_meta(name, variant), "artifacts": arts}
+
+
+ENTRIES = [make_entry("saxpy"), make_entry("add", "f32"), make_entry("add", "i32")]
+
+
+def header(data: bytes) -> list:
+    return list(struct.unpack("<8sIIQQQII32s", data[:HEADER_SIZE]))
+
+
+def with_header(data: bytes, **fields) -> bytes:
+    names = ["magic", "version", "flags", "file_size", "m_off", "m_size", "kernels",
+             "artifacts", "m_hash"]
+    values = dict(zip(names, header(data)))
+    values.update(fields)
+    return struct.pack("<8sIIQQQII32s", *[values[n] for n in names]) + data[HEADER_SIZE:]
+
+
+def with_manifest(data: bytes, manifest: bytes | dict) -> bytes:
+    """Replace the manifest and fix the header (size, hash) so only the manifest is wrong."""
+    if isinstance(manifest, dict):
+        manifest = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    m_off = header(data)[4]
+    out = data[:m_off] + manifest
+    return with_header(out, file_size=len(out), m_size=len(manifest),
+                       m_hash=blake3.blake3(manifest).digest())
+
+
+def manifest_of(data: bytes) -> dict:
+    return json.loads(data[header(data)[4]:])
+
+
+def refused(data: bytes) -> str:
+    with pytest.raises(BundleError) as info:
+        read_bundle_bytes(data, "t.vyrebundle")
+    return str(info.value)
+
+
+# --- round trip and layout ------------------------------------------------------------
+
+def test_round_trip(tmp_path):
+    path = tmp_path / "k.vyrebundle"
+    n = write_bundle(path, ENTRIES)
+    assert n == path.stat().st_size
+    with read_bundle(path) as r:
+        assert r.ids == ["add.f32", "add.i32", "saxpy"]
+        for e in ENTRIES:
+            ident = e["meta"]["id"]
+            entry = r.entry(e["meta"]["name"], e["meta"]["variant"])
+            assert (entry.id, entry.name, entry.variant) == (
+                ident, e["meta"]["name"], e["meta"]["variant"])
+            assert entry.meta == e["meta"]
+            assert sorted(entry.artifacts) == [".kdesc", ".spv", ".wgsl"]
+            for suffix, data in e["artifacts"].items():
+                info = entry.artifacts[suffix]
+                assert info["size"] == len(data)
+                assert info["blake3"] == blake3.blake3(data).hexdigest()
+                assert info["offset"] % ALIGN == 0
+                assert r.read_artifact(ident, suffix) == data
+        assert r.verify() == []
+
+
+def test_entry_by_id_and_variant_hint():
+    r = read_bundle_bytes(encode_bundle(ENTRIES))
+    assert r.entry("add.f32").variant == "f32"
+    assert r.entry("add", "i32").id == "add.i32"
+    with pytest.raises(BundleError, match=r"no kernel 'add' in the bundle; it has variants "
+                                          r"f32, i32: ask for one"):
+        r.entry("add")
+    with pytest.raises(BundleError, match=r"no kernel 'nope'.*holds add.f32, add.i32, saxpy"):
+        r.entry("nope")
+    with pytest.raises(BundleError, match=r"kernel 'saxpy' has no '.ptx' artifact "
+                                          r"\(it has .kdesc, .spv, .wgsl\)"):
+        r.read_artifact("saxpy", ".ptx")
+
+
+def test_subset_of_artifacts_and_empty_bundle():
+    entry = {"meta": make_meta("only"), "artifacts": {".wgsl": b"fn main() {}"}}
+    r = read_bundle_bytes(encode_bundle([entry]))
+    assert r.entry("only").artifacts.keys() == {".wgsl"}
+    empty = read_bundle_bytes(encode_bundle([]))
+    assert empty.ids == [] and empty.verify() == []
+
+
+def test_header_fields_and_layout():
+    data = encode_bundle(ENTRIES)
+    magic, version, flags, size, m_off, m_size, nk, na, m_hash = header(data)
+    assert (magic, version, flags, size, nk, na) == (MAGIC, 1, 0, len(data), 3, 9)
+    assert m_off % ALIGN == 0 and m_off + m_size == len(data)
+    assert m_hash == blake3.blake3(data[m_off:]).digest()
+    offsets = [(i["offset"], k["id"], s) for k in manifest_of(data)["kernels"]
+               for s, i in k["artifacts"].items()]
+    # Artifacts are laid out in id then suffix order.
+    assert [o[1:] for o in sorted(offsets)] == sorted(o[1:] for o in offsets)
+    assert min(o[0] for o in offsets) == HEADER_SIZE
+
+
+def test_meta_is_a_copy():
+    r = read_bundle_bytes(encode_bundle(ENTRIES))
+    r.entry("saxpy").meta["name"] = "changed"
+    assert r.entry("saxpy").meta["name"] == "saxpy"
+
+
+# --- determinism ----------------------------------------------------------------------
+
+def test_same_entries_any_order_identical_bytes(tmp_path):
+    a, b = tmp_path / "a.vyrebundle", tmp_path / "b.vyrebundle"
+    write_bundle(a, ENTRIES)
+    shuffled = [ENTRIES[2], ENTRIES[0], ENTRIES[1]]
+    # Reorder the dict keys too: only content may matter.
+    shuffled = [{"artifacts": dict(reversed(list(e["artifacts"].items()))),
+                 "meta": dict(reversed(list(e["meta"].items())))} for e in shuffled]
+    write_bundle(b, shuffled)
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_content_change_changes_bytes():
+    changed = [make_entry("saxpy", wgsl=b"other"), *ENTRIES[1:]]
+    assert encode_bundle(changed) != encode_bundle(ENTRIES)
+
+
+# --- writer -----------------------------------------------------------------------------
+
+def test_write_is_atomic_and_leaves_no_temp(tmp_path):
+    path = tmp_path / "out" / "k.vyrebundle"
+    write_bundle(path, ENTRIES)
+    first = path.read_bytes()
+    with pytest.raises(BundleError, match="duplicate kernel id"):
+        write_bundle(path, ENTRIES + [make_entry("saxpy")])
+    assert path.read_bytes() == first
+    write_bundle(path, ENTRIES[:1])
+    assert read_bundle(path).ids == ["saxpy"]
+    assert sorted(os.listdir(path.parent)) == ["k.vyrebundle"]
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"meta": make_meta("k")}, "must be a dict with 'meta' and 'artifacts'"),
+    ({"meta": {"name": "k", "id": "k"}, "artifacts": {}}, "meta has no 'variant'"),
+    ({"meta": make_meta("k", id="j"), "artifacts": {}},
+     "meta id 'j' does not match name 'k' and variant None"),
+    ({"meta": make_meta("../evil"), "artifacts": {}}, "kernel name '../evil' is not a safe"),
+    ({"meta": make_meta("a/b"), "artifacts": {}}, "kernel name 'a/b' is not a safe"),
+    ({"meta": make_meta(".hidden"), "artifacts": {}}, "kernel name '.hidden' is not a safe"),
+    ({"meta": make_meta("k", ".."), "artifacts": {}}, "variant '..' is not a safe"),
+    ({"meta": make_meta("k", "x/../../y"), "artifacts": {}}, "variant 'x/../../y' is not"),
+    ({"meta": make_meta("a.b"), "artifacts": {}}, "kernel name 'a.b' must not contain '.'"),
+    ({"meta": make_meta("k"), "artifacts": {"../x": b""}}, "artifact name '../x' is not a safe"),
+    ({"meta": make_meta("k"), "artifacts": {"/etc/passwd": b""}}, "'/etc/passwd' is not a safe"),
+    ({"meta": make_meta("k"), "artifacts": {".a/b": b""}}, "'.a/b' is not a safe suffix"),
+    ({"meta": make_meta("k"), "artifacts": {"wgsl": b""}}, "'wgsl' is not a safe suffix"),
+    ({"meta": make_meta("k"), "artifacts": {".wgsl": "text"}},
+     "artifact '.wgsl' must be bytes, got str"),
+    ({"meta": make_meta("k", provenance={"sources": {"/home/u/k.py": "00"}}), "artifacts": {}},
+     "key '/home/u/k.py' is an absolute path"),
+    ({"meta": make_meta("k", provenance={"root": "C:\\src"}), "artifacts": {}},
+     "provenance.root: 'C:\\\\src' is an absolute path"),
+    ({"meta": make_meta("k", provenance={"built_at": 1700000000}), "artifacts": {}},
+     "provenance.built_at: a time stamp makes the bundle non-reproducible"),
+    ({"meta": make_meta("k", grid=[float("nan")]), "artifacts": {}},
+     "meta is not plain JSON data"),
+    ({"meta": make_meta("k", grid={1, 2}), "artifacts": {}}, "meta is not plain JSON data"),
+])
+def test_writer_refusals(entry, message):
+    with pytest.raises(BundleError) as info:
+        encode_bundle([entry])
+    assert message in str(info.value)
+
+
+def test_writer_refuses_a_single_dict():
+    with pytest.raises(BundleError, match="entries must be an iterable"):
+        encode_bundle(ENTRIES[0])
+
+
+# --- reader refusals (each reason, with its message) -------------------------------------
+
+GOOD = encode_bundle(ENTRIES)
+
+
+def test_refuses_bad_magic():
+    assert "bad magic b'NOTABNDL', expected b'VYREBNDL': not a vyre bundle" in \
+        refused(b"NOTABNDL" + GOOD[8:])
+    assert "bad magic b'\\x7fELF'" in refused(b"\x7fELF")
+
+
+def test_refuses_unsupported_version():
+    assert "unsupported bundle version 2 (this reader reads version 1)" in \
+        refused(with_header(GOOD, version=2))
+
+
+def test_refuses_flags():
+    assert "unknown header flags 0x00000004 at byte 12" in refused(with_header(GOOD, flags=4))
+
+
+def test_refuses_truncation():
+    assert refused(GOOD[:40]) == "t.vyrebundle: truncated at byte 40: the header needs 80 bytes"
+    assert refused(b"") == "t.vyrebundle: truncated at byte 0: the header needs 80 bytes"
+    n = len(GOOD) - 7
+    assert refused(GOOD[:n]) == (f"t.vyrebundle: truncated at byte {n}: the header declares "
+                                 f"{len(GOOD)} bytes")
+
+
+def test_refuses_trailing_bytes():
+    assert f"3 trailing bytes after the declared end at byte {len(GOOD)}" in refused(GOOD + b"abc")
+
+
+def test_refuses_manifest_out_of_bounds():
+    m_off = header(GOOD)[4]
+    assert "index out of bounds: manifest at bytes" in refused(with_header(GOOD, m_off=m_off + 1))
+    assert "index out of bounds: manifest" in refused(with_header(GOOD, m_off=16))
+    assert "index out of bounds: manifest" in refused(with_header(GOOD, m_size=1 << 62))
+    assert "index out of bounds: manifest" in refused(with_header(GOOD, m_off=1 << 63))
+
+
+def test_refuses_manifest_hash_mismatch():
+    flipped = bytearray(GOOD)
+    flipped[-2] ^= 0x20
+    assert "manifest hash mismatch" in refused(bytes(flipped))
+    assert "manifest hash mismatch" in refused(with_header(GOOD, m_hash=b"\0" * 32))
+
+
+def test_refuses_bad_utf8_and_json():
+    m_off = header(GOOD)[4]
+    assert f"bad UTF-8 in the manifest at byte {m_off + 1}" in refused(with_manifest(GOOD, b"{\xff}"))
+    assert "bad JSON in the manifest: Expecting" in refused(with_manifest(GOOD, b"{"))
+    assert "bad JSON in the manifest: duplicate key 'a'" in \
+        refused(with_manifest(GOOD, b'{"a":1,"a":2}'))
+    assert "bad JSON in the manifest: non-JSON number NaN" in \
+        refused(with_manifest(GOOD, b'{"a":NaN}'))
+    assert "bad JSON in the manifest: nested too deeply" in \
+        refused(with_manifest(GOOD, b"[" * 100000 + b"]" * 100000))
+
+
+def _edit(fn) -> bytes:
+    doc = manifest_of(GOOD)
+    fn(doc)
+    return with_manifest(GOOD, doc)
+
+
+def _art(doc, i=0, suffix=".wgsl") -> dict:
+    return doc["kernels"][i]["artifacts"][suffix]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d.update(format="zip"), "manifest is not a 'vyrebundle' manifest object"),
+    (lambda d: d.update(version=True), "manifest version True does not match"),
+    (lambda d: d.update(extra=1), "manifest has unknown keys ['extra']"),
+    (lambda d: d.update(kernels={}), "manifest 'kernels' must be a list"),
+    (lambda d: d["kernels"][0].pop("meta"), "manifest kernel 0 must have exactly"),
+    (lambda d: d["kernels"][0].update(id="../../etc/x"), "kernel id '../../etc/x' is not a safe"),
+    (lambda d: d["kernels"][0].update(id="add.i32"), "carries metadata of 'add.f32'"),
+    (lambda d: d["kernels"].reverse(), "manifest kernel 'add.i32' is out of order"),
+    (lambda d: d["kernels"][1].update(d["kernels"][0]), "'add.f32' is out of order or duplicated"),
+    (lambda d: d["kernels"][0]["artifacts"].update({"/x": _art(d)}), "'/x' is not a safe suffix"),
+    (lambda d: _art(d).update(offset=-16), "offset -16 and size"),
+    (lambda d: _art(d).update(size=False), "offset"),
+    (lambda d: _art(d).update(offset=96.0), "must be non-negative integers"),
+    (lambda d: _art(d).update(offset=_art(d)["offset"] + 1),
+     "index out of bounds: kernel 'add.f32' artifact '.wgsl'"),
+    (lambda d: _art(d).update(offset=0), "index out of bounds"),
+    (lambda d: _art(d).update(size=1 << 40), "index out of bounds"),
+    (lambda d: _art(d).pop("blake3"), "index entry must have exactly offset, size, blake3"),
+    (lambda d: _art(d).update(blake3="AB" * 32), "is not 64 lowercase hex digits"),
+    (lambda d: _art(d, 0, ".spv").update(offset=_art(d, 0, ".kdesc")["offset"]),
+     "overlapping ranges: kernel 'add.f32' artifact '.kdesc'"),
+    (lambda d: d["kernels"].pop(), "header kernel count 3 does not match the manifest's 2"),
+    (lambda d: d["kernels"][2]["artifacts"].pop(".spv"),
+     "header artifact count 9 does not match the manifest's 8"),
+])
+def test_refuses_bad_manifest(edit, message):
+    assert message in refused(_edit(edit))
+
+
+def test_artifact_corruption_is_lazy_and_named(tmp_path):
+    path = tmp_path / "k.vyrebundle"
+    write_bundle(path, ENTRIES)
+    data = bytearray(path.read_bytes())
+    info = manifest_of(bytes(data))["kernels"][2]["artifacts"][".spv"]
+    data[info["offset"]] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with read_bundle(path) as r:  # open reads only header + manifest: it succeeds
+        assert r.read_artifact("add.f32", ".wgsl") == ENTRIES[1]["artifacts"][".wgsl"]
+        with pytest.raises(BundleError, match=r"kernel 'saxpy' artifact '.spv': blake3 mismatch"):
+            r.read_artifact("saxpy", ".spv")
+        end = info["offset"] + info["size"]
+        assert r.verify() == [
+            f"kernel 'saxpy' artifact '.spv': blake3 mismatch at bytes {info['offset']}..{end}"]
+
+
+def test_verified_bytes_are_cached(tmp_path):
+    path = tmp_path / "k.vyrebundle"
+    write_bundle(path, ENTRIES)
+    r = read_bundle(path)
+    first = r.read_artifact("saxpy", ".wgsl")
+    info = r.entry("saxpy").artifacts[".wgsl"]
+    data = bytearray(path.read_bytes())
+    data[info["offset"]] ^= 0xFF
+    path.write_bytes(bytes(data))  # same size, in place: the open file sees it
+    assert r.read_artifact("saxpy", ".wgsl") is first
+    assert any("blake3 mismatch" in p for p in r.verify())  # verify re-reads the file
+    r.close()
+    assert r.read_artifact("saxpy", ".wgsl") == first
+    with pytest.raises(BundleError, match="bundle is closed"):
+        r.read_artifact("saxpy", ".spv")
+
+
+def test_file_shrinking_after_open(tmp_path):
+    path = tmp_path / "k.vyrebundle"
+    write_bundle(path, ENTRIES)
+    r = read_bundle(path)
+    os.truncate(path, HEADER_SIZE + 4)
+    with pytest.raises(BundleError, match=r"truncated at byte 84: needed bytes 80\.\."):
+        r.read_artifact("add.f32", ".kdesc")
+    r.close()
+
+
+def test_verify_reports_padding_gaps_and_noncanonical_manifest():
+    data = bytearray(GOOD)
+    first = manifest_of(GOOD)["kernels"][0]["artifacts"][".kdesc"]
+    end = first["offset"] + first["size"]
+    assert end % ALIGN  # there is padding after the first artifact
+    data[end] = 1
+    assert read_bundle_bytes(bytes(data)).verify() == [
+        f"non-zero padding bytes at {end}..{(end + ALIGN - 1) // ALIGN * ALIGN}"]
+    doc = manifest_of(GOOD)
+    spaced = json.dumps(doc, indent=1).encode()
+    assert read_bundle_bytes(with_manifest(GOOD, spaced)).verify() == [
+        "manifest is not in canonical JSON form (sorted keys, no spaces)"]
+    for k in doc["kernels"]:
+        for info in k["artifacts"].values():
+            info["offset"] += 32  # every range moves: a 32-byte gap opens after the header
+    m_off = header(GOOD)[4]
+    moved = with_header(GOOD[:HEADER_SIZE] + b"\0" * 32 + GOOD[HEADER_SIZE:m_off], m_off=m_off + 32)
+    moved = with_manifest(moved, doc)
+    gap = f"32 unused bytes at {HEADER_SIZE}..112 (a canonical bundle only pads to 16-byte alignment)"
+    assert read_bundle_bytes(moved).verify() == [gap]
+
+
+def test_missing_file():
+    with pytest.raises(BundleError, match=r"nowhere.vyrebundle: cannot open bundle: No such file"):
+        read_bundle("/nonexistent/nowhere.vyrebundle")
+
+
+# --- speed and independence ------------------------------------------------------------
+
+def test_open_100_kernel_bundle_is_fast(tmp_path):
+    entries = [make_entry(f"k{i:03d}", "f32", wgsl=b"x" * 2000, spv=b"\x03\x02\x23\x07" * 400)
+               for i in range(100)]
+    path = tmp_path / "big.vyrebundle"
+    write_bundle(path, entries)
+    best = float("inf")
+    for _ in range(10):
+        t = time.perf_counter()
+        read_bundle(path).close()
+        best = min(best, time.perf_counter() - t)
+    assert best < 0.005, f"opening a 100-kernel bundle took {best * 1000:.2f} ms (target 5 ms)"
+
+
+def test_bundle_module_imports_no_compiler():
+    code = ("import sys, vyre_build.bundle; "
+            "print(sorted(m for m in sys.modules if m.startswith('vyre_build')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": REPO}, check=True).stdout
+    assert out.strip() == "['vyre_build', 'vyre_build.bundle', 'vyre_build.errors']"
+
+
+# --- CLI ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def bundle_file(tmp_path):
+    path = tmp_path / "k.vyrebundle"
+    write_bundle(path, ENTRIES)
+    return str(path)
+
+
+def test_cli_ls(bundle_file, capsys):
+    assert cli_main(["bundle", "ls", bundle_file]) == 0
+    out = capsys.readouterr().out
+    assert "add.f32  64x1x1     y     3         .kdesc:" in out
+    assert out.endswith(f"3 kernel(s) in {bundle_file}\n")
+    assert cli_main(["bundle", "ls", bundle_file, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [k["id"] for k in doc["kernels"]] == ["add.f32", "add.i32", "saxpy"]
+    assert doc["kernels"][0]["meta"] == ENTRIES[1]["meta"]
+
+
+def test_cli_show(bundle_file, capsys):
+    assert cli_main(["bundle", "show", bundle_file, "add.i32"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("kernel     add.i32  (name add, variant i32)\nworkgroup  64x1x1\n")
+    assert "binding      2  scalar f32  a                offset 0" in out
+    assert "uniform    binding 2, 16 bytes" in out
+    assert cli_main(["bundle", "show", bundle_file, "saxpy", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["id"] == "saxpy" and doc["variant"] is None
+    assert cli_main(["bundle", "show", bundle_file, "add"]) == 1
+    assert "it has variants f32, i32" in capsys.readouterr().err
+
+
+def test_cli_verify(bundle_file, tmp_path, capsys):
+    assert cli_main(["bundle", "verify", bundle_file]) == 0
+    assert "ok (3 kernel(s), every artifact verified)" in capsys.readouterr().out
+    with open(bundle_file, "rb") as f:
+        data = bytearray(f.read())
+    data[HEADER_SIZE] ^= 1
+    bad = tmp_path / "bad.vyrebundle"
+    bad.write_bytes(bytes(data))
+    assert cli_main(["bundle", "verify", str(bad)]) == 1
+    assert "kernel 'add.f32' artifact '.kdesc': blake3 mismatch" in capsys.readouterr().err
+    assert cli_main(["bundle", "verify", str(bad), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is False and len(doc["problems"]) == 1
+    bad.write_bytes(b"garbage")
+    assert cli_main(["bundle", "verify", str(bad), "--json"]) == 1
+    assert "bad magic" in json.loads(capsys.readouterr().out)["problems"][0]
+    assert cli_main(["bundle", "verify", str(bad)]) == 1
+    assert "bad magic" in capsys.readouterr().err
+
+
+def test_cli_extract(bundle_file, tmp_path, capsys):
+    out_dir = tmp_path / "x"
+    assert cli_main(["bundle", "extract", bundle_file, "-o", str(out_dir), "--json"]) == 0
+    names = json.loads(capsys.readouterr().out)["files"]
+    assert sorted(os.listdir(out_dir)) == sorted(names)
+    assert len(names) == 12
+    for e in ENTRIES:
+        ident = e["meta"]["id"]
+        for suffix, data in e["artifacts"].items():
+            assert (out_dir / f"{ident}{suffix}").read_bytes() == data
+        assert json.loads((out_dir / f"{ident}.meta.json").read_text()) == e["meta"]
+
+
+def test_cli_extract_writes_nothing_when_an_artifact_is_corrupt(bundle_file, tmp_path, capsys):
+    with open(bundle_file, "rb") as f:
+        data = bytearray(f.read())
+    info = manifest_of(bytes(data))["kernels"][2]["artifacts"][".wgsl"]
+    data[info["offset"]] ^= 1
+    with open(bundle_file, "wb") as f:
+        f.write(bytes(data))
+    out_dir = tmp_path / "x"
+    assert cli_main(["bundle", "extract", bundle_file, "-o", str(out_dir)]) == 1
+    assert "kernel 'saxpy' artifact '.wgsl': blake3 mismatch" in capsys.readouterr().err
+    assert not out_dir.exists()
+
+
+@pytest.mark.parametrize("ident, suffix", [("..", ".wgsl"), ("a", "/../../x"), ("/abs", ".spv"),
+                                           ("a/b", ".spv"), ("a", ".."), ("a.", ".wgsl")])
+def test_extract_refuses_escaping_names(tmp_path, ident, suffix):
+    with pytest.raises(BundleError, match="is not a safe"):
+        _safe_target(str(tmp_path), ident, suffix)
