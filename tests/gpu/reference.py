@@ -1,0 +1,453 @@
+"""Numpy references and input generators for every kernel of the kernels/ tree.
+
+`CASES` is a table of `KernelCase`: which file and stem (``"add.f32"``) it covers, a
+generator that builds every argument of one call from a seeded `numpy.random.Generator`
+and a size, a reference that computes the expected contents of the buffers the kernel
+writes, the sizes to test (including ones that are not multiples of the workgroup
+size) and the tolerance, with the reason for it. Generators and references never touch
+the compiler or a device, so other tests (bundles, benchmarks, the CLI) can import them.
+"""
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+U32 = np.uint32
+MASK32 = (1 << 32) - 1
+# Element counts that straddle the common workgroup sizes (64, 128, 256).
+SIZES_1D = (1, 255, 257, 1000)
+
+
+@dataclass(frozen=True)
+class KernelCase:
+    """One kernel (or variant) with what it takes to check it against numpy.
+
+    `inputs(rng, size)` returns every argument by binding name (arrays for buffers, an
+    int length for a "w" buffer the runtime allocates, Python numbers for scalars);
+    `reference(args)` returns the expected final contents of each written buffer, by
+    name; `rtol`/`atol` of 0 mean an exact comparison; `tolerance_note` says why a float
+    tolerance is what it is.
+    """
+    file: str
+    stem: str
+    inputs: Callable[[np.random.Generator, object], dict]
+    reference: Callable[[dict], dict]
+    sizes: tuple = SIZES_1D
+    rtol: float = 0.0
+    atol: float = 0.0
+    tolerance_note: str = "exact (integer arithmetic)"
+
+
+def _u32(rng, n):
+    return rng.integers(0, 1 << 32, size=n, dtype=np.uint64).astype(U32)
+
+
+def _i32(rng, n):
+    return rng.integers(-(1 << 31), 1 << 31, size=n, dtype=np.int64).astype(np.int32)
+
+
+def _f32(rng, n, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, size=n).astype(np.float32)
+
+
+def pack_bytes(data: bytes) -> np.ndarray:
+    """Bytes packed 4 per u32 little-endian, the tail padded with 0xAB (never counted)."""
+    padded = data + b"\xab" * (-len(data) % 4 or (4 if not data else 0))
+    return np.frombuffer(padded, dtype="<u4").astype(U32)
+
+
+# ---- elementwise -------------------------------------------------------------------
+
+def _saxpy_inputs(rng, n):
+    return {"x": _f32(rng, n), "y": _f32(rng, n), "a": 2.5}
+
+
+def _saxpy_ref(args):
+    return {"y": np.float32(args["a"]) * args["x"] + args["y"]}
+
+
+_ADD_GEN = {"f32": lambda rng, n: _f32(rng, n, -100.0, 100.0), "i32": _i32, "u32": _u32}
+
+
+def _add_inputs(dtype):
+    def make(rng, n):
+        gen = _ADD_GEN[dtype]
+        return {"a": gen(rng, n), "b": gen(rng, n), "out": n}
+    return make
+
+
+def _add_ref(args):
+    a, b = args["a"], args["b"]
+    if a.dtype == np.float32:
+        return {"out": a + b}
+    # wrap through int64 so overflow is two's complement without numpy warnings
+    return {"out": (a.astype(np.int64) + b.astype(np.int64)).astype(a.dtype)}
+
+
+_UNARY = {
+    # op: (input range, numpy function, rtol, atol, note)
+    "sqrt": ((0.0, 100.0), np.sqrt, 1e-6, 1e-7, "sqrt within a few ulp"),
+    "exp": ((-10.0, 10.0), np.exp, 2e-5, 1e-7, "Vulkan exp: 3 + 2|x| ulp, |x| <= 10"),
+    "log": ((0.01, 100.0), np.log, 1e-5, 1e-5, "Vulkan log: 3 ulp, 2^-21 absolute near 1"),
+    "sin": ((-np.pi, np.pi), np.sin, 0.0, 1e-3, "Vulkan sin: 2^-11 absolute on [-pi, pi]"),
+}
+
+
+def _unary_inputs(op):
+    lo, hi = _UNARY[op][0]
+    return lambda rng, n: {"x": _f32(rng, n, lo, hi), "out": n}
+
+
+def _unary_ref(op):
+    fn = _UNARY[op][1]
+    return lambda args: {"out": fn(args["x"].astype(np.float64)).astype(np.float32)}
+
+
+def _mix_inputs(rng, n):
+    return {"a": _f32(rng, n, -4.0, 4.0), "b": _f32(rng, n, -4.0, 4.0), "out": n, "k": 0.75}
+
+
+def _mix_ref(args):
+    x, y = args["a"].astype(np.float64), args["b"].astype(np.float64)
+    # a product of two f32 is exact in f64, so this rounds like a fused multiply-add
+    m = (x * np.float32(args["k"]) + y).astype(np.float32).astype(np.float64)
+    c = np.clip(m, -2.0, 2.0)
+    edge = np.where(c >= 0.0, np.ceil(np.maximum(x, y)), np.floor(np.minimum(x, y)))
+    return {"out": (c + edge + np.abs(x - y)).astype(np.float32)}
+
+
+# ---- reductions, scan, histogram ---------------------------------------------------------
+
+def _reduce_inputs(dtype):
+    def make(rng, n):
+        x = _u32(rng, n) if dtype == "u32" else _i32(rng, n)
+        # a nonzero start value checks that the kernel adds into out[0] ("rw")
+        return {"x": x, "out": np.array([7], dtype=x.dtype)}
+    return make
+
+
+def _reduce_ref(args):
+    x, out = args["x"], args["out"]
+    total = int(x.astype(np.int64).sum()) + int(out[0])
+    return {"out": np.array([total & MASK32], dtype=np.uint64).astype(U32).view(x.dtype)}
+
+
+def _reduce_f32_inputs(rng, n):
+    return {"x": _f32(rng, n), "partials": -(-n // 256)}
+
+
+def reduce_f32_partials(x: np.ndarray, block: int = 256) -> np.ndarray:
+    """Per-block sums (computed in f64, rounded to f32): the kernel's output."""
+    padded = np.zeros(-(-x.size // block) * block, dtype=np.float64)
+    padded[:x.size] = x
+    return padded.reshape(-1, block).sum(axis=1).astype(np.float32)
+
+
+def _scan_inputs(rng, n):
+    return {"x": _u32(rng, n), "out": n}
+
+
+def _scan_ref(args, block=256):
+    x = args["x"]
+    padded = np.zeros(-(-x.size // block) * block, dtype=np.uint64)
+    padded[:x.size] = x
+    sums = np.cumsum(padded.reshape(-1, block), axis=1) & MASK32
+    return {"out": sums.reshape(-1)[:x.size].astype(U32)}
+
+
+def _hist_inputs(rng, n):
+    data = rng.integers(0, 256, size=n, dtype=np.uint8).tobytes()
+    return {"words": pack_bytes(data), "bins": np.zeros(256, dtype=U32), "n": n}
+
+
+def _hist_ref(args):
+    data = args["words"].astype("<u4").tobytes()[:args["n"]]
+    counts = np.bincount(np.frombuffer(data, dtype=np.uint8), minlength=256)
+    return {"bins": (args["bins"].astype(np.int64) + counts).astype(U32)}
+
+
+# ---- hashes ---------------------------------------------------------------------------
+
+def _strings_inputs(rng, count):
+    """`count` random byte strings (lengths 0..40, some gaps between them), packed."""
+    lengths = rng.integers(0, 41, size=count)
+    gaps = rng.integers(0, 3, size=count)
+    offsets, pos = [], 0
+    for length, gap in zip(lengths, gaps):
+        pos += int(gap)
+        offsets.append(pos)
+        pos += int(length)
+    blob = rng.integers(0, 256, size=max(pos, 1), dtype=np.uint8).tobytes()
+    return {"data": pack_bytes(blob), "offsets": np.array(offsets, dtype=U32),
+            "lengths": lengths.astype(U32), "out": count}
+
+
+def strings_of(args) -> list[bytes]:
+    """The byte strings a fnv1a/crc32 argument set describes."""
+    blob = args["data"].astype("<u4").tobytes()
+    return [blob[o:o + n] for o, n in zip(args["offsets"].tolist(), args["lengths"].tolist())]
+
+
+def fnv1a_32(data: bytes) -> int:
+    """32-bit FNV-1a (offset basis 2166136261, prime 16777619)."""
+    h = 2166136261
+    for byte in data:
+        h = ((h ^ byte) * 16777619) & MASK32
+    return h
+
+
+def _fnv_ref(args):
+    return {"out": np.array([fnv1a_32(s) for s in strings_of(args)], dtype=U32)}
+
+
+def _crc_ref(args):
+    return {"out": np.array([zlib.crc32(s) for s in strings_of(args)], dtype=U32)}
+
+
+def fmix32(x: np.ndarray) -> np.ndarray:
+    """murmur3's 32-bit finaliser over a u32 array (common.hash_u32)."""
+    h = x.astype(np.uint64)
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & MASK32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & MASK32
+    h ^= h >> 16
+    return h.astype(U32)
+
+
+def rotl32(x: np.ndarray, n: int) -> np.ndarray:
+    x, n = x.astype(np.uint64), n & 31
+    return (((x << n) | (x >> ((32 - n) & 31))) & MASK32).astype(U32) if n else x.astype(U32)
+
+
+def rotr32(x: np.ndarray, n: int) -> np.ndarray:
+    return rotl32(x, (32 - (n & 31)) & 31)
+
+
+def _hash_fill_inputs(rng, n):
+    return {"out": n, "seed": 0x1234ABCD}
+
+
+def _hash_fill_ref(args):
+    n = args["out"]
+    return {"out": fmix32(np.arange(n, dtype=U32) ^ U32(args["seed"]))}
+
+
+def _blend_inputs(rng, n):
+    return {"a": _f32(rng, n, -10.0, 10.0), "b": _f32(rng, n, -10.0, 10.0),
+            "keys": _u32(rng, n), "mixed": n, "hashed": n, "t": 0.3, "bias": -5}
+
+
+def _blend_ref(args):
+    a, b, t = args["a"], args["b"], np.float32(args["t"])
+    h = fmix32(args["keys"] ^ U32(0x9E3779B9))
+    mixed = (rotl32(h, 7) ^ h).astype(np.int64) + args["bias"]
+    return {"mixed": a + (b - a) * t, "hashed": (mixed & MASK32).astype(U32)}
+
+
+# ---- bits ---------------------------------------------------------------------------
+
+def _bitset_inputs(rng, n):
+    return {"a": _u32(rng, n), "b": _u32(rng, n), "counts": n,
+            "total": np.zeros(1, dtype=U32)}
+
+
+def _bitset_ref(args):
+    counts = np.bitwise_count(args["a"] & ~args["b"]).astype(U32)
+    return {"counts": counts, "total": np.array([int(counts.sum()) & MASK32], dtype=U32)}
+
+
+def _bit_ops_inputs(rng, n):
+    x = _u32(rng, n)
+    # zeros and single bits are the edge cases of clz/ctz
+    specials = np.array([0, 1, 0x80000000, MASK32, 0x00010000], dtype=U32)
+    x[:min(n, specials.size)] = specials[:min(n, specials.size)]
+    # variable-magnitude values so clz spans its whole range
+    x[specials.size::2] >>= (x[specials.size::2] & 31)
+    return {"x": x, "lead": n, "trail": n, "rev": n, "rot": n, "s": 37}
+
+
+def _clz32(x):
+    out = np.full(x.shape, 32, dtype=U32)
+    nz = x != 0
+    # frexp's exponent is the bit length, exact for integers below 2**53
+    out[nz] = (32 - np.frexp(x[nz].astype(np.float64))[1]).astype(U32)
+    return out
+
+
+def _ctz32(x):
+    out = np.full(x.shape, 32, dtype=U32)
+    nz = x != 0
+    low = (x[nz].astype(np.int64) & -x[nz].astype(np.int64))
+    out[nz] = (np.frexp(low.astype(np.float64))[1] - 1).astype(U32)
+    return out
+
+
+def _reverse32(x):
+    b = x.astype("<u4").view(np.uint8).reshape(-1, 4)
+    rev = np.unpackbits(b, axis=1, bitorder="little")[:, ::-1]
+    return np.packbits(rev, axis=1, bitorder="little").reshape(-1).view("<u4").astype(U32)
+
+
+def _bit_ops_ref(args):
+    x, s = args["x"], args["s"]
+    return {"lead": _clz32(x), "trail": _ctz32(x), "rev": _reverse32(x),
+            "rot": rotl32(x, s) ^ rotr32(x, s + 1)}
+
+
+# ---- 2-D kernels ----------------------------------------------------------------------
+
+def _transpose_inputs(rng, shape):
+    rows, cols = shape
+    return {"src": _f32(rng, rows * cols), "dst": rows * cols, "rows": rows, "cols": cols}
+
+
+def _transpose_ref(args):
+    src = args["src"].reshape(args["rows"], args["cols"])
+    return {"dst": np.ascontiguousarray(src.T).reshape(-1)}
+
+
+def _matmul_inputs(rng, shape):
+    m, n, k = shape
+    return {"a": _f32(rng, m * k), "b": _f32(rng, k * n), "c": m * n, "M": m, "N": n, "K": k}
+
+
+def _matmul_ref(args):
+    m, n, k = args["M"], args["N"], args["K"]
+    a = args["a"].reshape(m, k).astype(np.float64)
+    b = args["b"].reshape(k, n).astype(np.float64)
+    return {"c": (a @ b).astype(np.float32).reshape(-1)}
+
+
+def _softmax_inputs(rng, shape):
+    rows, cols = shape
+    return {"x": _f32(rng, rows * cols, -8.0, 8.0), "out": rows * cols, "rows": rows,
+            "cols": cols}
+
+
+def _softmax_ref(args):
+    x = args["x"].reshape(args["rows"], args["cols"]).astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return {"out": (e / e.sum(axis=1, keepdims=True)).astype(np.float32).reshape(-1)}
+
+
+def bitonic_step_ref(data: np.ndarray, j: int, k: int) -> np.ndarray:
+    """One compare-exchange step of bitonic sort (the kernel's semantics, any length)."""
+    out = data.copy()
+    i = np.arange(data.size, dtype=np.int64)
+    partner = i ^ j
+    lower = (partner > i) & (partner < data.size)
+    i, partner = i[lower], partner[lower]
+    a, b = data[i], data[partner]
+    ascending = (i & k) == 0
+    swap = np.where(ascending, a > b, a < b)
+    out[i[swap]], out[partner[swap]] = b[swap], a[swap]
+    return out
+
+
+def bitonic_schedule(n: int) -> list[tuple[int, int]]:
+    """The (j, k) steps that sort n (a power of two) elements ascending."""
+    steps, k = [], 2
+    while k <= n:
+        j = k // 2
+        while j > 0:
+            steps.append((j, k))
+            j //= 2
+        k *= 2
+    return steps
+
+
+def _bitonic_inputs(rng, n):
+    return {"data": _i32(rng, n), "j": 4, "k": 16}
+
+
+def _bitonic_ref(args):
+    return {"data": bitonic_step_ref(args["data"], args["j"], args["k"])}
+
+
+MANDELBROT_VIEW = {"x0": -2.0, "y0": -1.25, "span": 2.5}
+
+
+def _mandel_inputs(rng, shape):
+    width, height, max_iter = shape
+    step = MANDELBROT_VIEW["span"] / max(width, height)
+    return {"counts": width * height, "width": width, "height": height,
+            "max_iter": max_iter, "x0": MANDELBROT_VIEW["x0"], "y0": MANDELBROT_VIEW["y0"],
+            "step": step}
+
+
+def mandelbrot_ref(args) -> np.ndarray:
+    """Escape counts with the kernel's f32 operation order (no fused multiply-add)."""
+    w, h, f = args["width"], args["height"], np.float32
+    px = np.arange(w, dtype=np.float32)[None, :]
+    py = np.arange(h, dtype=np.float32)[:, None]
+    cr = np.broadcast_to(f(args["x0"]) + px * f(args["step"]), (h, w))
+    ci = np.broadcast_to(f(args["y0"]) + py * f(args["step"]), (h, w))
+    zr = np.zeros((h, w), np.float32)
+    zi = np.zeros((h, w), np.float32)
+    n = np.zeros((h, w), U32)
+    live = np.ones((h, w), bool)
+    for _ in range(args["max_iter"]):
+        zr2, zi2 = zr * zr, zi * zi
+        live &= ~(zr2 + zi2 > f(4.0))
+        zi = np.where(live, f(2.0) * zr * zi + ci, zi)
+        zr = np.where(live, zr2 - zi2 + cr, zr)
+        n += live
+    return n.reshape(-1)
+
+
+def _unary_case(op):
+    _, _, rtol, atol, note = _UNARY[op]
+    return KernelCase("math.py", f"unary.{op}", _unary_inputs(op), _unary_ref(op),
+                      rtol=rtol, atol=atol, tolerance_note=note)
+
+
+CASES: tuple[KernelCase, ...] = (
+    KernelCase("saxpy.py", "saxpy", _saxpy_inputs, _saxpy_ref, rtol=1e-5, atol=1e-6,
+               tolerance_note="one multiply and one add (a backend may fuse them)"),
+    KernelCase("add.py", "add.f32", _add_inputs("f32"), _add_ref, rtol=1e-6, atol=0.0,
+               tolerance_note="one correctly rounded add"),
+    KernelCase("add.py", "add.i32", _add_inputs("i32"), _add_ref),
+    KernelCase("add.py", "add.u32", _add_inputs("u32"), _add_ref),
+    *(_unary_case(op) for op in _UNARY),
+    KernelCase("math.py", "mix_math", _mix_inputs, _mix_ref, rtol=1e-5, atol=1e-5,
+               tolerance_note="fma may or may not round once; floor/ceil/clamp exact"),
+    KernelCase("reduce.py", "reduce_sum.u32", _reduce_inputs("u32"), _reduce_ref,
+               sizes=SIZES_1D + (5000,)),
+    KernelCase("reduce.py", "reduce_sum.i32", _reduce_inputs("i32"), _reduce_ref,
+               sizes=SIZES_1D + (5000,)),
+    KernelCase("reduce.py", "reduce_sum_f32", _reduce_f32_inputs,
+               lambda args: {"partials": reduce_f32_partials(args["x"])},
+               rtol=1e-5, atol=2e-5,
+               tolerance_note="256-term f32 tree sum of values in [-1, 1] vs an f64 sum"),
+    KernelCase("scan.py", "scan_inclusive", _scan_inputs, _scan_ref),
+    KernelCase("histogram.py", "histogram", _hist_inputs, _hist_ref,
+               sizes=(1, 3, 255, 257, 1000, 4099)),
+    KernelCase("fnv1a.py", "fnv1a", _strings_inputs, _fnv_ref, sizes=(1, 63, 65, 200)),
+    KernelCase("crc32.py", "crc32", _strings_inputs, _crc_ref, sizes=(1, 63, 65, 200)),
+    KernelCase("common.py", "hash_fill", _hash_fill_inputs, _hash_fill_ref),
+    KernelCase("blend.py", "blend", _blend_inputs, _blend_ref, rtol=1e-5, atol=1e-5,
+               tolerance_note="lerp is a sub, a mul and an add (a backend may fuse)"),
+    KernelCase("bitset.py", "andnot_popcount", _bitset_inputs, _bitset_ref),
+    KernelCase("bitset.py", "bit_ops", _bit_ops_inputs, _bit_ops_ref),
+    KernelCase("transpose.py", "transpose", _transpose_inputs, _transpose_ref,
+               sizes=((1, 1), (1, 37), (17, 33), (40, 25), (64, 48))),
+    KernelCase("matmul.py", "matmul", _matmul_inputs, _matmul_ref,
+               sizes=((1, 1, 1), (17, 19, 23), (33, 16, 40), (64, 64, 64)), rtol=1e-4,
+               atol=1e-5, tolerance_note="K-term f32 dot products vs f64"),
+    KernelCase("softmax.py", "softmax", _softmax_inputs, _softmax_ref,
+               sizes=((1, 1), (3, 63), (5, 257), (2, 1000)), rtol=1e-4, atol=1e-6,
+               tolerance_note="backend exp (a few ulp) and an f32 sum of up to 1000 terms"),
+    KernelCase("bitonic.py", "bitonic_step", _bitonic_inputs, _bitonic_ref),
+)
+
+
+def case(stem: str) -> KernelCase:
+    """The case for one stem; KeyError names the known stems."""
+    for c in CASES:
+        if c.stem == stem:
+            return c
+    raise KeyError(f"no reference for {stem!r}; known: {', '.join(c.stem for c in CASES)}")

@@ -1,0 +1,81 @@
+"""Compiling the kernels/ tree is deterministic: byte-identical artifacts across runs.
+
+The tree is copied to two different temporary directories and compiled there by the
+CLI (`python -m vyre_build compile FILE --target all -o DIR`) in fresh processes with
+different PYTHONHASHSEED values and working directories. Identical bytes prove the
+artifacts depend on no dict/set order, hash seed, absolute path or time.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KERNELS = os.path.join(ROOT, "kernels")
+SEEDS = ("0", "4242")
+SUFFIXES = (".wgsl", ".spv", ".kdesc", ".meta.json")
+
+
+def _copy_tree(dest: str) -> str:
+    """A copy of kernels/ (sources and variants.yaml only) under `dest`."""
+    tree = os.path.join(dest, "kernels")
+    shutil.copytree(KERNELS, tree, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return tree
+
+
+def _compile_tree(tree: str, out: str, seed: str) -> dict[str, bytes]:
+    """Compile every kernel file of `tree` into `out`; return relative path -> bytes."""
+    env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=ROOT)
+    files = sorted(f for f in os.listdir(tree) if f.endswith(".py"))
+    assert files, f"no kernel files in {tree}"
+    for name in files:
+        proc = subprocess.run(
+            [sys.executable, "-m", "vyre_build", "compile", os.path.join(tree, name),
+             "--target", "all", "-o", out],
+            cwd=os.path.dirname(tree), env=env, capture_output=True, text=True, timeout=120,
+            check=False)
+        assert proc.returncode == 0, f"compiling {name} failed:\n{proc.stdout}{proc.stderr}"
+    found = {}
+    for base, _, names in os.walk(out):
+        for n in names:
+            path = os.path.join(base, n)
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, out)] = f.read()
+    return found
+
+
+@pytest.fixture(scope="module")
+def two_builds(tmp_path_factory) -> tuple[dict, dict]:
+    builds = []
+    for i, seed in enumerate(SEEDS):
+        work = str(tmp_path_factory.mktemp(f"tree{i}_seed{seed}"))
+        builds.append(_compile_tree(_copy_tree(work), os.path.join(work, "out"), seed))
+    return builds[0], builds[1]
+
+
+def test_tree_compiles_to_every_target(two_builds):
+    first, _ = two_builds
+    stems = {p[:-len(s)] for p in first for s in SUFFIXES if p.endswith(s)}
+    assert len(stems) >= 20, f"expected the whole tree, got {sorted(stems)}"
+    for stem in sorted(stems):
+        missing = [s for s in SUFFIXES if stem + s not in first]
+        assert not missing, f"{stem} lacks {missing}"
+
+
+def test_outputs_are_byte_identical(two_builds):
+    first, second = two_builds
+    assert sorted(first) == sorted(second)
+    differ = [p for p in sorted(first) if first[p] != second[p]]
+    assert not differ, f"artifacts differ between the two builds: {differ}"
+
+
+def test_outputs_hold_no_build_paths(two_builds):
+    first, _ = two_builds
+    # the temp dirs differ per build; neither may leak into an artifact
+    leaks = [p for p, data in sorted(first.items())
+             if b"tree0_seed" in data or b"tree1_seed" in data or ROOT.encode() in data]
+    assert not leaks, f"artifacts contain a build path: {leaks}"
