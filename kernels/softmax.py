@@ -5,7 +5,8 @@ WG = 64
 NEG_BIG = -3.0e38
 
 
-@kernel(workgroup_size=(WG, 1, 1), grid=(WG, "rows"))
+# grid entries must be literal ints or parameter names (constants are refused)
+@kernel(workgroup_size=(WG, 1, 1), grid=(64, "rows"))
 def softmax(x: Buffer[f32], out: Buffer[f32, "w"], rows: u32, cols: u32):
     red = shared(f32, WG)
     lid = local_id().x
