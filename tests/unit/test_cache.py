@@ -23,6 +23,7 @@ IDENT = {"version": "0.1.0", "source_hash": "ab" * 32}
 
 FAKE_COMPILER = '''
 """Stand-in compiler: one kernel per `# kernel NAME` line; outputs derived from the text."""
+import json
 import os
 calls = []
 
@@ -58,7 +59,9 @@ def compile_file(path, *, root=None, targets=("wgsl", "spirv", "kdesc"), options
     text = open(path).read() + "".join(open(d).read() for d in kernel_dependencies(path))
     out = []
     for stem in list_kernels(path):
-        arts = {".meta.json": ('{"id":"%s"}\\n' % stem).encode()}
+        name, _, variant = stem.partition(".")
+        meta = {"name": name, "variant": variant or None, "id": stem}
+        arts = {".meta.json": (json.dumps(meta, sort_keys=True) + "\\n").encode()}
         if "wgsl" in targets:
             arts[".wgsl"] = ("// %s %s %r\\n" % (stem, len(text), sorted((options or {}).items()))).encode()
         if "spirv" in targets:

@@ -1,0 +1,262 @@
+"""SCons Tool `vyre`: builders for kernel files and shader bundles, thin over build_step.
+
+Load it from an SConstruct (works for an installed package; the tool lives in it):
+
+    import vyre_build.scons_tool
+    env = Environment(tools=["default", "vyre"], toolpath=[vyre_build.scons_tool.toolpath()])
+    # or: env.Tool("vyre", toolpath=[vyre_build.scons_tool.toolpath()])
+    # or: import vyre_build.scons_tool as vyre; vyre.generate(env)
+    VariantDir("build", "kernels", duplicate=0)
+    outs = env.VyreKernelDir("build")            # every kernel file of build/ (= kernels/)
+    env.VyreBundle("dist/kernels.vyrebundle", outs)
+
+Builders: `VyreKernel(source)` (one kernel file -> `<stem>.wgsl/.spv/.kdesc/.meta.json`
+per kernel and variant, in the directory of the target, default beside the source) and
+`VyreBundle(target, sources)`. An emitter declares every output (compiler's
+`list_kernels`), so `scons -c` removes them and `-n` shows them; a scanner follows kernel
+imports (`kernel_dependencies`) and the variants YAML. The compile runs in-process
+through the artifact cache. Construction variables:
+    VYRETARGETS       targets to emit (default ["wgsl", "spirv", "kdesc"])
+    VYREOPTIONS       compiler options dict (default {})
+    VYRECACHEDIR      cache dir (default $VYRE_CACHE_DIR, else #cache); "" disables the cache
+    VYRECOMPILER      compiler module (default vyre_build.compiler)
+    VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines
+Action signatures include the targets, the options and the compiler identity (varlist),
+so changing any of them rebuilds.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+
+import SCons.Action
+import SCons.Builder
+import SCons.Errors
+import SCons.Scanner
+
+from vyre_build.build_step import (
+    DEFAULT_COMPILER,
+    DEFAULT_TARGETS,
+    VARIANTS_FILES,
+    build_kernel_file,
+    compiler_identity,
+    load_compiler,
+    normalize_targets,
+    output_names,
+    split_output_name,
+)
+from vyre_build.cache import CACHE_DIR_ENV
+from vyre_build.cache.key import canonical_json
+from vyre_build.cache.store import Store
+from vyre_build.errors import VyreError
+
+__all__ = ["exists", "generate", "toolpath"]
+
+_lock = threading.Lock()
+_stores: dict[str, Store] = {}
+_memo: dict[tuple, object] = {}
+
+
+def toolpath() -> str:
+    """The directory to pass as `toolpath=[...]` so that SCons finds the tool `vyre`."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "site_tools")
+
+
+def _compiler(env) -> str:
+    return env.subst("$VYRECOMPILER") or DEFAULT_COMPILER
+
+
+def _memoized(what: str, compiler: str, path: str, compute):
+    """Per-process memo of a parse (list_kernels / kernel_dependencies) of one file."""
+    key = (what, compiler, path)
+    with _lock:
+        if key in _memo:
+            return _memo[key]
+    try:
+        value = compute()
+    except VyreError as exc:
+        raise SCons.Errors.UserError(str(exc)) from None
+    with _lock:
+        _memo[key] = value
+    return value
+
+
+def _source_path(node) -> str:
+    # With VariantDir(duplicate=0) the kernel exists only in the source tree.
+    return node.srcnode().abspath
+
+
+def kernel_stems(env, node) -> list[str]:
+    path, compiler = _source_path(node), _compiler(env)
+    return _memoized("stems", compiler, path,
+                     lambda: list(load_compiler(compiler).list_kernels(path)))
+
+
+def kernel_deps(env, node) -> list[str]:
+    """Every file compiling `node` reads besides itself: imports (transitively) + variants."""
+    path, compiler = _source_path(node), _compiler(env)
+
+    def compute():
+        deps = set(load_compiler(compiler).kernel_dependencies(path))
+        base = os.path.dirname(path)
+        deps.update(os.path.join(base, v) for v in VARIANTS_FILES
+                    if os.path.isfile(os.path.join(base, v)))
+        deps.discard(path)
+        return sorted(deps)
+    return _memoized("deps", compiler, path, compute)
+
+
+def _targets(env) -> tuple[str, ...]:
+    try:
+        return normalize_targets(env["VYRETARGETS"])
+    except VyreError as exc:
+        raise SCons.Errors.UserError(f"$VYRETARGETS: {exc}") from None
+
+
+def _options(env) -> dict:
+    options = env.get("VYREOPTIONS") or {}
+    if not isinstance(options, dict):
+        raise SCons.Errors.UserError(f"$VYREOPTIONS must be a dict, got {options!r}")
+    return options
+
+
+def _canon(value) -> str:
+    """Stable text of a construction value for action signatures (dict order ignored)."""
+    if isinstance(value, (list, tuple)):
+        value = sorted(value) if all(isinstance(v, str) for v in value) else list(value)
+    return canonical_json(value).decode()
+
+
+def _identity_text(compiler) -> str:
+    return canonical_json(compiler_identity(str(compiler) or DEFAULT_COMPILER)).decode()
+
+
+def _store(env) -> Store | None:
+    cache_dir = env.subst("$VYRECACHEDIR")
+    if not cache_dir:
+        return None
+    root = env.Dir(cache_dir).abspath
+    with _lock:
+        if root not in _stores:
+            _stores[root] = Store(root)
+        return _stores[root]
+
+
+@atexit.register
+def _flush_stats() -> None:
+    label = " ".join(sys.argv[1:])
+    for store in list(_stores.values()):
+        try:
+            store.flush_stats(label)
+        except VyreError as exc:
+            print(f"vyre cache: warning: stats not saved: {exc}", file=sys.stderr)
+
+
+def kernel_emitter(target, source, env):
+    """Declare `<dir of target>/<stem><suffix>` for every kernel, variant and target."""
+    out_dir = target[0].dir
+    names = output_names(kernel_stems(env, source[0]), _targets(env))
+    if not names:
+        raise SCons.Errors.UserError(
+            f"{source[0].srcnode()} defines no @kernel; a helper-only file needs no "
+            "VyreKernel call (VyreKernelDir skips such files)")
+    # Depend on the kernel in the source tree: with VariantDir(duplicate=0) SCons's
+    # --debug=explain misreports a changed variant-dir source as removed and re-added.
+    return [out_dir.File(n) for n in names], [s.srcnode() for s in source]
+
+
+def kernel_scan(node, env, path=()):
+    return [env.File(p) for p in kernel_deps(env, node)]
+
+
+def kernel_action(target, source, env):
+    """Build one kernel file through the cache (in-process: no subprocess per kernel)."""
+    src = source[0]
+    try:
+        build_kernel_file(
+            _source_path(src), target[0].dir.abspath, store=_store(env),
+            targets=_targets(env), options=_options(env), deps=kernel_deps(env, src),
+            identity=compiler_identity(_compiler(env)), compiler=_compiler(env),
+            expected=[t.name for t in target])
+    except VyreError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    return 0
+
+
+def bundle_action(target, source, env):
+    """Pack the kernel outputs among `source` (grouped per directory and stem) into a bundle."""
+    from vyre_build.bundle import write_bundle  # the bundle writer is only needed here
+    groups: dict[tuple[str, str], dict[str, bytes]] = {}
+    for node in source:
+        parts = split_output_name(node.name)
+        if parts is None:
+            print(f"vyre: {node} is not a kernel output (.wgsl/.spv/.kdesc/.meta.json)",
+                  file=sys.stderr)
+            return 1
+        with open(node.abspath, "rb") as f:
+            groups.setdefault((node.dir.abspath, parts[0]), {})[parts[1]] = f.read()
+    entries = []
+    for (directory, stem), files in sorted(groups.items()):
+        if ".meta.json" not in files:
+            print(f"vyre: {os.path.join(directory, stem)}.meta.json is missing from the "
+                  "bundle sources; pass every output of VyreKernel", file=sys.stderr)
+            return 1
+        meta = json.loads(files.pop(".meta.json"))
+        entries.append({"meta": meta, "artifacts": files})
+    try:
+        write_bundle(target[0].abspath, entries)
+    except VyreError as exc:
+        print(f"{target[0]}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def kernel_dir(env, build_dir, pattern="*.py"):
+    """`VyreKernel` for every file of `build_dir` matching `pattern` that defines a kernel;
+    returns all output nodes, sorted (helper-only files are scanned, not built)."""
+    outs = []
+    for node in sorted(env.Glob(os.path.join(str(build_dir), pattern)), key=str):
+        if node.name == "__init__.py" or not kernel_stems(env, node):
+            continue
+        outs.extend(env.VyreKernel(node))
+    return outs
+
+
+def generate(env) -> None:
+    """Register the VyreKernel / VyreBundle builders, the scanner and the variables."""
+    env.SetDefault(
+        VYRETARGETS=list(DEFAULT_TARGETS), VYREOPTIONS={},
+        VYRECACHEDIR=os.environ.get(CACHE_DIR_ENV) or "#cache",
+        VYRECOMPILER=DEFAULT_COMPILER,
+        VYRECOM=kernel_action, VYRECOMSTR="vyre: compile $SOURCE -> ${TARGET.dir}",
+        VYREBUNDLECOM=bundle_action, VYREBUNDLECOMSTR="vyre: bundle $TARGET",
+    )
+    env["_vyre_canon"] = _canon
+    env["_vyre_identity"] = _identity_text
+    env["_VYRETARGETSSIG"] = "${_vyre_canon(VYRETARGETS)}"
+    env["_VYREOPTIONSSIG"] = "${_vyre_canon(VYREOPTIONS)}"
+    env["_VYRECOMPILERSIG"] = "${_vyre_identity(VYRECOMPILER)}"
+    scanner = SCons.Scanner.Scanner(function=kernel_scan, name="VyreKernelScanner",
+                                    skeys=[".py"], recursive=False)
+    kernel_com = SCons.Action.Action("$VYRECOM", "$VYRECOMSTR", varlist=[
+        "_VYRETARGETSSIG", "_VYREOPTIONSSIG", "_VYRECOMPILERSIG", "VYRECOMPILER"])
+    env["BUILDERS"]["VyreKernel"] = SCons.Builder.Builder(
+        action=kernel_com, emitter=kernel_emitter, source_scanner=scanner,
+        src_suffix=".py", single_source=True)
+    bundle_com = SCons.Action.Action("$VYREBUNDLECOM", "$VYREBUNDLECOMSTR")
+    env["BUILDERS"]["VyreBundle"] = SCons.Builder.Builder(
+        action=bundle_com, suffix=".vyrebundle")
+    env.AddMethod(kernel_dir, "VyreKernelDir")
+
+
+def exists(env) -> bool:
+    """True when the compiler module imports (the builders need it to declare outputs)."""
+    try:
+        load_compiler(env.subst("$VYRECOMPILER") or DEFAULT_COMPILER)
+    except VyreError:
+        return False
+    return True
