@@ -55,6 +55,10 @@ _ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_+=,-]*(\.[A-Za-z0-9_+=,-]+)*")
 _SUFFIX_RE = re.compile(r"(\.[A-Za-z0-9_-]+)+")
 _HEX64_RE = re.compile(r"[0-9a-f]{64}")
 _MAX_NAME = 200
+# Metadata records nest 4 deep; the cap keeps copying and printing them off the recursion limit.
+MAX_JSON_DEPTH = 32
+_JSON_STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = {c: None for c in range(128) if chr(c) not in "[]{}"}
 _MAX_SUFFIX = 32
 # Keys that would make a manifest depend on when it was built.
 _TIME_KEYS = frozenset({"time", "timestamp", "mtime", "ctime", "atime", "date", "datetime",
@@ -97,6 +101,20 @@ def _align(n: int) -> int:
 def _canonical_json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False).encode("utf-8")
+
+
+def _too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether valid JSON `text` nests arrays/objects deeper than `limit` (C-speed passes).
+
+    Outside its strings valid JSON is ASCII, so dropping strings and non-bracket ASCII
+    leaves exactly the bracket structure; each pass peels one level of empty pairs.
+    """
+    brackets = _JSON_STRING_RE.sub("", text).translate(_NOT_BRACKETS)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = brackets.replace("[]", "").replace("{}", "")
+    return bool(brackets)
 
 
 def _hash(data: bytes | memoryview) -> str:
@@ -148,12 +166,15 @@ def _check_meta(meta: object, where: str, writing: bool = True) -> str:
                           f"variant {variant!r} (expected {kernel_id(name, variant)!r})")
     if not writing:
         return ident
+    try:
+        text = _canonical_json(meta).decode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise BundleError(f"{where}: meta is not plain JSON data ({exc})") from None
+    # The manifest nests kernels two levels below its root.
+    if _too_deep(text, MAX_JSON_DEPTH - 3):
+        raise BundleError(f"{where}: meta nests deeper than {MAX_JSON_DEPTH - 3} levels")
     if "provenance" in meta:
         _check_reproducible(meta["provenance"], f"{where}: meta.provenance")
-    try:
-        _canonical_json(meta)
-    except (TypeError, ValueError) as exc:
-        raise BundleError(f"{where}: meta is not plain JSON data ({exc})") from None
     return ident
 
 
@@ -357,6 +378,9 @@ class BundleReader:
             raise self._fail("bad JSON in the manifest: nested too deeply") from None
         except ValueError as exc:
             raise self._fail(f"bad JSON in the manifest: {exc}") from None
+        if _too_deep(text):
+            raise self._fail(f"bad JSON in the manifest: nested deeper than {MAX_JSON_DEPTH} "
+                             f"levels")
         self._manifest_offset = m_off
         self._manifest_bytes = manifest
         self._records = self._check_manifest(doc, m_off)

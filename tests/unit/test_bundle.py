@@ -213,6 +213,8 @@ def test_write_is_atomic_and_leaves_no_temp(tmp_path):
     ({"meta": make_meta("k", grid=[float("nan")]), "artifacts": {}},
      "meta is not plain JSON data"),
     ({"meta": make_meta("k", grid={1, 2}), "artifacts": {}}, "meta is not plain JSON data"),
+    ({"meta": make_meta("k", grid=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]),
+      "artifacts": {}}, "meta nests deeper than 29 levels"),
 ])
 def test_writer_refusals(entry, message):
     with pytest.raises(BundleError) as info:
@@ -282,6 +284,8 @@ def test_refuses_bad_utf8_and_json():
         refused(with_manifest(GOOD, b'{"a":NaN}'))
     assert "bad JSON in the manifest: nested too deeply" in \
         refused(with_manifest(GOOD, b"[" * 100000 + b"]" * 100000))
+    assert "bad JSON in the manifest: nested deeper than 32 levels" in \
+        refused(with_manifest(GOOD, b'{"a":"[[[",' + b"[" * 33 + b"]" * 33 + b"}"))
 
 
 def _edit(fn) -> bytes:
