@@ -399,3 +399,18 @@ def decode(blob: bytes) -> KernelDescriptor:
     if r.pos != len(r.buf):
         r.fail(f"{len(r.buf) - r.pos} trailing bytes after the descriptor")
     return KernelDescriptor(ident, tuple(slots), wg, body)
+
+
+def encode_datatype(t: Variant) -> bytes:
+    """The schema encoding of one DataType (used as an OpaqueExpr payload)."""
+    out = bytearray()
+    _enc(out, "DataType", t)
+    return bytes(out)
+
+
+def decode_datatype(payload: bytes) -> Variant:
+    r = _Reader(payload)
+    t = _dec(r, "DataType")
+    if r.pos != len(payload):
+        r.fail("trailing bytes after the DataType")
+    return t
