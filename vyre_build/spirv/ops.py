@@ -1,0 +1,194 @@
+"""Value ops of the SPIR-V emitter: binary/unary arithmetic, select, fma and casts.
+
+Table-driven where an op maps to one instruction, explicit where the pinned semantics of
+docs/descriptor-conventions.md need more (integer div/mod by zero, i32::MIN / -1, shift
+amounts & 31, rotations, clz/ctz of 0, saturating float->int casts with NaN -> 0).
+`ValueOps` is a mixin of `codegen.FunctionWriter`; every method returns a SPIR-V id and
+never emits an instruction whose result is undefined for any input.
+"""
+from __future__ import annotations
+
+# Operand type -> class letter used as the second key of the tables below.
+CLASS = {"U32": "U", "I32": "I", "F32": "F", "Bool": "B"}
+INTS = ("U", "I")
+
+# (BinOp, class) -> one core instruction.
+BINARY: dict[tuple[str, str], str] = {}
+for _op, _int, _float in (("Add", "OpIAdd", "OpFAdd"), ("WrappingAdd", "OpIAdd", None),
+                          ("Sub", "OpISub", "OpFSub"), ("WrappingSub", "OpISub", None),
+                          ("Mul", "OpIMul", "OpFMul"), ("BitAnd", "OpBitwiseAnd", None),
+                          ("BitOr", "OpBitwiseOr", None), ("BitXor", "OpBitwiseXor", None),
+                          ("Eq", "OpIEqual", "OpFOrdEqual"), ("Ne", "OpINotEqual", "OpFUnordNotEqual"),
+                          ("Div", None, "OpFDiv"), ("Mod", None, "OpFRem")):
+    for _c in INTS:
+        if _int:
+            BINARY[(_op, _c)] = _int
+    if _float:
+        BINARY[(_op, "F")] = _float
+for _op, _u, _s, _f in (("Lt", "OpULessThan", "OpSLessThan", "OpFOrdLessThan"),
+                        ("Gt", "OpUGreaterThan", "OpSGreaterThan", "OpFOrdGreaterThan"),
+                        ("Le", "OpULessThanEqual", "OpSLessThanEqual", "OpFOrdLessThanEqual"),
+                        ("Ge", "OpUGreaterThanEqual", "OpSGreaterThanEqual", "OpFOrdGreaterThanEqual")):
+    BINARY[(_op, "U")], BINARY[(_op, "I")], BINARY[(_op, "F")] = _u, _s, _f
+BINARY.update({("Eq", "B"): "OpLogicalEqual", ("Ne", "B"): "OpLogicalNotEqual",
+               ("And", "B"): "OpLogicalAnd", ("Or", "B"): "OpLogicalOr",
+               ("BitAnd", "B"): "OpLogicalAnd", ("BitOr", "B"): "OpLogicalOr",
+               ("BitXor", "B"): "OpLogicalNotEqual"})
+
+# (BinOp, class) -> GLSL.std.450 instruction.
+BINARY_GLSL = {("Min", "F"): "FMin", ("Min", "U"): "UMin", ("Min", "I"): "SMin",
+               ("Max", "F"): "FMax", ("Max", "U"): "UMax", ("Max", "I"): "SMax"}
+
+BOOL_RESULT = frozenset({"Eq", "Ne", "Lt", "Gt", "Le", "Ge", "And", "Or"})
+
+UNARY: dict[tuple[str, str], str] = {
+    ("Negate", "U"): "OpSNegate", ("Negate", "I"): "OpSNegate", ("Negate", "F"): "OpFNegate",
+    ("BitNot", "U"): "OpNot", ("BitNot", "I"): "OpNot", ("BitNot", "B"): "OpLogicalNot",
+    ("LogicalNot", "B"): "OpLogicalNot",
+    ("Popcount", "U"): "OpBitCount", ("Popcount", "I"): "OpBitCount",
+    ("ReverseBits", "U"): "OpBitReverse", ("ReverseBits", "I"): "OpBitReverse",
+    ("IsNan", "F"): "OpIsNan", ("IsInf", "F"): "OpIsInf",
+}
+UNARY_GLSL: dict[tuple[str, str], str] = {
+    (name, "F"): ext for name, ext in (
+        ("Sqrt", "Sqrt"), ("Exp", "Exp"), ("Log", "Log"), ("Log2", "Log2"), ("Exp2", "Exp2"),
+        ("Sin", "Sin"), ("Cos", "Cos"), ("Tan", "Tan"), ("Tanh", "Tanh"), ("Asin", "Asin"),
+        ("Acos", "Acos"), ("Atan", "Atan"), ("Sinh", "Sinh"), ("Cosh", "Cosh"),
+        ("InverseSqrt", "InverseSqrt"), ("Floor", "Floor"), ("Ceil", "Ceil"),
+        ("Round", "RoundEven"),  # WGSL round() rounds half to even
+        ("Trunc", "Trunc"), ("Sign", "FSign"), ("Abs", "FAbs"))}
+UNARY_GLSL[("Sign", "I")] = "SSign"
+UNARY_BOOL = frozenset({"IsNan", "IsInf", "IsFinite"})
+
+I32_MIN = 0x80000000
+# Largest f32 values that still convert in range: 2^31 - 128 and 2^32 - 256.
+F32_I32_HI = 2147483520.0
+F32_U32_HI = 4294967040.0
+
+
+class ValueOps:
+    """Arithmetic on (id, type) values; mixed into the function writer."""
+
+    # --- helpers supplied by the writer: op(), tid(), const(), glsl(), fail() -------
+
+    def zero(self, ty: str) -> int:
+        return self.const(ty, 0)
+
+    def binary(self, name: str, a: int, at: str, b: int, bt: str, kop) -> tuple[int, str]:
+        c = CLASS[at]
+        res_ty = "Bool" if name in BOOL_RESULT else at
+        single = BINARY.get((name, c))
+        if single is not None:
+            if bt != at:
+                self.fail(kop, f"operand types differ ({at} and {bt})")
+            return self.op(single, res_ty, a, b), res_ty
+        ext = BINARY_GLSL.get((name, c))
+        if ext is not None and bt == at:
+            return self.glsl(ext, at, a, b), at
+        if c in INTS:
+            if name in ("Shl", "Shr", "RotateLeft", "RotateRight") and bt == "U32":
+                return self._shift(name, a, at, b), at
+            if bt == at and name in ("Div", "Mod"):
+                return self._div_mod(name, a, at, b), at
+            if bt == at and name == "MulHigh":
+                ext_op = "OpUMulExtended" if c == "U" else "OpSMulExtended"
+                pair = self.m.type_struct((self.tid(at), self.tid(at)))
+                wide = self.op_typed(ext_op, pair, a, b)
+                return self.op_typed("OpCompositeExtract", self.tid(at), wide, 1), at
+            if bt == at and name == "AbsDiff":
+                gt = self.op(BINARY[("Gt", c)], "Bool", a, b)
+                d1 = self.op("OpISub", at, a, b)
+                d2 = self.op("OpISub", at, b, a)
+                return self.op("OpSelect", at, gt, d1, d2), at
+        if c == "F" and bt == at and name == "AbsDiff":
+            return self.glsl("FAbs", at, self.op("OpFSub", at, a, b)), at
+        self.fail(kop, f"BinOp {name} is not defined for ({at}, {bt})")
+
+    def _shift(self, name: str, a: int, at: str, b: int) -> int:
+        n = self.op("OpBitwiseAnd", "U32", b, self.const("U32", 31))
+        right = "OpShiftRightArithmetic" if (name == "Shr" and at == "I32") else "OpShiftRightLogical"
+        if name == "Shl":
+            return self.op("OpShiftLeftLogical", at, a, n)
+        if name == "Shr":
+            return self.op(right, at, a, n)
+        # Rotation: the complementary shift is (32 - n) & 31, so n == 0 gives x | x == x.
+        back = self.op("OpBitwiseAnd", "U32", self.op("OpISub", "U32", self.const("U32", 32), n),
+                       self.const("U32", 31))
+        first, second = ("OpShiftLeftLogical", "OpShiftRightLogical") if name == "RotateLeft" \
+            else ("OpShiftRightLogical", "OpShiftLeftLogical")
+        return self.op("OpBitwiseOr", at, self.op(first, at, a, n), self.op(second, at, a, back))
+
+    def _div_mod(self, name: str, a: int, at: str, b: int) -> int:
+        # Replace a zero (or i32::MIN / -1) divisor by 1: x / 1 == x and x % 1 == 0 are the pinned results.
+        zero, one = self.zero(at), self.const(at, 1)
+        bad = self.op("OpIEqual", "Bool", b, zero)
+        if at == "I32":
+            is_min = self.op("OpIEqual", "Bool", a, self.const("I32", I32_MIN))
+            is_neg1 = self.op("OpIEqual", "Bool", b, self.const("I32", 0xFFFFFFFF))
+            bad = self.op("OpLogicalOr", "Bool", bad, self.op("OpLogicalAnd", "Bool", is_min, is_neg1))
+        safe = self.op("OpSelect", at, bad, one, b)
+        if at == "U32":
+            return self.op("OpUDiv" if name == "Div" else "OpUMod", at, a, safe)
+        # SRem takes the dividend's sign: truncated modulo, as WGSL's %.
+        return self.op("OpSDiv" if name == "Div" else "OpSRem", at, a, safe)
+
+    def unary(self, name: str, a: int, at: str, kop) -> tuple[int, str]:
+        c = CLASS[at]
+        res_ty = "Bool" if name in UNARY_BOOL else at
+        single = UNARY.get((name, c))
+        if single is not None:
+            return self.op(single, res_ty, a), res_ty
+        ext = UNARY_GLSL.get((name, c))
+        if ext is not None:
+            return self.glsl(ext, at, a), at
+        if c in INTS:
+            if name == "Clz":  # FindUMsb(0) == -1, so 31 - msb gives 32 for 0
+                return self.op("OpISub", at, self.const(at, 31), self.glsl("FindUMsb", at, a)), at
+            if name == "Ctz":
+                lsb = self.glsl("FindILsb", at, a)
+                is0 = self.op("OpIEqual", "Bool", a, self.zero(at))
+                return self.op("OpSelect", at, is0, self.const(at, 32), lsb), at
+            if name == "Abs":
+                if at == "U32":
+                    return a, at
+                neg = self.op("OpSLessThan", "Bool", a, self.zero(at))   # wraps: |i32::MIN| == i32::MIN
+                return self.op("OpSelect", at, neg, self.op("OpSNegate", at, a), a), at
+            if name == "Sign" and at == "U32":
+                nz = self.op("OpINotEqual", "Bool", a, self.zero(at))
+                return self.op("OpSelect", at, nz, self.const(at, 1), self.zero(at)), at
+        if c == "F":
+            if name == "IsFinite":
+                bad = self.op("OpLogicalOr", "Bool", self.op("OpIsNan", "Bool", a), self.op("OpIsInf", "Bool", a))
+                return self.op("OpLogicalNot", "Bool", bad), "Bool"
+            if name == "Reciprocal":
+                return self.op("OpFDiv", at, self.const("F32", 1.0), a), at
+        self.fail(kop, f"UnOp {name} is not defined for {at}")
+
+    def cast(self, a: int, at: str, target: str, kop) -> int:
+        if target == at:
+            return a
+        if target not in CLASS:
+            self.fail(kop, f"cast target {target} is not a supported type")
+        if at in ("U32", "I32") and target in ("U32", "I32"):
+            return self.op("OpBitcast", target, a)
+        if at == "Bool":
+            return self.op("OpSelect", target, a, self.const(target, 1), self.zero(target))
+        if target == "Bool":
+            if at == "F32":   # NaN != 0 is true, as WGSL's bool(f32)
+                return self.op("OpFUnordNotEqual", "Bool", a, self.zero(at))
+            return self.op("OpINotEqual", "Bool", a, self.zero(at))
+        if target == "F32":
+            return self.op("OpConvertUToF" if at == "U32" else "OpConvertSToF", "F32", a)
+        # F32 -> int: NaN -> 0, clamp into range (no undefined conversion), then saturate the top.
+        nan = self.op("OpIsNan", "Bool", a)
+        clean = self.op("OpSelect", "F32", nan, self.zero("F32"), a)
+        if target == "I32":
+            lo, hi, top = -2147483648.0, F32_I32_HI, 0x7FFFFFFF
+            conv = "OpConvertFToS"
+        else:
+            lo, hi, top = 0.0, F32_U32_HI, 0xFFFFFFFF
+            conv = "OpConvertFToU"
+        clamped = self.glsl("FClamp", "F32", clean, self.const("F32", lo), self.const("F32", hi))
+        value = self.op(conv, target, clamped)
+        over = self.op("OpFOrdGreaterThan", "Bool", clean, self.const("F32", hi))
+        return self.op("OpSelect", target, over, self.const(target, top), value)
