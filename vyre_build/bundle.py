@@ -59,6 +59,7 @@ _MAX_NAME = 200
 MAX_JSON_DEPTH = 32
 _JSON_STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKETS = {c: None for c in range(128) if chr(c) not in "[]{}"}
+_EMPTY_PAIR_RE = re.compile(r"\[\]|\{\}")
 _MAX_SUFFIX = 32
 # Keys that would make a manifest depend on when it was built.
 _TIME_KEYS = frozenset({"time", "timestamp", "mtime", "ctime", "atime", "date", "datetime",
@@ -113,7 +114,8 @@ def _too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     for _ in range(limit):
         if not brackets:
             return False
-        brackets = brackets.replace("[]", "").replace("{}", "")
+        # One regex pass removes exactly the innermost pairs (matches are on the old string).
+        brackets = _EMPTY_PAIR_RE.sub("", brackets)
     return bool(brackets)
 
 

@@ -285,7 +285,7 @@ def test_refuses_bad_utf8_and_json():
     assert "bad JSON in the manifest: nested too deeply" in \
         refused(with_manifest(GOOD, b"[" * 100000 + b"]" * 100000))
     assert "bad JSON in the manifest: nested deeper than 32 levels" in \
-        refused(with_manifest(GOOD, b'{"a":"[[[",' + b"[" * 33 + b"]" * 33 + b"}"))
+        refused(with_manifest(GOOD, b'{"a":"[[[","b":' + b"[" * 32 + b"]" * 32 + b"}"))
 
 
 def _edit(fn) -> bytes:
