@@ -67,7 +67,7 @@ class DeviceBuffer:
     def __del__(self):
         try:
             self.release()
-        except Exception:  # noqa: BLE001, S110 -- at shutdown or after device loss there is nothing left to free
+        except Exception:  # noqa: BLE001, S110 -- at shutdown/after device loss: nothing to free
             pass
 
 
@@ -142,8 +142,10 @@ class Device:
         return Batch(self)
 
     def kernel(self, meta: dict, code) -> Kernel:
-        """A callable kernel for `meta` with its shader `code` (WGSL str / SPIR-V bytes)."""
+        """A callable kernel for `meta` with its shader `code` (WGSL str / SPIR-V bytes);
+        the pipeline is created now, so a shader the device refuses fails here."""
         check_meta(meta)
+        self.pipeline(meta, code)
         return Kernel(self, meta, code)
 
     def pipeline(self, meta: dict, code):
@@ -183,6 +185,7 @@ class Device:
 
     # Backend hooks.
     def _alloc(self, nbytes: int, data: bytes | None = None):
+        """A new buffer handle of `nbytes`, holding `data`, or zero-filled when None."""
         raise NotImplementedError("Device._alloc is implemented by each backend")
 
     def _upload(self, handle, data: bytes) -> None:
