@@ -122,10 +122,11 @@ def action_inputs(source: str, deps) -> dict[str, tuple[str, str]]:
     Paths are relative to the source's directory (POSIX separators); kinds are "source",
     "import" and "variants". The variants YAML beside the source is always included.
     """
-    source = os.path.abspath(source)
+    # Real paths on both sides, so a symlinked tree still gives relative (movable) paths.
+    source = os.path.realpath(source)
     base = os.path.dirname(source)
     files = {os.path.basename(source): ("source", source)}
-    candidates = [os.path.abspath(d) for d in deps]
+    candidates = [os.path.realpath(d) for d in deps]
     candidates += [os.path.join(base, v) for v in VARIANTS_FILES
                    if os.path.isfile(os.path.join(base, v))]
     for dep in candidates:
