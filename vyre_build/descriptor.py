@@ -161,11 +161,14 @@ def _varint(out: bytearray, v: int) -> None:
     if v <= 250:
         out.append(v)
     elif v <= 0xFFFF:
-        out.append(251); out += v.to_bytes(2, "little")
+        out.append(251)
+        out += v.to_bytes(2, "little")
     elif v <= _U32_MAX:
-        out.append(252); out += v.to_bytes(4, "little")
+        out.append(252)
+        out += v.to_bytes(4, "little")
     else:
-        out.append(253); out += v.to_bytes(8, "little")
+        out.append(253)
+        out += v.to_bytes(8, "little")
 
 
 def _zigzag(v: int) -> int:
@@ -225,7 +228,8 @@ def _enc_body(out: bytearray, body: KernelBody) -> None:
         if op.result is None:
             out.append(0)
         else:
-            out.append(1); _enc(out, "u32", op.result)
+            out.append(1)
+            _enc(out, "u32", op.result)
     _varint(out, len(body.children))
     for child in body.children:
         _enc_body(out, child)
@@ -243,7 +247,8 @@ def encode(d: KernelDescriptor) -> bytes:
         if s.element_count is None:
             out.append(0)
         else:
-            out.append(1); _enc(out, "u32", s.element_count)
+            out.append(1)
+            _enc(out, "u32", s.element_count)
         _enc(out, "MemoryClass", s.memory_class)
         _enc(out, "BindingVisibility", s.visibility)
         _enc(out, "str", s.name)

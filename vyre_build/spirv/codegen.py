@@ -15,7 +15,14 @@ from __future__ import annotations
 import struct
 from typing import ClassVar
 
-from vyre_build.descriptor import ENUMS, F32Bits, KernelBody, KernelDescriptor, KernelOp
+from vyre_build.descriptor import (
+    DescriptorError,
+    F32Bits,
+    KernelBody,
+    KernelDescriptor,
+    KernelOp,
+    decode_datatype,
+)
 from vyre_build.errors import EmitError
 from vyre_build.spirv import grammar as g
 from vyre_build.spirv.memory import MemoryOps
@@ -26,7 +33,6 @@ BUILTINS = {"GlobalInvocationId": "GlobalInvocationId", "LocalInvocationId": "Lo
             "WorkgroupId": "WorkgroupId", "vyre.num_workgroups": "NumWorkgroups"}
 SCALARS = ("U32", "I32", "F32", "Bool")
 _LITERAL_TYPES = {"U32": "U32", "I32": "I32", "F32": "F32", "Bool": "Bool"}
-_UNIT_DATATYPES = {i: name for i, (name, payload) in enumerate(ENUMS["DataType"]) if not payload}
 CONTROL_NONE = 0   # SelectionControl / LoopControl / FunctionControl "None"
 
 
@@ -254,7 +260,11 @@ class FunctionWriter(ValueOps, MemoryOps):
         if kind == "vyre.bitcast":
             (x,) = self.operands(kop, 1)
             xi, xt = self.value(x, kop)
-            target = _UNIT_DATATYPES.get(payload[0]) if len(payload) == 1 else None
+            try:
+                dt = decode_datatype(payload)
+            except DescriptorError as exc:
+                self.fail(kop, f"bitcast payload is not a DataType: {exc}")
+            target = dt.name if not dt.args else repr(dt)
             if target not in ("U32", "I32", "F32") or xt not in ("U32", "I32", "F32"):
                 self.fail(kop, f"bitcast from {xt} to DataType payload {payload.hex()} is not supported")
             return (xi if target == xt else self.op("OpBitcast", target, xi)), target

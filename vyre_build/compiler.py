@@ -1,0 +1,160 @@
+"""The compiler driver: kernel file -> per kernel and variant, WGSL / SPIR-V / .kdesc / metadata.
+
+Pipeline, one direction (each step a plain data value):
+    source --frontend--> Program --lower--> KernelDescriptor --encode--> .kdesc
+                                                   |--emit_wgsl--> .wgsl
+                                                   \\--emit_spirv--> .spv
+Emitters read only the descriptor. Output is a pure function of the input files'
+contents, the variant values, the targets and the options (no paths, no times).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+import blake3
+
+from vyre_build import __version__
+from vyre_build.descriptor import KernelDescriptor, encode
+from vyre_build.errors import VyreError
+from vyre_build.frontend import check_module, instances, load_module
+from vyre_build.lower import lower
+
+TARGETS = ("wgsl", "spirv", "kdesc")
+OPTIONS = {"spirv_opt": bool}
+SUFFIX = {"wgsl": ".wgsl", "spirv": ".spv", "kdesc": ".kdesc"}
+_PKG = os.path.dirname(os.path.abspath(__file__))
+# The compiler's own sources: any change to these changes every action key.
+_IDENTITY_PARTS = ("__init__.py", "compiler.py", "descriptor.py", "ir.py", "lower.py",
+                   "validate.py", "emit_wgsl.py", "frontend", "spirv", "wgsl")
+
+
+@lru_cache(maxsize=1)
+def compiler_identity() -> dict:
+    """{"version", "source_hash"}: blake3 over the compiler's own source files (names + bytes)."""
+    h = blake3.blake3()
+    for part in _IDENTITY_PARTS:
+        full = os.path.join(_PKG, part)
+        files = [full] if os.path.isfile(full) else sorted(
+            os.path.join(d, f) for d, _, fs in os.walk(full) for f in fs
+            if f.endswith((".py", ".json"))) if os.path.isdir(full) else []
+        for path in sorted(files):
+            rel = os.path.relpath(path, _PKG).replace(os.sep, "/")
+            with open(path, "rb") as f:
+                data = f.read()
+            h.update(f"{rel}\0{len(data)}\0".encode())
+            h.update(data)
+    return {"version": __version__, "source_hash": h.hexdigest()}
+
+
+def canonical_json(obj) -> bytes:
+    return (json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    name: str
+    variant: str | None
+    descriptor: KernelDescriptor
+    meta: dict
+    kdesc: bytes
+    wgsl: str | None = None
+    spirv: bytes | None = None
+
+    @property
+    def stem(self) -> str:
+        return self.descriptor.id
+
+    @property
+    def artifacts(self) -> dict[str, bytes]:
+        out = {".kdesc": self.kdesc, ".meta.json": canonical_json(self.meta)}
+        if self.wgsl is not None:
+            out[".wgsl"] = self.wgsl.encode("utf-8")
+        if self.spirv is not None:
+            out[".spv"] = self.spirv
+        return out
+
+
+def binding_table(desc: KernelDescriptor) -> tuple[list[dict], dict | None]:
+    """The host-visible bindings of a descriptor, as the metadata record lists them."""
+    bindings, uniform = [], None
+    access = {"ReadOnly": "r", "WriteOnly": "w", "ReadWrite": "rw"}
+    k = 0
+    for s in desc.slots:
+        dt = s.element_type.name.lower()
+        if s.memory_class == "Global":
+            bindings.append({"name": s.name, "binding": s.slot, "kind": "buffer", "dtype": dt,
+                             "access": access[s.visibility]})
+        elif s.memory_class == "Uniform":
+            if uniform is None:
+                uniform = {"binding": s.slot, "size": 0}
+            bindings.append({"name": s.name, "binding": uniform["binding"], "kind": "scalar",
+                             "dtype": dt, "offset": 4 * k})
+            k += 1
+    if uniform is not None:
+        uniform["size"] = max(16, (4 * k + 15) // 16 * 16)
+    return bindings, uniform
+
+
+def _check_options(targets, options) -> dict:
+    bad = [t for t in targets if t not in TARGETS]
+    if bad:
+        raise VyreError(f"unknown target {bad[0]!r}; targets are {', '.join(TARGETS)}")
+    options = dict(options or {})
+    for k, v in options.items():
+        if k not in OPTIONS or not isinstance(v, OPTIONS[k]):
+            raise VyreError(f"unknown or mistyped compiler option {k}={v!r}; options: "
+                            + ", ".join(f"{n} ({t.__name__})" for n, t in OPTIONS.items()))
+    return options
+
+
+def _file_hash(path: str) -> str:
+    with open(path, "rb") as f:
+        return blake3.blake3(f.read()).hexdigest()
+
+
+def compile_file(path: str, *, root: str | None = None, targets=TARGETS, options: dict | None = None,
+                 kernel: str | None = None, text: str | None = None,
+                 display_path: str | None = None) -> list[CompiledKernel]:
+    """Compile every kernel (and variant) of one kernel file; raises KernelError on bad source."""
+    targets = tuple(targets)
+    options = _check_options(targets, options)
+    module = load_module(path, root=root, text=text, display_path=display_path)
+    if kernel is not None and kernel not in module.kernels:
+        raise VyreError(f"{module.source.path}: no kernel named {kernel!r}; kernels: "
+                        f"{', '.join(sorted(module.kernels)) or 'none'}")
+    sources = [_file_hash(p) for p in module.dependencies[1:]]
+    main_hash = blake3.blake3(module.source.text.encode("utf-8")).hexdigest()
+    provenance = {"compiler": compiler_identity(), "source": main_hash, "imports": sorted(sources)}
+    out = []
+    for prog in check_module(module, kernel):
+        desc = lower(prog)
+        bindings, uniform = binding_table(desc)
+        meta = {"name": prog.name, "variant": prog.variant, "id": prog.id,
+                "workgroup_size": list(prog.workgroup_size), "grid": list(prog.grid),
+                "bindings": bindings, "uniform": uniform,
+                "variant_values": dict(prog.variant_values), "provenance": provenance}
+        wgsl = spirv = None
+        if "wgsl" in targets:
+            from vyre_build.emit_wgsl import emit_wgsl
+            wgsl = emit_wgsl(desc)
+        if "spirv" in targets:
+            from vyre_build.spirv import emit_spirv
+            spirv = emit_spirv(desc, optimize=options.get("spirv_opt", False))
+        out.append(CompiledKernel(prog.name, prog.variant, desc, meta, encode(desc), wgsl, spirv))
+    return out
+
+
+def list_kernels(path: str, root: str | None = None) -> list[str]:
+    """Output stems ("saxpy", "add.f32") of a kernel file, from parsing alone."""
+    module = load_module(path, root=root)
+    return [name if v is None else f"{name}.{v}" for name, v, _ in instances(module)]
+
+
+def kernel_dependencies(path: str, root: str | None = None) -> list[str]:
+    """Absolute paths of every file a kernel file's build reads besides itself, sorted."""
+    module = load_module(path, root=root)
+    real = os.path.realpath(path)
+    return sorted({os.path.abspath(p) for p in module.dependencies if p != real})

@@ -1,0 +1,37 @@
+"""Frontend: kernel source text -> typed `Program`s, or a `KernelError` (file:line:col, caret, fix).
+
+It parses with `ast` and never executes kernel files. Pipeline: `ModuleLoader` reads the
+file and what it imports; `KernelChecker` checks each kernel once per variant.
+"""
+from __future__ import annotations
+
+from vyre_build.frontend.checker import KernelChecker
+from vyre_build.frontend.module import KernelModule, ModuleLoader
+from vyre_build.ir import Program
+
+__all__ = ["load_module", "check_module", "instances", "ModuleLoader", "KernelModule"]
+
+
+def load_module(path: str, *, root: str | None = None, text: str | None = None,
+                display_path: str | None = None) -> KernelModule:
+    return ModuleLoader(root).load(path, text=text, given=display_path)
+
+
+def instances(module: KernelModule, kernel: str | None = None) -> list[tuple[str, str | None, dict]]:
+    """(kernel name, variant name or None, variant env) for every instantiation, sorted."""
+    out = []
+    for name in sorted(module.kernels):
+        if kernel is not None and name != kernel:
+            continue
+        kdef = module.kernels[name]
+        if kdef.variants:
+            out.extend((name, v, kdef.variants[v]) for v in sorted(kdef.variants))
+        else:
+            out.append((name, None, {}))
+    return out
+
+
+def check_module(module: KernelModule, kernel: str | None = None) -> list[Program]:
+    """Check every kernel (and variant) of a module; `kernel` restricts to one name."""
+    return [KernelChecker(module, module.kernels[name], variant, env).check()
+            for name, variant, env in instances(module, kernel)]

@@ -1,0 +1,298 @@
+"""Calls in the kernel language: builtins, casts, atomics, and inlined helper functions.
+
+`CallChecker` is a mixin of `KernelChecker`. Helpers are inlined at each call: their
+parameters become fresh locals (buffers are aliased), and a `return` that is not the
+helper's last statement becomes an assignment plus a break out of a one-shot loop.
+"""
+from __future__ import annotations
+
+import ast
+
+from vyre_build import ir
+from vyre_build.frontend.expressions import (
+    ATOMICS, DECL_BUILTINS, F32_PRED, F32_UNARY, ID_BUILTINS, INT_UNARY, STATEMENT_BUILTINS,
+    _has_effects,
+)
+from vyre_build.frontend.module import TYPE_NAMES
+
+
+class CallChecker:
+    """Mixin: call expressions for KernelChecker."""
+
+    def expr_Call(self, node, statement: bool = False):
+        if node.keywords:
+            raise self.err(node.keywords[0].value, "keyword arguments are not supported in kernels",
+                           "pass arguments by position")
+        if not isinstance(node.func, ast.Name):
+            raise self.err(node.func, "only plain function names can be called",
+                           "call builtins and helpers directly, e.g. sqrt(x) rather than math.sqrt(x)")
+        name = node.func.id
+        f = self.frame
+        if name in f.vars or name in f.loops or name in f.scalars or name in f.arrays:
+            raise self.err(node.func, f"'{name}' is a variable, not a function")
+        if name in f.module.helpers:
+            result = self.inline(node, *f.module.helpers[name], statement=statement)
+            if result is None and not statement:
+                raise self.err(node, f"helper '{name}' returns no value",
+                               "give it a return annotation and a return statement")
+            return result
+        if name in TYPE_NAMES:
+            return self.cast(node, name)
+        if isinstance(self.variant_env.get(name), str):
+            self.used_variant_params.add(name)
+            return self.cast(node, self.variant_env[name])
+        method = getattr(self, "builtin_" + name, None)
+        if name in F32_UNARY or name in F32_PRED:
+            method = self.builtin_f32_unary
+        elif name in INT_UNARY:
+            method = self.builtin_int_unary
+        elif name in ATOMICS:
+            method = self.builtin_atomic
+        if name in STATEMENT_BUILTINS and not statement:
+            raise self.err(node, f"{name}() is a statement, not a value", f"call it on its own line: {name}()")
+        if name in ID_BUILTINS:
+            raise self.err(node, f"{name}() is a vector", f"take one component: {name}().x")
+        if name in DECL_BUILTINS:
+            raise self.err(node, f"{name}(...) can only be assigned to a name at the top level "
+                           "of a kernel body", f"write: tile = {name}(f32, 256)")
+        if method is None:
+            raise self.unknown(node.func, name)
+        return method(node, name)
+
+    def nargs(self, node, name, n):
+        if len(node.args) != n:
+            raise self.err(node, f"{name}() takes {n} argument{'s' if n != 1 else ''}, "
+                           f"got {len(node.args)}")
+
+    # -- casts ------------------------------------------------------------------------
+    def cast(self, node, ty):
+        self.nargs(node, ty, 1)
+        a = self.expr(node.args[0])
+        if isinstance(a, ir.Const) and a.ty == "int":
+            if ty == "bool":
+                return ir.Const("bool", a.value != 0)
+            return self.coerce(node.args[0], a, ty)
+        if a.ty == ty:
+            return a
+        if ty == "bool":
+            zero = ir.Const(a.ty, 0.0 if a.ty == "f32" else 0)
+            return ir.Binary("Ne", a, zero, "bool")
+        return ir.Cast(a, ty)
+
+    def builtin_bitcast(self, node, name):
+        self.nargs(node, name, 2)
+        t = node.args[0]
+        ty = self.resolve_scalar(t)
+        if ty == "bool":
+            raise self.err(t, "bitcast needs a 32-bit type: i32, u32 or f32")
+        a = self.typed(node.args[1])
+        if a.ty == "bool":
+            raise self.err(node.args[1], "cannot bitcast a bool", "use u32(b) for 0/1")
+        return a if a.ty == ty else ir.Bitcast(a, ty)
+
+    # -- math ------------------------------------------------------------------------
+    def builtin_f32_unary(self, node, name):
+        self.nargs(node, name, 1)
+        a = self.expr(node.args[0])
+        if a.ty == "int":
+            a = self.coerce(node.args[0], a, "f32")
+        if a.ty != "f32":
+            raise self.err(node.args[0], f"{name}() needs an f32, got {a.ty}", "convert it: f32(x)")
+        if name in F32_PRED:
+            return ir.Unary(F32_PRED[name], a, "bool")
+        return ir.Unary(F32_UNARY[name], a, "f32")
+
+    def builtin_int_unary(self, node, name):
+        self.nargs(node, name, 1)
+        a = self.typed(node.args[0])
+        if a.ty not in ir.INTEGER:
+            raise self.err(node.args[0], f"{name}() needs an i32 or u32, got {a.ty}",
+                           "reinterpret floats with bitcast(u32, x)")
+        return ir.Unary(INT_UNARY[name], a, a.ty)
+
+    def numeric_args(self, node, name, n):
+        self.nargs(node, name, n)
+        args = [self.expr(a) for a in node.args]
+        ty = next((a.ty for a in args if a.ty != "int"), None)
+        args = [self.coerce(an, a, ty) for an, a in zip(node.args, args)]
+        ty = args[0].ty
+        for an, a in zip(node.args, args):
+            if a.ty != ty:
+                raise self.err(an, f"{name}() arguments must have one type; got {ty} and {a.ty}",
+                               "convert explicitly")
+            if a.ty == "bool":
+                raise self.err(an, f"{name}() needs numbers, got bool")
+        return args
+
+    def builtin_abs(self, node, name):
+        (a,) = self.numeric_args(node, name, 1)
+        return a if a.ty == "u32" else ir.Unary("Abs", a, a.ty)
+
+    def builtin_min(self, node, name):
+        a, b = self.numeric_args(node, name, 2)
+        return ir.Binary("Min", a, b, a.ty)
+
+    def builtin_max(self, node, name):
+        a, b = self.numeric_args(node, name, 2)
+        return ir.Binary("Max", a, b, a.ty)
+
+    def builtin_clamp(self, node, name):
+        x, lo, hi = self.numeric_args(node, name, 3)
+        return ir.Binary("Min", ir.Binary("Max", x, lo, x.ty), hi, x.ty)
+
+    def builtin_fma(self, node, name):
+        a, b, c = self.numeric_args(node, name, 3)
+        if a.ty != "f32":
+            raise self.err(node, f"fma() needs f32 arguments, got {a.ty}")
+        return ir.Fma(a, b, c)
+
+    def builtin_select(self, node, name):
+        self.nargs(node, name, 3)
+        c = self.cond(node.args[0])
+        a = self.lazy(node.args[1], self.expr)
+        b = self.lazy(node.args[2], self.expr)
+        a, b = self.unify(node, a, b, node.args[1], node.args[2])
+        a = self.coerce(node.args[1], a, None)
+        b = self.coerce(node.args[2], b, a.ty)
+        return ir.Select(c, a, b, a.ty)
+
+    def rotate(self, node, name, op):
+        self.nargs(node, name, 2)
+        a = self.typed(node.args[0])
+        if a.ty not in ir.INTEGER:
+            raise self.err(node.args[0], f"{name}() needs an i32 or u32, got {a.ty}")
+        return ir.Binary(op, a, self.as_u32(node.args[1], self.expr(node.args[1])), a.ty)
+
+    def builtin_rotl(self, node, name):
+        return self.rotate(node, name, "RotateLeft")
+
+    def builtin_rotr(self, node, name):
+        return self.rotate(node, name, "RotateRight")
+
+    def builtin_len(self, node, name):
+        self.nargs(node, name, 1)
+        arr = self.array_name(node.args[0])
+        decl = self.arrays.get(arr)
+        if decl is not None:
+            return ir.Const("u32", decl.count)
+        return ir.Length(arr)
+
+    def builtin_range(self, node, name):
+        raise self.err(node, "range() can only be used as the iterable of a for loop",
+                       "write: for i in range(n):")
+
+    # -- atomics --------------------------------------------------------------------
+    def builtin_atomic(self, node, name):
+        n = 4 if name == "atomic_compare_exchange" else 3
+        self.nargs(node, name, n)
+        arr = self.array_name(node.args[0])
+        ty = self.element_type(arr)
+        decl = self.arrays.get(arr)
+        if decl is not None and decl.space == "local":
+            raise self.err(node.args[0], f"atomics need a buffer or a shared array; '{arr}' is local",
+                           "use a plain read-modify-write on local arrays")
+        if decl is None:
+            self.check_access(node.args[0], arr, "atomic")
+        if ty not in ir.INTEGER:
+            raise self.err(node.args[0], f"atomics need an i32 or u32 array; '{node.args[0].id}' "
+                           f"holds {ty}", "declare it Buffer[u32, \"rw\"] or Buffer[i32, \"rw\"]")
+        idx = self.index(node.args[1])
+        vals = tuple(self.typed(a, ty) for a in node.args[2:])
+        if name == "atomic_sub":
+            vals = (ir.Unary("Negate", vals[0], ty),)
+        if self.cond_depth:
+            raise self.err(node, f"{name}() cannot be used where it would run unconditionally "
+                           "(conditional expression or right side of and/or)",
+                           "move it into an if statement")
+        return ir.Atomic(ATOMICS[name], arr, idx, vals, ty)
+
+    # -- helpers --------------------------------------------------------------------
+    def inline(self, call, module, fn: ast.FunctionDef, statement: bool):
+        key = (module.path, fn.name)
+        if key in self.inline_stack:
+            raise self.err(call, f"helper '{fn.name}' calls itself (recursion is not supported)",
+                           "rewrite it as a loop")
+        if len(self.inline_stack) > 32:
+            raise self.err(call, "helpers nested more than 32 deep")
+        params = self.helper_params(module, fn)
+        if len(call.args) != len(params):
+            raise self.err(call, f"helper '{fn.name}' takes {len(params)} arguments "
+                           f"({', '.join(p[0] for p in params)}), got {len(call.args)}")
+        frame = self.new_frame(module, helper=fn.name)
+        binds = []
+        for (pname, kind, ty, access, _node), arg in zip(params, call.args):
+            if kind == "buffer":
+                arr = self.array_name(arg)
+                if self.element_type(arr) != ty:
+                    raise self.err(arg, f"helper '{fn.name}' expects a {ty} array for '{pname}', "
+                                   f"'{arr}' holds {self.element_type(arr)}")
+                if arr in self.buffers:
+                    self.check_access(arg, arr, "read" if access == "r" else "write"
+                                      if access == "w" else "readwrite")
+                frame.arrays[pname] = arr
+            else:
+                val = self.typed(arg, ty)
+                if self.cond_depth and _has_effects(val):
+                    raise self.err(arg, "argument with side effects in a conditional context")
+                binds.append((pname, ty, val))
+        ret_ty = None
+        if fn.returns is not None and not (isinstance(fn.returns, ast.Constant) and fn.returns.value is None):
+            ret_ty = self.resolve_scalar(fn.returns, module)
+        self.inline_stack.append(key)
+        outer = self.frame
+        try:
+            self.frames.append(frame)
+            for pname, ty, val in binds:
+                irname = self.declare(pname, ty, fn)
+                self.block.append(ir.Assign(irname, val))
+            frame.ret_type = ret_ty
+            if ret_ty is not None:
+                frame.ret_var = self.fresh_local(f"{fn.name}_ret", ret_ty)
+            self.helper_body(fn, frame)
+        finally:
+            self.frames.pop()
+            self.inline_stack.pop()
+        if self.cond_depth and frame.effects:
+            raise self.err(call, f"helper '{fn.name}' writes memory but is called where it would run "
+                           "unconditionally", "call it in an if statement")
+        outer.effects |= frame.effects
+        return ir.Var(frame.ret_var, ret_ty) if ret_ty is not None else None
+
+    def helper_params(self, module, fn: ast.FunctionDef):
+        a = fn.args
+        src = module.source
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+            raise src.error(fn, f"helper '{fn.name}' may only have plain typed parameters")
+        out = []
+        for arg in a.args:
+            if arg.annotation is None:
+                raise src.error(arg, f"parameter '{arg.arg}' of helper '{fn.name}' has no type",
+                                f"annotate it, e.g. {arg.arg}: f32")
+            kind, ty, access = self.resolve_param_type(arg.annotation, module)
+            out.append((arg.arg, kind, ty, access, arg))
+        return out
+
+    def helper_body(self, fn: ast.FunctionDef, frame):
+        body = fn.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]
+        tail_only = all(not isinstance(n, ast.Return) for stmt in body[:-1] for n in ast.walk(stmt)) \
+            and not (body and not isinstance(body[-1], ast.Return)
+                     and any(isinstance(n, ast.Return) for n in ast.walk(body[-1])))
+        if frame.ret_type is not None and not (body and isinstance(body[-1], ast.Return)) and tail_only:
+            raise frame.module.source.error(fn, f"helper '{fn.name}' must end with a return",
+                                            "add a return statement at the end")
+        frame.wrapped = not tail_only
+        if tail_only:
+            self.statements(body)
+            return
+        loop_body: list = []
+        saved = self.block
+        self.block = loop_body
+        try:
+            self.statements(body)
+        finally:
+            self.block = saved
+        if not loop_body or not isinstance(loop_body[-1], ir.Break):
+            loop_body.append(ir.Break())
+        self.block.append(ir.Loop(tuple(loop_body)))

@@ -1,0 +1,477 @@
+"""KernelChecker: one kernel instantiation (kernel + variant) from `ast` to a typed `Program`.
+
+One `stmt_X` method per supported statement; anything else is rejected by name with a
+caret and a fix. Expressions live in expressions.py, calls and helper inlining in calls.py.
+Guarantee: either a `Program` that passes `Program.validate()`, or a `KernelError`.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from vyre_build import ir
+from vyre_build.frontend.calls import CallChecker
+from vyre_build.frontend.expressions import ALL_BUILTINS, ExprChecker
+from vyre_build.frontend.module import TYPE_NAMES, KernelDef, KernelModule
+
+_ACCESS = ("r", "w", "rw")
+_UNSUPPORTED_STMT_FIX = {
+    "With": "kernels have no context managers", "Try": "kernels have no exceptions",
+    "Raise": "kernels have no exceptions; return early instead",
+    "Assert": "kernels have no assertions; guard with an if", "Delete": "remove the del",
+    "Global": "use a module constant or a parameter", "Nonlocal": "use a parameter",
+    "FunctionDef": "define helpers at module level", "ClassDef": "kernels have no classes",
+    "Import": "import at module level", "ImportFrom": "import at module level",
+    "Match": "use if/elif/else", "AsyncFor": "kernels are not async", "AsyncWith": "kernels are not async",
+    "AsyncFunctionDef": "kernels are not async", "TypeAlias": "use a variant parameter",
+}
+_AUG = {ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr,
+        ast.BitXor, ast.LShift, ast.RShift}
+
+
+@dataclass
+class Frame:
+    module: KernelModule
+    helper: str | None = None
+    vars: dict = field(default_factory=dict)      # source name -> (ir name, type)
+    arrays: dict = field(default_factory=dict)    # source name -> array name in the program
+    scalars: dict = field(default_factory=dict)   # source name -> ir.Param
+    loops: dict = field(default_factory=dict)     # source name -> ir.LoopVar
+    loop_depth: int = 0
+    ret_var: str | None = None
+    ret_type: str | None = None
+    wrapped: bool = False
+    effects: bool = False
+
+
+class KernelChecker(ExprChecker, CallChecker):
+    def __init__(self, module: KernelModule, kdef: KernelDef, variant: str | None, env: dict):
+        self.kdef = kdef
+        self.variant = variant
+        self.variant_env = {k: v for k, v in env.items()}
+        self.used_variant_params: set[str] = set()
+        self.workgroup_size = kdef.workgroup_size
+        self.buffers: dict[str, ir.BufferParam] = {}
+        self.arrays: dict[str, ir.ArrayDecl] = {}
+        self.locals: dict[str, str] = {}
+        self.names: set[str] = set()
+        self.frames = [Frame(module)]
+        self.block: list = []
+        self.inline_stack: list = []
+        self.cond_depth = 0
+        self.loop_names: set[str] = set()
+
+    # -- plumbing ---------------------------------------------------------------------
+    @property
+    def frame(self) -> Frame:
+        return self.frames[-1]
+
+    @property
+    def src(self):
+        return self.frame.module.source
+
+    def err(self, node, message, fix=None):
+        return self.src.error(node, message, fix)
+
+    def new_frame(self, module, helper=None) -> Frame:
+        return Frame(module, helper=helper)
+
+    def unique(self, base: str) -> str:
+        name, n = base, 1
+        while name in self.names:
+            name, n = f"{base}_{n}", n + 1
+        self.names.add(name)
+        return name
+
+    def fresh_local(self, base: str, ty: str) -> str:
+        name = self.unique(base)
+        self.locals[name] = ty
+        return name
+
+    def declare(self, name: str, ty: str, node) -> str:
+        prefix = f"{self.frame.helper}_" if self.frame.helper else ""
+        irname = self.fresh_local(prefix + name, ty)
+        self.frame.vars[name] = (irname, ty)
+        return irname
+
+    def resolve_scalar(self, node, module=None) -> str:
+        module = module or self.frame.module
+        if isinstance(node, ast.Name):
+            if node.id in TYPE_NAMES:
+                return node.id
+            if node.id in self.variant_env and isinstance(self.variant_env[node.id], str):
+                self.used_variant_params.add(node.id)
+                return self.variant_env[node.id]
+        if isinstance(node, ast.Constant) and node.value in TYPE_NAMES:
+            return node.value
+        raise module.source.error(node, f"unknown type '{ast.unparse(node)}'",
+                                  "scalar types are bool, i32, u32 and f32 (or a variant type parameter)")
+
+    def resolve_param_type(self, ann, module):
+        """-> ("buffer", dtype, access) or ("scalar", dtype, None)."""
+        src = module.source
+        if isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name) and ann.value.id == "Buffer":
+            items = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+            if not 1 <= len(items) <= 2:
+                raise src.error(ann, "Buffer takes an element type and an optional access mode",
+                                'write Buffer[f32] or Buffer[f32, "rw"]')
+            ty = self.resolve_scalar(items[0], module)
+            if ty == "bool":
+                raise src.error(items[0], "buffers cannot hold bool", "use u32 with 0/1")
+            access = "r"
+            if len(items) == 2:
+                a = items[1]
+                if not (isinstance(a, ast.Constant) and a.value in _ACCESS):
+                    raise src.error(a, f"unknown buffer access mode {ast.unparse(a)}",
+                                    'use "r" (read), "w" (write) or "rw" (read-write)')
+                access = a.value
+            return "buffer", ty, access
+        if isinstance(ann, ast.Name) and ann.id == "Buffer":
+            raise src.error(ann, "Buffer needs an element type", "write Buffer[f32]")
+        return "scalar", self.resolve_scalar(ann, module), None
+
+    def array_name(self, node) -> str:
+        if isinstance(node, ast.Name) and node.id in self.frame.arrays:
+            return self.frame.arrays[node.id]
+        if isinstance(node, ast.Name):
+            if node.id in self.frame.vars or node.id in self.frame.scalars or node.id in self.frame.loops:
+                raise self.err(node, f"'{node.id}' is a scalar, not an array or buffer")
+            raise self.unknown(node, node.id)
+        raise self.err(node, "only named buffers and arrays can be indexed",
+                       "index a buffer parameter or a shared/local array by name")
+
+    def element_type(self, arr: str) -> str:
+        return self.buffers[arr].dtype if arr in self.buffers else self.arrays[arr].dtype
+
+    def check_access(self, node, arr: str, how: str) -> None:
+        b = self.buffers.get(arr)
+        if b is None:
+            return
+        if how in ("write", "atomic", "readwrite") and b.access == "r":
+            raise self.err(node, f"buffer '{arr}' is read-only", f"declare it as Buffer[{b.dtype}, \"rw\"]"
+                           if how != "write" else f"declare it as Buffer[{b.dtype}, \"w\"] or \"rw\"")
+        if how in ("read", "atomic", "readwrite") and b.access == "w":
+            raise self.err(node, f"buffer '{arr}' is write-only and cannot be read",
+                           f"declare it as Buffer[{b.dtype}, \"rw\"]")
+        if how in ("write", "atomic", "readwrite"):
+            self.frame.effects = True
+
+    # -- the kernel -------------------------------------------------------------------
+    def check(self) -> ir.Program:
+        fn = self.kdef.node
+        a = fn.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+            raise self.err(fn, f"kernel '{fn.name}' may only have plain typed parameters",
+                           "remove *args, **kwargs, defaults and keyword-only parameters")
+        if fn.returns is not None and not (isinstance(fn.returns, ast.Constant) and fn.returns.value is None):
+            raise self.err(fn.returns, "kernels return nothing", "write results into a buffer")
+        params = []
+        for arg in a.args:
+            if arg.annotation is None:
+                raise self.err(arg, f"kernel parameter '{arg.arg}' has no type",
+                               f"annotate it, e.g. {arg.arg}: Buffer[f32] or {arg.arg}: u32")
+            if arg.arg in self.names:
+                raise self.err(arg, f"parameter '{arg.arg}' is declared twice")
+            kind, ty, access = self.resolve_param_type(arg.annotation, self.frame.module)
+            self.names.add(arg.arg)
+            if kind == "buffer":
+                p = ir.BufferParam(arg.arg, ty, access)
+                self.buffers[arg.arg] = p
+                self.frame.arrays[arg.arg] = arg.arg
+            else:
+                p = ir.ScalarParam(arg.arg, ty)
+                self.frame.scalars[arg.arg] = ir.Param(arg.arg, ty)
+            params.append(p)
+        body = fn.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]
+        self.statements(body, top=True)
+        self.check_variant_use()
+        grid = self.grid(params)
+        prog = ir.Program(
+            name=fn.name, variant=self.variant, workgroup_size=self.workgroup_size,
+            params=tuple(params), arrays=tuple(self.arrays.values()),
+            locals=tuple(self.locals.items()), body=tuple(self.block), grid=grid,
+            variant_values=tuple(sorted((k, v if isinstance(v, str) else repr(v.value))
+                                        for k, v in self.variant_env.items())))
+        prog.validate()
+        return prog
+
+    def check_variant_use(self):
+        unused = sorted(set(self.variant_env) - self.used_variant_params)
+        if unused:
+            node = self.kdef.variants_node
+            src = getattr(self.kdef, "variants_source", self.frame.module.source)
+            raise src.error(node, f"variant '{self.variant}' sets {', '.join(unused)}, which kernel "
+                            f"'{self.kdef.name}' never uses", "remove it or use it in the kernel")
+
+    def grid(self, params) -> tuple:
+        names = {p.name: p for p in params}
+        grid = self.kdef.grid
+        for entry in grid:
+            if isinstance(entry, int):
+                if entry < 1:
+                    raise self.err(self.kdef.node, f"grid entry {entry} must be positive")
+                continue
+            p = names.get(entry)
+            if p is None or (isinstance(p, ir.ScalarParam) and p.dtype not in ir.INTEGER):
+                raise self.err(self.kdef.node, f"grid entry '{entry}' is not a buffer or an integer "
+                               f"parameter of kernel '{self.kdef.name}'",
+                               f"parameters: {', '.join(names) or 'none'}")
+        if not grid:
+            written = [p.name for p in params if isinstance(p, ir.BufferParam) and p.access != "r"]
+            if not written:
+                raise self.err(self.kdef.node, f"kernel '{self.kdef.name}' writes no buffer, so its "
+                               "default grid is unknown", 'declare an output Buffer[T, "w"] or give grid=')
+            grid = (written[0],)
+        return tuple(grid)
+
+    # -- statements -------------------------------------------------------------------
+    def statements(self, stmts, top=False):
+        for s in stmts:
+            method = getattr(self, "stmt_" + type(s).__name__, None)
+            if method is None:
+                kind = type(s).__name__
+                raise self.err(s, f"'{kind}' statements are not supported in kernels",
+                               _UNSUPPORTED_STMT_FIX.get(kind, "see docs/language.md"))
+            method(s, top) if type(s).__name__ == "Assign" else method(s)
+
+    def sub_block(self, stmts, loop=False) -> tuple:
+        saved, self.block = self.block, []
+        if loop:
+            self.frame.loop_depth += 1
+        try:
+            self.statements(stmts)
+            return tuple(self.block)
+        finally:
+            if loop:
+                self.frame.loop_depth -= 1
+            self.block = saved
+
+    def stmt_Pass(self, node):
+        pass
+
+    def stmt_Expr(self, node):
+        v = node.value
+        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+            return
+        if not isinstance(v, ast.Call):
+            raise self.err(node, "this expression has no effect", "assign it or remove it")
+        if isinstance(v.func, ast.Name) and v.func.id in ("barrier", "storage_barrier") \
+                and v.func.id not in self.frame.vars:
+            self.nargs(v, v.func.id, 0)
+            self.block.append(ir.Barrier(storage=v.func.id == "storage_barrier"))
+            return
+        e = self.expr_Call(v, statement=True)
+        if isinstance(e, ir.Atomic):
+            self.frame.effects = True
+            self.block.append(ir.Eval(e))
+
+    def stmt_Assign(self, node, top=False):
+        if len(node.targets) != 1:
+            raise self.err(node, "chained assignment is not supported", "assign one name at a time")
+        target = node.targets[0]
+        v = node.value
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("shared", "local_array") \
+                and v.func.id not in self.frame.vars:
+            return self.declare_array(node, target, v, top)
+        self.assign(node, target, lambda ty: self.typed(v, ty))
+
+    def declare_array(self, node, target, call, top):
+        kind = call.func.id
+        if not top or self.frame.helper is not None:
+            raise self.err(call, f"{kind}(...) must be at the top level of a kernel body",
+                           "declare arrays before any if/for/while")
+        if not isinstance(target, ast.Name):
+            raise self.err(target, f"assign {kind}(...) to a plain name")
+        self.nargs(call, kind, 2)
+        ty = self.resolve_scalar(call.args[0])
+        if ty == "bool":
+            raise self.err(call.args[0], "arrays of bool are not supported", "use u32 with 0/1")
+        n = self.expr(call.args[1])
+        if not (isinstance(n, ir.Const) and n.ty in ("int", "u32", "i32")) or n.value < 1:
+            raise self.err(call.args[1], f"{kind} size must be a positive constant integer",
+                           "use a literal or a module constant")
+        limit = 16384 if kind == "shared" else 4096
+        if n.value * 4 > limit * 4 or (kind == "shared" and self.shared_bytes() + 4 * n.value > 16384):
+            raise self.err(call.args[1], f"{kind} memory limit exceeded ({n.value} elements)",
+                           "workgroup memory is limited to 16 KiB in all; local arrays to 4096 elements")
+        name = target.id
+        if name in self.frame.vars or name in self.frame.arrays or name in self.frame.scalars:
+            raise self.err(target, f"'{name}' is already defined")
+        irname = self.unique(name)
+        self.arrays[irname] = ir.ArrayDecl(irname, ty, n.value, "shared" if kind == "shared" else "local")
+        self.frame.arrays[name] = irname
+
+    def shared_bytes(self) -> int:
+        return sum(4 * a.count for a in self.arrays.values() if a.space == "shared")
+
+    def assign(self, node, target, value_fn, ann_ty=None):
+        f = self.frame
+        if isinstance(target, ast.Subscript):
+            arr = self.array_name(target.value)
+            idx = self.index(target.slice)
+            self.check_access(target.value, arr, "write")
+            f.effects = True
+            self.block.append(ir.Store(arr, idx, value_fn(self.element_type(arr))))
+            return
+        if not isinstance(target, ast.Name):
+            raise self.err(target, "only names and buffer elements can be assigned",
+                           "assign one name at a time: a = ...; b = ...")
+        name = target.id
+        if name in f.scalars or (name in f.arrays) or name in f.loops:
+            what = "kernel parameter" if name in f.scalars else "array" if name in f.arrays else "loop variable"
+            raise self.err(target, f"cannot assign to {what} '{name}'",
+                           "copy it into a new local variable first")
+        if name in TYPE_NAMES or name in ALL_BUILTINS:
+            raise self.err(target, f"'{name}' is a builtin and cannot be reassigned", "choose another name")
+        if name in f.vars:
+            irname, ty = f.vars[name]
+            if ann_ty is not None and ann_ty != ty:
+                raise self.err(target, f"'{name}' is already a {ty}", "use a new name for a new type")
+            value = value_fn(ty)
+        else:
+            value = value_fn(ann_ty)
+            irname = self.declare(name, value.ty, target)
+        self.block.append(ir.Assign(irname, value))
+
+    def stmt_AnnAssign(self, node):
+        if not isinstance(node.target, ast.Name):
+            raise self.err(node.target, "only plain names can be annotated")
+        ty = self.resolve_scalar(node.annotation)
+        if node.value is None:
+            name = node.target.id
+            if name in self.frame.vars:
+                raise self.err(node.target, f"'{name}' is already declared")
+            irname = self.declare(name, ty, node.target)
+            zero = ir.Const(ty, False if ty == "bool" else 0.0 if ty == "f32" else 0)
+            self.block.append(ir.Assign(irname, zero))
+            return
+        self.assign(node, node.target, lambda t: self.typed(node.value, t), ann_ty=ty)
+
+    def stmt_AugAssign(self, node):
+        if type(node.op) not in _AUG:
+            raise self.err(node, f"augmented operator '{type(node.op).__name__}' is not supported")
+        target = node.target
+        if isinstance(target, ast.Subscript) and not isinstance(target.slice, (ast.Name, ast.Constant)):
+            # Evaluate a computed index once.
+            tmp = ast.Name(id=self.unique("_idx"), ctx=ast.Store())
+            ast.copy_location(tmp, target.slice)
+            self.assign(node, tmp, lambda t: self.index(target.slice))
+            target = ast.Subscript(value=target.value, slice=ast.Name(id=tmp.id, ctx=ast.Load()), ctx=ast.Store())
+            ast.copy_location(target, node.target)
+            ast.copy_location(target.slice, node.target.slice)
+        load = ast.copy_location(ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load())
+                                 if isinstance(target, ast.Subscript) else
+                                 ast.Name(id=target.id, ctx=ast.Load()), node.target)
+        binop = ast.copy_location(ast.BinOp(left=load, op=node.op, right=node.value), node)
+        if isinstance(target, ast.Name) and target.id not in self.frame.vars:
+            raise self.unknown(target, target.id)
+        self.assign(node, target, lambda t: self.typed(binop, t))
+
+    def stmt_If(self, node):
+        c = self.cond(node.test)
+        then = self.sub_block(node.body)
+        orelse = self.sub_block(node.orelse) if node.orelse else ()
+        if isinstance(c, ir.Const):
+            self.block.extend(then if c.value else orelse)
+        else:
+            self.block.append(ir.If(c, then, orelse))
+
+    def stmt_For(self, node):
+        if node.orelse:
+            raise self.err(node.orelse[0], "for/else is not supported", "use a flag variable")
+        if not isinstance(node.target, ast.Name):
+            raise self.err(node.target, "the loop variable must be a single name")
+        it = node.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"):
+            raise self.err(it, "for loops iterate over range(...) only",
+                           "write: for i in range(n):  (or range(start, stop, step))")
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.err(it, "range() takes 1 to 3 positional arguments")
+        args = [self.expr(a) for a in it.args]
+        step = 1
+        if len(args) == 3:
+            s = args[2]
+            if not (isinstance(s, ir.Const) and s.ty in ("int", "i32", "u32")) or s.value == 0:
+                raise self.err(it.args[2], "the range step must be a nonzero constant integer",
+                               "use a while loop for a computed step")
+            step = s.value
+        lo_node, hi_node = (it.args[0], it.args[1]) if len(args) > 1 else (None, it.args[0])
+        lo = args[0] if len(args) > 1 else ir.Const("int", 0)
+        hi = args[1] if len(args) > 1 else args[0]
+        lo, hi = self.unify(it, lo, hi, lo_node or it, hi_node)
+        ty = None if lo.ty == "int" else lo.ty
+        lo, hi = self.coerce(lo_node or it, lo, ty), self.coerce(hi_node, hi, ty)
+        if lo.ty not in ir.INTEGER:
+            raise self.err(it, f"range() needs integers, got {lo.ty}")
+        name = node.target.id
+        f = self.frame
+        if name in f.vars or name in f.scalars or name in f.arrays or name in f.loops:
+            raise self.err(node.target, f"loop variable '{name}' is already defined here",
+                           "use a new name for the loop variable")
+        var = self.unique(f"{f.helper}_{name}" if f.helper else name)
+        f.loops[name] = ir.LoopVar(var, lo.ty)
+        try:
+            self.check_no_assign(node.body, name)
+            body = self.sub_block(node.body, loop=True)
+        finally:
+            del f.loops[name]
+        self.block.append(ir.For(var, lo, hi, step, body))
+
+    def check_no_assign(self, body, name):
+        for stmt in body:
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
+                    raise self.err(n, f"cannot assign to loop variable '{name}'",
+                                   "use a while loop or another variable")
+
+    def stmt_While(self, node):
+        if node.orelse:
+            raise self.err(node.orelse[0], "while/else is not supported", "use a flag variable")
+        saved, self.block = self.block, []
+        self.frame.loop_depth += 1
+        try:
+            c = self.cond(node.test)
+            if not (isinstance(c, ir.Const) and c.value):
+                if isinstance(c, ir.Const):
+                    self.block = saved
+                    return
+                self.block.append(ir.If(ir.Unary("LogicalNot", c, "bool"), (ir.Break(),)))
+            self.statements(node.body)
+            body = tuple(self.block)
+        finally:
+            self.frame.loop_depth -= 1
+            self.block = saved
+        self.block.append(ir.Loop(body))
+
+    def stmt_Break(self, node):
+        if self.frame.loop_depth == 0:
+            raise self.err(node, "'break' outside a loop")
+        self.block.append(ir.Break())
+
+    def stmt_Continue(self, node):
+        if self.frame.loop_depth == 0:
+            raise self.err(node, "'continue' outside a loop")
+        self.block.append(ir.Continue())
+
+    def stmt_Return(self, node):
+        f = self.frame
+        if f.helper is None:
+            if node.value is not None:
+                raise self.err(node.value, "kernels cannot return a value", "write results into a buffer")
+            self.block.append(ir.Return())
+            return
+        if f.ret_type is None:
+            if node.value is not None:
+                raise self.err(node.value, f"helper '{f.helper}' has no return type but returns a value",
+                               "annotate it, e.g. -> f32")
+        elif node.value is None:
+            raise self.err(node, f"helper '{f.helper}' must return a {f.ret_type}")
+        else:
+            self.block.append(ir.Assign(f.ret_var, self.typed(node.value, f.ret_type)))
+        if f.wrapped:
+            if f.loop_depth:
+                raise self.err(node, "return inside a loop of a helper is not supported",
+                               "assign the result to a variable, break, and return it after the loop")
+            self.block.append(ir.Break())

@@ -1,0 +1,325 @@
+"""Expressions of the kernel language: typing, constant folding and the builtins table.
+
+`ExprChecker` is a mixin of `KernelChecker` (checker.py): one `expr_X` method per
+supported `ast` expression; anything else is rejected by name with a caret.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import fields, is_dataclass
+
+from vyre_build import ir
+from vyre_build.frontend.module import TYPE_NAMES, fold_binary
+from vyre_build.frontend.types import convert_const, default_type
+
+_BINOPS = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div", ast.FloorDiv: "Div",
+           ast.Mod: "Mod", ast.BitAnd: "BitAnd", ast.BitOr: "BitOr", ast.BitXor: "BitXor",
+           ast.LShift: "Shl", ast.RShift: "Shr", ast.Pow: "Pow"}
+_CMPOPS = {ast.Eq: "Eq", ast.NotEq: "Ne", ast.Lt: "Lt", ast.Gt: "Gt", ast.LtE: "Le", ast.GtE: "Ge"}
+_CMP_FOLD = {"Eq": lambda a, b: a == b, "Ne": lambda a, b: a != b, "Lt": lambda a, b: a < b,
+             "Gt": lambda a, b: a > b, "Le": lambda a, b: a <= b, "Ge": lambda a, b: a >= b}
+
+F32_UNARY = {"sqrt": "Sqrt", "exp": "Exp", "exp2": "Exp2", "log": "Log", "log2": "Log2",
+             "sin": "Sin", "cos": "Cos", "tan": "Tan", "tanh": "Tanh", "rsqrt": "InverseSqrt",
+             "floor": "Floor", "ceil": "Ceil", "round": "Round", "trunc": "Trunc", "sign": "Sign"}
+F32_PRED = {"isnan": "IsNan", "isinf": "IsInf", "isfinite": "IsFinite"}
+INT_UNARY = {"popcount": "Popcount", "clz": "Clz", "ctz": "Ctz", "reverse_bits": "ReverseBits"}
+ATOMICS = {"atomic_add": "Add", "atomic_sub": "Add", "atomic_or": "Or", "atomic_and": "And",
+           "atomic_xor": "Xor", "atomic_min": "Min", "atomic_max": "Max",
+           "atomic_exchange": "Exchange", "atomic_compare_exchange": "CompareExchange"}
+ID_BUILTINS = ("global_id", "local_id", "workgroup_id", "num_workgroups", "workgroup_size")
+STATEMENT_BUILTINS = ("barrier", "storage_barrier")
+DECL_BUILTINS = ("shared", "local_array")
+OTHER_BUILTINS = ("abs", "min", "max", "clamp", "select", "fma", "rotl", "rotr", "len",
+                  "bitcast", "range")
+ALL_BUILTINS = (set(F32_UNARY) | set(F32_PRED) | set(INT_UNARY) | set(ATOMICS) | set(ID_BUILTINS)
+                | set(STATEMENT_BUILTINS) | set(DECL_BUILTINS) | set(OTHER_BUILTINS))
+
+_UNSUPPORTED_EXPR_FIX = {
+    "List": "kernels have no lists; use a buffer, shared(...) or local_array(...)",
+    "Tuple": "kernels have no tuples; use separate variables",
+    "Dict": "kernels have no dicts", "Set": "kernels have no sets",
+    "ListComp": "write a for loop", "GeneratorExp": "write a for loop",
+    "Lambda": "define a helper function at module level",
+    "JoinedStr": "kernels have no strings", "NamedExpr": "assign in a separate statement",
+    "Starred": "pass arguments one by one", "Await": "kernels are not async",
+}
+
+
+def _has_effects(e) -> bool:
+    if isinstance(e, ir.Atomic):
+        return True
+    if isinstance(e, tuple):
+        return any(_has_effects(x) for x in e)
+    if is_dataclass(e):
+        return any(_has_effects(getattr(e, f.name)) for f in fields(e))
+    return False
+
+
+class ExprChecker:
+    """Mixin: expression checking for KernelChecker."""
+
+    # -- entry points ----------------------------------------------------------------
+    def expr(self, node):
+        """Check an expression; the result may be an untyped Const('int')."""
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            kind = type(node).__name__
+            raise self.err(node, f"'{kind}' expressions are not supported in kernels",
+                           _UNSUPPORTED_EXPR_FIX.get(kind, "see docs/language.md for the language"))
+        return method(node)
+
+    def typed(self, node, ty: str | None = None):
+        """Check an expression and give it a concrete type (`ty` if given)."""
+        e = self.expr(node)
+        return self.coerce(node, e, ty)
+
+    def coerce(self, node, e, ty: str | None):
+        if e.ty == "int":
+            if ty is None:
+                try:
+                    return default_type(e)
+                except OverflowError:
+                    raise self.err(node, f"constant {e.value} does not fit in 32 bits",
+                                   "use a smaller value") from None
+            return convert_const(self.src, node, e, ty)
+        if ty is not None and e.ty != ty:
+            raise self.err(node, f"expected a value of type {ty}, got {e.ty}",
+                           f"convert it explicitly: {ty}(...)")
+        return e
+
+    def cond(self, node):
+        e = self.typed(node)
+        if e.ty != "bool":
+            raise self.err(node, f"condition must be bool, got {e.ty}",
+                           "compare explicitly, e.g. x != 0")
+        return e
+
+    def index(self, node):
+        e = self.expr(node)
+        if e.ty == "int":
+            if e.value < 0:
+                raise self.err(node, f"negative index {e.value}", "indices are unsigned")
+            return self.coerce(node, e, "u32")
+        if e.ty == "i32":
+            return ir.Cast(e, "u32")
+        if e.ty != "u32":
+            raise self.err(node, f"index must be an integer, got {e.ty}", "convert it: u32(...)")
+        return e
+
+    def lazy(self, node, fn):
+        """Check `node` through fn in a context evaluated eagerly but meant lazily."""
+        self.cond_depth += 1
+        try:
+            e = fn(node)
+        finally:
+            self.cond_depth -= 1
+        if _has_effects(e):
+            raise self.err(node, "this operand has side effects (an atomic) but is evaluated "
+                           "unconditionally", "move it into an if statement")
+        return e
+
+    # -- leaves ---------------------------------------------------------------------
+    def expr_Constant(self, node):
+        v = node.value
+        if isinstance(v, bool):
+            return ir.Const("bool", v)
+        if isinstance(v, int):
+            return ir.Const("int", v)
+        if isinstance(v, float):
+            return ir.Const("f32", v)
+        raise self.err(node, f"{type(v).__name__} constants are not supported in kernels",
+                       "kernels compute on bool, i32, u32 and f32 only")
+
+    def expr_Name(self, node):
+        name = node.id
+        f = self.frame
+        if name in f.loops:
+            return f.loops[name]
+        if name in f.vars:
+            irname, ty = f.vars[name]
+            return ir.Var(irname, ty)
+        if name in f.scalars:
+            return f.scalars[name]
+        if name in f.arrays:
+            raise self.err(node, f"'{name}' is an array and cannot be used as a value",
+                           f"index it ({name}[i]) or take its length (len({name}))")
+        c = self.constant(name)
+        if c is not None:
+            if isinstance(c, str):
+                raise self.err(node, f"'{name}' is a type, not a value", f"cast with {c}(...)")
+            return c
+        if name in TYPE_NAMES or name in ALL_BUILTINS or name in f.module.helpers:
+            raise self.err(node, f"'{name}' is a function or type, not a value", f"call it: {name}(...)")
+        raise self.unknown(node, name)
+
+    def constant(self, name):
+        if name in self.variant_env:
+            self.used_variant_params.add(name)
+            return self.variant_env[name]
+        return self.frame.module.constants.get(name)
+
+    def unknown(self, node, name):
+        f = self.frame
+        known = list(f.vars) + list(f.loops) + list(f.scalars) + list(f.arrays) + \
+            list(f.module.constants) + list(self.variant_env) + list(f.module.helpers)
+        close = difflib.get_close_matches(name, known, n=1)
+        fix = f"did you mean '{close[0]}'?" if close else \
+            "assign it before use, declare it as a parameter, or define a module constant"
+        return self.err(node, f"unknown name '{name}'", fix)
+
+    def expr_Attribute(self, node):
+        call = node.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
+                and call.func.id in ID_BUILTINS and call.func.id not in self.frame.vars:
+            if call.args or call.keywords:
+                raise self.err(call, f"{call.func.id}() takes no arguments",
+                               f"write {call.func.id}().x")
+            axis = {"x": 0, "y": 1, "z": 2}.get(node.attr)
+            if axis is None:
+                raise self.err(node, f"unknown component '.{node.attr}'", "use .x, .y or .z")
+            if call.func.id == "workgroup_size":
+                return ir.Const("u32", self.workgroup_size[axis])
+            return ir.Builtin(call.func.id, axis)
+        raise self.err(node, "attribute access is only supported on id builtins",
+                       "write e.g. global_id().x; call math builtins directly: sqrt(x)")
+
+    def expr_Subscript(self, node):
+        arr = self.array_name(node.value)
+        idx = self.index(node.slice)
+        self.check_access(node.value, arr, "read")
+        return ir.Load(arr, idx, self.element_type(arr))
+
+    # -- operators ------------------------------------------------------------------
+    def unify(self, node, a, b, an, bn):
+        if a.ty == "int" and b.ty != "int":
+            a = convert_const(self.src, an, a, b.ty)
+        elif b.ty == "int" and a.ty != "int":
+            b = convert_const(self.src, bn, b, a.ty)
+        if a.ty != b.ty:
+            raise self.err(node, f"mismatched operand types {a.ty} and {b.ty}",
+                           f"convert one side explicitly, e.g. {a.ty}(...) or {b.ty}(...)")
+        return a, b
+
+    def expr_BinOp(self, node):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.err(node, f"operator '{type(node.op).__name__}' is not supported",
+                           "use + - * / // % ** & | ^ << >>")
+        if op == "Pow":
+            return self.power(node)
+        a, b = self.expr(node.left), self.expr(node.right)
+        if op in ("Shl", "Shr"):
+            return self.shift(node, op, a, b)
+        a, b = self.unify(node, a, b, node.left, node.right)
+        if a.ty == "int":
+            return fold_binary(self.src, node, type(node.op), a, b)
+        ty = a.ty
+        if ty == "bool":
+            raise self.err(node, "arithmetic on bool is not supported", "use and / or / not")
+        if isinstance(node.op, ast.Div) and ty != "f32":
+            raise self.err(node, f"'/' is float division but the operands are {ty}",
+                           "use '//' for integer division, or convert with f32(...)")
+        if isinstance(node.op, ast.FloorDiv) and ty == "f32":
+            return ir.Unary("Floor", ir.Binary("Div", a, b, ty), ty)
+        if isinstance(node.op, ast.Mod) and ty == "f32":
+            raise self.err(node, "'%' on f32 is not supported", "write x - y * floor(x / y)")
+        if op in ("BitAnd", "BitOr", "BitXor") and ty == "f32":
+            raise self.err(node, "bitwise operators need integers, got f32",
+                           "reinterpret with bitcast(u32, x) first")
+        return ir.Binary(op, a, b, ty)
+
+    def shift(self, node, op, a, b):
+        if a.ty == "int" and b.ty == "int":
+            return fold_binary(self.src, node, type(node.op), a, b)
+        a = self.coerce(node.left, a, None)
+        if a.ty not in ir.INTEGER:
+            raise self.err(node.left, f"shifts need an integer, got {a.ty}", "convert it: u32(...)")
+        return ir.Binary(op, a, self.as_u32(node.right, b), a.ty)
+
+    def as_u32(self, node, e):
+        if e.ty == "int":
+            if e.value < 0:
+                raise self.err(node, "shift and rotate amounts must not be negative")
+            return convert_const(self.src, node, e, "u32")
+        if e.ty == "i32":
+            return ir.Cast(e, "u32")
+        if e.ty != "u32":
+            raise self.err(node, f"expected an integer amount, got {e.ty}")
+        return e
+
+    def power(self, node):
+        a, b = self.expr(node.left), self.expr(node.right)
+        if a.ty == "int" and b.ty == "int":
+            return fold_binary(self.src, node, ast.Pow, a, b)
+        if not (isinstance(b, ir.Const) and b.ty == "int" and 0 <= b.value <= 16):
+            raise self.err(node.right, "'**' needs a constant integer exponent from 0 to 16",
+                           "use exp(y * log(x)) for a general power")
+        a = self.coerce(node.left, a, None)
+        if a.ty == "bool":
+            raise self.err(node.left, "'**' on bool")
+        if b.value == 0:
+            return ir.Const(a.ty, 1.0 if a.ty == "f32" else 1)
+        out = a
+        for _ in range(b.value - 1):
+            out = ir.Binary("Mul", out, a, a.ty)
+        return out
+
+    def expr_UnaryOp(self, node):
+        a = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            if a.ty != "bool":
+                raise self.err(node, f"'not' needs a bool, got {a.ty}", "compare explicitly: x == 0")
+            return ir.Const("bool", not a.value) if isinstance(a, ir.Const) else ir.Unary("LogicalNot", a, "bool")
+        if isinstance(node.op, ast.UAdd):
+            return a
+        if a.ty == "bool":
+            raise self.err(node, "arithmetic on bool is not supported", "use not")
+        if isinstance(a, ir.Const) and a.ty in ("int", "f32"):
+            if isinstance(node.op, ast.USub):
+                return ir.Const(a.ty, -a.value)
+            if a.ty == "int":
+                return ir.Const("int", ~a.value)
+        if isinstance(node.op, ast.Invert):
+            if a.ty not in ir.INTEGER:
+                raise self.err(node, f"'~' needs an integer, got {a.ty}")
+            return ir.Unary("BitNot", a, a.ty)
+        return ir.Unary("Negate", a, a.ty)
+
+    def expr_BoolOp(self, node):
+        op = "And" if isinstance(node.op, ast.And) else "Or"
+        out = self.cond(node.values[0])
+        for v in node.values[1:]:
+            rhs = self.lazy(v, self.cond)
+            out = ir.Binary(op, out, rhs, "bool")
+        return out
+
+    def expr_Compare(self, node):
+        out, left, left_node = None, self.expr(node.left), node.left
+        for opnode, right_node in zip(node.ops, node.comparators):
+            op = _CMPOPS.get(type(opnode))
+            if op is None:
+                raise self.err(node, f"comparison '{type(opnode).__name__}' is not supported",
+                               "use == != < <= > >=")
+            right = self.expr(right_node)
+            a, b = self.unify(node, left, right, left_node, right_node)
+            if a.ty == "bool" and op not in ("Eq", "Ne"):
+                raise self.err(node, "bools can only be compared with == and !=")
+            if isinstance(a, ir.Const) and isinstance(b, ir.Const):
+                cmp = ir.Const("bool", _CMP_FOLD[op](a.value, b.value))
+            else:
+                cmp = ir.Binary(op, a, b, "bool")
+            out = cmp if out is None else ir.Binary("And", out, cmp, "bool")
+            left, left_node = right, right_node
+        return out
+
+    def expr_IfExp(self, node):
+        c = self.cond(node.test)
+        a = self.lazy(node.body, self.expr)
+        b = self.lazy(node.orelse, self.expr)
+        a, b = self.unify(node, a, b, node.body, node.orelse)
+        a, b = self.coerce(node.body, a, None), self.coerce(node.orelse, b, a.ty if a.ty != "int" else None)
+        if a.ty != b.ty:
+            b = self.coerce(node.orelse, b, a.ty)
+        return ir.Select(c, a, b, a.ty)

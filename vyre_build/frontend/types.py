@@ -1,0 +1,40 @@
+"""Typing rules of the kernel language: literal conversion and operand unification.
+
+Integer literals and integer constants are untyped ("int") until they meet a typed
+operand; alone they become i32 (or u32 when only u32 can hold them). Float literals are
+f32. i32 and u32 never mix implicitly, nor do ints and floats (a cast is the fix).
+"""
+from __future__ import annotations
+
+from vyre_build.ir import Const
+
+RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, (1 << 32) - 1)}
+
+
+def convert_const(src, node, c: Const, ty: str) -> Const:
+    """Give an untyped constant the type `ty`, or raise a KernelError if it cannot have it."""
+    if c.ty == ty:
+        return c
+    if c.ty == "int" and ty in RANGES:
+        lo, hi = RANGES[ty]
+        if not lo <= c.value <= hi:
+            fix = "use u32 for values up to 4294967295" if ty == "i32" and c.value > 0 else \
+                "use i32 for negative values" if ty == "u32" and c.value < 0 else \
+                "the value must fit in 32 bits"
+            raise src.error(node, f"constant {c.value} does not fit in {ty}", fix)
+        return Const(ty, c.value)
+    if c.ty == "int" and ty == "f32":
+        return Const("f32", float(c.value))
+    raise src.error(node, f"a constant of type {c.ty} cannot be used as {ty}",
+                    f"cast it explicitly, e.g. {ty}(...)")
+
+
+def default_type(c: Const) -> Const:
+    """The concrete type an untyped constant takes when nothing else decides it."""
+    if c.ty != "int":
+        return c
+    if RANGES["i32"][0] <= c.value <= RANGES["i32"][1]:
+        return Const("i32", c.value)
+    if 0 <= c.value <= RANGES["u32"][1]:
+        return Const("u32", c.value)
+    raise OverflowError(c.value)

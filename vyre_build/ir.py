@@ -1,0 +1,352 @@
+"""Program: the typed kernel IR between the frontend and lowering.
+
+A `Program` is one kernel instantiation (one variant), fully resolved: helpers are
+inlined, constants folded, variant parameters substituted, every expression typed.
+It is a tree of frozen dataclasses, so equal programs compare equal and have equal
+`fingerprint()`s (blake3 of a canonical encoding that ignores source positions).
+
+Scalar types are the strings "bool", "i32", "u32", "f32".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, is_dataclass
+
+import blake3
+
+SCALARS = ("bool", "i32", "u32", "f32")
+NUMERIC = ("i32", "u32", "f32")
+INTEGER = ("i32", "u32")
+
+
+# --- expressions -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Const:
+    ty: str
+    value: int | float | bool
+
+
+@dataclass(frozen=True)
+class Var:
+    """Read of a local variable (SSA value or scratch slot: lowering decides)."""
+    name: str
+    ty: str
+
+
+@dataclass(frozen=True)
+class Param:
+    """Read of a scalar kernel parameter (from the uniform block)."""
+    name: str
+    ty: str
+
+
+@dataclass(frozen=True)
+class LoopVar:
+    """The index of the enclosing `for` loop with this (unique) name."""
+    name: str
+    ty: str
+
+
+@dataclass(frozen=True)
+class Load:
+    array: str      # buffer, shared or local array name
+    index: object   # u32 expression
+    ty: str
+
+
+@dataclass(frozen=True)
+class Length:
+    array: str
+    ty: str = "u32"
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """global_id / local_id / workgroup_id / num_workgroups, one axis (u32)."""
+    kind: str
+    axis: int
+    ty: str = "u32"
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str         # descriptor BinOp name (Add, Lt, Shl, ...)
+    a: object
+    b: object
+    ty: str
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str         # descriptor UnOp name (Negate, Sqrt, ...)
+    a: object
+    ty: str
+
+
+@dataclass(frozen=True)
+class Fma:
+    a: object
+    b: object
+    c: object
+    ty: str = "f32"
+
+
+@dataclass(frozen=True)
+class Select:
+    cond: object
+    if_true: object
+    if_false: object
+    ty: str
+
+
+@dataclass(frozen=True)
+class Cast:
+    a: object
+    ty: str
+
+
+@dataclass(frozen=True)
+class Bitcast:
+    a: object
+    ty: str
+
+
+@dataclass(frozen=True)
+class Atomic:
+    op: str         # descriptor AtomicOp name
+    array: str
+    index: object
+    args: tuple     # (value,) or (expected, value)
+    ty: str
+
+
+# --- statements --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Assign:
+    var: str
+    value: object
+
+
+@dataclass(frozen=True)
+class Store:
+    array: str
+    index: object
+    value: object
+
+
+@dataclass(frozen=True)
+class If:
+    cond: object
+    then: tuple
+    orelse: tuple = ()
+
+
+@dataclass(frozen=True)
+class For:
+    """`for var in range(lo, hi, step)`; step is a nonzero constant int."""
+    var: str
+    lo: object
+    hi: object
+    step: int
+    body: tuple
+
+
+@dataclass(frozen=True)
+class Loop:
+    """Loop until break/return; `continuing` runs before each next iteration."""
+    body: tuple
+    continuing: tuple = ()
+
+
+@dataclass(frozen=True)
+class Break:
+    pass
+
+
+@dataclass(frozen=True)
+class Continue:
+    pass
+
+
+@dataclass(frozen=True)
+class Return:
+    pass
+
+
+@dataclass(frozen=True)
+class Barrier:
+    storage: bool = False
+
+
+@dataclass(frozen=True)
+class Eval:
+    """An expression evaluated for its effect (an atomic)."""
+    expr: object
+
+
+# --- the program -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BufferParam:
+    name: str
+    dtype: str
+    access: str     # "r" | "w" | "rw"
+
+
+@dataclass(frozen=True)
+class ScalarParam:
+    name: str
+    dtype: str
+
+
+@dataclass(frozen=True)
+class ArrayDecl:
+    """A workgroup-shared ("shared") or function-local ("local") array or variable."""
+    name: str
+    dtype: str
+    count: int
+    space: str      # "shared" | "local"
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    variant: str | None
+    workgroup_size: tuple[int, int, int]
+    params: tuple           # BufferParam | ScalarParam, in declaration order
+    arrays: tuple           # ArrayDecl (shared arrays and local arrays)
+    locals: tuple           # (name, type) of every local variable, in first-assignment order
+    body: tuple
+    grid: tuple = ()        # int | parameter name, per axis
+    variant_values: tuple = field(default=())   # ((name, value-as-text), ...)
+
+    @property
+    def id(self) -> str:
+        return self.name if self.variant is None else f"{self.name}.{self.variant}"
+
+    def fingerprint(self) -> str:
+        return blake3.blake3(canonical(self).encode("utf-8")).hexdigest()
+
+    def validate(self) -> None:
+        """Raise RuntimeError if the program breaks an IR invariant (a frontend bug)."""
+        _Validator(self).run()
+
+
+def canonical(node) -> str:
+    """A canonical text encoding of an IR tree (type names, fields in order, exact floats)."""
+    if is_dataclass(node):
+        inner = ",".join(canonical(getattr(node, f.name)) for f in fields(node))
+        return f"{type(node).__name__}({inner})"
+    if isinstance(node, tuple):
+        return "(" + ",".join(canonical(x) for x in node) + ")"
+    if isinstance(node, bool) or node is None:
+        return repr(node)
+    if isinstance(node, float):
+        return float.hex(node)
+    if isinstance(node, (int, str)):
+        return repr(node)
+    raise RuntimeError(f"not an IR value: {node!r}")
+
+
+class _Validator:
+    def __init__(self, program: Program):
+        self.p = program
+        self.arrays = {a.name: a for a in program.arrays}
+        self.buffers = {b.name: b for b in program.params if isinstance(b, BufferParam)}
+        self.scalars = {s.name: s.dtype for s in program.params if isinstance(s, ScalarParam)}
+        self.locals = dict(program.locals)
+        self.loops: list[str] = []
+
+    def fail(self, msg: str):
+        raise RuntimeError(f"invalid IR in {self.p.id}: {msg}")
+
+    def run(self):
+        if any(not 1 <= w for w in self.p.workgroup_size) or len(self.p.workgroup_size) != 3:
+            self.fail(f"workgroup size {self.p.workgroup_size}")
+        self.block(self.p.body, in_loop=False)
+
+    def element(self, name: str) -> str:
+        if name in self.buffers:
+            return self.buffers[name].dtype
+        if name in self.arrays:
+            return self.arrays[name].dtype
+        self.fail(f"unknown array {name}")
+
+    def block(self, stmts, in_loop):
+        for s in stmts:
+            self.stmt(s, in_loop)
+
+    def stmt(self, s, in_loop):
+        if isinstance(s, Assign):
+            if self.locals.get(s.var) != self.expr(s.value):
+                self.fail(f"assignment type of {s.var}")
+        elif isinstance(s, Store):
+            self.index(s.index)
+            if self.expr(s.value) != self.element(s.array):
+                self.fail(f"store type into {s.array}")
+        elif isinstance(s, If):
+            self.bool(s.cond)
+            self.block(s.then, in_loop)
+            self.block(s.orelse, in_loop)
+        elif isinstance(s, For):
+            lo, hi = self.expr(s.lo), self.expr(s.hi)
+            if lo != hi or lo not in INTEGER or s.step == 0:
+                self.fail(f"for range types {lo}, {hi}")
+            self.loops.append(s.var)
+            self.block(s.body, True)
+            self.loops.pop()
+        elif isinstance(s, Loop):
+            self.block(s.body, True)
+            self.block(s.continuing, False)
+        elif isinstance(s, (Break, Continue)):
+            if not in_loop:
+                self.fail("break/continue outside a loop")
+        elif isinstance(s, Eval):
+            self.expr(s.expr)
+        elif not isinstance(s, (Return, Barrier)):
+            self.fail(f"unknown statement {s!r}")
+
+    def bool(self, e):
+        if self.expr(e) != "bool":
+            self.fail("condition is not bool")
+
+    def index(self, e):
+        if self.expr(e) != "u32":
+            self.fail("index is not u32")
+
+    def expr(self, e) -> str:
+        if isinstance(e, Const):
+            return e.ty
+        if isinstance(e, Var):
+            if self.locals.get(e.name) != e.ty:
+                self.fail(f"variable {e.name}")
+        elif isinstance(e, Param):
+            if self.scalars.get(e.name) != e.ty:
+                self.fail(f"parameter {e.name}")
+        elif isinstance(e, LoopVar):
+            if e.name not in self.loops:
+                self.fail(f"loop variable {e.name} outside its loop")
+        elif isinstance(e, Load):
+            self.index(e.index)
+            if self.element(e.array) != e.ty:
+                self.fail(f"load type from {e.array}")
+        elif isinstance(e, Length):
+            self.element(e.array)
+        elif isinstance(e, Binary):
+            self.expr(e.a), self.expr(e.b)
+        elif isinstance(e, (Unary, Cast, Bitcast)):
+            self.expr(e.a)
+        elif isinstance(e, Fma):
+            self.expr(e.a), self.expr(e.b), self.expr(e.c)
+        elif isinstance(e, Select):
+            self.bool(e.cond)
+            if self.expr(e.if_true) != e.ty or self.expr(e.if_false) != e.ty:
+                self.fail("select arms")
+        elif isinstance(e, Atomic):
+            self.index(e.index)
+            for a in e.args:
+                self.expr(a)
+        elif not isinstance(e, Builtin):
+            self.fail(f"unknown expression {e!r}")
+        return e.ty

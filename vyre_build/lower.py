@@ -1,0 +1,320 @@
+"""Lowering: `Program` (typed tree IR) -> `KernelDescriptor` (docs/descriptor-conventions.md).
+
+Guarantees: the descriptor follows the conventions exactly (slot numbering, uniform
+block, scratch locals, opaque extensions for loops/break/continue) and passes
+`validate.validate_descriptor`. A local assigned once, whose every use it dominates
+lexically, becomes a plain SSA value; every other local becomes a Scratch slot.
+"""
+from __future__ import annotations
+
+import struct
+
+from vyre_build import ir
+from vyre_build.descriptor import (
+    SHARED_SLOT_BASE, BindingSlot, KernelBody, KernelDescriptor, KernelOp, Variant, encode_datatype,
+)
+
+DTYPE = {"u32": "U32", "i32": "I32", "f32": "F32", "bool": "Bool"}
+VISIBILITY = {"r": "ReadOnly", "w": "WriteOnly", "rw": "ReadWrite"}
+_AXIS_OPS = {"global_id": "GlobalInvocationId", "local_id": "LocalInvocationId",
+             "workgroup_id": "WorkgroupId"}
+
+
+def dtype(ty: str) -> Variant:
+    return Variant(DTYPE[ty])
+
+
+def opaque_node(kind: str) -> Variant:
+    return Variant("OpaqueNode", (kind, b""))
+
+
+def opaque_expr(kind: str, payload: bytes = b"") -> Variant:
+    return Variant("OpaqueExpr", (0, kind, payload))
+
+
+class _Body:
+    def __init__(self, parent: "_Body | None"):
+        self.parent = parent
+        self.ops: list[KernelOp] = []
+        self.children: list[KernelBody] = []
+        self.literals: list[Variant] = []
+        self.pool: dict = {}
+        self.lit_ids: dict = {}
+
+    def freeze(self) -> KernelBody:
+        return KernelBody(tuple(self.ops), tuple(self.children), tuple(self.literals))
+
+
+def _lit_key(ty: str, value) -> tuple:
+    if ty == "f32":
+        return (ty, struct.pack("<f", value))
+    return (ty, int(value))
+
+
+def ssa_locals(prog: ir.Program) -> set[str]:
+    """Locals with one assignment that lexically dominates all their uses."""
+    defs: dict[str, list] = {}
+    uses: dict[str, list] = {}
+
+    def walk_expr(e, pos):
+        if isinstance(e, ir.Var):
+            uses.setdefault(e.name, []).append(pos)
+        elif isinstance(e, tuple):
+            for x in e:
+                walk_expr(x, pos)
+        elif hasattr(e, "__dataclass_fields__"):
+            for f in e.__dataclass_fields__:
+                walk_expr(getattr(e, f), pos)
+
+    def walk_block(stmts, path):
+        for i, s in enumerate(stmts):
+            pos = path + (i,)
+            if isinstance(s, ir.Assign):
+                defs.setdefault(s.var, []).append(pos)
+                walk_expr(s.value, pos)
+            elif isinstance(s, ir.If):
+                walk_expr(s.cond, pos)
+                walk_block(s.then, pos + (0,))
+                walk_block(s.orelse, pos + (1,))
+            elif isinstance(s, ir.For):
+                walk_expr((s.lo, s.hi), pos)
+                walk_block(s.body, pos + (0,))
+            elif isinstance(s, ir.Loop):
+                walk_block(s.body, pos + (0,))
+                walk_block(s.continuing, pos + (1,))
+            else:
+                walk_expr(s, pos)
+
+    walk_block(prog.body, ())
+    out = set()
+    for name, ds in defs.items():
+        if len(ds) != 1:
+            continue
+        d = ds[0]
+        block, i = d[:-1], d[-1]
+        if all(len(u) > len(block) and u[:len(block)] == block and u[len(block)] > i
+               for u in uses.get(name, ())):
+            out.add(name)
+    return out
+
+
+class Lowerer:
+    def __init__(self, prog: ir.Program):
+        self.prog = prog
+        self.next_id = 0
+        self.slots: list[BindingSlot] = []
+        self.slot_of: dict[str, int] = {}
+        self.ssa = ssa_locals(prog)
+        self.values: dict[str, int] = {}       # SSA local -> id
+        self.params: dict[str, int] = {}       # scalar param -> id of its load
+        self.loops: dict[str, tuple] = {}      # loop var -> ("index",) | ("scratch", slot)
+        self._assign_slots()
+
+    # -- slots ------------------------------------------------------------------------
+    def _assign_slots(self):
+        p = self.prog
+        buffers = [x for x in p.params if isinstance(x, ir.BufferParam)]
+        scalars = [x for x in p.params if isinstance(x, ir.ScalarParam)]
+        for i, b in enumerate(buffers):
+            self._slot(i, b.name, b.dtype, None, "Global", VISIBILITY[b.access])
+        for i, s in enumerate(scalars):
+            self._slot(len(buffers) + i, s.name, s.dtype, 1, "Uniform", "ReadOnly")
+        self.next_private = SHARED_SLOT_BASE
+        for a in p.arrays:
+            self._private(a.name, a.dtype, a.count, "Shared" if a.space == "shared" else "Scratch")
+        for name, ty in p.locals:
+            if name not in self.ssa:
+                self._private(name, ty, 1, "Scratch")
+
+    def _slot(self, number, name, ty, count, mem, vis):
+        self.slots.append(BindingSlot(number, dtype(ty), count, mem, vis, name))
+        self.slot_of[name] = number
+
+    def _private(self, name, ty, count, mem):
+        self._slot(self.next_private, name, ty, count, mem, "ReadWrite")
+        self.next_private += 1
+
+    # -- emission helpers -------------------------------------------------------------
+    def op(self, body: _Body, kind: Variant, operands=(), result=True) -> int | None:
+        rid = None
+        if result:
+            rid = self.next_id
+            self.next_id += 1
+        body.ops.append(KernelOp(kind, tuple(operands), rid))
+        return rid
+
+    def lit(self, body: _Body, ty: str, value) -> int:
+        key = _lit_key(ty, value)
+        b = body
+        while b is not None:
+            if key in b.lit_ids:
+                return b.lit_ids[key]
+            b = b.parent
+        if key not in body.pool:
+            body.pool[key] = len(body.literals)
+            v = float(value) if ty == "f32" else bool(value) if ty == "bool" else int(value)
+            body.literals.append(Variant(DTYPE[ty], (v,)))
+        rid = self.op(body, Variant("Literal"), (body.pool[key],))
+        body.lit_ids[key] = rid
+        return rid
+
+    def child(self, parent: _Body, stmts, prologue=None) -> int:
+        body = _Body(parent)
+        if prologue:
+            prologue(body)
+        self.block(body, stmts)
+        parent.children.append(body.freeze())
+        return len(parent.children) - 1
+
+    # -- program ----------------------------------------------------------------------
+    def run(self) -> KernelDescriptor:
+        top = _Body(None)
+        for p in self.prog.params:
+            if isinstance(p, ir.ScalarParam):
+                self.params[p.name] = self.op(top, Variant("LoadConstant"),
+                                              (self.slot_of[p.name], self.lit(top, "u32", 0)))
+        self.block(top, self.prog.body)
+        slots = tuple(sorted(self.slots, key=lambda s: s.slot))
+        return KernelDescriptor(self.prog.id, slots, tuple(self.prog.workgroup_size), top.freeze())
+
+    def block(self, body: _Body, stmts) -> None:
+        for s in stmts:
+            self.stmt(body, s)
+            if isinstance(s, (ir.Break, ir.Continue, ir.Return)):
+                return      # the rest of the block is unreachable
+
+    def stmt(self, body: _Body, s) -> None:
+        if isinstance(s, ir.Assign):
+            v = self.expr(body, s.value)
+            if s.var in self.ssa:
+                self.values[s.var] = v
+            else:
+                self.store_private(body, s.var, v)
+        elif isinstance(s, ir.Store):
+            idx = self.expr(body, s.index)
+            val = self.expr(body, s.value)
+            kind = "StoreGlobal" if s.array in self.buffer_names else "StoreShared"
+            self.op(body, Variant(kind), (self.slot_of[s.array], idx, val), result=False)
+        elif isinstance(s, ir.If):
+            c = self.expr(body, s.cond)
+            then = self.child(body, s.then)
+            if s.orelse:
+                other = self.child(body, s.orelse)
+                self.op(body, Variant("StructuredIfThenElse"), (c, then, other), result=False)
+            else:
+                self.op(body, Variant("StructuredIfThen"), (c, then), result=False)
+        elif isinstance(s, ir.For):
+            self.for_loop(body, s)
+        elif isinstance(s, ir.Loop):
+            b = self.child(body, s.body)
+            operands = (b, self.child(body, s.continuing)) if s.continuing else (b,)
+            self.op(body, opaque_node("vyre.loop"), operands, result=False)
+        elif isinstance(s, ir.Break):
+            self.op(body, opaque_node("vyre.break"), (), result=False)
+        elif isinstance(s, ir.Continue):
+            self.op(body, opaque_node("vyre.continue"), (), result=False)
+        elif isinstance(s, ir.Return):
+            self.op(body, Variant("Return"), (), result=False)
+        elif isinstance(s, ir.Barrier):
+            self.op(body, Variant("Barrier", ("SeqCst" if s.storage else "AcqRel",)), (), result=False)
+        elif isinstance(s, ir.Eval):
+            self.expr(body, s.expr)
+        else:
+            raise RuntimeError(f"lowering: unknown statement {s!r}")
+
+    @property
+    def buffer_names(self):
+        return {p.name for p in self.prog.params if isinstance(p, ir.BufferParam)}
+
+    def store_private(self, body, name, value):
+        self.op(body, Variant("StoreShared"), (self.slot_of[name], self.lit(body, "u32", 0), value),
+                result=False)
+
+    def load_private(self, body, name):
+        return self.op(body, Variant("LoadShared"), (self.slot_of[name], self.lit(body, "u32", 0)))
+
+    def for_loop(self, body: _Body, s: ir.For) -> None:
+        lo = self.expr(body, s.lo)
+        hi = self.expr(body, s.hi)
+        ty = s.lo.ty
+        if s.step == 1:
+            self.loops[s.var] = ("index",)
+            child = self.child(body, s.body)
+            self.op(body, Variant("StructuredForLoop", (s.var,)), (lo, hi, child), result=False)
+            return
+        # Any other step: a scratch counter, a vyre.loop, and a continuing block that steps it.
+        self._private(s.var, ty, 1, "Scratch")
+        self.loops[s.var] = ("scratch",)
+        self.store_private(body, s.var, lo)
+
+        def head(b: _Body):
+            i = self.load_private(b, s.var)
+            cmp = "Lt" if s.step > 0 else "Gt"
+            done = self.op(b, Variant("UnOpKind", (Variant("LogicalNot"),)),
+                           (self.op(b, Variant("BinOpKind", (Variant(cmp),)), (i, hi)),))
+            brk = _Body(b)
+            self.op(brk, opaque_node("vyre.break"), (), result=False)
+            b.children.append(brk.freeze())
+            self.op(b, Variant("StructuredIfThen"), (done, len(b.children) - 1), result=False)
+
+        def step(b: _Body):
+            i = self.load_private(b, s.var)
+            amount = s.step if ty == "i32" else s.step % (1 << 32)
+            nxt = self.op(b, Variant("BinOpKind", (Variant("Add"),)), (i, self.lit(b, ty, amount)))
+            self.store_private(b, s.var, nxt)
+
+        main = self.child(body, s.body, prologue=head)
+        cont = self.child(body, (), prologue=step)
+        self.op(body, opaque_node("vyre.loop"), (main, cont), result=False)
+
+    # -- expressions ------------------------------------------------------------------
+    def expr(self, body: _Body, e) -> int:
+        if isinstance(e, ir.Const):
+            return self.lit(body, e.ty, e.value)
+        if isinstance(e, ir.Var):
+            if e.name in self.ssa:
+                return self.values[e.name]
+            return self.load_private(body, e.name)
+        if isinstance(e, ir.Param):
+            return self.params[e.name]
+        if isinstance(e, ir.LoopVar):
+            if self.loops[e.name][0] == "index":
+                return self.op(body, Variant("LoopIndex", (e.name,)))
+            return self.load_private(body, e.name)
+        if isinstance(e, ir.Load):
+            idx = self.expr(body, e.index)
+            kind = "LoadGlobal" if e.array in self.buffer_names else "LoadShared"
+            return self.op(body, Variant(kind), (self.slot_of[e.array], idx))
+        if isinstance(e, ir.Length):
+            return self.op(body, Variant("BufferLength"), (self.slot_of[e.array],))
+        if isinstance(e, ir.Builtin):
+            if e.kind == "num_workgroups":
+                return self.op(body, opaque_expr("vyre.num_workgroups"), (e.axis,))
+            return self.op(body, Variant(_AXIS_OPS[e.kind]), (e.axis,))
+        if isinstance(e, ir.Binary):
+            a, b = self.expr(body, e.a), self.expr(body, e.b)
+            return self.op(body, Variant("BinOpKind", (Variant(e.op),)), (a, b))
+        if isinstance(e, ir.Unary):
+            return self.op(body, Variant("UnOpKind", (Variant(e.op),)), (self.expr(body, e.a),))
+        if isinstance(e, ir.Fma):
+            args = (self.expr(body, e.a), self.expr(body, e.b), self.expr(body, e.c))
+            return self.op(body, Variant("Fma"), args)
+        if isinstance(e, ir.Select):
+            args = (self.expr(body, e.cond), self.expr(body, e.if_true), self.expr(body, e.if_false))
+            return self.op(body, Variant("Select"), args)
+        if isinstance(e, ir.Cast):
+            return self.op(body, Variant("Cast", (dtype(e.ty),)), (self.expr(body, e.a),))
+        if isinstance(e, ir.Bitcast):
+            return self.op(body, opaque_expr("vyre.bitcast", encode_datatype(dtype(e.ty))),
+                           (self.expr(body, e.a),))
+        if isinstance(e, ir.Atomic):
+            idx = self.expr(body, e.index)
+            vals = tuple(self.expr(body, a) for a in e.args)
+            kind = Variant("Atomic", (Variant(e.op), "Relaxed"))
+            return self.op(body, kind, (self.slot_of[e.array], idx) + vals)
+        raise RuntimeError(f"lowering: unknown expression {e!r}")
+
+
+def lower(prog: ir.Program) -> KernelDescriptor:
+    """Lower one checked Program to its descriptor."""
+    return Lowerer(prog).run()
