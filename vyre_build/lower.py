@@ -10,6 +10,8 @@ from __future__ import annotations
 import struct
 
 from vyre_build import ir
+from vyre_build.errors import DescriptorFormatError
+from vyre_build.validate import validate_descriptor
 from vyre_build.descriptor import (
     SHARED_SLOT_BASE, BindingSlot, KernelBody, KernelDescriptor, KernelOp, Variant, encode_datatype,
 )
@@ -316,5 +318,10 @@ class Lowerer:
 
 
 def lower(prog: ir.Program) -> KernelDescriptor:
-    """Lower one checked Program to its descriptor."""
-    return Lowerer(prog).run()
+    """Lower one checked Program to its descriptor (validated; a defect is a compiler bug)."""
+    desc = Lowerer(prog).run()
+    try:
+        validate_descriptor(desc)
+    except DescriptorFormatError as exc:
+        raise RuntimeError(f"lowering produced an invalid descriptor (a compiler bug): {exc}") from exc
+    return desc
