@@ -252,8 +252,12 @@ def write_bundle(out_path: str | os.PathLike, entries: Iterable[dict]) -> int:
     data = encode_bundle(entries)
     out_path = os.fspath(out_path)
     directory = os.path.dirname(os.path.abspath(out_path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vyrebundle-", suffix=".tmp")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vyrebundle-", suffix=".tmp")
+    except OSError as exc:
+        raise BundleError(f"{out_path}: cannot write bundle: {exc.strerror} "
+                          f"({exc.filename})") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -262,11 +266,13 @@ def write_bundle(out_path: str | os.PathLike, entries: Iterable[dict]) -> int:
         # mkstemp files are 0600; a shipped bundle must be readable like any build output.
         os.chmod(tmp, 0o644)
         os.replace(tmp, out_path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise BundleError(f"{out_path}: cannot write bundle: {exc.strerror}") from None
         raise
     return len(data)
 
@@ -461,6 +467,8 @@ class BundleReader:
         return list(self._records)
 
     def _record(self, ident: str) -> dict:
+        if not isinstance(ident, str):
+            raise self._fail(f"kernel id must be a string, got {ident!r}")
         rec = self._records.get(ident)
         if rec is None:
             variants = sorted(i[len(ident) + 1:] for i in self._records
@@ -472,6 +480,9 @@ class BundleReader:
 
     def entry(self, name: str, variant: str | None = None) -> BundleEntry:
         """The kernel `name` (variant `variant`, or an id "name.variant" as `name`)."""
+        if not isinstance(name, str) or not (variant is None or isinstance(variant, str)):
+            raise self._fail(f"kernel name and variant must be strings, got {name!r}, "
+                             f"{variant!r}")
         rec = self._record(kernel_id(name, variant))
         meta = copy.deepcopy(rec["meta"])
         return BundleEntry(rec["id"], meta["name"], meta["variant"], meta,

@@ -222,6 +222,26 @@ def test_writer_refusals(entry, message):
     assert message in str(info.value)
 
 
+def test_writer_os_errors_are_bundle_errors(tmp_path):
+    target = tmp_path / "dir.vyrebundle"
+    target.mkdir()
+    with pytest.raises(BundleError, match=r"dir.vyrebundle: cannot write bundle: Is a directory"):
+        write_bundle(target, ENTRIES)
+    assert os.listdir(tmp_path) == ["dir.vyrebundle"]
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"")
+    with pytest.raises(BundleError, match=r"k.vyrebundle: cannot write bundle: File exists \(.*file\)"):
+        write_bundle(blocker / "k.vyrebundle", ENTRIES)
+
+
+def test_reader_refuses_non_string_names():
+    r = read_bundle_bytes(GOOD)
+    with pytest.raises(BundleError, match="kernel name and variant must be strings, got 3"):
+        r.entry(3)
+    with pytest.raises(BundleError, match="kernel id must be a string, got None"):
+        r.read_artifact(None, ".wgsl")
+
+
 def test_writer_refuses_a_single_dict():
     with pytest.raises(BundleError, match="entries must be an iterable"):
         encode_bundle(ENTRIES[0])
