@@ -525,3 +525,41 @@ def test_cli_extract_writes_nothing_when_an_artifact_is_corrupt(bundle_file, tmp
 def test_extract_refuses_escaping_names(tmp_path, ident, suffix):
     with pytest.raises(BundleError, match="is not a safe"):
         _safe_target(str(tmp_path), ident, suffix)
+
+
+# --- with the real compiler ----------------------------------------------------------------
+
+SAXPY = '''from vyre_build.lang import kernel, Buffer, f32, global_id
+
+@kernel(workgroup_size=64)
+def saxpy(x: Buffer[f32], y: Buffer[f32, "rw"], a: f32):
+    i = global_id().x
+    if i < len(y):
+        y[i] = a * x[i] + y[i]
+'''
+
+
+def test_compiled_kernel_round_trip(tmp_path):
+    from vyre_build.compiler import compile_file
+    from vyre_build.descriptor import decode
+
+    src = tmp_path / "saxpy.py"
+    src.write_text(SAXPY)
+    kernels = compile_file(str(src), root=str(tmp_path))
+    entries = [{"meta": k.meta, "artifacts": {s: b for s, b in k.artifacts.items()
+                                               if s != ".meta.json"}} for k in kernels]
+    path = tmp_path / "dist" / "k.vyrebundle"
+    write_bundle(path, entries)
+    moved = tmp_path / "elsewhere" / "saxpy"
+    moved.parent.mkdir()
+    src.rename(moved.with_suffix(".py"))
+    again = compile_file(str(moved.with_suffix(".py")), root=str(moved.parent))
+    entries2 = [{"meta": k.meta, "artifacts": {s: b for s, b in k.artifacts.items()
+                                                if s != ".meta.json"}} for k in again]
+    # A moved source tree gives the same bundle: no absolute paths reach the manifest.
+    assert encode_bundle(entries2) == path.read_bytes()
+    with read_bundle(path) as r:
+        assert r.ids == ["saxpy"] and r.verify() == []
+        assert decode(r.read_artifact("saxpy", ".kdesc")) == kernels[0].descriptor
+        assert r.read_artifact("saxpy", ".wgsl").decode() == kernels[0].wgsl
+        assert r.entry("saxpy").meta == kernels[0].meta
