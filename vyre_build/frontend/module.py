@@ -216,7 +216,9 @@ class ModuleLoader:
                             f"(looked for {os.path.relpath(candidates[0], base)} beside this file)",
                             "imports may only name other kernel files of the tree, or "
                             "vyre_build.lang")
-        other = self.load(target, importer=(src, node))
+        shown = os.path.normpath(os.path.join(os.path.dirname(src.path),
+                                              os.path.relpath(target, os.path.dirname(mod.path))))
+        other = self.load(target, importer=(src, node), given=shown)
         mod.dependencies.extend(d for d in other.dependencies if d not in mod.dependencies)
         for alias in node.names:
             if alias.name not in other.constants and alias.name not in other.helpers:
@@ -334,6 +336,9 @@ class ModuleLoader:
                     raise src.error(pk if pk is not None else v, "variant parameter names must be strings")
                 if isinstance(pv, ast.Name) and pv.id in TYPE_NAMES:
                     params[pk.value] = pv.id
+                elif isinstance(pv, ast.Name) and pv.id not in env:
+                    raise src.error(pv, f"variant value '{pv.id}' is neither a type nor a constant",
+                                    "use bool, i32, u32, f32, a number or a module constant")
                 else:
                     params[pk.value] = fold_constant(src, pv, env)
             out[k.value] = self._check_variant(src, k, k.value, params)
@@ -357,7 +362,7 @@ class ModuleLoader:
         mod.dependencies.append(yaml_path)
         with open(yaml_path, encoding="utf-8") as f:
             text = f.read()
-        ysrc = Source(self.display(yaml_path, None), text, text.splitlines())
+        ysrc = Source(os.path.join(os.path.dirname(mod.source.path), VARIANTS_FILE), text, text.splitlines())
         try:
             root = yaml.compose(text)
         except yaml.YAMLError as exc:

@@ -1,0 +1,127 @@
+"""Bad kernel sources: each gives a KernelError with file:line:col, the line, a caret and a fix."""
+import textwrap
+
+import pytest
+
+from vyre_build.compiler import compile_file
+from vyre_build.errors import KernelError
+
+HEAD = "from vyre_build.lang import *\n\n"
+
+
+def compile_text(tmp_path, body, name="k.py", extra_files=None):
+    for fname, text in (extra_files or {}).items():
+        (tmp_path / fname).write_text(textwrap.dedent(text))
+    path = tmp_path / name
+    path.write_text(HEAD + textwrap.dedent(body))
+    return compile_file(str(path), targets=("kdesc",), display_path=name)
+
+
+def kernel(body, sig="out: Buffer[u32, \"rw\"]", deco="@kernel(workgroup_size=64)"):
+    return f"{deco}\ndef k({sig}):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+
+
+# (source, expected "line:col", message fragment, fix fragment, caret line fragment)
+CASES = {
+    "unknown_name": (kernel("out[0] = zz\n"), "5:14", "unknown name 'zz'", "assign it before use", "out[0] = zz"),
+    "typo_suggestion": (kernel("value = 1\nout[0] = u32(valeu)\n"), "6:18", "unknown name 'valeu'", "did you mean 'value'", None),
+    "mixed_int_types": (kernel("a: i32 = 1\nb: u32 = 2\nout[0] = u32(a + b)\n"), "7:18", "mismatched operand types i32 and u32", "convert one side", None),
+    "int_float_mix": (kernel("a = 1.5\nout[0] = u32(a + global_id().x)\n"), "6:18", "mismatched operand types f32 and u32", None, None),
+    "int_true_division": (kernel("out[0] = out[1] / 2\n"), "5:14", "'/' is float division", "use '//'", None),
+    "store_read_only": (kernel("x[0] = 1.0\n", sig="x: Buffer[f32]"), "5:5", "buffer 'x' is read-only", 'Buffer[f32, "w"]', None),
+    "read_write_only": (kernel("out[0] = out[1]\n", sig='out: Buffer[u32, "w"]'), "5:14", "write-only and cannot be read", '"rw"', None),
+    "atomic_on_float": (kernel("atomic_add(x, 0, 1.0)\n", sig='x: Buffer[f32, "rw"]'), "5:16", "atomics need an i32 or u32 array", None, None),
+    "atomic_read_only": (kernel("atomic_add(x, 0, 1)\n", sig='x: Buffer[u32]'), "5:16", "read-only", None, None),
+    "while_else": (kernel("while out[0] < 3:\n    out[0] += 1\nelse:\n    pass\n"), "8:9", "while/else is not supported", "flag variable", None),
+    "try_statement": (kernel("try:\n    pass\nexcept Exception:\n    pass\n"), "5:5", "'Try' statements are not supported", "no exceptions", None),
+    "with_statement": (kernel("with open('x') as f:\n    pass\n"), "5:5", "'With' statements are not supported", None, None),
+    "list_literal": (kernel("a = [1, 2]\n"), "5:9", "'List' expressions are not supported", "local_array", None),
+    "lambda": (kernel("f = lambda v: v\n"), "5:9", "'Lambda' expressions are not supported", "helper function", None),
+    "fstring": (kernel("s = f\"{out}\"\n"), "5:9", "'JoinedStr' expressions are not supported", None, None),
+    "string_constant": (kernel("s = 'hello'\n"), "5:9", "str constants are not supported", None, None),
+    "for_over_list": (kernel("for i in out:\n    pass\n"), "5:14", "for loops iterate over range", "range(n)", None),
+    "float_range": (kernel("for i in range(1.5):\n    pass\n"), "5:14", "range() needs integers", None, None),
+    "nonconstant_step": (kernel("for i in range(0, 10, out[0]):\n    pass\n"), "5:27", "range step must be a nonzero constant", "while loop", None),
+    "assign_loop_var": (kernel("for i in range(4):\n    i = 2\n"), "6:9", "cannot assign to loop variable 'i'", None, None),
+    "break_outside_loop": (kernel("break\n"), "5:5", "'break' outside a loop", None, None),
+    "return_value_in_kernel": (kernel("return 1\n"), "5:12", "kernels cannot return a value", "buffer", None),
+    "condition_not_bool": (kernel("if out[0]:\n    pass\n"), "5:8", "condition must be bool, got u32", "x != 0", None),
+    "missing_annotation": (kernel("pass\n", sig="x"), "4:7", "kernel parameter 'x' has no type", "annotate it", None),
+    "unknown_type": (kernel("pass\n", sig="x: Buffer[f64]"), "4:17", "unknown type 'f64'", "bool, i32, u32 and f32", None),
+    "bad_access_mode": (kernel("pass\n", sig='x: Buffer[f32, "rx"]'), "4:22", "unknown buffer access mode", '"rw"', None),
+    "bool_buffer": (kernel("pass\n", sig='x: Buffer[bool, "rw"]'), "4:17", "buffers cannot hold bool", None, None),
+    "assign_param": (kernel("n = 3\n", sig='out: Buffer[u32, "w"], n: u32'), "5:5", "cannot assign to kernel parameter 'n'", "copy it", None),
+    "type_change": (kernel("a = 1\na = 1.5\n"), "6:9", "expected a value of type i32, got f32", None, None),
+    "constant_too_big": (kernel("a: i32 = 3000000000\n"), "5:14", "does not fit in i32", "use u32", None),
+    "negative_u32": (kernel("a: u32 = -1\n"), "5:14", "does not fit in u32", "i32", None),
+    "import_numpy": ("import numpy\n", "3:1", "'import numpy' is not allowed", "from vyre_build.lang", None),
+    "class_at_top": ("class A:\n    pass\n", "3:1", "'ClassDef' is not allowed at the top level", None, None),
+    "syntax_error": (kernel("x = (1 +\n"), "5:9", "invalid syntax", "valid Python syntax", None),
+    "workgroup_too_big": (kernel("pass\n", deco="@kernel(workgroup_size=(32, 32))"), "3:24", "exceeds the portable limit", "at most 256", None),
+    "unknown_option": (kernel("pass\n", deco="@kernel(block=64)"), "3:15", "unknown @kernel option 'block'", "workgroup_size", None),
+    "bad_variant_type": (kernel("pass\n", sig="x: Buffer[T, \"rw\"]", deco='@kernel(variants={"a": {"T": f64}})'), "3:30", "variant value 'f64' is neither a type nor a constant", None, None),
+    "bad_variant_name": (kernel("pass\n", sig="x: Buffer[T, \"rw\"]", deco='@kernel(variants={"a-b": {"T": f32}})'), "3:19", "may only use letters, digits", None, None),
+    "unused_variant_param": (kernel("x[0] = 1.0\n", sig="x: Buffer[f32, \"rw\"]", deco='@kernel(variants={"a": {"T": f32}})'), "3:18", "never uses", "remove it", None),
+    "recursive_helper": ("def f(a: u32) -> u32:\n    return f(a)\n\n" + kernel("out[0] = f(1)\n"), "4:12", "calls itself", "loop", None),
+    "helper_arg_count": ("def f(a: u32) -> u32:\n    return a\n\n" + kernel("out[0] = f(1, 2)\n"), "8:14", "takes 1 arguments", None, None),
+    "helper_no_value": ("def f(a: u32):\n    pass\n\n" + kernel("out[0] = f(1)\n"), "8:14", "returns no value", "return annotation", None),
+    "bool_arithmetic": (kernel("a = True + True\n"), "5:9", "arithmetic on bool", "and / or / not", None),
+    "shared_not_top": (kernel("if out[0] == 0:\n    t = shared(u32, 4)\n"), "6:13", "must be at the top level", None, None),
+    "barrier_as_value": (kernel("a = barrier()\n"), "5:9", "barrier() is a statement", None, None),
+    "global_id_vector": (kernel("a = global_id()\n"), "5:9", "is a vector", ".x", None),
+    "bad_component": (kernel("a = global_id().w\n"), "5:9", "unknown component '.w'", ".x, .y or .z", None),
+    "atomic_in_ifexp": (kernel("a = atomic_add(out, 0, 1) if out[1] == 0 else 0\n"), "5:9", "would run unconditionally", "if statement", None),
+    "keyword_call": (kernel("a = min(1, b=2)\n"), "5:18", "keyword arguments are not supported", None, None),
+    "method_call": (kernel("a = math.sqrt(2.0)\n"), "5:9", "only plain function names", "sqrt(x)", None),
+    "grid_unknown": (kernel("pass\n", deco='@kernel(grid="n")'), "4:1", "grid entry 'n' is not a buffer", None, None),
+    "no_output_buffer": (kernel("pass\n", sig="x: Buffer[f32]"), "4:1", "writes no buffer", "grid=", None),
+    "missing_import": ("from .nothere import f\n", "3:1", "cannot find kernel file for module 'nothere'", None, None),
+    "import_kernel": ("from .other import kk\n", "3:1", "is a kernel; kernels cannot be called", None, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_kernel_error(tmp_path, case):
+    source, where, message, fix, caret_line = CASES[case]
+    extra = {"other.py": "from vyre_build.lang import *\n@kernel\ndef kk(o: Buffer[u32, 'w']):\n    o[0] = 1\n"}
+    with pytest.raises(KernelError) as info:
+        compile_text(tmp_path, source, extra_files=extra)
+    err = info.value
+    text = str(err)
+    first = text.splitlines()[0]
+    assert first.startswith(f"k.py:{where}: error: "), text
+    assert message in first, text
+    if fix is not None:
+        assert "  fix: " in text and fix in text.split("  fix: ")[1], text
+    lines = text.splitlines()
+    assert lines[1].startswith("    ") and lines[2].strip().startswith("^"), text
+    # The caret sits under the reported column.
+    assert lines[2].index("^") - 4 == err.col - 1
+    if caret_line:
+        assert caret_line in lines[1]
+
+
+def test_error_count_is_at_least_25():
+    assert len(CASES) >= 25
+
+
+def test_yaml_variant_errors(tmp_path):
+    (tmp_path / "variants.yaml").write_text("k.py:\n  nokernel:\n    a: {T: f32}\n")
+    with pytest.raises(KernelError) as info:
+        compile_text(tmp_path, kernel("pass\n", sig="x: Buffer[T, 'rw']"))
+    assert str(info.value).startswith("variants.yaml:2:3: error: no kernel named 'nokernel' in k.py")
+    (tmp_path / "variants.yaml").write_text("k.py:\n  k:\n    a: {T: f65}\n")
+    with pytest.raises(KernelError) as info:
+        compile_text(tmp_path, kernel("x[0] = T(1)\n", sig="x: Buffer[T, 'rw']"))
+    assert "variant value 'f65' is neither a type nor a number" in str(info.value)
+
+
+def test_cli_prints_caret_and_exits_1(tmp_path, capsys):
+    from vyre_build.cli import main
+    p = tmp_path / "bad.py"
+    p.write_text(HEAD + kernel("out[0] = nope\n"))
+    rc = main(["compile", str(p), "--target", "kdesc", "-o", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert ":5:14: error: unknown name 'nope'" in err
+    assert "Traceback" not in err
