@@ -97,7 +97,7 @@ def load_compiler(name: str = DEFAULT_COMPILER):
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        raise CacheError(f"cannot import the kernel compiler {name!r}: {exc}")
+        raise CacheError(f"cannot import the kernel compiler {name!r}: {exc}") from None
 
 
 def compiler_identity(compiler: str = DEFAULT_COMPILER) -> dict:
@@ -113,7 +113,7 @@ def _read(path: str) -> bytes:
         with open(path, "rb") as f:
             return f.read()
     except OSError as exc:
-        raise CacheError(f"cannot read kernel input {path}: {exc.strerror or exc}")
+        raise CacheError(f"cannot read kernel input {path}: {exc.strerror or exc}") from None
 
 
 def action_inputs(source: str, deps) -> dict[str, tuple[str, str]]:
@@ -158,9 +158,12 @@ def compile_outputs(source: str, targets, options, compiler: str = DEFAULT_COMPI
     module = load_compiler(compiler)
     kernels = module.compile_file(source, targets=normalize_targets(targets),
                                   options=dict(options or {}))
+    wanted = set(output_suffixes(targets))
     outputs: dict[str, bytes] = {}
     for ck in kernels:
         for suffix, blob in sorted(ck.artifacts.items()):
+            if suffix not in wanted:   # only what was asked for, whatever the compiler adds
+                continue
             name = ck.stem + suffix
             if name in outputs:
                 raise RuntimeError(f"compiler produced {name} twice for {source}")
@@ -178,7 +181,7 @@ def write_output(path: str, data: bytes) -> None:
     except OSError as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        raise CacheError(f"cannot write build output {path}: {exc.strerror or exc}")
+        raise CacheError(f"cannot write build output {path}: {exc.strerror or exc}") from None
 
 
 def build_kernel_file(source: str, out_dir: str, *, store: Store | None,

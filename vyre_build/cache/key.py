@@ -119,7 +119,7 @@ def make_action_key(*, identity: dict, source: tuple[str, bytes],
         return ActionKey(content_hash(canonical_json(manifest)), manifest)
     except (TypeError, ValueError) as exc:
         raise CacheError(f"cannot make an action key: an input is not canonical JSON ({exc}); "
-                         "options and identity must be plain dicts of str/int/float/bool/list")
+                         "options and identity must be plain dicts of str/int/float/bool/list") from None
 
 
 def key_from_manifest(manifest: dict) -> str:
@@ -136,7 +136,7 @@ def manifest_parts(manifest: dict) -> list[KeyPart]:
         return [KeyPart(p["kind"], p["hash"], p.get("path"), p.get("value"))
                 for p in manifest["parts"]]
     except (KeyError, TypeError) as exc:
-        raise CacheError(f"malformed key manifest: missing {exc}")
+        raise CacheError(f"malformed key manifest: missing {exc}") from None
 
 
 def diff_manifests(old: dict, new: dict) -> list[dict]:

@@ -80,7 +80,7 @@ class Store:
             try:
                 os.makedirs(path, exist_ok=True)
             except OSError as exc:
-                raise CacheError(f"cannot create cache directory {path}: {exc.strerror}")
+                raise CacheError(f"cannot create cache directory {path}: {exc.strerror}") from None
             self._made.add(path)
 
     def _write_atomic(self, path: str, data: bytes) -> None:
@@ -96,7 +96,7 @@ class Store:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            raise CacheError(f"cannot write {path}: {exc.strerror or exc}")
+            raise CacheError(f"cannot write {path}: {exc.strerror or exc}") from None
 
     @contextlib.contextmanager
     def lock(self, name: str):
@@ -424,7 +424,7 @@ def _listdir(path: str) -> list[str]:
     except OSError as exc:
         if exc.errno == errno.ENOTDIR:
             return []
-        raise CacheError(f"cannot list cache directory {path}: {exc.strerror}")
+        raise CacheError(f"cannot list cache directory {path}: {exc.strerror}") from None
 
 
 def _size(path: str) -> int:
