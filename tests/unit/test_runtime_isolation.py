@@ -1,0 +1,92 @@
+"""The runtime never imports the compiler: it runs with the compiler made unimportable.
+
+Each check runs in a fresh interpreter whose meta-path finder raises ImportError for the
+frontend, IR, lowering, compiler and emitter modules, then asserts none of them (nor
+their submodules) ended up in sys.modules.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FORBIDDEN = ("vyre_build.frontend", "vyre_build.ir", "vyre_build.lower",
+             "vyre_build.compiler", "vyre_build.emit_wgsl", "vyre_build.spirv",
+             "vyre_build.wgsl", "vyre_build.descriptor", "vyre_build.lang")
+
+GUARD = textwrap.dedent(f"""
+    import importlib.abc, json, sys
+    FORBIDDEN = {FORBIDDEN!r}
+
+    def forbidden(name):
+        return any(name == f or name.startswith(f + ".") for f in FORBIDDEN)
+
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if forbidden(name):
+                raise ImportError(f"the runtime must not import {{name}}")
+            return None
+
+    sys.meta_path.insert(0, Block())
+
+    def report(**extra):
+        leaked = sorted(m for m in sys.modules if forbidden(m))
+        print(json.dumps({{"leaked": leaked, **extra}}))
+""")
+
+
+def run_guarded(body: str, env_extra: dict | None = None) -> dict:
+    env = {**os.environ, "PYTHONPATH": ROOT, **(env_extra or {})}
+    done = subprocess.run([sys.executable, "-c", GUARD + textwrap.dedent(body)],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_guard_really_blocks():
+    """The finder itself works: importing a forbidden module fails in the subprocess."""
+    result = run_guarded("""
+        try:
+            import vyre_build.descriptor
+            report(blocked=False)
+        except ImportError:
+            report(blocked=True)
+    """)
+    assert result == {"leaked": [], "blocked": True}
+
+
+def test_importing_the_runtime_pulls_in_no_compiler_and_no_gpu_stack():
+    result = run_guarded("""
+        import vyre_build.runtime, vyre_build.commands.run
+        report(gpu=sorted(m for m in ("wgpu", "vulkan") if m in sys.modules))
+    """)
+    assert result == {"leaked": [], "gpu": []}
+
+
+@pytest.mark.gpu
+def test_bundle_open_and_dispatch_without_the_compiler(backend, tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+    try:
+        import test_runtime as shaders
+    finally:
+        sys.path.pop(0)
+    from vyre_build.bundle import write_bundle
+    meta, wgsl, spvasm = shaders.SHADERS["saxpy"]
+    path = tmp_path / "iso.vyrebundle"
+    write_bundle(path, [{"meta": meta, "artifacts": {".wgsl": wgsl.encode(),
+                                                     ".spv": shaders.assemble(spvasm)}}])
+    result = run_guarded(f"""
+        import numpy as np
+        from vyre_build.runtime import open_bundle
+        with open_bundle({str(path)!r}, backend={backend!r}) as bundle:
+            x = np.arange(8, dtype=np.float32)
+            y = bundle["saxpy"](x=x, y=np.ones(8, np.float32), a=2.0)["y"]
+        report(y=y.tolist())
+    """)
+    assert result == {"leaked": [], "y": [2.0 * i + 1.0 for i in range(8)]}

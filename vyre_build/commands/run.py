@@ -1,0 +1,131 @@
+"""`vyre-build run`: dispatch one kernel of a bundle on .npy inputs, write .npy outputs.
+
+    vyre-build run BUNDLE KERNEL [--variant V] --input NAME=FILE.npy ...
+                   [--scalar NAME=VALUE ...] [--alloc NAME=N[xM...] ...] [--grid X[,Y[,Z]]]
+                   [--backend wgpu|vulkan] [--adapter INDEX|NAME] --out DIR
+    vyre-build run --list-adapters [--backend B]
+
+Each buffer the kernel writes is saved as DIR/NAME.npy. A "w"-only buffer not given
+with --input is allocated zeroed with the shape from --alloc. Imports only the runtime.
+"""
+from __future__ import annotations
+
+import os
+
+from vyre_build.errors import DispatchError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("run", help="dispatch a bundled kernel on .npy inputs",
+                              description=__doc__.splitlines()[0])
+    p.add_argument("bundle", nargs="?", help="the .vyrebundle file")
+    p.add_argument("kernel", nargs="?", help="kernel name or id (saxpy, add.f32)")
+    p.add_argument("--variant", help="variant of KERNEL (or give the id add.f32)")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="a buffer argument from a .npy file (repeatable)")
+    p.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
+                   help="a scalar argument (repeatable); ints accept 0x..")
+    p.add_argument("--alloc", action="append", default=[], metavar="NAME=SHAPE",
+                   help="allocate a write-only buffer: 1000 or 64x48 (repeatable)")
+    p.add_argument("--grid", metavar="X[,Y[,Z]]",
+                   help="invocations per axis, overriding the kernel's grid")
+    p.add_argument("--backend", choices=("wgpu", "vulkan"),
+                   help="default: $VYRE_BACKEND, else wgpu")
+    p.add_argument("--adapter", help="adapter index or name substring (see --list-adapters)")
+    p.add_argument("--out", metavar="DIR", help="directory for the NAME.npy outputs")
+    p.add_argument("--list-adapters", action="store_true",
+                   help="list the adapters of --backend and exit")
+    p.set_defaults(func=run)
+
+
+def _pairs(items: list[str], flag: str) -> dict:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise DispatchError(f"{flag} {item!r}: expected NAME=VALUE")
+        if name in out:
+            raise DispatchError(f"{flag} {name!r} given twice")
+        out[name] = value
+    return out
+
+
+def _ints(text: str, flag: str, sep: str) -> tuple:
+    try:
+        values = tuple(int(v, 0) for v in text.split(sep))
+    except ValueError:
+        raise DispatchError(f"{flag} {text!r}: expected integers separated by "
+                            f"{sep!r}") from None
+    return values
+
+
+def _scalar(name: str, text: str, dtype: str):
+    try:
+        return float(text) if dtype == "f32" else int(text, 0)
+    except ValueError:
+        kind = "a number" if dtype == "f32" else "an integer"
+        raise DispatchError(f"--scalar {name}={text!r}: expected {kind} ({dtype})") from None
+
+
+def _load_npy(name: str, path: str):
+    import numpy as np
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise DispatchError(f"--input {name}: cannot read {path!r} as .npy: {exc}") from exc
+
+
+def run(args) -> int:
+    from vyre_build.runtime import get_device, list_adapters, open_bundle
+    adapter = args.adapter
+    if adapter is not None and adapter.isdigit():
+        adapter = int(adapter)
+    if args.list_adapters:
+        for i, name in enumerate(list_adapters(args.backend)):
+            print(f"{i}: {name}")
+        return 0
+    if not args.bundle or not args.kernel or not args.out:
+        raise DispatchError("vyre-build run needs BUNDLE, KERNEL and --out DIR "
+                            "(or --list-adapters)")
+    name, variant = args.kernel, args.variant
+    if variant is None and "." in name:
+        name, _, variant = name.partition(".")
+    inputs, scalars = _pairs(args.input, "--input"), _pairs(args.scalar, "--scalar")
+    allocs = _pairs(args.alloc, "--alloc")
+    device = get_device(args.backend, adapter)
+    with open_bundle(args.bundle, device=device) as bundle:
+        kernel = bundle.kernel(name, variant)
+        kinds = {b["name"]: b for b in kernel.bindings}
+        call = {}
+        for flag, given in (("--input", inputs), ("--scalar", scalars), ("--alloc", allocs)):
+            for arg in given:
+                if arg not in kinds:
+                    raise DispatchError(f"Kernel {kernel.id!r}: {flag} {arg!r} names no "
+                                        f"argument; it takes {', '.join(kinds)}")
+                if arg in call:
+                    raise DispatchError(f"Kernel {kernel.id!r}: argument {arg!r} given twice")
+                want = "scalar" if flag == "--scalar" else "buffer"
+                if kinds[arg]["kind"] != want:
+                    raise DispatchError(f"Kernel {kernel.id!r}: {arg!r} is a "
+                                        f"{kinds[arg]['kind']}; pass it with "
+                                        f"{'--scalar' if want == 'buffer' else '--input'}")
+                if flag == "--input":
+                    call[arg] = _load_npy(arg, given[arg])
+                elif flag == "--scalar":
+                    call[arg] = _scalar(arg, given[arg], kinds[arg]["dtype"])
+                else:
+                    call[arg] = _ints(given[arg], "--alloc", "x")
+        grid = _ints(args.grid, "--grid", ",") if args.grid else None
+        missing_w = [n for n, b in kinds.items() if n not in call and b.get("access") == "w"]
+        if missing_w:
+            raise DispatchError(f"Kernel {kernel.id!r}: write-only buffer {missing_w[0]!r} "
+                                f"needs --input {missing_w[0]}=FILE.npy or "
+                                f"--alloc {missing_w[0]}=LENGTH")
+        results = kernel.dispatch(call, grid=grid)
+    import numpy as np
+    os.makedirs(args.out, exist_ok=True)
+    for out_name in sorted(results):
+        path = os.path.join(args.out, f"{out_name}.npy")
+        np.save(path, results[out_name])
+        print(f"wrote {path}")
+    return 0
