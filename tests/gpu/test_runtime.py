@@ -430,3 +430,52 @@ def test_corrupt_artifact_refused_at_first_use_with_its_name(tmp_path):
         assert bundle["saxpy"] is not None  # the sound kernel still loads
         with pytest.raises(BundleError, match="iota"):
             bundle["iota"]
+
+
+def _cli(*argv) -> int:
+    from vyre_build.cli import main
+    return main([str(a) for a in argv])
+
+
+def test_run_cli_writes_outputs(backend, tmp_path, capsys):
+    bundle = _bundle(tmp_path / "cli.vyrebundle")
+    x = np.arange(5, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", np.ones(5, np.float32))
+    out = tmp_path / "out"
+    assert _cli("run", bundle, "saxpy", "--input", f"x={tmp_path / 'x.npy'}", "--input",
+                f"y={tmp_path / 'y.npy'}", "--scalar", "a=2", "--backend", backend,
+                "--out", out) == 0
+    np.testing.assert_array_equal(np.load(out / "y.npy"), 2 * x + 1)
+    assert _cli("run", bundle, "iota", "--alloc", "out=2x3", "--scalar", "start=0x10",
+                "--scalar", "step=1", "--grid", "4", "--backend", backend, "--adapter", "0",
+                "--out", out) == 0
+    got = np.load(out / "out.npy")
+    assert got.shape == (2, 3)
+    np.testing.assert_array_equal(got.reshape(-1), [16, 17, 18, 19, 20, 21])  # 1 workgroup
+    assert "wrote" in capsys.readouterr().out
+    assert _cli("run", "--list-adapters", "--backend", backend) == 0
+    assert capsys.readouterr().out.startswith("0: ")
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--scalar", "start=1"], "Kernel 'iota': write-only buffer 'out' needs --input "
+                              "out=FILE.npy or --alloc out=LENGTH"),
+    (["--alloc", "out=4", "--scalar", "start=x"], "--scalar start='x': expected an integer"),
+    (["--alloc", "out=4", "--scalar", "step=-1", "--scalar", "start=0"],
+     "Kernel 'iota': argument 'step' = -1 is out of range for u32"),
+    (["--alloc", "out=4", "--scalar", "stride=1"], "Kernel 'iota': --scalar 'stride' names "
+                                                    "no argument; it takes out, start, step"),
+    (["--input", "out=/no/such.npy"], "--input out: cannot read '/no/such.npy' as .npy"),
+    (["--alloc", "out=4", "--input", "start=a.npy"], "Kernel 'iota': 'start' is a scalar; "
+                                                      "pass it with --scalar"),
+    (["--alloc", "out=4x"], "--alloc '4x': expected integers separated by 'x'"),
+    (["--scalar", "start"], "--scalar 'start': expected NAME=VALUE"),
+])
+def test_run_cli_user_errors_exit_1_without_traceback(tmp_path, capsys, extra, message):
+    from conftest import require_adapter
+    require_adapter("wgpu")
+    bundle = _bundle(tmp_path / "cli.vyrebundle", backends=("wgpu",))
+    assert _cli("run", bundle, "iota", *extra, "--backend", "wgpu", "--out", tmp_path) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
