@@ -14,6 +14,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from vyre_build.errors import DescriptorFormatError
+
 __all__ = [
     "Variant", "BindingSlot", "KernelOp", "KernelBody", "KernelDescriptor",
     "DescriptorError", "encode", "decode", "SHARED_SLOT_BASE", "ENUMS",
@@ -71,7 +73,7 @@ class KernelDescriptor:
         raise KeyError(number)
 
 
-class DescriptorError(ValueError):
+class DescriptorError(DescriptorFormatError, ValueError):
     """A blob that does not decode under the schema (offset and reason in the text)."""
 
 

@@ -154,7 +154,8 @@ class Lowerer:
             b = b.parent
         if key not in body.pool:
             body.pool[key] = len(body.literals)
-            v = float(value) if ty == "f32" else bool(value) if ty == "bool" else int(value)
+            # f32 literals are stored at f32 precision, so decode(encode(d)) == d.
+            v = struct.unpack("<f", key[1])[0] if ty == "f32" else bool(value) if ty == "bool" else int(value)
             body.literals.append(Variant(DTYPE[ty], (v,)))
         rid = self.op(body, Variant("Literal"), (body.pool[key],))
         body.lit_ids[key] = rid

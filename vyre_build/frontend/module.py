@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 
 import yaml
@@ -167,7 +168,9 @@ class ModuleLoader:
 
     def _parse(self, src: Source, real: str) -> KernelModule:
         try:
-            tree = ast.parse(src.text, filename=src.path)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")     # no SyntaxWarning noise on the user's terminal
+                tree = ast.parse(src.text, filename=src.path)
         except SyntaxError as exc:
             line, col = exc.lineno or 1, exc.offset or 1
             srcline = src.lines[line - 1] if 0 < line <= len(src.lines) else None
