@@ -80,7 +80,7 @@ class _Emitter(OpRules):
         if not all(isinstance(w, int) and w >= 1 for w in (wx, wy, wz)):
             raise EmitError(f"kernel {self.desc.id!r}: workgroup_size {self.desc.workgroup_size} "
                             "must be three integers >= 1")
-        self.lines = [_INDENT + v for v in entry_vars]
+        self.lines = [_INDENT + v for v in entry_vars + self.zero_shared()]
         self.body(self.desc.body, {}, depth=1, in_continuing=False, loops_in_cont=0)
         body = "\n".join(self.lines)
         helpers = self.helpers(body + "\n".join(decls))
@@ -110,6 +110,27 @@ class _Emitter(OpRules):
             wanted.add(name)
             todo |= set(_HELPER_CALL.findall(T.HELPERS[name]))
         return [T.HELPERS[n] for n in sorted(wanted)]
+
+    def zero_shared(self) -> list[str]:
+        """Statements zeroing every workgroup array cooperatively, then one barrier.
+
+        WGSL promises zeroed workgroup memory, but lavapipe through wgpu hands the next
+        workgroup the previous one's values, so it is written out like every pinned rule.
+        """
+        shared = [s for s in self.desc.slots if s.memory_class == "Shared"]
+        if not shared:
+            return []
+        wx, wy, wz = self.desc.workgroup_size
+        out = [f"let _flat: u32 = lid.x + {wx}u * (lid.y + {wy}u * lid.z);"]
+        for s in shared:
+            name, ty = self.names[s.slot], s.element_type.name
+            ref = f"{name}[_z]"
+            zero = (f"atomicStore(&{ref}, {T.ZERO[ty]});" if s.slot in self.atomic
+                    else f"{ref} = {T.ZERO[ty]};")
+            out.append(f"for (var _z: u32 = _flat; _z < {s.element_count}u; _z = _z + "
+                       f"{wx * wy * wz}u) {{ {zero} }}")
+        out.append("workgroupBarrier();")
+        return out
 
     def declarations(self) -> tuple[list[str], list[str]]:
         """Module-scope declarations (in slot order) and the entry's scratch vars."""

@@ -37,6 +37,8 @@ for _t in NUMS:
 for _t in NUMS + ("Bool",):
     BINOPS[("Eq", _t)] = ("Bool", "({a} == {b})")
     BINOPS[("Ne", _t)] = ("Bool", "({a} != {b})")
+# IEEE: NaN != x is true, but naga lowers f32 `!=` to an ordered compare (false on NaN).
+BINOPS[("Ne", "F32")] = ("Bool", "(!({a} == {b}))")
 for _t in INTS + ("Bool",):
     BINOPS[("BitAnd", _t)] = (_t, "({a} & {b})")
     BINOPS[("BitOr", _t)] = (_t, "({a} | {b})")
@@ -114,7 +116,7 @@ CASTS.update({
     ("I32", "F32"): "_vy_i32_to_f32({a})",
     ("I32", "U32"): "bitcast<u32>({a})",
     ("U32", "I32"): "bitcast<i32>({a})",
-    ("F32", "Bool"): "({a} != 0.0f)",
+    ("F32", "Bool"): "((bitcast<u32>({a}) & 0x7fffffffu) != 0u)",   # NaN -> true, -0.0 -> false
 })
 for _t in INTS:
     CASTS[(_t, "Bool")] = f"({{a}} != {ZERO[_t]})"
