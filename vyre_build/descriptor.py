@@ -196,9 +196,11 @@ def _enc(out: bytearray, ty: str, v) -> None:
         out.append(1 if v else 0)
     elif ty == "str":
         b = v.encode("utf-8")
-        _varint(out, len(b)); out += b
+        _varint(out, len(b))
+        out += b
     elif ty == "bytes":
-        _varint(out, len(v)); out += bytes(v)
+        _varint(out, len(v))
+        out += bytes(v)
     elif ty.startswith("["):
         inner = ty[1:-1]
         _varint(out, len(v))

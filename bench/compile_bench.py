@@ -1,0 +1,73 @@
+"""Compile-time benchmark: per kernel (and variant), frontend + lower + WGSL + SPIR-V, in ms.
+
+    python bench/compile_bench.py [--repeat N] [--root kernels]
+
+Each kernel file is compiled --repeat times in-process (after one warm-up so imports
+are not counted); the best time per file is split over its kernels. Prints a table and
+the average per kernel against the 5 ms target.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from vyre_build.compiler import compile_file  # noqa: E402
+from vyre_build.descriptor import encode  # noqa: E402
+from vyre_build.emit_wgsl import emit_wgsl  # noqa: E402
+from vyre_build.frontend import check_module, load_module  # noqa: E402
+from vyre_build.lower import lower  # noqa: E402
+from vyre_build.spirv import emit_spirv  # noqa: E402
+
+
+def best(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), "..", "kernels"))
+    ap.add_argument("--repeat", type=int, default=20)
+    args = ap.parse_args()
+    files = sorted(glob.glob(os.path.join(args.root, "*.py")))
+    rows, n_total = [], 0
+    tot = {"frontend": 0.0, "lower": 0.0, "kdesc": 0.0, "wgsl": 0.0, "spirv": 0.0, "all": 0.0}
+    for path in files:
+        compile_file(path, root=args.root)        # warm-up
+        t_front, progs = best(lambda p=path: check_module(load_module(p, root=args.root)), args.repeat)
+        if not progs:
+            continue
+        t_lower, descs = best(lambda: [lower(p) for p in progs], args.repeat)
+        t_kdesc, _ = best(lambda: [encode(d) for d in descs], args.repeat)
+        t_wgsl, _ = best(lambda: [emit_wgsl(d) for d in descs], args.repeat)
+        t_spirv, _ = best(lambda: [emit_spirv(d) for d in descs], args.repeat)
+        t_all, _ = best(lambda p=path: compile_file(p, root=args.root), args.repeat)
+        n = len(progs)
+        n_total += n
+        for k, v in zip(tot, (t_front, t_lower, t_kdesc, t_wgsl, t_spirv, t_all)):
+            tot[k] += v
+        rows.append((os.path.basename(path), n, t_front / n, t_lower / n, t_wgsl / n, t_spirv / n, t_all / n))
+    print(f"{'file':<16}{'kernels':>8}{'front ms':>10}{'lower ms':>10}{'wgsl ms':>10}{'spirv ms':>10}{'total ms':>10}")
+    for name, n, *ts in rows:
+        print(f"{name:<16}{n:>8}" + "".join(f"{t * 1e3:>10.3f}" for t in ts))
+    avg = {k: v / n_total * 1e3 for k, v in tot.items()}
+    print(f"\n{n_total} kernels (variants counted) in {len(rows)} files")
+    print("average per kernel: " + ", ".join(f"{k} {v:.3f} ms" for k, v in avg.items()))
+    print(f"whole compile (frontend+lower+kdesc+WGSL+SPIR-V+metadata): {avg['all']:.3f} ms per kernel; "
+          f"target 5 ms -> {avg['all'] / 5.0:.2f}x of budget")
+    print(f"WGSL-only path (frontend+lower+WGSL): "
+          f"{avg['frontend'] + avg['lower'] + avg['wgsl']:.3f} ms per kernel")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
