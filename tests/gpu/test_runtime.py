@@ -12,6 +12,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 SAXPY_META = {
@@ -479,3 +480,47 @@ def test_run_cli_user_errors_exit_1_without_traceback(tmp_path, capsys, extra, m
     assert _cli("run", bundle, "iota", *extra, "--backend", "wgpu", "--out", tmp_path) == 1
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def tree_bundle(tmp_path_factory):
+    """Every kernel of kernels/ compiled (WGSL + SPIR-V) into one bundle."""
+    compiler = pytest.importorskip("vyre_build.compiler")
+    from vyre_build.bundle import write_bundle
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "kernels")
+    entries = []
+    for file in sorted(f for f in os.listdir(root) if f.endswith(".py")):
+        for k in compiler.compile_file(os.path.join(root, file), root=root,
+                                       targets=("wgsl", "spirv", "kdesc")):
+            arts = {s: b for s, b in k.artifacts.items() if s != ".meta.json"}
+            entries.append({"meta": k.meta, "artifacts": arts})
+    path = tmp_path_factory.mktemp("tree") / "kernels.vyrebundle"
+    write_bundle(path, entries)
+    return path
+
+
+def test_every_kernel_of_the_tree_through_a_bundle(backend, tree_bundle):
+    """Each reference case of tests/gpu/reference.py, run from the bundle (first two sizes;
+    test_kernels.py covers every size through load_kernel)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import reference
+    finally:
+        sys.path.pop(0)
+    from vyre_build.runtime import open_bundle
+    rng = np.random.default_rng(7)
+    with open_bundle(tree_bundle, backend=backend) as bundle:
+        missing = sorted(c.stem for c in reference.CASES if c.stem not in bundle)
+        assert not missing, f"bundle lacks {missing}"
+        for case in reference.CASES:
+            for size in case.sizes[:2]:
+                args = case.inputs(rng, size)
+                want = case.reference(args)
+                got = bundle[case.stem](**args)
+                for name, expected in want.items():
+                    where = f"{case.stem} size={size} {name} on {backend}"
+                    actual = np.asarray(got[name]).reshape(-1)
+                    assert actual.dtype == expected.dtype, where
+                    np.testing.assert_allclose(actual, expected.reshape(-1), rtol=case.rtol,
+                                               atol=case.atol, err_msg=where)
