@@ -1,0 +1,47 @@
+// vyre_build WGSL for kernel "shared_atomics"; generated from its descriptor, do not edit.
+
+struct Params {
+    flag: u32,
+    bias: i32,
+}
+
+@group(0) @binding(0) var<storage, read> values: array<u32>;
+@group(0) @binding(1) var<storage, read_write> histogram: array<atomic<u32>>;
+@group(0) @binding(2) var<storage, read_write> u_select: array<u32>;
+@group(0) @binding(3) var<uniform> params: Params;
+var<workgroup> bins: array<atomic<u32>, 16>;
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let _flat: u32 = lid.x + 64u * (lid.y + 1u * lid.z);
+    for (var _z: u32 = _flat; _z < 16u; _z = _z + 64u) { atomicStore(&bins[_z], 0u); }
+    workgroupBarrier();
+    let _v0: u32 = gid.x;
+    let _v1: u32 = lid.x;
+    let _v2: u32 = select(0u, values[min(_v0, arrayLength(&values) - 1u)], (_v0 < arrayLength(&values)));
+    let _v3: u32 = 15u;
+    let _v4: u32 = (_v2 & _v3);
+    let _v5: u32 = 1u;
+    var _o6: u32 = 0u;
+    if (_v4 < 16u) { _o6 = atomicAdd(&bins[_v4], _v5); }
+    let _v6: u32 = _o6;
+    workgroupBarrier();
+    let _v7: u32 = 16u;
+    let _v8: bool = (_v1 < _v7);
+    if _v8 {
+        let _v9: u32 = select(0u, atomicLoad(&bins[min(_v1, 16u - 1u)]), (_v1 < 16u));
+        var _o10: u32 = 0u;
+        if (_v1 < arrayLength(&histogram)) { _o10 = atomicAdd(&histogram[_v1], _v9); }
+        let _v10: u32 = _o10;
+        let _v11: u32 = 16u;
+        let _v12: u32 = 0u;
+        let _v13: u32 = nwg.x;
+        var _o14: u32 = 0u;
+        if (_v11 < arrayLength(&histogram)) { _o14 = atomicCompareExchangeWeak(&histogram[_v11], _v12, _v13).old_value; }
+        let _v14: u32 = _o14;
+        let _v15: u32 = wid.x;
+        if (_v15 < arrayLength(&u_select)) { u_select[_v15] = _v14; }
+    }
+    storageBarrier();
+    workgroupBarrier();
+}
