@@ -66,7 +66,34 @@ def main() -> int:
           f"target 5 ms -> {avg['all'] / 5.0:.2f}x of budget")
     print(f"WGSL-only path (frontend+lower+WGSL): "
           f"{avg['frontend'] + avg['lower'] + avg['wgsl']:.3f} ms per kernel")
+    spirv_sizes(args.root)
     return 0
+
+
+# Our kernel -> the GLSL written to match it in bench/glsl/ (same algorithm and checks).
+GLSL_PAIRS = (("saxpy.py", "saxpy", "saxpy.comp"), ("reduce.py", "reduce_sum.u32", "reduce_sum.comp"),
+              ("matmul.py", "matmul", "matmul.comp"))
+
+
+def spirv_sizes(root: str) -> None:
+    """Size of our .spv against glslangValidator -V for equivalent GLSL (target <= 1.5x)."""
+    import shutil
+    import subprocess
+    import tempfile
+    tool = shutil.which("glslangValidator")
+    if tool is None:
+        print("\nSPIR-V size vs glslang: skipped (apt-get install glslang-tools)")
+        return
+    print(f"\n{'kernel':<16}{'ours B':>8}{'glslang B':>11}{'ratio':>8}   (target <= 1.5x)")
+    glsl_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "glsl")
+    with tempfile.TemporaryDirectory() as tmp:
+        for fname, stem, comp in GLSL_PAIRS:
+            ours = next(k.spirv for k in compile_file(os.path.join(root, fname), root=root) if k.stem == stem)
+            out = os.path.join(tmp, comp + ".spv")
+            subprocess.run([tool, "-V", "--target-env", "vulkan1.1", "-o", out,
+                            os.path.join(glsl_dir, comp)], check=True, capture_output=True)
+            theirs = os.path.getsize(out)
+            print(f"{stem:<16}{len(ours):>8}{theirs:>11}{len(ours) / theirs:>8.2f}x")
 
 
 if __name__ == "__main__":
