@@ -379,6 +379,52 @@ def test_fma_select_min_max_float(device):
     np.testing.assert_allclose(out[7], np.fmod(a, b), rtol=1e-5, atol=1e-6)
 
 
+def test_float_compares_follow_ieee_with_nan(device):
+    a = np.array([1.0, np.nan, 1.0, np.nan, -0.0, np.inf, 2.0, -np.inf], np.float32)
+    b = np.array([1.0, 1.0, np.nan, np.nan, 0.0, np.inf, 1.0, 3.0], np.float32)
+    ops = {"Eq": np.equal, "Ne": np.not_equal, "Lt": np.less, "Gt": np.greater,
+           "Le": np.less_equal, "Ge": np.greater_equal}
+    make, body = kernel([buf(0, "F32", "a", "ReadOnly"), buf(1, "F32", "b", "ReadOnly")] + [
+        buf(2 + k, "U32", f"o{k}") for k in range(len(ops))], wg=(4, 1, 1))
+    i = body.gid()
+    x, y = body.load(0, i), body.load(1, i)
+    for k, op in enumerate(ops):
+        body.store(2 + k, i, body.cast("U32", body.bin(op, x, y)))
+    out = dispatch(device, make(), {0: a, 1: b, **{2 + k: np.zeros(a.size) for k in range(len(ops))}})
+    for k, (op, fn) in enumerate(ops.items()):
+        np.testing.assert_array_equal(out[2 + k], fn(a, b).astype(np.uint32), err_msg=op)
+
+
+def test_bool_ops_select_and_bool_shared(device):
+    a = np.array([0, 1, 0, 1, 5, 0, 7], np.uint32)
+    b = np.array([0, 0, 1, 1, 0, 9, 2], np.uint32)
+    names = ["And", "Or", "BitAnd", "BitOr", "BitXor", "Eq", "Ne"]
+    make, body = kernel([buf(0, "U32", "a", "ReadOnly"), buf(1, "U32", "b", "ReadOnly")] + [
+        buf(2 + k, "U32", f"o{k}") for k in range(len(names) + 3)] + [
+        BindingSlot(SH, V("Bool"), 8, "Shared", "ReadWrite", "flags")], wg=(8, 1, 1))
+    i, lid = body.gid(), body.op("LocalInvocationId", 0)
+    x, y = body.load(0, i), body.load(1, i)
+    p, q = body.cast("Bool", x), body.cast("Bool", y)
+    for k, op in enumerate(names):
+        body.store(2 + k, i, body.cast("U32", body.bin(op, p, q)))
+    n = len(names)
+    body.store(2 + n, i, body.cast("U32", body.un("LogicalNot", p)))
+    body.store(3 + n, i, body.op("Select", p, x, body.bin("Add", y, body.u32(100))))
+    body.store_sh(SH, lid, body.un("BitNot", q))
+    body.op(V("Barrier", ("AcqRel",)), value=False)
+    body.store(4 + n, i, body.cast("U32", body.load_sh(SH, body.bin("BitXor", lid, body.u32(1)))))
+    out = dispatch(device, make(), {0: a, 1: b, **{s: np.zeros(a.size) for s in range(2, 5 + n)}})
+    pa, qb = a != 0, b != 0
+    ref = [pa & qb, pa | qb, pa & qb, pa | qb, pa ^ qb, pa == qb, pa != qb]
+    for k, r in enumerate(ref):
+        np.testing.assert_array_equal(out[2 + k], r.astype(np.uint32), err_msg=names[k])
+    np.testing.assert_array_equal(out[2 + n], (~pa).astype(np.uint32))
+    np.testing.assert_array_equal(out[3 + n], np.where(pa, a, b + 100))
+    partner = np.arange(a.size) ^ 1   # lane 7 reads the never-written lane 6 of an 8-wide array
+    expect = np.where(partner < a.size, ~qb[np.minimum(partner, a.size - 1)], True)
+    np.testing.assert_array_equal(out[4 + n], expect.astype(np.uint32))
+
+
 # --- casts, bitcast, literals ----------------------------------------------------------
 def sat_cast(vals, dtype):
     info = np.iinfo(dtype)
@@ -703,9 +749,45 @@ def test_unhandled_op_raises_emit_error_naming_it():
     (lambda b, i: b.node("vyre.break"), r"vyre.break outside a loop body"),
     (lambda b, i: b.op(V("Atomic", (V("FetchNand"), "Relaxed")), 0, i, i), r"atomic FetchNand"),
     (lambda b, i: b.op(V("OpaqueExpr", (0, "vyre.bitcast", bytes([10]))), i), r"bitcast from U32"),
+    (lambda b, i: (b.node("vyre.break"), b.gid()), r"must be the last op of its body"),
+    (lambda b, i: b.ops.append(KernelOp(V("GlobalInvocationId"), (1,), i)), r"result id 0 is defined twice"),
+    (lambda b, i: b.op(V("Barrier", ("Relaxed",)), value=False), r"Barrier ordering Relaxed"),
+    (lambda b, i: b.op("GlobalInvocationId", 3), r"axis 3 is not 0, 1 or 2"),
 ])
 def test_malformed_descriptors_raise_precise_emit_errors(mutate, message):
+    """Each mutation of a valid kernel is refused with a message naming the defect."""
     make, body = kernel([buf(0, "U32", "o"), buf(1, "U32", "src", "ReadOnly")])
     mutate(body, body.gid())
     with pytest.raises(EmitError, match=message):
         emit_wgsl(make())
+
+
+def test_continuing_block_refuses_break_and_return():
+    for kind in ("vyre.break", "Return"):
+        make, body = kernel([buf(0, "U32", "o")])
+        b_idx, _ = body.child()
+        c_idx, cont = body.child()
+        body.node("vyre.loop", b_idx, c_idx)
+        if kind == "Return":
+            cont.op("Return", value=False)
+        else:
+            cont.node(kind)
+        with pytest.raises(EmitError, match="continuing"):
+            emit_wgsl(make())
+
+
+@pytest.mark.parametrize("slot, message", [
+    (BindingSlot(0, V("Bool"), None, "Global", "ReadWrite", "o"), "storage buffers hold U32/I32/F32"),
+    (BindingSlot(0, V("U32"), None, "Constant", "ReadOnly", "o"), "memory class Constant has no WGSL rule"),
+    (BindingSlot(SH, V("F32"), 0, "Shared", "ReadWrite", "o"), "element_count >= 1"),
+    (BindingSlot(0, V("F32"), 2, "Uniform", "ReadOnly", "o"), "must be one U32/I32/F32/Bool"),
+])
+def test_bad_slots_are_refused(slot, message):
+    with pytest.raises(EmitError, match=message):
+        emit_wgsl(KernelDescriptor("k", (slot,), (1, 1, 1), KernelBody()))
+
+
+def test_duplicate_names_after_escaping_are_refused():
+    slots = (buf(0, "U32", "a"), buf(1, "U32", "a"))
+    with pytest.raises(EmitError, match="slot names 'a' and 'a' are not unique"):
+        emit_wgsl(KernelDescriptor("k", slots, (1, 1, 1), KernelBody()))

@@ -286,7 +286,9 @@ class OpRules:
             self.emit(depth, "}")
         elif kind in ("vyre.break", "vyre.continue"):
             self.arity(op, env, 0)
-            if not self.loops or (in_cont and loops_in_cont == 0):
+            if in_cont and loops_in_cont == 0:
+                raise self.fail(op, env, f"{kind} directly inside a loop's continuing block")
+            if not self.loops:
                 raise self.fail(op, env, f"{kind} outside a loop body")
             self.emit(depth, kind[5:] + ";")
         else:
