@@ -133,7 +133,7 @@ def dispatch(device, desc, arrays, scalars=None, groups=None):
     ceil(len(first written buffer) / workgroup_size.x) on x.
     """
     import wgpu
-    module = device.create_shader_module(code=validate(device, desc))
+    module = device.create_shader_module(code=emit_wgsl(desc))   # naga validates here
     entries, layout, keep, out_slots = [], [], [], []
     usage = wgpu.BufferUsage
     for s in desc.slots:
@@ -791,3 +791,13 @@ def test_duplicate_names_after_escaping_are_refused():
     slots = (buf(0, "U32", "a"), buf(1, "U32", "a"))
     with pytest.raises(EmitError, match="slot names 'a' and 'a' are not unique"):
         emit_wgsl(KernelDescriptor("k", slots, (1, 1, 1), KernelBody()))
+
+
+def test_naga_validation_is_live(device):
+    """The validation every test relies on rejects a type error (so a pass means something)."""
+    good = emit_wgsl(_all_descriptors()[0])
+    validate(device, _all_descriptors()[0])
+    bad = good.replace("sqrt(", "countOneBits(")   # countOneBits has no f32 overload
+    assert bad != good
+    with pytest.raises(Exception, match="countOneBits|argument|type"):
+        device.create_shader_module(code=bad)
