@@ -168,6 +168,20 @@ class FunctionWriter(ValueOps, MemoryOps):
         self._builtin_vals[key] = rid
         return rid
 
+    def builtin_scalar(self, name: str) -> int:
+        """A scalar u32 input builtin (LocalInvocationIndex), loaded once in the entry block."""
+        got = self._builtin_vals.get((name, -1))
+        if got is None:
+            m = self.m
+            u32 = self._type_ids["U32"]
+            var = m.global_variable(m.type_pointer("Input", u32), "Input")
+            m.decorate(var, "BuiltIn", g.BUILTIN[name])
+            m.name(var, name)
+            self.interface.append(var)
+            got = self._builtin_vals[(name, -1)] = m.new_id()
+            m.emit(self.prologue, "OpLoad", u32, got, var)
+        return got
+
     # --- the walk --------------------------------------------------------------------
 
     def value(self, ssa: int, kop: KernelOp) -> tuple[int, str]:

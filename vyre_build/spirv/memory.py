@@ -33,7 +33,7 @@ class SlotInfo:
     var: int = 0
     ptr: int = 0          # pointer-to-element type for access chains
     member: int = 0       # Uniform: member index in the Params block
-    atomic: bool = False  # Global: some Atomic targets it
+    atomic: bool = False  # Global or Shared: some Atomic targets it
     scalar: bool = False  # Scratch with element_count 1: a plain variable
     length: int = 0       # Global: id of its OpArrayLength, once asked for
 
@@ -61,7 +61,7 @@ class MemoryOps:
         _atomic_slots(self.desc.body, atomics)
         self.slots: dict[int, SlotInfo] = {}
         uniforms: list[SlotInfo] = []
-        self.shared_vars: list[tuple[int, int]] = []
+        self.shared_vars: list[SlotInfo] = []
         for s in self.desc.slots:
             ty = s.element_type.name
             if ty not in ("U32", "I32", "F32", "Bool") or s.element_type.args:
@@ -101,7 +101,8 @@ class MemoryOps:
                     arr = m.type_array(elem, n)
                     info.var = m.global_variable(m.type_pointer("Workgroup", arr), "Workgroup")
                     info.ptr = m.type_pointer("Workgroup", elem)
-                    self.shared_vars.append((info.var, arr))
+                    info.atomic = s.slot in atomics
+                    self.shared_vars.append(info)
                 else:
                     info.scalar = n == 1
                     var_ty = elem if info.scalar else m.type_array(elem, n)
@@ -127,22 +128,33 @@ class MemoryOps:
                 u.ptr = m.type_pointer("Uniform", self.tid(u.ty))
 
     def zero_init_shared(self) -> None:
-        """Invocation (0,0,0) stores zero into every workgroup array, then all wait."""
+        """Zero every workgroup array (as WGSL guarantees), invocations striding over it, then a barrier."""
         if not self.shared_vars:
             return
-        ids = [self.builtin("LocalInvocationId", axis, None) for axis in range(3)]
-        any_bits = self.op("OpBitwiseOr", "U32", self.op("OpBitwiseOr", "U32", ids[0], ids[1]), ids[2])
-        first = self.op("OpIEqual", "Bool", any_bits, self.const("U32", 0))
-        then_l, merge = self.m.new_id(), self.m.new_id()
-        self.selection(first, then_l, merge, merge)
-        self.start_block(then_l)
-        for var, arr in self.shared_vars:
-            self.inst("OpStore", var, self.m.const_null(arr))
-        self.branch(merge)
-        self.start_block(merge)
-        wg = self.const("U32", g.SCOPE["Workgroup"])
+        m = self.m
+        first = self.builtin_scalar("LocalInvocationIndex")
+        wg = self.desc.workgroup_size
+        step = self.const("U32", wg[0] * wg[1] * wg[2])
+        counter = self.function_var(self.tid("U32"))
+        for info in self.shared_vars:
+            self.inst("OpStore", counter, first)
+            header, body, cont, merge = m.new_id(), m.new_id(), m.new_id(), m.new_id()
+            self.branch(header)
+            self.start_block(header)
+            k = self.op("OpLoad", "U32", counter)
+            more = self.op("OpULessThan", "Bool", k, self.const("U32", info.slot.element_count))
+            self.inst("OpLoopMerge", merge, cont, 0)
+            self.inst("OpBranchConditional", more, body, merge)
+            self.start_block(body)
+            self.store_element(info, self.element_ptr(info, k), self.zero(info.ty))
+            self.branch(cont)
+            self.start_block(cont)
+            self.inst("OpStore", counter, self.op("OpIAdd", "U32", self.op("OpLoad", "U32", counter), step))
+            self.branch(header)
+            self.start_block(merge)
+        wg_scope = self.const("U32", g.SCOPE["Workgroup"])
         sem = g.MEMORYSEMANTICS["AcquireRelease"] | g.MEMORYSEMANTICS["WorkgroupMemory"]
-        self.inst("OpControlBarrier", wg, wg, self.const("U32", sem))
+        self.inst("OpControlBarrier", wg_scope, wg_scope, self.const("U32", sem))
 
     # --- addressing ---------------------------------------------------------------------
 
@@ -187,6 +199,12 @@ class MemoryOps:
         if info.atomic:
             return self.op("OpAtomicLoad", info.ty, ptr, self.scope(info), self.const("U32", RELAXED))
         return self.op("OpLoad", info.ty, ptr)
+
+    def store_element(self, info: SlotInfo, ptr: int, value: int) -> None:
+        if info.atomic:
+            self.inst("OpAtomicStore", ptr, self.scope(info), self.const("U32", RELAXED), value)
+        else:
+            self.inst("OpStore", ptr, value)
 
     # --- handlers ----------------------------------------------------------------------
 
@@ -237,11 +255,7 @@ class MemoryOps:
         if vt != info.ty:
             self.fail(kop, f"stored value has type {vt}, the slot holds {info.ty}")
         guard = self.guarded(info, idx_ssa, idx)
-        ptr = self.element_ptr(info, idx)
-        if info.atomic:
-            self.inst("OpAtomicStore", ptr, self.scope(info), self.const("U32", RELAXED), vi)
-        else:
-            self.inst("OpStore", ptr, vi)
+        self.store_element(info, self.element_ptr(info, idx), vi)
         if guard is not None:
             self.branch(guard[1])
             self.start_block(guard[1])
@@ -269,6 +283,12 @@ class MemoryOps:
         args = [self.value(x, kop) for x in ops[2:]]
         if any(t != info.ty for _, t in args):
             self.fail(kop, f"atomic operands must have the slot's type {info.ty}")
+        result = None
+        if not self.in_bounds_const(info, ops[1]):
+            # Out of bounds returns 0: the old value travels through a variable (no OpPhi,
+            # which naga's SPIR-V reader mishandles after a compare-exchange).
+            result = self.function_var(self.tid(info.ty))
+            self.inst("OpStore", result, self.zero(info.ty))
         guard = self.guarded(info, ops[1], idx)
         ptr = self.element_ptr(info, idx)
         scope, relaxed = self.scope(info), self.const("U32", RELAXED)
@@ -279,7 +299,7 @@ class MemoryOps:
             old = self.op(opname, info.ty, ptr, scope, relaxed, args[0][0])
         if guard is None:
             return old, info.ty
-        body_label = self.label
+        self.inst("OpStore", result, old)
         self.branch(guard[1])
         self.start_block(guard[1])
-        return self.op("OpPhi", info.ty, old, body_label, self.zero(info.ty), guard[0]), info.ty
+        return self.op("OpLoad", info.ty, result), info.ty

@@ -42,7 +42,7 @@ BINARY_GLSL = {("Min", "F"): "FMin", ("Min", "U"): "UMin", ("Min", "I"): "SMin",
 BOOL_RESULT = frozenset({"Eq", "Ne", "Lt", "Gt", "Le", "Ge", "And", "Or"})
 
 UNARY: dict[tuple[str, str], str] = {
-    ("Negate", "U"): "OpSNegate", ("Negate", "I"): "OpSNegate", ("Negate", "F"): "OpFNegate",
+    ("Negate", "I"): "OpSNegate", ("Negate", "F"): "OpFNegate",
     ("BitNot", "U"): "OpNot", ("BitNot", "I"): "OpNot", ("BitNot", "B"): "OpLogicalNot",
     ("LogicalNot", "B"): "OpLogicalNot",
     ("Popcount", "U"): "OpBitCount", ("Popcount", "I"): "OpBitCount",
@@ -91,10 +91,7 @@ class ValueOps:
             if bt == at and name in ("Div", "Mod"):
                 return self._div_mod(name, a, at, b), at
             if bt == at and name == "MulHigh":
-                ext_op = "OpUMulExtended" if c == "U" else "OpSMulExtended"
-                pair = self.m.type_struct((self.tid(at), self.tid(at)))
-                wide = self.op_typed(ext_op, pair, a, b)
-                return self.op_typed("OpCompositeExtract", self.tid(at), wide, 1), at
+                return self._mul_high(a, at, b), at
             if bt == at and name == "AbsDiff":
                 gt = self.op(BINARY[("Gt", c)], "Bool", a, b)
                 d1 = self.op("OpISub", at, a, b)
@@ -106,17 +103,49 @@ class ValueOps:
 
     def _shift(self, name: str, a: int, at: str, b: int) -> int:
         n = self.op("OpBitwiseAnd", "U32", b, self.const("U32", 31))
-        right = "OpShiftRightArithmetic" if (name == "Shr" and at == "I32") else "OpShiftRightLogical"
         if name == "Shl":
             return self.op("OpShiftLeftLogical", at, a, n)
+        if name == "Shr" and at == "I32":
+            return self.op("OpShiftRightArithmetic", at, a, n)
+        # Logical shifts and rotations run on U32: translators such as naga read the
+        # operand's signedness and would turn a logical shift of an I32 into an arithmetic one.
+        x = self.op("OpBitcast", "U32", a) if at == "I32" else a
         if name == "Shr":
-            return self.op(right, at, a, n)
-        # Rotation: the complementary shift is (32 - n) & 31, so n == 0 gives x | x == x.
-        back = self.op("OpBitwiseAnd", "U32", self.op("OpISub", "U32", self.const("U32", 32), n),
-                       self.const("U32", 31))
-        first, second = ("OpShiftLeftLogical", "OpShiftRightLogical") if name == "RotateLeft" \
-            else ("OpShiftRightLogical", "OpShiftLeftLogical")
-        return self.op("OpBitwiseOr", at, self.op(first, at, a, n), self.op(second, at, a, back))
+            r = self.op("OpShiftRightLogical", "U32", x, n)
+        else:
+            # The complementary shift is (32 - n) & 31, so n == 0 gives x | x == x.
+            back = self.op("OpBitwiseAnd", "U32", self.op("OpISub", "U32", self.const("U32", 32), n),
+                           self.const("U32", 31))
+            first, second = ("OpShiftLeftLogical", "OpShiftRightLogical") if name == "RotateLeft" \
+                else ("OpShiftRightLogical", "OpShiftLeftLogical")
+            r = self.op("OpBitwiseOr", "U32", self.op(first, "U32", x, n), self.op(second, "U32", x, back))
+        return self.op("OpBitcast", "I32", r) if at == "I32" else r
+
+    def _mul_high(self, a: int, at: str, b: int) -> int:
+        """High 32 bits of the 64-bit product from 16-bit limbs (naga's SPIR-V reader lacks OpUMulExtended)."""
+        if at == "I32":
+            au, bu = self.op("OpBitcast", "U32", a), self.op("OpBitcast", "U32", b)
+        else:
+            au, bu = a, b
+        mask, sixteen = self.const("U32", 0xFFFF), self.const("U32", 16)
+        al, ah = self.op("OpBitwiseAnd", "U32", au, mask), self.op("OpShiftRightLogical", "U32", au, sixteen)
+        bl, bh = self.op("OpBitwiseAnd", "U32", bu, mask), self.op("OpShiftRightLogical", "U32", bu, sixteen)
+        ll, lh = self.op("OpIMul", "U32", al, bl), self.op("OpIMul", "U32", al, bh)
+        hl, hh = self.op("OpIMul", "U32", ah, bl), self.op("OpIMul", "U32", ah, bh)
+        mid = self.op("OpIAdd", "U32", self.op("OpShiftRightLogical", "U32", ll, sixteen),
+                      self.op("OpIAdd", "U32", self.op("OpBitwiseAnd", "U32", lh, mask),
+                              self.op("OpBitwiseAnd", "U32", hl, mask)))
+        hi = self.op("OpIAdd", "U32", hh, self.op("OpIAdd", "U32", self.op("OpShiftRightLogical", "U32", lh, sixteen),
+                                                    self.op("OpShiftRightLogical", "U32", hl, sixteen)))
+        hi = self.op("OpIAdd", "U32", hi, self.op("OpShiftRightLogical", "U32", mid, sixteen))
+        if at == "U32":
+            return hi
+        # Signed high word = unsigned high word - (a < 0 ? b : 0) - (b < 0 ? a : 0), mod 2^32.
+        zero = self.zero("U32")
+        fix_a = self.op("OpSelect", "U32", self.op("OpSLessThan", "Bool", a, self.zero("I32")), bu, zero)
+        fix_b = self.op("OpSelect", "U32", self.op("OpSLessThan", "Bool", b, self.zero("I32")), au, zero)
+        hi = self.op("OpISub", "U32", self.op("OpISub", "U32", hi, fix_a), fix_b)
+        return self.op("OpBitcast", "I32", hi)
 
     def _div_mod(self, name: str, a: int, at: str, b: int) -> int:
         # Replace a zero (or i32::MIN / -1) divisor by 1: x / 1 == x and x % 1 == 0 are the pinned results.
@@ -142,8 +171,12 @@ class ValueOps:
         if ext is not None:
             return self.glsl(ext, at, a), at
         if c in INTS:
-            if name == "Clz":  # FindUMsb(0) == -1, so 31 - msb gives 32 for 0
-                return self.op("OpISub", at, self.const(at, 31), self.glsl("FindUMsb", at, a)), at
+            if name == "Negate":   # 0 - x: translators reject a signed negate of a U32
+                return self.op("OpISub", at, self.zero(at), a), at
+            if name == "Clz":  # FindUMsb(0) == -1, so 31 - msb gives 32 for 0; on U32 bits (see _shift)
+                x = self.op("OpBitcast", "U32", a) if at == "I32" else a
+                r = self.op("OpISub", "U32", self.const("U32", 31), self.glsl("FindUMsb", "U32", x))
+                return (self.op("OpBitcast", "I32", r) if at == "I32" else r), at
             if name == "Ctz":
                 lsb = self.glsl("FindILsb", at, a)
                 is0 = self.op("OpIEqual", "Bool", a, self.zero(at))
@@ -174,8 +207,8 @@ class ValueOps:
         if at == "Bool":
             return self.op("OpSelect", target, a, self.const(target, 1), self.zero(target))
         if target == "Bool":
-            if at == "F32":   # NaN != 0 is true, as WGSL's bool(f32)
-                return self.op("OpFUnordNotEqual", "Bool", a, self.zero(at))
+            if at == "F32":   # !(x == 0): NaN gives true, and survives translators that drop "unordered"
+                return self.op("OpLogicalNot", "Bool", self.op("OpFOrdEqual", "Bool", a, self.zero(at)))
             return self.op("OpINotEqual", "Bool", a, self.zero(at))
         if target == "F32":
             return self.op("OpConvertUToF" if at == "U32" else "OpConvertSToF", "F32", a)
