@@ -1,7 +1,7 @@
 """The small interface both backends implement, and the callable `Kernel` over it.
 
-A backend subclasses `Device` and provides seven hooks (`_alloc`, `_upload`,
-`_download`, `_release`, `_pipeline`, `_encode`, `_submit`); everything else -- argument
+A backend subclasses `Device` and provides eight hooks (`_alloc`, `_upload`,
+`_download`, `_release`, `_pipeline`, `_encode`, `_submit`, `_wait`); everything else -- argument
 checking, temporary buffers, batching, result conversion -- lives here once.
 """
 from __future__ import annotations
@@ -141,6 +141,10 @@ class Device:
         order, as ONE submission when the block ends; the calls return DeviceBuffers."""
         return Batch(self)
 
+    def wait(self) -> None:
+        """Block until every submitted dispatch has finished (for timing)."""
+        self._wait()
+
     def kernel(self, meta: dict, code) -> Kernel:
         """A callable kernel for `meta` with its shader `code` (WGSL str / SPIR-V bytes);
         the pipeline is created now, so a shader the device refuses fails here."""
@@ -206,6 +210,9 @@ class Device:
 
     def _submit(self, jobs: list) -> None:
         raise NotImplementedError("Device._submit is implemented by each backend")
+
+    def _wait(self) -> None:
+        raise NotImplementedError("Device._wait is implemented by each backend")
 
 
 class Kernel:

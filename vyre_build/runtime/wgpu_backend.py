@@ -142,3 +142,10 @@ class WgpuDevice(Device):
             self.queue.submit([encoder.finish()])
         except wgpu.GPUError as exc:
             raise DeviceError(f"wgpu dispatch failed on {self.name}: {exc}") from exc
+
+    def _wait(self) -> None:
+        # Reading a buffer waits for all submitted work (on_submitted_work_done_sync is
+        # broken in wgpu-py 0.32's native backend).
+        if getattr(self, "_fence_buf", None) is None:
+            self._fence_buf = self._alloc(4)
+        self._download(self._fence_buf, 4)

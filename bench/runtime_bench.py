@@ -1,0 +1,387 @@
+"""Runtime benchmark: cold start from a bundle vs compiling, bundle open, per-dispatch host
+overhead vs hand-written wgpu-py / `vulkan` code, and (--device-report) throughput.
+
+    python bench/runtime_bench.py [--quick] [--device-report] [--backend wgpu|vulkan|both]
+                                  [--no-write]
+
+Every figure is measured in this run; ratios compare runs on the same machine and
+device. Results are appended, dated, to bench/RESULTS.md (unless --no-write).
+--quick uses small sizes (lavapipe on a shared CPU); the H200 numbers come from a run
+without it.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "gpu")]
+
+import numpy as np  # noqa: E402
+
+import reference  # noqa: E402
+import test_runtime as shaders  # noqa: E402
+from vyre_build.runtime import get_device, open_bundle  # noqa: E402
+
+KERNELS = os.path.join(ROOT, "kernels")
+LINES: list[str] = []
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def median_time(fn, repeat: int, number: int = 1) -> float:
+    """Median seconds per call of `fn` over `repeat` rounds of `number` calls."""
+    fn()
+    rounds = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        rounds.append((time.perf_counter() - t) / number)
+    return statistics.median(rounds)
+
+
+# ------------------------------------------------------------ 100-kernel bundle, cold start
+
+def build_bundle(path: str, count: int = 100) -> list:
+    """A bundle of `count` kernels: the tree's kernels, renamed copies until `count`."""
+    from vyre_build.bundle import write_bundle
+    from vyre_build.compiler import compile_file
+    compiled = []
+    for file in sorted(f for f in os.listdir(KERNELS) if f.endswith(".py")):
+        compiled += compile_file(os.path.join(KERNELS, file), root=KERNELS,
+                                 targets=("wgsl", "spirv", "kdesc"))
+    entries = []
+    for i in range(count):
+        k = compiled[i % len(compiled)]
+        name = k.meta["name"] if i < len(compiled) else f"{k.meta['name']}_{i}"
+        meta = {**k.meta, "name": name,
+                "id": f"{name}.{k.meta['variant']}" if k.meta.get("variant") else name}
+        arts = {s: b for s, b in k.artifacts.items() if s != ".meta.json"}
+        entries.append({"meta": meta, "artifacts": arts})
+    write_bundle(path, entries)
+    return entries
+
+
+COLD_BUNDLE = """
+import sys, time; t0 = time.perf_counter(); sys.path.insert(0, {root!r})
+import numpy as np
+from vyre_build.runtime import get_device, load_kernel, open_bundle
+t1 = time.perf_counter(); dev = get_device({backend!r}); t2 = time.perf_counter()
+b = open_bundle({bundle!r}, device=dev)
+entry = b.reader.entry("saxpy")
+code = b.reader.read_artifact(entry.id, {suffix!r})
+code = code.decode() if {suffix!r} == ".wgsl" else code
+t3 = time.perf_counter()
+kern = load_kernel(entry.meta, device=dev, **{{{target!r}: code}})
+x = np.arange(1000, dtype=np.float32)
+y = kern(x=x, y=np.ones(1000, np.float32), a=2.0)["y"]
+t4 = time.perf_counter(); assert y[999] == 1999.0
+print(t4 - t0, t2 - t1, t3 - t2)
+"""
+
+COLD_COMPILE = """
+import sys, time; t0 = time.perf_counter(); sys.path.insert(0, {root!r})
+import numpy as np
+from vyre_build.runtime import get_device, load_kernel
+t1 = time.perf_counter(); dev = get_device({backend!r}); t2 = time.perf_counter()
+from vyre_build.compiler import compile_file
+(k,) = compile_file({src!r}, root={kernels!r}, targets=({target!r}, "kdesc"))
+code = {{"wgsl": k.wgsl, "spirv": k.spirv}}[{target!r}]
+t3 = time.perf_counter()
+kern = load_kernel(k.meta, device=dev, **{{{target!r}: code}})
+x = np.arange(1000, dtype=np.float32)
+y = kern(x=x, y=np.ones(1000, np.float32), a=2.0)["y"]
+t4 = time.perf_counter(); assert y[999] == 1999.0
+print(t4 - t0, t2 - t1, t3 - t2)
+"""
+
+
+def fresh(script: str) -> tuple:
+    """(s from process start to first result minus device creation, the same after
+    interpreter start, device creation s, s to get the shader code)."""
+    t = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    wall = time.perf_counter() - t
+    inside, device, code = (float(v) for v in done.stdout.split())
+    return wall - device, inside - device, device, code
+
+
+def cold_start(backend: str, bundle: str, repeat: int) -> None:
+    target = "wgsl" if backend == "wgpu" else "spirv"
+    args = {"root": ROOT, "backend": backend, "bundle": bundle, "target": target,
+            "suffix": ".wgsl" if backend == "wgpu" else ".spv",
+            "src": os.path.join(KERNELS, "saxpy.py"), "kernels": KERNELS}
+    runs_b = [fresh(COLD_BUNDLE.format(**args)) for _ in range(repeat)]
+    runs_c = [fresh(COLD_COMPILE.format(**args)) for _ in range(repeat)]
+    med = [statistics.median(col) for col in zip(*runs_b)]
+    mec = [statistics.median(col) for col in zip(*runs_c)]
+    say(f"[{backend}] fresh process to first saxpy result (device creation excluded, "
+        f"median of {repeat}):")
+    say(f"    from the 100-kernel bundle: {med[0] * 1e3:8.1f} ms  (after interpreter start: "
+        f"{med[1] * 1e3:.1f} ms; getting the shader: {med[3] * 1e3:.2f} ms)")
+    say(f"    compiling from source:      {mec[0] * 1e3:8.1f} ms  (after interpreter start: "
+        f"{mec[1] * 1e3:.1f} ms; getting the shader: {mec[3] * 1e3:.2f} ms)")
+    say(f"    ratio compile/bundle: whole process {mec[0] / med[0]:.2f}x, after interpreter "
+        f"start {mec[1] / med[1]:.2f}x, shader step alone {mec[3] / med[3]:.1f}x "
+        "(target >= 10x)")
+    say(f"    device creation (separately): {med[2] * 1e3:.1f} ms")
+
+
+def bundle_open(bundle: str, repeat: int) -> None:
+    def once():
+        open_bundle(bundle, device=None).close()
+    t = median_time(once, repeat)
+    say(f"bundle open (100 kernels, header + manifest): {t * 1e3:.3f} ms (target <= 5 ms)")
+
+
+# ------------------------------------------------------------------ per-dispatch overhead
+
+def wgpu_hand_written(n: int):
+    """saxpy through wgpu-py's native API with buffers kept on the device: the baseline."""
+    import wgpu
+    dev = get_device("wgpu").device  # same device; the baseline skips our layer only
+    module = dev.create_shader_module(code=shaders.SAXPY_WGSL)
+    stor = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+    x = dev.create_buffer_with_data(data=np.arange(n, dtype=np.float32), usage=stor)
+    y = dev.create_buffer_with_data(data=np.zeros(n, np.float32), usage=stor)
+    T = wgpu.BufferBindingType
+    layout = dev.create_bind_group_layout(entries=[
+        {"binding": i, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": t}}
+        for i, t in enumerate((T.read_only_storage, T.storage, T.uniform))])
+    pipe = dev.create_compute_pipeline(
+        layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
+        compute={"module": module, "entry_point": "main"})
+
+    def call():
+        u = dev.create_buffer_with_data(data=np.array([2.0, 0, 0, 0], np.float32),
+                                        usage=wgpu.BufferUsage.UNIFORM)
+        group = dev.create_bind_group(layout=layout, entries=[
+            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+            for i, b in enumerate((x, y, u))])
+        enc = dev.create_command_encoder()
+        cp = enc.begin_compute_pass()
+        cp.set_pipeline(pipe)
+        cp.set_bind_group(0, group)
+        cp.dispatch_workgroups(-(-n // 64), 1, 1)
+        cp.end()
+        dev.queue.submit([enc.finish()])
+    return call, get_device("wgpu").wait
+
+
+def vulkan_hand_written(n: int):
+    """saxpy through the `vulkan` package: one descriptor set and mapped uniform prepared
+    once; per call: write the scalar, record, submit, wait."""
+    import vulkan as vk
+    d = get_device("vulkan")
+    pipe, layout, set_layout = d.pipeline(shaders.SAXPY_META,
+                                          shaders.assemble(shaders.SAXPY_SPVASM))
+    x, y = d.buffer(np.arange(n, dtype=np.float32)), d.buffer(n, "f32")
+    u = d._make(16, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, host=True)
+    sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                     descriptorCount=2),
+             vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+                                     descriptorCount=1)]
+    pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=1, poolSizeCount=2, pPoolSizes=sizes)
+    pool = vk.vkCreateDescriptorPool(d.dev, pool_info, None)
+    layouts = [set_layout]
+    alloc = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
+                                           pSetLayouts=layouts)
+    dset = vk.vkAllocateDescriptorSets(d.dev, alloc)[0]
+    infos = [[vk.VkDescriptorBufferInfo(buffer=b, offset=0, range=s)]
+             for b, s in ((x.handle.buffer, n * 4), (y.handle.buffer, n * 4), (u.buffer, 16))]
+    kinds = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+             vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
+    writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=i, descriptorCount=1,
+                                      descriptorType=t, pBufferInfo=info)
+              for i, (t, info) in enumerate(zip(kinds, infos))]
+    vk.vkUpdateDescriptorSets(d.dev, 3, writes, 0, None)
+    cmd, fence, queue = d.cmd, d.fence, d.queue
+    scalar = np.array([2.0, 0, 0, 0], np.float32).tobytes()
+
+    def call():
+        u.mapped[0:16] = scalar
+        begin = vk.VkCommandBufferBeginInfo(
+            flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        vk.vkBeginCommandBuffer(cmd, begin)
+        vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipe)
+        vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1,
+                                   [dset], 0, None)
+        vk.vkCmdDispatch(cmd, -(-n // 64), 1, 1)
+        vk.vkEndCommandBuffer(cmd)
+        cmds = [cmd]
+        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cmds)
+        vk.vkQueueSubmit(queue, 1, [submit], fence)
+        vk.vkWaitForFences(d.dev, 1, [fence], vk.VK_TRUE, 10 ** 11)
+        vk.vkResetFences(d.dev, 1, [fence])
+        vk.vkResetCommandBuffer(cmd, 0)
+    return call, lambda: None
+
+
+def dispatch_overhead(backend: str, repeat: int, number: int) -> None:
+    n = 256
+    dev = get_device(backend)
+    kern = shaders.load("saxpy", backend, dev)
+    bx, by = dev.buffer(np.arange(n, dtype=np.float32), read_only=True), dev.buffer(n, "f32")
+    hand, sync = (wgpu_hand_written if backend == "wgpu" else vulkan_hand_written)(n)
+
+    def ours():
+        kern(x=bx, y=by, a=2.0)
+
+    def timed(fn):
+        def block():
+            for _ in range(number):
+                fn()
+            sync()
+        return median_time(block, repeat) / number
+    t_hand, t_ours = timed(hand), timed(ours)
+    lib = "wgpu-py" if backend == "wgpu" else "`vulkan` package"
+    say(f"[{backend}] small dispatch (saxpy n={n}, device buffers), per call: runtime "
+        f"{t_ours * 1e6:.1f} us, hand-written {lib} {t_hand * 1e6:.1f} us, ratio "
+        f"{t_ours / t_hand:.2f}x (target <= 1.1x)")
+
+
+# ----------------------------------------------------------------------- device report
+
+def _on_device(dev, args: dict) -> dict:
+    out = {}
+    for name, value in args.items():
+        if isinstance(value, np.ndarray):
+            out[name] = dev.buffer(value)
+        else:
+            out[name] = value
+    return out
+
+
+def _throughput(kernel, dev, args: dict, repeat: int, number: int) -> float:
+    def block():
+        with dev.batch():
+            for _ in range(number):
+                kernel(**args)
+        dev.wait()
+    return median_time(block, repeat) / number
+
+
+def device_report(backend: str, quick: bool, repeat: int) -> None:
+    dev = get_device(backend)
+    bundle_path = os.path.join(tempfile.mkdtemp(prefix="vyre-bench-"), "tree.vyrebundle")
+    build_bundle(bundle_path, count=1)  # compiled tree; only the real names are used below
+    from vyre_build.bundle import write_bundle
+    from vyre_build.compiler import compile_file
+    entries = []
+    for file in ("saxpy.py", "add.py", "reduce.py", "scan.py", "matmul.py"):
+        for k in compile_file(os.path.join(KERNELS, file), root=KERNELS,
+                              targets=("wgsl", "spirv", "kdesc")):
+            entries.append({"meta": k.meta, "artifacts": {
+                s: b for s, b in k.artifacts.items() if s != ".meta.json"}})
+    write_bundle(bundle_path, entries)
+    bundle = open_bundle(bundle_path, device=dev)
+    n = 1 << 16 if quick else 1 << 23
+    mm = (64, 64, 64) if quick else (2048, 2048, 2048)
+    number = 5 if quick else 20
+    rng = np.random.default_rng(0)
+    # (stem, size, bytes moved per call or flops, unit)
+    plan = [("saxpy", n, 12 * n, "GB/s"), ("add.f32", n, 12 * n, "GB/s"),
+            ("reduce_sum.u32", n, 4 * n, "GB/s"), ("scan_inclusive", n, 8 * n, "GB/s"),
+            ("matmul", mm, 2 * mm[0] * mm[1] * mm[2], "GFLOP/s")]
+    torch = _torch()
+    for stem, size, work, unit in plan:
+        args = _on_device(dev, reference.case(stem).inputs(rng, size))
+        t = _throughput(bundle[stem], dev, args, repeat, number)
+        line = f"[{backend}] {stem:15s} size={size}: {work / t / 1e9:9.2f} {unit}"
+        if torch is not None:
+            tt = _torch_time(torch, stem, size, repeat, number)
+            line += f" | torch ({_torch_device(torch)}) {work / tt / 1e9:9.2f} {unit}"
+        if stem == "saxpy" and backend == "wgpu":
+            call, sync = wgpu_hand_written(n)
+
+            def hand_block(call=call, sync=sync):
+                for _ in range(number):
+                    call()
+                sync()
+            th = median_time(hand_block, repeat) / number
+            line += f" | hand-written WGSL {work / th / 1e9:9.2f} {unit}"
+        say(line)
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _torch_device(torch) -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _torch_time(torch, stem: str, size, repeat: int, number: int) -> float:
+    dev = _torch_device(torch)
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    if stem == "matmul":
+        m, nn, k = size
+        a, b = torch.rand(m, k, device=dev), torch.rand(k, nn, device=dev)
+        op = lambda: a @ b  # noqa: E731
+    else:
+        x, y = torch.rand(size, device=dev), torch.rand(size, device=dev)
+        ops = {"saxpy": lambda: y.add_(x, alpha=2.0), "add.f32": lambda: x + y,
+               "reduce_sum.u32": lambda: x.sum(), "scan_inclusive": lambda: x.cumsum(0)}
+        op = ops[stem]
+
+    def block():
+        for _ in range(number):
+            op()
+        sync()
+    return median_time(block, repeat) / number
+
+
+# ---------------------------------------------------------------------------------- main
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small sizes and few repeats")
+    p.add_argument("--device-report", action="store_true", help="throughput figures too")
+    p.add_argument("--backend", default="both", choices=("wgpu", "vulkan", "both"))
+    p.add_argument("--no-write", action="store_true", help="do not append to RESULTS.md")
+    a = p.parse_args(argv)
+    backends = ("wgpu", "vulkan") if a.backend == "both" else (a.backend,)
+    repeat = 3 if a.quick else 7
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    say(f"## {stamp} -- runtime_bench{' --quick' if a.quick else ''}"
+        f"{' --device-report' if a.device_report else ''}")
+    say(f"host: {platform.machine()} {platform.system()}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs")
+    for backend in backends:
+        say(f"[{backend}] device: {get_device(backend).name}")
+    with tempfile.TemporaryDirectory() as tmp:
+        bundle = os.path.join(tmp, "hundred.vyrebundle")
+        build_bundle(bundle)
+        bundle_open(bundle, repeat=max(repeat, 20))
+        for backend in backends:
+            cold_start(backend, bundle, repeat)
+    for backend in backends:
+        dispatch_overhead(backend, repeat, 50 if a.quick else 500)
+    if a.device_report:
+        for backend in backends:
+            device_report(backend, a.quick, repeat)
+    if not a.no_write:
+        with open(os.path.join(HERE, "RESULTS.md"), "a", encoding="utf-8") as f:
+            f.write("\n".join(["", "```", *LINES, "```", ""]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
