@@ -13,7 +13,7 @@ import struct
 
 import numpy as np
 import pytest
-from spirv_kernels_flow import CASES
+from spirv_kernels_flow import CASES, case_atomics
 
 from vyre_build.descriptor import KernelDescriptor
 from vyre_build.spirv import emit_spirv
@@ -234,11 +234,25 @@ def test_vulkan_dispatch_optimized(runner, name):
     assert_case(case, got, f"vulkan -O {name}")
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+# wgpu's SPIR-V reader (naga) cannot take OpAtomicCompareExchange (see the xfail below),
+# so through wgpu the atomics case runs without its compare-exchange.
+WGPU_CASES = dict(CASES, atomics=lambda: case_atomics(cas=False))
+
+
+@pytest.mark.parametrize("name", sorted(WGPU_CASES))
 def test_wgpu_spirv_input_matches_numpy(name):
-    case = CASES[name]()
+    case = WGPU_CASES[name]()
     got = run_wgpu(emit_spirv(case.desc), case.desc, case.inputs, case.scalars, case.groups)
     assert_case(case, got, f"wgpu {name}")
+
+
+@pytest.mark.xfail(strict=True, reason="naga's SPIR-V reader (wgpu 0.32) rejects a used OpAtomicCompareExchange "
+                   "result ('Used by a statement before it was introduced into the scope'); "
+                   "strict, so a fixed naga turns this red and the wgpu test can take the full case")
+def test_wgpu_spirv_input_compare_exchange():
+    case = case_atomics()
+    got = run_wgpu(emit_spirv(case.desc), case.desc, case.inputs, case.scalars, case.groups)
+    assert_case(case, got, "wgpu atomics with compare-exchange")
 
 
 def test_uniform_block_packing_matches_the_conventions():
