@@ -228,12 +228,17 @@ def kernel_dir(env, build_dir, pattern="*.py"):
 
 def generate(env) -> None:
     """Register the VyreKernel / VyreBundle builders, the scanner and the variables."""
+    # $VYRECOM holds a ready Action: a bare function would be re-wrapped (and its code
+    # re-serialised for the signature) on every use, which dominates a large null build.
+    kernel_com = SCons.Action.Action(kernel_action, "$VYRECOMSTR", varlist=[
+        "_VYRETARGETSSIG", "_VYREOPTIONSSIG", "_VYRECOMPILERSIG", "VYRECOMPILER"])
+    bundle_com = SCons.Action.Action(bundle_action, "$VYREBUNDLECOMSTR")
     env.SetDefault(
         VYRETARGETS=list(DEFAULT_TARGETS), VYREOPTIONS={},
         VYRECACHEDIR=os.environ.get(CACHE_DIR_ENV) or "#cache",
         VYRECOMPILER=DEFAULT_COMPILER,
-        VYRECOM=kernel_action, VYRECOMSTR="vyre: compile $SOURCE -> ${TARGET.dir}",
-        VYREBUNDLECOM=bundle_action, VYREBUNDLECOMSTR="vyre: bundle $TARGET",
+        VYRECOM=kernel_com, VYRECOMSTR="vyre: compile $SOURCE -> ${TARGET.dir}",
+        VYREBUNDLECOM=bundle_com, VYREBUNDLECOMSTR="vyre: bundle $TARGET",
     )
     env["_vyre_canon"] = _canon
     env["_vyre_identity"] = _identity_text
@@ -242,14 +247,11 @@ def generate(env) -> None:
     env["_VYRECOMPILERSIG"] = "${_vyre_identity(VYRECOMPILER)}"
     scanner = SCons.Scanner.Scanner(function=kernel_scan, name="VyreKernelScanner",
                                     skeys=[".py"], recursive=False)
-    kernel_com = SCons.Action.Action("$VYRECOM", "$VYRECOMSTR", varlist=[
-        "_VYRETARGETSSIG", "_VYREOPTIONSSIG", "_VYRECOMPILERSIG", "VYRECOMPILER"])
     env["BUILDERS"]["VyreKernel"] = SCons.Builder.Builder(
-        action=kernel_com, emitter=kernel_emitter, source_scanner=scanner,
+        action="$VYRECOM", emitter=kernel_emitter, source_scanner=scanner,
         src_suffix=".py", single_source=True)
-    bundle_com = SCons.Action.Action("$VYREBUNDLECOM", "$VYREBUNDLECOMSTR")
     env["BUILDERS"]["VyreBundle"] = SCons.Builder.Builder(
-        action=bundle_com, suffix=".vyrebundle")
+        action="$VYREBUNDLECOM", suffix=".vyrebundle")
     env.AddMethod(kernel_dir, "VyreKernelDir")
 
 
