@@ -524,3 +524,23 @@ def test_every_kernel_of_the_tree_through_a_bundle(backend, tree_bundle):
                     assert actual.dtype == expected.dtype, where
                     np.testing.assert_allclose(actual, expected.reshape(-1), rtol=case.rtol,
                                                atol=case.atol, err_msg=where)
+
+
+def test_reused_binding_sets_carry_each_calls_scalars(device):
+    """Calls on the same DeviceBuffers reuse one binding set; each still sees its own
+    scalars, in and out of a batch, and a released buffer's set is never bound again."""
+    saxpy = load("saxpy", device.backend, device)
+    x = np.arange(64, dtype=np.float32)
+    bx, by = device.buffer(x, read_only=True), device.buffer(64, "f32")
+    for a in (1.0, 2.0, 3.0):
+        saxpy(x=bx, y=by, a=a)
+    np.testing.assert_array_equal(by.read(), 6 * x)
+    with device.batch():
+        for a in (1.0, 2.0, 3.0, 4.0):
+            saxpy(x=bx, y=by, a=a)
+    np.testing.assert_array_equal(by.read(), 16 * x)
+    cached = len(device._sets.entries)
+    by.release()
+    assert len(device._sets.entries) < cached
+    fresh = device.buffer(64, "f32")
+    np.testing.assert_array_equal(saxpy(x=bx, y=fresh, a=0.5)["y"].read(), 0.5 * x)

@@ -85,9 +85,44 @@ class Batch:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.device._batch = None
-        if exc_type is None and self.recorded:
-            self.device._submit(self.recorded)
-        self.recorded, self.keep = [], []
+        try:
+            if exc_type is None and self.recorded:
+                self.device._submit(self.recorded)
+        finally:
+            self.device._sets.submitted()
+            self.recorded, self.keep = [], []
+
+
+class BindingCache:
+    """Binding sets (Vulkan descriptor sets / wgpu bind groups) reused by calls on the
+    same persistent DeviceBuffers. An entry serves at most one dispatch per submission
+    (its uniform slot holds that call's scalars) and is dropped when any of its buffers
+    is released, so a freed handle is never bound again."""
+
+    def __init__(self):
+        self.entries, self.by_handle, self.busy = {}, {}, set()
+
+    def take(self, key):
+        """The entry for `key` if it exists and is free in this submission (marks it)."""
+        entry = self.entries.get(key)
+        if entry is None or key in self.busy:
+            return None
+        self.busy.add(key)
+        return entry
+
+    def put(self, key, handles, entry) -> None:
+        self.entries[key] = entry
+        self.busy.add(key)
+        for h in handles:
+            self.by_handle.setdefault(id(h), []).append(key)
+
+    def drop(self, handle) -> list:
+        """Remove and return every entry that binds `handle`."""
+        keys = self.by_handle.pop(id(handle), [])
+        return [e for e in (self.entries.pop(k, None) for k in keys) if e is not None]
+
+    def submitted(self) -> None:
+        self.busy.clear()
 
 
 class Device:
@@ -102,6 +137,7 @@ class Device:
     def __init__(self):
         self._batch = None
         self._pipelines = {}
+        self._sets = BindingCache()
 
     def __repr__(self) -> str:
         return f"<Device {self.backend}: {self.name}>"
@@ -163,24 +199,26 @@ class Device:
     def run(self, kernel: Kernel, plan) -> dict:
         """Dispatch a checked `plan`; return the written buffers (see Kernel.__call__)."""
         pipeline = self.pipeline(kernel.meta, kernel.code)
-        temps, bound = {}, []
+        temps, bound, used = {}, [], []
         for arg in plan.buffers:
             buf = arg.source
             if not isinstance(buf, DeviceBuffer):
                 buf = (self.buffer(arg.shape, arg.dtype) if buf is None else self.buffer(buf))
                 temps[arg.name] = buf
-            bound.append((arg.binding, buf.handle, buf.nbytes))
+            used.append(buf)
+            bound.append((arg.binding, buf._live(), buf.nbytes))
         if any(n == 0 for n in plan.workgroups):
             job = None  # an empty grid dispatches nothing; outputs keep their contents
         else:
+            # Only calls on persistent buffers reuse binding sets; temporaries die now.
             job = self._encode(pipeline, bound, plan.uniform_binding, plan.uniform,
-                               plan.workgroups)
+                               plan.workgroups, cacheable=not temps)
         written = [a for a in plan.buffers if a.access != "r"]
         batch = self._batch
         if batch is not None:
             if job is not None:
                 batch.recorded.append(job)
-            batch.keep.extend(temps.values())
+            batch.keep.extend(used)  # every bound buffer outlives the batch's submission
             return {a.name: temps.get(a.name, a.source) for a in written}
         if job is not None:
             self._submit([job])
@@ -205,7 +243,7 @@ class Device:
         raise NotImplementedError("Device._pipeline is implemented by each backend")
 
     def _encode(self, pipeline, bound: list, uniform_binding, uniform: bytes | None,
-                workgroups: tuple):
+                workgroups: tuple, cacheable: bool):
         raise NotImplementedError("Device._encode is implemented by each backend")
 
     def _submit(self, jobs: list) -> None:

@@ -131,6 +131,7 @@ class VulkanDevice(Device):
         cache_info = vk.VkPipelineCacheCreateInfo()
         self.pipeline_cache = vk.vkCreatePipelineCache(self.dev, cache_info, None)
         self._pools, self._pool_at = [], 0
+        self._kept_pools, self._kept_full = [], False
         self._arenas, self._arena_at, self._arena_used = [], 0, 0
         self._staging = None
 
@@ -209,6 +210,10 @@ class VulkanDevice(Device):
         return bytes(staging.mapped[0:nbytes])
 
     def _release(self, handle: _Buf) -> None:
+        for dset, ubuf, pool in self._sets.drop(handle):
+            vk.vkFreeDescriptorSets(self.dev, pool, 1, [dset])
+            if ubuf is not None:
+                self._release(ubuf)
         if handle.mapped is not None:
             vk.vkUnmapMemory(self.dev, handle.memory)
         vk.vkDestroyBuffer(self.dev, handle.buffer, None)
@@ -301,8 +306,19 @@ class VulkanDevice(Device):
         self._arena_used += size
         return arena.buffer, offset
 
-    def _encode(self, pipeline, bound, uniform_binding, uniform, workgroups):
+    def _encode(self, pipeline, bound, uniform_binding, uniform, workgroups, cacheable):
         pipe, layout, set_layout = pipeline
+        if cacheable:
+            key = (id(pipe), tuple((b, id(h), n) for b, h, n in bound))
+            entry = self._sets.take(key)
+            if entry is None and key not in self._sets.busy:
+                entry = self._kept_set(set_layout, bound, uniform_binding, uniform)
+                self._sets.put(key, [h for _, h, _ in bound], entry)
+            if entry is not None:
+                dset, ubuf, _ = entry
+                if ubuf is not None:
+                    ubuf.mapped[0:len(uniform)] = uniform
+                return pipe, layout, dset, workgroups
         dset = self._descriptor_set(set_layout)
         targets = [(b, h.buffer, 0, n, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
                    for b, h, n in bound]
@@ -310,13 +326,49 @@ class VulkanDevice(Device):
             buffer, offset = self._uniform_slice(uniform)
             targets.append((uniform_binding, buffer, offset, len(uniform),
                             vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER))
+        self._write_set(dset, targets)
+        return pipe, layout, dset, workgroups
+
+    def _kept_set(self, set_layout, bound, uniform_binding, uniform):
+        """A descriptor set from a freeable pool with its own uniform buffer, kept in the
+        binding cache until one of its buffers is released."""
+        layouts = [set_layout]
+        while True:
+            if not self._kept_pools or self._kept_full:
+                sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                 descriptorCount=_POOL_SETS * 8),
+                         vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+                                                 descriptorCount=_POOL_SETS)]
+                pool_info = vk.VkDescriptorPoolCreateInfo(
+                    flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
+                    maxSets=_POOL_SETS, poolSizeCount=2, pPoolSizes=sizes)
+                self._kept_pools.append(self._vk("descriptor pool", vk.vkCreateDescriptorPool,
+                                                 self.dev, pool_info, None))
+                self._kept_full = False
+            pool = self._kept_pools[-1]
+            info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
+                                                  pSetLayouts=layouts)
+            try:
+                dset = vk.vkAllocateDescriptorSets(self.dev, info)[0]
+                break
+            except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool):
+                self._kept_full = True  # this pool is full: continue in a new one
+        ubuf, targets = None, [(b, h.buffer, 0, n, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
+                               for b, h, n in bound]
+        if uniform is not None:
+            ubuf = self._make(len(uniform), vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, host=True)
+            targets.append((uniform_binding, ubuf.buffer, 0, len(uniform),
+                            vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER))
+        self._write_set(dset, targets)
+        return dset, ubuf, pool
+
+    def _write_set(self, dset, targets) -> None:
         infos = [[vk.VkDescriptorBufferInfo(buffer=buf, offset=off, range=n)]
                  for _, buf, off, n, _ in targets]
         writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=b, descriptorCount=1,
                                           descriptorType=t, pBufferInfo=info)
                   for (b, _, _, _, t), info in zip(targets, infos)]
         vk.vkUpdateDescriptorSets(self.dev, len(writes), writes, 0, None)
-        return pipe, layout, dset, workgroups
 
     def _submit(self, jobs: list) -> None:
         barrier = vk.VkMemoryBarrier(srcAccessMask=_ACCESS, dstAccessMask=_ACCESS)
@@ -336,6 +388,7 @@ class VulkanDevice(Device):
             for pool in self._pools[:self._pool_at + 1]:
                 vk.vkResetDescriptorPool(self.dev, pool, 0)
             self._pool_at, self._arena_at, self._arena_used = 0, 0, 0
+            self._sets.submitted()
 
     def _wait(self) -> None:
         """Nothing to do: every submission already waited on its fence."""

@@ -89,6 +89,9 @@ class WgpuDevice(Device):
         return bytes(self._guard("buffer read", self.queue.read_buffer, handle, 0, nbytes))
 
     def _release(self, handle) -> None:
+        for _, ubuf in self._sets.drop(handle):
+            if ubuf is not None:
+                ubuf.destroy()
         handle.destroy()
 
     def _pipeline(self, meta: dict, code):
@@ -116,8 +119,24 @@ class WgpuDevice(Device):
                               f"on {self.name}: {exc}") from exc
         return pipeline, layout
 
-    def _encode(self, pipeline, bound, uniform_binding, uniform, workgroups):
+    def _encode(self, pipeline, bound, uniform_binding, uniform, workgroups, cacheable):
         pipe, layout = pipeline
+        if cacheable:
+            key = (id(pipe), tuple((b, id(h), n) for b, h, n in bound))
+            entry = self._sets.take(key)
+            if entry is not None:
+                group, ubuf = entry
+                if ubuf is not None:
+                    self._guard("uniform upload", self.queue.write_buffer, ubuf, 0, uniform)
+                return pipe, group, workgroups, None
+            if key not in self._sets.busy:
+                group, ubuf = self._bind_group(layout, bound, uniform_binding, uniform)
+                self._sets.put(key, [h for _, h, _ in bound], (group, ubuf))
+                return pipe, group, workgroups, None
+        group, ubuf = self._bind_group(layout, bound, uniform_binding, uniform)
+        return pipe, group, workgroups, ubuf
+
+    def _bind_group(self, layout, bound, uniform_binding, uniform):
         entries = [{"binding": b, "resource": {"buffer": h, "offset": 0, "size": n}}
                    for b, h, n in bound]
         keep = None
@@ -128,7 +147,7 @@ class WgpuDevice(Device):
                             "resource": {"buffer": keep, "offset": 0, "size": len(uniform)}})
         group = self._guard("bind group creation", self.device.create_bind_group,
                             layout=layout, entries=entries)
-        return pipe, group, workgroups, keep
+        return group, keep
 
     def _submit(self, jobs: list) -> None:
         try:
@@ -142,6 +161,8 @@ class WgpuDevice(Device):
             self.queue.submit([encoder.finish()])
         except wgpu.GPUError as exc:
             raise DeviceError(f"wgpu dispatch failed on {self.name}: {exc}") from exc
+        finally:
+            self._sets.submitted()
 
     def _wait(self) -> None:
         # Reading a buffer waits for all submitted work (on_submitted_work_done_sync is
