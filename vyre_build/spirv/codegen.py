@@ -60,6 +60,7 @@ class FunctionWriter(ValueOps, MemoryOps):
         self.desc = desc
         self.vals: dict[int, tuple[int, str]] = {}   # descriptor SSA id -> (SPIR-V id, type)
         self.known: dict[int, int] = {}              # SSA id -> value, for integer literals
+        self.const_bits: dict[int, int] = {}         # SPIR-V constant id -> its 32 bits (integers)
         self.var_words: list[int] = []
         self.prologue: list[int] = []
         self.words: list[int] = []
@@ -223,11 +224,14 @@ class FunctionWriter(ValueOps, MemoryOps):
         if ty is None:
             self.fail(kop, f"literal {lit!r} has no supported type")
         value = lit.args[0]
-        if ty in ("U32", "I32") and kop.result is not None:
-            self.known[kop.result] = value & 0xFFFFFFFF
         if ty == "F32":
             return self.m.const_f32_bits(_f32_bits(value)), ty
-        return self.const(ty, value), ty
+        cid = self.const(ty, value)
+        if ty in ("U32", "I32"):
+            self.const_bits[cid] = value & 0xFFFFFFFF
+            if kop.result is not None:
+                self.known[kop.result] = value & 0xFFFFFFFF
+        return cid, ty
 
     def h_copy(self, kop: KernelOp, body: KernelBody):
         (x,) = self.operands(kop, 1)

@@ -102,7 +102,9 @@ class ValueOps:
         self.fail(kop, f"BinOp {name} is not defined for ({at}, {bt})")
 
     def _shift(self, name: str, a: int, at: str, b: int) -> int:
-        n = self.op("OpBitwiseAnd", "U32", b, self.const("U32", 31))
+        known = self.const_bits.get(b)
+        n = self.const("U32", known & 31) if known is not None else \
+            self.op("OpBitwiseAnd", "U32", b, self.const("U32", 31))
         if name == "Shl":
             return self.op("OpShiftLeftLogical", at, a, n)
         if name == "Shr" and at == "I32":
@@ -149,17 +151,24 @@ class ValueOps:
 
     def _div_mod(self, name: str, a: int, at: str, b: int) -> int:
         # Replace a zero (or i32::MIN / -1) divisor by 1: x / 1 == x and x % 1 == 0 are the pinned results.
+        known = self.const_bits.get(b)
+        if known is not None and known != 0 and not (at == "I32" and known == 0xFFFFFFFF):
+            safe = b   # a literal divisor that needs no guard
+        else:
+            safe = self._safe_divisor(a, at, b)
+        if at == "U32":
+            return self.op("OpUDiv" if name == "Div" else "OpUMod", at, a, safe)
+        # SRem takes the dividend's sign: truncated modulo, as WGSL's %.
+        return self.op("OpSDiv" if name == "Div" else "OpSRem", at, a, safe)
+
+    def _safe_divisor(self, a: int, at: str, b: int) -> int:
         zero, one = self.zero(at), self.const(at, 1)
         bad = self.op("OpIEqual", "Bool", b, zero)
         if at == "I32":
             is_min = self.op("OpIEqual", "Bool", a, self.const("I32", I32_MIN))
             is_neg1 = self.op("OpIEqual", "Bool", b, self.const("I32", 0xFFFFFFFF))
             bad = self.op("OpLogicalOr", "Bool", bad, self.op("OpLogicalAnd", "Bool", is_min, is_neg1))
-        safe = self.op("OpSelect", at, bad, one, b)
-        if at == "U32":
-            return self.op("OpUDiv" if name == "Div" else "OpUMod", at, a, safe)
-        # SRem takes the dividend's sign: truncated modulo, as WGSL's %.
-        return self.op("OpSDiv" if name == "Div" else "OpSRem", at, a, safe)
+        return self.op("OpSelect", at, bad, one, b)
 
     def unary(self, name: str, a: int, at: str, kop) -> tuple[int, str]:
         c = CLASS[at]
