@@ -24,6 +24,9 @@ _COMPUTE = vk.VK_PIPELINE_BIND_POINT_COMPUTE
 _STAGE = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
 _ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
            | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+# After a dispatch: later dispatches, transfers and host reads (mapped memory) see it.
+_DST_STAGE = _STAGE | vk.VK_PIPELINE_STAGE_HOST_BIT
+_DST_ACCESS = _ACCESS | vk.VK_ACCESS_HOST_READ_BIT
 _TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0,
               vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
               vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2, vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3}
@@ -128,6 +131,15 @@ class VulkanDevice(Device):
         self.cmd, self.xfer_cmd = cmds[0], cmds[1]
         fence_info = vk.VkFenceCreateInfo()
         self.fence = vk.vkCreateFence(self.dev, fence_info, None)
+        # Structs reused by every submission (built once: cffi struct creation is slow).
+        self._fences = [self.fence]
+        self._begin = vk.VkCommandBufferBeginInfo(
+            flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        self._cmd_lists = ([self.cmd], [self.xfer_cmd])
+        self._submit_infos = tuple(
+            [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=c)] for c in self._cmd_lists)
+        barrier = vk.VkMemoryBarrier(srcAccessMask=_ACCESS, dstAccessMask=_DST_ACCESS)
+        self._barriers = [barrier]
         cache_info = vk.VkPipelineCacheCreateInfo()
         self.pipeline_cache = vk.vkCreatePipelineCache(self.dev, cache_info, None)
         self._pools, self._pool_at = [], 0
@@ -221,19 +233,16 @@ class VulkanDevice(Device):
 
     def _run_commands(self, cmd, record) -> None:
         """Record into `cmd` with `record(cmd)`, submit, and wait for the fence."""
-        begin = vk.VkCommandBufferBeginInfo(
-            flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
-        self._vk("command recording", vk.vkBeginCommandBuffer, cmd, begin)
+        self._vk("command recording", vk.vkBeginCommandBuffer, cmd, self._begin)
         record(cmd)
         self._vk("command recording", vk.vkEndCommandBuffer, cmd)
-        cmds = [cmd]
-        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cmds)
-        self._vk("queue submit", vk.vkQueueSubmit, self.queue, 1, [submit], self.fence)
+        submits = self._submit_infos[0 if cmd is self.cmd else 1]
+        self._vk("queue submit", vk.vkQueueSubmit, self.queue, 1, submits, self.fence)
         try:
-            self._vk("wait", vk.vkWaitForFences, self.dev, 1, [self.fence], vk.VK_TRUE,
+            self._vk("wait", vk.vkWaitForFences, self.dev, 1, self._fences, vk.VK_TRUE,
                      _WAIT_NS)
         finally:
-            vk.vkResetFences(self.dev, 1, [self.fence])
+            vk.vkResetFences(self.dev, 1, self._fences)
             vk.vkResetCommandBuffer(cmd, 0)
 
     def _transfer(self, record) -> None:
@@ -371,8 +380,7 @@ class VulkanDevice(Device):
         vk.vkUpdateDescriptorSets(self.dev, len(writes), writes, 0, None)
 
     def _submit(self, jobs: list) -> None:
-        barrier = vk.VkMemoryBarrier(srcAccessMask=_ACCESS, dstAccessMask=_ACCESS)
-        barriers = [barrier]
+        barriers = self._barriers
 
         def record(cmd):
             for pipe, layout, dset, (x, y, z) in jobs:
@@ -380,7 +388,8 @@ class VulkanDevice(Device):
                 vk.vkCmdBindDescriptorSets(cmd, _COMPUTE, layout, 0, 1, [dset], 0, None)
                 vk.vkCmdDispatch(cmd, x, y, z)
                 # Later dispatches and transfers see this dispatch's writes.
-                vk.vkCmdPipelineBarrier(cmd, _STAGE, _STAGE, 0, 1, barriers, 0, None, 0, None)
+                vk.vkCmdPipelineBarrier(cmd, _STAGE, _DST_STAGE, 0, 1, barriers, 0, None, 0,
+                                        None)
 
         try:
             self._run_commands(self.cmd, record)
