@@ -18,7 +18,7 @@ def crc32(data: Buffer[u32], offsets: Buffer[u32], lengths: Buffer[u32], out: Bu
     k = start
     while k < end:
         crc ^= load_byte(data, k)
-        for bit in range(8):
+        for _bit in range(8):
             crc = select((crc & 1) != 0, (crc >> 1) ^ POLY, crc >> 1)
         k += 1
     out[i] = ~crc

@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)  # reference.py sits beside this file (no package __init__)
 
-import reference
+import reference  # noqa: E402  (needs the sys.path entry above)
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 KERNELS = os.path.join(ROOT, "kernels")

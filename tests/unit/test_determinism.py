@@ -1,7 +1,7 @@
 """Compiling the kernels/ tree is deterministic: byte-identical artifacts across runs.
 
 The tree is copied to two different temporary directories and compiled there by the
-CLI (`python -m vyre_build compile FILE --target all -o DIR`) in fresh processes with
+CLI (`python -m vyre_build compile FILE... --target all -o DIR`) in fresh processes with
 different PYTHONHASHSEED values and working directories. Identical bytes prove the
 artifacts depend on no dict/set order, hash seed, absolute path or time.
 """
@@ -27,18 +27,18 @@ def _copy_tree(dest: str) -> str:
     return tree
 
 
-def _compile_tree(tree: str, out: str, seed: str) -> dict[str, bytes]:
-    """Compile every kernel file of `tree` into `out`; return relative path -> bytes."""
+def _compile_tree(tree: str, out: str, seed: str, reverse: bool) -> dict[str, bytes]:
+    """Compile every kernel file of `tree` into `out` in one CLI run (files in sorted or
+    reversed order, so compile order cannot leak into outputs); return rel path -> bytes."""
     env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=ROOT)
-    files = sorted(f for f in os.listdir(tree) if f.endswith(".py"))
+    files = sorted((f for f in os.listdir(tree) if f.endswith(".py")), reverse=reverse)
     assert files, f"no kernel files in {tree}"
-    for name in files:
-        proc = subprocess.run(
-            [sys.executable, "-m", "vyre_build", "compile", os.path.join(tree, name),
-             "--target", "all", "-o", out],
-            cwd=os.path.dirname(tree), env=env, capture_output=True, text=True, timeout=120,
-            check=False)
-        assert proc.returncode == 0, f"compiling {name} failed:\n{proc.stdout}{proc.stderr}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "vyre_build", "compile", *[os.path.join(tree, f) for f in files],
+         "--target", "all", "--root", tree, "-o", out],
+        cwd=os.path.dirname(tree), env=env, capture_output=True, text=True, timeout=300,
+        check=False)
+    assert proc.returncode == 0, f"compiling {tree} failed:\n{proc.stdout}{proc.stderr}"
     found = {}
     for base, _, names in os.walk(out):
         for n in names:
@@ -53,14 +53,18 @@ def two_builds(tmp_path_factory) -> tuple[dict, dict]:
     builds = []
     for i, seed in enumerate(SEEDS):
         work = str(tmp_path_factory.mktemp(f"tree{i}_seed{seed}"))
-        builds.append(_compile_tree(_copy_tree(work), os.path.join(work, "out"), seed))
+        builds.append(_compile_tree(_copy_tree(work), os.path.join(work, "out"), seed,
+                                    reverse=i == 1))
     return builds[0], builds[1]
 
 
 def test_tree_compiles_to_every_target(two_builds):
+    from vyre_build.compiler import list_kernels
     first, _ = two_builds
+    expected = {s for f in sorted(os.listdir(KERNELS)) if f.endswith(".py")
+                for s in list_kernels(os.path.join(KERNELS, f), root=KERNELS)}
     stems = {p[:-len(s)] for p in first for s in SUFFIXES if p.endswith(s)}
-    assert len(stems) >= 20, f"expected the whole tree, got {sorted(stems)}"
+    assert stems == expected, f"built {sorted(stems)}, the tree declares {sorted(expected)}"
     for stem in sorted(stems):
         missing = [s for s in SUFFIXES if stem + s not in first]
         assert not missing, f"{stem} lacks {missing}"
