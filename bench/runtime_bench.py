@@ -149,11 +149,13 @@ def bundle_open(bundle: str, repeat: int) -> None:
 
 # ------------------------------------------------------------------ per-dispatch overhead
 
-def wgpu_hand_written(n: int):
-    """saxpy through wgpu-py's native API with buffers kept on the device: the baseline."""
+def wgpu_hand_written(n: int, wg: int = 64):
+    """saxpy through wgpu-py's native API with buffers kept on the device: the baseline.
+    `wg` is the workgroup size (256 for large n: 65535 workgroups per axis at most)."""
     import wgpu
     dev = get_device("wgpu").device  # same device; the baseline skips our layer only
-    module = dev.create_shader_module(code=shaders.SAXPY_WGSL)
+    code = shaders.SAXPY_WGSL.replace("@workgroup_size(64, 1, 1)", f"@workgroup_size({wg}, 1, 1)")
+    module = dev.create_shader_module(code=code)
     stor = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
     x = dev.create_buffer_with_data(data=np.arange(n, dtype=np.float32), usage=stor)
     y = dev.create_buffer_with_data(data=np.zeros(n, np.float32), usage=stor)
@@ -175,7 +177,7 @@ def wgpu_hand_written(n: int):
         cp = enc.begin_compute_pass()
         cp.set_pipeline(pipe)
         cp.set_bind_group(0, group)
-        cp.dispatch_workgroups(-(-n // 64), 1, 1)
+        cp.dispatch_workgroups(-(-n // wg), 1, 1)
         cp.end()
         dev.queue.submit([enc.finish()])
     return call, get_device("wgpu").wait
@@ -307,7 +309,7 @@ def device_report(backend: str, quick: bool, repeat: int) -> None:
             tt = _torch_time(torch, stem, size, repeat, number)
             line += f" | torch ({_torch_device(torch)}) {work / tt / 1e9:9.2f} {unit}"
         if stem == "saxpy" and backend == "wgpu":
-            call, sync = wgpu_hand_written(n)
+            call, sync = wgpu_hand_written(n, wg=256)
 
             def hand_block(call=call, sync=sync):
                 for _ in range(number):
