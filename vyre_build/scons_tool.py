@@ -50,6 +50,7 @@ from vyre_build.build_step import (
 )
 from vyre_build.cache import CACHE_DIR_ENV
 from vyre_build.cache.key import canonical_json
+from vyre_build.cache.scan import ScanMemo
 from vyre_build.cache.store import Store
 from vyre_build.errors import VyreError
 
@@ -69,44 +70,60 @@ def _compiler(env) -> str:
     return env.subst("$VYRECOMPILER") or DEFAULT_COMPILER
 
 
-def _memoized(what: str, compiler: str, path: str, compute):
-    """Per-process memo of a parse (list_kernels / kernel_dependencies) of one file."""
-    key = (what, compiler, path)
-    with _lock:
-        if key in _memo:
-            return _memo[key]
-    try:
-        value = compute()
-    except VyreError as exc:
-        raise SCons.Errors.UserError(str(exc)) from None
-    with _lock:
-        _memo[key] = value
-    return value
-
-
 def _source_path(node) -> str:
     # With VariantDir(duplicate=0) the kernel exists only in the source tree.
     return node.srcnode().abspath
 
 
-def kernel_stems(env, node) -> list[str]:
+def _scan_memo(env, compiler: str) -> ScanMemo | None:
+    store = _store(env)
+    if store is None:
+        return None
+    key = ("scanmemo", store.root, compiler)
+    with _lock:
+        if key not in _memo:
+            _memo[key] = ScanMemo(store, _identity_text(compiler))
+        return _memo[key]
+
+
+def _scan_file(env, node) -> dict:
+    """{"stems", "deps"} of a kernel file: once per process, and across builds through the
+    scan memo in the cache (reused only while every file it came from is unchanged)."""
     path, compiler = _source_path(node), _compiler(env)
-    return _memoized("stems", compiler, path,
-                     lambda: list(load_compiler(compiler).list_kernels(path)))
-
-
-def kernel_deps(env, node) -> list[str]:
-    """Every file compiling `node` reads besides itself: imports (transitively) + variants."""
-    path, compiler = _source_path(node), _compiler(env)
-
-    def compute():
-        deps = set(load_compiler(compiler).kernel_dependencies(path))
+    key = ("scan", compiler, path)
+    with _lock:
+        if key in _memo:
+            return _memo[key]
+    memo = _scan_memo(env, compiler)
+    info = memo.lookup(path) if memo is not None else None
+    if info is None:
+        before = memo.file_hash(path) if memo is not None else None
+        module = load_compiler(compiler)
+        try:
+            stems = list(module.list_kernels(path))
+            deps = set(module.kernel_dependencies(path))
+        except VyreError as exc:
+            raise SCons.Errors.UserError(str(exc)) from None
         base = os.path.dirname(path)
         deps.update(os.path.join(base, v) for v in VARIANTS_FILES
                     if os.path.isfile(os.path.join(base, v)))
         deps.discard(path)
-        return sorted(deps)
-    return _memoized("deps", compiler, path, compute)
+        info = {"stems": stems, "deps": sorted(deps)}
+        if memo is not None:
+            memo.save(path, before, info["stems"], info["deps"])
+    with _lock:
+        _memo[key] = info
+    return info
+
+
+def kernel_stems(env, node) -> list[str]:
+    """Output stems ("saxpy", "add.f32") of one kernel file."""
+    return _scan_file(env, node)["stems"]
+
+
+def kernel_deps(env, node) -> list[str]:
+    """Every file compiling `node` reads besides itself: imports (transitively) + variants."""
+    return _scan_file(env, node)["deps"]
 
 
 def _targets(env) -> tuple[str, ...]:
