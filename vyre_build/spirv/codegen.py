@@ -3,12 +3,10 @@
 `FunctionWriter` keeps the function's entry-block variables, the entry-block prologue
 (builtin loads, hoisted so they dominate every use) and the body words apart, and
 tracks the current block: after a terminator (return, break, continue) the rest of a
-body is unreachable and is not emitted. Control flow is structured the way SPIR-V's
-rules want it: every `if` gets an OpSelectionMerge with a fresh merge block, every loop
-an OpLoopMerge with its own merge and continue blocks, and a merge block that nothing
-branches to holds only OpUnreachable. Memory ops follow the pinned semantics of
-docs/descriptor-conventions.md (bounds-checked loads select 0, stores and atomics run
-under a branch). Result ids are handed out in walk order, so output is deterministic.
+body is unreachable and is not emitted. Value ops live in `ops`, slots and memory in
+`memory`, structured control flow in `control`; this class dispatches each op kind to
+its handler (an unknown kind is an EmitError naming the op, its operands and types).
+Result ids are handed out in walk order, so output is deterministic.
 """
 from __future__ import annotations
 
@@ -25,6 +23,7 @@ from vyre_build.descriptor import (
 )
 from vyre_build.errors import EmitError
 from vyre_build.spirv import grammar as g
+from vyre_build.spirv.control import CONTROL_NONE, ControlFlow, Loop
 from vyre_build.spirv.memory import MemoryOps
 from vyre_build.spirv.module import OP, SpirvModule
 from vyre_build.spirv.ops import ValueOps
@@ -33,7 +32,6 @@ BUILTINS = {"GlobalInvocationId": "GlobalInvocationId", "LocalInvocationId": "Lo
             "WorkgroupId": "WorkgroupId", "vyre.num_workgroups": "NumWorkgroups"}
 SCALARS = ("U32", "I32", "F32", "Bool")
 _LITERAL_TYPES = {"U32": "U32", "I32": "I32", "F32": "F32", "Bool": "Bool"}
-CONTROL_NONE = 0   # SelectionControl / LoopControl / FunctionControl "None"
 
 
 def _f32_bits(value) -> int:
@@ -42,17 +40,7 @@ def _f32_bits(value) -> int:
     return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
-class _Loop:
-    """One enclosing loop: where break and continue branch to."""
-    __slots__ = ("broke", "cont", "in_continuing", "merge")
-
-    def __init__(self, merge: int, cont: int):
-        self.merge, self.cont = merge, cont
-        self.in_continuing = False
-        self.broke = False
-
-
-class FunctionWriter(ValueOps, MemoryOps):
+class FunctionWriter(ValueOps, MemoryOps, ControlFlow):
     """Emits the `main` compute function of one descriptor into `module`."""
 
     def __init__(self, module: SpirvModule, desc: KernelDescriptor):
@@ -66,7 +54,7 @@ class FunctionWriter(ValueOps, MemoryOps):
         self.words: list[int] = []
         self.label = 0
         self.open = False
-        self.loops: list[_Loop] = []
+        self.loops: list[Loop] = []
         self.loop_vars: dict[str, tuple[int, str]] = {}
         self.interface: list[int] = []
         self._builtin_vars: dict[str, int] = {}
@@ -292,142 +280,14 @@ class FunctionWriter(ValueOps, MemoryOps):
         (axis,) = self.operands(kop, 1)
         return self.builtin(BUILTINS[name], axis, kop), "U32"
 
-    # --- control flow ------------------------------------------------------------------
-
-    def h_if(self, kop: KernelOp, body: KernelBody):
-        has_else = kop.kind.name == "StructuredIfThenElse"
-        ops = self.operands(kop, 3 if has_else else 2)
-        ci, ct = self.value(ops[0], kop)
-        if ct != "Bool":
-            self.fail(kop, f"condition has type {ct}, not Bool")
-        then_body = self.child(body, ops[1], kop)
-        else_body = self.child(body, ops[2], kop) if has_else else None
-        m = self.m
-        then_l, merge = m.new_id(), m.new_id()
-        else_l = m.new_id() if has_else else merge
-        self.selection(ci, then_l, else_l, merge)
-        self.start_block(then_l)
-        self.body(then_body)
-        reached = self.branch(merge) or not has_else
-        if has_else:
-            self.start_block(else_l)
-            self.body(else_body)
-            reached = self.branch(merge) or reached
-        self.start_block(merge)
-        if not reached:
-            self.inst("OpUnreachable")
-            self.open = False
-
-    def h_for(self, kop: KernelOp, body: KernelBody):
-        lo, hi, index = self.operands(kop, 3)
-        (loi, lot), (hii, hit) = self.value(lo, kop), self.value(hi, kop)
-        if lot != hit or lot not in ("U32", "I32"):
-            self.fail(kop, "for-loop bounds must both be U32 or both I32")
-        child = self.child(body, index, kop)
-        m = self.m
-        counter = self.function_var(self.tid(lot))
-        self.inst("OpStore", counter, loi)
-        header, body_l, cont, merge = m.new_id(), m.new_id(), m.new_id(), m.new_id()
-        self.branch(header)
-        self.start_block(header)
-        iv = self.op("OpLoad", lot, counter)
-        cond = self.op("OpULessThan" if lot == "U32" else "OpSLessThan", "Bool", iv, hii)
-        self.inst("OpLoopMerge", merge, cont, CONTROL_NONE)
-        self.inst("OpBranchConditional", cond, body_l, merge)
-        self.open = False
-        loop_var = kop.kind.args[0]
-        self.loop_vars[loop_var] = (iv, lot)
-        self.loops.append(_Loop(merge, cont))
-        self.start_block(body_l)
-        self.body(child)
-        self.branch(cont)
-        self.start_block(cont)
-        # Reload: the continue block may be unreachable, so it uses nothing from the body.
-        cur = self.op("OpLoad", lot, counter)
-        self.inst("OpStore", counter, self.op("OpIAdd", lot, cur, self.const(lot, 1)))
-        self.branch(header)
-        self.loops.pop()
-        del self.loop_vars[loop_var]
-        self.start_block(merge)
-
-    def h_loop_index(self, kop: KernelOp, body: KernelBody):
-        self.operands(kop, 0)
-        got = self.loop_vars.get(kop.kind.args[0])
-        if got is None:
-            self.fail(kop, f"no enclosing StructuredForLoop binds {kop.kind.args[0]!r}")
-        return got
-
-    def h_loop(self, kop: KernelOp, body: KernelBody):
-        if len(kop.operands) not in (1, 2):
-            self.fail(kop, "vyre.loop takes [body] or [body, continuing]")
-        children = [self.child(body, i, kop) for i in kop.operands]
-        m = self.m
-        header, body_l, cont, merge = m.new_id(), m.new_id(), m.new_id(), m.new_id()
-        self.branch(header)
-        self.start_block(header)
-        self.inst("OpLoopMerge", merge, cont, CONTROL_NONE)
-        self.inst("OpBranch", body_l)
-        self.open = False
-        loop = _Loop(merge, cont)
-        self.loops.append(loop)
-        self.start_block(body_l)
-        self.body(children[0])
-        self.branch(cont)
-        self.start_block(cont)
-        loop.in_continuing = True
-        if len(children) == 2:
-            self.body(children[1])
-        self.branch(header)
-        self.loops.pop()
-        self.start_block(merge)
-        if not loop.broke:   # only a return leaves this loop
-            self.inst("OpUnreachable")
-            self.open = False
-
-    def h_opaque_node(self, kop: KernelOp, body: KernelBody):
-        kind = kop.kind.args[0]
-        if kind == "vyre.loop":
-            return self.h_loop(kop, body)
-        if kind in ("vyre.break", "vyre.continue"):
-            self.operands(kop, 0)
-            if not self.loops:
-                self.fail(kop, f"{kind} outside a loop")
-            loop = self.loops[-1]
-            if loop.in_continuing:
-                self.fail(kop, f"{kind} inside a loop's continuing block")
-            if kind == "vyre.break":
-                loop.broke = True
-                self.branch(loop.merge)
-            else:
-                self.branch(loop.cont)
-            return None
-        self.fail(kop, f"OpaqueNode extension_kind {kind!r} is unknown")
-
-    def h_return(self, kop: KernelOp, body: KernelBody):
-        self.operands(kop, 0)
-        if any(loop.in_continuing for loop in self.loops):
-            self.fail(kop, "Return inside a loop's continuing block")
-        self.inst("OpReturn")
-        self.open = False
-
-    def h_barrier(self, kop: KernelOp, body: KernelBody):
-        self.operands(kop, 0)
-        ordering = kop.kind.args[0]
-        sem = g.MEMORYSEMANTICS["AcquireRelease"] | g.MEMORYSEMANTICS["WorkgroupMemory"]
-        if ordering == "SeqCst":   # storageBarrier(): also order storage-buffer memory
-            sem |= g.MEMORYSEMANTICS["UniformMemory"]
-        elif ordering != "AcqRel":
-            self.fail(kop, f"barrier ordering {ordering} is not AcqRel or SeqCst")
-        wg = self.const("U32", g.SCOPE["Workgroup"])
-        self.inst("OpControlBarrier", wg, wg, self.const("U32", sem))
-
     HANDLERS: ClassVar[dict] = {
         "Literal": h_literal, "Copy": h_copy, "GlobalInvocationId": h_builtin,
         "LocalInvocationId": h_builtin, "WorkgroupId": h_builtin, "BinOpKind": h_binop,
         "UnOpKind": h_unop, "Fma": h_fma, "Select": h_select, "Cast": h_cast,
-        "OpaqueExpr": h_opaque_expr, "StructuredIfThen": h_if, "StructuredIfThenElse": h_if,
-        "StructuredForLoop": h_for, "LoopIndex": h_loop_index, "OpaqueNode": h_opaque_node,
-        "Return": h_return, "Barrier": h_barrier,
+        "OpaqueExpr": h_opaque_expr, "StructuredIfThen": ControlFlow.h_if,
+        "StructuredIfThenElse": ControlFlow.h_if, "StructuredForLoop": ControlFlow.h_for,
+        "LoopIndex": ControlFlow.h_loop_index, "OpaqueNode": ControlFlow.h_opaque_node,
+        "Return": ControlFlow.h_return, "Barrier": ControlFlow.h_barrier,
         "LoadGlobal": MemoryOps.h_load, "LoadShared": MemoryOps.h_load,
         "LoadConstant": MemoryOps.h_load_constant, "StoreGlobal": MemoryOps.h_store,
         "StoreShared": MemoryOps.h_store, "BufferLength": MemoryOps.h_length,

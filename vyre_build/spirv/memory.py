@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from vyre_build.descriptor import BindingSlot, KernelBody, KernelOp
 from vyre_build.spirv import grammar as g
+from vyre_build.spirv.control import CONTROL_NONE
 
 STORAGE_TYPES = ("U32", "I32", "F32")
 ATOMIC_OPS = {"Add": "OpAtomicIAdd", "Or": "OpAtomicOr", "And": "OpAtomicAnd", "Xor": "OpAtomicXor",
@@ -143,7 +144,7 @@ class MemoryOps:
             self.start_block(header)
             k = self.op("OpLoad", "U32", counter)
             more = self.op("OpULessThan", "Bool", k, self.const("U32", info.slot.element_count))
-            self.inst("OpLoopMerge", merge, cont, 0)
+            self.inst("OpLoopMerge", merge, cont, CONTROL_NONE)
             self.inst("OpBranchConditional", more, body, merge)
             self.start_block(body)
             self.store_element(info, self.element_ptr(info, k), self.zero(info.ty))
