@@ -23,7 +23,7 @@ from spirv_kernels_flow import CASES  # noqa: E402
 from vyre_build.spirv import emit_spirv  # noqa: E402
 
 GOLDEN = os.path.join(HERE, "spirv")
-SNAPSHOT_CASES = ("saxpy", "loops", "returns", "shared", "atomics", "bounds")
+SNAPSHOT_CASES = ("saxpy", "loops", "returns", "terminators", "shared", "atomics", "bounds")
 
 
 def disassemble(binary: bytes, tmp_path) -> str:

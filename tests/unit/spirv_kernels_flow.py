@@ -116,6 +116,34 @@ def case_returns(n: int = 90) -> Case:
     return Case(kb.build(), {"out": zeros, "out2": zeros}, {"out": want, "out2": want2}, groups=(3, 1, 1))
 
 
+def case_terminators(n: int = 40) -> Case:
+    """Ifs whose both arms end in break/continue or return: unreachable merges, dead code after."""
+    kb = KB("terminators", (32, 1, 1))
+    out, out2 = kb.buffer("U32", "ReadWrite", "out"), kb.buffer("U32", "ReadWrite", "out2")
+    cnt = kb.local("Scratch", "U32", 1, "cnt")
+    r = kb.root
+    i = r.gid(0)
+    r.if_(r.bin("Ge", i, r.emit("BufferLength", out))).ret()
+    body = r.for_("j", r.u(0), r.u(10))
+    body.store(cnt, body.u(0), body.bin("Add", body.load(cnt, body.u(0)), body.u(1)))
+    stop, go_on = body.if_else(body.bin("Eq", body.emit(_loop_index("j")), body.bin("Mod", i, body.u(5))))
+    stop.brk()
+    go_on.cont()
+    body.store(out, i, body.u(999))        # unreachable: both arms left the body
+    r.store(out, i, r.load(cnt, r.u(0)))
+    even, odd = r.if_else(r.bin("Eq", r.bin("BitAnd", i, r.u(1)), r.u(0)))
+    even.store(out2, i, even.u(1))
+    even.ret()
+    odd.store(out2, i, odd.u(2))
+    odd.ret()
+    r.store(out, i, r.u(777))              # unreachable: both arms returned
+    idx = np.arange(n)
+    zeros = np.zeros(n, np.uint32)
+    return Case(kb.build(), {"out": zeros, "out2": zeros},
+                {"out": (idx % 5 + 1).astype(np.uint32), "out2": np.where(idx % 2 == 0, 1, 2).astype(np.uint32)},
+                groups=(2, 1, 1))
+
+
 def case_shared(groups: int = 3) -> Case:
     """Workgroup tree reduction with barriers; shared zero-init; OOB shared load/store; ids."""
     kb = KB("shared", (64, 1, 1))
@@ -245,5 +273,6 @@ def case_bounds(n: int = 40) -> Case:
 CASES = {
     "saxpy": case_saxpy, "int_ops_u32": lambda: case_int_ops("U32"), "int_ops_i32": lambda: case_int_ops("I32"),
     "float_ops": case_float_ops, "casts": case_casts, "loops": case_loops, "returns": case_returns,
+    "terminators": case_terminators,
     "shared": case_shared, "atomics": case_atomics, "bounds": case_bounds,
 }
