@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 VYRE_SCONSTRUCT = """\
 import vyre_build.scons_tool
-env = Environment(tools=["default", "vyre"], toolpath=[vyre_build.scons_tool.toolpath()])
+env = Environment(tools=["vyre"], toolpath=[vyre_build.scons_tool.toolpath()])
 VariantDir("build", "kernels", duplicate=0)
 env.VyreBundle("dist/kernels.vyrebundle", env.VyreKernelDir("build"))
 """
