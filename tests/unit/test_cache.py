@@ -290,3 +290,67 @@ def test_compute_key_includes_variants_yaml(tmp_path):
     k2, _ = compute_key(str(src / "k.py"), [], ["wgsl"], None, IDENT)
     assert [d["part"] for d in diff_manifests(k1.manifest, k2.manifest)] == [
         "variants variants.yaml"]
+
+
+# --- scan memo ---------------------------------------------------------------------------
+
+def test_scan_memo_reuses_only_while_every_input_is_unchanged(tmp_path):
+    from vyre_build.cache.scan import ScanMemo
+    src = tree(tmp_path / "t", {"k.py": "k", "h.py": "h"})
+    k, h = str(src / "k.py"), str(src / "h.py")
+    memo = ScanMemo(Store(tmp_path / "c"), "ident-1")
+    assert memo.lookup(k) is None
+    memo.save(k, memo.file_hash(k), ["k"], [h])
+    fresh = ScanMemo(Store(tmp_path / "c"), "ident-1")
+    assert fresh.lookup(k) == {"stems": ["k"], "deps": [h]}
+    assert ScanMemo(Store(tmp_path / "c"), "ident-2").lookup(k) is None
+    (src / "variants.yaml").write_text("k.py: {}\n")       # a new file the answer may read
+    assert ScanMemo(Store(tmp_path / "c"), "ident-1").lookup(k) is None
+    (src / "variants.yaml").unlink()
+    (src / "h.py").write_text("h2")
+    assert ScanMemo(Store(tmp_path / "c"), "ident-1").lookup(k) is None
+    memo2 = ScanMemo(Store(tmp_path / "c"), "ident-1")
+    memo2.save(k, "0" * 64, ["stale"], [])               # source changed while parsing
+    assert memo2.lookup(k) is None
+
+
+def test_scan_memo_ignores_a_corrupt_entry(tmp_path):
+    from vyre_build.cache.scan import ScanMemo
+    src = tree(tmp_path / "t", {"k.py": "k"})
+    k = str(src / "k.py")
+    memo = ScanMemo(Store(tmp_path / "c"), "i")
+    memo.save(k, memo.file_hash(k), ["k"], [])
+    [entry] = list((tmp_path / "c" / "scan").rglob("*.json"))
+    entry.write_text(entry.read_text().replace('"stems":["k"]', '"stems":["evil"]'))
+    assert ScanMemo(Store(tmp_path / "c"), "i").lookup(k) is None and not entry.exists()
+
+
+# --- CLI ---------------------------------------------------------------------------------
+
+def test_cli_gc_show_why_and_errors(tmp_path, capsys):
+    from vyre_build.cli import main
+    from vyre_build.commands.cache import parse_size
+    assert parse_size("2k") == 2048 and parse_size("1.5M") == 1572864 and parse_size("7") == 7
+    with pytest.raises(CacheError, match="is not a size"):
+        parse_size("lots")
+    store = Store(tmp_path / "c")
+    a, b = key_of(), key_of(options={"a": 9})
+    for k in (a, b):
+        store.put_record(k.key, k.manifest, {"s.wgsl": k.key.encode()})
+    store.note_built(["s"], a.key)
+    store.note_built(["s"], b.key)
+    cd = ["--cache-dir", str(tmp_path / "c")]
+    assert main(["cache", "why", "build/s.wgsl", *cd, "--json"]) == 0
+    why = json.loads(capsys.readouterr().out)
+    assert (why["old"], why["new"]) == (a.key, b.key)
+    assert [d["part"] for d in why["differences"]] == ["options"]
+    assert main(["cache", "show", b.key[:10], *cd]) == 0
+    shown = capsys.readouterr().out
+    assert f"key {b.key}" in shown and "import h.py" in shown and '"a": 9' in shown
+    assert main(["cache", "show", "zz", *cd]) == 1
+    assert "is not a key" in capsys.readouterr().err
+    assert main(["cache", "gc", "--max-size", "0", *cd, "--json"]) == 0
+    assert sorted(json.loads(capsys.readouterr().out)["evicted_entries"]) == sorted(
+        [a.key, b.key])
+    assert main(["cache", "stats", "--cache-dir", str(tmp_path / "none")]) == 1
+    assert "no cache at" in capsys.readouterr().err
