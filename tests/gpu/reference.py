@@ -6,6 +6,8 @@ and a size, a reference that computes the expected contents of the buffers the k
 writes, the sizes to test (including ones that are not multiples of the workgroup
 size) and the tolerance, with the reason for it. Generators and references never touch
 the compiler or a device, so other tests (bundles, benchmarks, the CLI) can import them.
+Every case's outputs compare directly; kernels whose outputs depend on which invocation
+wins a race (atomics.py) are checked by a dedicated test in test_kernels.py instead.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import reference_extra as extra
 
 U32 = np.uint32
 MASK32 = (1 << 32) - 1
@@ -442,6 +445,18 @@ CASES: tuple[KernelCase, ...] = (
                sizes=((1, 1), (3, 63), (5, 257), (2, 1000)), rtol=1e-4, atol=1e-6,
                tolerance_note="backend exp (a few ulp) and an f32 sum of up to 1000 terms"),
     KernelCase("bitonic.py", "bitonic_step", _bitonic_inputs, _bitonic_ref),
+    KernelCase("activations.py", "gelu", extra.activation_inputs, extra.gelu_ref, rtol=1e-5,
+               atol=1e-5, tolerance_note="backend tanh (built from exp) on [-6, 6]"),
+    KernelCase("activations.py", "sigmoid", extra.activation_inputs, extra.sigmoid_ref,
+               rtol=1e-5, atol=1e-6, tolerance_note="backend exp: 3 + 2|x| ulp, |x| <= 6"),
+    KernelCase("activations.py", "float_ops", extra.float_ops_inputs, extra.float_ops_ref,
+               rtol=1e-5, atol=0.0,
+               tolerance_note="round/trunc/sign/classes exact; rsqrt 2 ulp, exp2(log2) few ulp"),
+    KernelCase("keys.py", "float_key", extra.float_key_inputs, extra.float_key_ref),
+    KernelCase("keys.py", "float_from_key", extra.float_from_key_inputs,
+               extra.float_from_key_ref),
+    KernelCase("sort8.py", "sort_chunks", extra.sort_chunks_inputs, extra.sort_chunks_ref,
+               sizes=(1, 7, 9, 255, 2051, 5000)),
 )
 
 

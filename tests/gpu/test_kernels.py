@@ -18,6 +18,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)  # reference.py sits beside this file (no package __init__)
 
 import reference  # noqa: E402  (needs the sys.path entry above)
+import reference_extra  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 KERNELS = os.path.join(ROOT, "kernels")
@@ -135,10 +136,23 @@ def test_histogram_accumulates_into_bins(backend: str):
     np.testing.assert_array_equal(second, 2 * expected)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1, 63, 65, 1000])
+def test_atomic_stats(backend: str, n: int):
+    """Every atomic op: min/max/add/sub/or/xor/and exact; the exchange leaves one of the
+    keys; compare-exchange inserts every key exactly once into the open-addressing set."""
+    kern = loaded("atomics.py", "atomic_stats", backend)
+    args = reference_extra.atomic_stats_inputs(np.random.default_rng(n), n)
+    want = reference_extra.atomic_stats_ref(args)
+    got = reference_extra.canonical_atomic_stats(args, kern(**args))
+    for name, expected in want.items():
+        np.testing.assert_array_equal(got[name], expected, err_msg=f"atomic_stats n={n} {name}")
+
+
 def test_every_kernel_has_a_reference():
     """Each stem the tree compiles to is covered by CASES or a dedicated test above."""
     from vyre_build.compiler import list_kernels
-    dedicated = {"mandelbrot"}
+    dedicated = {"mandelbrot", "atomic_stats"}
     stems = {s for f in kernel_files() for s in list_kernels(os.path.join(KERNELS, f),
                                                              root=KERNELS)}
     covered = {c.stem for c in reference.CASES} | dedicated
