@@ -292,7 +292,8 @@ def device_report(backend: str, quick: bool, repeat: int) -> None:
                 s: b for s, b in k.artifacts.items() if s != ".meta.json"}})
     write_bundle(bundle_path, entries)
     bundle = open_bundle(bundle_path, device=dev)
-    n = 1 << 16 if quick else 1 << 23
+    # The largest 1-D grid a 256-wide kernel can cover in one dispatch (65535 workgroups).
+    n = 1 << 16 if quick else 65535 * 256
     mm = (64, 64, 64) if quick else (2048, 2048, 2048)
     number = 5 if quick else 20
     rng = np.random.default_rng(0)
@@ -303,6 +304,11 @@ def device_report(backend: str, quick: bool, repeat: int) -> None:
     torch = _torch()
     for stem, size, work, unit in plan:
         args = _on_device(dev, reference.case(stem).inputs(rng, size))
+        for b in bundle[stem].bindings:
+            # A write-only output given as a length would be allocated on every call: keep one.
+            if b["kind"] == "buffer" and isinstance(args.get(b["name"]), (int, tuple)):
+                shape = args[b["name"]]
+                args[b["name"]] = dev.buffer(np.zeros(shape, dtype=np.dtype(b["dtype"].replace("f32", "float32").replace("u32", "uint32").replace("i32", "int32"))))
         t = _throughput(bundle[stem], dev, args, repeat, number)
         line = f"[{backend}] {stem:15s} size={size}: {work / t / 1e9:9.2f} {unit}"
         if torch is not None:
