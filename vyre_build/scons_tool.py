@@ -19,6 +19,7 @@ through the artifact cache. Construction variables:
     VYRETARGETS       targets to emit (default ["wgsl", "spirv", "kdesc"])
     VYREOPTIONS       compiler options dict (default {})
     VYRECACHEDIR      cache dir (default $VYRE_CACHE_DIR, else #cache); "" disables the cache
+    VYRECACHEMAXSIZE / VYRECACHEMAXAGE   limits (e.g. "2G", 30 days) applied after a build
     VYRECOMPILER      compiler module (default vyre_build.compiler)
     VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines
 Action signatures include the targets, the options and the compiler identity (varlist),
@@ -58,6 +59,7 @@ __all__ = ["exists", "generate", "toolpath"]
 
 _lock = threading.Lock()
 _stores: dict[str, Store] = {}
+_limits: dict[str, tuple] = {}
 _memo: dict[tuple, object] = {}
 
 
@@ -159,17 +161,35 @@ def _store(env) -> Store | None:
     with _lock:
         if root not in _stores:
             _stores[root] = Store(root)
+            limits = _cache_limits(env)
+            if limits != (None, None):
+                _limits[root] = limits
         return _stores[root]
 
 
+def _cache_limits(env) -> tuple[int | None, float | None]:
+    """($VYRECACHEMAXSIZE bytes or "500M", $VYRECACHEMAXAGE days) -> (bytes, seconds)."""
+    from vyre_build.commands.cache import parse_size   # only when a limit is set
+    size, age = env.get("VYRECACHEMAXSIZE"), env.get("VYRECACHEMAXAGE")
+    try:
+        size = None if size in (None, "") else (size if isinstance(size, int)
+                                                  else parse_size(str(size)))
+        age = None if age in (None, "") else float(age) * 86400.0
+    except (VyreError, ValueError) as exc:
+        raise SCons.Errors.UserError(f"$VYRECACHEMAXSIZE / $VYRECACHEMAXAGE: {exc}") from None
+    return size, age
+
+
 @atexit.register
-def _flush_stats() -> None:
+def _finish_build() -> None:
+    """Record this build's hit/miss counts; then apply the cache limits, if any are set."""
     label = " ".join(sys.argv[1:])
-    for store in list(_stores.values()):
+    for root, store in sorted(_stores.items()):
         try:
-            store.flush_stats(label)
+            if store.flush_stats(label) is not None and root in _limits:
+                store.gc(*_limits[root])
         except VyreError as exc:
-            print(f"vyre cache: warning: stats not saved: {exc}", file=sys.stderr)
+            print(f"vyre cache: warning: {exc}", file=sys.stderr)
 
 
 def kernel_emitter(target, source, env):

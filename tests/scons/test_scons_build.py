@@ -129,3 +129,26 @@ def test_kernel_error_fails_the_build_with_the_message(project):
     proc = run_scons(root, cache, check=False)
     assert proc.returncode != 0
     assert "k3.py:6:" in proc.stderr and "undefined_name" in proc.stderr
+
+
+def test_cache_limits_from_construction_variables_evict_after_build(project):
+    root, cache = project
+    sc = root / "SConstruct"
+    sc.write_text(sc.read_text().replace('toolpath=', 'VYRECACHEMAXSIZE="1", toolpath='))
+    run_scons(root, cache)
+    stats = cache_json(cache, "stats")
+    assert stats["entries"] == 0 and stats["blobs"] == 0
+    assert stats["last_build"]["stored"] == 4 and len(list((root / "build").iterdir())) == 16
+
+
+def test_cache_dir_construction_variable_and_no_cache(project, tmp_path):
+    root, cache = project
+    sc = root / "SConstruct"
+    sc.write_text(sc.read_text().replace('toolpath=', 'VYRECACHEDIR="#mycache", toolpath='))
+    run_scons(root, cache)
+    assert (root / "mycache" / "stats.json").exists() and not cache.exists()
+    sc.write_text(sc.read_text().replace('"#mycache"', '""'))
+    shutil.rmtree(root / "mycache")
+    run_scons(root, cache, "-c")
+    run_scons(root, cache)
+    assert not (root / "mycache").exists() and len(list((root / "build").iterdir())) == 16

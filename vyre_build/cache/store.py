@@ -41,6 +41,7 @@ HISTORY_DEPTH = 8               # keys remembered per output stem
 ORPHAN_GRACE_S = 600.0          # an unreferenced blob younger than this may be a build in flight
 STALE_TMP_S = 3600.0            # temp files older than this are leftovers of killed writers
 RECENT_BUILDS = 20
+SCAN_TTL_S = 7 * 86400.0        # scan memo entries unused (unwritten) this long are dropped
 _HEX = frozenset("0123456789abcdef")
 _tmp_counter = itertools.count()
 
@@ -384,13 +385,29 @@ class Store:
                     removed_blobs.append(b)
                     freed += size
             tmp_removed = self._remove_stale_tmp(now)
+            scan_removed = self._remove_old_scans(now, max_age_s)
         return {"evicted_entries": evicted, "removed_blobs": len(removed_blobs),
                 "freed_blob_bytes": freed, "removed_tmp_files": tmp_removed,
-                "total_bytes_after": max(total, 0)}
+                "removed_scan_entries": scan_removed, "total_bytes_after": max(total, 0)}
+
+    def _remove_old_scans(self, now: float, max_age_s: float | None) -> int:
+        """Scan memo entries are rebuilt on demand: drop those older than the age limit
+        (or SCAN_TTL_S); an edited file leaves its old entry behind."""
+        limit = SCAN_TTL_S if max_age_s is None else min(max_age_s, SCAN_TTL_S)
+        count = 0
+        base = os.path.join(self.root, "scan")
+        for sub in _listdir(base):
+            for name in _listdir(os.path.join(base, sub)):
+                path = os.path.join(base, sub, name)
+                if now - _mtime(path, now) > limit:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+                        count += 1
+        return count
 
     def _remove_stale_tmp(self, now: float) -> int:
         count = 0
-        for top in ("cas", "ac", "history"):
+        for top in ("cas", "ac", "history", "scan"):
             base = os.path.join(self.root, top)
             dirs = [base] + [os.path.join(base, d) for d in _listdir(base)]
             for d in dirs:
