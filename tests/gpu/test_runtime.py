@@ -364,7 +364,7 @@ def test_adapters_and_backend_selection(backend, monkeypatch):
 
 def test_vulkan_staging_path(monkeypatch):
     """Device-local memory with staging transfers, forced on a unified-memory adapter."""
-    from conftest import require_adapter
+    from adapters import require_adapter
     require_adapter("vulkan")
     from vyre_build.runtime.vulkan_backend import VulkanDevice
     monkeypatch.setenv("VYRE_VULKAN_STAGING", "1")
@@ -419,7 +419,7 @@ def test_bundle_without_the_backends_artifact_refused(backend, tmp_path):
 
 
 def test_corrupt_artifact_refused_at_first_use_with_its_name(tmp_path):
-    from conftest import require_adapter
+    from adapters import require_adapter
     require_adapter("wgpu")
     from vyre_build.runtime import open_bundle
     path = _bundle(tmp_path / "bad.vyrebundle", backends=("wgpu",))
@@ -474,7 +474,7 @@ def test_run_cli_writes_outputs(backend, tmp_path, capsys):
     (["--scalar", "start"], "--scalar 'start': expected NAME=VALUE"),
 ])
 def test_run_cli_user_errors_exit_1_without_traceback(tmp_path, capsys, extra, message):
-    from conftest import require_adapter
+    from adapters import require_adapter
     require_adapter("wgpu")
     bundle = _bundle(tmp_path / "cli.vyrebundle", backends=("wgpu",))
     assert _cli("run", bundle, "iota", *extra, "--backend", "wgpu", "--out", tmp_path) == 1
