@@ -8,6 +8,8 @@ size) and the tolerance, with the reason for it. Generators and references never
 the compiler or a device, so other tests (bundles, benchmarks, the CLI) can import them.
 Every case's outputs compare directly; kernels whose outputs depend on which invocation
 wins a race (atomics.py) are checked by a dedicated test in test_kernels.py instead.
+The generators of the 2-D/multi-step kernels live in reference_2d.py, those of the later
+kernels (activations, keys, sort8, intops, stencil, atomics) in reference_extra.py.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import reference_2d as grid2d
 import reference_extra as extra
 
 U32 = np.uint32
@@ -301,107 +304,6 @@ def _bit_ops_ref(args):
             "rot": rotl32(x, s) ^ rotr32(x, s + 1)}
 
 
-# ---- 2-D kernels ----------------------------------------------------------------------
-
-def _transpose_inputs(rng, shape):
-    rows, cols = shape
-    return {"src": _f32(rng, rows * cols), "dst": rows * cols, "rows": rows, "cols": cols}
-
-
-def _transpose_ref(args):
-    src = args["src"].reshape(args["rows"], args["cols"])
-    return {"dst": np.ascontiguousarray(src.T).reshape(-1)}
-
-
-def _matmul_inputs(rng, shape):
-    m, n, k = shape
-    return {"a": _f32(rng, m * k), "b": _f32(rng, k * n), "c": m * n, "M": m, "N": n, "K": k}
-
-
-def _matmul_ref(args):
-    m, n, k = args["M"], args["N"], args["K"]
-    a = args["a"].reshape(m, k).astype(np.float64)
-    b = args["b"].reshape(k, n).astype(np.float64)
-    return {"c": (a @ b).astype(np.float32).reshape(-1)}
-
-
-def _softmax_inputs(rng, shape):
-    rows, cols = shape
-    return {"x": _f32(rng, rows * cols, -8.0, 8.0), "out": rows * cols, "rows": rows,
-            "cols": cols}
-
-
-def _softmax_ref(args):
-    x = args["x"].reshape(args["rows"], args["cols"]).astype(np.float64)
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return {"out": (e / e.sum(axis=1, keepdims=True)).astype(np.float32).reshape(-1)}
-
-
-def bitonic_step_ref(data: np.ndarray, j: int, k: int) -> np.ndarray:
-    """One compare-exchange step of bitonic sort (the kernel's semantics, any length)."""
-    out = data.copy()
-    i = np.arange(data.size, dtype=np.int64)
-    partner = i ^ j
-    lower = (partner > i) & (partner < data.size)
-    i, partner = i[lower], partner[lower]
-    a, b = data[i], data[partner]
-    ascending = (i & k) == 0
-    swap = np.where(ascending, a > b, a < b)
-    out[i[swap]], out[partner[swap]] = b[swap], a[swap]
-    return out
-
-
-def bitonic_schedule(n: int) -> list[tuple[int, int]]:
-    """The (j, k) steps that sort n (a power of two) elements ascending."""
-    steps, k = [], 2
-    while k <= n:
-        j = k // 2
-        while j > 0:
-            steps.append((j, k))
-            j //= 2
-        k *= 2
-    return steps
-
-
-def _bitonic_inputs(rng, n):
-    return {"data": _i32(rng, n), "j": 4, "k": 16}
-
-
-def _bitonic_ref(args):
-    return {"data": bitonic_step_ref(args["data"], args["j"], args["k"])}
-
-
-MANDELBROT_VIEW = {"x0": -2.0, "y0": -1.25, "span": 2.5}
-
-
-def _mandel_inputs(rng, shape):
-    width, height, max_iter = shape
-    step = MANDELBROT_VIEW["span"] / max(width, height)
-    return {"counts": width * height, "width": width, "height": height,
-            "max_iter": max_iter, "x0": MANDELBROT_VIEW["x0"], "y0": MANDELBROT_VIEW["y0"],
-            "step": step}
-
-
-def mandelbrot_ref(args) -> np.ndarray:
-    """Escape counts with the kernel's f32 operation order (no fused multiply-add)."""
-    w, h, f = args["width"], args["height"], np.float32
-    px = np.arange(w, dtype=np.float32)[None, :]
-    py = np.arange(h, dtype=np.float32)[:, None]
-    cr = np.broadcast_to(f(args["x0"]) + px * f(args["step"]), (h, w))
-    ci = np.broadcast_to(f(args["y0"]) + py * f(args["step"]), (h, w))
-    zr = np.zeros((h, w), np.float32)
-    zi = np.zeros((h, w), np.float32)
-    n = np.zeros((h, w), U32)
-    live = np.ones((h, w), bool)
-    for _ in range(args["max_iter"]):
-        zr2, zi2 = zr * zr, zi * zi
-        live &= ~(zr2 + zi2 > f(4.0))
-        zi = np.where(live, f(2.0) * zr * zi + ci, zi)
-        zr = np.where(live, zr2 - zi2 + cr, zr)
-        n += live
-    return n.reshape(-1)
-
-
 def _unary_case(op):
     _, _, rtol, atol, note = _UNARY[op]
     return KernelCase("math.py", f"unary.{op}", _unary_inputs(op), _unary_ref(op),
@@ -436,15 +338,15 @@ CASES: tuple[KernelCase, ...] = (
                tolerance_note="lerp is a sub, a mul and an add (a backend may fuse)"),
     KernelCase("bitset.py", "andnot_popcount", _bitset_inputs, _bitset_ref),
     KernelCase("bitset.py", "bit_ops", _bit_ops_inputs, _bit_ops_ref),
-    KernelCase("transpose.py", "transpose", _transpose_inputs, _transpose_ref,
+    KernelCase("transpose.py", "transpose", grid2d.transpose_inputs, grid2d.transpose_ref,
                sizes=((1, 1), (1, 37), (17, 33), (40, 25), (64, 48))),
-    KernelCase("matmul.py", "matmul", _matmul_inputs, _matmul_ref,
+    KernelCase("matmul.py", "matmul", grid2d.matmul_inputs, grid2d.matmul_ref,
                sizes=((1, 1, 1), (17, 19, 23), (33, 16, 40), (64, 64, 64)), rtol=1e-4,
                atol=1e-5, tolerance_note="K-term f32 dot products vs f64"),
-    KernelCase("softmax.py", "softmax", _softmax_inputs, _softmax_ref,
+    KernelCase("softmax.py", "softmax", grid2d.softmax_inputs, grid2d.softmax_ref,
                sizes=((1, 1), (3, 63), (5, 257), (2, 1000)), rtol=1e-4, atol=1e-6,
                tolerance_note="backend exp (a few ulp) and an f32 sum of up to 1000 terms"),
-    KernelCase("bitonic.py", "bitonic_step", _bitonic_inputs, _bitonic_ref),
+    KernelCase("bitonic.py", "bitonic_step", grid2d.bitonic_inputs, grid2d.bitonic_ref),
     KernelCase("activations.py", "gelu", extra.activation_inputs, extra.gelu_ref, rtol=1e-5,
                atol=1e-5, tolerance_note="backend tanh (built from exp) on [-6, 6]"),
     KernelCase("activations.py", "sigmoid", extra.activation_inputs, extra.sigmoid_ref,
@@ -455,6 +357,12 @@ CASES: tuple[KernelCase, ...] = (
     KernelCase("keys.py", "float_key", extra.float_key_inputs, extra.float_key_ref),
     KernelCase("keys.py", "float_from_key", extra.float_from_key_inputs,
                extra.float_from_key_ref),
+    KernelCase("intops.py", "int_ops.i32", extra.int_ops_inputs("i32"), extra.int_ops_ref),
+    KernelCase("intops.py", "int_ops.u32", extra.int_ops_inputs("u32"), extra.int_ops_ref),
+    KernelCase("intops.py", "float_to_int", extra.float_to_int_inputs, extra.float_to_int_ref),
+    KernelCase("stencil.py", "laplacian3d", extra.laplacian_inputs, extra.laplacian_ref,
+               sizes=((1, 1, 1), (5, 3, 2), (9, 6, 7), (16, 8, 4)), rtol=1e-5, atol=1e-6,
+               tolerance_note="seven f32 adds in the kernel's order vs an f64 sum"),
     KernelCase("sort8.py", "sort_chunks", extra.sort_chunks_inputs, extra.sort_chunks_ref,
                sizes=(1, 7, 9, 255, 2051, 5000)),
 )

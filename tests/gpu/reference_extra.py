@@ -139,3 +139,73 @@ def canonical_atomic_stats(args, got: dict) -> dict:
     assert 1 <= int(bits[3]) <= n, f"atomic_exchange left {int(bits[3])}, not a key in 1..{n}"
     bits[3] = 0
     return {"stats": got["stats"], "bits": bits, "slots": np.sort(np.asarray(got["slots"]))}
+
+
+# ---- intops.py ----------------------------------------------------------------------
+
+def int_ops_inputs(dtype):
+    def make(rng, n):
+        if dtype == "i32":
+            a = rng.integers(-(1 << 31), 1 << 31, size=n, dtype=np.int64)
+            b = rng.integers(-9, 10, size=n, dtype=np.int64)  # many zeros and signs
+            specials = [(-(1 << 31), -1), (-(1 << 31), 0), (-7, 2), (7, -2), (-7, -2)]
+        else:
+            a = rng.integers(0, 1 << 32, size=n, dtype=np.int64)
+            b = rng.integers(0, 10, size=n, dtype=np.int64)
+            specials = [(MASK32, 0), (MASK32, 1), (7, 2), (0, 0), (1 << 31, 3)]
+        for k, (x, y) in enumerate(specials[:n]):
+            a[k], b[k] = x, y
+        cast = np.int32 if dtype == "i32" else U32
+        return {"a": a.astype(cast), "b": b.astype(cast),
+                "s": rng.integers(0, 70, size=n).astype(U32),
+                "quot": n, "rem": n, "shl": n, "shr": n}
+    return make
+
+
+def int_ops_ref(args):
+    a, b, dtype = args["a"], args["b"], args["a"].dtype
+    x, y = a.astype(np.int64), b.astype(np.int64)
+    safe = np.where(y == 0, 1, y)
+    # truncating division; by zero gives the dividend, i32::MIN // -1 wraps to itself
+    q = np.sign(x) * np.sign(safe) * (np.abs(x) // np.abs(safe))
+    r = np.where(y == 0, 0, x - q * safe)
+    q = np.where(y == 0, x, q)
+    sh = args["s"].astype(np.int64) & 31
+
+    def wrap(v):
+        return (v & MASK32).astype(np.uint64).astype(U32).view(dtype)
+
+    return {"quot": wrap(q), "rem": wrap(r), "shl": wrap(x << sh), "shr": a >> sh.astype(dtype)}
+
+
+def float_to_int_inputs(rng, n):
+    x = rng.uniform(-5e9, 5e9, size=n).astype(np.float32)
+    x[1::3] = rng.uniform(-100, 100, size=x[1::3].size).astype(np.float32)
+    specials = np.array([np.nan, np.inf, -np.inf, 2147483520.0, 2147483648.0, 4294967040.0,
+                         -0.9, 0.9, -2147483648.0], dtype=np.float32)
+    x[:min(n, specials.size)] = specials[:min(n, specials.size)]
+    return {"x": x, "as_i32": n, "as_u32": n}
+
+
+def float_to_int_ref(args):
+    x = np.nan_to_num(args["x"].astype(np.float64), nan=0.0, posinf=1e40, neginf=-1e40)
+    t = np.trunc(x)
+    return {"as_i32": np.clip(t, -(2.0 ** 31), 2.0 ** 31 - 1).astype(np.int32),
+            "as_u32": np.clip(t, 0.0, 2.0 ** 32 - 1).astype(U32)}
+
+
+# ---- stencil.py ---------------------------------------------------------------------
+
+def laplacian_inputs(rng, shape):
+    nx, ny, nz = shape
+    return {"v": _f32(rng, nx * ny * nz, -1.0, 1.0), "out": nx * ny * nz,
+            "nx": nx, "ny": ny, "nz": nz}
+
+
+def laplacian_ref(args):
+    nx, ny, nz = args["nx"], args["ny"], args["nz"]
+    v = np.pad(args["v"].reshape(nz, ny, nx).astype(np.float64), 1)
+    c = v[1:-1, 1:-1, 1:-1]
+    acc = (-6.0 * c + v[1:-1, 1:-1, :-2] + v[1:-1, 1:-1, 2:] + v[1:-1, :-2, 1:-1]
+           + v[1:-1, 2:, 1:-1] + v[:-2, 1:-1, 1:-1] + v[2:, 1:-1, 1:-1])
+    return {"out": acc.astype(np.float32).reshape(-1)}

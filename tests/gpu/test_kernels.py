@@ -18,6 +18,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)  # reference.py sits beside this file (no package __init__)
 
 import reference  # noqa: E402  (needs the sys.path entry above)
+import reference_2d  # noqa: E402
 import reference_extra  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -91,7 +92,7 @@ def test_bitonic_steps_sort(backend: str, n: int):
     data = np.random.default_rng(n).integers(-1000, 1000, size=n).astype(np.int32)
     buf = get_device(backend).buffer(data)
     with kern.device.batch():
-        for j, k in reference.bitonic_schedule(n):
+        for j, k in reference_2d.bitonic_schedule(n):
             kern(data=buf, j=j, k=k)
     np.testing.assert_array_equal(buf.read(), np.sort(data))
 
@@ -113,8 +114,8 @@ def test_mandelbrot(backend: str, shape):
     """Escape counts equal the f32 numpy reference on at least 99% of pixels, and every
     count is within [0, max_iter] (see MANDELBROT_MIN_EQUAL for why not all)."""
     kern = loaded("mandelbrot.py", "mandelbrot", backend)
-    args = reference._mandel_inputs(None, shape)
-    want = reference.mandelbrot_ref(args)
+    args = reference_2d.mandel_inputs(None, shape)
+    want = reference_2d.mandelbrot_ref(args)
     got = kern(**args)["counts"].reshape(-1)
     assert got.dtype == np.uint32 and got.shape == want.shape
     assert int(got.max()) <= args["max_iter"]
