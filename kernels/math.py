@@ -3,6 +3,7 @@ from vyre_build.lang import (
     Buffer,
     ceil,
     clamp,
+    cos,
     exp,
     f32,
     floor,
@@ -13,6 +14,7 @@ from vyre_build.lang import (
     select,
     sin,
     sqrt,
+    tan,
 )
 
 LO = -2.0
@@ -49,3 +51,15 @@ def mix_math(a: Buffer[f32], b: Buffer[f32], out: Buffer[f32, "w"], k: f32):
         # floor/ceil of the larger magnitude end, picked by sign of c
         edge = select(c >= 0.0, ceil(hi), floor(lo))
         out[i] = c + edge + abs(x - y)
+
+
+@kernel(workgroup_size=64)
+def trig(angle: Buffer[f32], radius: Buffer[f32], px: Buffer[f32, "w"], py: Buffer[f32, "w"],
+         slope: Buffer[f32, "w"]):
+    i = global_id().x
+    if i < len(px):
+        t = angle[i]
+        r = radius[i]
+        px[i] = r * cos(t)
+        py[i] = r * sin(t)
+        slope[i] = tan(t)

@@ -2,6 +2,8 @@
 from vyre_build.lang import (
     Buffer,
     atomic_add,
+    atomic_max,
+    atomic_min,
     barrier,
     f32,
     global_id,
@@ -9,6 +11,7 @@ from vyre_build.lang import (
     kernel,
     local_id,
     shared,
+    storage_barrier,
     u32,
     workgroup_id,
 )
@@ -48,3 +51,23 @@ def reduce_sum_f32(x: Buffer[f32], partials: Buffer[f32, "w"]):
     if lid == 0:
         # one deterministic partial per workgroup; the host adds them in order
         partials[workgroup_id().x] = partial[0]
+
+
+@kernel(workgroup_size=WG, grid="x")
+def block_min_max(x: Buffer[i32], mins: Buffer[i32, "w"], maxs: Buffer[i32, "w"]):
+    # per-workgroup min and max through atomics on a two-element shared array
+    lo_hi = shared(i32, 2)
+    lid = local_id().x
+    if lid == 0:
+        lo_hi[0] = 2147483647
+        lo_hi[1] = -2147483648
+    barrier()
+    gid = global_id().x
+    if gid < len(x):
+        atomic_min(lo_hi, 0, x[gid])
+        atomic_max(lo_hi, 1, x[gid])
+    # orders the shared updates and any storage traffic before the writer reads them
+    storage_barrier()
+    if lid == 0:
+        mins[workgroup_id().x] = lo_hi[0]
+        maxs[workgroup_id().x] = lo_hi[1]

@@ -9,7 +9,8 @@ the compiler or a device, so other tests (bundles, benchmarks, the CLI) can impo
 Every case's outputs compare directly; kernels whose outputs depend on which invocation
 wins a race (atomics.py) are checked by a dedicated test in test_kernels.py instead.
 The generators of the 2-D/multi-step kernels live in reference_2d.py, those of the later
-kernels (activations, keys, sort8, intops, stencil, atomics) in reference_extra.py.
+kernels (activations, keys, sort8, intops, stencil, atomics, trig, block_min_max,
+gcd_prime) in reference_extra.py.
 """
 from __future__ import annotations
 
@@ -363,6 +364,11 @@ CASES: tuple[KernelCase, ...] = (
     KernelCase("stencil.py", "laplacian3d", extra.laplacian_inputs, extra.laplacian_ref,
                sizes=((1, 1, 1), (5, 3, 2), (9, 6, 7), (16, 8, 4)), rtol=1e-5, atol=1e-6,
                tolerance_note="seven f32 adds in the kernel's order vs an f64 sum"),
+    KernelCase("math.py", "trig", extra.trig_inputs, extra.trig_ref, rtol=1e-5, atol=2e-3,
+               tolerance_note="Vulkan sin/cos: 2^-11 absolute on [-pi, pi], times radius <= 10"),
+    KernelCase("reduce.py", "block_min_max", extra.block_min_max_inputs,
+               extra.block_min_max_ref),
+    KernelCase("numtheory.py", "gcd_prime", extra.gcd_prime_inputs, extra.gcd_prime_ref),
     KernelCase("sort8.py", "sort_chunks", extra.sort_chunks_inputs, extra.sort_chunks_ref,
                sizes=(1, 7, 9, 255, 2051, 5000)),
 )

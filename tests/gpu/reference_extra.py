@@ -209,3 +209,57 @@ def laplacian_ref(args):
     acc = (-6.0 * c + v[1:-1, 1:-1, :-2] + v[1:-1, 1:-1, 2:] + v[1:-1, :-2, 1:-1]
            + v[1:-1, 2:, 1:-1] + v[:-2, 1:-1, 1:-1] + v[2:, 1:-1, 1:-1])
     return {"out": acc.astype(np.float32).reshape(-1)}
+
+
+# ---- math.py trig, reduce.py block_min_max, numtheory.py ---------------------------------
+
+def trig_inputs(rng, n):
+    # tan stays away from its poles at +-pi/2
+    return {"angle": _f32(rng, n, -1.2, 1.2), "radius": _f32(rng, n, 0.0, 10.0),
+            "px": n, "py": n, "slope": n}
+
+
+def trig_ref(args):
+    t, r = args["angle"].astype(np.float64), args["radius"].astype(np.float64)
+    return {"px": (r * np.cos(t)).astype(np.float32), "py": (r * np.sin(t)).astype(np.float32),
+            "slope": np.tan(t).astype(np.float32)}
+
+
+def block_min_max_inputs(rng, n):
+    return {"x": rng.integers(-(1 << 31), 1 << 31, size=n, dtype=np.int64).astype(np.int32),
+            "mins": -(-n // 256), "maxs": -(-n // 256)}
+
+
+def block_min_max_ref(args, block=256):
+    x = args["x"]
+    starts = range(0, x.size, block)
+    return {"mins": np.array([x[s:s + block].min() for s in starts], dtype=np.int32),
+            "maxs": np.array([x[s:s + block].max() for s in starts], dtype=np.int32)}
+
+
+def gcd_prime_inputs(rng, n):
+    a = rng.integers(0, 5000, size=n).astype(U32)
+    b = rng.integers(0, 5000, size=n).astype(U32)
+    # shared factors make gcds other than 1 common; zeros and large primes are edge cases
+    b[::2] = (b[::2] % 50) * (a[::2] % 97 + 1)
+    specials = [(0, 0), (0, 12), (12, 0), (1, 1), (2, 4), (4294967291, 7), (65521, 65521)]
+    for k, (x, y) in enumerate(specials[:n]):
+        a[k], b[k] = x, y
+    return {"a": a, "b": b, "g": n, "prime": n}
+
+
+def _is_prime(n: int) -> bool:
+    if n < 2:
+        return False
+    d = 2
+    while d * d <= n:
+        if n % d == 0:
+            return False
+        d += 1
+    return True
+
+
+def gcd_prime_ref(args):
+    a, b = args["a"].astype(np.int64), args["b"].astype(np.int64)
+    return {"g": np.gcd(a, b).astype(U32),
+            "prime": np.array([_is_prime(int(v)) for v in a], dtype=U32)}
