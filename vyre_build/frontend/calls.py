@@ -283,6 +283,10 @@ class CallChecker:
             raise frame.module.source.error(fn, f"helper '{fn.name}' must end with a return",
                                             "add a return statement at the end")
         frame.wrapped = not tail_only
+        loops = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, (ast.For, ast.While))]
+        if any(isinstance(r, ast.Return) for lp in loops for r in ast.walk(lp)):
+            frame.returned_var = self.fresh_local(f"{fn.name}_returned", "bool")
+            self.block.append(ir.Assign(frame.returned_var, ir.Const("bool", False)))
         if tail_only:
             self.statements(body)
             return

@@ -41,6 +41,7 @@ class Frame:
     ret_var: str | None = None
     ret_type: str | None = None
     wrapped: bool = False
+    returned_var: str | None = None     # set when a return sits inside one of the helper's loops
     effects: bool = False
 
 
@@ -418,6 +419,7 @@ class KernelChecker(ExprChecker, CallChecker):
         finally:
             del f.loops[name]
         self.block.append(ir.For(var, lo, hi, step, body))
+        self.after_loop()
 
     def check_no_assign(self, body, name):
         for stmt in body:
@@ -444,6 +446,7 @@ class KernelChecker(ExprChecker, CallChecker):
             self.frame.loop_depth -= 1
             self.block = saved
         self.block.append(ir.Loop(body))
+        self.after_loop()
 
     def stmt_Break(self, node):
         if self.frame.loop_depth == 0:
@@ -472,6 +475,12 @@ class KernelChecker(ExprChecker, CallChecker):
             self.block.append(ir.Assign(f.ret_var, self.typed(node.value, f.ret_type)))
         if f.wrapped:
             if f.loop_depth:
-                raise self.err(node, "return inside a loop of a helper is not supported",
-                               "assign the result to a variable, break, and return it after the loop")
+                # Leave every enclosing loop: set the flag that each loop exit tests (after_loop).
+                self.block.append(ir.Assign(f.returned_var, ir.Const("bool", True)))
             self.block.append(ir.Break())
+
+    def after_loop(self):
+        """In a helper with a return inside a loop: once a loop ends, leave if it returned."""
+        f = self.frame
+        if f.returned_var is not None:
+            self.block.append(ir.If(ir.Var(f.returned_var, "bool"), (ir.Break(),)))

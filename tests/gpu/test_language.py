@@ -1,0 +1,40 @@
+"""Language constructs that need a real dispatch to prove: helper returns inside loops."""
+import numpy as np
+import pytest
+
+from vyre_build.compiler import compile_file
+from vyre_build.runtime import load_kernel
+
+PRIMES = '''
+from vyre_build.lang import *
+
+def is_prime(n: u32) -> bool:
+    if n < 2:
+        return False
+    d: u32 = 2
+    while d * d <= n:
+        for k in range(3):
+            if k == 1 and n % d == 0:
+                return False
+        d += 1
+    return True
+
+@kernel(workgroup_size=64)
+def primes(out: Buffer[u32, "w"]):
+    i = global_id().x
+    out[i] = u32(is_prime(i)) + u32(is_prime(i + 1)) * 2
+'''
+
+
+@pytest.mark.gpu
+def test_helper_return_inside_nested_loops(tmp_path, backend):
+    path = tmp_path / "primes.py"
+    path.write_text(PRIMES)
+    k = compile_file(str(path))[0]
+    code = {"wgsl": k.wgsl} if backend == "wgpu" else {"spirv": k.spirv}
+    got = load_kernel(k.meta, backend=backend, **code)(out=301)["out"]
+
+    def prime(n):
+        return n >= 2 and all(n % d for d in range(2, int(n ** 0.5) + 1))
+    want = np.array([int(prime(n)) + 2 * int(prime(n + 1)) for n in range(301)], dtype=np.uint32)
+    np.testing.assert_array_equal(got, want)
