@@ -1,4 +1,4 @@
-"""Elementwise add over one element type T; the f32/i32/u32 variants are declared in variants.yaml."""
+"""Elementwise add over one element type T (f32/i32/u32 variants declared in variants.yaml)."""
 from vyre_build.lang import Buffer, global_id, kernel
 
 

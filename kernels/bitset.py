@@ -1,20 +1,6 @@
 """Bitset ops: per-word popcount(a & ~b) with a total, and the other bit builtins."""
-from vyre_build.lang import (
-    Buffer,
-    atomic_add,
-    barrier,
-    clz,
-    ctz,
-    global_id,
-    kernel,
-    local_id,
-    popcount,
-    reverse_bits,
-    rotl,
-    rotr,
-    shared,
-    u32,
-)
+from vyre_build.lang import (Buffer, atomic_add, barrier, clz, ctz, global_id, kernel, local_id,
+                             popcount, reverse_bits, rotl, rotr, shared, u32)
 
 
 @kernel(workgroup_size=128)

@@ -1,4 +1,5 @@
-"""CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, as zlib.crc32), bitwise, one invocation per string."""
+"""CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, as zlib.crc32), computed bitwise,
+one invocation per string."""
 from vyre_build.lang import Buffer, global_id, kernel, select, u32
 
 from .common import load_byte

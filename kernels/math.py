@@ -1,21 +1,6 @@
-"""Elementwise f32 math: one unary op per constant variant, and a kernel mixing the numeric builtins."""
-from vyre_build.lang import (
-    Buffer,
-    ceil,
-    clamp,
-    cos,
-    exp,
-    f32,
-    floor,
-    fma,
-    global_id,
-    kernel,
-    log,
-    select,
-    sin,
-    sqrt,
-    tan,
-)
+"""Elementwise f32 math: one unary op per constant variant, trig, and the numeric builtins."""
+from vyre_build.lang import (Buffer, ceil, clamp, cos, exp, f32, floor, fma, global_id, kernel,
+                             log, select, sin, sqrt, tan)
 
 LO = -2.0
 HI = 2.0

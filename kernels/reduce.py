@@ -1,20 +1,7 @@
-"""Sums: exact integer reduce (workgroup tree + one atomic per workgroup) and f32 per-workgroup partials."""
-from vyre_build.lang import (
-    Buffer,
-    atomic_add,
-    atomic_max,
-    atomic_min,
-    barrier,
-    f32,
-    global_id,
-    i32,
-    kernel,
-    local_id,
-    shared,
-    storage_barrier,
-    u32,
-    workgroup_id,
-)
+"""Reductions: exact integer sum (workgroup tree + one atomic per workgroup), f32
+per-workgroup partials, and per-workgroup min/max through shared atomics."""
+from vyre_build.lang import (Buffer, atomic_add, atomic_max, atomic_min, barrier, f32, global_id,
+                             i32, kernel, local_id, shared, storage_barrier, u32, workgroup_id)
 
 WG = 256
 
