@@ -1,4 +1,4 @@
-"""Per-element gcd and primality, through helpers with early returns, loops and breaks."""
+"""Per-element gcd and primality, through helpers that return early (also from inside a loop)."""
 from vyre_build.lang import Buffer, global_id, kernel, u32
 
 
@@ -21,15 +21,12 @@ def is_prime(n: u32) -> bool:
         return False
     if n % 2 == 0:
         return n == 2
-    # the frontend refuses a return inside a helper's loop, so the loop breaks instead
-    prime = True
     d: u32 = 3
     while d <= n // d:
         if n % d == 0:
-            prime = False
-            break
+            return False
         d += 2
-    return prime
+    return True
 
 
 @kernel(workgroup_size=64, grid="g")
