@@ -75,6 +75,7 @@ CASES = {
     "method_call": (kernel("a = math.sqrt(2.0)\n"), "5:9", "only plain function names", "sqrt(x)", None),
     "grid_unknown": (kernel("pass\n", deco='@kernel(grid="n")'), "4:1", "grid entry 'n' is not a buffer", None, None),
     "no_output_buffer": (kernel("pass\n", sig="x: Buffer[f32]"), "4:1", "writes no buffer", "grid=", None),
+    "bool_scalar_param": (kernel("pass\n", sig='out: Buffer[u32, "w"], flag: bool'), "4:36", "cannot be bool", "take a u32", None),
     "missing_import": ("from .nothere import f\n", "3:1", "cannot find kernel file for module 'nothere'", None, None),
     "import_kernel": ("from .other import kk\n", "3:1", "is a kernel; kernels cannot be called", None, None),
 }
@@ -125,3 +126,13 @@ def test_cli_prints_caret_and_exits_1(tmp_path, capsys):
     assert rc == 1
     assert ":5:14: error: unknown name 'nope'" in err
     assert "Traceback" not in err
+
+
+def test_conditional_expression_literals_take_the_target_type(tmp_path):
+    k = compile_text(tmp_path, kernel("out[0] = 3000000000 if out[1] == 0 else 2\nv: u32 = 1 if out[2] == 0 else 2\nout[1] = v\n"))
+    assert k[0].meta["bindings"][0]["dtype"] == "u32"
+
+
+def test_grid_accepts_module_constants(tmp_path):
+    k = compile_text(tmp_path, "WG = 64\n" + kernel("out[0] = 1\n", deco="@kernel(workgroup_size=WG, grid=(WG * 2, 'out'))"))
+    assert k[0].meta["grid"] == [128, "out"]

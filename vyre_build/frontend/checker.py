@@ -180,6 +180,10 @@ class KernelChecker(ExprChecker, CallChecker):
                 self.buffers[arg.arg] = p
                 self.frame.arrays[arg.arg] = arg.arg
             else:
+                if ty == "bool":
+                    raise self.err(arg.annotation, f"scalar parameter '{arg.arg}' cannot be bool "
+                                   "(uniform blocks hold 32-bit values)",
+                                   f"take a u32 and test it: {arg.arg}: u32 ... if {arg.arg} != 0:")
                 p = ir.ScalarParam(arg.arg, ty)
                 self.frame.scalars[arg.arg] = ir.Param(arg.arg, ty)
             params.append(p)

@@ -72,6 +72,8 @@ class ExprChecker:
 
     def typed(self, node, ty: str | None = None):
         """Check an expression and give it a concrete type (`ty` if given)."""
+        if isinstance(node, ast.IfExp) and ty is not None:
+            return self.expr_IfExp(node, ty)
         e = self.expr(node)
         return self.coerce(node, e, ty)
 
@@ -314,12 +316,12 @@ class ExprChecker:
             left, left_node = right, right_node
         return out
 
-    def expr_IfExp(self, node):
+    def expr_IfExp(self, node, want: str | None = None):
+        """`a if c else b`; untyped literal arms take `want` (the assignment's type) if given."""
         c = self.cond(node.test)
         a = self.lazy(node.body, self.expr)
         b = self.lazy(node.orelse, self.expr)
         a, b = self.unify(node, a, b, node.body, node.orelse)
-        a, b = self.coerce(node.body, a, None), self.coerce(node.orelse, b, a.ty if a.ty != "int" else None)
-        if a.ty != b.ty:
-            b = self.coerce(node.orelse, b, a.ty)
+        a = self.coerce(node.body, a, want)
+        b = self.coerce(node.orelse, b, a.ty)
         return ir.Select(c, a, b, a.ty)

@@ -280,7 +280,7 @@ class ModuleLoader:
                                     "options are workgroup_size, grid and variants")
                 opts[kw.arg] = kw.value
         wg = self._workgroup_size(src, opts["workgroup_size"], mod.constants, deco)
-        grid = self._grid(src, opts["grid"])
+        grid = self._grid(src, opts["grid"], mod.constants)
         variants = self._variants_literal(src, opts["variants"], mod.constants) \
             if opts["variants"] is not None else {}
         mod.kernels[node.name] = KernelDef(node.name, node, wg, grid, variants, opts["variants"])
@@ -306,15 +306,20 @@ class ModuleLoader:
                             f"(per axis {MAX_WG})", "use at most 256 invocations, e.g. (16, 16)")
         return tuple(sizes)
 
-    def _grid(self, src, node) -> tuple:
+    def _grid(self, src, node, env) -> tuple:
         if node is None:
             return ()
         items = node.elts if isinstance(node, ast.Tuple) else [node]
         out = []
         for item in items:
-            if isinstance(item, ast.Constant) and isinstance(item.value, (int, str)) \
-                    and not isinstance(item.value, bool):
+            if isinstance(item, ast.Constant) and isinstance(item.value, str):
                 out.append(item.value)
+            elif not (isinstance(item, ast.Constant) and isinstance(item.value, (bool, float))) \
+                    and isinstance(item, (ast.Constant, ast.Name, ast.BinOp)):
+                c = fold_constant(src, item, env)
+                if c.ty != "int":
+                    raise src.error(item, "grid entries are ints or parameter names as strings")
+                out.append(c.value)
             else:
                 raise src.error(item, "grid entries are ints or parameter names as strings",
                                 "write e.g. grid=(\"cols\", \"rows\")")
