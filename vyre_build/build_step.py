@@ -187,7 +187,7 @@ def write_output(path: str, data: bytes) -> None:
 def build_kernel_file(source: str, out_dir: str, *, store: Store | None,
                       targets=DEFAULT_TARGETS, options: dict | None = None, deps=None,
                       identity: dict | None = None, compiler: str = DEFAULT_COMPILER,
-                      expected=None) -> StepResult:
+                      expected=None, link: bool = False) -> StepResult:
     """Build every output of one kernel file into `out_dir`, through `store` if given.
 
     Arguments:
@@ -195,6 +195,9 @@ def build_kernel_file(source: str, out_dir: str, *, store: Store | None,
             asks the compiler's `kernel_dependencies`. identity: compiler identity; if
             None, the compiler's own. expected: output names the caller declared (e.g.
             SCons targets); a mismatch with what the compiler produced is an error.
+        link: hard-link outputs to their (read-only) cache blobs instead of writing copies
+            (much cheaper where creating files is slow; a blob changed later on disk then
+            shows in the linked output too, until it is rebuilt).
     Returns:
         StepResult with the key, hit/miss, the stems built and the paths written.
     """
@@ -216,10 +219,17 @@ def build_kernel_file(source: str, out_dir: str, *, store: Store | None,
                          f"(declared but not produced: {missing}; produced but not declared: "
                          f"{extra}); list_kernels and compile_file disagree")
     os.makedirs(out_dir, exist_ok=True)
+    refs = {}
+    if link and store is not None:
+        record = store.get_record(key.key, report=False)
+        refs = {n: r["hash"] for n, r in record["outputs"].items()} if record else {}
     written = []
     for name, data in sorted(outputs.items()):
         path = os.path.join(out_dir, name)
-        write_output(path, data)
+        # A link is only made to a blob whose bytes are the ones just verified or stored.
+        if not (name in refs and refs[name] == content_hash(data)
+                and store.link_blob(refs[name], path)):
+            write_output(path, data)
         written.append(path)
     stems = sorted({split_output_name(n)[0] for n in outputs if split_output_name(n)})
     if store is not None:

@@ -20,6 +20,8 @@ through the artifact cache. Construction variables:
     VYREOPTIONS       compiler options dict (default {})
     VYRECACHEDIR      cache dir (default $VYRE_CACHE_DIR, else #cache); "" disables the cache
     VYRECACHEMAXSIZE / VYRECACHEMAXAGE   limits (e.g. "2G", 30 days) applied after a build
+    VYRELINKOUTPUTS   hard-link outputs to their read-only cache blobs instead of copying
+                      (like ccache's hard_link: fast where creating files is slow; default off)
     VYRECOMPILER      compiler module (default vyre_build.compiler)
     VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines
 Action signatures include the targets, the options and the compiler identity (varlist),
@@ -217,7 +219,7 @@ def kernel_action(target, source, env):
             _source_path(src), target[0].dir.abspath, store=_store(env),
             targets=_targets(env), options=_options(env), deps=kernel_deps(env, src),
             identity=compiler_identity(_compiler(env)), compiler=_compiler(env),
-            expected=[t.name for t in target])
+            expected=[t.name for t in target], link=bool(env.get("VYRELINKOUTPUTS")))
     except VyreError as exc:
         print(str(exc), file=sys.stderr)
         return 1
@@ -273,7 +275,7 @@ def generate(env) -> None:
     env.SetDefault(
         VYRETARGETS=list(DEFAULT_TARGETS), VYREOPTIONS={},
         VYRECACHEDIR=os.environ.get(CACHE_DIR_ENV) or "#cache",
-        VYRECOMPILER=DEFAULT_COMPILER,
+        VYRECOMPILER=DEFAULT_COMPILER, VYRELINKOUTPUTS=False,
         VYRECOM=kernel_com, VYRECOMSTR="vyre: compile $SOURCE -> ${TARGET.dir}",
         VYREBUNDLECOM=bundle_com, VYREBUNDLECOMSTR="vyre: bundle $TARGET",
     )

@@ -354,3 +354,17 @@ def test_cli_gc_show_why_and_errors(tmp_path, capsys):
         [a.key, b.key])
     assert main(["cache", "stats", "--cache-dir", str(tmp_path / "none")]) == 1
     assert "no cache at" in capsys.readouterr().err
+
+
+def test_link_mode_hard_links_verified_read_only_blobs(tmp_path, fake):
+    src = tree(tmp_path / "t", {"k.py": "# kernel saxpy\n"})
+    store = Store(tmp_path / "c")
+    copy = build(src / "k.py", tmp_path / "copy", store)
+    linked = build(src / "k.py", tmp_path / "linked", store, link=True)
+    assert linked.hit and not copy.hit
+    rec = store.get_record(linked.key.key)
+    for name, ref in rec["outputs"].items():
+        out, blob = tmp_path / "linked" / name, Path(store.blob_path(ref["hash"]))
+        assert out.stat().st_ino == blob.stat().st_ino and blob.stat().st_mode & 0o222 == 0
+        assert (tmp_path / "copy" / name).stat().st_ino != blob.stat().st_ino
+        assert out.read_bytes() == (tmp_path / "copy" / name).read_bytes()

@@ -85,14 +85,15 @@ class Store:
                 raise CacheError(f"cannot create cache directory {path}: {exc.strerror}") from None
             self._made.add(path)
 
-    def _write_atomic(self, path: str, data: bytes) -> None:
+    def _write_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
         """Write `data` to `path` through a temp file in the same directory + os.replace."""
         directory = os.path.dirname(path)
         self._ensure_dir(directory)
         tmp = os.path.join(directory, f".tmp.{os.getpid()}.{threading.get_ident()}."
                                       f"{next(_tmp_counter)}")
         try:
-            with open(tmp, "wb") as f:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            with open(fd, "wb") as f:
                 f.write(data)
             os.replace(tmp, path)
         except OSError as exc:
@@ -126,7 +127,7 @@ class Store:
                 return digest
         except FileNotFoundError:
             pass
-        self._write_atomic(path, data)
+        self._write_atomic(path, data, mode=0o444)
         return digest
 
     def get_blob(self, digest: str, key: str | None = None) -> bytes | None:
@@ -231,6 +232,21 @@ class Store:
         self.touch(key)
         self._count("hits")
         return outputs
+
+    def link_blob(self, digest: str, dest: str) -> bool:
+        """Hard-link blob `digest` (already verified by the caller) to `dest`, atomically
+        replacing it; False where links are not possible (other filesystem, no support),
+        so the caller writes a copy. Blobs are read-only, so a tool that opens an output
+        for writing in place fails instead of changing the cache (reads re-hash anyway)."""
+        tmp = f"{dest}.tmp.{os.getpid()}.{threading.get_ident()}.{next(_tmp_counter)}"
+        try:
+            os.link(self.blob_path(digest), tmp)
+            os.replace(tmp, dest)
+            return True
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            return False
 
     def iter_keys(self):
         """Every record key in the store, sorted."""
