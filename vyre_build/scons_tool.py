@@ -151,6 +151,19 @@ def _canon(value) -> str:
     return canonical_json(value).decode()
 
 
+def _signature(targets, options, compiler) -> str:
+    """What the kernel action's signature adds to its code: the targets, the options and
+    the compiler module and identity, as canonical text (memoised: asked per node)."""
+    memo_key = ("sig", repr(targets), repr(options), str(compiler))
+    with _lock:
+        if memo_key in _memo:
+            return _memo[memo_key]
+    text = "|".join([_canon(targets), _canon(options), str(compiler), _identity_text(compiler)])
+    with _lock:
+        _memo[memo_key] = text
+    return text
+
+
 def _identity_text(compiler) -> str:
     return canonical_json(compiler_identity(str(compiler) or DEFAULT_COMPILER)).decode()
 
@@ -269,8 +282,7 @@ def generate(env) -> None:
     """Register the VyreKernel / VyreBundle builders, the scanner and the variables."""
     # $VYRECOM holds a ready Action: a bare function would be re-wrapped (and its code
     # re-serialised for the signature) on every use, which dominates a large null build.
-    kernel_com = SCons.Action.Action(kernel_action, "$VYRECOMSTR", varlist=[
-        "_VYRETARGETSSIG", "_VYREOPTIONSSIG", "_VYRECOMPILERSIG", "VYRECOMPILER"])
+    kernel_com = SCons.Action.Action(kernel_action, "$VYRECOMSTR", varlist=["_VYRESIG"])
     bundle_com = SCons.Action.Action(bundle_action, "$VYREBUNDLECOMSTR")
     env.SetDefault(
         VYRETARGETS=list(DEFAULT_TARGETS), VYREOPTIONS={},
@@ -279,11 +291,8 @@ def generate(env) -> None:
         VYRECOM=kernel_com, VYRECOMSTR="vyre: compile $SOURCE -> ${TARGET.dir}",
         VYREBUNDLECOM=bundle_com, VYREBUNDLECOMSTR="vyre: bundle $TARGET",
     )
-    env["_vyre_canon"] = _canon
-    env["_vyre_identity"] = _identity_text
-    env["_VYRETARGETSSIG"] = "${_vyre_canon(VYRETARGETS)}"
-    env["_VYREOPTIONSSIG"] = "${_vyre_canon(VYREOPTIONS)}"
-    env["_VYRECOMPILERSIG"] = "${_vyre_identity(VYRECOMPILER)}"
+    env["_vyre_signature"] = _signature
+    env["_VYRESIG"] = "${_vyre_signature(VYRETARGETS, VYREOPTIONS, VYRECOMPILER)}"
     scanner = SCons.Scanner.Scanner(function=kernel_scan, name="VyreKernelScanner",
                                     skeys=[".py"], recursive=False)
     env["BUILDERS"]["VyreKernel"] = SCons.Builder.Builder(

@@ -321,7 +321,7 @@ def test_scan_memo_ignores_a_corrupt_entry(tmp_path):
     memo = ScanMemo(Store(tmp_path / "c"), "i")
     memo.save(k, memo.file_hash(k), ["k"], [])
     [entry] = list((tmp_path / "c" / "scan").rglob("*.json"))
-    entry.write_text(entry.read_text().replace('"stems":["k"]', '"stems":["evil"]'))
+    entry.write_bytes(entry.read_bytes().replace(b'"stems":["k"]', b'"stems":["evil"]'))
     assert ScanMemo(Store(tmp_path / "c"), "i").lookup(k) is None and not entry.exists()
 
 

@@ -22,7 +22,7 @@ from vyre_build.cache.store import Store
 
 __all__ = ["ScanMemo", "VARIANTS_FILES"]
 
-SCAN_SCHEMA = "vyre-scan/1"
+SCAN_SCHEMA = "vyre-scan/2"
 VARIANTS_FILES = ("variants.yaml", "variants.yml")
 
 
@@ -71,11 +71,14 @@ class ScanMemo:
         path = self._path(source, source_hash)
         try:
             with open(path, "rb") as f:
-                entry = json.loads(f.read())
-            body = {k: v for k, v in entry.items() if k != "checksum"}
-            if entry.get("checksum") != content_hash(canonical_json(body)) or \
-                    entry.get("schema") != SCAN_SCHEMA:
+                raw = f.read()
+            # Line 1: blake3 of the rest (cheaper to check than re-serialising the JSON).
+            checksum, _, body = raw.partition(b"\n")
+            if checksum.decode("ascii", "replace") != content_hash(body):
                 raise ValueError("checksum")
+            entry = json.loads(body)
+            if entry.get("schema") != SCAN_SCHEMA:
+                raise ValueError("schema")
         except FileNotFoundError:
             return None
         except (ValueError, AttributeError, TypeError):
@@ -94,7 +97,7 @@ class ScanMemo:
         if source_hash is None or self.file_hash(source) != source_hash:
             return   # edited while being parsed: the answer may be of the old text
         checks = {p: self.file_hash(p) for p in self._checked_files(source, deps)}
-        entry = {"schema": SCAN_SCHEMA, "source": source, "stems": list(stems),
-                 "deps": list(deps), "checks": checks}
-        entry["checksum"] = content_hash(canonical_json(entry))
-        self.store._write_atomic(self._path(source, source_hash), canonical_json(entry))
+        body = canonical_json({"schema": SCAN_SCHEMA, "source": source, "stems": list(stems),
+                               "deps": list(deps), "checks": checks})
+        self.store._write_atomic(self._path(source, source_hash),
+                                 content_hash(body).encode() + b"\n" + body)
