@@ -71,6 +71,11 @@ def test_builds_killed_at_random_points_leave_no_corrupt_entry(tmp_path):
     rng = random.Random(20261129)
     helper = root / "kernels" / "helpers_b.py"
     checked = killed = 0
+    # Kill points are drawn inside the span of one full build on this machine, so the
+    # kills land mid-build however fast or slow the machine is.
+    t0 = time.monotonic()
+    run_scons(root, tmp_path / "timing-cache")
+    span = max(time.monotonic() - t0, 0.1)
     for it in range(20):
         # New helper content each time: every dependent misses, so the kill lands mid-work.
         helper.write_text(helper.read_text().replace(f"* {it + 3}", f"* {it + 4}"))
@@ -78,7 +83,7 @@ def test_builds_killed_at_random_points_leave_no_corrupt_entry(tmp_path):
         proc = subprocess.Popen(scons_cmd("-j2"), cwd=root, env=scons_env(cache),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
-        time.sleep(rng.uniform(0.05, 0.9))
+        time.sleep(rng.uniform(0.02, 0.7 * span))
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             killed += 1
