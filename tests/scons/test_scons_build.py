@@ -152,3 +152,30 @@ def test_cache_dir_construction_variable_and_no_cache(project, tmp_path):
     run_scons(root, cache, "-c")
     run_scons(root, cache)
     assert not (root / "mycache").exists() and len(list((root / "build").iterdir())) == 16
+
+
+VARIANT_KERNEL = """\
+from vyre_build.lang import Buffer, global_id, kernel
+
+
+@kernel(workgroup_size=64)
+def vadd(a: Buffer[T], b: Buffer[T], out: Buffer[T, "w"]):
+    i = global_id().x
+    if i < len(out):
+        out[i] = a[i] + b[i]
+"""
+
+
+def test_variants_yaml_declares_outputs_and_its_edits_rebuild(project):
+    root, cache = project
+    kdir = root / "kernels"
+    (kdir / "kv.py").write_text(VARIANT_KERNEL)
+    (kdir / "variants.yaml").write_text("kv.py:\n  vadd:\n    f32: {T: f32}\n")
+    run_scons(root, cache)
+    assert (root / "build" / "vadd.f32.spv").exists()
+    (kdir / "variants.yaml").write_text("kv.py:\n  vadd:\n    f32: {T: f32}\n    u32: {T: u32}\n")
+    proc = run_scons(root, cache, "--debug=explain")
+    assert "kernels/kv.py" in compiled(proc) and "`kernels/variants.yaml' changed" in proc.stdout
+    assert (root / "build" / "vadd.u32.spv").exists()
+    why = cache_json(cache, "why", "vadd.f32")
+    assert [d["part"] for d in why["differences"]] == ["variants variants.yaml"]
