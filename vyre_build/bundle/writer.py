@@ -1,0 +1,112 @@
+"""Bundle writer: deterministic bytes, written atomically."""
+from __future__ import annotations
+
+import copy
+import os
+import tempfile
+from collections.abc import Iterable
+
+import blake3
+
+from vyre_build.errors import BundleError
+from vyre_build.bundle.format import (
+    FORMAT_NAME, HEADER_SIZE, MAGIC, VERSION, _HEADER, _align, _canonical_json, _check_meta,
+    _hash, check_suffix,
+)
+
+
+def _normalize(entries: Iterable[dict]) -> list[tuple[str, dict, list[tuple[str, bytes]]]]:
+    """Validate entries; return (id, meta copy, sorted artifacts) sorted by id."""
+    if isinstance(entries, (dict, str, bytes)):
+        raise BundleError("entries must be an iterable of {'meta', 'artifacts'} dicts")
+    out: dict[str, tuple[str, dict, list[tuple[str, bytes]]]] = {}
+    for n, entry in enumerate(entries):
+        where = f"bundle entry {n}"
+        if not isinstance(entry, dict) or "meta" not in entry or "artifacts" not in entry:
+            raise BundleError(f"{where}: must be a dict with 'meta' and 'artifacts'")
+        ident = _check_meta(entry["meta"], where)
+        where = f"bundle entry {ident!r}"
+        if ident in out:
+            raise BundleError(f"{where}: duplicate kernel id; each kernel and variant may "
+                              f"appear once in a bundle")
+        artifacts = entry["artifacts"]
+        if not isinstance(artifacts, dict):
+            raise BundleError(f"{where}: 'artifacts' must be a dict suffix -> bytes")
+        items = []
+        for suffix, data in artifacts.items():
+            check_suffix(suffix)
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise BundleError(f"{where}: artifact {suffix!r} must be bytes, got "
+                                  f"{type(data).__name__} (encode text as UTF-8)")
+            items.append((suffix, bytes(data)))
+        items.sort()
+        out[ident] = (ident, copy.deepcopy(entry["meta"]), items)
+    return [out[k] for k in sorted(out)]
+
+
+def encode_bundle(entries: Iterable[dict]) -> bytes:
+    """The bundle bytes for `entries` (see `write_bundle`); identical for any entry order."""
+    kernels = _normalize(entries)
+    body = bytearray()
+    pos = HEADER_SIZE
+    records = []
+    n_artifacts = 0
+    for ident, meta, items in kernels:
+        index = {}
+        for suffix, data in items:
+            pad = _align(pos) - pos
+            body += b"\0" * pad
+            pos += pad
+            index[suffix] = {"offset": pos, "size": len(data), "blake3": _hash(data)}
+            body += data
+            pos += len(data)
+            n_artifacts += 1
+        records.append({"id": ident, "meta": meta, "artifacts": index})
+    pad = _align(pos) - pos
+    body += b"\0" * pad
+    manifest_offset = pos + pad
+    manifest = _canonical_json({"format": FORMAT_NAME, "version": VERSION, "kernels": records})
+    file_size = manifest_offset + len(manifest)
+    header = _HEADER.pack(MAGIC, VERSION, 0, file_size, manifest_offset, len(manifest),
+                          len(records), n_artifacts, blake3.blake3(manifest).digest())
+    return header + bytes(body) + manifest
+
+
+def write_bundle(out_path: str | os.PathLike, entries: Iterable[dict]) -> int:
+    """Write a bundle of `entries` to `out_path` atomically; return the bytes written.
+
+    Arguments:
+        out_path: destination file; its directory is created if missing.
+        entries: dicts {"meta": metadata record (with "name", "variant", "id", optionally
+            "provenance"), "artifacts": {suffix: bytes}}, e.g. {".wgsl", ".spv", ".kdesc"}.
+    Returns:
+        the size of the written file. The bytes are identical for the same entries in any
+        order. Duplicate ids, unsafe names or suffixes, and absolute paths or time stamps
+        in provenance raise BundleError before anything is written.
+    """
+    data = encode_bundle(entries)
+    out_path = os.fspath(out_path)
+    directory = os.path.dirname(os.path.abspath(out_path))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vyrebundle-", suffix=".tmp")
+    except OSError as exc:
+        raise BundleError(f"{out_path}: cannot write bundle: {exc.strerror} "
+                          f"({exc.filename})") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        # mkstemp files are 0600; a shipped bundle must be readable like any build output.
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out_path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        if isinstance(exc, OSError):
+            raise BundleError(f"{out_path}: cannot write bundle: {exc.strerror}") from None
+        raise
+    return len(data)
