@@ -539,8 +539,8 @@ def test_reused_binding_sets_carry_each_calls_scalars(device):
         for a in (1.0, 2.0, 3.0, 4.0):
             saxpy(x=bx, y=by, a=a)
     np.testing.assert_array_equal(by.read(), 16 * x)
-    cached = len(device._sets.entries)
+    cached = len(device._sets)
     by.release()
-    assert len(device._sets.entries) < cached
+    assert len(device._sets) < cached
     fresh = device.buffer(64, "f32")
     np.testing.assert_array_equal(saxpy(x=bx, y=fresh, a=0.5)["y"].read(), 0.5 * x)

@@ -1,15 +1,32 @@
-"""The small interface both backends implement, and the callable `Kernel` over it.
+"""What both backends share: buffers, batches, binding-set reuse, dispatch, `Kernel`.
 
-A backend subclasses `Device` and provides eight hooks (`_alloc`, `_upload`,
-`_download`, `_release`, `_pipeline`, `_encode`, `_submit`, `_wait`); everything else -- argument
-checking, temporary buffers, batching, result conversion -- lives here once.
+A backend subclasses `Device` and provides the hooks `_alloc(nbytes, data)`,
+`_upload(handle, data)`, `_download(handle, nbytes)`, `_free(handle)`,
+`_pipeline(meta, code)`, `_bind(pipeline, bound, uniform_binding, uniform, kept)` (a
+binding set: Vulkan descriptor set / wgpu bind group, with its uniform block),
+`_set_uniform(entry, uniform)`, `_unbind(entry)`, `_submit(jobs)` and `_wait()`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from vyre_build.errors import DispatchError
+from vyre_build.errors import DeviceError, DispatchError
 from vyre_build.runtime.kernel import DTYPES, NP_NAMES, check_meta, plan_call
+
+_KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars per batch
+
+
+def choose_adapter(api: str, items: list, names: list, adapter):
+    """`items[adapter]` for an index, else the first whose name contains `adapter`."""
+    if isinstance(adapter, int) and not isinstance(adapter, bool):
+        if not 0 <= adapter < len(items):
+            raise DeviceError(f"{api} adapter index {adapter} is out of range; "
+                              f"there are {len(items)}: {names}")
+        return items[adapter]
+    hits = [i for i, n in zip(items, names) if str(adapter).lower() in n.lower()]
+    if not hits:
+        raise DeviceError(f"no {api} adapter matches {adapter!r}; there are: {names}")
+    return hits[0]
 
 
 class DeviceBuffer:
@@ -19,10 +36,9 @@ class DeviceBuffer:
 
     def __init__(self, device: Device, handle, dtype: str, shape: tuple, access: str):
         self.device, self.handle, self.dtype = device, handle, dtype
-        self.shape, self.access = shape, access
+        self.shape, self.access, self.released = shape, access, False
         self.count = int(np.prod(shape))
         self.nbytes = self.count * 4
-        self.released = False
 
     def __len__(self) -> int:
         return self.count
@@ -89,55 +105,28 @@ class Batch:
             if exc_type is None and self.recorded:
                 self.device._submit(self.recorded)
         finally:
-            self.device._sets.submitted()
+            self.device._busy.clear()
             self.recorded, self.keep = [], []
-
-
-class BindingCache:
-    """Binding sets (Vulkan descriptor sets / wgpu bind groups) reused by calls on the
-    same persistent DeviceBuffers. An entry serves at most one dispatch per submission
-    (its uniform slot holds that call's scalars) and is dropped when any of its buffers
-    is released, so a freed handle is never bound again."""
-
-    def __init__(self):
-        self.entries, self.by_handle, self.busy = {}, {}, set()
-
-    def take(self, key):
-        """The entry for `key` if it exists and is free in this submission (marks it)."""
-        entry = self.entries.get(key)
-        if entry is None or key in self.busy:
-            return None
-        self.busy.add(key)
-        return entry
-
-    def put(self, key, handles, entry) -> None:
-        self.entries[key] = entry
-        self.busy.add(key)
-        for h in handles:
-            self.by_handle.setdefault(id(h), []).append(key)
-
-    def drop(self, handle) -> list:
-        """Remove and return every entry that binds `handle`."""
-        keys = self.by_handle.pop(id(handle), [])
-        return [e for e in (self.entries.pop(k, None) for k in keys) if e is not None]
-
-    def submitted(self) -> None:
-        self.busy.clear()
 
 
 class Device:
     """One adapter's logical device. Subclasses set `backend`, `name`, `max_workgroups`,
-    `max_buffer_bytes` and implement the hooks."""
+    `max_buffer_bytes` and implement the hooks (module docstring).
 
-    backend = ""
-    name = ""
-    max_workgroups = 65535
-    max_buffer_bytes = 2 ** 27
+    Binding sets of calls on persistent DeviceBuffers are kept and reused: per (pipeline,
+    buffers) up to 8 sets, each holding one scalar block per submission (calls in one
+    batch with the same scalars share a set); every set that binds a buffer is freed when
+    that buffer is released, so a freed handle is never bound again. Set `timing = True`
+    on a backend that measures GPU time (Vulkan) to get `gpu_seconds`: the time between
+    the first and last dispatch of the last submission, from GPU timestamps."""
+
+    backend = name = ""
+    max_workgroups, max_buffer_bytes = 65535, 2 ** 27
+    timing, gpu_seconds = False, None
 
     def __init__(self):
-        self._batch = None
-        self._pipelines = {}
-        self._sets = BindingCache()
+        self._batch, self._pipelines = None, {}
+        self._sets, self._by_handle, self._busy = {}, {}, {}
 
     def __repr__(self) -> str:
         return f"<Device {self.backend}: {self.name}>"
@@ -147,8 +136,7 @@ class Device:
         elements (an int or a shape; `dtype` required) as a DeviceBuffer."""
         access = "r" if read_only else "rw"
         if isinstance(data, np.ndarray):
-            names = {v: k for k, v in DTYPES.items()}
-            kind = names.get(data.dtype)
+            kind = {v: k for k, v in DTYPES.items()}.get(data.dtype)
             if kind is None or (dtype is not None and dtype != kind):
                 raise DispatchError(f"Device.buffer: array must be float32, int32 or uint32"
                                     f"{' matching dtype=' + repr(dtype) if dtype else ''}, "
@@ -156,7 +144,7 @@ class Device:
             if data.size == 0:
                 raise DispatchError("Device.buffer: array is empty; a storage buffer needs "
                                     ">= 1 element")
-            handle = self._alloc(data.size * 4, data=np.ascontiguousarray(data).tobytes())
+            handle = self._alloc(data.size * 4, np.ascontiguousarray(data).tobytes())
             return DeviceBuffer(self, handle, kind, tuple(data.shape), access)
         shape = (data,) if isinstance(data, int) and not isinstance(data, bool) else data
         if dtype not in DTYPES:
@@ -170,7 +158,7 @@ class Device:
         if count * 4 > self.max_buffer_bytes:
             raise DispatchError(f"Device.buffer: {count * 4} bytes is more than the device's "
                                 f"storage buffer limit of {self.max_buffer_bytes} bytes")
-        return DeviceBuffer(self, self._alloc(count * 4), dtype, shape, access)
+        return DeviceBuffer(self, self._alloc(count * 4, None), dtype, shape, access)
 
     def batch(self) -> Batch:
         """Context manager: kernel calls inside it are recorded and submitted together, in
@@ -196,6 +184,35 @@ class Device:
             found = self._pipelines[key] = self._pipeline(meta, code)
         return found
 
+    def _binding(self, pipeline, bound: list, plan):
+        """A kept binding set for these persistent buffers, free in this submission or
+        holding the same scalars; None when all kept ones hold other scalars."""
+        key = (id(pipeline), tuple((b, id(h), n) for b, h, n in bound))
+        kept = self._sets.setdefault(key, [])
+        for entry in kept:
+            held = self._busy.get(id(entry), entry)
+            if held is entry or held == plan.uniform:
+                break
+        else:
+            if len(kept) >= _KEPT_PER_KEY:
+                return None
+            entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform, True)
+            kept.append(entry)
+            for _, h, _ in bound:
+                self._by_handle.setdefault(id(h), set()).add(key)
+            self._busy[id(entry)] = plan.uniform
+            return entry
+        if plan.uniform is not None and id(entry) not in self._busy:
+            self._set_uniform(entry, plan.uniform)
+        self._busy[id(entry)] = plan.uniform
+        return entry
+
+    def _release(self, handle) -> None:
+        for key in self._by_handle.pop(id(handle), ()):
+            for entry in self._sets.pop(key, ()):
+                self._unbind(entry)
+        self._free(handle)
+
     def run(self, kernel: Kernel, plan) -> dict:
         """Dispatch a checked `plan`; return the written buffers (see Kernel.__call__)."""
         pipeline = self.pipeline(kernel.meta, kernel.code)
@@ -203,16 +220,17 @@ class Device:
         for arg in plan.buffers:
             buf = arg.source
             if not isinstance(buf, DeviceBuffer):
-                buf = (self.buffer(arg.shape, arg.dtype) if buf is None else self.buffer(buf))
-                temps[arg.name] = buf
+                buf = temps[arg.name] = (self.buffer(arg.shape, arg.dtype) if buf is None
+                                         else self.buffer(buf))
             used.append(buf)
             bound.append((arg.binding, buf._live(), buf.nbytes))
-        if any(n == 0 for n in plan.workgroups):
-            job = None  # an empty grid dispatches nothing; outputs keep their contents
-        else:
+        job = None  # an empty grid dispatches nothing; outputs keep their contents
+        if all(plan.workgroups):
             # Only calls on persistent buffers reuse binding sets; temporaries die now.
-            job = self._encode(pipeline, bound, plan.uniform_binding, plan.uniform,
-                               plan.workgroups, cacheable=not temps)
+            entry = None if temps else self._binding(pipeline, bound, plan)
+            if entry is None:
+                entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform, False)
+            job = (pipeline, entry, plan.workgroups)
         written = [a for a in plan.buffers if a.access != "r"]
         batch = self._batch
         if batch is not None:
@@ -221,36 +239,12 @@ class Device:
             batch.keep.extend(used)  # every bound buffer outlives the batch's submission
             return {a.name: temps.get(a.name, a.source) for a in written}
         if job is not None:
-            self._submit([job])
+            try:
+                self._submit([job])
+            finally:
+                self._busy.clear()
         return {a.name: (temps[a.name].read() if a.name in temps else a.source)
                 for a in written}
-
-    # Backend hooks.
-    def _alloc(self, nbytes: int, data: bytes | None = None):
-        """A new buffer handle of `nbytes`, holding `data`, or zero-filled when None."""
-        raise NotImplementedError("Device._alloc is implemented by each backend")
-
-    def _upload(self, handle, data: bytes) -> None:
-        raise NotImplementedError("Device._upload is implemented by each backend")
-
-    def _download(self, handle, nbytes: int) -> bytes:
-        raise NotImplementedError("Device._download is implemented by each backend")
-
-    def _release(self, handle) -> None:
-        raise NotImplementedError("Device._release is implemented by each backend")
-
-    def _pipeline(self, meta: dict, code):
-        raise NotImplementedError("Device._pipeline is implemented by each backend")
-
-    def _encode(self, pipeline, bound: list, uniform_binding, uniform: bytes | None,
-                workgroups: tuple, cacheable: bool):
-        raise NotImplementedError("Device._encode is implemented by each backend")
-
-    def _submit(self, jobs: list) -> None:
-        raise NotImplementedError("Device._submit is implemented by each backend")
-
-    def _wait(self) -> None:
-        raise NotImplementedError("Device._wait is implemented by each backend")
 
 
 class Kernel:
@@ -269,8 +263,7 @@ class Kernel:
 
     def __init__(self, device: Device, meta: dict, code):
         self.device, self.meta, self.code = device, meta, code
-        self.name = meta["name"]
-        self.id = meta.get("id") or meta["name"]
+        self.name, self.id = meta["name"], meta.get("id") or meta["name"]
         self.bindings = tuple(dict(b) for b in meta["bindings"])
         self.workgroup_size = tuple(meta["workgroup_size"])
 

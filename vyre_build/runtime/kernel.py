@@ -1,17 +1,12 @@
-"""Argument checking, grid computation and uniform packing for one kernel call.
-
-Everything here is pure host code: it reads the kernel's metadata record
-(docs/descriptor-conventions.md, "Metadata record") and the caller's arguments and
-either returns a `Plan` the backend can dispatch as is, or raises `DispatchError`
-before anything reaches the device. Messages follow wgpu-py's style: they name the
-kernel, the argument and the bad value.
+"""Argument checking, grid computation and uniform packing for one kernel call: pure host
+code over the metadata record (docs/descriptor-conventions.md) that returns a `Plan` or
+raises `DispatchError` (naming kernel, argument and bad value) before the device is used.
 """
 from __future__ import annotations
 
-import difflib
 import math
 import struct
-from dataclasses import dataclass
+from collections import namedtuple
 
 import numpy as np
 
@@ -25,26 +20,11 @@ _F32_MAX = float(np.finfo(np.float32).max)
 ACCESS = ("r", "w", "rw")
 
 
-@dataclass(frozen=True)
-class BufferArg:
-    """One storage-buffer binding of a call: `source` is a numpy array, a DeviceBuffer,
-    or None for a "w" buffer the runtime allocates (zero-filled) with `shape`."""
-    name: str
-    binding: int
-    dtype: str
-    access: str
-    source: object
-    count: int
-    shape: tuple
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A checked call: buffers in binding order, packed uniform block, workgroup counts."""
-    buffers: tuple
-    uniform_binding: int | None
-    uniform: bytes | None
-    workgroups: tuple
+# One storage-buffer binding of a call: `source` is a numpy array, a DeviceBuffer, or None
+# for a "w" buffer the runtime allocates (zero-filled) with `shape`.
+BufferArg = namedtuple("BufferArg", "name binding dtype access source count shape")
+# A checked call: buffers in binding order, packed uniform block, workgroup counts.
+Plan = namedtuple("Plan", "buffers uniform_binding uniform workgroups")
 
 
 def _fail(kernel: str, message: str) -> DispatchError:
@@ -155,6 +135,7 @@ def check_names(kid: str, bindings, args: dict) -> None:
     extra = sorted(set(args) - set(names))
     missing = [n for n in names if n not in args]
     if extra:
+        import difflib  # only on this error path: keeps the runtime's import small
         close = difflib.get_close_matches(extra[0], missing or names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise _fail(kid, f"unexpected argument {extra[0]!r}{hint}; "
@@ -169,35 +150,42 @@ def _grid_axis(kid: str, entry, buffers: dict, scalars: dict) -> int:
         return entry
     if entry in buffers:
         return buffers[entry].count
-    if entry in scalars:
-        value = scalars[entry]
-        if isinstance(value, float) or value < 0:
-            raise _fail(kid, f"grid comes from scalar {entry!r} = {value!r}, "
-                             "which must be a non-negative integer")
-        return value
-    raise _fail(kid, f"metadata grid entry {entry!r} names no parameter")
+    if entry not in scalars:
+        raise _fail(kid, f"metadata grid entry {entry!r} names no parameter")
+    value = scalars[entry]
+    if isinstance(value, float) or value < 0:
+        raise _fail(kid, f"grid comes from scalar {entry!r} = {value!r}, "
+                         "which must be a non-negative integer")
+    return value
 
 
-def _peer_check(kid: str, source: str, buffers: dict) -> None:
-    """Grid from buffer B: read-only buffers of B's dtype are its elementwise peers and
-    must be at least as long, since a shorter one would silently read zeros."""
-    src = buffers[source]
-    for arg in buffers.values():
-        if arg.name != source and arg.access == "r" and arg.dtype == src.dtype \
-                and arg.count < src.count:
-            raise _fail(kid, f"argument {arg.name!r} has {arg.count} elements but the grid "
-                             f"covers {src.count} (the length of {source!r}); pass at least "
-                             f"{src.count} or give grid= explicitly")
-
-
-def _override_grid(kid: str, grid) -> list:
-    axes = (grid,) if isinstance(grid, int) else grid
-    if (not isinstance(axes, (tuple, list)) or not 1 <= len(axes) <= 3 or not all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0
-            for v in axes)):
-        raise _fail(kid, "grid= must be a non-negative int or a tuple of 1-3 of them "
-                         f"(invocations per axis), got {grid!r}")
-    return [int(v) for v in axes]
+def _invocations(kid: str, meta: dict, grid, buffers: dict, scalars: dict) -> list:
+    if grid is not None:
+        axes = (grid,) if isinstance(grid, int) else grid
+        if (not isinstance(axes, (tuple, list)) or not 1 <= len(axes) <= 3 or not all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0
+                for v in axes)):
+            raise _fail(kid, "grid= must be a non-negative int or a tuple of 1-3 of them "
+                             f"(invocations per axis), got {grid!r}")
+        return [int(v) for v in axes]
+    entries = list(meta.get("grid") or [])
+    if not entries:
+        written = [a.name for a in buffers.values() if a.access != "r"]
+        if not written:
+            raise _fail(kid, "no grid in the metadata and no written buffer to take it "
+                             "from; pass grid=")
+        entries = [written[0]]
+    if len(entries) == 1 and entries[0] in buffers:
+        # Grid from buffer B: read-only buffers of B's dtype are its elementwise peers and
+        # must be at least as long, since a shorter one would silently read zeros.
+        src = buffers[entries[0]]
+        for arg in buffers.values():
+            if arg.name != src.name and arg.access == "r" and arg.dtype == src.dtype \
+                    and arg.count < src.count:
+                raise _fail(kid, f"argument {arg.name!r} has {arg.count} elements but the "
+                                 f"grid covers {src.count} (the length of {src.name!r}); "
+                                 f"pass at least {src.count} or give grid= explicitly")
+    return [_grid_axis(kid, e, buffers, scalars) for e in entries]
 
 
 def plan_call(meta: dict, args: dict, grid, device) -> Plan:
@@ -220,19 +208,7 @@ def plan_call(meta: dict, args: dict, grid, device) -> Plan:
         if arg.count * 4 > limit:
             raise _fail(kid, f"argument {arg.name!r} is {arg.count * 4} bytes, more than the "
                              f"device's storage buffer binding limit of {limit} bytes")
-    if grid is not None:
-        invocations = _override_grid(kid, grid)
-    else:
-        entries = list(meta.get("grid") or [])
-        if not entries:
-            written = [a.name for a in buffers.values() if a.access != "r"]
-            if not written:
-                raise _fail(kid, "no grid in the metadata and no written buffer to take it "
-                                 "from; pass grid=")
-            entries = [written[0]]
-        invocations = [_grid_axis(kid, e, buffers, scalars) for e in entries]
-        if len(entries) == 1 and entries[0] in buffers:
-            _peer_check(kid, entries[0], buffers)
+    invocations = _invocations(kid, meta, grid, buffers, scalars)
     wg = list(meta["workgroup_size"]) + [1] * (3 - len(meta["workgroup_size"]))
     invocations = invocations + [1] * (3 - len(invocations))
     workgroups = tuple(-(-n // w) for n, w in zip(invocations, wg))
@@ -242,12 +218,10 @@ def plan_call(meta: dict, args: dict, grid, device) -> Plan:
                              f"invocations / {wg[axis]} per workgroup), more than the device "
                              f"limit of {device.max_workgroups} "
                              "(max_compute_workgroups_per_dimension)")
-    uniform_binding, block = None, None
-    if scalars:
-        uniform_binding = meta["uniform"]["binding"]
-        block = pack_uniform(meta, scalars)
     ordered = tuple(sorted(buffers.values(), key=lambda a: a.binding))
-    return Plan(ordered, uniform_binding, block, workgroups)
+    if not scalars:
+        return Plan(ordered, None, None, workgroups)
+    return Plan(ordered, meta["uniform"]["binding"], pack_uniform(meta, scalars), workgroups)
 
 
 def pack_uniform(meta: dict, scalars: dict) -> bytes:

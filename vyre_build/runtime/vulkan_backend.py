@@ -5,7 +5,8 @@ memory, e.g. lavapipe or an integrated GPU) buffers are mapped once and written 
 place; otherwise (a discrete GPU) buffers are device-local and transfers go through a
 host-visible staging buffer. VYRE_VULKAN_STAGING=1 forces the staging path (tests).
 One queue, one command pool, a fence per command buffer, one VkPipelineCache per device,
-a pipeline per kernel, descriptor pools and a uniform arena recycled after each submit.
+a pipeline per kernel, descriptor pools and a uniform arena recycled after each submit;
+with `timing` set, two timestamp queries bracket each submission's dispatches.
 The cffi structs free their nested data when collected, so every nested create-info is
 held in a local variable until the call that reads it returns.
 """
@@ -16,7 +17,7 @@ import os
 import vulkan as vk
 
 from vyre_build.errors import DeviceError
-from vyre_build.runtime.device import Device
+from vyre_build.runtime.device import Device, choose_adapter
 
 _HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 _LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
@@ -27,17 +28,18 @@ _ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
 # After a dispatch: later dispatches, transfers and host reads (mapped memory) see it.
 _DST_STAGE = _STAGE | vk.VK_PIPELINE_STAGE_HOST_BIT
 _DST_ACCESS = _ACCESS | vk.VK_ACCESS_HOST_READ_BIT
+_STORAGE_SET, _UNIFORM_SET = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                              vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
 _TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0,
               vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
               vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2, vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3}
 _TYPE_NAME = {0: "discrete GPU", 1: "integrated GPU", 2: "virtual GPU", 3: "CPU"}
-_ARENA_BYTES = 1 << 16
-_POOL_SETS = 64
-_WAIT_NS = 120 * 10 ** 9
+_ARENA_BYTES, _POOL_SETS, _WAIT_NS = 1 << 16, 64, 120 * 10 ** 9
+_NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
 _INSTANCE = []
 
 
-def _instance():
+def _physical_devices() -> list:
     if not _INSTANCE:
         app = vk.VkApplicationInfo(pApplicationName="vyre_build", applicationVersion=1,
                                    pEngineName="vyre_build", engineVersion=1,
@@ -46,14 +48,9 @@ def _instance():
         try:
             _INSTANCE.append(vk.vkCreateInstance(info, None))
         except (vk.VkError, vk.VkException, OSError) as exc:
-            raise DeviceError(f"no Vulkan instance: {exc!r}; install a Vulkan driver "
-                              "(e.g. Mesa lavapipe, package mesa-vulkan-drivers)") from exc
-    return _INSTANCE[0]
-
-
-def _physical_devices() -> list:
+            raise DeviceError(f"no Vulkan instance: {exc!r}; {_NO_DRIVER}") from exc
     found = []
-    for phys in vk.vkEnumeratePhysicalDevices(_instance()):
+    for phys in vk.vkEnumeratePhysicalDevices(_INSTANCE[0]):
         props = vk.vkGetPhysicalDeviceProperties(phys)
         rank = _TYPE_RANK.get(props.deviceType, 4)
         name = str(props.deviceName)  # the vulkan package already decodes char arrays
@@ -64,25 +61,6 @@ def _physical_devices() -> list:
 def list_adapters() -> list[str]:
     """A description of every Vulkan physical device, in the loader's order."""
     return [desc for _, _, desc, _ in _physical_devices()]
-
-
-def _pick(adapter):
-    found = _physical_devices()
-    names = [d for _, _, d, _ in found]
-    if not found:
-        raise DeviceError("the Vulkan loader lists no physical device; install a driver "
-                          "(e.g. Mesa lavapipe, package mesa-vulkan-drivers)")
-    if adapter is None:
-        return min(found, key=lambda f: f[3])  # prefer discrete, then integrated, ...
-    if isinstance(adapter, int) and not isinstance(adapter, bool):
-        if not 0 <= adapter < len(found):
-            raise DeviceError(f"Vulkan adapter index {adapter} is out of range; "
-                              f"there are {len(found)}: {names}")
-        return found[adapter]
-    hits = [f for f in found if str(adapter).lower() in f[2].lower()]
-    if not hits:
-        raise DeviceError(f"no Vulkan adapter matches {adapter!r}; there are: {names}")
-    return hits[0]
 
 
 class _Buf:
@@ -100,7 +78,13 @@ class VulkanDevice(Device):
 
     def __init__(self, adapter=None):
         super().__init__()
-        self.physical, props, self.name, _ = _pick(adapter)
+        found = _physical_devices()
+        if not found:
+            raise DeviceError(f"the Vulkan loader lists no physical device; {_NO_DRIVER}")
+        names = [d for _, _, d, _ in found]
+        self.physical, props, self.name, _ = (
+            min(found, key=lambda f: f[3]) if adapter is None  # discrete first, ...
+            else choose_adapter("Vulkan", found, names, adapter))
         limits = props.limits
         self.max_workgroups = int(min(limits.maxComputeWorkGroupCount[0:3]))
         self.max_buffer_bytes = int(limits.maxStorageBufferRange)
@@ -109,8 +93,7 @@ class VulkanDevice(Device):
         compute = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
         if not compute:
             raise DeviceError(f"Vulkan adapter {self.name} has no compute queue")
-        self.family = compute[0]
-        priorities = [1.0]
+        self.family, priorities = compute[0], [1.0]
         queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1,
                                                 pQueuePriorities=priorities)
         device_info = vk.VkDeviceCreateInfo(queueCreateInfoCount=1,
@@ -118,7 +101,11 @@ class VulkanDevice(Device):
         self.dev = self._vk("device creation", vk.vkCreateDevice, self.physical,
                             device_info, None)
         self.queue = vk.vkGetDeviceQueue(self.dev, self.family, 0)
-        self._memory_types()
+        mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
+        self.mem_flags = [mem.memoryTypes[i].propertyFlags for i in range(mem.memoryTypeCount)]
+        local = [f for f in self.mem_flags if f & _LOCAL]
+        self.unified = (bool(local) and all(f & _HOST == _HOST for f in local)
+                        and os.environ.get("VYRE_VULKAN_STAGING") != "1")
         pool_info = vk.VkCommandPoolCreateInfo(
             flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
             queueFamilyIndex=self.family)
@@ -127,8 +114,8 @@ class VulkanDevice(Device):
         alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.cmd_pool,
                                                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                                commandBufferCount=2)
-        cmds = self._vk("command buffers", vk.vkAllocateCommandBuffers, self.dev, alloc)
-        self.cmd, self.xfer_cmd = cmds[0], cmds[1]
+        self.cmd, self.xfer_cmd = self._vk("command buffers", vk.vkAllocateCommandBuffers,
+                                           self.dev, alloc)
         fence_info = vk.VkFenceCreateInfo()
         self.fence = vk.vkCreateFence(self.dev, fence_info, None)
         # Structs reused by every submission (built once: cffi struct creation is slow).
@@ -138,14 +125,19 @@ class VulkanDevice(Device):
         self._cmd_lists = ([self.cmd], [self.xfer_cmd])
         self._submit_infos = tuple(
             [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=c)] for c in self._cmd_lists)
-        barrier = vk.VkMemoryBarrier(srcAccessMask=_ACCESS, dstAccessMask=_DST_ACCESS)
-        self._barriers = [barrier]
+        self._barriers = [vk.VkMemoryBarrier(srcAccessMask=_ACCESS, dstAccessMask=_DST_ACCESS)]
         cache_info = vk.VkPipelineCacheCreateInfo()
         self.pipeline_cache = vk.vkCreatePipelineCache(self.dev, cache_info, None)
-        self._pools, self._pool_at = [], 0
-        self._kept_pools, self._kept_full = [], False
+        self._pools, self._pool_at = {False: [], True: []}, {False: 0, True: 0}
         self._arenas, self._arena_at, self._arena_used = [], 0, 0
-        self._staging = None
+        self._staging, self._queries = None, None
+        bits = families[self.family].timestampValidBits
+        if bits:  # GPU timestamps: ticks of timestampPeriod ns, `bits` valid bits
+            query_info = vk.VkQueryPoolCreateInfo(queryType=vk.VK_QUERY_TYPE_TIMESTAMP,
+                                                  queryCount=2)
+            self._queries = vk.vkCreateQueryPool(self.dev, query_info, None)
+            self._tick_s = float(limits.timestampPeriod) * 1e-9
+            self._tick_mask, self._stamps = (1 << bits) - 1, vk.ffi.new("uint64_t[2]")
 
     def _vk(self, what: str, fn, *args):
         try:
@@ -155,13 +147,6 @@ class VulkanDevice(Device):
             raise DeviceError(f"Vulkan {what} failed on {self.name}: {type(exc).__name__}"
                               f"{' (the device was lost; create a new one)' if lost else ''}"
                               ) from exc
-
-    def _memory_types(self) -> None:
-        mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
-        self.mem_flags = [mem.memoryTypes[i].propertyFlags for i in range(mem.memoryTypeCount)]
-        local = [f for f in self.mem_flags if f & _LOCAL]
-        self.unified = (bool(local) and all(f & _HOST == _HOST for f in local)
-                        and os.environ.get("VYRE_VULKAN_STAGING") != "1")
 
     def _type_index(self, bits: int, want: int) -> int:
         for i, flags in enumerate(self.mem_flags):
@@ -182,10 +167,10 @@ class VulkanDevice(Device):
         mapped = vk.vkMapMemory(self.dev, memory, 0, nbytes, 0) if host else None
         return _Buf(buffer, memory, mapped, nbytes)
 
-    def _alloc(self, nbytes: int, data: bytes | None = None):
+    def _alloc(self, nbytes: int, data: bytes | None):
         usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
                  | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
-        buf = self._make(nbytes, usage, host=self.unified)
+        buf = self._make(nbytes, usage, self.unified)
         if data is not None:
             self._upload(buf, data)
         elif self.unified:
@@ -197,9 +182,9 @@ class VulkanDevice(Device):
     def _staging_for(self, nbytes: int) -> _Buf:
         if self._staging is None or self._staging.nbytes < nbytes:
             if self._staging is not None:
-                self._release(self._staging)
+                self._free(self._staging)
             usage = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
-            self._staging = self._make(max(nbytes, 1 << 20), usage, host=True)
+            self._staging = self._make(max(nbytes, 1 << 20), usage, True)
         return self._staging
 
     def _upload(self, handle: _Buf, data: bytes) -> None:
@@ -221,11 +206,7 @@ class VulkanDevice(Device):
                                                       1, [region]))
         return bytes(staging.mapped[0:nbytes])
 
-    def _release(self, handle: _Buf) -> None:
-        for dset, ubuf, pool in self._sets.drop(handle):
-            vk.vkFreeDescriptorSets(self.dev, pool, 1, [dset])
-            if ubuf is not None:
-                self._release(ubuf)
+    def _free(self, handle: _Buf) -> None:
         if handle.mapped is not None:
             vk.vkUnmapMemory(self.dev, handle.memory)
         vk.vkDestroyBuffer(self.dev, handle.buffer, None)
@@ -249,59 +230,73 @@ class VulkanDevice(Device):
         self._run_commands(self.xfer_cmd, record)
 
     def _pipeline(self, meta: dict, code):
-        kid = meta.get("id") or meta["name"]
-        try:
-            return self._create_pipeline(meta, code)
-        except DeviceError as exc:
-            raise DeviceError(f"Kernel {kid!r}: the Vulkan driver refused the shader or its "
-                              f"layout: {exc}") from exc
-
-    def _create_pipeline(self, meta: dict, code):
-        kinds = [(b["binding"], vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
-                 for b in meta["bindings"] if b["kind"] == "buffer"]
+        kinds = [(b["binding"], _STORAGE_SET) for b in meta["bindings"] if b["kind"] == "buffer"]
         if meta.get("uniform"):
-            kinds.append((meta["uniform"]["binding"], vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER))
+            kinds.append((meta["uniform"]["binding"], _UNIFORM_SET))
         entries = [vk.VkDescriptorSetLayoutBinding(
             binding=b, descriptorType=t, descriptorCount=1,
             stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b, t in sorted(kinds)]
-        set_info = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(entries),
-                                                      pBindings=entries)
-        set_layout = self._vk("descriptor set layout", vk.vkCreateDescriptorSetLayout,
-                              self.dev, set_info, None)
-        layouts = [set_layout]
-        layout_info = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=layouts)
-        layout = self._vk("pipeline layout", vk.vkCreatePipelineLayout, self.dev,
-                          layout_info, None)
-        module_info = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
-        module = self._vk("shader module creation", vk.vkCreateShaderModule,
-                          self.dev, module_info, None)
-        stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
-                                                   module=module, pName="main")
-        info = vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)
-        infos = [info]
-        pipes = self._vk("compute pipeline creation", vk.vkCreateComputePipelines,
-                         self.dev, self.pipeline_cache, 1, infos, None)
+        try:
+            set_info = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(entries),
+                                                          pBindings=entries)
+            set_layout = self._vk("descriptor set layout", vk.vkCreateDescriptorSetLayout,
+                                  self.dev, set_info, None)
+            layouts = [set_layout]
+            layout_info = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=layouts)
+            layout = self._vk("pipeline layout", vk.vkCreatePipelineLayout, self.dev,
+                              layout_info, None)
+            module_info = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
+            module = self._vk("shader module creation", vk.vkCreateShaderModule,
+                              self.dev, module_info, None)
+            stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+                                                       module=module, pName="main")
+            infos = [vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)]
+            pipes = self._vk("compute pipeline creation", vk.vkCreateComputePipelines,
+                             self.dev, self.pipeline_cache, 1, infos, None)
+        except DeviceError as exc:
+            raise DeviceError(f"Kernel {meta.get('id') or meta['name']!r}: the Vulkan driver "
+                              f"refused the shader or its layout: {exc}") from exc
         vk.vkDestroyShaderModule(self.dev, module, None)
         return pipes[0], layout, set_layout
 
-    def _descriptor_set(self, set_layout):
-        layouts = [set_layout]
+    def _bind(self, pipeline, bound, uniform_binding, uniform, kept):
+        """A descriptor set: `kept` ones come from freeable pools and own their uniform
+        buffer; the others from pools reset, and an arena rewound, after each submit."""
+        pools, layouts = self._pools[kept], [pipeline[2]]
         while True:
-            if self._pool_at == len(self._pools):
-                sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                 descriptorCount=_POOL_SETS * 8),
-                         vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
-                                                 descriptorCount=_POOL_SETS)]
-                pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=_POOL_SETS, poolSizeCount=2,
-                                                          pPoolSizes=sizes)
-                self._pools.append(self._vk("descriptor pool", vk.vkCreateDescriptorPool,
-                                            self.dev, pool_info, None))
-            info = vk.VkDescriptorSetAllocateInfo(descriptorPool=self._pools[self._pool_at],
-                                                  descriptorSetCount=1, pSetLayouts=layouts)
+            if self._pool_at[kept] == len(pools):
+                sizes = [vk.VkDescriptorPoolSize(type=_STORAGE_SET, descriptorCount=_POOL_SETS * 8),
+                         vk.VkDescriptorPoolSize(type=_UNIFORM_SET, descriptorCount=_POOL_SETS)]
+                pool_info = vk.VkDescriptorPoolCreateInfo(
+                    flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT if kept else 0,
+                    maxSets=_POOL_SETS, poolSizeCount=2, pPoolSizes=sizes)
+                pools.append(self._vk("descriptor pool", vk.vkCreateDescriptorPool, self.dev,
+                                      pool_info, None))
+            pool = pools[self._pool_at[kept]]
+            info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
+                                                  pSetLayouts=layouts)
             try:
-                return vk.vkAllocateDescriptorSets(self.dev, info)[0]
+                dsets = vk.vkAllocateDescriptorSets(self.dev, info)
+                break
             except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool):
-                self._pool_at += 1  # this pool is full until the next submit resets it
+                self._pool_at[kept] += 1  # this pool is full: continue in the next one
+        targets = [(b, h.buffer, 0, n, _STORAGE_SET) for b, h, n in bound]
+        ubuf = None
+        if uniform is not None:
+            if kept:
+                ubuf = self._make(len(uniform), vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True)
+                ubuf.mapped[0:len(uniform)] = uniform
+                targets.append((uniform_binding, ubuf.buffer, 0, len(uniform), _UNIFORM_SET))
+            else:
+                targets.append((uniform_binding, *self._uniform_slice(uniform), len(uniform),
+                                _UNIFORM_SET))
+        infos = [[vk.VkDescriptorBufferInfo(buffer=buf, offset=off, range=n)]
+                 for _, buf, off, n, _ in targets]
+        writes = [vk.VkWriteDescriptorSet(dstSet=dsets[0], dstBinding=b, descriptorCount=1,
+                                          descriptorType=t, pBufferInfo=info)
+                  for (b, _, _, _, t), info in zip(targets, infos)]
+        vk.vkUpdateDescriptorSets(self.dev, len(writes), writes, 0, None)
+        return list(dsets), ubuf, pool
 
     def _uniform_slice(self, data: bytes):
         size = -(-len(data) // self.uniform_align) * self.uniform_align
@@ -309,95 +304,56 @@ class VulkanDevice(Device):
             self._arena_at, self._arena_used = self._arena_at + 1, 0
         if self._arena_at == len(self._arenas):
             self._arenas.append(self._make(max(_ARENA_BYTES, size),
-                                           vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, host=True))
+                                           vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True))
         arena, offset = self._arenas[self._arena_at], self._arena_used
         arena.mapped[offset:offset + len(data)] = data
         self._arena_used += size
         return arena.buffer, offset
 
-    def _encode(self, pipeline, bound, uniform_binding, uniform, workgroups, cacheable):
-        pipe, layout, set_layout = pipeline
-        if cacheable:
-            key = (id(pipe), tuple((b, id(h), n) for b, h, n in bound))
-            entry = self._sets.take(key)
-            if entry is None and key not in self._sets.busy:
-                entry = self._kept_set(set_layout, bound, uniform_binding, uniform)
-                self._sets.put(key, [h for _, h, _ in bound], entry)
-            if entry is not None:
-                dset, ubuf, _ = entry
-                if ubuf is not None:
-                    ubuf.mapped[0:len(uniform)] = uniform
-                return pipe, layout, dset, workgroups
-        dset = self._descriptor_set(set_layout)
-        targets = [(b, h.buffer, 0, n, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
-                   for b, h, n in bound]
-        if uniform is not None:
-            buffer, offset = self._uniform_slice(uniform)
-            targets.append((uniform_binding, buffer, offset, len(uniform),
-                            vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER))
-        self._write_set(dset, targets)
-        return pipe, layout, dset, workgroups
+    def _set_uniform(self, entry, uniform: bytes) -> None:
+        entry[1].mapped[0:len(uniform)] = uniform
 
-    def _kept_set(self, set_layout, bound, uniform_binding, uniform):
-        """A descriptor set from a freeable pool with its own uniform buffer, kept in the
-        binding cache until one of its buffers is released."""
-        layouts = [set_layout]
-        while True:
-            if not self._kept_pools or self._kept_full:
-                sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                 descriptorCount=_POOL_SETS * 8),
-                         vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
-                                                 descriptorCount=_POOL_SETS)]
-                pool_info = vk.VkDescriptorPoolCreateInfo(
-                    flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
-                    maxSets=_POOL_SETS, poolSizeCount=2, pPoolSizes=sizes)
-                self._kept_pools.append(self._vk("descriptor pool", vk.vkCreateDescriptorPool,
-                                                 self.dev, pool_info, None))
-                self._kept_full = False
-            pool = self._kept_pools[-1]
-            info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
-                                                  pSetLayouts=layouts)
-            try:
-                dset = vk.vkAllocateDescriptorSets(self.dev, info)[0]
-                break
-            except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool):
-                self._kept_full = True  # this pool is full: continue in a new one
-        ubuf, targets = None, [(b, h.buffer, 0, n, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
-                               for b, h, n in bound]
-        if uniform is not None:
-            ubuf = self._make(len(uniform), vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, host=True)
-            targets.append((uniform_binding, ubuf.buffer, 0, len(uniform),
-                            vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER))
-        self._write_set(dset, targets)
-        return dset, ubuf, pool
-
-    def _write_set(self, dset, targets) -> None:
-        infos = [[vk.VkDescriptorBufferInfo(buffer=buf, offset=off, range=n)]
-                 for _, buf, off, n, _ in targets]
-        writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=b, descriptorCount=1,
-                                          descriptorType=t, pBufferInfo=info)
-                  for (b, _, _, _, t), info in zip(targets, infos)]
-        vk.vkUpdateDescriptorSets(self.dev, len(writes), writes, 0, None)
+    def _unbind(self, entry) -> None:
+        dsets, ubuf, pool = entry
+        vk.vkFreeDescriptorSets(self.dev, pool, 1, dsets)
+        if ubuf is not None:
+            self._free(ubuf)
 
     def _submit(self, jobs: list) -> None:
-        barriers = self._barriers
+        barriers, queries = self._barriers, self._queries if self.timing else None
 
         def record(cmd):
-            for pipe, layout, dset, (x, y, z) in jobs:
-                vk.vkCmdBindPipeline(cmd, _COMPUTE, pipe)
-                vk.vkCmdBindDescriptorSets(cmd, _COMPUTE, layout, 0, 1, [dset], 0, None)
+            if queries is not None:
+                vk.vkCmdResetQueryPool(cmd, queries, 0, 2)
+                vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0)
+            last_pipe = last_sets = None
+            for (pipe, layout, _), (dsets, _, _), (x, y, z) in jobs:
+                if pipe is not last_pipe:
+                    vk.vkCmdBindPipeline(cmd, _COMPUTE, pipe)
+                    last_pipe = pipe
+                if dsets is not last_sets:
+                    vk.vkCmdBindDescriptorSets(cmd, _COMPUTE, layout, 0, 1, dsets, 0, None)
+                    last_sets = dsets
                 vk.vkCmdDispatch(cmd, x, y, z)
                 # Later dispatches and transfers see this dispatch's writes.
                 vk.vkCmdPipelineBarrier(cmd, _STAGE, _DST_STAGE, 0, 1, barriers, 0, None, 0,
                                         None)
+            if queries is not None:
+                vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)
 
+        self.gpu_seconds = None
         try:
             self._run_commands(self.cmd, record)
+            if queries is not None:
+                stamps = self._stamps
+                self._vk("timestamp query", vk.vkGetQueryPoolResults, self.dev, queries, 0, 2,
+                         16, stamps, 8, vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+                ticks = (stamps[1] - stamps[0]) & self._tick_mask
+                self.gpu_seconds = ticks * self._tick_s
         finally:
-            for pool in self._pools[:self._pool_at + 1]:
+            for pool in self._pools[False][:self._pool_at[False] + 1]:
                 vk.vkResetDescriptorPool(self.dev, pool, 0)
-            self._pool_at, self._arena_at, self._arena_used = 0, 0, 0
-            self._sets.submitted()
+            self._pool_at[False], self._arena_at, self._arena_used = 0, 0, 0
 
     def _wait(self) -> None:
         """Nothing to do: every submission already waited on its fence."""
