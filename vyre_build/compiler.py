@@ -6,6 +6,8 @@ Pipeline, one direction (each step a plain data value):
                                                    \\--emit_spirv--> .spv
 Emitters read only the descriptor. Output is a pure function of the input files'
 contents, the variant values, the targets and the options (no paths, no times).
+Importing this module is cheap (the frontend, lowering and emitters load on first
+compile), so `compiler_identity()` costs a null build no compiler import.
 """
 from __future__ import annotations
 
@@ -13,14 +15,15 @@ import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import blake3
 
 from vyre_build import __version__
-from vyre_build.descriptor import KernelDescriptor, encode
 from vyre_build.errors import VyreError
-from vyre_build.frontend import check_module, instances, load_module
-from vyre_build.lower import lower
+
+if TYPE_CHECKING:
+    from vyre_build.descriptor import KernelDescriptor
 
 TARGETS = ("wgsl", "spirv", "kdesc")
 OPTIONS = {"spirv_opt": bool}
@@ -119,6 +122,10 @@ def compile_file(path: str, *, root: str | None = None, targets=TARGETS, options
                  kernel: str | None = None, text: str | None = None,
                  display_path: str | None = None) -> list[CompiledKernel]:
     """Compile every kernel (and variant) of one kernel file; raises KernelError on bad source."""
+    from vyre_build.descriptor import encode
+    from vyre_build.frontend import check_module, load_module
+    from vyre_build.lower import lower
+
     targets = tuple(targets)
     options = _check_options(targets, options)
     module = load_module(path, root=root, text=text, display_path=display_path)
@@ -149,12 +156,14 @@ def compile_file(path: str, *, root: str | None = None, targets=TARGETS, options
 
 def list_kernels(path: str, root: str | None = None) -> list[str]:
     """Output stems ("saxpy", "add.f32") of a kernel file, from parsing alone."""
+    from vyre_build.frontend import instances, load_module
     module = load_module(path, root=root)
     return [name if v is None else f"{name}.{v}" for name, v, _ in instances(module)]
 
 
 def kernel_dependencies(path: str, root: str | None = None) -> list[str]:
     """Absolute paths of every file a kernel file's build reads besides itself, sorted."""
+    from vyre_build.frontend import load_module
     module = load_module(path, root=root)
     real = os.path.realpath(path)
     return sorted({os.path.abspath(p) for p in module.dependencies if p != real})
