@@ -74,70 +74,62 @@ def build_bundle(path: str, count: int = 100) -> list:
     return entries
 
 
-COLD_BUNDLE = """
+COLD_PRELUDE = """
 import sys, time; t0 = time.perf_counter(); sys.path.insert(0, {root!r})
 import numpy as np
 from vyre_build.runtime import get_device, load_kernel, open_bundle
 t1 = time.perf_counter(); dev = get_device({backend!r}); t2 = time.perf_counter()
-b = open_bundle({bundle!r}, device=dev)
-entry = b.reader.entry("saxpy")
-code = b.reader.read_artifact(entry.id, {suffix!r})
-code = code.decode() if {suffix!r} == ".wgsl" else code
-t3 = time.perf_counter()
-kern = load_kernel(entry.meta, device=dev, **{{{target!r}: code}})
-x = np.arange(1000, dtype=np.float32)
-y = kern(x=x, y=np.ones(1000, np.float32), a=2.0)["y"]
-t4 = time.perf_counter(); assert y[999] == 1999.0
-print(t4 - t0, t2 - t1, t3 - t2)
 """
-
-COLD_COMPILE = """
-import sys, time; t0 = time.perf_counter(); sys.path.insert(0, {root!r})
-import numpy as np
-from vyre_build.runtime import get_device, load_kernel
-t1 = time.perf_counter(); dev = get_device({backend!r}); t2 = time.perf_counter()
+COLD_BUNDLE = COLD_PRELUDE + """
+b = open_bundle({bundle!r}, device=dev)
+t3 = time.perf_counter()
+kern = b["saxpy"]
+"""
+COLD_COMPILE = COLD_PRELUDE + """
 from vyre_build.compiler import compile_file
 (k,) = compile_file({src!r}, root={kernels!r}, targets=({target!r}, "kdesc"))
-code = {{"wgsl": k.wgsl, "spirv": k.spirv}}[{target!r}]
 t3 = time.perf_counter()
-kern = load_kernel(k.meta, device=dev, **{{{target!r}: code}})
+kern = load_kernel(k.meta, device=dev, **{{{target!r}: {{"wgsl": k.wgsl, "spirv": k.spirv}}[{target!r}]}})
+"""
+COLD_RUN = """
 x = np.arange(1000, dtype=np.float32)
 y = kern(x=x, y=np.ones(1000, np.float32), a=2.0)["y"]
 t4 = time.perf_counter(); assert y[999] == 1999.0
-print(t4 - t0, t2 - t1, t3 - t2)
+print(t4 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3)
 """
+COLD_COLUMNS = ("whole process", "interpreter start", "numpy + runtime import",
+                "backend import + device creation", "open bundle / compile source",
+                "kernel load (pipeline) + first result")
 
 
 def fresh(script: str) -> tuple:
-    """(s from process start to first result minus device creation, the same after
-    interpreter start, device creation s, s to get the shader code)."""
+    """Seconds of one fresh process, by the phases of COLD_COLUMNS."""
     t = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run([sys.executable, "-c", script + COLD_RUN], capture_output=True,
+                          text=True, check=True)
     wall = time.perf_counter() - t
-    inside, device, code = (float(v) for v in done.stdout.split())
-    return wall - device, inside - device, device, code
+    inside, imports, device, code, first = (float(v) for v in done.stdout.split())
+    return wall, wall - inside, imports, device, code, first
 
 
 def cold_start(backend: str, bundle: str, repeat: int) -> None:
     target = "wgsl" if backend == "wgpu" else "spirv"
     args = {"root": ROOT, "backend": backend, "bundle": bundle, "target": target,
-            "suffix": ".wgsl" if backend == "wgpu" else ".spv",
             "src": os.path.join(KERNELS, "saxpy.py"), "kernels": KERNELS}
     runs_b = [fresh(COLD_BUNDLE.format(**args)) for _ in range(repeat)]
     runs_c = [fresh(COLD_COMPILE.format(**args)) for _ in range(repeat)]
-    med = [statistics.median(col) for col in zip(*runs_b)]
-    mec = [statistics.median(col) for col in zip(*runs_c)]
-    say(f"[{backend}] fresh process to first saxpy result (device creation excluded, "
-        f"median of {repeat}):")
-    say(f"    from the 100-kernel bundle: {med[0] * 1e3:8.1f} ms  (after interpreter start: "
-        f"{med[1] * 1e3:.1f} ms; getting the shader: {med[3] * 1e3:.2f} ms)")
-    say(f"    compiling from source:      {mec[0] * 1e3:8.1f} ms  (after interpreter start: "
-        f"{mec[1] * 1e3:.1f} ms; getting the shader: {mec[3] * 1e3:.2f} ms)")
-    say(f"    ratio compile/bundle: whole process {mec[0] / med[0]:.2f}x, after interpreter "
-        f"start {mec[1] / med[1]:.2f}x, shader step alone {mec[3] / med[3]:.1f}x "
+    med_b = [statistics.median(col) for col in zip(*runs_b)]
+    med_c = [statistics.median(col) for col in zip(*runs_c)]
+    say(f"[{backend}] fresh process to the first saxpy result, median of {repeat} "
+        "(ms: from the 100-kernel bundle | compiling from source):")
+    for name, b, c in zip(COLD_COLUMNS, med_b, med_c):
+        say(f"    {name:40s} {b * 1e3:8.1f} | {c * 1e3:8.1f}")
+    fixed_b, fixed_c = sum(med_b[1:4]), sum(med_c[1:4])
+    say(f"    ratio compile/bundle: whole process {med_c[0] / med_b[0]:.2f}x; without the "
+        f"shared fixed costs (interpreter, imports, device creation: {fixed_b * 1e3:.0f} | "
+        f"{fixed_c * 1e3:.0f} ms) {(med_c[0] - fixed_c) / (med_b[0] - fixed_b):.1f}x; "
+        f"shader step alone (open bundle / compile) {med_c[4] / med_b[4]:.1f}x "
         "(target >= 10x)")
-    say(f"    device creation (separately): {med[2] * 1e3:.1f} ms")
 
 
 def bundle_open(bundle: str, repeat: int) -> None:
@@ -191,7 +183,7 @@ def vulkan_hand_written(n: int):
     pipe, layout, set_layout = d.pipeline(shaders.SAXPY_META,
                                           shaders.assemble(shaders.SAXPY_SPVASM))
     x, y = d.buffer(np.arange(n, dtype=np.float32)), d.buffer(n, "f32")
-    u = d._make(16, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, host=True)
+    u = d._make(16, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True)
     sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                      descriptorCount=2),
              vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
@@ -260,60 +252,94 @@ def dispatch_overhead(backend: str, repeat: int, number: int) -> None:
 
 # ----------------------------------------------------------------------- device report
 
-def _on_device(dev, args: dict) -> dict:
-    out = {}
-    for name, value in args.items():
+def _on_device(dev, args: dict, meta: dict) -> dict:
+    """Arrays uploaded as DeviceBuffers; a write-only output given as a length gets one
+    zeroed buffer (else it would be allocated on every call)."""
+    out = dict(args)
+    for bind in meta["bindings"]:
+        value = args[bind["name"]]
         if isinstance(value, np.ndarray):
-            out[name] = dev.buffer(value)
-        else:
-            out[name] = value
+            out[bind["name"]] = dev.buffer(value)
+        elif bind["kind"] == "buffer":
+            out[bind["name"]] = dev.buffer(value, bind["dtype"])
     return out
 
 
-def _throughput(kernel, dev, args: dict, repeat: int, number: int) -> float:
+def _throughput(kernel, dev, args: dict, repeat: int, number: int, grid=None) -> tuple:
+    """(host-inclusive s per dispatch: record `number` dispatches, submit, wait; GPU s per
+    dispatch from timestamps around the submission's dispatches, or None)."""
+    gpu = []
+
     def block():
         with dev.batch():
             for _ in range(number):
-                kernel(**args)
+                kernel.dispatch(args, grid=grid)
         dev.wait()
-    return median_time(block, repeat) / number
+        if dev.gpu_seconds is not None:
+            gpu.append(dev.gpu_seconds / number)
+    host = median_time(block, repeat) / number
+    return host, (statistics.median(gpu[1:]) if len(gpu) > 1 else None)
 
 
-def device_report(backend: str, quick: bool, repeat: int) -> None:
-    dev = get_device(backend)
-    bundle_path = os.path.join(tempfile.mkdtemp(prefix="vyre-bench-"), "tree.vyrebundle")
-    from vyre_build.bundle import write_bundle
+def _compile_entries(paths: list, root: str) -> list:
     from vyre_build.compiler import compile_file
     entries = []
-    for file in ("saxpy.py", "add.py", "reduce.py", "scan.py", "matmul.py"):
-        for k in compile_file(os.path.join(KERNELS, file), root=KERNELS,
-                              targets=("wgsl", "spirv", "kdesc")):
+    for path in paths:
+        for k in compile_file(path, root=root, targets=("wgsl", "spirv", "kdesc")):
             entries.append({"meta": k.meta, "artifacts": {
                 s: b for s, b in k.artifacts.items() if s != ".meta.json"}})
-    write_bundle(bundle_path, entries)
+    return entries
+
+
+def device_report(backend: str, quick: bool, repeat: int, big: int | None = None) -> None:
+    """Throughput of the tree's saxpy/add/reduce/scan/matmul and the bench's grid-stride
+    saxpy/add (bench/kernels/stride.py), host-inclusive and (Vulkan) GPU-only, against
+    torch on the same sizes and (wgpu) a hand-written WGSL saxpy. `big`: one more
+    element count for the grid-stride kernels (beyond the 65,535-workgroup 1-D limit)."""
+    dev = get_device(backend)
+    dev.timing = True  # GPU timestamps where the backend has them (Vulkan)
+    bundle_path = os.path.join(tempfile.mkdtemp(prefix="vyre-bench-"), "tree.vyrebundle")
+    from vyre_build.bundle import write_bundle
+    bench_kernels = os.path.join(HERE, "kernels")
+    write_bundle(bundle_path, _compile_entries(
+        [os.path.join(KERNELS, f) for f in ("saxpy.py", "add.py", "reduce.py", "scan.py",
+                                            "matmul.py")], KERNELS)
+        + _compile_entries([os.path.join(bench_kernels, "stride.py")], bench_kernels))
     bundle = open_bundle(bundle_path, device=dev)
     # The largest 1-D grid a 256-wide kernel can cover in one dispatch (65535 workgroups).
     n = 1 << 16 if quick else 65535 * 256
     mm = (64, 64, 64) if quick else (2048, 2048, 2048)
     number = 5 if quick else 20
     rng = np.random.default_rng(0)
-    # (stem, size, bytes moved per call or flops, unit)
-    plan = [("saxpy", n, 12 * n, "GB/s"), ("add.f32", n, 12 * n, "GB/s"),
-            ("reduce_sum.u32", n, 4 * n, "GB/s"), ("scan_inclusive", n, 8 * n, "GB/s"),
-            ("matmul", mm, 2 * mm[0] * mm[1] * mm[2], "GFLOP/s")]
-    torch = _torch()
-    for stem, size, work, unit in plan:
-        args = _on_device(dev, reference.case(stem).inputs(rng, size))
-        for b in bundle[stem].bindings:
-            # A write-only output given as a length would be allocated on every call: keep one.
-            if b["kind"] == "buffer" and isinstance(args.get(b["name"]), (int, tuple)):
-                shape = args[b["name"]]
-                args[b["name"]] = dev.buffer(np.zeros(shape, dtype=np.dtype(b["dtype"].replace("f32", "float32").replace("u32", "uint32").replace("i32", "int32"))))
-        t = _throughput(bundle[stem], dev, args, repeat, number)
-        line = f"[{backend}] {stem:15s} size={size}: {work / t / 1e9:9.2f} {unit}"
+    # (stem, size, bytes moved per call or flops, unit, grid= or None, torch op)
+    plan = [("saxpy", n, 12 * n, "GB/s", None, "saxpy"),
+            ("add.f32", n, 12 * n, "GB/s", None, "add.f32"),
+            ("reduce_sum.u32", n, 4 * n, "GB/s", None, "reduce_sum.u32"),
+            ("scan_inclusive", n, 8 * n, "GB/s", None, "scan_inclusive"),
+            ("matmul", mm, 2 * mm[0] * mm[1] * mm[2], "GFLOP/s", None, "matmul")]
+    for size in (n, big) if big else (n,):
+        for per in (1, 4):
+            plan += [(f"{stem}_stride", size, 12 * size, "GB/s", -(-size // per), op)
+                     for stem, op in (("saxpy", "saxpy"), ("add", "add.f32"))]
+    torch, torch_times = _torch(), {}
+    say(f"[{backend}] device report: median of {repeat} rounds of {number} dispatches recorded "
+        "into one submission on device buffers; host = record+submit+wait per dispatch, "
+        "gpu = timestamps around the dispatches (incl. barriers)")
+    for stem, size, work, unit, grid, torch_op in plan:
+        kernel = bundle[stem]  # a _stride kernel takes its tree kernel's arguments
+        args = _on_device(dev, reference.case(torch_op).inputs(rng, size), kernel.meta)
+        host, gpu = _throughput(kernel, dev, args, repeat, number, grid)
+        label = stem + (f" grid={grid}" if grid else "")
+        line = f"[{backend}] {label:30s} size={size}: host {work / host / 1e9:9.2f} {unit}"
+        if gpu is not None:
+            line += f", gpu {work / gpu / 1e9:9.2f} {unit}"
         if torch is not None:
-            tt = _torch_time(torch, stem, size, repeat, number)
+            if (torch_op, size) not in torch_times:
+                torch_times[torch_op, size] = _torch_time(torch, torch_op, size, repeat, number)
+            tt = torch_times[torch_op, size]
             line += f" | torch ({_torch_device(torch)}) {work / tt / 1e9:9.2f} {unit}"
+            if gpu is not None:
+                line += f" (gpu {tt / gpu:.2f}x, host {tt / host:.2f}x of torch)"
         if stem == "saxpy" and backend == "wgpu":
             call, sync = wgpu_hand_written(n, wg=256)
 
@@ -324,6 +350,9 @@ def device_report(backend: str, quick: bool, repeat: int) -> None:
             th = median_time(hand_block, repeat) / number
             line += f" | hand-written WGSL {work / th / 1e9:9.2f} {unit}"
         say(line)
+        for value in args.values():
+            if hasattr(value, "release"):
+                value.release()
 
 
 def _torch():
