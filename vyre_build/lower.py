@@ -110,6 +110,7 @@ class Lowerer:
         self.values: dict[str, int] = {}       # SSA local -> id
         self.params: dict[str, int] = {}       # scalar param -> id of its load
         self.loops: dict[str, tuple] = {}      # loop var -> ("index",) | ("scratch", slot)
+        self.buffer_names = {p.name for p in prog.params if isinstance(p, ir.BufferParam)}
         self._assign_slots()
 
     # -- slots ------------------------------------------------------------------------
@@ -224,10 +225,6 @@ class Lowerer:
             self.expr(body, s.expr)
         else:
             raise RuntimeError(f"lowering: unknown statement {s!r}")
-
-    @property
-    def buffer_names(self):
-        return {p.name for p in self.prog.params if isinstance(p, ir.BufferParam)}
 
     def store_private(self, body, name, value):
         self.op(body, Variant("StoreShared"), (self.slot_of[name], self.lit(body, "u32", 0), value),

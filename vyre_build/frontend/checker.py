@@ -1,7 +1,8 @@
 """KernelChecker: one kernel instantiation (kernel + variant) from `ast` to a typed `Program`.
 
 One `stmt_X` method per supported statement; anything else is rejected by name with a
-caret and a fix. Expressions live in expressions.py, calls and helper inlining in calls.py.
+caret and a fix. Expressions live in expressions.py, calls and helper inlining in calls.py,
+control flow (if/for/while/break/continue/return) in control.py.
 Guarantee: either a `Program` that passes `Program.validate()`, or a `KernelError`.
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 
 from vyre_build import ir
 from vyre_build.frontend.calls import CallChecker
+from vyre_build.frontend.control import ControlChecker
 from vyre_build.frontend.expressions import ALL_BUILTINS, ExprChecker
 from vyre_build.frontend.module import TYPE_NAMES, KernelDef, KernelModule
 
@@ -45,7 +47,7 @@ class Frame:
     effects: bool = False
 
 
-class KernelChecker(ExprChecker, CallChecker):
+class KernelChecker(ExprChecker, CallChecker, ControlChecker):
     def __init__(self, module: KernelModule, kdef: KernelDef, variant: str | None, env: dict):
         self.kdef = kdef
         self.variant = variant
@@ -373,118 +375,3 @@ class KernelChecker(ExprChecker, CallChecker):
         if isinstance(target, ast.Name) and target.id not in self.frame.vars:
             raise self.unknown(target, target.id)
         self.assign(node, target, lambda t: self.typed(binop, t))
-
-    def stmt_If(self, node):
-        c = self.cond(node.test)
-        then = self.sub_block(node.body)
-        orelse = self.sub_block(node.orelse) if node.orelse else ()
-        if isinstance(c, ir.Const):
-            self.block.extend(then if c.value else orelse)
-        else:
-            self.block.append(ir.If(c, then, orelse))
-
-    def stmt_For(self, node):
-        if node.orelse:
-            raise self.err(node.orelse[0], "for/else is not supported", "use a flag variable")
-        if not isinstance(node.target, ast.Name):
-            raise self.err(node.target, "the loop variable must be a single name")
-        it = node.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"):
-            raise self.err(it, "for loops iterate over range(...) only",
-                           "write: for i in range(n):  (or range(start, stop, step))")
-        if it.keywords or not 1 <= len(it.args) <= 3:
-            raise self.err(it, "range() takes 1 to 3 positional arguments")
-        args = [self.expr(a) for a in it.args]
-        step = 1
-        if len(args) == 3:
-            s = args[2]
-            if not (isinstance(s, ir.Const) and s.ty in ("int", "i32", "u32")) or s.value == 0:
-                raise self.err(it.args[2], "the range step must be a nonzero constant integer",
-                               "use a while loop for a computed step")
-            step = s.value
-        lo_node, hi_node = (it.args[0], it.args[1]) if len(args) > 1 else (None, it.args[0])
-        lo = args[0] if len(args) > 1 else ir.Const("int", 0)
-        hi = args[1] if len(args) > 1 else args[0]
-        lo, hi = self.unify(it, lo, hi, lo_node or it, hi_node)
-        ty = None if lo.ty == "int" else lo.ty
-        lo, hi = self.coerce(lo_node or it, lo, ty), self.coerce(hi_node, hi, ty)
-        if lo.ty not in ir.INTEGER:
-            raise self.err(it, f"range() needs integers, got {lo.ty}")
-        name = node.target.id
-        f = self.frame
-        if name in f.vars or name in f.scalars or name in f.arrays or name in f.loops:
-            raise self.err(node.target, f"loop variable '{name}' is already defined here",
-                           "use a new name for the loop variable")
-        var = self.unique(f"{f.helper}_{name}" if f.helper else name)
-        f.loops[name] = ir.LoopVar(var, lo.ty)
-        try:
-            self.check_no_assign(node.body, name)
-            body = self.sub_block(node.body, loop=True)
-        finally:
-            del f.loops[name]
-        self.block.append(ir.For(var, lo, hi, step, body))
-        self.after_loop()
-
-    def check_no_assign(self, body, name):
-        for stmt in body:
-            for n in ast.walk(stmt):
-                if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
-                    raise self.err(n, f"cannot assign to loop variable '{name}'",
-                                   "use a while loop or another variable")
-
-    def stmt_While(self, node):
-        if node.orelse:
-            raise self.err(node.orelse[0], "while/else is not supported", "use a flag variable")
-        saved, self.block = self.block, []
-        self.frame.loop_depth += 1
-        try:
-            c = self.cond(node.test)
-            if not (isinstance(c, ir.Const) and c.value):
-                if isinstance(c, ir.Const):
-                    self.block = saved
-                    return
-                self.block.append(ir.If(ir.Unary("LogicalNot", c, "bool"), (ir.Break(),)))
-            self.statements(node.body)
-            body = tuple(self.block)
-        finally:
-            self.frame.loop_depth -= 1
-            self.block = saved
-        self.block.append(ir.Loop(body))
-        self.after_loop()
-
-    def stmt_Break(self, node):
-        if self.frame.loop_depth == 0:
-            raise self.err(node, "'break' outside a loop")
-        self.block.append(ir.Break())
-
-    def stmt_Continue(self, node):
-        if self.frame.loop_depth == 0:
-            raise self.err(node, "'continue' outside a loop")
-        self.block.append(ir.Continue())
-
-    def stmt_Return(self, node):
-        f = self.frame
-        if f.helper is None:
-            if node.value is not None:
-                raise self.err(node.value, "kernels cannot return a value", "write results into a buffer")
-            self.block.append(ir.Return())
-            return
-        if f.ret_type is None:
-            if node.value is not None:
-                raise self.err(node.value, f"helper '{f.helper}' has no return type but returns a value",
-                               "annotate it, e.g. -> f32")
-        elif node.value is None:
-            raise self.err(node, f"helper '{f.helper}' must return a {f.ret_type}")
-        else:
-            self.block.append(ir.Assign(f.ret_var, self.typed(node.value, f.ret_type)))
-        if f.wrapped:
-            if f.loop_depth:
-                # Leave every enclosing loop: set the flag that each loop exit tests (after_loop).
-                self.block.append(ir.Assign(f.returned_var, ir.Const("bool", True)))
-            self.block.append(ir.Break())
-
-    def after_loop(self):
-        """In a helper with a return inside a loop: once a loop ends, leave if it returned."""
-        f = self.frame
-        if f.returned_var is not None:
-            self.block.append(ir.If(ir.Var(f.returned_var, "bool"), (ir.Break(),)))
