@@ -317,9 +317,12 @@ def device_report(backend: str, quick: bool, repeat: int, big: int | None = None
             ("reduce_sum.u32", n, 4 * n, "GB/s", None, "reduce_sum.u32"),
             ("scan_inclusive", n, 8 * n, "GB/s", None, "scan_inclusive"),
             ("matmul", mm, 2 * mm[0] * mm[1] * mm[2], "GFLOP/s", None, "matmul")]
-    for size in (n, big) if big else (n,):
-        for per in (1, 4):
-            plan += [(f"{stem}_stride", size, 12 * size, "GB/s", -(-size // per), op)
+    # Grid-stride kernels at 1, 2, 4 and 8 elements per invocation (`big`: 4 and 16), each
+    # grid at most the 65,535 x 256 invocations one dispatch can have.
+    for size, pers in ((n, (1, 2, 4, 8)), (big, (4, 16))) if big else ((n, (1, 4)),):
+        for per in pers:
+            grid = min(-(-size // per), 65535 * 256)
+            plan += [(f"{stem}_stride", size, 12 * size, "GB/s", grid, op)
                      for stem, op in (("saxpy", "saxpy"), ("add", "add.f32"))]
     torch, torch_times = _torch(), {}
     say(f"[{backend}] device report: median of {repeat} rounds of {number} dispatches recorded "

@@ -23,11 +23,9 @@ _HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHE
 _LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
 _COMPUTE = vk.VK_PIPELINE_BIND_POINT_COMPUTE
 _STAGE = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+_HOST_STAGE = vk.VK_PIPELINE_STAGE_HOST_BIT
 _ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
            | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-# After a dispatch: later dispatches, transfers and host reads (mapped memory) see it.
-_DST_STAGE = _STAGE | vk.VK_PIPELINE_STAGE_HOST_BIT
-_DST_ACCESS = _ACCESS | vk.VK_ACCESS_HOST_READ_BIT
 _STORAGE_SET, _UNIFORM_SET = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                               vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
 _TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0,
@@ -125,7 +123,11 @@ class VulkanDevice(Device):
         self._cmd_lists = ([self.cmd], [self.xfer_cmd])
         self._submit_infos = tuple(
             [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=c)] for c in self._cmd_lists)
-        self._barriers = [vk.VkMemoryBarrier(srcAccessMask=_ACCESS, dstAccessMask=_DST_ACCESS)]
+        # Between dispatches: later dispatches and transfers see earlier writes; after the
+        # last one, host reads of mapped memory see them too.
+        self._barriers = [vk.VkMemoryBarrier(srcAccessMask=_ACCESS, dstAccessMask=_ACCESS)]
+        self._host_barriers = [vk.VkMemoryBarrier(
+            srcAccessMask=_ACCESS, dstAccessMask=_ACCESS | vk.VK_ACCESS_HOST_READ_BIT)]
         cache_info = vk.VkPipelineCacheCreateInfo()
         self.pipeline_cache = vk.vkCreatePipelineCache(self.dev, cache_info, None)
         self._pools, self._pool_at = {False: [], True: []}, {False: 0, True: 0}
@@ -327,7 +329,7 @@ class VulkanDevice(Device):
                 vk.vkCmdResetQueryPool(cmd, queries, 0, 2)
                 vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0)
             last_pipe = last_sets = None
-            for (pipe, layout, _), (dsets, _, _), (x, y, z) in jobs:
+            for i, ((pipe, layout, _), (dsets, _, _), (x, y, z)) in enumerate(jobs, 1):
                 if pipe is not last_pipe:
                     vk.vkCmdBindPipeline(cmd, _COMPUTE, pipe)
                     last_pipe = pipe
@@ -335,8 +337,9 @@ class VulkanDevice(Device):
                     vk.vkCmdBindDescriptorSets(cmd, _COMPUTE, layout, 0, 1, dsets, 0, None)
                     last_sets = dsets
                 vk.vkCmdDispatch(cmd, x, y, z)
-                # Later dispatches and transfers see this dispatch's writes.
-                vk.vkCmdPipelineBarrier(cmd, _STAGE, _DST_STAGE, 0, 1, barriers, 0, None, 0,
+                host = i == len(jobs)
+                vk.vkCmdPipelineBarrier(cmd, _STAGE, _STAGE | _HOST_STAGE if host else _STAGE, 0,
+                                        1, self._host_barriers if host else barriers, 0, None, 0,
                                         None)
             if queries is not None:
                 vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)
