@@ -11,6 +11,7 @@ Backend choice: the `backend` argument, else env VYRE_BACKEND, else "wgpu".
 """
 from __future__ import annotations
 
+import importlib
 import os
 
 from vyre_build.errors import BundleError, DeviceError, DispatchError
@@ -34,14 +35,10 @@ def _backend_name(backend: str | None) -> str:
 def _module(name: str):
     # Lazy: the GPU stack is imported only when a device of that backend is asked for.
     try:
-        if name == "wgpu":
-            from vyre_build.runtime import wgpu_backend as mod
-        else:
-            from vyre_build.runtime import vulkan_backend as mod
+        return importlib.import_module(f"vyre_build.runtime.{name}_backend")
     except ImportError as exc:
         raise DeviceError(f"the {name} backend needs the '{name}' Python package "
                           f"(pip install {name}): {exc}") from exc
-    return mod
 
 
 def list_adapters(backend: str | None = None) -> list[str]:
@@ -53,27 +50,19 @@ def get_device(backend: str | None = None, adapter: int | str | None = None) -> 
     """A device of `backend` on `adapter` (index into list_adapters, or a case-insensitive
     substring of its description; None picks the default). The default device of each
     backend is created once and shared."""
-    name = _backend_name(backend)
-    key = (name, adapter)
+    key = (_backend_name(backend), adapter)
     if key not in _DEFAULT_DEVICES:
-        mod = _module(name)
-        cls = mod.WgpuDevice if name == "wgpu" else mod.VulkanDevice
-        _DEFAULT_DEVICES[key] = cls(adapter)
+        mod = _module(key[0])
+        _DEFAULT_DEVICES[key] = (mod.WgpuDevice if key[0] == "wgpu" else mod.VulkanDevice)(adapter)
     return _DEFAULT_DEVICES[key]
 
 
 def load_kernel(meta: dict, *, wgsl: str | None = None, spirv: bytes | None = None,
                 backend: str | None = None, device: Device | None = None) -> Kernel:
-    """A callable Kernel from its metadata record and shader code.
-
-    Arguments:
-        meta: the metadata record (docs/descriptor-conventions.md).
-        wgsl / spirv: the shader for the wgpu / vulkan backend (the one in use is needed).
-        backend: "wgpu" | "vulkan"; defaults to `device`'s backend, else VYRE_BACKEND,
-            else "wgpu".
-        device: a Device from get_device(); default: the backend's default device.
-    Returns: a Kernel (see vyre_build.runtime.device.Kernel for the call convention).
-    """
+    """A callable Kernel (call convention: vyre_build.runtime.device.Kernel) from its
+    metadata record (docs/descriptor-conventions.md) and the shader of the backend in use
+    (`wgsl` for wgpu, `spirv` for vulkan); `device` defaults to `backend`'s default device,
+    `backend` to `device`'s backend, else VYRE_BACKEND, else "wgpu"."""
     if device is None:
         device = get_device(backend)
     elif backend is not None and backend != device.backend:
@@ -133,16 +122,13 @@ class Bundle:
                 raise BundleError(f"bundle kernel {entry.id!r} has no {suffix} artifact for "
                                   f"the {self.device.backend} backend")
             code = self.reader.read_artifact(entry.id, suffix)
-            if suffix == ".wgsl":
-                try:
-                    code = code.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise BundleError(f"bundle kernel {entry.id!r}: .wgsl is not UTF-8: "
-                                      f"{exc}") from exc
-                found = load_kernel(entry.meta, wgsl=code, device=self.device)
-            else:
-                found = load_kernel(entry.meta, spirv=code, device=self.device)
-            self._kernels[kid] = found
+            try:
+                code = code.decode("utf-8") if suffix == ".wgsl" else code
+            except UnicodeDecodeError as exc:
+                raise BundleError(f"bundle kernel {entry.id!r}: .wgsl is not UTF-8: "
+                                  f"{exc}") from exc
+            found = self._kernels[kid] = load_kernel(
+                entry.meta, device=self.device, **{suffix[1:].replace("spv", "spirv"): code})
         return found
 
     def close(self) -> None:
@@ -152,7 +138,7 @@ class Bundle:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        self.reader.close()
 
 
 def open_bundle(path, *, backend: str | None = None, device: Device | None = None) -> Bundle:
