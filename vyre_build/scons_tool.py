@@ -71,6 +71,10 @@ def toolpath() -> str:
 
 
 def _compiler(env) -> str:
+    raw = env.get("VYRECOMPILER")
+    # A plain module name needs no substitution (asked several times per node).
+    if isinstance(raw, str) and "$" not in raw:
+        return raw or DEFAULT_COMPILER
     return env.subst("$VYRECOMPILER") or DEFAULT_COMPILER
 
 
@@ -169,10 +173,17 @@ def _identity_text(compiler) -> str:
 
 
 def _store(env) -> Store | None:
-    cache_dir = env.subst("$VYRECACHEDIR")
+    raw = env.get("VYRECACHEDIR")
+    cache_dir = raw if isinstance(raw, str) and "$" not in raw else env.subst("$VYRECACHEDIR")
     if not cache_dir:
         return None
-    root = env.Dir(cache_dir).abspath
+    memo_key = ("storedir", cache_dir, env.Dir("#").abspath)
+    with _lock:
+        root = _memo.get(memo_key)
+    if root is None:
+        root = env.Dir(cache_dir).abspath
+        with _lock:
+            _memo[memo_key] = root
     with _lock:
         if root not in _stores:
             _stores[root] = Store(root)
