@@ -85,8 +85,9 @@ def binding_table(desc: KernelDescriptor) -> tuple[list[dict], dict | None]:
     bindings, uniform = [], None
     access = {"ReadOnly": "r", "WriteOnly": "w", "ReadWrite": "rw"}
     k = 0
+    from vyre_build.validate import scalar_type
     for s in desc.slots:
-        dt = s.element_type.name.lower()
+        dt = scalar_type(s.element_type)
         if s.memory_class == "Global":
             bindings.append({"name": s.name, "binding": s.slot, "kind": "buffer", "dtype": dt,
                              "access": access[s.visibility]})

@@ -5,7 +5,8 @@ inlined, constants folded, variant parameters substituted, every expression type
 It is a tree of frozen dataclasses, so equal programs compare equal and have equal
 `fingerprint()`s (blake3 of a canonical encoding that ignores source positions).
 
-Scalar types are the strings "bool", "i32", "u32", "f32".
+Scalar types are the strings "bool", "i32", "u32", "f32"; vector types "vec2f", "vec4f",
+"vec2i", "vec4i", "vec2u", "vec4u" (see `VECTORS`).
 """
 from __future__ import annotations
 
@@ -16,6 +17,18 @@ import blake3
 SCALARS = ("bool", "i32", "u32", "f32")
 NUMERIC = ("i32", "u32", "f32")
 INTEGER = ("i32", "u32")
+# vector type -> (element type, component count); no 3-component vectors (host packing).
+VECTORS = {f"vec{n}{t[0]}": (t, n) for t in NUMERIC for n in (2, 4)}
+TYPES = SCALARS + tuple(sorted(VECTORS))
+
+
+def element(ty: str) -> str:
+    """The element type of a vector type, or the type itself for a scalar."""
+    return VECTORS[ty][0] if ty in VECTORS else ty
+
+
+def vector_of(elem: str, count: int) -> str:
+    return f"vec{count}{elem[0]}"
 
 
 # --- expressions -------------------------------------------------------------------
@@ -108,6 +121,28 @@ class Cast:
 @dataclass(frozen=True)
 class Bitcast:
     a: object
+    ty: str
+
+
+@dataclass(frozen=True)
+class Splat:
+    """A vector with every component equal to one scalar."""
+    a: object
+    ty: str
+
+
+@dataclass(frozen=True)
+class Construct:
+    """A vector from one scalar per component."""
+    args: tuple
+    ty: str
+
+
+@dataclass(frozen=True)
+class Extract:
+    """One component of a vector."""
+    a: object
+    index: int
     ty: str
 
 
@@ -337,6 +372,17 @@ class _Validator:
             self.expr(e.a), self.expr(e.b)
         elif isinstance(e, (Unary, Cast, Bitcast)):
             self.expr(e.a)
+        elif isinstance(e, Splat):
+            if self.expr(e.a) != element(e.ty) or e.ty not in VECTORS:
+                self.fail("splat type")
+        elif isinstance(e, Construct):
+            if e.ty not in VECTORS or len(e.args) != VECTORS[e.ty][1] \
+                    or any(self.expr(a) != element(e.ty) for a in e.args):
+                self.fail("vector construction")
+        elif isinstance(e, Extract):
+            vt = self.expr(e.a)
+            if vt not in VECTORS or not 0 <= e.index < VECTORS[vt][1] or e.ty != element(vt):
+                self.fail("vector component")
         elif isinstance(e, Fma):
             self.expr(e.a), self.expr(e.b), self.expr(e.c)
         elif isinstance(e, Select):

@@ -23,6 +23,9 @@ _AXIS_OPS = {"global_id": "GlobalInvocationId", "local_id": "LocalInvocationId",
 
 
 def dtype(ty: str) -> Variant:
+    if ty in ir.VECTORS:
+        elem, n = ir.VECTORS[ty]
+        return Variant("Vec", (Variant(DTYPE[elem]), n))
     return Variant(DTYPE[ty])
 
 
@@ -304,6 +307,16 @@ class Lowerer:
             return self.op(body, Variant("Select"), args)
         if isinstance(e, ir.Cast):
             return self.op(body, Variant("Cast", (dtype(e.ty),)), (self.expr(body, e.a),))
+        if isinstance(e, ir.Splat):
+            a = self.expr(body, e.a)
+            return self.op(body, opaque_expr("vyre.vec", encode_datatype(dtype(e.ty))),
+                           (a,) * ir.VECTORS[e.ty][1])
+        if isinstance(e, ir.Construct):
+            args = tuple(self.expr(body, a) for a in e.args)
+            return self.op(body, opaque_expr("vyre.vec", encode_datatype(dtype(e.ty))), args)
+        if isinstance(e, ir.Extract):
+            return self.op(body, opaque_expr("vyre.extract", bytes([e.index])),
+                           (self.expr(body, e.a),))
         if isinstance(e, ir.Bitcast):
             return self.op(body, opaque_expr("vyre.bitcast", encode_datatype(dtype(e.ty))),
                            (self.expr(body, e.a),))

@@ -28,13 +28,28 @@ _ARITY = {"Literal": 1, "GlobalInvocationId": 1, "LocalInvocationId": 1, "Workgr
           "Cast": 1, "StructuredIfThen": 2, "StructuredIfThenElse": 3, "StructuredForLoop": 3,
           "Return": 0, "Barrier": 0}
 _OPAQUE_ARITY = {"vyre.loop": (1, 2), "vyre.break": (0,), "vyre.continue": (0,),
-                 "vyre.num_workgroups": (1,), "vyre.bitcast": (1,)}
+                 "vyre.num_workgroups": (1,), "vyre.bitcast": (1,), "vyre.vec": (2, 4),
+                 "vyre.extract": (1,)}
 
 
 def scalar_type(t) -> str:
+    """The type name ("f32", "vec4f", ...) of a DataType vyre_build uses."""
+    if t.name == "Vec" and len(t.args) == 2 and t.args[0].name in ("U32", "I32", "F32") \
+            and t.args[1] in (2, 4):
+        return f"vec{t.args[1]}{SCALAR[t.args[0].name][0]}"
     if t.name not in SCALAR:
         raise DescriptorFormatError(f"unsupported data type {t!r}")
     return SCALAR[t.name]
+
+
+def _elem(ty: str) -> str:
+    return {"f": "f32", "i": "i32", "u": "u32"}[ty[-1]] if ty.startswith("vec") else ty
+
+
+_VEC_BINOPS = {"Add", "Sub", "Mul", "Min", "Max"}
+_VEC_FLOAT_BINOPS = {"Div"}
+_VEC_INT_BINOPS = {"BitAnd", "BitOr", "BitXor"}
+_VEC_UNOPS = {"Negate"}
 
 
 class _Checker:
@@ -52,7 +67,10 @@ class _Checker:
         if any(w < 1 for w in self.d.workgroup_size):
             raise DescriptorFormatError(f"descriptor {self.d.id!r}: workgroup size {self.d.workgroup_size}")
         for s in self.d.slots:
-            scalar_type(s.element_type)
+            ty = scalar_type(s.element_type)
+            if s.memory_class == "Uniform" and ty.startswith("vec"):
+                raise DescriptorFormatError(f"descriptor {self.d.id!r}: uniform slot {s.name!r} "
+                                            f"holds a {ty}; uniform members are scalars")
         self.body(self.d.body, [set()], loops={}, in_loop=False)
         return self.types
 
@@ -146,26 +164,41 @@ class _Checker:
                 return a
             if a != c:
                 self.fail(op, f"operand types differ: {a}, {c}")
+            if a.startswith("vec"):
+                ok = _VEC_BINOPS | (_VEC_FLOAT_BINOPS if _elem(a) == "f32" else _VEC_INT_BINOPS)
+                if bop not in ok:
+                    self.fail(op, f"{bop} is not defined on {a}")
+                return a
             if bop in ("And", "Or") and a != "bool":
                 self.fail(op, "logical op on non-bool")
             return "bool" if bop in _CMP or bop in ("And", "Or") else a
         if name == "UnOpKind":
             uop, a = op.kind.args[0].name, v(0)
+            if a.startswith("vec"):
+                e = _elem(a)
+                if not (uop == "Negate" or uop == "BitNot" and e != "f32" or uop == "Abs" and e != "u32"
+                        or e == "f32" and uop in _FLOAT_UNOPS - _PRED):
+                    self.fail(op, f"{uop} is not defined on {a}")
+                return a
             if uop in _FLOAT_UNOPS and a != "f32" or uop in _INT_UNOPS and a not in ("u32", "i32") \
                     or uop == "LogicalNot" and a != "bool":
                 self.fail(op, f"{uop} does not take {a}")
             return "bool" if uop in _PRED else a
         if name == "Fma":
-            if {v(0), v(1), v(2)} != {"f32"}:
-                self.fail(op, "fma takes f32")
-            return "f32"
+            ty = v(0)
+            if _elem(ty) != "f32" or v(1) != ty or v(2) != ty:
+                self.fail(op, "fma takes three f32 values (or f32 vectors) of one type")
+            return ty
         if name == "Select":
             if v(0) != "bool" or v(1) != v(2):
                 self.fail(op, "select takes a bool and two values of one type")
             return v(1)
         if name == "Cast":
-            v(0)
-            return scalar_type(op.kind.args[0])
+            src, dst = v(0), scalar_type(op.kind.args[0])
+            if src.startswith("vec") != dst.startswith("vec") or \
+                    src.startswith("vec") and src[3] != dst[3]:
+                self.fail(op, f"cannot cast {src} to {dst}")
+            return dst
         if name == "Atomic":
             aop = op.kind.args[0].name
             n = 4 if aop == "CompareExchange" else 3
@@ -203,8 +236,21 @@ class _Checker:
             kind = op.kind.args[1]
             if kind == "vyre.num_workgroups":
                 return "u32"
-            v(0)
-            return scalar_type(decode_datatype(op.kind.args[2]))
+            if kind == "vyre.vec":
+                ty = scalar_type(decode_datatype(op.kind.args[2]))
+                if not ty.startswith("vec") or len(o) != int(ty[3]) \
+                        or any(v(i) != _elem(ty) for i in range(len(o))):
+                    self.fail(op, f"constructing a {ty} needs {ty[3]} {_elem(ty)} operands")
+                return ty
+            if kind == "vyre.extract":
+                ty, payload = v(0), op.kind.args[2]
+                if not ty.startswith("vec") or len(payload) != 1 or payload[0] >= int(ty[3]):
+                    self.fail(op, f"no component {list(payload)} in a {ty}")
+                return _elem(ty)
+            src, dst = v(0), scalar_type(decode_datatype(op.kind.args[2]))
+            if src.startswith("vec") or dst.startswith("vec"):
+                self.fail(op, "bitcast is defined on scalars only")
+            return dst
         self.fail(op, "unhandled op")
 
 

@@ -66,8 +66,12 @@ class CallChecker:
 
     # -- casts ------------------------------------------------------------------------
     def cast(self, node, ty):
+        if ty in ir.VECTORS:
+            return self.vector(node, ty)
         self.nargs(node, ty, 1)
         a = self.expr(node.args[0])
+        if a.ty in ir.VECTORS:
+            raise self.err(node.args[0], f"cannot convert a {a.ty} to {ty}", "take a component: v.x")
         if isinstance(a, ir.Const) and a.ty == "int":
             if ty == "bool":
                 return ir.Const("bool", a.value != 0)
@@ -79,14 +83,38 @@ class CallChecker:
             return ir.Binary("Ne", a, zero, "bool")
         return ir.Cast(a, ty)
 
+    def vector(self, node, ty):
+        """vec4f(x) splats a scalar or converts another 4-vector; vec4f(a, b, c, d) builds one."""
+        elem, n = ir.VECTORS[ty]
+        if len(node.args) == 1:
+            a = self.expr(node.args[0])
+            if a.ty in ir.VECTORS:
+                if ir.VECTORS[a.ty][1] != n:
+                    raise self.err(node.args[0], f"cannot convert a {a.ty} to {ty}",
+                                   "vectors convert only between equal component counts")
+                return a if a.ty == ty else ir.Cast(a, ty)
+            return ir.Splat(self.cast_scalar(node.args[0], a, elem), ty)
+        if len(node.args) != n:
+            raise self.err(node, f"{ty}() takes 1 or {n} arguments, got {len(node.args)}",
+                           f"write {ty}(x) for all components equal, or give all {n}")
+        return ir.Construct(tuple(self.cast_scalar(an, self.expr(an), elem) for an in node.args), ty)
+
+    def cast_scalar(self, node, a, elem):
+        if a.ty in ir.VECTORS:
+            raise self.err(node, f"expected a {elem} component, got a {a.ty}")
+        if a.ty == "int" or a.ty == elem:
+            return self.coerce(node, a, elem)
+        raise self.err(node, f"expected a {elem} component, got {a.ty}",
+                       f"convert it explicitly: {elem}(...)")
+
     def builtin_bitcast(self, node, name):
         self.nargs(node, name, 2)
         t = node.args[0]
-        ty = self.resolve_scalar(t)
-        if ty == "bool":
-            raise self.err(t, "bitcast needs a 32-bit type: i32, u32 or f32")
+        ty = self.resolve_type(t)
+        if ty not in ir.NUMERIC:
+            raise self.err(t, "bitcast needs a 32-bit scalar type: i32, u32 or f32")
         a = self.typed(node.args[1])
-        if a.ty == "bool":
+        if a.ty not in ir.NUMERIC:
             raise self.err(node.args[1], "cannot bitcast a bool", "use u32(b) for 0/1")
         return a if a.ty == ty else ir.Bitcast(a, ty)
 
@@ -96,11 +124,15 @@ class CallChecker:
         a = self.expr(node.args[0])
         if a.ty == "int":
             a = self.coerce(node.args[0], a, "f32")
-        if a.ty != "f32":
-            raise self.err(node.args[0], f"{name}() needs an f32, got {a.ty}", "convert it: f32(x)")
+        if name in F32_PRED and a.ty != "f32":
+            raise self.err(node.args[0], f"{name}() needs an f32, got {a.ty}",
+                           "test vector components one by one: isnan(v.x)")
+        if ir.element(a.ty) != "f32":
+            raise self.err(node.args[0], f"{name}() needs an f32 (or f32 vector), got {a.ty}",
+                           "convert it: f32(x)")
         if name in F32_PRED:
             return ir.Unary(F32_PRED[name], a, "bool")
-        return ir.Unary(F32_UNARY[name], a, "f32")
+        return ir.Unary(F32_UNARY[name], a, a.ty)
 
     def builtin_int_unary(self, node, name):
         self.nargs(node, name, 1)
@@ -113,6 +145,13 @@ class CallChecker:
     def numeric_args(self, node, name, n):
         self.nargs(node, name, n)
         args = [self.expr(a) for a in node.args]
+        vec = next((a.ty for a in args if a.ty in ir.VECTORS), None)
+        if vec is not None:     # scalars next to a vector are splatted to it
+            for an, a in zip(node.args, args):
+                if a.ty in ir.VECTORS and a.ty != vec:
+                    raise self.err(an, f"{name}() arguments must have one type; got {vec} and {a.ty}")
+            return [a if a.ty == vec else ir.Splat(self.cast_scalar(an, a, ir.element(vec)), vec)
+                    for an, a in zip(node.args, args)]
         ty = next((a.ty for a in args if a.ty != "int"), None)
         args = [self.coerce(an, a, ty) for an, a in zip(node.args, args)]
         ty = args[0].ty
@@ -126,7 +165,7 @@ class CallChecker:
 
     def builtin_abs(self, node, name):
         (a,) = self.numeric_args(node, name, 1)
-        return a if a.ty == "u32" else ir.Unary("Abs", a, a.ty)
+        return a if ir.element(a.ty) == "u32" else ir.Unary("Abs", a, a.ty)
 
     def builtin_min(self, node, name):
         a, b = self.numeric_args(node, name, 2)
@@ -142,9 +181,9 @@ class CallChecker:
 
     def builtin_fma(self, node, name):
         a, b, c = self.numeric_args(node, name, 3)
-        if a.ty != "f32":
+        if ir.element(a.ty) != "f32":
             raise self.err(node, f"fma() needs f32 arguments, got {a.ty}")
-        return ir.Fma(a, b, c)
+        return ir.Fma(a, b, c, a.ty)
 
     def builtin_select(self, node, name):
         self.nargs(node, name, 3)
@@ -237,7 +276,7 @@ class CallChecker:
                 binds.append((pname, ty, val))
         ret_ty = None
         if fn.returns is not None and not (isinstance(fn.returns, ast.Constant) and fn.returns.value is None):
-            ret_ty = self.resolve_scalar(fn.returns, module)
+            ret_ty = self.resolve_type(fn.returns, module)
         self.inline_stack.append(key)
         outer = self.frame
         try:

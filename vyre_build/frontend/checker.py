@@ -31,6 +31,13 @@ _AUG = {ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd, 
         ast.BitXor, ast.LShift, ast.RShift}
 
 
+def zero_value(ty: str):
+    """The zero of a type (false, 0, 0.0, or a vector of zeros)."""
+    elem = ir.element(ty)
+    zero = ir.Const(elem, False if elem == "bool" else 0.0 if elem == "f32" else 0)
+    return ir.Splat(zero, ty) if ty in ir.VECTORS else zero
+
+
 @dataclass
 class Frame:
     module: KernelModule
@@ -97,7 +104,7 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         self.frame.vars[name] = (irname, ty)
         return irname
 
-    def resolve_scalar(self, node, module=None) -> str:
+    def resolve_type(self, node, module=None) -> str:
         module = module or self.frame.module
         if isinstance(node, ast.Name):
             if node.id in TYPE_NAMES:
@@ -108,7 +115,8 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         if isinstance(node, ast.Constant) and node.value in TYPE_NAMES:
             return node.value
         raise module.source.error(node, f"unknown type '{ast.unparse(node)}'",
-                                  "scalar types are bool, i32, u32 and f32 (or a variant type parameter)")
+                                  "types are bool, i32, u32, f32, vec2f/vec4f/vec2i/vec4i/vec2u/vec4u "
+                                  "(or a variant type parameter)")
 
     def resolve_param_type(self, ann, module):
         """-> ("buffer", dtype, access) or ("scalar", dtype, None)."""
@@ -118,7 +126,7 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             if not 1 <= len(items) <= 2:
                 raise src.error(ann, "Buffer takes an element type and an optional access mode",
                                 'write Buffer[f32] or Buffer[f32, "rw"]')
-            ty = self.resolve_scalar(items[0], module)
+            ty = self.resolve_type(items[0], module)
             if ty == "bool":
                 raise src.error(items[0], "buffers cannot hold bool", "use u32 with 0/1")
             access = "r"
@@ -131,7 +139,7 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             return "buffer", ty, access
         if isinstance(ann, ast.Name) and ann.id == "Buffer":
             raise src.error(ann, "Buffer needs an element type", "write Buffer[f32]")
-        return "scalar", self.resolve_scalar(ann, module), None
+        return "scalar", self.resolve_type(ann, module), None
 
     def array_name(self, node) -> str:
         if isinstance(node, ast.Name) and node.id in self.frame.arrays:
@@ -182,6 +190,10 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
                 self.buffers[arg.arg] = p
                 self.frame.arrays[arg.arg] = arg.arg
             else:
+                if ty in ir.VECTORS:
+                    raise self.err(arg.annotation, f"kernel parameter '{arg.arg}' cannot be a vector "
+                                   "(uniform blocks hold scalars)",
+                                   f"pass its components as scalars, or use a Buffer[{ty}]")
                 if ty == "bool":
                     raise self.err(arg.annotation, f"scalar parameter '{arg.arg}' cannot be bool "
                                    "(uniform blocks hold 32-bit values)",
@@ -292,7 +304,7 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         if not isinstance(target, ast.Name):
             raise self.err(target, f"assign {kind}(...) to a plain name")
         self.nargs(call, kind, 2)
-        ty = self.resolve_scalar(call.args[0])
+        ty = self.resolve_type(call.args[0])
         if ty == "bool":
             raise self.err(call.args[0], "arrays of bool are not supported", "use u32 with 0/1")
         n = self.expr(call.args[1])
@@ -322,6 +334,9 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             f.effects = True
             self.block.append(ir.Store(arr, idx, value_fn(self.element_type(arr))))
             return
+        if isinstance(target, ast.Attribute):
+            raise self.err(target, "vector components cannot be assigned one by one",
+                           "build a new vector, e.g. v = vec4f(x, v.y, v.z, v.w)")
         if not isinstance(target, ast.Name):
             raise self.err(target, "only names and buffer elements can be assigned",
                            "assign one name at a time: a = ...; b = ...")
@@ -345,14 +360,13 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
     def stmt_AnnAssign(self, node):
         if not isinstance(node.target, ast.Name):
             raise self.err(node.target, "only plain names can be annotated")
-        ty = self.resolve_scalar(node.annotation)
+        ty = self.resolve_type(node.annotation)
         if node.value is None:
             name = node.target.id
             if name in self.frame.vars:
                 raise self.err(node.target, f"'{name}' is already declared")
             irname = self.declare(name, ty, node.target)
-            zero = ir.Const(ty, False if ty == "bool" else 0.0 if ty == "f32" else 0)
-            self.block.append(ir.Assign(irname, zero))
+            self.block.append(ir.Assign(irname, zero_value(ty)))
             return
         self.assign(node, node.target, lambda t: self.typed(node.value, t), ann_ty=ty)
 

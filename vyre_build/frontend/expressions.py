@@ -78,6 +78,9 @@ class ExprChecker:
         return self.coerce(node, e, ty)
 
     def coerce(self, node, e, ty: str | None):
+        if e.ty == "int" and ty in ir.VECTORS:
+            raise self.err(node, f"expected a {ty}, got an integer constant",
+                           f"build the vector: {ty}({e.value})")
         if e.ty == "int":
             if ty is None:
                 try:
@@ -184,8 +187,16 @@ class ExprChecker:
             if call.func.id == "workgroup_size":
                 return ir.Const("u32", self.workgroup_size[axis])
             return ir.Builtin(call.func.id, axis)
-        raise self.err(node, "attribute access is only supported on id builtins",
-                       "write e.g. global_id().x; call math builtins directly: sqrt(x)")
+        v = self.expr(call)
+        if v.ty in ir.VECTORS:
+            elem, n = ir.VECTORS[v.ty]
+            axis = {"x": 0, "y": 1, "z": 2, "w": 3}.get(node.attr)
+            if axis is None or axis >= n:
+                raise self.err(node, f"a {v.ty} has no component '.{node.attr}'",
+                               f"use {', '.join('.' + c for c in 'xyzw'[:n])}")
+            return ir.Extract(v, axis, elem)
+        raise self.err(node, "attribute access is only supported on id builtins and vectors",
+                       "write e.g. global_id().x or v.x; call math builtins directly: sqrt(x)")
 
     def expr_Subscript(self, node):
         arr = self.array_name(node.value)
@@ -212,6 +223,8 @@ class ExprChecker:
         if op == "Pow":
             return self.power(node)
         a, b = self.expr(node.left), self.expr(node.right)
+        if a.ty in ir.VECTORS or b.ty in ir.VECTORS:
+            return self.vector_binary(node, op, a, b)
         if op in ("Shl", "Shr"):
             return self.shift(node, op, a, b)
         a, b = self.unify(node, a, b, node.left, node.right)
@@ -231,6 +244,23 @@ class ExprChecker:
             raise self.err(node, "bitwise operators need integers, got f32",
                            "reinterpret with bitcast(u32, x) first")
         return ir.Binary(op, a, b, ty)
+
+    def vector_binary(self, node, op, a, b):
+        """Componentwise arithmetic; a scalar operand is splatted to the vector's type."""
+        vec = a.ty if a.ty in ir.VECTORS else b.ty
+        elem = ir.element(vec)
+        for e in (a, b):
+            if e.ty in ir.VECTORS and e.ty != vec:
+                raise self.err(node, f"mismatched operand types {a.ty} and {b.ty}",
+                               f"convert one side explicitly, e.g. {vec}(...)")
+        allowed = {"Add", "Sub", "Mul"} | ({"Div"} if elem == "f32" and isinstance(node.op, ast.Div)
+                                          else {"BitAnd", "BitOr", "BitXor"} if elem != "f32" else set())
+        if op not in allowed:
+            raise self.err(node, f"operator '{type(node.op).__name__}' is not defined on {vec}",
+                           "apply it to the components (v.x, v.y, ...) one by one")
+        a, b = (e if e.ty == vec else ir.Splat(self.cast_scalar(n, e, elem), vec)
+                for n, e in ((node.left, a), (node.right, b)))
+        return ir.Binary(op, a, b, vec)
 
     def shift(self, node, op, a, b):
         if a.ty == "int" and b.ty == "int":
@@ -276,6 +306,10 @@ class ExprChecker:
             return ir.Const("bool", not a.value) if isinstance(a, ir.Const) else ir.Unary("LogicalNot", a, "bool")
         if isinstance(node.op, ast.UAdd):
             return a
+        if a.ty in ir.VECTORS:
+            if isinstance(node.op, ast.Invert) and ir.element(a.ty) == "f32":
+                raise self.err(node, f"'~' needs integers, got {a.ty}")
+            return ir.Unary("BitNot" if isinstance(node.op, ast.Invert) else "Negate", a, a.ty)
         if a.ty == "bool":
             raise self.err(node, "arithmetic on bool is not supported", "use not")
         if isinstance(a, ir.Const) and a.ty in ("int", "f32"):
@@ -305,6 +339,9 @@ class ExprChecker:
                 raise self.err(node, f"comparison '{type(opnode).__name__}' is not supported",
                                "use == != < <= > >=")
             right = self.expr(right_node)
+            if left.ty in ir.VECTORS or right.ty in ir.VECTORS:
+                raise self.err(node, "comparisons are not defined on vectors",
+                               "compare components: v.x < w.x")
             a, b = self.unify(node, left, right, left_node, right_node)
             if a.ty == "bool" and op not in ("Eq", "Ne"):
                 raise self.err(node, "bools can only be compared with == and !=")

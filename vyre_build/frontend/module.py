@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 import yaml
 
 from vyre_build.errors import KernelError
-from vyre_build.ir import Const
+from vyre_build.ir import SCALARS, TYPES, Const
 
 LANG_MODULE = "vyre_build.lang"
 VARIANTS_FILE = "variants.yaml"
-TYPE_NAMES = ("bool", "i32", "u32", "f32")
+TYPE_NAMES = TYPES          # scalars and vectors
+SCALAR_NAMES = SCALARS
 _VARIANT_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 MAX_INVOCATIONS = 256
 MAX_WG = (256, 256, 64)
@@ -246,7 +247,7 @@ class ModuleLoader:
         if isinstance(node, ast.AnnAssign):
             ann = node.annotation
             ty = ann.id if isinstance(ann, ast.Name) else None
-            if ty not in TYPE_NAMES:
+            if ty not in SCALAR_NAMES:
                 raise src.error(ann, "a constant's annotation must be bool, i32, u32 or f32")
             from vyre_build.frontend.types import convert_const
             value = convert_const(src, node.value, value, ty)
