@@ -2,9 +2,9 @@
 
 `emit_wgsl(desc)` reads only the descriptor and implements docs/descriptor-conventions.md:
 the slot table (storage buffers, one uniform `Params` block, workgroup arrays,
-zero-initialised function-local scratch), atomics, every op of the tables with the
-pinned semantics written out explicitly (see `vyre_build/wgsl/tables.py`), structured
-control flow, and the entry point `main`.
+zero-initialised function-local scratch), vec2/vec4 values and slots, atomics, every op
+of the tables with the pinned semantics written out explicitly (see
+`vyre_build/wgsl/tables.py`), structured control flow, and the entry point `main`.
 
 Guarantees: the text is a pure function of the descriptor (no dict/set-order, hash-seed,
 time or path dependence), so `emit_wgsl(decode(encode(d))) == emit_wgsl(d)`; f32 literals
@@ -123,7 +123,7 @@ class _Emitter(OpRules):
         wx, wy, wz = self.desc.workgroup_size
         out = [f"let _flat: u32 = lid.x + {wx}u * (lid.y + {wy}u * lid.z);"]
         for s in shared:
-            name, ty = self.names[s.slot], s.element_type.name
+            name, ty = self.names[s.slot], T.type_key(s.element_type)
             ref = f"{name}[_z]"
             zero = (f"atomicStore(&{ref}, {T.ZERO[ty]});" if s.slot in self.atomic
                     else f"{ref} = {T.ZERO[ty]};")
@@ -150,7 +150,7 @@ class _Emitter(OpRules):
         if uniforms:
             decls.append("struct Params {")
             for s in uniforms:
-                if s.element_type.name not in T.TYPE_MAP or s.element_count != 1:
+                if T.type_key(s.element_type) not in T.SCALARS or s.element_count != 1:
                     raise EmitError(f"kernel {kid}: uniform slot {s.slot} {s.name!r} must be one "
                                     f"U32/I32/F32/Bool, got {s.element_type!r} x {s.element_count}")
                 # bool is not host-shareable: it travels as a u32 and is compared with 0.
@@ -160,7 +160,7 @@ class _Emitter(OpRules):
             decls.append("")
         entry: list[str] = []
         for s in self.desc.slots:
-            name, ty, count = self.names[s.slot], s.element_type.name, s.element_count
+            name, ty, count = self.names[s.slot], T.type_key(s.element_type), s.element_count
             where = f"kernel {kid}: slot {s.slot} {s.name!r} ({s.memory_class})"
             atomic = s.slot in self.atomic
             if s.memory_class == "Uniform":
@@ -169,7 +169,8 @@ class _Emitter(OpRules):
                 continue
             if s.memory_class == "Global":
                 if ty not in T.STORAGE_TYPES:
-                    raise EmitError(f"{where}: storage buffers hold U32/I32/F32, got {s.element_type!r}")
+                    raise EmitError(f"{where}: storage buffers hold U32/I32/F32 or their vec2/vec4, "
+                                    f"got {s.element_type!r}")
                 if atomic and (ty not in T.ATOMIC_TYPES or s.visibility == "ReadOnly"):
                     raise EmitError(f"{where}: atomics need a read-write U32/I32 buffer, "
                                     f"got {s.visibility} {s.element_type!r}")
@@ -180,8 +181,8 @@ class _Emitter(OpRules):
             if s.memory_class not in ("Shared", "Scratch"):
                 raise EmitError(f"{where}: memory class {s.memory_class} has no WGSL rule")
             if ty not in T.TYPE_MAP or not isinstance(count, int) or count < 1:
-                raise EmitError(f"{where}: needs a U32/I32/F32/Bool element type and element_count "
-                                f">= 1, got {s.element_type!r} x {count}")
+                raise EmitError(f"{where}: needs a U32/I32/F32/Bool (or vec2/vec4 of U32/I32/F32) "
+                                f"element type and element_count >= 1, got {s.element_type!r} x {count}")
             if s.memory_class == "Shared":
                 if atomic and ty not in T.ATOMIC_TYPES:
                     raise EmitError(f"{where}: atomics need U32/I32 elements, got {s.element_type!r}")

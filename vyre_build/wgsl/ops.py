@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from vyre_build.descriptor import ENUMS, Variant
+from vyre_build.descriptor import ENUMS, DescriptorError, Variant, decode_datatype
 from vyre_build.wgsl import tables as T
 
 _AXES = "xyz"
@@ -85,7 +85,7 @@ class OpRules:
         s = self.slot(op, env, classes)
         index, _ = self.val(op, env, 1, "U32")
         ref, _, ok = self.element(s, index)
-        ty = s.element_type.name
+        ty = T.type_key(s.element_type)
         value = f"atomicLoad(&{ref})" if s.slot in self.atomic else ref
         self.bind(op, ctx, ty, f"select({T.ZERO[ty]}, {value}, {ok})")
 
@@ -101,7 +101,7 @@ class OpRules:
         s = self.slot(op, env, ("Uniform",))
         self.val(op, env, 1, "U32")
         member = f"params.{self.names[s.slot]}"
-        ty = s.element_type.name
+        ty = T.type_key(s.element_type)
         self.bind(op, ctx, ty, f"({member} != 0u)" if ty == "Bool" else member)
 
     def op_BufferLength(self, op, ctx):
@@ -120,11 +120,11 @@ class OpRules:
         if (name, ta) in T.SHIFTS:
             b, _ = self.val(op, env, 1, "U32")
             ty, tpl = T.SHIFTS[(name, ta)]
-        else:
+        elif (name, ta) in T.BINOPS:
             b, _ = self.val(op, env, 1, ta)
-            if (name, ta) not in T.BINOPS:
-                raise self.fail(op, env, f"no WGSL rule for binary {name} on {ta}")
             ty, tpl = T.BINOPS[(name, ta)]
+        else:
+            raise self.fail(op, env, f"no WGSL rule for binary {name} on {ta}")
         self.bind(op, ctx, ty, tpl.format(a=a, b=b))
 
     def op_UnOpKind(self, op, ctx):
@@ -140,8 +140,9 @@ class OpRules:
     def op_Fma(self, op, ctx):
         env = ctx[1]
         self.arity(op, env, 3)
-        a, b, c = (self.val(op, env, i, "F32")[0] for i in range(3))
-        self.bind(op, ctx, "F32", f"fma({a}, {b}, {c})")
+        a, ty = self.val(op, env, 0, *T.FMA_TYPES)
+        b, c = (self.val(op, env, i, ty)[0] for i in (1, 2))
+        self.bind(op, ctx, ty, f"fma({a}, {b}, {c})")
 
     def op_Select(self, op, ctx):
         env = ctx[1]
@@ -154,7 +155,7 @@ class OpRules:
     def op_Cast(self, op, ctx):
         env = ctx[1]
         self.arity(op, env, 1)
-        target = op.kind.args[0].name
+        target = T.type_key(op.kind.args[0])
         a, ta = self.val(op, env, 0)
         if (ta, target) not in T.CASTS:
             raise self.fail(op, env, f"no WGSL rule for a cast from {ta} to {op.kind.args[0]!r}")
@@ -175,8 +176,36 @@ class OpRules:
                 raise self.fail(op, env, f"no WGSL rule for a bitcast from {ta} to payload "
                                          f"{payload.hex()} ({target})")
             self.bind(op, ctx, target, a if ta == target else f"bitcast<{T.TYPE_MAP[target]}>({a})")
+        elif kind == "vyre.vec":
+            self._vec_construct(op, ctx, payload)
+        elif kind == "vyre.extract":
+            self.arity(op, env, 1)
+            a, ta = self.val(op, env, 0, *T.VECTORS)
+            elem, count = T.VECTORS[ta]
+            if len(payload) != 1 or payload[0] >= count:
+                raise self.fail(op, env, f"vyre.extract payload {payload.hex()} is not one byte "
+                                         f"holding a component index < {count} of {ta}")
+            self.bind(op, ctx, elem, f"{a}.{T.COMPONENTS[payload[0]]}")
         else:
             raise self.fail(op, env, f"no WGSL rule for OpaqueExpr {kind!r} (payload {payload.hex()})")
+
+    def _vec_construct(self, op, ctx, payload: bytes):
+        """`vyre.vec`: a vector from `count` operands of its element type (a splat when all
+        operands are one value)."""
+        env = ctx[1]
+        try:
+            ty = T.type_key(decode_datatype(payload))
+        except DescriptorError as exc:
+            raise self.fail(op, env, f"vyre.vec payload {payload.hex()} is not a DataType: "
+                                     f"{exc}") from None
+        if ty not in T.VECTORS:
+            raise self.fail(op, env, f"vyre.vec payload {payload.hex()} decodes to {ty}, not a "
+                                     "vector of U32/I32/F32 with 2 or 4 components")
+        elem, count = T.VECTORS[ty]
+        self.arity(op, env, count)
+        parts = [self.val(op, env, i, elem)[0] for i in range(count)]
+        args = parts[0] if len(set(parts)) == 1 else ", ".join(parts)
+        self.bind(op, ctx, ty, f"{T.TYPE_MAP[ty]}({args})")
 
     def op_LoopIndex(self, op, ctx):
         env = ctx[1]
@@ -196,7 +225,7 @@ class OpRules:
         if s.visibility == "ReadOnly":
             raise self.fail(op, env, f"slot {s.slot} {s.name!r} is read-only")
         index, _ = self.val(op, env, 1, "U32")
-        value, _ = self.val(op, env, 2, s.element_type.name)
+        value, _ = self.val(op, env, 2, T.type_key(s.element_type))
         _, ref, ok = self.element(s, index)
         store = f"atomicStore(&{ref}, {value});" if s.slot in self.atomic else f"{ref} = {value};"
         self.emit(depth, f"if {ok} {{ {store} }}")
@@ -217,7 +246,7 @@ class OpRules:
         if ordering != "Relaxed" or not (cmpxchg or aop.name in T.ATOMICS):
             raise self.fail(op, env, f"no WGSL rule for atomic {aop!r} with ordering {ordering}")
         s = self.slot(op, env, ("Global", "Shared"))
-        ty = s.element_type.name
+        ty = T.type_key(s.element_type)
         index, _ = self.val(op, env, 1, "U32")
         args = [self.val(op, env, i, ty)[0] for i in range(2, len(op.operands))]
         _, ref, ok = self.element(s, index)

@@ -13,8 +13,38 @@ ZERO = {"U32": "0u", "I32": "0i", "F32": "0.0f", "Bool": "false"}
 ONE = {"U32": "1u", "I32": "1i", "F32": "1.0f"}
 INTS = ("U32", "I32")
 NUMS = ("U32", "I32", "F32")
-STORAGE_TYPES = NUMS                # host-shareable element types of storage buffers
+SCALARS = tuple(TYPE_MAP)
 ATOMIC_TYPES = INTS
+
+# --- vectors: DataType Vec{element, count}, element U32/I32/F32, count 2 or 4 ----------
+# A vector's type key is "Vec<F32,4>"; it cannot collide with a DataType variant name
+# (so the schema's legacy unit variants Vec2U32/Vec4U32 stay unsupported).
+VEC_COUNTS = (2, 4)
+VECTORS: dict[str, tuple[str, int]] = {}     # type key -> (element type, count)
+for _e in NUMS:
+    for _n in VEC_COUNTS:
+        _k = f"Vec<{_e},{_n}>"
+        VECTORS[_k] = (_e, _n)
+        TYPE_MAP[_k] = f"vec{_n}<{TYPE_MAP[_e]}>"
+        ZERO[_k] = f"{TYPE_MAP[_k]}()"          # the zero-value constructor
+COMPONENTS = "xyzw"
+STORAGE_TYPES = NUMS + tuple(VECTORS)   # host-shareable element types of storage buffers
+
+
+def vec_key(element: str, count: int) -> str:
+    return f"Vec<{element},{count}>"
+
+
+def type_key(dt) -> str:
+    """The type key of a DataType `Variant`: its name for a unit variant, `Vec<E,N>` for a
+    supported vector, and otherwise a string no rule accepts (the variant's repr)."""
+    if not dt.args:
+        return dt.name
+    if dt.name == "Vec" and len(dt.args) == 2:
+        elem, count = dt.args
+        if getattr(elem, "args", None) == () and vec_key(elem.name, count) in VECTORS:
+            return vec_key(elem.name, count)
+    return repr(dt)
 
 # i32::MIN cannot be written as a literal (`-2147483648i` negates an out-of-range 2147483648i).
 I32_MIN = "(-2147483647i - 1i)"
@@ -124,6 +154,35 @@ for _t in NUMS:
     CASTS[("Bool", _t)] = f"select({ZERO[_t]}, {ONE[_t]}, {{a}})"
 BITCASTS = {(s, t) for s in NUMS for t in NUMS}
 
+# --- vector rules (docs/descriptor-conventions.md, "Vectors"): componentwise ------------
+# Only what the conventions define is here; everything else on a vector (comparisons,
+# And/Or, shifts, rotations, Mod, integer Div, bit counting, atomics) has no rule and the
+# emitter raises EmitError. WGSL does not splat scalars in select/comparisons, so the
+# templates use the zero vector where the scalar rule uses a 0 literal.
+VEC_MATH = ("Sqrt", "Exp", "Exp2", "Log", "Log2", "Sin", "Cos", "Tan", "Tanh", "InverseSqrt",
+            "Floor", "Ceil", "Round", "Trunc", "Sign")
+for _k, (_e, _n) in VECTORS.items():
+    _z = ZERO[_k]
+    for _op, _sym in (("Add", "+"), ("Sub", "-"), ("Mul", "*")):
+        BINOPS[(_op, _k)] = (_k, f"({{a}} {_sym} {{b}})")   # integer wrap is WGSL-native
+    BINOPS[("Min", _k)] = (_k, "min({a}, {b})")
+    BINOPS[("Max", _k)] = (_k, "max({a}, {b})")
+    if _e == "F32":
+        BINOPS[("Div", _k)] = (_k, "({a} / {b})")
+        UNOPS[("Negate", _k)] = (_k, "(-{a})")
+        UNOPS[("Abs", _k)] = (_k, "abs({a})")
+        for _op in VEC_MATH:
+            UNOPS[(_op, _k)] = (_k, UNOPS[(_op, "F32")][1])
+    else:
+        BINOPS[("BitAnd", _k)] = (_k, "({a} & {b})")
+        BINOPS[("BitOr", _k)] = (_k, "({a} | {b})")
+        BINOPS[("BitXor", _k)] = (_k, "({a} ^ {b})")
+        UNOPS[("Negate", _k)] = (_k, f"({_z} - {{a}})")   # wraps per component
+        UNOPS[("BitNot", _k)] = (_k, "(~{a})")
+    if _e == "I32":
+        UNOPS[("Abs", _k)] = (_k, f"select({{a}}, {_z} - {{a}}, {{a}} < {_z})")   # abs(MIN) == MIN
+FMA_TYPES = ("F32",) + tuple(k for k, (e, _) in VECTORS.items() if e == "F32")
+
 # --- atomics: AtomicOp -> WGSL builtin (CompareExchange is handled by the emitter) ---
 ATOMICS = {"Add": "atomicAdd", "Or": "atomicOr", "And": "atomicAnd", "Xor": "atomicXor",
            "Min": "atomicMin", "Max": "atomicMax", "Exchange": "atomicExchange"}
@@ -164,6 +223,33 @@ fn _vy_i32_to_f32(x: i32) -> f32 {
     return select(m, -m, x < 0i);
 }""",
 }
+
+
+
+def _vector_casts() -> None:
+    """Cast{Vec<E2,N>} of a Vec<E1,N>: per component with the scalar rule (pinned).
+
+    I32 <-> U32 is one vector bitcast; the other conversions are a helper function per
+    type pair that applies the scalar template to each component, so the vector rule can
+    never drift from the scalar one. Helpers are emitted only when a kernel calls them.
+    """
+    for src, (e1, n) in VECTORS.items():
+        for e2 in NUMS:
+            dst = vec_key(e2, n)
+            if e1 == e2:
+                continue                                     # identity: from TYPE_MAP above
+            if {e1, e2} == set(INTS):
+                CASTS[(src, dst)] = f"bitcast<{TYPE_MAP[dst]}>({{a}})"
+                continue
+            name = f"_vy_cast_v{n}{e1.lower()}_v{n}{e2.lower()}"
+            parts = ",\n".join(f"        {CASTS[(e1, e2)].format(a='x.' + c)}"
+                                for c in COMPONENTS[:n])
+            HELPERS[name] = (f"fn {name}(x: {TYPE_MAP[src]}) -> {TYPE_MAP[dst]} {{\n"
+                             f"    return {TYPE_MAP[dst]}(\n{parts});\n}}")
+            CASTS[(src, dst)] = f"{name}({{a}})"
+
+
+_vector_casts()
 
 # --- names an emitted identifier must never take -------------------------------------
 # WGSL keywords and reserved words, plus the predeclared names the emitted code calls
