@@ -27,6 +27,7 @@ from vyre_build.spirv.control import CONTROL_NONE, ControlFlow, Loop
 from vyre_build.spirv.memory import MemoryOps
 from vyre_build.spirv.module import OP, SpirvModule
 from vyre_build.spirv.ops import ValueOps
+from vyre_build.spirv.vectors import VECTOR_TYPES, VectorOps, datatype_name
 
 BUILTINS = {"GlobalInvocationId": "GlobalInvocationId", "LocalInvocationId": "LocalInvocationId",
             "WorkgroupId": "WorkgroupId", "vyre.num_workgroups": "NumWorkgroups"}
@@ -40,7 +41,7 @@ def _f32_bits(value) -> int:
     return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
-class FunctionWriter(ValueOps, MemoryOps, ControlFlow):
+class FunctionWriter(ValueOps, VectorOps, MemoryOps, ControlFlow):
     """Emits the `main` compute function of one descriptor into `module`."""
 
     def __init__(self, module: SpirvModule, desc: KernelDescriptor):
@@ -67,7 +68,12 @@ class FunctionWriter(ValueOps, MemoryOps, ControlFlow):
     # --- small builders ------------------------------------------------------------
 
     def tid(self, ty: str) -> int:
-        return self._type_ids[ty]
+        got = self._type_ids.get(ty)
+        if got is None:   # vector types are declared on first use only
+            if ty not in VECTOR_TYPES:
+                raise EmitError(f"SPIR-V emitter: internal type {ty!r} is unknown")
+            got = self._type_ids[ty] = self.vector_type_id(ty)
+        return got
 
     def const(self, ty: str, value) -> int:
         if ty == "U32":
@@ -76,6 +82,8 @@ class FunctionWriter(ValueOps, MemoryOps, ControlFlow):
             return self.m.const_i32(value)
         if ty == "F32":
             return self.m.const_f32_bits(_f32_bits(float(value)))
+        if ty in VECTOR_TYPES:
+            return self.vector_const(ty, value)
         return self.m.const_bool(bool(value))
 
     def op_typed(self, opname: str, type_id: int, *operands: int) -> int:
@@ -88,7 +96,7 @@ class FunctionWriter(ValueOps, MemoryOps, ControlFlow):
         return rid
 
     def op(self, opname: str, ty: str, *operands: int) -> int:
-        return self.op_typed(opname, self._type_ids[ty], *operands)
+        return self.op_typed(opname, self.tid(ty), *operands)
 
     def inst(self, opname: str, *operands: int) -> None:
         self.words.append(((len(operands) + 1) << 16) | OP[opname])
@@ -243,20 +251,22 @@ class FunctionWriter(ValueOps, MemoryOps, ControlFlow):
 
     def h_fma(self, kop: KernelOp, body: KernelBody):
         vals = [self.value(x, kop) for x in self.operands(kop, 3)]
-        if any(t != "F32" for _, t in vals):
-            self.fail(kop, "Fma needs three F32 operands")
-        return self.glsl("Fma", "F32", *(i for i, _ in vals)), "F32"
+        ty = vals[0][1]
+        if ty not in ("F32", "Vec2F32", "Vec4F32") or any(t != ty for _, t in vals):
+            self.fail(kop, "Fma needs three F32 operands (or three F32 vectors of one size)")
+        return self.glsl("Fma", ty, *(i for i, _ in vals)), ty
 
     def h_select(self, kop: KernelOp, body: KernelBody):
         c, t, f = (self.value(x, kop) for x in self.operands(kop, 3))
         if c[1] != "Bool" or t[1] != f[1]:
             self.fail(kop, "Select needs a Bool condition and two values of one type")
-        return self.op("OpSelect", t[1], c[0], t[0], f[0]), t[1]
+        return self.select_value(t[1], c[0], t[0], f[0]), t[1]
 
     def h_cast(self, kop: KernelOp, body: KernelBody):
         (x,) = self.operands(kop, 1)
         xi, xt = self.value(x, kop)
-        target = kop.kind.args[0].name
+        dt = kop.kind.args[0]
+        target = datatype_name(dt) or repr(dt)
         return self.cast(xi, xt, target, kop), target
 
     def h_opaque_expr(self, kop: KernelOp, body: KernelBody):
@@ -274,6 +284,10 @@ class FunctionWriter(ValueOps, MemoryOps, ControlFlow):
             if target not in ("U32", "I32", "F32") or xt not in ("U32", "I32", "F32"):
                 self.fail(kop, f"bitcast from {xt} to DataType payload {payload.hex()} is not supported")
             return (xi if target == xt else self.op("OpBitcast", target, xi)), target
+        if kind == "vyre.vec":
+            return self.vector_construct(kop, payload)
+        if kind == "vyre.extract":
+            return self.vector_extract(kop, payload)
         self.fail(kop, f"OpaqueExpr extension_kind {kind!r} is unknown")
 
     def h_builtin_named(self, name: str, kop: KernelOp):

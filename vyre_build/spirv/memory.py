@@ -1,13 +1,15 @@
 """Slots and memory ops of the SPIR-V emitter (a mixin of `codegen.FunctionWriter`).
 
 Declares every slot of the descriptor the way docs/descriptor-conventions.md says:
-storage buffers as Block structs of one runtime array (ArrayStride 4, NonWritable /
+storage buffers as Block structs of one runtime array (ArrayStride 4 per component:
+4, or 8 / 16 for vec2 / vec4 elements; NonWritable /
 NonReadable by visibility, set 0, binding = slot), all Uniform slots as ONE Block struct
 (member k at offset 4*k, binding = the smallest Uniform slot), Shared slots as Workgroup
 arrays (zeroed by invocation 0 then a barrier, as WGSL guarantees), Scratch slots as
 Function variables initialised with OpConstantNull. Loads out of bounds give 0 (clamp,
 load, select); stores and atomics out of bounds do nothing (under a branch); an atomic
-out of bounds returns 0. A buffer that any Atomic targets is read and written with
+out of bounds returns 0 (a vector load selects with the bounds check splatted to a
+Bool vector, as SPIR-V 1.3 OpSelect on vectors requires). A buffer that any Atomic targets is read and written with
 OpAtomicLoad / OpAtomicStore, like WGSL's atomic<T> elements.
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from vyre_build.descriptor import BindingSlot, KernelBody, KernelOp
 from vyre_build.spirv import grammar as g
 from vyre_build.spirv.control import CONTROL_NONE
+from vyre_build.spirv.vectors import VECTOR_TYPES, datatype_name
 
 STORAGE_TYPES = ("U32", "I32", "F32")
 ATOMIC_OPS = {"Add": "OpAtomicIAdd", "Or": "OpAtomicOr", "And": "OpAtomicAnd", "Xor": "OpAtomicXor",
@@ -64,18 +67,19 @@ class MemoryOps:
         uniforms: list[SlotInfo] = []
         self.shared_vars: list[SlotInfo] = []
         for s in self.desc.slots:
-            ty = s.element_type.name
-            if ty not in ("U32", "I32", "F32", "Bool") or s.element_type.args:
-                self.slot_error(s, f"element type {s.element_type!r} is not U32, I32, F32 or Bool")
+            ty = datatype_name(s.element_type)
+            if ty is None:
+                self.slot_error(s, f"element type {s.element_type!r} is not U32, I32, F32 or Bool"
+                                + (", nor a vector of 2 or 4 U32, I32 or F32" if s.element_type.args else ""))
             info = SlotInfo(s, ty)
             elem = self.tid(ty)
             mc = s.memory_class
             if mc == "Global":
-                if ty not in STORAGE_TYPES:
-                    self.slot_error(s, "storage buffers hold U32, I32 or F32")
+                if ty not in STORAGE_TYPES and ty not in VECTOR_TYPES:
+                    self.slot_error(s, "storage buffers hold U32, I32 or F32 or vectors of them")
                 info.atomic = s.slot in atomics
                 rta = m.type_runtime_array(elem)
-                m.decorate(rta, "ArrayStride", 4)
+                m.decorate(rta, "ArrayStride", 4 * VECTOR_TYPES.get(ty, (ty, 1))[1])   # tightly packed
                 block = m.type_struct_unique([rta])
                 m.decorate(block, "Block")
                 m.member_decorate(block, 0, "Offset", 0)
@@ -225,7 +229,7 @@ class MemoryOps:
         else:
             last = self.op("OpISub", "U32", n, self.const("U32", 1))
             loaded = self.read(info, self.element_ptr(info, self.glsl("UMin", "U32", idx, last)))
-        return self.op("OpSelect", info.ty, ok, loaded, self.zero(info.ty)), info.ty
+        return self.select_value(info.ty, ok, loaded, self.zero(info.ty)), info.ty
 
     def h_load_constant(self, kop: KernelOp, body: KernelBody):
         number, idx_ssa = self.operands(kop, 2)

@@ -172,6 +172,10 @@ class SpirvModule:
         opname = "OpConstantTrue" if value else "OpConstantFalse"
         return self._const(("bool", bool(value)), opname, self.type_bool())
 
+    def const_composite(self, type_id: int, constituents: tuple[int, ...]) -> int:
+        """A constant vector/array/struct of the constant ids `constituents`."""
+        return self._const(("composite", type_id, constituents), "OpConstantComposite", type_id, *constituents)
+
     def const_null(self, type_id: int) -> int:
         return self._const(("null", type_id), "OpConstantNull", type_id)
 

@@ -1,5 +1,7 @@
 """Value ops of the SPIR-V emitter: binary/unary arithmetic, select, fma and casts.
 
+Vector operands are handed to the `vectors.VectorOps` forms (the writer mixes in both).
+
 Table-driven where an op maps to one instruction, explicit where the pinned semantics of
 docs/descriptor-conventions.md need more (integer div/mod by zero, i32::MIN / -1, shift
 amounts & 31, rotations, clz/ctz of 0, saturating float->int casts with NaN -> 0).
@@ -75,7 +77,9 @@ class ValueOps:
         return self.const(ty, 0)
 
     def binary(self, name: str, a: int, at: str, b: int, bt: str, kop) -> tuple[int, str]:
-        c = CLASS[at]
+        c = CLASS.get(at)
+        if c is None:
+            return self.vector_binary(name, a, at, b, bt, kop)
         res_ty = "Bool" if name in BOOL_RESULT else at
         single = BINARY.get((name, c))
         if single is not None:
@@ -171,7 +175,9 @@ class ValueOps:
         return self.op("OpSelect", at, bad, one, b)
 
     def unary(self, name: str, a: int, at: str, kop) -> tuple[int, str]:
-        c = CLASS[at]
+        c = CLASS.get(at)
+        if c is None:
+            return self.vector_unary(name, a, at, kop)
         res_ty = "Bool" if name in UNARY_BOOL else at
         single = UNARY.get((name, c))
         if single is not None:
@@ -209,8 +215,8 @@ class ValueOps:
     def cast(self, a: int, at: str, target: str, kop) -> int:
         if target == at:
             return a
-        if target not in CLASS:
-            self.fail(kop, f"cast target {target} is not a supported type")
+        if target not in CLASS or at not in CLASS:
+            return self.vector_cast(a, at, target, kop)
         if at in ("U32", "I32") and target in ("U32", "I32"):
             return self.op("OpBitcast", target, a)
         if at == "Bool":
@@ -221,16 +227,23 @@ class ValueOps:
             return self.op("OpINotEqual", "Bool", a, self.zero(at))
         if target == "F32":
             return self.op("OpConvertUToF" if at == "U32" else "OpConvertSToF", "F32", a)
-        # F32 -> int: NaN -> 0, clamp into range (no undefined conversion), then saturate the top.
-        nan = self.op("OpIsNan", "Bool", a)
-        clean = self.op("OpSelect", "F32", nan, self.zero("F32"), a)
-        if target == "I32":
+        return self.float_to_int(a, at, target, target)
+
+    def float_to_int(self, a: int, at: str, target: str, element: str) -> int:
+        """F32 (or F32 vector) `a` -> `target` with integer components `element` (I32 or U32).
+
+        NaN -> 0, clamp into range (no undefined conversion), then saturate the top.
+        """
+        cond = self.bool_type(at)
+        nan = self.op("OpIsNan", cond, a)
+        clean = self.op("OpSelect", at, nan, self.zero(at), a)
+        if element == "I32":
             lo, hi, top = -2147483648.0, F32_I32_HI, 0x7FFFFFFF
             conv = "OpConvertFToS"
         else:
             lo, hi, top = 0.0, F32_U32_HI, 0xFFFFFFFF
             conv = "OpConvertFToU"
-        clamped = self.glsl("FClamp", "F32", clean, self.const("F32", lo), self.const("F32", hi))
+        clamped = self.glsl("FClamp", at, clean, self.const(at, lo), self.const(at, hi))
         value = self.op(conv, target, clamped)
-        over = self.op("OpFOrdGreaterThan", "Bool", clean, self.const("F32", hi))
+        over = self.op("OpFOrdGreaterThan", cond, clean, self.const(at, hi))
         return self.op("OpSelect", target, over, self.const(target, top), value)
