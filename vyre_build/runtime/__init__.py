@@ -69,18 +69,10 @@ def load_kernel(meta: dict, *, wgsl: str | None = None, spirv: bytes | None = No
         raise DispatchError(f"load_kernel: backend={backend!r} but the device given is a "
                             f"{device.backend} device")
     code = wgsl if device.backend == "wgpu" else spirv
-    kid = meta.get("id") or meta.get("name") if isinstance(meta, dict) else None
     if code is None:
+        kid = meta.get("id") or meta.get("name") if isinstance(meta, dict) else None
         need = "wgsl=" if device.backend == "wgpu" else "spirv="
         raise DispatchError(f"Kernel {kid!r}: the {device.backend} backend needs {need}")
-    if device.backend == "vulkan":
-        if not isinstance(code, (bytes, bytearray, memoryview)) or len(code) % 4 \
-                or bytes(code[:4]) != b"\x03\x02\x23\x07":
-            raise DispatchError(f"Kernel {kid!r}: the given spirv= does not look like a "
-                                "SPIR-V module (little-endian, magic 0x07230203)")
-        code = bytes(code)
-    elif not isinstance(code, str):
-        raise DispatchError(f"Kernel {kid!r}: wgsl= must be str, got {type(code).__name__}")
     return device.kernel(meta, code)
 
 

@@ -2,8 +2,8 @@
 
 A backend subclasses `Device` and provides the hooks `_alloc(nbytes, data)`,
 `_upload(handle, data)`, `_download(handle, nbytes)`, `_free(handle)`,
-`_pipeline(meta, code)`, `_bind(pipeline, bound, uniform_binding, uniform, kept)` (a
-binding set: Vulkan descriptor set / wgpu bind group, with its uniform block),
+`_pipeline(meta, code)`, `_bind(pipeline, bound, uniform_binding, uniform)` (a binding
+set: Vulkan descriptor set / wgpu bind group, owning its uniform buffer),
 `_set_uniform(entry, uniform)`, `_unbind(entry)`, `_submit(jobs)` and `_wait()`.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from vyre_build.errors import DeviceError, DispatchError
 from vyre_build.runtime.kernel import DTYPES, NP_NAMES, check_meta, plan_call
 
 _KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars per batch
+_SPIRV_MAGIC = b"\x03\x02\x23\x07"
 
 
 def choose_adapter(api: str, items: list, names: list, adapter):
@@ -27,6 +28,14 @@ def choose_adapter(api: str, items: list, names: list, adapter):
     if not hits:
         raise DeviceError(f"no {api} adapter matches {adapter!r}; there are: {names}")
     return hits[0]
+
+
+def layout_of(meta: dict) -> list:
+    """(binding, access) of every binding in a kernel's set, sorted; "u" for the uniform."""
+    kinds = [(b["binding"], b["access"]) for b in meta["bindings"] if b["kind"] == "buffer"]
+    if meta.get("uniform"):
+        kinds.append((meta["uniform"]["binding"], "u"))
+    return sorted(kinds)
 
 
 class DeviceBuffer:
@@ -102,10 +111,8 @@ class Batch:
     def __exit__(self, exc_type, exc, tb) -> None:
         self.device._batch = None
         try:
-            if exc_type is None and self.recorded:
-                self.device._submit(self.recorded)
+            self.device._flush(self.recorded if exc_type is None else [])
         finally:
-            self.device._busy.clear()
             self.recorded, self.keep = [], []
 
 
@@ -116,24 +123,27 @@ class Device:
     Binding sets of calls on persistent DeviceBuffers are kept and reused: per (pipeline,
     buffers) up to 8 sets, each holding one scalar block per submission (calls in one
     batch with the same scalars share a set); every set that binds a buffer is freed when
-    that buffer is released, so a freed handle is never bound again. Set `timing = True`
-    on a backend that measures GPU time (Vulkan) to get `gpu_seconds`: the time between
-    the first and last dispatch of the last submission, from GPU timestamps."""
+    that buffer is released. Other calls get a one-off set, freed after the submission.
+    With `timing = True` on a backend that measures GPU time (Vulkan), `gpu_seconds` is
+    the GPU time from the first to the last dispatch of the last submission."""
 
     backend = name = ""
     max_workgroups, max_buffer_bytes = 65535, 2 ** 27
     timing, gpu_seconds = False, None
 
     def __init__(self):
-        self._batch, self._pipelines = None, {}
+        self._batch, self._pipelines, self._oneoff = None, {}, []
         self._sets, self._by_handle, self._busy = {}, {}, {}
 
     def __repr__(self) -> str:
         return f"<Device {self.backend}: {self.name}>"
 
     def buffer(self, data, dtype: str | None = None, *, read_only: bool = False) -> DeviceBuffer:
-        """Upload a numpy array (dtype f32/i32/u32 inferred) or allocate `data` zeroed
-        elements (an int or a shape; `dtype` required) as a DeviceBuffer."""
+        """Upload a numpy array or allocate zeroed elements as a DeviceBuffer.
+
+        Arguments: `data` a float32/int32/uint32 array, or an int length or shape;
+        `dtype` "f32"/"i32"/"u32" (required for a length); `read_only` refuses writes.
+        Returns: the DeviceBuffer."""
         access = "r" if read_only else "rw"
         if isinstance(data, np.ndarray):
             kind = {v: k for k, v in DTYPES.items()}.get(data.dtype)
@@ -154,11 +164,11 @@ class Device:
                 isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape):
             raise DispatchError(f"Device.buffer: expected a numpy array, a positive length or "
                                 f"a shape, got {data!r}")
-        count = int(np.prod(shape))
-        if count * 4 > self.max_buffer_bytes:
-            raise DispatchError(f"Device.buffer: {count * 4} bytes is more than the device's "
+        nbytes = int(np.prod(shape)) * 4
+        if nbytes > self.max_buffer_bytes:
+            raise DispatchError(f"Device.buffer: {nbytes} bytes is more than the device's "
                                 f"storage buffer limit of {self.max_buffer_bytes} bytes")
-        return DeviceBuffer(self, self._alloc(count * 4, None), dtype, shape, access)
+        return DeviceBuffer(self, self._alloc(nbytes, None), dtype, shape, access)
 
     def batch(self) -> Batch:
         """Context manager: kernel calls inside it are recorded and submitted together, in
@@ -170,9 +180,21 @@ class Device:
         self._wait()
 
     def kernel(self, meta: dict, code) -> Kernel:
-        """A callable kernel for `meta` with its shader `code` (WGSL str / SPIR-V bytes);
-        the pipeline is created now, so a shader the device refuses fails here."""
+        """A callable kernel; the pipeline is created now, so a refused shader fails here.
+
+        Arguments: `meta` the metadata record (docs/descriptor-conventions.md); `code`
+        WGSL text (wgpu) or SPIR-V bytes (vulkan).
+        Returns: the Kernel."""
         check_meta(meta)
+        kid = meta.get("id") or meta["name"]
+        if self.backend == "vulkan":
+            if not isinstance(code, (bytes, bytearray, memoryview)) or len(code) % 4 \
+                    or bytes(code[:4]) != _SPIRV_MAGIC:
+                raise DispatchError(f"Kernel {kid!r}: the given spirv= does not look like a "
+                                    "SPIR-V module (little-endian, magic 0x07230203)")
+            code = bytes(code)
+        elif not isinstance(code, str):
+            raise DispatchError(f"Kernel {kid!r}: wgsl= must be str, got {type(code).__name__}")
         self.pipeline(meta, code)
         return Kernel(self, meta, code)
 
@@ -196,7 +218,7 @@ class Device:
         else:
             if len(kept) >= _KEPT_PER_KEY:
                 return None
-            entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform, True)
+            entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform)
             kept.append(entry)
             for _, h, _ in bound:
                 self._by_handle.setdefault(id(h), set()).add(key)
@@ -213,6 +235,16 @@ class Device:
                 self._unbind(entry)
         self._free(handle)
 
+    def _flush(self, jobs: list) -> None:
+        """Submit `jobs` (if any), then free the one-off binding sets."""
+        try:
+            if jobs:
+                self._submit(jobs)
+        finally:
+            self._busy.clear()
+            while self._oneoff:
+                self._unbind(self._oneoff.pop())
+
     def run(self, kernel: Kernel, plan) -> dict:
         """Dispatch a checked `plan`; return the written buffers (see Kernel.__call__)."""
         pipeline = self.pipeline(kernel.meta, kernel.code)
@@ -224,25 +256,21 @@ class Device:
                                          else self.buffer(buf))
             used.append(buf)
             bound.append((arg.binding, buf._live(), buf.nbytes))
-        job = None  # an empty grid dispatches nothing; outputs keep their contents
+        jobs = []  # an empty grid dispatches nothing; outputs keep their contents
         if all(plan.workgroups):
             # Only calls on persistent buffers reuse binding sets; temporaries die now.
             entry = None if temps else self._binding(pipeline, bound, plan)
             if entry is None:
-                entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform, False)
-            job = (pipeline, entry, plan.workgroups)
+                entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform)
+                self._oneoff.append(entry)
+            jobs.append((pipeline, entry, plan.workgroups))
         written = [a for a in plan.buffers if a.access != "r"]
         batch = self._batch
         if batch is not None:
-            if job is not None:
-                batch.recorded.append(job)
+            batch.recorded.extend(jobs)
             batch.keep.extend(used)  # every bound buffer outlives the batch's submission
             return {a.name: temps.get(a.name, a.source) for a in written}
-        if job is not None:
-            try:
-                self._submit([job])
-            finally:
-                self._busy.clear()
+        self._flush(jobs)
         return {a.name: (temps[a.name].read() if a.name in temps else a.source)
                 for a in written}
 

@@ -4,9 +4,8 @@ Memory: where every device-local memory type is also host-visible and coherent (
 memory, e.g. lavapipe or an integrated GPU) buffers are mapped once and written in
 place; otherwise (a discrete GPU) buffers are device-local and transfers go through a
 host-visible staging buffer. VYRE_VULKAN_STAGING=1 forces the staging path (tests).
-One queue, one command pool, a fence per command buffer, one VkPipelineCache per device,
-a pipeline per kernel, descriptor pools and a uniform arena recycled after each submit;
-with `timing` set, two timestamp queries bracket each submission's dispatches.
+One queue and fence, a pipeline cache per device, freeable descriptor pools; with
+`timing` set, two timestamp queries bracket each submission's dispatches.
 The cffi structs free their nested data when collected, so every nested create-info is
 held in a local variable until the call that reads it returns.
 """
@@ -17,7 +16,7 @@ import os
 import vulkan as vk
 
 from vyre_build.errors import DeviceError
-from vyre_build.runtime.device import Device, choose_adapter
+from vyre_build.runtime.device import Device, choose_adapter, layout_of
 
 _HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 _LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
@@ -28,11 +27,12 @@ _ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
            | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
 _STORAGE_SET, _UNIFORM_SET = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                               vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
+_POOL_FULL = (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool)
 _TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0,
               vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
               vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2, vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3}
 _TYPE_NAME = {0: "discrete GPU", 1: "integrated GPU", 2: "virtual GPU", 3: "CPU"}
-_ARENA_BYTES, _POOL_SETS, _WAIT_NS = 1 << 16, 64, 120 * 10 ** 9
+_POOL_SETS, _WAIT_NS = 64, 120 * 10 ** 9
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
 _INSTANCE = []
 
@@ -86,7 +86,6 @@ class VulkanDevice(Device):
         limits = props.limits
         self.max_workgroups = int(min(limits.maxComputeWorkGroupCount[0:3]))
         self.max_buffer_bytes = int(limits.maxStorageBufferRange)
-        self.uniform_align = max(16, int(limits.minUniformBufferOffsetAlignment))
         families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
         compute = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
         if not compute:
@@ -130,9 +129,7 @@ class VulkanDevice(Device):
             srcAccessMask=_ACCESS, dstAccessMask=_ACCESS | vk.VK_ACCESS_HOST_READ_BIT)]
         cache_info = vk.VkPipelineCacheCreateInfo()
         self.pipeline_cache = vk.vkCreatePipelineCache(self.dev, cache_info, None)
-        self._pools, self._pool_at = {False: [], True: []}, {False: 0, True: 0}
-        self._arenas, self._arena_at, self._arena_used = [], 0, 0
-        self._staging, self._queries = None, None
+        self._pools, self._pool_at, self._staging, self._queries = [], 0, None, None
         bits = families[self.family].timestampValidBits
         if bits:  # GPU timestamps: ticks of timestampPeriod ns, `bits` valid bits
             query_info = vk.VkQueryPoolCreateInfo(queryType=vk.VK_QUERY_TYPE_TIMESTAMP,
@@ -178,7 +175,8 @@ class VulkanDevice(Device):
         elif self.unified:
             buf.mapped[0:nbytes] = bytes(nbytes)
         else:
-            self._transfer(lambda cmd: vk.vkCmdFillBuffer(cmd, buf.buffer, 0, nbytes, 0))
+            self._run_commands(self.xfer_cmd,
+                               lambda cmd: vk.vkCmdFillBuffer(cmd, buf.buffer, 0, nbytes, 0))
         return buf
 
     def _staging_for(self, nbytes: int) -> _Buf:
@@ -196,16 +194,16 @@ class VulkanDevice(Device):
         staging = self._staging_for(len(data))
         staging.mapped[0:len(data)] = data
         region = vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=len(data))
-        self._transfer(lambda cmd: vk.vkCmdCopyBuffer(cmd, staging.buffer, handle.buffer,
-                                                      1, [region]))
+        self._run_commands(self.xfer_cmd, lambda cmd: vk.vkCmdCopyBuffer(
+            cmd, staging.buffer, handle.buffer, 1, [region]))
 
     def _download(self, handle: _Buf, nbytes: int) -> bytes:
         if handle.mapped is not None:
             return bytes(handle.mapped[0:nbytes])
         staging = self._staging_for(nbytes)
         region = vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=nbytes)
-        self._transfer(lambda cmd: vk.vkCmdCopyBuffer(cmd, handle.buffer, staging.buffer,
-                                                      1, [region]))
+        self._run_commands(self.xfer_cmd, lambda cmd: vk.vkCmdCopyBuffer(
+            cmd, handle.buffer, staging.buffer, 1, [region]))
         return bytes(staging.mapped[0:nbytes])
 
     def _free(self, handle: _Buf) -> None:
@@ -228,16 +226,11 @@ class VulkanDevice(Device):
             vk.vkResetFences(self.dev, 1, self._fences)
             vk.vkResetCommandBuffer(cmd, 0)
 
-    def _transfer(self, record) -> None:
-        self._run_commands(self.xfer_cmd, record)
-
     def _pipeline(self, meta: dict, code):
-        kinds = [(b["binding"], _STORAGE_SET) for b in meta["bindings"] if b["kind"] == "buffer"]
-        if meta.get("uniform"):
-            kinds.append((meta["uniform"]["binding"], _UNIFORM_SET))
         entries = [vk.VkDescriptorSetLayoutBinding(
-            binding=b, descriptorType=t, descriptorCount=1,
-            stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b, t in sorted(kinds)]
+            binding=b, descriptorType=_UNIFORM_SET if a == "u" else _STORAGE_SET,
+            descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+            for b, a in layout_of(meta)]
         try:
             set_info = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(entries),
                                                           pBindings=entries)
@@ -261,56 +254,44 @@ class VulkanDevice(Device):
         vk.vkDestroyShaderModule(self.dev, module, None)
         return pipes[0], layout, set_layout
 
-    def _bind(self, pipeline, bound, uniform_binding, uniform, kept):
-        """A descriptor set: `kept` ones come from freeable pools and own their uniform
-        buffer; the others from pools reset, and an arena rewound, after each submit."""
-        pools, layouts = self._pools[kept], [pipeline[2]]
-        while True:
-            if self._pool_at[kept] == len(pools):
+    def _allocate_set(self, set_layout):
+        """A descriptor set and its pool: the pools are tried in turn from the last one
+        that had room, and a new pool is added when all are full."""
+        layouts, pools = [set_layout], self._pools
+        for tries in range(len(pools) + 1):
+            if tries == len(pools):
                 sizes = [vk.VkDescriptorPoolSize(type=_STORAGE_SET, descriptorCount=_POOL_SETS * 8),
                          vk.VkDescriptorPoolSize(type=_UNIFORM_SET, descriptorCount=_POOL_SETS)]
                 pool_info = vk.VkDescriptorPoolCreateInfo(
-                    flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT if kept else 0,
+                    flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
                     maxSets=_POOL_SETS, poolSizeCount=2, pPoolSizes=sizes)
                 pools.append(self._vk("descriptor pool", vk.vkCreateDescriptorPool, self.dev,
                                       pool_info, None))
-            pool = pools[self._pool_at[kept]]
+                self._pool_at = len(pools) - 1
+            pool = pools[self._pool_at]
             info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
                                                   pSetLayouts=layouts)
             try:
-                dsets = vk.vkAllocateDescriptorSets(self.dev, info)
-                break
-            except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool):
-                self._pool_at[kept] += 1  # this pool is full: continue in the next one
-        targets = [(b, h.buffer, 0, n, _STORAGE_SET) for b, h, n in bound]
+                return list(vk.vkAllocateDescriptorSets(self.dev, info)), pool
+            except _POOL_FULL:
+                self._pool_at = (self._pool_at + 1) % len(pools)
+        raise DeviceError(f"Vulkan descriptor set allocation failed on {self.name}")
+
+    def _bind(self, pipeline, bound, uniform_binding, uniform):
+        dsets, pool = self._allocate_set(pipeline[2])
+        targets = [(b, h.buffer, n, _STORAGE_SET) for b, h, n in bound]
         ubuf = None
         if uniform is not None:
-            if kept:
-                ubuf = self._make(len(uniform), vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True)
-                ubuf.mapped[0:len(uniform)] = uniform
-                targets.append((uniform_binding, ubuf.buffer, 0, len(uniform), _UNIFORM_SET))
-            else:
-                targets.append((uniform_binding, *self._uniform_slice(uniform), len(uniform),
-                                _UNIFORM_SET))
-        infos = [[vk.VkDescriptorBufferInfo(buffer=buf, offset=off, range=n)]
-                 for _, buf, off, n, _ in targets]
+            ubuf = self._make(len(uniform), vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True)
+            ubuf.mapped[0:len(uniform)] = uniform
+            targets.append((uniform_binding, ubuf.buffer, len(uniform), _UNIFORM_SET))
+        infos = [[vk.VkDescriptorBufferInfo(buffer=buf, offset=0, range=n)]
+                 for _, buf, n, _ in targets]
         writes = [vk.VkWriteDescriptorSet(dstSet=dsets[0], dstBinding=b, descriptorCount=1,
                                           descriptorType=t, pBufferInfo=info)
-                  for (b, _, _, _, t), info in zip(targets, infos)]
+                  for (b, _, _, t), info in zip(targets, infos)]
         vk.vkUpdateDescriptorSets(self.dev, len(writes), writes, 0, None)
-        return list(dsets), ubuf, pool
-
-    def _uniform_slice(self, data: bytes):
-        size = -(-len(data) // self.uniform_align) * self.uniform_align
-        if self._arena_at < len(self._arenas) and self._arena_used + size > _ARENA_BYTES:
-            self._arena_at, self._arena_used = self._arena_at + 1, 0
-        if self._arena_at == len(self._arenas):
-            self._arenas.append(self._make(max(_ARENA_BYTES, size),
-                                           vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True))
-        arena, offset = self._arenas[self._arena_at], self._arena_used
-        arena.mapped[offset:offset + len(data)] = data
-        self._arena_used += size
-        return arena.buffer, offset
+        return dsets, ubuf, pool
 
     def _set_uniform(self, entry, uniform: bytes) -> None:
         entry[1].mapped[0:len(uniform)] = uniform
@@ -345,18 +326,12 @@ class VulkanDevice(Device):
                 vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)
 
         self.gpu_seconds = None
-        try:
-            self._run_commands(self.cmd, record)
-            if queries is not None:
-                stamps = self._stamps
-                self._vk("timestamp query", vk.vkGetQueryPoolResults, self.dev, queries, 0, 2,
-                         16, stamps, 8, vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
-                ticks = (stamps[1] - stamps[0]) & self._tick_mask
-                self.gpu_seconds = ticks * self._tick_s
-        finally:
-            for pool in self._pools[False][:self._pool_at[False] + 1]:
-                vk.vkResetDescriptorPool(self.dev, pool, 0)
-            self._pool_at[False], self._arena_at, self._arena_used = 0, 0, 0
+        self._run_commands(self.cmd, record)
+        if queries is not None:
+            stamps = self._stamps
+            self._vk("timestamp query", vk.vkGetQueryPoolResults, self.dev, queries, 0, 2,
+                     16, stamps, 8, vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+            self.gpu_seconds = ((stamps[1] - stamps[0]) & self._tick_mask) * self._tick_s
 
     def _wait(self) -> None:
         """Nothing to do: every submission already waited on its fence."""

@@ -5,12 +5,13 @@ from __future__ import annotations
 import wgpu
 
 from vyre_build.errors import DeviceError
-from vyre_build.runtime.device import Device, choose_adapter
+from vyre_build.runtime.device import Device, choose_adapter, layout_of
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _UNIFORM = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
 _LAYOUT_TYPE = {"r": wgpu.BufferBindingType.read_only_storage,
-                "w": wgpu.BufferBindingType.storage, "rw": wgpu.BufferBindingType.storage}
+                "w": wgpu.BufferBindingType.storage, "rw": wgpu.BufferBindingType.storage,
+                "u": wgpu.BufferBindingType.uniform}
 
 
 def _describe(adapter) -> str:
@@ -76,15 +77,8 @@ class WgpuDevice(Device):
 
     def _pipeline(self, meta: dict, code):
         kid = meta.get("id") or meta["name"]
-        if not isinstance(code, str):
-            raise DeviceError(f"Kernel {kid!r}: the wgpu backend needs WGSL text, "
-                              f"got {type(code).__name__}")
-        types = [(b["binding"], _LAYOUT_TYPE[b["access"]])
-                 for b in meta["bindings"] if b["kind"] == "buffer"]
-        if meta.get("uniform"):
-            types.append((meta["uniform"]["binding"], wgpu.BufferBindingType.uniform))
-        entries = [{"binding": b, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": t}}
-                   for b, t in sorted(types)]
+        entries = [{"binding": b, "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": _LAYOUT_TYPE[a]}} for b, a in layout_of(meta)]
         try:
             module = self.device.create_shader_module(label=kid, code=code)
             layout = self.device.create_bind_group_layout(entries=entries)
@@ -97,7 +91,7 @@ class WgpuDevice(Device):
                               f"on {self.name}: {exc}") from exc
         return pipeline, layout
 
-    def _bind(self, pipeline, bound, uniform_binding, uniform, kept):
+    def _bind(self, pipeline, bound, uniform_binding, uniform):
         entries = [{"binding": b, "resource": {"buffer": h, "offset": 0, "size": n}}
                    for b, h, n in bound]
         ubuf = None
