@@ -5,9 +5,9 @@
     with open_bundle("dist/kernels.vyrebundle") as b:
         b["saxpy"](x=x, y=y, a=2.0)
 
-This package imports only numpy, blake3 (through the bundle reader), vyre_build.bundle,
-vyre_build.errors and the backend in use; never the compiler (a test proves it).
-Backend choice: the `backend` argument, else env VYRE_BACKEND, else "wgpu".
+Imports only numpy, blake3 (through the bundle reader), vyre_build.bundle/.errors and
+the backend in use; never the compiler. Backend: the `backend` argument, else env
+VYRE_BACKEND, else "wgpu".
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ __all__ = ["Batch", "Bundle", "Device", "DeviceBuffer", "Kernel", "get_device",
            "list_adapters", "load_kernel", "open_bundle"]
 
 BACKENDS = ("wgpu", "vulkan")
+_ARTIFACT = {"wgpu": ".wgsl", "vulkan": ".spv"}
 _DEFAULT_DEVICES: dict = {}
 
 
@@ -47,9 +48,11 @@ def list_adapters(backend: str | None = None) -> list[str]:
 
 
 def get_device(backend: str | None = None, adapter: int | str | None = None) -> Device:
-    """A device of `backend` on `adapter` (index into list_adapters, or a case-insensitive
-    substring of its description; None picks the default). The default device of each
-    backend is created once and shared."""
+    """The device of `backend` on `adapter`, created once and shared.
+
+    Arguments: `backend` "wgpu" or "vulkan"; `adapter` an index into list_adapters, a
+    case-insensitive substring of its description, or None for the default.
+    Returns: the Device."""
     key = (_backend_name(backend), adapter)
     if key not in _DEFAULT_DEVICES:
         mod = _module(key[0])
@@ -59,10 +62,12 @@ def get_device(backend: str | None = None, adapter: int | str | None = None) -> 
 
 def load_kernel(meta: dict, *, wgsl: str | None = None, spirv: bytes | None = None,
                 backend: str | None = None, device: Device | None = None) -> Kernel:
-    """A callable Kernel (call convention: vyre_build.runtime.device.Kernel) from its
-    metadata record (docs/descriptor-conventions.md) and the shader of the backend in use
-    (`wgsl` for wgpu, `spirv` for vulkan); `device` defaults to `backend`'s default device,
-    `backend` to `device`'s backend, else VYRE_BACKEND, else "wgpu"."""
+    """A callable Kernel (call convention: Kernel's docstring).
+
+    Arguments: `meta` its metadata record (docs/descriptor-conventions.md); `wgsl` or
+    `spirv` the shader of the backend in use; `device` defaults to `backend`'s default
+    device, `backend` to `device`'s backend, else VYRE_BACKEND, else "wgpu".
+    Returns: the Kernel, its pipeline already created."""
     if device is None:
         device = get_device(backend)
     elif backend is not None and backend != device.backend:
@@ -77,8 +82,8 @@ def load_kernel(meta: dict, *, wgsl: str | None = None, spirv: bytes | None = No
 
 
 class Bundle:
-    """An opened .vyrebundle: kernels by id, each loaded (artifact read and verified)
-    on first use and kept for the bundle's lifetime."""
+    """An opened .vyrebundle: kernels by id ("saxpy", "add.f32"), each read, verified and
+    loaded on first use and kept for the bundle's lifetime."""
 
     def __init__(self, reader, backend: str | None, device: Device | None):
         self.reader, self._backend, self._device = reader, backend, device
@@ -93,7 +98,7 @@ class Bundle:
 
     @property
     def ids(self) -> list[str]:
-        """Sorted kernel ids ("saxpy", "add.f32")."""
+        """Sorted kernel ids."""
         return self.reader.ids
 
     def __contains__(self, kid: str) -> bool:
@@ -106,22 +111,20 @@ class Bundle:
     def kernel(self, name: str, variant: str | None = None) -> Kernel:
         """The kernel `name` (and `variant`), loaded on first use."""
         kid = f"{name}.{variant}" if variant else name
-        found = self._kernels.get(kid)
-        if found is None:
-            entry = self.reader.entry(name, variant)
-            suffix = ".wgsl" if self.device.backend == "wgpu" else ".spv"
+        if kid not in self._kernels:
+            entry, backend = self.reader.entry(name, variant), self.device.backend
+            suffix = _ARTIFACT[backend]
             if suffix not in entry.artifacts:
                 raise BundleError(f"bundle kernel {entry.id!r} has no {suffix} artifact for "
-                                  f"the {self.device.backend} backend")
+                                  f"the {backend} backend")
             code = self.reader.read_artifact(entry.id, suffix)
             try:
                 code = code.decode("utf-8") if suffix == ".wgsl" else code
             except UnicodeDecodeError as exc:
                 raise BundleError(f"bundle kernel {entry.id!r}: .wgsl is not UTF-8: "
                                   f"{exc}") from exc
-            found = self._kernels[kid] = load_kernel(
-                entry.meta, device=self.device, **{suffix[1:].replace("spv", "spirv"): code})
-        return found
+            self._kernels[kid] = self.device.kernel(entry.meta, code)
+        return self._kernels[kid]
 
     def close(self) -> None:
         self.reader.close()
@@ -134,8 +137,11 @@ class Bundle:
 
 
 def open_bundle(path, *, backend: str | None = None, device: Device | None = None) -> Bundle:
-    """Open a bundle lazily (header and manifest only) for `device` or `backend`'s default
-    device; artifacts are read and verified when a kernel is first used."""
+    """Open a bundle lazily (header and manifest only); artifacts are read and verified
+    when a kernel is first used.
+
+    Arguments: `path` the .vyrebundle; `device`, else `backend`'s default device.
+    Returns: the Bundle (a context manager)."""
     from vyre_build.bundle import read_bundle
     if device is None:
         _backend_name(backend)  # refuse a bad backend name now, not at first use

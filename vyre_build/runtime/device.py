@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from vyre_build.errors import DeviceError, DispatchError
-from vyre_build.runtime.kernel import DTYPES, NP_NAMES, check_meta, plan_call
+from vyre_build.runtime.kernel import DTYPES, NP_NAMES, check_meta, is_shape, plan_call
 
 _KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars per batch
 _SPIRV_MAGIC = b"\x03\x02\x23\x07"
@@ -39,9 +39,8 @@ def layout_of(meta: dict) -> list:
 
 
 class DeviceBuffer:
-    """A storage buffer on one device: uploaded once, passed to any number of kernels,
-    read back only when `.read()` is called. A buffer created with `read_only=True`
-    (access "r") is refused where a kernel writes."""
+    """A storage buffer on one device, read back only by `.read()`; one created with
+    `read_only=True` (access "r") is refused where a kernel writes."""
 
     def __init__(self, device: Device, handle, dtype: str, shape: tuple, access: str):
         self.device, self.handle, self.dtype = device, handle, dtype
@@ -62,8 +61,7 @@ class DeviceBuffer:
         return self.handle
 
     def read(self) -> np.ndarray:
-        """Copy the buffer back to a new numpy array of its dtype and shape (waits for
-        every submitted dispatch; refused inside an open batch)."""
+        """A new numpy array of the buffer's contents (waits for submitted dispatches)."""
         if self.device._batch is not None:
             raise DispatchError("DeviceBuffer.read() inside device.batch(): read after the "
                                 "batch is submitted (when the `with` block ends)")
@@ -117,15 +115,12 @@ class Batch:
 
 
 class Device:
-    """One adapter's logical device. Subclasses set `backend`, `name`, `max_workgroups`,
-    `max_buffer_bytes` and implement the hooks (module docstring).
+    """One adapter's logical device; subclasses set `backend`, `name` and the limits.
 
-    Binding sets of calls on persistent DeviceBuffers are kept and reused: per (pipeline,
-    buffers) up to 8 sets, each holding one scalar block per submission (calls in one
-    batch with the same scalars share a set); every set that binds a buffer is freed when
-    that buffer is released. Other calls get a one-off set, freed after the submission.
-    With `timing = True` on a backend that measures GPU time (Vulkan), `gpu_seconds` is
-    the GPU time from the first to the last dispatch of the last submission."""
+    Calls on persistent DeviceBuffers reuse kept binding sets (up to 8 per pipeline and
+    buffers, one scalar block each per submission), freed when a buffer they bind is
+    released; other calls get one-off sets, freed after the submission. With `timing`
+    set (Vulkan), `gpu_seconds` is the GPU time of the last submission's dispatches."""
 
     backend = name = ""
     max_workgroups, max_buffer_bytes = 65535, 2 ** 27
@@ -160,8 +155,7 @@ class Device:
         if dtype not in DTYPES:
             raise DispatchError(f"Device.buffer: dtype must be one of f32, i32, u32 when "
                                 f"allocating by length, got {dtype!r}")
-        if not isinstance(shape, tuple) or not shape or not all(
-                isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape):
+        if not is_shape(shape):
             raise DispatchError(f"Device.buffer: expected a numpy array, a positive length or "
                                 f"a shape, got {data!r}")
         nbytes = int(np.prod(shape)) * 4
@@ -171,8 +165,8 @@ class Device:
         return DeviceBuffer(self, self._alloc(nbytes, None), dtype, shape, access)
 
     def batch(self) -> Batch:
-        """Context manager: kernel calls inside it are recorded and submitted together, in
-        order, as ONE submission when the block ends; the calls return DeviceBuffers."""
+        """Context manager: calls inside it return DeviceBuffers and are submitted in
+        order as ONE submission when the block ends."""
         return Batch(self)
 
     def wait(self) -> None:
@@ -207,8 +201,7 @@ class Device:
         return found
 
     def _binding(self, pipeline, bound: list, plan):
-        """A kept binding set for these persistent buffers, free in this submission or
-        holding the same scalars; None when all kept ones hold other scalars."""
+        # A kept set free in this submission or holding these scalars, else None.
         key = (id(pipeline), tuple((b, id(h), n) for b, h, n in bound))
         kept = self._sets.setdefault(key, [])
         for entry in kept:
@@ -276,18 +269,14 @@ class Device:
 
 
 class Kernel:
-    """A prebuilt kernel bound to one device.
+    """A prebuilt kernel bound to one device; call it with one keyword per binding.
 
-    Call it with one keyword per binding: buffers as numpy arrays of the exact dtype or
-    DeviceBuffers; a "w"-only buffer may instead be an int length or shape (allocated,
-    zero-filled); scalars as Python/numpy numbers in range for their dtype. `grid=`
-    (int or tuple, invocations per axis) overrides the metadata grid.
-
-    Returns a dict name -> result for every written ("w"/"rw") buffer: a new numpy array
-    (inputs are never modified) for arguments given as arrays or lengths, the same
-    DeviceBuffer for DeviceBuffer arguments. Inside `device.batch()` every result is a
-    DeviceBuffer, readable after the batch ends.
-    """
+    Arguments: buffers as numpy arrays of the exact dtype or DeviceBuffers (a "w"-only
+    one may be an int length or shape, zero-filled); scalars as numbers in range for
+    their dtype; `grid=` (int or tuple, invocations per axis) overrides the metadata's.
+    Returns: name -> result per written buffer: a new numpy array for array or length
+    arguments, the same DeviceBuffer for DeviceBuffers; in `device.batch()` all are
+    DeviceBuffers."""
 
     def __init__(self, device: Device, meta: dict, code):
         self.device, self.meta, self.code = device, meta, code

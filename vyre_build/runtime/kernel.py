@@ -1,7 +1,5 @@
-"""Argument checking, grid computation and uniform packing for one kernel call: pure host
-code over the metadata record (docs/descriptor-conventions.md) that returns a `Plan` or
-raises `DispatchError` (naming kernel, argument and bad value) before the device is used.
-"""
+"""Argument checking, grid and uniform packing for one call: pure host code over the
+metadata record (docs/descriptor-conventions.md); raises DispatchError before the device."""
 from __future__ import annotations
 
 import math
@@ -31,6 +29,20 @@ def _fail(kernel: str, message: str) -> DispatchError:
     return DispatchError(f"Kernel {kernel!r}: {message}")
 
 
+# Per-binding metadata rules, in order: (kind it applies to or None for all, test, message).
+_RULES = (
+    (None, lambda b, m: b.get("dtype") in DTYPES, "binding {name!r} has unknown dtype {dtype!r}"),
+    (None, lambda b, m: b.get("kind") in ("buffer", "scalar"),
+     "binding {name!r} has unknown kind {kind!r}"),
+    ("buffer", lambda b, m: b.get("access") in ACCESS and isinstance(b.get("binding"), int),
+     "buffer {name!r} needs access r|w|rw and a binding"),
+    ("scalar", lambda b, m: isinstance(b.get("offset"), int) and b["offset"] % 4 == 0,
+     "scalar {name!r} needs a 4-byte aligned offset"),
+    ("scalar", lambda b, m: isinstance(m.get("uniform"), dict),
+     "has scalar {name!r} but no uniform block"),
+)
+
+
 def check_meta(meta: dict) -> None:
     """Refuse a metadata record that lacks what dispatch needs (names the field)."""
     if not isinstance(meta, dict):
@@ -43,33 +55,27 @@ def check_meta(meta: dict) -> None:
     if (not isinstance(wg, (list, tuple)) or not 1 <= len(wg) <= 3
             or not all(isinstance(v, int) and v >= 1 for v in wg)):
         raise _fail(kid, f"metadata workgroup_size must be 1-3 positive ints, got {wg!r}")
-    seen = set()
-    for b in meta["bindings"]:
-        name, kind = b.get("name"), b.get("kind")
-        if not isinstance(name, str) or name in seen:
+    names = [b.get("name") for b in meta["bindings"]]
+    for b, name in zip(meta["bindings"], names):
+        if not isinstance(name, str) or names.count(name) > 1:
             raise _fail(kid, f"metadata binding name {name!r} is missing or repeated")
-        seen.add(name)
-        if b.get("dtype") not in DTYPES:
-            raise _fail(kid, f"metadata binding {name!r} has unknown dtype {b.get('dtype')!r}")
-        if kind == "buffer":
-            if b.get("access") not in ACCESS or not isinstance(b.get("binding"), int):
-                raise _fail(kid, f"metadata buffer {name!r} needs access r|w|rw and a binding")
-        elif kind == "scalar":
-            if not isinstance(b.get("offset"), int) or b["offset"] % 4:
-                raise _fail(kid, f"metadata scalar {name!r} needs a 4-byte aligned offset")
-            if not isinstance(meta.get("uniform"), dict):
-                raise _fail(kid, f"metadata has scalar {name!r} but no uniform block")
-        else:
-            raise _fail(kid, f"metadata binding {name!r} has unknown kind {kind!r}")
+        for kind, ok, message in _RULES:
+            if kind in (None, b.get("kind")) and not ok(b, meta):
+                raise _fail(kid, "metadata " + message.format(
+                    name=name, dtype=b.get("dtype"), kind=b.get("kind")))
 
 
 def _describe(value) -> str:
-    if isinstance(value, np.ndarray):
-        return str(value.dtype) if value.dtype.isnative else value.dtype.str
     dtype = getattr(value, "dtype", None)
-    if dtype is not None and not isinstance(dtype, str):
-        return str(dtype)
+    if isinstance(dtype, np.dtype):
+        return str(dtype) if dtype.isnative else dtype.str
     return type(value).__name__
+
+
+def is_shape(shape) -> bool:
+    """A non-empty tuple of positive ints."""
+    return isinstance(shape, tuple) and bool(shape) and all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape)
 
 
 def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
@@ -93,8 +99,7 @@ def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
         if access != "w":
             raise _fail(kid, f"argument {name!r} is read by the kernel (access {access!r}): "
                              f"pass a {want} array, not a length")
-        if not shape or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1
-                                for s in shape):
+        if not is_shape(shape):
             raise _fail(kid, f"argument {name!r}: an output length must be a positive int "
                              f"or a shape of positive ints, got {value!r}")
         return BufferArg(name, b["binding"], dtype, access, None, math.prod(shape), shape)
@@ -189,11 +194,11 @@ def _invocations(kid: str, meta: dict, grid, buffers: dict, scalars: dict) -> li
 
 
 def plan_call(meta: dict, args: dict, grid, device) -> Plan:
-    """Check `args` against the binding table and compute the dispatch.
+    """Check `args` against the bindings and compute the dispatch.
 
-    `grid` (None | int | tuple of up to 3 ints) overrides meta["grid"]; both count
-    invocations per axis, and workgroups = ceil(invocations / workgroup_size).
-    """
+    Arguments: `meta` the metadata record; `args` name -> value; `grid` None, or an int
+    or up to 3 ints (invocations per axis) overriding meta["grid"]; `device` for limits.
+    Returns: a Plan; workgroups = ceil(invocations / workgroup_size)."""
     kid = meta.get("id") or meta["name"]
     bindings = meta["bindings"]
     check_names(kid, bindings, args)

@@ -12,6 +12,7 @@ held in a local variable until the call that reads it returns.
 from __future__ import annotations
 
 import os
+from collections import namedtuple
 
 import vulkan as vk
 
@@ -61,12 +62,8 @@ def list_adapters() -> list[str]:
     return [desc for _, _, desc, _ in _physical_devices()]
 
 
-class _Buf:
-    """A VkBuffer with its memory (and the persistent mapping when host-visible)."""
-    __slots__ = ("buffer", "mapped", "memory", "nbytes")
-
-    def __init__(self, buffer, memory, mapped, nbytes):
-        self.buffer, self.memory, self.mapped, self.nbytes = buffer, memory, mapped, nbytes
+# A VkBuffer with its memory and, when host-visible, its persistent mapping.
+_Buf = namedtuple("_Buf", "buffer memory mapped nbytes")
 
 
 class VulkanDevice(Device):
@@ -213,7 +210,7 @@ class VulkanDevice(Device):
         vk.vkFreeMemory(self.dev, handle.memory, None)
 
     def _run_commands(self, cmd, record) -> None:
-        """Record into `cmd` with `record(cmd)`, submit, and wait for the fence."""
+        # Record with `record(cmd)`, submit, and wait for the fence.
         self._vk("command recording", vk.vkBeginCommandBuffer, cmd, self._begin)
         record(cmd)
         self._vk("command recording", vk.vkEndCommandBuffer, cmd)
@@ -255,8 +252,7 @@ class VulkanDevice(Device):
         return pipes[0], layout, set_layout
 
     def _allocate_set(self, set_layout):
-        """A descriptor set and its pool: the pools are tried in turn from the last one
-        that had room, and a new pool is added when all are full."""
+        # Pools are tried in turn from the last one with room; a new one when all are full.
         layouts, pools = [set_layout], self._pools
         for tries in range(len(pools) + 1):
             if tries == len(pools):
@@ -334,4 +330,4 @@ class VulkanDevice(Device):
             self.gpu_seconds = ((stamps[1] - stamps[0]) & self._tick_mask) * self._tick_s
 
     def _wait(self) -> None:
-        """Nothing to do: every submission already waited on its fence."""
+        pass  # every submission already waited on its fence
