@@ -82,6 +82,12 @@ CASES = {
     "vector_arity": (kernel("v = vec4f(1.0, 2.0)\n"), "5:9", "takes 1 or 4 arguments", None, None),
     "vector_param": (kernel("pass\n", sig='out: Buffer[u32, "w"], v: vec4f'), "4:33", "cannot be a vector", "Buffer[vec4f]", None),
     "vector_component_store": (kernel("v = vec4f(1.0)\nv.x = 2.0\n"), "6:5", "cannot be assigned one by one", "new vector", None),
+    "f32_literal_overflow": (kernel("x[0] = 1e40\n", sig='x: Buffer[f32, "rw"]'), "5:12", "does not fit in f32", "smaller value", None),
+    "augassign_attribute": (kernel("x.y >>= 1\n", sig='x: Buffer[u32, "rw"]'), "5:5", "can be updated in place", None, None),
+    "atomic_prefix_name": (kernel("atomic(out, 1, 2)\n"), "5:5", "unknown name 'atomic'", None, None),
+    "lang_typo_import": ("from vyre_build.lang import kernal\n", "3:1", "'kernal' is not a name of vyre_build.lang", "did you mean 'kernel'", None),
+    "variant_string_value": (kernel("pass\n", sig="x: Buffer[T, \"rw\"]", deco='@kernel(variants={"a": {"T": "float64"}})'), "3:30", "variant value 'float64'", "unquoted", None),
+    "duplicate_param": (kernel("pass\n", sig='out: Buffer[u32, "w"], out: u32'), "4:30", "declared twice", "its own name", None),
     "missing_import": ("from .nothere import f\n", "3:1", "cannot find kernel file for module 'nothere'", None, None),
     "import_kernel": ("from .other import kk\n", "3:1", "is a kernel; kernels cannot be called", None, None),
 }

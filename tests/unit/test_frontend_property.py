@@ -15,7 +15,9 @@ TOKENS = ["(", ")", "[", "]", ":", ",", ".", "0", "1", "-1", "1.5", "x", "i", "u
           "bool", "if ", "else", "for ", "while ", "return", "break", "continue", " = ", " + ",
           " // ", " / ", " % ", " << ", " and ", " not ", "len(", "shared(", "barrier()",
           "atomic_add(", "global_id()", ".x", "\n", "    ", "#", "'rw'", "\"w\"", "lambda",
-          "None", "True", "**", "~", "yield", "@kernel", "def ", "import os\n", "Buffer[", "]"]
+          "None", "True", "**", "~", "yield", "@kernel", "def ", "import os\n", "Buffer[", "]",
+          "1e40", "-3.5e38", ".y", ".w", "atomic(", "f32_unary(", "vec4f(", "vec2u(1, 2)", "x.x",
+          " >>= ", " += ", "0xFFFFFFFF", "1 << 40"]
 
 
 @st.composite

@@ -10,7 +10,8 @@ import ast
 
 from vyre_build import ir
 from vyre_build.frontend.expressions import (
-    ATOMICS, DECL_BUILTINS, F32_PRED, F32_UNARY, ID_BUILTINS, INT_UNARY, STATEMENT_BUILTINS,
+    ATOMICS, DECL_BUILTINS, F32_PRED, F32_UNARY, ID_BUILTINS, INT_UNARY, OTHER_BUILTINS,
+    STATEMENT_BUILTINS,
     _has_effects,
 )
 from vyre_build.frontend.module import TYPE_NAMES
@@ -41,7 +42,7 @@ class CallChecker:
         if isinstance(self.variant_env.get(name), str):
             self.used_variant_params.add(name)
             return self.cast(node, self.variant_env[name])
-        method = getattr(self, "builtin_" + name, None)
+        method = getattr(self, "builtin_" + name, None) if name in OTHER_BUILTINS else None
         if name in F32_UNARY or name in F32_PRED:
             method = self.builtin_f32_unary
         elif name in INT_UNARY:

@@ -182,7 +182,8 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
                 raise self.err(arg, f"kernel parameter '{arg.arg}' has no type",
                                f"annotate it, e.g. {arg.arg}: Buffer[f32] or {arg.arg}: u32")
             if arg.arg in self.names:
-                raise self.err(arg, f"parameter '{arg.arg}' is declared twice")
+                raise self.err(arg, f"parameter '{arg.arg}' is declared twice",
+                               "give each parameter its own name")
             kind, ty, access = self.resolve_param_type(arg.annotation, self.frame.module)
             self.names.add(arg.arg)
             if kind == "buffer":
@@ -374,6 +375,9 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         if type(node.op) not in _AUG:
             raise self.err(node, f"augmented operator '{type(node.op).__name__}' is not supported")
         target = node.target
+        if not isinstance(target, (ast.Name, ast.Subscript)):
+            raise self.err(target, "only a local variable or a buffer element (buf[i]) can be "
+                           "updated in place", "write v = vec4f(...) to change a vector")
         if isinstance(target, ast.Subscript) and not isinstance(target.slice, (ast.Name, ast.Constant)):
             # Evaluate a computed index once.
             tmp = ast.Name(id=self.unique("_idx"), ctx=ast.Store())

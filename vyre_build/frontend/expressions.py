@@ -11,7 +11,7 @@ from dataclasses import fields, is_dataclass
 
 from vyre_build import ir
 from vyre_build.frontend.module import TYPE_NAMES, fold_binary
-from vyre_build.frontend.types import convert_const, default_type
+from vyre_build.frontend.types import check_f32, convert_const, default_type
 
 _BINOPS = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div", ast.FloorDiv: "Div",
            ast.Mod: "Mod", ast.BitAnd: "BitAnd", ast.BitOr: "BitOr", ast.BitXor: "BitXor",
@@ -133,7 +133,7 @@ class ExprChecker:
         if isinstance(v, int):
             return ir.Const("int", v)
         if isinstance(v, float):
-            return ir.Const("f32", v)
+            return ir.Const("f32", check_f32(self.src, node, v))
         raise self.err(node, f"{type(v).__name__} constants are not supported in kernels",
                        "kernels compute on bool, i32, u32 and f32 only")
 

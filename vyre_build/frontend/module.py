@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import ast
+import difflib
 import os
 import re
 import warnings
@@ -119,7 +120,13 @@ def fold_binary(src: Source, node, op, a: Const, b: Const) -> Const:
                         "check the divisor") from None
     if not ints and not (a.ty in ("int", "f32") and b.ty in ("int", "f32")):
         raise src.error(node, f"cannot combine constants of type {a.ty} and {b.ty}")
-    return Const("int" if ints else "f32", v if ints else float(v))
+    if ints:
+        return Const("int", v)
+    from vyre_build.frontend.types import check_f32
+    try:
+        return Const("f32", check_f32(src, node, float(v)))
+    except OverflowError:
+        raise src.error(node, "constant expression overflows f32") from None
 
 
 class ModuleLoader:
@@ -203,7 +210,17 @@ class ModuleLoader:
     def _import_from(self, mod: KernelModule, node: ast.ImportFrom) -> None:
         src = mod.source
         if node.module == LANG_MODULE and node.level == 0:
-            return      # the language's names are always in scope; the import is for editors
+            # The language's names are always in scope; the import is for editors, but a
+            # name the language does not have is a typo worth reporting.
+            from vyre_build.frontend.expressions import ALL_BUILTINS
+            known = set(ALL_BUILTINS) | set(TYPE_NAMES) | {"kernel", "Buffer", "bool_", "*"}
+            for alias in node.names:
+                if alias.name not in known:
+                    close = difflib.get_close_matches(alias.name, sorted(known), n=1)
+                    raise src.error(node, f"'{alias.name}' is not a name of {LANG_MODULE}",
+                                    f"did you mean '{close[0]}'?" if close else
+                                    "see the README's kernel language section")
+            return
         if node.module is None or any(a.name == "*" for a in node.names):
             raise src.error(node, "this import form is not supported",
                             "import names explicitly: from .other import helper, CONST")
@@ -345,9 +362,12 @@ class ModuleLoader:
                     raise src.error(pk if pk is not None else v, "variant parameter names must be strings")
                 if isinstance(pv, ast.Name) and pv.id in TYPE_NAMES:
                     params[pk.value] = pv.id
-                elif isinstance(pv, ast.Name) and pv.id not in env:
-                    raise src.error(pv, f"variant value '{pv.id}' is neither a type nor a constant",
-                                    "use bool, i32, u32, f32, a number or a module constant")
+                elif isinstance(pv, ast.Name) and pv.id not in env or \
+                        isinstance(pv, ast.Constant) and isinstance(pv.value, str):
+                    text = pv.id if isinstance(pv, ast.Name) else pv.value
+                    raise src.error(pv, f"variant value {text!r} is neither a type nor a constant",
+                                    "use a type name (bool, i32, u32, f32, vec4f, ...) unquoted, "
+                                    "a number or a module constant")
                 else:
                     params[pk.value] = fold_constant(src, pv, env)
             out[k.value] = self._check_variant(src, k, k.value, params)

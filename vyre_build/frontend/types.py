@@ -9,6 +9,15 @@ from __future__ import annotations
 from vyre_build.ir import Const
 
 RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, (1 << 32) - 1)}
+F32_MAX = 3.4028234663852886e38
+
+
+def check_f32(src, node, value: float) -> float:
+    """A float constant must be representable as a finite f32 (or be inf/nan on purpose)."""
+    if value == value and abs(value) != float("inf") and abs(value) > F32_MAX:
+        raise src.error(node, f"constant {value!r} does not fit in f32 (largest is {F32_MAX:.7g})",
+                        "use a smaller value")
+    return value
 
 
 def convert_const(src, node, c: Const, ty: str) -> Const:
@@ -24,7 +33,10 @@ def convert_const(src, node, c: Const, ty: str) -> Const:
             raise src.error(node, f"constant {c.value} does not fit in {ty}", fix)
         return Const(ty, c.value)
     if c.ty == "int" and ty == "f32":
-        return Const("f32", float(c.value))
+        try:
+            return Const("f32", check_f32(src, node, float(c.value)))
+        except OverflowError:
+            raise src.error(node, f"constant {c.value} does not fit in f32") from None
     raise src.error(node, f"a constant of type {c.ty} cannot be used as {ty}",
                     f"cast it explicitly, e.g. {ty}(...)")
 
