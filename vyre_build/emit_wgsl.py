@@ -66,6 +66,7 @@ class _Emitter(OpRules):
         self.loop_count = 0
         self.names: dict[int, str] = {}
         self.defined: set[int] = set()
+        self.u32_literals: dict[int, int] = {}   # result id -> value of a U32 Literal
 
     # --- errors -------------------------------------------------------------------
     def fail(self, op: KernelOp, env: dict[int, str], why: str) -> EmitError:
@@ -270,3 +271,16 @@ class _Emitter(OpRules):
             if s.memory_class == "Scratch" and s.element_count == 1:
                 return name, name, f"({index} < 1u)"
         return f"{name}[min({index}, {length} - 1u)]", f"{name}[{index}]", f"({index} < {length})"
+
+    def write_target(self, s, index_id: int, index: str) -> tuple[str, str]:
+        """(reference, bound check) for a store or atomic on element `index` of a slot.
+
+        The reference is exact, under the check. A literal index past a fixed-size array
+        gets the clamped reference instead: naga rejects a constant out-of-range index even
+        in a branch that never runs, and the check keeps the write from happening.
+        """
+        clamped, exact, ok = self.element(s, index)
+        static = self.u32_literals.get(index_id)
+        if s.memory_class != "Global" and static is not None and static >= s.element_count:
+            return clamped, ok
+        return exact, ok

@@ -24,6 +24,14 @@ NP = {"U32": np.uint32, "I32": np.int32, "F32": np.float32, "Bool": np.uint32}
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 
 
+def host_type(t):
+    """(numpy dtype, components) of a slot element type; a Vec{E, n} buffer is a flat
+    array of n * length values of E."""
+    if t.name == "Vec":
+        return NP[t.args[0].name], t.args[1]
+    return NP[t.name], 1
+
+
 # --- descriptor builder ------------------------------------------------------------
 class Body:
     """Appends ops to one body; value methods return the new SSA id (one counter per kernel)."""
@@ -107,6 +115,11 @@ _DEVICE: list = []
 @pytest.fixture(scope="module")
 def device():
     """A wgpu device on the first adapter, or skip (fail under CI=true) without one."""
+    return wgpu_device()
+
+
+def wgpu_device():
+    """The shared wgpu device (made once), or skip (fail under CI=true) without an adapter."""
     if not _DEVICE:
         try:
             import wgpu
@@ -129,8 +142,8 @@ def validate(device, desc):
 def dispatch(device, desc, arrays, scalars=None, groups=None):
     """Run `desc` once: arrays {slot: ndarray} (storage), scalars {slot: value} (uniform).
 
-    Returns {slot: ndarray} read back for every storage slot. `groups` defaults to
-    ceil(len(first written buffer) / workgroup_size.x) on x.
+    Returns {slot: ndarray} read back for every storage slot (flat for vector elements).
+    `groups` defaults to ceil(elements of the first written buffer / workgroup_size.x) on x.
     """
     import wgpu
     module = device.create_shader_module(code=emit_wgsl(desc))   # naga validates here
@@ -138,11 +151,12 @@ def dispatch(device, desc, arrays, scalars=None, groups=None):
     usage = wgpu.BufferUsage
     for s in desc.slots:
         if s.memory_class == "Global":
-            data = np.ascontiguousarray(arrays[s.slot], dtype=NP[s.element_type.name])
+            dtype, components = host_type(s.element_type)
+            data = np.ascontiguousarray(arrays[s.slot], dtype=dtype).ravel()
             b = device.create_buffer_with_data(
                 data=data, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
             kind = "read-only-storage" if s.visibility == "ReadOnly" else "storage"
-            out_slots.append((s, b, data.size))
+            out_slots.append((s, b, data.size, components))
         elif s.memory_class == "Uniform" and s is next(
                 u for u in desc.slots if u.memory_class == "Uniform"):
             members = [u for u in desc.slots if u.memory_class == "Uniform"]
@@ -163,7 +177,7 @@ def dispatch(device, desc, arrays, scalars=None, groups=None):
         compute={"module": module, "entry_point": "main"})
     bind_group = device.create_bind_group(layout=bgl, entries=entries)
     if groups is None:
-        n = next(size for s, _, size in out_slots if s.visibility != "ReadOnly")
+        n = next(size // comps for s, _, size, comps in out_slots if s.visibility != "ReadOnly")
         groups = (math.ceil(n / desc.workgroup_size[0]), 1, 1)
     enc = device.create_command_encoder()
     cpass = enc.begin_compute_pass()
@@ -172,8 +186,8 @@ def dispatch(device, desc, arrays, scalars=None, groups=None):
     cpass.dispatch_workgroups(*groups)
     cpass.end()
     device.queue.submit([enc.finish()])
-    return {s.slot: np.frombuffer(device.queue.read_buffer(b), NP[s.element_type.name])[:size].copy()
-            for s, b, size in out_slots}
+    return {s.slot: np.frombuffer(device.queue.read_buffer(b), host_type(s.element_type)[0])[:size].copy()
+            for s, b, size, _ in out_slots}
 
 
 def f32_bits(a):

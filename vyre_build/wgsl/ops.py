@@ -61,7 +61,10 @@ class OpRules:
         if not 0 <= i < len(body.literals):
             raise self.fail(op, env, f"literal pool index {i} out of range "
                                      f"(the body has {len(body.literals)} literals)")
-        self.bind(op, ctx, *literal(body.literals[i]))
+        ty, expr = literal(body.literals[i])
+        if ty == "U32":
+            self.u32_literals[op.result] = body.literals[i].args[0]
+        self.bind(op, ctx, ty, expr)
 
     def _builtin(self, op, ctx, vec: str):
         self.arity(op, ctx[1], 1)
@@ -226,7 +229,7 @@ class OpRules:
             raise self.fail(op, env, f"slot {s.slot} {s.name!r} is read-only")
         index, _ = self.val(op, env, 1, "U32")
         value, _ = self.val(op, env, 2, T.type_key(s.element_type))
-        _, ref, ok = self.element(s, index)
+        ref, ok = self.write_target(s, op.operands[1], index)
         store = f"atomicStore(&{ref}, {value});" if s.slot in self.atomic else f"{ref} = {value};"
         self.emit(depth, f"if {ok} {{ {store} }}")
 
@@ -249,7 +252,7 @@ class OpRules:
         ty = T.type_key(s.element_type)
         index, _ = self.val(op, env, 1, "U32")
         args = [self.val(op, env, i, ty)[0] for i in range(2, len(op.operands))]
-        _, ref, ok = self.element(s, index)
+        ref, ok = self.write_target(s, op.operands[1], index)
         call = (f"atomicCompareExchangeWeak(&{ref}, {args[0]}, {args[1]}).old_value" if cmpxchg
                 else f"{T.ATOMICS[aop.name]}(&{ref}, {args[0]})")
         old = f"_o{op.result}"
