@@ -1,0 +1,18 @@
+"""Subcommands of `vyre-build`, one module each (see vyre_build/cli.py)."""
+from __future__ import annotations
+
+import os
+
+from vyre_build.errors import VyreError
+
+
+def output_dir(path: str, flag: str = "-o") -> str:
+    """Create the output directory `path` (and parents), or explain why it cannot be."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        raise VyreError(f"error: {flag} {path}: exists and is not a directory") from None
+    except OSError as exc:
+        raise VyreError(f"error: {flag} {path}: cannot create the directory: "
+                        f"{exc.strerror or exc}") from None
+    return path

@@ -21,6 +21,7 @@ from vyre_build.bundle import (
     read_bundle,
 )
 from vyre_build.errors import BundleError
+from vyre_build.commands import output_dir
 
 
 def register(subparsers) -> None:
@@ -183,7 +184,7 @@ def extract(reader: BundleReader, directory: str) -> list[str]:
     # Read and verify everything first: a corrupt artifact must not leave a partial tree.
     payloads = [(path, reader.read_artifact(ident, what) if isinstance(what, str) else what)
                 for path, ident, what in plan]
-    os.makedirs(directory, exist_ok=True)
+    output_dir(directory, "-o")
     for path, data in payloads:
         _write_atomic(path, data)
     return [os.path.basename(path) for path, _ in payloads]

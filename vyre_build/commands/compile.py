@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from vyre_build.compiler import TARGETS, SUFFIX, compile_file
+from vyre_build.commands import output_dir
 
 
 def register(sub) -> None:
@@ -24,7 +25,7 @@ def run(args) -> int:
     targets = args.target or ["all"]
     targets = TARGETS if "all" in targets else tuple(t for t in TARGETS if t in targets)
     options = {"spirv_opt": True} if args.spirv_opt else {}
-    os.makedirs(args.out, exist_ok=True)
+    output_dir(args.out, "-o")
     for path in args.files:
         for k in compile_file(path, root=args.root, targets=targets, options=options,
                               kernel=args.kernel):

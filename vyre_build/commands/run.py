@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from vyre_build.errors import DispatchError
+from vyre_build.commands import output_dir
 
 
 def register(subparsers) -> None:
@@ -123,7 +124,7 @@ def run(args) -> int:
                                 f"--alloc {missing_w[0]}=LENGTH")
         results = kernel.dispatch(call, grid=grid)
     import numpy as np
-    os.makedirs(args.out, exist_ok=True)
+    output_dir(args.out, "--out")
     for out_name in sorted(results):
         path = os.path.join(args.out, f"{out_name}.npy")
         np.save(path, results[out_name])
