@@ -418,3 +418,57 @@ def test_atomics_on_shared_vector_arrays_are_refused():
     body.atomic("Add", SH, body.u32(0), splat(body, "U32", 4, body.u32(1)))
     with pytest.raises(EmitError, match="atomics need U32/I32 elements"):
         emit_wgsl(make())
+
+
+# --- from kernel source (frontend + lowering + this emitter) ----------------------------
+VECTOR_SOURCE = '''\
+from vyre_build.lang import Buffer, barrier, f32, fma, global_id, kernel, local_array, local_id, shared, u32
+
+
+@kernel(workgroup_size=64)
+def vmix(x: Buffer[vec4f], y: Buffer[vec4f, "rw"], q: Buffer[vec4i, "w"], p: Buffer[vec2u, "w"], a: f32):
+    sh = shared(vec4f, 64)
+    parts = local_array(vec2u, 2)
+    i = global_id().x
+    l = local_id().x
+    sh[l] = x[i]
+    barrier()
+    acc = vec4f(0.0)
+    for k in range(3):
+        acc = fma(vec4f(a), sh[63 - l], acc)
+    parts[1] = vec2u(i, i * 2)
+    if i < len(y):
+        v = y[i] + acc
+        y[i] = vec4f(v.w, v.z, v.y, v.x)
+        q[i] = vec4i(v * 100.0)
+        p[i] = parts[0] + parts[1] + vec2u(u32(1))
+'''
+
+
+def test_vector_kernel_from_source_validates_and_runs(device, tmp_path):
+    from vyre_build.compiler import compile_file
+    path = tmp_path / "vmix.py"
+    path.write_text(VECTOR_SOURCE)
+    (k,) = compile_file(str(path), targets=("wgsl",))
+    assert k.wgsl == emit_wgsl(k.descriptor)
+    assert "array<vec4<f32>>" in k.wgsl and "var<workgroup> " in k.wgsl
+    validate(device, k.descriptor)
+    slots = {s.name: s.slot for s in k.descriptor.slots}
+    n, groups = 128, 2
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-2, 2, 4 * n).astype(np.float32)
+    y = rng.uniform(-2, 2, 4 * n).astype(np.float32)
+    a = np.float32(0.75)
+    out = dispatch(device, k.descriptor,
+                   {slots["x"]: x, slots["y"]: y, slots["q"]: np.zeros(4 * n), slots["p"]: np.zeros(2 * n)},
+                   {slots["a"]: a}, groups=(groups, 1, 1))
+    mirrored = x.reshape(groups, 64, 4)[:, ::-1, :].reshape(n, 4)
+    acc = np.zeros((n, 4), np.float32)
+    for _ in range(3):
+        acc = (a * mirrored + acc).astype(np.float32)
+    v = y.reshape(n, 4) + acc
+    np.testing.assert_allclose(out[slots["y"]].reshape(n, 4), v[:, ::-1], rtol=1e-5, atol=1e-5)
+    got_q = out[slots["q"]].reshape(n, 4)
+    assert np.all(np.abs(got_q - np.trunc(v * np.float32(100))) <= 1)   # truncation near .0 edges
+    idx = np.arange(n, dtype=np.uint32)
+    np.testing.assert_array_equal(out[slots["p"]].reshape(n, 2), np.stack([idx + 1, 2 * idx + 1], 1))
