@@ -507,6 +507,18 @@ def test_vector_vulkan_dispatch_matches_numpy(runner, name):  # noqa: F811
     assert_case(case, got, f"vulkan {name}")
 
 
+@pytest.mark.skipif(shutil.which("spirv-opt") is None, reason="spirv-opt not on PATH")
+@pytest.mark.parametrize("name", ["vec_casts", "vec_bounds", "vec_shared", "vec_scratch"])
+def test_vector_vulkan_dispatch_optimized(runner, name, tmp_path):  # noqa: F811
+    """spirv-opt -O output of vector modules validates and computes the same results."""
+    case = CASES[name]()
+    binary = emit_spirv(case.desc, optimize=True)
+    if shutil.which("spirv-val"):
+        spirv_val(binary, tmp_path, name)
+    got = runner.run(binary, host_view(case.desc), case.inputs, case.scalars, case.groups)
+    assert_case(case, got, f"vulkan -O {name}")
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_vector_wgpu_spirv_input_matches_numpy(name):
     case = CASES[name]()

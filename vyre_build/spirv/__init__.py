@@ -1,8 +1,8 @@
 """SPIR-V backend: KernelDescriptor -> SPIR-V 1.3 binary (Vulkan 1.1, GLCompute).
 
 Layout follows the spec's logical module layout (`module.SpirvModule`); the function
-body is written by `codegen.FunctionWriter` (values in `ops`, slots and memory in
-`memory`); opcode and enumerant numbers come from the generated `grammar` table
+body is written by `codegen.FunctionWriter` (values in `ops`, vectors in `vectors`,
+slots and memory in `memory`); opcode and enumerant numbers come from the generated `grammar` table
 (tools/gen_spirv_grammar.py).
 """
 from __future__ import annotations

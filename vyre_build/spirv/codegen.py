@@ -6,6 +6,8 @@ tracks the current block: after a terminator (return, break, continue) the rest 
 body is unreachable and is not emitted. Value ops live in `ops`, slots and memory in
 `memory`, structured control flow in `control`; this class dispatches each op kind to
 its handler (an unknown kind is an EmitError naming the op, its operands and types).
+Value types are names: "U32" "I32" "F32" "Bool", and "Vec4F32"-style vectors (`vectors`),
+whose OpTypeVector is declared on first use, so scalar-only modules never mention one.
 Result ids are handed out in walk order, so output is deterministic.
 """
 from __future__ import annotations
