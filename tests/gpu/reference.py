@@ -380,3 +380,45 @@ def case(stem: str) -> KernelCase:
         if c.stem == stem:
             return c
     raise KeyError(f"no reference for {stem!r}; known: {', '.join(c.stem for c in CASES)}")
+
+
+# --- vector kernels (kernels/vector.py): vec4 buffers are float32/uint32 arrays of shape (n, 4)
+
+def _vec(rng, n, count, kind="f32"):
+    flat = {"f32": _f32, "u32": _u32, "i32": _i32}[kind](rng, n * count)
+    return flat.reshape(n, count)
+
+
+def _saxpy4_inputs(rng, n):
+    return {"x": _vec(rng, n, 4), "y": _vec(rng, n, 4), "a": float(rng.uniform(-2, 2))}
+
+
+def _add4_inputs(rng, n):
+    return {"a": _vec(rng, n, 4), "b": _vec(rng, n, 4), "out": n}
+
+
+def _shuffle_mix_inputs(rng, n):
+    w = rng.integers(-400, 400, size=(n, 2)).astype(np.int32)
+    return {"v": _vec(rng, n, 4, "u32"), "w": w, "out": n, "sums": n, "k": int(rng.integers(0, 1 << 32))}
+
+
+def _shuffle_mix_ref(args):
+    q = args["v"].astype(np.uint64)
+    mixed = ((q ^ q[:, ::-1]) * 3 + args["k"]) & MASK32
+    masks = np.array([0xFFFF0000, 0x0000FFFF, 0xFF00FF00, 0x00FF00FF], dtype=np.uint64)
+    f = args["w"].astype(np.float32) * np.float32(0.5) - np.array([1.0, -1.0], np.float32)
+    g = np.clip(f, -100.0, 100.0)
+    sums = g[:, 0] + np.abs(g[:, 1]) + np.maximum(args["w"], 0)[:, 0].astype(np.float32)
+    return {"out": (mixed & masks).astype(U32), "sums": sums.astype(np.float32)}
+
+
+VECTOR_CASES = (
+    KernelCase("vector.py", "saxpy4", _saxpy4_inputs,
+               lambda a: {"y": (np.float32(a["a"]) * a["x"] + a["y"]).astype(np.float32)},
+               rtol=1e-5, atol=1e-6, tolerance_note="fma rounds once; numpy rounds twice"),
+    KernelCase("vector.py", "add4", _add4_inputs, lambda a: {"out": a["a"] + a["b"]},
+               rtol=1e-6, tolerance_note="one correctly rounded add per component"),
+    KernelCase("vector.py", "shuffle_mix", _shuffle_mix_inputs, _shuffle_mix_ref,
+               rtol=1e-6, atol=1e-6, tolerance_note="integer parts exact; f32 sums of exact halves"),
+)
+CASES = CASES + VECTOR_CASES

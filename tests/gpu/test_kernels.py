@@ -61,6 +61,7 @@ def assert_outputs(case: reference.KernelCase, size, got: dict, want: dict) -> N
     for name, expected in want.items():
         assert name in got, f"{case.stem} size={size}: no output {name!r} (got {sorted(got)})"
         actual = np.asarray(got[name]).reshape(-1)
+        expected = np.asarray(expected).reshape(-1)     # vector outputs are (n, 4) on the host
         where = f"{case.stem} size={size} output {name!r}"
         assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype}"
         assert actual.shape == expected.shape, f"{where}: shape {actual.shape}"

@@ -15,11 +15,14 @@ NP_NAMES = {"f32": "float32", "i32": "int32", "u32": "uint32"}
 _PACK = {"f32": "<f", "i32": "<i", "u32": "<I"}
 _INT_RANGE = {"i32": (-(2 ** 31), 2 ** 31 - 1), "u32": (0, 2 ** 32 - 1)}
 _F32_MAX = float(np.finfo(np.float32).max)
+# Vector element types: a vec4f buffer is a float32 array holding 4 values per element.
+VECTORS = {f"vec{n}{t[0]}": (t, n) for t in DTYPES for n in (2, 4)}
 ACCESS = ("r", "w", "rw")
 
 
 # One storage-buffer binding of a call: `source` is a numpy array, a DeviceBuffer, or None
-# for a "w" buffer the runtime allocates (zero-filled) with `shape`.
+# for a "w" buffer the runtime allocates (zero-filled) with `shape`; `dtype` is the host
+# scalar type and `count` the number of kernel elements (vectors count once).
 BufferArg = namedtuple("BufferArg", "name binding dtype access source count shape")
 # A checked call: buffers in binding order, packed uniform block, workgroup counts.
 Plan = namedtuple("Plan", "buffers uniform_binding uniform workgroups")
@@ -31,7 +34,8 @@ def _fail(kernel: str, message: str) -> DispatchError:
 
 # Per-binding metadata rules, in order: (kind it applies to or None for all, test, message).
 _RULES = (
-    (None, lambda b, m: b.get("dtype") in DTYPES, "binding {name!r} has unknown dtype {dtype!r}"),
+    (None, lambda b, m: b.get("dtype") in DTYPES or b.get("kind") == "buffer" and b.get("dtype") in VECTORS,
+     "binding {name!r} has unknown dtype {dtype!r}"),
     (None, lambda b, m: b.get("kind") in ("buffer", "scalar"),
      "binding {name!r} has unknown kind {kind!r}"),
     ("buffer", lambda b, m: b.get("access") in ACCESS and isinstance(b.get("binding"), int),
@@ -79,8 +83,21 @@ def is_shape(shape) -> bool:
 
 
 def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
-    name, dtype, access = b["name"], b["dtype"], b["access"]
+    name, access = b["name"], b["access"]
+    dtype, per = VECTORS.get(b["dtype"], (b["dtype"], 1))
     want = NP_NAMES[dtype]
+    arg = _check_storage(kid, b, value, device, name, dtype, access, want)
+    if per == 1:
+        return arg
+    if arg.source is None:      # an output length counts vectors
+        return arg._replace(shape=arg.shape + (per,))
+    if arg.count % per:
+        raise _fail(kid, f"argument {name!r} is a buffer of {b['dtype']}: it needs a multiple "
+                         f"of {per} {want} values, got {arg.count}")
+    return arg._replace(count=arg.count // per)
+
+
+def _check_storage(kid, b, value, device, name, dtype, access, want) -> BufferArg:
     if hasattr(value, "read") and hasattr(value, "access") and hasattr(value, "device"):
         if value.device is not device:
             raise _fail(kid, f"argument {name!r} is a DeviceBuffer of another device "
@@ -210,8 +227,8 @@ def plan_call(meta: dict, args: dict, grid, device) -> Plan:
             scalars[b["name"]] = _check_scalar(kid, b, args[b["name"]])
     limit = device.max_buffer_bytes
     for arg in buffers.values():
-        if arg.count * 4 > limit:
-            raise _fail(kid, f"argument {arg.name!r} is {arg.count * 4} bytes, more than the "
+        if math.prod(arg.shape) * 4 > limit:
+            raise _fail(kid, f"argument {arg.name!r} is {math.prod(arg.shape) * 4} bytes, more than the "
                              f"device's storage buffer binding limit of {limit} bytes")
     invocations = _invocations(kid, meta, grid, buffers, scalars)
     wg = list(meta["workgroup_size"]) + [1] * (3 - len(meta["workgroup_size"]))
