@@ -301,7 +301,7 @@ def device_report(backend: str, quick: bool, repeat: int, big: int | None = None
     bench_kernels = os.path.join(HERE, "kernels")
     write_bundle(bundle_path, _compile_entries(
         [os.path.join(KERNELS, f) for f in ("saxpy.py", "add.py", "reduce.py", "scan.py",
-                                            "matmul.py")], KERNELS)
+                                            "matmul.py", "vector.py")], KERNELS)
         + _compile_entries([os.path.join(bench_kernels, "stride.py")], bench_kernels))
     bundle = open_bundle(bundle_path, device=dev)
     # The largest 1-D grid a 256-wide kernel can cover in one dispatch (65535 workgroups).
@@ -322,22 +322,29 @@ def device_report(backend: str, quick: bool, repeat: int, big: int | None = None
             grid = min(-(-size // per), 65535 * 256)
             plan += [(f"{stem}_stride", size, 12 * size, "GB/s", grid, op)
                      for stem, op in (("saxpy", "saxpy"), ("add", "add.f32"))]
+    # The tree's vec4 kernels (kernels/vector.py): 16-byte accesses, n floats as n/4 vec4s;
+    # torch runs on the same n floats.
+    plan += [("saxpy4", n // 4, 12 * n, "GB/s", None, "saxpy"),
+             ("add4", n // 4, 12 * n, "GB/s", None, "add.f32")]
     torch, torch_times = _torch(), {}
     say(f"[{backend}] device report: median of {repeat} rounds of {number} dispatches recorded "
         "into one submission on device buffers; host = record+submit+wait per dispatch, "
         "gpu = timestamps around the dispatches (incl. barriers)")
     for stem, size, work, unit, grid, torch_op in plan:
         kernel = bundle[stem]  # a _stride kernel takes its tree kernel's arguments
-        args = _on_device(dev, reference.case(torch_op).inputs(rng, size), kernel.meta)
+        vec4 = stem in ("saxpy4", "add4")
+        args = _on_device(dev, reference.case(stem if vec4 else torch_op).inputs(rng, size),
+                          kernel.meta)
+        tsize = size * 4 if vec4 else size
         host, gpu = _throughput(kernel, dev, args, repeat, number, grid)
         label = stem + (f" grid={grid}" if grid else "")
         line = f"[{backend}] {label:30s} size={size}: host {work / host / 1e9:9.2f} {unit}"
         if gpu is not None:
             line += f", gpu {work / gpu / 1e9:9.2f} {unit}"
         if torch is not None:
-            if (torch_op, size) not in torch_times:
-                torch_times[torch_op, size] = _torch_time(torch, torch_op, size, repeat, number)
-            tt = torch_times[torch_op, size]
+            if (torch_op, tsize) not in torch_times:
+                torch_times[torch_op, tsize] = _torch_time(torch, torch_op, tsize, repeat, number)
+            tt = torch_times[torch_op, tsize]
             line += f" | torch ({_torch_device(torch)}) {work / tt / 1e9:9.2f} {unit}"
             if gpu is not None:
                 line += f" (gpu {tt / gpu:.2f}x, host {tt / host:.2f}x of torch)"

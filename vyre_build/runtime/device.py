@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from vyre_build.errors import DeviceError, DispatchError
-from vyre_build.runtime.kernel import DTYPES, NP_NAMES, check_meta, is_shape, plan_call
+from vyre_build.runtime.kernel import DTYPES, NP_NAMES, VECTORS, check_meta, is_shape, plan_call
 
 _KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars per batch
 _SPIRV_MAGIC = b"\x03\x02\x23\x07"
@@ -137,7 +137,8 @@ class Device:
         """Upload a numpy array or allocate zeroed elements as a DeviceBuffer.
 
         Arguments: `data` a float32/int32/uint32 array, or an int length or shape;
-        `dtype` "f32"/"i32"/"u32" (required for a length); `read_only` refuses writes.
+        `dtype` "f32"/"i32"/"u32", or a vector type such as "vec4f" (a length then counts
+        vectors), required for a length; `read_only` refuses writes.
         Returns: the DeviceBuffer."""
         access = "r" if read_only else "rw"
         if isinstance(data, np.ndarray):
@@ -152,12 +153,15 @@ class Device:
             handle = self._alloc(data.size * 4, np.ascontiguousarray(data).tobytes())
             return DeviceBuffer(self, handle, kind, tuple(data.shape), access)
         shape = (data,) if isinstance(data, int) and not isinstance(data, bool) else data
-        if dtype not in DTYPES:
-            raise DispatchError(f"Device.buffer: dtype must be one of f32, i32, u32 when "
-                                f"allocating by length, got {dtype!r}")
+        if dtype not in DTYPES and dtype not in VECTORS:
+            raise DispatchError(f"Device.buffer: dtype must be f32, i32, u32 or a vector type "
+                                f"(vec4f, ...) when allocating by length, got {dtype!r}")
         if not is_shape(shape):
             raise DispatchError(f"Device.buffer: expected a numpy array, a positive length or "
                                 f"a shape, got {data!r}")
+        if dtype in VECTORS:
+            dtype, per = VECTORS[dtype]
+            shape = tuple(shape) + (per,)
         nbytes = int(np.prod(shape)) * 4
         if nbytes > self.max_buffer_bytes:
             raise DispatchError(f"Device.buffer: {nbytes} bytes is more than the device's "
