@@ -324,8 +324,9 @@ def device_report(backend: str, quick: bool, repeat: int, big: int | None = None
                      for stem, op in (("saxpy", "saxpy"), ("add", "add.f32"))]
     # The tree's vec4 kernels (kernels/vector.py): 16-byte accesses, n floats as n/4 vec4s;
     # torch runs on the same n floats.
-    plan += [("saxpy4", n // 4, 12 * n, "GB/s", None, "saxpy"),
-             ("add4", n // 4, 12 * n, "GB/s", None, "add.f32")]
+    # Also at the full 1-D grid (4n floats), where the GPU time outweighs recording.
+    plan += [(stem, m, 48 * m, "GB/s", None, op) for m in (n // 4, n)
+             for stem, op in (("saxpy4", "saxpy"), ("add4", "add.f32"))]
     torch, torch_times = _torch(), {}
     say(f"[{backend}] device report: median of {repeat} rounds of {number} dispatches recorded "
         "into one submission on device buffers; host = record+submit+wait per dispatch, "
