@@ -108,6 +108,14 @@ def compiler_identity(compiler: str = DEFAULT_COMPILER) -> dict:
         return _identity_memo[compiler]
 
 
+def with_tools(identity: dict, options, compiler: str = DEFAULT_COMPILER) -> dict:
+    """`identity` plus the external tools `options` pull in (spirv-opt), which the outputs
+    depend on as much as on the compiler itself."""
+    tools = getattr(load_compiler(compiler), "tool_identity", None)
+    found = tools(options) if tools is not None else {}
+    return {**identity, "tools": found} if found else identity
+
+
 def _read(path: str) -> bytes:
     try:
         with open(path, "rb") as f:
@@ -138,14 +146,42 @@ def action_inputs(source: str, deps) -> dict[str, tuple[str, str]]:
     return dict(sorted(files.items()))
 
 
+def variants_section(path: str, source: str) -> bytes | None:
+    """The part of a variants YAML that can change `source`'s outputs: its own section,
+    as a canonical YAML document (a valid variants file by itself), or None when the file
+    has no section for it. Unparsable YAML is returned whole (the compiler reports it)."""
+    import yaml   # only when a variants file exists
+    raw = _read(path)
+    if os.path.dirname(os.path.realpath(path)) != os.path.dirname(os.path.realpath(source)):
+        return None   # a YAML beside an imported file declares that file's variants only
+    try:
+        doc = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+    name = os.path.basename(source)
+    if not isinstance(doc, dict):
+        return raw
+    if name not in doc:
+        return None
+    return yaml.safe_dump({name: doc[name]}, sort_keys=True, allow_unicode=True).encode()
+
+
+def _input_bytes(kind: str, path: str, source: str) -> bytes | None:
+    return variants_section(path, source) if kind == "variants" else _read(path)
+
+
 def compute_key(source: str, deps, targets, options, identity: dict
                 ) -> tuple[ActionKey, dict[str, bytes]]:
-    """The action key of compiling `source`, and the input bytes it was computed from."""
+    """The action key of compiling `source`, and the input bytes it was computed from.
+    A variants YAML counts by this source's section only, so editing another file's
+    variants (or a comment) keeps this key."""
     inputs = action_inputs(source, deps)
-    data = {rel: _read(path) for rel, (_, path) in inputs.items()}
+    data = {rel: _input_bytes(kind, path, source) for rel, (kind, path) in inputs.items()}
+    data = {rel: b for rel, b in data.items() if b is not None}
     by_kind: dict[str, list] = {"source": [], "import": [], "variants": []}
     for rel, (kind, _) in inputs.items():
-        by_kind[kind].append((rel, data[rel]))
+        if rel in data:
+            by_kind[kind].append((rel, data[rel]))
     key = make_action_key(identity=identity, source=by_kind["source"][0],
                           imports=by_kind["import"], variants=by_kind["variants"],
                           targets=normalize_targets(targets), options=options)
@@ -205,6 +241,7 @@ def build_kernel_file(source: str, out_dir: str, *, store: Store | None,
     if deps is None:
         deps = load_compiler(compiler).kernel_dependencies(source)
     identity = identity if identity is not None else compiler_identity(compiler)
+    identity = with_tools(identity, options, compiler)
     key, inputs = compute_key(source, deps, targets, options, identity)
     outputs = store.lookup(key.key) if store is not None else None
     hit = outputs is not None
@@ -241,8 +278,11 @@ def _store_result(store: Store, source: str, deps, key: ActionKey, inputs: dict[
                   outputs: dict[str, bytes]) -> None:
     # An input edited during the compile would pair new outputs with the old key: skip.
     now = action_inputs(source, deps)
-    for rel, (_, path) in now.items():
-        if rel not in inputs or content_hash(_read(path)) != content_hash(inputs[rel]):
+    for rel, (kind, path) in now.items():
+        data = _input_bytes(kind, path, source)
+        if data is None and rel not in inputs:
+            continue
+        if rel not in inputs or data is None or content_hash(data) != content_hash(inputs[rel]):
             warn(f"{rel} changed while {os.path.basename(source)} was compiling; "
                   f"not caching key {key.key}")
             return
@@ -263,7 +303,8 @@ def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER)
     parts = record["manifest"]["parts"]
     by_kind = {p["kind"]: p for p in parts if p.get("path") is None}
     result = {"key": key, "status": "same", "differences": [], "detail": ""}
-    if by_kind["compiler"]["value"] != compiler_identity(compiler):
+    expected = with_tools(compiler_identity(compiler), by_kind["options"]["value"], compiler)
+    if by_kind["compiler"]["value"] != expected:
         result.update(status="other-compiler",
                       detail=f"built by compiler {by_kind['compiler']['value']}")
         return result

@@ -52,6 +52,28 @@ def compiler_identity() -> dict:
     return {"version": __version__, "source_hash": h.hexdigest()}
 
 
+def tool_identity(options: dict | None) -> dict:
+    """External tools that `options` bring into the outputs, for action keys:
+    {"spirv-opt": "<version> blake3:<binary hash>"} when spirv_opt is on ("missing" if absent)."""
+    if not (options or {}).get("spirv_opt"):
+        return {}
+    return {"spirv-opt": _spirv_opt_identity()}
+
+
+@lru_cache(maxsize=1)
+def _spirv_opt_identity() -> str:
+    import shutil
+    import subprocess
+    tool = shutil.which("spirv-opt")
+    if tool is None:
+        return "missing"
+    with open(os.path.realpath(tool), "rb") as f:
+        digest = blake3.blake3(f.read()).hexdigest()
+    proc = subprocess.run([tool, "--version"], capture_output=True, text=True, check=False)
+    version = proc.stdout.splitlines()[0] if proc.stdout.strip() else "unknown version"
+    return f"{version} blake3:{digest}"
+
+
 def canonical_json(obj) -> bytes:
     return (json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
 
@@ -125,6 +147,7 @@ def compile_file(path: str, *, root: str | None = None, targets=TARGETS, options
     """Compile every kernel (and variant) of one kernel file; raises KernelError on bad source."""
     from vyre_build.descriptor import encode
     from vyre_build.frontend import check_module, load_module
+    from vyre_build.frontend.module import VARIANTS_FILE
     from vyre_build.lower import lower
 
     targets = tuple(targets)
@@ -133,7 +156,10 @@ def compile_file(path: str, *, root: str | None = None, targets=TARGETS, options
     if kernel is not None and kernel not in module.kernels:
         raise VyreError(f"{module.source.path}: no kernel named {kernel!r}; kernels: "
                         f"{', '.join(sorted(module.kernels)) or 'none'}")
-    sources = [_file_hash(p) for p in module.dependencies[1:]]
+    # Provenance names imported kernel files by content; a variants YAML shows up as the
+    # variant values themselves (its other sections cannot change these outputs).
+    sources = [_file_hash(p) for p in module.dependencies[1:]
+               if os.path.basename(p) != VARIANTS_FILE]
     main_hash = blake3.blake3(module.source.text.encode("utf-8")).hexdigest()
     provenance = {"compiler": compiler_identity(), "source": main_hash, "imports": sorted(sources)}
     out = []
