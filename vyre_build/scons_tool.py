@@ -111,14 +111,21 @@ def _scan_file(env, node) -> dict:
             stems = list(module.list_kernels(path))
             deps = set(module.kernel_dependencies(path))
         except VyreError as exc:
-            raise SCons.Errors.UserError(str(exc)) from None
+            # Reported when this file's target is built, so -c, -n and -k still work.
+            info = {"stems": [], "deps": [], "error": str(exc)}
+            with _lock:
+                _memo[key] = info
+            return info
         base = os.path.dirname(path)
         deps.update(os.path.join(base, v) for v in VARIANTS_FILES
                     if os.path.isfile(os.path.join(base, v)))
         deps.discard(path)
         info = {"stems": stems, "deps": sorted(deps)}
         if memo is not None:
-            memo.save(path, before, info["stems"], info["deps"])
+            try:
+                memo.save(path, before, info["stems"], info["deps"])
+            except VyreError as exc:   # the memo only saves time; the build goes on
+                print(f"vyre cache: warning: {exc}", file=sys.stderr)
     with _lock:
         _memo[key] = info
     return info
@@ -172,6 +179,12 @@ def _identity_text(compiler) -> str:
     return canonical_json(compiler_identity(str(compiler) or DEFAULT_COMPILER)).decode()
 
 
+def _fatal(message: str):
+    """A configuration error: one line, as SCons prints its own, no Python stack."""
+    print(f"scons: *** {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def _store(env) -> Store | None:
     raw = env.get("VYRECACHEDIR")
     cache_dir = raw if isinstance(raw, str) and "$" not in raw else env.subst("$VYRECACHEDIR")
@@ -181,12 +194,24 @@ def _store(env) -> Store | None:
     with _lock:
         root = _memo.get(memo_key)
     if root is None:
-        root = env.Dir(cache_dir).abspath
+        try:
+            root = env.Dir(cache_dir).abspath
+        except TypeError:   # SCons: "File ... found where directory expected"
+            root = None
+        if root is None or (os.path.exists(root) and not os.path.isdir(root)):
+            _fatal(f"vyre cache directory {cache_dir!r} is a file, not a directory (set by "
+                   f"$VYRECACHEDIR or ${CACHE_DIR_ENV}); point it at a directory")
         with _lock:
             _memo[memo_key] = root
     with _lock:
         if root not in _stores:
-            _stores[root] = Store(root)
+            try:
+                os.makedirs(root, exist_ok=True)
+                _stores[root] = Store(root)
+            except OSError as exc:
+                _fatal(f"vyre cache: cannot create cache directory {root}: {exc.strerror or exc}")
+            except VyreError as exc:
+                _fatal(f"vyre cache: {exc}")
             limits = _cache_limits(env)
             if limits != (None, None):
                 _limits[root] = limits
@@ -218,10 +243,18 @@ def _finish_build() -> None:
             print(f"vyre cache: warning: {exc}", file=sys.stderr)
 
 
+ERROR_SUFFIX = ".vyre-error"
+
+
 def kernel_emitter(target, source, env):
-    """Declare `<dir of target>/<stem><suffix>` for every kernel, variant and target."""
+    """Declare `<dir of target>/<stem><suffix>` for every kernel, variant and target; a
+    kernel file that does not parse gets one `<file>.vyre-error` target whose build fails
+    with the diagnostic."""
     out_dir = target[0].dir
-    names = output_names(kernel_stems(env, source[0]), _targets(env))
+    info = _scan_file(env, source[0])
+    if "error" in info:
+        return [out_dir.File(source[0].name + ERROR_SUFFIX)], [s.srcnode() for s in source]
+    names = output_names(info["stems"], _targets(env))
     if not names:
         raise SCons.Errors.UserError(
             f"{source[0].srcnode()} defines no @kernel; a helper-only file needs no "
@@ -238,6 +271,9 @@ def kernel_scan(node, env, path=()):
 def kernel_action(target, source, env):
     """Build one kernel file through the cache (in-process: no subprocess per kernel)."""
     src = source[0]
+    if target[0].name.endswith(ERROR_SUFFIX):
+        print(_scan_file(env, src).get("error", f"{src}: cannot be compiled"), file=sys.stderr)
+        return 1
     try:
         build_kernel_file(
             _source_path(src), target[0].dir.abspath, store=_store(env),
@@ -283,7 +319,8 @@ def kernel_dir(env, build_dir, pattern="*.py"):
     returns all output nodes, sorted (helper-only files are scanned, not built)."""
     outs = []
     for node in sorted(env.Glob(os.path.join(str(build_dir), pattern)), key=str):
-        if node.name == "__init__.py" or not kernel_stems(env, node):
+        info = _scan_file(env, node)
+        if node.name == "__init__.py" or not (info["stems"] or "error" in info):
             continue
         outs.extend(env.VyreKernel(node))
     return outs
