@@ -20,16 +20,15 @@ from vyre_build.runtime.device import Batch, Device, DeviceBuffer, Kernel
 __all__ = ["Batch", "Bundle", "Device", "DeviceBuffer", "Kernel", "get_device",
            "list_adapters", "load_kernel", "open_bundle"]
 
-BACKENDS = ("wgpu", "vulkan")
-_ARTIFACT = {"wgpu": ".wgsl", "vulkan": ".spv"}
+_ARTIFACT = {"wgpu": ".wgsl", "vulkan": ".spv"}  # per backend, in the order they are listed
 _DEFAULT_DEVICES: dict = {}
 
 
 def _backend_name(backend: str | None) -> str:
     name = backend or os.environ.get("VYRE_BACKEND") or "wgpu"
-    if name not in BACKENDS:
+    if name not in _ARTIFACT:
         where = "backend" if backend else "VYRE_BACKEND"
-        raise DeviceError(f"unknown {where} {name!r}; choose one of {', '.join(BACKENDS)}")
+        raise DeviceError(f"unknown {where} {name!r}; choose one of {', '.join(_ARTIFACT)}")
     return name
 
 
@@ -62,7 +61,7 @@ def get_device(backend: str | None = None, adapter: int | str | None = None) -> 
 
 def load_kernel(meta: dict, *, wgsl: str | None = None, spirv: bytes | None = None,
                 backend: str | None = None, device: Device | None = None) -> Kernel:
-    """A callable Kernel (call convention: Kernel's docstring).
+    """A callable Kernel (call convention: Kernel.__call__).
 
     Arguments: `meta` its metadata record (docs/descriptor-conventions.md); `wgsl` or
     `spirv` the shader of the backend in use; `device` defaults to `backend`'s default
@@ -82,12 +81,12 @@ def load_kernel(meta: dict, *, wgsl: str | None = None, spirv: bytes | None = No
 
 
 class Bundle:
-    """An opened .vyrebundle: kernels by id ("saxpy", "add.f32"), each read, verified and
-    loaded on first use and kept for the bundle's lifetime."""
+    """An opened .vyrebundle (a context manager): kernels by id ("saxpy", "add.f32"), each
+    read, verified and loaded on first use and kept for the bundle's lifetime."""
 
     def __init__(self, reader, backend: str | None, device: Device | None):
-        self.reader, self._backend, self._device = reader, backend, device
-        self._kernels: dict = {}
+        self.reader, self._backend, self._device, self._kernels = reader, backend, device, {}
+        self.ids = reader.ids  # sorted kernel ids
 
     @property
     def device(self) -> Device:
@@ -96,23 +95,17 @@ class Bundle:
             self._device = get_device(self._backend)
         return self._device
 
-    @property
-    def ids(self) -> list[str]:
-        """Sorted kernel ids."""
-        return self.reader.ids
-
     def __contains__(self, kid: str) -> bool:
-        return kid in self.reader.ids
+        return kid in self.ids
 
     def __getitem__(self, kid: str) -> Kernel:
-        name, _, variant = kid.partition(".")
-        return self.kernel(name, variant or None)
+        return self.kernel(*kid.split(".", 1))
 
     def kernel(self, name: str, variant: str | None = None) -> Kernel:
         """The kernel `name` (and `variant`), loaded on first use."""
         kid = f"{name}.{variant}" if variant else name
         if kid not in self._kernels:
-            entry, backend = self.reader.entry(name, variant), self.device.backend
+            entry, backend = self.reader.entry(name, variant or None), self.device.backend
             suffix = _ARTIFACT[backend]
             if suffix not in entry.artifacts:
                 raise BundleError(f"bundle kernel {entry.id!r} has no {suffix} artifact for "
@@ -127,13 +120,14 @@ class Bundle:
         return self._kernels[kid]
 
     def close(self) -> None:
+        """Close the bundle file."""
         self.reader.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
-        self.reader.close()
+        self.close()
 
 
 def open_bundle(path, *, backend: str | None = None, device: Device | None = None) -> Bundle:

@@ -1,12 +1,14 @@
 """What both backends share: buffers, batches, binding-set reuse, dispatch, `Kernel`.
 
-A backend subclasses `Device` and provides the hooks `_alloc(nbytes, data)`,
-`_upload(handle, data)`, `_download(handle, nbytes)`, `_free(handle)`,
-`_pipeline(meta, code)`, `_bind(pipeline, bound, uniform_binding, uniform)` (a binding
-set: Vulkan descriptor set / wgpu bind group, owning its uniform buffer),
-`_set_uniform(entry, uniform)`, `_unbind(entry)`, `_submit(jobs)` and `_wait()`.
+A backend subclasses `Device` with the hooks `_alloc(nbytes, data)`, `_upload(handle,
+data)`, `_download(handle, nbytes)`, `_free(handle)`, `_pipeline(meta, code)`, `_bind(
+pipeline, bound, uniform_binding, uniform)` (a binding set: Vulkan descriptor set / wgpu
+bind group, owning its uniform buffer), `_set_uniform(entry, uniform)`, `_unbind(entry)`
+and `_submit(jobs)`.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -15,6 +17,7 @@ from vyre_build.runtime.kernel import DTYPES, NP_NAMES, VECTORS, check_meta, is_
 
 _KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars per batch
 _SPIRV_MAGIC = b"\x03\x02\x23\x07"
+_KIND = {v: k for k, v in DTYPES.items()}
 
 
 def choose_adapter(api: str, items: list, names: list, adapter):
@@ -38,6 +41,14 @@ def layout_of(meta: dict) -> list:
     return sorted(kinds)
 
 
+def steps(jobs: list):
+    """Each job as (pipeline, binding set, workgroups, pipeline changed, set changed)."""
+    last_pipe = last_entry = None
+    for pipe, entry, groups in jobs:
+        yield pipe, entry, groups, pipe is not last_pipe, entry is not last_entry
+        last_pipe, last_entry = pipe, entry
+
+
 class DeviceBuffer:
     """A storage buffer on one device, read back only by `.read()`; one created with
     `read_only=True` (access "r") is refused where a kernel writes."""
@@ -45,7 +56,7 @@ class DeviceBuffer:
     def __init__(self, device: Device, handle, dtype: str, shape: tuple, access: str):
         self.device, self.handle, self.dtype = device, handle, dtype
         self.shape, self.access, self.released = shape, access, False
-        self.count = int(np.prod(shape))
+        self.count = math.prod(shape)
         self.nbytes = self.count * 4
 
     def __len__(self) -> int:
@@ -55,17 +66,18 @@ class DeviceBuffer:
         return (f"<DeviceBuffer {NP_NAMES[self.dtype]}{list(self.shape)} access={self.access!r}"
                 f" on {self.device.backend}>")
 
-    def _live(self):
+    def _live(self, op: str = ""):
+        # A read or write inside a batch would not be ordered with its recorded dispatches.
+        if op and self.device._batch is not None:
+            raise DispatchError(f"DeviceBuffer.{op}() inside device.batch(): {op} before or "
+                                "after the batch (it is submitted when the `with` block ends)")
         if self.released:
             raise DispatchError("DeviceBuffer was released; create a new one")
         return self.handle
 
     def read(self) -> np.ndarray:
         """A new numpy array of the buffer's contents (waits for submitted dispatches)."""
-        if self.device._batch is not None:
-            raise DispatchError("DeviceBuffer.read() inside device.batch(): read after the "
-                                "batch is submitted (when the `with` block ends)")
-        raw = self.device._download(self._live(), self.nbytes)
+        raw = self.device._download(self._live("read"), self.nbytes)
         return np.frombuffer(raw, dtype=DTYPES[self.dtype]).reshape(self.shape).copy()
 
     def write(self, array) -> None:
@@ -76,10 +88,7 @@ class DeviceBuffer:
                    else type(array).__name__)
             raise DispatchError(f"DeviceBuffer.write: expected a {NP_NAMES[self.dtype]} array "
                                 f"of {self.count} elements, got {got}")
-        if self.device._batch is not None:
-            raise DispatchError("DeviceBuffer.write() inside device.batch() is not ordered "
-                                "with the batch's dispatches; write before or after it")
-        self.device._upload(self._live(), np.ascontiguousarray(array).tobytes())
+        self.device._upload(self._live("write"), np.ascontiguousarray(array).tobytes())
 
     def release(self) -> None:
         """Free the device memory now (otherwise freed when the buffer is collected)."""
@@ -134,39 +143,34 @@ class Device:
         return f"<Device {self.backend}: {self.name}>"
 
     def buffer(self, data, dtype: str | None = None, *, read_only: bool = False) -> DeviceBuffer:
-        """Upload a numpy array or allocate zeroed elements as a DeviceBuffer.
-
-        Arguments: `data` a float32/int32/uint32 array, or an int length or shape;
-        `dtype` "f32"/"i32"/"u32", or a vector type such as "vec4f" (a length then counts
-        vectors), required for a length; `read_only` refuses writes.
-        Returns: the DeviceBuffer."""
-        access = "r" if read_only else "rw"
+        """Upload a float32/int32/uint32 array, or allocate zeroed elements: `data` a length
+        or shape, `dtype` "f32", "i32", "u32" or a vector type ("vec4f": counts vectors)."""
         if isinstance(data, np.ndarray):
-            kind = {v: k for k, v in DTYPES.items()}.get(data.dtype)
-            if kind is None or (dtype is not None and dtype != kind):
+            kind = _KIND.get(data.dtype)
+            if kind is None or dtype not in (None, kind):
                 raise DispatchError(f"Device.buffer: array must be float32, int32 or uint32"
                                     f"{' matching dtype=' + repr(dtype) if dtype else ''}, "
                                     f"got {data.dtype}")
             if data.size == 0:
                 raise DispatchError("Device.buffer: array is empty; a storage buffer needs "
                                     ">= 1 element")
-            handle = self._alloc(data.size * 4, np.ascontiguousarray(data).tobytes())
-            return DeviceBuffer(self, handle, kind, tuple(data.shape), access)
-        shape = (data,) if isinstance(data, int) and not isinstance(data, bool) else data
-        if dtype not in DTYPES and dtype not in VECTORS:
-            raise DispatchError(f"Device.buffer: dtype must be f32, i32, u32 or a vector type "
-                                f"(vec4f, ...) when allocating by length, got {dtype!r}")
-        if not is_shape(shape):
-            raise DispatchError(f"Device.buffer: expected a numpy array, a positive length or "
-                                f"a shape, got {data!r}")
-        if dtype in VECTORS:
-            dtype, per = VECTORS[dtype]
-            shape = tuple(shape) + (per,)
-        nbytes = int(np.prod(shape)) * 4
-        if nbytes > self.max_buffer_bytes:
+            dtype, shape, content = kind, tuple(data.shape), np.ascontiguousarray(data).tobytes()
+        else:
+            shape = (data,) if isinstance(data, int) and not isinstance(data, bool) else data
+            if dtype not in DTYPES and dtype not in VECTORS:
+                raise DispatchError(f"Device.buffer: dtype must be f32, i32, u32 or a vector "
+                                    f"type (vec4f, ...) when allocating by length, got {dtype!r}")
+            if not is_shape(shape):
+                raise DispatchError(f"Device.buffer: expected a numpy array, a positive length "
+                                    f"or a shape, got {data!r}")
+            dtype, per = VECTORS.get(dtype, (dtype, 1))
+            shape, content = shape + ((per,) if per > 1 else ()), None
+        nbytes = math.prod(shape) * 4
+        if content is None and nbytes > self.max_buffer_bytes:  # arrays: checked when bound
             raise DispatchError(f"Device.buffer: {nbytes} bytes is more than the device's "
                                 f"storage buffer limit of {self.max_buffer_bytes} bytes")
-        return DeviceBuffer(self, self._alloc(nbytes, None), dtype, shape, access)
+        return DeviceBuffer(self, self._alloc(nbytes, content), dtype, shape,
+                            "r" if read_only else "rw")
 
     def batch(self) -> Batch:
         """Context manager: calls inside it return DeviceBuffers and are submitted in
@@ -175,14 +179,11 @@ class Device:
 
     def wait(self) -> None:
         """Block until every submitted dispatch has finished (for timing)."""
-        self._wait()
+        # Nothing to do where every submission waits on its fence (Vulkan).
 
     def kernel(self, meta: dict, code) -> Kernel:
-        """A callable kernel; the pipeline is created now, so a refused shader fails here.
-
-        Arguments: `meta` the metadata record (docs/descriptor-conventions.md); `code`
-        WGSL text (wgpu) or SPIR-V bytes (vulkan).
-        Returns: the Kernel."""
+        """A callable kernel of `meta` and WGSL text or SPIR-V bytes; the pipeline is created
+        now, so a refused shader fails here."""
         check_meta(meta)
         kid = meta.get("id") or meta["name"]
         if self.backend == "vulkan":
@@ -199,18 +200,19 @@ class Device:
     def pipeline(self, meta: dict, code):
         """The backend pipeline for this kernel, created once per device and kernel."""
         key = (meta.get("id") or meta["name"], code)
-        found = self._pipelines.get(key)
-        if found is None:
-            found = self._pipelines[key] = self._pipeline(meta, code)
-        return found
+        if key not in self._pipelines:
+            self._pipelines[key] = self._pipeline(meta, code)
+        return self._pipelines[key]
 
     def _binding(self, pipeline, bound: list, plan):
         # A kept set free in this submission or holding these scalars, else None.
         key = (id(pipeline), tuple((b, id(h), n) for b, h, n in bound))
         kept = self._sets.setdefault(key, [])
         for entry in kept:
-            held = self._busy.get(id(entry), entry)
+            held = self._busy.get(id(entry), entry)  # the entry itself: not yet used
             if held is entry or held == plan.uniform:
+                if held is entry and plan.uniform is not None:
+                    self._set_uniform(entry, plan.uniform)
                 break
         else:
             if len(kept) >= _KEPT_PER_KEY:
@@ -219,10 +221,6 @@ class Device:
             kept.append(entry)
             for _, h, _ in bound:
                 self._by_handle.setdefault(id(h), set()).add(key)
-            self._busy[id(entry)] = plan.uniform
-            return entry
-        if plan.uniform is not None and id(entry) not in self._busy:
-            self._set_uniform(entry, plan.uniform)
         self._busy[id(entry)] = plan.uniform
         return entry
 
@@ -273,14 +271,7 @@ class Device:
 
 
 class Kernel:
-    """A prebuilt kernel bound to one device; call it with one keyword per binding.
-
-    Arguments: buffers as numpy arrays of the exact dtype or DeviceBuffers (a "w"-only
-    one may be an int length or shape, zero-filled); scalars as numbers in range for
-    their dtype; `grid=` (int or tuple, invocations per axis) overrides the metadata's.
-    Returns: name -> result per written buffer: a new numpy array for array or length
-    arguments, the same DeviceBuffer for DeviceBuffers; in `device.batch()` all are
-    DeviceBuffers."""
+    """A prebuilt kernel bound to one device; call it with one keyword per binding."""
 
     def __init__(self, device: Device, meta: dict, code):
         self.device, self.meta, self.code = device, meta, code
@@ -292,6 +283,14 @@ class Kernel:
         return f"<Kernel {self.id} on {self.device.backend}>"
 
     def __call__(self, /, grid=None, **args) -> dict:
+        """Dispatch once; wait for the result unless inside `device.batch()`.
+
+        Arguments: buffers as numpy arrays of the exact dtype or DeviceBuffers (a "w"-only
+        one may be an int length or shape, zero-filled); scalars as numbers in range for
+        their dtype; `grid=` (int or tuple, invocations per axis) overrides the metadata's.
+        Returns: name -> result per written buffer: a new numpy array for array or length
+        arguments, the same DeviceBuffer for DeviceBuffers; in `device.batch()` all are
+        DeviceBuffers."""
         # A parameter named "grid" takes precedence; use .dispatch() to override the grid.
         if grid is not None and any(b["name"] == "grid" for b in self.bindings):
             args["grid"], grid = grid, None

@@ -17,7 +17,6 @@ _INT_RANGE = {"i32": (-(2 ** 31), 2 ** 31 - 1), "u32": (0, 2 ** 32 - 1)}
 _F32_MAX = float(np.finfo(np.float32).max)
 # Vector element types: a vec4f buffer is a float32 array holding 4 values per element.
 VECTORS = {f"vec{n}{t[0]}": (t, n) for t in DTYPES for n in (2, 4)}
-ACCESS = ("r", "w", "rw")
 
 
 # One storage-buffer binding of a call: `source` is a numpy array, a DeviceBuffer, or None
@@ -38,7 +37,7 @@ _RULES = (
      "binding {name!r} has unknown dtype {dtype!r}"),
     (None, lambda b, m: b.get("kind") in ("buffer", "scalar"),
      "binding {name!r} has unknown kind {kind!r}"),
-    ("buffer", lambda b, m: b.get("access") in ACCESS and isinstance(b.get("binding"), int),
+    ("buffer", lambda b, m: b.get("access") in ("r", "w", "rw") and isinstance(b.get("binding"), int),
      "buffer {name!r} needs access r|w|rw and a binding"),
     ("scalar", lambda b, m: isinstance(b.get("offset"), int) and b["offset"] % 4 == 0,
      "scalar {name!r} needs a 4-byte aligned offset"),
@@ -86,18 +85,6 @@ def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
     name, access = b["name"], b["access"]
     dtype, per = VECTORS.get(b["dtype"], (b["dtype"], 1))
     want = NP_NAMES[dtype]
-    arg = _check_storage(kid, b, value, device, name, dtype, access, want)
-    if per == 1:
-        return arg
-    if arg.source is None:      # an output length counts vectors
-        return arg._replace(shape=arg.shape + (per,))
-    if arg.count % per:
-        raise _fail(kid, f"argument {name!r} is a buffer of {b['dtype']}: it needs a multiple "
-                         f"of {per} {want} values, got {arg.count}")
-    return arg._replace(count=arg.count // per)
-
-
-def _check_storage(kid, b, value, device, name, dtype, access, want) -> BufferArg:
     if hasattr(value, "read") and hasattr(value, "access") and hasattr(value, "device"):
         if value.device is not device:
             raise _fail(kid, f"argument {name!r} is a DeviceBuffer of another device "
@@ -110,8 +97,8 @@ def _check_storage(kid, b, value, device, name, dtype, access, want) -> BufferAr
         if access != "r" and value.access == "r":
             raise _fail(kid, f"argument {name!r} is written by the kernel (access {access!r}) "
                              "but the DeviceBuffer was created read-only")
-        return BufferArg(name, b["binding"], dtype, access, value, value.count, value.shape)
-    if isinstance(value, (int, tuple)) and not isinstance(value, bool):
+        source, count, shape = value, value.count, value.shape
+    elif isinstance(value, (int, tuple)) and not isinstance(value, bool):
         shape = (value,) if isinstance(value, int) else value
         if access != "w":
             raise _fail(kid, f"argument {name!r} is read by the kernel (access {access!r}): "
@@ -119,13 +106,19 @@ def _check_storage(kid, b, value, device, name, dtype, access, want) -> BufferAr
         if not is_shape(shape):
             raise _fail(kid, f"argument {name!r}: an output length must be a positive int "
                              f"or a shape of positive ints, got {value!r}")
-        return BufferArg(name, b["binding"], dtype, access, None, math.prod(shape), shape)
-    if not isinstance(value, np.ndarray) or value.dtype != DTYPES[dtype]:
-        raise _fail(kid, f"argument {name!r} must be a {want} array, got {_describe(value)}")
-    if value.size == 0:
-        raise _fail(kid, f"argument {name!r} is empty; a storage buffer needs >= 1 element")
-    return BufferArg(name, b["binding"], dtype, access, np.ascontiguousarray(value),
-                     int(value.size), tuple(value.shape))
+        # An output length counts vectors; the host array gets a component axis.
+        return BufferArg(name, b["binding"], dtype, access, None, math.prod(shape),
+                         shape + ((per,) if per > 1 else ()))
+    else:
+        if not isinstance(value, np.ndarray) or value.dtype != DTYPES[dtype]:
+            raise _fail(kid, f"argument {name!r} must be a {want} array, got {_describe(value)}")
+        if value.size == 0:
+            raise _fail(kid, f"argument {name!r} is empty; a storage buffer needs >= 1 element")
+        source, count, shape = np.ascontiguousarray(value), int(value.size), tuple(value.shape)
+    if count % per:
+        raise _fail(kid, f"argument {name!r} is a buffer of {b['dtype']}: it needs a multiple "
+                         f"of {per} {want} values, got {count}")
+    return BufferArg(name, b["binding"], dtype, access, source, count // per, shape)
 
 
 def _check_scalar(kid: str, b: dict, value):
@@ -167,20 +160,6 @@ def check_names(kid: str, bindings, args: dict) -> None:
                          f"{', '.join(repr(m) for m in missing)}; it takes {', '.join(names)}")
 
 
-def _grid_axis(kid: str, entry, buffers: dict, scalars: dict) -> int:
-    if isinstance(entry, int) and not isinstance(entry, bool):
-        return entry
-    if entry in buffers:
-        return buffers[entry].count
-    if entry not in scalars:
-        raise _fail(kid, f"metadata grid entry {entry!r} names no parameter")
-    value = scalars[entry]
-    if isinstance(value, float) or value < 0:
-        raise _fail(kid, f"grid comes from scalar {entry!r} = {value!r}, "
-                         "which must be a non-negative integer")
-    return value
-
-
 def _invocations(kid: str, meta: dict, grid, buffers: dict, scalars: dict) -> list:
     if grid is not None:
         axes = (grid,) if isinstance(grid, int) else grid
@@ -207,15 +186,24 @@ def _invocations(kid: str, meta: dict, grid, buffers: dict, scalars: dict) -> li
                 raise _fail(kid, f"argument {arg.name!r} has {arg.count} elements but the "
                                  f"grid covers {src.count} (the length of {src.name!r}); "
                                  f"pass at least {src.count} or give grid= explicitly")
-    return [_grid_axis(kid, e, buffers, scalars) for e in entries]
+    axes = []
+    for entry in entries:
+        if isinstance(entry, int) and not isinstance(entry, bool):
+            axes.append(entry)
+        elif entry in buffers:
+            axes.append(buffers[entry].count)
+        elif entry not in scalars:
+            raise _fail(kid, f"metadata grid entry {entry!r} names no parameter")
+        elif isinstance(scalars[entry], float) or scalars[entry] < 0:
+            raise _fail(kid, f"grid comes from scalar {entry!r} = {scalars[entry]!r}, "
+                             "which must be a non-negative integer")
+        else:
+            axes.append(scalars[entry])
+    return axes
 
 
 def plan_call(meta: dict, args: dict, grid, device) -> Plan:
-    """Check `args` against the bindings and compute the dispatch.
-
-    Arguments: `meta` the metadata record; `args` name -> value; `grid` None, or an int
-    or up to 3 ints (invocations per axis) overriding meta["grid"]; `device` for limits.
-    Returns: a Plan; workgroups = ceil(invocations / workgroup_size)."""
+    """Check `args` against the bindings (`device` for limits) and compute the dispatch."""
     kid = meta.get("id") or meta["name"]
     bindings = meta["bindings"]
     check_names(kid, bindings, args)
@@ -241,9 +229,8 @@ def plan_call(meta: dict, args: dict, grid, device) -> Plan:
                              f"limit of {device.max_workgroups} "
                              "(max_compute_workgroups_per_dimension)")
     ordered = tuple(sorted(buffers.values(), key=lambda a: a.binding))
-    if not scalars:
-        return Plan(ordered, None, None, workgroups)
-    return Plan(ordered, meta["uniform"]["binding"], pack_uniform(meta, scalars), workgroups)
+    uniform = pack_uniform(meta, scalars) if scalars else None
+    return Plan(ordered, meta["uniform"]["binding"] if scalars else None, uniform, workgroups)
 
 
 def pack_uniform(meta: dict, scalars: dict) -> bytes:

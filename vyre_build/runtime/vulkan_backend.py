@@ -17,28 +17,34 @@ from collections import namedtuple
 import vulkan as vk
 
 from vyre_build.errors import DeviceError
-from vyre_build.runtime.device import Device, choose_adapter, layout_of
+from vyre_build.runtime.device import Device, choose_adapter, layout_of, steps
 
 _HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 _LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
 _COMPUTE = vk.VK_PIPELINE_BIND_POINT_COMPUTE
 _STAGE = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-_HOST_STAGE = vk.VK_PIPELINE_STAGE_HOST_BIT
 _ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
            | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+_DST_STAGES = (_STAGE, _STAGE | vk.VK_PIPELINE_STAGE_HOST_BIT)  # [True]: before host reads
+_COPY = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
 _STORAGE_SET, _UNIFORM_SET = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                               vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
 _POOL_FULL = (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool)
-_TYPE_RANK = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: 0,
-              vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: 1,
-              vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: 2, vk.VK_PHYSICAL_DEVICE_TYPE_CPU: 3}
-_TYPE_NAME = {0: "discrete GPU", 1: "integrated GPU", 2: "virtual GPU", 3: "CPU"}
+# Adapter types in the order a default device prefers them.
+_TYPES = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete GPU",
+          vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated GPU",
+          vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual GPU",
+          vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "CPU"}
+_RANK = {t: i for i, t in enumerate(_TYPES)}
 _POOL_SETS, _WAIT_NS = 64, 120 * 10 ** 9
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
 _INSTANCE = []
+# A VkBuffer with its memory and, when host-visible, its persistent mapping.
+_Buf = namedtuple("_Buf", "buffer memory mapped nbytes")
 
 
 def _physical_devices() -> list:
+    """(physical device, properties, description) per Vulkan device, in the loader's order."""
     if not _INSTANCE:
         app = vk.VkApplicationInfo(pApplicationName="vyre_build", applicationVersion=1,
                                    pEngineName="vyre_build", engineVersion=1,
@@ -50,20 +56,15 @@ def _physical_devices() -> list:
             raise DeviceError(f"no Vulkan instance: {exc!r}; {_NO_DRIVER}") from exc
     found = []
     for phys in vk.vkEnumeratePhysicalDevices(_INSTANCE[0]):
-        props = vk.vkGetPhysicalDeviceProperties(phys)
-        rank = _TYPE_RANK.get(props.deviceType, 4)
-        name = str(props.deviceName)  # the vulkan package already decodes char arrays
-        found.append((phys, props, f"{name} [{_TYPE_NAME.get(rank, 'other')}, Vulkan]", rank))
+        props = vk.vkGetPhysicalDeviceProperties(phys)  # deviceName comes decoded
+        kind = _TYPES.get(props.deviceType, "other")
+        found.append((phys, props, f"{props.deviceName} [{kind}, Vulkan]"))
     return found
 
 
 def list_adapters() -> list[str]:
     """A description of every Vulkan physical device, in the loader's order."""
-    return [desc for _, _, desc, _ in _physical_devices()]
-
-
-# A VkBuffer with its memory and, when host-visible, its persistent mapping.
-_Buf = namedtuple("_Buf", "buffer memory mapped nbytes")
+    return [desc for _, _, desc in _physical_devices()]
 
 
 class VulkanDevice(Device):
@@ -76,10 +77,9 @@ class VulkanDevice(Device):
         found = _physical_devices()
         if not found:
             raise DeviceError(f"the Vulkan loader lists no physical device; {_NO_DRIVER}")
-        names = [d for _, _, d, _ in found]
-        self.physical, props, self.name, _ = (
-            min(found, key=lambda f: f[3]) if adapter is None  # discrete first, ...
-            else choose_adapter("Vulkan", found, names, adapter))
+        self.physical, props, self.name = (
+            min(found, key=lambda f: _RANK.get(f[1].deviceType, len(_RANK)))
+            if adapter is None else choose_adapter("Vulkan", found, [f[2] for f in found], adapter))
         limits = props.limits
         self.max_workgroups = int(min(limits.maxComputeWorkGroupCount[0:3]))
         self.max_buffer_bytes = int(limits.maxStorageBufferRange)
@@ -100,18 +100,15 @@ class VulkanDevice(Device):
         local = [f for f in self.mem_flags if f & _LOCAL]
         self.unified = (bool(local) and all(f & _HOST == _HOST for f in local)
                         and os.environ.get("VYRE_VULKAN_STAGING") != "1")
-        pool_info = vk.VkCommandPoolCreateInfo(
-            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-            queueFamilyIndex=self.family)
-        self.cmd_pool = self._vk("command pool", vk.vkCreateCommandPool, self.dev,
-                                 pool_info, None)
-        alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.cmd_pool,
-                                               level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                               commandBufferCount=2)
+        self.cmd_pool = self._new("command pool", vk.vkCreateCommandPool, vk.VkCommandPoolCreateInfo(
+            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, queueFamilyIndex=self.family))
+        alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.cmd_pool, commandBufferCount=2,
+                                               level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
         self.cmd, self.xfer_cmd = self._vk("command buffers", vk.vkAllocateCommandBuffers,
                                            self.dev, alloc)
-        fence_info = vk.VkFenceCreateInfo()
-        self.fence = vk.vkCreateFence(self.dev, fence_info, None)
+        self.fence = self._new("fence", vk.vkCreateFence, vk.VkFenceCreateInfo())
+        self.pipeline_cache = self._new("pipeline cache", vk.vkCreatePipelineCache,
+                                        vk.VkPipelineCacheCreateInfo())
         # Structs reused by every submission (built once: cffi struct creation is slow).
         self._fences = [self.fence]
         self._begin = vk.VkCommandBufferBeginInfo(
@@ -120,18 +117,14 @@ class VulkanDevice(Device):
         self._submit_infos = tuple(
             [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=c)] for c in self._cmd_lists)
         # Between dispatches: later dispatches and transfers see earlier writes; after the
-        # last one, host reads of mapped memory see them too.
-        self._barriers = [vk.VkMemoryBarrier(srcAccessMask=_ACCESS, dstAccessMask=_ACCESS)]
-        self._host_barriers = [vk.VkMemoryBarrier(
-            srcAccessMask=_ACCESS, dstAccessMask=_ACCESS | vk.VK_ACCESS_HOST_READ_BIT)]
-        cache_info = vk.VkPipelineCacheCreateInfo()
-        self.pipeline_cache = vk.vkCreatePipelineCache(self.dev, cache_info, None)
+        # last one ([True]), host reads of mapped memory see them too.
+        self._barriers = [[vk.VkMemoryBarrier(srcAccessMask=_ACCESS, dstAccessMask=_ACCESS | h)]
+                          for h in (0, vk.VK_ACCESS_HOST_READ_BIT)]
         self._pools, self._pool_at, self._staging, self._queries = [], 0, None, None
         bits = families[self.family].timestampValidBits
         if bits:  # GPU timestamps: ticks of timestampPeriod ns, `bits` valid bits
-            query_info = vk.VkQueryPoolCreateInfo(queryType=vk.VK_QUERY_TYPE_TIMESTAMP,
-                                                  queryCount=2)
-            self._queries = vk.vkCreateQueryPool(self.dev, query_info, None)
+            self._queries = self._new("query pool", vk.vkCreateQueryPool, vk.VkQueryPoolCreateInfo(
+                queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=2))
             self._tick_s = float(limits.timestampPeriod) * 1e-9
             self._tick_mask, self._stamps = (1 << bits) - 1, vk.ffi.new("uint64_t[2]")
 
@@ -144,64 +137,60 @@ class VulkanDevice(Device):
                               f"{' (the device was lost; create a new one)' if lost else ''}"
                               ) from exc
 
-    def _type_index(self, bits: int, want: int) -> int:
-        for i, flags in enumerate(self.mem_flags):
-            if bits & (1 << i) and flags & want == want:
-                return i
-        raise DeviceError(f"Vulkan adapter {self.name} has no memory type with flags {want:#x}")
+    def _new(self, what: str, create, info):
+        # vkCreate*(device, info, allocator) with errors named after `what`.
+        return self._vk(what, create, self.dev, info, None)
 
     def _make(self, nbytes: int, usage: int, host: bool) -> _Buf:
-        info = vk.VkBufferCreateInfo(size=nbytes, usage=usage,
-                                     sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
-        buffer = self._vk("buffer creation", vk.vkCreateBuffer, self.dev, info, None)
+        buffer = self._new("buffer creation", vk.vkCreateBuffer, vk.VkBufferCreateInfo(
+            size=nbytes, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE))
         req = vk.vkGetBufferMemoryRequirements(self.dev, buffer)
-        index = self._type_index(req.memoryTypeBits, _HOST if host else _LOCAL)
-        alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index)
-        memory = self._vk(f"allocation of {nbytes} bytes", vk.vkAllocateMemory, self.dev,
-                          alloc, None)
+        want = _HOST if host else _LOCAL
+        index = next((i for i, flags in enumerate(self.mem_flags)
+                      if req.memoryTypeBits & (1 << i) and flags & want == want), None)
+        if index is None:
+            raise DeviceError(f"Vulkan adapter {self.name} has no memory type with flags "
+                              f"{want:#x}")
+        memory = self._new(f"allocation of {nbytes} bytes", vk.vkAllocateMemory,
+                           vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index))
         vk.vkBindBufferMemory(self.dev, buffer, memory, 0)
         mapped = vk.vkMapMemory(self.dev, memory, 0, nbytes, 0) if host else None
         return _Buf(buffer, memory, mapped, nbytes)
 
     def _alloc(self, nbytes: int, data: bytes | None):
-        usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                 | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
-        buf = self._make(nbytes, usage, self.unified)
+        buf = self._make(nbytes, vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | _COPY, self.unified)
         if data is not None:
             self._upload(buf, data)
         elif self.unified:
             buf.mapped[0:nbytes] = bytes(nbytes)
         else:
-            self._run_commands(self.xfer_cmd,
-                               lambda cmd: vk.vkCmdFillBuffer(cmd, buf.buffer, 0, nbytes, 0))
+            self._run_commands(self.xfer_cmd, vk.vkCmdFillBuffer, buf.buffer, 0, nbytes, 0)
         return buf
 
-    def _staging_for(self, nbytes: int) -> _Buf:
+    def _staged(self, nbytes: int) -> _Buf:
+        # The staging buffer, grown to hold `nbytes`.
         if self._staging is None or self._staging.nbytes < nbytes:
             if self._staging is not None:
                 self._free(self._staging)
-            usage = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
-            self._staging = self._make(max(nbytes, 1 << 20), usage, True)
+            self._staging = self._make(max(nbytes, 1 << 20), _COPY, True)
         return self._staging
 
+    def _copy(self, src: _Buf, dst: _Buf, nbytes: int) -> None:
+        region = [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=nbytes)]
+        self._run_commands(self.xfer_cmd, vk.vkCmdCopyBuffer, src.buffer, dst.buffer, 1, region)
+
     def _upload(self, handle: _Buf, data: bytes) -> None:
-        if handle.mapped is not None:
-            handle.mapped[0:len(data)] = data
-            return
-        staging = self._staging_for(len(data))
-        staging.mapped[0:len(data)] = data
-        region = vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=len(data))
-        self._run_commands(self.xfer_cmd, lambda cmd: vk.vkCmdCopyBuffer(
-            cmd, staging.buffer, handle.buffer, 1, [region]))
+        target = handle if handle.mapped is not None else self._staged(len(data))
+        target.mapped[0:len(data)] = data
+        if target is not handle:
+            self._copy(target, handle, len(data))
 
     def _download(self, handle: _Buf, nbytes: int) -> bytes:
-        if handle.mapped is not None:
-            return bytes(handle.mapped[0:nbytes])
-        staging = self._staging_for(nbytes)
-        region = vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=nbytes)
-        self._run_commands(self.xfer_cmd, lambda cmd: vk.vkCmdCopyBuffer(
-            cmd, handle.buffer, staging.buffer, 1, [region]))
-        return bytes(staging.mapped[0:nbytes])
+        if handle.mapped is None:
+            staging = self._staged(nbytes)
+            self._copy(handle, staging, nbytes)
+            handle = staging
+        return bytes(handle.mapped[0:nbytes])
 
     def _free(self, handle: _Buf) -> None:
         if handle.mapped is not None:
@@ -209,10 +198,10 @@ class VulkanDevice(Device):
         vk.vkDestroyBuffer(self.dev, handle.buffer, None)
         vk.vkFreeMemory(self.dev, handle.memory, None)
 
-    def _run_commands(self, cmd, record) -> None:
-        # Record with `record(cmd)`, submit, and wait for the fence.
+    def _run_commands(self, cmd, record, *args) -> None:
+        # Record with `record(cmd, *args)`, submit, and wait for the fence.
         self._vk("command recording", vk.vkBeginCommandBuffer, cmd, self._begin)
-        record(cmd)
+        record(cmd, *args)
         self._vk("command recording", vk.vkEndCommandBuffer, cmd)
         submits = self._submit_infos[0 if cmd is self.cmd else 1]
         self._vk("queue submit", vk.vkQueueSubmit, self.queue, 1, submits, self.fence)
@@ -229,17 +218,14 @@ class VulkanDevice(Device):
             descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
             for b, a in layout_of(meta)]
         try:
-            set_info = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(entries),
-                                                          pBindings=entries)
-            set_layout = self._vk("descriptor set layout", vk.vkCreateDescriptorSetLayout,
-                                  self.dev, set_info, None)
-            layouts = [set_layout]
-            layout_info = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=layouts)
-            layout = self._vk("pipeline layout", vk.vkCreatePipelineLayout, self.dev,
-                              layout_info, None)
-            module_info = vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
-            module = self._vk("shader module creation", vk.vkCreateShaderModule,
-                              self.dev, module_info, None)
+            set_layout = self._new("descriptor set layout", vk.vkCreateDescriptorSetLayout,
+                                   vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(entries),
+                                                                      pBindings=entries))
+            layout = self._new("pipeline layout", vk.vkCreatePipelineLayout,
+                               vk.VkPipelineLayoutCreateInfo(setLayoutCount=1,
+                                                             pSetLayouts=[set_layout]))
+            module = self._new("shader module creation", vk.vkCreateShaderModule,
+                               vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code))
             stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
                                                        module=module, pName="main")
             infos = [vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)]
@@ -253,20 +239,19 @@ class VulkanDevice(Device):
 
     def _allocate_set(self, set_layout):
         # Pools are tried in turn from the last one with room; a new one when all are full.
-        layouts, pools = [set_layout], self._pools
+        pools = self._pools
         for tries in range(len(pools) + 1):
             if tries == len(pools):
-                sizes = [vk.VkDescriptorPoolSize(type=_STORAGE_SET, descriptorCount=_POOL_SETS * 8),
-                         vk.VkDescriptorPoolSize(type=_UNIFORM_SET, descriptorCount=_POOL_SETS)]
-                pool_info = vk.VkDescriptorPoolCreateInfo(
-                    flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
-                    maxSets=_POOL_SETS, poolSizeCount=2, pPoolSizes=sizes)
-                pools.append(self._vk("descriptor pool", vk.vkCreateDescriptorPool, self.dev,
-                                      pool_info, None))
+                sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=n)
+                         for t, n in ((_STORAGE_SET, _POOL_SETS * 8), (_UNIFORM_SET, _POOL_SETS))]
+                pools.append(self._new("descriptor pool", vk.vkCreateDescriptorPool,
+                                       vk.VkDescriptorPoolCreateInfo(
+                                           flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
+                                           maxSets=_POOL_SETS, poolSizeCount=2, pPoolSizes=sizes)))
                 self._pool_at = len(pools) - 1
             pool = pools[self._pool_at]
             info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
-                                                  pSetLayouts=layouts)
+                                                  pSetLayouts=[set_layout])
             try:
                 return list(vk.vkAllocateDescriptorSets(self.dev, info)), pool
             except _POOL_FULL:
@@ -299,35 +284,27 @@ class VulkanDevice(Device):
             self._free(ubuf)
 
     def _submit(self, jobs: list) -> None:
-        barriers, queries = self._barriers, self._queries if self.timing else None
-
-        def record(cmd):
-            if queries is not None:
-                vk.vkCmdResetQueryPool(cmd, queries, 0, 2)
-                vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0)
-            last_pipe = last_sets = None
-            for i, ((pipe, layout, _), (dsets, _, _), (x, y, z)) in enumerate(jobs, 1):
-                if pipe is not last_pipe:
-                    vk.vkCmdBindPipeline(cmd, _COMPUTE, pipe)
-                    last_pipe = pipe
-                if dsets is not last_sets:
-                    vk.vkCmdBindDescriptorSets(cmd, _COMPUTE, layout, 0, 1, dsets, 0, None)
-                    last_sets = dsets
-                vk.vkCmdDispatch(cmd, x, y, z)
-                host = i == len(jobs)
-                vk.vkCmdPipelineBarrier(cmd, _STAGE, _STAGE | _HOST_STAGE if host else _STAGE, 0,
-                                        1, self._host_barriers if host else barriers, 0, None, 0,
-                                        None)
-            if queries is not None:
-                vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)
-
+        queries = self._queries if self.timing else None
         self.gpu_seconds = None
-        self._run_commands(self.cmd, record)
+        self._run_commands(self.cmd, self._record, jobs, queries)
         if queries is not None:
             stamps = self._stamps
             self._vk("timestamp query", vk.vkGetQueryPoolResults, self.dev, queries, 0, 2,
                      16, stamps, 8, vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
             self.gpu_seconds = ((stamps[1] - stamps[0]) & self._tick_mask) * self._tick_s
 
-    def _wait(self) -> None:
-        pass  # every submission already waited on its fence
+    def _record(self, cmd, jobs: list, queries) -> None:
+        if queries is not None:
+            vk.vkCmdResetQueryPool(cmd, queries, 0, 2)
+            vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0)
+        for i, (pipe, entry, (x, y, z), new_pipe, new_set) in enumerate(steps(jobs), 1):
+            if new_pipe:
+                vk.vkCmdBindPipeline(cmd, _COMPUTE, pipe[0])
+            if new_set:
+                vk.vkCmdBindDescriptorSets(cmd, _COMPUTE, pipe[1], 0, 1, entry[0], 0, None)
+            vk.vkCmdDispatch(cmd, x, y, z)
+            last = i == len(jobs)
+            vk.vkCmdPipelineBarrier(cmd, _STAGE, _DST_STAGES[last], 0, 1, self._barriers[last],
+                                    0, None, 0, None)
+        if queries is not None:
+            vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)
