@@ -1,11 +1,7 @@
 """What both backends share: buffers, batches, binding-set reuse, dispatch, `Kernel`.
-
-A backend subclasses `Device` with the hooks `_alloc(nbytes, data)`, `_upload(handle,
-data)`, `_download(handle, nbytes)`, `_free(handle)`, `_pipeline(meta, code)`, `_bind(
-pipeline, bound, uniform_binding, uniform)` (a binding set: Vulkan descriptor set / wgpu
-bind group, owning its uniform buffer), `_set_uniform(entry, uniform)`, `_unbind(entry)`
-and `_submit(jobs)`.
-"""
+A backend subclasses `Device` with the hooks _alloc, _upload, _download, _free, _pipeline,
+_bind (a binding set: Vulkan descriptor set / wgpu bind group, owning its uniform buffer),
+_set_uniform, _unbind and _submit."""
 from __future__ import annotations
 
 import math
@@ -50,8 +46,8 @@ def steps(jobs: list):
 
 
 class DeviceBuffer:
-    """A storage buffer on one device, read back only by `.read()`; one created with
-    `read_only=True` (access "r") is refused where a kernel writes."""
+    """A storage buffer on one device, read back by `.read()`; read-only ones (access "r")
+    are refused where a kernel writes."""
 
     def __init__(self, device: Device, handle, dtype: str, shape: tuple, access: str):
         self.device, self.handle, self.dtype = device, handle, dtype
@@ -125,11 +121,9 @@ class Batch:
 
 class Device:
     """One adapter's logical device; subclasses set `backend`, `name` and the limits.
-
-    Calls on persistent DeviceBuffers reuse kept binding sets (up to 8 per pipeline and
-    buffers, one scalar block each per submission), freed when a buffer they bind is
-    released; other calls get one-off sets, freed after the submission. With `timing`
-    set (Vulkan), `gpu_seconds` is the GPU time of the last submission's dispatches."""
+    Calls on DeviceBuffers reuse kept binding sets (8 per pipeline and buffers, freed with
+    a buffer they bind); other calls get one-off sets. With `timing` set (Vulkan),
+    `gpu_seconds` is the GPU time of the last submission's dispatches."""
 
     backend = name = ""
     max_workgroups, max_buffer_bytes = 65535, 2 ** 27
@@ -173,8 +167,7 @@ class Device:
                             "r" if read_only else "rw")
 
     def batch(self) -> Batch:
-        """Context manager: calls inside it return DeviceBuffers and are submitted in
-        order as ONE submission when the block ends."""
+        """Calls inside `with device.batch():` return DeviceBuffers, submitted as one."""
         return Batch(self)
 
     def wait(self) -> None:
@@ -231,7 +224,7 @@ class Device:
         self._free(handle)
 
     def _flush(self, jobs: list) -> None:
-        """Submit `jobs` (if any), then free the one-off binding sets."""
+        # Submit `jobs` (if any), then free the one-off binding sets.
         try:
             if jobs:
                 self._submit(jobs)

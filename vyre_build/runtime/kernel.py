@@ -27,8 +27,8 @@ BufferArg = namedtuple("BufferArg", "name binding dtype access source count shap
 Plan = namedtuple("Plan", "buffers uniform_binding uniform workgroups")
 
 
-def _fail(kernel: str, message: str) -> DispatchError:
-    return DispatchError(f"Kernel {kernel!r}: {message}")
+def _fail(kid: str, message: str) -> DispatchError:
+    return DispatchError(f"Kernel {kid!r}: {message}")
 
 
 # Per-binding metadata rules, in order: (kind it applies to or None for all, test, message).
@@ -107,8 +107,8 @@ def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
             raise _fail(kid, f"argument {name!r}: an output length must be a positive int "
                              f"or a shape of positive ints, got {value!r}")
         # An output length counts vectors; the host array gets a component axis.
-        return BufferArg(name, b["binding"], dtype, access, None, math.prod(shape),
-                         shape + ((per,) if per > 1 else ()))
+        source, shape = None, shape + ((per,) if per > 1 else ())
+        count = math.prod(shape)
     else:
         if not isinstance(value, np.ndarray) or value.dtype != DTYPES[dtype]:
             raise _fail(kid, f"argument {name!r} must be a {want} array, got {_describe(value)}")
@@ -118,6 +118,9 @@ def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
     if count % per:
         raise _fail(kid, f"argument {name!r} is a buffer of {b['dtype']}: it needs a multiple "
                          f"of {per} {want} values, got {count}")
+    if count * 4 > device.max_buffer_bytes:
+        raise _fail(kid, f"argument {name!r} is {count * 4} bytes, more than the device's "
+                         f"storage buffer binding limit of {device.max_buffer_bytes} bytes")
     return BufferArg(name, b["binding"], dtype, access, source, count // per, shape)
 
 
@@ -205,19 +208,13 @@ def _invocations(kid: str, meta: dict, grid, buffers: dict, scalars: dict) -> li
 def plan_call(meta: dict, args: dict, grid, device) -> Plan:
     """Check `args` against the bindings (`device` for limits) and compute the dispatch."""
     kid = meta.get("id") or meta["name"]
-    bindings = meta["bindings"]
-    check_names(kid, bindings, args)
+    check_names(kid, meta["bindings"], args)
     buffers, scalars = {}, {}
-    for b in bindings:
+    for b in meta["bindings"]:
         if b["kind"] == "buffer":
             buffers[b["name"]] = _check_buffer(kid, b, args[b["name"]], device)
         else:
             scalars[b["name"]] = _check_scalar(kid, b, args[b["name"]])
-    limit = device.max_buffer_bytes
-    for arg in buffers.values():
-        if math.prod(arg.shape) * 4 > limit:
-            raise _fail(kid, f"argument {arg.name!r} is {math.prod(arg.shape) * 4} bytes, more than the "
-                             f"device's storage buffer binding limit of {limit} bytes")
     invocations = _invocations(kid, meta, grid, buffers, scalars)
     wg = list(meta["workgroup_size"]) + [1] * (3 - len(meta["workgroup_size"]))
     invocations = invocations + [1] * (3 - len(invocations))

@@ -1,14 +1,9 @@
-"""The Vulkan backend: SPIR-V through the `vulkan` cffi package.
-
-Memory: where every device-local memory type is also host-visible and coherent (one
-memory, e.g. lavapipe or an integrated GPU) buffers are mapped once and written in
-place; otherwise (a discrete GPU) buffers are device-local and transfers go through a
-host-visible staging buffer. VYRE_VULKAN_STAGING=1 forces the staging path (tests).
-One queue and fence, a pipeline cache per device, freeable descriptor pools; with
-`timing` set, two timestamp queries bracket each submission's dispatches.
-The cffi structs free their nested data when collected, so every nested create-info is
-held in a local variable until the call that reads it returns.
-"""
+"""The Vulkan backend: SPIR-V through the `vulkan` cffi package. Where all device-local
+memory is host-visible and coherent (lavapipe, integrated GPUs) buffers are mapped once;
+else they are device-local, with transfers through a staging buffer (forced by
+VYRE_VULKAN_STAGING=1). One queue, command buffer and fence; with `timing` set, two
+timestamp queries bracket each submission. The cffi structs free their nested data when
+collected, so a nested create-info stays in a variable until the call that reads it."""
 from __future__ import annotations
 
 import os
@@ -102,20 +97,23 @@ class VulkanDevice(Device):
                         and os.environ.get("VYRE_VULKAN_STAGING") != "1")
         self.cmd_pool = self._new("command pool", vk.vkCreateCommandPool, vk.VkCommandPoolCreateInfo(
             flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, queueFamilyIndex=self.family))
-        alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.cmd_pool, commandBufferCount=2,
+        alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.cmd_pool, commandBufferCount=1,
                                                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
-        self.cmd, self.xfer_cmd = self._vk("command buffers", vk.vkAllocateCommandBuffers,
-                                           self.dev, alloc)
+        # Every submission waits for its fence, so one command buffer serves all of them.
+        self.cmd = self._vk("command buffer", vk.vkAllocateCommandBuffers, self.dev, alloc)[0]
         self.fence = self._new("fence", vk.vkCreateFence, vk.VkFenceCreateInfo())
         self.pipeline_cache = self._new("pipeline cache", vk.vkCreatePipelineCache,
                                         vk.VkPipelineCacheCreateInfo())
         # Structs reused by every submission (built once: cffi struct creation is slow).
-        self._fences = [self.fence]
+        self._fences, self._cmds = [self.fence], [self.cmd]
         self._begin = vk.VkCommandBufferBeginInfo(
             flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
-        self._cmd_lists = ([self.cmd], [self.xfer_cmd])
-        self._submit_infos = tuple(
-            [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=c)] for c in self._cmd_lists)
+        self._submits = [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=self._cmds)]
+        sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=n)
+                 for t, n in ((_STORAGE_SET, _POOL_SETS * 8), (_UNIFORM_SET, _POOL_SETS))]
+        self._pool_info = vk.VkDescriptorPoolCreateInfo(
+            flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT, maxSets=_POOL_SETS,
+            poolSizeCount=2, pPoolSizes=sizes)
         # Between dispatches: later dispatches and transfers see earlier writes; after the
         # last one ([True]), host reads of mapped memory see them too.
         self._barriers = [[vk.VkMemoryBarrier(srcAccessMask=_ACCESS, dstAccessMask=_ACCESS | h)]
@@ -164,7 +162,7 @@ class VulkanDevice(Device):
         elif self.unified:
             buf.mapped[0:nbytes] = bytes(nbytes)
         else:
-            self._run_commands(self.xfer_cmd, vk.vkCmdFillBuffer, buf.buffer, 0, nbytes, 0)
+            self._run_commands(vk.vkCmdFillBuffer, buf.buffer, 0, nbytes, 0)
         return buf
 
     def _staged(self, nbytes: int) -> _Buf:
@@ -177,7 +175,7 @@ class VulkanDevice(Device):
 
     def _copy(self, src: _Buf, dst: _Buf, nbytes: int) -> None:
         region = [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=nbytes)]
-        self._run_commands(self.xfer_cmd, vk.vkCmdCopyBuffer, src.buffer, dst.buffer, 1, region)
+        self._run_commands(vk.vkCmdCopyBuffer, src.buffer, dst.buffer, 1, region)
 
     def _upload(self, handle: _Buf, data: bytes) -> None:
         target = handle if handle.mapped is not None else self._staged(len(data))
@@ -198,13 +196,13 @@ class VulkanDevice(Device):
         vk.vkDestroyBuffer(self.dev, handle.buffer, None)
         vk.vkFreeMemory(self.dev, handle.memory, None)
 
-    def _run_commands(self, cmd, record, *args) -> None:
+    def _run_commands(self, record, *args) -> None:
         # Record with `record(cmd, *args)`, submit, and wait for the fence.
+        cmd = self.cmd
         self._vk("command recording", vk.vkBeginCommandBuffer, cmd, self._begin)
         record(cmd, *args)
         self._vk("command recording", vk.vkEndCommandBuffer, cmd)
-        submits = self._submit_infos[0 if cmd is self.cmd else 1]
-        self._vk("queue submit", vk.vkQueueSubmit, self.queue, 1, submits, self.fence)
+        self._vk("queue submit", vk.vkQueueSubmit, self.queue, 1, self._submits, self.fence)
         try:
             self._vk("wait", vk.vkWaitForFences, self.dev, 1, self._fences, vk.VK_TRUE,
                      _WAIT_NS)
@@ -242,13 +240,9 @@ class VulkanDevice(Device):
         pools = self._pools
         for tries in range(len(pools) + 1):
             if tries == len(pools):
-                sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=n)
-                         for t, n in ((_STORAGE_SET, _POOL_SETS * 8), (_UNIFORM_SET, _POOL_SETS))]
                 pools.append(self._new("descriptor pool", vk.vkCreateDescriptorPool,
-                                       vk.VkDescriptorPoolCreateInfo(
-                                           flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
-                                           maxSets=_POOL_SETS, poolSizeCount=2, pPoolSizes=sizes)))
-                self._pool_at = len(pools) - 1
+                                       self._pool_info))
+                self._pool_at = tries
             pool = pools[self._pool_at]
             info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
                                                   pSetLayouts=[set_layout])
@@ -286,7 +280,7 @@ class VulkanDevice(Device):
     def _submit(self, jobs: list) -> None:
         queries = self._queries if self.timing else None
         self.gpu_seconds = None
-        self._run_commands(self.cmd, self._record, jobs, queries)
+        self._run_commands(self._record, jobs, queries)
         if queries is not None:
             stamps = self._stamps
             self._vk("timestamp query", vk.vkGetQueryPoolResults, self.dev, queries, 0, 2,

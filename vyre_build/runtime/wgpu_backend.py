@@ -5,13 +5,14 @@ from __future__ import annotations
 import wgpu
 
 from vyre_build.errors import DeviceError
-from vyre_build.runtime.device import Device, choose_adapter, layout_of
+from vyre_build.runtime.device import Device, choose_adapter, layout_of, steps
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _UNIFORM = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
 _LAYOUT_TYPE = {"r": wgpu.BufferBindingType.read_only_storage,
                 "w": wgpu.BufferBindingType.storage, "rw": wgpu.BufferBindingType.storage,
                 "u": wgpu.BufferBindingType.uniform}
+_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size")  # asked for in full
 
 
 def _describe(adapter) -> str:
@@ -41,95 +42,92 @@ class WgpuDevice(Device):
             found = wgpu.gpu.enumerate_adapters_sync()
             chosen = choose_adapter("wgpu", found, [_describe(a) for a in found], adapter)
         self.name = _describe(chosen)
-        want = ("max-storage-buffer-binding-size", "max-buffer-size")
         try:
             self.device = chosen.request_device_sync(
-                required_limits={k: chosen.limits[k] for k in want})
+                required_limits={k: chosen.limits[k] for k in _LIMITS})
         except Exception as exc:
             raise DeviceError(f"wgpu could not create a device on {self.name}: {exc}") from exc
         limits = self.device.limits
         self.max_workgroups = int(limits["max-compute-workgroups-per-dimension"])
-        self.max_buffer_bytes = int(min(limits[k] for k in want))
+        self.max_buffer_bytes = int(min(limits[k] for k in _LIMITS))
         self.queue, self._fence_buf = self.device.queue, None
 
     def _guard(self, what: str, fn, *args, **kwargs):
+        # fn(*args, **kwargs), a wgpu error raised as "{what} on <adapter>: <error>".
         try:
             return fn(*args, **kwargs)
         except wgpu.GPUError as exc:
-            raise DeviceError(f"wgpu {what} failed on {self.name}: {exc}") from exc
+            raise DeviceError(f"{what} on {self.name}: {exc}") from exc
 
     def _alloc(self, nbytes: int, data: bytes | None):
         if data is not None:
-            return self._guard("buffer upload", self.device.create_buffer_with_data,
+            return self._guard("wgpu buffer upload failed", self.device.create_buffer_with_data,
                                data=data, usage=_STORAGE)
         # wgpu zero-initialises new buffers, as WebGPU requires.
-        return self._guard("buffer allocation", self.device.create_buffer,
+        return self._guard("wgpu buffer allocation failed", self.device.create_buffer,
                            size=nbytes, usage=_STORAGE)
 
     def _upload(self, handle, data: bytes) -> None:
-        self._guard("buffer upload", self.queue.write_buffer, handle, 0, data)
+        self._guard("wgpu buffer upload failed", self.queue.write_buffer, handle, 0, data)
 
     def _download(self, handle, nbytes: int) -> bytes:
-        return bytes(self._guard("buffer read", self.queue.read_buffer, handle, 0, nbytes))
+        return bytes(self._guard("wgpu buffer read failed", self.queue.read_buffer, handle, 0,
+                                 nbytes))
 
     def _free(self, handle) -> None:
         handle.destroy()
 
     def _pipeline(self, meta: dict, code):
         kid = meta.get("id") or meta["name"]
+        return self._guard(f"Kernel {kid!r}: wgpu refused the shader or its layout",
+                           self._create_pipeline, kid, code, layout_of(meta))
+
+    def _create_pipeline(self, kid: str, code: str, layout: list):
         entries = [{"binding": b, "visibility": wgpu.ShaderStage.COMPUTE,
-                    "buffer": {"type": _LAYOUT_TYPE[a]}} for b, a in layout_of(meta)]
-        try:
-            module = self.device.create_shader_module(label=kid, code=code)
-            layout = self.device.create_bind_group_layout(entries=entries)
-            pipeline = self.device.create_compute_pipeline(
-                label=kid,
-                layout=self.device.create_pipeline_layout(bind_group_layouts=[layout]),
-                compute={"module": module, "entry_point": "main"})
-        except wgpu.GPUError as exc:
-            raise DeviceError(f"Kernel {kid!r}: wgpu refused the shader or its layout "
-                              f"on {self.name}: {exc}") from exc
-        return pipeline, layout
+                    "buffer": {"type": _LAYOUT_TYPE[a]}} for b, a in layout]
+        group_layout = self.device.create_bind_group_layout(entries=entries)
+        pipeline = self.device.create_compute_pipeline(
+            label=kid, compute={"module": self.device.create_shader_module(label=kid, code=code),
+                                "entry_point": "main"},
+            layout=self.device.create_pipeline_layout(bind_group_layouts=[group_layout]))
+        return pipeline, group_layout
 
     def _bind(self, pipeline, bound, uniform_binding, uniform):
         entries = [{"binding": b, "resource": {"buffer": h, "offset": 0, "size": n}}
                    for b, h, n in bound]
         ubuf = None
         if uniform is not None:
-            ubuf = self._guard("uniform upload", self.device.create_buffer_with_data,
+            ubuf = self._guard("wgpu uniform upload failed", self.device.create_buffer_with_data,
                                data=uniform, usage=_UNIFORM)
             entries.append({"binding": uniform_binding,
                             "resource": {"buffer": ubuf, "offset": 0, "size": len(uniform)}})
-        group = self._guard("bind group creation", self.device.create_bind_group,
+        group = self._guard("wgpu bind group creation failed", self.device.create_bind_group,
                             layout=pipeline[1], entries=entries)
         return group, ubuf
 
     def _set_uniform(self, entry, uniform: bytes) -> None:
-        self._guard("uniform upload", self.queue.write_buffer, entry[1], 0, uniform)
+        self._guard("wgpu uniform upload failed", self.queue.write_buffer, entry[1], 0, uniform)
 
     def _unbind(self, entry) -> None:
         if entry[1] is not None:
             entry[1].destroy()
 
     def _submit(self, jobs: list) -> None:
-        try:
-            encoder = self.device.create_command_encoder()
-            cpass = encoder.begin_compute_pass()
-            last_pipe = last_group = None
-            for (pipe, _), (group, _), (x, y, z) in jobs:
-                if pipe is not last_pipe:
-                    cpass.set_pipeline(pipe)
-                    last_pipe = pipe
-                if group is not last_group:
-                    cpass.set_bind_group(0, group)
-                    last_group = group
-                cpass.dispatch_workgroups(x, y, z)
-            cpass.end()
-            self.queue.submit([encoder.finish()])
-        except wgpu.GPUError as exc:
-            raise DeviceError(f"wgpu dispatch failed on {self.name}: {exc}") from exc
+        self._guard("wgpu dispatch failed", self._record, jobs)
 
-    def _wait(self) -> None:
+    def _record(self, jobs: list) -> None:
+        encoder = self.device.create_command_encoder()
+        cpass = encoder.begin_compute_pass()
+        for pipe, entry, (x, y, z), new_pipe, new_group in steps(jobs):
+            if new_pipe:
+                cpass.set_pipeline(pipe[0])
+            if new_group:
+                cpass.set_bind_group(0, entry[0])
+            cpass.dispatch_workgroups(x, y, z)
+        cpass.end()
+        self.queue.submit([encoder.finish()])
+
+    def wait(self) -> None:
         # Reading a buffer waits for all submitted work (on_submitted_work_done_sync is
         # broken in wgpu-py 0.32's native backend).
         if self._fence_buf is None:
