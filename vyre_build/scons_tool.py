@@ -175,6 +175,12 @@ def _signature(targets, options, compiler) -> str:
     return text
 
 
+def _signature_var(target, source, env, for_signature):
+    """$_VYRESIG: called by SCons's substitution directly (no expression to parse per node,
+    which dominated a large null build), from the environment as it is at build time."""
+    return _signature(env.get("VYRETARGETS"), env.get("VYREOPTIONS"), _compiler(env))
+
+
 def _identity_text(compiler) -> str:
     return canonical_json(compiler_identity(str(compiler) or DEFAULT_COMPILER)).decode()
 
@@ -339,8 +345,7 @@ def generate(env) -> None:
         VYRECOM=kernel_com, VYRECOMSTR="vyre: compile $SOURCE -> ${TARGET.dir}",
         VYREBUNDLECOM=bundle_com, VYREBUNDLECOMSTR="vyre: bundle $TARGET",
     )
-    env["_vyre_signature"] = _signature
-    env["_VYRESIG"] = "${_vyre_signature(VYRETARGETS, VYREOPTIONS, VYRECOMPILER)}"
+    env["_VYRESIG"] = _signature_var
     scanner = SCons.Scanner.Scanner(function=kernel_scan, name="VyreKernelScanner",
                                     skeys=[".py"], recursive=False)
     env["BUILDERS"]["VyreKernel"] = SCons.Builder.Builder(
