@@ -4,6 +4,7 @@ _bind (a binding set: Vulkan descriptor set / wgpu bind group, owning its unifor
 _set_uniform, _unbind and _submit."""
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -93,10 +94,8 @@ class DeviceBuffer:
             self.device._release(self.handle)
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):  # at shutdown/after device loss: nothing to free
             self.release()
-        except Exception:  # noqa: BLE001, S110 -- at shutdown/after device loss: nothing to free
-            pass
 
 
 class Batch:
@@ -259,8 +258,7 @@ class Device:
             batch.keep.extend(used)  # every bound buffer outlives the batch's submission
             return {a.name: temps.get(a.name, a.source) for a in written}
         self._flush(jobs)
-        return {a.name: (temps[a.name].read() if a.name in temps else a.source)
-                for a in written}
+        return {a.name: temps[a.name].read() if a.name in temps else a.source for a in written}
 
 
 class Kernel:

@@ -33,12 +33,12 @@ def _fail(kid: str, message: str) -> DispatchError:
 
 # Per-binding metadata rules, in order: (kind it applies to or None for all, test, message).
 _RULES = (
-    (None, lambda b, m: b.get("dtype") in DTYPES or b.get("kind") == "buffer" and b.get("dtype") in VECTORS,
-     "binding {name!r} has unknown dtype {dtype!r}"),
+    (None, lambda b, m: b.get("dtype") in DTYPES or b.get("kind") == "buffer"
+     and b.get("dtype") in VECTORS, "binding {name!r} has unknown dtype {dtype!r}"),
     (None, lambda b, m: b.get("kind") in ("buffer", "scalar"),
      "binding {name!r} has unknown kind {kind!r}"),
-    ("buffer", lambda b, m: b.get("access") in ("r", "w", "rw") and isinstance(b.get("binding"), int),
-     "buffer {name!r} needs access r|w|rw and a binding"),
+    ("buffer", lambda b, m: b.get("access") in ("r", "w", "rw")
+     and isinstance(b.get("binding"), int), "buffer {name!r} needs access r|w|rw and a binding"),
     ("scalar", lambda b, m: isinstance(b.get("offset"), int) and b["offset"] % 4 == 0,
      "scalar {name!r} needs a 4-byte aligned offset"),
     ("scalar", lambda b, m: isinstance(m.get("uniform"), dict),
@@ -221,10 +221,9 @@ def plan_call(meta: dict, args: dict, grid, device) -> Plan:
     workgroups = tuple(-(-n // w) for n, w in zip(invocations, wg))
     for axis, (n, count) in enumerate(zip(invocations, workgroups)):
         if count > device.max_workgroups:
-            raise _fail(kid, f"grid needs {count} workgroups on axis {'xyz'[axis]} ({n} "
-                             f"invocations / {wg[axis]} per workgroup), more than the device "
-                             f"limit of {device.max_workgroups} "
-                             "(max_compute_workgroups_per_dimension)")
+            raise _fail(kid, f"grid needs {count} workgroups on axis {'xyz'[axis]} ({n} invocations"
+                             f" / {wg[axis]} per workgroup), more than the device limit of "
+                             f"{device.max_workgroups} (max_compute_workgroups_per_dimension)")
     ordered = tuple(sorted(buffers.values(), key=lambda a: a.binding))
     uniform = pack_uniform(meta, scalars) if scalars else None
     return Plan(ordered, meta["uniform"]["binding"] if scalars else None, uniform, workgroups)

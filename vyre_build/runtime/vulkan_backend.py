@@ -21,6 +21,7 @@ _STAGE = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER
 _ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
            | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
 _DST_STAGES = (_STAGE, _STAGE | vk.VK_PIPELINE_STAGE_HOST_BIT)  # [True]: before host reads
+_RESETTABLE = vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT
 _COPY = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
 _STORAGE_SET, _UNIFORM_SET = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                               vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
@@ -95,8 +96,9 @@ class VulkanDevice(Device):
         local = [f for f in self.mem_flags if f & _LOCAL]
         self.unified = (bool(local) and all(f & _HOST == _HOST for f in local)
                         and os.environ.get("VYRE_VULKAN_STAGING") != "1")
-        self.cmd_pool = self._new("command pool", vk.vkCreateCommandPool, vk.VkCommandPoolCreateInfo(
-            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, queueFamilyIndex=self.family))
+        self.cmd_pool = self._new("command pool", vk.vkCreateCommandPool,
+                                  vk.VkCommandPoolCreateInfo(queueFamilyIndex=self.family,
+                                                             flags=_RESETTABLE))
         alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.cmd_pool, commandBufferCount=1,
                                                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
         # Every submission waits for its fence, so one command buffer serves all of them.
