@@ -203,7 +203,9 @@ def vulkan_hand_written(n: int):
     cmd, fence, queue = d.cmd, d.fence, d.queue
     scalar = np.array([2.0, 0, 0, 0], np.float32).tobytes()
 
-    def call():
+    # `_keep` holds the buffers the descriptor set points at: collected, they would be
+    # freed while dispatches still write them (heap corruption on lavapipe).
+    def call(_keep=(x, y, u, sizes, pool_info, layouts, alloc, infos, writes)):
         u.mapped[0:16] = scalar
         begin = vk.VkCommandBufferBeginInfo(
             flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
