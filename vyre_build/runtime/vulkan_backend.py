@@ -120,6 +120,12 @@ class VulkanDevice(Device):
         # last one ([True]), host reads of mapped memory see them too.
         self._barriers = [[vk.VkMemoryBarrier(srcAccessMask=_ACCESS, dstAccessMask=_ACCESS | h)]
                           for h in (0, vk.VK_ACCESS_HOST_READ_BIT)]
+        # The per-dispatch calls go to the cffi library directly (the `vulkan` package's
+        # argument conversion costs more than the call): their pointers are made once here.
+        self._fence_arr = vk.ffi.new("VkFence[1]", [self.fence])
+        self._begin_ptr, self._submit_ptr = (vk.ffi.addressof(self._begin),
+                                             vk.ffi.addressof(self._submits[0]))
+        self._barrier_ptrs = [vk.ffi.addressof(b[0]) for b in self._barriers]
         self._pools, self._pool_at, self._staging, self._queries = [], 0, None, None
         bits = families[self.family].timestampValidBits
         if bits:  # GPU timestamps: ticks of timestampPeriod ns, `bits` valid bits
@@ -200,17 +206,25 @@ class VulkanDevice(Device):
 
     def _run_commands(self, record, *args) -> None:
         # Record with `record(cmd, *args)`, submit, and wait for the fence.
-        cmd = self.cmd
-        self._vk("command recording", vk.vkBeginCommandBuffer, cmd, self._begin)
+        cmd, lib = self.cmd, vk.lib
+        self._check("command recording", lib.vkBeginCommandBuffer(cmd, self._begin_ptr))
         record(cmd, *args)
-        self._vk("command recording", vk.vkEndCommandBuffer, cmd)
-        self._vk("queue submit", vk.vkQueueSubmit, self.queue, 1, self._submits, self.fence)
+        self._check("command recording", lib.vkEndCommandBuffer(cmd))
+        self._check("queue submit", lib.vkQueueSubmit(self.queue, 1, self._submit_ptr, self.fence))
         try:
-            self._vk("wait", vk.vkWaitForFences, self.dev, 1, self._fences, vk.VK_TRUE,
-                     _WAIT_NS)
+            self._check("wait", lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE,
+                                                    _WAIT_NS))
         finally:
-            vk.vkResetFences(self.dev, 1, self._fences)
-            vk.vkResetCommandBuffer(cmd, 0)
+            lib.vkResetFences(self.dev, 1, self._fence_arr)
+            lib.vkResetCommandBuffer(cmd, 0)
+
+    def _check(self, what: str, result: int) -> None:
+        # VkResult of a direct library call: anything but VK_SUCCESS is a DeviceError.
+        if result != vk.VK_SUCCESS:
+            lost = result == vk.VK_ERROR_DEVICE_LOST
+            name = "VK_TIMEOUT" if result == vk.VK_TIMEOUT else f"VkResult {result}"
+            raise DeviceError(f"Vulkan {what} failed on {self.name}: {name}"
+                              f"{' (the device was lost; create a new one)' if lost else ''}")
 
     def _pipeline(self, meta: dict, code):
         entries = [vk.VkDescriptorSetLayoutBinding(
@@ -268,13 +282,13 @@ class VulkanDevice(Device):
                                           descriptorType=t, pBufferInfo=info)
                   for (b, _, _, t), info in zip(targets, infos)]
         vk.vkUpdateDescriptorSets(self.dev, len(writes), writes, 0, None)
-        return dsets, ubuf, pool
+        return dsets, ubuf, pool, vk.ffi.new("VkDescriptorSet[1]", dsets)
 
     def _set_uniform(self, entry, uniform: bytes) -> None:
         entry[1].mapped[0:len(uniform)] = uniform
 
     def _unbind(self, entry) -> None:
-        dsets, ubuf, pool = entry
+        dsets, ubuf, pool, _ = entry
         vk.vkFreeDescriptorSets(self.dev, pool, 1, dsets)
         if ubuf is not None:
             self._free(ubuf)
@@ -293,14 +307,15 @@ class VulkanDevice(Device):
         if queries is not None:
             vk.vkCmdResetQueryPool(cmd, queries, 0, 2)
             vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0)
+        lib, null = vk.lib, vk.ffi.NULL
         for i, (pipe, entry, (x, y, z), new_pipe, new_set) in enumerate(steps(jobs), 1):
             if new_pipe:
-                vk.vkCmdBindPipeline(cmd, _COMPUTE, pipe[0])
+                lib.vkCmdBindPipeline(cmd, _COMPUTE, pipe[0])
             if new_set:
-                vk.vkCmdBindDescriptorSets(cmd, _COMPUTE, pipe[1], 0, 1, entry[0], 0, None)
-            vk.vkCmdDispatch(cmd, x, y, z)
+                lib.vkCmdBindDescriptorSets(cmd, _COMPUTE, pipe[1], 0, 1, entry[3], 0, null)
+            lib.vkCmdDispatch(cmd, x, y, z)
             last = i == len(jobs)
-            vk.vkCmdPipelineBarrier(cmd, _STAGE, _DST_STAGES[last], 0, 1, self._barriers[last],
-                                    0, None, 0, None)
+            lib.vkCmdPipelineBarrier(cmd, _STAGE, _DST_STAGES[last], 0, 1,
+                                     self._barrier_ptrs[last], 0, null, 0, null)
         if queries is not None:
             vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)
