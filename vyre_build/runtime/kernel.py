@@ -88,7 +88,8 @@ def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
     if hasattr(value, "read") and hasattr(value, "access") and hasattr(value, "device"):
         if value.device is not device:
             raise _fail(kid, f"argument {name!r} is a DeviceBuffer of another device "
-                             f"({value.device.name}); this kernel runs on {device.name}")
+                             f"({value.device.backend}: {value.device.name}); this kernel runs on "
+                             f"{device.backend}: {device.name}")
         if value.released:
             raise _fail(kid, f"argument {name!r} is a released DeviceBuffer")
         if value.dtype != dtype:
