@@ -46,10 +46,10 @@ def main() -> int:
         t_front, progs = best(lambda p=path: check_module(load_module(p, root=args.root)), args.repeat)
         if not progs:
             continue
-        t_lower, descs = best(lambda: [lower(p) for p in progs], args.repeat)
-        t_kdesc, _ = best(lambda: [encode(d) for d in descs], args.repeat)
-        t_wgsl, _ = best(lambda: [emit_wgsl(d) for d in descs], args.repeat)
-        t_spirv, _ = best(lambda: [emit_spirv(d) for d in descs], args.repeat)
+        t_lower, descs = best(lambda ps=progs: [lower(p) for p in ps], args.repeat)
+        t_kdesc, _ = best(lambda ds=descs: [encode(d) for d in ds], args.repeat)
+        t_wgsl, _ = best(lambda ds=descs: [emit_wgsl(d) for d in ds], args.repeat)
+        t_spirv, _ = best(lambda ds=descs: [emit_spirv(d) for d in ds], args.repeat)
         t_all, _ = best(lambda p=path: compile_file(p, root=args.root), args.repeat)
         n = len(progs)
         n_total += n

@@ -147,7 +147,7 @@ def compile_file(path: str, *, root: str | None = None, targets=TARGETS, options
     """Compile every kernel (and variant) of one kernel file; raises KernelError on bad source."""
     from vyre_build.descriptor import encode
     from vyre_build.frontend import check_module, load_module
-    from vyre_build.frontend.module import VARIANTS_FILE
+    from vyre_build.frontend.variants import VARIANTS_FILE
     from vyre_build.lower import lower
 
     targets = tuple(targets)

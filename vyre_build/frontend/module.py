@@ -10,38 +10,19 @@ from __future__ import annotations
 import ast
 import difflib
 import os
-import re
 import warnings
-from dataclasses import dataclass, field
-
-import yaml
+from dataclasses import dataclass
 
 from vyre_build.errors import KernelError
+from vyre_build.frontend.source import Source
+from vyre_build.frontend.variants import check_variant, yaml_variants
 from vyre_build.ir import SCALARS, TYPES, Const
 
 LANG_MODULE = "vyre_build.lang"
-VARIANTS_FILE = "variants.yaml"
 TYPE_NAMES = TYPES          # scalars and vectors
 SCALAR_NAMES = SCALARS
-_VARIANT_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 MAX_INVOCATIONS = 256
 MAX_WG = (256, 256, 64)
-
-
-@dataclass
-class Source:
-    path: str           # as shown to the user
-    text: str
-    lines: list[str] = field(default_factory=list)
-
-    def error(self, node, message: str, fix: str | None = None) -> KernelError:
-        line = getattr(node, "lineno", 1) or 1
-        col = (getattr(node, "col_offset", 0) or 0) + 1
-        end = getattr(node, "end_col_offset", None)
-        end_line = getattr(node, "end_lineno", line)
-        src = self.lines[line - 1] if 0 < line <= len(self.lines) else None
-        end_col = (end + 1) if end is not None and end_line == line else None
-        return KernelError(message, self.path, line, col, src, fix, end_col)
 
 
 @dataclass
@@ -204,7 +185,7 @@ class ModuleLoader:
                 raise src.error(node, f"'{type(node).__name__}' is not allowed at the top level "
                                 "of a kernel file",
                                 "a kernel file holds only imports, constants, helpers and kernels")
-        self._yaml_variants(mod)
+        yaml_variants(mod)
         return mod
 
     def _import_from(self, mod: KernelModule, node: ast.ImportFrom) -> None:
@@ -370,88 +351,5 @@ class ModuleLoader:
                                     "a number or a module constant")
                 else:
                     params[pk.value] = fold_constant(src, pv, env)
-            out[k.value] = self._check_variant(src, k, k.value, params)
+            out[k.value] = check_variant(src, k, k.value, params)
         return out
-
-    def _check_variant(self, src, node, name, params) -> dict:
-        if not _VARIANT_NAME.match(name):
-            raise src.error(node, f"variant name '{name}' may only use letters, digits and '_'",
-                            "it becomes part of the artifact file name")
-        if not params:
-            raise src.error(node, f"variant '{name}' sets no parameters")
-        for p in params:
-            if not p.isidentifier():
-                raise src.error(node, f"variant parameter '{p}' is not a valid name")
-        return params
-
-    def _yaml_variants(self, mod: KernelModule) -> None:
-        yaml_path = os.path.join(os.path.dirname(mod.path), VARIANTS_FILE)
-        if not os.path.isfile(yaml_path):
-            return
-        mod.dependencies.append(yaml_path)
-        with open(yaml_path, encoding="utf-8") as f:
-            text = f.read()
-        ysrc = Source(os.path.join(os.path.dirname(mod.source.path), VARIANTS_FILE), text, text.splitlines())
-        try:
-            root = yaml.compose(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            node = _Pos(mark.line + 1, mark.column) if mark else _Pos(1, 0)
-            raise ysrc.error(node, f"invalid YAML: {getattr(exc, 'problem', exc)}",
-                             "fix the YAML syntax") from None
-        fname = os.path.basename(mod.path)
-        for fkey, fval in _mapping(ysrc, root):
-            if fkey.value != fname:
-                continue
-            for kkey, kval in _mapping(ysrc, fval):
-                kdef = mod.kernels.get(kkey.value)
-                if kdef is None:
-                    raise ysrc.error(_pos(kkey), f"no kernel named '{kkey.value}' in {fname}",
-                                     f"kernels in {fname}: {', '.join(sorted(mod.kernels)) or 'none'}")
-                if kdef.variants:
-                    raise ysrc.error(_pos(kkey), f"kernel '{kkey.value}' already declares variants "
-                                     "in its decorator", "declare them in one place only")
-                for vkey, vval in _mapping(ysrc, kval):
-                    params = {}
-                    for pkey, pval in _mapping(ysrc, vval):
-                        if not isinstance(pval, yaml.ScalarNode):
-                            raise ysrc.error(_pos(pval), "variant values are type names or numbers")
-                        params[pkey.value] = _yaml_value(ysrc, pval)
-                    kdef.variants[vkey.value] = self._check_variant(ysrc, _pos(vkey), vkey.value, params)
-                kdef.variants_node = _pos(kkey)
-                kdef.variants_source = ysrc
-
-
-@dataclass
-class _Pos:
-    lineno: int
-    col_offset: int
-
-
-def _pos(node) -> _Pos:
-    return _Pos(node.start_mark.line + 1, node.start_mark.column)
-
-
-def _mapping(src: Source, node):
-    if not isinstance(node, yaml.MappingNode):
-        raise src.error(_pos(node), "expected a mapping here",
-                        "variants.yaml maps file -> kernel -> variant -> {param: value}")
-    for k, v in node.value:
-        if not isinstance(k, yaml.ScalarNode):
-            raise src.error(_pos(k), "mapping keys must be plain names")
-        yield k, v
-
-
-def _yaml_value(src: Source, node):
-    text = node.value
-    if text in TYPE_NAMES:
-        return text
-    try:
-        return Const("int", int(text, 0))
-    except ValueError:
-        pass
-    try:
-        return Const("f32", float(text))
-    except ValueError:
-        raise src.error(_pos(node), f"variant value '{text}' is neither a type nor a number",
-                        "use bool, i32, u32, f32 or a number") from None
