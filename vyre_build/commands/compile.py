@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from vyre_build.compiler import TARGETS, SUFFIX, compile_file
 from vyre_build.commands import output_dir
@@ -27,8 +28,12 @@ def run(args) -> int:
     options = {"spirv_opt": True} if args.spirv_opt else {}
     output_dir(args.out, "-o")
     for path in args.files:
-        for k in compile_file(path, root=args.root, targets=targets, options=options,
-                              kernel=args.kernel):
+        kernels = compile_file(path, root=args.root, targets=targets, options=options,
+                               kernel=args.kernel)
+        if not kernels:
+            print(f"note: {path} defines no @kernel (a helper-only file); nothing written",
+                  file=sys.stderr)
+        for k in kernels:
             for suffix, data in sorted(k.artifacts.items()):
                 if suffix != ".meta.json" and suffix not in {SUFFIX[t] for t in targets}:
                     continue

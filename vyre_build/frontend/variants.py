@@ -36,12 +36,16 @@ def yaml_variants(mod) -> None:
     mod.dependencies.append(yaml_path)
     with open(yaml_path, encoding="utf-8") as f:
         text = f.read()
-    ysrc = Source(os.path.join(os.path.dirname(mod.source.path), VARIANTS_FILE), text, text.splitlines())
+    shown = os.path.join(os.path.dirname(mod.source.path), VARIANTS_FILE)
+    ysrc = Source(shown, text, text.splitlines())
     try:
         root = yaml.compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        node = _Pos(mark.line + 1, mark.column) if mark else _Pos(1, 0)
+        line, col = (mark.line + 1, mark.column) if mark else (1, 0)
+        if line > len(ysrc.lines) and ysrc.lines:    # at end of file: show the last line
+            line, col = len(ysrc.lines), len(ysrc.lines[-1])
+        node = _Pos(line, col)
         raise ysrc.error(node, f"invalid YAML: {getattr(exc, 'problem', exc)}",
                          "fix the YAML syntax") from None
     fname = os.path.basename(mod.path)
