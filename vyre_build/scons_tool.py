@@ -50,6 +50,7 @@ from vyre_build.build_step import (
     normalize_targets,
     output_names,
     split_output_name,
+    with_tools,
 )
 from vyre_build.cache import CACHE_DIR_ENV
 from vyre_build.cache.key import canonical_json
@@ -169,7 +170,11 @@ def _signature(targets, options, compiler) -> str:
     with _lock:
         if memo_key in _memo:
             return _memo[memo_key]
-    text = "|".join([_canon(targets), _canon(options), str(compiler), _identity_text(compiler)])
+    name = str(compiler) or DEFAULT_COMPILER
+    # The identity includes external tools the options pull in (spirv-opt), as the key does.
+    identity = with_tools(compiler_identity(name), options if isinstance(options, dict) else {}, name)
+    text = "|".join([_canon(targets), _canon(options), str(compiler),
+                     canonical_json(identity).decode()])
     with _lock:
         _memo[memo_key] = text
     return text
