@@ -208,8 +208,10 @@ def compile_outputs(source: str, targets, options, compiler: str = DEFAULT_COMPI
 
 
 def write_output(path: str, data: bytes) -> None:
-    """Write one output atomically (a reader or a killed build never sees half a file)."""
-    tmp = f"{path}.tmp.{os.getpid()}.{threading.get_ident()}"
+    """Write one output atomically (a reader or a killed build never sees half a file).
+    The temporary name is fixed per output, so one left by a killed build is replaced by
+    the next write instead of piling up (one build never writes an output twice at once)."""
+    tmp = f"{path}.vyre-tmp"
     try:
         with open(tmp, "wb") as f:
             f.write(data)

@@ -99,7 +99,7 @@ def test_builds_killed_at_random_points_leave_no_corrupt_entry(tmp_path):
     assert checked >= 15 and killed >= 20
     run_scons(root, cache)
     assert len(list((root / "build").iterdir())) == 24 * 4
-    assert not [p for p in (root / "build").iterdir() if ".tmp." in p.name]
+    assert not [p for p in (root / "build").iterdir() if p.name.endswith(".vyre-tmp")]
     clean = tmp_path / "clean"
     write_tree(clean, n=24)
     (clean / "kernels" / "helpers_b.py").write_text(helper.read_text())
