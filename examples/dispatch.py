@@ -26,6 +26,7 @@ def main() -> int:
     x = rng.standard_normal(n, dtype=np.float32)
     y = rng.standard_normal(n, dtype=np.float32)
     ints = rng.integers(0, 1 << 31, n, dtype=np.uint32)
+    x4, y4 = (rng.standard_normal((n // 4, 4), dtype=np.float32) for _ in range(2))
     try:
         t0 = time.perf_counter()
         with open_bundle(args.bundle, backend=args.backend) as bundle:
@@ -35,6 +36,8 @@ def main() -> int:
                 ("saxpy", bundle.kernel("saxpy")(x=x, y=y.copy(), a=2.5)["y"], 2.5 * x + y),
                 ("add.f32", bundle.kernel("add", "f32")(a=x, b=y, out=n)["out"], x + y),
                 ("add.u32", bundle.kernel("add", "u32")(a=ints, b=ints, out=n)["out"], ints + ints),
+                # vec4f buffers: float32 arrays of shape (n, 4), one 16-byte load per element
+                ("saxpy4", bundle.kernel("saxpy4")(x=x4, y=y4.copy(), a=0.5)["y"], 0.5 * x4 + y4),
             ]
         for name, got, want in checks:
             ok = np.allclose(got, want, rtol=1e-6, atol=1e-6) if got.dtype == np.float32 \
