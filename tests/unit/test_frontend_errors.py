@@ -88,6 +88,11 @@ CASES = {
     "lang_typo_import": ("from vyre_build.lang import kernal\n", "3:1", "'kernal' is not a name of vyre_build.lang", "did you mean 'kernel'", None),
     "variant_string_value": (kernel("pass\n", sig="x: Buffer[T, \"rw\"]", deco='@kernel(variants={"a": {"T": "float64"}})'), "3:30", "variant value 'float64'", "unquoted", None),
     "duplicate_param": (kernel("pass\n", sig='out: Buffer[u32, "w"], out: u32'), "4:30", "declared twice", "its own name", None),
+    "shared_vector_bytes": (kernel("s = shared(vec4f, 1025)\n"), "5:23", "16400 bytes, more than the 16384 bytes", "smaller", None),
+    "local_array_bytes": (kernel("s = local_array(vec2f, 4096)\n"), "5:28", "32768 bytes", None, None),
+    "index_a_vector": (kernel("v = vec4f(1.0)\nout[0] = u32(v[0])\n"), "6:18", "'v' is a vec4f, not an array", ".x .y .z .w", None),
+    "vector_condition": (kernel("v = vec4f(1.0)\nif v:\n    pass\n"), "6:8", "condition must be bool, got vec4f", "v.x != 0.0", None),
+    "range_of_vector": (kernel("for j in range(vec4i(3)):\n    pass\n"), "5:20", "range() needs scalar integers", "range(v.x)", None),
     "missing_import": ("from .nothere import f\n", "3:1", "cannot find kernel file for module 'nothere'", None, None),
     "import_kernel": ("from .other import kk\n", "3:1", "is a kernel; kernels cannot be called", None, None),
 }
@@ -148,3 +153,9 @@ def test_conditional_expression_literals_take_the_target_type(tmp_path):
 def test_grid_accepts_module_constants(tmp_path):
     k = compile_text(tmp_path, "WG = 64\n" + kernel("out[0] = 1\n", deco="@kernel(workgroup_size=WG, grid=(WG * 2, 'out'))"))
     assert k[0].meta["grid"] == [128, "out"]
+
+
+def test_select_and_conditional_expressions_broadcast_scalars(tmp_path):
+    ks = compile_text(tmp_path, kernel("v = o[0]\no[1] = select(o[2].x > 0.0, v, 1.0)\no[2] = 2.0 if v.y > 1.0 else v\n",
+                                       sig='o: Buffer[vec4f, "rw"]'))
+    assert ks[0].meta["bindings"][0]["dtype"] == "vec4f"

@@ -56,3 +56,11 @@ def test_vector_dtypes_are_buffer_only_in_metadata():
     with pytest.raises(DispatchError, match="binding 'a' has unknown dtype 'vec4f'"):
         check_meta(bad)
     check_meta(SAXPY4)
+
+
+def test_an_output_shape_with_the_component_axis_is_the_host_shape():
+    x = np.zeros((100, 4), np.float32)
+    for out in (100, (100,), (100, 2)):
+        plan = plan_call(SAXPY4, {"x": x, "y": x.copy(), "o": out, "a": 0.0}, None, FakeDevice())
+        o = next(a for a in plan.buffers if a.name == "o")
+        assert (o.shape, o.count) == ((100, 2), 100), out

@@ -102,10 +102,11 @@ class CallChecker:
 
     def cast_scalar(self, node, a, elem):
         if a.ty in ir.VECTORS:
-            raise self.err(node, f"expected a {elem} component, got a {a.ty}")
+            raise self.err(node, f"expected one {elem} component, got a {a.ty}",
+                           "pass components: e.g. v.x, v.y")
         if a.ty == "int" or a.ty == elem:
             return self.coerce(node, a, elem)
-        raise self.err(node, f"expected a {elem} component, got {a.ty}",
+        raise self.err(node, f"expected one {elem} component, got {a.ty}",
                        f"convert it explicitly: {elem}(...)")
 
     def builtin_bitcast(self, node, name):
@@ -113,7 +114,8 @@ class CallChecker:
         t = node.args[0]
         ty = self.resolve_type(t)
         if ty not in ir.NUMERIC:
-            raise self.err(t, "bitcast needs a 32-bit scalar type: i32, u32 or f32")
+            raise self.err(t, "bitcast needs a 32-bit scalar type: i32, u32 or f32",
+                           "bitcast each component: bitcast(u32, v.x)")
         a = self.typed(node.args[1])
         if a.ty not in ir.NUMERIC:
             raise self.err(node.args[1], "cannot bitcast a bool", "use u32(b) for 0/1")
@@ -150,7 +152,8 @@ class CallChecker:
         if vec is not None:     # scalars next to a vector are splatted to it
             for an, a in zip(node.args, args):
                 if a.ty in ir.VECTORS and a.ty != vec:
-                    raise self.err(an, f"{name}() arguments must have one type; got {vec} and {a.ty}")
+                    raise self.err(an, f"{name}() arguments must have one type; got {vec} and {a.ty}",
+                                   f"convert one of them, e.g. {vec}(...)")
             return [a if a.ty == vec else ir.Splat(self.cast_scalar(an, a, ir.element(vec)), vec)
                     for an, a in zip(node.args, args)]
         ty = next((a.ty for a in args if a.ty != "int"), None)
@@ -183,7 +186,8 @@ class CallChecker:
     def builtin_fma(self, node, name):
         a, b, c = self.numeric_args(node, name, 3)
         if ir.element(a.ty) != "f32":
-            raise self.err(node, f"fma() needs f32 arguments, got {a.ty}")
+            raise self.err(node, f"fma() needs f32 arguments, got {a.ty}",
+                           "use a * b + c for integers")
         return ir.Fma(a, b, c, a.ty)
 
     def builtin_select(self, node, name):
@@ -191,10 +195,19 @@ class CallChecker:
         c = self.cond(node.args[0])
         a = self.lazy(node.args[1], self.expr)
         b = self.lazy(node.args[2], self.expr)
+        a, b = self.broadcast(node.args[1], a, node.args[2], b)
         a, b = self.unify(node, a, b, node.args[1], node.args[2])
         a = self.coerce(node.args[1], a, None)
         b = self.coerce(node.args[2], b, a.ty)
         return ir.Select(c, a, b, a.ty)
+
+    def broadcast(self, an, a, bn, b):
+        """A scalar (or literal) next to a vector becomes that vector, splatted."""
+        if a.ty in ir.VECTORS and b.ty not in ir.VECTORS:
+            return a, ir.Splat(self.cast_scalar(bn, b, ir.element(a.ty)), a.ty)
+        if b.ty in ir.VECTORS and a.ty not in ir.VECTORS:
+            return ir.Splat(self.cast_scalar(an, a, ir.element(b.ty)), b.ty), b
+        return a, b
 
     def rotate(self, node, name, op):
         self.nargs(node, name, 2)
@@ -265,7 +278,8 @@ class CallChecker:
                 arr = self.array_name(arg)
                 if self.element_type(arr) != ty:
                     raise self.err(arg, f"helper '{fn.name}' expects a {ty} array for '{pname}', "
-                                   f"'{arr}' holds {self.element_type(arr)}")
+                                   f"'{arr}' holds {self.element_type(arr)}",
+                                   f"pass a Buffer[{ty}] or change the helper's parameter type")
                 if arr in self.buffers:
                     self.check_access(arg, arr, "read" if access == "r" else "write"
                                       if access == "w" else "readwrite")

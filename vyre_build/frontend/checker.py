@@ -31,6 +31,10 @@ _AUG = {ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd, 
         ast.BitXor, ast.LShift, ast.RShift}
 
 
+def _element_bytes(ty: str) -> int:
+    return 4 * (ir.VECTORS[ty][1] if ty in ir.VECTORS else 1)
+
+
 def zero_value(ty: str):
     """The zero of a type (false, 0, 0.0, or a vector of zeros)."""
     elem = ir.element(ty)
@@ -146,7 +150,12 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             return self.frame.arrays[node.id]
         if isinstance(node, ast.Name):
             if node.id in self.frame.vars or node.id in self.frame.scalars or node.id in self.frame.loops:
-                raise self.err(node, f"'{node.id}' is a scalar, not an array or buffer")
+                ty = self.frame.vars.get(node.id, (None, None))[1]
+                if ty in ir.VECTORS:
+                    raise self.err(node, f"'{node.id}' is a {ty}, not an array or buffer",
+                                   "read its components with .x .y .z .w")
+                raise self.err(node, f"'{node.id}' is a scalar, not an array or buffer",
+                               "index a buffer or a shared/local array")
             raise self.unknown(node, node.id)
         raise self.err(node, "only named buffers and arrays can be indexed",
                        "index a buffer parameter or a shared/local array by name")
@@ -312,10 +321,13 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         if not (isinstance(n, ir.Const) and n.ty in ("int", "u32", "i32")) or n.value < 1:
             raise self.err(call.args[1], f"{kind} size must be a positive constant integer",
                            "use a literal or a module constant")
-        limit = 16384 if kind == "shared" else 4096
-        if n.value * 4 > limit * 4 or (kind == "shared" and self.shared_bytes() + 4 * n.value > 16384):
-            raise self.err(call.args[1], f"{kind} memory limit exceeded ({n.value} elements)",
-                           "workgroup memory is limited to 16 KiB in all; local arrays to 4096 elements")
+        nbytes = n.value * _element_bytes(ty)
+        total = nbytes + (self.shared_bytes() if kind == "shared" else 0)
+        if total > 16384:
+            what = "workgroup memory (all shared arrays of a kernel)" if kind == "shared" else \
+                "a local array (per invocation)"
+            raise self.err(call.args[1], f"{kind} memory limit exceeded: {total} bytes, more than "
+                           f"the 16384 bytes of {what}", "use fewer or smaller elements")
         name = target.id
         if name in self.frame.vars or name in self.frame.arrays or name in self.frame.scalars:
             raise self.err(target, f"'{name}' is already defined")
@@ -324,7 +336,8 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         self.frame.arrays[name] = irname
 
     def shared_bytes(self) -> int:
-        return sum(4 * a.count for a in self.arrays.values() if a.space == "shared")
+        return sum(a.count * _element_bytes(a.dtype) for a in self.arrays.values()
+                   if a.space == "shared")
 
     def assign(self, node, target, value_fn, ann_ty=None):
         f = self.frame

@@ -34,6 +34,10 @@ class ControlChecker:
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.err(it, "range() takes 1 to 3 positional arguments")
         args = [self.expr(a) for a in it.args]
+        for a, an in zip(args, it.args):
+            if a.ty in ir.VECTORS:
+                raise self.err(an, f"range() needs scalar integers, got a {a.ty}",
+                               "use a component, e.g. range(v.x)")
         step = 1
         if len(args) == 3:
             s = args[2]

@@ -96,6 +96,9 @@ class ExprChecker:
 
     def cond(self, node):
         e = self.typed(node)
+        if e.ty in ir.VECTORS:
+            raise self.err(node, f"condition must be bool, got {e.ty}",
+                           "test a component, e.g. v.x != 0.0")
         if e.ty != "bool":
             raise self.err(node, f"condition must be bool, got {e.ty}",
                            "compare explicitly, e.g. x != 0")
@@ -308,7 +311,8 @@ class ExprChecker:
             return a
         if a.ty in ir.VECTORS:
             if isinstance(node.op, ast.Invert) and ir.element(a.ty) == "f32":
-                raise self.err(node, f"'~' needs integers, got {a.ty}")
+                raise self.err(node, f"'~' needs integers, got {a.ty}",
+                               "reinterpret components with bitcast(u32, v.x)")
             return ir.Unary("BitNot" if isinstance(node.op, ast.Invert) else "Negate", a, a.ty)
         if a.ty == "bool":
             raise self.err(node, "arithmetic on bool is not supported", "use not")
@@ -358,6 +362,7 @@ class ExprChecker:
         c = self.cond(node.test)
         a = self.lazy(node.body, self.expr)
         b = self.lazy(node.orelse, self.expr)
+        a, b = self.broadcast(node.body, a, node.orelse, b)
         a, b = self.unify(node, a, b, node.body, node.orelse)
         a = self.coerce(node.body, a, want)
         b = self.coerce(node.orelse, b, a.ty)

@@ -103,4 +103,4 @@ def _yaml_value(src: Source, node):
         return Const("f32", float(text))
     except ValueError:
         raise src.error(_pos(node), f"variant value '{text}' is neither a type nor a number",
-                        "use bool, i32, u32, f32 or a number") from None
+                        "use bool, i32, u32, f32, a vector type (vec4f, vec2u, ...) or a number") from None

@@ -107,8 +107,11 @@ def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
         if not is_shape(shape):
             raise _fail(kid, f"argument {name!r}: an output length must be a positive int "
                              f"or a shape of positive ints, got {value!r}")
-        # An output length counts vectors; the host array gets a component axis.
-        source, shape = None, shape + ((per,) if per > 1 else ())
+        # An output length counts vectors; a shape is the host array's, whose last axis is
+        # the component count (added when missing: (n,) and (n, 4) both mean n vec4s).
+        source = None
+        if per > 1 and (len(shape) == 1 or shape[-1] != per):
+            shape = shape + (per,)
         count = math.prod(shape)
     else:
         if not isinstance(value, np.ndarray) or value.dtype != DTYPES[dtype]:
