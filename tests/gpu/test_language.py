@@ -38,3 +38,28 @@ def test_helper_return_inside_nested_loops(tmp_path, backend):
         return n >= 2 and all(n % d for d in range(2, int(n ** 0.5) + 1))
     want = np.array([int(prime(n)) + 2 * int(prime(n + 1)) for n in range(301)], dtype=np.uint32)
     np.testing.assert_array_equal(got, want)
+
+
+BROADCAST = '''
+from vyre_build.lang import *
+
+@kernel(workgroup_size=64)
+def pick(v: Buffer[vec4f], o: Buffer[vec4f, "w"]):
+    i = global_id().x
+    x = v[i]
+    a = select(x.x > 0.0, x, 1.5)
+    o[i] = a + (2.0 if x.y > 0.0 else x) * 2.0
+'''
+
+
+@pytest.mark.gpu
+def test_select_and_conditional_expression_broadcast_a_scalar(tmp_path, backend):
+    path = tmp_path / "pick.py"
+    path.write_text(BROADCAST)
+    k = compile_file(str(path))[0]
+    code = {"wgsl": k.wgsl} if backend == "wgpu" else {"spirv": k.spirv}
+    v = np.random.default_rng(3).standard_normal((77, 4)).astype(np.float32)
+    got = load_kernel(k.meta, backend=backend, **code)(v=v, o=77)["o"]
+    a = np.where(v[:, :1] > 0, v, np.float32(1.5))
+    b = np.where(v[:, 1:2] > 0, np.float32(2.0), v)
+    np.testing.assert_allclose(got, a + b * 2, rtol=1e-6)
