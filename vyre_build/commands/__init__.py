@@ -1,7 +1,9 @@
 """Subcommands of `vyre-build`, one module each (see vyre_build/cli.py)."""
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 
 from vyre_build.errors import VyreError
 
@@ -16,3 +18,23 @@ def output_dir(path: str, flag: str = "-o") -> str:
         raise VyreError(f"error: {flag} {path}: cannot create the directory: "
                         f"{exc.strerror or exc}") from None
     return path
+
+
+def write_file(path: str, data: bytes) -> None:
+    """Write `data` to `path` atomically (temp file beside it + rename; no half files),
+    or raise a one-line error."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".vyre-", suffix=".tmp")
+    except OSError as exc:
+        raise VyreError(f"error: cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise VyreError(f"error: cannot write {path}: {exc.strerror or exc}") from None
+        raise

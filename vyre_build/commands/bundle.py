@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 
 from vyre_build.bundle import (
     VERSION,
@@ -21,7 +20,7 @@ from vyre_build.bundle import (
     read_bundle,
 )
 from vyre_build.errors import BundleError
-from vyre_build.commands import output_dir
+from vyre_build.commands import output_dir, write_file
 
 
 def register(subparsers) -> None:
@@ -152,22 +151,6 @@ def _safe_target(directory: str, ident: str, suffix: str) -> str:
     return os.path.join(directory, filename)
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".extract-",
-                               suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
 def extract(reader: BundleReader, directory: str) -> list[str]:
     """Write every verified artifact, and `<id>.meta.json`, under `directory`; return the names.
 
@@ -186,7 +169,7 @@ def extract(reader: BundleReader, directory: str) -> list[str]:
                 for path, ident, what in plan]
     output_dir(directory, "-o")
     for path, data in payloads:
-        _write_atomic(path, data)
+        write_file(path, data)
     return [os.path.basename(path) for path, _ in payloads]
 
 

@@ -5,7 +5,7 @@ import os
 import sys
 
 from vyre_build.compiler import TARGETS, SUFFIX, compile_file
-from vyre_build.commands import output_dir
+from vyre_build.commands import output_dir, write_file
 
 
 def register(sub) -> None:
@@ -37,12 +37,6 @@ def run(args) -> int:
             for suffix, data in sorted(k.artifacts.items()):
                 if suffix != ".meta.json" and suffix not in {SUFFIX[t] for t in targets}:
                     continue
-                _write(os.path.join(args.out, k.stem + suffix), data)
+                write_file(os.path.join(args.out, k.stem + suffix), data)
     return 0
 
-
-def _write(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
