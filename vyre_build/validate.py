@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from vyre_build.descriptor import KernelBody, KernelDescriptor, decode_datatype
 from vyre_build.errors import DescriptorFormatError
+from vyre_build.ir import VECTORS, element, vector_of
 
 SCALAR = {"U32": "u32", "I32": "i32", "F32": "f32", "Bool": "bool"}
 _CMP = {"Eq", "Ne", "Lt", "Gt", "Le", "Ge"}
@@ -36,14 +37,10 @@ def scalar_type(t) -> str:
     """The type name ("f32", "vec4f", ...) of a DataType vyre_build uses."""
     if t.name == "Vec" and len(t.args) == 2 and t.args[0].name in ("U32", "I32", "F32") \
             and t.args[1] in (2, 4):
-        return f"vec{t.args[1]}{SCALAR[t.args[0].name][0]}"
+        return vector_of(SCALAR[t.args[0].name], t.args[1])
     if t.name not in SCALAR:
         raise DescriptorFormatError(f"unsupported data type {t!r}")
     return SCALAR[t.name]
-
-
-def _elem(ty: str) -> str:
-    return {"f": "f32", "i": "i32", "u": "u32"}[ty[-1]] if ty.startswith("vec") else ty
 
 
 _VEC_BINOPS = {"Add", "Sub", "Mul", "Min", "Max"}
@@ -68,7 +65,7 @@ class _Checker:
             raise DescriptorFormatError(f"descriptor {self.d.id!r}: workgroup size {self.d.workgroup_size}")
         for s in self.d.slots:
             ty = scalar_type(s.element_type)
-            if s.memory_class == "Uniform" and ty.startswith("vec"):
+            if s.memory_class == "Uniform" and ty in VECTORS:
                 raise DescriptorFormatError(f"descriptor {self.d.id!r}: uniform slot {s.name!r} "
                                             f"holds a {ty}; uniform members are scalars")
         self.body(self.d.body, [set()], loops={}, in_loop=False)
@@ -164,8 +161,8 @@ class _Checker:
                 return a
             if a != c:
                 self.fail(op, f"operand types differ: {a}, {c}")
-            if a.startswith("vec"):
-                ok = _VEC_BINOPS | (_VEC_FLOAT_BINOPS if _elem(a) == "f32" else _VEC_INT_BINOPS)
+            if a in VECTORS:
+                ok = _VEC_BINOPS | (_VEC_FLOAT_BINOPS if element(a) == "f32" else _VEC_INT_BINOPS)
                 if bop not in ok:
                     self.fail(op, f"{bop} is not defined on {a}")
                 return a
@@ -174,8 +171,8 @@ class _Checker:
             return "bool" if bop in _CMP or bop in ("And", "Or") else a
         if name == "UnOpKind":
             uop, a = op.kind.args[0].name, v(0)
-            if a.startswith("vec"):
-                e = _elem(a)
+            if a in VECTORS:
+                e = element(a)
                 if not (uop == "Negate" or uop == "BitNot" and e != "f32" or uop == "Abs" and e != "u32"
                         or e == "f32" and uop in _FLOAT_UNOPS - _PRED):
                     self.fail(op, f"{uop} is not defined on {a}")
@@ -186,7 +183,7 @@ class _Checker:
             return "bool" if uop in _PRED else a
         if name == "Fma":
             ty = v(0)
-            if _elem(ty) != "f32" or v(1) != ty or v(2) != ty:
+            if element(ty) != "f32" or v(1) != ty or v(2) != ty:
                 self.fail(op, "fma takes three f32 values (or f32 vectors) of one type")
             return ty
         if name == "Select":
@@ -195,8 +192,8 @@ class _Checker:
             return v(1)
         if name == "Cast":
             src, dst = v(0), scalar_type(op.kind.args[0])
-            if src.startswith("vec") != dst.startswith("vec") or \
-                    src.startswith("vec") and src[3] != dst[3]:
+            if (src in VECTORS) != (dst in VECTORS) or \
+                    src in VECTORS and VECTORS[src][1] != VECTORS[dst][1]:
                 self.fail(op, f"cannot cast {src} to {dst}")
             return dst
         if name == "Atomic":
@@ -238,17 +235,17 @@ class _Checker:
                 return "u32"
             if kind == "vyre.vec":
                 ty = scalar_type(decode_datatype(op.kind.args[2]))
-                if not ty.startswith("vec") or len(o) != int(ty[3]) \
-                        or any(v(i) != _elem(ty) for i in range(len(o))):
-                    self.fail(op, f"constructing a {ty} needs {ty[3]} {_elem(ty)} operands")
+                if ty not in VECTORS or len(o) != VECTORS[ty][1] \
+                        or any(v(i) != element(ty) for i in range(len(o))):
+                    self.fail(op, f"constructing a {ty} needs {VECTORS[ty][1]} {element(ty)} operands")
                 return ty
             if kind == "vyre.extract":
                 ty, payload = v(0), op.kind.args[2]
-                if not ty.startswith("vec") or len(payload) != 1 or payload[0] >= int(ty[3]):
+                if ty not in VECTORS or len(payload) != 1 or payload[0] >= VECTORS[ty][1]:
                     self.fail(op, f"no component {list(payload)} in a {ty}")
-                return _elem(ty)
+                return element(ty)
             src, dst = v(0), scalar_type(decode_datatype(op.kind.args[2]))
-            if src.startswith("vec") or dst.startswith("vec"):
+            if src in VECTORS or dst in VECTORS:
                 self.fail(op, "bitcast is defined on scalars only")
             return dst
         self.fail(op, "unhandled op")
