@@ -262,25 +262,20 @@ class OpRules:
         self.bind(op, ctx, ty, old)
 
     # --- control flow ---------------------------------------------------------------
-    def op_StructuredIfThen(self, op, ctx):
+    def op_StructuredIfThenElse(self, op, ctx):
+        # Also StructuredIfThen: [cond, then] or [cond, then, else].
         env, depth = ctx[1], ctx[2]
         self.no_result(op, env)
-        self.arity(op, env, 2)
+        self.arity(op, env, 2 if op.kind.name == "StructuredIfThen" else 3)
         cond, _ = self.val(op, env, 0, "Bool")
         self.emit(depth, f"if {cond} {{")
         self.child(op, ctx, op.operands[1])
+        if len(op.operands) == 3:
+            self.emit(depth, "} else {")
+            self.child(op, ctx, op.operands[2])
         self.emit(depth, "}")
 
-    def op_StructuredIfThenElse(self, op, ctx):
-        env, depth = ctx[1], ctx[2]
-        self.no_result(op, env)
-        self.arity(op, env, 3)
-        cond, _ = self.val(op, env, 0, "Bool")
-        self.emit(depth, f"if {cond} {{")
-        self.child(op, ctx, op.operands[1])
-        self.emit(depth, "} else {")
-        self.child(op, ctx, op.operands[2])
-        self.emit(depth, "}")
+    op_StructuredIfThen = op_StructuredIfThenElse
 
     def op_StructuredForLoop(self, op, ctx):
         env, depth = ctx[1], ctx[2]
