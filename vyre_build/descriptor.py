@@ -276,8 +276,9 @@ class F32Bits(float):
         return self
 
     def __eq__(self, other):
-        return isinstance(other, float) and struct.pack("<f", self) == struct.pack("<f", other) \
-            if not isinstance(other, F32Bits) else self.bits == other.bits
+        if isinstance(other, F32Bits):
+            return self.bits == other.bits
+        return isinstance(other, float) and struct.pack("<f", self) == struct.pack("<f", other)
 
     __hash__ = float.__hash__
 
