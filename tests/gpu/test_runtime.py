@@ -267,13 +267,14 @@ def test_device_buffers_chain_without_readback(device):
     np.testing.assert_array_equal(saxpy(x=bx, y=by, a=2.0)["y"].read(), 2 * x + 1)
 
 
-def test_batch_is_one_submission_in_order(device):
+def test_batch_submits_growing_chunks_in_order(device):
     saxpy, iota = load("saxpy", device.backend, device), load("iota", device.backend, device)
     bx = device.buffer(np.ones(100, np.float32), read_only=True)
     by = device.buffer(100, "f32")
     calls = []
     original = device._submit
-    device._submit = lambda jobs: (calls.append(len(jobs)), original(jobs))
+    device._submit = lambda jobs, final: (calls.append((len(jobs), final)),
+                                          original(jobs, final))
     try:
         with device.batch():
             for _ in range(5):
@@ -283,12 +284,34 @@ def test_batch_is_one_submission_in_order(device):
                 by.read()
     finally:
         del device._submit
-    assert calls == [6]
+    # Chunks of 1, 2, then the last 3 on exit: the GPU starts before recording ends.
+    assert calls == [(1, False), (2, False), (3, True)]
     np.testing.assert_array_equal(by.read(), np.full(100, 10.0, np.float32))
     np.testing.assert_array_equal(made.read(), np.full(16, 3, np.uint32))
     with pytest.raises(DispatchError, match="cannot be nested"), device.batch(), \
             device.batch():
         pass
+
+
+def test_batch_release_is_deferred_and_errors_finish_submitted_work(device):
+    saxpy = load("saxpy", device.backend, device)
+    bx = device.buffer(np.ones(64, np.float32), read_only=True)
+    by = device.buffer(64, "f32")
+    with device.batch():
+        for _ in range(4):
+            saxpy(x=bx, y=by, a=1.0)
+        bx.release()  # chunks using it are in flight: freed when the batch ends
+        with pytest.raises(DispatchError, match="released"):
+            saxpy(x=bx, y=by, a=1.0)
+    np.testing.assert_array_equal(by.read(), np.full(64, 4.0, np.float32))
+    bx = device.buffer(np.ones(64, np.float32), read_only=True)
+    with pytest.raises(ValueError, match="user code"), device.batch():
+        for _ in range(7):  # chunks of 1, 2 and 4: all seven are submitted
+            saxpy(x=bx, y=by, a=1.0)
+        saxpy(x=bx, y=by, a=1.0)  # the eighth waits for a chunk of 8
+        raise ValueError("user code")
+    # What was submitted ran; the one still pending was dropped.
+    np.testing.assert_array_equal(by.read(), np.full(64, 11.0, np.float32))
 
 
 def test_device_buffer_refusals(device):

@@ -13,6 +13,9 @@ from vyre_build.errors import DeviceError, DispatchError
 from vyre_build.runtime.kernel import DTYPES, NP_NAMES, VECTORS, check_meta, is_shape, plan_call
 
 _KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars per batch
+# A batch submits its dispatches in chunks of 1, 2, 4, ... up to this many, so the GPU
+# starts on the first while later ones are still being recorded.
+_CHUNK_MAX = 16
 _SPIRV_MAGIC = b"\x03\x02\x23\x07"
 _KIND = {v: k for k, v in DTYPES.items()}
 
@@ -88,10 +91,14 @@ class DeviceBuffer:
         self.device._upload(self._live("write"), np.ascontiguousarray(array).tobytes())
 
     def release(self) -> None:
-        """Free the device memory now (otherwise freed when the buffer is collected)."""
+        """Free the device memory now, or when the current batch ends (otherwise freed when
+        the buffer is collected)."""
         if not self.released:
-            self.released = True
-            self.device._release(self.handle)
+            self.released, batch = True, self.device._batch
+            if batch is None:
+                self.device._release(self.handle)
+            else:  # dispatches submitted or recorded in the batch may still use it
+                batch.freed.append(self.handle)
 
     def __del__(self):
         with contextlib.suppress(Exception):  # at shutdown/after device loss: nothing to free
@@ -99,10 +106,11 @@ class DeviceBuffer:
 
 
 class Batch:
-    """Dispatches recorded by `with device.batch():`, submitted as one submission on exit."""
+    """Dispatches made in `with device.batch():`: submitted in growing chunks as they are
+    made, waited for on exit (with an exception, only what was already submitted runs)."""
 
     def __init__(self, device: Device):
-        self.device, self.recorded, self.keep = device, [], []
+        self.device, self.pending, self.keep, self.freed, self.chunk = device, [], [], [], 1
 
     def __enter__(self):
         if self.device._batch is not None:
@@ -111,11 +119,13 @@ class Batch:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.device._batch = None
+        device, self.device._batch = self.device, None
         try:
-            self.device._flush(self.recorded if exc_type is None else [])
+            device._flush(self.pending if exc_type is None else [])
         finally:
-            self.recorded, self.keep = [], []
+            self.pending, self.keep = [], []
+            while self.freed:
+                device._release(self.freed.pop())
 
 
 class Device:
@@ -223,10 +233,9 @@ class Device:
         self._free(handle)
 
     def _flush(self, jobs: list) -> None:
-        # Submit `jobs` (if any), then free the one-off binding sets.
+        # Submit `jobs` as the last chunk and wait, then free the one-off binding sets.
         try:
-            if jobs:
-                self._submit(jobs)
+            self._submit(jobs, True)
         finally:
             self._busy.clear()
             while self._oneoff:
@@ -254,8 +263,11 @@ class Device:
         written = [a for a in plan.buffers if a.access != "r"]
         batch = self._batch
         if batch is not None:
-            batch.recorded.extend(jobs)
-            batch.keep.extend(used)  # every bound buffer outlives the batch's submission
+            batch.keep.extend(used)  # every bound buffer outlives the batch's submissions
+            batch.pending.extend(jobs)
+            if len(batch.pending) >= batch.chunk:
+                self._submit(batch.pending, False)
+                batch.pending, batch.chunk = [], min(2 * batch.chunk, _CHUNK_MAX)
             return {a.name: temps.get(a.name, a.source) for a in written}
         self._flush(jobs)
         return {a.name: temps[a.name].read() if a.name in temps else a.source for a in written}

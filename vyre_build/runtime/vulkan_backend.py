@@ -20,7 +20,7 @@ _COMPUTE = vk.VK_PIPELINE_BIND_POINT_COMPUTE
 _STAGE = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
 _ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
            | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-_DST_STAGES = (_STAGE, _STAGE | vk.VK_PIPELINE_STAGE_HOST_BIT)  # [True]: before host reads
+_HOST_STAGES = _STAGE | vk.VK_PIPELINE_STAGE_HOST_BIT
 _RESETTABLE = vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT
 _COPY = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
 _STORAGE_SET, _UNIFORM_SET = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -99,33 +99,28 @@ class VulkanDevice(Device):
         self.cmd_pool = self._new("command pool", vk.vkCreateCommandPool,
                                   vk.VkCommandPoolCreateInfo(queueFamilyIndex=self.family,
                                                              flags=_RESETTABLE))
-        alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.cmd_pool, commandBufferCount=1,
-                                               level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
-        # Every submission waits for its fence, so one command buffer serves all of them.
-        self.cmd = self._vk("command buffer", vk.vkAllocateCommandBuffers, self.dev, alloc)[0]
         self.fence = self._new("fence", vk.vkCreateFence, vk.VkFenceCreateInfo())
         self.pipeline_cache = self._new("pipeline cache", vk.vkCreatePipelineCache,
                                         vk.VkPipelineCacheCreateInfo())
-        # Structs reused by every submission (built once: cffi struct creation is slow).
-        self._fences, self._cmds = [self.fence], [self.cmd]
-        self._begin = vk.VkCommandBufferBeginInfo(
-            flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
-        self._submits = [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=self._cmds)]
+        # Command buffers of the submissions since the last wait (only the last one of
+        # those carries the fence), with their submit infos; allocated as needed.
+        self._ring, self._sent, self._stamped = [], 0, False
+        self._fence_arr = vk.ffi.new("VkFence[1]", [self.fence])
+        self._begin = vk.ffi.new("VkCommandBufferBeginInfo*", {
+            "sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+            "flags": vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT})
         sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=n)
                  for t, n in ((_STORAGE_SET, _POOL_SETS * 8), (_UNIFORM_SET, _POOL_SETS))]
         self._pool_info = vk.VkDescriptorPoolCreateInfo(
             flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT, maxSets=_POOL_SETS,
             poolSizeCount=2, pPoolSizes=sizes)
-        # Between dispatches: later dispatches and transfers see earlier writes; after the
-        # last one ([True]), host reads of mapped memory see them too.
-        self._barriers = [[vk.VkMemoryBarrier(srcAccessMask=_ACCESS, dstAccessMask=_ACCESS | h)]
-                          for h in (0, vk.VK_ACCESS_HOST_READ_BIT)]
-        # The per-dispatch calls go to the cffi library directly (the `vulkan` package's
-        # argument conversion costs more than the call): their pointers are made once here.
-        self._fence_arr = vk.ffi.new("VkFence[1]", [self.fence])
-        self._begin_ptr, self._submit_ptr = (vk.ffi.addressof(self._begin),
-                                             vk.ffi.addressof(self._submits[0]))
-        self._barrier_ptrs = [vk.ffi.addressof(b[0]) for b in self._barriers]
+        # Between dispatches: later dispatches and transfers see earlier writes; at the end
+        # of a waited-for submission ([1]), host reads of mapped memory see them too. The
+        # per-dispatch calls go to the cffi library directly (the `vulkan` package's argument
+        # conversion costs more than the call), with structs made once here.
+        self._barriers = [vk.ffi.new("VkMemoryBarrier*", {
+            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, "srcAccessMask": _ACCESS,
+            "dstAccessMask": _ACCESS | h}) for h in (0, vk.VK_ACCESS_HOST_READ_BIT)]
         self._pools, self._pool_at, self._staging, self._queries = [], 0, None, None
         bits = families[self.family].timestampValidBits
         if bits:  # GPU timestamps: ticks of timestampPeriod ns, `bits` valid bits
@@ -205,18 +200,40 @@ class VulkanDevice(Device):
         vk.vkFreeMemory(self.dev, handle.memory, None)
 
     def _run_commands(self, record, *args) -> None:
-        # Record with `record(cmd, *args)`, submit, and wait for the fence.
-        cmd, lib = self.cmd, vk.lib
-        self._check("command recording", lib.vkBeginCommandBuffer(cmd, self._begin_ptr))
-        record(cmd, *args)
-        self._check("command recording", lib.vkEndCommandBuffer(cmd))
-        self._check("queue submit", lib.vkQueueSubmit(self.queue, 1, self._submit_ptr, self.fence))
-        try:
-            self._check("wait", lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE,
-                                                    _WAIT_NS))
-        finally:
-            lib.vkResetFences(self.dev, 1, self._fence_arr)
-            lib.vkResetCommandBuffer(cmd, 0)
+        # One waited-for submission of `record(cmd, *args)` and a barrier for later work.
+        self._send(True, record, *args)
+
+    def _send(self, final: bool, record, *args) -> None:
+        # Record `record(cmd, *args)` into the next command buffer and submit it; if
+        # `final`, with the fence, then wait: the fence covers all earlier submissions.
+        lib = vk.lib
+        if self._sent == len(self._ring):
+            alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.cmd_pool, commandBufferCount=1,
+                                                   level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
+            cmds = vk.ffi.new("VkCommandBuffer[1]", [self._vk(
+                "command buffer", vk.vkAllocateCommandBuffers, self.dev, alloc)[0]])
+            self._ring.append((cmds, vk.ffi.new("VkSubmitInfo*", {
+                "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1,
+                "pCommandBuffers": cmds})))
+        cmds, submit = self._ring[self._sent]
+        self._check("command recording", lib.vkBeginCommandBuffer(cmds[0], self._begin))
+        record(cmds[0], *args)
+        if final:
+            lib.vkCmdPipelineBarrier(cmds[0], _STAGE, _HOST_STAGES, 0, 1, self._barriers[1], 0,
+                                     vk.ffi.NULL, 0, vk.ffi.NULL)
+        self._check("command recording", lib.vkEndCommandBuffer(cmds[0]))
+        self._check("queue submit", lib.vkQueueSubmit(self.queue, 1, submit,
+                                                      self.fence if final else vk.ffi.NULL))
+        self._sent += 1
+        if final:
+            try:
+                self._check("wait", lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE,
+                                                        _WAIT_NS))
+            finally:
+                lib.vkResetFences(self.dev, 1, self._fence_arr)
+                for cmds, _ in self._ring[:self._sent]:
+                    lib.vkResetCommandBuffer(cmds[0], 0)
+                self._sent = 0
 
     def _check(self, what: str, result: int) -> None:
         # VkResult of a direct library call: anything but VK_SUCCESS is a DeviceError.
@@ -293,29 +310,30 @@ class VulkanDevice(Device):
         if ubuf is not None:
             self._free(ubuf)
 
-    def _submit(self, jobs: list) -> None:
-        queries = self._queries if self.timing else None
-        self.gpu_seconds = None
-        self._run_commands(self._record, jobs, queries)
-        if queries is not None:
-            stamps = self._stamps
-            self._vk("timestamp query", vk.vkGetQueryPoolResults, self.dev, queries, 0, 2,
+    def _submit(self, jobs: list, final: bool) -> None:
+        if not jobs and not (final and self._sent):
+            return
+        self._send(final, self._record, jobs, final)
+        if final and self._stamped:
+            self._stamped, stamps = False, self._stamps
+            self._vk("timestamp query", vk.vkGetQueryPoolResults, self.dev, self._queries, 0, 2,
                      16, stamps, 8, vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
             self.gpu_seconds = ((stamps[1] - stamps[0]) & self._tick_mask) * self._tick_s
 
-    def _record(self, cmd, jobs: list, queries) -> None:
-        if queries is not None:
-            vk.vkCmdResetQueryPool(cmd, queries, 0, 2)
-            vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0)
-        lib, null = vk.lib, vk.ffi.NULL
-        for i, (pipe, entry, (x, y, z), new_pipe, new_set) in enumerate(steps(jobs), 1):
+    def _record(self, cmd, jobs: list, final: bool) -> None:
+        lib, null, queries = vk.lib, vk.ffi.NULL, self._queries
+        if self.timing and queries is not None and not self._stamped:
+            # GPU time from before the batch's first dispatch to after its last one.
+            self._stamped, self.gpu_seconds = True, None
+            lib.vkCmdResetQueryPool(cmd, queries, 0, 2)
+            lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0)
+        for pipe, entry, (x, y, z), new_pipe, new_set in steps(jobs):
             if new_pipe:
                 lib.vkCmdBindPipeline(cmd, _COMPUTE, pipe[0])
             if new_set:
                 lib.vkCmdBindDescriptorSets(cmd, _COMPUTE, pipe[1], 0, 1, entry[3], 0, null)
             lib.vkCmdDispatch(cmd, x, y, z)
-            last = i == len(jobs)
-            lib.vkCmdPipelineBarrier(cmd, _STAGE, _DST_STAGES[last], 0, 1,
-                                     self._barrier_ptrs[last], 0, null, 0, null)
-        if queries is not None:
-            vk.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)
+            lib.vkCmdPipelineBarrier(cmd, _STAGE, _STAGE, 0, 1, self._barriers[0], 0, null, 0,
+                                     null)
+        if final and self._stamped:
+            lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)

@@ -112,8 +112,10 @@ class WgpuDevice(Device):
         if entry[1] is not None:
             entry[1].destroy()
 
-    def _submit(self, jobs: list) -> None:
-        self._guard("wgpu dispatch failed", self._record, jobs)
+    def _submit(self, jobs: list, final: bool) -> None:
+        # Reads wait for submitted work, so the last chunk needs no wait of its own.
+        if jobs:
+            self._guard("wgpu dispatch failed", self._record, jobs)
 
     def _record(self, jobs: list) -> None:
         encoder = self.device.create_command_encoder()
