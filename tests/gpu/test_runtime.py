@@ -9,11 +9,13 @@ out[i] = start + i * step. SPIR-V is assembled from text by spirv-as at test tim
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import weakref
 
 SAXPY_META = {
     "name": "saxpy", "variant": None, "id": "saxpy", "workgroup_size": [64, 1, 1],
@@ -312,6 +314,30 @@ def test_batch_release_is_deferred_and_errors_finish_submitted_work(device):
         raise ValueError("user code")
     # What was submitted ran; the one still pending was dropped.
     np.testing.assert_array_equal(by.read(), np.full(64, 11.0, np.float32))
+
+
+def test_repeated_calls_reuse_the_plan_yet_see_every_change(device):
+    saxpy = load("saxpy", device.backend, device)
+    x = np.arange(32, dtype=np.float32)
+    bx, by, bz = (device.buffer(x, read_only=True), device.buffer(32, "f32"),
+                  device.buffer(32, "f32"))
+    for a in (2.0, 2.0, 3.0, 3):  # equal values reuse the plan; 3 (int) is checked anew
+        saxpy(x=bx, y=by, a=a)
+    np.testing.assert_array_equal(by.read(), x * 10)
+    saxpy(x=bx, y=bz, a=3.0)  # another buffer: bound, not the cached one
+    np.testing.assert_array_equal(bz.read(), x * 3)
+    np.testing.assert_array_equal(by.read(), x * 10)
+    with pytest.raises(DispatchError, match="must be a float scalar"):
+        saxpy(x=bx, y=bz, a="3")
+    bz.release()
+    with pytest.raises(DispatchError, match="released"):
+        saxpy(x=bx, y=bz, a=3.0)
+    # The kernel holds its last call's buffers weakly: dropping them frees them.
+    probe = weakref.ref(by)
+    saxpy(x=bx, y=by, a=1.0)
+    del by
+    gc.collect()
+    assert probe() is None
 
 
 def test_device_buffer_refusals(device):
