@@ -7,6 +7,7 @@ collected, so a nested create-info stays in a variable until the call that reads
 from __future__ import annotations
 
 import os
+import time
 from collections import namedtuple
 
 import vulkan as vk
@@ -32,7 +33,7 @@ _TYPES = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete GPU",
           vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual GPU",
           vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "CPU"}
 _RANK = {t: i for i, t in enumerate(_TYPES)}
-_POOL_SETS, _WAIT_NS = 64, 120 * 10 ** 9
+_POOL_SETS, _WAIT_NS, _SPIN_S = 64, 120 * 10 ** 9, 0.02
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
 _INSTANCE = []
 # A VkBuffer with its memory and, when host-visible, its persistent mapping.
@@ -77,6 +78,7 @@ class VulkanDevice(Device):
             min(found, key=lambda f: _RANK.get(f[1].deviceType, len(_RANK)))
             if adapter is None else choose_adapter("Vulkan", found, [f[2] for f in found], adapter))
         limits = props.limits
+        self._spin_s = 0.0 if props.deviceType == vk.VK_PHYSICAL_DEVICE_TYPE_CPU else _SPIN_S
         self.max_workgroups = int(min(limits.maxComputeWorkGroupCount[0:3]))
         self.max_buffer_bytes = int(limits.maxStorageBufferRange)
         families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
@@ -227,13 +229,23 @@ class VulkanDevice(Device):
         self._sent += 1
         if final:
             try:
-                self._check("wait", lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE,
-                                                        _WAIT_NS))
+                self._wait_fence(lib)
             finally:
                 lib.vkResetFences(self.dev, 1, self._fence_arr)
                 for cmds, _ in self._ring[:self._sent]:
                     lib.vkResetCommandBuffer(cmds[0], 0)
                 self._sent = 0
+
+    def _wait_fence(self, lib) -> None:
+        # Poll for up to _SPIN_S, as CUDA syncs do (a blocking wait wakes ~30 us late), then
+        # block; a CPU device (lavapipe) needs the host's cores itself, so it never polls. VK_NOT_READY is the only "not yet" answer; anything else ends the poll.
+        deadline = time.perf_counter() + self._spin_s
+        while (status := lib.vkGetFenceStatus(self.dev, self.fence)) == vk.VK_NOT_READY \
+                and time.perf_counter() < deadline:
+            pass
+        if status == vk.VK_NOT_READY:
+            status = lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, _WAIT_NS)
+        self._check("wait", status)
 
     def _check(self, what: str, result: int) -> None:
         # VkResult of a direct library call: anything but VK_SUCCESS is a DeviceError.
