@@ -7,7 +7,6 @@ import itertools
 import json
 import os
 import threading
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import blake3
@@ -21,14 +20,18 @@ from vyre_build.bundle.format import (
 
 # --- reader --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
 class BundleEntry:
-    """One kernel (and variant) of a bundle: its metadata and artifact index."""
-    id: str
-    name: str
-    variant: str | None
-    meta: dict
-    artifacts: dict  # suffix -> {"offset", "size", "blake3"}
+    """One kernel (and variant) of a bundle: `id`, `name`, `variant`, its metadata record
+    `meta` and artifact index `artifacts` (suffix -> {"offset", "size", "blake3"})."""
+
+    __slots__ = ("id", "name", "variant", "meta", "artifacts")
+
+    def __init__(self, ident: str, name: str, variant: str | None, meta: dict, artifacts: dict):
+        self.id, self.name, self.variant, self.meta, self.artifacts = (
+            ident, name, variant, meta, artifacts)
+
+    def __repr__(self) -> str:
+        return f"BundleEntry(id={self.id!r}, artifacts={sorted(self.artifacts)})"
 
 
 def _unique_object(pairs: list[tuple[str, Any]]) -> dict:
