@@ -17,8 +17,6 @@ _INT_RANGE = {"i32": (-(2 ** 31), 2 ** 31 - 1), "u32": (0, 2 ** 32 - 1)}
 _F32_MAX = float(np.finfo(np.float32).max)
 # Vector element types: a vec4f buffer is a float32 array holding 4 values per element.
 VECTORS = {f"vec{n}{t[0]}": (t, n) for t in DTYPES for n in (2, 4)}
-
-
 # One storage-buffer binding of a call: `source` is a numpy array, a DeviceBuffer, or None
 # for a "w" buffer the runtime allocates (zero-filled) with `shape`; `dtype` is the host
 # scalar type and `count` the number of kernel elements (vectors count once).
@@ -27,23 +25,11 @@ BufferArg = namedtuple("BufferArg", "name binding dtype access source count shap
 Plan = namedtuple("Plan", "buffers uniform_binding uniform workgroups")
 
 
-def _fail(kid: str, message: str) -> DispatchError:
+def _fail(kid: str, message: str, arg: str | None = None) -> DispatchError:
+    # "Kernel 'k': message"; with `arg`, "Kernel 'k': argument 'arg' message".
+    if arg is not None:
+        message = f"argument {arg!r} {message}"
     return DispatchError(f"Kernel {kid!r}: {message}")
-
-
-# Per-binding metadata rules, in order: (kind it applies to or None for all, test, message).
-_RULES = (
-    (None, lambda b, m: b.get("dtype") in DTYPES or b.get("kind") == "buffer"
-     and b.get("dtype") in VECTORS, "binding {name!r} has unknown dtype {dtype!r}"),
-    (None, lambda b, m: b.get("kind") in ("buffer", "scalar"),
-     "binding {name!r} has unknown kind {kind!r}"),
-    ("buffer", lambda b, m: b.get("access") in ("r", "w", "rw")
-     and isinstance(b.get("binding"), int), "buffer {name!r} needs access r|w|rw and a binding"),
-    ("scalar", lambda b, m: isinstance(b.get("offset"), int) and b["offset"] % 4 == 0,
-     "scalar {name!r} needs a 4-byte aligned offset"),
-    ("scalar", lambda b, m: isinstance(m.get("uniform"), dict),
-     "has scalar {name!r} but no uniform block"),
-)
 
 
 def check_meta(meta: dict) -> None:
@@ -60,12 +46,23 @@ def check_meta(meta: dict) -> None:
         raise _fail(kid, f"metadata workgroup_size must be 1-3 positive ints, got {wg!r}")
     names = [b.get("name") for b in meta["bindings"]]
     for b, name in zip(meta["bindings"], names):
+        kind, dtype, offset = b.get("kind"), b.get("dtype"), b.get("offset")
         if not isinstance(name, str) or names.count(name) > 1:
-            raise _fail(kid, f"metadata binding name {name!r} is missing or repeated")
-        for kind, ok, message in _RULES:
-            if kind in (None, b.get("kind")) and not ok(b, meta):
-                raise _fail(kid, "metadata " + message.format(
-                    name=name, dtype=b.get("dtype"), kind=b.get("kind")))
+            why = f"binding name {name!r} is missing or repeated"
+        elif dtype not in DTYPES and not (kind == "buffer" and dtype in VECTORS):
+            why = f"binding {name!r} has unknown dtype {dtype!r}"
+        elif kind not in ("buffer", "scalar"):
+            why = f"binding {name!r} has unknown kind {kind!r}"
+        elif kind == "buffer" and (b.get("access") not in ("r", "w", "rw")
+                                   or not isinstance(b.get("binding"), int)):
+            why = f"buffer {name!r} needs access r|w|rw and a binding"
+        elif kind == "scalar" and not (isinstance(offset, int) and offset % 4 == 0):
+            why = f"scalar {name!r} needs a 4-byte aligned offset"
+        elif kind == "scalar" and not isinstance(meta.get("uniform"), dict):
+            why = f"has scalar {name!r} but no uniform block"
+        else:
+            continue
+        raise _fail(kid, "metadata " + why)
 
 
 def _describe(value) -> str:
@@ -87,84 +84,65 @@ def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
     want = NP_NAMES[dtype]
     if hasattr(value, "read") and hasattr(value, "access") and hasattr(value, "device"):
         if value.device is not device:
-            raise _fail(kid, f"argument {name!r} is a DeviceBuffer of another device "
-                             f"({value.device.backend}: {value.device.name}); this kernel runs on "
-                             f"{device.backend}: {device.name}")
+            raise _fail(kid, f"is a DeviceBuffer of another device ({value.device.backend}: "
+                        f"{value.device.name}); this kernel runs on {device.backend}: "
+                        f"{device.name}", name)
         if value.released:
-            raise _fail(kid, f"argument {name!r} is a released DeviceBuffer")
+            raise _fail(kid, "is a released DeviceBuffer", name)
         if value.dtype != dtype:
-            raise _fail(kid, f"argument {name!r} must be a {want} buffer, "
-                             f"got a {NP_NAMES[value.dtype]} DeviceBuffer")
+            raise _fail(kid, f"must be a {want} buffer, got a {NP_NAMES[value.dtype]} "
+                        "DeviceBuffer", name)
         if access != "r" and value.access == "r":
-            raise _fail(kid, f"argument {name!r} is written by the kernel (access {access!r}) "
-                             "but the DeviceBuffer was created read-only")
+            raise _fail(kid, f"is written by the kernel (access {access!r}) but the "
+                        "DeviceBuffer was created read-only", name)
         source, count, shape = value, value.count, value.shape
     elif isinstance(value, (int, tuple)) and not isinstance(value, bool):
-        shape = (value,) if isinstance(value, int) else value
+        shape, source = ((value,) if isinstance(value, int) else value), None
         if access != "w":
-            raise _fail(kid, f"argument {name!r} is read by the kernel (access {access!r}): "
-                             f"pass a {want} array, not a length")
+            raise _fail(kid, f"is read by the kernel (access {access!r}): pass a {want} array, "
+                        "not a length", name)
         if not is_shape(shape):
-            raise _fail(kid, f"argument {name!r}: an output length must be a positive int "
-                             f"or a shape of positive ints, got {value!r}")
+            raise _fail(kid, f"argument {name!r}: an output length must be a positive int or a "
+                        f"shape of positive ints, got {value!r}")
         # An output length counts vectors; a shape is the host array's, whose last axis is
         # the component count (added when missing: (n,) and (n, 4) both mean n vec4s).
-        source = None
         if per > 1 and (len(shape) == 1 or shape[-1] != per):
-            shape = shape + (per,)
+            shape += (per,)
         count = math.prod(shape)
     else:
         if not isinstance(value, np.ndarray) or value.dtype != DTYPES[dtype]:
-            raise _fail(kid, f"argument {name!r} must be a {want} array, got {_describe(value)}")
+            raise _fail(kid, f"must be a {want} array, got {_describe(value)}", name)
         if value.size == 0:
-            raise _fail(kid, f"argument {name!r} is empty; a storage buffer needs >= 1 element")
+            raise _fail(kid, "is empty; a storage buffer needs >= 1 element", name)
         source, count, shape = np.ascontiguousarray(value), int(value.size), tuple(value.shape)
     if count % per:
-        raise _fail(kid, f"argument {name!r} is a buffer of {b['dtype']}: it needs a multiple "
-                         f"of {per} {want} values, got {count}")
+        raise _fail(kid, f"is a buffer of {b['dtype']}: it needs a multiple of {per} {want} "
+                    f"values, got {count}", name)
     if count * 4 > device.max_buffer_bytes:
-        raise _fail(kid, f"argument {name!r} is {count * 4} bytes, more than the device's "
-                         f"storage buffer binding limit of {device.max_buffer_bytes} bytes")
+        raise _fail(kid, f"is {count * 4} bytes, more than the device's storage buffer binding "
+                    f"limit of {device.max_buffer_bytes} bytes", name)
     return BufferArg(name, b["binding"], dtype, access, source, count // per, shape)
 
 
 def _check_scalar(kid: str, b: dict, value):
     name, dtype = b["name"], b["dtype"]
     if isinstance(value, (bool, np.bool_)):
-        raise _fail(kid, f"argument {name!r} must be a {dtype} scalar, got bool")
+        raise _fail(kid, f"must be a {dtype} scalar, got bool", name)
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if dtype == "f32":
         if not isinstance(value, (int, float, np.integer, np.floating)):
-            raise _fail(kid, f"argument {name!r} must be a float scalar, got {_describe(value)}")
+            raise _fail(kid, f"must be a float scalar, got {_describe(value)}", name)
         value = float(value)
         if math.isfinite(value) and abs(value) > _F32_MAX:
-            raise _fail(kid, f"argument {name!r} = {value!r} is out of range for f32")
+            raise _fail(kid, f"= {value!r} is out of range for f32", name)
         return value
     if not isinstance(value, (int, np.integer)):
-        raise _fail(kid, f"argument {name!r} must be an integer ({dtype}), "
-                         f"got {_describe(value)} {value!r}")
+        raise _fail(kid, f"must be an integer ({dtype}), got {_describe(value)} {value!r}", name)
     lo, hi = _INT_RANGE[dtype]
     if not lo <= int(value) <= hi:
-        raise _fail(kid, f"argument {name!r} = {int(value)} is out of range for {dtype} "
-                         f"[{lo}, {hi}]")
+        raise _fail(kid, f"= {int(value)} is out of range for {dtype} [{lo}, {hi}]", name)
     return int(value)
-
-
-def check_names(kid: str, bindings, args: dict) -> None:
-    """Refuse missing and unexpected argument names, suggesting the closest binding."""
-    names = [b["name"] for b in bindings]
-    extra = sorted(set(args) - set(names))
-    missing = [n for n in names if n not in args]
-    if extra:
-        import difflib  # only on this error path: keeps the runtime's import small
-        close = difflib.get_close_matches(extra[0], missing or names, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise _fail(kid, f"unexpected argument {extra[0]!r}{hint}; "
-                         f"it takes {', '.join(names)}")
-    if missing:
-        raise _fail(kid, f"missing argument{'s' if len(missing) > 1 else ''} "
-                         f"{', '.join(repr(m) for m in missing)}; it takes {', '.join(names)}")
 
 
 def _invocations(kid: str, meta: dict, grid, buffers: dict, scalars: dict) -> list:
@@ -174,15 +152,15 @@ def _invocations(kid: str, meta: dict, grid, buffers: dict, scalars: dict) -> li
                 isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0
                 for v in axes)):
             raise _fail(kid, "grid= must be a non-negative int or a tuple of 1-3 of them "
-                             f"(invocations per axis), got {grid!r}")
+                        f"(invocations per axis), got {grid!r}")
         return [int(v) for v in axes]
     entries = list(meta.get("grid") or [])
     if not entries:
         written = [a.name for a in buffers.values() if a.access != "r"]
         if not written:
-            raise _fail(kid, "no grid in the metadata and no written buffer to take it "
-                             "from; pass grid=")
-        entries = [written[0]]
+            raise _fail(kid, "no grid in the metadata and no written buffer to take it from; "
+                        "pass grid=")
+        entries = written[:1]
     if len(entries) == 1 and entries[0] in buffers:
         # Grid from buffer B: read-only buffers of B's dtype are its elementwise peers and
         # must be at least as long, since a shorter one would silently read zeros.
@@ -190,9 +168,9 @@ def _invocations(kid: str, meta: dict, grid, buffers: dict, scalars: dict) -> li
         for arg in buffers.values():
             if arg.name != src.name and arg.access == "r" and arg.dtype == src.dtype \
                     and arg.count < src.count:
-                raise _fail(kid, f"argument {arg.name!r} has {arg.count} elements but the "
-                                 f"grid covers {src.count} (the length of {src.name!r}); "
-                                 f"pass at least {src.count} or give grid= explicitly")
+                raise _fail(kid, f"has {arg.count} elements but the grid covers {src.count} "
+                            f"(the length of {src.name!r}); pass at least {src.count} or give "
+                            "grid= explicitly", arg.name)
     axes = []
     for entry in entries:
         if isinstance(entry, int) and not isinstance(entry, bool):
@@ -202,8 +180,8 @@ def _invocations(kid: str, meta: dict, grid, buffers: dict, scalars: dict) -> li
         elif entry not in scalars:
             raise _fail(kid, f"metadata grid entry {entry!r} names no parameter")
         elif isinstance(scalars[entry], float) or scalars[entry] < 0:
-            raise _fail(kid, f"grid comes from scalar {entry!r} = {scalars[entry]!r}, "
-                             "which must be a non-negative integer")
+            raise _fail(kid, f"grid comes from scalar {entry!r} = {scalars[entry]!r}, which "
+                        "must be a non-negative integer")
         else:
             axes.append(scalars[entry])
     return axes
@@ -211,23 +189,31 @@ def _invocations(kid: str, meta: dict, grid, buffers: dict, scalars: dict) -> li
 
 def plan_call(meta: dict, args: dict, grid, device) -> Plan:
     """Check `args` against the bindings (`device` for limits) and compute the dispatch."""
-    kid = meta.get("id") or meta["name"]
-    check_names(kid, meta["bindings"], args)
+    kid, bindings = meta.get("id") or meta["name"], meta["bindings"]
+    names = [b["name"] for b in bindings]
+    extra, missing = sorted(set(args) - set(names)), [n for n in names if n not in args]
+    if extra:
+        import difflib  # only on this error path: keeps the runtime's import small
+        close = difflib.get_close_matches(extra[0], missing or names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise _fail(kid, f"unexpected argument {extra[0]!r}{hint}; it takes {', '.join(names)}")
+    if missing:
+        raise _fail(kid, f"missing argument{'s' if len(missing) > 1 else ''} "
+                    f"{', '.join(repr(m) for m in missing)}; it takes {', '.join(names)}")
     buffers, scalars = {}, {}
-    for b in meta["bindings"]:
+    for b in bindings:  # in binding order, so the first bad argument is the one reported
         if b["kind"] == "buffer":
             buffers[b["name"]] = _check_buffer(kid, b, args[b["name"]], device)
         else:
             scalars[b["name"]] = _check_scalar(kid, b, args[b["name"]])
-    invocations = _invocations(kid, meta, grid, buffers, scalars)
-    wg = list(meta["workgroup_size"]) + [1] * (3 - len(meta["workgroup_size"]))
-    invocations = invocations + [1] * (3 - len(invocations))
+    invocations = _invocations(kid, meta, grid, buffers, scalars) + [1, 1]  # 3 or more
+    wg = (*meta["workgroup_size"], 1, 1)[:3]
     workgroups = tuple(-(-n // w) for n, w in zip(invocations, wg))
     for axis, (n, count) in enumerate(zip(invocations, workgroups)):
         if count > device.max_workgroups:
-            raise _fail(kid, f"grid needs {count} workgroups on axis {'xyz'[axis]} ({n} invocations"
-                             f" / {wg[axis]} per workgroup), more than the device limit of "
-                             f"{device.max_workgroups} (max_compute_workgroups_per_dimension)")
+            raise _fail(kid, f"grid needs {count} workgroups on axis {'xyz'[axis]} ({n} "
+                        f"invocations / {wg[axis]} per workgroup), more than the device limit "
+                        f"of {device.max_workgroups} (max_compute_workgroups_per_dimension)")
     ordered = tuple(sorted(buffers.values(), key=lambda a: a.binding))
     uniform = pack_uniform(meta, scalars) if scalars else None
     return Plan(ordered, meta["uniform"]["binding"] if scalars else None, uniform, workgroups)
