@@ -27,10 +27,10 @@ def choose_adapter(api: str, items: list, names: list, adapter):
             raise DeviceError(f"{api} adapter index {adapter} is out of range; "
                               f"there are {len(items)}: {names}")
         return items[adapter]
-    hits = [i for i, n in zip(items, names) if str(adapter).lower() in n.lower()]
-    if not hits:
-        raise DeviceError(f"no {api} adapter matches {adapter!r}; there are: {names}")
-    return hits[0]
+    for item, name in zip(items, names):
+        if str(adapter).lower() in name.lower():
+            return item
+    raise DeviceError(f"no {api} adapter matches {adapter!r}; there are: {names}")
 
 
 def layout_of(meta: dict) -> list:
@@ -50,8 +50,8 @@ def steps(jobs: list):
 
 
 class DeviceBuffer:
-    """A storage buffer on one device, read back by `.read()`; read-only ones (access "r")
-    are refused where a kernel writes."""
+    """A storage buffer on one device (`count` elements of `dtype` in `shape`, `nbytes`),
+    read back by `.read()`; read-only ones (access "r") are refused where a kernel writes."""
 
     def __init__(self, device: Device, handle, dtype: str, shape: tuple, access: str):
         self.device, self.handle, self.dtype = device, handle, dtype
@@ -91,8 +91,7 @@ class DeviceBuffer:
         self.device._upload(self._live("write"), np.ascontiguousarray(array).tobytes())
 
     def release(self) -> None:
-        """Free the device memory now, or when the current batch ends (otherwise freed when
-        the buffer is collected)."""
+        """Free the device memory now, or when the current batch ends (else when collected)."""
         if not self.released:
             self.released, batch = True, self.device._batch
             if batch is None:
@@ -150,6 +149,7 @@ class Device:
     def buffer(self, data, dtype: str | None = None, *, read_only: bool = False) -> DeviceBuffer:
         """Upload a float32/int32/uint32 array, or allocate zeroed elements: `data` a length
         or shape, `dtype` "f32", "i32", "u32" or a vector type ("vec4f": counts vectors)."""
+        content = None
         if isinstance(data, np.ndarray):
             kind = _KIND.get(data.dtype)
             if kind is None or dtype not in (None, kind):
@@ -169,7 +169,7 @@ class Device:
                 raise DispatchError(f"Device.buffer: expected a numpy array, a positive length "
                                     f"or a shape, got {data!r}")
             dtype, per = VECTORS.get(dtype, (dtype, 1))
-            shape, content = shape + ((per,) if per > 1 else ()), None
+            shape += (per,) if per > 1 else ()
         nbytes = math.prod(shape) * 4
         if content is None and nbytes > self.max_buffer_bytes:  # arrays: checked when bound
             raise DispatchError(f"Device.buffer: {nbytes} bytes is more than the device's "
@@ -182,8 +182,7 @@ class Device:
         return Batch(self)
 
     def wait(self) -> None:
-        """Block until every submitted dispatch has finished (for timing)."""
-        # Nothing to do where every submission waits on its fence (Vulkan).
+        """Block until every submitted dispatch has finished (Vulkan's submissions already do)."""
 
     def kernel(self, meta: dict, code) -> Kernel:
         """A callable kernel of `meta` and WGSL text or SPIR-V bytes; the pipeline is created
@@ -198,7 +197,6 @@ class Device:
             code = bytes(code)
         elif not isinstance(code, str):
             raise DispatchError(f"Kernel {kid!r}: wgsl= must be str, got {type(code).__name__}")
-        self.pipeline(meta, code)
         return Kernel(self, meta, code)
 
     def pipeline(self, meta: dict, code):
@@ -245,7 +243,7 @@ class Device:
 
     def run(self, kernel: Kernel, plan, args: dict) -> dict:
         """Dispatch `plan`, checked for `args`; return the written buffers (Kernel.__call__)."""
-        pipeline = self.pipeline(kernel.meta, kernel.code)
+        pipeline = kernel.pipeline
         temps, bound, used = {}, [], []
         for arg in plan.buffers:
             buf = args[arg.name]
@@ -277,27 +275,27 @@ class Device:
 
 
 class Kernel:
-    """A prebuilt kernel bound to one device; call it with one keyword per binding."""
+    """A prebuilt kernel bound to one device (its pipeline created once per device and
+    kernel); call it with one keyword per binding."""
 
     def __init__(self, device: Device, meta: dict, code):
         self.device, self.meta, self.code = device, meta, code
         self.name, self.id = meta["name"], meta.get("id") or meta["name"]
         self.bindings = tuple(dict(b) for b in meta["bindings"])
         self.workgroup_size = tuple(meta["workgroup_size"])
+        self.pipeline = device.pipeline(meta, code)
         self._last = None  # (args, grid, plan) of the last call on buffers and scalars
 
     def __repr__(self) -> str:
         return f"<Kernel {self.id} on {self.device.backend}>"
 
     def __call__(self, /, grid=None, **args) -> dict:
-        """Dispatch once; wait for the result unless inside `device.batch()`.
-
-        Arguments: buffers as numpy arrays of the exact dtype or DeviceBuffers (a "w"-only
-        one may be an int length or shape, zero-filled); scalars as numbers in range for
-        their dtype; `grid=` (int or tuple, invocations per axis) overrides the metadata's.
-        Returns: name -> result per written buffer: a new numpy array for array or length
-        arguments, the same DeviceBuffer for DeviceBuffers; in `device.batch()` all are
-        DeviceBuffers."""
+        """Dispatch once; wait for the result unless inside `device.batch()`. Buffers are numpy
+        arrays of the exact dtype or DeviceBuffers (a "w"-only one may be an int length or
+        shape, zero-filled); scalars are numbers in range for their dtype; `grid=` (int or
+        tuple, invocations per axis) overrides the metadata's. Returns name -> result per
+        written buffer: a new numpy array for array or length arguments, the same DeviceBuffer
+        for DeviceBuffers; in `device.batch()` all are DeviceBuffers."""
         # A parameter named "grid" takes precedence; use .dispatch() to override the grid.
         if grid is not None and any(b["name"] == "grid" for b in self.bindings):
             args["grid"], grid = grid, None
