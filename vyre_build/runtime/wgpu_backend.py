@@ -47,10 +47,9 @@ class WgpuDevice(Device):
                 required_limits={k: chosen.limits[k] for k in _LIMITS})
         except Exception as exc:
             raise DeviceError(f"wgpu could not create a device on {self.name}: {exc}") from exc
-        limits = self.device.limits
+        limits, self.queue, self._fence_buf = self.device.limits, self.device.queue, None
         self.max_workgroups = int(limits["max-compute-workgroups-per-dimension"])
         self.max_buffer_bytes = int(min(limits[k] for k in _LIMITS))
-        self.queue, self._fence_buf = self.device.queue, None
 
     def _guard(self, what: str, fn, *args, **kwargs):
         # fn(*args, **kwargs), a wgpu error raised as "{what} on <adapter>: <error>".
@@ -79,17 +78,17 @@ class WgpuDevice(Device):
 
     def _pipeline(self, meta: dict, code):
         kid = meta.get("id") or meta["name"]
-        return self._guard(f"Kernel {kid!r}: wgpu refused the shader or its layout",
-                           self._create_pipeline, kid, code, layout_of(meta))
-
-    def _create_pipeline(self, kid: str, code: str, layout: list):
-        entries = [{"binding": b, "visibility": wgpu.ShaderStage.COMPUTE,
-                    "buffer": {"type": _LAYOUT_TYPE[a]}} for b, a in layout]
-        group_layout = self.device.create_bind_group_layout(entries=entries)
-        pipeline = self.device.create_compute_pipeline(
-            label=kid, compute={"module": self.device.create_shader_module(label=kid, code=code),
-                                "entry_point": "main"},
-            layout=self.device.create_pipeline_layout(bind_group_layouts=[group_layout]))
+        try:
+            group_layout = self.device.create_bind_group_layout(entries=[
+                {"binding": b, "visibility": wgpu.ShaderStage.COMPUTE,
+                 "buffer": {"type": _LAYOUT_TYPE[a]}} for b, a in layout_of(meta)])
+            module = self.device.create_shader_module(label=kid, code=code)
+            pipeline = self.device.create_compute_pipeline(
+                label=kid, compute={"module": module, "entry_point": "main"},
+                layout=self.device.create_pipeline_layout(bind_group_layouts=[group_layout]))
+        except wgpu.GPUError as exc:
+            raise DeviceError(f"Kernel {kid!r}: wgpu refused the shader or its layout on "
+                              f"{self.name}: {exc}") from exc
         return pipeline, group_layout
 
     def _bind(self, pipeline, bound, uniform_binding, uniform):
