@@ -1,9 +1,9 @@
 """The Vulkan backend: SPIR-V through the `vulkan` cffi package. Where all device-local
 memory is host-visible and coherent (lavapipe, integrated GPUs) buffers are mapped once;
 else they are device-local, with transfers through a staging buffer (forced by
-VYRE_VULKAN_STAGING=1). One queue, command buffer and fence; with `timing` set, two
-timestamp queries bracket each submission. The cffi structs free their nested data when
-collected, so a nested create-info stays in a variable until the call that reads it."""
+VYRE_VULKAN_STAGING=1). The cffi structs free their nested data when collected, so a
+nested create-info stays in a variable until the call that reads it; array counts are
+taken from the lists given."""
 from __future__ import annotations
 
 import os
@@ -16,17 +16,14 @@ from vyre_build.errors import DeviceError
 from vyre_build.runtime.device import Device, choose_adapter, layout_of, steps
 
 _HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-_LOCAL = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-_COMPUTE = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+_LOCAL, _COMPUTE = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, vk.VK_PIPELINE_BIND_POINT_COMPUTE
 _STAGE = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+_HOST_STAGES = _STAGE | vk.VK_PIPELINE_STAGE_HOST_BIT
 _ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
            | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-_HOST_STAGES = _STAGE | vk.VK_PIPELINE_STAGE_HOST_BIT
-_RESETTABLE = vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT
 _COPY = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
 _STORAGE_SET, _UNIFORM_SET = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                               vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
-_POOL_FULL = (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool)
 # Adapter types in the order a default device prefers them.
 _TYPES = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete GPU",
           vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated GPU",
@@ -46,17 +43,15 @@ def _physical_devices() -> list:
         app = vk.VkApplicationInfo(pApplicationName="vyre_build", applicationVersion=1,
                                    pEngineName="vyre_build", engineVersion=1,
                                    apiVersion=vk.VK_MAKE_VERSION(1, 1, 0))
-        info = vk.VkInstanceCreateInfo(pApplicationInfo=app)
         try:
-            _INSTANCE.append(vk.vkCreateInstance(info, None))
+            _INSTANCE.append(vk.vkCreateInstance(vk.VkInstanceCreateInfo(pApplicationInfo=app),
+                                                 None))
         except (vk.VkError, vk.VkException, OSError) as exc:
             raise DeviceError(f"no Vulkan instance: {exc!r}; {_NO_DRIVER}") from exc
-    found = []
-    for phys in vk.vkEnumeratePhysicalDevices(_INSTANCE[0]):
-        props = vk.vkGetPhysicalDeviceProperties(phys)  # deviceName comes decoded
-        kind = _TYPES.get(props.deviceType, "other")
-        found.append((phys, props, f"{props.deviceName} [{kind}, Vulkan]"))
-    return found
+    devices = vk.vkEnumeratePhysicalDevices(_INSTANCE[0])
+    props = [vk.vkGetPhysicalDeviceProperties(p) for p in devices]  # deviceName comes decoded
+    return [(p, d, f"{d.deviceName} [{_TYPES.get(d.deviceType, 'other')}, Vulkan]")
+            for p, d in zip(devices, props)]
 
 
 def list_adapters() -> list[str]:
@@ -65,7 +60,8 @@ def list_adapters() -> list[str]:
 
 
 class VulkanDevice(Device):
-    """A Vulkan logical device with one compute queue."""
+    """A Vulkan logical device with one compute queue and fence; with `timing` set, two
+    timestamp queries bracket each submission."""
 
     backend = "vulkan"
 
@@ -86,24 +82,20 @@ class VulkanDevice(Device):
         if not compute:
             raise DeviceError(f"Vulkan adapter {self.name} has no compute queue")
         self.family, priorities = compute[0], [1.0]
-        queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1,
-                                                pQueuePriorities=priorities)
-        device_info = vk.VkDeviceCreateInfo(queueCreateInfoCount=1,
-                                            pQueueCreateInfos=[queue_info])
-        self.dev = self._vk("device creation", vk.vkCreateDevice, self.physical,
-                            device_info, None)
+        queues = [vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family,
+                                             pQueuePriorities=priorities)]
+        info = vk.VkDeviceCreateInfo(pQueueCreateInfos=queues)
+        self.dev = self._vk("device creation", vk.vkCreateDevice, self.physical, info, None)
         self.queue = vk.vkGetDeviceQueue(self.dev, self.family, 0)
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         self.mem_flags = [mem.memoryTypes[i].propertyFlags for i in range(mem.memoryTypeCount)]
         local = [f for f in self.mem_flags if f & _LOCAL]
         self.unified = (bool(local) and all(f & _HOST == _HOST for f in local)
                         and os.environ.get("VYRE_VULKAN_STAGING") != "1")
-        self.cmd_pool = self._new("command pool", vk.vkCreateCommandPool,
-                                  vk.VkCommandPoolCreateInfo(queueFamilyIndex=self.family,
-                                                             flags=_RESETTABLE))
-        self.fence = self._new("fence", vk.vkCreateFence, vk.VkFenceCreateInfo())
-        self.pipeline_cache = self._new("pipeline cache", vk.vkCreatePipelineCache,
-                                        vk.VkPipelineCacheCreateInfo())
+        self.cmd_pool = self._new("command pool", "CommandPool", queueFamilyIndex=self.family,
+                                  flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)
+        self.fence = self._new("fence", "Fence")
+        self.pipeline_cache = self._new("pipeline cache", "PipelineCache")
         # Command buffers of the submissions since the last wait (only the last one of
         # those carries the fence), with their submit infos; allocated as needed.
         self._ring, self._sent, self._stamped = [], 0, False
@@ -111,11 +103,8 @@ class VulkanDevice(Device):
         self._begin = vk.ffi.new("VkCommandBufferBeginInfo*", {
             "sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
             "flags": vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT})
-        sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=n)
-                 for t, n in ((_STORAGE_SET, _POOL_SETS * 8), (_UNIFORM_SET, _POOL_SETS))]
-        self._pool_info = vk.VkDescriptorPoolCreateInfo(
-            flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT, maxSets=_POOL_SETS,
-            poolSizeCount=2, pPoolSizes=sizes)
+        self._pool_sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=n) for t, n in
+                            ((_STORAGE_SET, _POOL_SETS * 8), (_UNIFORM_SET, _POOL_SETS))]
         # Between dispatches: later dispatches and transfers see earlier writes; at the end
         # of a waited-for submission ([1]), host reads of mapped memory see them too. The
         # per-dispatch calls go to the cffi library directly (the `vulkan` package's argument
@@ -126,36 +115,45 @@ class VulkanDevice(Device):
         self._pools, self._pool_at, self._staging, self._queries = [], 0, None, None
         bits = families[self.family].timestampValidBits
         if bits:  # GPU timestamps: ticks of timestampPeriod ns, `bits` valid bits
-            self._queries = self._new("query pool", vk.vkCreateQueryPool, vk.VkQueryPoolCreateInfo(
-                queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=2))
+            self._queries = self._new("query pool", "QueryPool", queryCount=2,
+                                      queryType=vk.VK_QUERY_TYPE_TIMESTAMP)
             self._tick_s = float(limits.timestampPeriod) * 1e-9
             self._tick_mask, self._stamps = (1 << bits) - 1, vk.ffi.new("uint64_t[2]")
 
+    def _fail(self, what: str, error: str, lost: bool) -> DeviceError:
+        return DeviceError(f"Vulkan {what} failed on {self.name}: {error}"
+                           f"{' (the device was lost; create a new one)' if lost else ''}")
+
     def _vk(self, what: str, fn, *args):
+        # fn(*args) through the `vulkan` package, its exceptions raised as DeviceError.
         try:
             return fn(*args)
         except (vk.VkError, vk.VkException) as exc:
             lost = isinstance(exc, vk.VkErrorDeviceLost)
-            raise DeviceError(f"Vulkan {what} failed on {self.name}: {type(exc).__name__}"
-                              f"{' (the device was lost; create a new one)' if lost else ''}"
-                              ) from exc
+            raise self._fail(what, type(exc).__name__, lost) from exc
 
-    def _new(self, what: str, create, info):
-        # vkCreate*(device, info, allocator) with errors named after `what`.
-        return self._vk(what, create, self.dev, info, None)
+    def _check(self, what: str, result: int) -> None:
+        # VkResult of a direct library call: anything but VK_SUCCESS is a DeviceError.
+        if result != vk.VK_SUCCESS:
+            error = "VK_TIMEOUT" if result == vk.VK_TIMEOUT else f"VkResult {result}"
+            raise self._fail(what, error, result == vk.VK_ERROR_DEVICE_LOST)
+
+    def _new(self, what: str, kind: str, **fields):
+        # vkCreate<kind>(device, Vk<kind>CreateInfo(**fields), None), errors named `what`.
+        info = getattr(vk, f"Vk{kind}CreateInfo")(**fields)
+        return self._vk(what, getattr(vk, f"vkCreate{kind}"), self.dev, info, None)
 
     def _make(self, nbytes: int, usage: int, host: bool) -> _Buf:
-        buffer = self._new("buffer creation", vk.vkCreateBuffer, vk.VkBufferCreateInfo(
-            size=nbytes, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE))
-        req = vk.vkGetBufferMemoryRequirements(self.dev, buffer)
-        want = _HOST if host else _LOCAL
+        buffer = self._new("buffer creation", "Buffer", size=nbytes, usage=usage,
+                           sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+        req, want = vk.vkGetBufferMemoryRequirements(self.dev, buffer), _HOST if host else _LOCAL
         index = next((i for i, flags in enumerate(self.mem_flags)
                       if req.memoryTypeBits & (1 << i) and flags & want == want), None)
         if index is None:
-            raise DeviceError(f"Vulkan adapter {self.name} has no memory type with flags "
-                              f"{want:#x}")
-        memory = self._new(f"allocation of {nbytes} bytes", vk.vkAllocateMemory,
-                           vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index))
+            raise DeviceError(f"Vulkan adapter {self.name} has no memory type with flags {want:#x}")
+        info = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index)
+        memory = self._vk(f"allocation of {nbytes} bytes", vk.vkAllocateMemory, self.dev, info,
+                          None)
         vk.vkBindBufferMemory(self.dev, buffer, memory, 0)
         mapped = vk.vkMapMemory(self.dev, memory, 0, nbytes, 0) if host else None
         return _Buf(buffer, memory, mapped, nbytes)
@@ -190,9 +188,8 @@ class VulkanDevice(Device):
 
     def _download(self, handle: _Buf, nbytes: int) -> bytes:
         if handle.mapped is None:
-            staging = self._staged(nbytes)
-            self._copy(handle, staging, nbytes)
-            handle = staging
+            self._copy(handle, self._staged(nbytes), nbytes)
+            handle = self._staging
         return bytes(handle.mapped[0:nbytes])
 
     def _free(self, handle: _Buf) -> None:
@@ -201,13 +198,10 @@ class VulkanDevice(Device):
         vk.vkDestroyBuffer(self.dev, handle.buffer, None)
         vk.vkFreeMemory(self.dev, handle.memory, None)
 
-    def _run_commands(self, record, *args) -> None:
-        # One waited-for submission of `record(cmd, *args)` and a barrier for later work.
-        self._send(True, record, *args)
-
-    def _send(self, final: bool, record, *args) -> None:
-        # Record `record(cmd, *args)` into the next command buffer and submit it; if
-        # `final`, with the fence, then wait: the fence covers all earlier submissions.
+    def _run_commands(self, record, *args, final: bool = True) -> None:
+        # Record `record(cmd, *args)` into the next command buffer and submit it; if `final`,
+        # with a barrier for host reads and the fence, then wait: the fence covers all
+        # earlier submissions.
         lib = vk.lib
         if self._sent == len(self._ring):
             alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.cmd_pool, commandBufferCount=1,
@@ -238,7 +232,8 @@ class VulkanDevice(Device):
 
     def _wait_fence(self, lib) -> None:
         # Poll for up to _SPIN_S, as CUDA syncs do (a blocking wait wakes ~30 us late), then
-        # block; a CPU device (lavapipe) needs the host's cores itself, so it never polls. VK_NOT_READY is the only "not yet" answer; anything else ends the poll.
+        # block; a CPU device (lavapipe) needs the host's cores itself, so it never polls.
+        # VK_NOT_READY is the only "not yet" answer; anything else ends the poll.
         deadline = time.perf_counter() + self._spin_s
         while (status := lib.vkGetFenceStatus(self.dev, self.fence)) == vk.VK_NOT_READY \
                 and time.perf_counter() < deadline:
@@ -247,28 +242,17 @@ class VulkanDevice(Device):
             status = lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, _WAIT_NS)
         self._check("wait", status)
 
-    def _check(self, what: str, result: int) -> None:
-        # VkResult of a direct library call: anything but VK_SUCCESS is a DeviceError.
-        if result != vk.VK_SUCCESS:
-            lost = result == vk.VK_ERROR_DEVICE_LOST
-            name = "VK_TIMEOUT" if result == vk.VK_TIMEOUT else f"VkResult {result}"
-            raise DeviceError(f"Vulkan {what} failed on {self.name}: {name}"
-                              f"{' (the device was lost; create a new one)' if lost else ''}")
-
     def _pipeline(self, meta: dict, code):
         entries = [vk.VkDescriptorSetLayoutBinding(
             binding=b, descriptorType=_UNIFORM_SET if a == "u" else _STORAGE_SET,
             descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
             for b, a in layout_of(meta)]
         try:
-            set_layout = self._new("descriptor set layout", vk.vkCreateDescriptorSetLayout,
-                                   vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(entries),
-                                                                      pBindings=entries))
-            layout = self._new("pipeline layout", vk.vkCreatePipelineLayout,
-                               vk.VkPipelineLayoutCreateInfo(setLayoutCount=1,
-                                                             pSetLayouts=[set_layout]))
-            module = self._new("shader module creation", vk.vkCreateShaderModule,
-                               vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code))
+            set_layout = self._new("descriptor set layout", "DescriptorSetLayout",
+                                   pBindings=entries)
+            layout = self._new("pipeline layout", "PipelineLayout", pSetLayouts=[set_layout])
+            module = self._new("shader module creation", "ShaderModule", codeSize=len(code),
+                               pCode=code)
             stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
                                                        module=module, pName="main")
             infos = [vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)]
@@ -280,35 +264,34 @@ class VulkanDevice(Device):
         vk.vkDestroyShaderModule(self.dev, module, None)
         return pipes[0], layout, set_layout
 
-    def _allocate_set(self, set_layout):
-        # Pools are tried in turn from the last one with room; a new one when all are full.
+    def _bind(self, pipeline, bound, uniform_binding, uniform):
+        # Descriptor pools are tried in turn from the last one with room; a new one when all
+        # are full.
         pools = self._pools
         for tries in range(len(pools) + 1):
             if tries == len(pools):
-                pools.append(self._new("descriptor pool", vk.vkCreateDescriptorPool,
-                                       self._pool_info))
+                pools.append(self._new("descriptor pool", "DescriptorPool", maxSets=_POOL_SETS,
+                                       flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
+                                       pPoolSizes=self._pool_sizes))
                 self._pool_at = tries
             pool = pools[self._pool_at]
-            info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
-                                                  pSetLayouts=[set_layout])
+            info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, pSetLayouts=[pipeline[2]])
             try:
-                return list(vk.vkAllocateDescriptorSets(self.dev, info)), pool
-            except _POOL_FULL:
+                dsets = list(vk.vkAllocateDescriptorSets(self.dev, info))
+                break
+            except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool):
                 self._pool_at = (self._pool_at + 1) % len(pools)
-        raise DeviceError(f"Vulkan descriptor set allocation failed on {self.name}")
-
-    def _bind(self, pipeline, bound, uniform_binding, uniform):
-        dsets, pool = self._allocate_set(pipeline[2])
-        targets = [(b, h.buffer, n, _STORAGE_SET) for b, h, n in bound]
-        ubuf = None
+        else:
+            raise DeviceError(f"Vulkan descriptor set allocation failed on {self.name}")
+        targets, ubuf = [(b, h.buffer, n, _STORAGE_SET) for b, h, n in bound], None
         if uniform is not None:
             ubuf = self._make(len(uniform), vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True)
             ubuf.mapped[0:len(uniform)] = uniform
             targets.append((uniform_binding, ubuf.buffer, len(uniform), _UNIFORM_SET))
         infos = [[vk.VkDescriptorBufferInfo(buffer=buf, offset=0, range=n)]
                  for _, buf, n, _ in targets]
-        writes = [vk.VkWriteDescriptorSet(dstSet=dsets[0], dstBinding=b, descriptorCount=1,
-                                          descriptorType=t, pBufferInfo=info)
+        writes = [vk.VkWriteDescriptorSet(dstSet=dsets[0], dstBinding=b, descriptorType=t,
+                                          pBufferInfo=info)
                   for (b, _, _, t), info in zip(targets, infos)]
         vk.vkUpdateDescriptorSets(self.dev, len(writes), writes, 0, None)
         return dsets, ubuf, pool, vk.ffi.new("VkDescriptorSet[1]", dsets)
@@ -325,7 +308,7 @@ class VulkanDevice(Device):
     def _submit(self, jobs: list, final: bool) -> None:
         if not jobs and not (final and self._sent):
             return
-        self._send(final, self._record, jobs, final)
+        self._run_commands(self._record, jobs, final, final=final)
         if final and self._stamped:
             self._stamped, stamps = False, self._stamps
             self._vk("timestamp query", vk.vkGetQueryPoolResults, self.dev, self._queries, 0, 2,
