@@ -47,11 +47,9 @@ def list_adapters(backend: str | None = None) -> list[str]:
 
 
 def get_device(backend: str | None = None, adapter: int | str | None = None) -> Device:
-    """The device of `backend` on `adapter`, created once and shared.
-
-    Arguments: `backend` "wgpu" or "vulkan"; `adapter` an index into list_adapters, a
-    case-insensitive substring of its description, or None for the default.
-    Returns: the Device."""
+    """The Device of `backend` ("wgpu" or "vulkan") on `adapter` (an index into
+    list_adapters, a case-insensitive substring of a description, or None for the default),
+    created once and shared."""
     key = (_backend_name(backend), adapter)
     if key not in _DEFAULT_DEVICES:
         mod = _module(key[0])
@@ -61,12 +59,10 @@ def get_device(backend: str | None = None, adapter: int | str | None = None) -> 
 
 def load_kernel(meta: dict, *, wgsl: str | None = None, spirv: bytes | None = None,
                 backend: str | None = None, device: Device | None = None) -> Kernel:
-    """A callable Kernel (call convention: Kernel.__call__).
-
-    Arguments: `meta` its metadata record (docs/descriptor-conventions.md); `wgsl` or
-    `spirv` the shader of the backend in use; `device` defaults to `backend`'s default
-    device, `backend` to `device`'s backend, else VYRE_BACKEND, else "wgpu".
-    Returns: the Kernel, its pipeline already created."""
+    """A callable Kernel (see Kernel.__call__), its pipeline already created, of `meta` (its
+    metadata record, docs/descriptor-conventions.md) and `wgsl` or `spirv` (the shader of the
+    backend in use). `device` defaults to `backend`'s default device, `backend` to
+    `device`'s backend, else VYRE_BACKEND, else "wgpu"."""
     if device is None:
         device = get_device(backend)
     elif backend is not None and backend != device.backend:
@@ -105,17 +101,15 @@ class Bundle:
         """The kernel `name` (and `variant`), loaded on first use."""
         kid = f"{name}.{variant}" if variant else name
         if kid not in self._kernels:
-            entry, backend = self.reader.entry(name, variant or None), self.device.backend
-            suffix = _ARTIFACT[backend]
+            entry, suffix = self.reader.entry(name, variant or None), _ARTIFACT[self.device.backend]
             if suffix not in entry.artifacts:
                 raise BundleError(f"bundle kernel {entry.id!r} has no {suffix} artifact for "
-                                  f"the {backend} backend")
+                                  f"the {self.device.backend} backend")
             code = self.reader.read_artifact(entry.id, suffix)
             try:
                 code = code.decode("utf-8") if suffix == ".wgsl" else code
             except UnicodeDecodeError as exc:
-                raise BundleError(f"bundle kernel {entry.id!r}: .wgsl is not UTF-8: "
-                                  f"{exc}") from exc
+                raise BundleError(f"bundle kernel {entry.id!r}: .wgsl is not UTF-8: {exc}") from exc
             self._kernels[kid] = self.device.kernel(entry.meta, code)
         return self._kernels[kid]
 
@@ -131,11 +125,9 @@ class Bundle:
 
 
 def open_bundle(path, *, backend: str | None = None, device: Device | None = None) -> Bundle:
-    """Open a bundle lazily (header and manifest only); artifacts are read and verified
-    when a kernel is first used.
-
-    Arguments: `path` the .vyrebundle; `device`, else `backend`'s default device.
-    Returns: the Bundle (a context manager)."""
+    """The Bundle (a context manager) of the .vyrebundle at `path`, opened lazily (header and
+    manifest only; artifacts are read and verified when a kernel is first used); kernels
+    run on `device`, else `backend`'s default device."""
     from vyre_build.bundle import read_bundle
     if device is None:
         _backend_name(backend)  # refuse a bad backend name now, not at first use
