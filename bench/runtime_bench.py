@@ -203,12 +203,16 @@ def vulkan_hand_written(n: int):
                                       descriptorType=t, pBufferInfo=info)
               for i, (t, info) in enumerate(zip(kinds, infos))]
     vk.vkUpdateDescriptorSets(d.dev, 3, writes, 0, None)
-    cmd, fence, queue = d.cmd, d.fence, d.queue
+    # Its own command buffer and fence, from the device's pool.
+    cmd_alloc = vk.VkCommandBufferAllocateInfo(commandPool=d.cmd_pool, commandBufferCount=1,
+                                               level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
+    cmd = vk.vkAllocateCommandBuffers(d.dev, cmd_alloc)[0]
+    fence, queue = vk.vkCreateFence(d.dev, vk.VkFenceCreateInfo(), None), d.queue
     scalar = np.array([2.0, 0, 0, 0], np.float32).tobytes()
 
     # `_keep` holds the buffers the descriptor set points at: collected, they would be
     # freed while dispatches still write them (heap corruption on lavapipe).
-    def call(_keep=(x, y, u, sizes, pool_info, layouts, alloc, infos, writes)):
+    def call(_keep=(x, y, u, sizes, pool_info, layouts, alloc, infos, writes, cmd_alloc)):
         u.mapped[0:16] = scalar
         begin = vk.VkCommandBufferBeginInfo(
             flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
