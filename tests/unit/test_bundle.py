@@ -552,3 +552,13 @@ def test_compiled_kernel_round_trip(tmp_path):
         assert decode(r.read_artifact("saxpy", ".kdesc")) == kernels[0].descriptor
         assert r.read_artifact("saxpy", ".wgsl").decode() == kernels[0].wgsl
         assert r.entry("saxpy").meta == kernels[0].meta
+
+
+def test_depth_check_ignores_brackets_inside_strings_with_and_without_escapes():
+    from vyre_build.bundle.format import _too_deep
+    plain = '{"a": "[[[[[[[[{{{{", "b": [[1]]}'
+    escaped = '{"a": "\\"[[[[[[[[\\\\", "b": [[1]]}'
+    for text in (plain, escaped):
+        assert json.loads(text)["b"] == [[1]]
+        assert not _too_deep(text, 3)
+        assert _too_deep(text, 2)

@@ -78,7 +78,11 @@ def _too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     Outside its strings valid JSON is ASCII, so dropping strings and non-bracket ASCII
     leaves exactly the bracket structure; each pass peels one level of empty pairs.
     """
-    brackets = _JSON_STRING_RE.sub("", text).translate(_NOT_BRACKETS)
+    if "\\" in text:
+        outside = _JSON_STRING_RE.sub("", text)
+    else:  # no escapes: every quote bounds a string, so even pieces lie outside them
+        outside = "".join(text.split('"')[::2])
+    brackets = outside.translate(_NOT_BRACKETS)
     for _ in range(limit):
         if not brackets:
             return False
