@@ -47,6 +47,13 @@ def _reject_constant(name: str):
     raise ValueError(f"non-JSON number {name}")
 
 
+_INDEX_KEYS = {"offset", "size", "blake3"}
+
+
+def _what(ident: str, suffix: str) -> str:
+    return f"kernel {ident!r} artifact {suffix!r}"
+
+
 def _is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -158,8 +165,8 @@ class BundleReader:
         if not isinstance(kernels, list):
             raise self._fail("manifest 'kernels' must be a list")
         records: dict[str, dict] = {}
-        ranges: list[tuple[int, int, str]] = []
-        previous = None
+        ranges: list[tuple[int, int, str, str]] = []
+        previous, suffixes = None, set()
         for n, rec in enumerate(kernels):
             if not isinstance(rec, dict) or set(rec) != {"id", "meta", "artifacts"}:
                 raise self._fail(f"manifest kernel {n} must have exactly 'id', 'meta', 'artifacts'")
@@ -178,30 +185,32 @@ class BundleReader:
             if not isinstance(arts, dict):
                 raise self._fail(f"manifest kernel {ident!r}: 'artifacts' must be an object")
             for suffix, info in arts.items():
-                try:
-                    check_suffix(suffix)
-                except BundleError as exc:
-                    raise self._fail(f"manifest kernel {ident!r}: {exc}") from None
-                what = f"kernel {ident!r} artifact {suffix!r}"
-                if not isinstance(info, dict) or set(info) != {"offset", "size", "blake3"}:
-                    raise self._fail(f"{what}: index entry must have exactly offset, size, blake3")
+                if suffix not in suffixes:  # the same few suffixes recur: check each once
+                    try:
+                        suffixes.add(check_suffix(suffix))
+                    except BundleError as exc:
+                        raise self._fail(f"manifest kernel {ident!r}: {exc}") from None
+                if type(info) is not dict or info.keys() != _INDEX_KEYS:
+                    raise self._fail(f"{_what(ident, suffix)}: index entry must have exactly "
+                                     f"offset, size, blake3")
                 off, size, digest = info["offset"], info["size"], info["blake3"]
-                if not _is_int(off) or not _is_int(size) or off < 0 or size < 0:
-                    raise self._fail(f"{what}: offset {off!r} and size {size!r} must be "
-                                     f"non-negative integers")
+                if type(off) is not int or type(size) is not int or off < 0 or size < 0:
+                    raise self._fail(f"{_what(ident, suffix)}: offset {off!r} and size "
+                                     f"{size!r} must be non-negative integers")
                 if off < HEADER_SIZE or off % ALIGN or off + size > data_end:
-                    raise self._fail(f"index out of bounds: {what} at bytes {off}..{off + size} "
-                                     f"must be {ALIGN}-aligned within the data region "
-                                     f"{HEADER_SIZE}..{data_end}")
-                if not isinstance(digest, str) or not _HEX64_RE.fullmatch(digest):
-                    raise self._fail(f"{what}: blake3 {digest!r} is not 64 lowercase hex digits")
-                ranges.append((off, off + size, what))
+                    raise self._fail(f"index out of bounds: {_what(ident, suffix)} at bytes "
+                                     f"{off}..{off + size} must be {ALIGN}-aligned within the "
+                                     f"data region {HEADER_SIZE}..{data_end}")
+                if type(digest) is not str or not _HEX64_RE.fullmatch(digest):
+                    raise self._fail(f"{_what(ident, suffix)}: blake3 {digest!r} is not 64 "
+                                     f"lowercase hex digits")
+                ranges.append((off, off + size, ident, suffix))
             records[ident] = rec
         ranges.sort()
-        for (s0, e0, w0), (s1, e1, w1) in itertools.pairwise(ranges):
+        for (s0, e0, i0, x0), (s1, e1, i1, x1) in itertools.pairwise(ranges):
             if s1 < e0:
-                raise self._fail(f"overlapping ranges: {w0} at bytes {s0}..{e0} and {w1} "
-                                 f"at bytes {s1}..{e1}")
+                raise self._fail(f"overlapping ranges: {_what(i0, x0)} at bytes {s0}..{e0} and "
+                                 f"{_what(i1, x1)} at bytes {s1}..{e1}")
         return records
 
     # -- queries --
