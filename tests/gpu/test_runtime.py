@@ -425,6 +425,18 @@ def test_vulkan_staging_path(monkeypatch):
     np.testing.assert_array_equal(iota(out=5, start=1, step=2)["out"], [1, 3, 5, 7, 9])
     big = dev.buffer(3 << 18, "f32")  # larger than the first staging buffer: it grows
     assert not big.read().any()
+    # A batch whose calls upload arrays (staged copies, each waited for) while earlier
+    # chunks of dispatches are in flight: every copy and dispatch stays in order.
+    by, made = dev.buffer(300, "f32"), []
+    with dev.batch():
+        for i in range(40):
+            # An array argument, or a fresh DeviceBuffer: either way a staged upload.
+            saxpy(x=x if i % 2 else dev.buffer(x, read_only=True), y=by, a=1.0)
+            if i % 10 == 0:
+                made.append(iota(out=8, start=i, step=1)["out"])
+    np.testing.assert_array_equal(by.read(), 40 * x)
+    for i, out in zip(range(0, 40, 10), made):
+        np.testing.assert_array_equal(out.read(), np.arange(i, i + 8, dtype=np.uint32))
 
 
 def _bundle(path, backends=("wgpu", "vulkan")):
