@@ -273,8 +273,9 @@ def _on_device(dev, args: dict, meta: dict) -> dict:
 
 
 def _throughput(kernel, dev, args: dict, repeat: int, number: int, grid=None) -> tuple:
-    """(host-inclusive s per dispatch: record `number` dispatches, submit, wait; GPU s per
-    dispatch from timestamps around the submission's dispatches, or None)."""
+    """(host-inclusive s per dispatch: wall time of `number` calls in one device.batch()
+    and its wait, as torch's figure is `number` ops and a synchronize; GPU s per dispatch
+    from timestamps before the batch's first dispatch and after its last, or None)."""
     gpu = []
 
     def block():
@@ -337,9 +338,9 @@ def device_report(backend: str, quick: bool, repeat: int, big: int | None = None
     plan += [(stem, m, 48 * m, "GB/s", None, op) for m in (n // 4, n)
              for stem, op in (("saxpy4", "saxpy"), ("add4", "add.f32"))]
     torch, torch_times = _torch(), {}
-    say(f"[{backend}] device report: median of {repeat} rounds of {number} dispatches recorded "
-        "into one submission on device buffers; host = record+submit+wait per dispatch, "
-        "gpu = timestamps around the dispatches (incl. barriers)")
+    say(f"[{backend}] device report: median of {repeat} rounds of {number} calls in one "
+        "device.batch() on device buffers; host = wall time of the calls and the wait per "
+        "dispatch, gpu = timestamps around the batch's dispatches (incl. barriers and gaps)")
     # Half a second of full-size dispatches first, so the GPU's clocks are up before the
     # first row (torch, measured after each of our rows, is warm already).
     warm = _on_device(dev, reference.case("add.f32").inputs(rng, n), bundle["add.f32"].meta)
