@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import weakref
 
 SAXPY_META = {
@@ -213,6 +214,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from vyre_build.errors import BundleError, DeviceError, DispatchError  # noqa: E402
+from vyre_build.runtime import DeviceBuffer  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -338,6 +340,94 @@ def test_repeated_calls_reuse_the_plan_yet_see_every_change(device):
     del by
     gc.collect()
     assert probe() is None
+
+
+def test_plan_reuse_never_serves_a_stale_or_unchecked_call(device):
+    saxpy = load("saxpy", device.backend, device)
+    x = np.ones(128, np.float32)
+    bx = device.buffer(x, read_only=True)
+    # A grid list changed in place between calls: lists are never cached. (The test
+    # saxpy's workgroups are 64 wide; it checks bounds against len(y) itself.)
+    by, g = device.buffer(128, "f32"), [64]
+    saxpy.dispatch({"x": bx, "y": by, "a": 1.0}, grid=g)
+    g[0] = 128
+    saxpy.dispatch({"x": bx, "y": by, "a": 1.0}, grid=g)
+    np.testing.assert_array_equal(by.read(), [2.0] * 64 + [1.0] * 64)
+    # Grids plan_call refuses stay refused after an equal accepted one.
+    saxpy.dispatch({"x": bx, "y": by, "a": 1.0}, grid=64)
+    for bad in (64.0, True, np.array([64])):
+        with pytest.raises(DispatchError, match="grid= must be"):
+            saxpy.dispatch({"x": bx, "y": by, "a": 1.0}, grid=bad)
+    # -0.0 after 0.0 is another uniform: a * 1 + -0 is -0 only for a = -0.0.
+    negative_zeros = np.full(128, -0.0, np.float32)
+    bz = device.buffer(negative_zeros)
+    saxpy(x=bx, y=bz, a=0.0)
+    assert not np.signbit(bz.read()).any()
+    bz.write(negative_zeros)
+    saxpy(x=bx, y=bz, a=-0.0)
+    assert np.signbit(bz.read()).all()
+    # A DeviceBuffer subclass is bound like a DeviceBuffer, cached call or not.
+
+    class Tagged(DeviceBuffer):
+        pass
+    base = device.buffer(np.full(128, 1.0, np.float32))
+    tagged = Tagged(device, base.handle, base.dtype, base.shape, base.access)
+    base.released = True  # `tagged` owns the memory now
+    for _ in range(2):
+        saxpy(x=bx, y=tagged, a=3.0)
+    np.testing.assert_array_equal(tagged.read(), np.full(128, 7.0, np.float32))
+
+
+def test_vulkan_batch_back_pressure_wait_and_timing():
+    from adapters import require_adapter
+    require_adapter("vulkan")
+    from vyre_build.runtime import vulkan_backend
+    from vyre_build.runtime.vulkan_backend import VulkanDevice
+    dev = VulkanDevice()
+    dev.timing = True
+    saxpy = load("saxpy", "vulkan", dev)
+    bx, by = dev.buffer(np.ones(64, np.float32), read_only=True), dev.buffer(64, "f32")
+    with dev.batch():
+        for _ in range(2000):  # ~125 chunks of 16: at most _RING_MAX unwaited at a time
+            saxpy(x=bx, y=by, a=1.0)
+        assert dev._sent <= vulkan_backend._RING_MAX
+        dev.wait()  # blocks for the chunks in flight
+        assert dev._sent == 0
+        saxpy(x=np.ones(64, np.float32), y=by, a=1.0)  # an upload and a dispatch after it
+    assert len(dev._ring) <= vulkan_backend._RING_MAX
+    np.testing.assert_array_equal(by.read(), np.full(64, 2001.0, np.float32))
+    assert dev.gpu_seconds is not None and dev.gpu_seconds > 0
+    t = time.perf_counter()
+    saxpy(x=bx, y=by, a=1.0)
+    assert 0 < dev.gpu_seconds < time.perf_counter() - t  # this call's, not the batch's
+    dev.timing = False
+    saxpy(x=bx, y=by, a=1.0)
+    assert dev.gpu_seconds is None
+
+
+def test_vulkan_interrupted_fence_poll_waits_before_it_propagates():
+    """Ctrl-C while polling: the blocking wait runs before the caller frees anything."""
+    from vyre_build.runtime.vulkan_backend import VulkanDevice
+    calls = []
+
+    class Lib:
+        def vkGetFenceStatus(self, dev, fence):
+            calls.append("poll")
+            if len(calls) == 3:
+                raise KeyboardInterrupt
+            return vk_not_ready
+
+        def vkWaitForFences(self, *args):
+            calls.append("wait")
+            return 0
+    import vulkan
+    vk_not_ready = vulkan.VK_NOT_READY
+    fake = VulkanDevice.__new__(VulkanDevice)
+    fake.dev = fake.fence = fake._fence_arr = None
+    fake._spin_s = 60.0
+    with pytest.raises(KeyboardInterrupt):
+        fake._wait_fence(Lib())
+    assert calls == ["poll", "poll", "poll", "wait"]
 
 
 def test_device_buffer_refusals(device):

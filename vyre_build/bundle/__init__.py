@@ -35,3 +35,7 @@ def __getattr__(name: str):
         from vyre_build.bundle import writer
         return getattr(writer, name)
     raise AttributeError(f"module 'vyre_build.bundle' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

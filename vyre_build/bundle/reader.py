@@ -26,9 +26,16 @@ class BundleEntry:
 
     __slots__ = ("id", "name", "variant", "meta", "artifacts")
 
-    def __init__(self, ident: str, name: str, variant: str | None, meta: dict, artifacts: dict):
+    def __init__(self, id: str, name: str, variant: str | None, meta: dict,  # noqa: A002
+                 artifacts: dict):
         self.id, self.name, self.variant, self.meta, self.artifacts = (
-            ident, name, variant, meta, artifacts)
+            id, name, variant, meta, artifacts)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is BundleEntry and all(
+            getattr(self, f) == getattr(other, f) for f in self.__slots__)
+
+    __hash__ = None  # mutable dicts inside
 
     def __repr__(self) -> str:
         return f"BundleEntry(id={self.id!r}, artifacts={sorted(self.artifacts)})"

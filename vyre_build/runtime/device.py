@@ -116,7 +116,7 @@ class Batch:
     def __enter__(self):
         if self.device._batch is not None:
             raise DispatchError("device.batch() blocks cannot be nested")
-        self.device._batch = self
+        self.device._batch, self.chunk = self, 1
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -247,7 +247,7 @@ class Device:
         temps, bound, used = {}, [], []
         for arg in plan.buffers:
             buf = args[arg.name]
-            if type(buf) is not DeviceBuffer:
+            if not isinstance(buf, DeviceBuffer):
                 buf = temps[arg.name] = (self.buffer(arg.shape, arg.dtype) if arg.source is None
                                          else self.buffer(arg.source))
             used.append(buf)
@@ -303,30 +303,44 @@ class Kernel:
 
     def dispatch(self, args: dict, grid=None) -> dict:
         """Like calling the kernel, with the arguments as a dict."""
-        last = self._last  # a call on the same buffers and scalars as the last reuses its plan
-        if last is None or not _same_call(last, args, grid):
+        last, key = self._last, _grid_key(grid)
+        if last is None or key is _NO_CACHE or not _same_call(last, args, key):
             plan = plan_call(self.meta, args, grid, self.device)
             # Buffers weakly held (they stay collectable); never for arrays, whose contents
-            # and so uploads can change between calls.
-            self._last = last = None if any(
+            # and so uploads can change between calls, or for grids other than ints/tuples.
+            self._last = last = None if key is _NO_CACHE or any(
                 isinstance(v, np.ndarray) for v in args.values()) else (
-                {k: weakref.ref(v) if type(v) is DeviceBuffer else v for k, v in args.items()},
-                grid, plan._replace(buffers=tuple(a._replace(source=None) for a in plan.buffers)))
+                {k: weakref.ref(v) if isinstance(v, DeviceBuffer) else v for k, v in args.items()},
+                key, plan._replace(buffers=tuple(a._replace(source=None) for a in plan.buffers)))
             if last is None:
                 return self.device.run(self, plan, args)
         return self.device.run(self, last[2], args)
 
 
-def _same_call(last: tuple, args: dict, grid) -> bool:
-    # The same live DeviceBuffers and equal int/float scalars (of the same type) as `last`.
-    before, last_grid, _ = last
-    if grid != last_grid or len(args) != len(before):
+_NO_CACHE = object()
+
+
+def _grid_key(grid):
+    # None, an int or a tuple of ints as given (plain ints only, so that no value plan_call
+    # would refuse can match a cached one), else _NO_CACHE.
+    if grid is None or type(grid) is int or type(grid) is tuple and all(
+            type(v) is int for v in grid):
+        return grid
+    return _NO_CACHE
+
+
+def _same_call(last: tuple, args: dict, key) -> bool:
+    # The same live DeviceBuffers, the same grid and scalars of the same type and value
+    # (floats to the sign of zero) as `last`.
+    before, last_key, _ = last
+    if key != last_key or type(key) is not type(last_key) or len(args) != len(before):
         return False
     for name, value in args.items():
         old = before.get(name)
-        if type(value) is DeviceBuffer:
+        if isinstance(value, DeviceBuffer):
             if type(old) is not weakref.ref or old() is not value or value.released:
                 return False
-        elif type(value) not in (int, float) or type(old) is not type(value) or old != value:
+        elif type(value) not in (int, float) or type(old) is not type(value) or old != value \
+                or value == 0 and math.copysign(1, value) != math.copysign(1, old):
             return False
     return True

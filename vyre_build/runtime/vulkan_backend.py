@@ -30,7 +30,7 @@ _TYPES = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete GPU",
           vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual GPU",
           vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "CPU"}
 _RANK = {t: i for i, t in enumerate(_TYPES)}
-_POOL_SETS, _WAIT_NS, _SPIN_S = 64, 120 * 10 ** 9, 0.02
+_POOL_SETS, _WAIT_NS, _SPIN_S, _RING_MAX = 64, 120 * 10 ** 9, 0.02, 64
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
 _INSTANCE = []
 # A VkBuffer with its memory and, when host-visible, its persistent mapping.
@@ -211,36 +211,45 @@ class VulkanDevice(Device):
             self._ring.append((cmds, vk.ffi.new("VkSubmitInfo*", {
                 "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1,
                 "pCommandBuffers": cmds})))
+        # Past _RING_MAX unwaited submissions, this one waits too (back-pressure).
+        wait = final or self._sent + 1 >= _RING_MAX
         cmds, submit = self._ring[self._sent]
         self._check("command recording", lib.vkBeginCommandBuffer(cmds[0], self._begin))
         record(cmds[0], *args)
-        if final:
+        if wait:
             lib.vkCmdPipelineBarrier(cmds[0], _STAGE, _HOST_STAGES, 0, 1, self._barriers[1], 0,
                                      vk.ffi.NULL, 0, vk.ffi.NULL)
         self._check("command recording", lib.vkEndCommandBuffer(cmds[0]))
         self._check("queue submit", lib.vkQueueSubmit(self.queue, 1, submit,
-                                                      self.fence if final else vk.ffi.NULL))
+                                                      self.fence if wait else vk.ffi.NULL))
         self._sent += 1
-        if final:
-            try:
-                self._wait_fence(lib)
-            finally:
-                lib.vkResetFences(self.dev, 1, self._fence_arr)
-                for cmds, _ in self._ring[:self._sent]:
-                    lib.vkResetCommandBuffer(cmds[0], 0)
-                self._sent = 0
+        if wait:
+            status = self._wait_fence(lib)
+            if status == vk.VK_TIMEOUT:  # still running: nothing may be reset under it
+                raise self._fail("wait", f"VK_TIMEOUT after {_WAIT_NS // 10 ** 9} s", False)
+            lib.vkResetFences(self.dev, 1, self._fence_arr)
+            for cmds, _ in self._ring[:self._sent]:
+                lib.vkResetCommandBuffer(cmds[0], 0)
+            self._sent = 0
+            self._check("wait", status)
 
-    def _wait_fence(self, lib) -> None:
+    def _wait_fence(self, lib) -> int:
         # Poll for up to _SPIN_S, as CUDA syncs do (a blocking wait wakes ~30 us late), then
         # block; a CPU device (lavapipe) needs the host's cores itself, so it never polls.
-        # VK_NOT_READY is the only "not yet" answer; anything else ends the poll.
+        # VK_NOT_READY is the only "not yet" answer; anything else ends the poll. An
+        # interrupt (Ctrl-C) during the poll waits for the work before it propagates, since
+        # the caller then frees what the GPU is still using.
         deadline = time.perf_counter() + self._spin_s
-        while (status := lib.vkGetFenceStatus(self.dev, self.fence)) == vk.VK_NOT_READY \
-                and time.perf_counter() < deadline:
-            pass
+        try:
+            while (status := lib.vkGetFenceStatus(self.dev, self.fence)) == vk.VK_NOT_READY \
+                    and time.perf_counter() < deadline:
+                pass
+        except BaseException:
+            lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, _WAIT_NS)
+            raise
         if status == vk.VK_NOT_READY:
             status = lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, _WAIT_NS)
-        self._check("wait", status)
+        return status
 
     def _pipeline(self, meta: dict, code):
         entries = [vk.VkDescriptorSetLayoutBinding(
@@ -296,6 +305,10 @@ class VulkanDevice(Device):
         vk.vkUpdateDescriptorSets(self.dev, len(writes), writes, 0, None)
         return dsets, ubuf, pool, vk.ffi.new("VkDescriptorSet[1]", dsets)
 
+    def wait(self) -> None:
+        if self._sent:  # chunks of a batch in flight
+            self._run_commands(lambda cmd: None)
+
     def _set_uniform(self, entry, uniform: bytes) -> None:
         entry[1].mapped[0:len(uniform)] = uniform
 
@@ -306,8 +319,10 @@ class VulkanDevice(Device):
             self._free(ubuf)
 
     def _submit(self, jobs: list, final: bool) -> None:
-        if not jobs and not (final and self._sent):
+        if not jobs and not (final and (self._sent or self._stamped)):
             return
+        if final and not self._stamped:
+            self.gpu_seconds = None
         self._run_commands(self._record, jobs, final, final=final)
         if final and self._stamped:
             self._stamped, stamps = False, self._stamps
