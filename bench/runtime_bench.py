@@ -332,6 +332,10 @@ def device_report(backend: str, quick: bool, repeat: int, big: int | None = None
             grid = min(-(-size // per), 65535 * 256)
             plan += [(f"{stem}_stride", size, 12 * size, "GB/s", grid, op)
                      for stem, op in (("saxpy", "saxpy"), ("add", "add.f32"))]
+    # Four elements per invocation with every load issued first (bench/kernels/stride.py),
+    # at n and at 4n floats (a grid of n / 4 and n invocations).
+    plan += [(f"{stem}_coarse4", m, 12 * m, "GB/s", -(-m // 4), op) for m in (n, 4 * n)
+             for stem, op in (("saxpy", "saxpy"), ("add", "add.f32"))]
     # The tree's vec4 kernels (kernels/vector.py): 16-byte accesses, n floats as n/4 vec4s;
     # torch runs on the same n floats.
     # Also at the full 1-D grid (4n floats), where the GPU time outweighs recording.
