@@ -111,7 +111,7 @@ class Batch:
     made, waited for on exit (with an exception, only what was already submitted runs)."""
 
     def __init__(self, device: Device):
-        self.device, self.pending, self.keep, self.freed, self.chunk = device, [], [], [], 1
+        self.device, self.pending, self.freed, self.chunk = device, [], [], 1
 
     def __enter__(self):
         if self.device._batch is not None:
@@ -124,7 +124,7 @@ class Batch:
         try:
             device._flush(self.pending if exc_type is None else [])
         finally:
-            self.pending, self.keep = [], []
+            self.pending = []
             while self.freed:
                 device._release(self.freed.pop())
 
@@ -244,13 +244,12 @@ class Device:
     def run(self, kernel: Kernel, plan, args: dict) -> dict:
         """Dispatch `plan`, checked for `args`; return the written buffers (Kernel.__call__)."""
         pipeline = kernel.pipeline
-        temps, bound, used = {}, [], []
+        temps, bound = {}, []
         for arg in plan.buffers:
             buf = args[arg.name]
             if not isinstance(buf, DeviceBuffer):
                 buf = temps[arg.name] = (self.buffer(arg.shape, arg.dtype) if arg.source is None
                                          else self.buffer(arg.source))
-            used.append(buf)
             bound.append((arg.binding, buf._live(), buf.nbytes))
         jobs = []  # an empty grid dispatches nothing; outputs keep their contents
         if all(plan.workgroups):
@@ -260,18 +259,17 @@ class Device:
                 entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform)
                 self._oneoff.append(entry)
             jobs.append((pipeline, entry, plan.workgroups))
-        written = [a for a in plan.buffers if a.access != "r"]
         batch = self._batch
         if batch is not None:
-            batch.keep.extend(used)  # every bound buffer outlives the batch's submissions
+            # Buffers dropped before the batch ends (temporaries included) are freed at its
+            # end: DeviceBuffer.release defers to the batch.
             batch.pending.extend(jobs)
             if len(batch.pending) >= batch.chunk:
                 self._submit(batch.pending, False)
                 batch.pending, batch.chunk = [], min(2 * batch.chunk, _CHUNK_MAX)
-            return {a.name: temps[a.name] if a.name in temps else args[a.name] for a in written}
+            return {n: temps[n] if n in temps else args[n] for n in plan.written}
         self._flush(jobs)
-        return {a.name: temps[a.name].read() if a.name in temps else args[a.name]
-                for a in written}
+        return {n: temps[n].read() if n in temps else args[n] for n in plan.written}
 
 
 class Kernel:

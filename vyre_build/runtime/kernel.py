@@ -21,8 +21,9 @@ VECTORS = {f"vec{n}{t[0]}": (t, n) for t in DTYPES for n in (2, 4)}
 # for a "w" buffer the runtime allocates (zero-filled) with `shape`; `dtype` is the host
 # scalar type and `count` the number of kernel elements (vectors count once).
 BufferArg = namedtuple("BufferArg", "name binding dtype access source count shape")
-# A checked call: buffers in binding order, packed uniform block, workgroup counts.
-Plan = namedtuple("Plan", "buffers uniform_binding uniform workgroups")
+# A checked call: buffers in binding order, packed uniform block, workgroup counts, and
+# the names of the buffers the kernel writes (what a call returns).
+Plan = namedtuple("Plan", "buffers uniform_binding uniform workgroups written")
 
 
 def _fail(kid: str, message: str, arg: str | None = None) -> DispatchError:
@@ -216,7 +217,9 @@ def plan_call(meta: dict, args: dict, grid, device) -> Plan:
                         f"of {device.max_workgroups} (max_compute_workgroups_per_dimension)")
     ordered = tuple(sorted(buffers.values(), key=lambda a: a.binding))
     uniform = pack_uniform(meta, scalars) if scalars else None
-    return Plan(ordered, meta["uniform"]["binding"] if scalars else None, uniform, workgroups)
+    written = tuple(a.name for a in ordered if a.access != "r")
+    return Plan(ordered, meta["uniform"]["binding"] if scalars else None, uniform, workgroups,
+                written)
 
 
 def pack_uniform(meta: dict, scalars: dict) -> bytes:
