@@ -12,6 +12,7 @@ Prints:
       (also with hard-linked outputs, and SCons's own floor for the same graph)
   cold build -j2 vs -j1
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,16 +70,20 @@ def mix(v: u32) -> u32:
 def kernel(i: int) -> str:
     """A small kernel; every third one imports the shared helper file."""
     if i % 3 == 0:
-        return (f"from vyre_build.lang import Buffer, f32, global_id, kernel\n\n"
-                f"from .helpers import scale\n\n\n@kernel(workgroup_size=64)\n"
-                f"def k{i}(x: Buffer[f32], y: Buffer[f32, \"rw\"]):\n"
-                f"    i = global_id().x\n    if i < len(y):\n"
-                f"        y[i] = scale(x[i]) + {i}.0\n")
-    return (f"from vyre_build.lang import Buffer, global_id, kernel, u32\n\n\n"
-            f"@kernel(workgroup_size=64)\n"
-            f"def k{i}(x: Buffer[u32], y: Buffer[u32, \"w\"]):\n"
+        return (
+            f"from vyre_build.lang import Buffer, f32, global_id, kernel\n\n"
+            f"from .helpers import scale\n\n\n@kernel(workgroup_size=64)\n"
+            f'def k{i}(x: Buffer[f32], y: Buffer[f32, "rw"]):\n'
             f"    i = global_id().x\n    if i < len(y):\n"
-            f"        y[i] = (x[i] ^ {i}) * {i % 7 + 1}\n")
+            f"        y[i] = scale(x[i]) + {i}.0\n"
+        )
+    return (
+        f"from vyre_build.lang import Buffer, global_id, kernel, u32\n\n\n"
+        f"@kernel(workgroup_size=64)\n"
+        f'def k{i}(x: Buffer[u32], y: Buffer[u32, "w"]):\n'
+        f"    i = global_id().x\n    if i < len(y):\n"
+        f"        y[i] = (x[i] ^ {i}) * {i % 7 + 1}\n"
+    )
 
 
 def make_tree(root: Path, n: int, sconstruct: str) -> Path:
@@ -92,13 +97,21 @@ def make_tree(root: Path, n: int, sconstruct: str) -> Path:
 
 def scons(root: Path, cache: Path, *args: str) -> float:
     """Run scons in `root`; returns wall seconds; raises on failure."""
-    env = dict(os.environ, VYRE_CACHE_DIR=str(cache),
-               PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH"))
-                                          if p))
+    env = dict(
+        os.environ,
+        VYRE_CACHE_DIR=str(cache),
+        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+    )
     env.pop("SCONSFLAGS", None)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", *args], cwd=root, env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "SCons", "-Q", *args],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"scons {' '.join(args)} failed in {root}:\n{proc.stderr}")
@@ -127,6 +140,7 @@ def run(n: int, repeats: int, workdir: Path) -> dict:
     def clean_then_build() -> float:
         scons(vyre, cache, "-c")
         return scons(vyre, cache)
+
     r["cached_rebuild_s"] = best(repeats, clean_then_build)
     last = cache_stats(cache)
     if last["misses"] or last["hits"] != n:
@@ -136,9 +150,11 @@ def run(n: int, repeats: int, workdir: Path) -> dict:
     sconstruct.write_text(VYRE_SCONSTRUCT.replace("toolpath=", "VYRELINKOUTPUTS=True, toolpath="))
     r["cached_rebuild_linked_s"] = best(repeats, clean_then_build)
     sconstruct.write_text(VYRE_SCONSTRUCT)
+
     def plain_clean_then_build() -> float:
         scons(plain, cache, "-c")
         return scons(plain, cache)
+
     # SCons's own floor for this graph: the same nodes, actions that only write the files.
     r["plain_rebuild_s"] = best(repeats, plain_clean_then_build)
     scons(vyre, cache, "-c")
@@ -173,19 +189,29 @@ def main(argv=None) -> int:
         print(json.dumps(r, indent=2, sort_keys=True))
         return 0
     print(f"{args.n} kernels, {os.cpu_count()} CPUs")
-    print(f"null build: vyre {r['null_vyre_s']:.2f} s vs plain SCons {r['null_plain_s']:.2f} s"
-          f" = {r['null_ratio']:.2f}x  (target <= 1.2x)")
-    print(f"rebuild after scons -c from the cache: {r['cached_rebuild_s']:.2f} s vs cold "
-          f"{r['cold_j1_s']:.2f} s = {r['cache_speedup']:.1f}x faster, "
-          f"{r['cached_ms_per_kernel']:.2f} ms/kernel  (targets >= 20x, <= 2 ms)")
-    print(f"  same with VYRELINKOUTPUTS=True (hard links to cache blobs): "
-          f"{r['cached_rebuild_linked_s']:.2f} s = {r['cache_speedup_linked']:.1f}x faster, "
-          f"{r['cached_linked_ms_per_kernel']:.2f} ms/kernel")
-    print(f"  SCons floor: plain SCons rebuild after -c, trivial actions writing the same "
-          f"files: {r['plain_rebuild_s']:.2f} s (cached rebuild = "
-          f"{r['cached_vs_plain_rebuild']:.2f}x that)")
-    print(f"cold build: -j2 {r['cold_j2_s']:.2f} s vs -j1 {r['cold_j1_s']:.2f} s = "
-          f"{r['j2_speedup']:.2f}x")
+    print(
+        f"null build: vyre {r['null_vyre_s']:.2f} s vs plain SCons {r['null_plain_s']:.2f} s"
+        f" = {r['null_ratio']:.2f}x  (target <= 1.2x)"
+    )
+    print(
+        f"rebuild after scons -c from the cache: {r['cached_rebuild_s']:.2f} s vs cold "
+        f"{r['cold_j1_s']:.2f} s = {r['cache_speedup']:.1f}x faster, "
+        f"{r['cached_ms_per_kernel']:.2f} ms/kernel  (targets >= 20x, <= 2 ms)"
+    )
+    print(
+        f"  same with VYRELINKOUTPUTS=True (hard links to cache blobs): "
+        f"{r['cached_rebuild_linked_s']:.2f} s = {r['cache_speedup_linked']:.1f}x faster, "
+        f"{r['cached_linked_ms_per_kernel']:.2f} ms/kernel"
+    )
+    print(
+        f"  SCons floor: plain SCons rebuild after -c, trivial actions writing the same "
+        f"files: {r['plain_rebuild_s']:.2f} s (cached rebuild = "
+        f"{r['cached_vs_plain_rebuild']:.2f}x that)"
+    )
+    print(
+        f"cold build: -j2 {r['cold_j2_s']:.2f} s vs -j1 {r['cold_j1_s']:.2f} s = "
+        f"{r['j2_speedup']:.2f}x"
+    )
     return 0
 
 

@@ -6,6 +6,7 @@ Each kernel file is compiled --repeat times in-process (after one warm-up so imp
 are not counted); the best time per file is split over its kernels. Prints a table and
 the average per kernel against the 5 ms target.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,10 @@ def main() -> int:
     rows, n_total = [], 0
     tot = {"frontend": 0.0, "lower": 0.0, "kdesc": 0.0, "wgsl": 0.0, "spirv": 0.0, "all": 0.0}
     for path in files:
-        compile_file(path, root=args.root)        # warm-up
-        t_front, progs = best(lambda p=path: check_module(load_module(p, root=args.root)), args.repeat)
+        compile_file(path, root=args.root)  # warm-up
+        t_front, progs = best(
+            lambda p=path: check_module(load_module(p, root=args.root)), args.repeat
+        )
         if not progs:
             continue
         t_lower, descs = best(lambda ps=progs: [lower(p) for p in ps], args.repeat)
@@ -55,24 +58,43 @@ def main() -> int:
         n_total += n
         for k, v in zip(tot, (t_front, t_lower, t_kdesc, t_wgsl, t_spirv, t_all)):
             tot[k] += v
-        rows.append((os.path.basename(path), n, t_front / n, t_lower / n, t_wgsl / n, t_spirv / n, t_all / n))
-    print(f"{'file':<16}{'kernels':>8}{'front ms':>10}{'lower ms':>10}{'wgsl ms':>10}{'spirv ms':>10}{'total ms':>10}")
+        rows.append(
+            (
+                os.path.basename(path),
+                n,
+                t_front / n,
+                t_lower / n,
+                t_wgsl / n,
+                t_spirv / n,
+                t_all / n,
+            )
+        )
+    print(
+        f"{'file':<16}{'kernels':>8}{'front ms':>10}{'lower ms':>10}{'wgsl ms':>10}{'spirv ms':>10}{'total ms':>10}"
+    )
     for name, n, *ts in rows:
         print(f"{name:<16}{n:>8}" + "".join(f"{t * 1e3:>10.3f}" for t in ts))
     avg = {k: v / n_total * 1e3 for k, v in tot.items()}
     print(f"\n{n_total} kernels (variants counted) in {len(rows)} files")
     print("average per kernel: " + ", ".join(f"{k} {v:.3f} ms" for k, v in avg.items()))
-    print(f"whole compile (frontend+lower+kdesc+WGSL+SPIR-V+metadata): {avg['all']:.3f} ms per kernel; "
-          f"target 5 ms -> {avg['all'] / 5.0:.2f}x of budget")
-    print(f"WGSL-only path (frontend+lower+WGSL): "
-          f"{avg['frontend'] + avg['lower'] + avg['wgsl']:.3f} ms per kernel")
+    print(
+        f"whole compile (frontend+lower+kdesc+WGSL+SPIR-V+metadata): {avg['all']:.3f} ms per kernel; "
+        f"target 5 ms -> {avg['all'] / 5.0:.2f}x of budget"
+    )
+    print(
+        f"WGSL-only path (frontend+lower+WGSL): "
+        f"{avg['frontend'] + avg['lower'] + avg['wgsl']:.3f} ms per kernel"
+    )
     spirv_sizes(args.root)
     return 0
 
 
 # Our kernel -> the GLSL written to match it in bench/glsl/ (same algorithm and checks).
-GLSL_PAIRS = (("saxpy.py", "saxpy", "saxpy.comp"), ("reduce.py", "reduce_sum.u32", "reduce_sum.comp"),
-              ("matmul.py", "matmul", "matmul.comp"))
+GLSL_PAIRS = (
+    ("saxpy.py", "saxpy", "saxpy.comp"),
+    ("reduce.py", "reduce_sum.u32", "reduce_sum.comp"),
+    ("matmul.py", "matmul", "matmul.comp"),
+)
 
 
 def spirv_sizes(root: str) -> None:
@@ -80,6 +102,7 @@ def spirv_sizes(root: str) -> None:
     import shutil
     import subprocess
     import tempfile
+
     tool = shutil.which("glslangValidator")
     if tool is None:
         print("\nSPIR-V size vs glslang: skipped (apt-get install glslang-tools)")
@@ -88,10 +111,17 @@ def spirv_sizes(root: str) -> None:
     glsl_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "glsl")
     with tempfile.TemporaryDirectory() as tmp:
         for fname, stem, comp in GLSL_PAIRS:
-            ours = next(k.spirv for k in compile_file(os.path.join(root, fname), root=root) if k.stem == stem)
+            ours = next(
+                k.spirv
+                for k in compile_file(os.path.join(root, fname), root=root)
+                if k.stem == stem
+            )
             out = os.path.join(tmp, comp + ".spv")
-            subprocess.run([tool, "-V", "--target-env", "vulkan1.1", "-o", out,
-                            os.path.join(glsl_dir, comp)], check=True, capture_output=True)
+            subprocess.run(
+                [tool, "-V", "--target-env", "vulkan1.1", "-o", out, os.path.join(glsl_dir, comp)],
+                check=True,
+                capture_output=True,
+            )
             theirs = os.path.getsize(out)
             print(f"{stem:<16}{len(ours):>8}{theirs:>11}{len(ours) / theirs:>8.2f}x")
 

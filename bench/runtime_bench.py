@@ -9,6 +9,7 @@ device. Results are appended, dated, to bench/RESULTS.md (unless --no-write).
 --quick uses small sizes (lavapipe on a shared CPU); the H200 numbers come from a run
 without it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,20 +55,26 @@ def median_time(fn, repeat: int, number: int = 1) -> float:
 
 # ------------------------------------------------------------ 100-kernel bundle, cold start
 
+
 def build_bundle(path: str, count: int = 100) -> list:
     """A bundle of `count` kernels: the tree's kernels, renamed copies until `count`."""
     from vyre_build.bundle import write_bundle
     from vyre_build.compiler import compile_file
+
     compiled = []
     for file in sorted(f for f in os.listdir(KERNELS) if f.endswith(".py")):
-        compiled += compile_file(os.path.join(KERNELS, file), root=KERNELS,
-                                 targets=("wgsl", "spirv", "kdesc"))
+        compiled += compile_file(
+            os.path.join(KERNELS, file), root=KERNELS, targets=("wgsl", "spirv", "kdesc")
+        )
     entries = []
     for i in range(count):
         k = compiled[i % len(compiled)]
         name = k.meta["name"] if i < len(compiled) else f"{k.meta['name']}_{i}"
-        meta = {**k.meta, "name": name,
-                "id": f"{name}.{k.meta['variant']}" if k.meta.get("variant") else name}
+        meta = {
+            **k.meta,
+            "name": name,
+            "id": f"{name}.{k.meta['variant']}" if k.meta.get("variant") else name,
+        }
         arts = {s: b for s, b in k.artifacts.items() if s != ".meta.json"}
         entries.append({"meta": meta, "artifacts": arts})
     write_bundle(path, entries)
@@ -80,26 +87,37 @@ import numpy as np
 from vyre_build.runtime import get_device, load_kernel, open_bundle
 t1 = time.perf_counter(); dev = get_device({backend!r}); t2 = time.perf_counter()
 """
-COLD_BUNDLE = COLD_PRELUDE + """
+COLD_BUNDLE = (
+    COLD_PRELUDE
+    + """
 b = open_bundle({bundle!r}, device=dev)
 t3 = time.perf_counter()
 kern = b["saxpy"]
 """
-COLD_COMPILE = COLD_PRELUDE + """
+)
+COLD_COMPILE = (
+    COLD_PRELUDE
+    + """
 from vyre_build.compiler import compile_file
 (k,) = compile_file({src!r}, root={kernels!r}, targets=({target!r}, "kdesc"))
 t3 = time.perf_counter()
 kern = load_kernel(k.meta, device=dev, **{{{target!r}: {{"wgsl": k.wgsl, "spirv": k.spirv}}[{target!r}]}})
 """
+)
 COLD_RUN = """
 x = np.arange(1000, dtype=np.float32)
 y = kern(x=x, y=np.ones(1000, np.float32), a=2.0)["y"]
 t4 = time.perf_counter(); assert y[999] == 1999.0
 print(t4 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3)
 """
-COLD_COLUMNS = ("whole process", "interpreter start", "numpy + runtime import",
-                "backend import + device creation", "open bundle / compile source",
-                "kernel load (pipeline) + first result")
+COLD_COLUMNS = (
+    "whole process",
+    "interpreter start",
+    "numpy + runtime import",
+    "backend import + device creation",
+    "open bundle / compile source",
+    "kernel load (pipeline) + first result",
+)
 
 
 def fresh(script: str) -> tuple:
@@ -107,8 +125,13 @@ def fresh(script: str) -> tuple:
     written and used (PYTHONDONTWRITEBYTECODE dropped), as in an installed application."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     t = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", script + COLD_RUN], capture_output=True,
-                          text=True, check=True, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", script + COLD_RUN],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
     wall = time.perf_counter() - t
     inside, imports, device, code, first = (float(v) for v in done.stdout.split())
     return wall, wall - inside, imports, device, code, first
@@ -116,36 +139,49 @@ def fresh(script: str) -> tuple:
 
 def cold_start(backend: str, bundle: str, repeat: int) -> None:
     target = "wgsl" if backend == "wgpu" else "spirv"
-    args = {"root": ROOT, "backend": backend, "bundle": bundle, "target": target,
-            "src": os.path.join(KERNELS, "saxpy.py"), "kernels": KERNELS}
+    args = {
+        "root": ROOT,
+        "backend": backend,
+        "bundle": bundle,
+        "target": target,
+        "src": os.path.join(KERNELS, "saxpy.py"),
+        "kernels": KERNELS,
+    }
     # One discarded run of each first: it writes the .pyc files both paths then load.
     runs_b = [fresh(COLD_BUNDLE.format(**args)) for _ in range(repeat + 1)][1:]
     runs_c = [fresh(COLD_COMPILE.format(**args)) for _ in range(repeat + 1)][1:]
     med_b = [statistics.median(col) for col in zip(*runs_b)]
     med_c = [statistics.median(col) for col in zip(*runs_c)]
-    say(f"[{backend}] fresh process to the first saxpy result, median of {repeat} "
-        "(ms: from the 100-kernel bundle | compiling from source):")
+    say(
+        f"[{backend}] fresh process to the first saxpy result, median of {repeat} "
+        "(ms: from the 100-kernel bundle | compiling from source):"
+    )
     for name, b, c in zip(COLD_COLUMNS, med_b, med_c):
         say(f"    {name:40s} {b * 1e3:8.1f} | {c * 1e3:8.1f}")
-    say(f"    ratio compile/bundle: whole process {med_c[0] / med_b[0]:.2f}x; without the "
+    say(
+        f"    ratio compile/bundle: whole process {med_c[0] / med_b[0]:.2f}x; without the "
         "shared fixed costs (interpreter, imports, device creation; i.e. the last two phases) "
         f"{sum(med_c[4:]) / sum(med_b[4:]):.1f}x; shader step alone (open bundle / compile) "
-        f"{med_c[4] / med_b[4]:.1f}x (target >= 10x)")
+        f"{med_c[4] / med_b[4]:.1f}x (target >= 10x)"
+    )
 
 
 def bundle_open(bundle: str, repeat: int) -> None:
     def once():
         open_bundle(bundle, device=None).close()
+
     t = median_time(once, repeat)
     say(f"bundle open (100 kernels, header + manifest): {t * 1e3:.3f} ms (target <= 5 ms)")
 
 
 # ------------------------------------------------------------------ per-dispatch overhead
 
+
 def wgpu_hand_written(n: int, wg: int = 64):
     """saxpy through wgpu-py's native API with buffers kept on the device: the baseline.
     `wg` is the workgroup size (256 for large n: 65535 workgroups per axis at most)."""
     import wgpu
+
     dev = get_device("wgpu").device  # same device; the baseline skips our layer only
     code = shaders.SAXPY_WGSL.replace("@workgroup_size(64, 1, 1)", f"@workgroup_size({wg}, 1, 1)")
     module = dev.create_shader_module(code=code)
@@ -153,19 +189,28 @@ def wgpu_hand_written(n: int, wg: int = 64):
     x = dev.create_buffer_with_data(data=np.arange(n, dtype=np.float32), usage=stor)
     y = dev.create_buffer_with_data(data=np.zeros(n, np.float32), usage=stor)
     T = wgpu.BufferBindingType
-    layout = dev.create_bind_group_layout(entries=[
-        {"binding": i, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": t}}
-        for i, t in enumerate((T.read_only_storage, T.storage, T.uniform))])
+    layout = dev.create_bind_group_layout(
+        entries=[
+            {"binding": i, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": t}}
+            for i, t in enumerate((T.read_only_storage, T.storage, T.uniform))
+        ]
+    )
     pipe = dev.create_compute_pipeline(
         layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
-        compute={"module": module, "entry_point": "main"})
+        compute={"module": module, "entry_point": "main"},
+    )
 
     def call():
-        u = dev.create_buffer_with_data(data=np.array([2.0, 0, 0, 0], np.float32),
-                                        usage=wgpu.BufferUsage.UNIFORM)
-        group = dev.create_bind_group(layout=layout, entries=[
-            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
-            for i, b in enumerate((x, y, u))])
+        u = dev.create_buffer_with_data(
+            data=np.array([2.0, 0, 0, 0], np.float32), usage=wgpu.BufferUsage.UNIFORM
+        )
+        group = dev.create_bind_group(
+            layout=layout,
+            entries=[
+                {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+                for i, b in enumerate((x, y, u))
+            ],
+        )
         enc = dev.create_command_encoder()
         cp = enc.begin_compute_pass()
         cp.set_pipeline(pipe)
@@ -173,6 +218,7 @@ def wgpu_hand_written(n: int, wg: int = 64):
         cp.dispatch_workgroups(-(-n // wg), 1, 1)
         cp.end()
         dev.queue.submit([enc.finish()])
+
     return call, get_device("wgpu").wait
 
 
@@ -180,32 +226,44 @@ def vulkan_hand_written(n: int):
     """saxpy through the `vulkan` package: one descriptor set and mapped uniform prepared
     once; per call: write the scalar, record, submit, wait."""
     import vulkan as vk
+
     d = get_device("vulkan")
-    pipe, layout, set_layout = d.pipeline(shaders.SAXPY_META,
-                                          shaders.assemble(shaders.SAXPY_SPVASM))
+    pipe, layout, set_layout = d.pipeline(
+        shaders.SAXPY_META, shaders.assemble(shaders.SAXPY_SPVASM)
+    )
     x, y = d.buffer(np.arange(n, dtype=np.float32)), d.buffer(n, "f32")
     u = d._make(16, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True)
-    sizes = [vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                     descriptorCount=2),
-             vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
-                                     descriptorCount=1)]
+    sizes = [
+        vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=2),
+        vk.VkDescriptorPoolSize(type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, descriptorCount=1),
+    ]
     pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=1, poolSizeCount=2, pPoolSizes=sizes)
     pool = vk.vkCreateDescriptorPool(d.dev, pool_info, None)
     layouts = [set_layout]
-    alloc = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
-                                           pSetLayouts=layouts)
+    alloc = vk.VkDescriptorSetAllocateInfo(
+        descriptorPool=pool, descriptorSetCount=1, pSetLayouts=layouts
+    )
     dset = vk.vkAllocateDescriptorSets(d.dev, alloc)[0]
-    infos = [[vk.VkDescriptorBufferInfo(buffer=b, offset=0, range=s)]
-             for b, s in ((x.handle.buffer, n * 4), (y.handle.buffer, n * 4), (u.buffer, 16))]
-    kinds = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-             vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
-    writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=i, descriptorCount=1,
-                                      descriptorType=t, pBufferInfo=info)
-              for i, (t, info) in enumerate(zip(kinds, infos))]
+    infos = [
+        [vk.VkDescriptorBufferInfo(buffer=b, offset=0, range=s)]
+        for b, s in ((x.handle.buffer, n * 4), (y.handle.buffer, n * 4), (u.buffer, 16))
+    ]
+    kinds = (
+        vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+    )
+    writes = [
+        vk.VkWriteDescriptorSet(
+            dstSet=dset, dstBinding=i, descriptorCount=1, descriptorType=t, pBufferInfo=info
+        )
+        for i, (t, info) in enumerate(zip(kinds, infos))
+    ]
     vk.vkUpdateDescriptorSets(d.dev, 3, writes, 0, None)
     # Its own command buffer and fence, from the device's pool.
-    cmd_alloc = vk.VkCommandBufferAllocateInfo(commandPool=d.cmd_pool, commandBufferCount=1,
-                                               level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
+    cmd_alloc = vk.VkCommandBufferAllocateInfo(
+        commandPool=d.cmd_pool, commandBufferCount=1, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY
+    )
     cmd = vk.vkAllocateCommandBuffers(d.dev, cmd_alloc)[0]
     fence, queue = vk.vkCreateFence(d.dev, vk.VkFenceCreateInfo(), None), d.queue
     scalar = np.array([2.0, 0, 0, 0], np.float32).tobytes()
@@ -214,20 +272,21 @@ def vulkan_hand_written(n: int):
     # freed while dispatches still write them (heap corruption on lavapipe).
     def call(_keep=(x, y, u, sizes, pool_info, layouts, alloc, infos, writes, cmd_alloc)):
         u.mapped[0:16] = scalar
-        begin = vk.VkCommandBufferBeginInfo(
-            flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         vk.vkBeginCommandBuffer(cmd, begin)
         vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipe)
-        vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1,
-                                   [dset], 0, None)
+        vk.vkCmdBindDescriptorSets(
+            cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, [dset], 0, None
+        )
         vk.vkCmdDispatch(cmd, -(-n // 64), 1, 1)
         vk.vkEndCommandBuffer(cmd)
         cmds = [cmd]
         submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cmds)
         vk.vkQueueSubmit(queue, 1, [submit], fence)
-        vk.vkWaitForFences(d.dev, 1, [fence], vk.VK_TRUE, 10 ** 11)
+        vk.vkWaitForFences(d.dev, 1, [fence], vk.VK_TRUE, 10**11)
         vk.vkResetFences(d.dev, 1, [fence])
         vk.vkResetCommandBuffer(cmd, 0)
+
     return call, lambda: None
 
 
@@ -247,17 +306,21 @@ def dispatch_overhead(backend: str, repeat: int, number: int) -> None:
             fn()
         sync()
         return (time.perf_counter() - t) / number
+
     block(hand), block(ours)  # warm up both paths (pipelines, cached binding sets)
     # Interleaved rounds, best of each: other load on a shared machine hits both alike.
     rounds = [(block(hand), block(ours)) for _ in range(repeat * 3)]
     t_hand, t_ours = min(r[0] for r in rounds), min(r[1] for r in rounds)
     lib = "wgpu-py" if backend == "wgpu" else "`vulkan` package"
-    say(f"[{backend}] small dispatch (saxpy n={n}, device buffers), per call: runtime "
+    say(
+        f"[{backend}] small dispatch (saxpy n={n}, device buffers), per call: runtime "
         f"{t_ours * 1e6:.1f} us, hand-written {lib} {t_hand * 1e6:.1f} us, ratio "
-        f"{t_ours / t_hand:.2f}x (target <= 1.1x; best of {repeat * 3} interleaved rounds)")
+        f"{t_ours / t_hand:.2f}x (target <= 1.1x; best of {repeat * 3} interleaved rounds)"
+    )
 
 
 # ----------------------------------------------------------------------- device report
+
 
 def _on_device(dev, args: dict, meta: dict) -> dict:
     """Arrays uploaded as DeviceBuffers; a write-only output given as a length gets one
@@ -285,17 +348,23 @@ def _throughput(kernel, dev, args: dict, repeat: int, number: int, grid=None) ->
         dev.wait()
         if dev.gpu_seconds is not None:
             gpu.append(dev.gpu_seconds / number)
+
     host = median_time(block, repeat) / number
     return host, (statistics.median(gpu[1:]) if len(gpu) > 1 else None)
 
 
 def _compile_entries(paths: list, root: str) -> list:
     from vyre_build.compiler import compile_file
+
     entries = []
     for path in paths:
         for k in compile_file(path, root=root, targets=("wgsl", "spirv", "kdesc")):
-            entries.append({"meta": k.meta, "artifacts": {
-                s: b for s, b in k.artifacts.items() if s != ".meta.json"}})
+            entries.append(
+                {
+                    "meta": k.meta,
+                    "artifacts": {s: b for s, b in k.artifacts.items() if s != ".meta.json"},
+                }
+            )
     return entries
 
 
@@ -308,11 +377,19 @@ def device_report(backend: str, quick: bool, repeat: int, big: int | None = None
     dev.timing = True  # GPU timestamps where the backend has them (Vulkan)
     bundle_path = os.path.join(tempfile.mkdtemp(prefix="vyre-bench-"), "tree.vyrebundle")
     from vyre_build.bundle import write_bundle
+
     bench_kernels = os.path.join(HERE, "kernels")
-    write_bundle(bundle_path, _compile_entries(
-        [os.path.join(KERNELS, f) for f in ("saxpy.py", "add.py", "reduce.py", "scan.py",
-                                            "matmul.py", "vector.py")], KERNELS)
-        + _compile_entries([os.path.join(bench_kernels, "stride.py")], bench_kernels))
+    write_bundle(
+        bundle_path,
+        _compile_entries(
+            [
+                os.path.join(KERNELS, f)
+                for f in ("saxpy.py", "add.py", "reduce.py", "scan.py", "matmul.py", "vector.py")
+            ],
+            KERNELS,
+        )
+        + _compile_entries([os.path.join(bench_kernels, "stride.py")], bench_kernels),
+    )
     bundle = open_bundle(bundle_path, device=dev)
     # The largest 1-D grid a 256-wide kernel can cover in one dispatch (65535 workgroups).
     n = 1 << 16 if quick else 65535 * 256
@@ -320,31 +397,43 @@ def device_report(backend: str, quick: bool, repeat: int, big: int | None = None
     number = 5 if quick else 20
     rng = np.random.default_rng(0)
     # (stem, size, bytes moved per call or flops, unit, grid= or None, torch op)
-    plan = [("saxpy", n, 12 * n, "GB/s", None, "saxpy"),
-            ("add.f32", n, 12 * n, "GB/s", None, "add.f32"),
-            ("reduce_sum.u32", n, 4 * n, "GB/s", None, "reduce_sum.u32"),
-            ("scan_inclusive", n, 8 * n, "GB/s", None, "scan_inclusive"),
-            ("matmul", mm, 2 * mm[0] * mm[1] * mm[2], "GFLOP/s", None, "matmul")]
+    plan = [
+        ("saxpy", n, 12 * n, "GB/s", None, "saxpy"),
+        ("add.f32", n, 12 * n, "GB/s", None, "add.f32"),
+        ("reduce_sum.u32", n, 4 * n, "GB/s", None, "reduce_sum.u32"),
+        ("scan_inclusive", n, 8 * n, "GB/s", None, "scan_inclusive"),
+        ("matmul", mm, 2 * mm[0] * mm[1] * mm[2], "GFLOP/s", None, "matmul"),
+    ]
     # Grid-stride kernels at 1, 2, 4 and 8 elements per invocation (`big`: 4 and 16), each
     # grid at most the 65,535 x 256 invocations one dispatch can have.
     for size, pers in ((n, (1, 2, 4, 8)), (big, (4, 16))) if big else ((n, (1, 4)),):
         for per in pers:
             grid = min(-(-size // per), 65535 * 256)
-            plan += [(f"{stem}_stride", size, 12 * size, "GB/s", grid, op)
-                     for stem, op in (("saxpy", "saxpy"), ("add", "add.f32"))]
+            plan += [
+                (f"{stem}_stride", size, 12 * size, "GB/s", grid, op)
+                for stem, op in (("saxpy", "saxpy"), ("add", "add.f32"))
+            ]
     # Four elements per invocation with every load issued first (bench/kernels/stride.py),
     # at n and at 4n floats (a grid of n / 4 and n invocations).
-    plan += [(f"{stem}_coarse4", m, 12 * m, "GB/s", -(-m // 4), op) for m in (n, 4 * n)
-             for stem, op in (("saxpy", "saxpy"), ("add", "add.f32"))]
+    plan += [
+        (f"{stem}_coarse4", m, 12 * m, "GB/s", -(-m // 4), op)
+        for m in (n, 4 * n)
+        for stem, op in (("saxpy", "saxpy"), ("add", "add.f32"))
+    ]
     # The tree's vec4 kernels (kernels/vector.py): 16-byte accesses, n floats as n/4 vec4s;
     # torch runs on the same n floats.
     # Also at the full 1-D grid (4n floats), where the GPU time outweighs recording.
-    plan += [(stem, m, 48 * m, "GB/s", None, op) for m in (n // 4, n)
-             for stem, op in (("saxpy4", "saxpy"), ("add4", "add.f32"))]
+    plan += [
+        (stem, m, 48 * m, "GB/s", None, op)
+        for m in (n // 4, n)
+        for stem, op in (("saxpy4", "saxpy"), ("add4", "add.f32"))
+    ]
     torch, torch_times = _torch(), {}
-    say(f"[{backend}] device report: median of {repeat} rounds of {number} calls in one "
+    say(
+        f"[{backend}] device report: median of {repeat} rounds of {number} calls in one "
         "device.batch() on device buffers; host = wall time of the calls and the wait per "
-        "dispatch, gpu = timestamps around the batch's dispatches (incl. barriers and gaps)")
+        "dispatch, gpu = timestamps around the batch's dispatches (incl. barriers and gaps)"
+    )
     # Half a second of full-size dispatches first, so the GPU's clocks are up before the
     # first row (torch, measured after each of our rows, is warm already).
     warm = _on_device(dev, reference.case("add.f32").inputs(rng, n), bundle["add.f32"].meta)
@@ -354,8 +443,9 @@ def device_report(backend: str, quick: bool, repeat: int, big: int | None = None
     for stem, size, work, unit, grid, torch_op in plan:
         kernel = bundle[stem]  # a _stride kernel takes its tree kernel's arguments
         vec4 = stem in ("saxpy4", "add4")
-        args = _on_device(dev, reference.case(stem if vec4 else torch_op).inputs(rng, size),
-                          kernel.meta)
+        args = _on_device(
+            dev, reference.case(stem if vec4 else torch_op).inputs(rng, size), kernel.meta
+        )
         tsize = size * 4 if vec4 else size
         host, gpu = _throughput(kernel, dev, args, repeat, number, grid)
         label = stem + (f" grid={grid}" if grid else "")
@@ -376,6 +466,7 @@ def device_report(backend: str, quick: bool, repeat: int, big: int | None = None
                 for _ in range(number):
                     call()
                 sync()
+
             th = median_time(hand_block, repeat) / number
             line += f" | hand-written WGSL {work / th / 1e9:9.2f} {unit}"
         say(line)
@@ -405,18 +496,24 @@ def _torch_time(torch, stem: str, size, repeat: int, number: int) -> float:
         op = lambda: a @ b  # noqa: E731
     else:
         x, y = torch.rand(size, device=dev), torch.rand(size, device=dev)
-        ops = {"saxpy": lambda: y.add_(x, alpha=2.0), "add.f32": lambda: x + y,
-               "reduce_sum.u32": lambda: x.sum(), "scan_inclusive": lambda: x.cumsum(0)}
+        ops = {
+            "saxpy": lambda: y.add_(x, alpha=2.0),
+            "add.f32": lambda: x + y,
+            "reduce_sum.u32": lambda: x.sum(),
+            "scan_inclusive": lambda: x.cumsum(0),
+        }
         op = ops[stem]
 
     def block():
         for _ in range(number):
             op()
         sync()
+
     return median_time(block, repeat) / number
 
 
 # ---------------------------------------------------------------------------------- main
+
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -428,10 +525,14 @@ def main(argv=None) -> int:
     backends = ("wgpu", "vulkan") if a.backend == "both" else (a.backend,)
     repeat = 3 if a.quick else 7
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    say(f"## {stamp} -- runtime_bench{' --quick' if a.quick else ''}"
-        f"{' --device-report' if a.device_report else ''}")
-    say(f"host: {platform.machine()} {platform.system()}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs")
+    say(
+        f"## {stamp} -- runtime_bench{' --quick' if a.quick else ''}"
+        f"{' --device-report' if a.device_report else ''}"
+    )
+    say(
+        f"host: {platform.machine()} {platform.system()}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs"
+    )
     for backend in backends:
         say(f"[{backend}] device: {get_device(backend).name}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -4,6 +4,7 @@
 
 Nothing here compiles: the runtime reads WGSL / SPIR-V straight out of the bundle.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,10 @@ def main() -> int:
     try:
         t0 = time.perf_counter()
         with open_bundle(args.bundle, backend=args.backend) as bundle:
-            print(f"opened {args.bundle}: {len(bundle.ids)} kernels "
-                  f"({(time.perf_counter() - t0) * 1e3:.1f} ms)")
+            print(
+                f"opened {args.bundle}: {len(bundle.ids)} kernels "
+                f"({(time.perf_counter() - t0) * 1e3:.1f} ms)"
+            )
             checks = [
                 ("saxpy", bundle.kernel("saxpy")(x=x, y=y.copy(), a=2.5)["y"], 2.5 * x + y),
                 ("add.f32", bundle.kernel("add", "f32")(a=x, b=y, out=n)["out"], x + y),
@@ -40,8 +43,11 @@ def main() -> int:
                 ("saxpy4", bundle.kernel("saxpy4")(x=x4, y=y4.copy(), a=0.5)["y"], 0.5 * x4 + y4),
             ]
         for name, got, want in checks:
-            ok = np.allclose(got, want, rtol=1e-6, atol=1e-6) if got.dtype == np.float32 \
+            ok = (
+                np.allclose(got, want, rtol=1e-6, atol=1e-6)
+                if got.dtype == np.float32
                 else np.array_equal(got, want)
+            )
             print(f"{name:<10} n={n}: {'matches numpy' if ok else 'MISMATCH'}")
             if not ok:
                 return 1

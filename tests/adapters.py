@@ -1,5 +1,6 @@
 """Vulkan adapter probing shared by conftest.py and the GPU tests (a uniquely named module:
 several conftest.py files exist, so `from conftest import ...` would be ambiguous)."""
+
 from __future__ import annotations
 
 import os
@@ -15,6 +16,7 @@ def _probe(backend: str) -> str | None:
     if backend not in _PROBED:
         from vyre_build.errors import VyreError
         from vyre_build.runtime import get_device, list_adapters
+
         try:
             if not list_adapters("vulkan"):
                 raise RuntimeError("the Vulkan loader lists no physical device")

@@ -5,6 +5,7 @@ GPU tests take the `backend` fixture ("wgpu" and "vulkan", one test run each) or
 a CPU is enough): without one, GPU tests are skipped, except under CI=true where a
 missing adapter fails them so that a broken CI image cannot pass silently.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,4 +31,5 @@ def backend(request) -> str:
 def device(backend):
     """The default runtime Device of `backend` (shared for the whole session)."""
     from vyre_build.runtime import get_device
+
     return get_device(backend)

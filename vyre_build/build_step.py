@@ -11,6 +11,7 @@ Guarantees: outputs are written atomically (temp file + os.replace); what is wri
 byte-identical on a hit and a miss; an input edited while it is being compiled is never
 stored under the old key.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -55,6 +56,7 @@ _memo_lock = threading.Lock()
 @dataclass
 class StepResult:
     """What one build step did: its key, whether it was a cache hit, the files it wrote."""
+
     key: ActionKey
     hit: bool
     stems: list[str]
@@ -88,7 +90,7 @@ def split_output_name(name: str) -> tuple[str, str] | None:
     """(stem, suffix) of an output file name, or None if it is not one."""
     for suffix in (META_SUFFIX, *TARGET_SUFFIXES.values()):
         if name.endswith(suffix) and len(name) > len(suffix):
-            return name[:-len(suffix)], suffix
+            return name[: -len(suffix)], suffix
     return None
 
 
@@ -135,8 +137,9 @@ def action_inputs(source: str, deps) -> dict[str, tuple[str, str]]:
     base = os.path.dirname(source)
     files = {os.path.basename(source): ("source", source)}
     candidates = [os.path.realpath(d) for d in deps]
-    candidates += [os.path.join(base, v) for v in VARIANTS_FILES
-                   if os.path.isfile(os.path.join(base, v))]
+    candidates += [
+        os.path.join(base, v) for v in VARIANTS_FILES if os.path.isfile(os.path.join(base, v))
+    ]
     for dep in candidates:
         if dep == source:
             continue
@@ -150,10 +153,11 @@ def variants_section(path: str, source: str) -> bytes | None:
     """The part of a variants YAML that can change `source`'s outputs: its own section,
     as a canonical YAML document (a valid variants file by itself), or None when the file
     has no section for it. Unparsable YAML is returned whole (the compiler reports it)."""
-    import yaml   # only when a variants file exists
+    import yaml  # only when a variants file exists
+
     raw = _read(path)
     if os.path.dirname(os.path.realpath(path)) != os.path.dirname(os.path.realpath(source)):
-        return None   # a YAML beside an imported file declares that file's variants only
+        return None  # a YAML beside an imported file declares that file's variants only
     try:
         doc = yaml.safe_load(raw)
     except yaml.YAMLError:
@@ -170,8 +174,9 @@ def _input_bytes(kind: str, path: str, source: str) -> bytes | None:
     return variants_section(path, source) if kind == "variants" else _read(path)
 
 
-def compute_key(source: str, deps, targets, options, identity: dict
-                ) -> tuple[ActionKey, dict[str, bytes]]:
+def compute_key(
+    source: str, deps, targets, options, identity: dict
+) -> tuple[ActionKey, dict[str, bytes]]:
     """The action key of compiling `source`, and the input bytes it was computed from.
     A variants YAML counts by this source's section only, so editing another file's
     variants (or a comment) keeps this key."""
@@ -182,23 +187,30 @@ def compute_key(source: str, deps, targets, options, identity: dict
     for rel, (kind, _) in inputs.items():
         if rel in data:
             by_kind[kind].append((rel, data[rel]))
-    key = make_action_key(identity=identity, source=by_kind["source"][0],
-                          imports=by_kind["import"], variants=by_kind["variants"],
-                          targets=normalize_targets(targets), options=options)
+    key = make_action_key(
+        identity=identity,
+        source=by_kind["source"][0],
+        imports=by_kind["import"],
+        variants=by_kind["variants"],
+        targets=normalize_targets(targets),
+        options=options,
+    )
     return key, data
 
 
-def compile_outputs(source: str, targets, options, compiler: str = DEFAULT_COMPILER
-                    ) -> dict[str, bytes]:
+def compile_outputs(
+    source: str, targets, options, compiler: str = DEFAULT_COMPILER
+) -> dict[str, bytes]:
     """Compile `source` (no cache): {`<stem><suffix>`: bytes} for every kernel and variant."""
     module = load_compiler(compiler)
-    kernels = module.compile_file(source, targets=normalize_targets(targets),
-                                  options=dict(options or {}))
+    kernels = module.compile_file(
+        source, targets=normalize_targets(targets), options=dict(options or {})
+    )
     wanted = set(output_suffixes(targets))
     outputs: dict[str, bytes] = {}
     for ck in kernels:
         for suffix, blob in sorted(ck.artifacts.items()):
-            if suffix not in wanted:   # only what was asked for, whatever the compiler adds
+            if suffix not in wanted:  # only what was asked for, whatever the compiler adds
                 continue
             name = ck.stem + suffix
             if name in outputs:
@@ -222,10 +234,19 @@ def write_output(path: str, data: bytes) -> None:
         raise CacheError(f"cannot write build output {path}: {exc.strerror or exc}") from None
 
 
-def build_kernel_file(source: str, out_dir: str, *, store: Store | None,
-                      targets=DEFAULT_TARGETS, options: dict | None = None, deps=None,
-                      identity: dict | None = None, compiler: str = DEFAULT_COMPILER,
-                      expected=None, link: bool = False) -> StepResult:
+def build_kernel_file(
+    source: str,
+    out_dir: str,
+    *,
+    store: Store | None,
+    targets=DEFAULT_TARGETS,
+    options: dict | None = None,
+    deps=None,
+    identity: dict | None = None,
+    compiler: str = DEFAULT_COMPILER,
+    expected=None,
+    link: bool = False,
+) -> StepResult:
     """Build every output of one kernel file into `out_dir`, through `store` if given.
 
     Arguments:
@@ -254,9 +275,11 @@ def build_kernel_file(source: str, out_dir: str, *, store: Store | None,
     if expected is not None and sorted(expected) != sorted(outputs):
         missing = sorted(set(expected) - set(outputs))
         extra = sorted(set(outputs) - set(expected))
-        raise CacheError(f"{source}: declared outputs differ from the compiled ones "
-                         f"(declared but not produced: {missing}; produced but not declared: "
-                         f"{extra}); list_kernels and compile_file disagree")
+        raise CacheError(
+            f"{source}: declared outputs differ from the compiled ones "
+            f"(declared but not produced: {missing}; produced but not declared: "
+            f"{extra}); list_kernels and compile_file disagree"
+        )
     os.makedirs(out_dir, exist_ok=True)
     refs = {}
     if link and store is not None:
@@ -266,8 +289,9 @@ def build_kernel_file(source: str, out_dir: str, *, store: Store | None,
     for name, data in sorted(outputs.items()):
         path = os.path.join(out_dir, name)
         # A link is only made to a blob whose bytes are the ones just verified or stored.
-        if not (name in refs and refs[name] == content_hash(data)
-                and store.link_blob(refs[name], path)):
+        if not (
+            name in refs and refs[name] == content_hash(data) and store.link_blob(refs[name], path)
+        ):
             write_output(path, data)
         written.append(path)
     stems = sorted({split_output_name(n)[0] for n in outputs if split_output_name(n)})
@@ -276,8 +300,14 @@ def build_kernel_file(source: str, out_dir: str, *, store: Store | None,
     return StepResult(key, hit, stems, written)
 
 
-def _store_result(store: Store, source: str, deps, key: ActionKey, inputs: dict[str, bytes],
-                  outputs: dict[str, bytes]) -> None:
+def _store_result(
+    store: Store,
+    source: str,
+    deps,
+    key: ActionKey,
+    inputs: dict[str, bytes],
+    outputs: dict[str, bytes],
+) -> None:
     # An input edited during the compile would pair new outputs with the old key: skip.
     now = action_inputs(source, deps)
     for rel, (kind, path) in now.items():
@@ -285,13 +315,17 @@ def _store_result(store: Store, source: str, deps, key: ActionKey, inputs: dict[
         if data is None and rel not in inputs:
             continue
         if rel not in inputs or data is None or content_hash(data) != content_hash(inputs[rel]):
-            warn(f"{rel} changed while {os.path.basename(source)} was compiling; "
-                  f"not caching key {key.key}")
+            warn(
+                f"{rel} changed while {os.path.basename(source)} was compiling; "
+                f"not caching key {key.key}"
+            )
             return
     for data in inputs.values():
         store.put_blob(data)
-    info = {"source": os.path.basename(source),
-            "stems": sorted({split_output_name(n)[0] for n in outputs})}
+    info = {
+        "source": os.path.basename(source),
+        "stems": sorted({split_output_name(n)[0] for n in outputs}),
+    }
     store.put_record(key.key, key.manifest, outputs, info)
 
 
@@ -307,8 +341,9 @@ def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER)
     result = {"key": key, "status": "same", "differences": [], "detail": ""}
     expected = with_tools(compiler_identity(compiler), by_kind["options"]["value"], compiler)
     if by_kind["compiler"]["value"] != expected:
-        result.update(status="other-compiler",
-                      detail=f"built by compiler {by_kind['compiler']['value']}")
+        result.update(
+            status="other-compiler", detail=f"built by compiler {by_kind['compiler']['value']}"
+        )
         return result
     files = [p for p in parts if p.get("path") is not None]
     depth = max([p["path"].split("/").count("..") for p in files] + [0])
@@ -330,8 +365,9 @@ def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER)
         if source is None:
             raise CacheError(f"record {key} has no source part")
         try:
-            rebuilt = compile_outputs(source, by_kind["targets"]["value"],
-                                      by_kind["options"]["value"], compiler)
+            rebuilt = compile_outputs(
+                source, by_kind["targets"]["value"], by_kind["options"]["value"], compiler
+            )
         except Exception as exc:  # noqa: BLE001 - any compiler failure is this entry's result
             result.update(status="error", detail=f"{type(exc).__name__}: {exc}")
             return result
@@ -342,10 +378,14 @@ def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER)
             if stored is not None and new is not None and stored == new:
                 continue
             offset = _first_difference(stored or b"", new or b"")
-            result["differences"].append({
-                "output": name, "first_offset": offset,
-                "stored_size": None if stored is None else len(stored),
-                "rebuilt_size": None if new is None else len(new)})
+            result["differences"].append(
+                {
+                    "output": name,
+                    "first_offset": offset,
+                    "stored_size": None if stored is None else len(stored),
+                    "rebuilt_size": None if new is None else len(new),
+                }
+            )
         if result["differences"]:
             result["status"] = "differs"
         return result

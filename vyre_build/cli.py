@@ -4,6 +4,7 @@ Each command module provides `register(subparsers)`, which adds its parser and s
 `func=handler`; a handler takes the parsed args and returns the exit code. A `VyreError`
 is printed as a message (no traceback) with exit code 1.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -9,6 +9,7 @@ contents, the variant values, the targets and the options (no paths, no times).
 Importing this module is cheap (the frontend, lowering and emitters load on first
 compile), so `compiler_identity()` costs a null build no compiler import.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,18 @@ OPTIONS = {"spirv_opt": bool}
 SUFFIX = {"wgsl": ".wgsl", "spirv": ".spv", "kdesc": ".kdesc"}
 _PKG = os.path.dirname(os.path.abspath(__file__))
 # The compiler's own sources: any change to these changes every action key.
-_IDENTITY_PARTS = ("__init__.py", "compiler.py", "descriptor.py", "ir.py", "lower.py",
-                   "validate.py", "emit_wgsl.py", "frontend", "spirv", "wgsl")
+_IDENTITY_PARTS = (
+    "__init__.py",
+    "compiler.py",
+    "descriptor.py",
+    "ir.py",
+    "lower.py",
+    "validate.py",
+    "emit_wgsl.py",
+    "frontend",
+    "spirv",
+    "wgsl",
+)
 
 
 @lru_cache(maxsize=1)
@@ -40,9 +51,18 @@ def compiler_identity() -> dict:
     h = blake3.blake3()
     for part in _IDENTITY_PARTS:
         full = os.path.join(_PKG, part)
-        files = [full] if os.path.isfile(full) else sorted(
-            os.path.join(d, f) for d, _, fs in os.walk(full) for f in fs
-            if f.endswith((".py", ".json"))) if os.path.isdir(full) else []
+        files = (
+            [full]
+            if os.path.isfile(full)
+            else sorted(
+                os.path.join(d, f)
+                for d, _, fs in os.walk(full)
+                for f in fs
+                if f.endswith((".py", ".json"))
+            )
+            if os.path.isdir(full)
+            else []
+        )
         for path in sorted(files):
             rel = os.path.relpath(path, _PKG).replace(os.sep, "/")
             with open(path, "rb") as f:
@@ -64,6 +84,7 @@ def tool_identity(options: dict | None) -> dict:
 def _spirv_opt_identity() -> str:
     import shutil
     import subprocess
+
     tool = shutil.which("spirv-opt")
     if tool is None:
         return "missing"
@@ -75,7 +96,9 @@ def _spirv_opt_identity() -> str:
 
 
 def canonical_json(obj) -> bytes:
-    return (json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    return (
+        json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+    ).encode()
 
 
 @dataclass(frozen=True)
@@ -108,16 +131,31 @@ def binding_table(desc: KernelDescriptor) -> tuple[list[dict], dict | None]:
     access = {"ReadOnly": "r", "WriteOnly": "w", "ReadWrite": "rw"}
     k = 0
     from vyre_build.validate import scalar_type
+
     for s in desc.slots:
         dt = scalar_type(s.element_type)
         if s.memory_class == "Global":
-            bindings.append({"name": s.name, "binding": s.slot, "kind": "buffer", "dtype": dt,
-                             "access": access[s.visibility]})
+            bindings.append(
+                {
+                    "name": s.name,
+                    "binding": s.slot,
+                    "kind": "buffer",
+                    "dtype": dt,
+                    "access": access[s.visibility],
+                }
+            )
         elif s.memory_class == "Uniform":
             if uniform is None:
                 uniform = {"binding": s.slot, "size": 0}
-            bindings.append({"name": s.name, "binding": uniform["binding"], "kind": "scalar",
-                             "dtype": dt, "offset": 4 * k})
+            bindings.append(
+                {
+                    "name": s.name,
+                    "binding": uniform["binding"],
+                    "kind": "scalar",
+                    "dtype": dt,
+                    "offset": 4 * k,
+                }
+            )
             k += 1
     if uniform is not None:
         uniform["size"] = max(16, (4 * k + 15) // 16 * 16)
@@ -131,8 +169,10 @@ def _check_options(targets, options) -> dict:
     options = dict(options or {})
     for k, v in options.items():
         if k not in OPTIONS or not isinstance(v, OPTIONS[k]):
-            raise VyreError(f"unknown or mistyped compiler option {k}={v!r}; options: "
-                            + ", ".join(f"{n} ({t.__name__})" for n, t in OPTIONS.items()))
+            raise VyreError(
+                f"unknown or mistyped compiler option {k}={v!r}; options: "
+                + ", ".join(f"{n} ({t.__name__})" for n, t in OPTIONS.items())
+            )
     return options
 
 
@@ -141,9 +181,16 @@ def _file_hash(path: str) -> str:
         return blake3.blake3(f.read()).hexdigest()
 
 
-def compile_file(path: str, *, root: str | None = None, targets=TARGETS, options: dict | None = None,
-                 kernel: str | None = None, text: str | None = None,
-                 display_path: str | None = None) -> list[CompiledKernel]:
+def compile_file(
+    path: str,
+    *,
+    root: str | None = None,
+    targets=TARGETS,
+    options: dict | None = None,
+    kernel: str | None = None,
+    text: str | None = None,
+    display_path: str | None = None,
+) -> list[CompiledKernel]:
     """Compile every kernel (and variant) of one kernel file; raises KernelError on bad source."""
     from vyre_build.descriptor import encode
     from vyre_build.frontend import check_module, load_module
@@ -154,28 +201,40 @@ def compile_file(path: str, *, root: str | None = None, targets=TARGETS, options
     options = _check_options(targets, options)
     module = load_module(path, root=root, text=text, display_path=display_path)
     if kernel is not None and kernel not in module.kernels:
-        raise VyreError(f"{module.source.path}: no kernel named {kernel!r}; kernels: "
-                        f"{', '.join(sorted(module.kernels)) or 'none'}")
+        raise VyreError(
+            f"{module.source.path}: no kernel named {kernel!r}; kernels: "
+            f"{', '.join(sorted(module.kernels)) or 'none'}"
+        )
     # Provenance names imported kernel files by content; a variants YAML shows up as the
     # variant values themselves (its other sections cannot change these outputs).
-    sources = [_file_hash(p) for p in module.dependencies[1:]
-               if os.path.basename(p) != VARIANTS_FILE]
+    sources = [
+        _file_hash(p) for p in module.dependencies[1:] if os.path.basename(p) != VARIANTS_FILE
+    ]
     main_hash = blake3.blake3(module.source.text.encode("utf-8")).hexdigest()
     provenance = {"compiler": compiler_identity(), "source": main_hash, "imports": sorted(sources)}
     out = []
     for prog in check_module(module, kernel):
         desc = lower(prog)
         bindings, uniform = binding_table(desc)
-        meta = {"name": prog.name, "variant": prog.variant, "id": prog.id,
-                "workgroup_size": list(prog.workgroup_size), "grid": list(prog.grid),
-                "bindings": bindings, "uniform": uniform,
-                "variant_values": dict(prog.variant_values), "provenance": provenance}
+        meta = {
+            "name": prog.name,
+            "variant": prog.variant,
+            "id": prog.id,
+            "workgroup_size": list(prog.workgroup_size),
+            "grid": list(prog.grid),
+            "bindings": bindings,
+            "uniform": uniform,
+            "variant_values": dict(prog.variant_values),
+            "provenance": provenance,
+        }
         wgsl = spirv = None
         if "wgsl" in targets:
             from vyre_build.emit_wgsl import emit_wgsl
+
             wgsl = emit_wgsl(desc)
         if "spirv" in targets:
             from vyre_build.spirv import emit_spirv
+
             spirv = emit_spirv(desc, optimize=options.get("spirv_opt", False))
         out.append(CompiledKernel(prog.name, prog.variant, desc, meta, encode(desc), wgsl, spirv))
     return out
@@ -184,6 +243,7 @@ def compile_file(path: str, *, root: str | None = None, targets=TARGETS, options
 def list_kernels(path: str, root: str | None = None) -> list[str]:
     """Output stems ("saxpy", "add.f32") of a kernel file, from parsing alone."""
     from vyre_build.frontend import instances, load_module
+
     module = load_module(path, root=root)
     return [name if v is None else f"{name}.{v}" for name, v, _ in instances(module)]
 
@@ -191,6 +251,7 @@ def list_kernels(path: str, root: str | None = None) -> list[str]:
 def kernel_dependencies(path: str, root: str | None = None) -> list[str]:
     """Absolute paths of every file a kernel file's build reads besides itself, sorted."""
     from vyre_build.frontend import load_module
+
     module = load_module(path, root=root)
     real = os.path.realpath(path)
     return sorted({os.path.abspath(p) for p in module.dependencies if p != real})

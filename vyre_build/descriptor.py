@@ -9,6 +9,7 @@ Guarantees: `decode(encode(d)) == d`; `decode` of any byte string either returns
 descriptor or raises `DescriptorError` with the byte offset and reason. It never
 allocates from an unchecked length (every length is checked against the bytes left).
 """
+
 from __future__ import annotations
 
 import struct
@@ -17,8 +18,16 @@ from dataclasses import dataclass, field
 from vyre_build.errors import DescriptorFormatError
 
 __all__ = [
-    "Variant", "BindingSlot", "KernelOp", "KernelBody", "KernelDescriptor",
-    "DescriptorError", "encode", "decode", "SHARED_SLOT_BASE", "ENUMS",
+    "Variant",
+    "BindingSlot",
+    "KernelOp",
+    "KernelBody",
+    "KernelDescriptor",
+    "DescriptorError",
+    "encode",
+    "decode",
+    "SHARED_SLOT_BASE",
+    "ENUMS",
 ]
 
 # Shared (workgroup) and scratch (function-local) slots are numbered from here upward.
@@ -28,6 +37,7 @@ SHARED_SLOT_BASE = 1 << 24
 @dataclass(frozen=True, order=True)
 class Variant:
     """One value of a schema enum: its variant name and payload fields in order."""
+
     name: str
     args: tuple = ()
 
@@ -38,16 +48,16 @@ class Variant:
 @dataclass(frozen=True)
 class BindingSlot:
     slot: int
-    element_type: Variant          # DataType
+    element_type: Variant  # DataType
     element_count: int | None
-    memory_class: str              # Global | Shared | Constant | Uniform | Scratch
-    visibility: str                # ReadOnly | WriteOnly | ReadWrite
+    memory_class: str  # Global | Shared | Constant | Uniform | Scratch
+    visibility: str  # ReadOnly | WriteOnly | ReadWrite
     name: str
 
 
 @dataclass(frozen=True)
 class KernelOp:
-    kind: Variant                  # KernelOpKind
+    kind: Variant  # KernelOpKind
     operands: tuple[int, ...] = ()
     result: int | None = None
 
@@ -56,7 +66,7 @@ class KernelOp:
 class KernelBody:
     ops: tuple[KernelOp, ...] = ()
     children: tuple["KernelBody", ...] = ()
-    literals: tuple[Variant, ...] = ()   # LiteralValue
+    literals: tuple[Variant, ...] = ()  # LiteralValue
 
 
 @dataclass(frozen=True)
@@ -82,58 +92,130 @@ class DescriptorError(DescriptorFormatError, ValueError):
 # an enum name, or "[Enum]" for a Vec of that enum.
 
 _DATATYPE = [
-    ("U8", ()), ("U16", ()), ("U32", ()), ("I8", ()), ("I16", ()), ("I32", ()),
-    ("I64", ()), ("U64", ()), ("Vec2U32", ()), ("Vec4U32", ()), ("Bool", ()),
-    ("Bytes", ()), ("Array", ("usize",)), ("F16", ()), ("BF16", ()), ("F32", ()),
-    ("F64", ()), ("Tensor", ()), ("Handle", ("u32",)), ("Vec", ("DataType", "u8")),
-    ("TensorShaped", ("DataType", "[u32]")), ("SparseCsr", ("DataType",)),
-    ("SparseCoo", ("DataType",)), ("SparseBsr", ("DataType", "u32", "u32")),
-    ("F8E4M3", ()), ("F8E5M2", ()), ("I4", ()), ("FP4", ()), ("NF4", ()),
+    ("U8", ()),
+    ("U16", ()),
+    ("U32", ()),
+    ("I8", ()),
+    ("I16", ()),
+    ("I32", ()),
+    ("I64", ()),
+    ("U64", ()),
+    ("Vec2U32", ()),
+    ("Vec4U32", ()),
+    ("Bool", ()),
+    ("Bytes", ()),
+    ("Array", ("usize",)),
+    ("F16", ()),
+    ("BF16", ()),
+    ("F32", ()),
+    ("F64", ()),
+    ("Tensor", ()),
+    ("Handle", ("u32",)),
+    ("Vec", ("DataType", "u8")),
+    ("TensorShaped", ("DataType", "[u32]")),
+    ("SparseCsr", ("DataType",)),
+    ("SparseCoo", ("DataType",)),
+    ("SparseBsr", ("DataType", "u32", "u32")),
+    ("F8E4M3", ()),
+    ("F8E5M2", ()),
+    ("I4", ()),
+    ("FP4", ()),
+    ("NF4", ()),
     ("DeviceMesh", ("[u32]",)),
     ("Quantized", ("DataType", "QuantizationScale", "QuantizationZeroPoint")),
     ("Opaque", ("u32",)),
 ]
 
-_BINOP = [(n, ()) for n in (
-    "Add Sub Mul Div Mod WrappingAdd WrappingSub BitAnd BitOr BitXor Shl Shr Eq Ne Lt Gt "
-    "Le Ge And Or AbsDiff Min Max SaturatingAdd SaturatingSub SaturatingMul Shuffle Ballot "
-    "WaveReduce WaveBroadcast RotateLeft RotateRight MulHigh").split()] + [("Opaque", ("u32",))]
+_BINOP = [
+    (n, ())
+    for n in (
+        "Add Sub Mul Div Mod WrappingAdd WrappingSub BitAnd BitOr BitXor Shl Shr Eq Ne Lt Gt "
+        "Le Ge And Or AbsDiff Min Max SaturatingAdd SaturatingSub SaturatingMul Shuffle Ballot "
+        "WaveReduce WaveBroadcast RotateLeft RotateRight MulHigh"
+    ).split()
+] + [("Opaque", ("u32",))]
 
-_UNOP = [(n, ()) for n in (
-    "Negate BitNot LogicalNot Popcount Clz Ctz ReverseBits Cos Sin Abs Sqrt Floor Ceil "
-    "Round Trunc Sign IsNan IsInf IsFinite Exp Log Log2 Exp2 Tan Acos Asin Atan Tanh Sinh "
-    "Cosh InverseSqrt Unpack4Low Unpack4High Unpack8Low Unpack8High Reciprocal").split()] + [
-    ("Opaque", ("u32",))]
+_UNOP = [
+    (n, ())
+    for n in (
+        "Negate BitNot LogicalNot Popcount Clz Ctz ReverseBits Cos Sin Abs Sqrt Floor Ceil "
+        "Round Trunc Sign IsNan IsInf IsFinite Exp Log Log2 Exp2 Tan Acos Asin Atan Tanh Sinh "
+        "Cosh InverseSqrt Unpack4Low Unpack4High Unpack8Low Unpack8High Reciprocal"
+    ).split()
+] + [("Opaque", ("u32",))]
 
-_ATOMICOP = [(n, ()) for n in (
-    "Add Or And Xor Min Max Exchange CompareExchange CompareExchangeWeak FetchNand "
-    "LruUpdate").split()] + [("Opaque", ("u32",))]
+_ATOMICOP = [
+    (n, ())
+    for n in (
+        "Add Or And Xor Min Max Exchange CompareExchange CompareExchangeWeak FetchNand LruUpdate"
+    ).split()
+] + [("Opaque", ("u32",))]
 
 _OPKIND = [
-    ("Literal", ()), ("Copy", ()), ("LocalInvocationId", ()), ("GlobalInvocationId", ()),
-    ("WorkgroupId", ()), ("SubgroupLocalId", ()), ("SubgroupSize", ()),
-    ("LoopIndex", ("str",)), ("LoopCarrierInit", ("str",)), ("LoopCarrier", ("str",)),
-    ("LoopCarrierEnd", ("str",)), ("LoadGlobal", ()), ("LoadShared", ()),
-    ("LoadConstant", ()), ("BufferLength", ()), ("StoreGlobal", ()), ("StoreShared", ()),
-    ("BinOpKind", ("BinOp",)), ("UnOpKind", ("UnOp",)), ("Fma", ()),
-    ("MatrixMma", ("MatrixMmaShape", "MatrixMmaLayout", "MatrixMmaLayout",
-                   "MatrixMmaElement", "MatrixMmaElement", "MatrixMmaElement")),
-    ("Select", ()), ("Cast", ("DataType",)), ("Atomic", ("AtomicOp", "MemoryOrdering")),
-    ("SubgroupBallot", ()), ("SubgroupShuffle", ()), ("SubgroupAdd", ()),
-    ("StructuredIfThen", ()), ("StructuredIfThenElse", ()), ("StructuredForLoop", ("str",)),
-    ("StructuredBlock", ()), ("Return", ()), ("Barrier", ("MemoryOrdering",)),
-    ("Region", ("str",)), ("AsyncLoad", ("str",)), ("AsyncStore", ("str",)),
-    ("AsyncWait", ("str",)), ("Trap", ("str",)), ("Resume", ("str",)),
-    ("IndirectDispatch", ("u64",)), ("Call", ("str",)),
-    ("OpaqueExpr", ("u32", "str", "bytes")),      # OpaqueExprData
-    ("OpaqueNode", ("str", "bytes")),             # OpaqueNodeData
+    ("Literal", ()),
+    ("Copy", ()),
+    ("LocalInvocationId", ()),
+    ("GlobalInvocationId", ()),
+    ("WorkgroupId", ()),
+    ("SubgroupLocalId", ()),
+    ("SubgroupSize", ()),
+    ("LoopIndex", ("str",)),
+    ("LoopCarrierInit", ("str",)),
+    ("LoopCarrier", ("str",)),
+    ("LoopCarrierEnd", ("str",)),
+    ("LoadGlobal", ()),
+    ("LoadShared", ()),
+    ("LoadConstant", ()),
+    ("BufferLength", ()),
+    ("StoreGlobal", ()),
+    ("StoreShared", ()),
+    ("BinOpKind", ("BinOp",)),
+    ("UnOpKind", ("UnOp",)),
+    ("Fma", ()),
+    (
+        "MatrixMma",
+        (
+            "MatrixMmaShape",
+            "MatrixMmaLayout",
+            "MatrixMmaLayout",
+            "MatrixMmaElement",
+            "MatrixMmaElement",
+            "MatrixMmaElement",
+        ),
+    ),
+    ("Select", ()),
+    ("Cast", ("DataType",)),
+    ("Atomic", ("AtomicOp", "MemoryOrdering")),
+    ("SubgroupBallot", ()),
+    ("SubgroupShuffle", ()),
+    ("SubgroupAdd", ()),
+    ("StructuredIfThen", ()),
+    ("StructuredIfThenElse", ()),
+    ("StructuredForLoop", ("str",)),
+    ("StructuredBlock", ()),
+    ("Return", ()),
+    ("Barrier", ("MemoryOrdering",)),
+    ("Region", ("str",)),
+    ("AsyncLoad", ("str",)),
+    ("AsyncStore", ("str",)),
+    ("AsyncWait", ("str",)),
+    ("Trap", ("str",)),
+    ("Resume", ("str",)),
+    ("IndirectDispatch", ("u64",)),
+    ("Call", ("str",)),
+    ("OpaqueExpr", ("u32", "str", "bytes")),  # OpaqueExprData
+    ("OpaqueNode", ("str", "bytes")),  # OpaqueNodeData
 ]
 
 ENUMS: dict[str, list[tuple[str, tuple]]] = {
     "DataType": _DATATYPE,
     "QuantizationScale": [("PerTensor", ()), ("PerChannel", ("u32",)), ("PerGroup", ("u32",))],
-    "QuantizationZeroPoint": [("Absent", ()), ("PerTensor", ()), ("PerChannel", ("u32",)),
-                              ("PerGroup", ("u32",))],
+    "QuantizationZeroPoint": [
+        ("Absent", ()),
+        ("PerTensor", ()),
+        ("PerChannel", ("u32",)),
+        ("PerGroup", ("u32",)),
+    ],
     "LiteralValue": [("U32", ("u32",)), ("I32", ("i32",)), ("F32", ("f32",)), ("Bool", ("bool",))],
     "BinOp": _BINOP,
     "UnOp": _UNOP,
@@ -149,8 +231,9 @@ UNIT_ENUMS: dict[str, list[str]] = {
     "MatrixMmaLayout": ["RowMajor", "ColMajor"],
     "MatrixMmaElement": ["F16", "BF16", "TF32", "F32"],
 }
-_INDEX = {enum: {name: (i, payload) for i, (name, payload) in enumerate(vs)}
-          for enum, vs in ENUMS.items()}
+_INDEX = {
+    enum: {name: (i, payload) for i, (name, payload) in enumerate(vs)} for enum, vs in ENUMS.items()
+}
 _UNIT_INDEX = {enum: {name: i for i, name in enumerate(vs)} for enum, vs in UNIT_ENUMS.items()}
 
 _U32_MAX = 0xFFFFFFFF
@@ -158,6 +241,7 @@ _LIMITS = {"u8": 0xFF, "u16": 0xFFFF, "u32": _U32_MAX, "u64": (1 << 64) - 1, "us
 
 
 # --- encoding ----------------------------------------------------------------------
+
 
 def _varint(out: bytearray, v: int) -> None:
     if v <= 250:
@@ -266,8 +350,10 @@ def encode(d: KernelDescriptor) -> bytes:
 
 # --- decoding ----------------------------------------------------------------------
 
+
 class F32Bits(float):
     """An f32 whose exact bit pattern (NaN payloads included) must survive a round trip."""
+
     bits: int
 
     def __new__(cls, bits: int):
@@ -297,7 +383,7 @@ class _Reader:
     def take(self, n: int) -> memoryview:
         if n > len(self.buf) - self.pos:
             self.fail(f"needs {n} more bytes, {len(self.buf) - self.pos} left (truncated)")
-        b = self.buf[self.pos:self.pos + n]
+        b = self.buf[self.pos : self.pos + n]
         self.pos += n
         return b
 
@@ -400,10 +486,16 @@ def decode(blob: bytes) -> KernelDescriptor:
     ident = _dec(r, "str")
     slots = []
     for _ in range(r.length(6)):
-        slots.append(BindingSlot(
-            slot=_dec(r, "u32"), element_type=_dec(r, "DataType"),
-            element_count=_option(r, "u32"), memory_class=_dec(r, "MemoryClass"),
-            visibility=_dec(r, "BindingVisibility"), name=_dec(r, "str")))
+        slots.append(
+            BindingSlot(
+                slot=_dec(r, "u32"),
+                element_type=_dec(r, "DataType"),
+                element_count=_option(r, "u32"),
+                memory_class=_dec(r, "MemoryClass"),
+                visibility=_dec(r, "BindingVisibility"),
+                name=_dec(r, "str"),
+            )
+        )
     wg = tuple(_dec(r, "u32") for _ in range(3))
     body = _dec_body(r)
     if r.pos != len(r.buf):

@@ -11,6 +11,7 @@ time or path dependence), so `emit_wgsl(decode(encode(d))) == emit_wgsl(d)`; f32
 keep their exact bit pattern; a descriptor outside the conventions (an op, type, slot or
 operand with no rule) raises `EmitError` naming the op, its operands and their types.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,39 +63,47 @@ class _Emitter(OpRules):
         self.slots = {s.slot: s for s in desc.slots}
         self.atomic = _atomic_slots(desc.body, set())
         self.lines: list[str] = []
-        self.loops: list[tuple[str | None, str, str]] = []   # (loop_var, wgsl var, type)
+        self.loops: list[tuple[str | None, str, str]] = []  # (loop_var, wgsl var, type)
         self.loop_count = 0
         self.names: dict[int, str] = {}
         self.defined: set[int] = set()
-        self.u32_literals: dict[int, int] = {}   # result id -> value of a U32 Literal
+        self.u32_literals: dict[int, int] = {}  # result id -> value of a U32 Literal
 
     # --- errors -------------------------------------------------------------------
     def fail(self, op: KernelOp, env: dict[int, str], why: str) -> EmitError:
         types = ", ".join(f"{o}: {env.get(o, '?')}" for o in op.operands)
-        return EmitError(f"kernel {self.desc.id!r}: cannot emit WGSL for op {op.kind!r} "
-                         f"(operands [{types}], result {op.result}): {why}")
+        return EmitError(
+            f"kernel {self.desc.id!r}: cannot emit WGSL for op {op.kind!r} "
+            f"(operands [{types}], result {op.result}): {why}"
+        )
 
     # --- module -------------------------------------------------------------------
     def module(self) -> str:
         decls, entry_vars = self.declarations()
         wx, wy, wz = self.desc.workgroup_size
         if not all(isinstance(w, int) and w >= 1 for w in (wx, wy, wz)):
-            raise EmitError(f"kernel {self.desc.id!r}: workgroup_size {self.desc.workgroup_size} "
-                            "must be three integers >= 1")
+            raise EmitError(
+                f"kernel {self.desc.id!r}: workgroup_size {self.desc.workgroup_size} "
+                "must be three integers >= 1"
+            )
         self.lines = [_INDENT + v for v in entry_vars + self.zero_shared()]
         self.body(self.desc.body, {}, depth=1, in_continuing=False, loops_in_cont=0)
         body = "\n".join(self.lines)
         helpers = self.helpers(body + "\n".join(decls))
-        header = (f"// vyre_build WGSL for kernel {json.dumps(self.desc.id)}; generated from "
-                  "its descriptor, do not edit.")
+        header = (
+            f"// vyre_build WGSL for kernel {json.dumps(self.desc.id)}; generated from "
+            "its descriptor, do not edit."
+        )
         out = [header, ""]
         out += decls
         out += [h + "\n" for h in helpers]
         out.append(f"@compute @workgroup_size({wx}, {wy}, {wz})")
-        out.append("fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
-                   "@builtin(local_invocation_id) lid: vec3<u32>, "
-                   "@builtin(workgroup_id) wid: vec3<u32>, "
-                   "@builtin(num_workgroups) nwg: vec3<u32>) {")
+        out.append(
+            "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+            "@builtin(local_invocation_id) lid: vec3<u32>, "
+            "@builtin(workgroup_id) wid: vec3<u32>, "
+            "@builtin(num_workgroups) nwg: vec3<u32>) {"
+        )
         out += self.lines
         out.append("}")
         return "\n".join(out) + "\n"
@@ -126,10 +135,15 @@ class _Emitter(OpRules):
         for s in shared:
             name, ty = self.names[s.slot], T.type_key(s.element_type)
             ref = f"{name}[_z]"
-            zero = (f"atomicStore(&{ref}, {T.ZERO[ty]});" if s.slot in self.atomic
-                    else f"{ref} = {T.ZERO[ty]};")
-            out.append(f"for (var _z: u32 = _flat; _z < {s.element_count}u; _z = _z + "
-                       f"{wx * wy * wz}u) {{ {zero} }}")
+            zero = (
+                f"atomicStore(&{ref}, {T.ZERO[ty]});"
+                if s.slot in self.atomic
+                else f"{ref} = {T.ZERO[ty]};"
+            )
+            out.append(
+                f"for (var _z: u32 = _flat; _z < {s.element_count}u; _z = _z + "
+                f"{wx * wy * wz}u) {{ {zero} }}"
+            )
         out.append("workgroupBarrier();")
         return out
 
@@ -138,12 +152,16 @@ class _Emitter(OpRules):
         kid = repr(self.desc.id)
         numbers = [s.slot for s in self.desc.slots]
         if numbers != sorted(set(numbers)):
-            raise EmitError(f"kernel {kid}: slots must be sorted by unique slot number, got {numbers}")
+            raise EmitError(
+                f"kernel {kid}: slots must be sorted by unique slot number, got {numbers}"
+            )
         seen: dict[str, str] = {}
         for s in self.desc.slots:
             n = ident(s.name)
             if n in seen:
-                raise EmitError(f"kernel {kid}: slot names {seen[n]!r} and {s.name!r} are not unique")
+                raise EmitError(
+                    f"kernel {kid}: slot names {seen[n]!r} and {s.name!r} are not unique"
+                )
             seen[n] = s.name
             self.names[s.slot] = n
         uniforms = [s for s in self.desc.slots if s.memory_class == "Uniform"]
@@ -152,8 +170,10 @@ class _Emitter(OpRules):
             decls.append("struct Params {")
             for s in uniforms:
                 if T.type_key(s.element_type) not in T.SCALARS or s.element_count != 1:
-                    raise EmitError(f"kernel {kid}: uniform slot {s.slot} {s.name!r} must be one "
-                                    f"U32/I32/F32/Bool, got {s.element_type!r} x {s.element_count}")
+                    raise EmitError(
+                        f"kernel {kid}: uniform slot {s.slot} {s.name!r} must be one "
+                        f"U32/I32/F32/Bool, got {s.element_type!r} x {s.element_count}"
+                    )
                 # bool is not host-shareable: it travels as a u32 and is compared with 0.
                 ty = "u32" if s.element_type.name == "Bool" else T.TYPE_MAP[s.element_type.name]
                 decls.append(f"{_INDENT}{self.names[s.slot]}: {ty},")
@@ -170,30 +190,40 @@ class _Emitter(OpRules):
                 continue
             if s.memory_class == "Global":
                 if ty not in T.STORAGE_TYPES:
-                    raise EmitError(f"{where}: storage buffers hold U32/I32/F32 or their vec2/vec4, "
-                                    f"got {s.element_type!r}")
+                    raise EmitError(
+                        f"{where}: storage buffers hold U32/I32/F32 or their vec2/vec4, "
+                        f"got {s.element_type!r}"
+                    )
                 if atomic and (ty not in T.ATOMIC_TYPES or s.visibility == "ReadOnly"):
-                    raise EmitError(f"{where}: atomics need a read-write U32/I32 buffer, "
-                                    f"got {s.visibility} {s.element_type!r}")
+                    raise EmitError(
+                        f"{where}: atomics need a read-write U32/I32 buffer, "
+                        f"got {s.visibility} {s.element_type!r}"
+                    )
                 access = "read" if s.visibility == "ReadOnly" else "read_write"
                 elem = f"atomic<{T.TYPE_MAP[ty]}>" if atomic else T.TYPE_MAP[ty]
-                decls.append(f"@group(0) @binding({s.slot}) var<storage, {access}> {name}: array<{elem}>;")
+                decls.append(
+                    f"@group(0) @binding({s.slot}) var<storage, {access}> {name}: array<{elem}>;"
+                )
                 continue
             if s.memory_class not in ("Shared", "Scratch"):
                 raise EmitError(f"{where}: memory class {s.memory_class} has no WGSL rule")
             if ty not in T.TYPE_MAP or not isinstance(count, int) or count < 1:
-                raise EmitError(f"{where}: needs a U32/I32/F32/Bool (or vec2/vec4 of U32/I32/F32) "
-                                f"element type and element_count >= 1, got {s.element_type!r} x {count}")
+                raise EmitError(
+                    f"{where}: needs a U32/I32/F32/Bool (or vec2/vec4 of U32/I32/F32) "
+                    f"element type and element_count >= 1, got {s.element_type!r} x {count}"
+                )
             if s.memory_class == "Shared":
                 if atomic and ty not in T.ATOMIC_TYPES:
-                    raise EmitError(f"{where}: atomics need U32/I32 elements, got {s.element_type!r}")
+                    raise EmitError(
+                        f"{where}: atomics need U32/I32 elements, got {s.element_type!r}"
+                    )
                 elem = f"atomic<{T.TYPE_MAP[ty]}>" if atomic else T.TYPE_MAP[ty]
                 decls.append(f"var<workgroup> {name}: array<{elem}, {count}>;")
             else:
                 if atomic:
                     raise EmitError(f"{where}: function-local scratch cannot be atomic")
                 full = T.TYPE_MAP[ty] if count == 1 else f"array<{T.TYPE_MAP[ty]}, {count}>"
-                entry.append(f"var {name}: {full} = {full}();")   # explicit zero value
+                entry.append(f"var {name}: {full} = {full}();")  # explicit zero value
         if decls and decls[-1] != "":
             decls.append("")
         return decls, entry
@@ -202,14 +232,23 @@ class _Emitter(OpRules):
     def emit(self, depth: int, line: str) -> None:
         self.lines.append(_INDENT * depth + line)
 
-    def body(self, body: KernelBody, env: dict[int, str], depth: int, in_continuing: bool,
-             loops_in_cont: int) -> None:
-        env = dict(env)   # ids defined here stay visible only here and in nested bodies
+    def body(
+        self,
+        body: KernelBody,
+        env: dict[int, str],
+        depth: int,
+        in_continuing: bool,
+        loops_in_cont: int,
+    ) -> None:
+        env = dict(env)  # ids defined here stay visible only here and in nested bodies
         ctx = (body, env, depth, in_continuing, loops_in_cont)
         for pos, op in enumerate(body.ops):
             kind = op.kind.name
-            if kind in ("Return", "OpaqueNode") and pos != len(body.ops) - 1 \
-                    and (kind == "Return" or op.kind.args[0] in ("vyre.break", "vyre.continue")):
+            if (
+                kind in ("Return", "OpaqueNode")
+                and pos != len(body.ops) - 1
+                and (kind == "Return" or op.kind.args[0] in ("vyre.break", "vyre.continue"))
+            ):
                 raise self.fail(op, env, "break/continue/return must be the last op of its body")
             handler = getattr(self, "op_" + kind, None)
             if handler is None:
@@ -219,10 +258,16 @@ class _Emitter(OpRules):
     def child(self, op: KernelOp, ctx, index: int, **over) -> None:
         body, env, depth, in_cont, loops_in_cont = ctx
         if not 0 <= index < len(body.children):
-            raise self.fail(op, env, f"child body {index} does not exist "
-                                     f"(the body has {len(body.children)})")
-        self.body(body.children[index], env, over.get("depth", depth + 1),
-                  over.get("in_continuing", in_cont), over.get("loops_in_cont", loops_in_cont))
+            raise self.fail(
+                op, env, f"child body {index} does not exist (the body has {len(body.children)})"
+            )
+        self.body(
+            body.children[index],
+            env,
+            over.get("depth", depth + 1),
+            over.get("in_continuing", in_cont),
+            over.get("loops_in_cont", loops_in_cont),
+        )
 
     def arity(self, op: KernelOp, env, *counts: int) -> None:
         if len(op.operands) not in counts:
@@ -257,8 +302,11 @@ class _Emitter(OpRules):
         if s is None:
             raise self.fail(op, env, f"slot {op.operands[0]} does not exist")
         if s.memory_class not in classes:
-            raise self.fail(op, env, f"slot {s.slot} {s.name!r} is {s.memory_class}, "
-                                     f"expected {'/'.join(classes)}")
+            raise self.fail(
+                op,
+                env,
+                f"slot {s.slot} {s.name!r} is {s.memory_class}, expected {'/'.join(classes)}",
+            )
         return s
 
     def element(self, s, index: str) -> tuple[str, str, str]:

@@ -7,6 +7,7 @@ Error policy (every module follows it):
 - A state the compiler should never reach raises `RuntimeError` (a bug: report it).
 - `NotImplementedError` only for abstract methods. Every raise carries a message.
 """
+
 from __future__ import annotations
 
 
@@ -17,8 +18,16 @@ class VyreError(Exception):
 class KernelError(VyreError):
     """A kernel source that cannot be compiled: names file:line:col, shows the caret, says the fix."""
 
-    def __init__(self, message: str, path: str = "<kernel>", line: int = 0, col: int = 0,
-                 source_line: str | None = None, fix: str | None = None, end_col: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        path: str = "<kernel>",
+        line: int = 0,
+        col: int = 0,
+        source_line: str | None = None,
+        fix: str | None = None,
+        end_col: int | None = None,
+    ):
         self.message, self.path, self.line, self.col = message, path, line, col
         self.source_line, self.fix, self.end_col = source_line, fix, end_col
         super().__init__(self.render())

@@ -8,6 +8,7 @@ It is a tree of frozen dataclasses, so equal programs compare equal and have equ
 Scalar types are the strings "bool", "i32", "u32", "f32"; vector types "vec2f", "vec4f",
 "vec2i", "vec4i", "vec2u", "vec4u" (see `VECTORS`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -33,6 +34,7 @@ def vector_of(elem: str, count: int) -> str:
 
 # --- expressions -------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Const:
     ty: str
@@ -42,6 +44,7 @@ class Const:
 @dataclass(frozen=True)
 class Var:
     """Read of a local variable (SSA value or scratch slot: lowering decides)."""
+
     name: str
     ty: str
 
@@ -49,6 +52,7 @@ class Var:
 @dataclass(frozen=True)
 class Param:
     """Read of a scalar kernel parameter (from the uniform block)."""
+
     name: str
     ty: str
 
@@ -56,14 +60,15 @@ class Param:
 @dataclass(frozen=True)
 class LoopVar:
     """The index of the enclosing `for` loop with this (unique) name."""
+
     name: str
     ty: str
 
 
 @dataclass(frozen=True)
 class Load:
-    array: str      # buffer, shared or local array name
-    index: object   # u32 expression
+    array: str  # buffer, shared or local array name
+    index: object  # u32 expression
     ty: str
 
 
@@ -76,6 +81,7 @@ class Length:
 @dataclass(frozen=True)
 class Builtin:
     """global_id / local_id / workgroup_id / num_workgroups, one axis (u32)."""
+
     kind: str
     axis: int
     ty: str = "u32"
@@ -83,7 +89,7 @@ class Builtin:
 
 @dataclass(frozen=True)
 class Binary:
-    op: str         # descriptor BinOp name (Add, Lt, Shl, ...)
+    op: str  # descriptor BinOp name (Add, Lt, Shl, ...)
     a: object
     b: object
     ty: str
@@ -91,7 +97,7 @@ class Binary:
 
 @dataclass(frozen=True)
 class Unary:
-    op: str         # descriptor UnOp name (Negate, Sqrt, ...)
+    op: str  # descriptor UnOp name (Negate, Sqrt, ...)
     a: object
     ty: str
 
@@ -127,6 +133,7 @@ class Bitcast:
 @dataclass(frozen=True)
 class Splat:
     """A vector with every component equal to one scalar."""
+
     a: object
     ty: str
 
@@ -134,6 +141,7 @@ class Splat:
 @dataclass(frozen=True)
 class Construct:
     """A vector from one scalar per component."""
+
     args: tuple
     ty: str
 
@@ -141,6 +149,7 @@ class Construct:
 @dataclass(frozen=True)
 class Extract:
     """One component of a vector."""
+
     a: object
     index: int
     ty: str
@@ -148,14 +157,15 @@ class Extract:
 
 @dataclass(frozen=True)
 class Atomic:
-    op: str         # descriptor AtomicOp name
+    op: str  # descriptor AtomicOp name
     array: str
     index: object
-    args: tuple     # (value,) or (expected, value)
+    args: tuple  # (value,) or (expected, value)
     ty: str
 
 
 # --- statements --------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Assign:
@@ -180,6 +190,7 @@ class If:
 @dataclass(frozen=True)
 class For:
     """`for var in range(lo, hi, step)`; step is a nonzero constant int."""
+
     var: str
     lo: object
     hi: object
@@ -190,6 +201,7 @@ class For:
 @dataclass(frozen=True)
 class Loop:
     """Loop until break/return; `continuing` runs before each next iteration."""
+
     body: tuple
     continuing: tuple = ()
 
@@ -217,16 +229,18 @@ class Barrier:
 @dataclass(frozen=True)
 class Eval:
     """An expression evaluated for its effect (an atomic)."""
+
     expr: object
 
 
 # --- the program -------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class BufferParam:
     name: str
     dtype: str
-    access: str     # "r" | "w" | "rw"
+    access: str  # "r" | "w" | "rw"
 
 
 @dataclass(frozen=True)
@@ -238,10 +252,11 @@ class ScalarParam:
 @dataclass(frozen=True)
 class ArrayDecl:
     """A workgroup-shared ("shared") or function-local ("local") array or variable."""
+
     name: str
     dtype: str
     count: int
-    space: str      # "shared" | "local"
+    space: str  # "shared" | "local"
 
 
 @dataclass(frozen=True)
@@ -249,12 +264,12 @@ class Program:
     name: str
     variant: str | None
     workgroup_size: tuple[int, int, int]
-    params: tuple           # BufferParam | ScalarParam, in declaration order
-    arrays: tuple           # ArrayDecl (shared arrays and local arrays)
-    locals: tuple           # (name, type) of every local variable, in first-assignment order
+    params: tuple  # BufferParam | ScalarParam, in declaration order
+    arrays: tuple  # ArrayDecl (shared arrays and local arrays)
+    locals: tuple  # (name, type) of every local variable, in first-assignment order
     body: tuple
-    grid: tuple = ()        # int | parameter name, per axis
-    variant_values: tuple = field(default=())   # ((name, value-as-text), ...)
+    grid: tuple = ()  # int | parameter name, per axis
+    variant_values: tuple = field(default=())  # ((name, value-as-text), ...)
 
     @property
     def id(self) -> str:
@@ -376,8 +391,11 @@ class _Validator:
             if self.expr(e.a) != element(e.ty) or e.ty not in VECTORS:
                 self.fail("splat type")
         elif isinstance(e, Construct):
-            if e.ty not in VECTORS or len(e.args) != VECTORS[e.ty][1] \
-                    or any(self.expr(a) != element(e.ty) for a in e.args):
+            if (
+                e.ty not in VECTORS
+                or len(e.args) != VECTORS[e.ty][1]
+                or any(self.expr(a) != element(e.ty) for a in e.args)
+            ):
                 self.fail("vector construction")
         elif isinstance(e, Extract):
             vt = self.expr(e.a)

@@ -4,15 +4,60 @@ Kernel files are parsed, never executed, so nothing here runs at build time. Imp
 these names (`from vyre_build.lang import kernel, Buffer, f32, global_id`) keeps linters
 and IDEs quiet; calling a builtin from ordinary Python raises a clear error.
 """
+
 from __future__ import annotations
 
 __all__ = [
-    "kernel", "Buffer", "bool_", "i32", "u32", "f32", "global_id", "local_id", "workgroup_id",
-    "num_workgroups", "workgroup_size", "shared", "local_array", "barrier", "storage_barrier",
-    "sqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tan", "tanh", "rsqrt", "floor", "ceil",
-    "trunc", "sign", "fma", "isnan", "isinf", "isfinite", "clamp", "select", "popcount",
-    "clz", "ctz", "reverse_bits", "rotl", "rotr", "bitcast", "atomic_add", "atomic_sub",
-    "atomic_or", "atomic_and", "atomic_xor", "atomic_min", "atomic_max", "atomic_exchange",
+    "kernel",
+    "Buffer",
+    "bool_",
+    "i32",
+    "u32",
+    "f32",
+    "global_id",
+    "local_id",
+    "workgroup_id",
+    "num_workgroups",
+    "workgroup_size",
+    "shared",
+    "local_array",
+    "barrier",
+    "storage_barrier",
+    "sqrt",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "rsqrt",
+    "floor",
+    "ceil",
+    "trunc",
+    "sign",
+    "fma",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "clamp",
+    "select",
+    "popcount",
+    "clz",
+    "ctz",
+    "reverse_bits",
+    "rotl",
+    "rotr",
+    "bitcast",
+    "atomic_add",
+    "atomic_sub",
+    "atomic_or",
+    "atomic_and",
+    "atomic_xor",
+    "atomic_min",
+    "atomic_max",
+    "atomic_exchange",
     "atomic_compare_exchange",
 ]
 
@@ -22,8 +67,10 @@ class _KernelOnly:
         self.__name__ = name
 
     def __call__(self, *args, **kwargs):
-        raise RuntimeError(f"{self.__name__}() exists only inside kernels, which vyre_build compiles "
-                           "ahead of time; load the built bundle with vyre_build.runtime.open_bundle")
+        raise RuntimeError(
+            f"{self.__name__}() exists only inside kernels, which vyre_build compiles "
+            "ahead of time; load the built bundle with vyre_build.runtime.open_bundle"
+        )
 
     def __repr__(self) -> str:
         return f"<vyre kernel builtin {self.__name__}>"
@@ -44,9 +91,11 @@ i32, u32, f32, bool_ = _Type("i32"), _Type("u32"), _Type("f32"), _Type("bool")
 
 def kernel(fn=None, *, workgroup_size=64, grid=None, variants=None):
     """Marks a kernel; at build time the compiler reads these options from the source."""
+
     def mark(f):
         f.__vyre_kernel__ = {"workgroup_size": workgroup_size, "grid": grid, "variants": variants}
         return f
+
     return mark(fn) if fn is not None else mark
 
 

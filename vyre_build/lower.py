@@ -5,6 +5,7 @@ block, scratch locals, opaque extensions for loops/break/continue) and passes
 `validate.validate_descriptor`. A local assigned once, whose every use it dominates
 lexically, becomes a plain SSA value; every other local becomes a Scratch slot.
 """
+
 from __future__ import annotations
 
 import struct
@@ -13,13 +14,22 @@ from vyre_build import ir
 from vyre_build.errors import DescriptorFormatError
 from vyre_build.validate import validate_descriptor
 from vyre_build.descriptor import (
-    SHARED_SLOT_BASE, BindingSlot, KernelBody, KernelDescriptor, KernelOp, Variant, encode_datatype,
+    SHARED_SLOT_BASE,
+    BindingSlot,
+    KernelBody,
+    KernelDescriptor,
+    KernelOp,
+    Variant,
+    encode_datatype,
 )
 
 DTYPE = {"u32": "U32", "i32": "I32", "f32": "F32", "bool": "Bool"}
 VISIBILITY = {"r": "ReadOnly", "w": "WriteOnly", "rw": "ReadWrite"}
-_AXIS_OPS = {"global_id": "GlobalInvocationId", "local_id": "LocalInvocationId",
-             "workgroup_id": "WorkgroupId"}
+_AXIS_OPS = {
+    "global_id": "GlobalInvocationId",
+    "local_id": "LocalInvocationId",
+    "workgroup_id": "WorkgroupId",
+}
 
 
 def dtype(ty: str) -> Variant:
@@ -97,8 +107,10 @@ def ssa_locals(prog: ir.Program) -> set[str]:
             continue
         d = ds[0]
         block, i = d[:-1], d[-1]
-        if all(len(u) > len(block) and u[:len(block)] == block and u[len(block)] > i
-               for u in uses.get(name, ())):
+        if all(
+            len(u) > len(block) and u[: len(block)] == block and u[len(block)] > i
+            for u in uses.get(name, ())
+        ):
             out.add(name)
     return out
 
@@ -110,9 +122,9 @@ class Lowerer:
         self.slots: list[BindingSlot] = []
         self.slot_of: dict[str, int] = {}
         self.ssa = ssa_locals(prog)
-        self.values: dict[str, int] = {}       # SSA local -> id
-        self.params: dict[str, int] = {}       # scalar param -> id of its load
-        self.loops: dict[str, tuple] = {}      # loop var -> ("index",) | ("scratch", slot)
+        self.values: dict[str, int] = {}  # SSA local -> id
+        self.params: dict[str, int] = {}  # scalar param -> id of its load
+        self.loops: dict[str, tuple] = {}  # loop var -> ("index",) | ("scratch", slot)
         self.buffer_names = {p.name for p in prog.params if isinstance(p, ir.BufferParam)}
         self._assign_slots()
 
@@ -159,7 +171,13 @@ class Lowerer:
         if key not in body.pool:
             body.pool[key] = len(body.literals)
             # f32 literals are stored at f32 precision, so decode(encode(d)) == d.
-            v = struct.unpack("<f", key[1])[0] if ty == "f32" else bool(value) if ty == "bool" else int(value)
+            v = (
+                struct.unpack("<f", key[1])[0]
+                if ty == "f32"
+                else bool(value)
+                if ty == "bool"
+                else int(value)
+            )
             body.literals.append(Variant(DTYPE[ty], (v,)))
         rid = self.op(body, Variant("Literal"), (body.pool[key],))
         body.lit_ids[key] = rid
@@ -178,8 +196,9 @@ class Lowerer:
         top = _Body(None)
         for p in self.prog.params:
             if isinstance(p, ir.ScalarParam):
-                self.params[p.name] = self.op(top, Variant("LoadConstant"),
-                                              (self.slot_of[p.name], self.lit(top, "u32", 0)))
+                self.params[p.name] = self.op(
+                    top, Variant("LoadConstant"), (self.slot_of[p.name], self.lit(top, "u32", 0))
+                )
         self.block(top, self.prog.body)
         slots = tuple(sorted(self.slots, key=lambda s: s.slot))
         return KernelDescriptor(self.prog.id, slots, tuple(self.prog.workgroup_size), top.freeze())
@@ -188,7 +207,7 @@ class Lowerer:
         for s in stmts:
             self.stmt(body, s)
             if isinstance(s, (ir.Break, ir.Continue, ir.Return)):
-                return      # the rest of the block is unreachable
+                return  # the rest of the block is unreachable
 
     def stmt(self, body: _Body, s) -> None:
         if isinstance(s, ir.Assign):
@@ -223,15 +242,21 @@ class Lowerer:
         elif isinstance(s, ir.Return):
             self.op(body, Variant("Return"), (), result=False)
         elif isinstance(s, ir.Barrier):
-            self.op(body, Variant("Barrier", ("SeqCst" if s.storage else "AcqRel",)), (), result=False)
+            self.op(
+                body, Variant("Barrier", ("SeqCst" if s.storage else "AcqRel",)), (), result=False
+            )
         elif isinstance(s, ir.Eval):
             self.expr(body, s.expr)
         else:
             raise RuntimeError(f"lowering: unknown statement {s!r}")
 
     def store_private(self, body, name, value):
-        self.op(body, Variant("StoreShared"), (self.slot_of[name], self.lit(body, "u32", 0), value),
-                result=False)
+        self.op(
+            body,
+            Variant("StoreShared"),
+            (self.slot_of[name], self.lit(body, "u32", 0), value),
+            result=False,
+        )
 
     def load_private(self, body, name):
         return self.op(body, Variant("LoadShared"), (self.slot_of[name], self.lit(body, "u32", 0)))
@@ -253,8 +278,11 @@ class Lowerer:
         def head(b: _Body):
             i = self.load_private(b, s.var)
             cmp = "Lt" if s.step > 0 else "Gt"
-            done = self.op(b, Variant("UnOpKind", (Variant("LogicalNot"),)),
-                           (self.op(b, Variant("BinOpKind", (Variant(cmp),)), (i, hi)),))
+            done = self.op(
+                b,
+                Variant("UnOpKind", (Variant("LogicalNot"),)),
+                (self.op(b, Variant("BinOpKind", (Variant(cmp),)), (i, hi)),),
+            )
             brk = _Body(b)
             self.op(brk, opaque_node("vyre.break"), (), result=False)
             b.children.append(brk.freeze())
@@ -303,23 +331,34 @@ class Lowerer:
             args = (self.expr(body, e.a), self.expr(body, e.b), self.expr(body, e.c))
             return self.op(body, Variant("Fma"), args)
         if isinstance(e, ir.Select):
-            args = (self.expr(body, e.cond), self.expr(body, e.if_true), self.expr(body, e.if_false))
+            args = (
+                self.expr(body, e.cond),
+                self.expr(body, e.if_true),
+                self.expr(body, e.if_false),
+            )
             return self.op(body, Variant("Select"), args)
         if isinstance(e, ir.Cast):
             return self.op(body, Variant("Cast", (dtype(e.ty),)), (self.expr(body, e.a),))
         if isinstance(e, ir.Splat):
             a = self.expr(body, e.a)
-            return self.op(body, opaque_expr("vyre.vec", encode_datatype(dtype(e.ty))),
-                           (a,) * ir.VECTORS[e.ty][1])
+            return self.op(
+                body,
+                opaque_expr("vyre.vec", encode_datatype(dtype(e.ty))),
+                (a,) * ir.VECTORS[e.ty][1],
+            )
         if isinstance(e, ir.Construct):
             args = tuple(self.expr(body, a) for a in e.args)
             return self.op(body, opaque_expr("vyre.vec", encode_datatype(dtype(e.ty))), args)
         if isinstance(e, ir.Extract):
-            return self.op(body, opaque_expr("vyre.extract", bytes([e.index])),
-                           (self.expr(body, e.a),))
+            return self.op(
+                body, opaque_expr("vyre.extract", bytes([e.index])), (self.expr(body, e.a),)
+            )
         if isinstance(e, ir.Bitcast):
-            return self.op(body, opaque_expr("vyre.bitcast", encode_datatype(dtype(e.ty))),
-                           (self.expr(body, e.a),))
+            return self.op(
+                body,
+                opaque_expr("vyre.bitcast", encode_datatype(dtype(e.ty))),
+                (self.expr(body, e.a),),
+            )
         if isinstance(e, ir.Atomic):
             idx = self.expr(body, e.index)
             vals = tuple(self.expr(body, a) for a in e.args)
@@ -334,5 +373,7 @@ def lower(prog: ir.Program) -> KernelDescriptor:
     try:
         validate_descriptor(desc)
     except DescriptorFormatError as exc:
-        raise RuntimeError(f"lowering produced an invalid descriptor (a compiler bug): {exc}") from exc
+        raise RuntimeError(
+            f"lowering produced an invalid descriptor (a compiler bug): {exc}"
+        ) from exc
     return desc

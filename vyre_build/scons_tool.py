@@ -27,6 +27,7 @@ through the artifact cache. Construction variables:
 Action signatures include the targets, the options and the compiler identity (varlist),
 so changing any of them rebuilds.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -118,14 +119,15 @@ def _scan_file(env, node) -> dict:
                 _memo[key] = info
             return info
         base = os.path.dirname(path)
-        deps.update(os.path.join(base, v) for v in VARIANTS_FILES
-                    if os.path.isfile(os.path.join(base, v)))
+        deps.update(
+            os.path.join(base, v) for v in VARIANTS_FILES if os.path.isfile(os.path.join(base, v))
+        )
         deps.discard(path)
         info = {"stems": stems, "deps": sorted(deps)}
         if memo is not None:
             try:
                 memo.save(path, before, info["stems"], info["deps"])
-            except VyreError as exc:   # the memo only saves time; the build goes on
+            except VyreError as exc:  # the memo only saves time; the build goes on
                 print(f"vyre cache: warning: {exc}", file=sys.stderr)
     with _lock:
         _memo[key] = info
@@ -172,9 +174,12 @@ def _signature(targets, options, compiler) -> str:
             return _memo[memo_key]
     name = str(compiler) or DEFAULT_COMPILER
     # The identity includes external tools the options pull in (spirv-opt), as the key does.
-    identity = with_tools(compiler_identity(name), options if isinstance(options, dict) else {}, name)
-    text = "|".join([_canon(targets), _canon(options), str(compiler),
-                     canonical_json(identity).decode()])
+    identity = with_tools(
+        compiler_identity(name), options if isinstance(options, dict) else {}, name
+    )
+    text = "|".join(
+        [_canon(targets), _canon(options), str(compiler), canonical_json(identity).decode()]
+    )
     with _lock:
         _memo[memo_key] = text
     return text
@@ -207,11 +212,13 @@ def _store(env) -> Store | None:
     if root is None:
         try:
             root = env.Dir(cache_dir).abspath
-        except TypeError:   # SCons: "File ... found where directory expected"
+        except TypeError:  # SCons: "File ... found where directory expected"
             root = None
         if root is None or (os.path.exists(root) and not os.path.isdir(root)):
-            _fatal(f"vyre cache directory {cache_dir!r} is a file, not a directory (set by "
-                   f"$VYRECACHEDIR or ${CACHE_DIR_ENV}); point it at a directory")
+            _fatal(
+                f"vyre cache directory {cache_dir!r} is a file, not a directory (set by "
+                f"$VYRECACHEDIR or ${CACHE_DIR_ENV}); point it at a directory"
+            )
         with _lock:
             _memo[memo_key] = root
     with _lock:
@@ -231,11 +238,15 @@ def _store(env) -> Store | None:
 
 def _cache_limits(env) -> tuple[int | None, float | None]:
     """($VYRECACHEMAXSIZE bytes or "500M", $VYRECACHEMAXAGE days) -> (bytes, seconds)."""
-    from vyre_build.commands.cache import parse_size   # only when a limit is set
+    from vyre_build.commands.cache import parse_size  # only when a limit is set
+
     size, age = env.get("VYRECACHEMAXSIZE"), env.get("VYRECACHEMAXAGE")
     try:
-        size = None if size in (None, "") else (size if isinstance(size, int)
-                                                  else parse_size(str(size)))
+        size = (
+            None
+            if size in (None, "")
+            else (size if isinstance(size, int) else parse_size(str(size)))
+        )
         age = None if age in (None, "") else float(age) * 86400.0
     except (VyreError, ValueError) as exc:
         raise SCons.Errors.UserError(f"$VYRECACHEMAXSIZE / $VYRECACHEMAXAGE: {exc}") from None
@@ -269,7 +280,8 @@ def kernel_emitter(target, source, env):
     if not names:
         raise SCons.Errors.UserError(
             f"{source[0].srcnode()} defines no @kernel; a helper-only file needs no "
-            "VyreKernel call (VyreKernelDir skips such files)")
+            "VyreKernel call (VyreKernelDir skips such files)"
+        )
     # Depend on the kernel in the source tree: with VariantDir(duplicate=0) SCons's
     # --debug=explain misreports a changed variant-dir source as removed and re-added.
     return [out_dir.File(n) for n in names], [s.srcnode() for s in source]
@@ -287,10 +299,17 @@ def kernel_action(target, source, env):
         return 1
     try:
         build_kernel_file(
-            _source_path(src), target[0].dir.abspath, store=_store(env),
-            targets=_targets(env), options=_options(env), deps=kernel_deps(env, src),
-            identity=compiler_identity(_compiler(env)), compiler=_compiler(env),
-            expected=[t.name for t in target], link=bool(env.get("VYRELINKOUTPUTS")))
+            _source_path(src),
+            target[0].dir.abspath,
+            store=_store(env),
+            targets=_targets(env),
+            options=_options(env),
+            deps=kernel_deps(env, src),
+            identity=compiler_identity(_compiler(env)),
+            compiler=_compiler(env),
+            expected=[t.name for t in target],
+            link=bool(env.get("VYRELINKOUTPUTS")),
+        )
     except VyreError as exc:
         print(str(exc), file=sys.stderr)
         return 1
@@ -300,20 +319,26 @@ def kernel_action(target, source, env):
 def bundle_action(target, source, env):
     """Pack the kernel outputs among `source` (grouped per directory and stem) into a bundle."""
     from vyre_build.bundle import write_bundle  # the bundle writer is only needed here
+
     groups: dict[tuple[str, str], dict[str, bytes]] = {}
     for node in source:
         parts = split_output_name(node.name)
         if parts is None:
-            print(f"vyre: {node} is not a kernel output (.wgsl/.spv/.kdesc/.meta.json)",
-                  file=sys.stderr)
+            print(
+                f"vyre: {node} is not a kernel output (.wgsl/.spv/.kdesc/.meta.json)",
+                file=sys.stderr,
+            )
             return 1
         with open(node.abspath, "rb") as f:
             groups.setdefault((node.dir.abspath, parts[0]), {})[parts[1]] = f.read()
     entries = []
     for (directory, stem), files in sorted(groups.items()):
         if ".meta.json" not in files:
-            print(f"vyre: {os.path.join(directory, stem)}.meta.json is missing from the "
-                  "bundle sources; pass every output of VyreKernel", file=sys.stderr)
+            print(
+                f"vyre: {os.path.join(directory, stem)}.meta.json is missing from the "
+                "bundle sources; pass every output of VyreKernel",
+                file=sys.stderr,
+            )
             return 1
         meta = json.loads(files.pop(".meta.json"))
         entries.append({"meta": meta, "artifacts": files})
@@ -344,20 +369,30 @@ def generate(env) -> None:
     kernel_com = SCons.Action.Action(kernel_action, "$VYRECOMSTR", varlist=["_VYRESIG"])
     bundle_com = SCons.Action.Action(bundle_action, "$VYREBUNDLECOMSTR")
     env.SetDefault(
-        VYRETARGETS=list(DEFAULT_TARGETS), VYREOPTIONS={},
+        VYRETARGETS=list(DEFAULT_TARGETS),
+        VYREOPTIONS={},
         VYRECACHEDIR=os.environ.get(CACHE_DIR_ENV) or "#cache",
-        VYRECOMPILER=DEFAULT_COMPILER, VYRELINKOUTPUTS=False,
-        VYRECOM=kernel_com, VYRECOMSTR="vyre: compile $SOURCE -> ${TARGET.dir}",
-        VYREBUNDLECOM=bundle_com, VYREBUNDLECOMSTR="vyre: bundle $TARGET",
+        VYRECOMPILER=DEFAULT_COMPILER,
+        VYRELINKOUTPUTS=False,
+        VYRECOM=kernel_com,
+        VYRECOMSTR="vyre: compile $SOURCE -> ${TARGET.dir}",
+        VYREBUNDLECOM=bundle_com,
+        VYREBUNDLECOMSTR="vyre: bundle $TARGET",
     )
     env["_VYRESIG"] = _signature_var
-    scanner = SCons.Scanner.Scanner(function=kernel_scan, name="VyreKernelScanner",
-                                    skeys=[".py"], recursive=False)
+    scanner = SCons.Scanner.Scanner(
+        function=kernel_scan, name="VyreKernelScanner", skeys=[".py"], recursive=False
+    )
     env["BUILDERS"]["VyreKernel"] = SCons.Builder.Builder(
-        action="$VYRECOM", emitter=kernel_emitter, source_scanner=scanner,
-        src_suffix=".py", single_source=True)
+        action="$VYRECOM",
+        emitter=kernel_emitter,
+        source_scanner=scanner,
+        src_suffix=".py",
+        single_source=True,
+    )
     env["BUILDERS"]["VyreBundle"] = SCons.Builder.Builder(
-        action="$VYREBUNDLECOM", suffix=".vyrebundle")
+        action="$VYREBUNDLECOM", suffix=".vyrebundle"
+    )
     env.AddMethod(kernel_dir, "VyreKernelDir")
 
 

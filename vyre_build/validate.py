@@ -6,6 +6,7 @@ numbers that exist and are used with the right op, child indices in range, loop
 variables bound, break/continue inside loops, operand types consistent, and returns the
 type of every SSA id. It raises `DescriptorFormatError` naming the op on any defect.
 """
+
 from __future__ import annotations
 
 from vyre_build.descriptor import KernelBody, KernelDescriptor, decode_datatype
@@ -15,28 +16,96 @@ from vyre_build.ir import VECTORS, element, vector_of
 SCALAR = {"U32": "u32", "I32": "i32", "F32": "f32", "Bool": "bool"}
 _CMP = {"Eq", "Ne", "Lt", "Gt", "Le", "Ge"}
 _SHIFT = {"Shl", "Shr", "RotateLeft", "RotateRight"}
-_BINOPS = {"Add", "Sub", "Mul", "Div", "Mod", "BitAnd", "BitOr", "BitXor", "Min", "Max",
-           "AbsDiff", "MulHigh", "WrappingAdd", "WrappingSub", "And", "Or"} | _CMP | _SHIFT
+_BINOPS = (
+    {
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Mod",
+        "BitAnd",
+        "BitOr",
+        "BitXor",
+        "Min",
+        "Max",
+        "AbsDiff",
+        "MulHigh",
+        "WrappingAdd",
+        "WrappingSub",
+        "And",
+        "Or",
+    }
+    | _CMP
+    | _SHIFT
+)
 _PRED = {"IsNan", "IsInf", "IsFinite"}
-_FLOAT_UNOPS = {"Cos", "Sin", "Sqrt", "Floor", "Ceil", "Round", "Trunc", "Sign", "Exp", "Log",
-                "Log2", "Exp2", "Tan", "Tanh", "InverseSqrt", "Reciprocal", "Acos", "Asin",
-                "Atan", "Sinh", "Cosh"} | _PRED
+_FLOAT_UNOPS = {
+    "Cos",
+    "Sin",
+    "Sqrt",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Trunc",
+    "Sign",
+    "Exp",
+    "Log",
+    "Log2",
+    "Exp2",
+    "Tan",
+    "Tanh",
+    "InverseSqrt",
+    "Reciprocal",
+    "Acos",
+    "Asin",
+    "Atan",
+    "Sinh",
+    "Cosh",
+} | _PRED
 _INT_UNOPS = {"BitNot", "Popcount", "Clz", "Ctz", "ReverseBits"}
 _ATOMIC_OPS = {"Add", "Or", "And", "Xor", "Min", "Max", "Exchange", "CompareExchange"}
-_ARITY = {"Literal": 1, "GlobalInvocationId": 1, "LocalInvocationId": 1, "WorkgroupId": 1,
-          "LoopIndex": 0, "LoadGlobal": 2, "LoadShared": 2, "LoadConstant": 2, "BufferLength": 1,
-          "StoreGlobal": 3, "StoreShared": 3, "BinOpKind": 2, "UnOpKind": 1, "Fma": 3, "Select": 3,
-          "Cast": 1, "StructuredIfThen": 2, "StructuredIfThenElse": 3, "StructuredForLoop": 3,
-          "Return": 0, "Barrier": 0}
-_OPAQUE_ARITY = {"vyre.loop": (1, 2), "vyre.break": (0,), "vyre.continue": (0,),
-                 "vyre.num_workgroups": (1,), "vyre.bitcast": (1,), "vyre.vec": (2, 4),
-                 "vyre.extract": (1,)}
+_ARITY = {
+    "Literal": 1,
+    "GlobalInvocationId": 1,
+    "LocalInvocationId": 1,
+    "WorkgroupId": 1,
+    "LoopIndex": 0,
+    "LoadGlobal": 2,
+    "LoadShared": 2,
+    "LoadConstant": 2,
+    "BufferLength": 1,
+    "StoreGlobal": 3,
+    "StoreShared": 3,
+    "BinOpKind": 2,
+    "UnOpKind": 1,
+    "Fma": 3,
+    "Select": 3,
+    "Cast": 1,
+    "StructuredIfThen": 2,
+    "StructuredIfThenElse": 3,
+    "StructuredForLoop": 3,
+    "Return": 0,
+    "Barrier": 0,
+}
+_OPAQUE_ARITY = {
+    "vyre.loop": (1, 2),
+    "vyre.break": (0,),
+    "vyre.continue": (0,),
+    "vyre.num_workgroups": (1,),
+    "vyre.bitcast": (1,),
+    "vyre.vec": (2, 4),
+    "vyre.extract": (1,),
+}
 
 
 def scalar_type(t) -> str:
     """The type name ("f32", "vec4f", ...) of a DataType vyre_build uses."""
-    if t.name == "Vec" and len(t.args) == 2 and t.args[0].name in ("U32", "I32", "F32") \
-            and t.args[1] in (2, 4):
+    if (
+        t.name == "Vec"
+        and len(t.args) == 2
+        and t.args[0].name in ("U32", "I32", "F32")
+        and t.args[1] in (2, 4)
+    ):
         return vector_of(SCALAR[t.args[0].name], t.args[1])
     if t.name not in SCALAR:
         raise DescriptorFormatError(f"unsupported data type {t!r}")
@@ -56,18 +125,24 @@ class _Checker:
         self.types: dict[int, str] = {}
 
     def fail(self, op, msg):
-        raise DescriptorFormatError(f"descriptor {self.d.id!r}: {op.kind!r} {list(op.operands)}: {msg}")
+        raise DescriptorFormatError(
+            f"descriptor {self.d.id!r}: {op.kind!r} {list(op.operands)}: {msg}"
+        )
 
     def run(self) -> dict[int, str]:
         if len(self.slots) != len(self.d.slots):
             raise DescriptorFormatError(f"descriptor {self.d.id!r}: duplicate slot numbers")
         if any(w < 1 for w in self.d.workgroup_size):
-            raise DescriptorFormatError(f"descriptor {self.d.id!r}: workgroup size {self.d.workgroup_size}")
+            raise DescriptorFormatError(
+                f"descriptor {self.d.id!r}: workgroup size {self.d.workgroup_size}"
+            )
         for s in self.d.slots:
             ty = scalar_type(s.element_type)
             if s.memory_class == "Uniform" and ty in VECTORS:
-                raise DescriptorFormatError(f"descriptor {self.d.id!r}: uniform slot {s.name!r} "
-                                            f"holds a {ty}; uniform members are scalars")
+                raise DescriptorFormatError(
+                    f"descriptor {self.d.id!r}: uniform slot {s.name!r} "
+                    f"holds a {ty}; uniform members are scalars"
+                )
         self.body(self.d.body, [set()], loops={}, in_loop=False)
         return self.types
 
@@ -81,14 +156,15 @@ class _Checker:
                 if kind not in _OPAQUE_ARITY or len(op.operands) not in _OPAQUE_ARITY[kind]:
                     self.fail(op, f"unknown extension or operand count for {kind!r}")
             elif name == "Atomic":
-                pass    # operand count depends on the atomic op
+                pass  # operand count depends on the atomic op
             elif name not in _ARITY:
                 self.fail(op, "op kind not used by vyre_build")
             elif len(op.operands) != _ARITY[name]:
                 self.fail(op, f"expects {_ARITY[name]} operands")
             ty = self.op(op, b, scopes, loops, in_loop)
-            terminator = name == "Return" or (name == "OpaqueNode" and op.kind.args[0] in
-                                               ("vyre.break", "vyre.continue"))
+            terminator = name == "Return" or (
+                name == "OpaqueNode" and op.kind.args[0] in ("vyre.break", "vyre.continue")
+            )
             if terminator and i != len(b.ops) - 1:
                 self.fail(op, "break/continue/return must end its body")
             if op.result is not None:
@@ -134,8 +210,11 @@ class _Checker:
                 self.fail(op, "loop variable is not bound by an enclosing loop")
             return loops[op.kind.args[0]]
         if name in ("LoadGlobal", "LoadShared", "LoadConstant"):
-            cls = {"LoadGlobal": ("Global",), "LoadShared": ("Shared", "Scratch"),
-                   "LoadConstant": ("Uniform",)}[name]
+            cls = {
+                "LoadGlobal": ("Global",),
+                "LoadShared": ("Shared", "Scratch"),
+                "LoadConstant": ("Uniform",),
+            }[name]
             s = self.slot(op, o[0], cls)
             if v(1) != "u32":
                 self.fail(op, "index must be u32")
@@ -173,12 +252,25 @@ class _Checker:
             uop, a = op.kind.args[0].name, v(0)
             if a in VECTORS:
                 e = element(a)
-                if not (uop == "Negate" or uop == "BitNot" and e != "f32" or uop == "Abs" and e != "u32"
-                        or e == "f32" and uop in _FLOAT_UNOPS - _PRED):
+                if not (
+                    uop == "Negate"
+                    or uop == "BitNot"
+                    and e != "f32"
+                    or uop == "Abs"
+                    and e != "u32"
+                    or e == "f32"
+                    and uop in _FLOAT_UNOPS - _PRED
+                ):
                     self.fail(op, f"{uop} is not defined on {a}")
                 return a
-            if uop in _FLOAT_UNOPS and a != "f32" or uop in _INT_UNOPS and a not in ("u32", "i32") \
-                    or uop == "LogicalNot" and a != "bool":
+            if (
+                uop in _FLOAT_UNOPS
+                and a != "f32"
+                or uop in _INT_UNOPS
+                and a not in ("u32", "i32")
+                or uop == "LogicalNot"
+                and a != "bool"
+            ):
                 self.fail(op, f"{uop} does not take {a}")
             return "bool" if uop in _PRED else a
         if name == "Fma":
@@ -192,8 +284,11 @@ class _Checker:
             return v(1)
         if name == "Cast":
             src, dst = v(0), scalar_type(op.kind.args[0])
-            if (src in VECTORS) != (dst in VECTORS) or \
-                    src in VECTORS and VECTORS[src][1] != VECTORS[dst][1]:
+            if (
+                (src in VECTORS) != (dst in VECTORS)
+                or src in VECTORS
+                and VECTORS[src][1] != VECTORS[dst][1]
+            ):
                 self.fail(op, f"cannot cast {src} to {dst}")
             return dst
         if name == "Atomic":
@@ -235,9 +330,14 @@ class _Checker:
                 return "u32"
             if kind == "vyre.vec":
                 ty = scalar_type(decode_datatype(op.kind.args[2]))
-                if ty not in VECTORS or len(o) != VECTORS[ty][1] \
-                        or any(v(i) != element(ty) for i in range(len(o))):
-                    self.fail(op, f"constructing a {ty} needs {VECTORS[ty][1]} {element(ty)} operands")
+                if (
+                    ty not in VECTORS
+                    or len(o) != VECTORS[ty][1]
+                    or any(v(i) != element(ty) for i in range(len(o)))
+                ):
+                    self.fail(
+                        op, f"constructing a {ty} needs {VECTORS[ty][1]} {element(ty)} operands"
+                    )
                 return ty
             if kind == "vyre.extract":
                 ty, payload = v(0), op.kind.args[2]

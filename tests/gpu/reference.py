@@ -12,6 +12,7 @@ The generators of the 2-D/multi-step kernels live in reference_2d.py, those of t
 kernels (activations, keys, sort8, intops, stencil, atomics, trig, block_min_max,
 gcd_prime) in reference_extra.py.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -38,6 +39,7 @@ class KernelCase:
     name; `rtol`/`atol` of 0 mean an exact comparison; `tolerance_note` says why a float
     tolerance is what it is.
     """
+
     file: str
     stem: str
     inputs: Callable[[np.random.Generator, object], dict]
@@ -68,6 +70,7 @@ def pack_bytes(data: bytes) -> np.ndarray:
 
 # ---- elementwise -------------------------------------------------------------------
 
+
 def _saxpy_inputs(rng, n):
     return {"x": _f32(rng, n), "y": _f32(rng, n), "a": 2.5}
 
@@ -83,6 +86,7 @@ def _add_inputs(dtype):
     def make(rng, n):
         gen = _ADD_GEN[dtype]
         return {"a": gen(rng, n), "b": gen(rng, n), "out": n}
+
     return make
 
 
@@ -128,11 +132,13 @@ def _mix_ref(args):
 
 # ---- reductions, scan, histogram ---------------------------------------------------------
 
+
 def _reduce_inputs(dtype):
     def make(rng, n):
         x = _u32(rng, n) if dtype == "u32" else _i32(rng, n)
         # a nonzero start value checks that the kernel adds into out[0] ("rw")
         return {"x": x, "out": np.array([7], dtype=x.dtype)}
+
     return make
 
 
@@ -149,7 +155,7 @@ def _reduce_f32_inputs(rng, n):
 def reduce_f32_partials(x: np.ndarray, block: int = 256) -> np.ndarray:
     """Per-block sums (computed in f64, rounded to f32): the kernel's output."""
     padded = np.zeros(-(-x.size // block) * block, dtype=np.float64)
-    padded[:x.size] = x
+    padded[: x.size] = x
     return padded.reshape(-1, block).sum(axis=1).astype(np.float32)
 
 
@@ -160,9 +166,9 @@ def _scan_inputs(rng, n):
 def _scan_ref(args, block=256):
     x = args["x"]
     padded = np.zeros(-(-x.size // block) * block, dtype=np.uint64)
-    padded[:x.size] = x
+    padded[: x.size] = x
     sums = np.cumsum(padded.reshape(-1, block), axis=1) & MASK32
-    return {"out": sums.reshape(-1)[:x.size].astype(U32)}
+    return {"out": sums.reshape(-1)[: x.size].astype(U32)}
 
 
 def _hist_inputs(rng, n):
@@ -171,12 +177,13 @@ def _hist_inputs(rng, n):
 
 
 def _hist_ref(args):
-    data = args["words"].astype("<u4").tobytes()[:args["n"]]
+    data = args["words"].astype("<u4").tobytes()[: args["n"]]
     counts = np.bincount(np.frombuffer(data, dtype=np.uint8), minlength=256)
     return {"bins": (args["bins"].astype(np.int64) + counts).astype(U32)}
 
 
 # ---- hashes ---------------------------------------------------------------------------
+
 
 def _strings_inputs(rng, count):
     """`count` random byte strings (lengths 0..40, some gaps between them), packed."""
@@ -188,14 +195,18 @@ def _strings_inputs(rng, count):
         offsets.append(pos)
         pos += int(length)
     blob = rng.integers(0, 256, size=max(pos, 1), dtype=np.uint8).tobytes()
-    return {"data": pack_bytes(blob), "offsets": np.array(offsets, dtype=U32),
-            "lengths": lengths.astype(U32), "out": count}
+    return {
+        "data": pack_bytes(blob),
+        "offsets": np.array(offsets, dtype=U32),
+        "lengths": lengths.astype(U32),
+        "out": count,
+    }
 
 
 def strings_of(args) -> list[bytes]:
     """The byte strings a fnv1a/crc32 argument set describes."""
     blob = args["data"].astype("<u4").tobytes()
-    return [blob[o:o + n] for o, n in zip(args["offsets"].tolist(), args["lengths"].tolist())]
+    return [blob[o : o + n] for o, n in zip(args["offsets"].tolist(), args["lengths"].tolist())]
 
 
 def fnv1a_32(data: bytes) -> int:
@@ -244,8 +255,15 @@ def _hash_fill_ref(args):
 
 
 def _blend_inputs(rng, n):
-    return {"a": _f32(rng, n, -10.0, 10.0), "b": _f32(rng, n, -10.0, 10.0),
-            "keys": _u32(rng, n), "mixed": n, "hashed": n, "t": 0.3, "bias": -5}
+    return {
+        "a": _f32(rng, n, -10.0, 10.0),
+        "b": _f32(rng, n, -10.0, 10.0),
+        "keys": _u32(rng, n),
+        "mixed": n,
+        "hashed": n,
+        "t": 0.3,
+        "bias": -5,
+    }
 
 
 def _blend_ref(args):
@@ -257,9 +275,9 @@ def _blend_ref(args):
 
 # ---- bits ---------------------------------------------------------------------------
 
+
 def _bitset_inputs(rng, n):
-    return {"a": _u32(rng, n), "b": _u32(rng, n), "counts": n,
-            "total": np.zeros(1, dtype=U32)}
+    return {"a": _u32(rng, n), "b": _u32(rng, n), "counts": n, "total": np.zeros(1, dtype=U32)}
 
 
 def _bitset_ref(args):
@@ -271,9 +289,9 @@ def _bit_ops_inputs(rng, n):
     x = _u32(rng, n)
     # zeros and single bits are the edge cases of clz/ctz
     specials = np.array([0, 1, 0x80000000, MASK32, 0x00010000], dtype=U32)
-    x[:min(n, specials.size)] = specials[:min(n, specials.size)]
+    x[: min(n, specials.size)] = specials[: min(n, specials.size)]
     # variable-magnitude values so clz spans its whole range
-    x[specials.size::2] >>= (x[specials.size::2] & 31)
+    x[specials.size :: 2] >>= x[specials.size :: 2] & 31
     return {"x": x, "lead": n, "trail": n, "rev": n, "rot": n, "s": 37}
 
 
@@ -288,7 +306,7 @@ def _clz32(x):
 def _ctz32(x):
     out = np.full(x.shape, 32, dtype=U32)
     nz = x != 0
-    low = (x[nz].astype(np.int64) & -x[nz].astype(np.int64))
+    low = x[nz].astype(np.int64) & -x[nz].astype(np.int64)
     out[nz] = (np.frexp(low.astype(np.float64))[1] - 1).astype(U32)
     return out
 
@@ -301,76 +319,179 @@ def _reverse32(x):
 
 def _bit_ops_ref(args):
     x, s = args["x"], args["s"]
-    return {"lead": _clz32(x), "trail": _ctz32(x), "rev": _reverse32(x),
-            "rot": rotl32(x, s) ^ rotr32(x, s + 1)}
+    return {
+        "lead": _clz32(x),
+        "trail": _ctz32(x),
+        "rev": _reverse32(x),
+        "rot": rotl32(x, s) ^ rotr32(x, s + 1),
+    }
 
 
 def _unary_case(op):
     _, _, rtol, atol, note = _UNARY[op]
-    return KernelCase("math.py", f"unary.{op}", _unary_inputs(op), _unary_ref(op),
-                      rtol=rtol, atol=atol, tolerance_note=note)
+    return KernelCase(
+        "math.py",
+        f"unary.{op}",
+        _unary_inputs(op),
+        _unary_ref(op),
+        rtol=rtol,
+        atol=atol,
+        tolerance_note=note,
+    )
 
 
 CASES: tuple[KernelCase, ...] = (
-    KernelCase("saxpy.py", "saxpy", _saxpy_inputs, _saxpy_ref, rtol=1e-5, atol=1e-6,
-               tolerance_note="one multiply and one add (a backend may fuse them)"),
-    KernelCase("add.py", "add.f32", _add_inputs("f32"), _add_ref, rtol=1e-6, atol=0.0,
-               tolerance_note="one correctly rounded add"),
+    KernelCase(
+        "saxpy.py",
+        "saxpy",
+        _saxpy_inputs,
+        _saxpy_ref,
+        rtol=1e-5,
+        atol=1e-6,
+        tolerance_note="one multiply and one add (a backend may fuse them)",
+    ),
+    KernelCase(
+        "add.py",
+        "add.f32",
+        _add_inputs("f32"),
+        _add_ref,
+        rtol=1e-6,
+        atol=0.0,
+        tolerance_note="one correctly rounded add",
+    ),
     KernelCase("add.py", "add.i32", _add_inputs("i32"), _add_ref),
     KernelCase("add.py", "add.u32", _add_inputs("u32"), _add_ref),
     *(_unary_case(op) for op in _UNARY),
-    KernelCase("math.py", "mix_math", _mix_inputs, _mix_ref, rtol=1e-5, atol=1e-5,
-               tolerance_note="fma may or may not round once; floor/ceil/clamp exact"),
-    KernelCase("reduce.py", "reduce_sum.u32", _reduce_inputs("u32"), _reduce_ref,
-               sizes=SIZES_1D + (5000,)),
-    KernelCase("reduce.py", "reduce_sum.i32", _reduce_inputs("i32"), _reduce_ref,
-               sizes=SIZES_1D + (5000,)),
-    KernelCase("reduce.py", "reduce_sum_f32", _reduce_f32_inputs,
-               lambda args: {"partials": reduce_f32_partials(args["x"])},
-               rtol=1e-5, atol=2e-5,
-               tolerance_note="256-term f32 tree sum of values in [-1, 1] vs an f64 sum"),
+    KernelCase(
+        "math.py",
+        "mix_math",
+        _mix_inputs,
+        _mix_ref,
+        rtol=1e-5,
+        atol=1e-5,
+        tolerance_note="fma may or may not round once; floor/ceil/clamp exact",
+    ),
+    KernelCase(
+        "reduce.py", "reduce_sum.u32", _reduce_inputs("u32"), _reduce_ref, sizes=SIZES_1D + (5000,)
+    ),
+    KernelCase(
+        "reduce.py", "reduce_sum.i32", _reduce_inputs("i32"), _reduce_ref, sizes=SIZES_1D + (5000,)
+    ),
+    KernelCase(
+        "reduce.py",
+        "reduce_sum_f32",
+        _reduce_f32_inputs,
+        lambda args: {"partials": reduce_f32_partials(args["x"])},
+        rtol=1e-5,
+        atol=2e-5,
+        tolerance_note="256-term f32 tree sum of values in [-1, 1] vs an f64 sum",
+    ),
     KernelCase("scan.py", "scan_inclusive", _scan_inputs, _scan_ref),
-    KernelCase("histogram.py", "histogram", _hist_inputs, _hist_ref,
-               sizes=(1, 3, 255, 257, 1000, 4099)),
+    KernelCase(
+        "histogram.py", "histogram", _hist_inputs, _hist_ref, sizes=(1, 3, 255, 257, 1000, 4099)
+    ),
     KernelCase("fnv1a.py", "fnv1a", _strings_inputs, _fnv_ref, sizes=(1, 63, 65, 200)),
     KernelCase("crc32.py", "crc32", _strings_inputs, _crc_ref, sizes=(1, 63, 65, 200)),
     KernelCase("common.py", "hash_fill", _hash_fill_inputs, _hash_fill_ref),
-    KernelCase("blend.py", "blend", _blend_inputs, _blend_ref, rtol=1e-5, atol=1e-5,
-               tolerance_note="lerp is a sub, a mul and an add (a backend may fuse)"),
+    KernelCase(
+        "blend.py",
+        "blend",
+        _blend_inputs,
+        _blend_ref,
+        rtol=1e-5,
+        atol=1e-5,
+        tolerance_note="lerp is a sub, a mul and an add (a backend may fuse)",
+    ),
     KernelCase("bitset.py", "andnot_popcount", _bitset_inputs, _bitset_ref),
     KernelCase("bitset.py", "bit_ops", _bit_ops_inputs, _bit_ops_ref),
-    KernelCase("transpose.py", "transpose", grid2d.transpose_inputs, grid2d.transpose_ref,
-               sizes=((1, 1), (1, 37), (17, 33), (40, 25), (64, 48))),
-    KernelCase("matmul.py", "matmul", grid2d.matmul_inputs, grid2d.matmul_ref,
-               sizes=((1, 1, 1), (17, 19, 23), (33, 16, 40), (64, 64, 64)), rtol=1e-4,
-               atol=1e-5, tolerance_note="K-term f32 dot products vs f64"),
-    KernelCase("softmax.py", "softmax", grid2d.softmax_inputs, grid2d.softmax_ref,
-               sizes=((1, 1), (3, 63), (5, 257), (2, 1000)), rtol=1e-4, atol=1e-6,
-               tolerance_note="backend exp (a few ulp) and an f32 sum of up to 1000 terms"),
+    KernelCase(
+        "transpose.py",
+        "transpose",
+        grid2d.transpose_inputs,
+        grid2d.transpose_ref,
+        sizes=((1, 1), (1, 37), (17, 33), (40, 25), (64, 48)),
+    ),
+    KernelCase(
+        "matmul.py",
+        "matmul",
+        grid2d.matmul_inputs,
+        grid2d.matmul_ref,
+        sizes=((1, 1, 1), (17, 19, 23), (33, 16, 40), (64, 64, 64)),
+        rtol=1e-4,
+        atol=1e-5,
+        tolerance_note="K-term f32 dot products vs f64",
+    ),
+    KernelCase(
+        "softmax.py",
+        "softmax",
+        grid2d.softmax_inputs,
+        grid2d.softmax_ref,
+        sizes=((1, 1), (3, 63), (5, 257), (2, 1000)),
+        rtol=1e-4,
+        atol=1e-6,
+        tolerance_note="backend exp (a few ulp) and an f32 sum of up to 1000 terms",
+    ),
     KernelCase("bitonic.py", "bitonic_step", grid2d.bitonic_inputs, grid2d.bitonic_ref),
-    KernelCase("activations.py", "gelu", extra.activation_inputs, extra.gelu_ref, rtol=1e-5,
-               atol=1e-5, tolerance_note="backend tanh (built from exp) on [-6, 6]"),
-    KernelCase("activations.py", "sigmoid", extra.activation_inputs, extra.sigmoid_ref,
-               rtol=1e-5, atol=1e-6, tolerance_note="backend exp: 3 + 2|x| ulp, |x| <= 6"),
-    KernelCase("activations.py", "float_ops", extra.float_ops_inputs, extra.float_ops_ref,
-               rtol=1e-5, atol=0.0,
-               tolerance_note="round/trunc/sign/classes exact; rsqrt 2 ulp, exp2(log2) few ulp"),
+    KernelCase(
+        "activations.py",
+        "gelu",
+        extra.activation_inputs,
+        extra.gelu_ref,
+        rtol=1e-5,
+        atol=1e-5,
+        tolerance_note="backend tanh (built from exp) on [-6, 6]",
+    ),
+    KernelCase(
+        "activations.py",
+        "sigmoid",
+        extra.activation_inputs,
+        extra.sigmoid_ref,
+        rtol=1e-5,
+        atol=1e-6,
+        tolerance_note="backend exp: 3 + 2|x| ulp, |x| <= 6",
+    ),
+    KernelCase(
+        "activations.py",
+        "float_ops",
+        extra.float_ops_inputs,
+        extra.float_ops_ref,
+        rtol=1e-5,
+        atol=0.0,
+        tolerance_note="round/trunc/sign/classes exact; rsqrt 2 ulp, exp2(log2) few ulp",
+    ),
     KernelCase("keys.py", "float_key", extra.float_key_inputs, extra.float_key_ref),
-    KernelCase("keys.py", "float_from_key", extra.float_from_key_inputs,
-               extra.float_from_key_ref),
+    KernelCase("keys.py", "float_from_key", extra.float_from_key_inputs, extra.float_from_key_ref),
     KernelCase("intops.py", "int_ops.i32", extra.int_ops_inputs("i32"), extra.int_ops_ref),
     KernelCase("intops.py", "int_ops.u32", extra.int_ops_inputs("u32"), extra.int_ops_ref),
     KernelCase("intops.py", "float_to_int", extra.float_to_int_inputs, extra.float_to_int_ref),
-    KernelCase("stencil.py", "laplacian3d", extra.laplacian_inputs, extra.laplacian_ref,
-               sizes=((1, 1, 1), (5, 3, 2), (9, 6, 7), (16, 8, 4)), rtol=1e-5, atol=1e-6,
-               tolerance_note="seven f32 adds in the kernel's order vs an f64 sum"),
-    KernelCase("math.py", "trig", extra.trig_inputs, extra.trig_ref, rtol=1e-5, atol=2e-3,
-               tolerance_note="Vulkan sin/cos: 2^-11 absolute on [-pi, pi], times radius <= 10"),
-    KernelCase("reduce.py", "block_min_max", extra.block_min_max_inputs,
-               extra.block_min_max_ref),
+    KernelCase(
+        "stencil.py",
+        "laplacian3d",
+        extra.laplacian_inputs,
+        extra.laplacian_ref,
+        sizes=((1, 1, 1), (5, 3, 2), (9, 6, 7), (16, 8, 4)),
+        rtol=1e-5,
+        atol=1e-6,
+        tolerance_note="seven f32 adds in the kernel's order vs an f64 sum",
+    ),
+    KernelCase(
+        "math.py",
+        "trig",
+        extra.trig_inputs,
+        extra.trig_ref,
+        rtol=1e-5,
+        atol=2e-3,
+        tolerance_note="Vulkan sin/cos: 2^-11 absolute on [-pi, pi], times radius <= 10",
+    ),
+    KernelCase("reduce.py", "block_min_max", extra.block_min_max_inputs, extra.block_min_max_ref),
     KernelCase("numtheory.py", "gcd_prime", extra.gcd_prime_inputs, extra.gcd_prime_ref),
-    KernelCase("sort8.py", "sort_chunks", extra.sort_chunks_inputs, extra.sort_chunks_ref,
-               sizes=(1, 7, 9, 255, 2051, 5000)),
+    KernelCase(
+        "sort8.py",
+        "sort_chunks",
+        extra.sort_chunks_inputs,
+        extra.sort_chunks_ref,
+        sizes=(1, 7, 9, 255, 2051, 5000),
+    ),
 )
 
 
@@ -383,6 +504,7 @@ def case(stem: str) -> KernelCase:
 
 
 # --- vector kernels (kernels/vector.py): vec4 buffers are float32/uint32 arrays of shape (n, 4)
+
 
 def _vec(rng, n, count, kind="f32"):
     flat = {"f32": _f32, "u32": _u32, "i32": _i32}[kind](rng, n * count)
@@ -399,7 +521,13 @@ def _add4_inputs(rng, n):
 
 def _shuffle_mix_inputs(rng, n):
     w = rng.integers(-400, 400, size=(n, 2)).astype(np.int32)
-    return {"v": _vec(rng, n, 4, "u32"), "w": w, "out": n, "sums": n, "k": int(rng.integers(0, 1 << 32))}
+    return {
+        "v": _vec(rng, n, 4, "u32"),
+        "w": w,
+        "out": n,
+        "sums": n,
+        "k": int(rng.integers(0, 1 << 32)),
+    }
 
 
 def _shuffle_mix_ref(args):
@@ -413,12 +541,31 @@ def _shuffle_mix_ref(args):
 
 
 VECTOR_CASES = (
-    KernelCase("vector.py", "saxpy4", _saxpy4_inputs,
-               lambda a: {"y": (np.float32(a["a"]) * a["x"] + a["y"]).astype(np.float32)},
-               rtol=1e-5, atol=1e-6, tolerance_note="fma rounds once; numpy rounds twice"),
-    KernelCase("vector.py", "add4", _add4_inputs, lambda a: {"out": a["a"] + a["b"]},
-               rtol=1e-6, tolerance_note="one correctly rounded add per component"),
-    KernelCase("vector.py", "shuffle_mix", _shuffle_mix_inputs, _shuffle_mix_ref,
-               rtol=1e-6, atol=1e-6, tolerance_note="integer parts exact; f32 sums of exact halves"),
+    KernelCase(
+        "vector.py",
+        "saxpy4",
+        _saxpy4_inputs,
+        lambda a: {"y": (np.float32(a["a"]) * a["x"] + a["y"]).astype(np.float32)},
+        rtol=1e-5,
+        atol=1e-6,
+        tolerance_note="fma rounds once; numpy rounds twice",
+    ),
+    KernelCase(
+        "vector.py",
+        "add4",
+        _add4_inputs,
+        lambda a: {"out": a["a"] + a["b"]},
+        rtol=1e-6,
+        tolerance_note="one correctly rounded add per component",
+    ),
+    KernelCase(
+        "vector.py",
+        "shuffle_mix",
+        _shuffle_mix_inputs,
+        _shuffle_mix_ref,
+        rtol=1e-6,
+        atol=1e-6,
+        tolerance_note="integer parts exact; f32 sums of exact halves",
+    ),
 )
 CASES = CASES + VECTOR_CASES

@@ -4,6 +4,7 @@ bitonic_step (and the full sort schedule) and mandelbrot.
 Plain functions (generator `(rng, size) -> args`, reference `args -> expected outputs`);
 tests/gpu/reference.py turns them into `KernelCase` rows.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,8 +44,7 @@ def matmul_ref(args):
 
 def softmax_inputs(rng, shape):
     rows, cols = shape
-    return {"x": _f32(rng, rows * cols, -8.0, 8.0), "out": rows * cols, "rows": rows,
-            "cols": cols}
+    return {"x": _f32(rng, rows * cols, -8.0, 8.0), "out": rows * cols, "rows": rows, "cols": cols}
 
 
 def softmax_ref(args):
@@ -93,9 +93,15 @@ MANDELBROT_VIEW = {"x0": -2.0, "y0": -1.25, "span": 2.5}
 def mandel_inputs(rng, shape):
     width, height, max_iter = shape
     step = MANDELBROT_VIEW["span"] / max(width, height)
-    return {"counts": width * height, "width": width, "height": height,
-            "max_iter": max_iter, "x0": MANDELBROT_VIEW["x0"], "y0": MANDELBROT_VIEW["y0"],
-            "step": step}
+    return {
+        "counts": width * height,
+        "width": width,
+        "height": height,
+        "max_iter": max_iter,
+        "x0": MANDELBROT_VIEW["x0"],
+        "y0": MANDELBROT_VIEW["y0"],
+        "step": step,
+    }
 
 
 def mandelbrot_ref(args) -> np.ndarray:

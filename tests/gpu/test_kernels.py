@@ -4,6 +4,7 @@ Integer kernels must match exactly; float kernels within the tolerance stated ne
 each case in tests/gpu/reference.py (`tolerance_note` says why). Sizes include ones that
 are not multiples of the workgroup size. Kept small: lavapipe runs on shared CPU cores.
 """
+
 from __future__ import annotations
 
 import functools
@@ -39,8 +40,8 @@ def kernel_files() -> list[str]:
 def compiled(file: str, target: str) -> dict:
     """stem -> CompiledKernel for one kernel file, compiled once per target."""
     from vyre_build.compiler import compile_file
-    kernels = compile_file(os.path.join(KERNELS, file), root=KERNELS,
-                           targets=(target, "kdesc"))
+
+    kernels = compile_file(os.path.join(KERNELS, file), root=KERNELS, targets=(target, "kdesc"))
     return {k.stem: k for k in kernels}
 
 
@@ -48,6 +49,7 @@ def compiled(file: str, target: str) -> dict:
 def loaded(file: str, stem: str, backend: str):
     """The runtime Kernel for one stem on `backend`'s default device (pipeline kept)."""
     from vyre_build.runtime import load_kernel
+
     found = compiled(file, TARGET[backend])
     assert stem in found, f"{file} compiled to {sorted(found)}, not {stem!r}"
     k = found[stem]
@@ -61,15 +63,20 @@ def assert_outputs(case: reference.KernelCase, size, got: dict, want: dict) -> N
     for name, expected in want.items():
         assert name in got, f"{case.stem} size={size}: no output {name!r} (got {sorted(got)})"
         actual = np.asarray(got[name]).reshape(-1)
-        expected = np.asarray(expected).reshape(-1)     # vector outputs are (n, 4) on the host
+        expected = np.asarray(expected).reshape(-1)  # vector outputs are (n, 4) on the host
         where = f"{case.stem} size={size} output {name!r}"
         assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype}"
         assert actual.shape == expected.shape, f"{where}: shape {actual.shape}"
         if case.rtol == 0.0 and case.atol == 0.0:
             np.testing.assert_array_equal(actual, expected, err_msg=where)
         else:
-            np.testing.assert_allclose(actual, expected, rtol=case.rtol, atol=case.atol,
-                                       err_msg=f"{where} ({case.tolerance_note})")
+            np.testing.assert_allclose(
+                actual,
+                expected,
+                rtol=case.rtol,
+                atol=case.atol,
+                err_msg=f"{where} ({case.tolerance_note})",
+            )
 
 
 @pytest.mark.gpu
@@ -89,6 +96,7 @@ def test_kernel_matches_numpy(case: reference.KernelCase, backend: str):
 def test_bitonic_steps_sort(backend: str, n: int):
     """The host loop over (j, k) of bitonic_step sorts, chained on device in one batch."""
     from vyre_build.runtime import get_device
+
     kern = loaded("bitonic.py", "bitonic_step", backend)
     data = np.random.default_rng(n).integers(-1000, 1000, size=n).astype(np.int32)
     buf = get_device(backend).buffer(data)
@@ -105,8 +113,7 @@ def test_reduce_f32_total(backend: str):
     x = np.random.default_rng(5).uniform(-1, 1, 3001).astype(np.float32)
     partials = kern(x=x, partials=-(-x.size // 256))["partials"]
     # 12 partials of <= 256 terms each, f32 tree order vs an f64 sum
-    assert abs(float(partials.astype(np.float64).sum()) - float(x.astype(np.float64).sum())) \
-        < 1e-3
+    assert abs(float(partials.astype(np.float64).sum()) - float(x.astype(np.float64).sum())) < 1e-3
 
 
 @pytest.mark.gpu
@@ -154,9 +161,11 @@ def test_atomic_stats(backend: str, n: int):
 def test_every_kernel_has_a_reference():
     """Each stem the tree compiles to is covered by CASES or a dedicated test above."""
     from vyre_build.compiler import list_kernels
+
     dedicated = {"mandelbrot", "atomic_stats"}
-    stems = {s for f in kernel_files() for s in list_kernels(os.path.join(KERNELS, f),
-                                                             root=KERNELS)}
+    stems = {
+        s for f in kernel_files() for s in list_kernels(os.path.join(KERNELS, f), root=KERNELS)
+    }
     covered = {c.stem for c in reference.CASES} | dedicated
     assert stems - covered == set(), f"kernels without a numpy reference: {stems - covered}"
     assert covered - stems == set(), f"references for missing kernels: {covered - stems}"

@@ -1,11 +1,12 @@
 """Language constructs that need a real dispatch to prove: helper returns inside loops."""
+
 import numpy as np
 import pytest
 
 from vyre_build.compiler import compile_file
 from vyre_build.runtime import load_kernel
 
-PRIMES = '''
+PRIMES = """
 from vyre_build.lang import *
 
 def is_prime(n: u32) -> bool:
@@ -23,7 +24,7 @@ def is_prime(n: u32) -> bool:
 def primes(out: Buffer[u32, "w"]):
     i = global_id().x
     out[i] = u32(is_prime(i)) + u32(is_prime(i + 1)) * 2
-'''
+"""
 
 
 @pytest.mark.gpu
@@ -35,12 +36,13 @@ def test_helper_return_inside_nested_loops(tmp_path, backend):
     got = load_kernel(k.meta, backend=backend, **code)(out=301)["out"]
 
     def prime(n):
-        return n >= 2 and all(n % d for d in range(2, int(n ** 0.5) + 1))
+        return n >= 2 and all(n % d for d in range(2, int(n**0.5) + 1))
+
     want = np.array([int(prime(n)) + 2 * int(prime(n + 1)) for n in range(301)], dtype=np.uint32)
     np.testing.assert_array_equal(got, want)
 
 
-BROADCAST = '''
+BROADCAST = """
 from vyre_build.lang import *
 
 @kernel(workgroup_size=64)
@@ -49,7 +51,7 @@ def pick(v: Buffer[vec4f], o: Buffer[vec4f, "w"]):
     x = v[i]
     a = select(x.x > 0.0, x, 1.5)
     o[i] = a + (2.0 if x.y > 0.0 else x) * 2.0
-'''
+"""
 
 
 @pytest.mark.gpu

@@ -6,6 +6,7 @@ docs/descriptor-conventions.md lays kernels out: saxpy (x: r f32, y: rw f32, a: 
 scalar; grid = len(y)) and iota (out: w u32, start/step: u32 scalars; grid = len(out)):
 out[i] = start + i * step. SPIR-V is assembled from text by spirv-as at test time.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,22 +20,32 @@ import time
 import weakref
 
 SAXPY_META = {
-    "name": "saxpy", "variant": None, "id": "saxpy", "workgroup_size": [64, 1, 1],
+    "name": "saxpy",
+    "variant": None,
+    "id": "saxpy",
+    "workgroup_size": [64, 1, 1],
     "grid": ["y"],
-    "bindings": [{"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
-                 {"name": "y", "binding": 1, "kind": "buffer", "dtype": "f32", "access": "rw"},
-                 {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0}],
-    "uniform": {"binding": 2, "size": 16}}
+    "bindings": [
+        {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
+        {"name": "y", "binding": 1, "kind": "buffer", "dtype": "f32", "access": "rw"},
+        {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0},
+    ],
+    "uniform": {"binding": 2, "size": 16},
+}
 
 IOTA_META = {
-    "name": "iota", "variant": None, "id": "iota", "workgroup_size": [32, 1, 1],
+    "name": "iota",
+    "variant": None,
+    "id": "iota",
+    "workgroup_size": [32, 1, 1],
     "grid": ["out"],
-    "bindings": [{"name": "out", "binding": 0, "kind": "buffer", "dtype": "u32", "access": "w"},
-                 {"name": "start", "binding": 1, "kind": "scalar", "dtype": "u32",
-                  "offset": 0},
-                 {"name": "step", "binding": 2, "kind": "scalar", "dtype": "u32",
-                  "offset": 4}],
-    "uniform": {"binding": 1, "size": 16}}
+    "bindings": [
+        {"name": "out", "binding": 0, "kind": "buffer", "dtype": "u32", "access": "w"},
+        {"name": "start", "binding": 1, "kind": "scalar", "dtype": "u32", "offset": 0},
+        {"name": "step", "binding": 2, "kind": "scalar", "dtype": "u32", "offset": 4},
+    ],
+    "uniform": {"binding": 1, "size": 16},
+}
 
 SAXPY_WGSL = """\
 struct Params { a: f32, }
@@ -84,7 +95,9 @@ _TYPES = """\
 %gid = OpVariable %pv3u Input
 """
 
-SAXPY_SPVASM = _PROLOGUE.format(wg=64) + """\
+SAXPY_SPVASM = (
+    _PROLOGUE.format(wg=64)
+    + """\
 OpMemberDecorate %params 0 Offset 0
 OpDecorate %x DescriptorSet 0
 OpDecorate %x Binding 0
@@ -93,7 +106,9 @@ OpDecorate %y DescriptorSet 0
 OpDecorate %y Binding 1
 OpDecorate %p DescriptorSet 0
 OpDecorate %p Binding 2
-""" + _TYPES + """\
+"""
+    + _TYPES
+    + """\
 %rarr = OpTypeRuntimeArray %float
 %sbuf = OpTypeStruct %rarr
 %psbuf = OpTypePointer StorageBuffer %sbuf
@@ -127,8 +142,11 @@ OpBranch %end
 OpReturn
 OpFunctionEnd
 """
+)
 
-IOTA_SPVASM = _PROLOGUE.format(wg=32) + """\
+IOTA_SPVASM = (
+    _PROLOGUE.format(wg=32)
+    + """\
 OpMemberDecorate %params 0 Offset 0
 OpMemberDecorate %params 1 Offset 4
 OpDecorate %out DescriptorSet 0
@@ -136,7 +154,9 @@ OpDecorate %out Binding 0
 OpDecorate %out NonReadable
 OpDecorate %p DescriptorSet 0
 OpDecorate %p Binding 1
-""" + _TYPES + """\
+"""
+    + _TYPES
+    + """\
 %rarr = OpTypeRuntimeArray %uint
 %sbuf = OpTypeStruct %rarr
 %psbuf = OpTypePointer StorageBuffer %sbuf
@@ -168,6 +188,7 @@ OpBranch %end
 OpReturn
 OpFunctionEnd
 """
+)
 
 
 @functools.cache
@@ -181,16 +202,22 @@ def assemble(text: str) -> bytes:
         src, out = os.path.join(tmp, "k.spvasm"), os.path.join(tmp, "k.spv")
         with open(src, "w", encoding="utf-8") as f:
             f.write(text)
-        done = subprocess.run([tool, "--target-env", "vulkan1.1", src, "-o", out],
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [tool, "--target-env", "vulkan1.1", src, "-o", out],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"spirv-as failed: {done.stderr.strip()}")
         with open(out, "rb") as f:
             return f.read()
 
 
-SHADERS = {"saxpy": (SAXPY_META, SAXPY_WGSL, SAXPY_SPVASM),
-           "iota": (IOTA_META, IOTA_WGSL, IOTA_SPVASM)}
+SHADERS = {
+    "saxpy": (SAXPY_META, SAXPY_WGSL, SAXPY_SPVASM),
+    "iota": (IOTA_META, IOTA_WGSL, IOTA_SPVASM),
+}
 
 
 def code_for(name: str, backend: str):
@@ -202,6 +229,7 @@ def code_for(name: str, backend: str):
 def load(name: str, backend: str, device=None):
     """The test kernel `name` loaded through the runtime on `backend`."""
     from vyre_build.runtime import load_kernel
+
     meta, code = code_for(name, backend)
     if backend == "wgpu":
         return load_kernel(meta, wgsl=code, backend=backend, device=device)
@@ -241,7 +269,7 @@ def test_write_only_output_by_length_and_shape(backend):
     out = k(out=100, start=7, step=3)["out"]
     assert out.dtype == np.uint32 and out.shape == (100,)
     np.testing.assert_array_equal(out, 7 + 3 * np.arange(100, dtype=np.uint32))
-    grid = k(out=(4, 5), start=2 ** 32 - 1, step=1)["out"]
+    grid = k(out=(4, 5), start=2**32 - 1, step=1)["out"]
     assert grid.shape == (4, 5)  # u32 wraps: start + i*step mod 2^32
     np.testing.assert_array_equal(grid.reshape(-1), np.arange(20, dtype=np.uint32) - 1)
 
@@ -253,9 +281,12 @@ def test_grid_override_and_empty_grid(backend):
     np.testing.assert_array_equal(out[:64], np.arange(1, 65, dtype=np.uint32))
     assert not out[64:].any()  # outside the grid nothing ran; allocations are zeroed
     assert not k(out=8, start=5, step=1, grid=0)["out"].any()
-    with pytest.raises(DispatchError, match=r"more than the device limit of \d+ "
-                                            r"\(max_compute_workgroups_per_dimension\)"):
-        k(out=8, start=0, step=1, grid=10 ** 9)
+    with pytest.raises(
+        DispatchError,
+        match=r"more than the device limit of \d+ "
+        r"\(max_compute_workgroups_per_dimension\)",
+    ):
+        k(out=8, start=0, step=1, grid=10**9)
 
 
 def test_device_buffers_chain_without_readback(device):
@@ -277,8 +308,7 @@ def test_batch_submits_growing_chunks_in_order(device):
     by = device.buffer(100, "f32")
     calls = []
     original = device._submit
-    device._submit = lambda jobs, final: (calls.append((len(jobs), final)),
-                                          original(jobs, final))
+    device._submit = lambda jobs, final: (calls.append((len(jobs), final)), original(jobs, final))
     try:
         with device.batch():
             for _ in range(5):
@@ -292,8 +322,7 @@ def test_batch_submits_growing_chunks_in_order(device):
     assert calls == [(1, False), (2, False), (3, True)]
     np.testing.assert_array_equal(by.read(), np.full(100, 10.0, np.float32))
     np.testing.assert_array_equal(made.read(), np.full(16, 3, np.uint32))
-    with pytest.raises(DispatchError, match="cannot be nested"), device.batch(), \
-            device.batch():
+    with pytest.raises(DispatchError, match="cannot be nested"), device.batch(), device.batch():
         pass
 
 
@@ -321,8 +350,11 @@ def test_batch_release_is_deferred_and_errors_finish_submitted_work(device):
 def test_repeated_calls_reuse_the_plan_yet_see_every_change(device):
     saxpy = load("saxpy", device.backend, device)
     x = np.arange(32, dtype=np.float32)
-    bx, by, bz = (device.buffer(x, read_only=True), device.buffer(32, "f32"),
-                  device.buffer(32, "f32"))
+    bx, by, bz = (
+        device.buffer(x, read_only=True),
+        device.buffer(32, "f32"),
+        device.buffer(32, "f32"),
+    )
     for a in (2.0, 2.0, 3.0, 3):  # equal values reuse the plan; 3 (int) is checked anew
         saxpy(x=bx, y=by, a=a)
     np.testing.assert_array_equal(by.read(), x * 10)
@@ -370,6 +402,7 @@ def test_plan_reuse_never_serves_a_stale_or_unchecked_call(device):
 
     class Tagged(DeviceBuffer):
         pass
+
     base = device.buffer(np.full(128, 1.0, np.float32))
     tagged = Tagged(device, base.handle, base.dtype, base.shape, base.access)
     base.released = True  # `tagged` owns the memory now
@@ -380,9 +413,11 @@ def test_plan_reuse_never_serves_a_stale_or_unchecked_call(device):
 
 def test_vulkan_batch_back_pressure_wait_and_timing():
     from adapters import require_adapter
+
     require_adapter("vulkan")
     from vyre_build.runtime import vulkan_backend
     from vyre_build.runtime.vulkan_backend import VulkanDevice
+
     dev = VulkanDevice()
     dev.timing = True
     saxpy = load("saxpy", "vulkan", dev)
@@ -408,6 +443,7 @@ def test_vulkan_batch_back_pressure_wait_and_timing():
 def test_vulkan_interrupted_fence_poll_waits_before_it_propagates():
     """Ctrl-C while polling: the blocking wait runs before the caller frees anything."""
     from vyre_build.runtime.vulkan_backend import VulkanDevice
+
     calls = []
 
     class Lib:
@@ -420,7 +456,9 @@ def test_vulkan_interrupted_fence_poll_waits_before_it_propagates():
         def vkWaitForFences(self, *args):
             calls.append("wait")
             return 0
+
     import vulkan
+
     vk_not_ready = vulkan.VK_NOT_READY
     fake = VulkanDevice.__new__(VulkanDevice)
     fake.dev = fake.fence = fake._fence_arr = None
@@ -435,11 +473,14 @@ def test_device_buffer_refusals(device):
     ro = device.buffer(np.zeros(4, np.float32), read_only=True)
     with pytest.raises(DispatchError) as info:
         saxpy(x=ro, y=ro, a=1.0)
-    assert str(info.value) == ("Kernel 'saxpy': argument 'y' is written by the kernel "
-                               "(access 'rw') but the DeviceBuffer was created read-only")
+    assert str(info.value) == (
+        "Kernel 'saxpy': argument 'y' is written by the kernel "
+        "(access 'rw') but the DeviceBuffer was created read-only"
+    )
     wrong = device.buffer(np.zeros(4, np.uint32))
-    with pytest.raises(DispatchError, match="'x' must be a float32 buffer, got a uint32 "
-                                            "DeviceBuffer"):
+    with pytest.raises(
+        DispatchError, match="'x' must be a float32 buffer, got a uint32 DeviceBuffer"
+    ):
         saxpy(x=wrong, y=device.buffer(4, "f32"), a=1.0)
     gone = device.buffer(4, "f32")
     gone.release()
@@ -453,6 +494,7 @@ def test_device_buffer_refusals(device):
 
 def test_buffer_of_another_device_refused(backend):
     from vyre_build.runtime import get_device
+
     first, other = get_device(backend), get_device(backend, adapter=0)
     assert first is not other
     saxpy = load("saxpy", backend, first)
@@ -470,6 +512,7 @@ def test_pipeline_created_once_per_device_and_kernel(device):
 
 def test_bad_shader_code_refused(backend):
     from vyre_build.runtime import load_kernel
+
     meta = SAXPY_META
     if backend == "wgpu":
         with pytest.raises(DeviceError, match="Kernel 'saxpy': wgpu refused the shader"):
@@ -486,6 +529,7 @@ def test_bad_shader_code_refused(backend):
 
 def test_adapters_and_backend_selection(backend, monkeypatch):
     from vyre_build.runtime import get_device, list_adapters
+
     names = list_adapters(backend)
     assert names and all(isinstance(n, str) for n in names)
     assert get_device(backend, adapter=names[0][:6]).name == names[0]
@@ -496,16 +540,19 @@ def test_adapters_and_backend_selection(backend, monkeypatch):
     monkeypatch.setenv("VYRE_BACKEND", backend)
     assert get_device().backend == backend
     monkeypatch.setenv("VYRE_BACKEND", "metal")
-    with pytest.raises(DeviceError, match="unknown VYRE_BACKEND 'metal'; choose one of "
-                                          "wgpu, vulkan"):
+    with pytest.raises(
+        DeviceError, match="unknown VYRE_BACKEND 'metal'; choose one of wgpu, vulkan"
+    ):
         get_device()
 
 
 def test_vulkan_staging_path(monkeypatch):
     """Device-local memory with staging transfers, forced on a unified-memory adapter."""
     from adapters import require_adapter
+
     require_adapter("vulkan")
     from vyre_build.runtime.vulkan_backend import VulkanDevice
+
     monkeypatch.setenv("VYRE_VULKAN_STAGING", "1")
     dev = VulkanDevice()
     assert not dev.unified
@@ -531,6 +578,7 @@ def test_vulkan_staging_path(monkeypatch):
 
 def _bundle(path, backends=("wgpu", "vulkan")):
     from vyre_build.bundle import write_bundle
+
     entries = []
     for name in ("saxpy", "iota"):
         meta, wgsl, spvasm = SHADERS[name]
@@ -546,6 +594,7 @@ def _bundle(path, backends=("wgpu", "vulkan")):
 
 def test_open_bundle_runs_kernels_lazily(backend, tmp_path):
     from vyre_build.runtime import open_bundle
+
     path = _bundle(tmp_path / "t.vyrebundle")
     with open_bundle(path, backend=backend) as bundle:
         assert bundle.ids == ["iota", "saxpy"] and "iota" in bundle
@@ -561,18 +610,23 @@ def test_open_bundle_runs_kernels_lazily(backend, tmp_path):
 
 def test_bundle_without_the_backends_artifact_refused(backend, tmp_path):
     from vyre_build.runtime import open_bundle
+
     other = "vulkan" if backend == "wgpu" else "wgpu"
     path = _bundle(tmp_path / "one.vyrebundle", backends=(other,))
     suffix = ".wgsl" if backend == "wgpu" else ".spv"
-    with open_bundle(path, backend=backend) as bundle, pytest.raises(
-            BundleError, match=f"bundle kernel 'iota' has no {suffix} artifact"):
+    with (
+        open_bundle(path, backend=backend) as bundle,
+        pytest.raises(BundleError, match=f"bundle kernel 'iota' has no {suffix} artifact"),
+    ):
         bundle["iota"]
 
 
 def test_corrupt_artifact_refused_at_first_use_with_its_name(tmp_path):
     from adapters import require_adapter
+
     require_adapter("wgpu")
     from vyre_build.runtime import open_bundle
+
     path = _bundle(tmp_path / "bad.vyrebundle", backends=("wgpu",))
     data = bytearray(path.read_bytes())
     at = data.find(IOTA_WGSL.encode())
@@ -586,6 +640,7 @@ def test_corrupt_artifact_refused_at_first_use_with_its_name(tmp_path):
 
 def _cli(*argv) -> int:
     from vyre_build.cli import main
+
     return main([str(a) for a in argv])
 
 
@@ -595,13 +650,47 @@ def test_run_cli_writes_outputs(backend, tmp_path, capsys):
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "y.npy", np.ones(5, np.float32))
     out = tmp_path / "out"
-    assert _cli("run", bundle, "saxpy", "--input", f"x={tmp_path / 'x.npy'}", "--input",
-                f"y={tmp_path / 'y.npy'}", "--scalar", "a=2", "--backend", backend,
-                "--out", out) == 0
+    assert (
+        _cli(
+            "run",
+            bundle,
+            "saxpy",
+            "--input",
+            f"x={tmp_path / 'x.npy'}",
+            "--input",
+            f"y={tmp_path / 'y.npy'}",
+            "--scalar",
+            "a=2",
+            "--backend",
+            backend,
+            "--out",
+            out,
+        )
+        == 0
+    )
     np.testing.assert_array_equal(np.load(out / "y.npy"), 2 * x + 1)
-    assert _cli("run", bundle, "iota", "--alloc", "out=2x3", "--scalar", "start=0x10",
-                "--scalar", "step=1", "--grid", "4", "--backend", backend, "--adapter", "0",
-                "--out", out) == 0
+    assert (
+        _cli(
+            "run",
+            bundle,
+            "iota",
+            "--alloc",
+            "out=2x3",
+            "--scalar",
+            "start=0x10",
+            "--scalar",
+            "step=1",
+            "--grid",
+            "4",
+            "--backend",
+            backend,
+            "--adapter",
+            "0",
+            "--out",
+            out,
+        )
+        == 0
+    )
     got = np.load(out / "out.npy")
     assert got.shape == (2, 3)
     np.testing.assert_array_equal(got.reshape(-1), [16, 17, 18, 19, 20, 21])  # 1 workgroup
@@ -610,22 +699,35 @@ def test_run_cli_writes_outputs(backend, tmp_path, capsys):
     assert capsys.readouterr().out.startswith("0: ")
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--scalar", "start=1"], "Kernel 'iota': write-only buffer 'out' needs --input "
-                              "out=FILE.npy or --alloc out=LENGTH"),
-    (["--alloc", "out=4", "--scalar", "start=x"], "--scalar start='x': expected an integer"),
-    (["--alloc", "out=4", "--scalar", "step=-1", "--scalar", "start=0"],
-     "Kernel 'iota': argument 'step' = -1 is out of range for u32"),
-    (["--alloc", "out=4", "--scalar", "stride=1"], "Kernel 'iota': --scalar 'stride' names "
-                                                    "no argument; it takes out, start, step"),
-    (["--input", "out=/no/such.npy"], "--input out: cannot read '/no/such.npy' as .npy"),
-    (["--alloc", "out=4", "--input", "start=a.npy"], "Kernel 'iota': 'start' is a scalar; "
-                                                      "pass it with --scalar"),
-    (["--alloc", "out=4x"], "--alloc '4x': expected integers separated by 'x'"),
-    (["--scalar", "start"], "--scalar 'start': expected NAME=VALUE"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (
+            ["--scalar", "start=1"],
+            "Kernel 'iota': write-only buffer 'out' needs --input "
+            "out=FILE.npy or --alloc out=LENGTH",
+        ),
+        (["--alloc", "out=4", "--scalar", "start=x"], "--scalar start='x': expected an integer"),
+        (
+            ["--alloc", "out=4", "--scalar", "step=-1", "--scalar", "start=0"],
+            "Kernel 'iota': argument 'step' = -1 is out of range for u32",
+        ),
+        (
+            ["--alloc", "out=4", "--scalar", "stride=1"],
+            "Kernel 'iota': --scalar 'stride' names no argument; it takes out, start, step",
+        ),
+        (["--input", "out=/no/such.npy"], "--input out: cannot read '/no/such.npy' as .npy"),
+        (
+            ["--alloc", "out=4", "--input", "start=a.npy"],
+            "Kernel 'iota': 'start' is a scalar; pass it with --scalar",
+        ),
+        (["--alloc", "out=4x"], "--alloc '4x': expected integers separated by 'x'"),
+        (["--scalar", "start"], "--scalar 'start': expected NAME=VALUE"),
+    ],
+)
 def test_run_cli_user_errors_exit_1_without_traceback(tmp_path, capsys, extra, message):
     from adapters import require_adapter
+
     require_adapter("wgpu")
     bundle = _bundle(tmp_path / "cli.vyrebundle", backends=("wgpu",))
     assert _cli("run", bundle, "iota", *extra, "--backend", "wgpu", "--out", tmp_path) == 1
@@ -638,12 +740,15 @@ def tree_bundle(tmp_path_factory):
     """Every kernel of kernels/ compiled (WGSL + SPIR-V) into one bundle."""
     compiler = pytest.importorskip("vyre_build.compiler")
     from vyre_build.bundle import write_bundle
-    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), "kernels")
+
+    root = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "kernels"
+    )
     entries = []
     for file in sorted(f for f in os.listdir(root) if f.endswith(".py")):
-        for k in compiler.compile_file(os.path.join(root, file), root=root,
-                                       targets=("wgsl", "spirv", "kdesc")):
+        for k in compiler.compile_file(
+            os.path.join(root, file), root=root, targets=("wgsl", "spirv", "kdesc")
+        ):
             arts = {s: b for s, b in k.artifacts.items() if s != ".meta.json"}
             entries.append({"meta": k.meta, "artifacts": arts})
     path = tmp_path_factory.mktemp("tree") / "kernels.vyrebundle"
@@ -660,6 +765,7 @@ def test_every_kernel_of_the_tree_through_a_bundle(backend, tree_bundle):
     finally:
         sys.path.pop(0)
     from vyre_build.runtime import open_bundle
+
     rng = np.random.default_rng(7)
     with open_bundle(tree_bundle, backend=backend) as bundle:
         missing = sorted(c.stem for c in reference.CASES if c.stem not in bundle)
@@ -673,8 +779,9 @@ def test_every_kernel_of_the_tree_through_a_bundle(backend, tree_bundle):
                     where = f"{case.stem} size={size} {name} on {backend}"
                     actual = np.asarray(got[name]).reshape(-1)
                     assert actual.dtype == expected.dtype, where
-                    np.testing.assert_allclose(actual, expected.reshape(-1), rtol=case.rtol,
-                                               atol=case.atol, err_msg=where)
+                    np.testing.assert_allclose(
+                        actual, expected.reshape(-1), rtol=case.rtol, atol=case.atol, err_msg=where
+                    )
 
 
 def test_reused_binding_sets_carry_each_calls_scalars(device):

@@ -1,5 +1,6 @@
 """Helpers for end-to-end SCons tests (imported by the tests; the fixture is in conftest): a kernel tree + SConstruct in a temp dir, scons run
 as a subprocess (`python -m SCons`) with this checkout on PYTHONPATH and a private cache."""
+
 from __future__ import annotations
 
 import json
@@ -108,11 +109,18 @@ def scons_cmd(*args: str) -> list[str]:
 
 
 def run_scons(root: Path, cache: Path, *args: str, check: bool = True):
-    proc = subprocess.run(scons_cmd(*args), cwd=root, env=scons_env(cache),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        scons_cmd(*args),
+        cwd=root,
+        env=scons_env(cache),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if check and proc.returncode != 0:
-        raise AssertionError(f"scons {' '.join(args)} failed ({proc.returncode}):\n"
-                             f"{proc.stdout}\n{proc.stderr}")
+        raise AssertionError(
+            f"scons {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
     return proc
 
 
@@ -126,9 +134,13 @@ def bundled(proc) -> bool:
 
 
 def cache_cli(cache: Path, *args: str, check: bool = True):
-    proc = subprocess.run([sys.executable, "-m", "vyre_build", "cache", *args,
-                           "--cache-dir", str(cache)], env=scons_env(cache),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vyre_build", "cache", *args, "--cache-dir", str(cache)],
+        env=scons_env(cache),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"cache {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
     return proc

@@ -1,4 +1,5 @@
 """End-to-end: real scons builds of a small kernel tree through the vyre tool and cache."""
+
 from __future__ import annotations
 
 import shutil
@@ -64,7 +65,7 @@ def test_clean_then_build_is_served_from_cache(project):
     proc = run_scons(root, cache)
     last = cache_json(cache, "stats")["last_build"]
     assert last["hits"] == 4 and last["misses"] == 0 and last["stored"] == 0
-    assert outputs(root) == before and compiled(proc) == ALL   # actions ran, compiler did not
+    assert outputs(root) == before and compiled(proc) == ALL  # actions ran, compiler did not
 
 
 def test_copy_of_tree_elsewhere_is_served_from_cache(project, tmp_path):
@@ -91,29 +92,35 @@ def test_option_and_target_changes_rebuild(project):
     root, cache = project
     run_scons(root, cache)
     sc = root / "SConstruct"
-    sc.write_text(sc.read_text().replace(
-        'toolpath=', 'VYREOPTIONS={"spirv_opt": False}, toolpath='))
+    sc.write_text(
+        sc.read_text().replace("toolpath=", 'VYREOPTIONS={"spirv_opt": False}, toolpath=')
+    )
     proc = run_scons(root, cache, "--debug=explain")
     assert compiled(proc) == ALL and "action changed" in proc.stdout
-    sc.write_text(sc.read_text().replace('toolpath=', 'VYRETARGETS=["wgsl"], toolpath='))
-    shutil.rmtree(root / "build")   # SCons leaves files it no longer declares; start clean
+    sc.write_text(sc.read_text().replace("toolpath=", 'VYRETARGETS=["wgsl"], toolpath='))
+    shutil.rmtree(root / "build")  # SCons leaves files it no longer declares; start clean
     proc = run_scons(root, cache)
     assert compiled(proc) == ALL
     assert sorted(p.name for p in (root / "build").iterdir() if p.name.startswith("k3.")) == [
-        "k3.meta.json", "k3.wgsl"]
+        "k3.meta.json",
+        "k3.wgsl",
+    ]
 
 
 def test_tool_loads_three_documented_ways(tmp_path):
     ways = {
-        "env_tool": 'env = Environment()\n'
-                    'env.Tool("vyre", toolpath=[vyre_build.scons_tool.toolpath()])\n',
-        "generate": 'import vyre_build.scons_tool as vyre\nenv = Environment()\n'
-                    'vyre.generate(env)\n',
+        "env_tool": "env = Environment()\n"
+        'env.Tool("vyre", toolpath=[vyre_build.scons_tool.toolpath()])\n',
+        "generate": "import vyre_build.scons_tool as vyre\nenv = Environment()\n"
+        "vyre.generate(env)\n",
     }
     for name, setup in ways.items():
-        sconstruct = ("import vyre_build.scons_tool\n" + setup +
-                      'VariantDir("build", "kernels", duplicate=0)\n'
-                      'env.VyreBundle("dist/kernels.vyrebundle", env.VyreKernelDir("build"))\n')
+        sconstruct = (
+            "import vyre_build.scons_tool\n"
+            + setup
+            + 'VariantDir("build", "kernels", duplicate=0)\n'
+            'env.VyreBundle("dist/kernels.vyrebundle", env.VyreKernelDir("build"))\n'
+        )
         root = write_tree(tmp_path / name, n=2, sconstruct=sconstruct)
         run_scons(root, tmp_path / "cache")
         assert (root / "build" / "k1.spv").exists() and (root / "dist/kernels.vyrebundle").exists()
@@ -124,8 +131,9 @@ def test_kernel_error_fails_the_build_with_the_message(project):
     (root / "kernels" / "k3.py").write_text(
         "from vyre_build.lang import Buffer, global_id, kernel, u32\n\n\n"
         "@kernel(workgroup_size=64)\n"
-        "def k3(y: Buffer[u32, \"w\"]):\n"
-        "    y[global_id().x] = undefined_name\n")
+        'def k3(y: Buffer[u32, "w"]):\n'
+        "    y[global_id().x] = undefined_name\n"
+    )
     proc = run_scons(root, cache, check=False)
     assert proc.returncode != 0
     assert "k3.py:6:" in proc.stderr and "undefined_name" in proc.stderr
@@ -134,7 +142,7 @@ def test_kernel_error_fails_the_build_with_the_message(project):
 def test_cache_limits_from_construction_variables_evict_after_build(project):
     root, cache = project
     sc = root / "SConstruct"
-    sc.write_text(sc.read_text().replace('toolpath=', 'VYRECACHEMAXSIZE="1", toolpath='))
+    sc.write_text(sc.read_text().replace("toolpath=", 'VYRECACHEMAXSIZE="1", toolpath='))
     run_scons(root, cache)
     stats = cache_json(cache, "stats")
     assert stats["entries"] == 0 and stats["blobs"] == 0
@@ -144,7 +152,7 @@ def test_cache_limits_from_construction_variables_evict_after_build(project):
 def test_cache_dir_construction_variable_and_no_cache(project, tmp_path):
     root, cache = project
     sc = root / "SConstruct"
-    sc.write_text(sc.read_text().replace('toolpath=', 'VYRECACHEDIR="#mycache", toolpath='))
+    sc.write_text(sc.read_text().replace("toolpath=", 'VYRECACHEDIR="#mycache", toolpath='))
     run_scons(root, cache)
     assert (root / "mycache" / "stats.json").exists() and not cache.exists()
     sc.write_text(sc.read_text().replace('"#mycache"', '""'))

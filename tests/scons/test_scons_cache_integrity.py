@@ -1,4 +1,5 @@
 """End-to-end cache integrity: corruption, concurrent builds, builds killed with SIGKILL."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,16 @@ import subprocess
 import time
 
 import pytest
-from scons_helpers import (cache_cli, cache_json, compiled, outputs, run_scons, scons_cmd,
-                           scons_env, write_tree)
+from scons_helpers import (
+    cache_cli,
+    cache_json,
+    compiled,
+    outputs,
+    run_scons,
+    scons_cmd,
+    scons_env,
+    write_tree,
+)
 
 pytestmark = pytest.mark.scons
 
@@ -51,9 +60,17 @@ def test_two_concurrent_builds_share_one_cache_safely(tmp_path):
     a = write_tree(tmp_path / "a", n=n)
     b = write_tree(tmp_path / "b", n=n)
     cache = tmp_path / "cache"
-    procs = [subprocess.Popen(scons_cmd("-j2"), cwd=root, env=scons_env(cache),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for root in (a, b)]
+    procs = [
+        subprocess.Popen(
+            scons_cmd("-j2"),
+            cwd=root,
+            env=scons_env(cache),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for root in (a, b)
+    ]
     for p in procs:
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0, err
@@ -83,15 +100,20 @@ def test_builds_killed_at_random_points_leave_no_corrupt_entry(tmp_path):
         # New helper content each time: every dependent misses, so the kill lands mid-work.
         helper.write_text(helper.read_text().replace(f"* {it + 3}", f"* {it + 4}"))
         shutil.rmtree(root / "build", ignore_errors=True)
-        proc = subprocess.Popen(scons_cmd("-j2"), cwd=root, env=scons_env(cache),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            scons_cmd("-j2"),
+            cwd=root,
+            env=scons_env(cache),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         time.sleep(rng.uniform(0.02, 0.7 * span))
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             killed += 1
         proc.wait(timeout=60)
-        if cache.exists():   # a kill before the first store leaves no cache to verify
+        if cache.exists():  # a kill before the first store leaves no cache to verify
             report = cache_json(cache, "verify", check=False)
             assert report["ok"], (it, report)
             checked += 1

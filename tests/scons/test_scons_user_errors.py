@@ -1,5 +1,6 @@
 """User errors in a kernel tree or the tool's settings: one clear message, no Python stack,
 and the rest of the tree still cleans, dry-runs and (with -k) builds."""
+
 from __future__ import annotations
 
 from scons_helpers import compiled, run_scons, write_tree
@@ -18,9 +19,11 @@ def test_a_kernel_that_does_not_parse_fails_only_its_own_target(tmp_path):
     for args in (("-n",), ("-c",)):
         proc = run_scons(root, cache, *args, check=False)
         assert proc.returncode == 0, (args, proc.stderr)
-    assert not (root / "build" / "k0.wgsl").exists()      # -c cleaned the good kernels
+    assert not (root / "build" / "k0.wgsl").exists()  # -c cleaned the good kernels
     (root / "kernels" / "broken.py").unlink()
-    assert run_scons(root, cache).returncode == 0 and (root / "dist" / "kernels.vyrebundle").exists()
+    assert (
+        run_scons(root, cache).returncode == 0 and (root / "dist" / "kernels.vyrebundle").exists()
+    )
 
 
 def test_a_cache_dir_that_is_a_file_is_one_line_of_error(tmp_path):
@@ -29,6 +32,8 @@ def test_a_cache_dir_that_is_a_file_is_one_line_of_error(tmp_path):
     not_a_dir.write_text("x")
     proc = run_scons(root, not_a_dir, check=False)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == (f"scons: *** vyre cache directory {str(not_a_dir)!r} is a file, "
-                                   "not a directory (set by $VYRECACHEDIR or $VYRE_CACHE_DIR); "
-                                   "point it at a directory")
+    assert proc.stderr.strip() == (
+        f"scons: *** vyre cache directory {str(not_a_dir)!r} is a file, "
+        "not a directory (set by $VYRECACHEDIR or $VYRE_CACHE_DIR); "
+        "point it at a directory"
+    )

@@ -3,6 +3,7 @@
 A change in the emitter shows up here as a reviewable diff of the disassembly. To accept
 a change on purpose: VYRE_UPDATE_SNAPSHOTS=1 pytest tests/snapshots/test_spirv_snapshots.py
 """
+
 from __future__ import annotations
 
 import difflib
@@ -29,10 +30,15 @@ SNAPSHOT_CASES = ("saxpy", "loops", "returns", "terminators", "shared", "atomics
 def disassemble(binary: bytes, tmp_path) -> str:
     path = tmp_path / "m.spv"
     path.write_bytes(binary)
-    return subprocess.run(["spirv-dis", str(path)], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["spirv-dis", str(path)], capture_output=True, text=True, check=True
+    ).stdout
 
 
-@pytest.mark.skipif(shutil.which("spirv-dis") is None and os.environ.get("CI") != "true", reason="spirv-dis not on PATH (CI=true requires it)")
+@pytest.mark.skipif(
+    shutil.which("spirv-dis") is None and os.environ.get("CI") != "true",
+    reason="spirv-dis not on PATH (CI=true requires it)",
+)
 @pytest.mark.parametrize("name", SNAPSHOT_CASES)
 def test_disassembly_matches_golden_file(name, tmp_path):
     text = disassemble(emit_spirv(CASES[name]().desc), tmp_path)
@@ -40,10 +46,18 @@ def test_disassembly_matches_golden_file(name, tmp_path):
     if os.environ.get("VYRE_UPDATE_SNAPSHOTS") == "1":
         with open(golden, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
-    assert os.path.exists(golden), f"no golden file {golden}; run with VYRE_UPDATE_SNAPSHOTS=1 to create it"
+    assert os.path.exists(golden), (
+        f"no golden file {golden}; run with VYRE_UPDATE_SNAPSHOTS=1 to create it"
+    )
     with open(golden, encoding="utf-8") as f:
         want = f.read()
     if text != want:
-        diff = "".join(difflib.unified_diff(want.splitlines(True), text.splitlines(True),
-                                            f"golden/{name}.spvasm", f"emitted/{name}.spvasm"))
+        diff = "".join(
+            difflib.unified_diff(
+                want.splitlines(True),
+                text.splitlines(True),
+                f"golden/{name}.spvasm",
+                f"emitted/{name}.spvasm",
+            )
+        )
         pytest.fail(f"SPIR-V for {name} changed (VYRE_UPDATE_SNAPSHOTS=1 accepts it):\n{diff}")

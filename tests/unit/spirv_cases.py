@@ -7,6 +7,7 @@ returning a `Case`: the descriptor, the buffer inputs, the scalar parameters, th
 from the inputs (never typed in). Used by test_spirv.py (spirv-val), test_spirv_vulkan.py
 (dispatch) and tests/snapshots/test_spirv_snapshots.py.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -117,7 +118,9 @@ class Body:
         self.emit("Return", value=False)
 
     def freeze(self) -> KernelBody:
-        return KernelBody(tuple(self.ops), tuple(c.freeze() for c in self.children), tuple(self.literals))
+        return KernelBody(
+            tuple(self.ops), tuple(c.freeze() for c in self.children), tuple(self.literals)
+        )
 
 
 class KB:
@@ -149,22 +152,26 @@ class KB:
         return slot
 
     def build(self) -> KernelDescriptor:
-        return KernelDescriptor(self.name, tuple(sorted(self.slots, key=lambda s: s.slot)), self.wg,
-                                self.root.freeze())
+        return KernelDescriptor(
+            self.name, tuple(sorted(self.slots, key=lambda s: s.slot)), self.wg, self.root.freeze()
+        )
 
 
 @dataclass
 class Case:
     """A descriptor plus the data to dispatch it and the numpy-computed expectation."""
+
     desc: KernelDescriptor
-    inputs: dict[str, np.ndarray]        # every Global buffer by name (outputs too: initial contents)
-    expected: dict[str, np.ndarray]      # final contents of the written buffers
+    inputs: dict[str, np.ndarray]  # every Global buffer by name (outputs too: initial contents)
+    expected: dict[str, np.ndarray]  # final contents of the written buffers
     scalars: dict[str, object] = field(default_factory=dict)
     groups: tuple[int, int, int] = (1, 1, 1)
     rtol: float = 0.0
     atol: float = 0.0
-    per_output_tol: dict[str, tuple[float, float]] = field(default_factory=dict)   # name -> (rtol, atol)
-    check: Callable[[dict[str, np.ndarray]], None] | None = None   # extra asserts on all buffers
+    per_output_tol: dict[str, tuple[float, float]] = field(
+        default_factory=dict
+    )  # name -> (rtol, atol)
+    check: Callable[[dict[str, np.ndarray]], None] | None = None  # extra asserts on all buffers
 
 
 def _rng(seed: int = 7) -> np.random.Generator:

@@ -5,6 +5,7 @@ numpy from the generated inputs, following the pinned semantics of
 docs/descriptor-conventions.md (wrapping, shift & 31, div/mod by zero, i32::MIN / -1,
 saturating float->int casts, out-of-bounds loads give 0 and stores do nothing).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,9 +14,32 @@ from spirv_cases import KB, NP, Case, _rng
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 M32 = (1 << 32) - 1
 
-INT_BINOPS = ("Add", "Sub", "Mul", "WrappingAdd", "WrappingSub", "Div", "Mod", "BitAnd", "BitOr",
-              "BitXor", "Shl", "Shr", "Min", "Max", "RotateLeft", "RotateRight", "MulHigh", "AbsDiff",
-              "Eq", "Ne", "Lt", "Gt", "Le", "Ge")
+INT_BINOPS = (
+    "Add",
+    "Sub",
+    "Mul",
+    "WrappingAdd",
+    "WrappingSub",
+    "Div",
+    "Mod",
+    "BitAnd",
+    "BitOr",
+    "BitXor",
+    "Shl",
+    "Shr",
+    "Min",
+    "Max",
+    "RotateLeft",
+    "RotateRight",
+    "MulHigh",
+    "AbsDiff",
+    "Eq",
+    "Ne",
+    "Lt",
+    "Gt",
+    "Le",
+    "Ge",
+)
 INT_UNOPS = ("Negate", "BitNot", "Popcount", "Clz", "Ctz", "ReverseBits", "Abs", "Sign")
 SHIFTS = ("Shl", "Shr", "RotateLeft", "RotateRight")
 COMPARES = ("Eq", "Ne", "Lt", "Gt", "Le", "Ge")
@@ -28,8 +52,8 @@ def _wrap(x, ty: str) -> np.ndarray:
 
 
 def _int_ref(name: str, a: np.ndarray, b: np.ndarray, ty: str) -> np.ndarray:
-    ai, bi = a.astype(np.int64), b.astype(np.int64)          # true values
-    ab, bb = a.view(np.uint32).astype(np.int64), b.view(np.uint32).astype(np.int64)   # bit patterns
+    ai, bi = a.astype(np.int64), b.astype(np.int64)  # true values
+    ab, bb = a.view(np.uint32).astype(np.int64), b.view(np.uint32).astype(np.int64)  # bit patterns
     s = bb & 31
     if name in ("Add", "WrappingAdd"):
         return _wrap(ab + bb, ty)
@@ -59,10 +83,19 @@ def _int_ref(name: str, a: np.ndarray, b: np.ndarray, ty: str) -> np.ndarray:
     if name in ("Min", "Max"):
         return (np.minimum if name == "Min" else np.maximum)(a, b)
     if name == "MulHigh":
-        return _wrap(np.array([(x * y) >> 32 for x, y in zip(ai.tolist(), bi.tolist())], dtype=object), ty)
+        return _wrap(
+            np.array([(x * y) >> 32 for x, y in zip(ai.tolist(), bi.tolist())], dtype=object), ty
+        )
     if name == "AbsDiff":
         return _wrap(np.where(ai > bi, ai - bi, bi - ai), ty)
-    cmp = {"Eq": ai == bi, "Ne": ai != bi, "Lt": ai < bi, "Gt": ai > bi, "Le": ai <= bi, "Ge": ai >= bi}[name]
+    cmp = {
+        "Eq": ai == bi,
+        "Ne": ai != bi,
+        "Lt": ai < bi,
+        "Gt": ai > bi,
+        "Le": ai <= bi,
+        "Ge": ai >= bi,
+    }[name]
     return cmp.astype(NP[ty])
 
 
@@ -77,12 +110,14 @@ def _int_unref(name: str, a: np.ndarray, ty: str) -> np.ndarray:
     if name == "Clz":
         return _wrap(np.array([32 - x.bit_length() for x in bits.tolist()]), ty)
     if name == "Ctz":
-        return _wrap(np.array([32 if x == 0 else (x & -x).bit_length() - 1 for x in bits.tolist()]), ty)
+        return _wrap(
+            np.array([32 if x == 0 else (x & -x).bit_length() - 1 for x in bits.tolist()]), ty
+        )
     if name == "ReverseBits":
         return _wrap(np.array([int(f"{x:032b}"[::-1], 2) for x in bits.tolist()]), ty)
     if name == "Abs":
         return _wrap(np.abs(a.astype(np.int64)), ty)
-    return _wrap(np.sign(a.astype(np.int64)), ty)     # Sign (u32: 0 or 1)
+    return _wrap(np.sign(a.astype(np.int64)), ty)  # Sign (u32: 0 or 1)
 
 
 def _int_inputs(ty: str, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -91,8 +126,13 @@ def _int_inputs(ty: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     special_b = [0, 0, 5, 1, 31, 32, 33, -3, -1, -1, 0, 2, 7, -9, 3, 64]
     lo, hi = (I32_MIN, I32_MAX + 1)
     a = np.concatenate([np.array(special, dtype=np.int64), rng.integers(lo, hi, n - len(special))])
-    b = np.concatenate([np.array(special_b, dtype=np.int64), rng.integers(-40, 40, n - len(special) - 8),
-                        rng.integers(lo, hi, 8)])
+    b = np.concatenate(
+        [
+            np.array(special_b, dtype=np.int64),
+            rng.integers(-40, 40, n - len(special) - 8),
+            rng.integers(lo, hi, 8),
+        ]
+    )
     return _wrap(a, ty), _wrap(b, ty)
 
 
@@ -123,15 +163,41 @@ def case_int_ops(ty: str, n: int = 64) -> Case:
     return Case(kb.build(), {"a": a_in, "b": b_in, "out": np.zeros_like(out)}, {"out": out})
 
 
-FLOAT_BIN = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide,
-             "Mod": np.fmod, "Min": np.minimum, "Max": np.maximum,
-             "AbsDiff": lambda x, y: np.abs(x - y)}
-FLOAT_UN_A = {"Negate": np.negative, "Abs": np.abs, "Floor": np.floor, "Ceil": np.ceil,
-              "Round": np.round, "Trunc": np.trunc, "Sign": np.sign, "Sin": np.sin, "Cos": np.cos,
-              "Tan": np.tan, "Tanh": np.tanh, "Exp": np.exp, "Exp2": np.exp2, "Atan": np.arctan,
-              "Sinh": np.sinh, "Cosh": np.cosh}
-FLOAT_UN_B = {"Sqrt": np.sqrt, "Log": np.log, "Log2": np.log2, "InverseSqrt": lambda x: 1 / np.sqrt(x),
-              "Reciprocal": lambda x: 1 / x}
+FLOAT_BIN = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": np.divide,
+    "Mod": np.fmod,
+    "Min": np.minimum,
+    "Max": np.maximum,
+    "AbsDiff": lambda x, y: np.abs(x - y),
+}
+FLOAT_UN_A = {
+    "Negate": np.negative,
+    "Abs": np.abs,
+    "Floor": np.floor,
+    "Ceil": np.ceil,
+    "Round": np.round,
+    "Trunc": np.trunc,
+    "Sign": np.sign,
+    "Sin": np.sin,
+    "Cos": np.cos,
+    "Tan": np.tan,
+    "Tanh": np.tanh,
+    "Exp": np.exp,
+    "Exp2": np.exp2,
+    "Atan": np.arctan,
+    "Sinh": np.sinh,
+    "Cosh": np.cosh,
+}
+FLOAT_UN_B = {
+    "Sqrt": np.sqrt,
+    "Log": np.log,
+    "Log2": np.log2,
+    "InverseSqrt": lambda x: 1 / np.sqrt(x),
+    "Reciprocal": lambda x: 1 / x,
+}
 FLOAT_UN_U = {"Asin": np.arcsin, "Acos": np.arccos}
 
 
@@ -153,39 +219,78 @@ def case_float_ops(n: int = 64) -> Case:
     ops = [(lambda nm=nm: body.bin(nm, a, b), FLOAT_BIN[nm](a_in, b_in)) for nm in FLOAT_BIN]
     ops += [(lambda nm=nm: body.un(nm, a), FLOAT_UN_A[nm](a_in)) for nm in FLOAT_UN_A]
     ops += [(lambda nm=nm: body.un(nm, b), FLOAT_UN_B[nm](b_in)) for nm in FLOAT_UN_B]
-    ops += [(lambda nm=nm: body.cast("F32", body.bin(nm, a, u)),
-             {"Eq": np.equal, "Ne": np.not_equal, "Lt": np.less, "Gt": np.greater,
-              "Le": np.less_equal, "Ge": np.greater_equal}[nm](a_in, u_in).astype(np.float32))
-            for nm in COMPARES]
+    ops += [
+        (
+            lambda nm=nm: body.cast("F32", body.bin(nm, a, u)),
+            {
+                "Eq": np.equal,
+                "Ne": np.not_equal,
+                "Lt": np.less,
+                "Gt": np.greater,
+                "Le": np.less_equal,
+                "Ge": np.greater_equal,
+            }[nm](a_in, u_in).astype(np.float32),
+        )
+        for nm in COMPARES
+    ]
     ops.append((lambda: body.emit("Fma", a, b, u), a_in * b_in + u_in))
-    ops.append((lambda: body.emit("Select", body.bin("Gt", a, u), a, b), np.where(a_in > u_in, a_in, b_in)))
+    ops.append(
+        (lambda: body.emit("Select", body.bin("Gt", a, u), a, b), np.where(a_in > u_in, a_in, b_in))
+    )
     expected = []
     for k, (make, ref) in enumerate(ops):
         body.store(out_s, body.bin("Add", body.bin("Mul", body.u(k), nn), i), make())
         expected.append(np.asarray(ref, dtype=np.float32))
     out = np.concatenate(expected)
     approx = []
-    for k, nm in enumerate(FLOAT_UN_U):   # Vulkan gives asin/acos only a loose precision bound
+    for k, nm in enumerate(FLOAT_UN_U):  # Vulkan gives asin/acos only a loose precision bound
         body.store(approx_s, body.bin("Add", body.bin("Mul", body.u(k), nn), i), body.un(nm, u))
         approx.append(FLOAT_UN_U[nm](u_in).astype(np.float32))
     approx = np.concatenate(approx)
-    return Case(kb.build(), {"a": a_in, "b": b_in, "u": u_in, "out": np.zeros_like(out),
-                             "approx": np.zeros_like(approx)}, {"out": out, "approx": approx},
-                groups=(2, 1, 1), rtol=2e-5, atol=2e-6, per_output_tol={"approx": (0.0, 2e-3)})
+    return Case(
+        kb.build(),
+        {
+            "a": a_in,
+            "b": b_in,
+            "u": u_in,
+            "out": np.zeros_like(out),
+            "approx": np.zeros_like(approx),
+        },
+        {"out": out, "approx": approx},
+        groups=(2, 1, 1),
+        rtol=2e-5,
+        atol=2e-6,
+        per_output_tol={"approx": (0.0, 2e-3)},
+    )
 
 
 def _sat(f: np.ndarray, lo: int, hi: int, dtype) -> np.ndarray:
     t = np.trunc(np.nan_to_num(f.astype(np.float64), nan=0.0, posinf=hi, neginf=lo))
-    return np.clip(t, lo, hi).astype(np.int64).astype(dtype) if dtype == np.int32 else \
-        np.clip(t, lo, hi).astype(np.uint64).astype(dtype)
+    return (
+        np.clip(t, lo, hi).astype(np.int64).astype(dtype)
+        if dtype == np.int32
+        else np.clip(t, lo, hi).astype(np.uint64).astype(dtype)
+    )
 
 
 def case_casts() -> Case:
     """Saturating F32->int casts (NaN -> 0), int->F32, bool casts, bitcasts, IsNan/IsInf/IsFinite."""
     kb = KB("casts", (16, 1, 1))
     f_s, i_s = kb.buffer("F32", "ReadOnly", "f"), kb.buffer("I32", "ReadOnly", "i")
-    names = ("to_i32", "to_u32", "f_bool", "isnan", "isinf", "isfinite", "f_bits", "i_to_f", "u_to_f",
-             "i_to_u", "i_bool", "bits_f")
+    names = (
+        "to_i32",
+        "to_u32",
+        "f_bool",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "f_bits",
+        "i_to_f",
+        "u_to_f",
+        "i_to_u",
+        "i_bool",
+        "bits_f",
+    )
     types = ("I32", "U32", "U32", "U32", "U32", "U32", "U32", "F32", "F32", "U32", "I32", "F32")
     outs = {nm: kb.buffer(ty, "WriteOnly", nm) for nm, ty in zip(names, types)}
     r = kb.root
@@ -193,27 +298,87 @@ def case_casts() -> Case:
     body = r.if_(r.bin("Lt", k, r.emit("BufferLength", f_s)))
     f, i = body.load(f_s, k), body.load(i_s, k)
     u = body.cast("U32", i)
-    vals = {"to_i32": body.cast("I32", f), "to_u32": body.cast("U32", f),
-            "f_bool": body.cast("U32", body.cast("Bool", f)),
-            "isnan": body.cast("U32", body.un("IsNan", f)), "isinf": body.cast("U32", body.un("IsInf", f)),
-            "isfinite": body.cast("U32", body.un("IsFinite", f)), "f_bits": body.bitcast("U32", f),
-            "i_to_f": body.cast("F32", i), "u_to_f": body.cast("F32", u), "i_to_u": u,
-            "i_bool": body.cast("I32", body.cast("Bool", i)),
-            "bits_f": body.bitcast("F32", body.bin("BitAnd", u, body.u(0x3FFFFFFF)))}
+    vals = {
+        "to_i32": body.cast("I32", f),
+        "to_u32": body.cast("U32", f),
+        "f_bool": body.cast("U32", body.cast("Bool", f)),
+        "isnan": body.cast("U32", body.un("IsNan", f)),
+        "isinf": body.cast("U32", body.un("IsInf", f)),
+        "isfinite": body.cast("U32", body.un("IsFinite", f)),
+        "f_bits": body.bitcast("U32", f),
+        "i_to_f": body.cast("F32", i),
+        "u_to_f": body.cast("F32", u),
+        "i_to_u": u,
+        "i_bool": body.cast("I32", body.cast("Bool", i)),
+        "bits_f": body.bitcast("F32", body.bin("BitAnd", u, body.u(0x3FFFFFFF))),
+    }
     for nm in names:
         body.store(outs[nm], k, vals[nm])
-    f_in = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2147483520.0, 2147483648.0, -2147483648.0, 5e9,
-                     1.5, -1.5, -0.7, 0.0, -0.0, 4294967040.0, 4294967296.0, 0.99, -2.5e9, 1e-30, 123.75],
-                    dtype=np.float32)
-    i_in = np.array([0, 1, -1, I32_MIN, I32_MAX, 16777217, -16777217, 2147483520, 7, -7, 3, 100,
-                     1 << 30, -(1 << 30), 12345678, 99, 5, 6, 8, 9], dtype=np.int32)
+    f_in = np.array(
+        [
+            np.nan,
+            np.inf,
+            -np.inf,
+            3e9,
+            -3e9,
+            2147483520.0,
+            2147483648.0,
+            -2147483648.0,
+            5e9,
+            1.5,
+            -1.5,
+            -0.7,
+            0.0,
+            -0.0,
+            4294967040.0,
+            4294967296.0,
+            0.99,
+            -2.5e9,
+            1e-30,
+            123.75,
+        ],
+        dtype=np.float32,
+    )
+    i_in = np.array(
+        [
+            0,
+            1,
+            -1,
+            I32_MIN,
+            I32_MAX,
+            16777217,
+            -16777217,
+            2147483520,
+            7,
+            -7,
+            3,
+            100,
+            1 << 30,
+            -(1 << 30),
+            12345678,
+            99,
+            5,
+            6,
+            8,
+            9,
+        ],
+        dtype=np.int32,
+    )
     u_in = i_in.view(np.uint32)
-    exp = {"to_i32": _sat(f_in, I32_MIN, I32_MAX, np.int32), "to_u32": _sat(f_in, 0, M32, np.uint32),
-           "f_bool": (f_in != 0).astype(np.uint32) | np.isnan(f_in).astype(np.uint32),
-           "isnan": np.isnan(f_in).astype(np.uint32), "isinf": np.isinf(f_in).astype(np.uint32),
-           "isfinite": np.isfinite(f_in).astype(np.uint32), "f_bits": f_in.view(np.uint32),
-           "i_to_f": i_in.astype(np.float32), "u_to_f": u_in.astype(np.float32), "i_to_u": u_in,
-           "i_bool": (i_in != 0).astype(np.int32), "bits_f": (u_in & 0x3FFFFFFF).view(np.float32)}
+    exp = {
+        "to_i32": _sat(f_in, I32_MIN, I32_MAX, np.int32),
+        "to_u32": _sat(f_in, 0, M32, np.uint32),
+        "f_bool": (f_in != 0).astype(np.uint32) | np.isnan(f_in).astype(np.uint32),
+        "isnan": np.isnan(f_in).astype(np.uint32),
+        "isinf": np.isinf(f_in).astype(np.uint32),
+        "isfinite": np.isfinite(f_in).astype(np.uint32),
+        "f_bits": f_in.view(np.uint32),
+        "i_to_f": i_in.astype(np.float32),
+        "u_to_f": u_in.astype(np.float32),
+        "i_to_u": u_in,
+        "i_bool": (i_in != 0).astype(np.int32),
+        "bits_f": (u_in & 0x3FFFFFFF).view(np.float32),
+    }
     inputs = {"f": f_in, "i": i_in}
     inputs.update({nm: np.zeros_like(exp[nm]) for nm in names})
     return Case(kb.build(), inputs, exp, groups=(2, 1, 1))

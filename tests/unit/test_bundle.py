@@ -1,4 +1,5 @@
 """Bundle writer and reader: round trip, determinism, laziness, and every refusal's message."""
+
 from __future__ import annotations
 
 import json
@@ -29,16 +30,22 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def make_meta(name: str, variant: str | None = None, **extra) -> dict:
     ident = name if variant is None else f"{name}.{variant}"
     meta = {
-        "name": name, "variant": variant, "id": ident, "workgroup_size": [64, 1, 1],
+        "name": name,
+        "variant": variant,
+        "id": ident,
+        "workgroup_size": [64, 1, 1],
         "grid": ["y"],
         "bindings": [
             {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
             {"name": "y", "binding": 1, "kind": "buffer", "dtype": "f32", "access": "rw"},
-            {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0}],
+            {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0},
+        ],
         "uniform": {"binding": 2, "size": 16},
         "variant_values": {} if variant is None else {"T": variant},
-        "provenance": {"compiler": {"version": "0.1.0", "source_hash": "ab" * 32},
-                       "sources": {"kernels/add.py": "cd" * 32}},
+        "provenance": {
+            "compiler": {"version": "0.1.0", "source_hash": "ab" * 32},
+            "sources": {"kernels/add.py": "cd" * 32},
+        },
     }
     meta.update(extra)
     return meta
@@ -46,9 +53,11 @@ def make_meta(name: str, variant: str | None = None, **extra) -> dict:
 
 def make_entry(name: str, variant: str | None = None, **artifacts) -> dict:
     ident = name if variant is None else f"{name}.{variant}"
-    arts = {".wgsl": f"// {ident}\n@compute fn main() {{}}\n".encode(),
-            ".spv": b"\x03\x02\x23\x07" + ident.encode() * 3,
-            ".kdesc": b"\x01" + ident.encode()}
+    arts = {
+        ".wgsl": f"// {ident}\n@compute fn main() {{}}\n".encode(),
+        ".spv": b"\x03\x02\x23\x07" + ident.encode() * 3,
+        ".kdesc": b"\x01" + ident.encode(),
+    }
     arts.update({"." + k: v for k, v in artifacts.items()})
     return {"meta": make_meta(name, variant), "artifacts": arts}
 
@@ -61,8 +70,17 @@ def header(data: bytes) -> list:
 
 
 def with_header(data: bytes, **fields) -> bytes:
-    names = ["magic", "version", "flags", "file_size", "m_off", "m_size", "kernels",
-             "artifacts", "m_hash"]
+    names = [
+        "magic",
+        "version",
+        "flags",
+        "file_size",
+        "m_off",
+        "m_size",
+        "kernels",
+        "artifacts",
+        "m_hash",
+    ]
     values = dict(zip(names, header(data)))
     values.update(fields)
     return struct.pack("<8sIIQQQII32s", *[values[n] for n in names]) + data[HEADER_SIZE:]
@@ -74,12 +92,13 @@ def with_manifest(data: bytes, manifest: bytes | dict) -> bytes:
         manifest = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
     m_off = header(data)[4]
     out = data[:m_off] + manifest
-    return with_header(out, file_size=len(out), m_size=len(manifest),
-                       m_hash=blake3.blake3(manifest).digest())
+    return with_header(
+        out, file_size=len(out), m_size=len(manifest), m_hash=blake3.blake3(manifest).digest()
+    )
 
 
 def manifest_of(data: bytes) -> dict:
-    return json.loads(data[header(data)[4]:])
+    return json.loads(data[header(data)[4] :])
 
 
 def refused(data: bytes) -> str:
@@ -89,6 +108,7 @@ def refused(data: bytes) -> str:
 
 
 # --- round trip and layout ------------------------------------------------------------
+
 
 def test_round_trip(tmp_path):
     path = tmp_path / "k.vyrebundle"
@@ -100,7 +120,10 @@ def test_round_trip(tmp_path):
             ident = e["meta"]["id"]
             entry = r.entry(e["meta"]["name"], e["meta"]["variant"])
             assert (entry.id, entry.name, entry.variant) == (
-                ident, e["meta"]["name"], e["meta"]["variant"])
+                ident,
+                e["meta"]["name"],
+                e["meta"]["variant"],
+            )
             assert entry.meta == e["meta"]
             assert sorted(entry.artifacts) == [".kdesc", ".spv", ".wgsl"]
             for suffix, data in e["artifacts"].items():
@@ -116,13 +139,19 @@ def test_entry_by_id_and_variant_hint():
     r = read_bundle_bytes(encode_bundle(ENTRIES))
     assert r.entry("add.f32").variant == "f32"
     assert r.entry("add", "i32").id == "add.i32"
-    with pytest.raises(BundleError, match=r"no kernel 'add' in the bundle; it has variants "
-                                          r"f32, i32: ask for one"):
+    with pytest.raises(
+        BundleError,
+        match=r"no kernel 'add' in the bundle; it has variants "
+        r"f32, i32: ask for one",
+    ):
         r.entry("add")
     with pytest.raises(BundleError, match=r"no kernel 'nope'.*holds add.f32, add.i32, saxpy"):
         r.entry("nope")
-    with pytest.raises(BundleError, match=r"kernel 'saxpy' has no '.ptx' artifact "
-                                          r"\(it has .kdesc, .spv, .wgsl\)"):
+    with pytest.raises(
+        BundleError,
+        match=r"kernel 'saxpy' has no '.ptx' artifact "
+        r"\(it has .kdesc, .spv, .wgsl\)",
+    ):
         r.read_artifact("saxpy", ".ptx")
 
 
@@ -140,8 +169,11 @@ def test_header_fields_and_layout():
     assert (magic, version, flags, size, nk, na) == (MAGIC, 1, 0, len(data), 3, 9)
     assert m_off % ALIGN == 0 and m_off + m_size == len(data)
     assert m_hash == blake3.blake3(data[m_off:]).digest()
-    offsets = [(i["offset"], k["id"], s) for k in manifest_of(data)["kernels"]
-               for s, i in k["artifacts"].items()]
+    offsets = [
+        (i["offset"], k["id"], s)
+        for k in manifest_of(data)["kernels"]
+        for s, i in k["artifacts"].items()
+    ]
     # Artifacts are laid out in id then suffix order.
     assert [o[1:] for o in sorted(offsets)] == sorted(o[1:] for o in offsets)
     assert min(o[0] for o in offsets) == HEADER_SIZE
@@ -155,13 +187,19 @@ def test_meta_is_a_copy():
 
 # --- determinism ----------------------------------------------------------------------
 
+
 def test_same_entries_any_order_identical_bytes(tmp_path):
     a, b = tmp_path / "a.vyrebundle", tmp_path / "b.vyrebundle"
     write_bundle(a, ENTRIES)
     shuffled = [ENTRIES[2], ENTRIES[0], ENTRIES[1]]
     # Reorder the dict keys too: only content may matter.
-    shuffled = [{"artifacts": dict(reversed(list(e["artifacts"].items()))),
-                 "meta": dict(reversed(list(e["meta"].items())))} for e in shuffled]
+    shuffled = [
+        {
+            "artifacts": dict(reversed(list(e["artifacts"].items()))),
+            "meta": dict(reversed(list(e["meta"].items()))),
+        }
+        for e in shuffled
+    ]
     write_bundle(b, shuffled)
     assert a.read_bytes() == b.read_bytes()
 
@@ -172,6 +210,7 @@ def test_content_change_changes_bytes():
 
 
 # --- writer -----------------------------------------------------------------------------
+
 
 def test_write_is_atomic_and_leaves_no_temp(tmp_path):
     path = tmp_path / "out" / "k.vyrebundle"
@@ -186,35 +225,66 @@ def test_write_is_atomic_and_leaves_no_temp(tmp_path):
     assert path.stat().st_mode & 0o777 == 0o644
 
 
-@pytest.mark.parametrize("entry, message", [
-    ({"meta": make_meta("k")}, "must be a dict with 'meta' and 'artifacts'"),
-    ({"meta": {"name": "k", "id": "k"}, "artifacts": {}}, "meta has no 'variant'"),
-    ({"meta": make_meta("k", id="j"), "artifacts": {}},
-     "meta id 'j' does not match name 'k' and variant None"),
-    ({"meta": make_meta("../evil"), "artifacts": {}}, "kernel name '../evil' is not a safe"),
-    ({"meta": make_meta("a/b"), "artifacts": {}}, "kernel name 'a/b' is not a safe"),
-    ({"meta": make_meta(".hidden"), "artifacts": {}}, "kernel name '.hidden' is not a safe"),
-    ({"meta": make_meta("k", ".."), "artifacts": {}}, "variant '..' is not a safe"),
-    ({"meta": make_meta("k", "x/../../y"), "artifacts": {}}, "variant 'x/../../y' is not"),
-    ({"meta": make_meta("a.b"), "artifacts": {}}, "kernel name 'a.b' must not contain '.'"),
-    ({"meta": make_meta("k"), "artifacts": {"../x": b""}}, "artifact name '../x' is not a safe"),
-    ({"meta": make_meta("k"), "artifacts": {"/etc/passwd": b""}}, "'/etc/passwd' is not a safe"),
-    ({"meta": make_meta("k"), "artifacts": {".a/b": b""}}, "'.a/b' is not a safe suffix"),
-    ({"meta": make_meta("k"), "artifacts": {"wgsl": b""}}, "'wgsl' is not a safe suffix"),
-    ({"meta": make_meta("k"), "artifacts": {".wgsl": "text"}},
-     "artifact '.wgsl' must be bytes, got str"),
-    ({"meta": make_meta("k", provenance={"sources": {"/home/u/k.py": "00"}}), "artifacts": {}},
-     "key '/home/u/k.py' is an absolute path"),
-    ({"meta": make_meta("k", provenance={"root": "C:\\src"}), "artifacts": {}},
-     "provenance.root: 'C:\\\\src' is an absolute path"),
-    ({"meta": make_meta("k", provenance={"built_at": 1700000000}), "artifacts": {}},
-     "provenance.built_at: a time stamp makes the bundle non-reproducible"),
-    ({"meta": make_meta("k", grid=[float("nan")]), "artifacts": {}},
-     "meta is not plain JSON data"),
-    ({"meta": make_meta("k", grid={1, 2}), "artifacts": {}}, "meta is not plain JSON data"),
-    ({"meta": make_meta("k", grid=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]),
-      "artifacts": {}}, "meta nests deeper than 29 levels"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"meta": make_meta("k")}, "must be a dict with 'meta' and 'artifacts'"),
+        ({"meta": {"name": "k", "id": "k"}, "artifacts": {}}, "meta has no 'variant'"),
+        (
+            {"meta": make_meta("k", id="j"), "artifacts": {}},
+            "meta id 'j' does not match name 'k' and variant None",
+        ),
+        ({"meta": make_meta("../evil"), "artifacts": {}}, "kernel name '../evil' is not a safe"),
+        ({"meta": make_meta("a/b"), "artifacts": {}}, "kernel name 'a/b' is not a safe"),
+        ({"meta": make_meta(".hidden"), "artifacts": {}}, "kernel name '.hidden' is not a safe"),
+        ({"meta": make_meta("k", ".."), "artifacts": {}}, "variant '..' is not a safe"),
+        ({"meta": make_meta("k", "x/../../y"), "artifacts": {}}, "variant 'x/../../y' is not"),
+        ({"meta": make_meta("a.b"), "artifacts": {}}, "kernel name 'a.b' must not contain '.'"),
+        (
+            {"meta": make_meta("k"), "artifacts": {"../x": b""}},
+            "artifact name '../x' is not a safe",
+        ),
+        (
+            {"meta": make_meta("k"), "artifacts": {"/etc/passwd": b""}},
+            "'/etc/passwd' is not a safe",
+        ),
+        ({"meta": make_meta("k"), "artifacts": {".a/b": b""}}, "'.a/b' is not a safe suffix"),
+        ({"meta": make_meta("k"), "artifacts": {"wgsl": b""}}, "'wgsl' is not a safe suffix"),
+        (
+            {"meta": make_meta("k"), "artifacts": {".wgsl": "text"}},
+            "artifact '.wgsl' must be bytes, got str",
+        ),
+        (
+            {
+                "meta": make_meta("k", provenance={"sources": {"/home/u/k.py": "00"}}),
+                "artifacts": {},
+            },
+            "key '/home/u/k.py' is an absolute path",
+        ),
+        (
+            {"meta": make_meta("k", provenance={"root": "C:\\src"}), "artifacts": {}},
+            "provenance.root: 'C:\\\\src' is an absolute path",
+        ),
+        (
+            {"meta": make_meta("k", provenance={"built_at": 1700000000}), "artifacts": {}},
+            "provenance.built_at: a time stamp makes the bundle non-reproducible",
+        ),
+        (
+            {"meta": make_meta("k", grid=[float("nan")]), "artifacts": {}},
+            "meta is not plain JSON data",
+        ),
+        ({"meta": make_meta("k", grid={1, 2}), "artifacts": {}}, "meta is not plain JSON data"),
+        (
+            {
+                "meta": make_meta(
+                    "k", grid=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]
+                ),
+                "artifacts": {},
+            },
+            "meta nests deeper than 29 levels",
+        ),
+    ],
+)
 def test_writer_refusals(entry, message):
     with pytest.raises(BundleError) as info:
         encode_bundle([entry])
@@ -229,7 +299,9 @@ def test_writer_os_errors_are_bundle_errors(tmp_path):
     assert os.listdir(tmp_path) == ["dir.vyrebundle"]
     blocker = tmp_path / "file"
     blocker.write_bytes(b"")
-    with pytest.raises(BundleError, match=r"k.vyrebundle: cannot write bundle: File exists \(.*file\)"):
+    with pytest.raises(
+        BundleError, match=r"k.vyrebundle: cannot write bundle: File exists \(.*file\)"
+    ):
         write_bundle(blocker / "k.vyrebundle", ENTRIES)
 
 
@@ -252,14 +324,16 @@ GOOD = encode_bundle(ENTRIES)
 
 
 def test_refuses_bad_magic():
-    assert "bad magic b'NOTABNDL', expected b'VYREBNDL': not a vyre bundle" in \
-        refused(b"NOTABNDL" + GOOD[8:])
+    assert "bad magic b'NOTABNDL', expected b'VYREBNDL': not a vyre bundle" in refused(
+        b"NOTABNDL" + GOOD[8:]
+    )
     assert "bad magic b'\\x7fELF'" in refused(b"\x7fELF")
 
 
 def test_refuses_unsupported_version():
-    assert "unsupported bundle version 2 (this reader reads version 1)" in \
-        refused(with_header(GOOD, version=2))
+    assert "unsupported bundle version 2 (this reader reads version 1)" in refused(
+        with_header(GOOD, version=2)
+    )
 
 
 def test_refuses_flags():
@@ -270,8 +344,9 @@ def test_refuses_truncation():
     assert refused(GOOD[:40]) == "t.vyrebundle: truncated at byte 40: the header needs 80 bytes"
     assert refused(b"") == "t.vyrebundle: truncated at byte 0: the header needs 80 bytes"
     n = len(GOOD) - 7
-    assert refused(GOOD[:n]) == (f"t.vyrebundle: truncated at byte {n}: the header declares "
-                                 f"{len(GOOD)} bytes")
+    assert refused(GOOD[:n]) == (
+        f"t.vyrebundle: truncated at byte {n}: the header declares {len(GOOD)} bytes"
+    )
 
 
 def test_refuses_trailing_bytes():
@@ -295,16 +370,22 @@ def test_refuses_manifest_hash_mismatch():
 
 def test_refuses_bad_utf8_and_json():
     m_off = header(GOOD)[4]
-    assert f"bad UTF-8 in the manifest at byte {m_off + 1}" in refused(with_manifest(GOOD, b"{\xff}"))
+    assert f"bad UTF-8 in the manifest at byte {m_off + 1}" in refused(
+        with_manifest(GOOD, b"{\xff}")
+    )
     assert "bad JSON in the manifest: Expecting" in refused(with_manifest(GOOD, b"{"))
-    assert "bad JSON in the manifest: duplicate key 'a'" in \
-        refused(with_manifest(GOOD, b'{"a":1,"a":2}'))
-    assert "bad JSON in the manifest: non-JSON number NaN" in \
-        refused(with_manifest(GOOD, b'{"a":NaN}'))
-    assert "bad JSON in the manifest: nested too deeply" in \
-        refused(with_manifest(GOOD, b"[" * 100000 + b"]" * 100000))
-    assert "bad JSON in the manifest: nested deeper than 32 levels" in \
-        refused(with_manifest(GOOD, b'{"a":"[[[","b":' + b"[" * 32 + b"]" * 32 + b"}"))
+    assert "bad JSON in the manifest: duplicate key 'a'" in refused(
+        with_manifest(GOOD, b'{"a":1,"a":2}')
+    )
+    assert "bad JSON in the manifest: non-JSON number NaN" in refused(
+        with_manifest(GOOD, b'{"a":NaN}')
+    )
+    assert "bad JSON in the manifest: nested too deeply" in refused(
+        with_manifest(GOOD, b"[" * 100000 + b"]" * 100000)
+    )
+    assert "bad JSON in the manifest: nested deeper than 32 levels" in refused(
+        with_manifest(GOOD, b'{"a":"[[[","b":' + b"[" * 32 + b"]" * 32 + b"}")
+    )
 
 
 def _edit(fn) -> bytes:
@@ -317,32 +398,50 @@ def _art(doc, i=0, suffix=".wgsl") -> dict:
     return doc["kernels"][i]["artifacts"][suffix]
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d.update(format="zip"), "manifest is not a 'vyrebundle' manifest object"),
-    (lambda d: d.update(version=True), "manifest version True does not match"),
-    (lambda d: d.update(extra=1), "manifest has unknown keys ['extra']"),
-    (lambda d: d.update(kernels={}), "manifest 'kernels' must be a list"),
-    (lambda d: d["kernels"][0].pop("meta"), "manifest kernel 0 must have exactly"),
-    (lambda d: d["kernels"][0].update(id="../../etc/x"), "kernel id '../../etc/x' is not a safe"),
-    (lambda d: d["kernels"][0].update(id="add.i32"), "carries metadata of 'add.f32'"),
-    (lambda d: d["kernels"].reverse(), "manifest kernel 'add.i32' is out of order"),
-    (lambda d: d["kernels"][1].update(d["kernels"][0]), "'add.f32' is out of order or duplicated"),
-    (lambda d: d["kernels"][0]["artifacts"].update({"/x": _art(d)}), "'/x' is not a safe suffix"),
-    (lambda d: _art(d).update(offset=-16), "offset -16 and size"),
-    (lambda d: _art(d).update(size=False), "offset"),
-    (lambda d: _art(d).update(offset=96.0), "must be non-negative integers"),
-    (lambda d: _art(d).update(offset=_art(d)["offset"] + 1),
-     "index out of bounds: kernel 'add.f32' artifact '.wgsl'"),
-    (lambda d: _art(d).update(offset=0), "index out of bounds"),
-    (lambda d: _art(d).update(size=1 << 40), "index out of bounds"),
-    (lambda d: _art(d).pop("blake3"), "index entry must have exactly offset, size, blake3"),
-    (lambda d: _art(d).update(blake3="AB" * 32), "is not 64 lowercase hex digits"),
-    (lambda d: _art(d, 0, ".spv").update(offset=_art(d, 0, ".kdesc")["offset"]),
-     "overlapping ranges: kernel 'add.f32' artifact '.kdesc'"),
-    (lambda d: d["kernels"].pop(), "header kernel count 3 does not match the manifest's 2"),
-    (lambda d: d["kernels"][2]["artifacts"].pop(".spv"),
-     "header artifact count 9 does not match the manifest's 8"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d.update(format="zip"), "manifest is not a 'vyrebundle' manifest object"),
+        (lambda d: d.update(version=True), "manifest version True does not match"),
+        (lambda d: d.update(extra=1), "manifest has unknown keys ['extra']"),
+        (lambda d: d.update(kernels={}), "manifest 'kernels' must be a list"),
+        (lambda d: d["kernels"][0].pop("meta"), "manifest kernel 0 must have exactly"),
+        (
+            lambda d: d["kernels"][0].update(id="../../etc/x"),
+            "kernel id '../../etc/x' is not a safe",
+        ),
+        (lambda d: d["kernels"][0].update(id="add.i32"), "carries metadata of 'add.f32'"),
+        (lambda d: d["kernels"].reverse(), "manifest kernel 'add.i32' is out of order"),
+        (
+            lambda d: d["kernels"][1].update(d["kernels"][0]),
+            "'add.f32' is out of order or duplicated",
+        ),
+        (
+            lambda d: d["kernels"][0]["artifacts"].update({"/x": _art(d)}),
+            "'/x' is not a safe suffix",
+        ),
+        (lambda d: _art(d).update(offset=-16), "offset -16 and size"),
+        (lambda d: _art(d).update(size=False), "offset"),
+        (lambda d: _art(d).update(offset=96.0), "must be non-negative integers"),
+        (
+            lambda d: _art(d).update(offset=_art(d)["offset"] + 1),
+            "index out of bounds: kernel 'add.f32' artifact '.wgsl'",
+        ),
+        (lambda d: _art(d).update(offset=0), "index out of bounds"),
+        (lambda d: _art(d).update(size=1 << 40), "index out of bounds"),
+        (lambda d: _art(d).pop("blake3"), "index entry must have exactly offset, size, blake3"),
+        (lambda d: _art(d).update(blake3="AB" * 32), "is not 64 lowercase hex digits"),
+        (
+            lambda d: _art(d, 0, ".spv").update(offset=_art(d, 0, ".kdesc")["offset"]),
+            "overlapping ranges: kernel 'add.f32' artifact '.kdesc'",
+        ),
+        (lambda d: d["kernels"].pop(), "header kernel count 3 does not match the manifest's 2"),
+        (
+            lambda d: d["kernels"][2]["artifacts"].pop(".spv"),
+            "header artifact count 9 does not match the manifest's 8",
+        ),
+    ],
+)
 def test_refuses_bad_manifest(edit, message):
     assert message in refused(_edit(edit))
 
@@ -360,7 +459,8 @@ def test_artifact_corruption_is_lazy_and_named(tmp_path):
             r.read_artifact("saxpy", ".spv")
         end = info["offset"] + info["size"]
         assert r.verify() == [
-            f"kernel 'saxpy' artifact '.spv': blake3 mismatch at bytes {info['offset']}..{end}"]
+            f"kernel 'saxpy' artifact '.spv': blake3 mismatch at bytes {info['offset']}..{end}"
+        ]
 
 
 def test_verified_bytes_are_cached(tmp_path):
@@ -397,18 +497,22 @@ def test_verify_reports_padding_gaps_and_noncanonical_manifest():
     assert end % ALIGN  # there is padding after the first artifact
     data[end] = 1
     assert read_bundle_bytes(bytes(data)).verify() == [
-        f"non-zero padding bytes at {end}..{(end + ALIGN - 1) // ALIGN * ALIGN}"]
+        f"non-zero padding bytes at {end}..{(end + ALIGN - 1) // ALIGN * ALIGN}"
+    ]
     doc = manifest_of(GOOD)
     spaced = json.dumps(doc, indent=1).encode()
     assert read_bundle_bytes(with_manifest(GOOD, spaced)).verify() == [
-        "manifest is not in canonical JSON form (sorted keys, no spaces)"]
+        "manifest is not in canonical JSON form (sorted keys, no spaces)"
+    ]
     for k in doc["kernels"]:
         for info in k["artifacts"].values():
             info["offset"] += 32  # every range moves: a 32-byte gap opens after the header
     m_off = header(GOOD)[4]
     moved = with_header(GOOD[:HEADER_SIZE] + b"\0" * 32 + GOOD[HEADER_SIZE:m_off], m_off=m_off + 32)
     moved = with_manifest(moved, doc)
-    gap = f"32 unused bytes at {HEADER_SIZE}..112 (a canonical bundle only pads to 16-byte alignment)"
+    gap = (
+        f"32 unused bytes at {HEADER_SIZE}..112 (a canonical bundle only pads to 16-byte alignment)"
+    )
     assert read_bundle_bytes(moved).verify() == [gap]
 
 
@@ -419,18 +523,35 @@ def test_missing_file():
 
 # --- speed and independence ------------------------------------------------------------
 
+
 def test_bundle_module_imports_no_compiler():
-    code = ("import sys, vyre_build.bundle; "
-            "print(sorted(m for m in sys.modules if m.startswith('vyre_build')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=REPO, env={**os.environ, "PYTHONPATH": REPO}, check=True).stdout
+    code = (
+        "import sys, vyre_build.bundle; "
+        "print(sorted(m for m in sys.modules if m.startswith('vyre_build')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": REPO},
+        check=True,
+    ).stdout
     loaded = eval(out)  # noqa: S307 - our own subprocess's repr of a list of names
     # The writer loads on first use of write_bundle/encode_bundle, never for reading.
-    assert loaded == sorted(["vyre_build", "vyre_build.errors", "vyre_build.bundle",
-                             "vyre_build.bundle.format", "vyre_build.bundle.reader"])
+    assert loaded == sorted(
+        [
+            "vyre_build",
+            "vyre_build.errors",
+            "vyre_build.bundle",
+            "vyre_build.bundle.format",
+            "vyre_build.bundle.reader",
+        ]
+    )
 
 
 # --- CLI ---------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def bundle_file(tmp_path):
@@ -509,8 +630,17 @@ def test_cli_extract_writes_nothing_when_an_artifact_is_corrupt(bundle_file, tmp
     assert not out_dir.exists()
 
 
-@pytest.mark.parametrize("ident, suffix", [("..", ".wgsl"), ("a", "/../../x"), ("/abs", ".spv"),
-                                           ("a/b", ".spv"), ("a", ".."), ("a.", ".wgsl")])
+@pytest.mark.parametrize(
+    "ident, suffix",
+    [
+        ("..", ".wgsl"),
+        ("a", "/../../x"),
+        ("/abs", ".spv"),
+        ("a/b", ".spv"),
+        ("a", ".."),
+        ("a.", ".wgsl"),
+    ],
+)
 def test_extract_refuses_escaping_names(tmp_path, ident, suffix):
     with pytest.raises(BundleError, match="is not a safe"):
         _safe_target(str(tmp_path), ident, suffix)
@@ -518,14 +648,14 @@ def test_extract_refuses_escaping_names(tmp_path, ident, suffix):
 
 # --- with the real compiler ----------------------------------------------------------------
 
-SAXPY = '''from vyre_build.lang import kernel, Buffer, f32, global_id
+SAXPY = """from vyre_build.lang import kernel, Buffer, f32, global_id
 
 @kernel(workgroup_size=64)
 def saxpy(x: Buffer[f32], y: Buffer[f32, "rw"], a: f32):
     i = global_id().x
     if i < len(y):
         y[i] = a * x[i] + y[i]
-'''
+"""
 
 
 def test_compiled_kernel_round_trip(tmp_path):
@@ -535,16 +665,20 @@ def test_compiled_kernel_round_trip(tmp_path):
     src = tmp_path / "saxpy.py"
     src.write_text(SAXPY)
     kernels = compile_file(str(src), root=str(tmp_path))
-    entries = [{"meta": k.meta, "artifacts": {s: b for s, b in k.artifacts.items()
-                                               if s != ".meta.json"}} for k in kernels]
+    entries = [
+        {"meta": k.meta, "artifacts": {s: b for s, b in k.artifacts.items() if s != ".meta.json"}}
+        for k in kernels
+    ]
     path = tmp_path / "dist" / "k.vyrebundle"
     write_bundle(path, entries)
     moved = tmp_path / "elsewhere" / "saxpy"
     moved.parent.mkdir()
     src.rename(moved.with_suffix(".py"))
     again = compile_file(str(moved.with_suffix(".py")), root=str(moved.parent))
-    entries2 = [{"meta": k.meta, "artifacts": {s: b for s, b in k.artifacts.items()
-                                                if s != ".meta.json"}} for k in again]
+    entries2 = [
+        {"meta": k.meta, "artifacts": {s: b for s, b in k.artifacts.items() if s != ".meta.json"}}
+        for k in again
+    ]
     # A moved source tree gives the same bundle: no absolute paths reach the manifest.
     assert encode_bundle(entries2) == path.read_bytes()
     with read_bundle(path) as r:
@@ -556,6 +690,7 @@ def test_compiled_kernel_round_trip(tmp_path):
 
 def test_depth_check_ignores_brackets_inside_strings_with_and_without_escapes():
     from vyre_build.bundle.format import _too_deep
+
     plain = '{"a": "[[[[[[[[{{{{", "b": [[1]]}'
     escaped = '{"a": "\\"[[[[[[[[\\\\", "b": [[1]]}'
     for text in (plain, escaped):

@@ -3,6 +3,7 @@
 No SCons and no real compiler: the build step is driven by a small stand-in compiler
 module written into a temp dir (same API as vyre_build.compiler), counting its calls.
 """
+
 from __future__ import annotations
 
 import json
@@ -81,6 +82,7 @@ def fake(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(mod_dir))
     sys.modules.pop("fake_vyre_compiler", None)
     import fake_vyre_compiler
+
     yield fake_vyre_compiler
     sys.modules.pop("fake_vyre_compiler", None)
 
@@ -99,9 +101,16 @@ def build(src, out, store, **kw):
 
 # --- keys ------------------------------------------------------------------------------
 
+
 def key_of(**over):
-    args = {"identity": IDENT, "source": ("k.py", b"src"), "imports": [("h.py", b"helper")],
-            "variants": [], "targets": ["wgsl", "spirv"], "options": {"a": 1, "b": [2]}}
+    args = {
+        "identity": IDENT,
+        "source": ("k.py", b"src"),
+        "imports": [("h.py", b"helper")],
+        "variants": [],
+        "targets": ["wgsl", "spirv"],
+        "options": {"a": 1, "b": [2]},
+    }
     args.update(over)
     return make_action_key(**args)
 
@@ -110,16 +119,24 @@ def test_key_is_canonical_and_order_independent():
     a = key_of()
     b = key_of(targets=["spirv", "wgsl", "wgsl"], options={"b": [2], "a": 1})
     assert a.key == b.key and len(a.key) == 64
-    assert key_of(imports=[("x.py", b"1"), ("h.py", b"2")]).key == \
-        key_of(imports=[("h.py", b"2"), ("x.py", b"1")]).key
+    assert (
+        key_of(imports=[("x.py", b"1"), ("h.py", b"2")]).key
+        == key_of(imports=[("h.py", b"2"), ("x.py", b"1")]).key
+    )
 
 
-@pytest.mark.parametrize("change", [
-    {"source": ("k.py", b"src!")}, {"imports": [("h.py", b"helper!")]},
-    {"variants": [("variants.yaml", b"k: {}")]}, {"targets": ["wgsl"]},
-    {"options": {"a": 2, "b": [2]}}, {"identity": dict(IDENT, source_hash="cd" * 32)},
-    {"source": ("other.py", b"src")},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"source": ("k.py", b"src!")},
+        {"imports": [("h.py", b"helper!")]},
+        {"variants": [("variants.yaml", b"k: {}")]},
+        {"targets": ["wgsl"]},
+        {"options": {"a": 2, "b": [2]}},
+        {"identity": dict(IDENT, source_hash="cd" * 32)},
+        {"source": ("other.py", b"src")},
+    ],
+)
 def test_every_input_changes_the_key(change):
     assert key_of(**change).key != key_of().key
 
@@ -127,14 +144,16 @@ def test_every_input_changes_the_key(change):
 def test_key_rejects_absolute_paths_and_diff_names_parts():
     with pytest.raises(CacheError, match="relative POSIX path"):
         key_of(source=("/abs/k.py", b"x"))
-    diff = diff_manifests(key_of().manifest, key_of(imports=[("h.py", b"x")],
-                                                    options={"a": 3}).manifest)
+    diff = diff_manifests(
+        key_of().manifest, key_of(imports=[("h.py", b"x")], options={"a": 3}).manifest
+    )
     assert [d["part"] for d in diff] == ["import h.py", "options"]
     assert diff[0]["old"] == content_hash(b"helper") and diff[0]["new"] == content_hash(b"x")
     assert diff[1]["old_value"] == {"a": 1, "b": [2]} and diff[1]["new_value"] == {"a": 3}
 
 
 # --- store -----------------------------------------------------------------------------
+
 
 def test_blob_roundtrip_and_corruption_is_reported_removed_never_served(tmp_path, capsys):
     store = Store(tmp_path / "c")
@@ -186,7 +205,7 @@ def test_gc_evicts_least_recently_used_and_by_age(tmp_path):
         store.put_record(k.key, k.manifest, {f"k{i}.wgsl": bytes([i]) * 1000})
         keys.append(k.key)
     now = time.time()
-    for i, key in enumerate(keys):   # key 0 used most recently, key 2 least
+    for i, key in enumerate(keys):  # key 0 used most recently, key 2 least
         os.utime(store.record_path(key), (now - 100 * (i + 1),) * 2)
     report = store.gc(max_size=store.usage()["total_bytes"] - 1, now=now + 1000)
     assert report["evicted_entries"] == [keys[2]]
@@ -219,16 +238,21 @@ def test_resolve_key_prefix(tmp_path):
 
 # --- build step ------------------------------------------------------------------------
 
+
 def test_build_step_hit_skips_compiler_and_moved_tree_hits(tmp_path, fake):
-    src = tree(tmp_path / "t1", {"k.py": "# import h.py\n# kernel saxpy\n# kernel add\n",
-                                 "h.py": "# helper\n"})
+    src = tree(
+        tmp_path / "t1",
+        {"k.py": "# import h.py\n# kernel saxpy\n# kernel add\n", "h.py": "# helper\n"},
+    )
     store = Store(tmp_path / "c")
     r1 = build(src / "k.py", tmp_path / "o1", store)
     assert not r1.hit and fake.calls == ["k.py"] and r1.stems == ["add", "saxpy"]
     assert sorted(os.listdir(tmp_path / "o1")) == sorted(
-        f"{s}{x}" for s in ("add", "saxpy") for x in (".wgsl", ".spv", ".kdesc", ".meta.json"))
-    moved = tree(tmp_path / "elsewhere" / "t2", {"k.py": (src / "k.py").read_text(),
-                                                  "h.py": "# helper\n"})
+        f"{s}{x}" for s in ("add", "saxpy") for x in (".wgsl", ".spv", ".kdesc", ".meta.json")
+    )
+    moved = tree(
+        tmp_path / "elsewhere" / "t2", {"k.py": (src / "k.py").read_text(), "h.py": "# helper\n"}
+    )
     r2 = build(moved / "k.py", tmp_path / "o2", store)
     assert r2.hit and r2.key.key == r1.key.key and fake.calls == ["k.py"]
     for name in os.listdir(tmp_path / "o1"):
@@ -272,7 +296,9 @@ def test_rebuild_record_reports_same_and_differs(tmp_path, fake):
     finally:
         del fake.compile_file.__globals__["len"]
     assert res["status"] == "differs"
-    assert res["differences"][0]["output"] == "k.wgsl" and res["differences"][0]["first_offset"] == 5
+    assert (
+        res["differences"][0]["output"] == "k.wgsl" and res["differences"][0]["first_offset"] == 5
+    )
     assert store.get_blob(wgsl_blob) is not None
 
 
@@ -289,13 +315,16 @@ def test_compute_key_includes_variants_yaml(tmp_path):
     (src / "variants.yaml").write_text("k.py: {a: {}}\n")
     k2, _ = compute_key(str(src / "k.py"), [], ["wgsl"], None, IDENT)
     assert [d["part"] for d in diff_manifests(k1.manifest, k2.manifest)] == [
-        "variants variants.yaml"]
+        "variants variants.yaml"
+    ]
 
 
 # --- scan memo ---------------------------------------------------------------------------
 
+
 def test_scan_memo_reuses_only_while_every_input_is_unchanged(tmp_path):
     from vyre_build.cache.scan import ScanMemo
+
     src = tree(tmp_path / "t", {"k.py": "k", "h.py": "h"})
     k, h = str(src / "k.py"), str(src / "h.py")
     memo = ScanMemo(Store(tmp_path / "c"), "ident-1")
@@ -304,18 +333,19 @@ def test_scan_memo_reuses_only_while_every_input_is_unchanged(tmp_path):
     fresh = ScanMemo(Store(tmp_path / "c"), "ident-1")
     assert fresh.lookup(k) == {"stems": ["k"], "deps": [h]}
     assert ScanMemo(Store(tmp_path / "c"), "ident-2").lookup(k) is None
-    (src / "variants.yaml").write_text("k.py: {}\n")       # a new file the answer may read
+    (src / "variants.yaml").write_text("k.py: {}\n")  # a new file the answer may read
     assert ScanMemo(Store(tmp_path / "c"), "ident-1").lookup(k) is None
     (src / "variants.yaml").unlink()
     (src / "h.py").write_text("h2")
     assert ScanMemo(Store(tmp_path / "c"), "ident-1").lookup(k) is None
     memo2 = ScanMemo(Store(tmp_path / "c"), "ident-1")
-    memo2.save(k, "0" * 64, ["stale"], [])               # source changed while parsing
+    memo2.save(k, "0" * 64, ["stale"], [])  # source changed while parsing
     assert memo2.lookup(k) is None
 
 
 def test_scan_memo_ignores_a_corrupt_entry(tmp_path):
     from vyre_build.cache.scan import ScanMemo
+
     src = tree(tmp_path / "t", {"k.py": "k"})
     k = str(src / "k.py")
     memo = ScanMemo(Store(tmp_path / "c"), "i")
@@ -327,9 +357,11 @@ def test_scan_memo_ignores_a_corrupt_entry(tmp_path):
 
 # --- CLI ---------------------------------------------------------------------------------
 
+
 def test_cli_gc_show_why_and_errors(tmp_path, capsys):
     from vyre_build.cli import main
     from vyre_build.commands.cache import parse_size
+
     assert parse_size("2k") == 2048 and parse_size("1.5M") == 1572864 and parse_size("7") == 7
     with pytest.raises(CacheError, match="is not a size"):
         parse_size("lots")
@@ -350,8 +382,7 @@ def test_cli_gc_show_why_and_errors(tmp_path, capsys):
     assert main(["cache", "show", "zz", *cd]) == 1
     assert "is not a key" in capsys.readouterr().err
     assert main(["cache", "gc", "--max-size", "0", *cd, "--json"]) == 0
-    assert sorted(json.loads(capsys.readouterr().out)["evicted_entries"]) == sorted(
-        [a.key, b.key])
+    assert sorted(json.loads(capsys.readouterr().out)["evicted_entries"]) == sorted([a.key, b.key])
     assert main(["cache", "stats", "--cache-dir", str(tmp_path / "none")]) == 1
     assert "no cache at" in capsys.readouterr().err
 

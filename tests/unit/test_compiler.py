@@ -1,4 +1,5 @@
 """Compiler core: descriptor spec example, IR fingerprints, decode->emit equality, determinism."""
+
 import glob
 import os
 
@@ -7,7 +8,14 @@ import pytest
 from vyre_build import ir
 from vyre_build.compiler import compile_file, compiler_identity, kernel_dependencies, list_kernels
 from vyre_build.descriptor import (
-    BindingSlot, DescriptorError, KernelBody, KernelDescriptor, KernelOp, Variant, decode, encode,
+    BindingSlot,
+    DescriptorError,
+    KernelBody,
+    KernelDescriptor,
+    KernelOp,
+    Variant,
+    decode,
+    encode,
 )
 from vyre_build.emit_wgsl import emit_wgsl
 from vyre_build.frontend import check_module, load_module
@@ -17,15 +25,25 @@ from vyre_build.validate import validate_descriptor
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "kernels"))
 KERNEL_FILES = sorted(glob.glob(os.path.join(ROOT, "*.py")))
 SPEC_EXAMPLE = bytes.fromhex(
-    "016b01000201400002036f757440010103000100010003010001010f030001000000010007")
+    "016b01000201400002036f757440010103000100010003010001010f030001000000010007"
+)
 
 
 def spec_descriptor(count=64, name="out"):
     return KernelDescriptor(
-        "k", (BindingSlot(0, Variant("U32"), count, "Global", "ReadWrite", name),), (64, 1, 1),
-        KernelBody((KernelOp(Variant("Literal"), (0,), 0),
-                    KernelOp(Variant("GlobalInvocationId"), (0,), 1),
-                    KernelOp(Variant("StoreGlobal"), (0, 1, 0), None)), (), (Variant("U32", (7,)),)))
+        "k",
+        (BindingSlot(0, Variant("U32"), count, "Global", "ReadWrite", name),),
+        (64, 1, 1),
+        KernelBody(
+            (
+                KernelOp(Variant("Literal"), (0,), 0),
+                KernelOp(Variant("GlobalInvocationId"), (0,), 1),
+                KernelOp(Variant("StoreGlobal"), (0, 1, 0), None),
+            ),
+            (),
+            (Variant("U32", (7,)),),
+        ),
+    )
 
 
 def test_spec_worked_example_bytes():
@@ -45,7 +63,7 @@ def test_decoder_rejects_truncation_and_bad_tags():
         with pytest.raises(DescriptorError):
             decode(SPEC_EXAMPLE[:n])
     bad_option = bytearray(SPEC_EXAMPLE)
-    bad_option[5] = 2           # element_count Option tag
+    bad_option[5] = 2  # element_count Option tag
     with pytest.raises(DescriptorError, match="Option tag 2"):
         decode(bytes(bad_option))
     with pytest.raises(DescriptorError, match="length 4294967295 exceeds"):
@@ -65,9 +83,11 @@ def test_every_kernel_roundtrips_and_emits_identically(path):
 
 
 def test_fingerprint_equal_programs_equal_and_sensitive(tmp_path):
-    src = ("from vyre_build.lang import *\n@kernel(workgroup_size=64)\n"
-           "def k(x: Buffer[f32], y: Buffer[f32, 'rw'], a: f32):\n"
-           "    i = global_id().x\n    y[i] = a * x[i] + y[i]\n")
+    src = (
+        "from vyre_build.lang import *\n@kernel(workgroup_size=64)\n"
+        "def k(x: Buffer[f32], y: Buffer[f32, 'rw'], a: f32):\n"
+        "    i = global_id().x\n    y[i] = a * x[i] + y[i]\n"
+    )
     (tmp_path / "a.py").write_text(src)
     (tmp_path / "b.py").write_text("# moved and commented\n\n" + src.replace("    ", "    ", 1))
     pa = check_module(load_module(str(tmp_path / "a.py")))[0]
@@ -81,10 +101,13 @@ def test_fingerprint_equal_programs_equal_and_sensitive(tmp_path):
 
 def test_editing_nested_helper_changes_output_and_dependencies(tmp_path):
     (tmp_path / "inner.py").write_text("def twice(v: u32) -> u32:\n    return v * 2\n")
-    (tmp_path / "mid.py").write_text("from .inner import twice\n\ndef quad(v: u32) -> u32:\n"
-                                     "    return twice(twice(v))\n")
-    (tmp_path / "top.py").write_text("from vyre_build.lang import *\nfrom .mid import quad\n"
-                                     "@kernel\ndef k(o: Buffer[u32, 'w']):\n    o[0] = quad(3)\n")
+    (tmp_path / "mid.py").write_text(
+        "from .inner import twice\n\ndef quad(v: u32) -> u32:\n    return twice(twice(v))\n"
+    )
+    (tmp_path / "top.py").write_text(
+        "from vyre_build.lang import *\nfrom .mid import quad\n"
+        "@kernel\ndef k(o: Buffer[u32, 'w']):\n    o[0] = quad(3)\n"
+    )
     deps = kernel_dependencies(str(tmp_path / "top.py"))
     assert deps == sorted([str(tmp_path / "inner.py"), str(tmp_path / "mid.py")])
     before = compile_file(str(tmp_path / "top.py"))[0]

@@ -5,6 +5,7 @@ CLI (`python -m vyre_build compile FILE... --target all -o DIR`) in fresh proces
 different PYTHONHASHSEED values and working directories. Identical bytes prove the
 artifacts depend on no dict/set order, hash seed, absolute path or time.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,10 +35,26 @@ def _compile_tree(tree: str, out: str, seed: str, reverse: bool) -> dict[str, by
     files = sorted((f for f in os.listdir(tree) if f.endswith(".py")), reverse=reverse)
     assert files, f"no kernel files in {tree}"
     proc = subprocess.run(
-        [sys.executable, "-m", "vyre_build", "compile", *[os.path.join(tree, f) for f in files],
-         "--target", "all", "--root", tree, "-o", out],
-        cwd=os.path.dirname(tree), env=env, capture_output=True, text=True, timeout=300,
-        check=False)
+        [
+            sys.executable,
+            "-m",
+            "vyre_build",
+            "compile",
+            *[os.path.join(tree, f) for f in files],
+            "--target",
+            "all",
+            "--root",
+            tree,
+            "-o",
+            out,
+        ],
+        cwd=os.path.dirname(tree),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, f"compiling {tree} failed:\n{proc.stdout}{proc.stderr}"
     found = {}
     for base, _, names in os.walk(out):
@@ -53,17 +70,23 @@ def two_builds(tmp_path_factory) -> tuple[dict, dict]:
     builds = []
     for i, seed in enumerate(SEEDS):
         work = str(tmp_path_factory.mktemp(f"tree{i}_seed{seed}"))
-        builds.append(_compile_tree(_copy_tree(work), os.path.join(work, "out"), seed,
-                                    reverse=i == 1))
+        builds.append(
+            _compile_tree(_copy_tree(work), os.path.join(work, "out"), seed, reverse=i == 1)
+        )
     return builds[0], builds[1]
 
 
 def test_tree_compiles_to_every_target(two_builds):
     from vyre_build.compiler import list_kernels
+
     first, _ = two_builds
-    expected = {s for f in sorted(os.listdir(KERNELS)) if f.endswith(".py")
-                for s in list_kernels(os.path.join(KERNELS, f), root=KERNELS)}
-    stems = {p[:-len(s)] for p in first for s in SUFFIXES if p.endswith(s)}
+    expected = {
+        s
+        for f in sorted(os.listdir(KERNELS))
+        if f.endswith(".py")
+        for s in list_kernels(os.path.join(KERNELS, f), root=KERNELS)
+    }
+    stems = {p[: -len(s)] for p in first for s in SUFFIXES if p.endswith(s)}
     assert stems == expected, f"built {sorted(stems)}, the tree declares {sorted(expected)}"
     for stem in sorted(stems):
         missing = [s for s in SUFFIXES if stem + s not in first]
@@ -80,6 +103,9 @@ def test_outputs_are_byte_identical(two_builds):
 def test_outputs_hold_no_build_paths(two_builds):
     first, _ = two_builds
     # the temp dirs differ per build; neither may leak into an artifact
-    leaks = [p for p, data in sorted(first.items())
-             if b"tree0_seed" in data or b"tree1_seed" in data or ROOT.encode() in data]
+    leaks = [
+        p
+        for p, data in sorted(first.items())
+        if b"tree0_seed" in data or b"tree1_seed" in data or ROOT.encode() in data
+    ]
     assert not leaks, f"artifacts contain a build path: {leaks}"

@@ -5,6 +5,7 @@ semantics with their edge values. GPU runs go through wgpu on the first adapter 
 lavapipe on a CPU); without one they skip (fail under CI=true). The dispatch helper is
 private to this module on purpose: it must not depend on the runtime package.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,15 @@ import struct
 import numpy as np
 import pytest
 
-from vyre_build.descriptor import (BindingSlot, KernelBody, KernelDescriptor, KernelOp,
-                                   Variant as V, decode, encode)
+from vyre_build.descriptor import (
+    BindingSlot,
+    KernelBody,
+    KernelDescriptor,
+    KernelOp,
+    Variant as V,
+    decode,
+    encode,
+)
 from vyre_build.emit_wgsl import emit_wgsl, ident
 from vyre_build.errors import EmitError
 
@@ -51,21 +59,50 @@ class Body:
         self.lits.append(V(ty, (v,)))
         return self.op("Literal", len(self.lits) - 1)
 
-    def u32(self, v): return self.lit("U32", v)
-    def i32(self, v): return self.lit("I32", v)
-    def f32(self, v): return self.lit("F32", v)
-    def bool(self, v): return self.lit("Bool", v)
-    def gid(self, axis=0): return self.op("GlobalInvocationId", axis)
-    def bin(self, name, a, b): return self.op(V("BinOpKind", (V(name),)), a, b)
-    def un(self, name, a): return self.op(V("UnOpKind", (V(name),)), a)
-    def cast(self, ty, a): return self.op(V("Cast", (V(ty),)), a)
-    def load(self, slot, i): return self.op("LoadGlobal", slot, i)
-    def load_sh(self, slot, i): return self.op("LoadShared", slot, i)
-    def param(self, slot): return self.op("LoadConstant", slot, self.u32(0))
-    def length(self, slot): return self.op("BufferLength", slot)
-    def store(self, slot, i, v): self.op("StoreGlobal", slot, i, v, value=False)
-    def store_sh(self, slot, i, v): self.op("StoreShared", slot, i, v, value=False)
-    def node(self, kind, *operands): self.op(V("OpaqueNode", (kind, b"")), *operands, value=False)
+    def u32(self, v):
+        return self.lit("U32", v)
+
+    def i32(self, v):
+        return self.lit("I32", v)
+
+    def f32(self, v):
+        return self.lit("F32", v)
+
+    def bool(self, v):
+        return self.lit("Bool", v)
+
+    def gid(self, axis=0):
+        return self.op("GlobalInvocationId", axis)
+
+    def bin(self, name, a, b):
+        return self.op(V("BinOpKind", (V(name),)), a, b)
+
+    def un(self, name, a):
+        return self.op(V("UnOpKind", (V(name),)), a)
+
+    def cast(self, ty, a):
+        return self.op(V("Cast", (V(ty),)), a)
+
+    def load(self, slot, i):
+        return self.op("LoadGlobal", slot, i)
+
+    def load_sh(self, slot, i):
+        return self.op("LoadShared", slot, i)
+
+    def param(self, slot):
+        return self.op("LoadConstant", slot, self.u32(0))
+
+    def length(self, slot):
+        return self.op("BufferLength", slot)
+
+    def store(self, slot, i, v):
+        self.op("StoreGlobal", slot, i, v, value=False)
+
+    def store_sh(self, slot, i, v):
+        self.op("StoreShared", slot, i, v, value=False)
+
+    def node(self, kind, *operands):
+        self.op(V("OpaqueNode", (kind, b"")), *operands, value=False)
 
     def atomic(self, name, slot, i, *vals):
         return self.op(V("Atomic", (V(name), "Relaxed")), slot, i, *vals)
@@ -85,7 +122,9 @@ class Body:
         return body
 
     def build(self) -> KernelBody:
-        return KernelBody(tuple(self.ops), tuple(c.build() for c in self.children), tuple(self.lits))
+        return KernelBody(
+            tuple(self.ops), tuple(c.build() for c in self.children), tuple(self.lits)
+        )
 
 
 def buf(slot, ty, name, vis="ReadWrite"):
@@ -123,6 +162,7 @@ def wgpu_device():
     if not _DEVICE:
         try:
             import wgpu
+
             adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
             _DEVICE.append(adapter.request_device_sync())
         except Exception as exc:  # noqa: BLE001 - any failure means no usable adapter
@@ -146,7 +186,8 @@ def dispatch(device, desc, arrays, scalars=None, groups=None):
     `groups` defaults to ceil(elements of the first written buffer / workgroup_size.x) on x.
     """
     import wgpu
-    module = device.create_shader_module(code=emit_wgsl(desc))   # naga validates here
+
+    module = device.create_shader_module(code=emit_wgsl(desc))  # naga validates here
     entries, layout, keep, out_slots = [], [], [], []
     usage = wgpu.BufferUsage
     for s in desc.slots:
@@ -154,27 +195,32 @@ def dispatch(device, desc, arrays, scalars=None, groups=None):
             dtype, components = host_type(s.element_type)
             data = np.ascontiguousarray(arrays[s.slot], dtype=dtype).ravel()
             b = device.create_buffer_with_data(
-                data=data, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+                data=data, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST
+            )
             kind = "read-only-storage" if s.visibility == "ReadOnly" else "storage"
             out_slots.append((s, b, data.size, components))
         elif s.memory_class == "Uniform" and s is next(
-                u for u in desc.slots if u.memory_class == "Uniform"):
+            u for u in desc.slots if u.memory_class == "Uniform"
+        ):
             members = [u for u in desc.slots if u.memory_class == "Uniform"]
-            raw = b"".join(np.array([scalars[u.slot]], NP[u.element_type.name]).tobytes()
-                           for u in members)
-            raw += b"\0" * (-len(raw) % 16)   # the uniform block is padded to 16 bytes
+            raw = b"".join(
+                np.array([scalars[u.slot]], NP[u.element_type.name]).tobytes() for u in members
+            )
+            raw += b"\0" * (-len(raw) % 16)  # the uniform block is padded to 16 bytes
             b = device.create_buffer_with_data(data=raw, usage=usage.UNIFORM)
             kind = "uniform"
         else:
             continue
         keep.append(b)
         entries.append({"binding": s.slot, "resource": {"buffer": b, "offset": 0, "size": b.size}})
-        layout.append({"binding": s.slot, "visibility": wgpu.ShaderStage.COMPUTE,
-                       "buffer": {"type": kind}})
+        layout.append(
+            {"binding": s.slot, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kind}}
+        )
     bgl = device.create_bind_group_layout(entries=layout)
     pipeline = device.create_compute_pipeline(
         layout=device.create_pipeline_layout(bind_group_layouts=[bgl]),
-        compute={"module": module, "entry_point": "main"})
+        compute={"module": module, "entry_point": "main"},
+    )
     bind_group = device.create_bind_group(layout=bgl, entries=entries)
     if groups is None:
         n = next(size // comps for s, _, size, comps in out_slots if s.visibility != "ReadOnly")
@@ -186,8 +232,12 @@ def dispatch(device, desc, arrays, scalars=None, groups=None):
     cpass.dispatch_workgroups(*groups)
     cpass.end()
     device.queue.submit([enc.finish()])
-    return {s.slot: np.frombuffer(device.queue.read_buffer(b), host_type(s.element_type)[0])[:size].copy()
-            for s, b, size, _ in out_slots}
+    return {
+        s.slot: np.frombuffer(device.queue.read_buffer(b), host_type(s.element_type)[0])[
+            :size
+        ].copy()
+        for s, b, size, _ in out_slots
+    }
 
 
 def f32_bits(a):
@@ -195,10 +245,46 @@ def f32_bits(a):
 
 
 RNG = np.random.default_rng(1234)
-EDGE_U32 = np.array([0, 1, 2, 3, 31, 32, 33, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF,
-                     65535, 65536, 123456789], np.uint32)
-EDGE_I32 = np.array([0, 1, -1, 2, -2, 7, -7, 31, 32, I32_MIN, I32_MIN + 1, I32_MAX, I32_MAX - 1,
-                     65536, -65536, 123456789], np.int32)
+EDGE_U32 = np.array(
+    [
+        0,
+        1,
+        2,
+        3,
+        31,
+        32,
+        33,
+        0x7FFFFFFF,
+        0x80000000,
+        0xFFFFFFFE,
+        0xFFFFFFFF,
+        65535,
+        65536,
+        123456789,
+    ],
+    np.uint32,
+)
+EDGE_I32 = np.array(
+    [
+        0,
+        1,
+        -1,
+        2,
+        -2,
+        7,
+        -7,
+        31,
+        32,
+        I32_MIN,
+        I32_MIN + 1,
+        I32_MAX,
+        I32_MAX - 1,
+        65536,
+        -65536,
+        123456789,
+    ],
+    np.int32,
+)
 
 
 def pairs(edge, dtype, extra=300):
@@ -207,12 +293,14 @@ def pairs(edge, dtype, extra=300):
     info = np.iinfo(dtype)
     ra = RNG.integers(info.min, info.max, extra, dtype=np.int64, endpoint=True).astype(dtype)
     rb = RNG.integers(info.min, info.max, extra, dtype=np.int64, endpoint=True).astype(dtype)
-    return np.concatenate([a.ravel(), ra]).astype(dtype), np.concatenate([b.ravel(), rb]).astype(dtype)
+    return np.concatenate([a.ravel(), ra]).astype(dtype), np.concatenate([b.ravel(), rb]).astype(
+        dtype
+    )
 
 
 # --- integer arithmetic (wrap, division, shifts) --------------------------------------
 def wrap(x, dtype):
-    return np.asarray(x, np.int64).astype(dtype)   # two's complement wrap via int64
+    return np.asarray(x, np.int64).astype(dtype)  # two's complement wrap via int64
 
 
 def ref_div(a, b):
@@ -220,11 +308,13 @@ def ref_div(a, b):
     a64, b64 = a.astype(np.int64), b.astype(np.int64)
     safe = np.where(b64 == 0, 1, b64)
     q = np.sign(a64) * np.sign(safe) * (np.abs(a64) // np.abs(safe))
-    return wrap(np.where(b64 == 0, a64, q), a.dtype), wrap(np.where(b64 == 0, 0, a64 - q * safe), a.dtype)
+    return wrap(np.where(b64 == 0, a64, q), a.dtype), wrap(
+        np.where(b64 == 0, 0, a64 - q * safe), a.dtype
+    )
 
 
 def wrapped_mul(a, b):
-    prod = a.view(np.uint32).astype(np.uint64) * b.view(np.uint32).astype(np.uint64)   # mod 2^64
+    prod = a.view(np.uint32).astype(np.uint64) * b.view(np.uint32).astype(np.uint64)  # mod 2^64
     return prod.astype(np.uint32).view(a.dtype)
 
 
@@ -234,7 +324,8 @@ def test_integer_arith_wraps_and_div_mod_pinned(device, ty):
     a, b = pairs(EDGE_U32 if ty == "U32" else EDGE_I32, dtype)
     ops = ["Add", "Sub", "Mul", "Div", "Mod", "Min", "Max", "AbsDiff", "BitAnd", "BitOr", "BitXor"]
     slots = [buf(0, ty, "a", "ReadOnly"), buf(1, ty, "b", "ReadOnly")] + [
-        buf(2 + k, ty, f"o_{op}") for k, op in enumerate(ops)]
+        buf(2 + k, ty, f"o_{op}") for k, op in enumerate(ops)
+    ]
     make, body = kernel(slots)
     i = body.gid()
     x, y = body.load(0, i), body.load(1, i)
@@ -246,13 +337,22 @@ def test_integer_arith_wraps_and_div_mod_pinned(device, ty):
     out = dispatch(device, make(), arrays)
     a64, b64 = a.astype(np.int64), b.astype(np.int64)
     quo, rem = ref_div(a, b)
-    expect = {"Add": wrap(a64 + b64, dtype), "Sub": wrap(a64 - b64, dtype), "Mul": wrapped_mul(a, b),
-              "Div": quo, "Mod": rem, "Min": np.minimum(a, b), "Max": np.maximum(a, b),
-              "AbsDiff": wrap(np.abs(a64 - b64), dtype), "BitAnd": a & b, "BitOr": a | b,
-              "BitXor": a ^ b}
+    expect = {
+        "Add": wrap(a64 + b64, dtype),
+        "Sub": wrap(a64 - b64, dtype),
+        "Mul": wrapped_mul(a, b),
+        "Div": quo,
+        "Mod": rem,
+        "Min": np.minimum(a, b),
+        "Max": np.maximum(a, b),
+        "AbsDiff": wrap(np.abs(a64 - b64), dtype),
+        "BitAnd": a & b,
+        "BitOr": a | b,
+        "BitXor": a ^ b,
+    }
     for k, op in enumerate(ops):
         np.testing.assert_array_equal(out[2 + k], expect[op], err_msg=f"{ty} {op}")
-    if ty == "I32":   # the documented corner cases, spelled out
+    if ty == "I32":  # the documented corner cases, spelled out
         idx = np.flatnonzero((a == I32_MIN) & (b == -1))[0]
         assert out[2 + ops.index("Div")][idx] == I32_MIN and out[2 + ops.index("Mod")][idx] == 0
         idx = np.flatnonzero((a == 7) & (b == 0))[0]
@@ -264,19 +364,22 @@ def test_integer_arith_wraps_and_div_mod_pinned(device, ty):
 @pytest.mark.parametrize("ty", ["U32", "I32"])
 def test_shifts_mask_and_rotations(device, ty):
     dtype = NP[ty]
-    vals = (EDGE_U32 if ty == "U32" else EDGE_I32)
+    vals = EDGE_U32 if ty == "U32" else EDGE_I32
     amounts = np.array([0, 1, 5, 31, 32, 33, 63, 64, 100, 0xFFFFFFFF], np.uint32)
     a, s = (m.ravel() for m in np.meshgrid(vals, amounts))
     ops = ["Shl", "Shr", "RotateLeft", "RotateRight", "MulHigh"]
     slots = [buf(0, ty, "a", "ReadOnly"), buf(1, "U32", "s", "ReadOnly")] + [
-        buf(2 + k, ty, f"o{k}") for k in range(len(ops))]
+        buf(2 + k, ty, f"o{k}") for k in range(len(ops))
+    ]
     make, body = kernel(slots)
     i = body.gid()
     x, n = body.load(0, i), body.load(1, i)
     for k, op in enumerate(ops[:4]):
         body.store(2 + k, i, body.bin(op, x, n))
     body.store(6, i, body.bin("MulHigh", x, body.load(0, body.bin("BitXor", i, body.u32(3)))))
-    out = dispatch(device, make(), {0: a, 1: s, **{2 + k: np.zeros(a.size, dtype) for k in range(5)}})
+    out = dispatch(
+        device, make(), {0: a, 1: s, **{2 + k: np.zeros(a.size, dtype) for k in range(5)}}
+    )
     u = a.view(np.uint32).astype(np.uint64)
     m = (s & 31).astype(np.uint64)
     shl = ((u << m) & 0xFFFFFFFF).astype(np.uint32).view(dtype)
@@ -288,7 +391,7 @@ def test_shifts_mask_and_rotations(device, ty):
     np.testing.assert_array_equal(out[3], shr.astype(dtype))
     np.testing.assert_array_equal(out[4], rotl)
     np.testing.assert_array_equal(out[5], rotr)
-    idx = np.arange(a.size) ^ 3   # MulHigh against a partner lane; past the end the load gives 0
+    idx = np.arange(a.size) ^ 3  # MulHigh against a partner lane; past the end the load gives 0
     partner = np.where(idx < a.size, a[np.minimum(idx, a.size - 1)], 0).astype(dtype)
     hi = np.array([(int(x) * int(y)) >> 32 for x, y in zip(a, partner)], np.int64)
     np.testing.assert_array_equal(out[6], hi.astype(dtype))
@@ -298,15 +401,23 @@ def test_shifts_mask_and_rotations(device, ty):
 @pytest.mark.parametrize("ty", ["U32", "I32"])
 def test_integer_unops_and_bit_counts(device, ty):
     dtype = NP[ty]
-    vals = np.concatenate([EDGE_U32 if ty == "U32" else EDGE_I32,
-                           RNG.integers(0, 1 << 32, 100, dtype=np.uint64).astype(np.uint32).view(dtype)])
+    vals = np.concatenate(
+        [
+            EDGE_U32 if ty == "U32" else EDGE_I32,
+            RNG.integers(0, 1 << 32, 100, dtype=np.uint64).astype(np.uint32).view(dtype),
+        ]
+    )
     ops = ["Negate", "BitNot", "Abs", "Popcount", "Clz", "Ctz", "ReverseBits", "Sign"]
-    make, body = kernel([buf(0, ty, "a", "ReadOnly")] + [buf(1 + k, ty, f"o{k}") for k in range(len(ops))])
+    make, body = kernel(
+        [buf(0, ty, "a", "ReadOnly")] + [buf(1 + k, ty, f"o{k}") for k in range(len(ops))]
+    )
     i = body.gid()
     x = body.load(0, i)
     for k, op in enumerate(ops):
         body.store(1 + k, i, body.un(op, x))
-    out = dispatch(device, make(), {0: vals, **{1 + k: np.zeros(vals.size, dtype) for k in range(len(ops))}})
+    out = dispatch(
+        device, make(), {0: vals, **{1 + k: np.zeros(vals.size, dtype) for k in range(len(ops))}}
+    )
     u = [int(v) for v in vals.view(np.uint32)]
     ref = {
         "Negate": wrap(-vals.astype(np.int64), dtype),
@@ -324,25 +435,77 @@ def test_integer_unops_and_bit_counts(device, ty):
     assert out[1 + ops.index("Clz")][zero] == 32 and out[1 + ops.index("Ctz")][zero] == 32
     if ty == "I32":
         mn = int(np.flatnonzero(vals == I32_MIN)[0])
-        assert out[1 + ops.index("Abs")][mn] == I32_MIN and out[1 + ops.index("Negate")][mn] == I32_MIN
+        assert (
+            out[1 + ops.index("Abs")][mn] == I32_MIN and out[1 + ops.index("Negate")][mn] == I32_MIN
+        )
 
 
-SPECIAL_F32 = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.99, -1.99, 2.5, 3.5, 1e-40, -1e-40,
-                        np.inf, -np.inf, np.nan, 3e9, -3e9, 2147483520.0, 2147483648.0,
-                        -2147483648.0, -2147483904.0, 4294967040.0, 4294967296.0, 1e20, -1e20,
-                        16777217.0, 0.1, 3.4028235e38], np.float32)
+SPECIAL_F32 = np.array(
+    [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        1.99,
+        -1.99,
+        2.5,
+        3.5,
+        1e-40,
+        -1e-40,
+        np.inf,
+        -np.inf,
+        np.nan,
+        3e9,
+        -3e9,
+        2147483520.0,
+        2147483648.0,
+        -2147483648.0,
+        -2147483904.0,
+        4294967040.0,
+        4294967296.0,
+        1e20,
+        -1e20,
+        16777217.0,
+        0.1,
+        3.4028235e38,
+    ],
+    np.float32,
+)
 
 
 def test_float_classification_and_math(device):
-    vals = np.concatenate([SPECIAL_F32, np.array([0xFFC00000, 0x7F800001], np.uint32).view(np.float32)])
+    vals = np.concatenate(
+        [SPECIAL_F32, np.array([0xFFC00000, 0x7F800001], np.uint32).view(np.float32)]
+    )
     classes = ["IsNan", "IsInf", "IsFinite"]
-    math_ops = {"Sqrt": np.sqrt, "Floor": np.floor, "Ceil": np.ceil, "Round": np.round, "Trunc": np.trunc,
-                "Abs": np.abs, "Sign": np.sign, "Negate": np.negative, "Exp": np.exp, "Log": np.log,
-                "Sin": np.sin, "Cos": np.cos, "Tanh": np.tanh, "Exp2": np.exp2, "Log2": np.log2,
-                "InverseSqrt": lambda v: 1 / np.sqrt(v), "Reciprocal": lambda v: 1 / v, "Atan": np.arctan}
+    math_ops = {
+        "Sqrt": np.sqrt,
+        "Floor": np.floor,
+        "Ceil": np.ceil,
+        "Round": np.round,
+        "Trunc": np.trunc,
+        "Abs": np.abs,
+        "Sign": np.sign,
+        "Negate": np.negative,
+        "Exp": np.exp,
+        "Log": np.log,
+        "Sin": np.sin,
+        "Cos": np.cos,
+        "Tanh": np.tanh,
+        "Exp2": np.exp2,
+        "Log2": np.log2,
+        "InverseSqrt": lambda v: 1 / np.sqrt(v),
+        "Reciprocal": lambda v: 1 / v,
+        "Atan": np.arctan,
+    }
     names = list(math_ops)
-    slots = [buf(0, "F32", "a", "ReadOnly")] + [buf(1 + k, "U32", f"c{k}") for k in range(3)] + [
-        buf(4 + k, "F32", f"m{k}") for k in range(len(names))]
+    slots = (
+        [buf(0, "F32", "a", "ReadOnly")]
+        + [buf(1 + k, "U32", f"c{k}") for k in range(3)]
+        + [buf(4 + k, "F32", f"m{k}") for k in range(len(names))]
+    )
     make, body = kernel(slots)
     i = body.gid()
     x = body.load(0, i)
@@ -357,24 +520,34 @@ def test_float_classification_and_math(device):
     np.testing.assert_array_equal(out[3], np.isfinite(vals).astype(np.uint32))
     exact = {"Floor", "Ceil", "Round", "Trunc", "Abs", "Sign", "Negate"}
     moderate = (np.abs(vals) < 50) & (np.abs(vals) > 1e-30)
-    trig = {"Sin", "Cos"}   # Vulkan bounds their error only on [-pi, pi]
+    trig = {"Sin", "Cos"}  # Vulkan bounds their error only on [-pi, pi]
     with np.errstate(all="ignore"):
         for k, op in enumerate(names):
             ref = math_ops[op](vals).astype(np.float32)
-            sel = np.isfinite(vals) & (np.abs(vals) > 1e-30) if op in exact else moderate & np.isfinite(ref)
+            sel = (
+                np.isfinite(vals) & (np.abs(vals) > 1e-30)
+                if op in exact
+                else moderate & np.isfinite(ref)
+            )
             if op in trig:
                 sel &= np.abs(vals) < 3.14
             if op in ("Sqrt", "Log", "Log2", "InverseSqrt"):
                 sel &= vals > 0
-            np.testing.assert_allclose(out[4 + k][sel], ref[sel], rtol=0 if op in exact else 2e-5,
-                                       atol=0 if op in exact else 1e-6, err_msg=op)
+            np.testing.assert_allclose(
+                out[4 + k][sel],
+                ref[sel],
+                rtol=0 if op in exact else 2e-5,
+                atol=0 if op in exact else 1e-6,
+                err_msg=op,
+            )
 
 
 def test_fma_select_min_max_float(device):
     a = RNG.standard_normal(333).astype(np.float32)
     b = RNG.standard_normal(333).astype(np.float32)
     slots = [buf(0, "F32", "a", "ReadOnly"), buf(1, "F32", "b", "ReadOnly")] + [
-        buf(2 + k, "F32", f"o{k}") for k in range(6)]
+        buf(2 + k, "F32", f"o{k}") for k in range(6)
+    ]
     make, body = kernel(slots)
     i = body.gid()
     x, y = body.load(0, i), body.load(1, i)
@@ -396,15 +569,26 @@ def test_fma_select_min_max_float(device):
 def test_float_compares_follow_ieee_with_nan(device):
     a = np.array([1.0, np.nan, 1.0, np.nan, -0.0, np.inf, 2.0, -np.inf], np.float32)
     b = np.array([1.0, 1.0, np.nan, np.nan, 0.0, np.inf, 1.0, 3.0], np.float32)
-    ops = {"Eq": np.equal, "Ne": np.not_equal, "Lt": np.less, "Gt": np.greater,
-           "Le": np.less_equal, "Ge": np.greater_equal}
-    make, body = kernel([buf(0, "F32", "a", "ReadOnly"), buf(1, "F32", "b", "ReadOnly")] + [
-        buf(2 + k, "U32", f"o{k}") for k in range(len(ops))], wg=(4, 1, 1))
+    ops = {
+        "Eq": np.equal,
+        "Ne": np.not_equal,
+        "Lt": np.less,
+        "Gt": np.greater,
+        "Le": np.less_equal,
+        "Ge": np.greater_equal,
+    }
+    make, body = kernel(
+        [buf(0, "F32", "a", "ReadOnly"), buf(1, "F32", "b", "ReadOnly")]
+        + [buf(2 + k, "U32", f"o{k}") for k in range(len(ops))],
+        wg=(4, 1, 1),
+    )
     i = body.gid()
     x, y = body.load(0, i), body.load(1, i)
     for k, op in enumerate(ops):
         body.store(2 + k, i, body.cast("U32", body.bin(op, x, y)))
-    out = dispatch(device, make(), {0: a, 1: b, **{2 + k: np.zeros(a.size) for k in range(len(ops))}})
+    out = dispatch(
+        device, make(), {0: a, 1: b, **{2 + k: np.zeros(a.size) for k in range(len(ops))}}
+    )
     for k, (op, fn) in enumerate(ops.items()):
         np.testing.assert_array_equal(out[2 + k], fn(a, b).astype(np.uint32), err_msg=op)
 
@@ -413,9 +597,12 @@ def test_bool_ops_select_and_bool_shared(device):
     a = np.array([0, 1, 0, 1, 5, 0, 7], np.uint32)
     b = np.array([0, 0, 1, 1, 0, 9, 2], np.uint32)
     names = ["And", "Or", "BitAnd", "BitOr", "BitXor", "Eq", "Ne"]
-    make, body = kernel([buf(0, "U32", "a", "ReadOnly"), buf(1, "U32", "b", "ReadOnly")] + [
-        buf(2 + k, "U32", f"o{k}") for k in range(len(names) + 3)] + [
-        BindingSlot(SH, V("Bool"), 8, "Shared", "ReadWrite", "flags")], wg=(8, 1, 1))
+    make, body = kernel(
+        [buf(0, "U32", "a", "ReadOnly"), buf(1, "U32", "b", "ReadOnly")]
+        + [buf(2 + k, "U32", f"o{k}") for k in range(len(names) + 3)]
+        + [BindingSlot(SH, V("Bool"), 8, "Shared", "ReadWrite", "flags")],
+        wg=(8, 1, 1),
+    )
     i, lid = body.gid(), body.op("LocalInvocationId", 0)
     x, y = body.load(0, i), body.load(1, i)
     p, q = body.cast("Bool", x), body.cast("Bool", y)
@@ -434,7 +621,7 @@ def test_bool_ops_select_and_bool_shared(device):
         np.testing.assert_array_equal(out[2 + k], r.astype(np.uint32), err_msg=names[k])
     np.testing.assert_array_equal(out[2 + n], (~pa).astype(np.uint32))
     np.testing.assert_array_equal(out[3 + n], np.where(pa, a, b + 100))
-    partner = np.arange(a.size) ^ 1   # lane 7 reads the never-written lane 6 of an 8-wide array
+    partner = np.arange(a.size) ^ 1  # lane 7 reads the never-written lane 6 of an 8-wide array
     expect = np.where(partner < a.size, ~qb[np.minimum(partner, a.size - 1)], True)
     np.testing.assert_array_equal(out[4 + n], expect.astype(np.uint32))
 
@@ -444,19 +631,53 @@ def sat_cast(vals, dtype):
     info = np.iinfo(dtype)
     out = []
     for v in vals.astype(np.float64):
-        out.append(0 if math.isnan(v) else int(max(info.min, min(info.max, math.trunc(v)))
-                                                 if math.isfinite(v) else (info.max if v > 0 else info.min)))
+        out.append(
+            0
+            if math.isnan(v)
+            else int(
+                max(info.min, min(info.max, math.trunc(v)))
+                if math.isfinite(v)
+                else (info.max if v > 0 else info.min)
+            )
+        )
     return np.array(out, dtype)
 
 
 def test_casts_saturate_and_round(device):
     f = SPECIAL_F32
-    ints = np.array([0, 1, -1, 16777217, 16777219, -16777219, 33554435, I32_MIN, I32_MAX,
-                     2147483583, 2147483584, 123456789, -123456789], np.int32)
-    make, body = kernel([buf(0, "F32", "f", "ReadOnly"), buf(1, "I32", "n", "ReadOnly"),
-                         buf(2, "I32", "f_i"), buf(3, "U32", "f_u"), buf(4, "U32", "f_b"),
-                         buf(5, "F32", "n_f"), buf(6, "F32", "u_f"), buf(7, "U32", "n_u"),
-                         buf(8, "I32", "b_i"), buf(9, "U32", "bits")], wg=(16, 1, 1))
+    ints = np.array(
+        [
+            0,
+            1,
+            -1,
+            16777217,
+            16777219,
+            -16777219,
+            33554435,
+            I32_MIN,
+            I32_MAX,
+            2147483583,
+            2147483584,
+            123456789,
+            -123456789,
+        ],
+        np.int32,
+    )
+    make, body = kernel(
+        [
+            buf(0, "F32", "f", "ReadOnly"),
+            buf(1, "I32", "n", "ReadOnly"),
+            buf(2, "I32", "f_i"),
+            buf(3, "U32", "f_u"),
+            buf(4, "U32", "f_b"),
+            buf(5, "F32", "n_f"),
+            buf(6, "F32", "u_f"),
+            buf(7, "U32", "n_u"),
+            buf(8, "I32", "b_i"),
+            buf(9, "U32", "bits"),
+        ],
+        wg=(16, 1, 1),
+    )
     i = body.gid()
     x, n = body.load(0, i), body.load(1, i)
     body.store(2, i, body.cast("I32", x))
@@ -473,8 +694,8 @@ def test_casts_saturate_and_round(device):
     out = dispatch(device, make(), {0: fp, 1: ip, **{s: np.zeros(size) for s in range(2, 10)}})
     np.testing.assert_array_equal(out[2], sat_cast(fp, np.int32))
     np.testing.assert_array_equal(out[3], sat_cast(fp, np.uint32))
-    np.testing.assert_array_equal(out[4], (fp != 0).astype(np.uint32))   # NaN -> true
-    np.testing.assert_array_equal(out[5], ip.astype(np.float32))       # numpy rounds to nearest even
+    np.testing.assert_array_equal(out[4], (fp != 0).astype(np.uint32))  # NaN -> true
+    np.testing.assert_array_equal(out[5], ip.astype(np.float32))  # numpy rounds to nearest even
     np.testing.assert_array_equal(out[6], ip.view(np.uint32).astype(np.float32))
     np.testing.assert_array_equal(out[7], ip.view(np.uint32))
     np.testing.assert_array_equal(out[8], (ip != 0).astype(np.int32))
@@ -482,27 +703,61 @@ def test_casts_saturate_and_round(device):
 
 
 def test_literals_keep_exact_bits(device):
-    floats = [0.0, -0.0, 0.1, -2.5, 1e-45, -1.17549435e-38, 1.17549435e-38, 3.4028234663852886e38,
-              float("inf"), float("-inf"), float("nan"), 16777216.0, 1 / 3]
+    floats = [
+        0.0,
+        -0.0,
+        0.1,
+        -2.5,
+        1e-45,
+        -1.17549435e-38,
+        1.17549435e-38,
+        3.4028234663852886e38,
+        float("inf"),
+        float("-inf"),
+        float("nan"),
+        16777216.0,
+        1 / 3,
+    ]
     from vyre_build.descriptor import F32Bits
-    floats.append(F32Bits(0x7FC00123))   # NaN payload
-    floats.append(F32Bits(0xFFA00001))   # signalling NaN, sign bit set
+
+    floats.append(F32Bits(0x7FC00123))  # NaN payload
+    floats.append(F32Bits(0xFFA00001))  # signalling NaN, sign bit set
     ints = [0, 1, -1, I32_MIN, I32_MAX]
     uints = [0, 0xFFFFFFFF, 0x80000000]
-    make, body = kernel([buf(0, "U32", "fbits"), buf(1, "I32", "ivals"), buf(2, "U32", "uvals"),
-                         buf(3, "U32", "bools")], wg=(1, 1, 1))
+    make, body = kernel(
+        [
+            buf(0, "U32", "fbits"),
+            buf(1, "I32", "ivals"),
+            buf(2, "U32", "uvals"),
+            buf(3, "U32", "bools"),
+        ],
+        wg=(1, 1, 1),
+    )
     for k, v in enumerate(floats):
-        body.store(0, body.u32(k), body.op(V("OpaqueExpr", (0, "vyre.bitcast", bytes([2]))), body.f32(v)))
+        body.store(
+            0, body.u32(k), body.op(V("OpaqueExpr", (0, "vyre.bitcast", bytes([2]))), body.f32(v))
+        )
     for k, v in enumerate(ints):
         body.store(1, body.u32(k), body.i32(v))
     for k, v in enumerate(uints):
         body.store(2, body.u32(k), body.u32(v))
     body.store(3, body.u32(0), body.cast("U32", body.bool(True)))
     body.store(3, body.u32(1), body.cast("U32", body.bool(False)))
-    out = dispatch(device, make(), {0: np.zeros(len(floats)), 1: np.zeros(len(ints)),
-                                    2: np.zeros(len(uints)), 3: np.full(2, 7)}, groups=(1, 1, 1))
-    want = [f.bits if isinstance(f, F32Bits) else struct.unpack("<I", struct.pack("<f", f))[0]
-            for f in floats]
+    out = dispatch(
+        device,
+        make(),
+        {
+            0: np.zeros(len(floats)),
+            1: np.zeros(len(ints)),
+            2: np.zeros(len(uints)),
+            3: np.full(2, 7),
+        },
+        groups=(1, 1, 1),
+    )
+    want = [
+        f.bits if isinstance(f, F32Bits) else struct.unpack("<I", struct.pack("<f", f))[0]
+        for f in floats
+    ]
     assert [hex(v) for v in out[0]] == [hex(v) for v in want]
     assert out[1].tolist() == ints and out[2].tolist() == uints and out[3].tolist() == [1, 0]
 
@@ -510,18 +765,23 @@ def test_literals_keep_exact_bits(device):
 # --- memory: bounds, shared, scratch, uniforms, atomics ----------------------------------
 def test_out_of_bounds_loads_zero_and_stores_dropped(device):
     n = 100
-    make, body = kernel([buf(0, "F32", "src", "ReadOnly"), buf(1, "I32", "dst"),
-                         buf(2, "F32", "loaded"),
-                         BindingSlot(SH, V("I32"), 8, "Shared", "ReadWrite", "tile"),
-                         BindingSlot(SH + 1, V("U32"), 1, "Scratch", "ReadWrite", "cell")])
+    make, body = kernel(
+        [
+            buf(0, "F32", "src", "ReadOnly"),
+            buf(1, "I32", "dst"),
+            buf(2, "F32", "loaded"),
+            BindingSlot(SH, V("I32"), 8, "Shared", "ReadWrite", "tile"),
+            BindingSlot(SH + 1, V("U32"), 1, "Scratch", "ReadWrite", "cell"),
+        ]
+    )
     i = body.gid()
     shifted = body.bin("Add", i, body.u32(3))
-    body.store(2, i, body.load(0, shifted))                       # OOB for the last 3
-    body.store(1, shifted, body.cast("I32", i))                   # OOB store for the last 3
+    body.store(2, i, body.load(0, shifted))  # OOB for the last 3
+    body.store(1, shifted, body.cast("I32", i))  # OOB store for the last 3
     lid = body.op("LocalInvocationId", 0)
-    body.store_sh(SH, lid, body.cast("I32", lid))                 # only lid < 8 lands
+    body.store_sh(SH, lid, body.cast("I32", lid))  # only lid < 8 lands
     body.op(V("Barrier", ("AcqRel",)), value=False)
-    body.store_sh(SH + 1, body.u32(1), body.u32(99))              # OOB scratch store: dropped
+    body.store_sh(SH + 1, body.u32(1), body.u32(99))  # OOB scratch store: dropped
     sh = body.load_sh(SH, body.bin("BitAnd", lid, body.u32(15)))
     sc = body.load_sh(SH + 1, body.u32(0))
     sc_oob = body.load_sh(SH + 1, body.u32(5))
@@ -540,11 +800,14 @@ def test_out_of_bounds_loads_zero_and_stores_dropped(device):
 
 
 def test_uniform_params_of_every_type_and_keyword_names(device):
-    slots = [buf(0, "F32", "loop", "ReadOnly"), buf(1, "F32", "var"),
-             BindingSlot(2, V("F32"), 1, "Uniform", "ReadOnly", "main"),
-             BindingSlot(3, V("U32"), 1, "Uniform", "ReadOnly", "u_n"),
-             BindingSlot(4, V("I32"), 1, "Uniform", "ReadOnly", "my-offset"),
-             BindingSlot(5, V("Bool"), 1, "Uniform", "ReadOnly", "_flag")]
+    slots = [
+        buf(0, "F32", "loop", "ReadOnly"),
+        buf(1, "F32", "var"),
+        BindingSlot(2, V("F32"), 1, "Uniform", "ReadOnly", "main"),
+        BindingSlot(3, V("U32"), 1, "Uniform", "ReadOnly", "u_n"),
+        BindingSlot(4, V("I32"), 1, "Uniform", "ReadOnly", "my-offset"),
+        BindingSlot(5, V("Bool"), 1, "Uniform", "ReadOnly", "_flag"),
+    ]
     make, body = kernel(slots)
     i = body.gid()
     a, n, off, flag = (body.param(s) for s in (2, 3, 4, 5))
@@ -563,18 +826,24 @@ def test_uniform_params_of_every_type_and_keyword_names(device):
 
 @pytest.mark.parametrize("ty", ["U32", "I32"])
 def test_atomics_global_and_shared(device, ty):
-    n = 200   # not a multiple of 64; 4 workgroups
+    n = 200  # not a multiple of 64; 4 workgroups
     ops = ["Add", "Or", "And", "Xor", "Min", "Max", "Exchange"]
-    slots = [buf(0, ty, "vals", "ReadOnly"), buf(1, ty, "acc"), buf(2, ty, "oob_olds"),
-             buf(3, ty, "cas"), buf(4, ty, "cas_olds"), buf(5, "U32", "counts"),
-             BindingSlot(SH, V(ty), 2, "Shared", "ReadWrite", "hist")]
+    slots = [
+        buf(0, ty, "vals", "ReadOnly"),
+        buf(1, ty, "acc"),
+        buf(2, ty, "oob_olds"),
+        buf(3, ty, "cas"),
+        buf(4, ty, "cas_olds"),
+        buf(5, "U32", "counts"),
+        BindingSlot(SH, V(ty), 2, "Shared", "ReadWrite", "hist"),
+    ]
     make, body = kernel(slots)
     i = body.gid()
     live = body.if_(body.bin("Lt", i, body.length(0)))
     v = live.load(0, i)
     for k, op in enumerate(ops):
         live.atomic(op, 1, live.u32(k), v)
-    live.store(2, i, live.atomic("Add", 1, live.u32(100), v))   # OOB: no effect, returns 0
+    live.store(2, i, live.atomic("Add", 1, live.u32(100), v))  # OOB: no effect, returns 0
     mine = live.cast(ty, live.bin("Add", i, live.u32(1)))
     live.store(4, i, live.atomic("CompareExchange", 3, live.u32(0), live.lit(ty, 0), mine))
     lid = body.op("LocalInvocationId", 0)
@@ -582,14 +851,18 @@ def test_atomics_global_and_shared(device, ty):
     body.op(V("Barrier", ("AcqRel",)), value=False)
     first = body.if_(body.bin("Eq", lid, body.u32(0)))
     first.store(5, first.op("WorkgroupId", 0), first.cast("U32", first.load_sh(SH, first.u32(0))))
-    plain = body.if_(body.bin("Eq", i, body.u32(0)))   # plain load/store of an atomic buffer
+    plain = body.if_(body.bin("Eq", i, body.u32(0)))  # plain load/store of an atomic buffer
     plain.store(1, plain.u32(7), plain.bin("Add", plain.load(1, plain.u32(7)), plain.lit(ty, 5)))
     vals = np.resize(np.array([3, 5, 12, 1, 9], NP[ty]), n)
     if ty == "I32":
         vals[::7] *= -1
     init = np.array([0, 0, -1, 0, 1000, -1000, 0, 77], np.int64).astype(NP[ty])
-    out = dispatch(device, make(), {0: vals, 1: init, 2: np.full(n, 9), 3: np.zeros(1),
-                                    4: np.zeros(n), 5: np.zeros(4)}, groups=(4, 1, 1))
+    out = dispatch(
+        device,
+        make(),
+        {0: vals, 1: init, 2: np.full(n, 9), 3: np.zeros(1), 4: np.zeros(n), 5: np.zeros(4)},
+        groups=(4, 1, 1),
+    )
     acc = out[1]
     assert acc[0] == wrap(vals.astype(np.int64).sum(), NP[ty])
     assert acc[1] == np.bitwise_or.reduce(vals)
@@ -598,21 +871,27 @@ def test_atomics_global_and_shared(device, ty):
     assert acc[4] == min(vals.min(), init[4]) and acc[5] == max(vals.max(), init[5])
     assert acc[6] in vals and acc[7] == 82
     np.testing.assert_array_equal(out[2], np.zeros(n))
-    olds = out[4]   # exactly one invocation saw 0 and swapped in i + 1; the rest saw that
+    olds = out[4]  # exactly one invocation saw 0 and swapped in i + 1; the rest saw that
     winner = np.flatnonzero(olds == 0)
     assert winner.size == 1
     np.testing.assert_array_equal(np.delete(olds, winner), np.full(n - 1, winner[0] + 1))
     assert out[3][0] == winner[0] + 1
-    assert out[5].tolist() == [32, 32, 32, 32]   # lanes with an even lid, per workgroup
+    assert out[5].tolist() == [32, 32, 32, 32]  # lanes with an even lid, per workgroup
 
 
 # --- control flow --------------------------------------------------------------------
 def test_loops_break_continue_return_and_ifs(device):
     n = 130
-    make, body = kernel([buf(0, "I32", "out"), buf(1, "U32", "steps"),
-                         BindingSlot(SH, V("I32"), 1, "Scratch", "ReadWrite", "acc"),
-                         BindingSlot(SH + 1, V("U32"), 1, "Scratch", "ReadWrite", "j"),
-                         BindingSlot(SH + 2, V("I32"), 4, "Scratch", "ReadWrite", "arr")], wg=(32, 1, 1))
+    make, body = kernel(
+        [
+            buf(0, "I32", "out"),
+            buf(1, "U32", "steps"),
+            BindingSlot(SH, V("I32"), 1, "Scratch", "ReadWrite", "acc"),
+            BindingSlot(SH + 1, V("U32"), 1, "Scratch", "ReadWrite", "j"),
+            BindingSlot(SH + 2, V("I32"), 4, "Scratch", "ReadWrite", "arr"),
+        ],
+        wg=(32, 1, 1),
+    )
     i = body.gid()
     zero = body.u32(0)
     early = body.if_(body.bin("Ge", i, body.length(0)))
@@ -627,7 +906,9 @@ def test_loops_break_continue_return_and_ifs(device):
     m = inner.op(V("LoopIndex", ("m",)))
     kk = inner.op(V("LoopIndex", ("k",)))
     cur = inner.load_sh(SH, inner.u32(0))
-    inner.store_sh(SH, inner.u32(0), inner.bin("Add", cur, inner.bin("Add", kk, inner.cast("I32", m))))
+    inner.store_sh(
+        SH, inner.u32(0), inner.bin("Add", cur, inner.bin("Add", kk, inner.cast("I32", m)))
+    )
     inner.store_sh(SH + 2, inner.bin("BitAnd", inner.cast("U32", kk), inner.u32(3)), kk)
     # while-style vyre.loop with a continuing block: j += 3 until j >= i % 20 (break)
     b_idx, lbody = body.child()
@@ -636,13 +917,22 @@ def test_loops_break_continue_return_and_ifs(device):
     j = lbody.load_sh(SH + 1, lbody.u32(0))
     stop_idx, stop = lbody.child()
     else_idx, go = lbody.child()
-    lbody.op("StructuredIfThenElse", lbody.bin("Ge", j, lbody.bin("Mod", i, lbody.u32(20))),
-             stop_idx, else_idx, value=False)
+    lbody.op(
+        "StructuredIfThenElse",
+        lbody.bin("Ge", j, lbody.bin("Mod", i, lbody.u32(20))),
+        stop_idx,
+        else_idx,
+        value=False,
+    )
     stop.node("vyre.break")
     go.store(1, i, go.bin("Add", go.load(1, i), go.u32(1)))
-    cont.store_sh(SH + 1, cont.u32(0), cont.bin("Add", cont.load_sh(SH + 1, cont.u32(0)), cont.u32(3)))
+    cont.store_sh(
+        SH + 1, cont.u32(0), cont.bin("Add", cont.load_sh(SH + 1, cont.u32(0)), cont.u32(3))
+    )
     arr_sum = body.bin("Add", body.load_sh(SH + 2, body.u32(2)), body.load_sh(SH + 2, body.u32(3)))
-    body.store(0, i, body.bin("Add", body.bin("Mul", body.load_sh(SH, zero), body.i32(100)), arr_sum))
+    body.store(
+        0, i, body.bin("Add", body.bin("Mul", body.load_sh(SH, zero), body.i32(100)), arr_sum)
+    )
     out = dispatch(device, make(), {0: np.zeros(n), 1: np.zeros(n)}, groups=(5, 1, 1))
     exp_out, exp_steps = [], []
     for t in range(n):
@@ -672,8 +962,12 @@ def test_builtin_ids_and_num_workgroups_3d(device):
     # linear index over the whole grid, computed from the counts
     wx = body.bin("Mul", nw[0], body.u32(4))
     wy = body.bin("Mul", nw[1], body.u32(2))
-    lin = body.bin("Add", g[0], body.bin("Mul", wx, body.bin("Add", g[1], body.bin("Mul", wy, g[2]))))
-    packed = body.bin("BitOr", body.bin("Shl", lid[0], body.u32(0)), body.bin("Shl", lid[1], body.u32(4)))
+    lin = body.bin(
+        "Add", g[0], body.bin("Mul", wx, body.bin("Add", g[1], body.bin("Mul", wy, g[2])))
+    )
+    packed = body.bin(
+        "BitOr", body.bin("Shl", lid[0], body.u32(0)), body.bin("Shl", lid[1], body.u32(4))
+    )
     packed = body.bin("BitOr", packed, body.bin("Shl", lid[2], body.u32(8)))
     packed = body.bin("BitOr", packed, body.bin("Shl", wid[0], body.u32(12)))
     packed = body.bin("BitOr", packed, body.bin("Shl", wid[1], body.u32(16)))
@@ -693,10 +987,16 @@ def test_builtin_ids_and_num_workgroups_3d(device):
 
 def test_shared_reduction_with_barriers(device):
     n, wg = 1000, 64
-    make, body = kernel([buf(0, "F32", "x", "ReadOnly"), buf(1, "F32", "partial"),
-                         BindingSlot(SH, V("F32"), wg, "Shared", "ReadWrite", "tile")], wg=(wg, 1, 1))
+    make, body = kernel(
+        [
+            buf(0, "F32", "x", "ReadOnly"),
+            buf(1, "F32", "partial"),
+            BindingSlot(SH, V("F32"), wg, "Shared", "ReadWrite", "tile"),
+        ],
+        wg=(wg, 1, 1),
+    )
     i, lid = body.gid(), body.op("LocalInvocationId", 0)
-    body.store_sh(SH, lid, body.load(0, i))                        # OOB load gives 0 past n
+    body.store_sh(SH, lid, body.load(0, i))  # OOB load gives 0 past n
     body.op(V("Barrier", ("AcqRel",)), value=False)
     loop = body.for_("s", body.u32(0), body.u32(6))
     stride = loop.bin("Shr", loop.u32(32), loop.op(V("LoopIndex", ("s",))))
@@ -715,9 +1015,11 @@ def test_shared_reduction_with_barriers(device):
 
 # --- determinism, codec round trip, errors -------------------------------------------
 def _all_descriptors():
-    return [elementwise("F32", "F32", lambda b, x: b.un("Sqrt", x)),
-            elementwise("I32", "I32", lambda b, x, y: b.bin("Div", x, y), n_in=2),
-            elementwise("U32", "U32", lambda b, x: b.bin("RotateLeft", x, b.u32(3)))]
+    return [
+        elementwise("F32", "F32", lambda b, x: b.un("Sqrt", x)),
+        elementwise("I32", "I32", lambda b, x, y: b.bin("Div", x, y), n_in=2),
+        elementwise("U32", "U32", lambda b, x: b.bin("RotateLeft", x, b.u32(3))),
+    ]
 
 
 def test_decode_encode_round_trip_emits_identical_text(device):
@@ -726,7 +1028,9 @@ def test_decode_encode_round_trip_emits_identical_text(device):
         validate(device, d)
     make, body = kernel([buf(0, "U32", "o")], wg=(1, 1, 1))
     for k, v in enumerate([float("nan"), 0.1, -0.0, 1e-42, float("inf")]):
-        body.store(0, body.u32(k), body.op(V("OpaqueExpr", (0, "vyre.bitcast", bytes([2]))), body.f32(v)))
+        body.store(
+            0, body.u32(k), body.op(V("OpaqueExpr", (0, "vyre.bitcast", bytes([2]))), body.f32(v))
+        )
     d = make()
     assert emit_wgsl(decode(encode(d))) == emit_wgsl(d)
 
@@ -735,39 +1039,64 @@ def test_identifiers_are_injective_and_valid():
     names = ["x", "loop", "main", "u_x", "_x", "my-buf", "my_2d_buf", "é", "a b", "gid", "select"]
     mapped = [ident(n) for n in names]
     assert len(set(mapped)) == len(mapped)
-    assert mapped[:2] == ["x", "u_loop"] and ident("u_x") == "u_u_5f_x" and ident("my-buf") == "u_my_2d_buf"
+    assert (
+        mapped[:2] == ["x", "u_loop"]
+        and ident("u_x") == "u_u_5f_x"
+        and ident("my-buf") == "u_my_2d_buf"
+    )
 
 
 def test_unhandled_op_raises_emit_error_naming_it():
     make, body = kernel([buf(0, "U32", "o")])
     i = body.gid()
     body.store(0, i, body.bin("Shuffle", i, i))
-    with pytest.raises(EmitError, match=r"BinOpKind\(Shuffle.*operands \[0: U32, 0: U32\].*"
-                                        r"no WGSL rule for binary Shuffle on U32"):
+    with pytest.raises(
+        EmitError,
+        match=r"BinOpKind\(Shuffle.*operands \[0: U32, 0: U32\].*"
+        r"no WGSL rule for binary Shuffle on U32",
+    ):
         emit_wgsl(make())
     make, body = kernel([buf(0, "U32", "o")])
     body.op(V("Call", ("helper",)), body.gid())
-    with pytest.raises(EmitError, match=r"kernel 'k': cannot emit WGSL for op Call\('helper',\) "
-                                        r"\(operands \[0: U32\], result 1\): no WGSL rule for op kind Call"):
+    with pytest.raises(
+        EmitError,
+        match=r"kernel 'k': cannot emit WGSL for op Call\('helper',\) "
+        r"\(operands \[0: U32\], result 1\): no WGSL rule for op kind Call",
+    ):
         emit_wgsl(make())
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda b, i: b.bin("Add", i, b.i32(1)), r"operand 1 has type I32, expected U32"),
-    (lambda b, i: b.un("Sqrt", i), r"no WGSL rule for unary Sqrt on U32"),
-    (lambda b, i: b.cast("F16", i), r"no WGSL rule for a cast from U32 to F16"),
-    (lambda b, i: b.store(1, i, i), r"slot 1 'src' is read-only"),
-    (lambda b, i: b.load(9, i), r"slot 9 does not exist"),
-    (lambda b, i: b.op("LoadGlobal", 0, 77), r"operand 1 \(id 77\) is not defined in this scope"),
-    (lambda b, i: b.op(V("LoopIndex", ("q",))), r"no enclosing StructuredForLoop has loop_var 'q'"),
-    (lambda b, i: b.node("vyre.break"), r"vyre.break outside a loop body"),
-    (lambda b, i: b.op(V("Atomic", (V("FetchNand"), "Relaxed")), 0, i, i), r"atomic FetchNand"),
-    (lambda b, i: b.op(V("OpaqueExpr", (0, "vyre.bitcast", bytes([10]))), i), r"bitcast from U32"),
-    (lambda b, i: (b.node("vyre.break"), b.gid()), r"must be the last op of its body"),
-    (lambda b, i: b.ops.append(KernelOp(V("GlobalInvocationId"), (1,), i)), r"result id 0 is defined twice"),
-    (lambda b, i: b.op(V("Barrier", ("Relaxed",)), value=False), r"Barrier ordering Relaxed"),
-    (lambda b, i: b.op("GlobalInvocationId", 3), r"axis 3 is not 0, 1 or 2"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda b, i: b.bin("Add", i, b.i32(1)), r"operand 1 has type I32, expected U32"),
+        (lambda b, i: b.un("Sqrt", i), r"no WGSL rule for unary Sqrt on U32"),
+        (lambda b, i: b.cast("F16", i), r"no WGSL rule for a cast from U32 to F16"),
+        (lambda b, i: b.store(1, i, i), r"slot 1 'src' is read-only"),
+        (lambda b, i: b.load(9, i), r"slot 9 does not exist"),
+        (
+            lambda b, i: b.op("LoadGlobal", 0, 77),
+            r"operand 1 \(id 77\) is not defined in this scope",
+        ),
+        (
+            lambda b, i: b.op(V("LoopIndex", ("q",))),
+            r"no enclosing StructuredForLoop has loop_var 'q'",
+        ),
+        (lambda b, i: b.node("vyre.break"), r"vyre.break outside a loop body"),
+        (lambda b, i: b.op(V("Atomic", (V("FetchNand"), "Relaxed")), 0, i, i), r"atomic FetchNand"),
+        (
+            lambda b, i: b.op(V("OpaqueExpr", (0, "vyre.bitcast", bytes([10]))), i),
+            r"bitcast from U32",
+        ),
+        (lambda b, i: (b.node("vyre.break"), b.gid()), r"must be the last op of its body"),
+        (
+            lambda b, i: b.ops.append(KernelOp(V("GlobalInvocationId"), (1,), i)),
+            r"result id 0 is defined twice",
+        ),
+        (lambda b, i: b.op(V("Barrier", ("Relaxed",)), value=False), r"Barrier ordering Relaxed"),
+        (lambda b, i: b.op("GlobalInvocationId", 3), r"axis 3 is not 0, 1 or 2"),
+    ],
+)
 def test_malformed_descriptors_raise_precise_emit_errors(mutate, message):
     """Each mutation of a valid kernel is refused with a message naming the defect."""
     make, body = kernel([buf(0, "U32", "o"), buf(1, "U32", "src", "ReadOnly")])
@@ -790,12 +1119,21 @@ def test_continuing_block_refuses_break_and_return():
             emit_wgsl(make())
 
 
-@pytest.mark.parametrize("slot, message", [
-    (BindingSlot(0, V("Bool"), None, "Global", "ReadWrite", "o"), "storage buffers hold U32/I32/F32"),
-    (BindingSlot(0, V("U32"), None, "Constant", "ReadOnly", "o"), "memory class Constant has no WGSL rule"),
-    (BindingSlot(SH, V("F32"), 0, "Shared", "ReadWrite", "o"), "element_count >= 1"),
-    (BindingSlot(0, V("F32"), 2, "Uniform", "ReadOnly", "o"), "must be one U32/I32/F32/Bool"),
-])
+@pytest.mark.parametrize(
+    "slot, message",
+    [
+        (
+            BindingSlot(0, V("Bool"), None, "Global", "ReadWrite", "o"),
+            "storage buffers hold U32/I32/F32",
+        ),
+        (
+            BindingSlot(0, V("U32"), None, "Constant", "ReadOnly", "o"),
+            "memory class Constant has no WGSL rule",
+        ),
+        (BindingSlot(SH, V("F32"), 0, "Shared", "ReadWrite", "o"), "element_count >= 1"),
+        (BindingSlot(0, V("F32"), 2, "Uniform", "ReadOnly", "o"), "must be one U32/I32/F32/Bool"),
+    ],
+)
 def test_bad_slots_are_refused(slot, message):
     with pytest.raises(EmitError, match=message):
         emit_wgsl(KernelDescriptor("k", (slot,), (1, 1, 1), KernelBody()))
@@ -811,7 +1149,7 @@ def test_naga_validation_is_live(device):
     """The validation every test relies on rejects a type error (so a pass means something)."""
     good = emit_wgsl(_all_descriptors()[0])
     validate(device, _all_descriptors()[0])
-    bad = good.replace("sqrt(", "countOneBits(")   # countOneBits has no f32 overload
+    bad = good.replace("sqrt(", "countOneBits(")  # countOneBits has no f32 overload
     assert bad != good
     with pytest.raises(Exception, match="countOneBits|argument|type"):
         device.create_shader_module(code=bad)

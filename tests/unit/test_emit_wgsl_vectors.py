@@ -4,15 +4,38 @@ validated by naga and dispatched through wgpu (lavapipe), results compared with 
 A vec<n> buffer is a flat host array of n * length values. Reuses the builder and the
 private dispatch helper of test_emit_wgsl.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_emit_wgsl import (EDGE_I32, EDGE_U32, I32_MAX, I32_MIN, NP, SH, Body, buf, dispatch,
-                            kernel, pairs, validate, wgpu_device, wrap, wrapped_mul)
+from test_emit_wgsl import (
+    EDGE_I32,
+    EDGE_U32,
+    I32_MAX,
+    I32_MIN,
+    NP,
+    SH,
+    Body,
+    buf,
+    dispatch,
+    kernel,
+    pairs,
+    validate,
+    wgpu_device,
+    wrap,
+    wrapped_mul,
+)
 
-from vyre_build.descriptor import (BindingSlot, KernelBody, KernelDescriptor, Variant as V,
-                                   decode, encode, encode_datatype)
+from vyre_build.descriptor import (
+    BindingSlot,
+    KernelBody,
+    KernelDescriptor,
+    Variant as V,
+    decode,
+    encode,
+    encode_datatype,
+)
 from vyre_build.emit_wgsl import emit_wgsl
 from vyre_build.errors import EmitError
 
@@ -58,19 +81,24 @@ def lanes(b: Body, m: int, k: int, i):
 
 # --- end to end ------------------------------------------------------------------------
 def test_vec4_saxpy_with_splat(device):
-    slots = [vbuf(0, "F32", 4, "x", "ReadOnly"), vbuf(1, "F32", 4, "y"),
-             BindingSlot(2, V("F32"), 1, "Uniform", "ReadOnly", "a")]
+    slots = [
+        vbuf(0, "F32", 4, "x", "ReadOnly"),
+        vbuf(1, "F32", 4, "y"),
+        BindingSlot(2, V("F32"), 1, "Uniform", "ReadOnly", "a"),
+    ]
     make, body = kernel(slots)
     i = body.gid()
     inner = body.if_(body.bin("Lt", i, body.length(1)))
     a = inner.param(2)
-    r = inner.bin("Add", inner.bin("Mul", splat(inner, "F32", 4, a), inner.load(0, i)), inner.load(1, i))
+    r = inner.bin(
+        "Add", inner.bin("Mul", splat(inner, "F32", 4, a), inner.load(0, i)), inner.load(1, i)
+    )
     inner.store(1, i, r)
     desc = make()
     text = validate(device, desc)
     assert "var<storage, read> x: array<vec4<f32>>;" in text
     assert "vec4<f32>(_v" in text and "select(vec4<f32>(), x[min(" in text
-    n = 1000   # vectors; not a multiple of the workgroup size
+    n = 1000  # vectors; not a multiple of the workgroup size
     rng = np.random.default_rng(7)
     x = rng.standard_normal(4 * n).astype(np.float32)
     y = rng.standard_normal(4 * n).astype(np.float32)
@@ -80,24 +108,48 @@ def test_vec4_saxpy_with_splat(device):
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_f32_vector_componentwise_math(device, n):
-    m = 128   # vectors per input
+    m = 128  # vectors per input
     rng = np.random.default_rng(n)
     a = rng.uniform(-3, 3, n * m).astype(np.float32)
-    b = rng.uniform(0.25, 3, n * m).astype(np.float32) * rng.choice([-1, 1], n * m).astype(np.float32)
-    a[:8] = [2.5, -2.5, 0.5, -0.5, 1.5, 0.0, -0.0, 3.0]   # round half to even, zeros
+    b = rng.uniform(0.25, 3, n * m).astype(np.float32) * rng.choice([-1, 1], n * m).astype(
+        np.float32
+    )
+    a[:8] = [2.5, -2.5, 0.5, -0.5, 1.5, 0.0, -0.0, 3.0]  # round half to even, zeros
     with np.errstate(all="ignore"):
-        bins = {"Add": a + b, "Sub": a - b, "Mul": a * b, "Div": a / b,
-                "Min": np.minimum(a, b), "Max": np.maximum(a, b)}
-        uns = {"Negate": -a, "Abs": np.abs(a), "Floor": np.floor(a), "Ceil": np.ceil(a),
-               "Round": np.round(a), "Trunc": np.trunc(a), "Sign": np.sign(a),
-               "Sqrt": np.sqrt(np.abs(a)), "Exp": np.exp(a), "Exp2": np.exp2(a),
-               "Log": np.log(np.abs(a)), "Log2": np.log2(np.abs(a)), "Sin": np.sin(a),
-               "Cos": np.cos(a), "Tan": np.tan(a), "Tanh": np.tanh(a),
-               "InverseSqrt": 1 / np.sqrt(np.abs(a))}
-    positive = {"Sqrt", "Log", "Log2", "InverseSqrt"}   # applied to abs(a)
+        bins = {
+            "Add": a + b,
+            "Sub": a - b,
+            "Mul": a * b,
+            "Div": a / b,
+            "Min": np.minimum(a, b),
+            "Max": np.maximum(a, b),
+        }
+        uns = {
+            "Negate": -a,
+            "Abs": np.abs(a),
+            "Floor": np.floor(a),
+            "Ceil": np.ceil(a),
+            "Round": np.round(a),
+            "Trunc": np.trunc(a),
+            "Sign": np.sign(a),
+            "Sqrt": np.sqrt(np.abs(a)),
+            "Exp": np.exp(a),
+            "Exp2": np.exp2(a),
+            "Log": np.log(np.abs(a)),
+            "Log2": np.log2(np.abs(a)),
+            "Sin": np.sin(a),
+            "Cos": np.cos(a),
+            "Tan": np.tan(a),
+            "Tanh": np.tanh(a),
+            "InverseSqrt": 1 / np.sqrt(np.abs(a)),
+        }
+    positive = {"Sqrt", "Log", "Log2", "InverseSqrt"}  # applied to abs(a)
     results = list(bins) + list(uns) + ["Fma"]
-    slots = [vbuf(0, "F32", n, "a", "ReadOnly"), vbuf(1, "F32", n, "b", "ReadOnly"),
-             vbuf(2, "F32", n, "out")]
+    slots = [
+        vbuf(0, "F32", n, "a", "ReadOnly"),
+        vbuf(1, "F32", n, "b", "ReadOnly"),
+        vbuf(2, "F32", n, "out"),
+    ]
     make, body = kernel(slots)
     i = body.gid()
     inner = body.if_(body.bin("Lt", i, body.u32(m)))
@@ -108,13 +160,27 @@ def test_f32_vector_componentwise_math(device, n):
     vals.append(fma(inner, x, y, x))
     for k, v in enumerate(vals):
         inner.store(2, lanes(inner, m, k, i), v)
-    out = dispatch(device, make(), {0: a, 1: b, 2: np.zeros(n * m * len(results))},
-                   groups=(2, 1, 1))
-    exact = {"Add", "Sub", "Mul", "Div", "Min", "Max", "Negate", "Abs", "Floor", "Ceil", "Round",
-             "Trunc", "Sign"}
+    out = dispatch(
+        device, make(), {0: a, 1: b, 2: np.zeros(n * m * len(results))}, groups=(2, 1, 1)
+    )
+    exact = {
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Min",
+        "Max",
+        "Negate",
+        "Abs",
+        "Floor",
+        "Ceil",
+        "Round",
+        "Trunc",
+        "Sign",
+    }
     expect = {**bins, **uns, "Fma": a * b + a}
     for k, op in enumerate(results):
-        got = out[2][k * n * m:(k + 1) * n * m]
+        got = out[2][k * n * m : (k + 1) * n * m]
         ref = expect[op].astype(np.float32)
         sel = np.abs(a) > 1e-3 if op in positive else np.ones(a.size, bool)
         if op == "Tan":
@@ -133,25 +199,39 @@ def test_integer_vector_ops_wrap(device, elem, n):
     a, b = a[:cut], b[:cut]
     m = a.size // n
     a64, b64 = a.astype(np.int64), b.astype(np.int64)
-    expect = {"Add": wrap(a64 + b64, dtype), "Sub": wrap(a64 - b64, dtype), "Mul": wrapped_mul(a, b),
-              "Min": np.minimum(a, b), "Max": np.maximum(a, b), "BitAnd": a & b, "BitOr": a | b,
-              "BitXor": a ^ b, "Negate": wrap(-a64, dtype), "BitNot": ~a}
+    expect = {
+        "Add": wrap(a64 + b64, dtype),
+        "Sub": wrap(a64 - b64, dtype),
+        "Mul": wrapped_mul(a, b),
+        "Min": np.minimum(a, b),
+        "Max": np.maximum(a, b),
+        "BitAnd": a & b,
+        "BitOr": a | b,
+        "BitXor": a ^ b,
+        "Negate": wrap(-a64, dtype),
+        "BitNot": ~a,
+    }
     if elem == "I32":
-        expect["Abs"] = wrap(np.abs(a64), dtype)   # abs(MIN) == MIN
+        expect["Abs"] = wrap(np.abs(a64), dtype)  # abs(MIN) == MIN
     unary = {"Negate", "BitNot", "Abs"}
-    slots = [vbuf(0, elem, n, "a", "ReadOnly"), vbuf(1, elem, n, "b", "ReadOnly"),
-             vbuf(2, elem, n, "out")]
+    slots = [
+        vbuf(0, elem, n, "a", "ReadOnly"),
+        vbuf(1, elem, n, "b", "ReadOnly"),
+        vbuf(2, elem, n, "out"),
+    ]
     make, body = kernel(slots)
     i = body.gid()
     x, y = body.load(0, i), body.load(1, i)
     for k, op in enumerate(expect):
         v = body.un(op, x) if op in unary else body.bin(op, x, y)
         body.store(2, lanes(body, m, k, i), v)
-    out = dispatch(device, make(), {0: a, 1: b, 2: np.zeros(a.size * len(expect))},
-                   groups=(m // 64, 1, 1))
+    out = dispatch(
+        device, make(), {0: a, 1: b, 2: np.zeros(a.size * len(expect))}, groups=(m // 64, 1, 1)
+    )
     for k, op in enumerate(expect):
-        np.testing.assert_array_equal(out[2][k * a.size:(k + 1) * a.size], expect[op],
-                                      err_msg=f"vec{n}<{elem}> {op}")
+        np.testing.assert_array_equal(
+            out[2][k * a.size : (k + 1) * a.size], expect[op], err_msg=f"vec{n}<{elem}> {op}"
+        )
     if elem == "I32":
         assert I32_MIN in a and I32_MAX in a
 
@@ -159,8 +239,14 @@ def test_integer_vector_ops_wrap(device, elem, n):
 def test_construct_extract_and_select(device):
     m = 64
     x = np.arange(4 * m, dtype=np.float32) * 0.5 - 7
-    slots = [vbuf(0, "F32", 4, "x", "ReadOnly"), vbuf(1, "F32", 4, "rev"), buf(2, "F32", "s"),
-             vbuf(3, "U32", 2, "pair"), vbuf(4, "I32", 4, "ints"), vbuf(5, "F32", 4, "sel")]
+    slots = [
+        vbuf(0, "F32", 4, "x", "ReadOnly"),
+        vbuf(1, "F32", 4, "rev"),
+        buf(2, "F32", "s"),
+        vbuf(3, "U32", 2, "pair"),
+        vbuf(4, "I32", 4, "ints"),
+        vbuf(5, "F32", 4, "sel"),
+    ]
     make, body = kernel(slots)
     i = body.gid()
     v = body.load(0, i)
@@ -169,18 +255,31 @@ def test_construct_extract_and_select(device):
     body.store(2, i, body.bin("Add", body.bin("Mul", cx, body.f32(10.0)), cw))
     p = vec(body, "U32", i, body.bin("Mul", i, body.u32(3)))
     body.store(3, i, vec(body, "U32", extract(body, p, 1), extract(body, p, 0)))
-    body.store(4, i, vec(body, "I32", body.i32(-1), body.i32(I32_MIN), body.i32(7), body.i32(I32_MAX)))
+    body.store(
+        4, i, vec(body, "I32", body.i32(-1), body.i32(I32_MIN), body.i32(7), body.i32(I32_MAX))
+    )
     even = body.bin("Eq", body.bin("BitAnd", i, body.u32(1)), body.u32(0))
     body.store(5, i, body.op("Select", even, v, splat(body, "F32", 4, body.f32(-1.0))))
-    out = dispatch(device, make(), {0: x, 1: np.zeros(4 * m), 2: np.zeros(m), 3: np.zeros(2 * m),
-                                    4: np.zeros(4 * m), 5: np.zeros(4 * m)})
+    out = dispatch(
+        device,
+        make(),
+        {
+            0: x,
+            1: np.zeros(4 * m),
+            2: np.zeros(m),
+            3: np.zeros(2 * m),
+            4: np.zeros(4 * m),
+            5: np.zeros(4 * m),
+        },
+    )
     xv = x.reshape(m, 4)
     np.testing.assert_array_equal(out[1].reshape(m, 4), xv[:, ::-1])
     np.testing.assert_array_equal(out[2], xv[:, 0] * np.float32(10) + xv[:, 3])
     idx = np.arange(m, dtype=np.uint32)
     np.testing.assert_array_equal(out[3].reshape(m, 2), np.stack([idx * 3, idx], 1))
-    np.testing.assert_array_equal(out[4].reshape(m, 4),
-                                  np.tile(np.array([-1, I32_MIN, 7, I32_MAX], np.int32), (m, 1)))
+    np.testing.assert_array_equal(
+        out[4].reshape(m, 4), np.tile(np.array([-1, I32_MIN, 7, I32_MAX], np.int32), (m, 1))
+    )
     expect = np.where((idx % 2 == 0)[:, None], xv, np.float32(-1))
     np.testing.assert_array_equal(out[5].reshape(m, 4), expect)
 
@@ -195,23 +294,61 @@ def ref_f32_to_int(x, dtype):
 
 
 def test_vector_casts_saturate_and_round(device):
-    f = np.array([np.nan, -np.nan, np.inf, -np.inf, 3e9, -3e9, 2147483520.0, 2147483648.0,
-                  -2147483648.0, -2147483904.0, 1.5, -1.5, -0.7, 0.7, 4294967040.0, 4294967296.0,
-                  -1.0, 0.0, -0.0, 123456.789], np.float32)
+    f = np.array(
+        [
+            np.nan,
+            -np.nan,
+            np.inf,
+            -np.inf,
+            3e9,
+            -3e9,
+            2147483520.0,
+            2147483648.0,
+            -2147483648.0,
+            -2147483904.0,
+            1.5,
+            -1.5,
+            -0.7,
+            0.7,
+            4294967040.0,
+            4294967296.0,
+            -1.0,
+            0.0,
+            -0.0,
+            123456.789,
+        ],
+        np.float32,
+    )
     f = np.concatenate([f, np.random.default_rng(3).uniform(-5e9, 5e9, 44).astype(np.float32)])
-    ints = np.concatenate([EDGE_I32, np.array([16777217, -16777217, 2147483584, 2147483585, 5, 6,
-                                               -5, -6], np.int32)])[:24]
-    uints = np.concatenate([EDGE_U32, np.array([16777217, 4294967167, 4294967168, 4294967295, 33554435,
-                                                9, 10, 11, 12, 13], np.uint32)])[:24]
-    slots = [vbuf(0, "F32", 4, "f", "ReadOnly"), vbuf(1, "I32", 4, "i", "ReadOnly"),
-             vbuf(2, "U32", 2, "u", "ReadOnly"), vbuf(3, "I32", 4, "f2i"), vbuf(4, "U32", 4, "f2u"),
-             vbuf(5, "F32", 4, "i2f"), vbuf(6, "F32", 2, "u2f"), vbuf(7, "U32", 4, "i2u"),
-             vbuf(8, "I32", 2, "u2i"), vbuf(9, "F32", 4, "same")]
+    ints = np.concatenate(
+        [EDGE_I32, np.array([16777217, -16777217, 2147483584, 2147483585, 5, 6, -5, -6], np.int32)]
+    )[:24]
+    uints = np.concatenate(
+        [
+            EDGE_U32,
+            np.array(
+                [16777217, 4294967167, 4294967168, 4294967295, 33554435, 9, 10, 11, 12, 13],
+                np.uint32,
+            ),
+        ]
+    )[:24]
+    slots = [
+        vbuf(0, "F32", 4, "f", "ReadOnly"),
+        vbuf(1, "I32", 4, "i", "ReadOnly"),
+        vbuf(2, "U32", 2, "u", "ReadOnly"),
+        vbuf(3, "I32", 4, "f2i"),
+        vbuf(4, "U32", 4, "f2u"),
+        vbuf(5, "F32", 4, "i2f"),
+        vbuf(6, "F32", 2, "u2f"),
+        vbuf(7, "U32", 4, "i2u"),
+        vbuf(8, "I32", 2, "u2i"),
+        vbuf(9, "F32", 4, "same"),
+    ]
     make, body = kernel(slots, wg=(4, 1, 1))
     g = body.gid()
     inner = body.if_(body.bin("Lt", g, body.u32(16)))
     fv, iv = inner.load(0, g), inner.load(1, g)
-    j = inner.bin("Lt", g, inner.u32(12))   # u has 12 vec2s
+    j = inner.bin("Lt", g, inner.u32(12))  # u has 12 vec2s
     uv = inner.load(2, g)
     inner.store(3, g, vcast(inner, "I32", 4, fv))
     inner.store(4, g, vcast(inner, "U32", 4, fv))
@@ -226,13 +363,28 @@ def test_vector_casts_saturate_and_round(device):
     assert "fn _vy_cast_v4f32_v4i32(x: vec4<f32>) -> vec4<i32>" in text
     assert "bitcast<vec4<u32>>(" in text
     fz = np.zeros(64)
-    out = dispatch(device, desc, {0: f, 1: np.resize(ints, 64), 2: uints, 3: fz, 4: fz, 5: fz,
-                                  6: np.zeros(24), 7: fz, 8: np.zeros(24), 9: fz}, groups=(4, 1, 1))
+    out = dispatch(
+        device,
+        desc,
+        {
+            0: f,
+            1: np.resize(ints, 64),
+            2: uints,
+            3: fz,
+            4: fz,
+            5: fz,
+            6: np.zeros(24),
+            7: fz,
+            8: np.zeros(24),
+            9: fz,
+        },
+        groups=(4, 1, 1),
+    )
     iv64 = np.resize(ints, 64)
     np.testing.assert_array_equal(out[3], ref_f32_to_int(f, np.int32))
     np.testing.assert_array_equal(out[4], ref_f32_to_int(f, np.uint32))
     assert out[3][0] == 0 and out[3][1] == 0 and out[3][2] == I32_MAX and out[3][3] == I32_MIN
-    np.testing.assert_array_equal(out[5], iv64.astype(np.float32))     # round to nearest even
+    np.testing.assert_array_equal(out[5], iv64.astype(np.float32))  # round to nearest even
     np.testing.assert_array_equal(out[6], uints.astype(np.float32))
     np.testing.assert_array_equal(out[7], iv64.view(np.uint32))
     np.testing.assert_array_equal(out[8], uints.view(np.int32))
@@ -243,40 +395,53 @@ def test_out_of_bounds_vector_loads_and_stores(device):
     m = 50
     x = np.arange(4 * m, dtype=np.float32) + 1
     sentinel = np.full(4 * m, -9, np.float32)
-    slots = [vbuf(0, "F32", 4, "x", "ReadOnly"), vbuf(1, "F32", 4, "shifted"),
-             vbuf(2, "F32", 4, "stored"), buf(3, "U32", "len"), vbuf(4, "I32", 2, "huge")]
+    slots = [
+        vbuf(0, "F32", 4, "x", "ReadOnly"),
+        vbuf(1, "F32", 4, "shifted"),
+        vbuf(2, "F32", 4, "stored"),
+        buf(3, "U32", "len"),
+        vbuf(4, "I32", 2, "huge"),
+    ]
     make, body = kernel(slots)
-    i = body.gid()   # 64 invocations: i and i + 3 run past the 50 vectors
-    body.store(1, i, body.load(0, body.bin("Add", i, body.u32(3))))   # OOB load -> zero vector
-    body.store(2, body.bin("Add", i, body.u32(5)), body.load(0, i))    # OOB store -> nothing
+    i = body.gid()  # 64 invocations: i and i + 3 run past the 50 vectors
+    body.store(1, i, body.load(0, body.bin("Add", i, body.u32(3))))  # OOB load -> zero vector
+    body.store(2, body.bin("Add", i, body.u32(5)), body.load(0, i))  # OOB store -> nothing
     body.store(2, body.u32(0xFFFFFFFF), splat(body, "F32", 4, body.f32(5.0)))
-    body.store(3, body.u32(0), body.length(0))                          # counts vectors
-    body.store(4, i, body.load(4, body.u32(0xFFFFFFFF)))                # zero vec2<i32>
-    out = dispatch(device, make(), {0: x, 1: sentinel, 2: sentinel, 3: np.zeros(1),
-                                    4: np.full(2 * 64, 3)}, groups=(1, 1, 1))
+    body.store(3, body.u32(0), body.length(0))  # counts vectors
+    body.store(4, i, body.load(4, body.u32(0xFFFFFFFF)))  # zero vec2<i32>
+    out = dispatch(
+        device,
+        make(),
+        {0: x, 1: sentinel, 2: sentinel, 3: np.zeros(1), 4: np.full(2 * 64, 3)},
+        groups=(1, 1, 1),
+    )
     xv = x.reshape(m, 4)
     np.testing.assert_array_equal(out[1].reshape(m, 4), np.vstack([xv[3:], np.zeros((3, 4))]))
     got = out[2].reshape(m, 4)
     np.testing.assert_array_equal(got[:5], np.full((5, 4), -9))
-    np.testing.assert_array_equal(got[5:], xv[:m - 5])
+    np.testing.assert_array_equal(got[5:], xv[: m - 5])
     assert out[3][0] == m
     np.testing.assert_array_equal(out[4], np.zeros(128))
 
 
 def test_shared_vector_arrays_zeroed_and_exchanged(device):
     wg, groups = 64, 3
-    slots = [vbuf(0, "F32", 4, "x", "ReadOnly"), vbuf(1, "F32", 4, "rev"), vbuf(2, "I32", 2, "fresh"),
-             BindingSlot(SH, vt("F32", 4), wg, "Shared", "ReadWrite", "sh"),
-             BindingSlot(SH + 1, vt("I32", 2), 2 * wg, "Shared", "ReadWrite", "sh2")]
+    slots = [
+        vbuf(0, "F32", 4, "x", "ReadOnly"),
+        vbuf(1, "F32", 4, "rev"),
+        vbuf(2, "I32", 2, "fresh"),
+        BindingSlot(SH, vt("F32", 4), wg, "Shared", "ReadWrite", "sh"),
+        BindingSlot(SH + 1, vt("I32", 2), 2 * wg, "Shared", "ReadWrite", "sh2"),
+    ]
     make, body = kernel(slots, wg=(wg, 1, 1))
     i, lid = body.gid(), body.op("LocalInvocationId", 0)
     body.store_sh(SH, lid, body.load(0, i))
     # sh2[64 + lid] is never written: it must read as zero in every workgroup.
     body.store_sh(SH + 1, lid, vec(body, "I32", body.cast("I32", i), body.i32(-7)))
-    body.store_sh(SH + 1, body.u32(2 * wg), splat(body, "I32", 2, body.i32(99)))    # OOB: nothing
+    body.store_sh(SH + 1, body.u32(2 * wg), splat(body, "I32", 2, body.i32(99)))  # OOB: nothing
     body.op(V("Barrier", ("AcqRel",)), value=False)
     mirrored = body.load_sh(SH, body.bin("Sub", body.u32(wg - 1), lid))
-    oob = body.load_sh(SH, body.u32(wg))                                            # zero vector
+    oob = body.load_sh(SH, body.u32(wg))  # zero vector
     body.store(1, i, body.bin("Add", mirrored, oob))
     fresh = body.load_sh(SH + 1, body.bin("Add", lid, body.u32(wg)))
     body.store(2, i, body.bin("Add", fresh, body.load_sh(SH + 1, body.u32(2 * wg - 1))))
@@ -295,9 +460,13 @@ def test_shared_vector_arrays_zeroed_and_exchanged(device):
 
 
 def test_scratch_vector_vars_and_arrays(device):
-    slots = [vbuf(0, "F32", 4, "x", "ReadOnly"), vbuf(1, "F32", 4, "acc_out"), vbuf(2, "I32", 2, "sum"),
-             BindingSlot(SH, vt("F32", 4), 1, "Scratch", "ReadWrite", "acc"),
-             BindingSlot(SH + 1, vt("I32", 2), 3, "Scratch", "ReadWrite", "arr")]
+    slots = [
+        vbuf(0, "F32", 4, "x", "ReadOnly"),
+        vbuf(1, "F32", 4, "acc_out"),
+        vbuf(2, "I32", 2, "sum"),
+        BindingSlot(SH, vt("F32", 4), 1, "Scratch", "ReadWrite", "acc"),
+        BindingSlot(SH + 1, vt("I32", 2), 3, "Scratch", "ReadWrite", "arr"),
+    ]
     make, body = kernel(slots)
     i = body.gid()
     zero = body.u32(0)
@@ -308,9 +477,9 @@ def test_scratch_vector_vars_and_arrays(device):
     loop.store_sh(SH, loop.u32(0), fma(loop, xv, splat(loop, "F32", 4, loop.cast("F32", k)), acc))
     ki = loop.cast("I32", k)
     loop.store_sh(SH + 1, k, vec(loop, "I32", ki, loop.un("Negate", ki)))
-    body.store_sh(SH, body.u32(1), splat(body, "F32", 4, body.f32(1e9)))   # OOB store: nothing
+    body.store_sh(SH, body.u32(1), splat(body, "F32", 4, body.f32(1e9)))  # OOB store: nothing
     body.store(1, i, body.load_sh(SH, zero))
-    parts = [body.load_sh(SH + 1, body.u32(j)) for j in range(4)]   # arr[3] is OOB: zero
+    parts = [body.load_sh(SH + 1, body.u32(j)) for j in range(4)]  # arr[3] is OOB: zero
     total = parts[0]
     for p in parts[1:]:
         total = body.bin("Add", total, p)
@@ -328,8 +497,13 @@ def test_scratch_vector_vars_and_arrays(device):
 
 # --- determinism and the scalar-only text --------------------------------------------
 def _vector_descriptor():
-    make, body = kernel([vbuf(0, "F32", 4, "x", "ReadOnly"), vbuf(1, "I32", 4, "o"),
-                         BindingSlot(SH, vt("U32", 2), 8, "Shared", "ReadWrite", "s")])
+    make, body = kernel(
+        [
+            vbuf(0, "F32", 4, "x", "ReadOnly"),
+            vbuf(1, "I32", 4, "o"),
+            BindingSlot(SH, vt("U32", 2), 8, "Shared", "ReadWrite", "s"),
+        ]
+    )
     i = body.gid()
     body.store(1, i, vcast(body, "I32", 4, body.un("Sqrt", body.load(0, i))))
     return make()
@@ -351,63 +525,113 @@ def test_scalar_kernels_pull_in_no_vector_helpers():
 
 # --- refusals --------------------------------------------------------------------------
 def _vec_kernel(mutate):
-    make, body = kernel([vbuf(0, "F32", 4, "f"), vbuf(1, "I32", 4, "iv"), vbuf(2, "U32", 2, "u"),
-                         buf(3, "U32", "s")])
+    make, body = kernel(
+        [
+            vbuf(0, "F32", 4, "f"),
+            vbuf(1, "I32", 4, "iv"),
+            vbuf(2, "U32", 2, "u"),
+            buf(3, "U32", "s"),
+        ]
+    )
     i = body.gid()
     mutate(body, i, body.load(0, i), body.load(1, i), body.load(2, i))
     return make()
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda b, i, f, v, u: b.bin("Lt", f, f), r"binary Lt on Vec<F32,4>"),
-    (lambda b, i, f, v, u: b.bin("Eq", v, v), r"binary Eq on Vec<I32,4>"),
-    (lambda b, i, f, v, u: b.bin("And", u, u), r"binary And on Vec<U32,2>"),
-    (lambda b, i, f, v, u: b.bin("Shl", u, i), r"binary Shl on Vec<U32,2>"),
-    (lambda b, i, f, v, u: b.bin("RotateLeft", v, i), r"binary RotateLeft on Vec<I32,4>"),
-    (lambda b, i, f, v, u: b.bin("Mod", f, f), r"binary Mod on Vec<F32,4>"),
-    (lambda b, i, f, v, u: b.bin("Div", v, v), r"binary Div on Vec<I32,4>"),
-    (lambda b, i, f, v, u: b.bin("BitAnd", f, f), r"binary BitAnd on Vec<F32,4>"),
-    (lambda b, i, f, v, u: b.un("Popcount", u), r"unary Popcount on Vec<U32,2>"),
-    (lambda b, i, f, v, u: b.un("Abs", u), r"unary Abs on Vec<U32,2>"),
-    (lambda b, i, f, v, u: b.un("IsNan", f), r"unary IsNan on Vec<F32,4>"),
-    (lambda b, i, f, v, u: b.un("Acos", f), r"unary Acos on Vec<F32,4>"),
-    (lambda b, i, f, v, u: b.bin("Add", f, b.f32(1.0)), r"operand 1 has type F32, expected Vec<F32,4>"),
-    (lambda b, i, f, v, u: fma(b, v, v, v), r"operand 0 has type Vec<I32,4>, expected F32/"),
-    (lambda b, i, f, v, u: vcast(b, "I32", 2, f), r"cast from Vec<F32,4> to Vec\(I32, 2\)"),
-    (lambda b, i, f, v, u: b.cast("Bool", f), r"cast from Vec<F32,4> to Bool"),
-    (lambda b, i, f, v, u: b.cast("F32", f), r"cast from Vec<F32,4> to F32"),
-    (lambda b, i, f, v, u: b.op("Select", f, f, f), r"operand 0 has type Vec<F32,4>, expected Bool"),
-    (lambda b, i, f, v, u: b.op(V("OpaqueExpr", (0, "vyre.bitcast", bytes([2]))), f),
-     r"bitcast from Vec<F32,4>"),
-    (lambda b, i, f, v, u: b.atomic("Add", 1, i, v), r"atomics need a read-write U32/I32 buffer"),
-    (lambda b, i, f, v, u: vec(b, "F32", i, i, i, i), r"operand 0 has type U32, expected F32"),
-    (lambda b, i, f, v, u: vec(b, "F32", b.f32(1.0), b.f32(2.0), b.f32(3.0)),
-     r"decodes to Vec\(F32, 3\), not a vector"),
-    (lambda b, i, f, v, u: b.op(V("OpaqueExpr", (0, "vyre.vec", encode_datatype(vt("U32", 2)))), i),
-     r"expects 2 operands"),
-    (lambda b, i, f, v, u: b.op(V("OpaqueExpr", (0, "vyre.vec", encode_datatype(V("U32")))), i),
-     r"decodes to U32, not a vector"),
-    (lambda b, i, f, v, u: b.op(V("OpaqueExpr", (0, "vyre.vec", b"\xff\xff")), i),
-     r"vyre.vec payload ffff is not a DataType"),
-    (lambda b, i, f, v, u: extract(b, u, 2), r"component index < 2 of Vec<U32,2>"),
-    (lambda b, i, f, v, u: b.op(V("OpaqueExpr", (0, "vyre.extract", b"")), f), r"payload  is not one byte"),
-    (lambda b, i, f, v, u: extract(b, i, 0), r"operand 0 has type U32, expected Vec<U32,2>/"),
-    (lambda b, i, f, v, u: b.store(2, i, f), r"operand 2 has type Vec<F32,4>, expected Vec<U32,2>"),
-    (lambda b, i, f, v, u: b.store(3, i, u), r"operand 2 has type Vec<U32,2>, expected U32"),
-    (lambda b, i, f, v, u: b.op(V("StructuredIfThen"), f, 0, value=False), r"expected Bool"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda b, i, f, v, u: b.bin("Lt", f, f), r"binary Lt on Vec<F32,4>"),
+        (lambda b, i, f, v, u: b.bin("Eq", v, v), r"binary Eq on Vec<I32,4>"),
+        (lambda b, i, f, v, u: b.bin("And", u, u), r"binary And on Vec<U32,2>"),
+        (lambda b, i, f, v, u: b.bin("Shl", u, i), r"binary Shl on Vec<U32,2>"),
+        (lambda b, i, f, v, u: b.bin("RotateLeft", v, i), r"binary RotateLeft on Vec<I32,4>"),
+        (lambda b, i, f, v, u: b.bin("Mod", f, f), r"binary Mod on Vec<F32,4>"),
+        (lambda b, i, f, v, u: b.bin("Div", v, v), r"binary Div on Vec<I32,4>"),
+        (lambda b, i, f, v, u: b.bin("BitAnd", f, f), r"binary BitAnd on Vec<F32,4>"),
+        (lambda b, i, f, v, u: b.un("Popcount", u), r"unary Popcount on Vec<U32,2>"),
+        (lambda b, i, f, v, u: b.un("Abs", u), r"unary Abs on Vec<U32,2>"),
+        (lambda b, i, f, v, u: b.un("IsNan", f), r"unary IsNan on Vec<F32,4>"),
+        (lambda b, i, f, v, u: b.un("Acos", f), r"unary Acos on Vec<F32,4>"),
+        (
+            lambda b, i, f, v, u: b.bin("Add", f, b.f32(1.0)),
+            r"operand 1 has type F32, expected Vec<F32,4>",
+        ),
+        (lambda b, i, f, v, u: fma(b, v, v, v), r"operand 0 has type Vec<I32,4>, expected F32/"),
+        (lambda b, i, f, v, u: vcast(b, "I32", 2, f), r"cast from Vec<F32,4> to Vec\(I32, 2\)"),
+        (lambda b, i, f, v, u: b.cast("Bool", f), r"cast from Vec<F32,4> to Bool"),
+        (lambda b, i, f, v, u: b.cast("F32", f), r"cast from Vec<F32,4> to F32"),
+        (
+            lambda b, i, f, v, u: b.op("Select", f, f, f),
+            r"operand 0 has type Vec<F32,4>, expected Bool",
+        ),
+        (
+            lambda b, i, f, v, u: b.op(V("OpaqueExpr", (0, "vyre.bitcast", bytes([2]))), f),
+            r"bitcast from Vec<F32,4>",
+        ),
+        (
+            lambda b, i, f, v, u: b.atomic("Add", 1, i, v),
+            r"atomics need a read-write U32/I32 buffer",
+        ),
+        (lambda b, i, f, v, u: vec(b, "F32", i, i, i, i), r"operand 0 has type U32, expected F32"),
+        (
+            lambda b, i, f, v, u: vec(b, "F32", b.f32(1.0), b.f32(2.0), b.f32(3.0)),
+            r"decodes to Vec\(F32, 3\), not a vector",
+        ),
+        (
+            lambda b, i, f, v, u: b.op(
+                V("OpaqueExpr", (0, "vyre.vec", encode_datatype(vt("U32", 2)))), i
+            ),
+            r"expects 2 operands",
+        ),
+        (
+            lambda b, i, f, v, u: b.op(
+                V("OpaqueExpr", (0, "vyre.vec", encode_datatype(V("U32")))), i
+            ),
+            r"decodes to U32, not a vector",
+        ),
+        (
+            lambda b, i, f, v, u: b.op(V("OpaqueExpr", (0, "vyre.vec", b"\xff\xff")), i),
+            r"vyre.vec payload ffff is not a DataType",
+        ),
+        (lambda b, i, f, v, u: extract(b, u, 2), r"component index < 2 of Vec<U32,2>"),
+        (
+            lambda b, i, f, v, u: b.op(V("OpaqueExpr", (0, "vyre.extract", b"")), f),
+            r"payload  is not one byte",
+        ),
+        (lambda b, i, f, v, u: extract(b, i, 0), r"operand 0 has type U32, expected Vec<U32,2>/"),
+        (
+            lambda b, i, f, v, u: b.store(2, i, f),
+            r"operand 2 has type Vec<F32,4>, expected Vec<U32,2>",
+        ),
+        (lambda b, i, f, v, u: b.store(3, i, u), r"operand 2 has type Vec<U32,2>, expected U32"),
+        (lambda b, i, f, v, u: b.op(V("StructuredIfThen"), f, 0, value=False), r"expected Bool"),
+    ],
+)
 def test_operations_not_defined_on_vectors_are_refused(mutate, message):
     with pytest.raises(EmitError, match=message):
         emit_wgsl(_vec_kernel(mutate))
 
 
-@pytest.mark.parametrize("slot, message", [
-    (BindingSlot(0, V("Vec", (V("F32"), 3)), None, "Global", "ReadWrite", "o"), "storage buffers hold"),
-    (BindingSlot(0, V("Vec", (V("Bool"), 4)), None, "Global", "ReadWrite", "o"), "storage buffers hold"),
-    (BindingSlot(0, V("Vec4U32"), None, "Global", "ReadWrite", "o"), "storage buffers hold"),
-    (BindingSlot(0, vt("F32", 4), 1, "Uniform", "ReadOnly", "o"), "must be one U32/I32/F32/Bool"),
-    (BindingSlot(SH, V("Vec", (V("I32"), 8)), 4, "Shared", "ReadWrite", "o"), "element type"),
-])
+@pytest.mark.parametrize(
+    "slot, message",
+    [
+        (
+            BindingSlot(0, V("Vec", (V("F32"), 3)), None, "Global", "ReadWrite", "o"),
+            "storage buffers hold",
+        ),
+        (
+            BindingSlot(0, V("Vec", (V("Bool"), 4)), None, "Global", "ReadWrite", "o"),
+            "storage buffers hold",
+        ),
+        (BindingSlot(0, V("Vec4U32"), None, "Global", "ReadWrite", "o"), "storage buffers hold"),
+        (
+            BindingSlot(0, vt("F32", 4), 1, "Uniform", "ReadOnly", "o"),
+            "must be one U32/I32/F32/Bool",
+        ),
+        (BindingSlot(SH, V("Vec", (V("I32"), 8)), 4, "Shared", "ReadWrite", "o"), "element type"),
+    ],
+)
 def test_bad_vector_slots_are_refused(slot, message):
     with pytest.raises(EmitError, match=message):
         emit_wgsl(KernelDescriptor("k", (slot,), (1, 1, 1), KernelBody()))
@@ -421,7 +645,7 @@ def test_atomics_on_shared_vector_arrays_are_refused():
 
 
 # --- from kernel source (frontend + lowering + this emitter) ----------------------------
-VECTOR_SOURCE = '''\
+VECTOR_SOURCE = """\
 from vyre_build.lang import Buffer, barrier, f32, fma, global_id, kernel, local_array, local_id, shared, u32
 
 
@@ -442,11 +666,12 @@ def vmix(x: Buffer[vec4f], y: Buffer[vec4f, "rw"], q: Buffer[vec4i, "w"], p: Buf
         y[i] = vec4f(v.w, v.z, v.y, v.x)
         q[i] = vec4i(v * 100.0)
         p[i] = parts[0] + parts[1] + vec2u(u32(1))
-'''
+"""
 
 
 def test_vector_kernel_from_source_validates_and_runs(device, tmp_path):
     from vyre_build.compiler import compile_file
+
     path = tmp_path / "vmix.py"
     path.write_text(VECTOR_SOURCE)
     (k,) = compile_file(str(path), targets=("wgsl",))
@@ -459,9 +684,13 @@ def test_vector_kernel_from_source_validates_and_runs(device, tmp_path):
     x = rng.uniform(-2, 2, 4 * n).astype(np.float32)
     y = rng.uniform(-2, 2, 4 * n).astype(np.float32)
     a = np.float32(0.75)
-    out = dispatch(device, k.descriptor,
-                   {slots["x"]: x, slots["y"]: y, slots["q"]: np.zeros(4 * n), slots["p"]: np.zeros(2 * n)},
-                   {slots["a"]: a}, groups=(groups, 1, 1))
+    out = dispatch(
+        device,
+        k.descriptor,
+        {slots["x"]: x, slots["y"]: y, slots["q"]: np.zeros(4 * n), slots["p"]: np.zeros(2 * n)},
+        {slots["a"]: a},
+        groups=(groups, 1, 1),
+    )
     mirrored = x.reshape(groups, 64, 4)[:, ::-1, :].reshape(n, 4)
     acc = np.zeros((n, 4), np.float32)
     for _ in range(3):
@@ -469,6 +698,8 @@ def test_vector_kernel_from_source_validates_and_runs(device, tmp_path):
     v = y.reshape(n, 4) + acc
     np.testing.assert_allclose(out[slots["y"]].reshape(n, 4), v[:, ::-1], rtol=1e-5, atol=1e-5)
     got_q = out[slots["q"]].reshape(n, 4)
-    assert np.all(np.abs(got_q - np.trunc(v * np.float32(100))) <= 1)   # truncation near .0 edges
+    assert np.all(np.abs(got_q - np.trunc(v * np.float32(100))) <= 1)  # truncation near .0 edges
     idx = np.arange(n, dtype=np.uint32)
-    np.testing.assert_array_equal(out[slots["p"]].reshape(n, 2), np.stack([idx + 1, 2 * idx + 1], 1))
+    np.testing.assert_array_equal(
+        out[slots["p"]].reshape(n, 2), np.stack([idx + 1, 2 * idx + 1], 1)
+    )

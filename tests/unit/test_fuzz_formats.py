@@ -5,6 +5,7 @@ garbage: the readers either accept (and then stay consistent) or refuse with the
 documented error class (BundleError / DescriptorError), quickly and without allocating
 from an unchecked length. Any other exception fails the test.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,10 +33,11 @@ from vyre_build.errors import BundleError
 
 FUZZ = settings(max_examples=200, deadline=500, suppress_health_check=[HealthCheck.too_slow])
 # One decode or open of a few-KB input; generous for a loaded 2-core machine.
-CALL_BUDGET_S = 5.0   # a hang guard, not a speed target (speed is benched)
+CALL_BUDGET_S = 5.0  # a hang guard, not a speed target (speed is benched)
 
 
 # --- inputs built by hand ----------------------------------------------------------------
+
 
 def _v(name: str, *args) -> Variant:
     return Variant(name, tuple(args))
@@ -44,67 +46,105 @@ def _v(name: str, *args) -> Variant:
 def worked_example() -> KernelDescriptor:
     """The 37-byte example of shared/spec/kernel-descriptor.md."""
     return KernelDescriptor(
-        "k", (BindingSlot(0, _v("U32"), 64, "Global", "ReadWrite", "out"),), (64, 1, 1),
-        KernelBody(ops=(KernelOp(_v("Literal"), (0,), 0),
-                        KernelOp(_v("GlobalInvocationId"), (0,), 1),
-                        KernelOp(_v("StoreGlobal"), (0, 1, 0), None)),
-                   literals=(_v("U32", 7),)))
+        "k",
+        (BindingSlot(0, _v("U32"), 64, "Global", "ReadWrite", "out"),),
+        (64, 1, 1),
+        KernelBody(
+            ops=(
+                KernelOp(_v("Literal"), (0,), 0),
+                KernelOp(_v("GlobalInvocationId"), (0,), 1),
+                KernelOp(_v("StoreGlobal"), (0, 1, 0), None),
+            ),
+            literals=(_v("U32", 7),),
+        ),
+    )
 
 
 def saxpy_like() -> KernelDescriptor:
     """Bindings of every class, nested bodies, a for loop, atomics, every literal kind."""
-    loop_body = KernelBody(ops=(
-        KernelOp(_v("LoopIndex", "i"), (), 10),
-        KernelOp(_v("LoadGlobal"), (0, 10), 11),
-        KernelOp(_v("Atomic", _v("Add"), "Relaxed"), (3, 10, 11), 12),
-        KernelOp(_v("OpaqueNode", "vyre.break", b""), (), None)))
-    then_body = KernelBody(ops=(
-        KernelOp(_v("Literal"), (0,), 5),
-        KernelOp(_v("LoadGlobal"), (0, 1), 6),
-        KernelOp(_v("LoadConstant"), (2, 5), 7),
-        KernelOp(_v("Fma"), (7, 6, 6), 8),
-        KernelOp(_v("Cast", _v("I32")), (8,), 9),
-        KernelOp(_v("StructuredForLoop", "i"), (5, 1, 0), None),
-        KernelOp(_v("StoreGlobal"), (1, 1, 8), None),
-        KernelOp(_v("Barrier", "AcqRel"), (), None)),
-        children=(loop_body,), literals=(_v("U32", 0),))
+    loop_body = KernelBody(
+        ops=(
+            KernelOp(_v("LoopIndex", "i"), (), 10),
+            KernelOp(_v("LoadGlobal"), (0, 10), 11),
+            KernelOp(_v("Atomic", _v("Add"), "Relaxed"), (3, 10, 11), 12),
+            KernelOp(_v("OpaqueNode", "vyre.break", b""), (), None),
+        )
+    )
+    then_body = KernelBody(
+        ops=(
+            KernelOp(_v("Literal"), (0,), 5),
+            KernelOp(_v("LoadGlobal"), (0, 1), 6),
+            KernelOp(_v("LoadConstant"), (2, 5), 7),
+            KernelOp(_v("Fma"), (7, 6, 6), 8),
+            KernelOp(_v("Cast", _v("I32")), (8,), 9),
+            KernelOp(_v("StructuredForLoop", "i"), (5, 1, 0), None),
+            KernelOp(_v("StoreGlobal"), (1, 1, 8), None),
+            KernelOp(_v("Barrier", "AcqRel"), (), None),
+        ),
+        children=(loop_body,),
+        literals=(_v("U32", 0),),
+    )
     return KernelDescriptor(
         "saxpy.f32",
-        (BindingSlot(0, _v("F32"), None, "Global", "ReadOnly", "x"),
-         BindingSlot(1, _v("F32"), None, "Global", "ReadWrite", "y"),
-         BindingSlot(2, _v("F32"), 1, "Uniform", "ReadOnly", "a"),
-         BindingSlot(3, _v("U32"), None, "Global", "ReadWrite", "count"),
-         BindingSlot(1 << 24, _v("F32"), 256, "Shared", "ReadWrite", "tile")),
+        (
+            BindingSlot(0, _v("F32"), None, "Global", "ReadOnly", "x"),
+            BindingSlot(1, _v("F32"), None, "Global", "ReadWrite", "y"),
+            BindingSlot(2, _v("F32"), 1, "Uniform", "ReadOnly", "a"),
+            BindingSlot(3, _v("U32"), None, "Global", "ReadWrite", "count"),
+            BindingSlot(1 << 24, _v("F32"), 256, "Shared", "ReadWrite", "tile"),
+        ),
         (256, 1, 1),
-        KernelBody(ops=(
-            KernelOp(_v("GlobalInvocationId"), (0,), 0),
-            KernelOp(_v("BufferLength"), (1,), 1),
-            KernelOp(_v("BinOpKind", _v("Lt")), (0, 1), 2),
-            KernelOp(_v("UnOpKind", _v("LogicalNot")), (2,), 3),
-            KernelOp(_v("Select"), (2, 0, 1), 4),
-            KernelOp(_v("StructuredIfThen"), (2, 0), None),
-            KernelOp(_v("Return"), (), None)),
+        KernelBody(
+            ops=(
+                KernelOp(_v("GlobalInvocationId"), (0,), 0),
+                KernelOp(_v("BufferLength"), (1,), 1),
+                KernelOp(_v("BinOpKind", _v("Lt")), (0, 1), 2),
+                KernelOp(_v("UnOpKind", _v("LogicalNot")), (2,), 3),
+                KernelOp(_v("Select"), (2, 0, 1), 4),
+                KernelOp(_v("StructuredIfThen"), (2, 0), None),
+                KernelOp(_v("Return"), (), None),
+            ),
             children=(then_body,),
-            literals=(_v("U32", 300), _v("I32", -70000), _v("F32", 1.5), _v("Bool", True),
-                      _v("U32", 0xFFFFFFFF))))
+            literals=(
+                _v("U32", 300),
+                _v("I32", -70000),
+                _v("F32", 1.5),
+                _v("Bool", True),
+                _v("U32", 0xFFFFFFFF),
+            ),
+        ),
+    )
 
 
 def exotic_types() -> KernelDescriptor:
     """Nested DataTypes, a u64 payload, opaque bytes and a 300-byte name (3-byte varints)."""
-    nested = _v("Quantized", _v("Vec", _v("TensorShaped", _v("F16"), (2, 300, 70000)), 4),
-                _v("PerGroup", 128), _v("PerChannel", 1))
+    nested = _v(
+        "Quantized",
+        _v("Vec", _v("TensorShaped", _v("F16"), (2, 300, 70000)), 4),
+        _v("PerGroup", 128),
+        _v("PerChannel", 1),
+    )
     return KernelDescriptor(
         "exotic",
-        (BindingSlot(7, nested, 70000, "Scratch", "WriteOnly", "n" * 300),
-         BindingSlot(9, _v("DeviceMesh", (1, 2, 3)), None, "Constant", "ReadOnly", "m")),
+        (
+            BindingSlot(7, nested, 70000, "Scratch", "WriteOnly", "n" * 300),
+            BindingSlot(9, _v("DeviceMesh", (1, 2, 3)), None, "Constant", "ReadOnly", "m"),
+        ),
         (1, 65536, 1 << 20),
-        KernelBody(ops=(
-            KernelOp(_v("IndirectDispatch", 1 << 40), (), None),
-            KernelOp(_v("OpaqueExpr", 0, "vyre.bitcast", b"\x0f"), (3,), 4),
-            KernelOp(_v("MatrixMma", "M16N8K16", "RowMajor", "ColMajor", "F16", "BF16", "F32"),
-                     (1, 2, 3), 5),
-            KernelOp(_v("Call", "helper"), (1, 2), 6)),
-            literals=(_v("F32", float("-inf")),)))
+        KernelBody(
+            ops=(
+                KernelOp(_v("IndirectDispatch", 1 << 40), (), None),
+                KernelOp(_v("OpaqueExpr", 0, "vyre.bitcast", b"\x0f"), (3,), 4),
+                KernelOp(
+                    _v("MatrixMma", "M16N8K16", "RowMajor", "ColMajor", "F16", "BF16", "F32"),
+                    (1, 2, 3),
+                    5,
+                ),
+                KernelOp(_v("Call", "helper"), (1, 2), 6),
+            ),
+            literals=(_v("F32", float("-inf")),),
+        ),
+    )
 
 
 DESCRIPTORS = [worked_example(), saxpy_like(), exotic_types()]
@@ -113,19 +153,30 @@ BLOBS = [encode(d) for d in DESCRIPTORS]
 
 def small_bundle() -> bytes:
     def meta(name, variant):
-        return {"name": name, "variant": variant, "id": name + ("." + variant if variant else ""),
-                "workgroup_size": [64, 1, 1], "grid": [64], "bindings": [], "uniform": None,
-                "variant_values": {}}
-    return encode_bundle([
-        {"meta": meta("k", None), "artifacts": {".kdesc": BLOBS[0], ".wgsl": b"fn main() {}"}},
-        {"meta": meta("s", "f32"), "artifacts": {".spv": b"\x03\x02\x23\x07" * 3}},
-    ])
+        return {
+            "name": name,
+            "variant": variant,
+            "id": name + ("." + variant if variant else ""),
+            "workgroup_size": [64, 1, 1],
+            "grid": [64],
+            "bindings": [],
+            "uniform": None,
+            "variant_values": {},
+        }
+
+    return encode_bundle(
+        [
+            {"meta": meta("k", None), "artifacts": {".kdesc": BLOBS[0], ".wgsl": b"fn main() {}"}},
+            {"meta": meta("s", "f32"), "artifacts": {".spv": b"\x03\x02\x23\x07" * 3}},
+        ]
+    )
 
 
 BUNDLE = small_bundle()
 
 
 # --- drivers: the only outcomes allowed ---------------------------------------------------
+
 
 def try_decode(blob: bytes):
     """decode(blob) or the DescriptorError; also bounds its time."""
@@ -168,10 +219,12 @@ def try_bundle(data: bytes):
 
 # --- descriptor blobs ---------------------------------------------------------------------
 
+
 def test_hand_built_blobs_round_trip():
     assert BLOBS[0] == bytes.fromhex(
         "01 6b 01 00 02 01 40 00 02 03 6f 75 74 40 01 01 03 00 01 00 01 00 03 01 00"
-        "01 01 0f 03 00 01 00 00 00 01 00 07")
+        "01 01 0f 03 00 01 00 00 00 01 00 07"
+    )
     for d, blob in zip(DESCRIPTORS, BLOBS):
         assert decode(blob) == d
 
@@ -191,17 +244,20 @@ def test_descriptor_every_byte_mutation(which):
     blob = BLOBS[which]
     for i in range(len(blob)):
         for new in {blob[i] ^ 0x01, blob[i] ^ 0x80, 0x00, 0xFB, 0xFC, 0xFD, 0xFE, 0xFF}:
-            check_decoded(blob[:i] + bytes([new]) + blob[i + 1:])
+            check_decoded(blob[:i] + bytes([new]) + blob[i + 1 :])
 
 
-@pytest.mark.parametrize("blob, reason", [
-    (b"\xfd" + (1 << 63).to_bytes(8, "little"), "length"),           # id length 2^63
-    (b"\x01k\xfd" + (1 << 62).to_bytes(8, "little"), "length"),      # 2^62 slots
-    (b"\x01k\x00" + b"\x01\x01\x01" + b"\xfd" + (1 << 60).to_bytes(8, "little"), "length"),
-    (b"\x00\x00\xfc" + (1 << 31).to_bytes(4, "little"), "needs"),    # wg varint, truncated
-    (b"\xff", "invalid varint marker 255"),
-    (b"\xfe" + b"\0" * 16, "invalid varint marker 254"),
-])
+@pytest.mark.parametrize(
+    "blob, reason",
+    [
+        (b"\xfd" + (1 << 63).to_bytes(8, "little"), "length"),  # id length 2^63
+        (b"\x01k\xfd" + (1 << 62).to_bytes(8, "little"), "length"),  # 2^62 slots
+        (b"\x01k\x00" + b"\x01\x01\x01" + b"\xfd" + (1 << 60).to_bytes(8, "little"), "length"),
+        (b"\x00\x00\xfc" + (1 << 31).to_bytes(4, "little"), "needs"),  # wg varint, truncated
+        (b"\xff", "invalid varint marker 255"),
+        (b"\xfe" + b"\0" * 16, "invalid varint marker 254"),
+    ],
+)
 def test_descriptor_huge_lengths_are_checked_before_allocating(blob, reason):
     tracemalloc.start()
     try:
@@ -232,10 +288,11 @@ def test_descriptor_spliced(blob, data):
     cut = data.draw(st.integers(0, len(blob)))
     tail = data.draw(st.binary(max_size=64))
     keep = data.draw(st.integers(0, len(blob) - cut))
-    check_decoded(blob[:cut] + tail + blob[cut + keep:])
+    check_decoded(blob[:cut] + tail + blob[cut + keep :])
 
 
 # --- bundles ------------------------------------------------------------------------------
+
 
 def test_bundle_every_truncation_is_refused():
     for n in range(len(BUNDLE)):
@@ -248,10 +305,9 @@ def test_bundle_every_byte_mutation_is_detected():
     assert try_bundle(BUNDLE) == []
     for i in range(len(BUNDLE)):
         for mask in (0x01, 0x80, 0xFF):
-            data = BUNDLE[:i] + bytes([BUNDLE[i] ^ mask]) + BUNDLE[i + 1:]
+            data = BUNDLE[:i] + bytes([BUNDLE[i] ^ mask]) + BUNDLE[i + 1 :]
             result = try_bundle(data)
-            assert isinstance(result, BundleError) or result, \
-                f"byte {i} ^ {mask:#x} went unnoticed"
+            assert isinstance(result, BundleError) or result, f"byte {i} ^ {mask:#x} went unnoticed"
 
 
 def _rehashed(manifest: bytes) -> bytes:
@@ -292,10 +348,19 @@ def test_bundle_garbage_after_magic(tail):
 
 
 @FUZZ
-@given(st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, (1 << 64) - 1),
-                 st.integers(0, (1 << 64) - 1), st.integers(0, (1 << 64) - 1),
-                 st.integers(0, (1 << 32) - 1), st.integers(0, (1 << 32) - 1), st.binary(min_size=32, max_size=32)),
-       st.binary(max_size=256))
+@given(
+    st.tuples(
+        st.integers(0, 3),
+        st.integers(0, 3),
+        st.integers(0, (1 << 64) - 1),
+        st.integers(0, (1 << 64) - 1),
+        st.integers(0, (1 << 64) - 1),
+        st.integers(0, (1 << 32) - 1),
+        st.integers(0, (1 << 32) - 1),
+        st.binary(min_size=32, max_size=32),
+    ),
+    st.binary(max_size=256),
+)
 def test_bundle_forged_headers(fields, body):
     version, flags, *rest = fields
     data = struct.pack("<8sIIQQQII32s", MAGIC, version, flags, *rest) + body
@@ -303,11 +368,16 @@ def test_bundle_forged_headers(fields, body):
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(1 << 70), 1 << 70)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                 max_size=4),
-    max_leaves=20)
+    st.none()
+    | st.booleans()
+    | st.integers(-(1 << 70), 1 << 70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 @FUZZ
@@ -328,7 +398,7 @@ def _paths(value, prefix=()):
             yield from _paths(item, (*prefix, i))
 
 
-MANIFEST = json.loads(BUNDLE[struct.unpack_from("<Q", BUNDLE, 24)[0]:])
+MANIFEST = json.loads(BUNDLE[struct.unpack_from("<Q", BUNDLE, 24)[0] :])
 MANIFEST_PATHS = [p for p in _paths(MANIFEST) if p]
 
 

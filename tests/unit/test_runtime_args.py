@@ -1,4 +1,5 @@
 """Argument checking, grid computation and uniform packing (no GPU: a stand-in device)."""
+
 from __future__ import annotations
 
 import struct
@@ -12,6 +13,7 @@ from vyre_build.runtime.kernel import check_meta, pack_uniform, plan_call
 
 class FakeDevice:
     """Just the limits and identity plan_call reads."""
+
     name = "fake"
     backend = "fake"
     max_workgroups = 65535
@@ -20,25 +22,34 @@ class FakeDevice:
 
 DEV = FakeDevice()
 
-SAXPY = {"name": "saxpy", "variant": None, "id": "saxpy", "workgroup_size": [64, 1, 1],
-         "grid": ["y"],
-         "bindings": [{"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
-                      {"name": "y", "binding": 1, "kind": "buffer", "dtype": "f32",
-                       "access": "rw"},
-                      {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0}],
-         "uniform": {"binding": 2, "size": 16}}
+SAXPY = {
+    "name": "saxpy",
+    "variant": None,
+    "id": "saxpy",
+    "workgroup_size": [64, 1, 1],
+    "grid": ["y"],
+    "bindings": [
+        {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
+        {"name": "y", "binding": 1, "kind": "buffer", "dtype": "f32", "access": "rw"},
+        {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0},
+    ],
+    "uniform": {"binding": 2, "size": 16},
+}
 
-FILL = {"name": "fill", "variant": "u32", "id": "fill.u32", "workgroup_size": [8, 8, 1],
-        "grid": ["cols", "rows"],
-        "bindings": [{"name": "out", "binding": 0, "kind": "buffer", "dtype": "u32",
-                      "access": "w"},
-                     {"name": "cols", "binding": 1, "kind": "scalar", "dtype": "u32",
-                      "offset": 0},
-                     {"name": "rows", "binding": 2, "kind": "scalar", "dtype": "u32",
-                      "offset": 4},
-                     {"name": "bias", "binding": 3, "kind": "scalar", "dtype": "i32",
-                      "offset": 8}],
-        "uniform": {"binding": 1, "size": 16}}
+FILL = {
+    "name": "fill",
+    "variant": "u32",
+    "id": "fill.u32",
+    "workgroup_size": [8, 8, 1],
+    "grid": ["cols", "rows"],
+    "bindings": [
+        {"name": "out", "binding": 0, "kind": "buffer", "dtype": "u32", "access": "w"},
+        {"name": "cols", "binding": 1, "kind": "scalar", "dtype": "u32", "offset": 0},
+        {"name": "rows", "binding": 2, "kind": "scalar", "dtype": "u32", "offset": 4},
+        {"name": "bias", "binding": 3, "kind": "scalar", "dtype": "i32", "offset": 8},
+    ],
+    "uniform": {"binding": 1, "size": 16},
+}
 
 
 def f32(n):
@@ -60,43 +71,65 @@ def test_good_call_plans_buffers_uniform_and_workgroups():
 
 
 def test_missing_extra_and_misnamed_arguments():
-    assert refused(SAXPY, {"x": f32(4), "y": f32(4)}) == \
-        "Kernel 'saxpy': missing argument 'a'; it takes x, y, a"
-    assert refused(SAXPY, {"x": f32(4)}) == \
-        "Kernel 'saxpy': missing arguments 'y', 'a'; it takes x, y, a"
-    assert refused(SAXPY, {"x": f32(4), "y": f32(4), "a": 1.0, "z": 1}) == \
-        "Kernel 'saxpy': unexpected argument 'z'; it takes x, y, a"
-    assert refused(SAXPY, {"x": f32(4), "yy": f32(4), "a": 1.0}) == \
-        "Kernel 'saxpy': unexpected argument 'yy' (did you mean 'y'?); it takes x, y, a"
+    assert (
+        refused(SAXPY, {"x": f32(4), "y": f32(4)})
+        == "Kernel 'saxpy': missing argument 'a'; it takes x, y, a"
+    )
+    assert (
+        refused(SAXPY, {"x": f32(4)})
+        == "Kernel 'saxpy': missing arguments 'y', 'a'; it takes x, y, a"
+    )
+    assert (
+        refused(SAXPY, {"x": f32(4), "y": f32(4), "a": 1.0, "z": 1})
+        == "Kernel 'saxpy': unexpected argument 'z'; it takes x, y, a"
+    )
+    assert (
+        refused(SAXPY, {"x": f32(4), "yy": f32(4), "a": 1.0})
+        == "Kernel 'saxpy': unexpected argument 'yy' (did you mean 'y'?); it takes x, y, a"
+    )
 
 
 def test_buffer_dtype_kind_and_emptiness():
-    assert refused(SAXPY, {"x": np.arange(4), "y": f32(4), "a": 1.0}) == \
-        "Kernel 'saxpy': argument 'x' must be a float32 array, got int64"
-    assert refused(SAXPY, {"x": [1.0, 2.0], "y": f32(4), "a": 1.0}) == \
-        "Kernel 'saxpy': argument 'x' must be a float32 array, got list"
-    assert refused(SAXPY, {"x": f32(4).astype(">f4"), "y": f32(4), "a": 1.0}) == \
-        "Kernel 'saxpy': argument 'x' must be a float32 array, got >f4"
-    assert refused(SAXPY, {"x": f32(0), "y": f32(4), "a": 1.0}) == \
-        "Kernel 'saxpy': argument 'x' is empty; a storage buffer needs >= 1 element"
+    assert (
+        refused(SAXPY, {"x": np.arange(4), "y": f32(4), "a": 1.0})
+        == "Kernel 'saxpy': argument 'x' must be a float32 array, got int64"
+    )
+    assert (
+        refused(SAXPY, {"x": [1.0, 2.0], "y": f32(4), "a": 1.0})
+        == "Kernel 'saxpy': argument 'x' must be a float32 array, got list"
+    )
+    assert (
+        refused(SAXPY, {"x": f32(4).astype(">f4"), "y": f32(4), "a": 1.0})
+        == "Kernel 'saxpy': argument 'x' must be a float32 array, got >f4"
+    )
+    assert (
+        refused(SAXPY, {"x": f32(0), "y": f32(4), "a": 1.0})
+        == "Kernel 'saxpy': argument 'x' is empty; a storage buffer needs >= 1 element"
+    )
 
 
 def test_lengths_only_for_write_only_buffers():
-    assert refused(SAXPY, {"x": f32(4), "y": 4, "a": 1.0}) == \
-        "Kernel 'saxpy': argument 'y' is read by the kernel (access 'rw'): " \
+    assert (
+        refused(SAXPY, {"x": f32(4), "y": 4, "a": 1.0})
+        == "Kernel 'saxpy': argument 'y' is read by the kernel (access 'rw'): "
         "pass a float32 array, not a length"
-    assert refused(FILL, {"out": 0, "cols": 1, "rows": 1, "bias": 0}) == \
-        "Kernel 'fill.u32': argument 'out': an output length must be a positive int or a " \
+    )
+    assert (
+        refused(FILL, {"out": 0, "cols": 1, "rows": 1, "bias": 0})
+        == "Kernel 'fill.u32': argument 'out': an output length must be a positive int or a "
         "shape of positive ints, got 0"
+    )
     plan = plan_call(FILL, {"out": (3, 5), "cols": 5, "rows": 3, "bias": -1}, None, DEV)
     (out,) = plan.buffers
     assert (out.source, out.count, out.shape) == (None, 15, (3, 5))
 
 
 def test_too_small_peer_buffer_refused_when_grid_comes_from_a_buffer():
-    assert refused(SAXPY, {"x": f32(10), "y": f32(1000), "a": 1.0}) == \
-        "Kernel 'saxpy': argument 'x' has 10 elements but the grid covers 1000 (the length " \
+    assert (
+        refused(SAXPY, {"x": f32(10), "y": f32(1000), "a": 1.0})
+        == "Kernel 'saxpy': argument 'x' has 10 elements but the grid covers 1000 (the length "
         "of 'y'); pass at least 1000 or give grid= explicitly"
+    )
     # An explicit grid is the caller's statement that the shorter read is intended.
     plan = plan_call(SAXPY, {"x": f32(10), "y": f32(1000), "a": 1.0}, 10, DEV)
     assert plan.workgroups == (1, 1, 1)
@@ -104,22 +137,36 @@ def test_too_small_peer_buffer_refused_when_grid_comes_from_a_buffer():
 
 def test_scalar_types_and_ranges():
     base = {"out": 4, "cols": 2, "rows": 2, "bias": 0}
-    assert refused(FILL, {**base, "cols": -1}) == \
-        "Kernel 'fill.u32': argument 'cols' = -1 is out of range for u32 [0, 4294967295]"
-    assert refused(FILL, {**base, "cols": 2 ** 32}) == \
-        "Kernel 'fill.u32': argument 'cols' = 4294967296 is out of range for u32 " \
+    assert (
+        refused(FILL, {**base, "cols": -1})
+        == "Kernel 'fill.u32': argument 'cols' = -1 is out of range for u32 [0, 4294967295]"
+    )
+    assert (
+        refused(FILL, {**base, "cols": 2**32})
+        == "Kernel 'fill.u32': argument 'cols' = 4294967296 is out of range for u32 "
         "[0, 4294967295]"
-    assert refused(FILL, {**base, "bias": 2 ** 31}) == \
-        "Kernel 'fill.u32': argument 'bias' = 2147483648 is out of range for i32 " \
+    )
+    assert (
+        refused(FILL, {**base, "bias": 2**31})
+        == "Kernel 'fill.u32': argument 'bias' = 2147483648 is out of range for i32 "
         "[-2147483648, 2147483647]"
-    assert refused(FILL, {**base, "cols": 2.0}) == \
-        "Kernel 'fill.u32': argument 'cols' must be an integer (u32), got float 2.0"
-    assert refused(FILL, {**base, "rows": True}) == \
-        "Kernel 'fill.u32': argument 'rows' must be a u32 scalar, got bool"
-    assert refused(SAXPY, {"x": f32(4), "y": f32(4), "a": "2"}) == \
-        "Kernel 'saxpy': argument 'a' must be a float scalar, got str"
-    assert refused(SAXPY, {"x": f32(4), "y": f32(4), "a": 1e39}) == \
-        "Kernel 'saxpy': argument 'a' = 1e+39 is out of range for f32"
+    )
+    assert (
+        refused(FILL, {**base, "cols": 2.0})
+        == "Kernel 'fill.u32': argument 'cols' must be an integer (u32), got float 2.0"
+    )
+    assert (
+        refused(FILL, {**base, "rows": True})
+        == "Kernel 'fill.u32': argument 'rows' must be a u32 scalar, got bool"
+    )
+    assert (
+        refused(SAXPY, {"x": f32(4), "y": f32(4), "a": "2"})
+        == "Kernel 'saxpy': argument 'a' must be a float scalar, got str"
+    )
+    assert (
+        refused(SAXPY, {"x": f32(4), "y": f32(4), "a": 1e39})
+        == "Kernel 'saxpy': argument 'a' = 1e+39 is out of range for f32"
+    )
     plan = plan_call(FILL, {**base, "cols": np.uint32(7), "bias": np.int64(-3)}, None, DEV)
     assert plan.uniform == struct.pack("<IIi", 7, 2, -3) + bytes(4)
 
@@ -136,9 +183,11 @@ def test_grid_defaults_to_first_written_buffer():
     plan = plan_call(meta, {"x": f32(130), "y": f32(130), "a": 1.0}, None, DEV)
     assert plan.workgroups == (3, 1, 1)
     no_out = {**SAXPY, "grid": None, "bindings": [SAXPY["bindings"][0]], "uniform": None}
-    assert refused(no_out, {"x": f32(4)}) == \
-        "Kernel 'saxpy': no grid in the metadata and no written buffer to take it from; " \
+    assert (
+        refused(no_out, {"x": f32(4)})
+        == "Kernel 'saxpy': no grid in the metadata and no written buffer to take it from; "
         "pass grid="
+    )
 
 
 def test_grid_override_validation_and_device_limit():
@@ -147,18 +196,23 @@ def test_grid_override_validation_and_device_limit():
     for bad in (-1, 1.5, (1, 2, 3, 4), "8", True, ()):
         assert refused(SAXPY, args, bad) == (
             "Kernel 'saxpy': grid= must be a non-negative int or a tuple of 1-3 of them "
-            f"(invocations per axis), got {bad!r}")
-    assert refused(SAXPY, args, 65536 * 64) == \
-        "Kernel 'saxpy': grid needs 65536 workgroups on axis x (4194304 invocations / 64 " \
-        "per workgroup), more than the device limit of 65535 " \
+            f"(invocations per axis), got {bad!r}"
+        )
+    assert (
+        refused(SAXPY, args, 65536 * 64)
+        == "Kernel 'saxpy': grid needs 65536 workgroups on axis x (4194304 invocations / 64 "
+        "per workgroup), more than the device limit of 65535 "
         "(max_compute_workgroups_per_dimension)"
+    )
 
 
 def test_buffer_over_the_device_binding_limit():
     big = np.zeros((1 << 18) + 1, np.float32)
-    assert refused(SAXPY, {"x": big, "y": big, "a": 1.0}) == \
-        "Kernel 'saxpy': argument 'x' is 1048580 bytes, more than the device's storage " \
+    assert (
+        refused(SAXPY, {"x": big, "y": big, "a": 1.0})
+        == "Kernel 'saxpy': argument 'x' is 1048580 bytes, more than the device's storage "
         "buffer binding limit of 1048576 bytes"
+    )
 
 
 def test_uniform_pack_pads_to_16_and_places_offsets():

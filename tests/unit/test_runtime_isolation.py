@@ -4,6 +4,7 @@ Each check runs in a fresh interpreter whose meta-path finder raises ImportError
 frontend, IR, lowering, compiler and emitter modules, then asserts none of them (nor
 their submodules) ended up in sys.modules.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,9 +16,17 @@ import textwrap
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FORBIDDEN = ("vyre_build.frontend", "vyre_build.ir", "vyre_build.lower",
-             "vyre_build.compiler", "vyre_build.emit_wgsl", "vyre_build.spirv",
-             "vyre_build.wgsl", "vyre_build.descriptor", "vyre_build.lang")
+FORBIDDEN = (
+    "vyre_build.frontend",
+    "vyre_build.ir",
+    "vyre_build.lower",
+    "vyre_build.compiler",
+    "vyre_build.emit_wgsl",
+    "vyre_build.spirv",
+    "vyre_build.wgsl",
+    "vyre_build.descriptor",
+    "vyre_build.lang",
+)
 
 GUARD = textwrap.dedent(f"""
     import importlib.abc, json, sys
@@ -42,9 +51,15 @@ GUARD = textwrap.dedent(f"""
 
 def run_guarded(body: str, env_extra: dict | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": ROOT, **(env_extra or {})}
-    done = subprocess.run([sys.executable, "-c", GUARD + textwrap.dedent(body)],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", GUARD + textwrap.dedent(body)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -77,10 +92,13 @@ def test_bundle_open_and_dispatch_without_the_compiler(backend, tmp_path):
     finally:
         sys.path.pop(0)
     from vyre_build.bundle import write_bundle
+
     meta, wgsl, spvasm = shaders.SHADERS["saxpy"]
     path = tmp_path / "iso.vyrebundle"
-    write_bundle(path, [{"meta": meta, "artifacts": {".wgsl": wgsl.encode(),
-                                                     ".spv": shaders.assemble(spvasm)}}])
+    write_bundle(
+        path,
+        [{"meta": meta, "artifacts": {".wgsl": wgsl.encode(), ".spv": shaders.assemble(spvasm)}}],
+    )
     result = run_guarded(f"""
         import numpy as np
         from vyre_build.runtime import open_bundle

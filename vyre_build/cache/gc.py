@@ -6,6 +6,7 @@ when no remaining record references it, and spares unreferenced blobs younger th
 grace period (a concurrent build writes blobs before their record); never touches a
 record or blob that a concurrent build could still be writing under another name.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,13 +18,17 @@ from vyre_build.errors import CacheError
 
 __all__ = ["collect"]
 
-ORPHAN_GRACE_S = 600.0          # an unreferenced blob younger than this may be a build in flight
-STALE_TMP_S = 3600.0            # temp files older than this are leftovers of killed writers
-SCAN_TTL_S = 7 * 86400.0        # scan memo entries unused (unwritten) this long are dropped
+ORPHAN_GRACE_S = 600.0  # an unreferenced blob younger than this may be a build in flight
+STALE_TMP_S = 3600.0  # temp files older than this are leftovers of killed writers
+SCAN_TTL_S = 7 * 86400.0  # scan memo entries unused (unwritten) this long are dropped
 
 
-def collect(store: Store, max_size: int | None = None, max_age_s: float | None = None,
-            now: float | None = None) -> dict:
+def collect(
+    store: Store,
+    max_size: int | None = None,
+    max_age_s: float | None = None,
+    now: float | None = None,
+) -> dict:
     """Evict records older than max_age_s (by last access), then least-recently-used
     records until records + referenced blobs fit in max_size bytes; then delete blobs
     no record references (older than a grace period, so in-flight builds keep theirs)
@@ -34,7 +39,7 @@ def collect(store: Store, max_size: int | None = None, max_age_s: float | None =
         raise CacheError(f"--max-age must be >= 0 days, got {max_age_s / 86400}")
     now = time.time() if now is None else now
     with store.lock("gc"):
-        entries = []   # (last access, key, record bytes, blob hashes)
+        entries = []  # (last access, key, record bytes, blob hashes)
         for key in store.iter_keys():
             record = store.get_record(key)
             if record is None:
@@ -79,9 +84,15 @@ def collect(store: Store, max_size: int | None = None, max_age_s: float | None =
                 freed += size
         tmp_removed = _remove_stale_tmp(store, now)
         scan_removed = _remove_old_scans(store, now, max_age_s)
-    return {"evicted_entries": evicted, "removed_blobs": len(removed_blobs),
-            "freed_blob_bytes": freed, "removed_tmp_files": tmp_removed,
-            "removed_scan_entries": scan_removed, "total_bytes_after": max(total, 0)}
+    return {
+        "evicted_entries": evicted,
+        "removed_blobs": len(removed_blobs),
+        "freed_blob_bytes": freed,
+        "removed_tmp_files": tmp_removed,
+        "removed_scan_entries": scan_removed,
+        "total_bytes_after": max(total, 0),
+    }
+
 
 def _remove_old_scans(store, now: float, max_age_s: float | None) -> int:
     """Scan memo entries are rebuilt on demand: drop those older than the age limit
@@ -97,6 +108,7 @@ def _remove_old_scans(store, now: float, max_age_s: float | None) -> int:
                     os.unlink(path)
                     count += 1
     return count
+
 
 def _remove_stale_tmp(store, now: float) -> int:
     count = 0

@@ -10,6 +10,7 @@ Guarantees: the key is blake3 over the canonical JSON of the manifest, so equal 
 give equal keys on any machine, in any process, whatever the dict or set order; every
 part carries its own hash, so two manifests can be diffed part by part (`diff_manifests`).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,9 @@ FILE_PART_KINDS = ("source", "import", "variants")
 
 def canonical_json(value) -> bytes:
     """Sorted keys, no whitespace, UTF-8: one byte string per value, whatever the dict order."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
 
 
 def content_hash(data: bytes) -> str:
@@ -50,6 +52,7 @@ def content_hash(data: bytes) -> str:
 @dataclass(frozen=True)
 class KeyPart:
     """One input of an action: its kind, an optional relative path, its hash and value."""
+
     kind: str
     hash: str
     path: str | None = None
@@ -72,6 +75,7 @@ class KeyPart:
 @dataclass(frozen=True)
 class ActionKey:
     """A key (hex blake3 of the canonical manifest) and the manifest it was made from."""
+
     key: str
     manifest: dict
 
@@ -86,14 +90,21 @@ def _value_part(kind: str, value) -> KeyPart:
 
 def _check_relpath(path: str) -> str:
     if not path or path.startswith("/") or "\\" in path or ":" in path.split("/")[0]:
-        raise CacheError(f"key part path {path!r} must be a relative POSIX path; "
-                         "keys never hold absolute paths")
+        raise CacheError(
+            f"key part path {path!r} must be a relative POSIX path; keys never hold absolute paths"
+        )
     return path
 
 
-def make_action_key(*, identity: dict, source: tuple[str, bytes],
-                    imports: list[tuple[str, bytes]], variants: list[tuple[str, bytes]],
-                    targets, options: dict | None) -> ActionKey:
+def make_action_key(
+    *,
+    identity: dict,
+    source: tuple[str, bytes],
+    imports: list[tuple[str, bytes]],
+    variants: list[tuple[str, bytes]],
+    targets,
+    options: dict | None,
+) -> ActionKey:
     """Build the manifest and key of compiling one kernel file.
 
     Arguments:
@@ -118,8 +129,10 @@ def make_action_key(*, identity: dict, source: tuple[str, bytes],
         manifest = {"schema": MANIFEST_SCHEMA, "parts": [p.to_json() for p in parts]}
         return ActionKey(content_hash(canonical_json(manifest)), manifest)
     except (TypeError, ValueError) as exc:
-        raise CacheError(f"cannot make an action key: an input is not canonical JSON ({exc}); "
-                         "options and identity must be plain dicts of str/int/float/bool/list") from None
+        raise CacheError(
+            f"cannot make an action key: an input is not canonical JSON ({exc}); "
+            "options and identity must be plain dicts of str/int/float/bool/list"
+        ) from None
 
 
 def key_from_manifest(manifest: dict) -> str:
@@ -130,11 +143,14 @@ def key_from_manifest(manifest: dict) -> str:
 def manifest_parts(manifest: dict) -> list[KeyPart]:
     """The parts of a manifest as `KeyPart`s, in manifest order; raises CacheError if malformed."""
     if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
-        raise CacheError(f"not a {MANIFEST_SCHEMA} manifest: schema "
-                         f"{manifest.get('schema') if isinstance(manifest, dict) else manifest!r}")
+        raise CacheError(
+            f"not a {MANIFEST_SCHEMA} manifest: schema "
+            f"{manifest.get('schema') if isinstance(manifest, dict) else manifest!r}"
+        )
     try:
-        return [KeyPart(p["kind"], p["hash"], p.get("path"), p.get("value"))
-                for p in manifest["parts"]]
+        return [
+            KeyPart(p["kind"], p["hash"], p.get("path"), p.get("value")) for p in manifest["parts"]
+        ]
     except (KeyError, TypeError) as exc:
         raise CacheError(f"malformed key manifest: missing {exc}") from None
 
@@ -153,8 +169,12 @@ def diff_manifests(old: dict, new: dict) -> list[dict]:
         if pa is not None and pb is not None and pa.hash == pb.hash:
             continue
         change = "added" if pa is None else "removed" if pb is None else "changed"
-        entry = {"part": label, "change": change,
-                 "old": pa.hash if pa else None, "new": pb.hash if pb else None}
+        entry = {
+            "part": label,
+            "change": change,
+            "old": pa.hash if pa else None,
+            "new": pb.hash if pb else None,
+        }
         if (pa and pa.value is not None) or (pb and pb.value is not None):
             entry["old_value"] = pa.value if pa else None
             entry["new_value"] = pb.value if pb else None

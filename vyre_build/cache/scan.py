@@ -10,6 +10,7 @@ reused when every file it came from is unchanged; otherwise it is recomputed.
 Guarantees: a memo entry is written atomically and carries a checksum; a corrupt or
 stale entry is ignored (and a corrupt one removed), never used.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -90,14 +91,21 @@ class ScanMemo:
                 return None
         return {"stems": entry["stems"], "deps": entry["deps"]}
 
-    def save(self, source: str, source_hash: str | None, stems: list[str],
-             deps: list[str]) -> None:
+    def save(self, source: str, source_hash: str | None, stems: list[str], deps: list[str]) -> None:
         """Remember the answer for `source`, whose hash was `source_hash` before it was
         parsed, with the hashes of every file the answer depends on."""
         if source_hash is None or self.file_hash(source) != source_hash:
-            return   # edited while being parsed: the answer may be of the old text
+            return  # edited while being parsed: the answer may be of the old text
         checks = {p: self.file_hash(p) for p in self._checked_files(source, deps)}
-        body = canonical_json({"schema": SCAN_SCHEMA, "source": source, "stems": list(stems),
-                               "deps": list(deps), "checks": checks})
-        self.store._write_atomic(self._path(source, source_hash),
-                                 content_hash(body).encode() + b"\n" + body)
+        body = canonical_json(
+            {
+                "schema": SCAN_SCHEMA,
+                "source": source,
+                "stems": list(stems),
+                "deps": list(deps),
+                "checks": checks,
+            }
+        )
+        self.store._write_atomic(
+            self._path(source, source_hash), content_hash(body).encode() + b"\n" + body
+        )

@@ -19,6 +19,7 @@ Guarantees:
 - A record's file mtime is its last-access stamp (set explicitly on every hit, so it does
   not depend on atime); `gc` evicts least-recently-used records first.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -37,7 +38,7 @@ from vyre_build.errors import CacheError
 __all__ = ["RECORD_SCHEMA", "Store", "is_hex_hash"]
 
 RECORD_SCHEMA = "vyre-action-record/1"
-HISTORY_DEPTH = 8               # keys remembered per output stem
+HISTORY_DEPTH = 8  # keys remembered per output stem
 RECENT_BUILDS = 20
 _HEX = frozenset("0123456789abcdef")
 _tmp_counter = itertools.count()
@@ -57,8 +58,10 @@ class Store:
     def __init__(self, root: str | os.PathLike):
         self.root = os.path.abspath(os.fspath(root))
         if os.path.exists(self.root) and not os.path.isdir(self.root):
-            raise CacheError(f"cache directory {self.root} exists and is not a directory; "
-                             "point VYRE_CACHE_DIR / $VYRECACHEDIR at a directory")
+            raise CacheError(
+                f"cache directory {self.root} exists and is not a directory; "
+                "point VYRE_CACHE_DIR / $VYRECACHEDIR at a directory"
+            )
         self._made: set[str] = set()
         self._counts_lock = threading.Lock()
         self.counts = {"hits": 0, "misses": 0, "corrupt": 0, "stored": 0}
@@ -76,7 +79,7 @@ class Store:
     def _ensure_dir(self, path: str) -> None:
         if path not in self._made:
             try:
-                if not os.path.isdir(path):   # a stat is ~100x cheaper than a failing mkdir
+                if not os.path.isdir(path):  # a stat is ~100x cheaper than a failing mkdir
                     os.makedirs(path, exist_ok=True)
             except OSError as exc:
                 raise CacheError(f"cannot create cache directory {path}: {exc.strerror}") from None
@@ -86,8 +89,9 @@ class Store:
         """Write `data` to `path` through a temp file in the same directory + os.replace."""
         directory = os.path.dirname(path)
         self._ensure_dir(directory)
-        tmp = os.path.join(directory, f".tmp.{os.getpid()}.{threading.get_ident()}."
-                                      f"{next(_tmp_counter)}")
+        tmp = os.path.join(
+            directory, f".tmp.{os.getpid()}.{threading.get_ident()}.{next(_tmp_counter)}"
+        )
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             with open(fd, "wb") as f:
@@ -108,7 +112,7 @@ class Store:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
-            os.close(fd)   # closing releases the flock
+            os.close(fd)  # closing releases the flock
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._counts_lock:
@@ -138,8 +142,10 @@ class Store:
         actual = content_hash(data)
         if actual != digest:
             where = f" (of key {key})" if key else ""
-            warn(f"blob {digest}{where} is corrupt: its bytes hash to {actual}; "
-                  "removed, the entry will be rebuilt")
+            warn(
+                f"blob {digest}{where} is corrupt: its bytes hash to {actual}; "
+                "removed, the entry will be rebuilt"
+            )
             self._count("corrupt")
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
@@ -152,16 +158,24 @@ class Store:
         body = {k: v for k, v in record.items() if k != "checksum"}
         return content_hash(canonical_json(body))
 
-    def put_record(self, key: str, manifest: dict, outputs: dict[str, bytes],
-                   info: dict | None = None) -> dict:
+    def put_record(
+        self, key: str, manifest: dict, outputs: dict[str, bytes], info: dict | None = None
+    ) -> dict:
         """Store every output as a blob, then the record (last, so a record is never
         visible before its blobs). Returns the record."""
         if key_from_manifest(manifest) != key:
             raise RuntimeError(f"key {key} does not match its manifest")
-        out = {name: {"hash": self.put_blob(data), "size": len(data)}
-               for name, data in sorted(outputs.items())}
-        record = {"schema": RECORD_SCHEMA, "key": key, "manifest": manifest,
-                  "outputs": out, "info": info or {}}
+        out = {
+            name: {"hash": self.put_blob(data), "size": len(data)}
+            for name, data in sorted(outputs.items())
+        }
+        record = {
+            "schema": RECORD_SCHEMA,
+            "key": key,
+            "manifest": manifest,
+            "outputs": out,
+            "info": info or {},
+        }
         record["checksum"] = self._checksum(record)
         self._write_atomic(self.record_path(key), canonical_json(record) + b"\n")
         self._count("stored")
@@ -258,8 +272,12 @@ class Store:
     def iter_blobs(self):
         """Every blob hash in the store, sorted."""
         base = os.path.join(self.root, "cas")
-        return sorted(name for sub in _listdir(base)
-                      for name in _listdir(os.path.join(base, sub)) if is_hex_hash(name))
+        return sorted(
+            name
+            for sub in _listdir(base)
+            for name in _listdir(os.path.join(base, sub))
+            if is_hex_hash(name)
+        )
 
     def resolve_key(self, prefix: str) -> str:
         """The full key that starts with `prefix` (>= 4 hex chars); CacheError if none or many."""
@@ -271,8 +289,10 @@ class Store:
         matches = [k for k in self.iter_keys() if k.startswith(prefix)]
         if len(matches) != 1:
             what = "no entry" if not matches else f"{len(matches)} entries"
-            raise CacheError(f"key prefix {prefix} matches {what} in {self.root}; "
-                             "list keys with `vyre-build cache ls`")
+            raise CacheError(
+                f"key prefix {prefix} matches {what} in {self.root}; "
+                "list keys with `vyre-build cache ls`"
+            )
         return matches[0]
 
     # --- history of keys per output stem ------------------------------------------------
@@ -307,8 +327,11 @@ class Store:
                 return data
         except (FileNotFoundError, ValueError):
             pass
-        return {"overall": {"hits": 0, "misses": 0, "corrupt": 0, "stored": 0, "builds": 0},
-                "last_build": None, "recent_builds": []}
+        return {
+            "overall": {"hits": 0, "misses": 0, "corrupt": 0, "stored": 0, "builds": 0},
+            "last_build": None,
+            "recent_builds": [],
+        }
 
     def flush_stats(self, label: str = "") -> dict | None:
         """Add this process's counters into stats.json as one build; resets them."""
@@ -324,10 +347,9 @@ class Store:
                 overall[name] = overall.get(name, 0) + n
             overall["builds"] = overall.get("builds", 0) + 1
             stats["last_build"] = build
-            stats["recent_builds"] = (stats.get("recent_builds") or [])[-(RECENT_BUILDS - 1):]
+            stats["recent_builds"] = (stats.get("recent_builds") or [])[-(RECENT_BUILDS - 1) :]
             stats["recent_builds"].append(build)
-            self._write_atomic(os.path.join(self.root, "stats.json"),
-                               canonical_json(stats) + b"\n")
+            self._write_atomic(os.path.join(self.root, "stats.json"), canonical_json(stats) + b"\n")
         return build
 
     def usage(self) -> dict:
@@ -338,14 +360,21 @@ class Store:
             rec_bytes += _size(self.record_path(k))
         for b in blobs:
             blob_bytes += _size(self.blob_path(b))
-        return {"entries": len(keys), "blobs": len(blobs), "record_bytes": rec_bytes,
-                "blob_bytes": blob_bytes, "total_bytes": rec_bytes + blob_bytes}
+        return {
+            "entries": len(keys),
+            "blobs": len(blobs),
+            "record_bytes": rec_bytes,
+            "blob_bytes": blob_bytes,
+            "total_bytes": rec_bytes + blob_bytes,
+        }
 
     # --- garbage collection ------------------------------------------------------------
-    def gc(self, max_size: int | None = None, max_age_s: float | None = None,
-           now: float | None = None) -> dict:
+    def gc(
+        self, max_size: int | None = None, max_age_s: float | None = None, now: float | None = None
+    ) -> dict:
         """LRU/age eviction; see `vyre_build.cache.gc.collect`."""
         from vyre_build.cache.gc import collect
+
         return collect(self, max_size, max_age_s, now)
 
 

@@ -1,4 +1,5 @@
 """Subcommands of `vyre-build`, one module each (see vyre_build/cli.py)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -15,8 +16,9 @@ def output_dir(path: str, flag: str = "-o") -> str:
     except FileExistsError:
         raise VyreError(f"error: {flag} {path}: exists and is not a directory") from None
     except OSError as exc:
-        raise VyreError(f"error: {flag} {path}: cannot create the directory: "
-                        f"{exc.strerror or exc}") from None
+        raise VyreError(
+            f"error: {flag} {path}: cannot create the directory: {exc.strerror or exc}"
+        ) from None
     return path
 
 

@@ -4,6 +4,7 @@ Every subcommand takes `--json` for machine-readable output (canonical: sorted k
 A bundle that cannot be opened is reported with the reader's reason and exit code 1;
 `verify` also exits 1 when it finds problems.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,11 @@ from vyre_build.commands import output_dir, write_file
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("bundle", help="inspect, verify and unpack .vyrebundle files",
-                                   description=__doc__.splitlines()[0])
+    parser = subparsers.add_parser(
+        "bundle",
+        help="inspect, verify and unpack .vyrebundle files",
+        description=__doc__.splitlines()[0],
+    )
     sub = parser.add_subparsers(dest="bundle_command", required=True, metavar="ACTION")
 
     p = sub.add_parser("ls", help="list the kernels of a bundle")
@@ -43,8 +47,13 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("extract", help="write every artifact to DIR as <id><suffix>")
     p.add_argument("bundle")
-    p.add_argument("-o", "--output", default=".", metavar="DIR",
-                   help="directory to write into (created if missing; default: .)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=".",
+        metavar="DIR",
+        help="directory to write into (created if missing; default: .)",
+    )
     p.set_defaults(func=cmd_extract)
 
     for action in sub.choices.values():
@@ -56,8 +65,13 @@ def _print_json(value) -> None:
 
 
 def _entry_json(e: BundleEntry) -> dict:
-    return {"id": e.id, "name": e.name, "variant": e.variant, "meta": e.meta,
-            "artifacts": e.artifacts}
+    return {
+        "id": e.id,
+        "name": e.name,
+        "variant": e.variant,
+        "meta": e.meta,
+        "artifacts": e.artifacts,
+    }
 
 
 def _fmt_grid(meta: dict) -> str:
@@ -74,15 +88,26 @@ def cmd_ls(args: argparse.Namespace) -> int:
     with read_bundle(args.bundle) as reader:
         entries = reader.entries()
     if args.json:
-        _print_json({"bundle": args.bundle, "version": VERSION,
-                     "kernels": [_entry_json(e) for e in entries]})
+        _print_json(
+            {
+                "bundle": args.bundle,
+                "version": VERSION,
+                "kernels": [_entry_json(e) for e in entries],
+            }
+        )
         return 0
     rows = [("ID", "WORKGROUP", "GRID", "BINDINGS", "ARTIFACTS")]
     for e in entries:
         bindings = e.meta.get("bindings")
-        rows.append((e.id, _fmt_wg(e.meta), _fmt_grid(e.meta),
-                     str(len(bindings)) if isinstance(bindings, list) else "-",
-                     " ".join(f"{s}:{a['size']}" for s, a in sorted(e.artifacts.items()))))
+        rows.append(
+            (
+                e.id,
+                _fmt_wg(e.meta),
+                _fmt_grid(e.meta),
+                str(len(bindings)) if isinstance(bindings, list) else "-",
+                " ".join(f"{s}:{a['size']}" for s, a in sorted(e.artifacts.items())),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
@@ -102,17 +127,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"grid       {_fmt_grid(m)}")
     for b in m.get("bindings") or []:
         extra = f"offset {b['offset']}" if "offset" in b else f"access {b.get('access', '?')}"
-        print(f"binding    {b.get('binding', '?'):>3}  {b.get('kind', '?'):<6} "
-              f"{b.get('dtype', '?'):<4} {b.get('name', '?'):<16} {extra}")
+        print(
+            f"binding    {b.get('binding', '?'):>3}  {b.get('kind', '?'):<6} "
+            f"{b.get('dtype', '?'):<4} {b.get('name', '?'):<16} {extra}"
+        )
     if m.get("uniform"):
-        print(f"uniform    binding {m['uniform'].get('binding')}, "
-              f"{m['uniform'].get('size')} bytes")
+        print(f"uniform    binding {m['uniform'].get('binding')}, {m['uniform'].get('size')} bytes")
     if m.get("variant_values"):
         values = ", ".join(f"{k}={v}" for k, v in sorted(m["variant_values"].items()))
         print(f"variant    {values}")
     for suffix, a in sorted(e.artifacts.items()):
-        print(f"artifact   {suffix:<7} {a['size']:>8} bytes at {a['offset']:<8} "
-              f"blake3 {a['blake3']}")
+        print(
+            f"artifact   {suffix:<7} {a['size']:>8} bytes at {a['offset']:<8} blake3 {a['blake3']}"
+        )
     prov = m.get("provenance")
     if prov is not None:
         print("provenance " + json.dumps(prov, sort_keys=True, ensure_ascii=False))
@@ -129,8 +156,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             raise
         problems, count = [str(exc)], 0
     if args.json:
-        _print_json({"bundle": args.bundle, "ok": not problems, "kernels": count,
-                     "problems": problems})
+        _print_json(
+            {"bundle": args.bundle, "ok": not problems, "kernels": count, "problems": problems}
+        )
     elif problems:
         for p in problems:
             print(f"{args.bundle}: {p}", file=sys.stderr)
@@ -145,8 +173,13 @@ def _safe_target(directory: str, ident: str, suffix: str) -> str:
     check_id(ident)
     check_suffix(suffix)
     filename = ident + suffix
-    if os.path.isabs(filename) or ".." in filename or "/" in filename or os.sep in filename \
-            or (os.altsep and os.altsep in filename):
+    if (
+        os.path.isabs(filename)
+        or ".." in filename
+        or "/" in filename
+        or os.sep in filename
+        or (os.altsep and os.altsep in filename)
+    ):
         raise BundleError(f"refusing to extract {filename!r}: not a plain file name")
     return os.path.join(directory, filename)
 
@@ -161,12 +194,15 @@ def extract(reader: BundleReader, directory: str) -> list[str]:
         for suffix in sorted(e.artifacts):
             plan.append((_safe_target(directory, e.id, suffix), e.id, suffix))
         if ".meta.json" not in e.artifacts:
-            meta = json.dumps(e.meta, sort_keys=True, separators=(",", ":"),
-                              ensure_ascii=False) + "\n"
+            meta = (
+                json.dumps(e.meta, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+            )
             plan.append((_safe_target(directory, e.id, ".meta.json"), e.id, meta.encode()))
     # Read and verify everything first: a corrupt artifact must not leave a partial tree.
-    payloads = [(path, reader.read_artifact(ident, what) if isinstance(what, str) else what)
-                for path, ident, what in plan]
+    payloads = [
+        (path, reader.read_artifact(ident, what) if isinstance(what, str) else what)
+        for path, ident, what in plan
+    ]
     output_dir(directory, "-o")
     for path, data in payloads:
         write_file(path, data)

@@ -9,6 +9,7 @@
     gc [--max-size N] [--max-age D]   evict least-recently-used entries
 Every subcommand takes --json (machine-readable output on stdout) and --cache-dir.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,9 @@ def parse_size(text: str) -> int:
 def _store(args) -> Store:
     root = args.cache_dir or default_cache_dir(".")
     if not os.path.isdir(root):
-        raise CacheError(f"no cache at {root}; build first, or pass --cache-dir / set "
-                         f"{CACHE_DIR_ENV}")
+        raise CacheError(
+            f"no cache at {root}; build first, or pass --cache-dir / set {CACHE_DIR_ENV}"
+        )
     return Store(root)
 
 
@@ -57,16 +59,27 @@ def _stamp(t: float) -> str:
 def cmd_stats(args) -> int:
     store = _store(args)
     stats = store.read_stats()
-    data = {"cache_dir": store.root, **store.usage(), "overall": stats["overall"],
-            "last_build": stats["last_build"], "recent_builds": stats.get("recent_builds", [])}
+    data = {
+        "cache_dir": store.root,
+        **store.usage(),
+        "overall": stats["overall"],
+        "last_build": stats["last_build"],
+        "recent_builds": stats.get("recent_builds", []),
+    }
     o, last = stats["overall"], stats["last_build"]
-    lines = [f"cache {store.root}",
-             f"  {data['entries']} entries, {data['blobs']} blobs, {data['total_bytes']} bytes",
-             (f"  overall: {o.get('hits', 0)} hits, {o.get('misses', 0)} misses, "
-             f"{o.get('corrupt', 0)} corrupt, {o.get('builds', 0)} builds")]
+    lines = [
+        f"cache {store.root}",
+        f"  {data['entries']} entries, {data['blobs']} blobs, {data['total_bytes']} bytes",
+        (
+            f"  overall: {o.get('hits', 0)} hits, {o.get('misses', 0)} misses, "
+            f"{o.get('corrupt', 0)} corrupt, {o.get('builds', 0)} builds"
+        ),
+    ]
     if last:
-        lines.append(f"  last build: {last['hits']} hits, {last['misses']} misses, "
-                     f"{last['corrupt']} corrupt, {last['stored']} stored ({last['label']})")
+        lines.append(
+            f"  last build: {last['hits']} hits, {last['misses']} misses, "
+            f"{last['corrupt']} corrupt, {last['stored']} stored ({last['label']})"
+        )
     _emit(args, data, lines)
     return 0
 
@@ -79,16 +92,25 @@ def _entries(store: Store) -> list[dict]:
             continue
         st = os.stat(store.record_path(key))
         size = st.st_size + sum(o["size"] for o in record["outputs"].values())
-        out.append({"key": key, "source": record["info"].get("source"),
-                    "stems": record["info"].get("stems", []), "bytes": size,
-                    "last_access": st.st_mtime})
+        out.append(
+            {
+                "key": key,
+                "source": record["info"].get("source"),
+                "stems": record["info"].get("stems", []),
+                "bytes": size,
+                "last_access": st.st_mtime,
+            }
+        )
     return out
 
 
 def cmd_ls(args) -> int:
     entries = _entries(_store(args))
-    lines = [f"{e['key'][:16]}  {e['source'] or '?':24} {e['bytes']:>9}  "
-             f"{_stamp(e['last_access'])}  {' '.join(e['stems'])}" for e in entries]
+    lines = [
+        f"{e['key'][:16]}  {e['source'] or '?':24} {e['bytes']:>9}  "
+        f"{_stamp(e['last_access'])}  {' '.join(e['stems'])}"
+        for e in entries
+    ]
     _emit(args, {"entries": entries}, lines or ["(empty)"])
     return 0
 
@@ -96,8 +118,9 @@ def cmd_ls(args) -> int:
 def _record(store: Store, key: str) -> dict:
     record = store.get_record(key)
     if record is None:
-        raise CacheError(f"no entry {key} in {store.root} (evicted or never built); "
-                         "see `vyre-build cache ls`")
+        raise CacheError(
+            f"no entry {key} in {store.root} (evicted or never built); see `vyre-build cache ls`"
+        )
     return record
 
 
@@ -110,10 +133,20 @@ def cmd_show(args) -> int:
         value = f"  {json.dumps(p['value'], sort_keys=True)}" if "value" in p else ""
         lines.append(f"  {p['label']:32} {p['hash']}{value}")
     lines.append("outputs:")
-    lines += [f"  {name:32} {o['hash']}  {o['size']} bytes"
-              for name, o in sorted(record["outputs"].items())]
-    _emit(args, {"key": record["key"], "parts": parts, "outputs": record["outputs"],
-                 "info": record["info"]}, lines)
+    lines += [
+        f"  {name:32} {o['hash']}  {o['size']} bytes"
+        for name, o in sorted(record["outputs"].items())
+    ]
+    _emit(
+        args,
+        {
+            "key": record["key"],
+            "parts": parts,
+            "outputs": record["outputs"],
+            "info": record["info"],
+        },
+        lines,
+    )
     return 0
 
 
@@ -134,8 +167,10 @@ def _resolve(store: Store, what: str) -> tuple[str, str | None]:
     stem = _stem_of(what)
     keys = store.history(stem)
     if not keys:
-        raise CacheError(f"{what!r} is neither a key in the cache nor a target built through "
-                         f"it (no history for stem {stem!r})")
+        raise CacheError(
+            f"{what!r} is neither a key in the cache nor a target built through "
+            f"it (no history for stem {stem!r})"
+        )
     return keys[-1], stem
 
 
@@ -149,10 +184,12 @@ def cmd_why(args) -> int:
             stems = _record(store, new_key)["info"].get("stems", [])
             stem = stems[0] if stems else None
         keys = store.history(stem) if stem else []
-        earlier = keys[:keys.index(new_key)] if new_key in keys else keys[:-1]
+        earlier = keys[: keys.index(new_key)] if new_key in keys else keys[:-1]
         if not earlier:
-            raise CacheError(f"{args.target!r}: only one build of {stem or new_key} is "
-                             "recorded; nothing to compare (give two keys or targets)")
+            raise CacheError(
+                f"{args.target!r}: only one build of {stem or new_key} is "
+                "recorded; nothing to compare (give two keys or targets)"
+            )
         old_key = earlier[-1]
     diff = diff_manifests(_record(store, old_key)["manifest"], _record(store, new_key)["manifest"])
     lines = [f"{stem or args.target}: {old_key[:16]} -> {new_key[:16]}"]
@@ -162,17 +199,22 @@ def cmd_why(args) -> int:
         if d["change"] == "changed":
             lines.append(f"  {d['part']} changed: {d['old'][:16]} -> {d['new'][:16]}")
             if "new_value" in d:
-                lines.append(f"    was {json.dumps(d['old_value'], sort_keys=True)}, "
-                             f"now {json.dumps(d['new_value'], sort_keys=True)}")
+                lines.append(
+                    f"    was {json.dumps(d['old_value'], sort_keys=True)}, "
+                    f"now {json.dumps(d['new_value'], sort_keys=True)}"
+                )
         else:
             lines.append(f"  {d['part']} {d['change']}")
-    _emit(args, {"target": args.target, "stem": stem, "old": old_key, "new": new_key,
-                 "differences": diff}, lines)
+    _emit(
+        args,
+        {"target": args.target, "stem": stem, "old": old_key, "new": new_key, "differences": diff},
+        lines,
+    )
     return 0
 
 
 def _blob_state(store: Store, digest: str) -> str:
-    """"ok", "missing" or "corrupt", read-only (verify never deletes)."""
+    """ "ok", "missing" or "corrupt", read-only (verify never deletes)."""
     try:
         with open(store.blob_path(digest), "rb") as f:
             return "ok" if content_hash(f.read()) == digest else "corrupt"
@@ -210,23 +252,39 @@ def cmd_verify(args) -> int:
                 rebuilds.append(rebuild_record(store, record))
     differing = [r for r in rebuilds if r["status"] != "same"]
     ok = not corrupt_records and not bad_blobs and not differing
-    lines = [(f"verified {len(blobs)} blobs and {len(intact) + len(corrupt_records)} entries "
-             f"in {store.root}")]
+    lines = [
+        (
+            f"verified {len(blobs)} blobs and {len(intact) + len(corrupt_records)} entries "
+            f"in {store.root}"
+        )
+    ]
     lines += [f"  CORRUPT record {r['key']}: {r['problem']}" for r in corrupt_records]
-    lines += [f"  {b['state'].upper()} blob {b['blob']} (used by "
-              f"{', '.join(b['keys']) or 'no entry'})" for b in bad_blobs]
+    lines += [
+        f"  {b['state'].upper()} blob {b['blob']} (used by {', '.join(b['keys']) or 'no entry'})"
+        for b in bad_blobs
+    ]
     if args.rebuild:
-        lines.append(f"rebuilt {len(rebuilds)} entries: "
-                     f"{len(rebuilds) - len(differing)} identical")
+        lines.append(f"rebuilt {len(rebuilds)} entries: {len(rebuilds) - len(differing)} identical")
         for r in differing:
             lines.append(f"  {r['status'].upper()} {r['key']} {r['detail']}".rstrip())
-            lines += [f"    {d['output']}: first differing byte at {d['first_offset']} "
-                      f"(stored {d['stored_size']} bytes, rebuilt {d['rebuilt_size']})"
-                      for d in r["differences"]]
+            lines += [
+                f"    {d['output']}: first differing byte at {d['first_offset']} "
+                f"(stored {d['stored_size']} bytes, rebuilt {d['rebuilt_size']})"
+                for d in r["differences"]
+            ]
     lines.append("OK" if ok else "FAILED")
-    _emit(args, {"ok": ok, "blobs": len(blobs), "entries": len(intact) + len(corrupt_records),
-                 "corrupt_records": corrupt_records, "bad_blobs": bad_blobs,
-                 "rebuilds": rebuilds if args.rebuild else None}, lines)
+    _emit(
+        args,
+        {
+            "ok": ok,
+            "blobs": len(blobs),
+            "entries": len(intact) + len(corrupt_records),
+            "corrupt_records": corrupt_records,
+            "bad_blobs": bad_blobs,
+            "rebuilds": rebuilds if args.rebuild else None,
+        },
+        lines,
+    )
     return 0 if ok else 1
 
 
@@ -235,42 +293,59 @@ def cmd_gc(args) -> int:
     max_size = parse_size(args.max_size) if args.max_size is not None else None
     max_age = args.max_age * 86400.0 if args.max_age is not None else None
     report = store.gc(max_size=max_size, max_age_s=max_age)
-    lines = [(f"evicted {len(report['evicted_entries'])} entries, removed "
-             f"{report['removed_blobs']} blobs ({report['freed_blob_bytes']} bytes) and "
-             f"{report['removed_tmp_files']} stale temp files; "
-             f"{report['total_bytes_after']} bytes in use")]
+    lines = [
+        (
+            f"evicted {len(report['evicted_entries'])} entries, removed "
+            f"{report['removed_blobs']} blobs ({report['freed_blob_bytes']} bytes) and "
+            f"{report['removed_tmp_files']} stale temp files; "
+            f"{report['total_bytes_after']} bytes in use"
+        )
+    ]
     _emit(args, report, lines)
     return 0
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("cache", help="inspect and maintain the artifact cache",
-                                   description=__doc__.splitlines()[0])
+    parser = subparsers.add_parser(
+        "cache", help="inspect and maintain the artifact cache", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="cache_command", required=True, metavar="SUBCOMMAND")
 
     def add(name, func, help_text):
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument("--json", action="store_true", help="print JSON on stdout")
-        p.add_argument("--cache-dir", default=None,
-                       help=f"cache directory (default ${CACHE_DIR_ENV}, else ./cache)")
+        p.add_argument(
+            "--cache-dir",
+            default=None,
+            help=f"cache directory (default ${CACHE_DIR_ENV}, else ./cache)",
+        )
         p.set_defaults(func=func)
         return p
 
     add("stats", cmd_stats, "entry count, size, hit/miss counters")
     add("ls", cmd_ls, "list entries")
     add("show", cmd_show, "print an entry's key manifest").add_argument(
-        "key", help="a key or a unique prefix of one (>= 4 hex digits)")
+        "key", help="a key or a unique prefix of one (>= 4 hex digits)"
+    )
     p = add("why", cmd_why, "which key parts differ between two builds of a target")
     p.add_argument("target", help="an output path or stem (e.g. build/saxpy.wgsl), or a key")
-    p.add_argument("other", nargs="?", help="compare with this key or target instead of the "
-                   "target's previous build")
-    add("verify", cmd_verify, "rehash every blob; --rebuild also recompiles and compares"
-        ).add_argument("--rebuild", action="store_true",
-                       help="recompile every entry from its stored inputs, report differences")
+    p.add_argument(
+        "other",
+        nargs="?",
+        help="compare with this key or target instead of the target's previous build",
+    )
+    add(
+        "verify", cmd_verify, "rehash every blob; --rebuild also recompiles and compares"
+    ).add_argument(
+        "--rebuild",
+        action="store_true",
+        help="recompile every entry from its stored inputs, report differences",
+    )
     p = add("gc", cmd_gc, "evict least-recently-used entries past the limits")
     p.add_argument("--max-size", default=None, help="size limit, e.g. 500M or 2G")
-    p.add_argument("--max-age", type=float, default=None,
-                   help="evict entries not used for this many days")
+    p.add_argument(
+        "--max-age", type=float, default=None, help="evict entries not used for this many days"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m vyre_build cache` is the entry

@@ -8,6 +8,7 @@
 Each buffer the kernel writes is saved as DIR/NAME.npy. A "w"-only buffer not given
 with --input is allocated zeroed with the shape from --alloc. Imports only the runtime.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,25 +18,44 @@ from vyre_build.commands import output_dir
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("run", help="dispatch a bundled kernel on .npy inputs",
-                              description=__doc__.splitlines()[0])
+    p = subparsers.add_parser(
+        "run", help="dispatch a bundled kernel on .npy inputs", description=__doc__.splitlines()[0]
+    )
     p.add_argument("bundle", nargs="?", help="the .vyrebundle file")
     p.add_argument("kernel", nargs="?", help="kernel name or id (saxpy, add.f32)")
     p.add_argument("--variant", help="variant of KERNEL (or give the id add.f32)")
-    p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
-                   help="a buffer argument from a .npy file (repeatable)")
-    p.add_argument("--scalar", action="append", default=[], metavar="NAME=VALUE",
-                   help="a scalar argument (repeatable); ints accept 0x..")
-    p.add_argument("--alloc", action="append", default=[], metavar="NAME=SHAPE",
-                   help="allocate a write-only buffer: 1000 or 64x48 (repeatable)")
-    p.add_argument("--grid", metavar="X[,Y[,Z]]",
-                   help="invocations per axis, overriding the kernel's grid")
-    p.add_argument("--backend", choices=("wgpu", "vulkan"),
-                   help="default: $VYRE_BACKEND, else wgpu")
+    p.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy",
+        help="a buffer argument from a .npy file (repeatable)",
+    )
+    p.add_argument(
+        "--scalar",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a scalar argument (repeatable); ints accept 0x..",
+    )
+    p.add_argument(
+        "--alloc",
+        action="append",
+        default=[],
+        metavar="NAME=SHAPE",
+        help="allocate a write-only buffer: 1000 or 64x48 (repeatable)",
+    )
+    p.add_argument(
+        "--grid", metavar="X[,Y[,Z]]", help="invocations per axis, overriding the kernel's grid"
+    )
+    p.add_argument(
+        "--backend", choices=("wgpu", "vulkan"), help="default: $VYRE_BACKEND, else wgpu"
+    )
     p.add_argument("--adapter", help="adapter index or name substring (see --list-adapters)")
     p.add_argument("--out", metavar="DIR", help="directory for the NAME.npy outputs")
-    p.add_argument("--list-adapters", action="store_true",
-                   help="list the adapters of --backend and exit")
+    p.add_argument(
+        "--list-adapters", action="store_true", help="list the adapters of --backend and exit"
+    )
     p.set_defaults(func=run)
 
 
@@ -55,8 +75,7 @@ def _ints(text: str, flag: str, sep: str) -> tuple:
     try:
         values = tuple(int(v, 0) for v in text.split(sep))
     except ValueError:
-        raise DispatchError(f"{flag} {text!r}: expected integers separated by "
-                            f"{sep!r}") from None
+        raise DispatchError(f"{flag} {text!r}: expected integers separated by {sep!r}") from None
     return values
 
 
@@ -70,6 +89,7 @@ def _scalar(name: str, text: str, dtype: str):
 
 def _load_npy(name: str, path: str):
     import numpy as np
+
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -78,6 +98,7 @@ def _load_npy(name: str, path: str):
 
 def run(args) -> int:
     from vyre_build.runtime import get_device, list_adapters, open_bundle
+
     adapter = args.adapter
     if adapter is not None and adapter.isdigit():
         adapter = int(adapter)
@@ -86,8 +107,9 @@ def run(args) -> int:
             print(f"{i}: {name}")
         return 0
     if not args.bundle or not args.kernel or not args.out:
-        raise DispatchError("vyre-build run needs BUNDLE, KERNEL and --out DIR "
-                            "(or --list-adapters)")
+        raise DispatchError(
+            "vyre-build run needs BUNDLE, KERNEL and --out DIR (or --list-adapters)"
+        )
     name, variant = args.kernel, args.variant
     if variant is None and "." in name:
         name, _, variant = name.partition(".")
@@ -101,15 +123,19 @@ def run(args) -> int:
         for flag, given in (("--input", inputs), ("--scalar", scalars), ("--alloc", allocs)):
             for arg in given:
                 if arg not in kinds:
-                    raise DispatchError(f"Kernel {kernel.id!r}: {flag} {arg!r} names no "
-                                        f"argument; it takes {', '.join(kinds)}")
+                    raise DispatchError(
+                        f"Kernel {kernel.id!r}: {flag} {arg!r} names no "
+                        f"argument; it takes {', '.join(kinds)}"
+                    )
                 if arg in call:
                     raise DispatchError(f"Kernel {kernel.id!r}: argument {arg!r} given twice")
                 want = "scalar" if flag == "--scalar" else "buffer"
                 if kinds[arg]["kind"] != want:
-                    raise DispatchError(f"Kernel {kernel.id!r}: {arg!r} is a "
-                                        f"{kinds[arg]['kind']}; pass it with "
-                                        f"{'--scalar' if want == 'buffer' else '--input'}")
+                    raise DispatchError(
+                        f"Kernel {kernel.id!r}: {arg!r} is a "
+                        f"{kinds[arg]['kind']}; pass it with "
+                        f"{'--scalar' if want == 'buffer' else '--input'}"
+                    )
                 if flag == "--input":
                     call[arg] = _load_npy(arg, given[arg])
                 elif flag == "--scalar":
@@ -119,11 +145,14 @@ def run(args) -> int:
         grid = _ints(args.grid, "--grid", ",") if args.grid else None
         missing_w = [n for n, b in kinds.items() if n not in call and b.get("access") == "w"]
         if missing_w:
-            raise DispatchError(f"Kernel {kernel.id!r}: write-only buffer {missing_w[0]!r} "
-                                f"needs --input {missing_w[0]}=FILE.npy or "
-                                f"--alloc {missing_w[0]}=LENGTH")
+            raise DispatchError(
+                f"Kernel {kernel.id!r}: write-only buffer {missing_w[0]!r} "
+                f"needs --input {missing_w[0]}=FILE.npy or "
+                f"--alloc {missing_w[0]}=LENGTH"
+            )
         results = kernel.dispatch(call, grid=grid)
     import numpy as np
+
     output_dir(args.out, "--out")
     for out_name in sorted(results):
         path = os.path.join(args.out, f"{out_name}.npy")

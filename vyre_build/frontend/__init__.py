@@ -3,6 +3,7 @@
 It parses with `ast` and never executes kernel files. Pipeline: `ModuleLoader` reads the
 file and what it imports; `KernelChecker` checks each kernel once per variant.
 """
+
 from __future__ import annotations
 
 from vyre_build.frontend.checker import KernelChecker
@@ -12,12 +13,15 @@ from vyre_build.ir import Program
 __all__ = ["load_module", "check_module", "instances", "ModuleLoader", "KernelModule"]
 
 
-def load_module(path: str, *, root: str | None = None, text: str | None = None,
-                display_path: str | None = None) -> KernelModule:
+def load_module(
+    path: str, *, root: str | None = None, text: str | None = None, display_path: str | None = None
+) -> KernelModule:
     return ModuleLoader(root).load(path, text=text, given=display_path)
 
 
-def instances(module: KernelModule, kernel: str | None = None) -> list[tuple[str, str | None, dict]]:
+def instances(
+    module: KernelModule, kernel: str | None = None
+) -> list[tuple[str, str | None, dict]]:
     """(kernel name, variant name or None, variant env) for every instantiation, sorted."""
     out = []
     for name in sorted(module.kernels):
@@ -33,5 +37,7 @@ def instances(module: KernelModule, kernel: str | None = None) -> list[tuple[str
 
 def check_module(module: KernelModule, kernel: str | None = None) -> list[Program]:
     """Check every kernel (and variant) of a module; `kernel` restricts to one name."""
-    return [KernelChecker(module, module.kernels[name], variant, env).check()
-            for name, variant, env in instances(module, kernel)]
+    return [
+        KernelChecker(module, module.kernels[name], variant, env).check()
+        for name, variant, env in instances(module, kernel)
+    ]

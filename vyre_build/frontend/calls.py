@@ -4,13 +4,20 @@
 parameters become fresh locals (buffers are aliased), and a `return` that is not the
 helper's last statement becomes an assignment plus a break out of a one-shot loop.
 """
+
 from __future__ import annotations
 
 import ast
 
 from vyre_build import ir
 from vyre_build.frontend.expressions import (
-    ATOMICS, DECL_BUILTINS, F32_PRED, F32_UNARY, ID_BUILTINS, INT_UNARY, OTHER_BUILTINS,
+    ATOMICS,
+    DECL_BUILTINS,
+    F32_PRED,
+    F32_UNARY,
+    ID_BUILTINS,
+    INT_UNARY,
+    OTHER_BUILTINS,
     STATEMENT_BUILTINS,
     _has_effects,
 )
@@ -22,11 +29,17 @@ class CallChecker:
 
     def expr_Call(self, node, statement: bool = False):
         if node.keywords:
-            raise self.err(node.keywords[0].value, "keyword arguments are not supported in kernels",
-                           "pass arguments by position")
+            raise self.err(
+                node.keywords[0].value,
+                "keyword arguments are not supported in kernels",
+                "pass arguments by position",
+            )
         if not isinstance(node.func, ast.Name):
-            raise self.err(node.func, "only plain function names can be called",
-                           "call builtins and helpers directly, e.g. sqrt(x) rather than math.sqrt(x)")
+            raise self.err(
+                node.func,
+                "only plain function names can be called",
+                "call builtins and helpers directly, e.g. sqrt(x) rather than math.sqrt(x)",
+            )
         name = node.func.id
         f = self.frame
         if name in f.vars or name in f.loops or name in f.scalars or name in f.arrays:
@@ -34,8 +47,11 @@ class CallChecker:
         if name in f.module.helpers:
             result = self.inline(node, *f.module.helpers[name], statement=statement)
             if result is None and not statement:
-                raise self.err(node, f"helper '{name}' returns no value",
-                               "give it a return annotation and a return statement")
+                raise self.err(
+                    node,
+                    f"helper '{name}' returns no value",
+                    "give it a return annotation and a return statement",
+                )
             return result
         if name in TYPE_NAMES:
             return self.cast(node, name)
@@ -50,20 +66,26 @@ class CallChecker:
         elif name in ATOMICS:
             method = self.builtin_atomic
         if name in STATEMENT_BUILTINS and not statement:
-            raise self.err(node, f"{name}() is a statement, not a value", f"call it on its own line: {name}()")
+            raise self.err(
+                node, f"{name}() is a statement, not a value", f"call it on its own line: {name}()"
+            )
         if name in ID_BUILTINS:
             raise self.err(node, f"{name}() is a vector", f"take one component: {name}().x")
         if name in DECL_BUILTINS:
-            raise self.err(node, f"{name}(...) can only be assigned to a name at the top level "
-                           "of a kernel body", f"write: tile = {name}(f32, 256)")
+            raise self.err(
+                node,
+                f"{name}(...) can only be assigned to a name at the top level of a kernel body",
+                f"write: tile = {name}(f32, 256)",
+            )
         if method is None:
             raise self.unknown(node.func, name)
         return method(node, name)
 
     def nargs(self, node, name, n):
         if len(node.args) != n:
-            raise self.err(node, f"{name}() takes {n} argument{'s' if n != 1 else ''}, "
-                           f"got {len(node.args)}")
+            raise self.err(
+                node, f"{name}() takes {n} argument{'s' if n != 1 else ''}, got {len(node.args)}"
+            )
 
     # -- casts ------------------------------------------------------------------------
     def cast(self, node, ty):
@@ -72,7 +94,9 @@ class CallChecker:
         self.nargs(node, ty, 1)
         a = self.expr(node.args[0])
         if a.ty in ir.VECTORS:
-            raise self.err(node.args[0], f"cannot convert a {a.ty} to {ty}", "take a component: v.x")
+            raise self.err(
+                node.args[0], f"cannot convert a {a.ty} to {ty}", "take a component: v.x"
+            )
         if isinstance(a, ir.Const) and a.ty == "int":
             if ty == "bool":
                 return ir.Const("bool", a.value != 0)
@@ -91,31 +115,48 @@ class CallChecker:
             a = self.expr(node.args[0])
             if a.ty in ir.VECTORS:
                 if ir.VECTORS[a.ty][1] != n:
-                    raise self.err(node.args[0], f"cannot convert a {a.ty} to {ty}",
-                                   "vectors convert only between equal component counts")
+                    raise self.err(
+                        node.args[0],
+                        f"cannot convert a {a.ty} to {ty}",
+                        "vectors convert only between equal component counts",
+                    )
                 return a if a.ty == ty else ir.Cast(a, ty)
             return ir.Splat(self.cast_scalar(node.args[0], a, elem), ty)
         if len(node.args) != n:
-            raise self.err(node, f"{ty}() takes 1 or {n} arguments, got {len(node.args)}",
-                           f"write {ty}(x) for all components equal, or give all {n}")
-        return ir.Construct(tuple(self.cast_scalar(an, self.expr(an), elem) for an in node.args), ty)
+            raise self.err(
+                node,
+                f"{ty}() takes 1 or {n} arguments, got {len(node.args)}",
+                f"write {ty}(x) for all components equal, or give all {n}",
+            )
+        return ir.Construct(
+            tuple(self.cast_scalar(an, self.expr(an), elem) for an in node.args), ty
+        )
 
     def cast_scalar(self, node, a, elem):
         if a.ty in ir.VECTORS:
-            raise self.err(node, f"expected one {elem} component, got a {a.ty}",
-                           "pass components: e.g. v.x, v.y")
+            raise self.err(
+                node,
+                f"expected one {elem} component, got a {a.ty}",
+                "pass components: e.g. v.x, v.y",
+            )
         if a.ty == "int" or a.ty == elem:
             return self.coerce(node, a, elem)
-        raise self.err(node, f"expected one {elem} component, got {a.ty}",
-                       f"convert it explicitly: {elem}(...)")
+        raise self.err(
+            node,
+            f"expected one {elem} component, got {a.ty}",
+            f"convert it explicitly: {elem}(...)",
+        )
 
     def builtin_bitcast(self, node, name):
         self.nargs(node, name, 2)
         t = node.args[0]
         ty = self.resolve_type(t)
         if ty not in ir.NUMERIC:
-            raise self.err(t, "bitcast needs a 32-bit scalar type: i32, u32 or f32",
-                           "bitcast each component: bitcast(u32, v.x)")
+            raise self.err(
+                t,
+                "bitcast needs a 32-bit scalar type: i32, u32 or f32",
+                "bitcast each component: bitcast(u32, v.x)",
+            )
         a = self.typed(node.args[1])
         if a.ty not in ir.NUMERIC:
             raise self.err(node.args[1], "cannot bitcast a bool", "use u32(b) for 0/1")
@@ -128,11 +169,17 @@ class CallChecker:
         if a.ty == "int":
             a = self.coerce(node.args[0], a, "f32")
         if name in F32_PRED and a.ty != "f32":
-            raise self.err(node.args[0], f"{name}() needs an f32, got {a.ty}",
-                           "test vector components one by one: isnan(v.x)")
+            raise self.err(
+                node.args[0],
+                f"{name}() needs an f32, got {a.ty}",
+                "test vector components one by one: isnan(v.x)",
+            )
         if ir.element(a.ty) != "f32":
-            raise self.err(node.args[0], f"{name}() needs an f32 (or f32 vector), got {a.ty}",
-                           "convert it: f32(x)")
+            raise self.err(
+                node.args[0],
+                f"{name}() needs an f32 (or f32 vector), got {a.ty}",
+                "convert it: f32(x)",
+            )
         if name in F32_PRED:
             return ir.Unary(F32_PRED[name], a, "bool")
         return ir.Unary(F32_UNARY[name], a, a.ty)
@@ -141,28 +188,39 @@ class CallChecker:
         self.nargs(node, name, 1)
         a = self.typed(node.args[0])
         if a.ty not in ir.INTEGER:
-            raise self.err(node.args[0], f"{name}() needs an i32 or u32, got {a.ty}",
-                           "reinterpret floats with bitcast(u32, x)")
+            raise self.err(
+                node.args[0],
+                f"{name}() needs an i32 or u32, got {a.ty}",
+                "reinterpret floats with bitcast(u32, x)",
+            )
         return ir.Unary(INT_UNARY[name], a, a.ty)
 
     def numeric_args(self, node, name, n):
         self.nargs(node, name, n)
         args = [self.expr(a) for a in node.args]
         vec = next((a.ty for a in args if a.ty in ir.VECTORS), None)
-        if vec is not None:     # scalars next to a vector are splatted to it
+        if vec is not None:  # scalars next to a vector are splatted to it
             for an, a in zip(node.args, args):
                 if a.ty in ir.VECTORS and a.ty != vec:
-                    raise self.err(an, f"{name}() arguments must have one type; got {vec} and {a.ty}",
-                                   f"convert one of them, e.g. {vec}(...)")
-            return [a if a.ty == vec else ir.Splat(self.cast_scalar(an, a, ir.element(vec)), vec)
-                    for an, a in zip(node.args, args)]
+                    raise self.err(
+                        an,
+                        f"{name}() arguments must have one type; got {vec} and {a.ty}",
+                        f"convert one of them, e.g. {vec}(...)",
+                    )
+            return [
+                a if a.ty == vec else ir.Splat(self.cast_scalar(an, a, ir.element(vec)), vec)
+                for an, a in zip(node.args, args)
+            ]
         ty = next((a.ty for a in args if a.ty != "int"), None)
         args = [self.coerce(an, a, ty) for an, a in zip(node.args, args)]
         ty = args[0].ty
         for an, a in zip(node.args, args):
             if a.ty != ty:
-                raise self.err(an, f"{name}() arguments must have one type; got {ty} and {a.ty}",
-                               "convert explicitly")
+                raise self.err(
+                    an,
+                    f"{name}() arguments must have one type; got {ty} and {a.ty}",
+                    "convert explicitly",
+                )
             if a.ty == "bool":
                 raise self.err(an, f"{name}() needs numbers, got bool")
         return args
@@ -186,8 +244,9 @@ class CallChecker:
     def builtin_fma(self, node, name):
         a, b, c = self.numeric_args(node, name, 3)
         if ir.element(a.ty) != "f32":
-            raise self.err(node, f"fma() needs f32 arguments, got {a.ty}",
-                           "use a * b + c for integers")
+            raise self.err(
+                node, f"fma() needs f32 arguments, got {a.ty}", "use a * b + c for integers"
+            )
         return ir.Fma(a, b, c, a.ty)
 
     def builtin_select(self, node, name):
@@ -231,8 +290,11 @@ class CallChecker:
         return ir.Length(arr)
 
     def builtin_range(self, node, name):
-        raise self.err(node, "range() can only be used as the iterable of a for loop",
-                       "write: for i in range(n):")
+        raise self.err(
+            node,
+            "range() can only be used as the iterable of a for loop",
+            "write: for i in range(n):",
+        )
 
     # -- atomics --------------------------------------------------------------------
     def builtin_atomic(self, node, name):
@@ -242,47 +304,68 @@ class CallChecker:
         ty = self.element_type(arr)
         decl = self.arrays.get(arr)
         if decl is not None and decl.space == "local":
-            raise self.err(node.args[0], f"atomics need a buffer or a shared array; '{arr}' is local",
-                           "use a plain read-modify-write on local arrays")
+            raise self.err(
+                node.args[0],
+                f"atomics need a buffer or a shared array; '{arr}' is local",
+                "use a plain read-modify-write on local arrays",
+            )
         if decl is None:
             self.check_access(node.args[0], arr, "atomic")
         if ty not in ir.INTEGER:
-            raise self.err(node.args[0], f"atomics need an i32 or u32 array; '{node.args[0].id}' "
-                           f"holds {ty}", "declare it Buffer[u32, \"rw\"] or Buffer[i32, \"rw\"]")
+            raise self.err(
+                node.args[0],
+                f"atomics need an i32 or u32 array; '{node.args[0].id}' holds {ty}",
+                'declare it Buffer[u32, "rw"] or Buffer[i32, "rw"]',
+            )
         idx = self.index(node.args[1])
         vals = tuple(self.typed(a, ty) for a in node.args[2:])
         if name == "atomic_sub":
             vals = (ir.Unary("Negate", vals[0], ty),)
         if self.cond_depth:
-            raise self.err(node, f"{name}() cannot be used where it would run unconditionally "
-                           "(conditional expression or right side of and/or)",
-                           "move it into an if statement")
+            raise self.err(
+                node,
+                f"{name}() cannot be used where it would run unconditionally "
+                "(conditional expression or right side of and/or)",
+                "move it into an if statement",
+            )
         return ir.Atomic(ATOMICS[name], arr, idx, vals, ty)
 
     # -- helpers --------------------------------------------------------------------
     def inline(self, call, module, fn: ast.FunctionDef, statement: bool):
         key = (module.path, fn.name)
         if key in self.inline_stack:
-            raise self.err(call, f"helper '{fn.name}' calls itself (recursion is not supported)",
-                           "rewrite it as a loop")
+            raise self.err(
+                call,
+                f"helper '{fn.name}' calls itself (recursion is not supported)",
+                "rewrite it as a loop",
+            )
         if len(self.inline_stack) > 32:
             raise self.err(call, "helpers nested more than 32 deep")
         params = self.helper_params(module, fn)
         if len(call.args) != len(params):
-            raise self.err(call, f"helper '{fn.name}' takes {len(params)} arguments "
-                           f"({', '.join(p[0] for p in params)}), got {len(call.args)}")
+            raise self.err(
+                call,
+                f"helper '{fn.name}' takes {len(params)} arguments "
+                f"({', '.join(p[0] for p in params)}), got {len(call.args)}",
+            )
         frame = self.new_frame(module, helper=fn.name)
         binds = []
         for (pname, kind, ty, access, _node), arg in zip(params, call.args):
             if kind == "buffer":
                 arr = self.array_name(arg)
                 if self.element_type(arr) != ty:
-                    raise self.err(arg, f"helper '{fn.name}' expects a {ty} array for '{pname}', "
-                                   f"'{arr}' holds {self.element_type(arr)}",
-                                   f"pass a Buffer[{ty}] or change the helper's parameter type")
+                    raise self.err(
+                        arg,
+                        f"helper '{fn.name}' expects a {ty} array for '{pname}', "
+                        f"'{arr}' holds {self.element_type(arr)}",
+                        f"pass a Buffer[{ty}] or change the helper's parameter type",
+                    )
                 if arr in self.buffers:
-                    self.check_access(arg, arr, "read" if access == "r" else "write"
-                                      if access == "w" else "readwrite")
+                    self.check_access(
+                        arg,
+                        arr,
+                        "read" if access == "r" else "write" if access == "w" else "readwrite",
+                    )
                 frame.arrays[pname] = arr
             else:
                 val = self.typed(arg, ty)
@@ -290,7 +373,9 @@ class CallChecker:
                     raise self.err(arg, "argument with side effects in a conditional context")
                 binds.append((pname, ty, val))
         ret_ty = None
-        if fn.returns is not None and not (isinstance(fn.returns, ast.Constant) and fn.returns.value is None):
+        if fn.returns is not None and not (
+            isinstance(fn.returns, ast.Constant) and fn.returns.value is None
+        ):
             ret_ty = self.resolve_type(fn.returns, module)
         self.inline_stack.append(key)
         outer = self.frame
@@ -307,8 +392,12 @@ class CallChecker:
             self.frames.pop()
             self.inline_stack.pop()
         if self.cond_depth and frame.effects:
-            raise self.err(call, f"helper '{fn.name}' writes memory but is called where it would run "
-                           "unconditionally", "call it in an if statement")
+            raise self.err(
+                call,
+                f"helper '{fn.name}' writes memory but is called where it would run "
+                "unconditionally",
+                "call it in an if statement",
+            )
         outer.effects |= frame.effects
         return ir.Var(frame.ret_var, ret_ty) if ret_ty is not None else None
 
@@ -320,8 +409,11 @@ class CallChecker:
         out = []
         for arg in a.args:
             if arg.annotation is None:
-                raise src.error(arg, f"parameter '{arg.arg}' of helper '{fn.name}' has no type",
-                                f"annotate it, e.g. {arg.arg}: f32")
+                raise src.error(
+                    arg,
+                    f"parameter '{arg.arg}' of helper '{fn.name}' has no type",
+                    f"annotate it, e.g. {arg.arg}: f32",
+                )
             kind, ty, access = self.resolve_param_type(arg.annotation, module)
             out.append((arg.arg, kind, ty, access, arg))
         return out
@@ -330,12 +422,23 @@ class CallChecker:
         body = fn.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]
-        tail_only = all(not isinstance(n, ast.Return) for stmt in body[:-1] for n in ast.walk(stmt)) \
-            and not (body and not isinstance(body[-1], ast.Return)
-                     and any(isinstance(n, ast.Return) for n in ast.walk(body[-1])))
-        if frame.ret_type is not None and not (body and isinstance(body[-1], ast.Return)) and tail_only:
-            raise frame.module.source.error(fn, f"helper '{fn.name}' must end with a return",
-                                            "add a return statement at the end")
+        tail_only = all(
+            not isinstance(n, ast.Return) for stmt in body[:-1] for n in ast.walk(stmt)
+        ) and not (
+            body
+            and not isinstance(body[-1], ast.Return)
+            and any(isinstance(n, ast.Return) for n in ast.walk(body[-1]))
+        )
+        if (
+            frame.ret_type is not None
+            and not (body and isinstance(body[-1], ast.Return))
+            and tail_only
+        ):
+            raise frame.module.source.error(
+                fn,
+                f"helper '{fn.name}' must end with a return",
+                "add a return statement at the end",
+            )
         frame.wrapped = not tail_only
         loops = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, (ast.For, ast.While))]
         if any(isinstance(r, ast.Return) for lp in loops for r in ast.walk(lp)):

@@ -5,6 +5,7 @@ caret and a fix. Expressions live in expressions.py, calls and helper inlining i
 control flow (if/for/while/break/continue/return) in control.py.
 Guarantee: either a `Program` that passes `Program.validate()`, or a `KernelError`.
 """
+
 from __future__ import annotations
 
 import ast
@@ -18,17 +19,36 @@ from vyre_build.frontend.module import TYPE_NAMES, KernelDef, KernelModule
 
 _ACCESS = ("r", "w", "rw")
 _UNSUPPORTED_STMT_FIX = {
-    "With": "kernels have no context managers", "Try": "kernels have no exceptions",
+    "With": "kernels have no context managers",
+    "Try": "kernels have no exceptions",
     "Raise": "kernels have no exceptions; return early instead",
-    "Assert": "kernels have no assertions; guard with an if", "Delete": "remove the del",
-    "Global": "use a module constant or a parameter", "Nonlocal": "use a parameter",
-    "FunctionDef": "define helpers at module level", "ClassDef": "kernels have no classes",
-    "Import": "import at module level", "ImportFrom": "import at module level",
-    "Match": "use if/elif/else", "AsyncFor": "kernels are not async", "AsyncWith": "kernels are not async",
-    "AsyncFunctionDef": "kernels are not async", "TypeAlias": "use a variant parameter",
+    "Assert": "kernels have no assertions; guard with an if",
+    "Delete": "remove the del",
+    "Global": "use a module constant or a parameter",
+    "Nonlocal": "use a parameter",
+    "FunctionDef": "define helpers at module level",
+    "ClassDef": "kernels have no classes",
+    "Import": "import at module level",
+    "ImportFrom": "import at module level",
+    "Match": "use if/elif/else",
+    "AsyncFor": "kernels are not async",
+    "AsyncWith": "kernels are not async",
+    "AsyncFunctionDef": "kernels are not async",
+    "TypeAlias": "use a variant parameter",
 }
-_AUG = {ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr,
-        ast.BitXor, ast.LShift, ast.RShift}
+_AUG = {
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.FloorDiv,
+    ast.Mod,
+    ast.BitAnd,
+    ast.BitOr,
+    ast.BitXor,
+    ast.LShift,
+    ast.RShift,
+}
 
 
 def _element_bytes(ty: str) -> int:
@@ -46,15 +66,15 @@ def zero_value(ty: str):
 class Frame:
     module: KernelModule
     helper: str | None = None
-    vars: dict = field(default_factory=dict)      # source name -> (ir name, type)
-    arrays: dict = field(default_factory=dict)    # source name -> array name in the program
-    scalars: dict = field(default_factory=dict)   # source name -> ir.Param
-    loops: dict = field(default_factory=dict)     # source name -> ir.LoopVar
+    vars: dict = field(default_factory=dict)  # source name -> (ir name, type)
+    arrays: dict = field(default_factory=dict)  # source name -> array name in the program
+    scalars: dict = field(default_factory=dict)  # source name -> ir.Param
+    loops: dict = field(default_factory=dict)  # source name -> ir.LoopVar
     loop_depth: int = 0
     ret_var: str | None = None
     ret_type: str | None = None
     wrapped: bool = False
-    returned_var: str | None = None     # set when a return sits inside one of the helper's loops
+    returned_var: str | None = None  # set when a return sits inside one of the helper's loops
     effects: bool = False
 
 
@@ -118,18 +138,28 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
                 return self.variant_env[node.id]
         if isinstance(node, ast.Constant) and node.value in TYPE_NAMES:
             return node.value
-        raise module.source.error(node, f"unknown type '{ast.unparse(node)}'",
-                                  "types are bool, i32, u32, f32, vec2f/vec4f/vec2i/vec4i/vec2u/vec4u "
-                                  "(or a variant type parameter)")
+        raise module.source.error(
+            node,
+            f"unknown type '{ast.unparse(node)}'",
+            "types are bool, i32, u32, f32, vec2f/vec4f/vec2i/vec4i/vec2u/vec4u "
+            "(or a variant type parameter)",
+        )
 
     def resolve_param_type(self, ann, module):
         """-> ("buffer", dtype, access) or ("scalar", dtype, None)."""
         src = module.source
-        if isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name) and ann.value.id == "Buffer":
+        if (
+            isinstance(ann, ast.Subscript)
+            and isinstance(ann.value, ast.Name)
+            and ann.value.id == "Buffer"
+        ):
             items = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
             if not 1 <= len(items) <= 2:
-                raise src.error(ann, "Buffer takes an element type and an optional access mode",
-                                'write Buffer[f32] or Buffer[f32, "rw"]')
+                raise src.error(
+                    ann,
+                    "Buffer takes an element type and an optional access mode",
+                    'write Buffer[f32] or Buffer[f32, "rw"]',
+                )
             ty = self.resolve_type(items[0], module)
             if ty == "bool":
                 raise src.error(items[0], "buffers cannot hold bool", "use u32 with 0/1")
@@ -137,8 +167,11 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             if len(items) == 2:
                 a = items[1]
                 if not (isinstance(a, ast.Constant) and a.value in _ACCESS):
-                    raise src.error(a, f"unknown buffer access mode {ast.unparse(a)}",
-                                    'use "r" (read), "w" (write) or "rw" (read-write)')
+                    raise src.error(
+                        a,
+                        f"unknown buffer access mode {ast.unparse(a)}",
+                        'use "r" (read), "w" (write) or "rw" (read-write)',
+                    )
                 access = a.value
             return "buffer", ty, access
         if isinstance(ann, ast.Name) and ann.id == "Buffer":
@@ -149,16 +182,29 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         if isinstance(node, ast.Name) and node.id in self.frame.arrays:
             return self.frame.arrays[node.id]
         if isinstance(node, ast.Name):
-            if node.id in self.frame.vars or node.id in self.frame.scalars or node.id in self.frame.loops:
+            if (
+                node.id in self.frame.vars
+                or node.id in self.frame.scalars
+                or node.id in self.frame.loops
+            ):
                 ty = self.frame.vars.get(node.id, (None, None))[1]
                 if ty in ir.VECTORS:
-                    raise self.err(node, f"'{node.id}' is a {ty}, not an array or buffer",
-                                   "read its components with .x .y .z .w")
-                raise self.err(node, f"'{node.id}' is a scalar, not an array or buffer",
-                               "index a buffer or a shared/local array")
+                    raise self.err(
+                        node,
+                        f"'{node.id}' is a {ty}, not an array or buffer",
+                        "read its components with .x .y .z .w",
+                    )
+                raise self.err(
+                    node,
+                    f"'{node.id}' is a scalar, not an array or buffer",
+                    "index a buffer or a shared/local array",
+                )
             raise self.unknown(node, node.id)
-        raise self.err(node, "only named buffers and arrays can be indexed",
-                       "index a buffer parameter or a shared/local array by name")
+        raise self.err(
+            node,
+            "only named buffers and arrays can be indexed",
+            "index a buffer parameter or a shared/local array by name",
+        )
 
     def element_type(self, arr: str) -> str:
         return self.buffers[arr].dtype if arr in self.buffers else self.arrays[arr].dtype
@@ -168,11 +214,19 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         if b is None:
             return
         if how in ("write", "atomic", "readwrite") and b.access == "r":
-            raise self.err(node, f"buffer '{arr}' is read-only", f"declare it as Buffer[{b.dtype}, \"rw\"]"
-                           if how != "write" else f"declare it as Buffer[{b.dtype}, \"w\"] or \"rw\"")
+            raise self.err(
+                node,
+                f"buffer '{arr}' is read-only",
+                f'declare it as Buffer[{b.dtype}, "rw"]'
+                if how != "write"
+                else f'declare it as Buffer[{b.dtype}, "w"] or "rw"',
+            )
         if how in ("read", "atomic", "readwrite") and b.access == "w":
-            raise self.err(node, f"buffer '{arr}' is write-only and cannot be read",
-                           f"declare it as Buffer[{b.dtype}, \"rw\"]")
+            raise self.err(
+                node,
+                f"buffer '{arr}' is write-only and cannot be read",
+                f'declare it as Buffer[{b.dtype}, "rw"]',
+            )
         if how in ("write", "atomic", "readwrite"):
             self.frame.effects = True
 
@@ -181,18 +235,29 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         fn = self.kdef.node
         a = fn.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
-            raise self.err(fn, f"kernel '{fn.name}' may only have plain typed parameters",
-                           "remove *args, **kwargs, defaults and keyword-only parameters")
-        if fn.returns is not None and not (isinstance(fn.returns, ast.Constant) and fn.returns.value is None):
+            raise self.err(
+                fn,
+                f"kernel '{fn.name}' may only have plain typed parameters",
+                "remove *args, **kwargs, defaults and keyword-only parameters",
+            )
+        if fn.returns is not None and not (
+            isinstance(fn.returns, ast.Constant) and fn.returns.value is None
+        ):
             raise self.err(fn.returns, "kernels return nothing", "write results into a buffer")
         params = []
         for arg in a.args:
             if arg.annotation is None:
-                raise self.err(arg, f"kernel parameter '{arg.arg}' has no type",
-                               f"annotate it, e.g. {arg.arg}: Buffer[f32] or {arg.arg}: u32")
+                raise self.err(
+                    arg,
+                    f"kernel parameter '{arg.arg}' has no type",
+                    f"annotate it, e.g. {arg.arg}: Buffer[f32] or {arg.arg}: u32",
+                )
             if arg.arg in self.names:
-                raise self.err(arg, f"parameter '{arg.arg}' is declared twice",
-                               "give each parameter its own name")
+                raise self.err(
+                    arg,
+                    f"parameter '{arg.arg}' is declared twice",
+                    "give each parameter its own name",
+                )
             kind, ty, access = self.resolve_param_type(arg.annotation, self.frame.module)
             self.names.add(arg.arg)
             if kind == "buffer":
@@ -201,13 +266,19 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
                 self.frame.arrays[arg.arg] = arg.arg
             else:
                 if ty in ir.VECTORS:
-                    raise self.err(arg.annotation, f"kernel parameter '{arg.arg}' cannot be a vector "
-                                   "(uniform blocks hold scalars)",
-                                   f"pass its components as scalars, or use a Buffer[{ty}]")
+                    raise self.err(
+                        arg.annotation,
+                        f"kernel parameter '{arg.arg}' cannot be a vector "
+                        "(uniform blocks hold scalars)",
+                        f"pass its components as scalars, or use a Buffer[{ty}]",
+                    )
                 if ty == "bool":
-                    raise self.err(arg.annotation, f"scalar parameter '{arg.arg}' cannot be bool "
-                                   "(uniform blocks hold 32-bit values)",
-                                   f"take a u32 and test it: {arg.arg}: u32 ... if {arg.arg} != 0:")
+                    raise self.err(
+                        arg.annotation,
+                        f"scalar parameter '{arg.arg}' cannot be bool "
+                        "(uniform blocks hold 32-bit values)",
+                        f"take a u32 and test it: {arg.arg}: u32 ... if {arg.arg} != 0:",
+                    )
                 p = ir.ScalarParam(arg.arg, ty)
                 self.frame.scalars[arg.arg] = ir.Param(arg.arg, ty)
             params.append(p)
@@ -218,11 +289,21 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         self.check_variant_use()
         grid = self.grid(params)
         prog = ir.Program(
-            name=fn.name, variant=self.variant, workgroup_size=self.workgroup_size,
-            params=tuple(params), arrays=tuple(self.arrays.values()),
-            locals=tuple(self.locals.items()), body=tuple(self.block), grid=grid,
-            variant_values=tuple(sorted((k, v if isinstance(v, str) else repr(v.value))
-                                        for k, v in self.variant_env.items())))
+            name=fn.name,
+            variant=self.variant,
+            workgroup_size=self.workgroup_size,
+            params=tuple(params),
+            arrays=tuple(self.arrays.values()),
+            locals=tuple(self.locals.items()),
+            body=tuple(self.block),
+            grid=grid,
+            variant_values=tuple(
+                sorted(
+                    (k, v if isinstance(v, str) else repr(v.value))
+                    for k, v in self.variant_env.items()
+                )
+            ),
+        )
         prog.validate()
         return prog
 
@@ -231,8 +312,12 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         if unused:
             node = self.kdef.variants_node
             src = getattr(self.kdef, "variants_source", self.frame.module.source)
-            raise src.error(node, f"variant '{self.variant}' sets {', '.join(unused)}, which kernel "
-                            f"'{self.kdef.name}' never uses", "remove it or use it in the kernel")
+            raise src.error(
+                node,
+                f"variant '{self.variant}' sets {', '.join(unused)}, which kernel "
+                f"'{self.kdef.name}' never uses",
+                "remove it or use it in the kernel",
+            )
 
     def grid(self, params) -> tuple:
         names = {p.name: p for p in params}
@@ -244,14 +329,20 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
                 continue
             p = names.get(entry)
             if p is None or (isinstance(p, ir.ScalarParam) and p.dtype not in ir.INTEGER):
-                raise self.err(self.kdef.node, f"grid entry '{entry}' is not a buffer or an integer "
-                               f"parameter of kernel '{self.kdef.name}'",
-                               f"parameters: {', '.join(names) or 'none'}")
+                raise self.err(
+                    self.kdef.node,
+                    f"grid entry '{entry}' is not a buffer or an integer "
+                    f"parameter of kernel '{self.kdef.name}'",
+                    f"parameters: {', '.join(names) or 'none'}",
+                )
         if not grid:
             written = [p.name for p in params if isinstance(p, ir.BufferParam) and p.access != "r"]
             if not written:
-                raise self.err(self.kdef.node, f"kernel '{self.kdef.name}' writes no buffer, so its "
-                               "default grid is unknown", 'declare an output Buffer[T, "w"] or give grid=')
+                raise self.err(
+                    self.kdef.node,
+                    f"kernel '{self.kdef.name}' writes no buffer, so its default grid is unknown",
+                    'declare an output Buffer[T, "w"] or give grid=',
+                )
             grid = (written[0],)
         return tuple(grid)
 
@@ -261,8 +352,11 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             method = getattr(self, "stmt_" + type(s).__name__, None)
             if method is None:
                 kind = type(s).__name__
-                raise self.err(s, f"'{kind}' statements are not supported in kernels",
-                               _UNSUPPORTED_STMT_FIX.get(kind, "see docs/language.md"))
+                raise self.err(
+                    s,
+                    f"'{kind}' statements are not supported in kernels",
+                    _UNSUPPORTED_STMT_FIX.get(kind, "see docs/language.md"),
+                )
             method(s, top) if type(s).__name__ == "Assign" else method(s)
 
     def sub_block(self, stmts, loop=False) -> tuple:
@@ -286,8 +380,11 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             return
         if not isinstance(v, ast.Call):
             raise self.err(node, "this expression has no effect", "assign it or remove it")
-        if isinstance(v.func, ast.Name) and v.func.id in ("barrier", "storage_barrier") \
-                and v.func.id not in self.frame.vars:
+        if (
+            isinstance(v.func, ast.Name)
+            and v.func.id in ("barrier", "storage_barrier")
+            and v.func.id not in self.frame.vars
+        ):
             self.nargs(v, v.func.id, 0)
             self.block.append(ir.Barrier(storage=v.func.id == "storage_barrier"))
             return
@@ -301,16 +398,23 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             raise self.err(node, "chained assignment is not supported", "assign one name at a time")
         target = node.targets[0]
         v = node.value
-        if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("shared", "local_array") \
-                and v.func.id not in self.frame.vars:
+        if (
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Name)
+            and v.func.id in ("shared", "local_array")
+            and v.func.id not in self.frame.vars
+        ):
             return self.declare_array(node, target, v, top)
         self.assign(node, target, lambda ty: self.typed(v, ty))
 
     def declare_array(self, node, target, call, top):
         kind = call.func.id
         if not top or self.frame.helper is not None:
-            raise self.err(call, f"{kind}(...) must be at the top level of a kernel body",
-                           "declare arrays before any if/for/while")
+            raise self.err(
+                call,
+                f"{kind}(...) must be at the top level of a kernel body",
+                "declare arrays before any if/for/while",
+            )
         if not isinstance(target, ast.Name):
             raise self.err(target, f"assign {kind}(...) to a plain name")
         self.nargs(call, kind, 2)
@@ -319,25 +423,37 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             raise self.err(call.args[0], "arrays of bool are not supported", "use u32 with 0/1")
         n = self.expr(call.args[1])
         if not (isinstance(n, ir.Const) and n.ty in ("int", "u32", "i32")) or n.value < 1:
-            raise self.err(call.args[1], f"{kind} size must be a positive constant integer",
-                           "use a literal or a module constant")
+            raise self.err(
+                call.args[1],
+                f"{kind} size must be a positive constant integer",
+                "use a literal or a module constant",
+            )
         nbytes = n.value * _element_bytes(ty)
         total = nbytes + (self.shared_bytes() if kind == "shared" else 0)
         if total > 16384:
-            what = "workgroup memory (all shared arrays of a kernel)" if kind == "shared" else \
-                "a local array (per invocation)"
-            raise self.err(call.args[1], f"{kind} memory limit exceeded: {total} bytes, more than "
-                           f"the 16384 bytes of {what}", "use fewer or smaller elements")
+            what = (
+                "workgroup memory (all shared arrays of a kernel)"
+                if kind == "shared"
+                else "a local array (per invocation)"
+            )
+            raise self.err(
+                call.args[1],
+                f"{kind} memory limit exceeded: {total} bytes, more than the 16384 bytes of {what}",
+                "use fewer or smaller elements",
+            )
         name = target.id
         if name in self.frame.vars or name in self.frame.arrays or name in self.frame.scalars:
             raise self.err(target, f"'{name}' is already defined")
         irname = self.unique(name)
-        self.arrays[irname] = ir.ArrayDecl(irname, ty, n.value, "shared" if kind == "shared" else "local")
+        self.arrays[irname] = ir.ArrayDecl(
+            irname, ty, n.value, "shared" if kind == "shared" else "local"
+        )
         self.frame.arrays[name] = irname
 
     def shared_bytes(self) -> int:
-        return sum(a.count * _element_bytes(a.dtype) for a in self.arrays.values()
-                   if a.space == "shared")
+        return sum(
+            a.count * _element_bytes(a.dtype) for a in self.arrays.values() if a.space == "shared"
+        )
 
     def assign(self, node, target, value_fn, ann_ty=None):
         f = self.frame
@@ -349,22 +465,41 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             self.block.append(ir.Store(arr, idx, value_fn(self.element_type(arr))))
             return
         if isinstance(target, ast.Attribute):
-            raise self.err(target, "vector components cannot be assigned one by one",
-                           "build a new vector, e.g. v = vec4f(x, v.y, v.z, v.w)")
+            raise self.err(
+                target,
+                "vector components cannot be assigned one by one",
+                "build a new vector, e.g. v = vec4f(x, v.y, v.z, v.w)",
+            )
         if not isinstance(target, ast.Name):
-            raise self.err(target, "only names and buffer elements can be assigned",
-                           "assign one name at a time: a = ...; b = ...")
+            raise self.err(
+                target,
+                "only names and buffer elements can be assigned",
+                "assign one name at a time: a = ...; b = ...",
+            )
         name = target.id
         if name in f.scalars or (name in f.arrays) or name in f.loops:
-            what = "kernel parameter" if name in f.scalars else "array" if name in f.arrays else "loop variable"
-            raise self.err(target, f"cannot assign to {what} '{name}'",
-                           "copy it into a new local variable first")
+            what = (
+                "kernel parameter"
+                if name in f.scalars
+                else "array"
+                if name in f.arrays
+                else "loop variable"
+            )
+            raise self.err(
+                target,
+                f"cannot assign to {what} '{name}'",
+                "copy it into a new local variable first",
+            )
         if name in TYPE_NAMES or name in ALL_BUILTINS:
-            raise self.err(target, f"'{name}' is a builtin and cannot be reassigned", "choose another name")
+            raise self.err(
+                target, f"'{name}' is a builtin and cannot be reassigned", "choose another name"
+            )
         if name in f.vars:
             irname, ty = f.vars[name]
             if ann_ty is not None and ann_ty != ty:
-                raise self.err(target, f"'{name}' is already a {ty}", "use a new name for a new type")
+                raise self.err(
+                    target, f"'{name}' is already a {ty}", "use a new name for a new type"
+                )
             value = value_fn(ty)
         else:
             value = value_fn(ann_ty)
@@ -389,19 +524,29 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             raise self.err(node, f"augmented operator '{type(node.op).__name__}' is not supported")
         target = node.target
         if not isinstance(target, (ast.Name, ast.Subscript)):
-            raise self.err(target, "only a local variable or a buffer element (buf[i]) can be "
-                           "updated in place", "write v = vec4f(...) to change a vector")
-        if isinstance(target, ast.Subscript) and not isinstance(target.slice, (ast.Name, ast.Constant)):
+            raise self.err(
+                target,
+                "only a local variable or a buffer element (buf[i]) can be updated in place",
+                "write v = vec4f(...) to change a vector",
+            )
+        if isinstance(target, ast.Subscript) and not isinstance(
+            target.slice, (ast.Name, ast.Constant)
+        ):
             # Evaluate a computed index once.
             tmp = ast.Name(id=self.unique("_idx"), ctx=ast.Store())
             ast.copy_location(tmp, target.slice)
             self.assign(node, tmp, lambda t: self.index(target.slice))
-            target = ast.Subscript(value=target.value, slice=ast.Name(id=tmp.id, ctx=ast.Load()), ctx=ast.Store())
+            target = ast.Subscript(
+                value=target.value, slice=ast.Name(id=tmp.id, ctx=ast.Load()), ctx=ast.Store()
+            )
             ast.copy_location(target, node.target)
             ast.copy_location(target.slice, node.target.slice)
-        load = ast.copy_location(ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load())
-                                 if isinstance(target, ast.Subscript) else
-                                 ast.Name(id=target.id, ctx=ast.Load()), node.target)
+        load = ast.copy_location(
+            ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load())
+            if isinstance(target, ast.Subscript)
+            else ast.Name(id=target.id, ctx=ast.Load()),
+            node.target,
+        )
         binop = ast.copy_location(ast.BinOp(left=load, op=node.op, right=node.value), node)
         if isinstance(target, ast.Name) and target.id not in self.frame.vars:
             raise self.unknown(target, target.id)

@@ -3,6 +3,7 @@ continue and return (also inside inlined helpers).
 
 `ControlChecker` is a mixin of `KernelChecker` (checker.py).
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,22 +29,33 @@ class ControlChecker:
         if not isinstance(node.target, ast.Name):
             raise self.err(node.target, "the loop variable must be a single name")
         it = node.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"):
-            raise self.err(it, "for loops iterate over range(...) only",
-                           "write: for i in range(n):  (or range(start, stop, step))")
+        if not (
+            isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+        ):
+            raise self.err(
+                it,
+                "for loops iterate over range(...) only",
+                "write: for i in range(n):  (or range(start, stop, step))",
+            )
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.err(it, "range() takes 1 to 3 positional arguments")
         args = [self.expr(a) for a in it.args]
         for a, an in zip(args, it.args):
             if a.ty in ir.VECTORS:
-                raise self.err(an, f"range() needs scalar integers, got a {a.ty}",
-                               "use a component, e.g. range(v.x)")
+                raise self.err(
+                    an,
+                    f"range() needs scalar integers, got a {a.ty}",
+                    "use a component, e.g. range(v.x)",
+                )
         step = 1
         if len(args) == 3:
             s = args[2]
             if not (isinstance(s, ir.Const) and s.ty in ("int", "i32", "u32")) or s.value == 0:
-                raise self.err(it.args[2], "the range step must be a nonzero constant integer",
-                               "use a while loop for a computed step")
+                raise self.err(
+                    it.args[2],
+                    "the range step must be a nonzero constant integer",
+                    "use a while loop for a computed step",
+                )
             step = s.value
         lo_node, hi_node = (it.args[0], it.args[1]) if len(args) > 1 else (None, it.args[0])
         lo = args[0] if len(args) > 1 else ir.Const("int", 0)
@@ -56,8 +68,11 @@ class ControlChecker:
         name = node.target.id
         f = self.frame
         if name in f.vars or name in f.scalars or name in f.arrays or name in f.loops:
-            raise self.err(node.target, f"loop variable '{name}' is already defined here",
-                           "use a new name for the loop variable")
+            raise self.err(
+                node.target,
+                f"loop variable '{name}' is already defined here",
+                "use a new name for the loop variable",
+            )
         var = self.unique(f"{f.helper}_{name}" if f.helper else name)
         f.loops[name] = ir.LoopVar(var, lo.ty)
         try:
@@ -72,8 +87,11 @@ class ControlChecker:
         for stmt in body:
             for n in ast.walk(stmt):
                 if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
-                    raise self.err(n, f"cannot assign to loop variable '{name}'",
-                                   "use a while loop or another variable")
+                    raise self.err(
+                        n,
+                        f"cannot assign to loop variable '{name}'",
+                        "use a while loop or another variable",
+                    )
 
     def stmt_While(self, node):
         if node.orelse:
@@ -109,13 +127,18 @@ class ControlChecker:
         f = self.frame
         if f.helper is None:
             if node.value is not None:
-                raise self.err(node.value, "kernels cannot return a value", "write results into a buffer")
+                raise self.err(
+                    node.value, "kernels cannot return a value", "write results into a buffer"
+                )
             self.block.append(ir.Return())
             return
         if f.ret_type is None:
             if node.value is not None:
-                raise self.err(node.value, f"helper '{f.helper}' has no return type but returns a value",
-                               "annotate it, e.g. -> f32")
+                raise self.err(
+                    node.value,
+                    f"helper '{f.helper}' has no return type but returns a value",
+                    "annotate it, e.g. -> f32",
+                )
         elif node.value is None:
             raise self.err(node, f"helper '{f.helper}' must return a {f.ret_type}")
         else:

@@ -3,6 +3,7 @@
 `ExprChecker` is a mixin of `KernelChecker` (checker.py): one `expr_X` method per
 supported `ast` expression; anything else is rejected by name with a caret.
 """
+
 from __future__ import annotations
 
 import ast
@@ -13,37 +14,99 @@ from vyre_build import ir
 from vyre_build.frontend.module import TYPE_NAMES, fold_binary
 from vyre_build.frontend.types import check_f32, convert_const, default_type
 
-_BINOPS = {ast.Add: "Add", ast.Sub: "Sub", ast.Mult: "Mul", ast.Div: "Div", ast.FloorDiv: "Div",
-           ast.Mod: "Mod", ast.BitAnd: "BitAnd", ast.BitOr: "BitOr", ast.BitXor: "BitXor",
-           ast.LShift: "Shl", ast.RShift: "Shr", ast.Pow: "Pow"}
+_BINOPS = {
+    ast.Add: "Add",
+    ast.Sub: "Sub",
+    ast.Mult: "Mul",
+    ast.Div: "Div",
+    ast.FloorDiv: "Div",
+    ast.Mod: "Mod",
+    ast.BitAnd: "BitAnd",
+    ast.BitOr: "BitOr",
+    ast.BitXor: "BitXor",
+    ast.LShift: "Shl",
+    ast.RShift: "Shr",
+    ast.Pow: "Pow",
+}
 _CMPOPS = {ast.Eq: "Eq", ast.NotEq: "Ne", ast.Lt: "Lt", ast.Gt: "Gt", ast.LtE: "Le", ast.GtE: "Ge"}
-_CMP_FOLD = {"Eq": lambda a, b: a == b, "Ne": lambda a, b: a != b, "Lt": lambda a, b: a < b,
-             "Gt": lambda a, b: a > b, "Le": lambda a, b: a <= b, "Ge": lambda a, b: a >= b}
+_CMP_FOLD = {
+    "Eq": lambda a, b: a == b,
+    "Ne": lambda a, b: a != b,
+    "Lt": lambda a, b: a < b,
+    "Gt": lambda a, b: a > b,
+    "Le": lambda a, b: a <= b,
+    "Ge": lambda a, b: a >= b,
+}
 
-F32_UNARY = {"sqrt": "Sqrt", "exp": "Exp", "exp2": "Exp2", "log": "Log", "log2": "Log2",
-             "sin": "Sin", "cos": "Cos", "tan": "Tan", "tanh": "Tanh", "rsqrt": "InverseSqrt",
-             "floor": "Floor", "ceil": "Ceil", "round": "Round", "trunc": "Trunc", "sign": "Sign"}
+F32_UNARY = {
+    "sqrt": "Sqrt",
+    "exp": "Exp",
+    "exp2": "Exp2",
+    "log": "Log",
+    "log2": "Log2",
+    "sin": "Sin",
+    "cos": "Cos",
+    "tan": "Tan",
+    "tanh": "Tanh",
+    "rsqrt": "InverseSqrt",
+    "floor": "Floor",
+    "ceil": "Ceil",
+    "round": "Round",
+    "trunc": "Trunc",
+    "sign": "Sign",
+}
 F32_PRED = {"isnan": "IsNan", "isinf": "IsInf", "isfinite": "IsFinite"}
 INT_UNARY = {"popcount": "Popcount", "clz": "Clz", "ctz": "Ctz", "reverse_bits": "ReverseBits"}
-ATOMICS = {"atomic_add": "Add", "atomic_sub": "Add", "atomic_or": "Or", "atomic_and": "And",
-           "atomic_xor": "Xor", "atomic_min": "Min", "atomic_max": "Max",
-           "atomic_exchange": "Exchange", "atomic_compare_exchange": "CompareExchange"}
+ATOMICS = {
+    "atomic_add": "Add",
+    "atomic_sub": "Add",
+    "atomic_or": "Or",
+    "atomic_and": "And",
+    "atomic_xor": "Xor",
+    "atomic_min": "Min",
+    "atomic_max": "Max",
+    "atomic_exchange": "Exchange",
+    "atomic_compare_exchange": "CompareExchange",
+}
 ID_BUILTINS = ("global_id", "local_id", "workgroup_id", "num_workgroups", "workgroup_size")
 STATEMENT_BUILTINS = ("barrier", "storage_barrier")
 DECL_BUILTINS = ("shared", "local_array")
-OTHER_BUILTINS = ("abs", "min", "max", "clamp", "select", "fma", "rotl", "rotr", "len",
-                  "bitcast", "range")
-ALL_BUILTINS = (set(F32_UNARY) | set(F32_PRED) | set(INT_UNARY) | set(ATOMICS) | set(ID_BUILTINS)
-                | set(STATEMENT_BUILTINS) | set(DECL_BUILTINS) | set(OTHER_BUILTINS))
+OTHER_BUILTINS = (
+    "abs",
+    "min",
+    "max",
+    "clamp",
+    "select",
+    "fma",
+    "rotl",
+    "rotr",
+    "len",
+    "bitcast",
+    "range",
+)
+ALL_BUILTINS = (
+    set(F32_UNARY)
+    | set(F32_PRED)
+    | set(INT_UNARY)
+    | set(ATOMICS)
+    | set(ID_BUILTINS)
+    | set(STATEMENT_BUILTINS)
+    | set(DECL_BUILTINS)
+    | set(OTHER_BUILTINS)
+)
 
 _UNSUPPORTED_EXPR_FIX = {
     "List": "kernels have no lists; use a buffer, shared(...) or local_array(...)",
     "Tuple": "kernels have no tuples; use separate variables",
-    "Dict": "kernels have no dicts", "Set": "kernels have no sets",
-    "ListComp": "write a for loop", "GeneratorExp": "write a for loop",
+    "Dict": "kernels have no dicts",
+    "Set": "kernels have no sets",
+    "ListComp": "write a for loop",
+    "GeneratorExp": "write a for loop",
     "Lambda": "define a helper function at module level",
-    "JoinedStr": "kernels have no strings", "NamedExpr": "assign in a separate statement",
-    "Starred": "pass arguments one by one", "Await": "kernels are not async",
+    "JoinedStr": "kernels have no strings",
+    "NamedExpr": "assign in a separate statement",
+    "Starred": "pass arguments one by one",
+    "Await": "kernels are not async",
 }
 
 
@@ -66,8 +129,11 @@ class ExprChecker:
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
             kind = type(node).__name__
-            raise self.err(node, f"'{kind}' expressions are not supported in kernels",
-                           _UNSUPPORTED_EXPR_FIX.get(kind, "see docs/language.md for the language"))
+            raise self.err(
+                node,
+                f"'{kind}' expressions are not supported in kernels",
+                _UNSUPPORTED_EXPR_FIX.get(kind, "see docs/language.md for the language"),
+            )
         return method(node)
 
     def typed(self, node, ty: str | None = None):
@@ -79,29 +145,38 @@ class ExprChecker:
 
     def coerce(self, node, e, ty: str | None):
         if e.ty == "int" and ty in ir.VECTORS:
-            raise self.err(node, f"expected a {ty}, got an integer constant",
-                           f"build the vector: {ty}({e.value})")
+            raise self.err(
+                node,
+                f"expected a {ty}, got an integer constant",
+                f"build the vector: {ty}({e.value})",
+            )
         if e.ty == "int":
             if ty is None:
                 try:
                     return default_type(e)
                 except OverflowError:
-                    raise self.err(node, f"constant {e.value} does not fit in 32 bits",
-                                   "use a smaller value") from None
+                    raise self.err(
+                        node, f"constant {e.value} does not fit in 32 bits", "use a smaller value"
+                    ) from None
             return convert_const(self.src, node, e, ty)
         if ty is not None and e.ty != ty:
-            raise self.err(node, f"expected a value of type {ty}, got {e.ty}",
-                           f"convert it explicitly: {ty}(...)")
+            raise self.err(
+                node,
+                f"expected a value of type {ty}, got {e.ty}",
+                f"convert it explicitly: {ty}(...)",
+            )
         return e
 
     def cond(self, node):
         e = self.typed(node)
         if e.ty in ir.VECTORS:
-            raise self.err(node, f"condition must be bool, got {e.ty}",
-                           "test a component, e.g. v.x != 0.0")
+            raise self.err(
+                node, f"condition must be bool, got {e.ty}", "test a component, e.g. v.x != 0.0"
+            )
         if e.ty != "bool":
-            raise self.err(node, f"condition must be bool, got {e.ty}",
-                           "compare explicitly, e.g. x != 0")
+            raise self.err(
+                node, f"condition must be bool, got {e.ty}", "compare explicitly, e.g. x != 0"
+            )
         return e
 
     def index(self, node):
@@ -124,8 +199,11 @@ class ExprChecker:
         finally:
             self.cond_depth -= 1
         if _has_effects(e):
-            raise self.err(node, "this operand has side effects (an atomic) but is evaluated "
-                           "unconditionally", "move it into an if statement")
+            raise self.err(
+                node,
+                "this operand has side effects (an atomic) but is evaluated unconditionally",
+                "move it into an if statement",
+            )
         return e
 
     # -- leaves ---------------------------------------------------------------------
@@ -137,8 +215,11 @@ class ExprChecker:
             return ir.Const("int", v)
         if isinstance(v, float):
             return ir.Const("f32", check_f32(self.src, node, v))
-        raise self.err(node, f"{type(v).__name__} constants are not supported in kernels",
-                       "kernels compute on bool, i32, u32 and f32 only")
+        raise self.err(
+            node,
+            f"{type(v).__name__} constants are not supported in kernels",
+            "kernels compute on bool, i32, u32 and f32 only",
+        )
 
     def expr_Name(self, node):
         name = node.id
@@ -151,15 +232,20 @@ class ExprChecker:
         if name in f.scalars:
             return f.scalars[name]
         if name in f.arrays:
-            raise self.err(node, f"'{name}' is an array and cannot be used as a value",
-                           f"index it ({name}[i]) or take its length (len({name}))")
+            raise self.err(
+                node,
+                f"'{name}' is an array and cannot be used as a value",
+                f"index it ({name}[i]) or take its length (len({name}))",
+            )
         c = self.constant(name)
         if c is not None:
             if isinstance(c, str):
                 raise self.err(node, f"'{name}' is a type, not a value", f"cast with {c}(...)")
             return c
         if name in TYPE_NAMES or name in ALL_BUILTINS or name in f.module.helpers:
-            raise self.err(node, f"'{name}' is a function or type, not a value", f"call it: {name}(...)")
+            raise self.err(
+                node, f"'{name}' is a function or type, not a value", f"call it: {name}(...)"
+            )
         raise self.unknown(node, name)
 
     def constant(self, name):
@@ -170,20 +256,35 @@ class ExprChecker:
 
     def unknown(self, node, name):
         f = self.frame
-        known = list(f.vars) + list(f.loops) + list(f.scalars) + list(f.arrays) + \
-            list(f.module.constants) + list(self.variant_env) + list(f.module.helpers)
+        known = (
+            list(f.vars)
+            + list(f.loops)
+            + list(f.scalars)
+            + list(f.arrays)
+            + list(f.module.constants)
+            + list(self.variant_env)
+            + list(f.module.helpers)
+        )
         close = difflib.get_close_matches(name, known, n=1)
-        fix = f"did you mean '{close[0]}'?" if close else \
-            "assign it before use, declare it as a parameter, or define a module constant"
+        fix = (
+            f"did you mean '{close[0]}'?"
+            if close
+            else "assign it before use, declare it as a parameter, or define a module constant"
+        )
         return self.err(node, f"unknown name '{name}'", fix)
 
     def expr_Attribute(self, node):
         call = node.value
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
-                and call.func.id in ID_BUILTINS and call.func.id not in self.frame.vars:
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id in ID_BUILTINS
+            and call.func.id not in self.frame.vars
+        ):
             if call.args or call.keywords:
-                raise self.err(call, f"{call.func.id}() takes no arguments",
-                               f"write {call.func.id}().x")
+                raise self.err(
+                    call, f"{call.func.id}() takes no arguments", f"write {call.func.id}().x"
+                )
             axis = {"x": 0, "y": 1, "z": 2}.get(node.attr)
             if axis is None:
                 raise self.err(node, f"unknown component '.{node.attr}'", "use .x, .y or .z")
@@ -195,11 +296,17 @@ class ExprChecker:
             elem, n = ir.VECTORS[v.ty]
             axis = {"x": 0, "y": 1, "z": 2, "w": 3}.get(node.attr)
             if axis is None or axis >= n:
-                raise self.err(node, f"a {v.ty} has no component '.{node.attr}'",
-                               f"use {', '.join('.' + c for c in 'xyzw'[:n])}")
+                raise self.err(
+                    node,
+                    f"a {v.ty} has no component '.{node.attr}'",
+                    f"use {', '.join('.' + c for c in 'xyzw'[:n])}",
+                )
             return ir.Extract(v, axis, elem)
-        raise self.err(node, "attribute access is only supported on id builtins and vectors",
-                       "write e.g. global_id().x or v.x; call math builtins directly: sqrt(x)")
+        raise self.err(
+            node,
+            "attribute access is only supported on id builtins and vectors",
+            "write e.g. global_id().x or v.x; call math builtins directly: sqrt(x)",
+        )
 
     def expr_Subscript(self, node):
         arr = self.array_name(node.value)
@@ -214,15 +321,21 @@ class ExprChecker:
         elif b.ty == "int" and a.ty != "int":
             b = convert_const(self.src, bn, b, a.ty)
         if a.ty != b.ty:
-            raise self.err(node, f"mismatched operand types {a.ty} and {b.ty}",
-                           f"convert one side explicitly, e.g. {a.ty}(...) or {b.ty}(...)")
+            raise self.err(
+                node,
+                f"mismatched operand types {a.ty} and {b.ty}",
+                f"convert one side explicitly, e.g. {a.ty}(...) or {b.ty}(...)",
+            )
         return a, b
 
     def expr_BinOp(self, node):
         op = _BINOPS.get(type(node.op))
         if op is None:
-            raise self.err(node, f"operator '{type(node.op).__name__}' is not supported",
-                           "use + - * / // % ** & | ^ << >>")
+            raise self.err(
+                node,
+                f"operator '{type(node.op).__name__}' is not supported",
+                "use + - * / // % ** & | ^ << >>",
+            )
         if op == "Pow":
             return self.power(node)
         a, b = self.expr(node.left), self.expr(node.right)
@@ -237,15 +350,21 @@ class ExprChecker:
         if ty == "bool":
             raise self.err(node, "arithmetic on bool is not supported", "use and / or / not")
         if isinstance(node.op, ast.Div) and ty != "f32":
-            raise self.err(node, f"'/' is float division but the operands are {ty}",
-                           "use '//' for integer division, or convert with f32(...)")
+            raise self.err(
+                node,
+                f"'/' is float division but the operands are {ty}",
+                "use '//' for integer division, or convert with f32(...)",
+            )
         if isinstance(node.op, ast.FloorDiv) and ty == "f32":
             return ir.Unary("Floor", ir.Binary("Div", a, b, ty), ty)
         if isinstance(node.op, ast.Mod) and ty == "f32":
             raise self.err(node, "'%' on f32 is not supported", "write x - y * floor(x / y)")
         if op in ("BitAnd", "BitOr", "BitXor") and ty == "f32":
-            raise self.err(node, "bitwise operators need integers, got f32",
-                           "reinterpret with bitcast(u32, x) first")
+            raise self.err(
+                node,
+                "bitwise operators need integers, got f32",
+                "reinterpret with bitcast(u32, x) first",
+            )
         return ir.Binary(op, a, b, ty)
 
     def vector_binary(self, node, op, a, b):
@@ -254,15 +373,28 @@ class ExprChecker:
         elem = ir.element(vec)
         for e in (a, b):
             if e.ty in ir.VECTORS and e.ty != vec:
-                raise self.err(node, f"mismatched operand types {a.ty} and {b.ty}",
-                               f"convert one side explicitly, e.g. {vec}(...)")
-        allowed = {"Add", "Sub", "Mul"} | ({"Div"} if elem == "f32" and isinstance(node.op, ast.Div)
-                                          else {"BitAnd", "BitOr", "BitXor"} if elem != "f32" else set())
+                raise self.err(
+                    node,
+                    f"mismatched operand types {a.ty} and {b.ty}",
+                    f"convert one side explicitly, e.g. {vec}(...)",
+                )
+        allowed = {"Add", "Sub", "Mul"} | (
+            {"Div"}
+            if elem == "f32" and isinstance(node.op, ast.Div)
+            else {"BitAnd", "BitOr", "BitXor"}
+            if elem != "f32"
+            else set()
+        )
         if op not in allowed:
-            raise self.err(node, f"operator '{type(node.op).__name__}' is not defined on {vec}",
-                           "apply it to the components (v.x, v.y, ...) one by one")
-        a, b = (e if e.ty == vec else ir.Splat(self.cast_scalar(n, e, elem), vec)
-                for n, e in ((node.left, a), (node.right, b)))
+            raise self.err(
+                node,
+                f"operator '{type(node.op).__name__}' is not defined on {vec}",
+                "apply it to the components (v.x, v.y, ...) one by one",
+            )
+        a, b = (
+            e if e.ty == vec else ir.Splat(self.cast_scalar(n, e, elem), vec)
+            for n, e in ((node.left, a), (node.right, b))
+        )
         return ir.Binary(op, a, b, vec)
 
     def shift(self, node, op, a, b):
@@ -289,8 +421,11 @@ class ExprChecker:
         if a.ty == "int" and b.ty == "int":
             return fold_binary(self.src, node, ast.Pow, a, b)
         if not (isinstance(b, ir.Const) and b.ty == "int" and 0 <= b.value <= 16):
-            raise self.err(node.right, "'**' needs a constant integer exponent from 0 to 16",
-                           "use exp(y * log(x)) for a general power")
+            raise self.err(
+                node.right,
+                "'**' needs a constant integer exponent from 0 to 16",
+                "use exp(y * log(x)) for a general power",
+            )
         a = self.coerce(node.left, a, None)
         if a.ty == "bool":
             raise self.err(node.left, "'**' on bool")
@@ -305,14 +440,23 @@ class ExprChecker:
         a = self.expr(node.operand)
         if isinstance(node.op, ast.Not):
             if a.ty != "bool":
-                raise self.err(node, f"'not' needs a bool, got {a.ty}", "compare explicitly: x == 0")
-            return ir.Const("bool", not a.value) if isinstance(a, ir.Const) else ir.Unary("LogicalNot", a, "bool")
+                raise self.err(
+                    node, f"'not' needs a bool, got {a.ty}", "compare explicitly: x == 0"
+                )
+            return (
+                ir.Const("bool", not a.value)
+                if isinstance(a, ir.Const)
+                else ir.Unary("LogicalNot", a, "bool")
+            )
         if isinstance(node.op, ast.UAdd):
             return a
         if a.ty in ir.VECTORS:
             if isinstance(node.op, ast.Invert) and ir.element(a.ty) == "f32":
-                raise self.err(node, f"'~' needs integers, got {a.ty}",
-                               "reinterpret components with bitcast(u32, v.x)")
+                raise self.err(
+                    node,
+                    f"'~' needs integers, got {a.ty}",
+                    "reinterpret components with bitcast(u32, v.x)",
+                )
             return ir.Unary("BitNot" if isinstance(node.op, ast.Invert) else "Negate", a, a.ty)
         if a.ty == "bool":
             raise self.err(node, "arithmetic on bool is not supported", "use not")
@@ -340,12 +484,16 @@ class ExprChecker:
         for opnode, right_node in zip(node.ops, node.comparators):
             op = _CMPOPS.get(type(opnode))
             if op is None:
-                raise self.err(node, f"comparison '{type(opnode).__name__}' is not supported",
-                               "use == != < <= > >=")
+                raise self.err(
+                    node,
+                    f"comparison '{type(opnode).__name__}' is not supported",
+                    "use == != < <= > >=",
+                )
             right = self.expr(right_node)
             if left.ty in ir.VECTORS or right.ty in ir.VECTORS:
-                raise self.err(node, "comparisons are not defined on vectors",
-                               "compare components: v.x < w.x")
+                raise self.err(
+                    node, "comparisons are not defined on vectors", "compare components: v.x < w.x"
+                )
             a, b = self.unify(node, left, right, left_node, right_node)
             if a.ty == "bool" and op not in ("Eq", "Ne"):
                 raise self.err(node, "bools can only be compared with == and !=")

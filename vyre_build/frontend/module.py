@@ -5,6 +5,7 @@
 (cycles are an error) and reading `variants.yaml` beside the file. Every problem is a
 `KernelError` naming file:line:col with a caret and a fix.
 """
+
 from __future__ import annotations
 
 import ast
@@ -19,7 +20,7 @@ from vyre_build.frontend.variants import check_variant, yaml_variants
 from vyre_build.ir import SCALARS, TYPES, Const
 
 LANG_MODULE = "vyre_build.lang"
-TYPE_NAMES = TYPES          # scalars and vectors
+TYPE_NAMES = TYPES  # scalars and vectors
 SCALAR_NAMES = SCALARS
 MAX_INVOCATIONS = 256
 MAX_WG = (256, 256, 64)
@@ -30,20 +31,20 @@ class KernelDef:
     name: str
     node: ast.FunctionDef
     workgroup_size: tuple[int, int, int]
-    grid: tuple                      # int | str per axis
-    variants: dict[str, dict]        # variant name -> {param: Const | type name}
-    variants_node: object            # where variants were declared (for errors)
+    grid: tuple  # int | str per axis
+    variants: dict[str, dict]  # variant name -> {param: Const | type name}
+    variants_node: object  # where variants were declared (for errors)
 
 
 @dataclass
 class KernelModule:
     source: Source
-    path: str                        # real filesystem path
+    path: str  # real filesystem path
     constants: dict[str, Const]
-    helpers: dict[str, tuple]        # name -> (KernelModule, FunctionDef)
+    helpers: dict[str, tuple]  # name -> (KernelModule, FunctionDef)
     kernels: dict[str, KernelDef]
-    imported: dict[str, tuple]       # local name -> (KernelModule, name in that module)
-    dependencies: list[str]          # real paths of every file read for this module
+    imported: dict[str, tuple]  # local name -> (KernelModule, name in that module)
+    dependencies: list[str]  # real paths of every file read for this module
 
 
 def fold_constant(src: Source, node, env: dict[str, Const]) -> Const:
@@ -54,8 +55,11 @@ def fold_constant(src: Source, node, env: dict[str, Const]) -> Const:
     if isinstance(node, ast.Name):
         if node.id in env:
             return env[node.id]
-        raise src.error(node, f"unknown constant '{node.id}'",
-                        "define it above as a module constant (NAME = 123)")
+        raise src.error(
+            node,
+            f"unknown constant '{node.id}'",
+            "define it above as a module constant (NAME = 123)",
+        )
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
         v = fold_constant(src, node.operand, env)
         if isinstance(node.op, ast.Invert):
@@ -66,8 +70,11 @@ def fold_constant(src: Source, node, env: dict[str, Const]) -> Const:
     if isinstance(node, ast.BinOp):
         a, b = fold_constant(src, node.left, env), fold_constant(src, node.right, env)
         return fold_binary(src, node, type(node.op), a, b)
-    raise src.error(node, "module constants must be numbers or arithmetic on other constants",
-                    "write e.g. N = 256 or TILE2 = TILE * TILE")
+    raise src.error(
+        node,
+        "module constants must be numbers or arithmetic on other constants",
+        "write e.g. N = 256 or TILE2 = TILE * TILE",
+    )
 
 
 def fold_binary(src: Source, node, op, a: Const, b: Const) -> Const:
@@ -89,21 +96,31 @@ def fold_binary(src: Source, node, op, a: Const, b: Const) -> Const:
         elif op is ast.Mod and ints:
             v = x - y * (abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1))
         elif op is ast.Pow and ints and 0 <= y <= 64:
-            v = x ** y
+            v = x**y
         elif op in (ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor) and ints:
-            v = {ast.LShift: lambda: x << (y & 31) if y >= 0 else 0, ast.RShift: lambda: x >> (y & 31),
-                 ast.BitAnd: lambda: x & y, ast.BitOr: lambda: x | y, ast.BitXor: lambda: x ^ y}[op]()
+            v = {
+                ast.LShift: lambda: x << (y & 31) if y >= 0 else 0,
+                ast.RShift: lambda: x >> (y & 31),
+                ast.BitAnd: lambda: x & y,
+                ast.BitOr: lambda: x | y,
+                ast.BitXor: lambda: x ^ y,
+            }[op]()
         else:
-            raise src.error(node, f"operator {op.__name__} is not supported on constants "
-                            f"of type {a.ty} and {b.ty}", "use + - * // % << >> & | ^ on integers")
+            raise src.error(
+                node,
+                f"operator {op.__name__} is not supported on constants of type {a.ty} and {b.ty}",
+                "use + - * // % << >> & | ^ on integers",
+            )
     except ZeroDivisionError:
-        raise src.error(node, "division by zero in a constant expression",
-                        "check the divisor") from None
+        raise src.error(
+            node, "division by zero in a constant expression", "check the divisor"
+        ) from None
     if not ints and not (a.ty in ("int", "f32") and b.ty in ("int", "f32")):
         raise src.error(node, f"cannot combine constants of type {a.ty} and {b.ty}")
     if ints:
         return Const("int", v)
     from vyre_build.frontend.types import check_f32
+
     try:
         return Const("f32", check_f32(src, node, float(v)))
     except OverflowError:
@@ -126,16 +143,26 @@ class ModuleLoader:
         rel = os.path.relpath(real, base)
         return real if rel.startswith("..") else rel
 
-    def load(self, path: str, text: str | None = None, given: str | None = None,
-             importer: tuple | None = None) -> KernelModule:
+    def load(
+        self,
+        path: str,
+        text: str | None = None,
+        given: str | None = None,
+        importer: tuple | None = None,
+    ) -> KernelModule:
         real = os.path.realpath(path)
         if real in self.modules:
             return self.modules[real]
         if real in self.loading:
             src, node = importer
-            chain = " -> ".join(os.path.basename(p) for p in self.loading[self.loading.index(real):])
-            raise src.error(node, f"import cycle: {chain} -> {os.path.basename(real)}",
-                            "move the shared helpers into a file that imports neither")
+            chain = " -> ".join(
+                os.path.basename(p) for p in self.loading[self.loading.index(real) :]
+            )
+            raise src.error(
+                node,
+                f"import cycle: {chain} -> {os.path.basename(real)}",
+                "move the shared helpers into a file that imports neither",
+            )
         if text is None:
             try:
                 with open(real, encoding="utf-8") as f:
@@ -143,8 +170,11 @@ class ModuleLoader:
             except (OSError, UnicodeDecodeError) as exc:
                 if importer:
                     src, node = importer
-                    raise src.error(node, f"cannot read imported kernel file {path}: {exc}",
-                                    "check the module name and that the file exists") from None
+                    raise src.error(
+                        node,
+                        f"cannot read imported kernel file {path}: {exc}",
+                        "check the module name and that the file exists",
+                    ) from None
                 raise KernelError(f"cannot read kernel file: {exc}", path, 1, 1) from None
         src = Source(self.display(real, given), text, text.splitlines())
         self.loading.append(real)
@@ -158,33 +188,47 @@ class ModuleLoader:
     def _parse(self, src: Source, real: str) -> KernelModule:
         try:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")     # no SyntaxWarning noise on the user's terminal
+                warnings.simplefilter("ignore")  # no SyntaxWarning noise on the user's terminal
                 tree = ast.parse(src.text, filename=src.path)
         except SyntaxError as exc:
             line, col = exc.lineno or 1, exc.offset or 1
             srcline = src.lines[line - 1] if 0 < line <= len(src.lines) else None
-            raise KernelError(f"invalid syntax: {exc.msg}", src.path, line, col, srcline,
-                              "kernel files must be valid Python syntax") from None
+            raise KernelError(
+                f"invalid syntax: {exc.msg}",
+                src.path,
+                line,
+                col,
+                srcline,
+                "kernel files must be valid Python syntax",
+            ) from None
         mod = KernelModule(src, real, {}, {}, {}, {}, [real])
         for node in tree.body:
             if isinstance(node, ast.ImportFrom):
                 self._import_from(mod, node)
             elif isinstance(node, ast.Import):
                 names = ", ".join(a.name for a in node.names)
-                raise src.error(node, f"'import {names}' is not allowed in a kernel file",
-                                "use 'from vyre_build.lang import ...' or "
-                                "'from .other_kernel_file import helper'")
+                raise src.error(
+                    node,
+                    f"'import {names}' is not allowed in a kernel file",
+                    "use 'from vyre_build.lang import ...' or "
+                    "'from .other_kernel_file import helper'",
+                )
             elif isinstance(node, ast.FunctionDef):
                 self._function(mod, node)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 self._constant(mod, node)
-            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
-                    and isinstance(node.value.value, str):
-                continue    # docstring
+            elif (
+                isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
+                continue  # docstring
             else:
-                raise src.error(node, f"'{type(node).__name__}' is not allowed at the top level "
-                                "of a kernel file",
-                                "a kernel file holds only imports, constants, helpers and kernels")
+                raise src.error(
+                    node,
+                    f"'{type(node).__name__}' is not allowed at the top level of a kernel file",
+                    "a kernel file holds only imports, constants, helpers and kernels",
+                )
         yaml_variants(mod)
         return mod
 
@@ -194,17 +238,25 @@ class ModuleLoader:
             # The language's names are always in scope; the import is for editors, but a
             # name the language does not have is a typo worth reporting.
             from vyre_build.frontend.expressions import ALL_BUILTINS
+
             known = set(ALL_BUILTINS) | set(TYPE_NAMES) | {"kernel", "Buffer", "bool_", "*"}
             for alias in node.names:
                 if alias.name not in known:
                     close = difflib.get_close_matches(alias.name, sorted(known), n=1)
-                    raise src.error(node, f"'{alias.name}' is not a name of {LANG_MODULE}",
-                                    f"did you mean '{close[0]}'?" if close else
-                                    "see the README's kernel language section")
+                    raise src.error(
+                        node,
+                        f"'{alias.name}' is not a name of {LANG_MODULE}",
+                        f"did you mean '{close[0]}'?"
+                        if close
+                        else "see the README's kernel language section",
+                    )
             return
         if node.module is None or any(a.name == "*" for a in node.names):
-            raise src.error(node, "this import form is not supported",
-                            "import names explicitly: from .other import helper, CONST")
+            raise src.error(
+                node,
+                "this import form is not supported",
+                "import names explicitly: from .other import helper, CONST",
+            )
         parts = node.module.split(".")
         base = os.path.dirname(mod.path)
         for _ in range(max(node.level - 1, 0)):
@@ -214,20 +266,31 @@ class ModuleLoader:
             candidates.append(os.path.join(self.root, *parts) + ".py")
         target = next((c for c in candidates if os.path.isfile(c)), None)
         if target is None:
-            raise src.error(node, f"cannot find kernel file for module '{node.module}' "
-                            f"(looked for {os.path.relpath(candidates[0], base)} beside this file)",
-                            "imports may only name other kernel files of the tree, or "
-                            "vyre_build.lang")
-        shown = os.path.normpath(os.path.join(os.path.dirname(src.path),
-                                              os.path.relpath(target, os.path.dirname(mod.path))))
+            raise src.error(
+                node,
+                f"cannot find kernel file for module '{node.module}' "
+                f"(looked for {os.path.relpath(candidates[0], base)} beside this file)",
+                "imports may only name other kernel files of the tree, or vyre_build.lang",
+            )
+        shown = os.path.normpath(
+            os.path.join(
+                os.path.dirname(src.path), os.path.relpath(target, os.path.dirname(mod.path))
+            )
+        )
         other = self.load(target, importer=(src, node), given=shown)
         mod.dependencies.extend(d for d in other.dependencies if d not in mod.dependencies)
         for alias in node.names:
             if alias.name not in other.constants and alias.name not in other.helpers:
-                what = "a kernel; kernels cannot be called" if alias.name in other.kernels \
+                what = (
+                    "a kernel; kernels cannot be called"
+                    if alias.name in other.kernels
                     else "not defined there"
-                raise src.error(node, f"'{alias.name}' imported from '{node.module}' is {what}",
-                                "import a helper function or a constant")
+                )
+                raise src.error(
+                    node,
+                    f"'{alias.name}' imported from '{node.module}' is {what}",
+                    "import a helper function or a constant",
+                )
             local = alias.asname or alias.name
             if alias.name in other.constants:
                 mod.constants[local] = other.constants[alias.name]
@@ -238,8 +301,9 @@ class ModuleLoader:
         src = mod.source
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if len(targets) != 1 or not isinstance(targets[0], ast.Name) or node.value is None:
-            raise src.error(node, "a module constant is one name assigned once",
-                            "write NAME = value")
+            raise src.error(
+                node, "a module constant is one name assigned once", "write NAME = value"
+            )
         name = targets[0].id
         value = fold_constant(src, node.value, mod.constants)
         if isinstance(node, ast.AnnAssign):
@@ -248,6 +312,7 @@ class ModuleLoader:
             if ty not in SCALAR_NAMES:
                 raise src.error(ann, "a constant's annotation must be bool, i32, u32 or f32")
             from vyre_build.frontend.types import convert_const
+
             value = convert_const(src, node.value, value, ty)
         if name in mod.constants or name in mod.helpers or name in mod.kernels:
             raise src.error(node, f"'{name}' is defined twice", "give each definition its own name")
@@ -271,17 +336,26 @@ class ModuleLoader:
         opts = {"workgroup_size": None, "grid": None, "variants": None}
         if call is not None:
             if call.args:
-                raise src.error(call.args[0], "@kernel takes keyword arguments only",
-                                "write @kernel(workgroup_size=256)")
+                raise src.error(
+                    call.args[0],
+                    "@kernel takes keyword arguments only",
+                    "write @kernel(workgroup_size=256)",
+                )
             for kw in call.keywords:
                 if kw.arg not in opts:
-                    raise src.error(kw.value, f"unknown @kernel option '{kw.arg}'",
-                                    "options are workgroup_size, grid and variants")
+                    raise src.error(
+                        kw.value,
+                        f"unknown @kernel option '{kw.arg}'",
+                        "options are workgroup_size, grid and variants",
+                    )
                 opts[kw.arg] = kw.value
         wg = self._workgroup_size(src, opts["workgroup_size"], mod.constants, deco)
         grid = self._grid(src, opts["grid"], mod.constants)
-        variants = self._variants_literal(src, opts["variants"], mod.constants) \
-            if opts["variants"] is not None else {}
+        variants = (
+            self._variants_literal(src, opts["variants"], mod.constants)
+            if opts["variants"] is not None
+            else {}
+        )
         mod.kernels[node.name] = KernelDef(node.name, node, wg, grid, variants, opts["variants"])
 
     def _workgroup_size(self, src, node, env, deco) -> tuple[int, int, int]:
@@ -294,15 +368,22 @@ class ModuleLoader:
         for item in items:
             c = fold_constant(src, item, env)
             if c.ty != "int" or c.value < 1:
-                raise src.error(item, f"workgroup size entries must be positive integers, "
-                                f"got {c.value!r}", "write e.g. workgroup_size=(16, 16)")
+                raise src.error(
+                    item,
+                    f"workgroup size entries must be positive integers, got {c.value!r}",
+                    "write e.g. workgroup_size=(16, 16)",
+                )
             sizes.append(c.value)
         sizes += [1] * (3 - len(sizes))
         total = sizes[0] * sizes[1] * sizes[2]
         if total > MAX_INVOCATIONS or any(s > m for s, m in zip(sizes, MAX_WG)):
-            raise src.error(node, f"workgroup size {tuple(sizes)} ({total} invocations) exceeds "
-                            f"the portable limit of {MAX_INVOCATIONS} invocations "
-                            f"(per axis {MAX_WG})", "use at most 256 invocations, e.g. (16, 16)")
+            raise src.error(
+                node,
+                f"workgroup size {tuple(sizes)} ({total} invocations) exceeds "
+                f"the portable limit of {MAX_INVOCATIONS} invocations "
+                f"(per axis {MAX_WG})",
+                "use at most 256 invocations, e.g. (16, 16)",
+            )
         return tuple(sizes)
 
     def _grid(self, src, node, env) -> tuple:
@@ -313,42 +394,61 @@ class ModuleLoader:
         for item in items:
             if isinstance(item, ast.Constant) and isinstance(item.value, str):
                 out.append(item.value)
-            elif not (isinstance(item, ast.Constant) and isinstance(item.value, (bool, float))) \
-                    and isinstance(item, (ast.Constant, ast.Name, ast.BinOp)):
+            elif not (
+                isinstance(item, ast.Constant) and isinstance(item.value, (bool, float))
+            ) and isinstance(item, (ast.Constant, ast.Name, ast.BinOp)):
                 c = fold_constant(src, item, env)
                 if c.ty != "int":
                     raise src.error(item, "grid entries are ints or parameter names as strings")
                 out.append(c.value)
             else:
-                raise src.error(item, "grid entries are ints or parameter names as strings",
-                                "write e.g. grid=(\"cols\", \"rows\")")
+                raise src.error(
+                    item,
+                    "grid entries are ints or parameter names as strings",
+                    'write e.g. grid=("cols", "rows")',
+                )
         if not 1 <= len(out) <= 3:
             raise src.error(node, "grid has 1 to 3 entries")
         return tuple(out)
 
     def _variants_literal(self, src, node, env) -> dict:
         if not isinstance(node, ast.Dict):
-            raise src.error(node, "variants must be a dict literal",
-                            "write variants={\"f32\": {\"T\": f32}, \"i32\": {\"T\": i32}}")
+            raise src.error(
+                node,
+                "variants must be a dict literal",
+                'write variants={"f32": {"T": f32}, "i32": {"T": i32}}',
+            )
         out = {}
         for k, v in zip(node.keys, node.values):
             if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
                 raise src.error(k if k is not None else node, "variant names must be strings")
             if not isinstance(v, ast.Dict):
-                raise src.error(v, f"variant '{k.value}' must map parameter names to values",
-                                "write {\"T\": f32, \"BLOCK\": 64}")
+                raise src.error(
+                    v,
+                    f"variant '{k.value}' must map parameter names to values",
+                    'write {"T": f32, "BLOCK": 64}',
+                )
             params = {}
             for pk, pv in zip(v.keys, v.values):
                 if not (isinstance(pk, ast.Constant) and isinstance(pk.value, str)):
-                    raise src.error(pk if pk is not None else v, "variant parameter names must be strings")
+                    raise src.error(
+                        pk if pk is not None else v, "variant parameter names must be strings"
+                    )
                 if isinstance(pv, ast.Name) and pv.id in TYPE_NAMES:
                     params[pk.value] = pv.id
-                elif isinstance(pv, ast.Name) and pv.id not in env or \
-                        isinstance(pv, ast.Constant) and isinstance(pv.value, str):
+                elif (
+                    isinstance(pv, ast.Name)
+                    and pv.id not in env
+                    or isinstance(pv, ast.Constant)
+                    and isinstance(pv.value, str)
+                ):
                     text = pv.id if isinstance(pv, ast.Name) else pv.value
-                    raise src.error(pv, f"variant value {text!r} is neither a type nor a constant",
-                                    "use a type name (bool, i32, u32, f32, vec4f, ...) unquoted, "
-                                    "a number or a module constant")
+                    raise src.error(
+                        pv,
+                        f"variant value {text!r} is neither a type nor a constant",
+                        "use a type name (bool, i32, u32, f32, vec4f, ...) unquoted, "
+                        "a number or a module constant",
+                    )
                 else:
                     params[pk.value] = fold_constant(src, pv, env)
             out[k.value] = check_variant(src, k, k.value, params)

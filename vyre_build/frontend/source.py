@@ -1,4 +1,5 @@
 """A kernel source file's text, and KernelErrors pointing into it."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,7 +9,7 @@ from vyre_build.errors import KernelError
 
 @dataclass
 class Source:
-    path: str           # as shown to the user
+    path: str  # as shown to the user
     text: str
     lines: list[str] = field(default_factory=list)
 

@@ -4,6 +4,7 @@ Integer literals and integer constants are untyped ("int") until they meet a typ
 operand; alone they become i32 (or u32 when only u32 can hold them). Float literals are
 f32. i32 and u32 never mix implicitly, nor do ints and floats (a cast is the fix).
 """
+
 from __future__ import annotations
 
 from vyre_build.ir import Const
@@ -15,8 +16,11 @@ F32_MAX = 3.4028234663852886e38
 def check_f32(src, node, value: float) -> float:
     """A float constant must be representable as a finite f32 (or be inf/nan on purpose)."""
     if value == value and abs(value) != float("inf") and abs(value) > F32_MAX:
-        raise src.error(node, f"constant {value!r} does not fit in f32 (largest is {F32_MAX:.7g})",
-                        "use a smaller value")
+        raise src.error(
+            node,
+            f"constant {value!r} does not fit in f32 (largest is {F32_MAX:.7g})",
+            "use a smaller value",
+        )
     return value
 
 
@@ -27,9 +31,13 @@ def convert_const(src, node, c: Const, ty: str) -> Const:
     if c.ty == "int" and ty in RANGES:
         lo, hi = RANGES[ty]
         if not lo <= c.value <= hi:
-            fix = "use u32 for values up to 4294967295" if ty == "i32" and c.value > 0 else \
-                "use i32 for negative values" if ty == "u32" and c.value < 0 else \
-                "the value must fit in 32 bits"
+            fix = (
+                "use u32 for values up to 4294967295"
+                if ty == "i32" and c.value > 0
+                else "use i32 for negative values"
+                if ty == "u32" and c.value < 0
+                else "the value must fit in 32 bits"
+            )
             raise src.error(node, f"constant {c.value} does not fit in {ty}", fix)
         return Const(ty, c.value)
     if c.ty == "int" and ty == "f32":
@@ -37,8 +45,11 @@ def convert_const(src, node, c: Const, ty: str) -> Const:
             return Const("f32", check_f32(src, node, float(c.value)))
         except OverflowError:
             raise src.error(node, f"constant {c.value} does not fit in f32") from None
-    raise src.error(node, f"a constant of type {c.ty} cannot be used as {ty}",
-                    f"cast it explicitly, e.g. {ty}(...)")
+    raise src.error(
+        node,
+        f"a constant of type {c.ty} cannot be used as {ty}",
+        f"cast it explicitly, e.g. {ty}(...)",
+    )
 
 
 def default_type(c: Const) -> Const:

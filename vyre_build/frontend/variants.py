@@ -1,5 +1,6 @@
 """Variants declared in `variants.yaml` beside a kernel file, and the checks every
 variant (YAML or decorator) passes. Errors point into the YAML with a caret."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,11 @@ _VARIANT_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 def check_variant(src, node, name: str, params: dict) -> dict:
     """A variant's name and parameters are usable (names become file names)."""
     if not _VARIANT_NAME.match(name):
-        raise src.error(node, f"variant name '{name}' may only use letters, digits and '_'",
-                        "it becomes part of the artifact file name")
+        raise src.error(
+            node,
+            f"variant name '{name}' may only use letters, digits and '_'",
+            "it becomes part of the artifact file name",
+        )
     if not params:
         raise src.error(node, f"variant '{name}' sets no parameters")
     for p in params:
@@ -43,11 +47,12 @@ def yaml_variants(mod) -> None:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line, col = (mark.line + 1, mark.column) if mark else (1, 0)
-        if line > len(ysrc.lines) and ysrc.lines:    # at end of file: show the last line
+        if line > len(ysrc.lines) and ysrc.lines:  # at end of file: show the last line
             line, col = len(ysrc.lines), len(ysrc.lines[-1])
         node = _Pos(line, col)
-        raise ysrc.error(node, f"invalid YAML: {getattr(exc, 'problem', exc)}",
-                         "fix the YAML syntax") from None
+        raise ysrc.error(
+            node, f"invalid YAML: {getattr(exc, 'problem', exc)}", "fix the YAML syntax"
+        ) from None
     fname = os.path.basename(mod.path)
     for fkey, fval in _mapping(ysrc, root):
         if fkey.value != fname:
@@ -55,11 +60,17 @@ def yaml_variants(mod) -> None:
         for kkey, kval in _mapping(ysrc, fval):
             kdef = mod.kernels.get(kkey.value)
             if kdef is None:
-                raise ysrc.error(_pos(kkey), f"no kernel named '{kkey.value}' in {fname}",
-                                 f"kernels in {fname}: {', '.join(sorted(mod.kernels)) or 'none'}")
+                raise ysrc.error(
+                    _pos(kkey),
+                    f"no kernel named '{kkey.value}' in {fname}",
+                    f"kernels in {fname}: {', '.join(sorted(mod.kernels)) or 'none'}",
+                )
             if kdef.variants:
-                raise ysrc.error(_pos(kkey), f"kernel '{kkey.value}' already declares variants "
-                                 "in its decorator", "declare them in one place only")
+                raise ysrc.error(
+                    _pos(kkey),
+                    f"kernel '{kkey.value}' already declares variants in its decorator",
+                    "declare them in one place only",
+                )
             for vkey, vval in _mapping(ysrc, kval):
                 params = {}
                 for pkey, pval in _mapping(ysrc, vval):
@@ -83,8 +94,11 @@ def _pos(node) -> _Pos:
 
 def _mapping(src: Source, node):
     if not isinstance(node, yaml.MappingNode):
-        raise src.error(_pos(node), "expected a mapping here",
-                        "variants.yaml maps file -> kernel -> variant -> {param: value}")
+        raise src.error(
+            _pos(node),
+            "expected a mapping here",
+            "variants.yaml maps file -> kernel -> variant -> {param: value}",
+        )
     for k, v in node.value:
         if not isinstance(k, yaml.ScalarNode):
             raise src.error(_pos(k), "mapping keys must be plain names")
@@ -102,5 +116,8 @@ def _yaml_value(src: Source, node):
     try:
         return Const("f32", float(text))
     except ValueError:
-        raise src.error(_pos(node), f"variant value '{text}' is neither a type nor a number",
-                        "use bool, i32, u32, f32, a vector type (vec4f, vec2u, ...) or a number") from None
+        raise src.error(
+            _pos(node),
+            f"variant value '{text}' is neither a type nor a number",
+            "use bool, i32, u32, f32, a vector type (vec4f, vec2u, ...) or a number",
+        ) from None

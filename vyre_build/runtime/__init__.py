@@ -9,6 +9,7 @@ Imports only numpy, blake3 (through the bundle reader), vyre_build.bundle/.error
 the backend in use; never the compiler. Backend: the `backend` argument, else env
 VYRE_BACKEND, else "wgpu".
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,8 +18,17 @@ import os
 from vyre_build.errors import BundleError, DeviceError, DispatchError
 from vyre_build.runtime.device import Batch, Device, DeviceBuffer, Kernel
 
-__all__ = ["Batch", "Bundle", "Device", "DeviceBuffer", "Kernel", "get_device",
-           "list_adapters", "load_kernel", "open_bundle"]
+__all__ = [
+    "Batch",
+    "Bundle",
+    "Device",
+    "DeviceBuffer",
+    "Kernel",
+    "get_device",
+    "list_adapters",
+    "load_kernel",
+    "open_bundle",
+]
 
 _ARTIFACT = {"wgpu": ".wgsl", "vulkan": ".spv"}  # per backend, in the order they are listed
 _DEFAULT_DEVICES: dict = {}
@@ -37,8 +47,9 @@ def _module(name: str):
     try:
         return importlib.import_module(f"vyre_build.runtime.{name}_backend")
     except ImportError as exc:
-        raise DeviceError(f"the {name} backend needs the '{name}' Python package "
-                          f"(pip install {name}): {exc}") from exc
+        raise DeviceError(
+            f"the {name} backend needs the '{name}' Python package (pip install {name}): {exc}"
+        ) from exc
 
 
 def list_adapters(backend: str | None = None) -> list[str]:
@@ -57,8 +68,14 @@ def get_device(backend: str | None = None, adapter: int | str | None = None) -> 
     return _DEFAULT_DEVICES[key]
 
 
-def load_kernel(meta: dict, *, wgsl: str | None = None, spirv: bytes | None = None,
-                backend: str | None = None, device: Device | None = None) -> Kernel:
+def load_kernel(
+    meta: dict,
+    *,
+    wgsl: str | None = None,
+    spirv: bytes | None = None,
+    backend: str | None = None,
+    device: Device | None = None,
+) -> Kernel:
     """A callable Kernel (see Kernel.__call__), its pipeline already created, of `meta` (its
     metadata record, docs/descriptor-conventions.md) and `wgsl` or `spirv` (the shader of the
     backend in use). `device` defaults to `backend`'s default device, `backend` to
@@ -66,8 +83,9 @@ def load_kernel(meta: dict, *, wgsl: str | None = None, spirv: bytes | None = No
     if device is None:
         device = get_device(backend)
     elif backend is not None and backend != device.backend:
-        raise DispatchError(f"load_kernel: backend={backend!r} but the device given is a "
-                            f"{device.backend} device")
+        raise DispatchError(
+            f"load_kernel: backend={backend!r} but the device given is a {device.backend} device"
+        )
     code = wgsl if device.backend == "wgpu" else spirv
     if code is None:
         kid = meta.get("id") or meta.get("name") if isinstance(meta, dict) else None
@@ -103,8 +121,10 @@ class Bundle:
         if kid not in self._kernels:
             entry, suffix = self.reader.entry(name, variant or None), _ARTIFACT[self.device.backend]
             if suffix not in entry.artifacts:
-                raise BundleError(f"bundle kernel {entry.id!r} has no {suffix} artifact for "
-                                  f"the {self.device.backend} backend")
+                raise BundleError(
+                    f"bundle kernel {entry.id!r} has no {suffix} artifact for "
+                    f"the {self.device.backend} backend"
+                )
             code = self.reader.read_artifact(entry.id, suffix)
             try:
                 code = code.decode("utf-8") if suffix == ".wgsl" else code
@@ -129,6 +149,7 @@ def open_bundle(path, *, backend: str | None = None, device: Device | None = Non
     manifest only; artifacts are read and verified when a kernel is first used); kernels
     run on `device`, else `backend`'s default device."""
     from vyre_build.bundle import read_bundle
+
     if device is None:
         _backend_name(backend)  # refuse a bad backend name now, not at first use
     return Bundle(read_bundle(path), backend, device)

@@ -2,6 +2,7 @@
 A backend subclasses `Device` with the hooks _alloc, _upload, _download, _free, _pipeline,
 _bind (a binding set: Vulkan descriptor set / wgpu bind group, owning its uniform buffer),
 _set_uniform, _unbind and _submit."""
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,9 @@ def choose_adapter(api: str, items: list, names: list, adapter):
     """`items[adapter]` for an index, else the first whose name contains `adapter`."""
     if isinstance(adapter, int) and not isinstance(adapter, bool):
         if not 0 <= adapter < len(items):
-            raise DeviceError(f"{api} adapter index {adapter} is out of range; "
-                              f"there are {len(items)}: {names}")
+            raise DeviceError(
+                f"{api} adapter index {adapter} is out of range; there are {len(items)}: {names}"
+            )
         return items[adapter]
     for item, name in zip(items, names):
         if str(adapter).lower() in name.lower():
@@ -63,14 +65,18 @@ class DeviceBuffer:
         return self.count
 
     def __repr__(self) -> str:
-        return (f"<DeviceBuffer {NP_NAMES[self.dtype]}{list(self.shape)} access={self.access!r}"
-                f" on {self.device.backend}>")
+        return (
+            f"<DeviceBuffer {NP_NAMES[self.dtype]}{list(self.shape)} access={self.access!r}"
+            f" on {self.device.backend}>"
+        )
 
     def _live(self, op: str = ""):
         # A read or write inside a batch would not be ordered with its recorded dispatches.
         if op and self.device._batch is not None:
-            raise DispatchError(f"DeviceBuffer.{op}() inside device.batch(): {op} before or "
-                                "after the batch (it is submitted when the `with` block ends)")
+            raise DispatchError(
+                f"DeviceBuffer.{op}() inside device.batch(): {op} before or "
+                "after the batch (it is submitted when the `with` block ends)"
+            )
         if self.released:
             raise DispatchError("DeviceBuffer was released; create a new one")
         return self.handle
@@ -82,12 +88,20 @@ class DeviceBuffer:
 
     def write(self, array) -> None:
         """Overwrite the whole buffer with `array` (same dtype and element count)."""
-        if not isinstance(array, np.ndarray) or array.dtype != DTYPES[self.dtype] \
-                or array.size != self.count:
-            got = (f"{array.dtype}[{array.size}]" if isinstance(array, np.ndarray)
-                   else type(array).__name__)
-            raise DispatchError(f"DeviceBuffer.write: expected a {NP_NAMES[self.dtype]} array "
-                                f"of {self.count} elements, got {got}")
+        if (
+            not isinstance(array, np.ndarray)
+            or array.dtype != DTYPES[self.dtype]
+            or array.size != self.count
+        ):
+            got = (
+                f"{array.dtype}[{array.size}]"
+                if isinstance(array, np.ndarray)
+                else type(array).__name__
+            )
+            raise DispatchError(
+                f"DeviceBuffer.write: expected a {NP_NAMES[self.dtype]} array "
+                f"of {self.count} elements, got {got}"
+            )
         self.device._upload(self._live("write"), np.ascontiguousarray(array).tobytes())
 
     def release(self) -> None:
@@ -136,7 +150,7 @@ class Device:
     `gpu_seconds` is the GPU time of the last submission's dispatches."""
 
     backend = name = ""
-    max_workgroups, max_buffer_bytes = 65535, 2 ** 27
+    max_workgroups, max_buffer_bytes = 65535, 2**27
     timing, gpu_seconds = False, None
 
     def __init__(self):
@@ -153,29 +167,39 @@ class Device:
         if isinstance(data, np.ndarray):
             kind = _KIND.get(data.dtype)
             if kind is None or dtype not in (None, kind):
-                raise DispatchError(f"Device.buffer: array must be float32, int32 or uint32"
-                                    f"{' matching dtype=' + repr(dtype) if dtype else ''}, "
-                                    f"got {data.dtype}")
+                raise DispatchError(
+                    f"Device.buffer: array must be float32, int32 or uint32"
+                    f"{' matching dtype=' + repr(dtype) if dtype else ''}, "
+                    f"got {data.dtype}"
+                )
             if data.size == 0:
-                raise DispatchError("Device.buffer: array is empty; a storage buffer needs "
-                                    ">= 1 element")
+                raise DispatchError(
+                    "Device.buffer: array is empty; a storage buffer needs >= 1 element"
+                )
             dtype, shape, content = kind, tuple(data.shape), np.ascontiguousarray(data).tobytes()
         else:
             shape = (data,) if isinstance(data, int) and not isinstance(data, bool) else data
             if dtype not in DTYPES and dtype not in VECTORS:
-                raise DispatchError(f"Device.buffer: dtype must be f32, i32, u32 or a vector "
-                                    f"type (vec4f, ...) when allocating by length, got {dtype!r}")
+                raise DispatchError(
+                    f"Device.buffer: dtype must be f32, i32, u32 or a vector "
+                    f"type (vec4f, ...) when allocating by length, got {dtype!r}"
+                )
             if not is_shape(shape):
-                raise DispatchError(f"Device.buffer: expected a numpy array, a positive length "
-                                    f"or a shape, got {data!r}")
+                raise DispatchError(
+                    f"Device.buffer: expected a numpy array, a positive length "
+                    f"or a shape, got {data!r}"
+                )
             dtype, per = VECTORS.get(dtype, (dtype, 1))
             shape += (per,) if per > 1 else ()
         nbytes = math.prod(shape) * 4
         if content is None and nbytes > self.max_buffer_bytes:  # arrays: checked when bound
-            raise DispatchError(f"Device.buffer: {nbytes} bytes is more than the device's "
-                                f"storage buffer limit of {self.max_buffer_bytes} bytes")
-        return DeviceBuffer(self, self._alloc(nbytes, content), dtype, shape,
-                            "r" if read_only else "rw")
+            raise DispatchError(
+                f"Device.buffer: {nbytes} bytes is more than the device's "
+                f"storage buffer limit of {self.max_buffer_bytes} bytes"
+            )
+        return DeviceBuffer(
+            self, self._alloc(nbytes, content), dtype, shape, "r" if read_only else "rw"
+        )
 
     def batch(self) -> Batch:
         """Calls inside `with device.batch():` return DeviceBuffers, submitted as one."""
@@ -190,10 +214,15 @@ class Device:
         check_meta(meta)
         kid = meta.get("id") or meta["name"]
         if self.backend == "vulkan":
-            if not isinstance(code, (bytes, bytearray, memoryview)) or len(code) % 4 \
-                    or bytes(code[:4]) != _SPIRV_MAGIC:
-                raise DispatchError(f"Kernel {kid!r}: the given spirv= does not look like a "
-                                    "SPIR-V module (little-endian, magic 0x07230203)")
+            if (
+                not isinstance(code, (bytes, bytearray, memoryview))
+                or len(code) % 4
+                or bytes(code[:4]) != _SPIRV_MAGIC
+            ):
+                raise DispatchError(
+                    f"Kernel {kid!r}: the given spirv= does not look like a "
+                    "SPIR-V module (little-endian, magic 0x07230203)"
+                )
             code = bytes(code)
         elif not isinstance(code, str):
             raise DispatchError(f"Kernel {kid!r}: wgsl= must be str, got {type(code).__name__}")
@@ -248,8 +277,11 @@ class Device:
         for arg in plan.buffers:
             buf = args[arg.name]
             if not isinstance(buf, DeviceBuffer):
-                buf = temps[arg.name] = (self.buffer(arg.shape, arg.dtype) if arg.source is None
-                                         else self.buffer(arg.source))
+                buf = temps[arg.name] = (
+                    self.buffer(arg.shape, arg.dtype)
+                    if arg.source is None
+                    else self.buffer(arg.source)
+                )
             bound.append((arg.binding, buf._live(), buf.nbytes))
         jobs = []  # an empty grid dispatches nothing; outputs keep their contents
         if all(plan.workgroups):
@@ -306,10 +338,18 @@ class Kernel:
             plan = plan_call(self.meta, args, grid, self.device)
             # Buffers weakly held (they stay collectable); never for arrays, whose contents
             # and so uploads can change between calls, or for grids other than ints/tuples.
-            self._last = last = None if key is _NO_CACHE or any(
-                isinstance(v, np.ndarray) for v in args.values()) else (
-                {k: weakref.ref(v) if isinstance(v, DeviceBuffer) else v for k, v in args.items()},
-                key, plan._replace(buffers=tuple(a._replace(source=None) for a in plan.buffers)))
+            self._last = last = (
+                None
+                if key is _NO_CACHE or any(isinstance(v, np.ndarray) for v in args.values())
+                else (
+                    {
+                        k: weakref.ref(v) if isinstance(v, DeviceBuffer) else v
+                        for k, v in args.items()
+                    },
+                    key,
+                    plan._replace(buffers=tuple(a._replace(source=None) for a in plan.buffers)),
+                )
+            )
             if last is None:
                 return self.device.run(self, plan, args)
         return self.device.run(self, last[2], args)
@@ -321,8 +361,12 @@ _NO_CACHE = object()
 def _grid_key(grid):
     # None, an int or a tuple of ints as given (plain ints only, so that no value plan_call
     # would refuse can match a cached one), else _NO_CACHE.
-    if grid is None or type(grid) is int or type(grid) is tuple and all(
-            type(v) is int for v in grid):
+    if (
+        grid is None
+        or type(grid) is int
+        or type(grid) is tuple
+        and all(type(v) is int for v in grid)
+    ):
         return grid
     return _NO_CACHE
 
@@ -338,7 +382,12 @@ def _same_call(last: tuple, args: dict, key) -> bool:
         if isinstance(value, DeviceBuffer):
             if type(old) is not weakref.ref or old() is not value or value.released:
                 return False
-        elif type(value) not in (int, float) or type(old) is not type(value) or old != value \
-                or value == 0 and math.copysign(1, value) != math.copysign(1, old):
+        elif (
+            type(value) not in (int, float)
+            or type(old) is not type(value)
+            or old != value
+            or value == 0
+            and math.copysign(1, value) != math.copysign(1, old)
+        ):
             return False
     return True

@@ -1,5 +1,6 @@
 """Argument checking, grid and uniform packing for one call: pure host code over the
 metadata record (docs/descriptor-conventions.md); raises DispatchError before the device."""
+
 from __future__ import annotations
 
 import math
@@ -13,7 +14,7 @@ from vyre_build.errors import DispatchError
 DTYPES = {"f32": np.dtype("<f4"), "i32": np.dtype("<i4"), "u32": np.dtype("<u4")}
 NP_NAMES = {"f32": "float32", "i32": "int32", "u32": "uint32"}
 _PACK = {"f32": "<f", "i32": "<i", "u32": "<I"}
-_INT_RANGE = {"i32": (-(2 ** 31), 2 ** 31 - 1), "u32": (0, 2 ** 32 - 1)}
+_INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "u32": (0, 2**32 - 1)}
 _F32_MAX = float(np.finfo(np.float32).max)
 # Vector element types: a vec4f buffer is a float32 array holding 4 values per element.
 VECTORS = {f"vec{n}{t[0]}": (t, n) for t in DTYPES for n in (2, 4)}
@@ -42,8 +43,11 @@ def check_meta(meta: dict) -> None:
         if key not in meta:
             raise _fail(kid, f"metadata has no {key!r} field")
     wg = meta["workgroup_size"]
-    if (not isinstance(wg, (list, tuple)) or not 1 <= len(wg) <= 3
-            or not all(isinstance(v, int) and v >= 1 for v in wg)):
+    if (
+        not isinstance(wg, (list, tuple))
+        or not 1 <= len(wg) <= 3
+        or not all(isinstance(v, int) and v >= 1 for v in wg)
+    ):
         raise _fail(kid, f"metadata workgroup_size must be 1-3 positive ints, got {wg!r}")
     names = [b.get("name") for b in meta["bindings"]]
     for b, name in zip(meta["bindings"], names):
@@ -54,8 +58,9 @@ def check_meta(meta: dict) -> None:
             why = f"binding {name!r} has unknown dtype {dtype!r}"
         elif kind not in ("buffer", "scalar"):
             why = f"binding {name!r} has unknown kind {kind!r}"
-        elif kind == "buffer" and (b.get("access") not in ("r", "w", "rw")
-                                   or not isinstance(b.get("binding"), int)):
+        elif kind == "buffer" and (
+            b.get("access") not in ("r", "w", "rw") or not isinstance(b.get("binding"), int)
+        ):
             why = f"buffer {name!r} needs access r|w|rw and a binding"
         elif kind == "scalar" and not (isinstance(offset, int) and offset % 4 == 0):
             why = f"scalar {name!r} needs a 4-byte aligned offset"
@@ -75,8 +80,11 @@ def _describe(value) -> str:
 
 def is_shape(shape) -> bool:
     """A non-empty tuple of positive ints."""
-    return isinstance(shape, tuple) and bool(shape) and all(
-        isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape)
+    return (
+        isinstance(shape, tuple)
+        and bool(shape)
+        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape)
+    )
 
 
 def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
@@ -85,26 +93,41 @@ def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
     want = NP_NAMES[dtype]
     if hasattr(value, "read") and hasattr(value, "access") and hasattr(value, "device"):
         if value.device is not device:
-            raise _fail(kid, f"is a DeviceBuffer of another device ({value.device.backend}: "
-                        f"{value.device.name}); this kernel runs on {device.backend}: "
-                        f"{device.name}", name)
+            raise _fail(
+                kid,
+                f"is a DeviceBuffer of another device ({value.device.backend}: "
+                f"{value.device.name}); this kernel runs on {device.backend}: "
+                f"{device.name}",
+                name,
+            )
         if value.released:
             raise _fail(kid, "is a released DeviceBuffer", name)
         if value.dtype != dtype:
-            raise _fail(kid, f"must be a {want} buffer, got a {NP_NAMES[value.dtype]} "
-                        "DeviceBuffer", name)
+            raise _fail(
+                kid, f"must be a {want} buffer, got a {NP_NAMES[value.dtype]} DeviceBuffer", name
+            )
         if access != "r" and value.access == "r":
-            raise _fail(kid, f"is written by the kernel (access {access!r}) but the "
-                        "DeviceBuffer was created read-only", name)
+            raise _fail(
+                kid,
+                f"is written by the kernel (access {access!r}) but the "
+                "DeviceBuffer was created read-only",
+                name,
+            )
         source, count, shape = value, value.count, value.shape
     elif isinstance(value, (int, tuple)) and not isinstance(value, bool):
         shape, source = ((value,) if isinstance(value, int) else value), None
         if access != "w":
-            raise _fail(kid, f"is read by the kernel (access {access!r}): pass a {want} array, "
-                        "not a length", name)
+            raise _fail(
+                kid,
+                f"is read by the kernel (access {access!r}): pass a {want} array, not a length",
+                name,
+            )
         if not is_shape(shape):
-            raise _fail(kid, f"argument {name!r}: an output length must be a positive int or a "
-                        f"shape of positive ints, got {value!r}")
+            raise _fail(
+                kid,
+                f"argument {name!r}: an output length must be a positive int or a "
+                f"shape of positive ints, got {value!r}",
+            )
         # An output length counts vectors; a shape is the host array's, whose last axis is
         # the component count (added when missing: (n,) and (n, 4) both mean n vec4s).
         if per > 1 and (len(shape) == 1 or shape[-1] != per):
@@ -117,11 +140,18 @@ def _check_buffer(kid: str, b: dict, value, device) -> BufferArg:
             raise _fail(kid, "is empty; a storage buffer needs >= 1 element", name)
         source, count, shape = np.ascontiguousarray(value), int(value.size), tuple(value.shape)
     if count % per:
-        raise _fail(kid, f"is a buffer of {b['dtype']}: it needs a multiple of {per} {want} "
-                    f"values, got {count}", name)
+        raise _fail(
+            kid,
+            f"is a buffer of {b['dtype']}: it needs a multiple of {per} {want} values, got {count}",
+            name,
+        )
     if count * 4 > device.max_buffer_bytes:
-        raise _fail(kid, f"is {count * 4} bytes, more than the device's storage buffer binding "
-                    f"limit of {device.max_buffer_bytes} bytes", name)
+        raise _fail(
+            kid,
+            f"is {count * 4} bytes, more than the device's storage buffer binding "
+            f"limit of {device.max_buffer_bytes} bytes",
+            name,
+        )
     return BufferArg(name, b["binding"], dtype, access, source, count // per, shape)
 
 
@@ -149,29 +179,46 @@ def _check_scalar(kid: str, b: dict, value):
 def _invocations(kid: str, meta: dict, grid, buffers: dict, scalars: dict) -> list:
     if grid is not None:
         axes = (grid,) if isinstance(grid, int) else grid
-        if (not isinstance(axes, (tuple, list)) or not 1 <= len(axes) <= 3 or not all(
+        if (
+            not isinstance(axes, (tuple, list))
+            or not 1 <= len(axes) <= 3
+            or not all(
                 isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0
-                for v in axes)):
-            raise _fail(kid, "grid= must be a non-negative int or a tuple of 1-3 of them "
-                        f"(invocations per axis), got {grid!r}")
+                for v in axes
+            )
+        ):
+            raise _fail(
+                kid,
+                "grid= must be a non-negative int or a tuple of 1-3 of them "
+                f"(invocations per axis), got {grid!r}",
+            )
         return [int(v) for v in axes]
     entries = list(meta.get("grid") or [])
     if not entries:
         written = [a.name for a in buffers.values() if a.access != "r"]
         if not written:
-            raise _fail(kid, "no grid in the metadata and no written buffer to take it from; "
-                        "pass grid=")
+            raise _fail(
+                kid, "no grid in the metadata and no written buffer to take it from; pass grid="
+            )
         entries = written[:1]
     if len(entries) == 1 and entries[0] in buffers:
         # Grid from buffer B: read-only buffers of B's dtype are its elementwise peers and
         # must be at least as long, since a shorter one would silently read zeros.
         src = buffers[entries[0]]
         for arg in buffers.values():
-            if arg.name != src.name and arg.access == "r" and arg.dtype == src.dtype \
-                    and arg.count < src.count:
-                raise _fail(kid, f"has {arg.count} elements but the grid covers {src.count} "
-                            f"(the length of {src.name!r}); pass at least {src.count} or give "
-                            "grid= explicitly", arg.name)
+            if (
+                arg.name != src.name
+                and arg.access == "r"
+                and arg.dtype == src.dtype
+                and arg.count < src.count
+            ):
+                raise _fail(
+                    kid,
+                    f"has {arg.count} elements but the grid covers {src.count} "
+                    f"(the length of {src.name!r}); pass at least {src.count} or give "
+                    "grid= explicitly",
+                    arg.name,
+                )
     axes = []
     for entry in entries:
         if isinstance(entry, int) and not isinstance(entry, bool):
@@ -181,8 +228,11 @@ def _invocations(kid: str, meta: dict, grid, buffers: dict, scalars: dict) -> li
         elif entry not in scalars:
             raise _fail(kid, f"metadata grid entry {entry!r} names no parameter")
         elif isinstance(scalars[entry], float) or scalars[entry] < 0:
-            raise _fail(kid, f"grid comes from scalar {entry!r} = {scalars[entry]!r}, which "
-                        "must be a non-negative integer")
+            raise _fail(
+                kid,
+                f"grid comes from scalar {entry!r} = {scalars[entry]!r}, which "
+                "must be a non-negative integer",
+            )
         else:
             axes.append(scalars[entry])
     return axes
@@ -195,12 +245,16 @@ def plan_call(meta: dict, args: dict, grid, device) -> Plan:
     extra, missing = sorted(set(args) - set(names)), [n for n in names if n not in args]
     if extra:
         import difflib  # only on this error path: keeps the runtime's import small
+
         close = difflib.get_close_matches(extra[0], missing or names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise _fail(kid, f"unexpected argument {extra[0]!r}{hint}; it takes {', '.join(names)}")
     if missing:
-        raise _fail(kid, f"missing argument{'s' if len(missing) > 1 else ''} "
-                    f"{', '.join(repr(m) for m in missing)}; it takes {', '.join(names)}")
+        raise _fail(
+            kid,
+            f"missing argument{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(repr(m) for m in missing)}; it takes {', '.join(names)}",
+        )
     buffers, scalars = {}, {}
     for b in bindings:  # in binding order, so the first bad argument is the one reported
         if b["kind"] == "buffer":
@@ -212,14 +266,18 @@ def plan_call(meta: dict, args: dict, grid, device) -> Plan:
     workgroups = tuple(-(-n // w) for n, w in zip(invocations, wg))
     for axis, (n, count) in enumerate(zip(invocations, workgroups)):
         if count > device.max_workgroups:
-            raise _fail(kid, f"grid needs {count} workgroups on axis {'xyz'[axis]} ({n} "
-                        f"invocations / {wg[axis]} per workgroup), more than the device limit "
-                        f"of {device.max_workgroups} (max_compute_workgroups_per_dimension)")
+            raise _fail(
+                kid,
+                f"grid needs {count} workgroups on axis {'xyz'[axis]} ({n} "
+                f"invocations / {wg[axis]} per workgroup), more than the device limit "
+                f"of {device.max_workgroups} (max_compute_workgroups_per_dimension)",
+            )
     ordered = tuple(sorted(buffers.values(), key=lambda a: a.binding))
     uniform = pack_uniform(meta, scalars) if scalars else None
     written = tuple(a.name for a in ordered if a.access != "r")
-    return Plan(ordered, meta["uniform"]["binding"] if scalars else None, uniform, workgroups,
-                written)
+    return Plan(
+        ordered, meta["uniform"]["binding"] if scalars else None, uniform, workgroups, written
+    )
 
 
 def pack_uniform(meta: dict, scalars: dict) -> bytes:

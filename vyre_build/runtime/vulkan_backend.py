@@ -4,6 +4,7 @@ else they are device-local, with transfers through a staging buffer (forced by
 VYRE_VULKAN_STAGING=1). The cffi structs free their nested data when collected, so a
 nested create-info stays in a variable until the call that reads it; array counts are
 taken from the lists given."""
+
 from __future__ import annotations
 
 import os
@@ -19,18 +20,26 @@ _HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHE
 _LOCAL, _COMPUTE = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, vk.VK_PIPELINE_BIND_POINT_COMPUTE
 _STAGE = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
 _HOST_STAGES = _STAGE | vk.VK_PIPELINE_STAGE_HOST_BIT
-_ACCESS = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
-           | vk.VK_ACCESS_TRANSFER_READ_BIT | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+_ACCESS = (
+    vk.VK_ACCESS_SHADER_READ_BIT
+    | vk.VK_ACCESS_SHADER_WRITE_BIT
+    | vk.VK_ACCESS_TRANSFER_READ_BIT
+    | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+)
 _COPY = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
-_STORAGE_SET, _UNIFORM_SET = (vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                              vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
+_STORAGE_SET, _UNIFORM_SET = (
+    vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+    vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+)
 # Adapter types in the order a default device prefers them.
-_TYPES = {vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete GPU",
-          vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated GPU",
-          vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual GPU",
-          vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "CPU"}
+_TYPES = {
+    vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete GPU",
+    vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated GPU",
+    vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual GPU",
+    vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "CPU",
+}
 _RANK = {t: i for i, t in enumerate(_TYPES)}
-_POOL_SETS, _WAIT_NS, _SPIN_S, _RING_MAX = 64, 120 * 10 ** 9, 0.02, 64
+_POOL_SETS, _WAIT_NS, _SPIN_S, _RING_MAX = 64, 120 * 10**9, 0.02, 64
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
 _INSTANCE = []
 # A VkBuffer with its memory and, when host-visible, its persistent mapping.
@@ -40,18 +49,25 @@ _Buf = namedtuple("_Buf", "buffer memory mapped nbytes")
 def _physical_devices() -> list:
     """(physical device, properties, description) per Vulkan device, in the loader's order."""
     if not _INSTANCE:
-        app = vk.VkApplicationInfo(pApplicationName="vyre_build", applicationVersion=1,
-                                   pEngineName="vyre_build", engineVersion=1,
-                                   apiVersion=vk.VK_MAKE_VERSION(1, 1, 0))
+        app = vk.VkApplicationInfo(
+            pApplicationName="vyre_build",
+            applicationVersion=1,
+            pEngineName="vyre_build",
+            engineVersion=1,
+            apiVersion=vk.VK_MAKE_VERSION(1, 1, 0),
+        )
         try:
-            _INSTANCE.append(vk.vkCreateInstance(vk.VkInstanceCreateInfo(pApplicationInfo=app),
-                                                 None))
+            _INSTANCE.append(
+                vk.vkCreateInstance(vk.VkInstanceCreateInfo(pApplicationInfo=app), None)
+            )
         except (vk.VkError, vk.VkException, OSError) as exc:
             raise DeviceError(f"no Vulkan instance: {exc!r}; {_NO_DRIVER}") from exc
     devices = vk.vkEnumeratePhysicalDevices(_INSTANCE[0])
     props = [vk.vkGetPhysicalDeviceProperties(p) for p in devices]  # deviceName comes decoded
-    return [(p, d, f"{d.deviceName} [{_TYPES.get(d.deviceType, 'other')}, Vulkan]")
-            for p, d in zip(devices, props)]
+    return [
+        (p, d, f"{d.deviceName} [{_TYPES.get(d.deviceType, 'other')}, Vulkan]")
+        for p, d in zip(devices, props)
+    ]
 
 
 def list_adapters() -> list[str]:
@@ -72,7 +88,9 @@ class VulkanDevice(Device):
             raise DeviceError(f"the Vulkan loader lists no physical device; {_NO_DRIVER}")
         self.physical, props, self.name = (
             min(found, key=lambda f: _RANK.get(f[1].deviceType, len(_RANK)))
-            if adapter is None else choose_adapter("Vulkan", found, [f[2] for f in found], adapter))
+            if adapter is None
+            else choose_adapter("Vulkan", found, [f[2] for f in found], adapter)
+        )
         limits = props.limits
         self._spin_s = 0.0 if props.deviceType == vk.VK_PHYSICAL_DEVICE_TYPE_CPU else _SPIN_S
         self.max_workgroups = int(min(limits.maxComputeWorkGroupCount[0:3]))
@@ -82,47 +100,72 @@ class VulkanDevice(Device):
         if not compute:
             raise DeviceError(f"Vulkan adapter {self.name} has no compute queue")
         self.family, priorities = compute[0], [1.0]
-        queues = [vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family,
-                                             pQueuePriorities=priorities)]
+        queues = [
+            vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, pQueuePriorities=priorities)
+        ]
         info = vk.VkDeviceCreateInfo(pQueueCreateInfos=queues)
         self.dev = self._vk("device creation", vk.vkCreateDevice, self.physical, info, None)
         self.queue = vk.vkGetDeviceQueue(self.dev, self.family, 0)
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         self.mem_flags = [mem.memoryTypes[i].propertyFlags for i in range(mem.memoryTypeCount)]
         local = [f for f in self.mem_flags if f & _LOCAL]
-        self.unified = (bool(local) and all(f & _HOST == _HOST for f in local)
-                        and os.environ.get("VYRE_VULKAN_STAGING") != "1")
-        self.cmd_pool = self._new("command pool", "CommandPool", queueFamilyIndex=self.family,
-                                  flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT)
+        self.unified = (
+            bool(local)
+            and all(f & _HOST == _HOST for f in local)
+            and os.environ.get("VYRE_VULKAN_STAGING") != "1"
+        )
+        self.cmd_pool = self._new(
+            "command pool",
+            "CommandPool",
+            queueFamilyIndex=self.family,
+            flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        )
         self.fence = self._new("fence", "Fence")
         self.pipeline_cache = self._new("pipeline cache", "PipelineCache")
         # Command buffers of the submissions since the last wait (only the last one of
         # those carries the fence), with their submit infos; allocated as needed.
         self._ring, self._sent, self._stamped = [], 0, False
         self._fence_arr = vk.ffi.new("VkFence[1]", [self.fence])
-        self._begin = vk.ffi.new("VkCommandBufferBeginInfo*", {
-            "sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-            "flags": vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT})
-        self._pool_sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=n) for t, n in
-                            ((_STORAGE_SET, _POOL_SETS * 8), (_UNIFORM_SET, _POOL_SETS))]
+        self._begin = vk.ffi.new(
+            "VkCommandBufferBeginInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                "flags": vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+            },
+        )
+        self._pool_sizes = [
+            vk.VkDescriptorPoolSize(type=t, descriptorCount=n)
+            for t, n in ((_STORAGE_SET, _POOL_SETS * 8), (_UNIFORM_SET, _POOL_SETS))
+        ]
         # Between dispatches: later dispatches and transfers see earlier writes; at the end
         # of a waited-for submission ([1]), host reads of mapped memory see them too. The
         # per-dispatch calls go to the cffi library directly (the `vulkan` package's argument
         # conversion costs more than the call), with structs made once here.
-        self._barriers = [vk.ffi.new("VkMemoryBarrier*", {
-            "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER, "srcAccessMask": _ACCESS,
-            "dstAccessMask": _ACCESS | h}) for h in (0, vk.VK_ACCESS_HOST_READ_BIT)]
+        self._barriers = [
+            vk.ffi.new(
+                "VkMemoryBarrier*",
+                {
+                    "sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                    "srcAccessMask": _ACCESS,
+                    "dstAccessMask": _ACCESS | h,
+                },
+            )
+            for h in (0, vk.VK_ACCESS_HOST_READ_BIT)
+        ]
         self._pools, self._pool_at, self._staging, self._queries = [], 0, None, None
         bits = families[self.family].timestampValidBits
         if bits:  # GPU timestamps: ticks of timestampPeriod ns, `bits` valid bits
-            self._queries = self._new("query pool", "QueryPool", queryCount=2,
-                                      queryType=vk.VK_QUERY_TYPE_TIMESTAMP)
+            self._queries = self._new(
+                "query pool", "QueryPool", queryCount=2, queryType=vk.VK_QUERY_TYPE_TIMESTAMP
+            )
             self._tick_s = float(limits.timestampPeriod) * 1e-9
             self._tick_mask, self._stamps = (1 << bits) - 1, vk.ffi.new("uint64_t[2]")
 
     def _fail(self, what: str, error: str, lost: bool) -> DeviceError:
-        return DeviceError(f"Vulkan {what} failed on {self.name}: {error}"
-                           f"{' (the device was lost; create a new one)' if lost else ''}")
+        return DeviceError(
+            f"Vulkan {what} failed on {self.name}: {error}"
+            f"{' (the device was lost; create a new one)' if lost else ''}"
+        )
 
     def _vk(self, what: str, fn, *args):
         # fn(*args) through the `vulkan` package, its exceptions raised as DeviceError.
@@ -144,16 +187,28 @@ class VulkanDevice(Device):
         return self._vk(what, getattr(vk, f"vkCreate{kind}"), self.dev, info, None)
 
     def _make(self, nbytes: int, usage: int, host: bool) -> _Buf:
-        buffer = self._new("buffer creation", "Buffer", size=nbytes, usage=usage,
-                           sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+        buffer = self._new(
+            "buffer creation",
+            "Buffer",
+            size=nbytes,
+            usage=usage,
+            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
+        )
         req, want = vk.vkGetBufferMemoryRequirements(self.dev, buffer), _HOST if host else _LOCAL
-        index = next((i for i, flags in enumerate(self.mem_flags)
-                      if req.memoryTypeBits & (1 << i) and flags & want == want), None)
+        index = next(
+            (
+                i
+                for i, flags in enumerate(self.mem_flags)
+                if req.memoryTypeBits & (1 << i) and flags & want == want
+            ),
+            None,
+        )
         if index is None:
             raise DeviceError(f"Vulkan adapter {self.name} has no memory type with flags {want:#x}")
         info = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index)
-        memory = self._vk(f"allocation of {nbytes} bytes", vk.vkAllocateMemory, self.dev, info,
-                          None)
+        memory = self._vk(
+            f"allocation of {nbytes} bytes", vk.vkAllocateMemory, self.dev, info, None
+        )
         vk.vkBindBufferMemory(self.dev, buffer, memory, 0)
         mapped = vk.vkMapMemory(self.dev, memory, 0, nbytes, 0) if host else None
         return _Buf(buffer, memory, mapped, nbytes)
@@ -182,7 +237,7 @@ class VulkanDevice(Device):
 
     def _upload(self, handle: _Buf, data: bytes) -> None:
         target = handle if handle.mapped is not None else self._staged(len(data))
-        target.mapped[0:len(data)] = data
+        target.mapped[0 : len(data)] = data
         if target is not handle:
             self._copy(target, handle, len(data))
 
@@ -204,31 +259,58 @@ class VulkanDevice(Device):
         # earlier submissions.
         lib = vk.lib
         if self._sent == len(self._ring):
-            alloc = vk.VkCommandBufferAllocateInfo(commandPool=self.cmd_pool, commandBufferCount=1,
-                                                   level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
-            cmds = vk.ffi.new("VkCommandBuffer[1]", [self._vk(
-                "command buffer", vk.vkAllocateCommandBuffers, self.dev, alloc)[0]])
-            self._ring.append((cmds, vk.ffi.new("VkSubmitInfo*", {
-                "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, "commandBufferCount": 1,
-                "pCommandBuffers": cmds})))
+            alloc = vk.VkCommandBufferAllocateInfo(
+                commandPool=self.cmd_pool,
+                commandBufferCount=1,
+                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            )
+            cmds = vk.ffi.new(
+                "VkCommandBuffer[1]",
+                [self._vk("command buffer", vk.vkAllocateCommandBuffers, self.dev, alloc)[0]],
+            )
+            self._ring.append(
+                (
+                    cmds,
+                    vk.ffi.new(
+                        "VkSubmitInfo*",
+                        {
+                            "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                            "commandBufferCount": 1,
+                            "pCommandBuffers": cmds,
+                        },
+                    ),
+                )
+            )
         # Past _RING_MAX unwaited submissions, this one waits too (back-pressure).
         wait = final or self._sent + 1 >= _RING_MAX
         cmds, submit = self._ring[self._sent]
         self._check("command recording", lib.vkBeginCommandBuffer(cmds[0], self._begin))
         record(cmds[0], *args)
         if wait:
-            lib.vkCmdPipelineBarrier(cmds[0], _STAGE, _HOST_STAGES, 0, 1, self._barriers[1], 0,
-                                     vk.ffi.NULL, 0, vk.ffi.NULL)
+            lib.vkCmdPipelineBarrier(
+                cmds[0],
+                _STAGE,
+                _HOST_STAGES,
+                0,
+                1,
+                self._barriers[1],
+                0,
+                vk.ffi.NULL,
+                0,
+                vk.ffi.NULL,
+            )
         self._check("command recording", lib.vkEndCommandBuffer(cmds[0]))
-        self._check("queue submit", lib.vkQueueSubmit(self.queue, 1, submit,
-                                                      self.fence if wait else vk.ffi.NULL))
+        self._check(
+            "queue submit",
+            lib.vkQueueSubmit(self.queue, 1, submit, self.fence if wait else vk.ffi.NULL),
+        )
         self._sent += 1
         if wait:
             status = self._wait_fence(lib)
             if status == vk.VK_TIMEOUT:  # still running: nothing may be reset under it
-                raise self._fail("wait", f"VK_TIMEOUT after {_WAIT_NS // 10 ** 9} s", False)
+                raise self._fail("wait", f"VK_TIMEOUT after {_WAIT_NS // 10**9} s", False)
             lib.vkResetFences(self.dev, 1, self._fence_arr)
-            for cmds, _ in self._ring[:self._sent]:
+            for cmds, _ in self._ring[: self._sent]:
                 lib.vkResetCommandBuffer(cmds[0], 0)
             self._sent = 0
             self._check("wait", status)
@@ -241,8 +323,9 @@ class VulkanDevice(Device):
         # the caller then frees what the GPU is still using.
         deadline = time.perf_counter() + self._spin_s
         try:
-            while (status := lib.vkGetFenceStatus(self.dev, self.fence)) == vk.VK_NOT_READY \
-                    and time.perf_counter() < deadline:
+            while (
+                status := lib.vkGetFenceStatus(self.dev, self.fence)
+            ) == vk.VK_NOT_READY and time.perf_counter() < deadline:
                 pass
         except BaseException:
             lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, _WAIT_NS)
@@ -252,24 +335,41 @@ class VulkanDevice(Device):
         return status
 
     def _pipeline(self, meta: dict, code):
-        entries = [vk.VkDescriptorSetLayoutBinding(
-            binding=b, descriptorType=_UNIFORM_SET if a == "u" else _STORAGE_SET,
-            descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
-            for b, a in layout_of(meta)]
+        entries = [
+            vk.VkDescriptorSetLayoutBinding(
+                binding=b,
+                descriptorType=_UNIFORM_SET if a == "u" else _STORAGE_SET,
+                descriptorCount=1,
+                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+            )
+            for b, a in layout_of(meta)
+        ]
         try:
-            set_layout = self._new("descriptor set layout", "DescriptorSetLayout",
-                                   pBindings=entries)
+            set_layout = self._new(
+                "descriptor set layout", "DescriptorSetLayout", pBindings=entries
+            )
             layout = self._new("pipeline layout", "PipelineLayout", pSetLayouts=[set_layout])
-            module = self._new("shader module creation", "ShaderModule", codeSize=len(code),
-                               pCode=code)
-            stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
-                                                       module=module, pName="main")
+            module = self._new(
+                "shader module creation", "ShaderModule", codeSize=len(code), pCode=code
+            )
+            stage = vk.VkPipelineShaderStageCreateInfo(
+                stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName="main"
+            )
             infos = [vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)]
-            pipes = self._vk("compute pipeline creation", vk.vkCreateComputePipelines,
-                             self.dev, self.pipeline_cache, 1, infos, None)
+            pipes = self._vk(
+                "compute pipeline creation",
+                vk.vkCreateComputePipelines,
+                self.dev,
+                self.pipeline_cache,
+                1,
+                infos,
+                None,
+            )
         except DeviceError as exc:
-            raise DeviceError(f"Kernel {meta.get('id') or meta['name']!r}: the Vulkan driver "
-                              f"refused the shader or its layout: {exc}") from exc
+            raise DeviceError(
+                f"Kernel {meta.get('id') or meta['name']!r}: the Vulkan driver "
+                f"refused the shader or its layout: {exc}"
+            ) from exc
         vk.vkDestroyShaderModule(self.dev, module, None)
         return pipes[0], layout, set_layout
 
@@ -279,9 +379,15 @@ class VulkanDevice(Device):
         pools = self._pools
         for tries in range(len(pools) + 1):
             if tries == len(pools):
-                pools.append(self._new("descriptor pool", "DescriptorPool", maxSets=_POOL_SETS,
-                                       flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
-                                       pPoolSizes=self._pool_sizes))
+                pools.append(
+                    self._new(
+                        "descriptor pool",
+                        "DescriptorPool",
+                        maxSets=_POOL_SETS,
+                        flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
+                        pPoolSizes=self._pool_sizes,
+                    )
+                )
                 self._pool_at = tries
             pool = pools[self._pool_at]
             info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, pSetLayouts=[pipeline[2]])
@@ -295,13 +401,17 @@ class VulkanDevice(Device):
         targets, ubuf = [(b, h.buffer, n, _STORAGE_SET) for b, h, n in bound], None
         if uniform is not None:
             ubuf = self._make(len(uniform), vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True)
-            ubuf.mapped[0:len(uniform)] = uniform
+            ubuf.mapped[0 : len(uniform)] = uniform
             targets.append((uniform_binding, ubuf.buffer, len(uniform), _UNIFORM_SET))
-        infos = [[vk.VkDescriptorBufferInfo(buffer=buf, offset=0, range=n)]
-                 for _, buf, n, _ in targets]
-        writes = [vk.VkWriteDescriptorSet(dstSet=dsets[0], dstBinding=b, descriptorType=t,
-                                          pBufferInfo=info)
-                  for (b, _, _, t), info in zip(targets, infos)]
+        infos = [
+            [vk.VkDescriptorBufferInfo(buffer=buf, offset=0, range=n)] for _, buf, n, _ in targets
+        ]
+        writes = [
+            vk.VkWriteDescriptorSet(
+                dstSet=dsets[0], dstBinding=b, descriptorType=t, pBufferInfo=info
+            )
+            for (b, _, _, t), info in zip(targets, infos)
+        ]
         vk.vkUpdateDescriptorSets(self.dev, len(writes), writes, 0, None)
         return dsets, ubuf, pool, vk.ffi.new("VkDescriptorSet[1]", dsets)
 
@@ -310,7 +420,7 @@ class VulkanDevice(Device):
             self._run_commands(lambda cmd: None)
 
     def _set_uniform(self, entry, uniform: bytes) -> None:
-        entry[1].mapped[0:len(uniform)] = uniform
+        entry[1].mapped[0 : len(uniform)] = uniform
 
     def _unbind(self, entry) -> None:
         dsets, ubuf, pool, _ = entry
@@ -326,8 +436,18 @@ class VulkanDevice(Device):
         self._run_commands(self._record, jobs, final, final=final)
         if final and self._stamped:
             self._stamped, stamps = False, self._stamps
-            self._vk("timestamp query", vk.vkGetQueryPoolResults, self.dev, self._queries, 0, 2,
-                     16, stamps, 8, vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+            self._vk(
+                "timestamp query",
+                vk.vkGetQueryPoolResults,
+                self.dev,
+                self._queries,
+                0,
+                2,
+                16,
+                stamps,
+                8,
+                vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT,
+            )
             self.gpu_seconds = ((stamps[1] - stamps[0]) & self._tick_mask) * self._tick_s
 
     def _record(self, cmd, jobs: list, final: bool) -> None:
@@ -343,7 +463,6 @@ class VulkanDevice(Device):
             if new_set:
                 lib.vkCmdBindDescriptorSets(cmd, _COMPUTE, pipe[1], 0, 1, entry[3], 0, null)
             lib.vkCmdDispatch(cmd, x, y, z)
-            lib.vkCmdPipelineBarrier(cmd, _STAGE, _STAGE, 0, 1, self._barriers[0], 0, null, 0,
-                                     null)
+            lib.vkCmdPipelineBarrier(cmd, _STAGE, _STAGE, 0, 1, self._barriers[0], 0, null, 0, null)
         if final and self._stamped:
             lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)

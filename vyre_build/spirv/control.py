@@ -7,16 +7,18 @@ OpReturn, and a merge block nothing reaches holds only OpUnreachable, so a termi
 the middle of nested constructs still gives valid structured control flow. break,
 continue and return are refused inside a continuing block, where SPIR-V allows no exit.
 """
+
 from __future__ import annotations
 
 from vyre_build.descriptor import KernelBody, KernelOp
 from vyre_build.spirv import grammar as g
 
-CONTROL_NONE = 0   # SelectionControl / LoopControl / FunctionControl "None"
+CONTROL_NONE = 0  # SelectionControl / LoopControl / FunctionControl "None"
 
 
 class Loop:
     """One enclosing loop: where break and continue branch to."""
+
     __slots__ = ("broke", "cont", "in_continuing", "merge")
 
     def __init__(self, merge: int, cont: int):
@@ -114,7 +116,7 @@ class ControlFlow:
         self.branch(header)
         self.loops.pop()
         self.start_block(merge)
-        if not loop.broke:   # only a return leaves this loop
+        if not loop.broke:  # only a return leaves this loop
             self.inst("OpUnreachable")
             self.open = False
 
@@ -148,7 +150,7 @@ class ControlFlow:
         self.operands(kop, 0)
         ordering = kop.kind.args[0]
         sem = g.MEMORYSEMANTICS["AcquireRelease"] | g.MEMORYSEMANTICS["WorkgroupMemory"]
-        if ordering == "SeqCst":   # storageBarrier(): also order storage-buffer memory
+        if ordering == "SeqCst":  # storageBarrier(): also order storage-buffer memory
             sem |= g.MEMORYSEMANTICS["UniformMemory"]
         elif ordering != "AcqRel":
             self.fail(kop, f"barrier ordering {ordering} is not AcqRel or SeqCst")

@@ -12,6 +12,7 @@ out of bounds returns 0 (a vector load selects with the bounds check splatted to
 Bool vector, as SPIR-V 1.3 OpSelect on vectors requires). A buffer that any Atomic targets is read and written with
 OpAtomicLoad / OpAtomicStore, like WGSL's atomic<T> elements.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,24 +23,34 @@ from vyre_build.spirv.control import CONTROL_NONE
 from vyre_build.spirv.vectors import VECTOR_TYPES, datatype_name
 
 STORAGE_TYPES = ("U32", "I32", "F32")
-ATOMIC_OPS = {"Add": "OpAtomicIAdd", "Or": "OpAtomicOr", "And": "OpAtomicAnd", "Xor": "OpAtomicXor",
-              "Exchange": "OpAtomicExchange"}
-ATOMIC_MINMAX = {("Min", "U32"): "OpAtomicUMin", ("Min", "I32"): "OpAtomicSMin",
-                 ("Max", "U32"): "OpAtomicUMax", ("Max", "I32"): "OpAtomicSMax"}
+ATOMIC_OPS = {
+    "Add": "OpAtomicIAdd",
+    "Or": "OpAtomicOr",
+    "And": "OpAtomicAnd",
+    "Xor": "OpAtomicXor",
+    "Exchange": "OpAtomicExchange",
+}
+ATOMIC_MINMAX = {
+    ("Min", "U32"): "OpAtomicUMin",
+    ("Min", "I32"): "OpAtomicSMin",
+    ("Max", "U32"): "OpAtomicUMax",
+    ("Max", "I32"): "OpAtomicSMax",
+}
 RELAXED = 0
 
 
 @dataclass
 class SlotInfo:
     """How one descriptor slot lives in the module."""
+
     slot: BindingSlot
     ty: str
     var: int = 0
-    ptr: int = 0          # pointer-to-element type for access chains
-    member: int = 0       # Uniform: member index in the Params block
+    ptr: int = 0  # pointer-to-element type for access chains
+    member: int = 0  # Uniform: member index in the Params block
     atomic: bool = False  # Global or Shared: some Atomic targets it
     scalar: bool = False  # Scratch with element_count 1: a plain variable
-    length: int = 0       # Global: id of its OpArrayLength, once asked for
+    length: int = 0  # Global: id of its OpArrayLength, once asked for
 
 
 def _atomic_slots(body: KernelBody, out: set[int]) -> None:
@@ -55,9 +66,12 @@ class MemoryOps:
 
     def slot_error(self, s: BindingSlot, reason: str):
         from vyre_build.errors import EmitError
-        raise EmitError(f"SPIR-V emitter: cannot declare slot {s.slot} {s.name!r} "
-                        f"({s.memory_class} {s.element_type!r} x {s.element_count}) "
-                        f"in kernel {self.desc.id!r}: {reason}")
+
+        raise EmitError(
+            f"SPIR-V emitter: cannot declare slot {s.slot} {s.name!r} "
+            f"({s.memory_class} {s.element_type!r} x {s.element_count}) "
+            f"in kernel {self.desc.id!r}: {reason}"
+        )
 
     def declare_slots(self) -> None:
         m = self.m
@@ -69,8 +83,11 @@ class MemoryOps:
         for s in self.desc.slots:
             ty = datatype_name(s.element_type)
             if ty is None:
-                self.slot_error(s, f"element type {s.element_type!r} is not U32, I32, F32 or Bool"
-                                + (", nor a vector of 2 or 4 U32, I32 or F32" if s.element_type.args else ""))
+                self.slot_error(
+                    s,
+                    f"element type {s.element_type!r} is not U32, I32, F32 or Bool"
+                    + (", nor a vector of 2 or 4 U32, I32 or F32" if s.element_type.args else ""),
+                )
             info = SlotInfo(s, ty)
             elem = self.tid(ty)
             mc = s.memory_class
@@ -79,7 +96,9 @@ class MemoryOps:
                     self.slot_error(s, "storage buffers hold U32, I32 or F32 or vectors of them")
                 info.atomic = s.slot in atomics
                 rta = m.type_runtime_array(elem)
-                m.decorate(rta, "ArrayStride", 4 * VECTOR_TYPES.get(ty, (ty, 1))[1])   # tightly packed
+                m.decorate(
+                    rta, "ArrayStride", 4 * VECTOR_TYPES.get(ty, (ty, 1))[1]
+                )  # tightly packed
                 block = m.type_struct_unique([rta])
                 m.decorate(block, "Block")
                 m.member_decorate(block, 0, "Offset", 0)
@@ -87,7 +106,9 @@ class MemoryOps:
                     m.member_decorate(block, 0, "NonWritable")
                 elif s.visibility == "WriteOnly":
                     m.member_decorate(block, 0, "NonReadable")
-                info.var = m.global_variable(m.type_pointer("StorageBuffer", block), "StorageBuffer")
+                info.var = m.global_variable(
+                    m.type_pointer("StorageBuffer", block), "StorageBuffer"
+                )
                 m.decorate(info.var, "DescriptorSet", 0)
                 m.decorate(info.var, "Binding", s.slot)
                 m.name(block, f"{s.name}_block")
@@ -154,7 +175,11 @@ class MemoryOps:
             self.store_element(info, self.element_ptr(info, k), self.zero(info.ty))
             self.branch(cont)
             self.start_block(cont)
-            self.inst("OpStore", counter, self.op("OpIAdd", "U32", self.op("OpLoad", "U32", counter), step))
+            self.inst(
+                "OpStore",
+                counter,
+                self.op("OpIAdd", "U32", self.op("OpLoad", "U32", counter), step),
+            )
             self.branch(header)
             self.start_block(merge)
         wg_scope = self.const("U32", g.SCOPE["Workgroup"])
@@ -168,7 +193,9 @@ class MemoryOps:
         if info is None:
             self.fail(kop, f"slot {number} is not declared")
         if info.slot.memory_class not in classes:
-            self.fail(kop, f"slot {number} is {info.slot.memory_class}, expected {' or '.join(classes)}")
+            self.fail(
+                kop, f"slot {number} is {info.slot.memory_class}, expected {' or '.join(classes)}"
+            )
         return info
 
     def index(self, ssa: int, kop: KernelOp) -> int:
@@ -187,7 +214,7 @@ class MemoryOps:
     def length(self, info: SlotInfo) -> int:
         if info.slot.memory_class != "Global":
             return self.const("U32", info.slot.element_count)
-        if not info.length:   # computed once in the entry block, which dominates every use
+        if not info.length:  # computed once in the entry block, which dominates every use
             info.length = self.m.new_id()
             self.m.emit(self.prologue, "OpArrayLength", self.tid("U32"), info.length, info.var, 0)
         return info.length
@@ -195,14 +222,22 @@ class MemoryOps:
     def in_bounds_const(self, info: SlotInfo, ssa: int) -> bool:
         """True when the index is a literal already known to be in range (no check needed)."""
         value = self.known.get(ssa)
-        return value is not None and info.slot.memory_class != "Global" and value < info.slot.element_count
+        return (
+            value is not None
+            and info.slot.memory_class != "Global"
+            and value < info.slot.element_count
+        )
 
     def scope(self, info: SlotInfo) -> int:
-        return self.const("U32", g.SCOPE["Device" if info.slot.memory_class == "Global" else "Workgroup"])
+        return self.const(
+            "U32", g.SCOPE["Device" if info.slot.memory_class == "Global" else "Workgroup"]
+        )
 
     def read(self, info: SlotInfo, ptr: int) -> int:
         if info.atomic:
-            return self.op("OpAtomicLoad", info.ty, ptr, self.scope(info), self.const("U32", RELAXED))
+            return self.op(
+                "OpAtomicLoad", info.ty, ptr, self.scope(info), self.const("U32", RELAXED)
+            )
         return self.op("OpLoad", info.ty, ptr)
 
     def store_element(self, info: SlotInfo, ptr: int, value: int) -> None:
@@ -298,8 +333,16 @@ class MemoryOps:
         ptr = self.element_ptr(info, idx)
         scope, relaxed = self.scope(info), self.const("U32", RELAXED)
         if cmpxchg:
-            old = self.op("OpAtomicCompareExchange", info.ty, ptr, scope, relaxed, relaxed,
-                          args[1][0], args[0][0])
+            old = self.op(
+                "OpAtomicCompareExchange",
+                info.ty,
+                ptr,
+                scope,
+                relaxed,
+                relaxed,
+                args[1][0],
+                args[0][0],
+            )
         else:
             old = self.op(opname, info.ty, ptr, scope, relaxed, args[0][0])
         if guard is None:

@@ -10,6 +10,7 @@ Guarantees: `to_bytes()` is a pure function of the calls made (no dict-order, ha
 or time dependence); its output is little-endian words with a valid header whose bound
 is one past the largest id handed out.
 """
+
 from __future__ import annotations
 
 import struct
@@ -20,7 +21,7 @@ from vyre_build.spirv import grammar as g
 
 OP = g.OPCODES
 SPIRV_VERSION_1_3 = 0x00010300
-GENERATOR = 0   # unregistered generator id; the tool number is ours to leave at 0
+GENERATOR = 0  # unregistered generator id; the tool number is ours to leave at 0
 
 __all__ = ["OP", "SpirvModule", "string_words"]
 
@@ -45,7 +46,7 @@ class SpirvModule:
         self.execution_modes: list[int] = []
         self.debug_names: list[int] = []
         self.annotations: list[int] = []
-        self.globals: list[int] = []      # types, constants and global variables
+        self.globals: list[int] = []  # types, constants and global variables
         self.functions: list[int] = []
         self._types: dict[tuple, int] = {}
         self._consts: dict[tuple, int] = {}
@@ -75,14 +76,24 @@ class SpirvModule:
         return rid
 
     def set_memory_model(self, addressing: str, memory: str) -> None:
-        self.emit(self.memory_model, "OpMemoryModel", g.ADDRESSINGMODEL[addressing], g.MEMORYMODEL[memory])
+        self.emit(
+            self.memory_model, "OpMemoryModel", g.ADDRESSINGMODEL[addressing], g.MEMORYMODEL[memory]
+        )
 
     def entry_point(self, model: str, function: int, name: str, interface: list[int]) -> None:
-        self.emit(self.entry_points, "OpEntryPoint", g.EXECUTIONMODEL[model], function,
-                  *string_words(name), *interface)
+        self.emit(
+            self.entry_points,
+            "OpEntryPoint",
+            g.EXECUTIONMODEL[model],
+            function,
+            *string_words(name),
+            *interface,
+        )
 
     def execution_mode(self, function: int, mode: str, *literals: int) -> None:
-        self.emit(self.execution_modes, "OpExecutionMode", function, g.EXECUTIONMODE[mode], *literals)
+        self.emit(
+            self.execution_modes, "OpExecutionMode", function, g.EXECUTIONMODE[mode], *literals
+        )
 
     def name(self, target: int, text: str) -> None:
         self.emit(self.debug_names, "OpName", target, *string_words(text))
@@ -92,12 +103,19 @@ class SpirvModule:
 
     def decorate(self, target: int, decoration: str, *literals: int) -> None:
         key = (target, -1, decoration)
-        if key not in self._decorated:   # a shared type must not be decorated twice
+        if key not in self._decorated:  # a shared type must not be decorated twice
             self._decorated.add(key)
             self.emit(self.annotations, "OpDecorate", target, g.DECORATION[decoration], *literals)
 
     def member_decorate(self, struct_id: int, member: int, decoration: str, *literals: int) -> None:
-        self.emit(self.annotations, "OpMemberDecorate", struct_id, member, g.DECORATION[decoration], *literals)
+        self.emit(
+            self.annotations,
+            "OpMemberDecorate",
+            struct_id,
+            member,
+            g.DECORATION[decoration],
+            *literals,
+        )
 
     # --- types (deduplicated) -------------------------------------------------------
 
@@ -124,7 +142,9 @@ class SpirvModule:
         return self._type(("vec", component, count), "OpTypeVector", component, count)
 
     def type_array(self, element: int, length: int) -> int:
-        return self._type(("array", element, length), "OpTypeArray", element, self.const_u32(length))
+        return self._type(
+            ("array", element, length), "OpTypeArray", element, self.const_u32(length)
+        )
 
     def type_runtime_array(self, element: int) -> int:
         return self._type(("rtarray", element), "OpTypeRuntimeArray", element)
@@ -140,7 +160,9 @@ class SpirvModule:
         return self._type(("struct", members), "OpTypeStruct", *members)
 
     def type_pointer(self, storage: str, pointee: int) -> int:
-        return self._type(("ptr", storage, pointee), "OpTypePointer", g.STORAGECLASS[storage], pointee)
+        return self._type(
+            ("ptr", storage, pointee), "OpTypePointer", g.STORAGECLASS[storage], pointee
+        )
 
     def type_function(self, ret: int, params: tuple[int, ...] = ()) -> int:
         return self._type(("fn", ret, params), "OpTypeFunction", ret, *params)
@@ -159,7 +181,7 @@ class SpirvModule:
         return self._const(("u32", value), "OpConstant", self.type_int(False), value)
 
     def const_i32(self, value: int) -> int:
-        value &= 0xFFFFFFFF   # the word holds the two's-complement bits
+        value &= 0xFFFFFFFF  # the word holds the two's-complement bits
         return self._const(("i32", value), "OpConstant", self.type_int(True), value)
 
     def const_f32_bits(self, bits: int) -> int:
@@ -174,7 +196,9 @@ class SpirvModule:
 
     def const_composite(self, type_id: int, constituents: tuple[int, ...]) -> int:
         """A constant vector/array/struct of the constant ids `constituents`."""
-        return self._const(("composite", type_id, constituents), "OpConstantComposite", type_id, *constituents)
+        return self._const(
+            ("composite", type_id, constituents), "OpConstantComposite", type_id, *constituents
+        )
 
     def const_null(self, type_id: int) -> int:
         return self._const(("null", type_id), "OpConstantNull", type_id)
@@ -191,9 +215,18 @@ class SpirvModule:
     def to_bytes(self) -> bytes:
         """The binary: header then every section in logical-layout order, little-endian."""
         words = array("I", [g.MAGIC_NUMBER, SPIRV_VERSION_1_3, GENERATOR, self.bound, 0])
-        for section in (self.capabilities, self.extensions, self.ext_inst_imports, self.memory_model,
-                        self.entry_points, self.execution_modes, self.debug_names, self.annotations,
-                        self.globals, self.functions):
+        for section in (
+            self.capabilities,
+            self.extensions,
+            self.ext_inst_imports,
+            self.memory_model,
+            self.entry_points,
+            self.execution_modes,
+            self.debug_names,
+            self.annotations,
+            self.globals,
+            self.functions,
+        ):
             words.extend(section)
         if sys.byteorder != "little":
             words.byteswap()

@@ -12,6 +12,7 @@ Componentwise ops map to the same core / GLSL.std.450 instructions as their scal
 and its operand types. `vyre.vec` is OpCompositeConstruct, `vyre.extract`
 OpCompositeExtract.
 """
+
 from __future__ import annotations
 
 from vyre_build.descriptor import DescriptorError, KernelOp, Variant, decode_datatype
@@ -22,13 +23,31 @@ VECTOR_COUNTS = (2, 4)
 SCALAR_TYPES = ("U32", "I32", "F32", "Bool")
 # Emitter type name -> (element type, component count); Bool vectors are internal only.
 VECTOR_TYPES: dict[str, tuple[str, int]] = {
-    f"Vec{n}{e}": (e, n) for e in (*VECTOR_ELEMENTS, "Bool") for n in VECTOR_COUNTS}
+    f"Vec{n}{e}": (e, n) for e in (*VECTOR_ELEMENTS, "Bool") for n in VECTOR_COUNTS
+}
 
 # Componentwise BinOps and UnOps the conventions define on vectors (per element type the
 # scalar tables of `ops` decide; e.g. Div exists there for F32 only, BitAnd for ints only).
 VECTOR_BINOPS = frozenset({"Add", "Sub", "Mul", "Div", "Min", "Max", "BitAnd", "BitOr", "BitXor"})
-VECTOR_F32_MATH = frozenset({"Sqrt", "Exp", "Exp2", "Log", "Log2", "Sin", "Cos", "Tan", "Tanh",
-                             "InverseSqrt", "Floor", "Ceil", "Round", "Trunc", "Sign"})
+VECTOR_F32_MATH = frozenset(
+    {
+        "Sqrt",
+        "Exp",
+        "Exp2",
+        "Log",
+        "Log2",
+        "Sin",
+        "Cos",
+        "Tan",
+        "Tanh",
+        "InverseSqrt",
+        "Floor",
+        "Ceil",
+        "Round",
+        "Trunc",
+        "Sign",
+    }
+)
 
 
 def vector_name(element: str, count: int) -> str:
@@ -59,8 +78,12 @@ def datatype_name(dt: Variant) -> str | None:
         return dt.name if dt.name in SCALAR_TYPES else None
     if dt.name == "Vec" and len(dt.args) == 2:
         element, count = dt.args
-        if isinstance(element, Variant) and not element.args and element.name in VECTOR_ELEMENTS \
-                and count in VECTOR_COUNTS:
+        if (
+            isinstance(element, Variant)
+            and not element.args
+            and element.name in VECTOR_ELEMENTS
+            and count in VECTOR_COUNTS
+        ):
             return vector_name(element.name, count)
     return None
 
@@ -114,14 +137,14 @@ class VectorOps:
             if name in VECTOR_F32_MATH and c == "F":
                 return self.glsl(UNARY_GLSL[(name, c)], at, a), at
             if name == "Negate":
-                if c == "U":   # 0 - x: translators reject a signed negate of unsigned values
+                if c == "U":  # 0 - x: translators reject a signed negate of unsigned values
                     return self.op("OpISub", at, self.zero(at), a), at
                 return self.op(UNARY[(name, c)], at, a), at
             if name == "BitNot" and c in INTS:
                 return self.op(UNARY[(name, c)], at, a), at
             if name == "Abs" and c == "F":
                 return self.glsl("FAbs", at, a), at
-            if name == "Abs" and c == "I":   # select, not SAbs: |i32::MIN| == i32::MIN per component
+            if name == "Abs" and c == "I":  # select, not SAbs: |i32::MIN| == i32::MIN per component
                 neg = self.op("OpSLessThan", bool_like(at), a, self.zero(at))
                 return self.op("OpSelect", at, neg, self.op("OpSNegate", at, a), a), at
         self.fail(kop, f"UnOp {name} is not defined for {at}")

@@ -6,6 +6,7 @@ walk and the checked accessors (`arity`, `val`, `slot`, `bind`, `child`, `elemen
 either writes statements or raises `EmitError` naming the op, operands and types.
 `ctx` is `(body, env, depth, in_continuing, loops_in_continuing)`.
 """
+
 from __future__ import annotations
 
 import struct
@@ -59,8 +60,11 @@ class OpRules:
         self.arity(op, env, 1)
         i = op.operands[0]
         if not 0 <= i < len(body.literals):
-            raise self.fail(op, env, f"literal pool index {i} out of range "
-                                     f"(the body has {len(body.literals)} literals)")
+            raise self.fail(
+                op,
+                env,
+                f"literal pool index {i} out of range (the body has {len(body.literals)} literals)",
+            )
         ty, expr = literal(body.literals[i])
         if ty == "U32":
             self.u32_literals[op.result] = body.literals[i].args[0]
@@ -112,8 +116,12 @@ class OpRules:
         self.arity(op, env, 1)
         s = self.slot(op, env, ("Global", "Shared", "Scratch"))
         name = self.names[s.slot]
-        self.bind(op, ctx, "U32", f"arrayLength(&{name})" if s.memory_class == "Global"
-                  else f"{s.element_count}u")
+        self.bind(
+            op,
+            ctx,
+            "U32",
+            f"arrayLength(&{name})" if s.memory_class == "Global" else f"{s.element_count}u",
+        )
 
     def op_BinOpKind(self, op, ctx):
         env = ctx[1]
@@ -176,8 +184,11 @@ class OpRules:
             target = bitcast_target(payload)
             a, ta = self.val(op, env, 0)
             if (ta, target) not in T.BITCASTS:
-                raise self.fail(op, env, f"no WGSL rule for a bitcast from {ta} to payload "
-                                         f"{payload.hex()} ({target})")
+                raise self.fail(
+                    op,
+                    env,
+                    f"no WGSL rule for a bitcast from {ta} to payload {payload.hex()} ({target})",
+                )
             self.bind(op, ctx, target, a if ta == target else f"bitcast<{T.TYPE_MAP[target]}>({a})")
         elif kind == "vyre.vec":
             self._vec_construct(op, ctx, payload)
@@ -186,11 +197,17 @@ class OpRules:
             a, ta = self.val(op, env, 0, *T.VECTORS)
             elem, count = T.VECTORS[ta]
             if len(payload) != 1 or payload[0] >= count:
-                raise self.fail(op, env, f"vyre.extract payload {payload.hex()} is not one byte "
-                                         f"holding a component index < {count} of {ta}")
+                raise self.fail(
+                    op,
+                    env,
+                    f"vyre.extract payload {payload.hex()} is not one byte "
+                    f"holding a component index < {count} of {ta}",
+                )
             self.bind(op, ctx, elem, f"{a}.{T.COMPONENTS[payload[0]]}")
         else:
-            raise self.fail(op, env, f"no WGSL rule for OpaqueExpr {kind!r} (payload {payload.hex()})")
+            raise self.fail(
+                op, env, f"no WGSL rule for OpaqueExpr {kind!r} (payload {payload.hex()})"
+            )
 
     def _vec_construct(self, op, ctx, payload: bytes):
         """`vyre.vec`: a vector from `count` operands of its element type (a splat when all
@@ -199,11 +216,16 @@ class OpRules:
         try:
             ty = T.type_key(decode_datatype(payload))
         except DescriptorError as exc:
-            raise self.fail(op, env, f"vyre.vec payload {payload.hex()} is not a DataType: "
-                                     f"{exc}") from None
+            raise self.fail(
+                op, env, f"vyre.vec payload {payload.hex()} is not a DataType: {exc}"
+            ) from None
         if ty not in T.VECTORS:
-            raise self.fail(op, env, f"vyre.vec payload {payload.hex()} decodes to {ty}, not a "
-                                     "vector of U32/I32/F32 with 2 or 4 components")
+            raise self.fail(
+                op,
+                env,
+                f"vyre.vec payload {payload.hex()} decodes to {ty}, not a "
+                "vector of U32/I32/F32 with 2 or 4 components",
+            )
         elem, count = T.VECTORS[ty]
         self.arity(op, env, count)
         parts = [self.val(op, env, i, elem)[0] for i in range(count)]
@@ -253,8 +275,11 @@ class OpRules:
         index, _ = self.val(op, env, 1, "U32")
         args = [self.val(op, env, i, ty)[0] for i in range(2, len(op.operands))]
         ref, ok = self.write_target(s, op.operands[1], index)
-        call = (f"atomicCompareExchangeWeak(&{ref}, {args[0]}, {args[1]}).old_value" if cmpxchg
-                else f"{T.ATOMICS[aop.name]}(&{ref}, {args[0]})")
+        call = (
+            f"atomicCompareExchangeWeak(&{ref}, {args[0]}, {args[1]}).old_value"
+            if cmpxchg
+            else f"{T.ATOMICS[aop.name]}(&{ref}, {args[0]})"
+        )
         old = f"_o{op.result}"
         # Out of bounds the atomic does nothing and yields 0 (pinned).
         self.emit(depth, f"var {old}: {T.TYPE_MAP[ty]} = {T.ZERO[ty]};")
@@ -285,8 +310,11 @@ class OpRules:
         hi, _ = self.val(op, env, 1, ty)
         var = f"_i{self.loop_count}"
         self.loop_count += 1
-        self.emit(depth, f"for (var {var}: {T.TYPE_MAP[ty]} = {lo}; {var} < {hi}; "
-                         f"{var} = {var} + {T.ONE[ty]}) {{")
+        self.emit(
+            depth,
+            f"for (var {var}: {T.TYPE_MAP[ty]} = {lo}; {var} < {hi}; "
+            f"{var} = {var} + {T.ONE[ty]}) {{",
+        )
         self.loops.append((op.kind.args[0], var, ty))
         self.child(op, ctx, op.operands[2], loops_in_cont=ctx[4] + 1)
         self.loops.pop()
@@ -306,8 +334,9 @@ class OpRules:
             if len(op.operands) == 2:
                 # WGSL forbids return, and break/continue of this loop, inside `continuing`.
                 self.emit(depth + 1, "continuing {")
-                self.child(op, ctx, op.operands[1], depth=depth + 2, in_continuing=True,
-                           loops_in_cont=0)
+                self.child(
+                    op, ctx, op.operands[1], depth=depth + 2, in_continuing=True, loops_in_cont=0
+                )
                 self.emit(depth + 1, "}")
             self.loops.pop()
             self.emit(depth, "}")

@@ -6,6 +6,7 @@ template may repeat an operand freely. A template that calls a `_vy_*` helper pu
 helper's definition (from `HELPERS`) into the module. Every pinned semantic of
 docs/descriptor-conventions.md is spelled out here, never left to naga's polyfills.
 """
+
 from __future__ import annotations
 
 TYPE_MAP = {"U32": "u32", "I32": "i32", "F32": "f32", "Bool": "bool"}
@@ -20,15 +21,15 @@ ATOMIC_TYPES = INTS
 # A vector's type key is "Vec<F32,4>"; it cannot collide with a DataType variant name
 # (so the schema's legacy unit variants Vec2U32/Vec4U32 stay unsupported).
 VEC_COUNTS = (2, 4)
-VECTORS: dict[str, tuple[str, int]] = {}     # type key -> (element type, count)
+VECTORS: dict[str, tuple[str, int]] = {}  # type key -> (element type, count)
 for _e in NUMS:
     for _n in VEC_COUNTS:
         _k = f"Vec<{_e},{_n}>"
         VECTORS[_k] = (_e, _n)
         TYPE_MAP[_k] = f"vec{_n}<{TYPE_MAP[_e]}>"
-        ZERO[_k] = f"{TYPE_MAP[_k]}()"          # the zero-value constructor
+        ZERO[_k] = f"{TYPE_MAP[_k]}()"  # the zero-value constructor
 COMPONENTS = "xyzw"
-STORAGE_TYPES = NUMS + tuple(VECTORS)   # host-shareable element types of storage buffers
+STORAGE_TYPES = NUMS + tuple(VECTORS)  # host-shareable element types of storage buffers
 
 
 def vec_key(element: str, count: int) -> str:
@@ -46,6 +47,7 @@ def type_key(dt) -> str:
             return vec_key(elem.name, count)
     return repr(dt)
 
+
 # i32::MIN cannot be written as a literal (`-2147483648i` negates an out-of-range 2147483648i).
 I32_MIN = "(-2147483647i - 1i)"
 
@@ -59,7 +61,7 @@ def _is_nan(x: str) -> str:
 BINOPS: dict[tuple[str, str], tuple[str, str]] = {}
 for _t in NUMS:
     for _op, _sym in (("Add", "+"), ("Sub", "-"), ("Mul", "*")):
-        BINOPS[(_op, _t)] = (_t, f"({{a}} {_sym} {{b}})")   # integer wrap is WGSL-native
+        BINOPS[(_op, _t)] = (_t, f"({{a}} {_sym} {{b}})")  # integer wrap is WGSL-native
     BINOPS[("Min", _t)] = (_t, "min({a}, {b})")
     BINOPS[("Max", _t)] = (_t, "max({a}, {b})")
     for _op, _sym in (("Lt", "<"), ("Gt", ">"), ("Le", "<="), ("Ge", ">=")):
@@ -74,7 +76,7 @@ for _t in INTS + ("Bool",):
     BINOPS[("BitOr", _t)] = (_t, "({a} | {b})")
 BINOPS[("BitXor", "U32")] = ("U32", "({a} ^ {b})")
 BINOPS[("BitXor", "I32")] = ("I32", "({a} ^ {b})")
-BINOPS[("BitXor", "Bool")] = ("Bool", "({a} != {b})")   # WGSL has no ^ on bool
+BINOPS[("BitXor", "Bool")] = ("Bool", "({a} != {b})")  # WGSL has no ^ on bool
 BINOPS[("And", "Bool")] = ("Bool", "({a} && {b})")
 BINOPS[("Or", "Bool")] = ("Bool", "({a} || {b})")
 # Pinned: x / 0 == x, x % 0 == 0, MIN / -1 == MIN, MIN % -1 == 0 (divide by 1 instead).
@@ -94,7 +96,7 @@ BINOPS[("MulHigh", "I32")] = ("I32", "_vy_mulhi_i32({a}, {b})")
 SHIFTS: dict[tuple[str, str], tuple[str, str]] = {}
 for _t in INTS:
     SHIFTS[("Shl", _t)] = (_t, "({a} << ({b} & 31u))")
-    SHIFTS[("Shr", _t)] = (_t, "({a} >> ({b} & 31u))")   # arithmetic for i32, logical for u32
+    SHIFTS[("Shr", _t)] = (_t, "({a} >> ({b} & 31u))")  # arithmetic for i32, logical for u32
 SHIFTS[("RotateLeft", "U32")] = ("U32", "_vy_rotl({a}, {b})")
 SHIFTS[("RotateRight", "U32")] = ("U32", "_vy_rotl({a}, 0u - {b})")
 SHIFTS[("RotateLeft", "I32")] = ("I32", "bitcast<i32>(_vy_rotl(bitcast<u32>({a}), {b}))")
@@ -102,14 +104,14 @@ SHIFTS[("RotateRight", "I32")] = ("I32", "bitcast<i32>(_vy_rotl(bitcast<u32>({a}
 
 # --- unary ops: (op, operand type) -> (result type, template) ------------------------
 UNOPS: dict[tuple[str, str], tuple[str, str]] = {
-    ("Negate", "I32"): ("I32", "(0i - {a})"),      # wraps: -MIN == MIN
+    ("Negate", "I32"): ("I32", "(0i - {a})"),  # wraps: -MIN == MIN
     ("Negate", "U32"): ("U32", "(0u - {a})"),
     ("Negate", "F32"): ("F32", "(-{a})"),
     ("BitNot", "U32"): ("U32", "(~{a})"),
     ("BitNot", "I32"): ("I32", "(~{a})"),
     ("BitNot", "Bool"): ("Bool", "(!{a})"),
     ("LogicalNot", "Bool"): ("Bool", "(!{a})"),
-    ("Abs", "I32"): ("I32", "select({a}, 0i - {a}, {a} < 0i)"),   # abs(MIN) == MIN
+    ("Abs", "I32"): ("I32", "select({a}, 0i - {a}, {a} < 0i)"),  # abs(MIN) == MIN
     ("Abs", "U32"): ("U32", "{a}"),
     ("Abs", "F32"): ("F32", "abs({a})"),
     ("Sign", "F32"): ("F32", "sign({a})"),
@@ -127,27 +129,49 @@ for _t in INTS:
     UNOPS[("Clz", _t)] = (_t, f"select(countLeadingZeros({{a}}), {_w}, {{a}} == {ZERO[_t]})")
     UNOPS[("Ctz", _t)] = (_t, f"select(countTrailingZeros({{a}}), {_w}, {{a}} == {ZERO[_t]})")
     UNOPS[("ReverseBits", _t)] = (_t, "reverseBits({a})")
-for _op, _fn in (("Cos", "cos"), ("Sin", "sin"), ("Tan", "tan"), ("Acos", "acos"),
-                 ("Asin", "asin"), ("Atan", "atan"), ("Tanh", "tanh"), ("Sinh", "sinh"),
-                 ("Cosh", "cosh"), ("Sqrt", "sqrt"), ("InverseSqrt", "inverseSqrt"),
-                 ("Floor", "floor"), ("Ceil", "ceil"), ("Round", "round"), ("Trunc", "trunc"),
-                 ("Exp", "exp"), ("Exp2", "exp2"), ("Log", "log"), ("Log2", "log2")):
+for _op, _fn in (
+    ("Cos", "cos"),
+    ("Sin", "sin"),
+    ("Tan", "tan"),
+    ("Acos", "acos"),
+    ("Asin", "asin"),
+    ("Atan", "atan"),
+    ("Tanh", "tanh"),
+    ("Sinh", "sinh"),
+    ("Cosh", "cosh"),
+    ("Sqrt", "sqrt"),
+    ("InverseSqrt", "inverseSqrt"),
+    ("Floor", "floor"),
+    ("Ceil", "ceil"),
+    ("Round", "round"),
+    ("Trunc", "trunc"),
+    ("Exp", "exp"),
+    ("Exp2", "exp2"),
+    ("Log", "log"),
+    ("Log2", "log2"),
+):
     UNOPS[(_op, "F32")] = ("F32", f"{_fn}({{a}})")
 
 # --- casts: (source type, target type) -> template -----------------------------------
 CASTS: dict[tuple[str, str], str] = {(t, t): "{a}" for t in TYPE_MAP}
-CASTS.update({
-    # Truncate toward zero, saturate (2147483520 is the largest f32 below 2^31), NaN -> 0.
-    ("F32", "I32"): ("select(select(i32(clamp({a}, -2147483648.0f, 2147483520.0f)), 2147483647i, "
-                     "{a} >= 2147483648.0f), 0i, " + _is_nan("{a}") + ")"),
-    ("F32", "U32"): ("select(select(u32(clamp({a}, 0.0f, 4294967040.0f)), 4294967295u, "
-                     "{a} >= 4294967296.0f), 0u, " + _is_nan("{a}") + ")"),
-    ("U32", "F32"): "_vy_u32_to_f32({a})",
-    ("I32", "F32"): "_vy_i32_to_f32({a})",
-    ("I32", "U32"): "bitcast<u32>({a})",
-    ("U32", "I32"): "bitcast<i32>({a})",
-    ("F32", "Bool"): "((bitcast<u32>({a}) & 0x7fffffffu) != 0u)",   # NaN -> true, -0.0 -> false
-})
+CASTS.update(
+    {
+        # Truncate toward zero, saturate (2147483520 is the largest f32 below 2^31), NaN -> 0.
+        ("F32", "I32"): (
+            "select(select(i32(clamp({a}, -2147483648.0f, 2147483520.0f)), 2147483647i, "
+            "{a} >= 2147483648.0f), 0i, " + _is_nan("{a}") + ")"
+        ),
+        ("F32", "U32"): (
+            "select(select(u32(clamp({a}, 0.0f, 4294967040.0f)), 4294967295u, "
+            "{a} >= 4294967296.0f), 0u, " + _is_nan("{a}") + ")"
+        ),
+        ("U32", "F32"): "_vy_u32_to_f32({a})",
+        ("I32", "F32"): "_vy_i32_to_f32({a})",
+        ("I32", "U32"): "bitcast<u32>({a})",
+        ("U32", "I32"): "bitcast<i32>({a})",
+        ("F32", "Bool"): "((bitcast<u32>({a}) & 0x7fffffffu) != 0u)",  # NaN -> true, -0.0 -> false
+    }
+)
 for _t in INTS:
     CASTS[(_t, "Bool")] = f"({{a}} != {ZERO[_t]})"
 for _t in NUMS:
@@ -159,12 +183,27 @@ BITCASTS = {(s, t) for s in NUMS for t in NUMS}
 # And/Or, shifts, rotations, Mod, integer Div, bit counting, atomics) has no rule and the
 # emitter raises EmitError. WGSL does not splat scalars in select/comparisons, so the
 # templates use the zero vector where the scalar rule uses a 0 literal.
-VEC_MATH = ("Sqrt", "Exp", "Exp2", "Log", "Log2", "Sin", "Cos", "Tan", "Tanh", "InverseSqrt",
-            "Floor", "Ceil", "Round", "Trunc", "Sign")
+VEC_MATH = (
+    "Sqrt",
+    "Exp",
+    "Exp2",
+    "Log",
+    "Log2",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Tanh",
+    "InverseSqrt",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Trunc",
+    "Sign",
+)
 for _k, (_e, _n) in VECTORS.items():
     _z = ZERO[_k]
     for _op, _sym in (("Add", "+"), ("Sub", "-"), ("Mul", "*")):
-        BINOPS[(_op, _k)] = (_k, f"({{a}} {_sym} {{b}})")   # integer wrap is WGSL-native
+        BINOPS[(_op, _k)] = (_k, f"({{a}} {_sym} {{b}})")  # integer wrap is WGSL-native
     BINOPS[("Min", _k)] = (_k, "min({a}, {b})")
     BINOPS[("Max", _k)] = (_k, "max({a}, {b})")
     if _e == "F32":
@@ -177,15 +216,22 @@ for _k, (_e, _n) in VECTORS.items():
         BINOPS[("BitAnd", _k)] = (_k, "({a} & {b})")
         BINOPS[("BitOr", _k)] = (_k, "({a} | {b})")
         BINOPS[("BitXor", _k)] = (_k, "({a} ^ {b})")
-        UNOPS[("Negate", _k)] = (_k, f"({_z} - {{a}})")   # wraps per component
+        UNOPS[("Negate", _k)] = (_k, f"({_z} - {{a}})")  # wraps per component
         UNOPS[("BitNot", _k)] = (_k, "(~{a})")
     if _e == "I32":
-        UNOPS[("Abs", _k)] = (_k, f"select({{a}}, {_z} - {{a}}, {{a}} < {_z})")   # abs(MIN) == MIN
+        UNOPS[("Abs", _k)] = (_k, f"select({{a}}, {_z} - {{a}}, {{a}} < {_z})")  # abs(MIN) == MIN
 FMA_TYPES = ("F32",) + tuple(k for k, (e, _) in VECTORS.items() if e == "F32")
 
 # --- atomics: AtomicOp -> WGSL builtin (CompareExchange is handled by the emitter) ---
-ATOMICS = {"Add": "atomicAdd", "Or": "atomicOr", "And": "atomicAnd", "Xor": "atomicXor",
-           "Min": "atomicMin", "Max": "atomicMax", "Exchange": "atomicExchange"}
+ATOMICS = {
+    "Add": "atomicAdd",
+    "Or": "atomicOr",
+    "And": "atomicAnd",
+    "Xor": "atomicXor",
+    "Min": "atomicMin",
+    "Max": "atomicMax",
+    "Exchange": "atomicExchange",
+}
 
 # --- helper functions, included when a template names them ---------------------------
 HELPERS: dict[str, str] = {
@@ -225,7 +271,6 @@ fn _vy_i32_to_f32(x: i32) -> f32 {
 }
 
 
-
 def _vector_casts() -> None:
     """Cast{Vec<E2,N>} of a Vec<E1,N>: per component with the scalar rule (pinned).
 
@@ -237,15 +282,18 @@ def _vector_casts() -> None:
         for e2 in NUMS:
             dst = vec_key(e2, n)
             if e1 == e2:
-                continue                                     # identity: from TYPE_MAP above
+                continue  # identity: from TYPE_MAP above
             if {e1, e2} == set(INTS):
                 CASTS[(src, dst)] = f"bitcast<{TYPE_MAP[dst]}>({{a}})"
                 continue
             name = f"_vy_cast_v{n}{e1.lower()}_v{n}{e2.lower()}"
-            parts = ",\n".join(f"        {CASTS[(e1, e2)].format(a='x.' + c)}"
-                                for c in COMPONENTS[:n])
-            HELPERS[name] = (f"fn {name}(x: {TYPE_MAP[src]}) -> {TYPE_MAP[dst]} {{\n"
-                             f"    return {TYPE_MAP[dst]}(\n{parts});\n}}")
+            parts = ",\n".join(
+                f"        {CASTS[(e1, e2)].format(a='x.' + c)}" for c in COMPONENTS[:n]
+            )
+            HELPERS[name] = (
+                f"fn {name}(x: {TYPE_MAP[src]}) -> {TYPE_MAP[dst]} {{\n"
+                f"    return {TYPE_MAP[dst]}(\n{parts});\n}}"
+            )
             CASTS[(src, dst)] = f"{name}({{a}})"
 
 
