@@ -21,9 +21,20 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
+from vyre_build import artifacts
+from vyre_build.artifacts import (
+    DEFAULT_TARGETS,
+    META_SUFFIX,
+    TARGET_SUFFIXES,
+    VARIANTS_FILES,
+    output_names,
+    output_suffixes,
+    split_output_name,
+)
 from vyre_build.cache.key import ActionKey, content_hash, make_action_key
 from vyre_build.cache.store import Store, warn
 from vyre_build.errors import CacheError
+from vyre_build.files import atomic_write
 
 __all__ = [
     "DEFAULT_COMPILER",
@@ -44,11 +55,7 @@ __all__ = [
     "split_output_name",
 ]
 
-TARGET_SUFFIXES = {"wgsl": ".wgsl", "spirv": ".spv", "kdesc": ".kdesc"}
-META_SUFFIX = ".meta.json"
-DEFAULT_TARGETS = ("wgsl", "spirv", "kdesc")
 DEFAULT_COMPILER = "vyre_build.compiler"
-VARIANTS_FILES = ("variants.yaml", "variants.yml")
 _identity_memo: dict[str, dict] = {}
 _memo_lock = threading.Lock()
 
@@ -65,33 +72,10 @@ class StepResult:
 
 def normalize_targets(targets) -> tuple[str, ...]:
     """Targets as a sorted, de-duplicated tuple; CacheError naming an unknown one."""
-    if isinstance(targets, str):
-        targets = targets.replace(",", " ").split()
-    out = tuple(sorted(set(targets)))
-    for t in out:
-        if t not in TARGET_SUFFIXES:
-            raise CacheError(f"unknown target {t!r}; choose from {', '.join(TARGET_SUFFIXES)}")
-    return out
-
-
-def output_suffixes(targets) -> list[str]:
-    """File suffixes one kernel produces for `targets` (metadata always), in fixed order."""
-    chosen = set(normalize_targets(targets))
-    return [TARGET_SUFFIXES[t] for t in DEFAULT_TARGETS if t in chosen] + [META_SUFFIX]
-
-
-def output_names(stems, targets) -> list[str]:
-    """`<stem><suffix>` for every stem and suffix (what one kernel file produces)."""
-    suffixes = output_suffixes(targets)
-    return [stem + s for stem in stems for s in suffixes]
-
-
-def split_output_name(name: str) -> tuple[str, str] | None:
-    """(stem, suffix) of an output file name, or None if it is not one."""
-    for suffix in (META_SUFFIX, *TARGET_SUFFIXES.values()):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)], suffix
-    return None
+    try:
+        return artifacts.normalize_targets(targets)
+    except artifacts.TargetError as exc:
+        raise CacheError(str(exc)) from None
 
 
 def load_compiler(name: str = DEFAULT_COMPILER):
@@ -223,14 +207,9 @@ def write_output(path: str, data: bytes) -> None:
     """Write one output atomically (a reader or a killed build never sees half a file).
     The temporary name is fixed per output, so one left by a killed build is replaced by
     the next write instead of piling up (one build never writes an output twice at once)."""
-    tmp = f"{path}.vyre-tmp"
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        atomic_write(path, data, tmp=f"{path}.vyre-tmp")
     except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         raise CacheError(f"cannot write build output {path}: {exc.strerror or exc}") from None
 
 

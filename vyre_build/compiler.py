@@ -12,7 +12,6 @@ compile), so `compiler_identity()` costs a null build no compiler import.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -21,14 +20,21 @@ from typing import TYPE_CHECKING
 import blake3
 
 from vyre_build import __version__
+from vyre_build.artifacts import (
+    META_SUFFIX,
+    TARGETS,
+    VARIANTS_FILES,
+    TargetError,
+    normalize_targets,
+)
+from vyre_build.artifacts import TARGET_SUFFIXES as SUFFIX
 from vyre_build.errors import VyreError
+from vyre_build.files import canonical_json
 
 if TYPE_CHECKING:
     from vyre_build.descriptor import KernelDescriptor
 
-TARGETS = ("wgsl", "spirv", "kdesc")
 OPTIONS = {"spirv_opt": bool}
-SUFFIX = {"wgsl": ".wgsl", "spirv": ".spv", "kdesc": ".kdesc"}
 _PKG = os.path.dirname(os.path.abspath(__file__))
 # The compiler's own sources: any change to these changes every action key.
 _IDENTITY_PARTS = (
@@ -95,12 +101,6 @@ def _spirv_opt_identity() -> str:
     return f"{version} blake3:{digest}"
 
 
-def canonical_json(obj) -> bytes:
-    return (
-        json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
-    ).encode()
-
-
 @dataclass(frozen=True)
 class CompiledKernel:
     name: str
@@ -117,11 +117,11 @@ class CompiledKernel:
 
     @property
     def artifacts(self) -> dict[str, bytes]:
-        out = {".kdesc": self.kdesc, ".meta.json": canonical_json(self.meta)}
+        out = {SUFFIX["kdesc"]: self.kdesc, META_SUFFIX: canonical_json(self.meta) + b"\n"}
         if self.wgsl is not None:
-            out[".wgsl"] = self.wgsl.encode("utf-8")
+            out[SUFFIX["wgsl"]] = self.wgsl.encode("utf-8")
         if self.spirv is not None:
-            out[".spv"] = self.spirv
+            out[SUFFIX["spirv"]] = self.spirv
         return out
 
 
@@ -163,9 +163,10 @@ def binding_table(desc: KernelDescriptor) -> tuple[list[dict], dict | None]:
 
 
 def _check_options(targets, options) -> dict:
-    bad = [t for t in targets if t not in TARGETS]
-    if bad:
-        raise VyreError(f"unknown target {bad[0]!r}; targets are {', '.join(TARGETS)}")
+    try:
+        normalize_targets(targets)
+    except TargetError as exc:
+        raise VyreError(str(exc)) from None
     options = dict(options or {})
     for k, v in options.items():
         if k not in OPTIONS or not isinstance(v, OPTIONS[k]):
@@ -194,7 +195,6 @@ def compile_file(
     """Compile every kernel (and variant) of one kernel file; raises KernelError on bad source."""
     from vyre_build.descriptor import encode
     from vyre_build.frontend import check_module, load_module
-    from vyre_build.frontend.variants import VARIANTS_FILE
     from vyre_build.lower import lower
 
     targets = tuple(targets)
@@ -208,7 +208,7 @@ def compile_file(
     # Provenance names imported kernel files by content; a variants YAML shows up as the
     # variant values themselves (its other sections cannot change these outputs).
     sources = [
-        _file_hash(p) for p in module.dependencies[1:] if os.path.basename(p) != VARIANTS_FILE
+        _file_hash(p) for p in module.dependencies[1:] if os.path.basename(p) not in VARIANTS_FILES
     ]
     main_hash = blake3.blake3(module.source.text.encode("utf-8")).hexdigest()
     provenance = {"compiler": compiler_identity(), "source": main_hash, "imports": sorted(sources)}

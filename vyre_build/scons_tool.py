@@ -54,7 +54,7 @@ from vyre_build.build_step import (
     with_tools,
 )
 from vyre_build.cache import CACHE_DIR_ENV
-from vyre_build.cache.key import canonical_json
+from vyre_build.files import canonical_json
 from vyre_build.cache.scan import ScanMemo
 from vyre_build.cache.store import Store
 from vyre_build.errors import VyreError

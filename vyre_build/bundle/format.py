@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import blake3
 
 from vyre_build.errors import BundleError
+from vyre_build.files import canonical_json
 
 MAGIC = b"VYREBNDL"
 VERSION = 1
@@ -83,12 +83,6 @@ def check_suffix(suffix: object) -> str:
 
 def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
-
-
-def _canonical_json(value: Any) -> bytes:
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
 
 
 def _too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -168,7 +162,7 @@ def _check_meta(meta: object, where: str, writing: bool = True) -> str:
     if not writing:
         return ident
     try:
-        text = _canonical_json(meta).decode("utf-8")
+        text = canonical_json(meta).decode("utf-8")
     except (TypeError, ValueError, RecursionError) as exc:
         raise BundleError(f"{where}: meta is not plain JSON data ({exc})") from None
     # The manifest nests kernels two levels below its root.

@@ -13,6 +13,7 @@ from typing import Any, BinaryIO
 import blake3
 
 from vyre_build.errors import BundleError
+from vyre_build.files import canonical_json
 from vyre_build.bundle.format import (
     ALIGN,
     FORMAT_NAME,
@@ -22,7 +23,6 @@ from vyre_build.bundle.format import (
     VERSION,
     _HEADER,
     _HEX64_RE,
-    _canonical_json,
     _check_meta,
     _hash,
     _too_deep,
@@ -372,7 +372,7 @@ class BundleReader:
                     f"bytes {off}..{off + size}"
                 )
             pos = max(pos, off + size)
-        canonical = _canonical_json(json.loads(self._manifest_bytes))
+        canonical = canonical_json(json.loads(self._manifest_bytes))
         if canonical != self._manifest_bytes:
             problems.append("manifest is not in canonical JSON form (sorted keys, no spaces)")
         return problems

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import copy
 import os
-import tempfile
 from collections.abc import Iterable
 
 import blake3
 
 from vyre_build.errors import BundleError
+from vyre_build.files import atomic_write, canonical_json
 from vyre_build.bundle.format import (
     FORMAT_NAME,
     HEADER_SIZE,
@@ -17,7 +17,6 @@ from vyre_build.bundle.format import (
     VERSION,
     _HEADER,
     _align,
-    _canonical_json,
     _check_meta,
     _hash,
     check_suffix,
@@ -77,7 +76,7 @@ def encode_bundle(entries: Iterable[dict]) -> bytes:
     pad = _align(pos) - pos
     body += b"\0" * pad
     manifest_offset = pos + pad
-    manifest = _canonical_json({"format": FORMAT_NAME, "version": VERSION, "kernels": records})
+    manifest = canonical_json({"format": FORMAT_NAME, "version": VERSION, "kernels": records})
     file_size = manifest_offset + len(manifest)
     header = _HEADER.pack(
         MAGIC,
@@ -107,28 +106,14 @@ def write_bundle(out_path: str | os.PathLike, entries: Iterable[dict]) -> int:
     """
     data = encode_bundle(entries)
     out_path = os.fspath(out_path)
-    directory = os.path.dirname(os.path.abspath(out_path))
     try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vyrebundle-", suffix=".tmp")
+        os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     except OSError as exc:
         raise BundleError(
             f"{out_path}: cannot write bundle: {exc.strerror} ({exc.filename})"
         ) from None
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        # mkstemp files are 0600; a shipped bundle must be readable like any build output.
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out_path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        if isinstance(exc, OSError):
-            raise BundleError(f"{out_path}: cannot write bundle: {exc.strerror}") from None
-        raise
+        atomic_write(out_path, data, durable=True)
+    except OSError as exc:
+        raise BundleError(f"{out_path}: cannot write bundle: {exc.strerror or exc}") from None
     return len(data)

@@ -13,12 +13,12 @@ part carries its own hash, so two manifests can be diffed part by part (`diff_ma
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import blake3
 
 from vyre_build.errors import CacheError
+from vyre_build.files import canonical_json
 
 __all__ = [
     "MANIFEST_SCHEMA",
@@ -35,13 +35,6 @@ __all__ = [
 MANIFEST_SCHEMA = "vyre-action-key/1"
 # Part kinds that name a file whose bytes are stored in the cache as a blob.
 FILE_PART_KINDS = ("source", "import", "variants")
-
-
-def canonical_json(value) -> bytes:
-    """Sorted keys, no whitespace, UTF-8: one byte string per value, whatever the dict order."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
 
 
 def content_hash(data: bytes) -> str:

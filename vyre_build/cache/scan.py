@@ -18,13 +18,14 @@ import json
 import os
 import threading
 
-from vyre_build.cache.key import canonical_json, content_hash
+from vyre_build.cache.key import content_hash
+from vyre_build.artifacts import VARIANTS_FILES
+from vyre_build.files import canonical_json
 from vyre_build.cache.store import Store
 
-__all__ = ["ScanMemo", "VARIANTS_FILES"]
+__all__ = ["ScanMemo"]
 
 SCAN_SCHEMA = "vyre-scan/2"
-VARIANTS_FILES = ("variants.yaml", "variants.yml")
 
 
 class ScanMemo:

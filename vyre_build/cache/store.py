@@ -25,15 +25,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import itertools
 import json
 import os
 import sys
 import threading
 import time
 
-from vyre_build.cache.key import FILE_PART_KINDS, canonical_json, content_hash, key_from_manifest
+from vyre_build.cache.key import FILE_PART_KINDS, content_hash, key_from_manifest
 from vyre_build.errors import CacheError
+from vyre_build.files import atomic_write, canonical_json, temp_path
 
 __all__ = ["RECORD_SCHEMA", "Store", "is_hex_hash"]
 
@@ -41,7 +41,6 @@ RECORD_SCHEMA = "vyre-action-record/1"
 HISTORY_DEPTH = 8  # keys remembered per output stem
 RECENT_BUILDS = 20
 _HEX = frozenset("0123456789abcdef")
-_tmp_counter = itertools.count()
 
 
 def is_hex_hash(text: str) -> bool:
@@ -86,20 +85,11 @@ class Store:
             self._made.add(path)
 
     def _write_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        """Write `data` to `path` through a temp file in the same directory + os.replace."""
-        directory = os.path.dirname(path)
-        self._ensure_dir(directory)
-        tmp = os.path.join(
-            directory, f".tmp.{os.getpid()}.{threading.get_ident()}.{next(_tmp_counter)}"
-        )
+        """Write `data` to `path` atomically (files.atomic_write), its directory made first."""
+        self._ensure_dir(os.path.dirname(path))
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-            with open(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
+            atomic_write(path, data, mode=mode)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
             raise CacheError(f"cannot write {path}: {exc.strerror or exc}") from None
 
     @contextlib.contextmanager
@@ -249,7 +239,7 @@ class Store:
         replacing it; False where links are not possible (other filesystem, no support),
         so the caller writes a copy. Blobs are read-only, so a tool that opens an output
         for writing in place fails instead of changing the cache (reads re-hash anyway)."""
-        tmp = f"{dest}.tmp.{os.getpid()}.{threading.get_ident()}.{next(_tmp_counter)}"
+        tmp = temp_path(dest)
         try:
             os.link(self.blob_path(digest), tmp)
             os.replace(tmp, dest)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 
 from vyre_build.errors import VyreError
+from vyre_build.files import atomic_write
 
 
 def output_dir(path: str, flag: str = "-o") -> str:
@@ -23,20 +22,8 @@ def output_dir(path: str, flag: str = "-o") -> str:
 
 
 def write_file(path: str, data: bytes) -> None:
-    """Write `data` to `path` atomically (temp file beside it + rename; no half files),
-    or raise a one-line error."""
+    """Write `data` to `path` atomically (no half files), or raise a one-line error."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".vyre-", suffix=".tmp")
+        atomic_write(path, data)
     except OSError as exc:
         raise VyreError(f"error: cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise VyreError(f"error: cannot write {path}: {exc.strerror or exc}") from None
-        raise

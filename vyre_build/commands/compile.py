@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from vyre_build.compiler import TARGETS, SUFFIX, compile_file
+from vyre_build.artifacts import META_SUFFIX, TARGET_SUFFIXES, TARGETS
+from vyre_build.compiler import compile_file
 from vyre_build.commands import output_dir, write_file
 
 
@@ -46,7 +47,7 @@ def run(args) -> int:
             )
         for k in kernels:
             for suffix, data in sorted(k.artifacts.items()):
-                if suffix != ".meta.json" and suffix not in {SUFFIX[t] for t in targets}:
+                if suffix != META_SUFFIX and suffix not in {TARGET_SUFFIXES[t] for t in targets}:
                     continue
                 write_file(os.path.join(args.out, k.stem + suffix), data)
     return 0

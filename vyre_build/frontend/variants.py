@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import yaml
 
+from vyre_build.artifacts import VARIANTS_FILES
 from vyre_build.frontend.source import Source
 from vyre_build.ir import TYPES, Const
 
-VARIANTS_FILE = "variants.yaml"
 _VARIANT_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
@@ -33,14 +33,17 @@ def check_variant(src, node, name: str, params: dict) -> dict:
 
 
 def yaml_variants(mod) -> None:
-    """Add the variants that variants.yaml beside `mod`'s file declares for its kernels."""
-    yaml_path = os.path.join(os.path.dirname(mod.path), VARIANTS_FILE)
-    if not os.path.isfile(yaml_path):
+    """Add the variants that the variants file beside `mod`'s file declares for its kernels
+    (`variants.yaml`, else `variants.yml`: the first of artifacts.VARIANTS_FILES there)."""
+    here = os.path.dirname(mod.path)
+    found = [n for n in VARIANTS_FILES if os.path.isfile(os.path.join(here, n))]
+    if not found:
         return
+    yaml_path = os.path.join(here, found[0])
     mod.dependencies.append(yaml_path)
     with open(yaml_path, encoding="utf-8") as f:
         text = f.read()
-    shown = os.path.join(os.path.dirname(mod.source.path), VARIANTS_FILE)
+    shown = os.path.join(os.path.dirname(mod.source.path), found[0])
     ysrc = Source(shown, text, text.splitlines())
     try:
         root = yaml.compose(text)

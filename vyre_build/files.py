@@ -1,0 +1,68 @@
+"""The two byte-level conventions every writer shares: atomic file writes and canonical JSON.
+
+- `atomic_write`: a temp file in the destination's directory, then `os.replace`, so a
+  reader, or a process killed at any point, sees the old file or the whole new one.
+  Temp names start with `.tmp.` (what `cache gc` recognises as a leftover of a kill).
+- `canonical_json`: sorted keys, no whitespace, UTF-8, no NaN: one byte string per value,
+  whatever the dict order. Every hashed or shipped JSON document uses it.
+
+Errors are plain `OSError`s; each caller words them in its own error type.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import threading
+
+__all__ = ["TMP_PREFIX", "atomic_write", "canonical_json"]
+
+TMP_PREFIX = ".tmp."
+_counter = itertools.count()
+
+
+def canonical_json(value) -> bytes:
+    """The canonical UTF-8 JSON bytes of `value` (ValueError on NaN or infinity)."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def temp_path(path: str) -> str:
+    """A fresh temp name beside `path`, unique per process, thread and call."""
+    directory, base = os.path.split(path)
+    unique = f"{os.getpid()}.{threading.get_ident()}.{next(_counter)}"
+    return os.path.join(directory, f"{TMP_PREFIX}{base[:64]}.{unique}")
+
+
+def atomic_write(
+    path: str, data: bytes, *, mode: int = 0o644, durable: bool = False, tmp: str | None = None
+) -> None:
+    """Write `data` to `path` atomically (OSError on failure, no temp file left behind).
+
+    Arguments:
+        path: the destination; its directory must exist.
+        data: the bytes.
+        mode: permission bits of the new file (subject to the umask).
+        durable: fsync the file before the rename, for files that must survive a power
+            loss (shipped bundles); build outputs and cache entries are re-derivable.
+        tmp: a fixed temp name instead of a fresh one, for a writer that never writes one
+            path twice at once: a temp file left by a killed process is then overwritten
+            by the next write instead of piling up.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if tmp else os.O_EXCL)
+    tmp = tmp or temp_path(path)
+    try:
+        fd = os.open(tmp, flags, mode)
+        with open(fd, "wb") as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
