@@ -1,4 +1,4 @@
-"""Slots and memory ops of the SPIR-V emitter (a mixin of `codegen.FunctionWriter`).
+"""Slots and memory ops of the SPIR-V emitter (a mixin of `function.FunctionWriter`).
 
 Declares every slot of the descriptor the way docs/descriptor-conventions.md says:
 storage buffers as Block structs of one runtime array (ArrayStride 4 per component:
@@ -9,8 +9,8 @@ arrays (zeroed by invocation 0 then a barrier, as WGSL guarantees), Scratch slot
 Function variables initialised with OpConstantNull. Loads out of bounds give 0 (clamp,
 load, select); stores and atomics out of bounds do nothing (under a branch); an atomic
 out of bounds returns 0 (a vector load selects with the bounds check splatted to a
-Bool vector, as SPIR-V 1.3 OpSelect on vectors requires). A buffer that any Atomic targets is read and written with
-OpAtomicLoad / OpAtomicStore, like WGSL's atomic<T> elements.
+bool vector, as SPIR-V 1.3 OpSelect on vectors requires). A buffer that any Atomic
+targets is read and written with OpAtomicLoad / OpAtomicStore, like WGSL's atomic<T>.
 """
 
 from __future__ import annotations
@@ -18,24 +18,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vyre_build.descriptor import BindingSlot, KernelBody, KernelOp
-from vyre_build.spirv import grammar as g
-from vyre_build.spirv.control import CONTROL_NONE
-from vyre_build.spirv.vectors import VECTOR_TYPES, datatype_name
+from vyre_build.descriptor.types import TYPES
+from vyre_build.emit.spirv import grammar as g
+from vyre_build.emit.spirv.control import CONTROL_NONE
 
-STORAGE_TYPES = ("U32", "I32", "F32")
-ATOMIC_OPS = {
-    "Add": "OpAtomicIAdd",
-    "Or": "OpAtomicOr",
-    "And": "OpAtomicAnd",
-    "Xor": "OpAtomicXor",
-    "Exchange": "OpAtomicExchange",
+# Atomic rows of the op table -> instruction (CompareExchange is written by h_atomic).
+ATOMICS = {
+    ("Add", "u32"): "OpAtomicIAdd",
+    ("Or", "u32"): "OpAtomicOr",
+    ("And", "u32"): "OpAtomicAnd",
+    ("Xor", "u32"): "OpAtomicXor",
+    ("Exchange", "u32"): "OpAtomicExchange",
+    ("Min", "u32"): "OpAtomicUMin",
+    ("Max", "u32"): "OpAtomicUMax",
+    ("CompareExchange", "u32"): "OpAtomicCompareExchange",
 }
-ATOMIC_MINMAX = {
-    ("Min", "U32"): "OpAtomicUMin",
-    ("Min", "I32"): "OpAtomicSMin",
-    ("Max", "U32"): "OpAtomicUMax",
-    ("Max", "I32"): "OpAtomicSMax",
-}
+ATOMICS.update({(op, "i32"): ins for (op, _), ins in ATOMICS.items()})
+ATOMICS[("Min", "i32")] = "OpAtomicSMin"
+ATOMICS[("Max", "i32")] = "OpAtomicSMax"
 RELAXED = 0
 
 
@@ -53,52 +53,24 @@ class SlotInfo:
     length: int = 0  # Global: id of its OpArrayLength, once asked for
 
 
-def _atomic_slots(body: KernelBody, out: set[int]) -> None:
-    for kop in body.ops:
-        if kop.kind.name == "Atomic" and kop.operands:
-            out.add(kop.operands[0])
-    for child in body.children:
-        _atomic_slots(child, out)
-
-
 class MemoryOps:
     """Slot declarations and loads/stores/atomics with the pinned bounds semantics."""
 
-    def slot_error(self, s: BindingSlot, reason: str):
-        from vyre_build.errors import EmitError
-
-        raise EmitError(
-            f"SPIR-V emitter: cannot declare slot {s.slot} {s.name!r} "
-            f"({s.memory_class} {s.element_type!r} x {s.element_count}) "
-            f"in kernel {self.desc.id!r}: {reason}"
-        )
-
     def declare_slots(self) -> None:
         m = self.m
-        atomics: set[int] = set()
-        _atomic_slots(self.desc.body, atomics)
+        atomics = self.info.atomic_slots
         self.slots: dict[int, SlotInfo] = {}
         uniforms: list[SlotInfo] = []
         self.shared_vars: list[SlotInfo] = []
         for s in self.desc.slots:
-            ty = datatype_name(s.element_type)
-            if ty is None:
-                self.slot_error(
-                    s,
-                    f"element type {s.element_type!r} is not U32, I32, F32 or Bool"
-                    + (", nor a vector of 2 or 4 U32, I32 or F32" if s.element_type.args else ""),
-                )
+            ty = self.info.slot_types[s.slot]
             info = SlotInfo(s, ty)
             elem = self.tid(ty)
             mc = s.memory_class
             if mc == "Global":
-                if ty not in STORAGE_TYPES and ty not in VECTOR_TYPES:
-                    self.slot_error(s, "storage buffers hold U32, I32 or F32 or vectors of them")
                 info.atomic = s.slot in atomics
                 rta = m.type_runtime_array(elem)
-                m.decorate(
-                    rta, "ArrayStride", 4 * VECTOR_TYPES.get(ty, (ty, 1))[1]
-                )  # tightly packed
+                m.decorate(rta, "ArrayStride", TYPES[ty].size)  # tightly packed
                 block = m.type_struct_unique([rta])
                 m.decorate(block, "Block")
                 m.member_decorate(block, 0, "Offset", 0)
@@ -115,14 +87,10 @@ class MemoryOps:
                 m.name(info.var, s.name)
                 info.ptr = m.type_pointer("StorageBuffer", elem)
             elif mc == "Uniform":
-                if ty not in STORAGE_TYPES:
-                    self.slot_error(s, "uniform parameters are U32, I32 or F32")
                 info.member = len(uniforms)
                 uniforms.append(info)
-            elif mc in ("Shared", "Scratch"):
+            else:  # Shared or Scratch (validation allows no other class)
                 n = s.element_count
-                if not n:
-                    self.slot_error(s, "needs an element_count of at least 1")
                 if mc == "Shared":
                     arr = m.type_array(elem, n)
                     info.var = m.global_variable(m.type_pointer("Workgroup", arr), "Workgroup")
@@ -135,18 +103,17 @@ class MemoryOps:
                     info.var = self.function_var(var_ty, m.const_null(var_ty))
                     info.ptr = m.type_pointer("Function", elem)
                 m.name(info.var, s.name)
-            else:
-                self.slot_error(s, f"memory class {mc} is not used by vyre_build")
             self.slots[s.slot] = info
         if uniforms:
+            layout = self.info.uniform
             block = m.type_struct_unique([self.tid(u.ty) for u in uniforms])
             m.decorate(block, "Block")
-            for u in uniforms:
-                m.member_decorate(block, u.member, "Offset", 4 * u.member)
+            for u, member in zip(uniforms, layout.members):
+                m.member_decorate(block, u.member, "Offset", member.offset)
                 m.member_name(block, u.member, u.slot.name)
             var = m.global_variable(m.type_pointer("Uniform", block), "Uniform")
             m.decorate(var, "DescriptorSet", 0)
-            m.decorate(var, "Binding", uniforms[0].slot.slot)
+            m.decorate(var, "Binding", layout.binding)
             m.name(block, "Params")
             m.name(var, "params")
             for u in uniforms:
@@ -160,15 +127,15 @@ class MemoryOps:
         m = self.m
         first = self.builtin_scalar("LocalInvocationIndex")
         wg = self.desc.workgroup_size
-        step = self.const("U32", wg[0] * wg[1] * wg[2])
-        counter = self.function_var(self.tid("U32"))
+        step = self.const("u32", wg[0] * wg[1] * wg[2])
+        counter = self.function_var(self.tid("u32"))
         for info in self.shared_vars:
             self.inst("OpStore", counter, first)
             header, body, cont, merge = m.new_id(), m.new_id(), m.new_id(), m.new_id()
             self.branch(header)
             self.start_block(header)
-            k = self.op("OpLoad", "U32", counter)
-            more = self.op("OpULessThan", "Bool", k, self.const("U32", info.slot.element_count))
+            k = self.op("OpLoad", "u32", counter)
+            more = self.op("OpULessThan", "bool", k, self.const("u32", info.slot.element_count))
             self.inst("OpLoopMerge", merge, cont, CONTROL_NONE)
             self.inst("OpBranchConditional", more, body, merge)
             self.start_block(body)
@@ -178,50 +145,34 @@ class MemoryOps:
             self.inst(
                 "OpStore",
                 counter,
-                self.op("OpIAdd", "U32", self.op("OpLoad", "U32", counter), step),
+                self.op("OpIAdd", "u32", self.op("OpLoad", "u32", counter), step),
             )
             self.branch(header)
             self.start_block(merge)
-        wg_scope = self.const("U32", g.SCOPE["Workgroup"])
+        wg_scope = self.const("u32", g.SCOPE["Workgroup"])
         sem = g.MEMORYSEMANTICS["AcquireRelease"] | g.MEMORYSEMANTICS["WorkgroupMemory"]
-        self.inst("OpControlBarrier", wg_scope, wg_scope, self.const("U32", sem))
+        self.inst("OpControlBarrier", wg_scope, wg_scope, self.const("u32", sem))
 
     # --- addressing ---------------------------------------------------------------------
-
-    def slot_info(self, number: int, kop: KernelOp, classes: tuple[str, ...]) -> SlotInfo:
-        info = self.slots.get(number)
-        if info is None:
-            self.fail(kop, f"slot {number} is not declared")
-        if info.slot.memory_class not in classes:
-            self.fail(
-                kop, f"slot {number} is {info.slot.memory_class}, expected {' or '.join(classes)}"
-            )
-        return info
-
-    def index(self, ssa: int, kop: KernelOp) -> int:
-        vi, vt = self.value(ssa, kop)
-        if vt != "U32":
-            self.fail(kop, f"index has type {vt}, not U32")
-        return vi
 
     def element_ptr(self, info: SlotInfo, idx: int) -> int:
         if info.scalar:
             return info.var
         if info.slot.memory_class == "Global":
-            return self.op_typed("OpAccessChain", info.ptr, info.var, self.const("U32", 0), idx)
+            return self.op_typed("OpAccessChain", info.ptr, info.var, self.const("u32", 0), idx)
         return self.op_typed("OpAccessChain", info.ptr, info.var, idx)
 
     def length(self, info: SlotInfo) -> int:
         if info.slot.memory_class != "Global":
-            return self.const("U32", info.slot.element_count)
+            return self.const("u32", info.slot.element_count)
         if not info.length:  # computed once in the entry block, which dominates every use
             info.length = self.m.new_id()
-            self.m.emit(self.prologue, "OpArrayLength", self.tid("U32"), info.length, info.var, 0)
+            self.m.emit(self.prologue, "OpArrayLength", self.tid("u32"), info.length, info.var, 0)
         return info.length
 
     def in_bounds_const(self, info: SlotInfo, ssa: int) -> bool:
         """True when the index is a literal already known to be in range (no check needed)."""
-        value = self.known.get(ssa)
+        value = self.info.constants.get(ssa)
         return (
             value is not None
             and info.slot.memory_class != "Global"
@@ -230,99 +181,76 @@ class MemoryOps:
 
     def scope(self, info: SlotInfo) -> int:
         return self.const(
-            "U32", g.SCOPE["Device" if info.slot.memory_class == "Global" else "Workgroup"]
+            "u32", g.SCOPE["Device" if info.slot.memory_class == "Global" else "Workgroup"]
         )
 
     def read(self, info: SlotInfo, ptr: int) -> int:
         if info.atomic:
             return self.op(
-                "OpAtomicLoad", info.ty, ptr, self.scope(info), self.const("U32", RELAXED)
+                "OpAtomicLoad", info.ty, ptr, self.scope(info), self.const("u32", RELAXED)
             )
         return self.op("OpLoad", info.ty, ptr)
 
     def store_element(self, info: SlotInfo, ptr: int, value: int) -> None:
         if info.atomic:
-            self.inst("OpAtomicStore", ptr, self.scope(info), self.const("U32", RELAXED), value)
+            self.inst("OpAtomicStore", ptr, self.scope(info), self.const("u32", RELAXED), value)
         else:
             self.inst("OpStore", ptr, value)
 
     # --- handlers ----------------------------------------------------------------------
 
     def h_load(self, kop: KernelOp, body: KernelBody):
-        number, idx_ssa = self.operands(kop, 2)
-        classes = ("Global",) if kop.kind.name == "LoadGlobal" else ("Shared", "Scratch")
-        info = self.slot_info(number, kop, classes)
-        if info.slot.visibility == "WriteOnly":
-            self.fail(kop, f"slot {number} is WriteOnly")
-        idx = self.index(idx_ssa, kop)
+        number, idx_ssa = kop.operands
+        info = self.slots[number]
+        idx = self.vals[idx_ssa]
         if self.in_bounds_const(info, idx_ssa):
-            return self.read(info, self.element_ptr(info, idx)), info.ty
+            return self.read(info, self.element_ptr(info, idx))
         n = self.length(info)
-        ok = self.op("OpULessThan", "Bool", idx, n)
+        ok = self.op("OpULessThan", "bool", idx, n)
         if info.scalar:
             loaded = self.read(info, info.var)
         else:
-            last = self.op("OpISub", "U32", n, self.const("U32", 1))
-            loaded = self.read(info, self.element_ptr(info, self.glsl("UMin", "U32", idx, last)))
-        return self.select_value(info.ty, ok, loaded, self.zero(info.ty)), info.ty
+            last = self.op("OpISub", "u32", n, self.const("u32", 1))
+            loaded = self.read(info, self.element_ptr(info, self.glsl("UMin", "u32", idx, last)))
+        return self.select_value(info.ty, ok, loaded, self.zero(info.ty))
 
     def h_load_constant(self, kop: KernelOp, body: KernelBody):
-        number, idx_ssa = self.operands(kop, 2)
-        info = self.slot_info(number, kop, ("Uniform",))
-        if self.known.get(idx_ssa) != 0:
-            self.fail(kop, "LoadConstant index must be the literal 0")
-        ptr = self.op_typed("OpAccessChain", info.ptr, info.var, self.const("U32", info.member))
-        return self.op("OpLoad", info.ty, ptr), info.ty
+        info = self.slots[kop.operands[0]]
+        ptr = self.op_typed("OpAccessChain", info.ptr, info.var, self.const("u32", info.member))
+        return self.op("OpLoad", info.ty, ptr)
 
     def guarded(self, info: SlotInfo, idx_ssa: int, idx: int) -> tuple[int, int] | None:
         """Open `if idx < len` (unless statically in range); returns (header label, merge)."""
         if self.in_bounds_const(info, idx_ssa):
             return None
-        ok = self.op("OpULessThan", "Bool", idx, self.length(info))
+        ok = self.op("OpULessThan", "bool", idx, self.length(info))
         header, then_l, merge = self.label, self.m.new_id(), self.m.new_id()
         self.selection(ok, then_l, merge, merge)
         self.start_block(then_l)
         return header, merge
 
     def h_store(self, kop: KernelOp, body: KernelBody):
-        number, idx_ssa, val_ssa = self.operands(kop, 3)
-        classes = ("Global",) if kop.kind.name == "StoreGlobal" else ("Shared", "Scratch")
-        info = self.slot_info(number, kop, classes)
-        if info.slot.visibility == "ReadOnly":
-            self.fail(kop, f"slot {number} is ReadOnly")
-        idx = self.index(idx_ssa, kop)
-        vi, vt = self.value(val_ssa, kop)
-        if vt != info.ty:
-            self.fail(kop, f"stored value has type {vt}, the slot holds {info.ty}")
+        number, idx_ssa, val_ssa = kop.operands
+        info = self.slots[number]
+        idx = self.vals[idx_ssa]
         guard = self.guarded(info, idx_ssa, idx)
-        self.store_element(info, self.element_ptr(info, idx), vi)
+        self.store_element(info, self.element_ptr(info, idx), self.vals[val_ssa])
         if guard is not None:
             self.branch(guard[1])
             self.start_block(guard[1])
 
     def h_length(self, kop: KernelOp, body: KernelBody):
-        (number,) = self.operands(kop, 1)
-        info = self.slot_info(number, kop, ("Global", "Shared", "Scratch"))
-        return self.length(info), "U32"
+        return self.length(self.slots[kop.operands[0]])
 
     def h_atomic(self, kop: KernelOp, body: KernelBody):
-        op_name, ordering = kop.kind.args[0].name, kop.kind.args[1]
-        cmpxchg = op_name in ("CompareExchange", "CompareExchangeWeak")
-        ops = self.operands(kop, 4 if cmpxchg else 3)
-        info = self.slot_info(ops[0], kop, ("Global", "Shared"))
-        if info.ty not in ("U32", "I32"):
-            self.fail(kop, f"atomics need a U32 or I32 slot, slot {ops[0]} holds {info.ty}")
-        if ordering != "Relaxed":
-            self.fail(kop, f"atomic ordering {ordering} is not Relaxed")
-        if info.slot.memory_class == "Global" and info.slot.visibility != "ReadWrite":
-            self.fail(kop, f"atomic on {info.slot.visibility} buffer slot {ops[0]}")
-        opname = ATOMIC_OPS.get(op_name) or ATOMIC_MINMAX.get((op_name, info.ty))
-        if opname is None and not cmpxchg:
-            self.fail(kop, f"AtomicOp {op_name} is not supported")
-        idx = self.index(ops[1], kop)
-        args = [self.value(x, kop) for x in ops[2:]]
-        if any(t != info.ty for _, t in args):
-            self.fail(kop, f"atomic operands must have the slot's type {info.ty}")
+        op_name = kop.kind.args[0].name
+        ops = kop.operands
+        info = self.slots[ops[0]]
+        opname = ATOMICS.get((op_name, info.ty))
+        if opname is None:
+            self.fail(kop, f"no SPIR-V rule for atomic {op_name} on {info.ty}")
+        idx = self.vals[ops[1]]
+        args = [self.vals[x] for x in ops[2:]]
         result = None
         if not self.in_bounds_const(info, ops[1]):
             # Out of bounds returns 0: the old value travels through a variable (no OpPhi,
@@ -331,23 +259,14 @@ class MemoryOps:
             self.inst("OpStore", result, self.zero(info.ty))
         guard = self.guarded(info, ops[1], idx)
         ptr = self.element_ptr(info, idx)
-        scope, relaxed = self.scope(info), self.const("U32", RELAXED)
-        if cmpxchg:
-            old = self.op(
-                "OpAtomicCompareExchange",
-                info.ty,
-                ptr,
-                scope,
-                relaxed,
-                relaxed,
-                args[1][0],
-                args[0][0],
-            )
+        scope, relaxed = self.scope(info), self.const("u32", RELAXED)
+        if op_name == "CompareExchange":
+            old = self.op(opname, info.ty, ptr, scope, relaxed, relaxed, args[1], args[0])
         else:
-            old = self.op(opname, info.ty, ptr, scope, relaxed, args[0][0])
+            old = self.op(opname, info.ty, ptr, scope, relaxed, args[0])
         if guard is None:
-            return old, info.ty
+            return old
         self.inst("OpStore", result, old)
         self.branch(guard[1])
         self.start_block(guard[1])
-        return self.op("OpLoad", info.ty, result), info.ty
+        return self.op("OpLoad", info.ty, result)
