@@ -1,9 +1,12 @@
-"""Shared fixtures.
+"""Shared fixtures, and the `gpu` tier.
 
-GPU tests take the `backend` fixture ("wgpu" and "vulkan", one test run each) or
-`device` (that backend's default device). Both need a Vulkan adapter (Mesa lavapipe on
-a CPU is enough): without one, GPU tests are skipped, except under CI=true where a
-missing adapter fails them so that a broken CI image cannot pass silently.
+GPU tests take the `backend` fixture ("wgpu" and "vulkan", one test run each), `device`
+(that backend's default runtime device) or `wgpu_device` (a raw wgpu device, for the
+emitter tests). Each needs an adapter (Mesa lavapipe on a CPU is enough): without one,
+GPU tests are skipped, except under CI=true where a missing adapter fails them so that a
+broken CI image cannot pass silently. A test that takes one of `DEVICE_FIXTURES` is
+marked `gpu` here, so `pytest -m "not gpu"` needs no driver; a test that makes a device
+some other way carries the mark itself.
 """
 
 from __future__ import annotations
@@ -17,13 +20,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # run from a checkout without installing the package
 
-from adapters import BACKENDS, require_adapter  # noqa: E402
+import adapters  # noqa: E402
+
+# Fixtures that create a device (`runner`: test_spirv_vulkan.py's Vulkan dispatcher).
+DEVICE_FIXTURES = frozenset({"backend", "device", "wgpu_device", "runner"})
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects on the marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if DEVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.gpu)
+
+
+@pytest.fixture(params=adapters.BACKENDS)
 def backend(request) -> str:
     """Each GPU backend name in turn, once an adapter for it is known to work."""
-    require_adapter(request.param)
+    adapters.require_adapter(request.param)
     return request.param
 
 
@@ -33,3 +46,9 @@ def device(backend):
     from vyre_build.runtime import get_device
 
     return get_device(backend)
+
+
+@pytest.fixture(scope="session")
+def wgpu_device():
+    """A raw wgpu device on the first adapter (no vyre_build runtime in between)."""
+    return adapters.wgpu_device()
