@@ -248,3 +248,21 @@ class Case:
         default_factory=dict
     )  # name -> (rtol, atol)
     check: Callable[[dict[str, np.ndarray]], None] | None = None  # extra asserts on all buffers
+
+
+def assert_case(case: Case, got: dict, where: str) -> None:
+    """Every expected buffer of `case` in `got` (by name): to its tolerance, else bit for bit."""
+    for name, want in case.expected.items():
+        have = got[name]
+        assert have.dtype == want.dtype and have.shape == want.shape, f"{where}: {name} shape/dtype"
+        rtol, atol = case.per_output_tol.get(name, (case.rtol, case.atol))
+        if rtol or atol:
+            np.testing.assert_allclose(have, want, rtol=rtol, atol=atol, err_msg=f"{where}: {name}")
+        else:  # exact, bit for bit (NaN-safe through the integer view)
+            bad = np.flatnonzero(have.view(np.uint32) != want.view(np.uint32))
+            assert bad.size == 0, (
+                f"{where}: {name} differs at {bad[:8].tolist()}: "
+                f"got {have[bad[:8]].tolist()} want {want[bad[:8]].tolist()}"
+            )
+    if case.check is not None:
+        case.check(got)

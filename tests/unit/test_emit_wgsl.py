@@ -14,7 +14,8 @@ import struct
 import numpy as np
 import pytest
 
-from descriptors import SH, V, buf, kernel
+from corpus import CORPUS
+from descriptors import SH, V, assert_case, buf, kernel
 
 from vyre_build.descriptor import (
     BindingSlot,
@@ -890,6 +891,22 @@ def test_shared_reduction_with_barriers(device):
     out = dispatch(device, make(), {0: x, 1: np.zeros(groups)}, groups=(groups, 1, 1))
     ref = np.pad(x, (0, groups * wg - n)).reshape(groups, wg).sum(axis=1)
     np.testing.assert_allclose(out[1], ref, rtol=1e-5, atol=1e-5)
+
+
+# --- the hand-built corpus, through WGSL ----------------------------------------------
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_corpus_case_through_wgsl_matches_numpy(device, name):
+    """Every corpus case (the SPIR-V tests dispatch the same ones) computes its reference."""
+    case = CORPUS[name]()
+    slot = {s.name: s.slot for s in case.desc.slots}
+    got = dispatch(
+        device,
+        case.desc,
+        {slot[n]: a for n, a in case.inputs.items()},
+        {slot[n]: v for n, v in case.scalars.items()},
+        groups=case.groups,
+    )
+    assert_case(case, {s.name: got[s.slot] for s in case.desc.slots if s.slot in got}, name)
 
 
 # --- determinism, codec round trip, errors -------------------------------------------

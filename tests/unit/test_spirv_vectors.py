@@ -786,7 +786,8 @@ def _vmix_reference(x: np.ndarray, y: np.ndarray, a: float) -> tuple[np.ndarray,
 # --- dispatch ----------------------------------------------------------------------------
 
 vk = pytest.importorskip("vulkan")
-from test_spirv_vulkan import assert_case, run_wgpu, runner  # noqa: E402, F401  (runner: the fixture)
+from descriptors import assert_case  # noqa: E402
+from test_spirv_vulkan import run_wgpu, runner  # noqa: E402, F401  (runner: the fixture)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

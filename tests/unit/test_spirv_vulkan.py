@@ -16,6 +16,7 @@ import pytest
 from adapters import no_adapter
 from corpus import CORPUS, SPIRV_INVALID
 from corpus.memory import case_atomics
+from descriptors import assert_case
 
 from vyre_build.descriptor import KernelDescriptor
 from vyre_build.emit.spirv import emit_spirv
@@ -234,23 +235,6 @@ def runner():
         return VulkanRunner()
     except (vk.VkError, vk.VkException, OSError, RuntimeError, StopIteration) as exc:
         no_adapter(f"no Vulkan device: {exc!r}")
-
-
-def assert_case(case, got: dict, where: str) -> None:
-    for name, want in case.expected.items():
-        have = got[name]
-        assert have.dtype == want.dtype and have.shape == want.shape, f"{where}: {name} shape/dtype"
-        rtol, atol = case.per_output_tol.get(name, (case.rtol, case.atol))
-        if rtol or atol:
-            np.testing.assert_allclose(have, want, rtol=rtol, atol=atol, err_msg=f"{where}: {name}")
-        else:  # exact, bit for bit (NaN-safe through the integer view)
-            bad = np.flatnonzero(have.view(np.uint32) != want.view(np.uint32))
-            assert bad.size == 0, (
-                f"{where}: {name} differs at {bad[:8].tolist()}: "
-                f"got {have[bad[:8]].tolist()} want {want[bad[:8]].tolist()}"
-            )
-    if case.check is not None:
-        case.check(got)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -12,9 +12,9 @@ rule emits an instruction whose result is undefined for any input.
 from __future__ import annotations
 
 from vyre_build.descriptor.ops import OPS
-from vyre_build.descriptor.types import TYPES
+from vyre_build.descriptor.types import TYPES, VECTORS
 
-__all__ = ["RULES", "bool_like", "float_to_int"]
+__all__ = ["RULES", "ATOMICS", "RULE_ROWS", "bool_like", "float_to_int"]
 
 # (BinOp, kind) -> one core instruction.
 _KINDS = ("uint", "sint", "float", "bool")
@@ -375,3 +375,24 @@ def _rule(row):
 
 
 RULES = {row: rule for row in OPS if (rule := _rule(row)) is not None}
+
+# Atomic rows of the op table -> instruction, written by memory.h_atomic (which also
+# orders CompareExchange's operands).
+ATOMICS = {
+    ("Add", "u32"): "OpAtomicIAdd",
+    ("Or", "u32"): "OpAtomicOr",
+    ("And", "u32"): "OpAtomicAnd",
+    ("Xor", "u32"): "OpAtomicXor",
+    ("Exchange", "u32"): "OpAtomicExchange",
+    ("Min", "u32"): "OpAtomicUMin",
+    ("Max", "u32"): "OpAtomicUMax",
+    ("CompareExchange", "u32"): "OpAtomicCompareExchange",
+}
+ATOMICS.update({(op, "i32"): ins for (op, _), ins in ATOMICS.items()})
+ATOMICS[("Min", "i32")] = "OpAtomicSMin"
+ATOMICS[("Max", "i32")] = "OpAtomicSMax"
+
+# Every row of the op table this emitter writes: RULES, the atomics, and Extract, which the
+# function writer emits itself (OpCompositeExtract of the payload's component, any vector).
+_ATOMIC_ROWS = {(("Atomic", op), (ty,)) for op, ty in ATOMICS}
+RULE_ROWS = frozenset(RULES) | _ATOMIC_ROWS | {(("Extract", ""), (v,)) for v in VECTORS}

@@ -14,7 +14,7 @@ from vyre_build.descriptor.ops import FLOAT_MATH, FLOAT_SCALAR_MATH, OPS
 from vyre_build.descriptor.types import INTEGER, NUMERIC, TYPES, VECTORS
 from vyre_build.emit.wgsl.helpers import HELPERS
 
-__all__ = ["RULES", "ZERO", "ONE", "I32_MIN", "wgsl_type", "COMPONENTS", "ATOMICS"]
+__all__ = ["RULES", "RULE_ROWS", "ZERO", "ONE", "I32_MIN", "wgsl_type", "COMPONENTS", "ATOMICS"]
 
 COMPONENTS = "xyzw"
 ZERO = {"u32": "0u", "i32": "0i", "f32": "0.0f", "bool": "false"}
@@ -251,3 +251,4 @@ _vector_casts()
 for _row in OPS:  # Construct and Extract have no template: the emitter writes them
     if _row[0][0] in ("Construct", "Extract"):
         RULES[_row] = None
+RULE_ROWS = frozenset(RULES)  # every row of the op table this emitter writes
