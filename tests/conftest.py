@@ -6,7 +6,8 @@ emitter tests). Each needs an adapter (Mesa lavapipe on a CPU is enough): withou
 GPU tests are skipped, except under CI=true where a missing adapter fails them so that a
 broken CI image cannot pass silently. A test that takes one of `DEVICE_FIXTURES` is
 marked `gpu` here, so `pytest -m "not gpu"` needs no driver; a test that makes a device
-some other way carries the mark itself.
+some other way carries the mark itself. `VYRE_FORBID_DEVICES=1 pytest -m "not gpu"`
+checks that: any device made outside the gpu tier raises.
 """
 
 from __future__ import annotations
@@ -24,6 +25,33 @@ import adapters  # noqa: E402
 
 # Fixtures that create a device (`runner`: test_spirv_vulkan.py's Vulkan dispatcher).
 DEVICE_FIXTURES = frozenset({"backend", "device", "wgpu_device", "runner"})
+
+
+def pytest_configure(config):
+    # VK_ICD_FILENAMES=/nonexistent leaves wgpu Mesa's GL adapter, so it alone cannot show that
+    # the "not gpu" tier makes no device; VYRE_FORBID_DEVICES=1 makes every attempt raise.
+    if os.environ.get("VYRE_FORBID_DEVICES") == "1":
+        _forbid_devices()
+
+
+def _forbid_devices() -> None:
+    def refuse(*args, **kwargs):
+        raise RuntimeError("VYRE_FORBID_DEVICES=1: this test makes a device; mark it gpu")
+
+    try:
+        import wgpu
+    except ImportError:
+        pass
+    else:
+        for name in dir(wgpu.gpu):
+            if name.startswith(("request_adapter", "enumerate_adapters")):
+                setattr(wgpu.gpu, name, refuse)
+    try:
+        import vulkan
+    except ImportError:
+        pass
+    else:
+        vulkan.vkCreateInstance = refuse
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects on the marks
