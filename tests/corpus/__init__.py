@@ -13,6 +13,7 @@ from __future__ import annotations
 from corpus.flow import case_control_flow, case_loops, case_returns, case_saxpy, case_terminators
 from corpus.memory import case_atomics, case_bounds, case_shared, case_shared_atomics
 from corpus.values import case_casts, case_float_ops, case_int_ops, case_pinned_ops
+from corpus.vectors import VECTOR_CASES
 
 __all__ = ["CORPUS", "GOLDEN", "SPIRV_INVALID", "golden_stem"]
 
@@ -32,6 +33,7 @@ CORPUS = {
     "atomics": case_atomics,
     "bounds": case_bounds,
     "shared_atomics": case_shared_atomics,
+    **VECTOR_CASES,
 }
 GOLDEN = (
     "saxpy_64",
@@ -45,6 +47,8 @@ GOLDEN = (
     "atomics",
     "bounds",
     "shared_atomics",
+    "vec_construct_extract",
+    "vec_casts",
 )
 # SPIR-V has no golden for these yet: what the emitter writes for them does not validate.
 SPIRV_INVALID = {

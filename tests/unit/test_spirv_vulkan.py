@@ -27,6 +27,11 @@ _HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHE
 _NP = {"U32": np.uint32, "I32": np.int32, "F32": np.float32}
 
 
+def host_dtype(t) -> type:
+    """The numpy dtype of a buffer of DataType `t` (a Vec{E, n} buffer is a flat array of E)."""
+    return _NP[t.args[0].name if t.name == "Vec" else t.name]
+
+
 # The corpus cases whose SPIR-V validates (the others are refused by spirv-val in test_spirv).
 CASES = {n: c for n, c in CORPUS.items() if n not in SPIRV_INVALID}
 
@@ -101,7 +106,7 @@ class VulkanRunner:
         bindings, dtypes = [], {}
         for s in desc.slots:
             if s.memory_class == "Global":
-                arr = np.ascontiguousarray(inputs[s.name], dtype=_NP[s.element_type.name])
+                arr = np.ascontiguousarray(inputs[s.name], dtype=host_dtype(s.element_type))
                 dtypes[s.slot] = (s.name, arr.dtype, arr.size)
                 bindings.append((s.slot, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, arr.tobytes()))
         uni = uniform_bytes(desc, scalars)
@@ -201,7 +206,7 @@ def run_wgpu(
     entries, outs = [], {}
     for s in desc.slots:
         if s.memory_class == "Global":
-            arr = np.ascontiguousarray(inputs[s.name], dtype=_NP[s.element_type.name])
+            arr = np.ascontiguousarray(inputs[s.name], dtype=host_dtype(s.element_type))
             buf = device.create_buffer_with_data(
                 data=arr.tobytes(), usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
             )
@@ -244,7 +249,10 @@ def test_vulkan_dispatch_matches_numpy(runner, name):
     assert_case(case, got, f"vulkan {name}")
 
 
-@pytest.mark.parametrize("name", ["saxpy_64", "int_ops_i32", "loops", "atomics"])
+@pytest.mark.parametrize(
+    "name",
+    ["saxpy_64", "int_ops_i32", "loops", "atomics", "vec_casts", "vec_bounds", "vec_shared"],
+)
 def test_vulkan_dispatch_optimized(runner, name):
     """spirv-opt -O output computes the same results."""
     case = CASES[name]()
