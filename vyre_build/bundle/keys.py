@@ -213,10 +213,11 @@ def _read_text(path: str) -> str:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise KeyFileError(f"{path}: cannot read key file: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise KeyFileError(f"{path}: not a key file (not a regular file)")
     with open(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise KeyFileError(f"{path}: not a key file (not a regular file)")
         if info.st_size > _MAX_FILE:
             raise KeyFileError(
                 f"{path}: not a key file ({info.st_size} bytes; a key file has a few hundred)"
