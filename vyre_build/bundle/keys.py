@@ -108,18 +108,19 @@ def _public_of(seed: bytes) -> bytes:
 
 def generate_key_pair(comment: str) -> SecretKey:
     """A fresh key pair (from os.urandom) carrying `comment`."""
-    _check_comment(comment, "comment")
+    check_comment(comment)
     seed = os.urandom(32)
     return SecretKey(seed, PublicKey(_public_of(seed), comment))
 
 
-def _check_comment(comment: object, where: str) -> str:
+def check_comment(comment: object, where: str = "comment") -> str:
+    """`comment` if it is one non-empty printable line that fits, else KeyFileError."""
     if not isinstance(comment, str) or not comment.strip():
-        raise KeyFileError(f"{where}: the comment must be a non-empty line of text")
+        raise KeyFileError(f"{where} {comment!r}: must be a non-empty line of text")
     if len(comment) > _MAX_COMMENT or any(ord(c) < 32 or ord(c) == 127 for c in comment):
         raise KeyFileError(
-            f"{where}: the comment {comment[:40]!r} must be one line of at most "
-            f"{_MAX_COMMENT} printable characters"
+            f"{where} {comment[:40]!r}: must be one line of at most {_MAX_COMMENT} "
+            "printable characters"
         )
     return comment
 
@@ -282,7 +283,7 @@ def _parse(path: str, want: str) -> dict[str, str]:
             f"{path}: key algorithm {fields['algorithm'][:40]!r} is not supported "
             f"(bundles are signed with {ALGORITHM})"
         )
-    _check_comment(fields["comment"], path)
+    check_comment(fields["comment"], f"{path}: comment")
     return fields
 
 

@@ -249,22 +249,14 @@ def _artifact_text(d: dict) -> str:
 
 
 def _hash_text(m: dict) -> str:
-    where = m["tree_file"] or "the tree"
-    matches = (
-        f"it matches the tree's {m['recorded_matches']}"
-        if m["recorded_matches"]
-        else "it matches no file of the tree"
-    )
-    if m["kind"] == "source":
-        now = f" ({m['tree']})" if m["tree"] else ""
-        return (
-            f"  kernel {m['kernel']!r}: recorded source hash {m['recorded']} does not match "
-            f"{where}{now}; {matches}"
-        )
-    return (
-        f"  kernel {m['kernel']!r}: recorded import hash {m['recorded']} is not among the "
-        f"imports of {where}; {matches}"
-    )
+    found = m["recorded_matches"]
+    matches = f"the tree's {found} has that hash" if found else "no file of the tree has that hash"
+    head = f"  kernel {m['kernel']!r}: recorded {m['kind']} hash {m['recorded']}"
+    if m["kind"] == "import":
+        return f"{head} is not among the imports of the tree's {m['tree_file']}; {matches}"
+    if m["tree"] is None:
+        return f"{head}: the tree builds no such kernel; {matches}"
+    return f"{head} is not the tree's {m['tree_file']} (which hashes to {m['tree']}); {matches}"
 
 
 def _rebuild_lines(r: dict) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from vyre_build.bundle.keys import generate_key_pair, write_key_pair
+from vyre_build.bundle.keys import check_comment, generate_key_pair, write_key_pair
 
 
 def register(subparsers) -> None:
@@ -29,7 +29,7 @@ def register(subparsers) -> None:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     comment = args.comment if args.comment is not None else os.path.basename(args.keyfile)
-    key = generate_key_pair(comment)
+    key = generate_key_pair(check_comment(comment, "--comment"))
     secret, public = write_key_pair(args.keyfile, key)
     print(f"secret key: {secret} (keep it private; mode 0600)")
     print(f"public key: {public} (give it to those who load your bundles)")
