@@ -130,6 +130,18 @@ def test_verify_refusals_each_with_its_reason(setup, capsys):
     assert code == 1 and "the signature does not verify under the key it names" in err
 
 
+def test_verify_key_file_errors_name_the_file(setup, capsys, tmp_path):
+    bundle, keys = setup
+    missing = str(tmp_path / "nope.pub")
+    code, _, err = run(capsys, "bundle", "verify", bundle, "--key", missing)
+    assert code == 1 and err == f"{missing}: cannot read key file: No such file or directory\n"
+    code, _, err = run(capsys, "bundle", "verify", bundle, "--key", keys["alice"])
+    assert code == 1 and err == (
+        f"{keys['alice']}: this is a secret key; verifying takes the public key file "
+        "(KEYFILE.pub); never hand out the secret one\n"
+    )
+
+
 def test_sign_refusals(setup, capsys):
     bundle, keys = setup
     pub = keys["alice"] + ".pub"

@@ -196,10 +196,13 @@ def _signature_text(reader: BundleReader) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from vyre_build.bundle.keys import load_public_key
+
     options = {"spirv_opt": True} if args.spirv_opt else {}
     signature, rebuild = None, None
+    keys = [load_public_key(p) for p in args.key] if args.key else None  # errors name the file
     try:
-        with read_bundle(args.bundle, trusted_keys=args.key or None) as reader:
+        with read_bundle(args.bundle, trusted_keys=keys) as reader:
             problems = reader.verify()
             count = len(reader.ids)
             signature = _signature_json(reader)
