@@ -103,7 +103,10 @@ class MemoryRules:
         WGSL promises zeroed workgroup memory, but lavapipe through wgpu hands the next
         workgroup the previous one's values, so it is written out like every pinned rule.
         """
-        shared = [s for s in self.desc.slots if s.memory_class == "Shared"]
+        unzeroed = self.info.proofs.unzeroed
+        shared = [
+            s for s in self.desc.slots if s.memory_class == "Shared" and s.slot not in unzeroed
+        ]
         if not shared:
             return []
         wx, wy, wz = self.desc.workgroup_size
@@ -149,9 +152,12 @@ class MemoryRules:
     # --- handlers ---------------------------------------------------------------------
     def op_LoadGlobal(self, op, body, depth):
         s = self.slots[op.operands[0]]
-        ref, _, ok = self.element(s, f"_v{op.operands[1]}")
+        clamped, exact, ok = self.element(s, f"_v{op.operands[1]}")
+        proved = self.info.in_bounds(op)
+        ref = exact if proved else clamped
         value = f"atomicLoad(&{ref})" if s.slot in self.info.atomic_slots else ref
-        self.bind(op, depth, f"select({ZERO[self.info.slot_types[s.slot]]}, {value}, {ok})")
+        zero = ZERO[self.info.slot_types[s.slot]]
+        self.bind(op, depth, value if proved else f"select({zero}, {value}, {ok})")
 
     op_LoadShared = op_LoadGlobal
 
@@ -176,7 +182,7 @@ class MemoryRules:
         ref, ok = self.write_target(s, op.operands[1])
         atomic = s.slot in self.info.atomic_slots
         store = f"atomicStore(&{ref}, {value});" if atomic else f"{ref} = {value};"
-        self.emit(depth, f"if {ok} {{ {store} }}")
+        self.emit(depth, store if self.info.in_bounds(op) else f"if {ok} {{ {store} }}")
 
     op_StoreShared = op_StoreGlobal
 
@@ -193,6 +199,9 @@ class MemoryRules:
             if len(args) == 2
             else f"{fn}(&{ref}, {args[0]})"
         )
+        if self.info.in_bounds(op):
+            self.bind(op, depth, call)
+            return
         old = f"_o{op.result}"
         # Out of bounds the atomic does nothing and yields 0 (pinned).
         self.emit(depth, f"var {old}: {wgsl_type(ty)} = {ZERO[ty]};")
