@@ -154,6 +154,20 @@ def binding_table(desc: KernelDescriptor, info: DescriptorInfo) -> tuple[list[di
     return bindings, {"binding": block.binding, "size": block.size}
 
 
+def _coarse_entries(desc: KernelDescriptor, info: DescriptorInfo, meta: dict) -> tuple:
+    """The coarse entry point of an elementwise kernel (descriptor.coarsen), recorded in
+    `meta["coarse"]` for the runtime, or () when the kernel does not qualify."""
+    from vyre_build.descriptor import validate
+    from vyre_build.descriptor.coarsen import ENTRY, FACTOR, coarsen, coarsenable
+
+    grid = meta["grid"]
+    if not coarsenable(desc, info) or len(grid) > 1:
+        return ()
+    coarse = coarsen(desc, info)
+    meta["coarse"] = {"entry": ENTRY, "factor": FACTOR}
+    return ((ENTRY, coarse, validate(coarse)),)
+
+
 def _check_options(targets, options) -> dict:
     try:
         normalize_targets(targets)
@@ -219,15 +233,18 @@ def compile_file(
             "variant_values": dict(prog.variant_values),
             "provenance": provenance,
         }
+        entries = _coarse_entries(desc, info, meta)
         wgsl = spirv = None
         if "wgsl" in targets:
             from vyre_build.emit.wgsl import emit_wgsl
 
-            wgsl = emit_wgsl(desc, info)
+            wgsl = emit_wgsl(desc, info, entries=entries)
         if "spirv" in targets:
             from vyre_build.emit.spirv import emit_spirv
 
-            spirv = emit_spirv(desc, info, optimize=options.get("spirv_opt", False))
+            spirv = emit_spirv(
+                desc, info, optimize=options.get("spirv_opt", False), entries=entries
+            )
         out.append(CompiledKernel(prog.name, prog.variant, desc, meta, encode(desc), wgsl, spirv))
     return out
 
