@@ -157,15 +157,12 @@ def binding_table(desc: KernelDescriptor, info: DescriptorInfo) -> tuple[list[di
 def _coarse_entries(desc: KernelDescriptor, info: DescriptorInfo, meta: dict) -> tuple:
     """The coarse entry point of an elementwise kernel (descriptor.coarsen), recorded in
     `meta["coarse"]` for the runtime, or () when the kernel does not qualify."""
-    from vyre_build.descriptor import validate
-    from vyre_build.descriptor.coarsen import ENTRY, FACTOR, coarsen, coarsenable
+    from vyre_build.descriptor.coarsen import ENTRY, FACTOR, entries
 
-    grid = meta["grid"]
-    if not coarsenable(desc, info) or len(grid) > 1:
-        return ()
-    coarse = coarsen(desc, info)
-    meta["coarse"] = {"entry": ENTRY, "factor": FACTOR}
-    return ((ENTRY, coarse, validate(coarse)),)
+    found = entries(desc, info)
+    if found:
+        meta["coarse"] = {"entry": ENTRY, "factor": FACTOR}
+    return found
 
 
 def _check_options(targets, options) -> dict:

@@ -145,7 +145,10 @@ def test_and_proves_both_or_proves_neither(tmp_path):
         ("StoreGlobal", "b", False),
     ]
     got = execute(
-        k.descriptor, {"a": np.arange(5, dtype=np.uint32), "b": np.zeros(8, np.uint32)}, {}, (1, 1, 1)
+        k.descriptor,
+        {"a": np.arange(5, dtype=np.uint32), "b": np.zeros(8, np.uint32)},
+        {},
+        (1, 1, 1),
     )["b"]
     np.testing.assert_array_equal(got, np.array([1, 2, 3, 4, 5, 1, 1, 1], np.uint32))
 
@@ -290,6 +293,11 @@ def test_zeroing_stays_where_a_read_could_see_it(tmp_path):
     for k in (guarded, early):
         assert not validate(k.descriptor).proofs.unzeroed
         assert "_flat" in k.wgsl
-    got = execute(guarded.descriptor, {"x": np.arange(1, 6, dtype=np.uint32), "out": np.zeros(16, np.uint32)}, {}, (1, 1, 1))
+    got = execute(
+        guarded.descriptor,
+        {"x": np.arange(1, 6, dtype=np.uint32), "out": np.zeros(16, np.uint32)},
+        {},
+        (1, 1, 1),
+    )
     np.testing.assert_array_equal(got["out"][-5:], np.arange(5, 0, -1, dtype=np.uint32))
     np.testing.assert_array_equal(got["out"][:11], np.zeros(11, np.uint32))  # zeroed, not stale

@@ -35,6 +35,7 @@ from vyre_build.descriptor.codec import (
 )
 from vyre_build.descriptor.facts import DescriptorInfo
 from vyre_build.descriptor.types import datatype, vector_of
+from vyre_build.descriptor.validate import validate
 
 __all__ = ["FACTOR", "ENTRY", "coarsenable", "coarsen"]
 
@@ -442,3 +443,13 @@ class _Copy:
 def coarsen(desc: KernelDescriptor, info: DescriptorInfo) -> KernelDescriptor:
     """The coarse descriptor of an eligible `desc` (check `coarsenable` first)."""
     return _Coarsener(desc, info).run()
+
+
+def entries(desc: KernelDescriptor, info: DescriptorInfo) -> tuple:
+    """The extra entry points both emitters give `desc`: ((ENTRY, coarse, its info),) for a
+    coarsenable kernel, else (). A pure function of the descriptor, so decode -> emit of a
+    .kdesc reproduces the compiler's modules."""
+    if not coarsenable(desc, info):
+        return ()
+    coarse = coarsen(desc, info)
+    return ((ENTRY, coarse, validate(coarse)),)
