@@ -63,13 +63,13 @@ class ModuleLoader:
     Arguments:
         root: the kernel tree; only regular files under it are read (default: the
             folder of the first file loaded).
-        display_root: paths in messages are relative to it (default: root if given,
-            else the working directory).
+        display_root: paths in messages are relative to it (default: the working
+            directory).
     """
 
     def __init__(self, root: str | None = None, display_root: str | None = None):
         self.root = os.path.abspath(root) if root else None
-        self.display_root = display_root or self.root
+        self.display_root = display_root
         self.real_root = os.path.realpath(self.root) if self.root else None
         self.modules: dict[str, KernelModule] = {}
         self.loading: list[str] = []

@@ -57,11 +57,10 @@ def inside(real: str, root: str) -> bool:
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def read_tree_file(path: str, shown: str, root: str) -> tuple[str, bytes]:
-    """(real path, bytes) of a regular file under `root` (a resolved directory), at most
-    MAX_SOURCE_BYTES long. Anything else (a link out of the tree, a FIFO, a device, a
-    directory, a file that is too big) is refused with a Refusal before any byte is read;
-    a FIFO is never opened, so nothing blocks."""
+def check_tree_file(path: str, shown: str, root: str) -> os.stat_result:
+    """Refuse (Refusal) what the frontend will not read, reading nothing: a path that
+    resolves outside `root` (a resolved directory), anything but a regular file, a file
+    larger than MAX_SOURCE_BYTES. Returns the file's stat."""
     real = os.path.realpath(path)
     if not inside(real, root):
         raise Refusal(
@@ -71,13 +70,27 @@ def read_tree_file(path: str, shown: str, root: str) -> tuple[str, bytes]:
         )
     try:
         st = os.stat(real)
-        kind = next((name for test, name in _KINDS if test(st.st_mode)), None)
-        if kind is not None or not stat.S_ISREG(st.st_mode):
-            raise Refusal(
-                f"{shown} is {kind or 'not a regular file'}, not a kernel source",
-                "kernel files and variants YAMLs must be regular files",
-            )
-        _check_size(shown, st.st_size)
+    except OSError as exc:
+        raise Refusal(
+            f"cannot read {shown}: {_reason(exc)}", "check that the file exists"
+        ) from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+        raise Refusal(
+            f"{shown} is {kind}, not a kernel source",
+            "kernel files and variants YAMLs must be regular files",
+        )
+    _check_size(shown, st.st_size)
+    return st
+
+
+def read_tree_file(path: str, shown: str, root: str) -> tuple[str, bytes]:
+    """(real path, bytes) of a file that passes `check_tree_file`, refused (Refusal) before
+    any byte is read otherwise; opened without blocking and checked again once open (it
+    may have been swapped), and read no further than the size limit."""
+    st = check_tree_file(path, shown, root)
+    real = os.path.realpath(path)
+    try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         raise Refusal(
