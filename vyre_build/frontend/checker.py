@@ -18,7 +18,7 @@ from vyre_build.frontend.expressions import ExprChecker
 from vyre_build.frontend.limits import MAX_BLOCK_NESTING, MAX_NESTING, MAX_OPERATIONS, shown
 from vyre_build.frontend.module import KernelDef, KernelModule
 from vyre_build.frontend.names import ALL_BUILTINS, TYPE_NAMES
-from vyre_build.frontend.parsing import NESTING_FIX
+from vyre_build.frontend.parsing import BLOCKS_FIX, NESTING_FIX
 
 _ACCESS = ("r", "w", "rw")
 _UNSUPPORTED_STMT_FIX = {
@@ -165,9 +165,9 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         if self.blocks > MAX_BLOCK_NESTING:
             raise self.err(
                 node,
-                f"blocks nested deeper than {MAX_BLOCK_NESTING} (the limit; a helper that "
-                "returns early counts as one where it is inlined)",
-                NESTING_FIX,
+                f"blocks nested deeper than {MAX_BLOCK_NESTING} (the limit; an elif nests in "
+                "the if before it, a helper that returns early counts where it is inlined)",
+                BLOCKS_FIX,
             )
         self.too_deep(node)
 

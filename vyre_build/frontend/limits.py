@@ -9,6 +9,7 @@ from __future__ import annotations
 
 MAX_SOURCE_BYTES = 1 << 20  # a kernel file or a variants YAML
 MAX_FILES = 256  # files read for one kernel file: itself, its imports and variants YAMLs
+MAX_IMPORT_DEPTH = 32  # kernel files importing one another in a chain
 MAX_NESTING = 100  # expressions and blocks inside one another, through inlined helpers
 MAX_BLOCK_NESTING = 32  # blocks (if/for/while, a helper that returns early) in one another
 MAX_NAME_BYTES = 100  # a name, in UTF-8 bytes (kernel and variant names become file names)

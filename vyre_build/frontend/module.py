@@ -19,6 +19,7 @@ from vyre_build.frontend.limits import (
     MAX_CONSTANTS,
     MAX_FILES,
     MAX_HELPERS,
+    MAX_IMPORT_DEPTH,
     MAX_KERNELS,
 )
 from vyre_build.frontend.limits import shown as short
@@ -122,6 +123,13 @@ class ModuleLoader:
                 node,
                 f"import cycle: {chain} -> {os.path.basename(real)}",
                 "move the shared helpers into a file that imports neither",
+            )
+        if len(self.loading) >= MAX_IMPORT_DEPTH:
+            src, node = importer
+            raise src.error(
+                node,
+                f"imports nested more than {MAX_IMPORT_DEPTH} files deep (the limit)",
+                "import the helpers from a file nearer the kernel",
             )
         if text is None:
             shown = given if given is not None else self.display(os.path.abspath(path), None)

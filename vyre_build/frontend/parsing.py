@@ -14,10 +14,8 @@ from vyre_build.errors import KernelError
 from vyre_build.frontend.limits import MAX_BLOCK_NESTING, MAX_NAME_BYTES, MAX_NESTING, shown
 from vyre_build.frontend.source import Source
 
-NESTING_FIX = (
-    "split the expression with intermediate variables (t = a + b), "
-    "or move inner blocks into a helper"
-)
+NESTING_FIX = "split the expression with intermediate variables (t = a + b)"
+BLOCKS_FIX = "flatten the blocks: join conditions with and/or, or leave early (break, continue)"
 _NESTING = f"nesting deeper than {MAX_NESTING} levels (the limit)"
 _BLOCKS = f"blocks nested deeper than {MAX_BLOCK_NESTING} (the limit)"
 _LONG_LINE = re.compile(rb"[^\n]{%d}" % (MAX_NAME_BYTES + 1))
@@ -35,7 +33,9 @@ def parse_source(src: Source) -> ast.Module:
     except (RecursionError, MemoryError):
         # Python's parser gives up on very deep input: find where, from the tokens.
         line, col, blocks = _deep_position(src.text)
-        raise _at(src, line, col, _BLOCKS if blocks else _NESTING, NESTING_FIX) from None
+        if blocks:
+            raise _at(src, line, col, _BLOCKS, BLOCKS_FIX) from None
+        raise _at(src, line, col, _NESTING, NESTING_FIX) from None
     check_names(src, tree)
     return tree
 
@@ -51,7 +51,7 @@ def _syntax_error(src: Source, exc: SyntaxError) -> KernelError:
     if msg.startswith("too many nested parentheses"):
         return _at(src, line, col, _NESTING, NESTING_FIX)
     if msg.startswith("too many levels of indentation"):
-        return _at(src, line, col, _BLOCKS, NESTING_FIX)
+        return _at(src, line, col, _BLOCKS, BLOCKS_FIX)
     if msg.startswith("Exceeds the limit") and "integer string conversion" in msg:
         return _at(
             src,
