@@ -22,6 +22,8 @@ through the artifact cache. Construction variables:
     VYRECACHEMAXSIZE / VYRECACHEMAXAGE   limits (e.g. "2G", 30 days) applied after a build
     VYRELINKOUTPUTS   hard-link outputs to their read-only cache blobs instead of copying
                       (like ccache's hard_link: fast where creating files is slow; default off)
+    VYREROOT          the kernel tree: nothing outside it is read (VyreKernelDir sets its
+                      directory; default each kernel file's folder)
     VYRECOMPILER      compiler module (default vyre_build.compiler)
     VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines
 Action signatures include the targets, the options and the compiler identity (varlist),
