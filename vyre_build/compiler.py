@@ -248,10 +248,12 @@ def check_source(path: str, root: str | None = None) -> None:
     from vyre_build.frontend.source import Refusal, check_tree_file
 
     root = root or os.path.dirname(os.path.abspath(path))
+    shown = os.path.relpath(path)  # as the frontend shows paths: from the working directory
+    shown = path if shown.startswith("..") else shown
     try:
-        check_tree_file(path, path, os.path.realpath(root))
+        check_tree_file(path, shown, os.path.realpath(root))
     except Refusal as r:
-        raise KernelError(r.message, path, 1, 1, None, r.fix) from None
+        raise KernelError(r.message, shown, 1, 1, None, r.fix) from None
 
 
 def list_kernels(path: str, root: str | None = None) -> list[str]:
