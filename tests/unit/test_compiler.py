@@ -16,11 +16,11 @@ from vyre_build.descriptor import (
     Variant,
     decode,
     encode,
+    validate,
 )
-from vyre_build.emit_wgsl import emit_wgsl
+from vyre_build.emit.wgsl import emit_wgsl
 from vyre_build.frontend import check_module, load_module
-from vyre_build.spirv import emit_spirv
-from vyre_build.validate import validate_descriptor
+from vyre_build.emit.spirv import emit_spirv
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "kernels"))
 KERNEL_FILES = sorted(glob.glob(os.path.join(ROOT, "*.py")))
@@ -77,7 +77,7 @@ def test_every_kernel_roundtrips_and_emits_identically(path):
     for k in compile_file(path, root=ROOT):
         desc = decode(k.kdesc)
         assert desc == k.descriptor
-        validate_descriptor(desc)
+        validate(desc)
         assert emit_wgsl(desc) == k.wgsl
         assert emit_spirv(desc) == k.spirv
 

@@ -17,7 +17,7 @@ import struct
 import sys
 from array import array
 
-from vyre_build.spirv import grammar as g
+from vyre_build.emit.spirv import grammar as g
 
 OP = g.OPCODES
 SPIRV_VERSION_1_3 = 0x00010300

@@ -1,9 +1,10 @@
-"""SPIR-V backend: KernelDescriptor -> SPIR-V 1.3 binary (Vulkan 1.1, GLCompute).
+"""SPIR-V emitter: a validated KernelDescriptor -> SPIR-V 1.3 binary (Vulkan 1.1, GLCompute).
 
-Layout follows the spec's logical module layout (`module.SpirvModule`); the function
-body is written by `codegen.FunctionWriter` (values in `ops`, vectors in `vectors`,
-slots and memory in `memory`); opcode and enumerant numbers come from the generated `grammar` table
-(tools/gen_spirv_grammar.py).
+Laid out like the WGSL emitter: this module assembles the module in the spec's logical
+layout (`module.SpirvModule`); `function` walks the bodies; `values` holds one rule per
+row of the op table; `memory` the slots, loads, stores and atomics with the pinned
+bounds rules; `control` the structured control flow. Opcode and enumerant numbers come
+from the generated `grammar` table (tools/gen_spirv_grammar.py).
 """
 
 from __future__ import annotations
@@ -11,36 +12,37 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from vyre_build.descriptor import KernelDescriptor
+from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
+from vyre_build.emit.spirv.function import FunctionWriter
+from vyre_build.emit.spirv.module import SpirvModule
 from vyre_build.errors import EmitError
-from vyre_build.spirv.codegen import FunctionWriter
-from vyre_build.spirv.module import SpirvModule
 
 __all__ = ["emit_spirv"]
 
 
-def emit_spirv(desc: KernelDescriptor, *, optimize: bool = False) -> bytes:
+def emit_spirv(
+    desc: KernelDescriptor, info: DescriptorInfo | None = None, *, optimize: bool = False
+) -> bytes:
     """Emit the compute shader of `desc` as SPIR-V bytes (little-endian words).
 
     Arguments:
         desc: a descriptor following docs/descriptor-conventions.md.
+        info: its `validate(desc)` result, when the caller has it already.
         optimize: run `spirv-opt -O` over the result (needs spirv-opt on PATH).
     Returns:
         The module: entry point "main", LocalSize = desc.workgroup_size, set 0 bindings
         per the slot table. A pure function of `desc` (and of spirv-opt when optimizing).
     Raises:
-        EmitError naming the op, its operands and types for anything it cannot express.
+        DescriptorFormatError if `desc` does not validate; EmitError for a row of the op
+        table with no SPIR-V rule, or when spirv-opt is missing or fails.
     """
+    if info is None:
+        info = validate(desc)
     wg = tuple(desc.workgroup_size)
-    if len(wg) != 3 or any(not isinstance(w, int) or w < 1 for w in wg):
-        raise EmitError(
-            f"SPIR-V emitter: kernel {desc.id!r} has workgroup_size {wg!r}; "
-            "expected three positive integers"
-        )
     m = SpirvModule()
     m.capability("Shader")
     m.set_memory_model("Logical", "GLSL450")
-    writer = FunctionWriter(m, desc)
+    writer = FunctionWriter(m, desc, info)
     fn = writer.write()
     m.entry_point("GLCompute", fn, "main", writer.interface)
     m.execution_mode(fn, "LocalSize", *wg)
