@@ -18,7 +18,8 @@ NESTING_FIX = "split the expression with intermediate variables (t = a + b)"
 BLOCKS_FIX = "flatten the blocks: join conditions with and/or, or leave early (break, continue)"
 _NESTING = f"nesting deeper than {MAX_NESTING} levels (the limit)"
 _BLOCKS = f"blocks nested deeper than {MAX_BLOCK_NESTING} (the limit)"
-_LONG_LINE = re.compile(rb"[^\n]{%d}" % (MAX_NAME_BYTES + 1))
+# A name is one run of these bytes (ASCII word characters, or UTF-8 of non-ASCII ones).
+_LONG_RUN = re.compile(rb"[A-Za-z0-9_\x80-\xff]{%d}" % (MAX_NAME_BYTES + 1))
 _KEYWORD_OPS = frozenset({"not", "and", "or", "if", "else", "in", "is", "lambda", "await"})
 
 
@@ -108,8 +109,8 @@ def _names(node):
 
 def check_names(src: Source, tree: ast.Module) -> None:
     """Every name in the file is at most MAX_NAME_BYTES long in UTF-8."""
-    if not _LONG_LINE.search(src.text.encode("utf-8")):
-        return  # no line is that long, so no name is
+    if not _LONG_RUN.search(src.text.encode("utf-8")):
+        return  # no run of name characters is that long, so no name is
     for node in ast.walk(tree):
         for name in _names(node):
             n = len(name.encode("utf-8"))

@@ -57,10 +57,10 @@ def inside(real: str, root: str) -> bool:
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def check_tree_file(path: str, shown: str, root: str) -> os.stat_result:
+def check_tree_file(path: str, shown: str, root: str) -> tuple[str, os.stat_result]:
     """Refuse (Refusal) what the frontend will not read, reading nothing: a path that
     resolves outside `root` (a resolved directory), anything but a regular file, a file
-    larger than MAX_SOURCE_BYTES. Returns the file's stat."""
+    larger than MAX_SOURCE_BYTES. Returns the file's real path and stat."""
     real = os.path.realpath(path)
     if not inside(real, root):
         raise Refusal(
@@ -81,15 +81,14 @@ def check_tree_file(path: str, shown: str, root: str) -> os.stat_result:
             "kernel files and variants YAMLs must be regular files",
         )
     _check_size(shown, st.st_size)
-    return st
+    return real, st
 
 
 def read_tree_file(path: str, shown: str, root: str) -> tuple[str, bytes]:
     """(real path, bytes) of a file that passes `check_tree_file`, refused (Refusal) before
     any byte is read otherwise; opened without blocking and checked again once open (it
     may have been swapped), and read no further than the size limit."""
-    st = check_tree_file(path, shown, root)
-    real = os.path.realpath(path)
+    real, st = check_tree_file(path, shown, root)
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:

@@ -50,8 +50,7 @@ def yaml_variants(mod, read) -> None:
     text = read(yaml_path, shown_path, "variants file")[1]
     ysrc = Source(shown_path, text, text.splitlines())
     try:
-        _check_events(ysrc, text)
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = _compose(ysrc, text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line, col = (mark.line + 1, mark.column) if mark else (1, 0)
@@ -113,29 +112,50 @@ def _pos(src: Source, node) -> _Pos:
     return _at(src, node.start_mark.line + 1, node.start_mark.column)
 
 
-def _check_events(src: Source, text: str) -> None:
-    """Before composing (which recurses once per level): refuse nesting deeper than
-    MAX_YAML_NESTING, anchors and aliases (no node is reused) and tags."""
+class _Refused(Exception):
+    def __init__(self, message: str, mark):
+        super().__init__(message)
+        self.message, self.mark = message, mark
+
+
+class _Loader(yaml.SafeLoader):
+    """The safe loader's composer, refusing as it goes (so YAML is parsed once): nesting
+    deeper than MAX_YAML_NESTING (before the composer recurses further), anchors and
+    aliases (no node is reused, so the work stays linear) and tags."""
+
     depth = 0
-    for ev in yaml.parse(text, Loader=yaml.SafeLoader):
-        where = None
-        if isinstance(ev, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_YAML_NESTING:
-                where = f"nesting deeper than {MAX_YAML_NESTING} levels (the limit)"
-        elif isinstance(ev, yaml.CollectionEndEvent):
-            depth -= 1
+
+    def compose_node(self, parent, index):
+        ev = self.peek_event()
         if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None) is not None:
-            where = "YAML anchors and aliases (&name, *name) are not allowed here"
-        elif getattr(ev, "tag", None) is not None:
-            where = f"YAML tags ({shown(ev.tag)}) are not allowed here"
-        if where is not None:
-            mark = ev.start_mark
-            raise src.error(
-                _at(src, mark.line + 1, mark.column),
-                where,
-                "variants.yaml maps file -> kernel -> variant -> {param: value}, in plain YAML",
+            raise _Refused(
+                "YAML anchors and aliases (&name, *name) are not allowed here", ev.start_mark
             )
+        if getattr(ev, "tag", None) is not None:
+            raise _Refused(f"YAML tags ({shown(ev.tag)}) are not allowed here", ev.start_mark)
+        if isinstance(ev, yaml.CollectionStartEvent) and self.depth >= MAX_YAML_NESTING:
+            raise _Refused(
+                f"nesting deeper than {MAX_YAML_NESTING} levels (the limit)", ev.start_mark
+            )
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _compose(src: Source, text: str):
+    loader = _Loader(text)
+    try:
+        return loader.get_single_node()
+    except _Refused as r:
+        raise src.error(
+            _at(src, r.mark.line + 1, r.mark.column),
+            r.message,
+            "variants.yaml maps file -> kernel -> variant -> {param: value}, in plain YAML",
+        ) from None
+    finally:
+        loader.dispose()
 
 
 def _mapping(src: Source, node):
