@@ -232,6 +232,11 @@ def compile_file(
     return out
 
 
+@lru_cache(maxsize=64)
+def _real_dir(root: str) -> str:
+    return os.path.realpath(root)  # asked once per kernel file of a scan: memoised
+
+
 def check_source(path: str, root: str | None = None) -> None:
     """Raise the KernelError compiling `path` would give if the file is not to be read at all
     (outside `root`, default its folder; not a regular file; too large). Reads nothing, so
@@ -243,7 +248,7 @@ def check_source(path: str, root: str | None = None) -> None:
     shown = os.path.relpath(path)  # as the frontend shows paths: from the working directory
     shown = path if shown.startswith("..") else shown
     try:
-        check_tree_file(path, shown, os.path.realpath(root))
+        check_tree_file(path, shown, _real_dir(root))
     except Refusal as r:
         raise KernelError(r.message, shown, 1, 1, None, r.fix) from None
 
