@@ -64,15 +64,22 @@ class MemoryRules:
 
     def declarations(self) -> tuple[list[str], list[str]]:
         """Module-scope declarations (in slot order) and the entry's scratch vars."""
-        self.names = {s.slot: ident(s.name) for s in self.desc.slots}
+        # A second entry point's module-scope names start with its prefix ("_main_x4_"):
+        # no name of a first entry can (they start with a letter or "u_").
+        p = self.prefix
+        self.names = {
+            s.slot: (p if s.memory_class in ("Global", "Shared") else "") + ident(s.name)
+            for s in self.desc.slots
+        }
+        self.params = f"{p}params"
         uniform = self.info.uniform
         decls: list[str] = []
         if uniform is not None:
-            decls.append("struct Params {")
+            decls.append(f"struct {p}Params {{")
             for m in uniform.members:
                 # bool is not host-shareable: it travels as a u32 and is compared with 0.
                 ty = "u32" if m.type == "bool" else wgsl_type(m.type)
-                decls.append(f"    {self.names[m.slot]}: {ty},")
+                decls.append(f"    {ident(m.name)}: {ty},")
             decls.append("}")
             decls.append("")
         entry: list[str] = []
@@ -82,7 +89,7 @@ class MemoryRules:
             ty = wgsl_type(self.info.slot_types[s.slot])
             elem = f"atomic<{ty}>" if s.slot in atomics else ty
             if uniform is not None and s.slot == uniform.binding:
-                decls.append(f"@group(0) @binding({s.slot}) var<uniform> params: Params;")
+                decls.append(f"@group(0) @binding({s.slot}) var<uniform> {self.params}: {p}Params;")
             elif s.memory_class == "Global":
                 access = "read" if s.visibility == "ReadOnly" else "read_write"
                 decls.append(
@@ -163,7 +170,7 @@ class MemoryRules:
 
     def op_LoadConstant(self, op, body, depth):
         s = self.slots[op.operands[0]]
-        member = f"params.{self.names[s.slot]}"
+        member = f"{self.params}.{ident(s.name)}"
         bool_ = self.info.slot_types[s.slot] == "bool"
         self.bind(op, depth, f"({member} != 0u)" if bool_ else member)
 
