@@ -10,6 +10,8 @@ import textwrap
 
 import pytest
 
+from test_import_graph import cycles, import_graph
+
 import vyre_build.lang as lang
 from vyre_build.compiler import compile_file
 from vyre_build.errors import KernelError
@@ -76,52 +78,12 @@ def test_the_frontend_accepts_importing_every_lang_name(tmp_path):
     )
 
 
-def _frontend_cycles() -> list[list[str]]:
-    """Import cycles through vyre_build.frontend.* or vyre_build.lang, counting imports
-    inside functions too (a package's own import of its submodules aside)."""
-    pkg_dir = os.path.join(REPO, "vyre_build")
-    mods = {}
-    for d, _, files in os.walk(pkg_dir):
-        for f in files:
-            if f.endswith(".py"):
-                rel = os.path.relpath(os.path.join(d, f), REPO)[:-3].replace(os.sep, ".")
-                mods[rel.removesuffix(".__init__")] = os.path.join(d, f)
-    graph = {}
-    for name, path in mods.items():
-        package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
-        found = set()
-        for n in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
-            if isinstance(n, ast.Import):
-                found |= {a.name for a in n.names}
-            elif isinstance(n, ast.ImportFrom):
-                base = n.module or ""
-                if n.level:
-                    parts = package.split(".")[: len(package.split(".")) - n.level + 1]
-                    base = ".".join(parts + ([n.module] if n.module else []))
-                found |= {base} | {f"{base}.{a.name}" for a in n.names}
-        graph[name] = {m for m in found if m in mods and m != name}
-    cycles, state = [], {}
-
-    def visit(u, stack):
-        state[u] = 1
-        stack.append(u)
-        for v in sorted(graph[u]):
-            if state.get(v) == 1:
-                cycles.append(stack[stack.index(v) :] + [v])
-            elif v not in state:
-                visit(v, stack)
-        stack.pop()
-        state[u] = 2
-
-    for m in sorted(graph):
-        if m not in state:
-            visit(m, [])
-    ours = ("vyre_build.frontend", "vyre_build.lang")
-    return [c for c in cycles if any(m.startswith(ours) for m in c)]
-
-
 def test_frontend_has_no_import_cycles():
-    assert _frontend_cycles() == []
+    # The package-wide graph (lazy imports counted) of test_import_graph, on the frontend.
+    ours = ("vyre_build.frontend", "vyre_build.lang")
+    frontend = [c for c in cycles(import_graph()) if any(m.startswith(ours) for m in c)]
+    assert frontend == []
+    assert "vyre_build.frontend.folding" in import_graph()["vyre_build.frontend.expressions"]
 
 
 MYPY = shutil.which("mypy") or (
