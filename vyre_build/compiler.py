@@ -154,6 +154,17 @@ def binding_table(desc: KernelDescriptor, info: DescriptorInfo) -> tuple[list[di
     return bindings, {"binding": block.binding, "size": block.size}
 
 
+def _coarse_entries(desc: KernelDescriptor, info: DescriptorInfo, meta: dict) -> tuple:
+    """The coarse entry point of an elementwise kernel (descriptor.coarsen), recorded in
+    `meta["coarse"]` for the runtime, or () when the kernel does not qualify."""
+    from vyre_build.descriptor.coarsen import ENTRY, FACTOR, entries
+
+    found = entries(desc, info)
+    if found:
+        meta["coarse"] = {"entry": ENTRY, "factor": FACTOR}
+    return found
+
+
 def _check_options(targets, options) -> dict:
     try:
         normalize_targets(targets)
@@ -219,17 +230,41 @@ def compile_file(
             "variant_values": dict(prog.variant_values),
             "provenance": provenance,
         }
+        entries = _coarse_entries(desc, info, meta)
         wgsl = spirv = None
         if "wgsl" in targets:
             from vyre_build.emit.wgsl import emit_wgsl
 
-            wgsl = emit_wgsl(desc, info)
+            wgsl = emit_wgsl(desc, info, entries=entries)
         if "spirv" in targets:
             from vyre_build.emit.spirv import emit_spirv
 
-            spirv = emit_spirv(desc, info, optimize=options.get("spirv_opt", False))
+            spirv = emit_spirv(
+                desc, info, optimize=options.get("spirv_opt", False), entries=entries
+            )
         out.append(CompiledKernel(prog.name, prog.variant, desc, meta, encode(desc), wgsl, spirv))
     return out
+
+
+@lru_cache(maxsize=64)
+def _real_dir(root: str) -> str:
+    return os.path.realpath(root)  # asked once per kernel file of a scan: memoised
+
+
+def check_source(path: str, root: str | None = None) -> None:
+    """Raise the KernelError compiling `path` would give if the file is not to be read at all
+    (outside `root`, default its folder; not a regular file; too large). Reads nothing, so
+    a caller that hashes the file first (the SCons scan) never opens a FIFO or a device."""
+    from vyre_build.errors import KernelError
+    from vyre_build.frontend.source import Refusal, check_tree_file
+
+    root = root or os.path.dirname(os.path.abspath(path))
+    shown = os.path.relpath(path)  # as the frontend shows paths: from the working directory
+    shown = path if shown.startswith("..") else shown
+    try:
+        check_tree_file(path, shown, _real_dir(root))
+    except Refusal as r:
+        raise KernelError(r.message, shown, 1, 1, None, r.fix) from None
 
 
 def list_kernels(path: str, root: str | None = None) -> list[str]:

@@ -84,9 +84,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     let _v43: u32 = 3u;
     let _v44: u32 = (_v1 & _v43);
     let _v45: u32 = 1u;
-    var _o46: u32 = 0u;
-    if (_v44 < 4u) { _o46 = atomicAdd(&hist[_v44], _v45); }
-    let _v46: u32 = _o46;
+    let _v46: u32 = atomicAdd(&hist[_v44], _v45);
     workgroupBarrier();
     let _v47: u32 = 4u;
     let _v48: bool = (_v1 < _v47);
@@ -94,7 +92,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
         let _v49: u32 = 4u;
         let _v50: u32 = (_v2 * _v49);
         let _v51: u32 = (_v50 + _v1);
-        let _v52: u32 = select(0u, atomicLoad(&hist[min(_v1, 4u - 1u)]), (_v1 < 4u));
+        let _v52: u32 = atomicLoad(&hist[_v1]);
         if (_v51 < arrayLength(&hist_out)) { hist_out[_v51] = _v52; }
     }
 }

@@ -38,9 +38,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     let _v15: u32 = 0u;
     let _v16: f32 = 0.5f;
     let _v17: bool = (_v7 > _v16);
-    if (_v15 < 1u) { flag = _v17; }
+    flag = _v17;
     let _v18: u32 = 0u;
-    let _v19: bool = select(false, flag, (_v18 < 1u));
+    let _v19: bool = flag;
     let _v20: i32 = 1i;
     let _v21: i32 = 0i;
     let _v22: i32 = select(_v21, _v20, _v19);

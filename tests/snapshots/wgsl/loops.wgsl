@@ -35,18 +35,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
         }
         let _v12: u32 = 0u;
         let _v13: u32 = 0u;
-        let _v14: u32 = select(0u, acc, (_v13 < 1u));
+        let _v14: u32 = acc;
         let _v15: u32 = (_v14 + _v7);
-        if (_v12 < 1u) { acc = _v15; }
+        acc = _v15;
     }
-    let _v16: u32 = select(0u, acc, (_v3 < 1u));
-    if (_v0 < arrayLength(&out1)) { out1[_v0] = _v16; }
+    let _v16: u32 = acc;
+    out1[_v0] = _v16;
     let _v17: u32 = 1u;
     let _v18: u32 = (_v0 + _v17);
-    if (_v3 < 1u) { k = _v18; }
+    k = _v18;
     loop {
         let _v19: u32 = 0u;
-        let _v20: u32 = select(0u, k, (_v19 < 1u));
+        let _v20: u32 = k;
         let _v21: u32 = 1u;
         let _v22: bool = (_v20 <= _v21);
         if _v22 {
@@ -60,30 +60,30 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
             let _v27: u32 = 0u;
             let _v28: u32 = 2u;
             let _v29: u32 = (_v20 / select(_v28, 1u, _v28 == 0u));
-            if (_v27 < 1u) { k = _v29; }
+            k = _v29;
         } else {
             let _v30: u32 = 0u;
             let _v31: u32 = 3u;
             let _v32: u32 = (_v20 * _v31);
             let _v33: u32 = 1u;
             let _v34: u32 = (_v32 + _v33);
-            if (_v30 < 1u) { k = _v34; }
+            k = _v34;
         }
         let _v35: u32 = 0u;
         let _v36: u32 = 0u;
-        let _v37: u32 = select(0u, steps, (_v36 < 1u));
+        let _v37: u32 = steps;
         let _v38: u32 = 1u;
         let _v39: u32 = (_v37 + _v38);
-        if (_v35 < 1u) { steps = _v39; }
+        steps = _v39;
     }
-    let _v40: u32 = select(0u, steps, (_v3 < 1u));
+    let _v40: u32 = steps;
     if (_v0 < arrayLength(&out2)) { out2[_v0] = _v40; }
     let _v41: u32 = 3u;
     let _v42: u32 = (_v0 % select(_v41, 1u, _v41 == 0u));
-    if (_v3 < 1u) { j = _v42; }
+    j = _v42;
     loop {
         let _v43: u32 = 0u;
-        let _v44: u32 = select(0u, j, (_v43 < 1u));
+        let _v44: u32 = j;
         let _v45: u32 = 20u;
         let _v46: bool = (_v44 >= _v45);
         if _v46 {
@@ -96,18 +96,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
         }
         let _v49: u32 = 0u;
         let _v50: u32 = 0u;
-        let _v51: u32 = select(0u, acc2, (_v50 < 1u));
+        let _v51: u32 = acc2;
         let _v52: u32 = (_v51 + _v44);
-        if (_v49 < 1u) { acc2 = _v52; }
+        acc2 = _v52;
         continuing {
             let _v53: u32 = 0u;
             let _v54: u32 = 0u;
-            let _v55: u32 = select(0u, j, (_v54 < 1u));
+            let _v55: u32 = j;
             let _v56: u32 = 3u;
             let _v57: u32 = (_v55 + _v56);
-            if (_v53 < 1u) { j = _v57; }
+            j = _v57;
         }
     }
-    let _v58: u32 = select(0u, acc2, (_v3 < 1u));
+    let _v58: u32 = acc2;
     if (_v0 < arrayLength(&out3)) { out3[_v0] = _v58; }
 }

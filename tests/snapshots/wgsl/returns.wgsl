@@ -33,7 +33,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     loop {
         let _v12: u32 = 2u;
         let _v13: u32 = (_v0 * _v12);
-        if (_v0 < arrayLength(&out)) { out[_v0] = _v13; }
+        out[_v0] = _v13;
         let _v14: u32 = 3u;
         let _v15: u32 = (_v0 % select(_v14, 1u, _v14 == 0u));
         let _v16: u32 = 0u;
@@ -45,9 +45,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
         let _v19: u32 = (_v0 * _v18);
         let _v20: u32 = 1u;
         let _v21: u32 = (_v19 + _v20);
-        if (_v0 < arrayLength(&out)) { out[_v0] = _v21; }
+        out[_v0] = _v21;
         return;
     }
     let _v22: u32 = 5u;
-    if (_v0 < arrayLength(&out)) { out[_v0] = _v22; }
+    out[_v0] = _v22;
 }

@@ -10,7 +10,6 @@ var<workgroup> t: array<u32, 8>;
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     var stride: u32 = u32();
     let _flat: u32 = lid.x + 64u * (lid.y + 1u * lid.z);
-    for (var _z: u32 = _flat; _z < 64u; _z = _z + 64u) { s[_z] = 0u; }
     for (var _z: u32 = _flat; _z < 8u; _z = _z + 64u) { t[_z] = 0u; }
     workgroupBarrier();
     let _v0: u32 = gid.x;
@@ -22,18 +21,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     let _v6: u32 = 99u;
     if (_v5 < 8u) { t[_v5] = _v6; }
     let _v7: u32 = select(0u, a[min(_v0, arrayLength(&a) - 1u)], (_v0 < arrayLength(&a)));
-    if (_v1 < 64u) { s[_v1] = _v7; }
+    s[_v1] = _v7;
     storageBarrier();
     workgroupBarrier();
     let _v8: u32 = 7u;
     let _v9: u32 = (_v1 & _v8);
-    let _v10: u32 = select(0u, t[min(_v9, 8u - 1u)], (_v9 < 8u));
+    let _v10: u32 = t[_v9];
     let _v11: u32 = 0u;
     let _v12: u32 = 32u;
-    if (_v11 < 1u) { stride = _v12; }
+    stride = _v12;
     loop {
         let _v13: u32 = 0u;
-        let _v14: u32 = select(0u, stride, (_v13 < 1u));
+        let _v14: u32 = stride;
         let _v15: u32 = 0u;
         let _v16: bool = (_v14 == _v15);
         if _v16 {
@@ -41,27 +40,27 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
         }
         let _v17: bool = (_v1 < _v14);
         if _v17 {
-            let _v18: u32 = select(0u, s[min(_v1, 64u - 1u)], (_v1 < 64u));
+            let _v18: u32 = s[_v1];
             let _v19: u32 = (_v1 + _v14);
-            let _v20: u32 = select(0u, s[min(_v19, 64u - 1u)], (_v19 < 64u));
+            let _v20: u32 = s[_v19];
             let _v21: u32 = (_v18 + _v20);
-            if (_v1 < 64u) { s[_v1] = _v21; }
+            s[_v1] = _v21;
         }
         workgroupBarrier();
         continuing {
             let _v22: u32 = 0u;
             let _v23: u32 = 0u;
-            let _v24: u32 = select(0u, stride, (_v23 < 1u));
+            let _v24: u32 = stride;
             let _v25: u32 = 1u;
             let _v26: u32 = (_v24 >> (_v25 & 31u));
-            if (_v22 < 1u) { stride = _v26; }
+            stride = _v26;
         }
     }
     let _v27: u32 = 0u;
     let _v28: bool = (_v1 == _v27);
     if _v28 {
         let _v29: u32 = 0u;
-        let _v30: u32 = select(0u, s[min(_v29, 64u - 1u)], (_v29 < 64u));
+        let _v30: u32 = s[_v29];
         if (_v2 < arrayLength(&sums)) { sums[_v2] = _v30; }
     }
     let _v31: u32 = 1000u;

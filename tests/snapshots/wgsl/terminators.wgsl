@@ -17,10 +17,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     for (var _i0: u32 = _v3; _i0 < _v4; _i0 = _i0 + 1u) {
         let _v5: u32 = 0u;
         let _v6: u32 = 0u;
-        let _v7: u32 = select(0u, cnt, (_v6 < 1u));
+        let _v7: u32 = cnt;
         let _v8: u32 = 1u;
         let _v9: u32 = (_v7 + _v8);
-        if (_v5 < 1u) { cnt = _v9; }
+        cnt = _v9;
         let _v10: u32 = _i0;
         let _v11: u32 = 5u;
         let _v12: u32 = (_v0 % select(_v11, 1u, _v11 == 0u));
@@ -31,11 +31,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
             continue;
         }
         let _v14: u32 = 999u;
-        if (_v0 < arrayLength(&out)) { out[_v0] = _v14; }
+        out[_v0] = _v14;
     }
     let _v15: u32 = 0u;
-    let _v16: u32 = select(0u, cnt, (_v15 < 1u));
-    if (_v0 < arrayLength(&out)) { out[_v0] = _v16; }
+    let _v16: u32 = cnt;
+    out[_v0] = _v16;
     let _v17: u32 = 1u;
     let _v18: u32 = (_v0 & _v17);
     let _v19: u32 = 0u;
@@ -50,5 +50,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
         return;
     }
     let _v23: u32 = 777u;
-    if (_v0 < arrayLength(&out)) { out[_v0] = _v23; }
+    out[_v0] = _v23;
 }
