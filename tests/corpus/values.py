@@ -166,7 +166,8 @@ def case_int_ops(ty: str, n: int = 64) -> Case:
     return Case(kb.build(), {"a": a_in, "b": b_in, "out": np.zeros_like(out)}, {"out": out})
 
 
-FLOAT_BIN = {
+# numpy of each f32 op by name (comparisons give bool arrays), for every float reference.
+NP_FLOAT = {
     "Add": np.add,
     "Sub": np.subtract,
     "Mul": np.multiply,
@@ -175,8 +176,12 @@ FLOAT_BIN = {
     "Min": np.minimum,
     "Max": np.maximum,
     "AbsDiff": lambda x, y: np.abs(x - y),
-}
-FLOAT_UN_A = {
+    "Eq": np.equal,
+    "Ne": np.not_equal,
+    "Lt": np.less,
+    "Gt": np.greater,
+    "Le": np.less_equal,
+    "Ge": np.greater_equal,
     "Negate": np.negative,
     "Abs": np.abs,
     "Floor": np.floor,
@@ -193,15 +198,35 @@ FLOAT_UN_A = {
     "Atan": np.arctan,
     "Sinh": np.sinh,
     "Cosh": np.cosh,
-}
-FLOAT_UN_B = {
     "Sqrt": np.sqrt,
     "Log": np.log,
     "Log2": np.log2,
     "InverseSqrt": lambda x: 1 / np.sqrt(x),
     "Reciprocal": lambda x: 1 / x,
+    "Asin": np.arcsin,
+    "Acos": np.arccos,
 }
-FLOAT_UN_U = {"Asin": np.arcsin, "Acos": np.arccos}
+FLOAT_BIN = ("Add", "Sub", "Mul", "Div", "Mod", "Min", "Max", "AbsDiff")
+FLOAT_UN_A = (  # on a in [-3, 3]
+    "Negate",
+    "Abs",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Trunc",
+    "Sign",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Tanh",
+    "Exp",
+    "Exp2",
+    "Atan",
+    "Sinh",
+    "Cosh",
+)
+FLOAT_UN_B = ("Sqrt", "Log", "Log2", "InverseSqrt", "Reciprocal")  # on b in [0.5, 3]
+FLOAT_UN_U = ("Asin", "Acos")  # on u in [-0.95, 0.95]
 
 
 def case_float_ops(n: int = 64) -> Case:
@@ -219,20 +244,13 @@ def case_float_ops(n: int = 64) -> Case:
     a_in = np.concatenate([halves, rng.uniform(-3, 3, n - len(halves))]).astype(np.float32)
     b_in = rng.uniform(0.5, 3, n).astype(np.float32)
     u_in = rng.uniform(-0.95, 0.95, n).astype(np.float32)
-    ops = [(lambda nm=nm: body.bin(nm, a, b), FLOAT_BIN[nm](a_in, b_in)) for nm in FLOAT_BIN]
-    ops += [(lambda nm=nm: body.un(nm, a), FLOAT_UN_A[nm](a_in)) for nm in FLOAT_UN_A]
-    ops += [(lambda nm=nm: body.un(nm, b), FLOAT_UN_B[nm](b_in)) for nm in FLOAT_UN_B]
+    ops = [(lambda nm=nm: body.bin(nm, a, b), NP_FLOAT[nm](a_in, b_in)) for nm in FLOAT_BIN]
+    ops += [(lambda nm=nm: body.un(nm, a), NP_FLOAT[nm](a_in)) for nm in FLOAT_UN_A]
+    ops += [(lambda nm=nm: body.un(nm, b), NP_FLOAT[nm](b_in)) for nm in FLOAT_UN_B]
     ops += [
         (
             lambda nm=nm: body.cast("F32", body.bin(nm, a, u)),
-            {
-                "Eq": np.equal,
-                "Ne": np.not_equal,
-                "Lt": np.less,
-                "Gt": np.greater,
-                "Le": np.less_equal,
-                "Ge": np.greater_equal,
-            }[nm](a_in, u_in).astype(np.float32),
+            NP_FLOAT[nm](a_in, u_in).astype(np.float32),
         )
         for nm in COMPARES
     ]
@@ -246,7 +264,7 @@ def case_float_ops(n: int = 64) -> Case:
     approx = []
     for k, nm in enumerate(FLOAT_UN_U):  # Vulkan gives asin/acos only a loose precision bound
         body.store(approx_s, body.bin("Add", body.bin("Mul", body.u32(k), nn), i), body.un(nm, u))
-        approx.append(FLOAT_UN_U[nm](u_in).astype(np.float32))
+        approx.append(NP_FLOAT[nm](u_in).astype(np.float32))
     approx = np.concatenate(approx)
     return Case(
         kb.build(),

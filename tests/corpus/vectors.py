@@ -10,7 +10,7 @@ import math
 import numpy as np
 from descriptors import Case, Kernel, vt
 
-from corpus.values import I32_MAX, I32_MIN, _int_ref, _int_unref, _sat, _wrap
+from corpus.values import I32_MAX, I32_MIN, NP_FLOAT, _int_ref, _int_unref, _sat, _wrap
 
 F4, F2, I4, I2, U4, U2 = (
     vt("F32", 4),
@@ -87,31 +87,6 @@ APPROX_F = (
     "InverseSqrt",
     "Fma",
 )
-_NP_F = {
-    "Add": np.add,
-    "Sub": np.subtract,
-    "Mul": np.multiply,
-    "Min": np.minimum,
-    "Max": np.maximum,
-    "Div": np.divide,
-    "Negate": np.negative,
-    "Abs": np.abs,
-    "Floor": np.floor,
-    "Ceil": np.ceil,
-    "Round": np.round,
-    "Trunc": np.trunc,
-    "Sign": np.sign,
-    "Sqrt": np.sqrt,
-    "Exp": np.exp,
-    "Exp2": np.exp2,
-    "Log": np.log,
-    "Log2": np.log2,
-    "Sin": np.sin,
-    "Cos": np.cos,
-    "Tan": np.tan,
-    "Tanh": np.tanh,
-    "InverseSqrt": lambda v: 1 / np.sqrt(v),
-}
 _UNARY_ON_B = (
     "Negate",
     "Abs",
@@ -162,16 +137,16 @@ def case_vec_float_math(n: int = 40) -> Case:
         if name == "Select":
             want_exact.append(np.where(ev, a, b))
         elif name in ("Add", "Sub", "Mul", "Min", "Max"):
-            want_exact.append(_NP_F[name](a, b))
+            want_exact.append(NP_FLOAT[name](a, b))
         else:
-            want_exact.append(_NP_F[name](b if name in _UNARY_ON_B else a))
+            want_exact.append(NP_FLOAT[name](b if name in _UNARY_ON_B else a))
     for name in APPROX_F:
         if name == "Fma":
             want_approx.append(a.astype(np.float64) * b + b)
         elif name == "Div":
             want_approx.append(a / b)
         else:
-            want_approx.append(_NP_F[name]((b if name in _UNARY_ON_B else a).astype(np.float64)))
+            want_approx.append(NP_FLOAT[name]((b if name in _UNARY_ON_B else a).astype(np.float64)))
     z = np.zeros(4 * n * len(EXACT_F), np.float32)
     return Case(
         kb.build(),

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from corpus import CORPUS
+from corpus.values import COMPARES, NP_FLOAT
 from descriptors import SH, V, assert_case, buf, kernel
 
 from vyre_build.descriptor import (
@@ -455,14 +456,7 @@ def test_fma_select_min_max_float(device):
 def test_float_compares_follow_ieee_with_nan(device):
     a = np.array([1.0, np.nan, 1.0, np.nan, -0.0, np.inf, 2.0, -np.inf], np.float32)
     b = np.array([1.0, 1.0, np.nan, np.nan, 0.0, np.inf, 1.0, 3.0], np.float32)
-    ops = {
-        "Eq": np.equal,
-        "Ne": np.not_equal,
-        "Lt": np.less,
-        "Gt": np.greater,
-        "Le": np.less_equal,
-        "Ge": np.greater_equal,
-    }
+    ops = {name: NP_FLOAT[name] for name in COMPARES}
     make, body = kernel(
         [buf(0, "F32", "a", "ReadOnly"), buf(1, "F32", "b", "ReadOnly")]
         + [buf(2 + k, "U32", f"o{k}") for k in range(len(ops))],
