@@ -2,7 +2,8 @@
 
 Every case is a descriptor built with tests/descriptors.py plus its inputs and the
 numpy-computed expectation. Both emitters take every case: spirv-val, naga, and real
-dispatches (SPIR-V through the `vulkan` package and wgpu, WGSL through wgpu). `GOLDEN`
+dispatches (SPIR-V through the `vulkan` package and wgpu, WGSL through wgpu), but the
+SPIR-V of the cases in `SPIRV_INVALID`, which strictly xfails spirv-val. `GOLDEN`
 names the cases whose emitted text is pinned in both golden sets, as
 tests/snapshots/wgsl/<stem>.wgsl and tests/snapshots/spirv/<stem>.spvasm
 (`golden_stem`: the case name, but for saxpy, see there).
