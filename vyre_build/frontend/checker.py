@@ -19,6 +19,7 @@ from vyre_build.frontend.limits import MAX_BLOCK_NESTING, MAX_NESTING, MAX_OPERA
 from vyre_build.frontend.module import KernelDef, KernelModule
 from vyre_build.frontend.names import ALL_BUILTINS, TYPE_NAMES
 from vyre_build.frontend.parsing import BLOCKS_FIX, NESTING_FIX
+from vyre_build.frontend.uniformity import check_uniformity
 
 _ACCESS = ("r", "w", "rw")
 _UNSUPPORTED_STMT_FIX = {
@@ -107,6 +108,7 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         self.blocks = 0  # blocks being checked, inside one another
         self.ops = 0  # expressions and statements checked so far (helpers inlined)
         self.next_suffix: dict[str, int] = {}
+        self.where: dict[int, tuple] = {}  # id(IR statement) -> (Source, ast statement, it)
 
     # -- plumbing ---------------------------------------------------------------------
     @property
@@ -363,6 +365,7 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             ),
         )
         prog.validate()
+        check_uniformity(prog, self.where)
         return prog
 
     def check_variant_use(self):
@@ -407,18 +410,25 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
     # -- statements -------------------------------------------------------------------
     def statements(self, stmts, top=False):
         for s in stmts:
-            self.ops += 1
-            if self.ops > MAX_OPERATIONS:
-                raise self.too_large(s)
-            method = getattr(self, "stmt_" + type(s).__name__, None)
-            if method is None:
-                kind = type(s).__name__
-                raise self.err(
-                    s,
-                    f"'{kind}' statements are not supported in kernels",
-                    _UNSUPPORTED_STMT_FIX.get(kind, "see docs/language.md"),
-                )
-            method(s, top) if type(s).__name__ == "Assign" else method(s)
+            start = len(self.block)
+            self.statement(s, top)
+            src = self.src
+            for node in self.block[start:]:  # where each IR statement came from (uniformity);
+                self.where.setdefault(id(node), (src, s, node))  # holding node keeps its id unique
+
+    def statement(self, s, top):
+        self.ops += 1
+        if self.ops > MAX_OPERATIONS:
+            raise self.too_large(s)
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            kind = type(s).__name__
+            raise self.err(
+                s,
+                f"'{kind}' statements are not supported in kernels",
+                _UNSUPPORTED_STMT_FIX.get(kind, "see docs/language.md"),
+            )
+        method(s, top) if type(s).__name__ == "Assign" else method(s)
 
     def sub_block(self, stmts, loop=False) -> tuple:
         saved, self.block = self.block, []

@@ -128,7 +128,9 @@ class ControlChecker:
                 if isinstance(c, ir.Const):
                     self.block = saved
                     return
-                self.block.append(ir.If(ir.Unary("LogicalNot", c, "bool"), (ir.Break(),)))
+                leave = ir.If(ir.Unary("LogicalNot", c, "bool"), (ir.Break(),))
+                self.where[id(leave)] = (self.src, node, leave)  # the while's own condition
+                self.block.append(leave)
             self.statements(node.body)
             body = tuple(self.block)
         finally:

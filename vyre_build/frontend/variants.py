@@ -144,10 +144,20 @@ class _Loader(yaml.SafeLoader):
             self.depth -= 1
 
 
+_COMPOSED: dict[str, object] = {}  # text -> node tree: every kernel file of a tree reads one YAML
+
+
 def _compose(src: Source, text: str):
+    node = _COMPOSED.get(text)
+    if node is not None:
+        return node
     loader = _Loader(text)
     try:
-        return loader.get_single_node()
+        node = loader.get_single_node()
+        if len(_COMPOSED) >= 16:
+            _COMPOSED.clear()
+        _COMPOSED[text] = node
+        return node
     except _Refused as r:
         raise src.error(
             _at(src, r.mark.line + 1, r.mark.column),
