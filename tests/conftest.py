@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 import pytest
 
@@ -18,6 +19,11 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # run from a checkout without installing the package
 
 from adapters import BACKENDS, require_adapter  # noqa: E402
+
+# Devices made by tests persist their Vulkan pipeline cache here, not in the user's cache.
+os.environ.setdefault(
+    "VYRE_PIPELINE_CACHE", os.path.join(tempfile.mkdtemp(prefix="vyre-tests-"), "pipelines")
+)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -546,6 +546,7 @@ def test_bundle_module_imports_no_compiler():
             "vyre_build.files",
             "vyre_build.bundle",
             "vyre_build.bundle.format",
+            "vyre_build.bundle.metadata",
             "vyre_build.bundle.reader",
         ]
     )
