@@ -258,6 +258,7 @@ def cmd_warm(args: argparse.Namespace) -> int:
                 "skipped": warmed.skipped,
                 "seconds": round(seconds, 6),
                 "pipeline_cache": where,
+                "cache_loaded": getattr(device, "cache_loaded", 0),
                 "saved": saved,
             }
         )

@@ -77,7 +77,7 @@ class DeviceProfile:
 
     def as_json(self) -> dict[str, Any]:
         """The profile as JSON data (tuples as lists, features sorted)."""
-        out = dataclasses.asdict(self)
+        out: dict[str, Any] = _plain(dataclasses.asdict(self))
         out["features"] = sorted(self.features)
         return out
 
@@ -113,6 +113,15 @@ class DeviceProfile:
             f"{self.max_storage_buffer_binding} bytes",
             f"features     {', '.join(sorted(self.features)) or 'none'}",
         ]
+
+
+def _plain(value: Any) -> Any:
+    # JSON data of asdict's output: tuples (and frozensets) as lists.
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list, frozenset)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _yes(flag: bool) -> str:

@@ -1,0 +1,388 @@
+"""Devices for real (lavapipe here): profiles, features enabled and refused, dispatches
+split past the per-axis workgroup limit, the application's own wgpu device and buffers,
+the persisted Vulkan pipeline cache across processes, close(), and the CLI commands
+`devices` and `bundle warm`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_runtime import IOTA_META, IOTA_SPVASM, SHADERS, assemble, load  # noqa: E402
+
+from vyre_build.bundle import write_bundle  # noqa: E402
+from vyre_build.errors import DeviceError, DispatchError  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COOP = "cooperative_matrix.f16.f32.16x16x16"
+
+
+def bundle(path, features=None, names=("saxpy", "iota")):
+    entries = []
+    for name in names:
+        meta, wgsl, spvasm = SHADERS[name]
+        meta = {**meta, "features": features} if features else meta
+        entries.append(
+            {"meta": meta, "artifacts": {".wgsl": wgsl.encode(), ".spv": assemble(spvasm)}}
+        )
+    write_bundle(path, entries)
+    return path
+
+
+# --- profiles and features ------------------------------------------------------------
+
+
+def test_lavapipe_profile(device):
+    p = device.profile
+    assert p.backend == device.backend and p.adapter == device.name
+    assert {
+        "subgroup_basic",
+        "subgroup_vote",
+        "subgroup_arithmetic",
+        "subgroup_ballot",
+    } <= p.features
+    assert {
+        "subgroup_shuffle",
+        "subgroup_shuffle_relative",
+        "subgroup_quad",
+        "f16",
+        "storage_16bit",
+    } <= p.features
+    assert "subgroup_clustered" not in p.features
+    assert not any(f.startswith("cooperative_matrix") for f in p.features)
+    assert p.f16 and p.storage_16bit and p.cooperative_matrices == ()
+    assert p.max_workgroup_invocations >= 256 and min(p.max_workgroup_count) >= 65535
+    assert device.max_workgroup_count == p.max_workgroup_count
+    if device.backend == "vulkan":
+        assert p.subgroup_size == 8 and p.vendor_id == 0x10005 and p.driver.startswith("llvmpipe")
+    else:  # wgpu asked for what the adapter has
+        assert {"subgroup", "shader-f16"} <= {str(f) for f in device.device.features}
+
+
+def test_a_kernel_needing_what_lavapipe_lacks_is_refused_before_anything_is_made(device, tmp_path):
+    from vyre_build.runtime import open_bundle
+
+    path = bundle(tmp_path / "coop.vyrebundle", features=[COOP, "f16"], names=("saxpy",))
+    made = len(device._pipelines)
+    with open_bundle(path, device=device) as b, pytest.raises(DeviceError) as info:
+        b["saxpy"]
+    assert str(info.value) == (
+        f"Kernel 'saxpy' needs {COOP}, which the {device.backend} device {device.name} "
+        "does not offer"
+    )
+    assert len(device._pipelines) == made
+    ok = bundle(tmp_path / "ok.vyrebundle", features=["f16", "subgroup_basic"], names=("saxpy",))
+    with open_bundle(ok, device=device) as b:
+        x = np.arange(8, dtype=np.float32)
+        np.testing.assert_array_equal(b["saxpy"](x=x, y=x, a=1.0).array("y"), 2 * x)
+
+
+def test_devices_command_json(capsys):
+    from vyre_build.cli import main
+
+    assert main(["devices", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["backends"]
+    vk = report["vulkan"]["adapters"][0]
+    assert vk["subgroup_size"] == 8 and vk["f16"] is True and vk["cooperative_matrices"] == []
+    assert vk["max_workgroup_count"] == [65535, 65535, 65535]
+    assert "subgroup_quad" in vk["features"] and report["wgpu"]["adapters"]
+    assert main(["devices", "--backend", "vulkan"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("vulkan adapter 0:\n  adapter      llvmpipe")
+    assert "  subgroups    size 8 (range 8..8): basic, vote, arithmetic, ballot, shuffle" in text
+
+
+# --- grids past the per-axis limit ----------------------------------------------------
+
+
+def _spy(dev):
+    jobs = []
+    original = dev._submit
+    dev._submit = lambda js, final: (jobs.extend(js), original(js, final))
+    return jobs
+
+
+def test_vulkan_splits_a_dispatch_past_the_limit_and_not_at_it():
+    from vyre_build.runtime.vulkan_backend import VulkanDevice
+
+    dev = VulkanDevice(pipeline_cache=False)
+    dev.max_workgroup_count = (4, 65535, 65535)  # lavapipe's real limit is too big to reach
+    iota = load("iota", "vulkan", dev)
+    jobs = _spy(dev)
+    out = iota(out=4 * 32, start=7, step=3).array("out")  # exactly 4 workgroups of 32
+    assert [j[3] for j in jobs] == [None]
+    np.testing.assert_array_equal(out, 7 + 3 * np.arange(128, dtype=np.uint32))
+    jobs.clear()
+    out = iota(out=1000, start=1, step=2).array("out")  # 32 workgroups: 8 pieces
+    assert [(j[2], j[3]) for j in jobs] == [((4, 1, 1), (b, 0, 0)) for b in range(0, 32, 4)]
+    np.testing.assert_array_equal(out, 1 + 2 * np.arange(1000, dtype=np.uint32))
+    with dev.batch():  # in a batch too
+        made = iota(out=999, start=0, step=1)["out"]
+    np.testing.assert_array_equal(made.read(), np.arange(999, dtype=np.uint32))
+    dev.close()
+
+
+def test_a_kernel_reading_num_workgroups_is_not_split():
+    from vyre_build.runtime import load_kernel
+    from vyre_build.runtime.vulkan_backend import VulkanDevice
+
+    text = (
+        IOTA_SPVASM.replace(
+            'OpEntryPoint GLCompute %main "main" %gid',
+            'OpEntryPoint GLCompute %main "main" %gid %nwg',
+        )
+        .replace(
+            "OpDecorate %gid BuiltIn GlobalInvocationId",
+            "OpDecorate %gid BuiltIn GlobalInvocationId\nOpDecorate %nwg BuiltIn NumWorkgroups",
+        )
+        .replace(
+            "%gid = OpVariable %pv3u Input",
+            "%gid = OpVariable %pv3u Input\n%nwg = OpVariable %pv3u Input",
+        )
+    )
+    dev = VulkanDevice(pipeline_cache=False)
+    dev.max_workgroup_count = (4, 65535, 65535)
+    k = load_kernel({**IOTA_META, "name": "nwg", "id": "nwg"}, spirv=assemble(text), device=dev)
+    np.testing.assert_array_equal(k(out=128, start=0, step=1).array("out"), np.arange(128))
+    with pytest.raises(DispatchError) as info:
+        k(out=1000, start=0, step=1)
+    assert str(info.value) == (
+        "Kernel 'nwg': grid needs 32 workgroups on axis x (1000 invocations / 32 per "
+        "workgroup), more than the device's limit of 4 on x, and the kernel reads "
+        "num_workgroups(), so the dispatch cannot be split"
+    )
+    dev.close()
+
+
+# --- the application's own wgpu device and buffers ------------------------------------
+
+
+def test_an_applications_wgpu_device_and_buffers(tmp_path):
+    from adapters import require_adapter
+
+    require_adapter("wgpu")
+    import wgpu
+
+    from vyre_build.runtime import get_device, open_bundle
+
+    adapter = wgpu.gpu.request_adapter_sync()
+    app_device = adapter.request_device_sync()  # the app's, with default limits, no features
+    dev = get_device(adapter=app_device)
+    assert dev.backend == "wgpu" and dev.device is app_device
+    assert get_device("wgpu", app_device) is dev
+    assert "f16" not in dev.profile.features  # not asked for by the app
+    usage = wgpu.BufferUsage
+    y = app_device.create_buffer(size=64 * 4, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+    app_device.queue.write_buffer(y, 0, np.ones(64, np.float32).tobytes())
+    x = np.arange(64, dtype=np.float32)
+    with open_bundle(bundle(tmp_path / "b.vyrebundle"), device=app_device) as b:
+        saxpy = b["saxpy"]
+        assert saxpy.device is dev
+        out = saxpy(x=x, y=y, a=2.0).buffer("y")
+        assert out.wgpu_buffer is y and out.borrowed
+        got = np.frombuffer(app_device.queue.read_buffer(y), np.float32)
+        np.testing.assert_array_equal(got, 2 * x + 1)
+        np.testing.assert_array_equal(out.read(), 2 * x + 1)
+        kept = dev.wrap(y, "f32")  # a persistent view: binding sets are reused
+        for _ in range(3):
+            saxpy(x=x, y=kept, a=1.0)
+        kept.release()  # the app's buffer stays alive
+        np.testing.assert_array_equal(
+            np.frombuffer(app_device.queue.read_buffer(y), np.float32), 5 * x + 1
+        )
+        refusals = [
+            (
+                app_device.create_buffer(size=256, usage=usage.COPY_DST),
+                "is a GPUBuffer without STORAGE usage",
+            ),
+            (
+                app_device.create_buffer(size=6, usage=usage.STORAGE),
+                "is a GPUBuffer of 6 bytes, not a whole number of f32 values",
+            ),
+            (
+                adapter.request_device_sync().create_buffer(size=256, usage=usage.STORAGE),
+                "is a GPUBuffer of another wgpu device",
+            ),
+        ]
+        for buf, why in refusals:
+            with pytest.raises(DispatchError) as info:
+                saxpy(x=x, y=buf, a=1.0)
+            assert str(info.value) == f"Kernel 'saxpy': argument 'y' {why}"
+    with pytest.raises(DispatchError, match="Device.wrap: expected a wgpu GPUBuffer, got ndarray"):
+        dev.wrap(x, "f32")
+    dev.close()  # closing our Device leaves the app's device and buffers alone
+    got = np.frombuffer(app_device.queue.read_buffer(y), np.float32)
+    np.testing.assert_array_equal(got, 5 * x + 1)
+
+
+def test_device_buffers_expose_their_backend_buffer(device):
+    buf = device.buffer(4, "f32")
+    if device.backend == "wgpu":
+        assert buf.wgpu_buffer is buf.handle
+        with pytest.raises(DispatchError, match="this is a wgpu buffer"):
+            _ = buf.vulkan_buffer
+    else:
+        assert buf.vulkan_buffer is buf.handle.buffer
+        with pytest.raises(DispatchError, match="this is a vulkan buffer"):
+            _ = buf.wgpu_buffer
+
+
+# --- the persisted pipeline cache and close() -----------------------------------------
+
+
+def fresh(code: str, tmp_path, **env) -> subprocess.CompletedProcess:
+    script = textwrap.dedent(f"""
+        import json, sys, warnings
+        sys.path.insert(0, {ROOT!r})
+        sys.path.insert(0, {os.path.join(ROOT, "tests", "gpu")!r})
+        from test_runtime import load
+        from vyre_build.runtime import get_device, open_bundle
+    """) + textwrap.dedent(code)
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "VYRE_PIPELINE_CACHE": str(tmp_path / "plc"), **env},
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_vulkan_pipeline_cache_persists_across_processes(tmp_path):
+    from adapters import require_adapter
+
+    require_adapter("vulkan")
+    first = fresh(
+        """
+        dev = get_device("vulkan")
+        assert dev.cache_loaded == 0
+        load("saxpy", "vulkan", dev)
+        print(json.dumps({"path": dev.cache_file.path}))
+        """,  # saved at exit: no close()
+        tmp_path,
+    )
+    assert first.returncode == 0, first.stderr
+    path = json.loads(first.stdout)["path"]
+    assert path.startswith(str(tmp_path / "plc" / "vk-")) and os.path.getsize(path) > 40
+    second = fresh(
+        """
+        dev = get_device("vulkan")
+        print(json.dumps({"loaded": dev.cache_loaded}))
+        dev.close()
+        """,
+        tmp_path,
+    )
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["loaded"] == os.path.getsize(path) - 40
+    with open(path, "r+b") as f:  # corrupt one byte of the driver's blob
+        f.seek(45)
+        byte = f.read(1)
+        f.seek(45)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    third = fresh(
+        """
+        dev = get_device("vulkan")
+        assert dev.cache_loaded == 0
+        load("saxpy", "vulkan", dev)
+        dev.close()
+        """,
+        tmp_path,
+    )
+    assert third.returncode == 0, third.stderr
+    assert third.stderr.count("PipelineCacheWarning") == 1
+    assert (
+        f"ignoring the pipeline cache {path}: blake3 mismatch (corrupt); it will be replaced"
+        in third.stderr
+    )
+    fourth = fresh('print(get_device("vulkan").cache_loaded)', tmp_path)
+    assert fourth.returncode == 0 and int(fourth.stdout) > 0 and fourth.stderr == ""
+    off = fresh(
+        """
+        dev = get_device("vulkan")
+        load("saxpy", "vulkan", dev)
+        dev.close()
+        print(dev.cache_file)
+        """,
+        tmp_path,
+        VYRE_PIPELINE_CACHE="off",
+    )
+    assert off.returncode == 0 and off.stdout.strip() == "None"
+
+
+def test_close_saves_and_ends_the_device(tmp_path):
+    from adapters import require_adapter
+
+    require_adapter("vulkan")
+    from vyre_build.runtime import get_device
+
+    dev = get_device("vulkan", pipeline_cache=tmp_path / "plc")
+    k = load("iota", "vulkan", dev)
+    buf = dev.buffer(8, "u32")
+    k(out=buf, start=1, step=1)
+    dev.close()
+    dev.close()  # twice is fine
+    assert os.listdir(tmp_path / "plc")
+    for use in (
+        lambda: buf.read(),
+        lambda: dev.buffer(4, "f32"),
+        lambda: k(out=4, start=0, step=1),
+    ):
+        with pytest.raises(
+            DeviceError, match="the device was closed; get a new one with get_device"
+        ):
+            use()
+    buf.release()  # nothing left to free: no error
+    again = get_device("vulkan", pipeline_cache=tmp_path / "plc")
+    assert again is not dev and repr(dev).endswith("(closed)>")
+    np.testing.assert_array_equal(
+        load("iota", "vulkan", again)(out=3, start=2, step=2).array("out"), [2, 4, 6]
+    )
+    again.close()
+
+
+def test_bundle_warm_command(tmp_path):
+    from adapters import require_adapter
+
+    require_adapter("vulkan")
+    path = bundle(tmp_path / "w.vyrebundle")
+
+    def warm(*flags):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "vyre_build",
+                "bundle",
+                "warm",
+                str(path),
+                "--backend",
+                "vulkan",
+                *flags,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "VYRE_PIPELINE_CACHE": str(tmp_path / "plc"), "PYTHONPATH": ROOT},
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    first = json.loads(warm("--json"))
+    assert first["kernels"] == ["iota", "saxpy"] and first["created"] == 2
+    assert first["skipped"] == {} and first["saved"] is True and first["cache_loaded"] == 0
+    assert first["pipeline_cache"].startswith(str(tmp_path / "plc" / "vk-"))
+    second = json.loads(warm("--json"))  # a later process starts from the saved cache
+    assert second["created"] == 2 and second["cache_loaded"] > 0
+    text = warm()
+    assert "2 kernel(s) ready on vulkan: llvmpipe" in text and "2 pipeline(s) created in" in text
+    assert f"pipeline cache {first['pipeline_cache']}" in text
