@@ -386,3 +386,24 @@ def test_bundle_warm_command(tmp_path):
     text = warm()
     assert "2 kernel(s) ready on vulkan: llvmpipe" in text and "2 pipeline(s) created in" in text
     assert f"pipeline cache {first['pipeline_cache']}" in text
+
+
+def test_the_typed_user_script_runs(backend, tmp_path):
+    path = bundle(tmp_path / "user.vyrebundle")
+    done = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "tests", "typing", "user_script.py"),
+            str(path),
+            backend,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("2 kernels, 2 pipelines, llvmpipe") and done.stdout.endswith(
+        ": ok\n"
+    )

@@ -112,7 +112,7 @@ def test_lengths_only_for_write_only_buffers():
     )
     plan = plan_of(FILL, {"out": (3, 5), "cols": 5, "rows": 3, "bias": -1}, None)
     (out,) = plan.buffers
-    assert (out.source, out.count, out.shape) == (None, 15, (3, 5))
+    assert (out.source, out.elements, out.shape) == (None, 15, (3, 5))
 
 
 def test_too_small_peer_buffer_refused_when_grid_comes_from_a_buffer():

@@ -31,14 +31,14 @@ def test_vector_elements_count_once_for_the_grid_and_outputs_get_a_component_axi
     plan = plan_of(SAXPY4, {"x": x, "y": x.copy(), "o": 130, "a": 1.0}, None)
     assert plan.workgroups == (3, 1, 1)  # 130 vec4 elements / 64
     by_name = {a.name: a for a in plan.buffers}
-    assert by_name["y"].count == 130 and by_name["y"].dtype == "f32"
+    assert by_name["y"].elements == 130 and by_name["y"].dtype == "f32"
     assert by_name["o"].shape == (130, 2) and by_name["o"].dtype == "u32"
 
 
 def test_flat_arrays_are_accepted_when_they_hold_whole_vectors():
     flat = np.zeros(8, np.float32)
     plan = plan_of(SAXPY4, {"x": flat, "y": flat.copy(), "o": 2, "a": 0.0}, None)
-    assert plan.workgroups == (1, 1, 1) and plan.buffers[1].count == 2
+    assert plan.workgroups == (1, 1, 1) and plan.buffers[1].elements == 2
 
 
 def test_partial_vectors_and_wrong_dtypes_are_refused_before_dispatch():
@@ -78,4 +78,4 @@ def test_an_output_shape_with_the_component_axis_is_the_host_shape():
     for out in (100, (100,), (100, 2)):
         plan = plan_of(SAXPY4, {"x": x, "y": x.copy(), "o": out, "a": 0.0}, None)
         o = next(a for a in plan.buffers if a.name == "o")
-        assert (o.shape, o.count) == ((100, 2), 100), out
+        assert (o.shape, o.elements) == ((100, 2), 100), out

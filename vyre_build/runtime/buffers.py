@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -17,13 +17,14 @@ if TYPE_CHECKING:
 
     from vyre_build.runtime.device import Device, Job
 
-DTYPES = {
+DTYPES: dict[str, np.dtype[Any]] = {
     "f32": np.dtype("<f4"),
     "i32": np.dtype("<i4"),
     "u32": np.dtype("<u4"),
     "f16": np.dtype("<f2"),
 }
 NP_NAMES = {"f32": "float32", "i32": "int32", "u32": "uint32", "f16": "float16"}
+_Scalar = TypeVar("_Scalar", bound=np.generic)
 
 
 class DeviceBuffer:
@@ -87,11 +88,24 @@ class DeviceBuffer:
         self.device._check_open()
         return self.handle
 
-    def read(self) -> npt.NDArray[Any]:
-        """A new numpy array of the buffer's contents (waits for submitted dispatches)."""
+    @overload
+    def read(self) -> npt.NDArray[Any]: ...
+
+    @overload
+    def read(self, dtype: type[_Scalar]) -> npt.NDArray[_Scalar]: ...
+
+    def read(self, dtype: type[np.generic] | None = None) -> npt.NDArray[Any]:
+        """A new numpy array of the buffer's contents (waits for submitted dispatches);
+        with `dtype` (np.float32, ...) typed as such, DispatchError if it is another."""
+        if dtype is not None and np.dtype(dtype) != DTYPES[self.dtype]:
+            raise DispatchError(
+                f"DeviceBuffer.read: the buffer holds {NP_NAMES[self.dtype]}, not {np.dtype(dtype)}"
+            )
         with self.device._lock:
             raw = self.device._download(self._live("read"), self.nbytes)
-        return np.frombuffer(raw, dtype=DTYPES[self.dtype]).reshape(self.shape).copy()
+        flat: npt.NDArray[Any] = np.frombuffer(raw, dtype=DTYPES[self.dtype])
+        shaped: npt.NDArray[Any] = flat.reshape(self.shape).copy()
+        return shaped
 
     def write(self, array: npt.NDArray[Any]) -> None:
         """Overwrite the whole buffer with `array` (same dtype and element count)."""
@@ -136,8 +150,8 @@ class Batch:
     already submitted runs). Other threads' calls meanwhile go straight to the device."""
 
     def __init__(self, device: Device):
-        self.device, self.pending, self.chunk = device, [], 1
-        self.pending: list[Job]
+        self.device, self.chunk = device, 1
+        self.pending: list[Job] = []
         self.busy: list[int] = []  # ids of kept binding sets this batch's dispatches use
         self.oneoff: list[Any] = []  # one-off binding sets, unbound when the batch ends
         self.thread: int | None = None

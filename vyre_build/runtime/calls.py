@@ -27,14 +27,14 @@ Scalar = Union[int, float]
 class BufferArg(NamedTuple):
     """One storage-buffer binding of a call: `source` is a numpy array, a DeviceBuffer, or
     None for a "w" buffer the runtime allocates (zero-filled) with `shape`; `dtype` is the
-    host scalar type and `count` the number of kernel elements (vectors count once)."""
+    host scalar type and `elements` the number of kernel elements (vectors count once)."""
 
     name: str
     binding: int
     dtype: str
     access: str
     source: np.ndarray[Any, Any] | DeviceBuffer | None
-    count: int
+    elements: int
     shape: tuple[int, ...]
 
 
@@ -223,14 +223,14 @@ def _invocations(
 ) -> list[int]:
     if grid is not None:
         return _grid_override(kid, grid)
-    entries = list(meta.grid)
+    entries: list[int | str] = list(meta.grid)
     if not entries:
         written = [a.name for a in buffers.values() if a.access != "r"]
         if not written:
             raise _fail(
                 kid, "no grid in the metadata and no written buffer to take it from; pass grid="
             )
-        entries = written[:1]
+        entries = [written[0]]
     if len(entries) == 1 and entries[0] in buffers:
         # Grid from buffer B: read-only buffers of B's dtype are its elementwise peers and
         # must be at least as long, since a shorter one would silently read zeros.
@@ -240,12 +240,12 @@ def _invocations(
                 arg.name != src.name
                 and arg.access == "r"
                 and arg.dtype == src.dtype
-                and arg.count < src.count
+                and arg.elements < src.elements
             ):
                 raise _fail(
                     kid,
-                    f"has {arg.count} elements but the grid covers {src.count} "
-                    f"(the length of {src.name!r}); pass at least {src.count} or give "
+                    f"has {arg.elements} elements but the grid covers {src.elements} "
+                    f"(the length of {src.name!r}); pass at least {src.elements} or give "
                     "grid= explicitly",
                     arg.name,
                 )
@@ -254,7 +254,7 @@ def _invocations(
         if isinstance(entry, int):
             axes.append(entry)
         elif entry in buffers:
-            axes.append(buffers[entry].count)
+            axes.append(buffers[entry].elements)
         elif int(scalars[entry]) < 0:
             raise _fail(
                 kid,

@@ -168,6 +168,7 @@ class Device:
             The DeviceBuffer (freed by `release()` or when collected).
         """
         content = None
+        shape: tuple[int, ...]
         if isinstance(data, np.ndarray):
             kind = _KIND.get(data.dtype)
             if kind is None or dtype not in (None, kind):
@@ -182,18 +183,18 @@ class Device:
                 )
             dtype, shape, content = kind, tuple(data.shape), np.ascontiguousarray(data).tobytes()
         else:
-            shape = (data,) if isinstance(data, int) and not isinstance(data, bool) else data
+            given = (data,) if isinstance(data, int) and not isinstance(data, bool) else data
             if dtype not in SCALAR_DTYPES and dtype not in VECTOR_DTYPES:
                 raise DispatchError(
                     f"Device.buffer: dtype must be f32, i32, u32, f16 or a vector "
                     f"type (vec4f, ...) when allocating by length, got {dtype!r}"
                 )
-            if not is_shape(shape):
+            if not is_shape(given) or not isinstance(given, tuple):
                 raise DispatchError(
                     f"Device.buffer: expected a numpy array, a positive length "
                     f"or a shape, got {data!r}"
                 )
-            assert isinstance(shape, tuple)  # noqa: S101 - is_shape checked it
+            shape = given
             dtype, per = VECTOR_DTYPES.get(dtype, (dtype, 1))
             shape += (per,) if per > 1 else ()
         nbytes = math.prod(shape) * SCALAR_DTYPES[dtype]

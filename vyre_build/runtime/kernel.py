@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import weakref
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypeVar, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 _NUM_WORKGROUPS = 24  # SPIR-V BuiltIn NumWorkgroups
 _OP_DECORATE, _BUILTIN = 71, 11
 BufferValue = Union[npt.NDArray[Any], DeviceBuffer, int, tuple[int, ...]]
+_Scalar = TypeVar("_Scalar", bound=np.generic)
 
 
 class CallResult(dict[str, Union[npt.NDArray[Any], DeviceBuffer]]):
@@ -28,10 +29,20 @@ class CallResult(dict[str, Union[npt.NDArray[Any], DeviceBuffer]]):
     length arguments outside a batch; the DeviceBuffer itself for DeviceBuffer arguments;
     DeviceBuffers inside `device.batch()`. `array(name)` and `buffer(name)` give each typed."""
 
-    def array(self, name: str) -> npt.NDArray[Any]:
-        """The result `name` as a numpy array (a DeviceBuffer is read back)."""
+    @overload
+    def array(self, name: str) -> npt.NDArray[Any]: ...
+
+    @overload
+    def array(self, name: str, dtype: type[_Scalar]) -> npt.NDArray[_Scalar]: ...
+
+    def array(self, name: str, dtype: type[np.generic] | None = None) -> npt.NDArray[Any]:
+        """The result `name` as a numpy array (a DeviceBuffer is read back); with `dtype`
+        (np.float32, ...) typed as such, DispatchError if it is another."""
         value = self[name]
-        return value.read() if isinstance(value, DeviceBuffer) else value
+        array = value.read() if isinstance(value, DeviceBuffer) else value
+        if dtype is not None and array.dtype != np.dtype(dtype):
+            raise DispatchError(f"result {name!r} is {array.dtype}, not {np.dtype(dtype)}")
+        return array
 
     def buffer(self, name: str) -> DeviceBuffer:
         """The result `name` as the DeviceBuffer it is (DispatchError for an array)."""
@@ -81,7 +92,7 @@ class Kernel:
         self.bindings: tuple[Binding, ...] = meta.bindings
         self.workgroup_size = meta.workgroup_size
         self._last: tuple[dict[str, object], object, Plan] | None = None
-        self._no_split: str | None | bool = False  # False: not computed yet
+        self._no_split: tuple[str | None] | None = None  # (why not, or None) once computed
         names = [b.name for b in meta.bindings]
         params = [
             inspect.Parameter(b.name, inspect.Parameter.KEYWORD_ONLY, annotation=_annotation(b))
@@ -128,17 +139,14 @@ class Kernel:
 
     def _split_refusal(self) -> str | None:
         # Why a dispatch of this kernel past the device's per-axis limit cannot be split.
-        if self._no_split is False:
+        if self._no_split is None:
+            why = None
             if not self.device.dispatch_base:
-                self._no_split = f"the {self.device.backend} backend cannot split a dispatch"
+                why = f"the {self.device.backend} backend cannot split a dispatch"
             elif isinstance(self.code, bytes) and reads_num_workgroups(self.code):
-                self._no_split = (
-                    "the kernel reads num_workgroups(), so the dispatch cannot be split"
-                )
-            else:
-                self._no_split = None
-        assert self._no_split is not False  # noqa: S101 - computed above
-        return self._no_split
+                why = "the kernel reads num_workgroups(), so the dispatch cannot be split"
+            self._no_split = (why,)
+        return self._no_split[0]
 
     def __call__(self, *positional: object, **args: object) -> CallResult:
         """Dispatch once; wait for the result unless inside `device.batch()`.
@@ -220,14 +228,16 @@ def _same_call(
     for name, value in args.items():
         old = before.get(name, _NO_CACHE)
         if isinstance(value, DeviceBuffer):
-            if type(old) is not weakref.ref or old() is not value or value.released:
+            if value.released or not isinstance(old, weakref.ref) or old() is not value:
                 return False
         elif (
             type(value) not in (int, float)
             or type(old) is not type(value)
             or old != value
+            or not isinstance(old, (int, float))
+            or not isinstance(value, (int, float))
             or value == 0
-            and math.copysign(1, value) != math.copysign(1, old)  # type: ignore[arg-type]
+            and math.copysign(1, value) != math.copysign(1, old)
         ):
             return False
     return True

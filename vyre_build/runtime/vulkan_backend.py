@@ -103,7 +103,7 @@ class VulkanDevice(Device):
         compute = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
         if not compute:
             raise DeviceError(f"Vulkan adapter {self.name} has no compute queue")
-        self.family, keep = compute[0], []
+        self.family, keep = compute[0], list[Any]()
         info = vulkan_profile.device_create_info(self.family, enable, keep)
         self.dev = self._vk("device creation", vk.vkCreateDevice, self.physical, info, None)
         del keep  # the create-info's nested structs, read by vkCreateDevice
@@ -127,7 +127,8 @@ class VulkanDevice(Device):
         self.pipeline_cache = vulkan_pipelines.open_cache(self, props, pipeline_cache)
         # Command buffers of the submissions since the last wait (only the last one of
         # those carries the fence), with their submit infos; allocated as needed.
-        self._ring, self._sent, self._stamped = [], 0, False
+        self._ring: list[tuple[Any, Any]] = []
+        self._sent, self._stamped = 0, False
         self._fence_arr = vk.ffi.new("VkFence[1]", [self.fence])
         self._begin = vk.ffi.new(
             "VkCommandBufferBeginInfo*",
@@ -155,7 +156,9 @@ class VulkanDevice(Device):
             )
             for h in (0, vk.VK_ACCESS_HOST_READ_BIT)
         ]
-        self._pools, self._pool_at, self._staging, self._queries = [], 0, None, None
+        self._pools: list[Any] = []
+        self._pool_at, self._queries = 0, None
+        self._staging: _Buf | None = None
         bits = families[self.family].timestampValidBits
         if bits:  # GPU timestamps: ticks of timestampPeriod ns, `bits` valid bits
             self._queries = self._new(
@@ -170,7 +173,7 @@ class VulkanDevice(Device):
             f"{' (the device was lost; create a new one)' if lost else ''}"
         )
 
-    def _vk(self, what: str, fn, *args):
+    def _vk(self, what: str, fn: Any, *args: Any) -> Any:
         # fn(*args) through the `vulkan` package, its exceptions raised as DeviceError.
         try:
             return fn(*args)
@@ -184,7 +187,7 @@ class VulkanDevice(Device):
             error = "VK_TIMEOUT" if result == vk.VK_TIMEOUT else f"VkResult {result}"
             raise self._fail(what, error, result == vk.VK_ERROR_DEVICE_LOST)
 
-    def _new(self, what: str, kind: str, **fields):
+    def _new(self, what: str, kind: str, **fields: Any) -> Any:
         # vkCreate<kind>(device, Vk<kind>CreateInfo(**fields), None), errors named `what`.
         info = getattr(vk, f"Vk{kind}CreateInfo")(**fields)
         return self._vk(what, getattr(vk, f"vkCreate{kind}"), self.dev, info, None)
@@ -250,8 +253,9 @@ class VulkanDevice(Device):
 
     def _download(self, handle: _Buf, nbytes: int) -> bytes:
         if handle.mapped is None:
-            self._copy(handle, self._staged(nbytes), nbytes)
-            handle = self._staging
+            staging = self._staged(nbytes)
+            self._copy(handle, staging, nbytes)
+            handle = staging
         return bytes(handle.mapped[0:nbytes])
 
     def _free(self, handle: _Buf) -> None:
@@ -261,7 +265,7 @@ class VulkanDevice(Device):
         vk.vkDestroyBuffer(self.dev, handle.buffer, None)
         vk.vkFreeMemory(self.dev, handle.memory, None)
 
-    def _run_commands(self, record, *args, final: bool = True) -> None:
+    def _run_commands(self, record: Any, *args: Any, final: bool = True) -> None:
         # Record `record(cmd, *args)` into the next command buffer and submit it; if `final`,
         # with a barrier for host reads and the fence, then wait: the fence covers all
         # earlier submissions.
@@ -323,7 +327,7 @@ class VulkanDevice(Device):
             self._sent = 0
             self._check("wait", status)
 
-    def _wait_fence(self, lib) -> int:
+    def _wait_fence(self, lib: Any) -> int:
         # Poll for up to _SPIN_S, as CUDA syncs do (a blocking wait wakes ~30 us late), then
         # block; a CPU device (lavapipe) needs the host's cores itself, so it never polls.
         # VK_NOT_READY is the only "not yet" answer; anything else ends the poll. An
@@ -340,7 +344,7 @@ class VulkanDevice(Device):
             raise
         if status == vk.VK_NOT_READY:
             status = lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, _WAIT_NS)
-        return status
+        return int(status)
 
     def _pipeline(self, meta: KernelMeta, code: Any, base: bool) -> Any:
         return vulkan_pipelines.create_pipelines(self, [(meta, code)], base)[0]
@@ -383,7 +387,10 @@ class VulkanDevice(Device):
                 self._pool_at = (self._pool_at + 1) % len(pools)
         else:
             raise DeviceError(f"Vulkan descriptor set allocation failed on {self.name}")
-        targets, ubuf = [(b, h.buffer, n, _STORAGE_SET) for b, h, n in bound], None
+        targets: list[tuple[int | None, Any, int, int]] = [
+            (b, h.buffer, n, _STORAGE_SET) for b, h, n in bound
+        ]
+        ubuf = None
         if uniform is not None:
             ubuf = self._make(len(uniform), vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True)
             ubuf.mapped[0 : len(uniform)] = uniform

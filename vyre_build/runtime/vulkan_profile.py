@@ -78,6 +78,10 @@ def _version(v: int) -> str:
     return f"{v >> 22}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
 
 
+def _xyz(values: Any) -> tuple[int, int, int]:
+    return int(values[0]), int(values[1]), int(values[2])
+
+
 def _text(chars: Any) -> str:
     return bytes(vk.ffi.string(chars)).decode("utf-8", "replace")
 
@@ -234,9 +238,9 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
         storage_16bit=storage16,
         bf16=has_bf16,
         cooperative_matrices=matrices,
-        max_workgroup_size=tuple(int(v) for v in limits.maxComputeWorkGroupSize[0:3]),  # type: ignore[arg-type]
+        max_workgroup_size=_xyz(limits.maxComputeWorkGroupSize),
         max_workgroup_invocations=int(limits.maxComputeWorkGroupInvocations),
-        max_workgroup_count=tuple(int(v) for v in limits.maxComputeWorkGroupCount[0:3]),  # type: ignore[arg-type]
+        max_workgroup_count=_xyz(limits.maxComputeWorkGroupCount),
         max_shared_memory=int(limits.maxComputeSharedMemorySize),
         max_storage_buffer_binding=int(limits.maxStorageBufferRange),
         features=features_of(operations, f16, storage16, matrices),

@@ -56,6 +56,7 @@ def profile_of(adapter: Any, features: Any, limits: Any) -> DeviceProfile:
     ops = _WGSL_SUBGROUP_OPS if "subgroup" in has else ()
     f16 = "shader-f16" in has  # WGSL f16 covers arithmetic and 16-bit storage
     # wgpu-py 0.32 spells the subgroup size range "stackgroup_*"; later versions "subgroup_*".
+    count = int(limits["max-compute-workgroups-per-dimension"])
     low = info.get("subgroup_min_size", info.get("stackgroup_min_size"))
     high = info.get("subgroup_max_size", info.get("stackgroup_max_size"))
     return DeviceProfile(
@@ -80,7 +81,7 @@ def profile_of(adapter: Any, features: Any, limits: Any) -> DeviceProfile:
             int(limits["max-compute-workgroup-size-z"]),
         ),
         max_workgroup_invocations=int(limits["max-compute-invocations-per-workgroup"]),
-        max_workgroup_count=(int(limits["max-compute-workgroups-per-dimension"]),) * 3,  # type: ignore[arg-type]
+        max_workgroup_count=(count, count, count),
         max_shared_memory=int(limits["max-compute-workgroup-storage-size"]),
         max_storage_buffer_binding=int(min(limits[k] for k in _LIMITS)),
         features=features_of(ops, f16, f16, ()),
