@@ -407,3 +407,25 @@ def test_the_typed_user_script_runs(backend, tmp_path):
     assert done.stdout.startswith("2 kernels, 2 pipelines, llvmpipe") and done.stdout.endswith(
         ": ok\n"
     )
+
+
+def test_a_device_whose_driver_refuses_an_optional_feature_is_made_without_them(monkeypatch):
+    from adapters import require_adapter
+
+    require_adapter("vulkan")
+    from vyre_build.runtime import vulkan_profile
+    from vyre_build.runtime.vulkan_backend import VulkanDevice
+
+    real = vulkan_profile.device_create_info
+
+    def refused_once(family, enable, keep):
+        if enable != vulkan_profile.Enable():  # the full set: ask for an extension no one has
+            enable = vulkan_profile.Enable(extensions=["VK_VYRE_no_such_extension"])
+        return real(family, enable, keep)
+
+    monkeypatch.setattr(vulkan_profile, "device_create_info", refused_once)
+    with pytest.warns(RuntimeWarning, match="the device is made without f16, 16-bit storage"):
+        dev = VulkanDevice(pipeline_cache=False)
+    assert "f16" not in dev.profile.features and "subgroup_basic" in dev.profile.features
+    np.testing.assert_array_equal(load("iota", "vulkan", dev)(out=4, start=1, step=1).array("out"), [1, 2, 3, 4])
+    dev.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import vulkan as vk
@@ -103,10 +104,21 @@ class VulkanDevice(Device):
         compute = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
         if not compute:
             raise DeviceError(f"Vulkan adapter {self.name} has no compute queue")
-        self.family, keep = compute[0], list[Any]()
-        info = vulkan_profile.device_create_info(self.family, enable, keep)
-        self.dev = self._vk("device creation", vk.vkCreateDevice, self.physical, info, None)
-        del keep  # the create-info's nested structs, read by vkCreateDevice
+        self.family = compute[0]
+        try:
+            self.dev = self._create(enable)
+        except DeviceError as exc:
+            if enable == vulkan_profile.Enable():
+                raise
+            # A driver that lists a feature and then refuses it: run without the optional ones.
+            warnings.warn(
+                f"vyre_build: {self.name}: {exc}; the device is made without f16, 16-bit "
+                "storage and cooperative matrices",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.profile = vulkan_profile.without_optional(self.profile)
+            self.dev = self._create(vulkan_profile.Enable())
         self.queue = vk.vkGetDeviceQueue(self.dev, self.family, 0)
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         self.mem_flags = [mem.memoryTypes[i].propertyFlags for i in range(mem.memoryTypeCount)]
@@ -166,6 +178,11 @@ class VulkanDevice(Device):
             )
             self._tick_s = float(limits.timestampPeriod) * 1e-9
             self._tick_mask, self._stamps = (1 << bits) - 1, vk.ffi.new("uint64_t[2]")
+
+    def _create(self, enable: vulkan_profile.Enable) -> Any:
+        keep: list[Any] = []  # the create-info's nested structs, read by vkCreateDevice
+        info = vulkan_profile.device_create_info(self.family, enable, keep)
+        return self._vk("device creation", vk.vkCreateDevice, self.physical, info, None)
 
     def _fail(self, what: str, error: str, lost: bool) -> DeviceError:
         return DeviceError(

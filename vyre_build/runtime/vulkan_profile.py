@@ -5,6 +5,7 @@ chains), VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 where the device h
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,7 +197,10 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
     if coop is not None and coop.cooperativeMatrix:
         enable.extensions.append(COOP_EXT)
         enable.cooperative_matrix = True
-        matrices = _cooperative_matrices(physical)
+        try:
+            matrices = _cooperative_matrices(physical)
+        except Exception:  # noqa: BLE001 - a driver answer we cannot read: none offered
+            matrices = ()
     has_bf16 = bf16 is not None and bool(bf16.multiview)  # shaderBFloat16Type
     if bf16 is not None and has_bf16:
         enable.extensions.append(BF16_EXT)
@@ -246,6 +250,19 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
         features=features_of(operations, f16, storage16, matrices),
     )
     return profile, enable
+
+
+def without_optional(profile: DeviceProfile) -> DeviceProfile:
+    """`profile` of a device created with no optional features (subgroups need none)."""
+    ops = profile.subgroup_operations
+    return dataclasses.replace(
+        profile,
+        f16=False,
+        storage_16bit=False,
+        bf16=False,
+        cooperative_matrices=(),
+        features=features_of(ops, False, False, ()),
+    )
 
 
 def device_create_info(family: int, enable: Enable, keep: list[Any]) -> Any:
