@@ -427,5 +427,130 @@ def test_a_device_whose_driver_refuses_an_optional_feature_is_made_without_them(
     with pytest.warns(RuntimeWarning, match="the device is made without f16, 16-bit storage"):
         dev = VulkanDevice(pipeline_cache=False)
     assert "f16" not in dev.profile.features and "subgroup_basic" in dev.profile.features
-    np.testing.assert_array_equal(load("iota", "vulkan", dev)(out=4, start=1, step=1).array("out"), [1, 2, 3, 4])
+    np.testing.assert_array_equal(
+        load("iota", "vulkan", dev)(out=4, start=1, step=1).array("out"), [1, 2, 3, 4]
+    )
     dev.close()
+
+
+# A kernel of float16 buffers and a subgroup reduction: it runs only on a device created
+# with shader-f16/subgroup (wgpu) or shaderFloat16 and storageBuffer16BitAccess (Vulkan).
+HALF_META = {
+    "name": "half",
+    "variant": None,
+    "id": "half",
+    "workgroup_size": [64, 1, 1],
+    "grid": ["out"],
+    "bindings": [
+        {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f16", "access": "r"},
+        {"name": "out", "binding": 1, "kind": "buffer", "dtype": "f16", "access": "w"},
+        {"name": "sums", "binding": 2, "kind": "buffer", "dtype": "u32", "access": "w"},
+    ],
+    "uniform": None,
+    "features": ["f16", "storage_16bit", "subgroup_arithmetic"],
+}
+HALF_WGSL = """\
+enable f16;
+@group(0) @binding(0) var<storage, read> x: array<f16>;
+@group(0) @binding(1) var<storage, read_write> out: array<f16>;
+@group(0) @binding(2) var<storage, read_write> sums: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x;
+  let s = subgroupAdd(1u);
+  if (i < arrayLength(&out)) { out[i] = x[min(i, arrayLength(&x) - 1u)] * 2.0h; }
+  if (i < arrayLength(&sums)) { sums[i] = s; }
+}
+"""
+HALF_SPVASM = """\
+OpCapability Shader
+OpCapability Float16
+OpCapability StorageBuffer16BitAccess
+OpCapability GroupNonUniform
+OpCapability GroupNonUniformArithmetic
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %harr ArrayStride 2
+OpDecorate %uarr ArrayStride 4
+OpMemberDecorate %hbuf 0 Offset 0
+OpMemberDecorate %ubuf 0 Offset 0
+OpDecorate %hbuf Block
+OpDecorate %ubuf Block
+OpDecorate %x DescriptorSet 0
+OpDecorate %x Binding 0
+OpDecorate %x NonWritable
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 1
+OpDecorate %sums DescriptorSet 0
+OpDecorate %sums Binding 2
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%half = OpTypeFloat 16
+%uint = OpTypeInt 32 0
+%bool = OpTypeBool
+%v3u = OpTypeVector %uint 3
+%pv3u = OpTypePointer Input %v3u
+%c0 = OpConstant %uint 0
+%c1 = OpConstant %uint 1
+%c3 = OpConstant %uint 3
+%two = OpConstant %half 2
+%harr = OpTypeRuntimeArray %half
+%uarr = OpTypeRuntimeArray %uint
+%hbuf = OpTypeStruct %harr
+%ubuf = OpTypeStruct %uarr
+%phbuf = OpTypePointer StorageBuffer %hbuf
+%pubuf = OpTypePointer StorageBuffer %ubuf
+%ph = OpTypePointer StorageBuffer %half
+%pu = OpTypePointer StorageBuffer %uint
+%gid = OpVariable %pv3u Input
+%x = OpVariable %phbuf StorageBuffer
+%out = OpVariable %phbuf StorageBuffer
+%sums = OpVariable %pubuf StorageBuffer
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%g = OpLoad %v3u %gid
+%i = OpCompositeExtract %uint %g 0
+%s = OpGroupNonUniformIAdd %uint %c3 Reduce %c1
+%n = OpArrayLength %uint %out 0
+%ok = OpULessThan %bool %i %n
+OpSelectionMerge %mid None
+OpBranchConditional %ok %body %mid
+%body = OpLabel
+%px = OpAccessChain %ph %x %c0 %i
+%xv = OpLoad %half %px
+%r = OpFMul %half %xv %two
+%po = OpAccessChain %ph %out %c0 %i
+OpStore %po %r
+OpBranch %mid
+%mid = OpLabel
+%m = OpArrayLength %uint %sums 0
+%ok2 = OpULessThan %bool %i %m
+OpSelectionMerge %end None
+OpBranchConditional %ok2 %b2 %end
+%b2 = OpLabel
+%ps = OpAccessChain %pu %sums %c0 %i
+OpStore %ps %s
+OpBranch %end
+%end = OpLabel
+OpReturn
+OpFunctionEnd
+"""
+
+
+def test_f16_buffers_and_subgroup_operations_run_where_enabled(device):
+    from vyre_build.runtime import load_kernel
+
+    if device.backend == "wgpu":
+        k = load_kernel(HALF_META, wgsl=HALF_WGSL, device=device)
+    else:
+        k = load_kernel(HALF_META, spirv=assemble(HALF_SPVASM), device=device)
+    x = np.arange(7, dtype=np.float16) / 4  # an odd count: 14 bytes
+    r = k(x=x, out=7, sums=64)
+    np.testing.assert_array_equal(r.array("out", np.float16), x * 2)
+    assert (r.array("sums", np.uint32) == 8).all()  # lavapipe's subgroups have 8 lanes
+    buf, buf_out = device.buffer(x), device.buffer(7, "f16")
+    assert buf.dtype == "f16" and buf.nbytes == 14
+    k(x=buf, out=buf_out, sums=64)
+    np.testing.assert_array_equal(buf_out.read(np.float16), x * 2)
