@@ -316,10 +316,10 @@ class BundleReader:
 
     def kernel_meta(self, ident: str) -> KernelMeta:
         """The checked metadata of kernel `ident` (checked on its first read; BundleError
-        naming the field when malformed)."""
+        naming the field when malformed). Its `record` is the manifest's: do not modify it."""
         checked = self._checked.get(ident)
         if checked is None:
-            meta = copy.deepcopy(self._record(ident)["meta"])
+            meta = self._record(ident)["meta"]
             checked = self._checked[ident] = check_metadata(meta, f"{self.path}: kernel {ident!r}")
         return checked
 

@@ -149,6 +149,12 @@ class Device:
 
     # -- public API --
 
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock held around every driver call of this device: hold it to use the
+        backend's own objects (Vulkan queue, wgpu queue) alongside the runtime."""
+        return self._lock
+
     def buffer(
         self,
         data: npt.NDArray[Any] | int | tuple[int, ...],
