@@ -19,10 +19,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.descriptor import encode  # noqa: E402
-from vyre_build.emit_wgsl import emit_wgsl  # noqa: E402
+from vyre_build.emit.wgsl import emit_wgsl  # noqa: E402
 from vyre_build.frontend import check_module, load_module  # noqa: E402
 from vyre_build.lower import lower  # noqa: E402
-from vyre_build.spirv import emit_spirv  # noqa: E402
+from vyre_build.emit.spirv import emit_spirv  # noqa: E402
 
 
 def best(fn, repeat):

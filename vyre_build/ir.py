@@ -5,8 +5,8 @@ inlined, constants folded, variant parameters substituted, every expression type
 It is a tree of frozen dataclasses, so equal programs compare equal and have equal
 `fingerprint()`s (blake3 of a canonical encoding that ignores source positions).
 
-Scalar types are the strings "bool", "i32", "u32", "f32"; vector types "vec2f", "vec4f",
-"vec2i", "vec4i", "vec2u", "vec4u" (see `VECTORS`).
+Types are the names of `vyre_build.descriptor.types` ("bool", "i32", "u32", "f32",
+"vec2f", "vec4f", "vec2i", "vec4i", "vec2u", "vec4u").
 """
 
 from __future__ import annotations
@@ -15,21 +15,18 @@ from dataclasses import dataclass, field, fields, is_dataclass
 
 import blake3
 
-SCALARS = ("bool", "i32", "u32", "f32")
-NUMERIC = ("i32", "u32", "f32")
-INTEGER = ("i32", "u32")
-# vector type -> (element type, component count); no 3-component vectors (host packing).
-VECTORS = {f"vec{n}{t[0]}": (t, n) for t in NUMERIC for n in (2, 4)}
+# Re-exported for the frontend, which names types through `ir`.
+from vyre_build.descriptor.types import (  # noqa: F401
+    INTEGER,
+    NUMERIC,
+    SCALARS,
+    VECTORS,
+    element,
+    vector_of,
+)
+
+# The type vocabulary is the descriptor's (one row per type, every spelling of it there).
 TYPES = SCALARS + tuple(sorted(VECTORS))
-
-
-def element(ty: str) -> str:
-    """The element type of a vector type, or the type itself for a scalar."""
-    return VECTORS[ty][0] if ty in VECTORS else ty
-
-
-def vector_of(elem: str, count: int) -> str:
-    return f"vec{count}{elem[0]}"
 
 
 # --- expressions -------------------------------------------------------------------

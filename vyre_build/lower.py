@@ -2,7 +2,7 @@
 
 Guarantees: the descriptor follows the conventions exactly (slot numbering, uniform
 block, scratch locals, opaque extensions for loops/break/continue) and passes
-`validate.validate_descriptor`. A local assigned once, whose every use it dominates
+`descriptor.validate`. A local assigned once, whose every use it dominates
 lexically, becomes a plain SSA value; every other local becomes a Scratch slot.
 """
 
@@ -11,32 +11,26 @@ from __future__ import annotations
 import struct
 
 from vyre_build import ir
-from vyre_build.errors import DescriptorFormatError
-from vyre_build.validate import validate_descriptor
 from vyre_build.descriptor import (
     SHARED_SLOT_BASE,
     BindingSlot,
+    DescriptorInfo,
     KernelBody,
     KernelDescriptor,
     KernelOp,
     Variant,
     encode_datatype,
+    validate,
 )
+from vyre_build.descriptor.types import datatype as dtype
+from vyre_build.errors import DescriptorFormatError
 
-DTYPE = {"u32": "U32", "i32": "I32", "f32": "F32", "bool": "Bool"}
 VISIBILITY = {"r": "ReadOnly", "w": "WriteOnly", "rw": "ReadWrite"}
 _AXIS_OPS = {
     "global_id": "GlobalInvocationId",
     "local_id": "LocalInvocationId",
     "workgroup_id": "WorkgroupId",
 }
-
-
-def dtype(ty: str) -> Variant:
-    if ty in ir.VECTORS:
-        elem, n = ir.VECTORS[ty]
-        return Variant("Vec", (Variant(DTYPE[elem]), n))
-    return Variant(DTYPE[ty])
 
 
 def opaque_node(kind: str) -> Variant:
@@ -178,7 +172,7 @@ class Lowerer:
                 if ty == "bool"
                 else int(value)
             )
-            body.literals.append(Variant(DTYPE[ty], (v,)))
+            body.literals.append(Variant(dtype(ty).name, (v,)))
         rid = self.op(body, Variant("Literal"), (body.pool[key],))
         body.lit_ids[key] = rid
         return rid
@@ -367,13 +361,13 @@ class Lowerer:
         raise RuntimeError(f"lowering: unknown expression {e!r}")
 
 
-def lower(prog: ir.Program) -> KernelDescriptor:
-    """Lower one checked Program to its descriptor (validated; a defect is a compiler bug)."""
+def lower(prog: ir.Program) -> tuple[KernelDescriptor, DescriptorInfo]:
+    """Lower one checked Program; returns its descriptor and the validation facts of it
+    (`descriptor.validate`: a descriptor that fails it is a compiler bug, RuntimeError)."""
     desc = Lowerer(prog).run()
     try:
-        validate_descriptor(desc)
+        return desc, validate(desc)
     except DescriptorFormatError as exc:
         raise RuntimeError(
             f"lowering produced an invalid descriptor (a compiler bug): {exc}"
         ) from exc
-    return desc

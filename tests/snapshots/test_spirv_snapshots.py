@@ -21,7 +21,7 @@ if UNIT not in sys.path:
 
 from spirv_kernels_flow import CASES  # noqa: E402
 
-from vyre_build.spirv import emit_spirv  # noqa: E402
+from vyre_build.emit.spirv import emit_spirv  # noqa: E402
 
 GOLDEN = os.path.join(HERE, "spirv")
 SNAPSHOT_CASES = ("saxpy", "loops", "returns", "terminators", "shared", "atomics", "bounds")

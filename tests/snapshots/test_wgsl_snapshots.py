@@ -19,7 +19,7 @@ from vyre_build.descriptor import (
     decode,
     encode,
 )
-from vyre_build.emit_wgsl import emit_wgsl
+from vyre_build.emit.wgsl import emit_wgsl
 
 GOLDEN = Path(__file__).parent / "wgsl"
 SH = 1 << 24

@@ -111,7 +111,7 @@ def _loop_index(var: str):
 
 
 def case_returns(n: int = 90) -> Case:
-    """Early returns in if/else arms, a loop left only by return, unreachable code after."""
+    """Early returns in if/else arms, a loop left only by return, unreachable code after it."""
     kb = KB("returns", (32, 1, 1))
     out, out2 = kb.buffer("U32", "ReadWrite", "out"), kb.buffer("U32", "ReadWrite", "out2")
     r = kb.root
@@ -120,8 +120,7 @@ def case_returns(n: int = 90) -> Case:
     m4 = r.bin("Mod", i, r.u(4))
     one, other = r.if_else(r.bin("Eq", m4, r.u(1)))
     one.store(out2, i, one.u(10))
-    one.ret()
-    one.store(out2, i, one.u(99))  # unreachable: never emitted
+    one.ret()  # a terminator ends its body (validation refuses ops after it)
     two = other.if_(other.bin("Eq", m4, other.u(2)))
     two.store(out2, i, two.u(20))
     two.ret()

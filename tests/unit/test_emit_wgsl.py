@@ -24,7 +24,8 @@ from vyre_build.descriptor import (
     decode,
     encode,
 )
-from vyre_build.emit_wgsl import emit_wgsl, ident
+from vyre_build.emit.wgsl import emit_wgsl
+from vyre_build.emit.wgsl.memory import ident
 from vyre_build.errors import EmitError
 
 SH = 1 << 24

@@ -36,7 +36,7 @@ from vyre_build.descriptor import (
     encode,
     encode_datatype,
 )
-from vyre_build.emit_wgsl import emit_wgsl
+from vyre_build.emit.wgsl import emit_wgsl
 from vyre_build.errors import EmitError
 
 

@@ -21,9 +21,7 @@ FORBIDDEN = (
     "vyre_build.ir",
     "vyre_build.lower",
     "vyre_build.compiler",
-    "vyre_build.emit_wgsl",
-    "vyre_build.spirv",
-    "vyre_build.wgsl",
+    "vyre_build.emit",
     "vyre_build.descriptor",
     "vyre_build.lang",
 )

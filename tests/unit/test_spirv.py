@@ -20,8 +20,8 @@ from spirv_kernels_flow import CASES
 
 from vyre_build.descriptor import SHARED_SLOT_BASE, BindingSlot, decode, encode
 from vyre_build.errors import EmitError
-from vyre_build.spirv import emit_spirv, grammar
-from vyre_build.spirv.module import SpirvModule, string_words
+from vyre_build.emit.spirv import emit_spirv, grammar
+from vyre_build.emit.spirv.module import SpirvModule, string_words
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_val = pytest.mark.skipif(
@@ -103,7 +103,7 @@ def test_output_is_a_pure_function_of_the_descriptor(name):
 def test_hash_seed_does_not_change_the_bytes():
     code = (
         "import sys, hashlib; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
-        "from spirv_kernels_flow import CASES; from vyre_build.spirv import emit_spirv;"
+        "from spirv_kernels_flow import CASES; from vyre_build.emit.spirv import emit_spirv;"
         "print(hashlib.sha256(b''.join(emit_spirv(CASES[n]().desc) for n in sorted(CASES))).hexdigest())"
     )
     here = os.path.dirname(os.path.abspath(__file__))

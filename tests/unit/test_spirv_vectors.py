@@ -28,7 +28,7 @@ from vyre_build.descriptor import (
     encode_datatype,
 )
 from vyre_build.errors import EmitError
-from vyre_build.spirv import emit_spirv
+from vyre_build.emit.spirv import emit_spirv
 
 needs_val = pytest.mark.skipif(
     shutil.which("spirv-val") is None and os.environ.get("CI") != "true",
@@ -561,7 +561,7 @@ def test_vector_types_and_strides():
     """
     import struct
 
-    from vyre_build.spirv.grammar import DECORATION, OPCODES
+    from vyre_build.emit.spirv.grammar import DECORATION, OPCODES
 
     binary = emit_spirv(CASES["vec_construct_extract"]().desc)
     w = struct.unpack(f"<{len(binary) // 4}I", binary)[5:]

@@ -17,7 +17,7 @@ import pytest
 from spirv_kernels_flow import CASES, case_atomics
 
 from vyre_build.descriptor import KernelDescriptor
-from vyre_build.spirv import emit_spirv
+from vyre_build.emit.spirv import emit_spirv
 
 vk = pytest.importorskip("vulkan")
 

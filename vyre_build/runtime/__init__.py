@@ -195,7 +195,11 @@ def _meta_where(meta: object) -> str:
 
 
 def open_bundle(
-    path: str | os.PathLike[str], *, backend: str | None = None, device: Device | Any = None
+    path: str | os.PathLike[str],
+    *,
+    backend: str | None = None,
+    device: Device | Any = None,
+    trusted_keys: Any = None,
 ) -> Bundle:
     """The Bundle (a context manager and a read-only Mapping of kernel id -> Kernel) of
     the .vyrebundle at `path`, opened lazily: header and manifest now, a kernel's
@@ -204,6 +208,8 @@ def open_bundle(
     Arguments:
         backend: the backend of the default device (see get_device).
         device: a Device, or an application's wgpu GPUDevice/GPUAdapter.
+        trusted_keys: public key files (or PublicKeys) of which one must have signed the
+            bundle; default $VYRE_TRUSTED_KEYS (see read_bundle); False: no check.
     """
     from vyre_build.bundle import read_bundle
 
@@ -212,5 +218,5 @@ def open_bundle(
         dev: Device | Any = lambda: get_device(name)  # noqa: E731 - made on first use
     else:
         dev = _as_device(device, backend)
-    reader: BundleReader = read_bundle(path)
+    reader: BundleReader = read_bundle(path, trusted_keys=trusted_keys)
     return Bundle(reader, dev)

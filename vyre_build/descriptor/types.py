@@ -1,0 +1,137 @@
+"""The value-type vocabulary: one row per type, every spelling of it in one place.
+
+A value type is named as the kernel language, the IR and the metadata name it ("u32",
+"vec4f", ...). Each `ValueType` row holds what every layer needs: the descriptor DataType
+(`Variant("U32")`, `Variant("Vec", (Variant("F32"), 4))`), the element and component count,
+the WGSL spelling, the size on the host and where the type may live (storage buffers,
+the uniform block, atomics). Adding a type is one row here (plus emitter rules for the
+ops the op table gives it; a test enforces that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vyre_build.descriptor.codec import Variant
+from vyre_build.errors import DescriptorFormatError
+
+__all__ = [
+    "ValueType",
+    "TYPES",
+    "SCALARS",
+    "NUMERIC",
+    "INTEGER",
+    "FLOAT",
+    "VECTORS",
+    "element",
+    "count",
+    "vector_of",
+    "type_of",
+    "datatype",
+    "literal_type",
+]
+
+
+@dataclass(frozen=True)
+class ValueType:
+    name: str  # "u32", "vec4f": the kernel language's, the IR's and the metadata's name
+    datatype: Variant  # the descriptor DataType
+    element: str  # the scalar component type (the type itself for a scalar)
+    count: int  # components: 1 for a scalar
+    kind: str  # "uint" | "sint" | "float" | "bool" (of the element)
+    wgsl: str  # WGSL type spelling
+    size: int  # bytes per element in a host buffer (0: not host-shareable)
+    storage: bool  # may be a storage-buffer element
+    uniform: bool  # may be a uniform-block member (bool travels as a u32 there)
+    atomic: bool  # atomics are defined on it
+
+
+# (name, DataType name, kind, WGSL): the scalars; vectors are derived from them below.
+_SCALARS = (
+    ("bool", "Bool", "bool", "bool"),
+    ("i32", "I32", "sint", "i32"),
+    ("u32", "U32", "uint", "u32"),
+    ("f32", "F32", "float", "f32"),
+)
+VECTOR_COUNTS = (2, 4)  # no 3-component vectors: their storage alignment differs from host packing
+
+
+def _rows() -> dict[str, ValueType]:
+    rows: dict[str, ValueType] = {}
+    for name, dt, kind, wgsl in _SCALARS:
+        numeric = kind != "bool"
+        rows[name] = ValueType(
+            name,
+            Variant(dt),
+            name,
+            1,
+            kind,
+            wgsl,
+            4 if numeric else 0,
+            numeric,
+            True,
+            kind in ("uint", "sint"),
+        )
+    for name, dt, kind, wgsl in _SCALARS:
+        if kind == "bool":
+            continue
+        for n in VECTOR_COUNTS:
+            vname = f"vec{n}{name[0]}"
+            rows[vname] = ValueType(
+                vname,
+                Variant("Vec", (Variant(dt), n)),
+                name,
+                n,
+                kind,
+                f"vec{n}<{wgsl}>",
+                4 * n,
+                True,
+                False,
+                False,
+            )
+    return rows
+
+
+TYPES: dict[str, ValueType] = _rows()
+SCALARS = tuple(t.name for t in TYPES.values() if t.count == 1)  # bool i32 u32 f32
+NUMERIC = tuple(n for n in SCALARS if TYPES[n].kind != "bool")  # i32 u32 f32
+INTEGER = tuple(n for n in SCALARS if TYPES[n].kind in ("uint", "sint"))  # i32 u32
+FLOAT = tuple(n for n in SCALARS if TYPES[n].kind == "float")  # f32
+VECTORS = {t.name: (t.element, t.count) for t in TYPES.values() if t.count > 1}
+_BY_DATATYPE = {t.datatype: t.name for t in TYPES.values()}
+_BY_LITERAL = {TYPES[s].datatype.name: s for s in SCALARS}  # LiteralValue variant -> type
+
+
+def element(ty: str) -> str:
+    """The element type of a vector type, or the type itself for a scalar."""
+    return TYPES[ty].element
+
+
+def count(ty: str) -> int:
+    return TYPES[ty].count
+
+
+def vector_of(elem: str, n: int) -> str:
+    """The vector type of `n` components of scalar type `elem` (KeyError if there is none)."""
+    name = f"vec{n}{elem[0]}"
+    if name not in TYPES or TYPES[name].element != elem:
+        raise KeyError(f"no vector of {n} {elem}")
+    return name
+
+
+def type_of(dt: Variant) -> str:
+    """The value type of a descriptor DataType; DescriptorFormatError if vyre_build has none."""
+    name = _BY_DATATYPE.get(dt) if isinstance(dt, Variant) else None
+    if name is None:
+        raise DescriptorFormatError(f"unsupported data type {dt!r}")
+    return name
+
+
+def literal_type(lit: Variant) -> str:
+    """The value type of a LiteralValue (its variant names a scalar DataType)."""
+    return _BY_LITERAL[lit.name]
+
+
+def datatype(ty: str) -> Variant:
+    """The descriptor DataType of value type `ty`."""
+    return TYPES[ty].datatype

@@ -1,0 +1,253 @@
+"""WGSL rules for the value ops: one template per row of `descriptor.ops.OPS`.
+
+A template is a `str.format` pattern over the operand expressions (`{a}`, `{b}`, `{c}`);
+the emitter substitutes names of already-bound values only, so a template may repeat an
+operand freely. A template that calls a `_vy_*` helper pulls the helper's definition
+(`helpers.HELPERS`) into the module. Every pinned semantic of
+docs/descriptor-conventions.md is spelled out here, never left to naga's polyfills.
+Construct and Extract are built by the emitter from the type table (no template).
+"""
+
+from __future__ import annotations
+
+from vyre_build.descriptor.ops import FLOAT_MATH, FLOAT_SCALAR_MATH, OPS
+from vyre_build.descriptor.types import INTEGER, NUMERIC, TYPES, VECTORS
+from vyre_build.emit.wgsl.helpers import HELPERS
+
+__all__ = ["RULES", "ZERO", "ONE", "I32_MIN", "wgsl_type", "COMPONENTS", "ATOMICS"]
+
+COMPONENTS = "xyzw"
+ZERO = {"u32": "0u", "i32": "0i", "f32": "0.0f", "bool": "false"}
+ONE = {"u32": "1u", "i32": "1i", "f32": "1.0f"}
+for _v in VECTORS:
+    ZERO[_v] = f"{TYPES[_v].wgsl}()"  # the zero-value constructor
+# i32::MIN cannot be written as a literal (`-2147483648i` negates an out-of-range 2147483648i).
+I32_MIN = "(-2147483647i - 1i)"
+ATOMICS = {
+    "Add": "atomicAdd",
+    "Or": "atomicOr",
+    "And": "atomicAnd",
+    "Xor": "atomicXor",
+    "Min": "atomicMin",
+    "Max": "atomicMax",
+    "Exchange": "atomicExchange",
+}
+
+
+def wgsl_type(ty: str) -> str:
+    return TYPES[ty].wgsl
+
+
+def _is_nan(x: str) -> str:
+    # WGSL has no isnan, and `x != x` may be folded away: test the exponent/mantissa bits.
+    return f"((bitcast<u32>({x}) & 0x7fffffffu) > 0x7f800000u)"
+
+
+RULES: dict = {}
+
+
+def _bin(name: str, t: str, tpl: str, b: str | None = None) -> None:
+    RULES[(("BinOpKind", name), (t, b or t))] = tpl
+
+
+def _un(name: str, t: str, tpl: str) -> None:
+    RULES[(("UnOpKind", name), (t,))] = tpl
+
+
+def _cast(src: str, dst: str, tpl: str) -> None:
+    RULES[(("Cast", dst), (src,))] = tpl
+
+
+_MATH = {
+    "Cos": "cos",
+    "Sin": "sin",
+    "Tan": "tan",
+    "Acos": "acos",
+    "Asin": "asin",
+    "Atan": "atan",
+    "Tanh": "tanh",
+    "Sinh": "sinh",
+    "Cosh": "cosh",
+    "Sqrt": "sqrt",
+    "InverseSqrt": "inverseSqrt",
+    "Floor": "floor",
+    "Ceil": "ceil",
+    "Round": "round",
+    "Trunc": "trunc",
+    "Exp": "exp",
+    "Exp2": "exp2",
+    "Log": "log",
+    "Log2": "log2",
+    "Sign": "sign",
+}
+
+# --- scalars --------------------------------------------------------------------------
+for _t in NUMERIC:
+    for _op, _sym in (("Add", "+"), ("Sub", "-"), ("Mul", "*")):
+        _bin(_op, _t, f"({{a}} {_sym} {{b}})")  # integer wrap is WGSL-native
+    _bin("Min", _t, "min({a}, {b})")
+    _bin("Max", _t, "max({a}, {b})")
+    for _op, _sym in (
+        ("Lt", "<"),
+        ("Gt", ">"),
+        ("Le", "<="),
+        ("Ge", ">="),
+        ("Eq", "=="),
+        ("Ne", "!="),
+    ):
+        _bin(_op, _t, f"({{a}} {_sym} {{b}})")
+_bin("Eq", "bool", "({a} == {b})")
+_bin("Ne", "bool", "({a} != {b})")
+# IEEE: NaN != x is true, but naga lowers f32 `!=` to an ordered compare (false on NaN).
+_bin("Ne", "f32", "(!({a} == {b}))")
+for _t in INTEGER + ("bool",):
+    _bin("BitAnd", _t, "({a} & {b})")
+    _bin("BitOr", _t, "({a} | {b})")
+for _t in INTEGER:
+    _bin("BitXor", _t, "({a} ^ {b})")
+    _bin("WrappingAdd", _t, "({a} + {b})")
+    _bin("WrappingSub", _t, "({a} - {b})")
+_bin("BitXor", "bool", "({a} != {b})")  # WGSL has no ^ on bool
+_bin("And", "bool", "({a} && {b})")
+_bin("Or", "bool", "({a} || {b})")
+# Pinned: x / 0 == x, x % 0 == 0, MIN / -1 == MIN, MIN % -1 == 0 (divide by 1 instead).
+_bin("Div", "u32", "({a} / select({b}, 1u, {b} == 0u))")
+_bin("Mod", "u32", "({a} % select({b}, 1u, {b} == 0u))")
+_I32_BAD = "{b} == 0i || ({a} == " + I32_MIN + " && {b} == -1i)"
+_bin("Div", "i32", "({a} / select({b}, 1i, " + _I32_BAD + "))")
+_bin("Mod", "i32", "({a} % select({b}, 1i, " + _I32_BAD + "))")
+_bin("Div", "f32", "({a} / {b})")
+_bin("Mod", "f32", "({a} % {b})")
+_bin("AbsDiff", "u32", "select({b} - {a}, {a} - {b}, {a} > {b})")
+_bin("AbsDiff", "i32", "select({b} - {a}, {a} - {b}, {a} > {b})")
+_bin("AbsDiff", "f32", "abs({a} - {b})")
+_bin("MulHigh", "u32", "_vy_mulhi_u32({a}, {b})")
+_bin("MulHigh", "i32", "_vy_mulhi_i32({a}, {b})")
+# Shift-like ops take a u32 amount, used mod 32 (pinned).
+for _t in INTEGER:
+    _bin("Shl", _t, "({a} << ({b} & 31u))", "u32")
+    _bin("Shr", _t, "({a} >> ({b} & 31u))", "u32")  # arithmetic for i32, logical for u32
+_bin("RotateLeft", "u32", "_vy_rotl({a}, {b})")
+_bin("RotateRight", "u32", "_vy_rotl({a}, 0u - {b})")
+_bin("RotateLeft", "i32", "bitcast<i32>(_vy_rotl(bitcast<u32>({a}), {b}))", "u32")
+_bin("RotateRight", "i32", "bitcast<i32>(_vy_rotl(bitcast<u32>({a}), 0u - {b}))", "u32")
+
+_un("Negate", "i32", "(0i - {a})")  # wraps: -MIN == MIN
+_un("Negate", "u32", "(0u - {a})")
+_un("Negate", "f32", "(-{a})")
+_un("BitNot", "u32", "(~{a})")
+_un("BitNot", "i32", "(~{a})")
+_un("LogicalNot", "bool", "(!{a})")
+_un("BitNot", "bool", "(!{a})")
+_un("Abs", "i32", "select({a}, 0i - {a}, {a} < 0i)")  # abs(MIN) == MIN
+_un("Abs", "u32", "{a}")
+_un("Abs", "f32", "abs({a})")
+_un("Sign", "i32", "select(select(0i, 1i, {a} > 0i), -1i, {a} < 0i)")
+_un("Sign", "u32", "select(0u, 1u, {a} != 0u)")
+_un("IsNan", "f32", _is_nan("{a}"))
+_un("IsInf", "f32", "((bitcast<u32>({a}) & 0x7fffffffu) == 0x7f800000u)")
+_un("IsFinite", "f32", "((bitcast<u32>({a}) & 0x7f800000u) != 0x7f800000u)")
+_un("Reciprocal", "f32", "(1.0f / {a})")
+for _t in INTEGER:
+    _w = "32u" if _t == "u32" else "32i"
+    _un("Popcount", _t, "countOneBits({a})")
+    # Pinned clz(0) == ctz(0) == 32, written out rather than trusted to the backend.
+    _un("Clz", _t, f"select(countLeadingZeros({{a}}), {_w}, {{a}} == {ZERO[_t]})")
+    _un("Ctz", _t, f"select(countTrailingZeros({{a}}), {_w}, {{a}} == {ZERO[_t]})")
+    _un("ReverseBits", _t, "reverseBits({a})")
+for _op in FLOAT_MATH + FLOAT_SCALAR_MATH:
+    if _op in _MATH:
+        _un(_op, "f32", f"{_MATH[_op]}({{a}})")
+
+# Casts. Truncate toward zero, saturate (2147483520 is the largest f32 below 2^31), NaN -> 0.
+for _t in ("bool", *NUMERIC):
+    _cast(_t, _t, "{a}")
+_cast(
+    "f32",
+    "i32",
+    "select(select(i32(clamp({a}, -2147483648.0f, 2147483520.0f)), 2147483647i, "
+    "{a} >= 2147483648.0f), 0i, " + _is_nan("{a}") + ")",
+)
+_cast(
+    "f32",
+    "u32",
+    "select(select(u32(clamp({a}, 0.0f, 4294967040.0f)), 4294967295u, "
+    "{a} >= 4294967296.0f), 0u, " + _is_nan("{a}") + ")",
+)
+_cast("u32", "f32", "_vy_u32_to_f32({a})")
+_cast("i32", "f32", "_vy_i32_to_f32({a})")
+_cast("i32", "u32", "bitcast<u32>({a})")
+_cast("u32", "i32", "bitcast<i32>({a})")
+_cast("f32", "bool", "((bitcast<u32>({a}) & 0x7fffffffu) != 0u)")  # NaN -> true, -0.0 -> false
+for _t in INTEGER:
+    _cast(_t, "bool", f"({{a}} != {ZERO[_t]})")
+for _t in NUMERIC:
+    _cast("bool", _t, f"select({ZERO[_t]}, {ONE[_t]}, {{a}})")
+for _s in NUMERIC:
+    for _d in NUMERIC:
+        RULES[(("Bitcast", _d), (_s,))] = "{a}" if _s == _d else f"bitcast<{TYPES[_d].wgsl}>({{a}})"
+for _t in TYPES:
+    RULES[(("Select", ""), ("bool", _t, _t))] = "select({c}, {b}, {a})"
+
+# --- vectors (docs/descriptor-conventions.md, "Vectors"): componentwise ------------------
+# WGSL does not splat scalars in select/comparisons, so the templates use the zero vector
+# where the scalar rule uses a 0 literal.
+for _k, (_e, _n) in VECTORS.items():
+    _z = ZERO[_k]
+    for _op, _sym in (("Add", "+"), ("Sub", "-"), ("Mul", "*")):
+        _bin(_op, _k, f"({{a}} {_sym} {{b}})")  # integer wrap is WGSL-native
+    _bin("Min", _k, "min({a}, {b})")
+    _bin("Max", _k, "max({a}, {b})")
+    if _e == "f32":
+        _bin("Div", _k, "({a} / {b})")
+        _un("Negate", _k, "(-{a})")
+        _un("Abs", _k, "abs({a})")
+        for _op in FLOAT_MATH:
+            _un(_op, _k, RULES[(("UnOpKind", _op), ("f32",))])
+    else:
+        _bin("BitAnd", _k, "({a} & {b})")
+        _bin("BitOr", _k, "({a} | {b})")
+        _bin("BitXor", _k, "({a} ^ {b})")
+        _un("Negate", _k, f"({_z} - {{a}})")  # wraps per component
+        _un("BitNot", _k, "(~{a})")
+    if _e == "i32":
+        _un("Abs", _k, f"select({{a}}, {_z} - {{a}}, {{a}} < {_z})")  # abs(MIN) == MIN
+for _t in ("f32", "vec2f", "vec4f"):
+    RULES[(("Fma", ""), (_t, _t, _t))] = "fma({a}, {b}, {c})"
+# Atomics: the builtin's name (the emitter writes the call, under the bounds check).
+for _t in INTEGER:
+    for _op, _fn in ATOMICS.items():
+        RULES[(("Atomic", _op), (_t,))] = _fn
+    RULES[(("Atomic", "CompareExchange"), (_t,))] = "atomicCompareExchangeWeak"
+
+
+def _vector_casts() -> None:
+    """Cast of a vector to another of the same length: the scalar rule per component.
+
+    i32 <-> u32 is one vector bitcast; the other conversions are a helper function per
+    type pair that applies the scalar template to each component, so the vector rule can
+    never drift from the scalar one. Helpers are emitted only when a kernel calls them.
+    """
+    for src, (e1, n) in VECTORS.items():
+        for dst, (e2, n2) in VECTORS.items():
+            if n2 != n:
+                continue
+            if e1 == e2:
+                _cast(src, dst, "{a}")
+            elif {e1, e2} == set(INTEGER):
+                _cast(src, dst, f"bitcast<{TYPES[dst].wgsl}>({{a}})")
+            else:
+                name = f"_vy_cast_v{n}{e1}_v{n}{e2}"
+                scalar = RULES[(("Cast", e2), (e1,))]
+                parts = ",\n".join(f"        {scalar.format(a='x.' + c)}" for c in COMPONENTS[:n])
+                HELPERS[name] = (
+                    f"fn {name}(x: {TYPES[src].wgsl}) -> {TYPES[dst].wgsl} {{\n"
+                    f"    return {TYPES[dst].wgsl}(\n{parts});\n}}"
+                )
+                _cast(src, dst, f"{name}({{a}})")
+
+
+_vector_casts()
+for _row in OPS:  # Construct and Extract have no template: the emitter writes them
+    if _row[0][0] in ("Construct", "Extract"):
+        RULES[_row] = None
