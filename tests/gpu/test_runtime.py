@@ -832,3 +832,22 @@ def test_the_example_runs_on_the_tree_bundle(backend, tree_bundle):
     lines = done.stdout.splitlines()
     assert lines[0].startswith(f"opened {tree_bundle}: ") and len(lines) == 5
     assert all(line.endswith("matches numpy") for line in lines[1:])
+
+
+def test_coarse_entries_run_where_the_sizes_allow(backend, tree_bundle):
+    from vyre_build.runtime import open_bundle
+    from vyre_build.runtime.vulkan_backend import VulkanDevice
+    from vyre_build.runtime.wgpu_backend import WgpuDevice
+
+    device = WgpuDevice() if backend == "wgpu" else VulkanDevice(pipeline_cache=False)
+    with open_bundle(tree_bundle, device=device) as bundle:
+        saxpy = bundle["saxpy"]
+        assert saxpy.meta.coarse is not None and saxpy.meta.coarse.entry == "main_x4"
+        made = []
+        for n in (4096, 4097):  # all buffers 4096 long: the coarse entry; 4097: the plain one
+            x = np.arange(n, dtype=np.float32)
+            y = np.ones(n, np.float32)
+            np.testing.assert_array_equal(saxpy(x=x, y=y, a=3.0).array("y"), 3 * x + 1)
+            made.append(sorted(key[3] for key in device._pipelines))
+        assert made == [["main_x4"], ["main", "main_x4"]]
+    device.close()

@@ -67,7 +67,9 @@ def test_a_sound_record_is_read_into_typed_fields():
     assert [(b.name, b.offset) for b in m.scalars] == [("cols", 0), ("rows", 4), ("scale", 8)]
     assert (m.uniform.binding, m.uniform.size) == (2, 16)
     assert m.features == ("f16", "subgroup_basic")  # sorted
-    assert m.record is GOOD
+    assert m.record is GOOD and m.coarse is None
+    coarse = check_metadata({**GOOD, "coarse": {"entry": "main_x4", "factor": 4}}, "k").coarse
+    assert (coarse.entry, coarse.factor) == ("main_x4", 4)
     short = check_metadata({**GOOD, "workgroup_size": [64], "features": None, "grid": None}, "k")
     assert short.workgroup_size == (64, 1, 1) and short.features == () and short.grid == ()
 
@@ -186,6 +188,17 @@ P = "kernel 'fill.u32': metadata field "
             "variant_values.T",
             {"x": 1},
             "'variant_values' must be an object of names to values, got {'T': {'x': 1}}",
+        ),
+        ("coarse", 4, "'coarse' must be an object {entry, factor} or null, got 4"),
+        (
+            "coarse",
+            {"entry": "main x4", "factor": 4},
+            "'coarse.entry' must be an entry point name, got 'main x4'",
+        ),
+        (
+            "coarse",
+            {"entry": "main_x4", "factor": 1},
+            "'coarse.factor' must be an integer in 2..64, got 1",
         ),
         ("name", "", "'name' must be a non-empty string, got ''"),
         ("variant", 3, "'variant' must be a non-empty string or null, got 3"),

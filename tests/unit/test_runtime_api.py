@@ -77,9 +77,9 @@ class Fake(Device):
         self.profile = profile(features)
         self.pipelines_made = 0
 
-    def _pipeline(self, meta, code, base):
+    def _pipeline(self, meta, code, base, entry):
         self.pipelines_made += 1
-        return ("pipeline", meta.id, base)
+        return ("pipeline", meta.id, base, entry)
 
 
 def kernel(meta=SAXPY, device=None) -> Kernel:

@@ -211,3 +211,17 @@ def test_uniform_block_takes_its_size_and_offsets_from_the_metadata():
     block = pack_uniform(meta, {"cols": 1, "rows": 2, "bias": -2})
     assert block == struct.pack("<IIi", 1, 2, -2) + bytes(20)
     assert len(pack_uniform(check_metadata(SAXPY, "k"), {"a": float("inf")})) == 16
+
+
+def test_the_coarse_entry_is_planned_when_every_buffer_has_one_length_a_multiple_of_its_factor():
+    meta = {**SAXPY, "coarse": {"entry": "main_x4", "factor": 4}}
+    plan = plan_of(meta, {"x": f32(1024), "y": f32(1024), "a": 1.0})
+    assert (plan.entry, plan.workgroups) == ("main_x4", (4, 1, 1))  # 256 invocations / 64
+    for args, grid in (
+        ({"x": f32(1022), "y": f32(1022), "a": 1.0}, None),  # not a multiple of 4
+        ({"x": f32(2048), "y": f32(1024), "a": 1.0}, None),  # lengths differ
+        ({"x": f32(1024), "y": f32(1024), "a": 1.0}, 1024),  # an explicit grid
+    ):
+        plan = plan_of(meta, args, grid)
+        assert (plan.entry, plan.workgroups) == ("main", (16, 1, 1)), (args, grid)
+    assert plan_of(SAXPY, {"x": f32(1024), "y": f32(1024), "a": 1.0}).entry == "main"

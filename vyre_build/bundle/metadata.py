@@ -22,6 +22,7 @@ __all__ = [
     "SCALAR_DTYPES",
     "VECTOR_DTYPES",
     "Binding",
+    "Coarse",
     "KernelMeta",
     "Uniform",
     "check_metadata",
@@ -70,6 +71,15 @@ class Uniform:
 
 
 @dataclass(frozen=True)
+class Coarse:
+    """A second entry point of the kernel's modules in which each invocation handles
+    `factor` consecutive elements (descriptor/coarsen.py)."""
+
+    entry: str
+    factor: int
+
+
+@dataclass(frozen=True)
 class KernelMeta:
     """A checked metadata record. `record` is the record itself (JSON data)."""
 
@@ -81,6 +91,7 @@ class KernelMeta:
     bindings: tuple[Binding, ...]
     uniform: Uniform | None
     features: tuple[str, ...]
+    coarse: Coarse | None
     record: dict[str, Any] = field(compare=False, repr=False)
 
     @property
@@ -204,6 +215,18 @@ class _Checker:
                 out.append(self.int_in(at, entry, 0, MAX_GRID_INVOCATIONS))
         return tuple(out)
 
+    def coarse(self, value: object) -> Coarse | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.fail(
+                "coarse", f"must be an object {{entry, factor}} or null, got {_show(value)}"
+            )
+        entry = value.get("entry")
+        if not isinstance(entry, str) or not entry.isidentifier() or len(entry) > 64:
+            raise self.fail("coarse.entry", f"must be an entry point name, got {_show(entry)}")
+        return Coarse(entry, self.int_in("coarse.factor", value.get("factor"), 2, 64))
+
     def features(self, value: object) -> tuple[str, ...]:
         if value is None:
             return ()
@@ -291,5 +314,6 @@ def check_metadata(meta: object, where: str) -> KernelMeta:
         bindings=bindings,
         uniform=uniform,
         features=c.features(meta.get("features")),
+        coarse=c.coarse(meta.get("coarse")),
         record=meta,
     )

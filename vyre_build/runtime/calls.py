@@ -40,8 +40,9 @@ class BufferArg(NamedTuple):
 
 class Plan(NamedTuple):
     """A checked call: buffers in binding order, the packed uniform block, workgroup counts
-    per axis, the names of the buffers the kernel writes (what a call returns), and
-    whether the counts exceed the device's per-axis limits (the backend splits it)."""
+    per axis, the names of the buffers the kernel writes (what a call returns), whether
+    the counts exceed the device's per-axis limits (the backend splits it), and the entry
+    point dispatched ("main", or the coarse one where the sizes allow)."""
 
     buffers: tuple[BufferArg, ...]
     uniform_binding: int | None
@@ -49,6 +50,7 @@ class Plan(NamedTuple):
     workgroups: tuple[int, int, int]
     written: tuple[str, ...]
     split: bool
+    entry: str
 
 
 def _fail(kid: str, message: str, arg: str | None = None) -> DispatchError:
@@ -346,6 +348,7 @@ def plan_call(
         else:
             scalars[b.name] = _check_scalar(kid, b, args[b.name])
     invocations = _invocations(kid, meta, grid, buffers, scalars)
+    entry, invocations = _entry(meta, grid, buffers, invocations)
     workgroups, split = workgroup_counts(
         kid, invocations, meta.workgroup_size, device.max_workgroup_count, no_split
     )
@@ -353,7 +356,24 @@ def plan_call(
     uniform = pack_uniform(meta, scalars) if meta.uniform is not None else None
     written = tuple(a.name for a in ordered if a.access != "r")
     binding = meta.uniform.binding if meta.uniform is not None else None
-    return Plan(ordered, binding, uniform, workgroups, written, split)
+    return Plan(ordered, binding, uniform, workgroups, written, split, entry)
+
+
+def _entry(
+    meta: KernelMeta, grid: object, buffers: dict[str, BufferArg], invocations: list[int]
+) -> tuple[str, list[int]]:
+    # The coarse entry (each invocation handles `factor` elements) when the grid is the
+    # default one over buffers all of one length, a multiple of the factor: then an
+    # invocation's elements are in or out of bounds together, as the plain entry's are.
+    coarse = meta.coarse
+    if coarse is None or grid is not None or len(meta.grid) > 1:
+        return "main", invocations
+    if meta.grid and meta.grid[0] not in buffers:
+        return "main", invocations
+    lengths = {a.elements for a in buffers.values()}
+    if len(lengths) != 1 or invocations[0] not in lengths or invocations[0] % coarse.factor:
+        return "main", invocations
+    return coarse.entry, [invocations[0] // coarse.factor]
 
 
 def pack_uniform(meta: KernelMeta, scalars: dict[str, Scalar]) -> bytes:

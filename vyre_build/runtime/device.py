@@ -3,7 +3,7 @@ thread safety). A backend subclasses `Device`, sets `backend`, `name`, `profile`
 limits, and implements the hooks below; nothing else is backend-specific.
 
     _alloc(nbytes, data) -> handle        _upload(handle, data)    _download(handle, nbytes)
-    _free(handle)                         _pipeline(meta, code, base) -> pipeline
+    _free(handle)                         _pipeline(meta, code, base, entry) -> pipeline
     _bind(pipeline, bound, uniform_binding, uniform) -> entry (owns its uniform buffer)
     _set_uniform(entry, uniform)          _unbind(entry)
     _submit(jobs, final)                  _wait()                  _close()
@@ -103,7 +103,7 @@ class Device:
         self._local = threading.local()
         self._open_batches, self.closed = 0, False
         self._direct = _Direct()
-        self._pipelines: dict[tuple[str, Any, bool], Any] = {}
+        self._pipelines: dict[tuple[str, Any, bool, str], Any] = {}
         self._pipelines_added = 0
         self._sets: dict[tuple[Any, ...], list[Any]] = {}
         self._by_handle: dict[int, set[tuple[Any, ...]]] = {}
@@ -290,34 +290,39 @@ class Device:
                 f"the {self.backend} device {self.name} allows ({p.max_workgroup_invocations})"
             )
 
-    def pipeline(self, meta: KernelMeta, code: Any, base: bool = False) -> Any:
-        """The backend pipeline of this kernel (`base`: one that takes base workgroup
-        offsets, for split dispatches), created once per device, kernel and flavour."""
-        key = (meta.id, code, base)
+    def pipeline(self, meta: KernelMeta, code: Any, base: bool = False, entry: str = "main") -> Any:
+        """The backend pipeline of this kernel's `entry` point (`base`: one that takes base
+        workgroup offsets, for split dispatches), created once per device and kind."""
+        key = (meta.id, code, base, entry)
         found = self._pipelines.get(key)
         if found is None:
             with self._lock:
                 self._check_open()
                 found = self._pipelines.get(key)
                 if found is None:
-                    found = self._pipelines[key] = self._pipeline(meta, code, base)
+                    found = self._pipelines[key] = self._pipeline(meta, code, base, entry)
                     self._pipelines_added += 1
         return found
 
     def warm(self, kernels: list[tuple[KernelMeta, Any]]) -> int:
-        """Create the pipelines of `kernels` ((meta, code) pairs) not yet created; return
-        how many were created."""
+        """Create the pipelines of `kernels` ((meta, code) pairs; each entry point) not yet
+        created; return how many were created."""
         with self._lock:
             self._check_open()
-            todo = [(m, c) for m, c in kernels if (m.id, c, False) not in self._pipelines]
-            for (m, c), pipe in zip(todo, self._pipelines_many(todo)):
-                self._pipelines[m.id, c, False] = pipe
+            todo = [
+                (m, c, e)
+                for m, c in kernels
+                for e in ("main", *([m.coarse.entry] if m.coarse else []))
+                if (m.id, c, False, e) not in self._pipelines
+            ]
+            for (m, c, e), pipe in zip(todo, self._pipelines_many(todo)):
+                self._pipelines[m.id, c, False, e] = pipe
             self._pipelines_added += len(todo)
         return len(todo)
 
-    def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any]]) -> list[Any]:
+    def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
         # Backends that can create many pipelines in one driver call override this.
-        return [self._pipeline(m, c, False) for m, c in kernels]
+        return [self._pipeline(m, c, False, e) for m, c, e in kernels]
 
     # -- dispatch --
 
@@ -365,7 +370,7 @@ class Device:
             self._collect()
             batch = self._current_batch()
             ctx = batch if batch is not None else self._direct
-            pipeline = kernel._pipeline(plan.split)
+            pipeline = kernel._pipeline(plan.split, plan.entry)
             temps: dict[str, DeviceBuffer] = {}
             results: dict[str, DeviceBuffer] = {}
             bound, oneoff = [], False
@@ -426,7 +431,7 @@ class Device:
     def _free(self, handle: Any) -> None:
         raise NotImplementedError
 
-    def _pipeline(self, meta: KernelMeta, code: Any, base: bool) -> Any:
+    def _pipeline(self, meta: KernelMeta, code: Any, base: bool, entry: str) -> Any:
         raise NotImplementedError
 
     def _bind(

@@ -130,12 +130,13 @@ class Kernel:
         """The backend pipeline, created on first use."""
         return self._pipeline(False)
 
-    def _pipeline(self, base: bool) -> Any:
-        return self.device.pipeline(self.meta, self.code, base)
+    def _pipeline(self, base: bool, entry: str = "main") -> Any:
+        return self.device.pipeline(self.meta, self.code, base, entry)
 
     def warm(self) -> None:
-        """Create the pipeline now (a refused shader raises DeviceError here)."""
-        self._pipeline(False)
+        """Create the pipelines now, the coarse entry's too (a refused shader raises
+        DeviceError here)."""
+        self.device.warm([(self.meta, self.code)])
 
     def _split_refusal(self) -> str | None:
         # Why a dispatch of this kernel past the device's per-axis limit cannot be split.

@@ -363,10 +363,10 @@ class VulkanDevice(Device):
             status = lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, _WAIT_NS)
         return int(status)
 
-    def _pipeline(self, meta: KernelMeta, code: Any, base: bool) -> Any:
-        return vulkan_pipelines.create_pipelines(self, [(meta, code)], base)[0]
+    def _pipeline(self, meta: KernelMeta, code: Any, base: bool, entry: str) -> Any:
+        return vulkan_pipelines.create_pipelines(self, [(meta, code, entry)], base)[0]
 
-    def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any]]) -> list[Any]:
+    def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
         return vulkan_pipelines.create_pipelines(self, kernels, False)
 
     def save_pipeline_cache(self) -> bool:

@@ -112,20 +112,21 @@ def _layouts(dev: VulkanDevice, meta: KernelMeta) -> tuple[Any, Any]:
 
 
 def create_pipelines(
-    dev: VulkanDevice, kernels: list[tuple[KernelMeta, bytes]], base: bool
+    dev: VulkanDevice, kernels: list[tuple[KernelMeta, bytes, str]], base: bool
 ) -> list[tuple[Any, Any, Any]]:
-    """(pipeline, pipeline layout, set layout) of each kernel, created in one driver call
-    (`base`: with VK_PIPELINE_CREATE_DISPATCH_BASE, for split dispatches). When the driver
-    refuses the batch, each is created alone, so that the error names its kernel."""
+    """(pipeline, pipeline layout, set layout) of each (kernel, SPIR-V, entry point),
+    created in one driver call (`base`: with VK_PIPELINE_CREATE_DISPATCH_BASE, for split
+    dispatches). When the driver refuses the batch, each is created alone, so that the
+    error names its kernel."""
     if len(kernels) > 1:
         try:
             return _create(dev, kernels, base)
         except DeviceError:
             pass
     out = []
-    for meta, code in kernels:
+    for meta, code, entry in kernels:
         try:
-            out += _create(dev, [(meta, code)], base)
+            out += _create(dev, [(meta, code, entry)], base)
         except DeviceError as exc:
             raise DeviceError(
                 f"Kernel {meta.id!r}: the Vulkan driver refused the shader or its layout: {exc}"
@@ -134,20 +135,20 @@ def create_pipelines(
 
 
 def _create(
-    dev: VulkanDevice, kernels: list[tuple[KernelMeta, bytes]], base: bool
+    dev: VulkanDevice, kernels: list[tuple[KernelMeta, bytes, str]], base: bool
 ) -> list[tuple[Any, Any, Any]]:
     made, modules = [], []
     try:
-        for meta, code in kernels:
+        for meta, code, _ in kernels:
             made.append(_layouts(dev, meta))
             modules.append(
                 dev._new("shader module creation", "ShaderModule", codeSize=len(code), pCode=code)
             )
         stages = [
             vk.VkPipelineShaderStageCreateInfo(
-                stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=m, pName="main"
+                stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=m, pName=entry
             )
-            for m in modules
+            for m, (_, _, entry) in zip(modules, kernels)
         ]
         infos = [
             vk.VkComputePipelineCreateInfo(

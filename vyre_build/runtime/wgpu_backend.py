@@ -230,7 +230,7 @@ class WgpuDevice(Device):
         self._buffers.pop(id(handle), None)
         handle.destroy()
 
-    def _pipeline(self, meta: KernelMeta, code: Any, base: bool) -> Any:
+    def _pipeline(self, meta: KernelMeta, code: Any, base: bool, entry: str) -> Any:
         try:
             group_layout = self.device.create_bind_group_layout(
                 entries=[
@@ -245,7 +245,7 @@ class WgpuDevice(Device):
             module = self.device.create_shader_module(label=meta.id, code=code)
             pipeline = self.device.create_compute_pipeline(
                 label=meta.id,
-                compute={"module": module, "entry_point": "main"},
+                compute={"module": module, "entry_point": entry},
                 layout=self.device.create_pipeline_layout(bind_group_layouts=[group_layout]),
             )
         except wgpu.GPUError as exc:
