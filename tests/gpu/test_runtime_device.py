@@ -218,6 +218,10 @@ def test_an_applications_wgpu_device_and_buffers(tmp_path):
             assert str(info.value) == f"Kernel 'saxpy': argument 'y' {why}"
     with pytest.raises(DispatchError, match="Device.wrap: expected a wgpu GPUBuffer, got ndarray"):
         dev.wrap(x, "f32")
+    on_adapter = get_device(adapter=adapter)  # an application's GPUAdapter: our own device on it
+    assert on_adapter is not dev and on_adapter.device is not app_device
+    assert "f16" in on_adapter.profile.features  # we asked for what the adapter has
+    on_adapter.close()
     dev.close()  # closing our Device leaves the app's device and buffers alone
     got = np.frombuffer(app_device.queue.read_buffer(y), np.float32)
     np.testing.assert_array_equal(got, 5 * x + 1)

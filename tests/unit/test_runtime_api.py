@@ -322,3 +322,20 @@ def test_kernels_reading_num_workgroups_are_found_in_their_spirv():
     assert not reads_num_workgroups(module((5, 28)))  # GlobalInvocationId only
     assert reads_num_workgroups(module((5, 28), (6, 24)))
     assert reads_num_workgroups(np.array([0x07230203, 0x10000, 0, 9, 0, 0], "<u4").tobytes())
+
+
+def test_open_bundle_refuses_what_is_not_a_device(tmp_path):
+    from vyre_build.runtime import get_device, open_bundle
+
+    path = make_bundle(tmp_path, [SAXPY])
+    with pytest.raises(DeviceError) as info:
+        open_bundle(path, device=5)
+    assert str(info.value) == (
+        "device= must be a vyre_build Device or a wgpu GPUDevice/GPUAdapter, got int"
+    )
+    with pytest.raises(
+        DispatchError, match="backend='wgpu' but the device given is a vulkan device"
+    ):
+        open_bundle(path, backend="wgpu", device=Fake())
+    with pytest.raises(DeviceError, match="unknown backend 'metal'; choose one of wgpu, vulkan"):
+        get_device("metal")
