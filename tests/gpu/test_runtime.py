@@ -812,22 +812,22 @@ def test_reused_binding_sets_carry_each_calls_scalars(device):
     np.testing.assert_array_equal(saxpy(x=bx, y=fresh, a=0.5)["y"].read(), 0.5 * x)
 
 
-def test_the_example_runs_on_the_tree_bundle(backend, tree_bundle):
+def python(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """A fresh interpreter running `argv` from the repository root; output captured."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    done = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(root, "examples", "dispatch.py"),
-            str(tree_bundle),
-            "--backend",
-            backend,
-        ],
+    return subprocess.run(
+        [sys.executable, *argv],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": root},
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": root, **(env or {})},
         timeout=300,
         check=False,
     )
+
+
+def test_the_example_runs_on_the_tree_bundle(backend, tree_bundle):
+    done = python("examples/dispatch.py", str(tree_bundle), "--backend", backend)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith(f"opened {tree_bundle}: ") and len(lines) == 5

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_runtime import IOTA_META, IOTA_SPVASM, SHADERS, assemble, load  # noqa: E402
+from test_runtime import IOTA_META, IOTA_SPVASM, SHADERS, assemble, load, python  # noqa: E402
 
 from vyre_build.bundle import write_bundle  # noqa: E402
 from vyre_build.errors import DeviceError, DispatchError  # noqa: E402
@@ -359,24 +359,16 @@ def test_bundle_warm_command(tmp_path):
     path = bundle(tmp_path / "w.vyrebundle")
 
     def warm(*flags):
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "vyre_build",
-                "bundle",
-                "warm",
-                str(path),
-                "--backend",
-                "vulkan",
-                *flags,
-            ],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env={**os.environ, "VYRE_PIPELINE_CACHE": str(tmp_path / "plc"), "PYTHONPATH": ROOT},
-            timeout=300,
-            check=False,
+        done = python(
+            "-m",
+            "vyre_build",
+            "bundle",
+            "warm",
+            str(path),
+            "--backend",
+            "vulkan",
+            *flags,
+            env={"VYRE_PIPELINE_CACHE": str(tmp_path / "plc")},
         )
         assert done.returncode == 0, done.stderr
         return done.stdout
@@ -394,19 +386,7 @@ def test_bundle_warm_command(tmp_path):
 
 def test_the_typed_user_script_runs(backend, tmp_path):
     path = bundle(tmp_path / "user.vyrebundle")
-    done = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(ROOT, "tests", "typing", "user_script.py"),
-            str(path),
-            backend,
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": ROOT},
-        timeout=300,
-        check=False,
-    )
+    done = python("tests/typing/user_script.py", str(path), backend)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("2 kernels, 2 pipelines, llvmpipe") and done.stdout.endswith(
         ": ok\n"

@@ -20,6 +20,20 @@ class FakeDevice:
 
 DEV = FakeDevice()
 
+SAXPY = {
+    "name": "saxpy",
+    "variant": None,
+    "id": "saxpy",
+    "workgroup_size": [64, 1, 1],
+    "grid": ["y"],
+    "bindings": [
+        {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
+        {"name": "y", "binding": 1, "kind": "buffer", "dtype": "f32", "access": "rw"},
+        {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0},
+    ],
+    "uniform": {"binding": 2, "size": 16},
+}
+
 
 def plan_of(
     meta: dict,

@@ -10,6 +10,8 @@ import pydoc
 import numpy as np
 import pytest
 
+from runtime_fakes import SAXPY as FLAT
+
 from vyre_build.bundle import read_bundle, write_bundle
 from vyre_build.bundle.metadata import check_metadata
 from vyre_build.errors import BundleError, DeviceError, DispatchError
@@ -26,18 +28,14 @@ from vyre_build.runtime.calls import split_dispatch, workgroup_counts
 from vyre_build.runtime.kernel import reads_num_workgroups
 from vyre_build.runtime.profile import features_of, missing_features
 
+# runtime_fakes' saxpy with y as vec4f, so that the binding table shows a vector row.
 SAXPY = {
-    "name": "saxpy",
-    "variant": None,
-    "id": "saxpy",
-    "workgroup_size": [64, 1, 1],
-    "grid": ["y"],
+    **FLAT,
     "bindings": [
-        {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
-        {"name": "y", "binding": 1, "kind": "buffer", "dtype": "vec4f", "access": "rw"},
-        {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0},
+        FLAT["bindings"][0],
+        {**FLAT["bindings"][1], "dtype": "vec4f"},
+        FLAT["bindings"][2],
     ],
-    "uniform": {"binding": 2, "size": 16},
 }
 
 

@@ -7,25 +7,12 @@ import struct
 import numpy as np
 import pytest
 
-from runtime_fakes import plan_of
+from runtime_fakes import SAXPY, plan_of
 
 from vyre_build.bundle.metadata import check_metadata
 from vyre_build.errors import DispatchError
 from vyre_build.runtime.calls import pack_uniform
 
-SAXPY = {
-    "name": "saxpy",
-    "variant": None,
-    "id": "saxpy",
-    "workgroup_size": [64, 1, 1],
-    "grid": ["y"],
-    "bindings": [
-        {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
-        {"name": "y", "binding": 1, "kind": "buffer", "dtype": "f32", "access": "rw"},
-        {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0},
-    ],
-    "uniform": {"binding": 2, "size": 16},
-}
 
 FILL = {
     "name": "fill",
