@@ -14,6 +14,7 @@ from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, KernelOp, Va
 from vyre_build.descriptor.ops import op_key
 from vyre_build.emit.wgsl.control import ControlRules
 from vyre_build.emit.wgsl.memory import MemoryRules
+from vyre_build.emit.wgsl.helpers import HELPER_CALL
 from vyre_build.emit.wgsl.values import COMPONENTS, I32_MIN, RULES, wgsl_type
 from vyre_build.errors import EmitError
 
@@ -64,6 +65,7 @@ class FunctionWriter(MemoryRules, ControlRules):
         self.slots = {s.slot: s for s in desc.slots}
         self.lines: list[str] = []
         self.loops: list[tuple[str, str]] = []  # (loop_var, WGSL variable) of enclosing for loops
+        self.helpers: set[str] = set()  # `_vy_*` helper functions the templates used call
         self.loop_count = 0
 
     def write(self) -> tuple[list[str], list[str]]:
@@ -111,7 +113,10 @@ class FunctionWriter(MemoryRules, ControlRules):
         if row not in RULES:
             what = " ".join(k for k in key if k)
             raise self.fail(op, f"no WGSL rule for {what} on ({', '.join(row[1])})")
-        return RULES[row]
+        tpl = RULES[row]
+        if tpl and "_vy_" in tpl:
+            self.helpers.update(HELPER_CALL.findall(tpl))
+        return tpl
 
     def value(self, op, depth, key) -> None:
         names = {k: f"_v{o}" for k, o in zip("abc", op.operands)}
