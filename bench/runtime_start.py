@@ -92,10 +92,13 @@ def _medians(runs: list) -> dict:
 
 def configurations(backend: str, tmp: str) -> list:
     """(label, mode, pipeline_cache setting, env, fresh cache dir per run) per path."""
+    driver_dir = os.path.join(tmp, f"driver-{backend}")
+    os.makedirs(driver_dir, exist_ok=True)  # NVIDIA's cache writes only into a folder that exists
     driver_on = {
         "__GL_SHADER_DISK_CACHE": "1",
-        "__GL_SHADER_DISK_CACHE_PATH": os.path.join(tmp, f"driver-{backend}"),
-        "MESA_SHADER_CACHE_DIR": os.path.join(tmp, f"driver-{backend}"),
+        "__GL_SHADER_DISK_CACHE_PATH": driver_dir,
+        "__GL_SHADER_DISK_CACHE_SKIP_CLEANUP": "1",
+        "MESA_SHADER_CACHE_DIR": driver_dir,
     }
     warm_dir = os.path.join(tmp, f"plc-{backend}")
     out = [("bundle, cold (no caches)", "bundle", "fresh", DRIVER_OFF)]
