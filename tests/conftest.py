@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 import pytest
 
@@ -25,6 +26,11 @@ import adapters  # noqa: E402
 
 # Fixtures that create a device (`runner`: test_spirv_vulkan.py's Vulkan dispatcher).
 DEVICE_FIXTURES = frozenset({"backend", "device", "wgpu_device", "runner"})
+
+# Devices made by tests persist their Vulkan pipeline cache here, not in the user's cache.
+os.environ.setdefault(
+    "VYRE_PIPELINE_CACHE", os.path.join(tempfile.mkdtemp(prefix="vyre-tests-"), "pipelines")
+)
 
 
 def pytest_configure(config):
