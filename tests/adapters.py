@@ -49,7 +49,9 @@ def wgpu_device():
             import wgpu
 
             adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-            _PROBED["raw-wgpu"] = adapter.request_device_sync()
+            # the features kernels may need (f16, subgroups), where the adapter has them
+            wanted = [f for f in ("shader-f16", "subgroup") if f in adapter.features]
+            _PROBED["raw-wgpu"] = adapter.request_device_sync(required_features=wanted)
         except Exception as exc:  # noqa: BLE001 - any failure here means "no adapter"
             _PROBED["raw-wgpu"] = f"no wgpu adapter: {exc}"
     if isinstance(_PROBED["raw-wgpu"], str):

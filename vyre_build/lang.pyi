@@ -31,6 +31,7 @@ __all__ = [
     "ctz",
     "exp",
     "exp2",
+    "f16",
     "f32",
     "floor",
     "fma",
@@ -68,9 +69,11 @@ __all__ = [
     "trunc",
     "u32",
     "vec2f",
+    "vec2h",
     "vec2i",
     "vec2u",
     "vec4f",
+    "vec4h",
     "vec4i",
     "vec4u",
     "w",
@@ -81,6 +84,7 @@ __all__ = [
 i32 = builtins.int
 u32 = builtins.int
 f32 = builtins.float
+f16 = builtins.float
 bool = builtins.bool
 bool_ = builtins.bool
 
@@ -140,6 +144,16 @@ class vec4f(_FloatVec):
     z: builtins.float
     w: builtins.float
 
+class vec2h(_FloatVec):
+    x: builtins.float
+    y: builtins.float
+
+class vec4h(_FloatVec):
+    x: builtins.float
+    y: builtins.float
+    z: builtins.float
+    w: builtins.float
+
 class vec2i(_IntVec):
     x: builtins.int
     y: builtins.int
@@ -160,9 +174,11 @@ class vec4u(_IntVec):
     z: builtins.int
     w: builtins.int
 
-_Vector = vec2f | vec4f | vec2i | vec4i | vec2u | vec4u
-_F = TypeVar("_F", builtins.float, vec2f, vec4f)
-_N = TypeVar("_N", builtins.int, builtins.float, vec2f, vec4f, vec2i, vec4i, vec2u, vec4u)
+_Vector = vec2f | vec4f | vec2h | vec4h | vec2i | vec4i | vec2u | vec4u
+_F = TypeVar("_F", builtins.float, vec2f, vec4f, vec2h, vec4h)
+_N = TypeVar(
+    "_N", builtins.int, builtins.float, vec2f, vec4f, vec2h, vec4h, vec2i, vec4i, vec2u, vec4u
+)
 
 @overload
 def kernel(fn: _Fn, /) -> _Fn: ...

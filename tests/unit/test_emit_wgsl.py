@@ -982,7 +982,7 @@ def _op_after_return(b, i):
             lambda b, i: b.un("Sqrt", i),
             "UnOpKind(Sqrt,) [0]: UnOpKind Sqrt is not defined on (u32)",
         ),
-        (lambda b, i: b.cast("F16", i), "Cast(F16,) [0]: cast target: unsupported data type F16"),
+        (lambda b, i: b.cast("F64", i), "Cast(F64,) [0]: cast target: unsupported data type F64"),
         (lambda b, i: b.store(1, i, i), "StoreGlobal [1, 0, 0]: store to read-only slot 1 'src'"),
         (lambda b, i: b.load(9, i), "LoadGlobal [9, 0]: slot 9 does not exist"),
         (

@@ -86,6 +86,12 @@ def family_descriptor(family: str):
             v = r.bitcast(datatype(name), *args)
         elif family == "Construct":
             v = r.vec(datatype(name), *args)
+        elif family == "Subgroup":
+            if name == "broadcast":  # its lane is a literal
+                args[1] = r.u32(1)
+            kinds = {"add": "SubgroupAdd", "ballot": "SubgroupBallot", "shuffle": "SubgroupShuffle"}
+            kind = kinds.get(name) or V("OpaqueExpr", (0, "vyre.subgroup", name.encode()))
+            v = r.op(kind, *args)
         else:  # Extract: the last component
             v = r.extract(args[0], VECTORS[operands[0]][1] - 1)
         if result == "bool":

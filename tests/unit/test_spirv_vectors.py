@@ -225,9 +225,9 @@ def test_undefined_vector_ops_are_refused(name):
             "slot 16777216 'v' (Shared): unsupported data type Vec(Bool, 4)",
         ),
         (
-            vt("F16", 2),
+            vt("F64", 2),
             "Scratch",
-            "slot 16777216 'v' (Scratch): unsupported data type Vec(F16, 2)",
+            "slot 16777216 'v' (Scratch): unsupported data type Vec(F64, 2)",
         ),
         (
             F4,

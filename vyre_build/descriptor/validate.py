@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from vyre_build.descriptor.codec import KernelBody, KernelDescriptor, decode_datatype
 from vyre_build.descriptor.facts import DescriptorInfo, uniform_block
-from vyre_build.descriptor.ops import OPS, op_key
+from vyre_build.descriptor.ops import OPS, SUBGROUP_FEATURE, op_key
 from vyre_build.descriptor.ranges import analyze
 from vyre_build.descriptor.types import TYPES, VECTORS, literal_type, type_of
 from vyre_build.errors import DescriptorFormatError
@@ -46,6 +46,11 @@ ARITY = {
     "StructuredForLoop": 3,
     "Return": 0,
     "Barrier": 0,
+    "SubgroupLocalId": 0,
+    "SubgroupSize": 0,
+    "SubgroupAdd": 1,
+    "SubgroupBallot": 1,
+    "SubgroupShuffle": 2,
 }
 OPAQUE_ARITY = {
     "vyre.loop": (1, 2),
@@ -55,6 +60,7 @@ OPAQUE_ARITY = {
     "vyre.bitcast": (1,),
     "vyre.vec": (2, 4),
     "vyre.extract": (1,),
+    "vyre.subgroup": (0, 1, 2),
 }
 _BUILTINS = ("GlobalInvocationId", "LocalInvocationId", "WorkgroupId")
 _LOAD_CLASSES = {"LoadGlobal": ("Global",), "LoadShared": ("Shared", "Scratch")}
@@ -82,6 +88,7 @@ class _Checker:
         self.types: dict[int, str] = {}
         self.constants: dict[int, int] = {}
         self.atomic: set[int] = set()
+        self.features: set[str] = set()
 
     def error(self, msg: str) -> DescriptorFormatError:
         return DescriptorFormatError(f"descriptor {self.d.id!r}: {msg}")
@@ -114,7 +121,23 @@ class _Checker:
             uniform=uniform_block(d.slots, self.slot_types),
             constants=self.constants,
             proofs=analyze(d, self.types, self.slot_types),
+            features=self.type_features() | frozenset(self.features),
         )
+
+    def type_features(self) -> frozenset:
+        """f16 anywhere needs shaderFloat16; f16 storage buffers 16-bit storage too."""
+        out = set()
+        if any(
+            TYPES[t].element == "f16" for t in (*self.types.values(), *self.slot_types.values())
+        ):
+            out.add("f16")
+        if any(
+            TYPES[self.slot_types[s.slot]].element == "f16"
+            for s in self.d.slots
+            if s.memory_class == "Global"
+        ):
+            out.add("storage_16bit")
+        return frozenset(out)
 
     def check_slot(self, s) -> str:
         where = f"slot {s.slot} {s.name!r} ({s.memory_class})"
@@ -184,6 +207,8 @@ class _Checker:
             if len(op.operands) not in OPAQUE_ARITY[kind]:
                 counts = " or ".join(str(n) for n in OPAQUE_ARITY[kind])
                 self.fail(op, f"{kind} takes {counts} operands, got {len(op.operands)}")
+            if name == "OpaqueExpr" and op.kind.args[0] != 0:
+                self.fail(op, f"OpaqueExpr extension_id must be 0, got {op.kind.args[0]}")
         elif name == "Atomic":
             n = 4 if op.kind.args[0].name == "CompareExchange" else 3
             if len(op.operands) != n:
@@ -229,7 +254,15 @@ class _Checker:
         name, o = op.kind.name, op.operands
         key = op_key(op.kind)
         if key is not None and name != "Atomic":
-            return self.typed(op, key, tuple(self.val(op, scopes, i) for i in range(len(o))))
+            result = self.typed(op, key, tuple(self.val(op, scopes, i) for i in range(len(o))))
+            if key[0] == "Subgroup":
+                self.features.update(("subgroup_basic", SUBGROUP_FEATURE[key[1]]))
+                if key[1] == "broadcast" and o[1] not in self.constants:
+                    self.fail(op, "the lane of a subgroup broadcast must be a u32 literal")
+            return result
+        if name in ("SubgroupLocalId", "SubgroupSize"):
+            self.features.add("subgroup_basic")
+            return "u32"
         if name == "Literal":
             if o[0] >= len(b.literals):
                 self.fail(op, "literal pool index out of range")

@@ -38,17 +38,19 @@ def emit_wgsl(
     """
     writers = [("main", FunctionWriter(desc, info if info is not None else validate(desc)))]
     writers += [(name, FunctionWriter(d, i, prefix=f"_{name}_")) for name, d, i in entries]
-    written = [(name, w.desc.workgroup_size, *w.write()) for name, w in writers]
-    decls = [line for _, _, d, _ in written for line in d]
+    written = [(name, w.desc.workgroup_size, *w.write(), w.inputs) for name, w in writers]
+    decls = [line for _, _, d, _, _ in written for line in d]
     used = set().union(*(w.helpers for _, w in writers))
     header = (
         f"// vyre_build WGSL for kernel {json.dumps(desc.id)}; generated from "
         "its descriptor, do not edit."
     )
     out = [header, ""]
+    if any("f16" in w.info.features for _, w in writers):
+        out += ["enable f16;", ""]
     out += decls
     out += [h + "\n" for h in _helpers(used)]
-    for k, (name, (wx, wy, wz), _, lines) in enumerate(written):
+    for k, (name, (wx, wy, wz), _, lines, inputs) in enumerate(written):
         if k:
             out.append("")
         out.append(f"@compute @workgroup_size({wx}, {wy}, {wz})")
@@ -56,11 +58,17 @@ def emit_wgsl(
             f"fn {name}(@builtin(global_invocation_id) gid: vec3<u32>, "
             "@builtin(local_invocation_id) lid: vec3<u32>, "
             "@builtin(workgroup_id) wid: vec3<u32>, "
-            "@builtin(num_workgroups) nwg: vec3<u32>) {"
+            f"@builtin(num_workgroups) nwg: vec3<u32>{_subgroup_inputs(inputs)}) {{"
         )
         out += lines
         out.append("}")
     return "\n".join(out) + "\n"
+
+
+def _subgroup_inputs(inputs: set[str]) -> str:
+    """The entry point's subgroup builtin parameters, only those the body reads."""
+    spelled = {"sgid": "subgroup_invocation_id", "sgsz": "subgroup_size"}
+    return "".join(f", @builtin({spelled[n]}) {n}: u32" for n in sorted(inputs))
 
 
 def _helpers(used: set[str]) -> list[str]:

@@ -66,6 +66,7 @@ class FunctionWriter(MemoryRules, ControlRules):
         self.lines: list[str] = []
         self.loops: list[tuple[str, str]] = []  # (loop_var, WGSL variable) of enclosing for loops
         self.helpers: set[str] = set()  # `_vy_*` helper functions the templates used call
+        self.inputs: set[str] = set()  # subgroup builtins the entry point takes: sgid, sgsz
         self.loop_count = 0
 
     def write(self) -> tuple[list[str], list[str]]:
@@ -120,12 +121,25 @@ class FunctionWriter(MemoryRules, ControlRules):
 
     def value(self, op, depth, key) -> None:
         names = {k: f"_v{o}" for k, o in zip("abc", op.operands)}
+        if key == ("Subgroup", "broadcast"):  # WGSL wants the lane as a const-expression
+            names["lane"] = f"{self.info.constants[op.operands[1]]}u"
+        if key == ("Subgroup", "elect"):
+            self.inputs.add("sgid")
         self.bind(op, depth, self.rule(op, key).format(**names))
 
     def op_BinOpKind(self, op, body, depth):
         self.value(op, depth, op_key(op.kind))
 
     op_UnOpKind = op_Fma = op_Select = op_BinOpKind
+    op_SubgroupAdd = op_SubgroupBallot = op_SubgroupShuffle = op_BinOpKind
+
+    def op_SubgroupLocalId(self, op, body, depth):
+        self.inputs.add("sgid")
+        self.bind(op, depth, "sgid")
+
+    def op_SubgroupSize(self, op, body, depth):
+        self.inputs.add("sgsz")
+        self.bind(op, depth, "sgsz")
 
     def op_Cast(self, op, body, depth):
         self.value(op, depth, ("Cast", self.info.types[op.result]))
@@ -135,6 +149,8 @@ class FunctionWriter(MemoryRules, ControlRules):
         ty = self.info.types[op.result]
         if kind == "vyre.num_workgroups":
             self._builtin(op, depth, kind)
+        elif kind == "vyre.subgroup":
+            self.value(op, depth, op_key(op.kind))
         elif kind == "vyre.bitcast":
             self.value(op, depth, ("Bitcast", ty))
         elif kind == "vyre.vec":
