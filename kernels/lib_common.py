@@ -3,8 +3,8 @@ subgroups, a subgroup's rank, and vec4 loads/stores with a scalar path for the t
 
 None assumes a subgroup size or layout (lavapipe runs 8 lanes, the H200 32, the CPU
 reference any power of two); subgroups are assumed full (the workgroup size is a multiple
-of the subgroup size), as on every device here. Each kernel's variant sets T (the element
-type) and V (its vec4 type).
+of the subgroup size), as on every device here. Each kernel's variants (variants.yaml) set T
+(the element type) and V (its vec4 type).
 """
 from vyre_build.lang import (Buffer, barrier, bitcast, local_id, max, min, subgroup_add,
                              subgroup_invocation_id, subgroup_max, subgroup_min, subgroup_size,

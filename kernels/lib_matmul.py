@@ -7,7 +7,7 @@ in 16 vec4 registers: rows 4*ty.. and 64+4*ty.., columns 4*tx.. and 64+4*tx.. (t
 A's 128 x 8 panel (stored transposed, vec4s along m) and B's 8 x 128 panel sit in shared
 memory, double-buffered (16 KiB in all, WebGPU's default limit), while the next panels'
 loads are already in flight in registers; one barrier per step. Loads past an edge read
-0, stores past an edge are skipped.
+0, stores past an edge are skipped. variants.yaml binds T = f32, V = vec4f.
 """
 from vyre_build.lang import Buffer, barrier, fma, kernel, local_id, shared, u32, workgroup_id
 

@@ -8,6 +8,7 @@ pair to small scratch buffers. Softmax keeps a running maximum and a sum rescale
 (one read for the statistics, one for the output; max subtracted, so no overflow).
 Layer norm sums values and squares shifted by the row's first value (no cancellation for
 rows far from 0), then writes (x - mean) * rsqrt(var + eps) * gamma + beta.
+variants.yaml binds T and V.
 """
 from vyre_build.lang import (Buffer, bitcast, exp, f32, kernel, local_id, max, rsqrt, shared,
                              u32, workgroup_id)

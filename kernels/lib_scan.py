@@ -7,8 +7,12 @@ vyre_build.runtime.library.scan: reduce-then-scan in three dispatches.
    WG vec4s per step (a vec4's own prefix, subgroup_inclusive_add across lanes, subgroup
    totals through shared memory across subgroups), the next step's vec4 loaded before
    the current one is scanned.
-Integer sums wrap. No single-pass look-back: WGSL has no device-scope acquire/release, and
-lavapipe and the CPU reference give no forward-progress guarantee between workgroups.
+Integer sums wrap; variants.yaml binds T and V per type. There is no single-pass
+decoupled look-back: WGSL's atomics are relaxed and its storageBarrier orders only within
+a workgroup (no device-scope release/acquire to publish a block's sum), and nothing
+guarantees forward progress between workgroups (the CPU reference runs a chunk's
+workgroups in lockstep, lavapipe runs them on a few threads), so a waiting workgroup could
+spin forever.
 """
 from vyre_build.lang import (Buffer, barrier, kernel, local_id, shared, subgroup_add,
                              subgroup_inclusive_add, subgroup_invocation_id, subgroup_size, u32,

@@ -34,7 +34,15 @@ from vyre_build.runtime.buffers import DTYPES, NP_NAMES, DeviceBuffer
 from vyre_build.runtime.device import Device
 from vyre_build.runtime.kernel import Kernel
 
-__all__ = ["LIBRARY_KERNELS", "layer_norm", "matmul", "reduce", "scan", "softmax"]
+__all__ = [
+    "LIBRARY_KERNELS",
+    "kernel_ids",
+    "layer_norm",
+    "matmul",
+    "reduce",
+    "scan",
+    "softmax",
+]
 
 Array = Union[npt.NDArray[Any], DeviceBuffer]
 Out = Union[npt.NDArray[Any], DeviceBuffer, None]
@@ -64,6 +72,18 @@ _FILES = {
     "lib_softmax": "lib_norm.py",
     "lib_layer_norm": "lib_norm.py",
 }
+
+
+def kernel_ids() -> tuple[str, ...]:
+    """Every kernel id the functions here use, sorted (e.g. for `bundle.warm(...)`)."""
+    ids = {
+        template.format(op=op, t=t)
+        for templates in LIBRARY_KERNELS.values()
+        for template in templates
+        for op in _OPS
+        for t in _NUMERIC
+    }
+    return tuple(sorted(ids))
 
 
 def _fail(fn: str, message: str) -> DispatchError:
