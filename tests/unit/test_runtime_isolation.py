@@ -109,7 +109,7 @@ def test_the_runtime_imports_only_the_allowed_modules():
     assert "vyre_build.features" in result["ours"]
 
 
-@pytest.mark.gpu
+@pytest.mark.backends("wgpu", "vulkan")
 def test_bundle_open_and_dispatch_without_the_compiler(backend, tmp_path):
     sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
     try:

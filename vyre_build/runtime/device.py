@@ -95,6 +95,8 @@ class Device:
     max_buffer_bytes = 2**27
     # Whether the backend can split a dispatch past max_workgroup_count (base workgroups).
     dispatch_base = False
+    # Whether the backend runs the coarse entry points of `meta.coarse` (the cpu one does not).
+    coarse_entries = True
     timing = False
     gpu_seconds: float | None = None
 
@@ -312,7 +314,7 @@ class Device:
             todo = [
                 (m, c, e)
                 for m, c in kernels
-                for e in ("main", *([m.coarse.entry] if m.coarse else []))
+                for e in ("main", *([m.coarse.entry] if m.coarse and self.coarse_entries else []))
                 if (m.id, c, False, e) not in self._pipelines
             ]
             for (m, c, e), pipe in zip(todo, self._pipelines_many(todo)):
