@@ -25,11 +25,14 @@ FORBIDDEN = (
     "vyre_build.compiler",
     "vyre_build.emit",
     "vyre_build.descriptor",
+    "vyre_build.reference",
     "vyre_build.lang",
 )
 
-# The cpu backend reads the descriptor (and runs it with the reference): all else stays out.
-FORBIDDEN_CPU = tuple(m for m in FORBIDDEN if m != "vyre_build.descriptor")
+# The cpu backend reads the descriptor and runs it with the reference: all else stays out.
+FORBIDDEN_CPU = tuple(
+    m for m in FORBIDDEN if m not in ("vyre_build.descriptor", "vyre_build.reference")
+)
 
 GUARD = textwrap.dedent("""
     import importlib.abc, json, sys
