@@ -231,6 +231,8 @@ def compile_file(
             "provenance": provenance,
         }
         entries = _coarse_entries(desc, info, meta)
+        if info.features:  # the device features it needs (vyre_build.features names)
+            meta["features"] = sorted(info.features)
         wgsl = spirv = None
         if "wgsl" in targets:
             from vyre_build.emit.wgsl import emit_wgsl

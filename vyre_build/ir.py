@@ -17,6 +17,7 @@ import blake3
 
 # Re-exported for the frontend, which names types through `ir`.
 from vyre_build.descriptor.types import (  # noqa: F401
+    FLOAT,
     INTEGER,
     NUMERIC,
     SCALARS,
@@ -158,6 +159,16 @@ class Atomic:
     array: str
     index: object
     args: tuple  # (value,) or (expected, value)
+    ty: str
+
+
+@dataclass(frozen=True)
+class Subgroup:
+    """A subgroup operation (descriptor op-table family "Subgroup"): `op` is its name
+    ("add", "ballot", "shuffle_xor", ...), `args` the value and, for lane ops, the lane."""
+
+    op: str
+    args: tuple
     ty: str
 
 
@@ -406,6 +417,9 @@ class _Validator:
                 self.fail("select arms")
         elif isinstance(e, Atomic):
             self.index(e.index)
+            for a in e.args:
+                self.expr(a)
+        elif isinstance(e, Subgroup):
             for a in e.args:
                 self.expr(a)
         elif not isinstance(e, Builtin):

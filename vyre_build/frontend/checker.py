@@ -68,7 +68,7 @@ def snippet(src, node) -> str:
 def zero_value(ty: str):
     """The zero of a type (false, 0, 0.0, or a vector of zeros)."""
     elem = ir.element(ty)
-    zero = ir.Const(elem, False if elem == "bool" else 0.0 if elem == "f32" else 0)
+    zero = ir.Const(elem, False if elem == "bool" else 0.0 if elem in ir.FLOAT else 0)
     return ir.Splat(zero, ty) if ty in ir.VECTORS else zero
 
 
@@ -338,6 +338,13 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
                         f"scalar parameter '{arg.arg}' cannot be bool "
                         "(uniform blocks hold 32-bit values)",
                         f"take a u32 and test it: {arg.arg}: u32 ... if {arg.arg} != 0:",
+                    )
+                if ty == "f16":
+                    raise self.err(
+                        arg.annotation,
+                        f"scalar parameter '{arg.arg}' cannot be f16 "
+                        "(uniform blocks hold 32-bit values)",
+                        f"take an f32 and convert it: {arg.arg}: f32 ... f16({arg.arg})",
                     )
                 p = ir.ScalarParam(arg.arg, ty)
                 self.frame.scalars[arg.arg] = ir.Param(arg.arg, ty)
