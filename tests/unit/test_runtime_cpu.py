@@ -20,25 +20,13 @@ from vyre_build.runtime import get_device, list_adapters, load_kernel, open_bund
 from vyre_build.runtime.cpu_backend import CpuDevice
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-# A kernel of float16 buffers and a subgroup sum of 1 per lane (the subgroup's size).
-HALF_META = {
-    "name": "half",
-    "variant": None,
-    "id": "half",
-    "workgroup_size": [64, 1, 1],
-    "grid": ["out"],
-    "bindings": [
-        {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f16", "access": "r"},
-        {"name": "out", "binding": 1, "kind": "buffer", "dtype": "f16", "access": "w"},
-        {"name": "sums", "binding": 2, "kind": "buffer", "dtype": "u32", "access": "w"},
-    ],
-    "uniform": None,
-    "features": ["f16", "storage_16bit", "subgroup_arithmetic"],
-}
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+import test_runtime as shaders  # noqa: E402
+from test_runtime_device import HALF_META  # noqa: E402  (x, out: f16; sums: u32)
 
 
 def half_kdesc() -> bytes:
+    """HALF_META's kernel: out[i] = x[i] * 2 in f16, sums[i] = the subgroup sum of 1."""
     k = Kernel("half", (64, 1, 1))
     x, out = k.buffer("F16", "ReadOnly", "x"), k.buffer("F16", "WriteOnly", "out")
     sums = k.buffer("U32", "WriteOnly", "sums")
@@ -122,11 +110,6 @@ def test_adapter_choice():
 def test_vyre_backend_cpu_opens_bundles_on_the_reference(monkeypatch, tmp_path):
     from vyre_build.bundle import write_bundle
 
-    sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
-    try:
-        import test_runtime as shaders
-    finally:
-        sys.path.pop(0)
     path = tmp_path / "b.vyrebundle"
     entries = [{"meta": shaders.IOTA_META, "artifacts": {".kdesc": shaders.kdesc("iota")}}]
     write_bundle(path, entries)
