@@ -63,6 +63,7 @@ def test_lavapipe_profile(device):
         assert {"subgroup", "shader-f16"} <= {str(f) for f in device.device.features}
 
 
+@pytest.mark.backends("wgpu", "vulkan")  # the cpu reference runs cooperative matrices
 def test_a_kernel_needing_what_lavapipe_lacks_is_refused_before_anything_is_made(device, tmp_path):
     from vyre_build.runtime import open_bundle
 

@@ -39,11 +39,14 @@ def half_kdesc() -> bytes:
     return encode(k.build())
 
 
-def test_profile_offers_every_subgroup_class_and_16_bit_types_but_no_matrices():
+def test_profile_offers_every_subgroup_class_16_bit_types_and_every_compiled_matrix():
     p = CpuDevice().profile
     assert (p.backend, p.adapter, p.device_type) == ("cpu", "vyre reference (CPU)", "cpu")
-    assert p.features == FEATURES  # every subgroup class, f16, storage_16bit
-    assert p.cooperative_matrices == () and not p.bf16
+    shapes = {m.feature for m in p.cooperative_matrices}
+    assert p.features == FEATURES | shapes  # every subgroup class, f16, storage_16bit
+    # the reference runs every shape the compiler makes: 27 of f16 to f16 and to f32
+    assert len(shapes) == 54 and "cooperative_matrix.f16.f32.16x8x16" in shapes
+    assert not p.bf16
     assert (p.subgroup_size, p.subgroup_size_range) == (32, (32, 32))
     assert p.max_workgroup_count == (2**32 - 1,) * 3  # a u32 grid never needs splitting
     assert list_adapters("cpu") == ["vyre reference (CPU)"]

@@ -185,6 +185,7 @@ def load_kernel(
     """
     checked = meta if isinstance(meta, KernelMeta) else check_metadata(meta, _meta_where(meta))
     dev = get_device(backend) if device is None else _as_device(device, backend)
+    dev.check_kernel(checked)  # a kernel the device cannot run is refused before its code
     given = {"wgpu": ("wgsl=", wgsl), "vulkan": ("spirv=", spirv), "cpu": ("kdesc=", kdesc)}
     need, code = given[dev.backend]
     if code is None:

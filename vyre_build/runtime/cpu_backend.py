@@ -12,6 +12,7 @@ are imported when a cpu device is made, never by the rest of the runtime.
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -20,11 +21,11 @@ import numpy as np
 
 from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.errors import DescriptorFormatError, DeviceError
-from vyre_build.features import SUBGROUP_FEATURES
+from vyre_build.features import MATRIX_DIMS, MATRIX_ELEMENTS, SUBGROUP_FEATURES
 from vyre_build.runtime.buffers import DTYPES
 from vyre_build.runtime.calls import host_type
 from vyre_build.runtime.device import Device, Job, choose_adapter
-from vyre_build.runtime.profile import DeviceProfile, features_of
+from vyre_build.runtime.profile import CooperativeMatrixType, DeviceProfile, features_of
 
 if TYPE_CHECKING:
     from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
@@ -55,8 +56,20 @@ def subgroup_size_of(size: object = None) -> int:
     return size
 
 
+def _matrices() -> tuple[CooperativeMatrixType, ...]:
+    """Every cooperative-matrix shape the compiler makes: the reference runs them all."""
+    a_types, acc_types = MATRIX_ELEMENTS["a"], MATRIX_ELEMENTS["acc"]
+    return tuple(
+        CooperativeMatrixType(m, n, k, a, a, c, c)
+        for m, n, k in itertools.product(MATRIX_DIMS, repeat=3)
+        for a in a_types
+        for c in acc_types
+    )
+
+
 def profile_of(subgroup_size: int) -> DeviceProfile:
     """The profile of a cpu device running subgroups of `subgroup_size` lanes."""
+    matrices = _matrices()
     return DeviceProfile(
         backend="cpu",
         adapter=ADAPTER,
@@ -72,13 +85,13 @@ def profile_of(subgroup_size: int) -> DeviceProfile:
         f16=True,
         storage_16bit=True,
         bf16=False,
-        cooperative_matrices=(),
+        cooperative_matrices=matrices,
         max_workgroup_size=(1 << 16, 1 << 16, 1 << 16),
         max_workgroup_invocations=1 << 16,
         max_workgroup_count=(_WIDE, _WIDE, _WIDE),
         max_shared_memory=1 << 30,
         max_storage_buffer_binding=1 << 32,
-        features=features_of(SUBGROUP_FEATURES, True, True, ()),
+        features=features_of(SUBGROUP_FEATURES, True, True, matrices),
     )
 
 

@@ -25,6 +25,7 @@ from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, KernelMeta
 from vyre_build.errors import DeviceError, DispatchError
 from vyre_build.runtime.buffers import DTYPES, Batch, DeviceBuffer
 from vyre_build.runtime.calls import Plan, is_shape, split_dispatch
+from vyre_build.features import COOPERATIVE_MATRIX
 from vyre_build.runtime.profile import DeviceProfile, missing_features
 
 if TYPE_CHECKING:
@@ -290,6 +291,14 @@ class Device:
             raise DeviceError(
                 f"Kernel {meta.id!r} has {math.prod(wg)} invocations per workgroup, more than "
                 f"the {self.backend} device {self.name} allows ({p.max_workgroup_invocations})"
+            )
+        size = p.subgroup_size
+        if COOPERATIVE_MATRIX in meta.features and size and math.prod(wg) % size:
+            # a cooperative matrix needs every invocation of its subgroup
+            raise DeviceError(
+                f"Kernel {meta.id!r} uses cooperative matrices with {math.prod(wg)} invocations "
+                f"per workgroup, not a multiple of the subgroup size {size} of the "
+                f"{self.backend} device {self.name}"
             )
 
     def pipeline(self, meta: KernelMeta, code: Any, base: bool = False, entry: str = "main") -> Any:
