@@ -119,8 +119,7 @@ class CoopChecker:
     def coop_store(self, node, name):
         self.nargs(node, name, 4)
         value = self.coop_matrix(node.args[0], name)
-        arr = self.coop_array(node.args[1], name, "write")
-        elem = self.element_type(arr)
+        elem = self.element_type(self.array_name(node.args[1]))
         if elem != ir.element(value.ty):
             raise self.err(
                 node.args[1],
@@ -128,5 +127,6 @@ class CoopChecker:
                 f"'{node.args[1].id}' holds {elem}",
                 f"store into a Buffer[{ir.element(value.ty)}]",
             )
+        arr = self.coop_array(node.args[1], name, "write")
         offset, stride = self.index(node.args[2]), self.index(node.args[3])
         return ir.CoopStore(arr, offset, stride, value)
