@@ -115,7 +115,10 @@ def test_refusals_name_the_call_and_the_fix(tmp_path, body, message, fix):
 def test_a_fragment_op_under_a_divergent_branch_is_refused(tmp_path):
     err = refusal(tmp_path, MM + "if global_id().x < o:\n    coop_store(acc, c, 0, 16)\n")
     assert err.message.startswith("coop_store() is in non-uniform control flow: the condition")
-    assert (err.line, err.col) == (11, 9) and "guard the work, not the subgroup operation" in err.fix
+    assert (err.line, err.col) == (
+        11,
+        9,
+    ) and "guard the work, not the subgroup operation" in err.fix
 
 
 def test_lowering_the_descriptor_and_its_round_trip(tmp_path):
