@@ -12,6 +12,7 @@ import ast
 from dataclasses import dataclass, field
 
 from vyre_build import ir
+from vyre_build.descriptor.types import TYPES
 from vyre_build.frontend.calls import CallChecker
 from vyre_build.frontend.control import ControlChecker
 from vyre_build.frontend.coop import CoopChecker
@@ -57,7 +58,7 @@ _AUG = {
 
 
 def _element_bytes(ty: str) -> int:
-    return 4 * (ir.VECTORS[ty][1] if ty in ir.VECTORS else 1)
+    return TYPES[ty].size  # f16 two bytes, vec4f sixteen
 
 
 def snippet(src, node) -> str:

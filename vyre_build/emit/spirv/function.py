@@ -48,6 +48,12 @@ def _shape(ty: str) -> tuple[str, int]:
     return "bool", int(ty[3])
 
 
+def _has_storage_barrier(body) -> bool:
+    return any(
+        (op.kind.name == "Barrier" and op.kind.args[0] == "SeqCst") for op in body.ops
+    ) or any(_has_storage_barrier(child) for child in body.children)
+
+
 _COOP_EXPRS = {
     "vyre.coop.load": CoopOps.h_coop_load,
     "vyre.coop.fill": CoopOps.h_coop_fill,
@@ -64,6 +70,8 @@ class FunctionWriter(MemoryOps, ControlFlow, CoopOps):
     ):
         self.m = module
         self.vmm = vmm
+        self.storage_sync = vmm and _has_storage_barrier(desc.body)
+        self.coop_views: dict[int, tuple[int, int]] = {}
         self.desc = desc
         self.info = info
         self.vals: dict[int, int] = {}  # descriptor SSA id -> SPIR-V id

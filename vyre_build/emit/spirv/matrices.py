@@ -6,8 +6,9 @@ rule of `descriptor.matrices` (a load that does not fit gives a zero matrix, a s
 that does not fit does nothing), OpCooperativeMatrixMulAddKHR, and a one-constituent
 OpCompositeConstruct for a fill. Such a module uses the Vulkan memory model (the
 extension requires it): `emit_spirv` declares it, and the writer then marks every
-storage-buffer and workgroup access NonPrivatePointer and every barrier
-MakeAvailable | MakeVisible, so barriers order them as they do under GLSL450.
+workgroup access (and every storage-buffer access, in a kernel with a storage barrier)
+NonPrivatePointer and every barrier MakeAvailable | MakeVisible, so barriers order them as
+they do under GLSL450.
 """
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ class CoopOps:
         )
 
     def access(self, storage: str) -> tuple[int, ...]:
-        """The memory-access operands of a load/store through a `storage` pointer."""
-        if self.vmm and storage in ("StorageBuffer", "Workgroup"):
+        """The memory-access operands of a load/store through a `storage` pointer: workgroup
+        memory is always shared between invocations; storage buffers only where a
+        storage_barrier() orders them (NonPrivate there costs caching on NVIDIA)."""
+        if self.vmm and (
+            storage == "Workgroup" or (storage == "StorageBuffer" and self.storage_sync)
+        ):
             return (NON_PRIVATE,)
         return ()
 
@@ -68,9 +73,40 @@ class CoopOps:
             ok = self.op("OpLogicalAnd", "bool", ok, c)
         return ok
 
-    def fragment_ptr(self, info, offset: int) -> tuple[int, str]:
-        storage = "StorageBuffer" if info.slot.memory_class == "Global" else "Workgroup"
-        return self.element_ptr(info, offset), storage
+    def coop_view(self, info) -> tuple[int, int]:
+        """(variable, pointer-to-element type) of a 16-byte view of storage buffer `info`: a
+        second variable at its binding, a runtime array of uvec4, through which fragments
+        move in 16-byte pieces (the fragment rule guarantees the alignment; a pointer to
+        the element type would leave the driver 2-byte loads)."""
+        got = self.coop_views.get(info.slot.slot)
+        if got is None:
+            m = self.m
+            uvec4 = m.type_vector(self.tid("u32"), 4)
+            rta = m.type_runtime_array(uvec4)
+            m.decorate(rta, "ArrayStride", 16)
+            block = m.type_struct_unique([rta])
+            m.decorate(block, "Block")
+            m.member_decorate(block, 0, "Offset", 0)
+            if info.slot.visibility == "ReadOnly":
+                m.member_decorate(block, 0, "NonWritable")
+            elif info.slot.visibility == "WriteOnly":
+                m.member_decorate(block, 0, "NonReadable")
+            var = m.global_variable(m.type_pointer("StorageBuffer", block), "StorageBuffer")
+            m.decorate(var, "DescriptorSet", 0)
+            m.decorate(var, "Binding", info.slot.slot)
+            m.name(var, f"{info.slot.name}_16")
+            got = self.coop_views[info.slot.slot] = (var, m.type_pointer("StorageBuffer", uvec4))
+        return got
+
+    def fragment_ptr(self, info, offset: int, stride: int) -> tuple[int, int, str]:
+        """(pointer, stride in the pointer's elements, storage class) of a fragment."""
+        if info.slot.memory_class != "Global":
+            return self.element_ptr(info, offset), stride, "Workgroup"
+        var, ptr_type = self.coop_view(info)
+        shift = self.const("u32", (16 // TYPES[info.ty].size).bit_length() - 1)
+        index = self.op("OpShiftRightLogical", "u32", offset, shift)
+        ptr = self.op_typed("OpAccessChain", ptr_type, var, self.const("u32", 0), index)
+        return ptr, self.op("OpShiftRightLogical", "u32", stride, shift), "StorageBuffer"
 
     def open_if(self, cond: int) -> int:
         then_l, merge = self.m.new_id(), self.m.new_id()
@@ -90,7 +126,7 @@ class CoopOps:
         var = self.function_var(tid)
         self.inst("OpStore", var, self.zero(ty))
         merge = self.open_if(self.in_place(info, offset, stride, ty))
-        ptr, storage = self.fragment_ptr(info, offset)
+        ptr, stride, storage = self.fragment_ptr(info, offset, stride)
         layout = self.const("u32", g.COOPERATIVEMATRIXLAYOUT["RowMajorKHR"])
         mem = self.access(storage)
         loaded = self.op_typed("OpCooperativeMatrixLoadKHR", tid, ptr, layout, stride, *mem)
@@ -103,7 +139,7 @@ class CoopOps:
         info, ty = self.slots[number], self.info.types[value]
         offset, stride = self.vals[off_ssa], self.vals[stride_ssa]
         merge = self.open_if(self.in_place(info, offset, stride, ty))
-        ptr, storage = self.fragment_ptr(info, offset)
+        ptr, stride, storage = self.fragment_ptr(info, offset, stride)
         layout = self.const("u32", g.COOPERATIVEMATRIXLAYOUT["RowMajorKHR"])
         self.inst(
             "OpCooperativeMatrixStoreKHR",
