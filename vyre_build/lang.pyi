@@ -27,6 +27,12 @@ __all__ = [
     "ceil",
     "clamp",
     "clz",
+    "coop_fill",
+    "coop_load_a",
+    "coop_load_acc",
+    "coop_load_b",
+    "coop_mma",
+    "coop_store",
     "cos",
     "ctz",
     "exp",
@@ -316,3 +322,46 @@ def subgroup_shuffle_xor(v: _N, mask: builtins.int, /) -> _N: ...
 def subgroup_shuffle_up(v: _N, delta: builtins.int, /) -> _N: ...
 def subgroup_shuffle_down(v: _N, delta: builtins.int, /) -> _N: ...
 def subgroup_elect() -> builtins.bool: ...
+
+# Cooperative matrices (SPIR-V/Vulkan only): fragments held by the whole subgroup, loaded
+# row-major (element (r, c) at offset + r * stride + c), rows and cols 8, 16 or 32 as
+# constants; A and B of f16, accumulators of f16 or f32. c = coop_mma(a, b, c) is a x b + c.
+class _MatrixA: ...
+class _MatrixB: ...
+class _MatrixAcc: ...
+
+def coop_load_a(
+    buf: Buffer[builtins.float, Any],
+    offset: builtins.int,
+    stride: builtins.int,
+    rows: builtins.int,
+    cols: builtins.int,
+    /,
+) -> _MatrixA: ...
+def coop_load_b(
+    buf: Buffer[builtins.float, Any],
+    offset: builtins.int,
+    stride: builtins.int,
+    rows: builtins.int,
+    cols: builtins.int,
+    /,
+) -> _MatrixB: ...
+def coop_load_acc(
+    buf: Buffer[builtins.float, Any],
+    offset: builtins.int,
+    stride: builtins.int,
+    rows: builtins.int,
+    cols: builtins.int,
+    /,
+) -> _MatrixAcc: ...
+def coop_fill(
+    dtype: type[builtins.float], rows: builtins.int, cols: builtins.int, value: builtins.float, /
+) -> _MatrixAcc: ...
+def coop_mma(a: _MatrixA, b: _MatrixB, c: _MatrixAcc, /) -> _MatrixAcc: ...
+def coop_store(
+    m: _MatrixA | _MatrixB | _MatrixAcc,
+    buf: Buffer[builtins.float, Any],
+    offset: builtins.int,
+    stride: builtins.int,
+    /,
+) -> None: ...

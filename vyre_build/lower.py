@@ -22,6 +22,7 @@ from vyre_build.descriptor import (
     encode_datatype,
     validate,
 )
+from vyre_build.descriptor import matrices
 from vyre_build.descriptor.types import datatype as dtype
 from vyre_build.errors import DescriptorFormatError
 
@@ -248,6 +249,14 @@ class Lowerer:
             )
         elif isinstance(s, ir.Eval):
             self.expr(body, s.expr)
+        elif isinstance(s, ir.CoopStore):
+            operands = (
+                self.slot_of[s.array],
+                self.expr(body, s.offset),
+                self.expr(body, s.stride),
+                self.expr(body, s.value),
+            )
+            self.op(body, opaque_node(matrices.STORE), operands, result=False)
         else:
             raise RuntimeError(f"lowering: unknown statement {s!r}")
 
@@ -370,6 +379,16 @@ class Lowerer:
             args = tuple(self.expr(body, a) for a in e.args)
             kind = _SUBGROUP_KINDS.get(e.op) or opaque_expr("vyre.subgroup", e.op.encode("ascii"))
             return self.op(body, kind, args)
+        if isinstance(e, ir.CoopLoad):
+            operands = (self.slot_of[e.array], self.expr(body, e.offset), self.expr(body, e.stride))
+            kind = opaque_expr(matrices.LOAD, encode_datatype(dtype(e.ty)))
+            return self.op(body, kind, operands)
+        if isinstance(e, ir.CoopFill):
+            kind = opaque_expr(matrices.FILL, encode_datatype(dtype(e.ty)))
+            return self.op(body, kind, (self.expr(body, e.value),))
+        if isinstance(e, ir.CoopMma):
+            args = (self.expr(body, e.a), self.expr(body, e.b), self.expr(body, e.c))
+            return self.op(body, matrices.mma_kind(e.a.ty, e.b.ty, e.ty), args)
         if isinstance(e, ir.Atomic):
             idx = self.expr(body, e.index)
             vals = tuple(self.expr(body, a) for a in e.args)

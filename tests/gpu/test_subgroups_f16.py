@@ -85,7 +85,9 @@ def run_both(device, tmp_path, k, args: dict, buffers: dict, scalars: dict, n: i
 
 
 def _code(device, k) -> dict:
-    return {"wgsl": k.wgsl} if device.backend == "wgpu" else {"spirv": k.spirv}
+    return {"wgpu": {"wgsl": k.wgsl}, "vulkan": {"spirv": k.spirv}, "cpu": {"kdesc": k.kdesc}}[
+        device.backend
+    ]
 
 
 @pytest.mark.gpu

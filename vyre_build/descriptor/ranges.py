@@ -364,7 +364,9 @@ def _unzeroed(desc: KernelDescriptor, flat: dict[int, tuple]) -> set[int]:
     def reads(op, b) -> set[int]:
         """Shared slots op reads (itself or anything nested in it)."""
         out = set()
-        if op.kind.name in ("LoadShared", "Atomic") and op.operands[0] in shared:
+        name = op.kind.name
+        coop = name == "OpaqueExpr" and op.kind.args[1] == "vyre.coop.load"
+        if (name in ("LoadShared", "Atomic") or coop) and op.operands[0] in shared:
             out.add(op.operands[0])
         for child in _children(op):
             for sub in b.children[child].ops:

@@ -14,6 +14,7 @@ from vyre_build.frontend.expressions import _has_effects
 from vyre_build.frontend.limits import MAX_OPERATIONS
 from vyre_build.frontend.names import (
     ATOMICS,
+    COOP_BUILTINS,
     DECL_BUILTINS,
     F32_PRED,
     F32_UNARY,
@@ -64,6 +65,8 @@ class CallChecker:
         method = getattr(self, "builtin_" + name, None) if name in OTHER_BUILTINS else None
         if name in SUBGROUP_OPS:
             method = self.builtin_subgroup
+        elif name in COOP_BUILTINS:
+            method = self.builtin_coop
         elif name in SUBGROUP_IDS:
             self.nargs(node, name, 0)
             return ir.Builtin(name, 0)

@@ -12,8 +12,10 @@ import ast
 from dataclasses import dataclass, field
 
 from vyre_build import ir
+from vyre_build.descriptor.types import TYPES
 from vyre_build.frontend.calls import CallChecker
 from vyre_build.frontend.control import ControlChecker
+from vyre_build.frontend.coop import CoopChecker
 from vyre_build.frontend.expressions import ExprChecker
 from vyre_build.frontend.limits import MAX_BLOCK_NESTING, MAX_NESTING, MAX_OPERATIONS, shown
 from vyre_build.frontend.module import KernelDef, KernelModule
@@ -56,7 +58,7 @@ _AUG = {
 
 
 def _element_bytes(ty: str) -> int:
-    return 4 * (ir.VECTORS[ty][1] if ty in ir.VECTORS else 1)
+    return TYPES[ty].size  # f16 two bytes, vec4f sixteen
 
 
 def snippet(src, node) -> str:
@@ -88,7 +90,7 @@ class Frame:
     effects: bool = False
 
 
-class KernelChecker(ExprChecker, CallChecker, ControlChecker):
+class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker):
     def __init__(self, module: KernelModule, kdef: KernelDef, variant: str | None, env: dict):
         self.kdef = kdef
         self.variant = variant
@@ -472,6 +474,8 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         if isinstance(e, ir.Atomic):
             self.frame.effects = True
             self.block.append(ir.Eval(e))
+        elif isinstance(e, ir.CoopStore):
+            self.block.append(e)
 
     def stmt_Assign(self, node, top=False):
         if len(node.targets) != 1:

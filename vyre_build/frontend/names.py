@@ -63,7 +63,10 @@ SUBGROUP_OPS = {
     "subgroup_elect": "elect",
 }
 SUBGROUP_IDS = ("subgroup_size", "subgroup_invocation_id")  # u32 values, no arguments
-STATEMENT_BUILTINS = ("barrier", "storage_barrier")
+# Cooperative matrices (frontend/coop.py): loads by the use they make, then the others.
+COOP_LOADS = {"coop_load_a": "a", "coop_load_b": "b", "coop_load_acc": "acc"}
+COOP_BUILTINS = (*COOP_LOADS, "coop_fill", "coop_mma", "coop_store")
+STATEMENT_BUILTINS = ("barrier", "storage_barrier", "coop_store")
 DECL_BUILTINS = ("shared", "local_array")
 OTHER_BUILTINS = (
     "abs",
@@ -86,6 +89,7 @@ ALL_BUILTINS = frozenset(
     | set(ID_BUILTINS)
     | set(SUBGROUP_OPS)
     | set(SUBGROUP_IDS)
+    | set(COOP_BUILTINS)
     | set(STATEMENT_BUILTINS)
     | set(DECL_BUILTINS)
     | set(OTHER_BUILTINS)

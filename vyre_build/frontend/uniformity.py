@@ -46,10 +46,22 @@ _SUBGROUP_NAMES = {
 }
 
 
+_COOP_NAMES = {
+    ir.CoopFill: "coop_fill",
+    ir.CoopMma: "coop_mma",
+    ir.CoopStore: "coop_store",
+}
+
+
 def _subgroup_in(e) -> str | None:
-    """The builtin name of the first subgroup operation inside expression `e`, if any."""
+    """The builtin name of the first subgroup operation (cooperative matrices included)
+    inside expression or statement `e`, if any."""
     if isinstance(e, ir.Subgroup):
         return _SUBGROUP_NAMES[e.op]
+    if isinstance(e, ir.CoopLoad):
+        return "coop_load_" + ir.MATRICES[e.ty][0]
+    if type(e) in _COOP_NAMES:
+        return _COOP_NAMES[type(e)]
     if isinstance(e, tuple):
         for x in e:
             got = _subgroup_in(x)

@@ -9,7 +9,8 @@ backend for machines with no GPU driver (`backend="cpu"`, which runs a bundle's 
 Semantics: exactly docs/descriptor-conventions.md: wrapping integers, shift amounts mod
 32, x / 0 == x and x % 0 == 0 (also i32::MIN / -1), out-of-bounds loads 0 and stores
 dropped, saturating float -> int casts with NaN -> 0, atomics, shared memory and barriers,
-loops with break/continue, early return, vectors. Floats are IEEE f32, rounded per op.
+loops with break/continue, early return, vectors, subgroups, cooperative matrices
+(reference/matrices.py). Floats are IEEE f32, rounded per op.
 
 Where a GPU may legitimately differ (and the conformance runner allows for it):
 - fused multiply-add: `fma` is computed here in f64 and rounded to f32 (one more rounding
@@ -29,7 +30,9 @@ import numpy as np
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
 from vyre_build.descriptor.types import TYPES
 from vyre_build.errors import DispatchError
+from vyre_build.descriptor.matrices import uses_matrices
 from vyre_build.reference.machine import Machine
+from vyre_build.reference.matrices import CHUNK_LANES as COOP_CHUNK_LANES
 from vyre_build.reference.values import dtype_of
 
 __all__ = ["execute", "CHUNK_LANES"]
@@ -92,7 +95,8 @@ def execute(
             uniforms[m.slot] = np.asarray(scalars[m.name]).astype(dtype_of(m.type))
     total = grid[0] * grid[1] * grid[2]
     wx, wy, wz = desc.workgroup_size
-    per_chunk = max(1, CHUNK_LANES // (wx * wy * wz))
+    lanes = COOP_CHUNK_LANES if uses_matrices(info.types.values()) else CHUNK_LANES
+    per_chunk = max(1, lanes // (wx * wy * wz))
     for first in range(0, total, per_chunk):
         count = min(per_chunk, total - first)
         Machine(desc, info, arrays, uniforms, grid, first, count, subgroup_size).run()

@@ -206,7 +206,8 @@ for _s in NUMERIC:
                 "{a}" if _s == _d else f"bitcast<{TYPES[_d].wgsl}>({{a}})"
             )
 for _t in TYPES:
-    RULES[(("Select", ""), ("bool", _t, _t))] = "select({c}, {b}, {a})"
+    if TYPES[_t].matrix is None:  # WGSL has no cooperative matrices
+        RULES[(("Select", ""), ("bool", _t, _t))] = "select({c}, {b}, {a})"
 
 # --- vectors (docs/descriptor-conventions.md, "Vectors"): componentwise ------------------
 # WGSL does not splat scalars in select/comparisons, so the templates use the zero vector
