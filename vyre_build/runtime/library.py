@@ -94,11 +94,11 @@ def _describe(value: object) -> str:
     # What a refused argument is, in the words of the messages.
     if isinstance(value, DeviceBuffer):
         ro = " (read-only)" if value.access == "r" else ""
-        return f"a {NP_NAMES[value.dtype]} DeviceBuffer of shape {value.shape}{ro}"
+        return f"a DeviceBuffer of {NP_NAMES[value.dtype]}, shape {value.shape}{ro}"
     if isinstance(value, np.ndarray):
         dtype = str(value.dtype) if value.dtype.isnative else value.dtype.str
         ro = "" if value.flags.writeable else " (read-only)"
-        return f"a {dtype} array of shape {tuple(value.shape)}{ro}"
+        return f"an array of {dtype}, shape {tuple(value.shape)}{ro}"
     return type(value).__name__
 
 
@@ -180,10 +180,12 @@ class _Call:
             )
         return count
 
-    def output(self, out: object, kind: str, shape: tuple[int, ...]) -> None:
-        """Refuse `out` unless it is None, or a writable numpy array or DeviceBuffer (of
-        this device) of `kind` in `shape`; inside the caller's batch, a DeviceBuffer."""
-        want = f"a {NP_NAMES[kind]} array or DeviceBuffer of shape {shape}"
+    def output(self, out: object, kind: str, shape: tuple[int, ...], arrays: bool = True) -> None:
+        """Refuse `out` unless it is None, or a writable numpy array (if `arrays`) or
+        DeviceBuffer (of this device) of `kind` in `shape`; inside the caller's batch, a
+        DeviceBuffer."""
+        what = "an array or a DeviceBuffer" if arrays else "a DeviceBuffer"
+        want = f"{what} of {NP_NAMES[kind]}, shape {shape}"
         if not isinstance(out, DeviceBuffer) and self.in_batch():
             raise _fail(
                 self.fn,
@@ -192,12 +194,12 @@ class _Call:
             )
         if out is None:
             return
-        if isinstance(out, np.ndarray):
+        if isinstance(out, np.ndarray) and arrays:
             if out.dtype != DTYPES[kind] or out.shape != shape or not out.flags.writeable:
                 raise _fail(self.fn, f"out must be {want}, got {_describe(out)}")
             return
         if not isinstance(out, DeviceBuffer):
-            raise _fail(self.fn, f"out must be {want}, got {type(out).__name__}")
+            raise _fail(self.fn, f"out must be {want}, got {_describe(out)}")
         self.place("out", out)
         if out.dtype != kind or out.shape != shape or out.access == "r":
             raise _fail(self.fn, f"out must be {want}, got {_describe(out)}")
@@ -304,9 +306,7 @@ def reduce(
     kid = f"lib_reduce.{op}_{kind}"
     call = _Call("reduce", kernels, [kid])
     n = call.place("x", x)
-    if out is not None and not isinstance(out, DeviceBuffer):
-        raise _fail("reduce", f"out must be a DeviceBuffer, got {_describe(out)}")
-    call.output(out, kind, (1,))
+    call.output(out, kind, (1,), arrays=False)
     kern = call.k[kid]
     with call.batch():
         xb, vin = call.upload(x)
@@ -452,8 +452,8 @@ def softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any:
         The result as a numpy array of x's shape, or `out` when given.
     """
     _kind("softmax", "x", x, ("f32",))
-    call = _Call("softmax", kernels, ["lib_softmax.f32"])
     rows, cols = _rows("softmax", x)
+    call = _Call("softmax", kernels, ["lib_softmax.f32"])
     call.place("x", x)
     call.output(out, "f32", _shape(x))
     with call.batch():

@@ -1,0 +1,358 @@
+"""vyre_build.runtime.library against numpy on every backend (wgpu and Vulkan on lavapipe,
+the cpu reference), through a bundle of kernels/lib_*.py.
+
+Sizes hit the edges: 1 element, odd lengths, lengths that are not whole vec4s or whole
+workgroups, several blocks and passes. The grid limits of library.py are lowered in some
+tests (monkeypatch) so that every multi-step path runs at sizes the cpu reference takes
+quickly. Integer results are exact; f32 within a tolerance stated beside each check.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from vyre_build.errors import DispatchError
+from vyre_build.runtime import get_device, library, open_bundle
+
+KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "kernels")
+LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py")
+NP = {"u32": np.uint32, "i32": np.int32, "f32": np.float32}
+# Lengths around vec4s (4), workgroups (256 invocations = 1024 values) and several blocks.
+SIZES = (1, 3, 4, 5, 1023, 1024, 1025, 4099, 20001)
+
+
+@pytest.fixture(scope="module")
+def lib_bundle(tmp_path_factory):
+    """kernels/lib_*.py compiled for every backend into one bundle."""
+    from vyre_build.bundle import write_bundle
+    from vyre_build.compiler import compile_file
+
+    entries = []
+    for file in LIB_FILES:
+        for k in compile_file(
+            os.path.join(KERNELS, file), root=KERNELS, targets=("wgsl", "spirv", "kdesc")
+        ):
+            arts = {s: b for s, b in k.artifacts.items() if s != ".meta.json"}
+            entries.append({"meta": k.meta, "artifacts": arts})
+    path = tmp_path_factory.mktemp("lib") / "lib.vyrebundle"
+    write_bundle(path, entries)
+    return path
+
+
+@pytest.fixture
+def lib(backend, lib_bundle):
+    with open_bundle(lib_bundle, backend=backend) as bundle:
+        yield bundle
+
+
+def values(kind: str, n, seed: int = 0, lo=None, hi=None):
+    """Random values of `kind`: integers over the whole type (sums wrap), f32 in [-1, 1)."""
+    rng = np.random.default_rng(seed)
+    if kind == "f32":
+        return rng.uniform(-1 if lo is None else lo, 1 if hi is None else hi, n).astype(np.float32)
+    info = np.iinfo(NP[kind])
+    return rng.integers(info.min, info.max, n, dtype=np.int64, endpoint=True).astype(NP[kind])
+
+
+def want_scan(x, exclusive: bool):
+    """numpy's prefix sums in x's dtype (integers wrap), f32 ones in f64."""
+    flat = x.reshape(-1)
+    wide = flat.dtype == np.float32
+    sums = np.cumsum(flat.astype(np.float64)) if wide else np.cumsum(flat, dtype=flat.dtype)
+    if exclusive:
+        sums = np.concatenate([np.zeros(1, sums.dtype), sums[:-1]])
+    return sums.reshape(x.shape)
+
+
+def assert_scan(got, x, exclusive: bool, where: str):
+    want = want_scan(x, exclusive)
+    assert got.dtype == x.dtype and got.shape == x.shape, where
+    if x.dtype == np.float32:
+        # f32 sums of n values in [-1, 1): rounding grows with the running sum's size
+        bound = 1e-5 * np.sqrt(np.arange(1, x.size + 1)).reshape(x.shape) + 1e-5
+        assert np.all(np.abs(got - want) <= bound * np.maximum(1, np.abs(want))), where
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=where)
+
+
+# -- reduce ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["u32", "i32", "f32"])
+def test_reduce_matches_numpy(lib, kind):
+    for n in SIZES:
+        x = values(kind, n, seed=n)
+        for op in ("sum", "min", "max"):
+            got = library.reduce(lib, x, op)
+            where = f"reduce {op} {kind} n={n}"
+            assert type(got) is NP[kind], where
+            if op != "sum":
+                assert got == getattr(np, op)(x), where
+            elif kind == "f32":
+                # a tree of f32 adds of n values in [-1, 1): well inside n * 1e-7
+                assert abs(float(got) - float(x.astype(np.float64).sum())) <= 1e-6 * n, where
+            else:
+                assert got == x.sum(dtype=NP[kind]), where
+
+
+def test_reduce_min_max_of_infinities_and_extremes(lib):
+    x = np.array([np.inf, np.inf, np.inf], np.float32)
+    assert library.reduce(lib, x, "min") == np.inf
+    assert library.reduce(lib, -x, "max") == -np.inf
+    ints = np.array([2**31 - 1, -(2**31), 5], np.int32)
+    assert library.reduce(lib, ints, "min") == -(2**31)
+    assert library.reduce(lib, ints, "max") == 2**31 - 1
+    big = np.full(9, 2**32 - 1, np.uint32)
+    assert library.reduce(lib, big, "min") == 2**32 - 1
+    assert library.reduce(lib, big, "sum") == np.uint32((9 * (2**32 - 1)) % 2**32)
+
+
+def test_reduce_f32_sum_is_the_same_every_run(lib):
+    x = values("f32", 50001, seed=3, lo=-1e4, hi=1e4)
+    first = library.reduce(lib, x, "sum")
+    assert all(library.reduce(lib, x, "sum").tobytes() == first.tobytes() for _ in range(3))
+
+
+def test_reduce_two_passes_with_few_partials(lib, monkeypatch):
+    """Several workgroups per pass and a second pass over many partials."""
+    monkeypatch.setattr(library, "MAX_PARTIALS", 6)  # 8 partials after rounding to vec4s
+    for kind in ("u32", "f32"):
+        x = values(kind, 30001, seed=5)
+        got = library.reduce(lib, x, "max")
+        assert got == x.max()
+
+
+def test_reduce_device_buffers_in_and_out(lib):
+    dev = lib.device
+    for n in (1, 6, 1027):  # 6 and 1027 are no whole vec4s: the scalar path
+        x = values("i32", n, seed=n)
+        out = dev.buffer(1, "i32")
+        assert library.reduce(lib, dev.buffer(x), "sum", out=out) is out
+        assert out.read()[0] == x.sum(dtype=np.int32)
+    grid = values("u32", (37, 41), seed=9)  # any shape: every value counts
+    assert library.reduce(lib, grid, "max") == grid.max()
+
+
+# -- scan ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["u32", "i32", "f32"])
+def test_scan_matches_numpy(lib, kind):
+    for n in SIZES:
+        x = values(kind, n, seed=n)
+        for exclusive in (False, True):
+            got = library.scan(lib, x, exclusive=exclusive)
+            assert_scan(got, x, exclusive, f"scan {kind} n={n} exclusive={exclusive}")
+
+
+def test_scan_every_step_loop(lib, monkeypatch):
+    """Blocks of several steps, and a second pass that scans the sums in several steps."""
+    monkeypatch.setattr(library, "MAX_BLOCKS", 3)  # 13 vec4-steps of 256 -> 5 blocks of 3
+    for kind in ("i32", "f32"):
+        x = values(kind, 13 * 1024 - 7, seed=11)
+        for exclusive in (False, True):
+            got = library.scan(lib, x, exclusive=exclusive)
+            assert_scan(got, x, exclusive, f"scan {kind} exclusive={exclusive}")
+    monkeypatch.setattr(library, "MAX_BLOCKS", 1100)  # 1100 sums: pass 2 takes 2 steps
+    x = values("u32", 1100 * 1024, seed=12) % np.uint32(7)
+    assert_scan(library.scan(lib, x), x, False, "scan u32 1100 blocks")
+
+
+def test_scan_device_buffers_arrays_and_shapes(lib):
+    dev = lib.device
+    for n in (2, 7, 1030):  # not whole vec4s: scalar loads and stores
+        x = values("u32", n, seed=n)
+        out = dev.buffer(n, "u32")
+        assert library.scan(lib, dev.buffer(x), out=out) is out
+        assert_scan(out.read(), x, False, f"device buffers n={n}")
+    x = values("i32", (3, 333), seed=2)  # flat order, result in x's shape
+    into = np.zeros((3, 333), np.int32)
+    assert library.scan(lib, x, exclusive=True, out=into) is into
+    assert_scan(into, x, True, "2-D into an array")
+
+
+@pytest.mark.backends("wgpu", "vulkan")
+def test_scan_millions(lib):
+    """A real grid: blocks of several steps and a two-step scan of the block sums."""
+    n = 5_000_003
+    x = values("u32", n, seed=1) % np.uint32(1000)
+    assert_scan(library.scan(lib, x), x, False, "scan 5M")
+
+
+# -- matmul ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("m, k, n", [(1, 1, 1), (3, 5, 7), (129, 17, 130), (128, 128, 128),
+                                     (40, 300, 9)])  # fmt: skip
+def test_matmul_matches_numpy(lib, m, k, n):
+    rng = np.random.default_rng(m * k * n)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    got = library.matmul(lib, a, b)
+    assert got.dtype == np.float32 and got.shape == (m, n)
+    # K f32 FMAs of products in [-1, 1]: within K * 2^-23 of the f64 product
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=0, atol=k * 2.0**-22)
+
+
+def test_matmul_device_buffers(lib):
+    dev = lib.device
+    a = values("f32", 6 * 10, seed=1).reshape(6, 10)
+    b = values("f32", 10 * 3, seed=2).reshape(10, 3)
+    out = dev.buffer((6, 3), "f32")
+    assert library.matmul(lib, dev.buffer(a), dev.buffer(b), out=out) is out
+    np.testing.assert_allclose(out.read(), a @ b, rtol=0, atol=1e-5)
+
+
+# -- softmax and layer norm -----------------------------------------------------------------
+
+ROW_SHAPES = [(1, 1), (3, 5), (5, 1024), (2, 3, 12), (2, 3001), (3, 4100), (7,)]
+
+
+def want_softmax(x):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def want_layer_norm(x, gamma, beta, eps):
+    x = x.astype(np.float64)
+    mean = x.mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(x.var(-1, keepdims=True) + eps) * gamma + beta
+
+
+@pytest.mark.parametrize("shape", ROW_SHAPES, ids=str)
+def test_softmax_matches_numpy(lib, shape):
+    x = values("f32", shape, seed=len(shape), lo=-20, hi=20)
+    got = library.softmax(lib, x)
+    assert got.dtype == np.float32 and got.shape == shape
+    # f32 exp and sums: a few ulps of each probability, relative
+    np.testing.assert_allclose(got, want_softmax(x), rtol=2e-5, atol=1e-7)
+
+
+def test_softmax_is_stable_for_large_values(lib):
+    x = np.array([[1000.0, 1000.0, 990.0, -3.0e38], [88.0, 89.0, 90.0, 91.0]], np.float32)
+    np.testing.assert_allclose(library.softmax(lib, x), want_softmax(x), rtol=2e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("shape", ROW_SHAPES, ids=str)
+def test_layer_norm_matches_numpy(lib, shape):
+    cols = shape[-1]
+    x = values("f32", shape, seed=cols, lo=-3, hi=5) + np.float32(100)  # far from 0
+    gamma = values("f32", cols, seed=1, lo=0.5, hi=2)
+    beta = values("f32", cols, seed=2)
+    got = library.layer_norm(lib, x, gamma, beta, eps=1e-5)
+    assert got.dtype == np.float32 and got.shape == shape
+    # f32 moments of values near 100 shifted by the row's first: about 1e-5 of a unit
+    np.testing.assert_allclose(got, want_layer_norm(x, gamma, beta, 1e-5), rtol=0, atol=2e-4)
+
+
+def test_row_kernels_take_more_rows_than_one_dispatch(lib, monkeypatch):
+    monkeypatch.setattr(library, "MAX_ROWS", 2)  # 5 rows: the loop over rows, 2 apart
+    x = values("f32", (5, 8), seed=4, lo=-4, hi=4)
+    ones, zeros = np.ones(8, np.float32), np.zeros(8, np.float32)
+    np.testing.assert_allclose(library.softmax(lib, x), want_softmax(x), rtol=2e-5, atol=1e-7)
+    got = library.layer_norm(lib, x, ones, zeros, eps=0.0)
+    np.testing.assert_allclose(got, want_layer_norm(x, 1, 0, 0.0), rtol=0, atol=2e-5)
+
+
+def test_row_kernels_on_device_buffers(lib):
+    dev = lib.device
+    for cols in (12, 7):  # vec4 rows; scalar rows
+        x = values("f32", (3, cols), seed=cols)
+        out = dev.buffer((3, cols), "f32")
+        assert library.softmax(lib, dev.buffer(x), out=out) is out
+        np.testing.assert_allclose(out.read(), want_softmax(x), rtol=2e-5, atol=1e-7)
+        g, b = dev.buffer(np.full(cols, 2, np.float32)), dev.buffer(np.ones(cols, np.float32))
+        assert library.layer_norm(lib, dev.buffer(x), g, b, eps=1e-3, out=out) is out
+        want = want_layer_norm(x, 2.0, 1.0, 1e-3)
+        np.testing.assert_allclose(out.read(), want, rtol=0, atol=2e-5)
+
+
+# -- batches and refusals that need the kernels ---------------------------------------------
+
+
+def test_calls_chain_inside_the_callers_batch(lib):
+    dev = lib.device
+    x = values("u32", 3000, seed=6) % np.uint32(100)
+    xb, prefix, total = dev.buffer(x), dev.buffer(3000, "u32"), dev.buffer(1, "u32")
+    with dev.batch():
+        library.scan(lib, xb, out=prefix)
+        library.reduce(lib, prefix, "max", out=total)
+    np.testing.assert_array_equal(prefix.read(), np.cumsum(x, dtype=np.uint32))
+    assert total.read()[0] == x.sum()
+
+
+def test_refusals_that_need_the_kernels(lib, backend):
+    dev = lib.device
+    x = np.ones(8, np.float32)
+    with dev.batch():
+        with pytest.raises(DispatchError) as e:
+            library.scan(lib, x)
+    assert str(e.value) == (
+        "library.scan: called inside device.batch(): pass out= a DeviceBuffer (reading a "
+        "result back waits for the batch's end)"
+    )
+    cases = [
+        (
+            lambda: library.reduce(lib, x, out=np.zeros(1, np.float32)),
+            "library.reduce: out must be a DeviceBuffer of float32, shape (1,), got an array "
+            "of float32, shape (1,)",
+        ),
+        (
+            lambda: library.scan(lib, x, out=dev.buffer(7, "f32")),
+            "library.scan: out must be an array or a DeviceBuffer of float32, shape (8,), got "
+            "a DeviceBuffer of float32, shape (7,)",
+        ),
+        (
+            lambda: library.scan(lib, x, out=np.zeros(8, np.int32)),
+            "library.scan: out must be an array or a DeviceBuffer of float32, shape (8,), got "
+            "an array of int32, shape (8,)",
+        ),
+        (
+            lambda: library.reduce(lib, x, out=dev.buffer(np.ones(1, np.float32), read_only=True)),
+            "library.reduce: out must be a DeviceBuffer of float32, shape (1,), got a "
+            "DeviceBuffer of float32, shape (1,) (read-only)",
+        ),
+        (
+            lambda: library.matmul(lib, dev.buffer(x), x.reshape(2, 4)),
+            "library.matmul: a must be 2-D, got shape (8,)",
+        ),
+    ]
+    released = dev.buffer(x)
+    released.release()
+    cases.append(
+        (lambda: library.softmax(lib, released), "library.softmax: x is a released DeviceBuffer")
+    )
+    # another device: the cpu one (a second cpu device, of 8 lanes, on the cpu backend)
+    foreign = get_device("cpu", subgroup_size=8 if backend == "cpu" else None).buffer(x)
+    cases.append(
+        (
+            lambda: library.reduce(lib, foreign),
+            f"library.reduce: x is a DeviceBuffer of another device (cpu: "
+            f"{foreign.device.name}); the kernels run on {backend}: {dev.name}",
+        )
+    )
+    for run, message in cases:
+        with pytest.raises(DispatchError) as e:
+            run()
+        assert str(e.value) == message
+
+
+@pytest.mark.backends("cpu")
+@pytest.mark.parametrize("lanes", [1, 4, 64, 128])
+def test_no_kernel_assumes_a_subgroup_size(backend, lib_bundle, lanes):
+    """The cpu reference at other subgroup sizes than the backends' (8 on lavapipe, 32)."""
+    with open_bundle(lib_bundle, device=get_device("cpu", subgroup_size=lanes)) as lib:
+        x = values("i32", 3001, seed=lanes)
+        assert library.reduce(lib, x, "sum") == x.sum(dtype=np.int32)
+        assert library.reduce(lib, x, "min") == x.min()
+        assert_scan(library.scan(lib, x, exclusive=True), x, True, f"scan at {lanes} lanes")
+        rows = values("f32", (3, 100), seed=1)
+        np.testing.assert_allclose(library.softmax(lib, rows), want_softmax(rows), rtol=2e-5)
+        ones, zeros = np.ones(100, np.float32), np.zeros(100, np.float32)
+        got = library.layer_norm(lib, rows, ones, zeros)
+        np.testing.assert_allclose(got, want_layer_norm(rows, 1, 0, 1e-5), rtol=0, atol=2e-5)
