@@ -1,0 +1,320 @@
+"""The machinery of vyre_build.runtime.library: a library call's kernels and argument
+checks (all made before the device is touched), its scratch buffers (kept per device and
+thread), and its recipe (the list of dispatches, kept so that a call like an earlier one
+on the same DeviceBuffers runs again without checks or planning)."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import math
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from vyre_build.errors import DispatchError
+from vyre_build.runtime.buffers import DTYPES, NP_NAMES, DeviceBuffer
+from vyre_build.runtime.device import Device
+from vyre_build.runtime.kernel import Kernel
+
+Array = Union[npt.NDArray[Any], DeviceBuffer]
+Out = Union[npt.NDArray[Any], DeviceBuffer, None]
+_U32_MAX = 2**32 - 1
+_KINDS = {v: k for k, v in DTYPES.items() if k != "f16"}
+# The kernel file that defines each library kernel (named in a missing kernel's refusal).
+_FILES = {
+    "lib_reduce": "lib_reduce.py",
+    "lib_scan_sums": "lib_scan.py",
+    "lib_scan_block": "lib_scan.py",
+    "lib_matmul": "lib_matmul.py",
+    "lib_softmax": "lib_norm.py",
+    "lib_layer_norm": "lib_norm.py",
+}
+
+
+def fail(fn: str, message: str) -> DispatchError:
+    return DispatchError(f"library.{fn}: {message}")
+
+
+def _describe(value: object) -> str:
+    # What a refused argument is, in the words of the messages.
+    if isinstance(value, DeviceBuffer):
+        ro = " (read-only)" if value.access == "r" else ""
+        return f"a DeviceBuffer of {NP_NAMES[value.dtype]}, shape {value.shape}{ro}"
+    if isinstance(value, np.ndarray):
+        dtype = str(value.dtype) if value.dtype.isnative else value.dtype.str
+        ro = "" if value.flags.writeable else " (read-only)"
+        return f"an array of {dtype}, shape {tuple(value.shape)}{ro}"
+    return type(value).__name__
+
+
+def kind_of(fn: str, name: str, value: object, kinds: tuple[str, ...]) -> str:
+    """The element type of array argument `name`: a non-empty numpy array or a DeviceBuffer
+    holding one of `kinds` (refused otherwise; nothing here needs the device)."""
+    if isinstance(value, DeviceBuffer):
+        kind = value.dtype
+    elif isinstance(value, np.ndarray):
+        kind = _KINDS.get(value.dtype, "")
+        if kind in kinds and value.size == 0:
+            raise fail(fn, f"{name} is empty")
+    else:
+        raise fail(
+            fn, f"{name} must be a numpy array or a DeviceBuffer, got {type(value).__name__}"
+        )
+    if kind not in kinds:
+        allowed = ", ".join(NP_NAMES[k] for k in kinds[:-1])
+        allowed = f"{allowed} or {NP_NAMES[kinds[-1]]}" if allowed else NP_NAMES[kinds[-1]]
+        raise fail(fn, f"{name} must be {allowed}, got {_describe(value)}")
+    return kind
+
+
+def shape_of(value: Array) -> tuple[int, ...]:
+    return value.shape if isinstance(value, DeviceBuffer) else tuple(value.shape)
+
+
+class Call:
+    """One library call: its kernels (all on one device) and the checks of its arguments
+    against that device, all made before anything reaches it."""
+
+    def __init__(self, fn: str, kernels: object, ids: list[str]):
+        if not isinstance(kernels, Mapping):
+            raise fail(
+                fn,
+                "kernels must be a Bundle or a mapping of kernel id -> Kernel, got "
+                f"{type(kernels).__name__}",
+            )
+        self.fn = fn
+        self.k: dict[str, Kernel] = {}
+        for kid in ids:
+            if kid not in kernels:
+                where = _FILES[kid.split(".")[0]]
+                raise fail(
+                    fn, f"no kernel {kid!r} in the kernels given (build kernels/{where} into them)"
+                )
+            found = kernels[kid]
+            if not isinstance(found, Kernel):
+                raise fail(fn, f"kernels[{kid!r}] is a {type(found).__name__}, not a Kernel")
+            if self.k and found.device is not self.device:
+                raise fail(fn, f"kernels {ids[0]!r} and {kid!r} are on different devices")
+            self.k[kid] = found
+            self.device: Device = found.device
+
+    def where(self) -> str:
+        return f"{self.device.backend}: {self.device.name}"
+
+    def place(self, name: str, value: Array) -> int:
+        """The element count of array argument `name` (type checked by _kind), refused when
+        it is a DeviceBuffer of another device or released, or too large."""
+        if isinstance(value, DeviceBuffer):
+            if value.released:
+                raise fail(self.fn, f"{name} is a released DeviceBuffer")
+            if value.device is not self.device:
+                raise fail(
+                    self.fn,
+                    f"{name} is a DeviceBuffer of another device ({value.device.backend}: "
+                    f"{value.device.name}); the kernels run on {self.where()}",
+                )
+        count = math.prod(shape_of(value))
+        if count > _U32_MAX:
+            raise fail(self.fn, f"{name} has {count} elements, more than {_U32_MAX}")
+        padded = -(-count // 4) * 16  # uploaded as whole vec4s of 4-byte values
+        if isinstance(value, np.ndarray) and padded > self.device.max_buffer_bytes:
+            raise fail(
+                self.fn,
+                f"{name} needs {padded} bytes, more than the device's storage buffer "
+                f"limit of {self.device.max_buffer_bytes} bytes",
+            )
+        return count
+
+    def output(self, out: object, kind: str, shape: tuple[int, ...], arrays: bool = True) -> None:
+        """Refuse `out` unless it is None, or a writable numpy array (if `arrays`) or
+        DeviceBuffer (of this device) of `kind` in `shape`; inside the caller's batch, a
+        DeviceBuffer."""
+        what = "an array or a DeviceBuffer" if arrays else "a DeviceBuffer"
+        want = f"{what} of {NP_NAMES[kind]}, shape {shape}"
+        if not isinstance(out, DeviceBuffer) and self.in_batch():
+            raise fail(
+                self.fn,
+                "called inside device.batch(): pass out= a DeviceBuffer (reading a result "
+                "back waits for the batch's end)",
+            )
+        if out is None:
+            return
+        if isinstance(out, np.ndarray) and arrays:
+            if out.dtype != DTYPES[kind] or out.shape != shape or not out.flags.writeable:
+                raise fail(self.fn, f"out must be {want}, got {_describe(out)}")
+            return
+        if not isinstance(out, DeviceBuffer):
+            raise fail(self.fn, f"out must be {want}, got {_describe(out)}")
+        self.place("out", out)
+        if out.dtype != kind or out.shape != shape or out.access == "r":
+            raise fail(self.fn, f"out must be {want}, got {_describe(out)}")
+
+    def in_batch(self) -> bool:
+        return self.device._current_batch() is not None
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """The caller's open batch, else a new one, waited for on exit."""
+        if self.in_batch():
+            yield
+        else:
+            with self.device.batch():
+                yield
+
+    # -- steps --
+
+    def step(self, kid: str, n: int, args: dict[str, Any], grid: int | tuple[int, int]) -> _Step:
+        """Dispatch `n` of the call, on its own copy of kernel `kid` (a Kernel keeps the
+        plan of its last dispatch: one per step keeps every step's)."""
+        kernel = self.k[kid]
+        with _SCRATCH_LOCK:
+            copies = _CLONES.setdefault(kernel, {})
+            if n not in copies:
+                copies[n] = Kernel(kernel.device, kernel.meta, kernel.code)
+            return _Step(copies[n], args, grid)
+
+    def run(self, steps: list[_Step]) -> None:
+        with self.batch():
+            for s in steps:
+                s.kernel.dispatch(s.args, grid=s.grid)
+
+    def _key(self, params: tuple[Any, ...], buffers: tuple[Any, ...]) -> tuple[Any, ...]:
+        kernels = tuple(id(k) for k in self.k.values())
+        return (threading.get_ident(), self.fn, params, kernels, tuple(map(id, buffers)))
+
+    def replay(self, params: tuple[Any, ...], buffers: tuple[Any, ...]) -> Any:
+        """Run the recipe of an earlier call with these parameters, kernels and the same
+        live DeviceBuffers (None: absent) and return its scratch result buffer (None when
+        the result went to one of `buffers`); MISS if there is no such recipe."""
+        key = self._key(params, buffers)
+        with _SCRATCH_LOCK:
+            entry = _RECIPES.get(key)
+            if entry is not None:
+                _RECIPES.move_to_end(key)
+        if entry is None:
+            return MISS
+        refs, kernels, steps, result = entry
+        for ref, buf in zip(refs, buffers):
+            if (
+                (ref is None) != (buf is None)
+                or ref is not None
+                and (ref() is not buf or buf.released)
+            ):
+                return MISS
+        if any(a is not b for a, b in zip(kernels, self.k.values())):
+            return MISS
+        filled = [
+            s._replace(args={n: buffers[v.i] if type(v) is _Slot else v for n, v in s.args.items()})
+            for s in steps
+        ]
+        self.run(filled)
+        return result
+
+    def remember(
+        self, params: tuple[Any, ...], buffers: tuple[Any, ...], steps: list[_Step], result: Any
+    ) -> None:
+        """Keep the recipe of a call whose array arguments are all DeviceBuffers."""
+        if not all(b is None or isinstance(b, DeviceBuffer) for b in buffers):
+            return
+        slots = {id(b): _Slot(i) for i, b in enumerate(buffers) if b is not None}
+        kept = [s._replace(args={n: slots.get(id(v), v) for n, v in s.args.items()}) for s in steps]
+        refs = tuple(None if b is None else weakref.ref(b) for b in buffers)
+        entry = (refs, tuple(self.k.values()), kept, None if result in buffers else result)
+        with _SCRATCH_LOCK:
+            _RECIPES[self._key(params, buffers)] = entry
+            while len(_RECIPES) > _RECIPES_KEPT:
+                _RECIPES.popitem(last=False)
+
+    # -- buffers --
+
+    def upload(self, value: Array) -> tuple[DeviceBuffer, bool]:
+        """(a DeviceBuffer of `value`'s values, whether it can be bound as vec4s): an array
+        is uploaded padded to whole vec4s, a DeviceBuffer used as it is."""
+        if isinstance(value, DeviceBuffer):
+            return value, value.count % 4 == 0
+        flat = np.ascontiguousarray(value).reshape(-1)
+        if flat.size % 4:
+            flat = np.concatenate([flat, np.zeros(-flat.size % 4, flat.dtype)])
+        return self.device.buffer(flat), True
+
+    def target(self, out: Out, kind: str, count: int) -> tuple[DeviceBuffer, bool]:
+        """(the DeviceBuffer the result is written to, whether as vec4s): `out` itself when
+        it is a DeviceBuffer, else a new one padded to whole vec4s."""
+        if isinstance(out, DeviceBuffer):
+            return out, out.count % 4 == 0
+        return self.device.buffer(-(-count // 4) * 4, kind), True
+
+    def pair(
+        self, buf: DeviceBuffer, vec: bool, kind: str, written: bool
+    ) -> tuple[DeviceBuffer, DeviceBuffer]:
+        """(vec4 binding, scalar binding) of `buf`. A read buffer is bound twice where it
+        holds whole vec4s; a written one only once, the unused binding going to a scratch
+        sink (no backend then sees one buffer written through two bindings)."""
+        if not written:
+            return (buf if vec else self.scratch("zero", kind, 4)), buf
+        sink = self.scratch("sink", kind, 4)
+        return (buf, sink) if vec else (sink, buf)
+
+    def scratch(self, purpose: str, kind: str, count: int) -> DeviceBuffer:
+        """A DeviceBuffer of `count` values kept for this device, thread and purpose:
+        "zero" ones are never written; the others hold what the last call left there."""
+        key = (threading.get_ident(), purpose, kind, count)
+        with _SCRATCH_LOCK:
+            kept = _SCRATCH.setdefault(self.device, collections.OrderedDict())
+            found = kept.get(key)
+            if found is not None and not found.released:
+                kept.move_to_end(key)
+                return found
+        made = self.device.buffer(count, kind)
+        with _SCRATCH_LOCK:
+            kept[key] = made
+            while len(kept) > _SCRATCH_KEPT:
+                kept.popitem(last=False)
+        return made
+
+    def result(self, buf: DeviceBuffer, out: Out, count: int, shape: tuple[int, ...]) -> Any:
+        """`out` when it is the DeviceBuffer written, else the first `count` values of
+        `buf` in `shape`, copied into `out` when it is an array."""
+        if out is buf:
+            return out
+        values = buf.read().reshape(-1)[:count].reshape(shape)
+        if isinstance(out, np.ndarray):
+            out[...] = values
+            return out
+        return values
+
+
+# Per device: (thread, purpose, type, count) -> DeviceBuffer, least recently used dropped
+# (a dropped one still in use stays alive until its call ends: the call holds it).
+_SCRATCH: weakref.WeakKeyDictionary[Device, collections.OrderedDict[tuple[Any, ...], DeviceBuffer]]
+_SCRATCH = weakref.WeakKeyDictionary()
+_SCRATCH_KEPT = 32
+_SCRATCH_LOCK = threading.Lock()
+
+
+class _Step(NamedTuple):
+    """One dispatch of a library call."""
+
+    kernel: Kernel
+    args: dict[str, Any]
+    grid: int | tuple[int, int]
+
+
+class _Slot(NamedTuple):
+    """Where a kept recipe had the caller's i-th DeviceBuffer (held weakly, not in it)."""
+
+    i: int
+
+
+# Recipes of earlier calls on DeviceBuffers, by (thread, function, parameters, kernels,
+# buffers): a call like one of them runs its steps again with no checks or planning (the
+# steps' kernels are per-step copies, so each keeps the plan of its own dispatch).
+_RECIPES: collections.OrderedDict[tuple[Any, ...], tuple[Any, ...]] = collections.OrderedDict()
+_RECIPES_KEPT = 64
+MISS = object()
+_CLONES: weakref.WeakKeyDictionary[Kernel, dict[int, Kernel]] = weakref.WeakKeyDictionary()
