@@ -1,0 +1,398 @@
+"""Library kernels (vyre_build.runtime.library, kernels/lib_*.py) against torch on the GPU:
+issue 12's figures for reduce, scan, fp32 matmul, softmax and layer norm.
+
+    python3 bench/library_bench.py                     # the H200 run: every case, Vulkan and wgpu
+    python3 bench/library_bench.py --quick             # small sizes, a smoke run (lavapipe here)
+    python3 bench/library_bench.py --cases matmul --sizes 4096 --backends vulkan
+
+Ours: each call is one library function on DeviceBuffers (out= included), as an
+application keeping its data on the device calls it. Vulkan: GPU timestamps around a
+batch of `number` calls (Device.timing), so gaps between dispatches count; wgpu has no
+timestamps: wall time of the batch, host included. torch: CUDA events around `number`
+calls of torch.sum / torch.cumsum / torch.matmul (TF32 off) / torch.softmax /
+F.layer_norm on the same values. Each figure is the median of --rounds rounds after a
+warm-up round. Ratio = torch time / ours (> 1: faster than torch); GB/s counts the bytes
+a kernel must move (read the input once, write the output once), TFLOP/s 2*M*N*K.
+Every result is compared with torch's (numpy's without torch) and the line says so.
+Targets (issue 12): reduce >= 1.0x, scan >= 1.2x, matmul >= 0.75x, softmax and layer
+norm >= 1.0x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+from vyre_build.compiler import compile_file  # noqa: E402
+from vyre_build.runtime import get_device, library, load_kernel  # noqa: E402
+
+KERNELS = os.path.join(ROOT, "kernels")
+LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py")
+CODE = {"wgpu": "wgsl", "vulkan": "spirv", "cpu": "kdesc"}
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+
+
+@dataclass
+class Case:
+    """One benchmark: sizes at full scale and for --quick, the host data of a size, our
+    call and torch's, how results are compared, and the work of one call."""
+
+    name: str
+    sizes: tuple
+    quick: tuple
+    parse: Callable[[str], Any]  # a --sizes entry -> a size
+    data: Callable[[np.random.Generator, Any], dict]
+    ours: Callable[[dict, Any, dict], Callable[[], Any]]  # (kernels, device, data) -> call
+    torch: Callable[[Any, dict], Callable[[], Any]]  # (torch, tensors) -> call
+    want: Callable[[dict], np.ndarray]  # numpy's result, when there is no torch
+    work: Callable[[Any], tuple[float, str]]  # size -> (amount per call, unit)
+    rtol: float  # |ours - reference| <= rtol * max |reference| (0: exact)
+
+
+# -- the cases ------------------------------------------------------------------------------
+
+
+def _vector(kind: str):
+    # Small integers (sums stay exact and unwrapped), floats in [0, 1).
+    def make(rng, n):
+        if kind == "f32":
+            return {"x": rng.random(n, dtype=np.float32)}
+        return {"x": rng.integers(0 if kind == "u32" else -2, 3, n).astype(np.dtype(kind[0] + "4"))}
+
+    return make
+
+
+def _bytes(per_element: int):
+    return lambda n: (per_element * _count(n), "GB/s")
+
+
+def _count(size) -> int:
+    return int(np.prod(size))
+
+
+def _reduce_ours(kind):
+    def make(lib, dev, d):
+        x, out = dev.buffer(d["x"]), dev.buffer(1, kind)
+        return lambda: library.reduce(lib, x, "sum", out=out), out
+
+    return make
+
+
+def _torch_sum(kind):
+    def make(torch, t):
+        dtype = torch.int32 if kind != "f32" else torch.float32
+        return lambda: torch.sum(t["x"], dtype=dtype)
+
+    return make
+
+
+def _scan_ours(kind):
+    def make(lib, dev, d):
+        x, out = dev.buffer(d["x"]), dev.buffer(d["x"].size, kind)
+        return lambda: library.scan(lib, x, out=out), out
+
+    return make
+
+
+def _torch_cumsum(kind):
+    def make(torch, t):
+        dtype = torch.int32 if kind != "f32" else torch.float32
+        out = torch.empty_like(t["x"], dtype=dtype)
+        return lambda: torch.cumsum(t["x"], 0, dtype=dtype, out=out)
+
+    return make
+
+
+def _matmul_data(rng, n):
+    return {
+        "a": rng.uniform(-1, 1, (n, n)).astype(np.float32),
+        "b": rng.uniform(-1, 1, (n, n)).astype(np.float32),
+    }
+
+
+def _matmul_ours(lib, dev, d):
+    a, b = dev.buffer(d["a"]), dev.buffer(d["b"])
+    out = dev.buffer(d["a"].shape, "f32")
+    return lambda: library.matmul(lib, a, b, out=out), out
+
+
+def _rows_data(rng, shape):
+    rows, cols = shape
+    return {
+        "x": rng.uniform(-4, 4, (rows, cols)).astype(np.float32),
+        "gamma": rng.uniform(0.5, 1.5, cols).astype(np.float32),
+        "beta": rng.uniform(-1, 1, cols).astype(np.float32),
+    }
+
+
+def _softmax_ours(lib, dev, d):
+    x, out = dev.buffer(d["x"]), dev.buffer(d["x"].shape, "f32")
+    return lambda: library.softmax(lib, x, out=out), out
+
+
+def _layer_norm_ours(lib, dev, d):
+    x, out = dev.buffer(d["x"]), dev.buffer(d["x"].shape, "f32")
+    g, b = dev.buffer(d["gamma"]), dev.buffer(d["beta"])
+    return lambda: library.layer_norm(lib, x, g, b, 1e-5, out=out), out
+
+
+def _layer_norm_want(d):
+    x = d["x"].astype(np.float64)
+    mean = x.mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * d["gamma"] + d["beta"]
+
+
+def _softmax_want(d):
+    e = np.exp(d["x"] - d["x"].max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _shape(text: str) -> tuple[int, int]:
+    rows, cols = text.lower().split("x")
+    return int(rows), int(cols)
+
+
+M16, M268 = 16_777_216, 268_435_456
+CASES = [
+    *(
+        Case(
+            f"reduce_sum_{k}",
+            (M16, M268),
+            (1 << 16, 1_000_003),
+            int,
+            _vector(k),
+            _reduce_ours(k),
+            _torch_sum(k),
+            lambda d: np.array([d["x"].sum(dtype=d["x"].dtype)]),
+            _bytes(4),
+            1e-5 if k == "f32" else 0.0,
+        )
+        for k in ("f32", "u32")
+    ),
+    *(
+        Case(
+            f"scan_{k}",
+            (M16, M268),
+            (1 << 16, 1_000_003),
+            int,
+            _vector(k),
+            _scan_ours(k),
+            _torch_cumsum(k),
+            lambda d: np.cumsum(d["x"], dtype=np.float64 if d["x"].dtype == np.float32 else None),
+            _bytes(8),
+            1e-4 if k == "f32" else 0.0,
+        )
+        for k in ("f32", "i32")
+    ),
+    Case(
+        "matmul_f32",
+        (2048, 4096, 8192),
+        (64, 200),
+        int,
+        _matmul_data,
+        _matmul_ours,
+        lambda torch, t: lambda: torch.matmul(t["a"], t["b"]),
+        lambda d: d["a"] @ d["b"],
+        lambda n: (2.0 * n**3, "TFLOP/s"),
+        1e-4,
+    ),
+    Case(
+        "softmax",
+        ((4096, 1024), (16384, 4096)),
+        ((64, 1024), (33, 1000)),
+        _shape,
+        _rows_data,
+        _softmax_ours,
+        lambda torch, t: lambda: torch.softmax(t["x"], -1),
+        _softmax_want,
+        _bytes(8),
+        1e-5,
+    ),
+    Case(
+        "layer_norm",
+        ((4096, 1024), (16384, 4096)),
+        ((64, 1024), (33, 1000)),
+        _shape,
+        _rows_data,
+        _layer_norm_ours,
+        lambda torch, t: (
+            lambda: torch.nn.functional.layer_norm(
+                t["x"], (t["x"].shape[-1],), t["gamma"], t["beta"], 1e-5
+            )
+        ),
+        _layer_norm_want,
+        _bytes(8),
+        1e-4,
+    ),
+]
+
+
+# -- timing -------------------------------------------------------------------------------
+
+
+def time_ours(dev, call, number: int, rounds: int) -> tuple[float, float]:
+    """(GPU seconds per call, or wall where the backend has no timestamps; wall seconds
+    per call, host included), medians over rounds after a warm-up round."""
+    gpu, wall = [], []
+    for r in range(rounds + 1):
+        t0 = time.perf_counter()
+        with dev.batch():
+            for _ in range(number):
+                call()
+        dev.wait()
+        if r:
+            wall.append((time.perf_counter() - t0) / number)
+            if dev.gpu_seconds is not None:
+                gpu.append(dev.gpu_seconds / number)
+    w = statistics.median(wall)
+    return (statistics.median(gpu) if gpu else w), w
+
+
+def time_torch(torch, call, number: int, rounds: int) -> float:
+    """GPU seconds per call from CUDA events, median over rounds after a warm-up round."""
+    times = []
+    for r in range(rounds + 1):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(number):
+            call()
+        end.record()
+        torch.cuda.synchronize()
+        if r:
+            times.append(start.elapsed_time(end) / 1e3 / number)
+    return statistics.median(times)
+
+
+def calls_for(run: Callable[[], Any], wait: Callable[[], Any], budget: float = 0.03) -> int:
+    """How many calls fill about `budget` seconds (5 to 1000), from the wall time of 5
+    calls after a first one (which may create pipelines or load libraries)."""
+    run()
+    wait()
+    t0 = time.perf_counter()
+    for _ in range(5):
+        run()
+    wait()
+    per_call = (time.perf_counter() - t0) / 5
+    return max(5, min(1000, int(budget / max(per_call, 1e-7))))
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+def kernels_for(dev, compiled) -> dict:
+    return {
+        k.stem: load_kernel(
+            k.meta, device=dev, **{CODE[dev.backend]: getattr(k, CODE[dev.backend])}
+        )
+        for k in compiled
+    }
+
+
+def agree(ours: np.ndarray, want: np.ndarray, rtol: float) -> tuple[bool, float]:
+    """Whether ours is within rtol * max|want| of want everywhere, and the worst error."""
+    ours = ours.reshape(-1).astype(np.float64)
+    want = want.reshape(-1).astype(np.float64)
+    err = float(np.max(np.abs(ours - want))) if ours.size else 0.0
+    return err <= rtol * max(1.0, float(np.max(np.abs(want)))), err
+
+
+def run_case(case: Case, size, backends, lib, torch, args) -> None:
+    rng = np.random.default_rng(0)
+    data = case.data(rng, size)
+    amount, unit = case.work(size)
+    scale = 1e12 if unit == "TFLOP/s" else 1e9
+    ref_time, want, torch_line = None, None, ""
+    if torch is not None:
+        tensors = {k: torch.from_numpy(v).cuda() for k, v in data.items()}
+        call = case.torch(torch, tensors)
+        number = args.number or calls_for(call, torch.cuda.synchronize)
+        ref_time = time_torch(torch, call, number, args.rounds)
+        want = call().cpu().numpy()
+        torch_line = f"torch {amount / ref_time / scale:9.1f} {unit}"
+        del tensors, call
+        torch.cuda.empty_cache()
+    else:
+        want = case.want(data)
+    for backend in backends:
+        dev = lib[backend][0]
+        call, out = case.ours(lib[backend][1], dev, data)
+        number = args.number or calls_for(call, dev.wait)
+        ours, wall = time_ours(dev, call, number, args.rounds)
+        got = out.read()
+        ok, err = agree(got, np.asarray(want), case.rtol)
+        kind = "gpu" if dev.backend == "vulkan" and dev.gpu_seconds is not None else "wall"
+        line = (
+            f"  [{backend:<6}] {case.name:<15} {str(size):<14} ours {amount / ours / scale:9.1f} "
+            f"{unit} ({kind} {ours * 1e6:9.1f} us, host-inclusive {wall * 1e6:9.1f} us)"
+        )
+        if ref_time is not None:
+            line += f" | {torch_line} ({ref_time * 1e6:9.1f} us) ratio {ref_time / ours:6.3f}x"
+        line += f"   {'matches ' + ('torch' if torch else 'numpy') if ok else 'MISMATCH'}"
+        say(line + ("" if ok else f" (max error {err:.3g})"))
+        del call, out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    ap.add_argument(
+        "--cases", default="", help="comma list of: " + ", ".join(c.name for c in CASES)
+    )
+    ap.add_argument("--sizes", default="", help="comma list (n, a matmul side, or ROWSxCOLS)")
+    ap.add_argument("--backends", default="vulkan,wgpu")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--number", type=int, default=0, help="calls per round (default: ~20 ms)")
+    args = ap.parse_args(argv)
+    chosen = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
+    unknown = set(filter(None, args.cases.split(","))) - {c.name for c in CASES}
+    if unknown:
+        ap.error(f"unknown cases {sorted(unknown)}; choose from {[c.name for c in CASES]}")
+    try:
+        import torch
+
+        torch = torch if torch.cuda.is_available() else None
+    except ImportError:
+        torch = None
+    if torch is not None:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    compiled = [k for f in LIB_FILES for k in compile_file(os.path.join(KERNELS, f), root=KERNELS)]
+    backends = args.backends.split(",")
+    lib = {}
+    for b in backends:
+        dev = get_device(b)
+        dev.timing = True
+        lib[b] = (dev, kernels_for(dev, compiled))
+        p = dev.profile
+        say(f"{b}: {dev.name} (subgroup size {p.subgroup_size or p.subgroup_size_range})")
+    say(
+        f"torch: {torch.cuda.get_device_name() if torch else 'absent (results checked against numpy)'}"
+    )
+    start = time.perf_counter()
+    for case in chosen:
+        sizes = case.quick if args.quick else case.sizes
+        if args.sizes:
+            sizes = tuple(case.parse(s) for s in args.sizes.split(","))
+        for size in sizes:
+            run_case(case, size, backends, lib, torch, args)
+    say(f"total {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
