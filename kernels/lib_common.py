@@ -33,6 +33,27 @@ def wg_sum(v: T, slots: Buffer[T, "rw"]) -> T:
     return subgroup_add(acc)
 
 
+def wg_sum2(a: T, b: T, slots_a: Buffer[T, "rw"], slots_b: Buffer[T, "rw"]) -> V:
+    """The sums of `a` and of `b` over the workgroup as V(sum a, sum b, 0, 0), returned to
+    every invocation: wg_sum for two values with one exchange (two barriers, not four)."""
+    lid = local_id().x
+    barrier()
+    ta = subgroup_add(a)
+    tb = subgroup_add(b)
+    lead = lid == subgroup_min(lid)
+    slots_a[lid] = ta if lead else zero_of()
+    slots_b[lid] = tb if lead else zero_of()
+    barrier()
+    acc_a = zero_of()
+    acc_b = zero_of()
+    j = subgroup_invocation_id()
+    while j < len(slots_a):
+        acc_a += slots_a[j]
+        acc_b += slots_b[j]
+        j += subgroup_size()
+    return V(subgroup_add(acc_a), subgroup_add(acc_b), zero_of(), zero_of())
+
+
 def wg_max(v: T, slots: Buffer[T, "rw"], lowest: T) -> T:
     """The maximum of `v` over the workgroup, returned to every invocation (as wg_sum;
     `lowest` fills the entries that hold no subgroup's maximum)."""

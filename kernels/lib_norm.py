@@ -10,10 +10,11 @@ Layer norm sums values and squares shifted by the row's first value (no cancella
 rows far from 0), then writes (x - mean) * rsqrt(var + eps) * gamma + beta.
 variants.yaml binds T and V.
 """
-from vyre_build.lang import (Buffer, bitcast, exp, f32, kernel, local_id, max, rsqrt, shared,
-                             u32, workgroup_id)
+from vyre_build.lang import (Buffer, barrier, bitcast, exp, f32, kernel, local_id, max, rsqrt,
+                             shared, subgroup_add, subgroup_invocation_id, subgroup_max,
+                             subgroup_min, subgroup_size, u32, workgroup_id)
 
-from .lib_common import wg_max, wg_sum
+from .lib_common import wg_sum2
 
 WG = 256
 
@@ -23,6 +24,31 @@ def lowest() -> T:
     return bitcast(T, u32(0xFF7FFFFF))
 
 
+def row_stats(m: T, s: T, slots_m: Buffer[T, "rw"], slots_s: Buffer[T, "rw"]) -> V:
+    """V(max, sum of exp(x - max), 0, 0) over the workgroup from each invocation's running
+    maximum m and sum s (of exp(x - m)): one exchange through shared memory for both."""
+    lid = local_id().x
+    barrier()
+    top_sg = subgroup_max(m)
+    sum_sg = subgroup_add(s * exp(m - top_sg))
+    lead = lid == subgroup_min(lid)
+    slots_m[lid] = top_sg if lead else lowest()
+    slots_s[lid] = sum_sg if lead else T(0.0)
+    barrier()
+    top = lowest()
+    j = subgroup_invocation_id()
+    while j < len(slots_m):
+        top = max(top, slots_m[j])
+        j += subgroup_size()
+    top = subgroup_max(top)
+    total = T(0.0)
+    j = subgroup_invocation_id()
+    while j < len(slots_m):
+        total += slots_s[j] * exp(slots_m[j] - top)
+        j += subgroup_size()
+    return V(top, subgroup_add(total), T(0.0), T(0.0))
+
+
 def exp4(v: V) -> V:
     return V(exp(v.x), exp(v.y), exp(v.z), exp(v.w))
 
@@ -30,7 +56,8 @@ def exp4(v: V) -> V:
 @kernel(workgroup_size=WG, grid=1)
 def lib_softmax(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
                 rows: u32, cols: u32, vec: u32, row_stride: u32):
-    slots = shared(T, WG)
+    slots_m = shared(T, WG)
+    slots_s = shared(T, WG)
     lid = local_id().x
     row = workgroup_id().x
     while row < rows:
@@ -55,9 +82,9 @@ def lib_softmax(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T
                 s = s * exp(m - mn) + exp(v1 - mn)
                 m = mn
                 j += WG
-        top = wg_max(m, slots, lowest())
-        total = wg_sum(s * exp(m - top), slots)
-        inv = T(1.0) / total
+        stats = row_stats(m, s, slots_m, slots_s)
+        top = stats.x
+        inv = T(1.0) / stats.y
         if vec != 0:
             base = row * (cols // 4)
             j = lid
@@ -78,7 +105,8 @@ def lib_layer_norm(x4: Buffer[V], x: Buffer[T], gamma4: Buffer[V], gamma: Buffer
                    beta4: Buffer[V], beta: Buffer[T], out4: Buffer[V, "w"],
                    out: Buffer[T, "w"], rows: u32, cols: u32, vec: u32, row_stride: u32,
                    eps: f32):
-    slots = shared(T, WG)
+    slots_a = shared(T, WG)
+    slots_b = shared(T, WG)
     lid = local_id().x
     row = workgroup_id().x
     while row < rows:
@@ -102,8 +130,9 @@ def lib_layer_norm(x4: Buffer[V], x: Buffer[T], gamma4: Buffer[V], gamma: Buffer
                 s2 += d1 * d1
                 j += WG
         n = T(cols)
-        dm = wg_sum(s1, slots) / n
-        var = max(wg_sum(s2, slots) / n - dm * dm, T(0.0))
+        sums = wg_sum2(s1, s2, slots_a, slots_b)
+        dm = sums.x / n
+        var = max(sums.y / n - dm * dm, T(0.0))
         mean = shift + dm
         r = rsqrt(var + T(eps))
         if vec != 0:
