@@ -6,9 +6,8 @@ reference any power of two); subgroups are assumed full (the workgroup size is a
 of the subgroup size), as on every device here. Each kernel's variants (variants.yaml) set T
 (the element type) and V (its vec4 type).
 """
-from vyre_build.lang import (Buffer, barrier, bitcast, local_id, max, min, subgroup_add,
-                             subgroup_invocation_id, subgroup_max, subgroup_min, subgroup_size,
-                             u32)
+from vyre_build.lang import (Buffer, barrier, bitcast, local_id, subgroup_add,
+                             subgroup_invocation_id, subgroup_min, subgroup_size, u32)
 
 
 def zero_of() -> T:
@@ -54,37 +53,6 @@ def wg_sum2(a: T, b: T, slots_a: Buffer[T, "rw"], slots_b: Buffer[T, "rw"]) -> V
     return V(subgroup_add(acc_a), subgroup_add(acc_b), zero_of(), zero_of())
 
 
-def wg_max(v: T, slots: Buffer[T, "rw"], lowest: T) -> T:
-    """The maximum of `v` over the workgroup, returned to every invocation (as wg_sum;
-    `lowest` fills the entries that hold no subgroup's maximum)."""
-    lid = local_id().x
-    barrier()
-    t = subgroup_max(v)
-    slots[lid] = t if lid == subgroup_min(lid) else lowest
-    barrier()
-    acc = lowest
-    j = subgroup_invocation_id()
-    while j < len(slots):
-        acc = max(acc, slots[j])
-        j += subgroup_size()
-    return subgroup_max(acc)
-
-
-def wg_min(v: T, slots: Buffer[T, "rw"], highest: T) -> T:
-    """The minimum of `v` over the workgroup, returned to every invocation (as wg_max)."""
-    lid = local_id().x
-    barrier()
-    t = subgroup_min(v)
-    slots[lid] = t if lid == subgroup_min(lid) else highest
-    barrier()
-    acc = highest
-    j = subgroup_invocation_id()
-    while j < len(slots):
-        acc = min(acc, slots[j])
-        j += subgroup_size()
-    return subgroup_min(acc)
-
-
 def subgroup_rank(marks: Buffer[u32, "rw"]) -> u32:
     """How many subgroups of the workgroup have a lower first local id than this one's:
     with full subgroups, `rank * subgroup_size() + subgroup_invocation_id()` numbers the
@@ -117,20 +85,24 @@ def load4(x4: Buffer[V], x: Buffer[T], q: u32, n: u32, vin: u32) -> V:
     return r
 
 
+def put4(out: Buffer[T, "w"], i: u32, limit: u32, r: V) -> None:
+    """Store r's components at i .. i+3, those below `limit`, as scalars."""
+    if i < limit:
+        out[i] = r.x
+    if i + 1 < limit:
+        out[i + 1] = r.y
+    if i + 2 < limit:
+        out[i + 2] = r.z
+    if i + 3 < limit:
+        out[i + 3] = r.w
+
+
 def store4(out4: Buffer[V, "w"], out: Buffer[T, "w"], q: u32, n: u32, vout: u32, r: V) -> None:
     """Store values 4q .. 4q+3 (those below n): one vec4 store through `out4` when `vout`
     is set (its buffer holds whole vectors: past n it may take the padding), else scalar
     stores through `out`."""
-    i = 4 * q
-    if i >= n:
-        return
     if vout != 0:
-        out4[q] = r
+        if 4 * q < n:
+            out4[q] = r
     else:
-        out[i] = r.x
-        if i + 1 < n:
-            out[i + 1] = r.y
-        if i + 2 < n:
-            out[i + 2] = r.z
-        if i + 3 < n:
-            out[i + 3] = r.w
+        put4(out, 4 * q, n, r)

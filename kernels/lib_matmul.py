@@ -11,6 +11,8 @@ loads are already in flight in registers; one barrier per step. Loads past an ed
 """
 from vyre_build.lang import Buffer, barrier, fma, kernel, local_id, shared, u32, workgroup_id
 
+from .lib_common import put4
+
 BM = 128
 BN = 128
 BK = 8
@@ -23,16 +25,9 @@ def at(m: Buffer[T], row: u32, col: u32, rows: u32, cols: u32) -> T:
 
 
 def put(c: Buffer[T, "w"], row: u32, col: u32, v: V, M: u32, N: u32) -> None:
+    # C[row, col .. col+3], the columns below N
     if row < M:
-        at_ = row * N + col
-        if col < N:
-            c[at_] = v.x
-        if col + 1 < N:
-            c[at_ + 1] = v.y
-        if col + 2 < N:
-            c[at_ + 2] = v.z
-        if col + 3 < N:
-            c[at_ + 3] = v.w
+        put4(c, row * N + col, row * N + N, v)
 
 
 @kernel(workgroup_size=WG, grid=(1, 1))

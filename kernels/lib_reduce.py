@@ -7,25 +7,14 @@ the G partials with one, so the f32 sum is deterministic for a given grid (no fl
 atomics). Variants (variants.yaml) set T, its vec4 type V, OP (0 sum, 1 min, 2 max) and
 IDENT, the bits of OP's identity for T (infinities for f32 min/max).
 """
-from vyre_build.lang import (Buffer, bitcast, global_id, kernel, local_id, max, min, shared,
-                             u32, workgroup_id)
-
-from .lib_common import wg_max, wg_min, wg_sum
+from vyre_build.lang import (Buffer, barrier, bitcast, global_id, kernel, local_id, max, min,
+                             shared, subgroup_add, subgroup_invocation_id, subgroup_max,
+                             subgroup_min, subgroup_size, u32, workgroup_id)
 
 WG = 256
 
 
 # OP is a constant: one arm of each `if` is kept, and each helper has one return
-def fold(a: V, b: V) -> V:
-    if OP == 0:
-        r = a + b
-    elif OP == 1:
-        r = min(a, b)
-    else:
-        r = max(a, b)
-    return r
-
-
 def fold1(a: T, b: T) -> T:
     if OP == 0:
         r = a + b
@@ -34,6 +23,36 @@ def fold1(a: T, b: T) -> T:
     else:
         r = max(a, b)
     return r
+
+
+def fold(a: V, b: V) -> V:
+    return V(fold1(a.x, b.x), fold1(a.y, b.y), fold1(a.z, b.z), fold1(a.w, b.w))
+
+
+def subgroup_fold(v: T) -> T:
+    if OP == 0:
+        r = subgroup_add(v)
+    elif OP == 1:
+        r = subgroup_min(v)
+    else:
+        r = subgroup_max(v)
+    return r
+
+
+def workgroup_fold(v: T, slots: Buffer[T, "rw"], ident: T) -> T:
+    """OP over the workgroup's `v`, returned to every invocation: each subgroup's result
+    goes to the lowest local id among its lanes (any subgroup layout works), the identity
+    to the other slots, and every subgroup folds all of them."""
+    lid = local_id().x
+    t = subgroup_fold(v)
+    slots[lid] = t if lid == subgroup_min(lid) else ident
+    barrier()
+    acc = ident
+    j = subgroup_invocation_id()
+    while j < WG:
+        acc = fold1(acc, slots[j])
+        j += subgroup_size()
+    return subgroup_fold(acc)
 
 
 @kernel(workgroup_size=WG, grid=1)
@@ -59,11 +78,6 @@ def lib_reduce(x4: Buffer[V], x: Buffer[T], partials: Buffer[T, "w"], n: u32, vi
     while i < n:
         s = fold1(s, x[i])
         i += stride
-    if OP == 0:
-        total = wg_sum(s, slots)
-    elif OP == 1:
-        total = wg_min(s, slots, ident)
-    else:
-        total = wg_max(s, slots, ident)
+    total = workgroup_fold(s, slots, ident)
     if local_id().x == 0:
         partials[workgroup_id().x] = total
