@@ -219,7 +219,10 @@ def matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None
     return call.result(cb, out, m * n, (m, n))
 
 
-# fp16 matmul on cooperative matrices (matmul_f16) belongs here, on the same Call helpers.
+# matmul_f16 (cooperative matrices, Vulkan) goes here, written like matmul above: its
+# kernel id in LIBRARY_KERNELS and its file in library_call._FILES (test_library_args.py
+# then checks both against kernels/), Call(...).replay / place / output / upload / step /
+# run / remember, and its grid from the kernel's tile.
 
 
 # -- row softmax and layer norm ------------------------------------------------------------
