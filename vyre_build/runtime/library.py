@@ -49,7 +49,7 @@ __all__ = [
 WG = 256  # the workgroup size of every library kernel
 TILE = 128  # lib_matmul: the side of the block of C one workgroup computes
 MAX_PARTIALS = 1024  # reduce: workgroups of the first pass (about one wave on an H200)
-MAX_BLOCKS = 4096  # scan: blocks, so that one workgroup scans their sums in <= 4 steps
+MAX_BLOCKS = 1024  # scan: blocks (one wave on an H200; their sums scanned in one step)
 MAX_ROWS = 65535  # softmax, layer_norm: workgroups per dispatch (WebGPU's per-axis limit)
 _NUMERIC = ("f32", "i32", "u32")
 _OPS = ("sum", "min", "max")
