@@ -318,7 +318,11 @@ def run_case(case: Case, size, backends, lib, torch, args) -> None:
     scale = 1e12 if unit == "TFLOP/s" else 1e9
     ref_time, want, torch_line = None, None, ""
     if torch is not None:
-        tensors = {k: torch.from_numpy(v).cuda() for k, v in data.items()}
+        # u32 values go to torch as int32 (same bits; its uint32 support is partial)
+        tensors = {
+            k: torch.from_numpy(v.view(np.int32) if v.dtype == np.uint32 else v).cuda()
+            for k, v in data.items()
+        }
         call = case.torch(torch, tensors)
         number = args.number or calls_for(call, torch.cuda.synchronize)
         ref_time = time_torch(torch, call, number, args.rounds)
