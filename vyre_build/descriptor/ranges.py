@@ -346,7 +346,7 @@ class _Analysis:
             return (al >> bh, ah >> bl)
         if bop in ("Div", "Mod") and al >= 0 and bl >= 0:
             if bop == "Div":
-                return (0, ah)  # x / 0 == x
+                return (al // bh, ah // bl) if bl > 0 else (0, ah)  # x / 0 == x
             return (0, min(ah, max(bh - 1, 0)))  # x % 0 == 0
         if bop == "BitAnd" and al >= 0 and bl >= 0:
             return (0, min(ah, bh))
