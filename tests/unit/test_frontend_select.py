@@ -60,3 +60,16 @@ def test_a_shared_operation_runs_once_with_the_same_results(tmp_path):
     big = np.nan_to_num((x * np.float32(100)).astype(np.float64), nan=0.0)
     m = np.trunc(big).clip(-(2**31), 2**31 - 1).astype(np.int64).astype(np.int32)
     np.testing.assert_array_equal(got["ints"], np.where(m > 0, (m - 7) >> 2, (m - 7) >> 3))
+
+
+def test_a_constant_condition_picks_its_arm(tmp_path):
+    path = tmp_path / "c.py"
+    path.write_text(
+        "from vyre_build.lang import *\n\nOP = 1\n\n@kernel(workgroup_size=64)\n"
+        'def k(x: Buffer[f32], out: Buffer[f32, "w"]):\n'
+        "    i = global_id().x\n"
+        "    out[i] = x[i] + 1.0 if OP == 0 else min(x[i], 1.0)\n"
+    )
+    (k,) = compile_file(str(path), targets=("kdesc",))
+    kinds = [op.kind.name for op in k.descriptor.body.ops]
+    assert "Select" not in kinds and ops(k.descriptor, "Min") == 1 and ops(k.descriptor, "Add") == 0

@@ -488,7 +488,10 @@ class ExprChecker:
 def select(c, a, b):
     """`a if c else b`, with an operation both arms share taken out of the select:
     select(c, x / z, y / z) is select(c, x, y) / z, exactly (every op is a pure function of
-    its operands), and the op runs once instead of twice (the sigmoid's two divisions)."""
+    its operands), and the op runs once instead of twice (the sigmoid's two divisions).
+    A constant condition picks its arm (`x if OP == 0 else y` with a constant OP)."""
+    if isinstance(c, ir.Const):
+        return a if c.value else b
     if isinstance(a, ir.Binary) and isinstance(b, ir.Binary) and a.op == b.op and a.ty == b.ty:
         if a.b == b.b and a.a.ty == b.a.ty:
             return ir.Binary(a.op, select(c, a.a, b.a), a.b, a.ty)
