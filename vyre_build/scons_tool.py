@@ -12,16 +12,19 @@ Load it from an SConstruct (works for an installed package; the tool lives in it
 
 Builders: `VyreKernel(source)` (one kernel file -> `<stem>.wgsl/.spv/.kdesc/.meta.json`
 per kernel and variant, in the directory of the target, default beside the source) and
-`VyreBundle(target, sources)`. An emitter declares every output (compiler's
-`list_kernels`), so `scons -c` removes them and `-n` shows them; a scanner follows kernel
-imports (`kernel_dependencies`) and the variants YAML. The compile runs in-process
-through the artifact cache. Construction variables:
+`VyreBundle(target, sources)`. An emitter declares every output (from one parse of the
+file, which the compile reuses: build_parse), so `scons -c` removes them and `-n` shows
+them; a scanner follows kernel imports and the variants YAML. Cache misses compile in
+worker processes under -jN (build_pool), in-process under -j1. Construction variables
+(defaults from the environment and the config files: vyre_build.config):
     VYRETARGETS       targets to emit (default ["wgsl", "spirv", "kdesc"])
     VYREOPTIONS       compiler options dict (default {})
-    VYRECACHEDIR      cache dir (default $VYRE_CACHE_DIR, else #cache); "" disables the cache
-    VYRECACHEMAXSIZE / VYRECACHEMAXAGE   limits (e.g. "2G", 30 days) applied after a build
+    VYRECACHEDIR      cache dir (default <project>/cache); "" disables the cache
+    VYRECACHEMAXSIZE / VYRECACHEMAXAGE   limits (default "5G", none; days) kept after builds
+    VYREREMOTECACHE / VYREREMOTECACHEMODE   remote tier URL and "read-only"/"read-write"
     VYRELINKOUTPUTS   hard-link outputs to their read-only cache blobs instead of copying
                       (like ccache's hard_link: fast where creating files is slow; default off)
+    VYREWORKERS       compile worker processes (default: the -j count; 0: in-process)
     VYRECOMPILER      compiler module (default vyre_build.compiler)
     VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines
 Action signatures include the targets, the options and the compiler identity (varlist),
@@ -41,10 +44,11 @@ import SCons.Builder
 import SCons.Errors
 import SCons.Scanner
 
+from vyre_build.artifacts import VARIANTS_FILES
+from vyre_build.build_parse import PARSE_ONCE_COMPILER, Parses
 from vyre_build.build_step import (
     DEFAULT_COMPILER,
     DEFAULT_TARGETS,
-    VARIANTS_FILES,
     build_kernel_file,
     compiler_identity,
     load_compiler,
@@ -53,18 +57,21 @@ from vyre_build.build_step import (
     split_output_name,
     with_tools,
 )
-from vyre_build.cache import CACHE_DIR_ENV
-from vyre_build.files import canonical_json
 from vyre_build.cache.scan import ScanMemo
 from vyre_build.cache.store import Store
+from vyre_build.config import CACHE_DIR_ENV, ConfigError, load_config, parse_size
 from vyre_build.errors import VyreError
+from vyre_build.files import canonical_json
 
 __all__ = ["exists", "generate", "toolpath"]
 
-_lock = threading.Lock()
+_lock = threading.RLock()
+_memo: dict[tuple, object] = {}
 _stores: dict[str, Store] = {}
 _limits: dict[str, tuple] = {}
-_memo: dict[tuple, object] = {}
+_remotes: dict[tuple, object] = {}
+_pools: dict[tuple, object] = {}
+_scan_memos: list[ScanMemo] = []
 
 
 def toolpath() -> str:
@@ -72,17 +79,31 @@ def toolpath() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "site_tools")
 
 
-def _compiler(env) -> str:
-    raw = env.get("VYRECOMPILER")
-    # A plain module name needs no substitution (asked several times per node).
+def _var(env, name: str) -> str:
+    raw = env.get(name)
+    # A plain value needs no substitution (asked several times per node).
     if isinstance(raw, str) and "$" not in raw:
-        return raw or DEFAULT_COMPILER
-    return env.subst("$VYRECOMPILER") or DEFAULT_COMPILER
+        return raw
+    return env.subst(f"${name}") if raw not in (None, "") else ""
+
+
+def _compiler(env) -> str:
+    return _var(env, "VYRECOMPILER") or DEFAULT_COMPILER
+
+
+def _project(env) -> str:
+    return env.Dir("#").abspath
 
 
 def _source_path(node) -> str:
     # With VariantDir(duplicate=0) the kernel exists only in the source tree.
     return node.srcnode().abspath
+
+
+def _fatal(message: str):
+    """A configuration error: one line, as SCons prints its own, no Python stack."""
+    print(f"scons: *** {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def _scan_memo(env, compiler: str) -> ScanMemo | None:
@@ -92,7 +113,19 @@ def _scan_memo(env, compiler: str) -> ScanMemo | None:
     key = ("scanmemo", store.root, compiler)
     with _lock:
         if key not in _memo:
-            _memo[key] = ScanMemo(store, _identity_text(compiler))
+            _memo[key] = ScanMemo(store, _identity_text(compiler), _project(env))
+            _scan_memos.append(_memo[key])
+        return _memo[key]
+
+
+def _parses(compiler: str) -> Parses | None:
+    """The build's parses (the vyre compiler only; see build_parse)."""
+    if compiler != PARSE_ONCE_COMPILER:
+        return None
+    with _lock:
+        key = ("parses", compiler)
+        if key not in _memo:
+            _memo[key] = Parses(load_compiler(compiler))
         return _memo[key]
 
 
@@ -108,10 +141,15 @@ def _scan_file(env, node) -> dict:
     info = memo.lookup(path) if memo is not None else None
     if info is None:
         before = memo.file_hash(path) if memo is not None else None
-        module = load_compiler(compiler)
+        parses = _parses(compiler)
         try:
-            stems = list(module.list_kernels(path))
-            deps = set(module.kernel_dependencies(path))
+            if parses is not None:
+                parsed = parses.parse(path)
+                stems, deps = parsed.stems, set(parsed.deps)
+            else:
+                module = load_compiler(compiler)
+                stems = list(module.list_kernels(path))
+                deps = set(module.kernel_dependencies(path))
         except VyreError as exc:
             # Reported when this file's target is built, so -c, -n and -k still work.
             info = {"stems": [], "deps": [], "error": str(exc)}
@@ -125,10 +163,7 @@ def _scan_file(env, node) -> dict:
         deps.discard(path)
         info = {"stems": stems, "deps": sorted(deps)}
         if memo is not None:
-            try:
-                memo.save(path, before, info["stems"], info["deps"])
-            except VyreError as exc:  # the memo only saves time; the build goes on
-                print(f"vyre cache: warning: {exc}", file=sys.stderr)
+            memo.save(path, before, info["stems"], info["deps"])
     with _lock:
         _memo[key] = info
     return info
@@ -195,18 +230,11 @@ def _identity_text(compiler) -> str:
     return canonical_json(compiler_identity(str(compiler) or DEFAULT_COMPILER)).decode()
 
 
-def _fatal(message: str):
-    """A configuration error: one line, as SCons prints its own, no Python stack."""
-    print(f"scons: *** {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
 def _store(env) -> Store | None:
-    raw = env.get("VYRECACHEDIR")
-    cache_dir = raw if isinstance(raw, str) and "$" not in raw else env.subst("$VYRECACHEDIR")
+    cache_dir = _var(env, "VYRECACHEDIR")
     if not cache_dir:
         return None
-    memo_key = ("storedir", cache_dir, env.Dir("#").abspath)
+    memo_key = ("storedir", cache_dir, _project(env))
     with _lock:
         root = _memo.get(memo_key)
     if root is None:
@@ -224,45 +252,94 @@ def _store(env) -> Store | None:
     with _lock:
         if root not in _stores:
             try:
-                os.makedirs(root, exist_ok=True)
-                _stores[root] = Store(root)
-            except OSError as exc:
-                _fatal(f"vyre cache: cannot create cache directory {root}: {exc.strerror or exc}")
+                _stores[root] = Store(root, project=_project(env))
             except VyreError as exc:
                 _fatal(f"vyre cache: {exc}")
-            limits = _cache_limits(env)
-            if limits != (None, None):
-                _limits[root] = limits
+            _limits[root] = _cache_limits(env)
         return _stores[root]
 
 
 def _cache_limits(env) -> tuple[int | None, float | None]:
     """($VYRECACHEMAXSIZE bytes or "500M", $VYRECACHEMAXAGE days) -> (bytes, seconds)."""
-    from vyre_build.commands.cache import parse_size  # only when a limit is set
-
     size, age = env.get("VYRECACHEMAXSIZE"), env.get("VYRECACHEMAXAGE")
     try:
-        size = (
-            None
-            if size in (None, "")
-            else (size if isinstance(size, int) else parse_size(str(size)))
-        )
-        age = None if age in (None, "") else float(age) * 86400.0
-    except (VyreError, ValueError) as exc:
-        raise SCons.Errors.UserError(f"$VYRECACHEMAXSIZE / $VYRECACHEMAXAGE: {exc}") from None
+        size = None if size in (None, "") else parse_size(size, "$VYRECACHEMAXSIZE")
+        if age not in (None, ""):
+            age = float(age)
+            if not 0 <= age < float("inf"):
+                raise ValueError(age)
+            age *= 86400.0
+        else:
+            age = None
+    except ConfigError as exc:
+        raise SCons.Errors.UserError(str(exc)) from None
+    except (TypeError, ValueError):
+        raise SCons.Errors.UserError(
+            f"$VYRECACHEMAXAGE {env.get('VYRECACHEMAXAGE')!r} is not a number of days >= 0"
+        ) from None
     return size, age
+
+
+def _remote(env):
+    """The remote tier of $VYREREMOTECACHE (one per build), or None."""
+    url = _var(env, "VYREREMOTECACHE")
+    if not url:
+        return None
+    mode = _var(env, "VYREREMOTECACHEMODE") or None
+    timeout = float(env.get("VYREREMOTECACHETIMEOUT") or 5.0)
+    key = (url, mode, timeout)
+    with _lock:
+        if key not in _remotes:
+            from vyre_build.cache.remote import RemoteCache  # only builds with a remote
+
+            _remotes[key] = RemoteCache(url, mode=mode, timeout=timeout)
+        return _remotes[key]
+
+
+def _pool(env):
+    """The compile workers of this build: $VYREWORKERS, default the -j count; None for 1."""
+    raw = env.get("VYREWORKERS")
+    if raw in (None, ""):
+        import SCons.Script
+
+        raw = SCons.Script.GetOption("num_jobs") or 1
+    try:
+        size = int(raw)
+    except (TypeError, ValueError):
+        raise SCons.Errors.UserError(f"$VYREWORKERS {raw!r} is not a number") from None
+    if size <= 1:
+        return None
+    compiler = _compiler(env)
+    with _lock:
+        if (size, compiler) not in _pools:
+            from vyre_build.build_pool import WorkerPool
+
+            _pools[(size, compiler)] = WorkerPool(size, compiler)
+        return _pools[(size, compiler)]
 
 
 @atexit.register
 def _finish_build() -> None:
-    """Record this build's hit/miss counts; then apply the cache limits, if any are set."""
+    """Drain uploads, stop the workers, record this build's counters and history, keep the
+    scan memo; then apply the cache limits."""
     label = " ".join(sys.argv[1:])
+    with _lock:
+        pools, remotes = list(_pools.values()), list(_remotes.values())
+        _pools.clear()
+    for pool in pools:
+        pool.close()
+    extra: dict = {}
+    for remote in remotes:
+        for name, n in remote.finish().items():
+            extra[name] = extra.get(name, 0) + n
+    for memo in _scan_memos:
+        memo.flush()
     for root, store in sorted(_stores.items()):
         try:
-            if store.flush_stats(label) is not None and root in _limits:
-                store.gc(*_limits[root])
+            store.finish_build(label, extra, *_limits.get(root, (None, None)))
         except VyreError as exc:
             print(f"vyre cache: warning: {exc}", file=sys.stderr)
+        extra = {}  # the remote's counters go with the first store
 
 
 ERROR_SUFFIX = ".vyre-error"
@@ -292,23 +369,29 @@ def kernel_scan(node, env, path=()):
 
 
 def kernel_action(target, source, env):
-    """Build one kernel file through the cache (in-process: no subprocess per kernel)."""
+    """Build one kernel file through the cache tiers (a miss in a worker, or in-process)."""
     src = source[0]
     if target[0].name.endswith(ERROR_SUFFIX):
         print(_scan_file(env, src).get("error", f"{src}: cannot be compiled"), file=sys.stderr)
         return 1
+    compiler, path = _compiler(env), _source_path(src)
+    parses = _parses(compiler)
     try:
         build_kernel_file(
-            _source_path(src),
+            path,
             target[0].dir.abspath,
             store=_store(env),
             targets=_targets(env),
             options=_options(env),
             deps=kernel_deps(env, src),
-            identity=compiler_identity(_compiler(env)),
-            compiler=_compiler(env),
+            identity=compiler_identity(compiler),
+            compiler=compiler,
             expected=[t.name for t in target],
             link=bool(env.get("VYRELINKOUTPUTS")),
+            remote=_remote(env),
+            pool=_pool(env),
+            parsed=parses.take(path) if parses is not None else None,
+            project=_project(env),
         )
     except VyreError as exc:
         print(str(exc), file=sys.stderr)
@@ -316,32 +399,37 @@ def kernel_action(target, source, env):
     return 0
 
 
-def bundle_action(target, source, env):
-    """Pack the kernel outputs among `source` (grouped per directory and stem) into a bundle."""
-    from vyre_build.bundle import write_bundle  # the bundle writer is only needed here
-
+def bundle_entries(source) -> list[dict]:
+    """The bundle entries ({"meta", "artifacts"}) of kernel outputs, grouped per directory
+    and stem; VyreError naming a source that is not a kernel output or lacks its metadata."""
     groups: dict[tuple[str, str], dict[str, bytes]] = {}
     for node in source:
         parts = split_output_name(node.name)
         if parts is None:
-            print(
-                f"vyre: {node} is not a kernel output (.wgsl/.spv/.kdesc/.meta.json)",
-                file=sys.stderr,
-            )
-            return 1
+            raise VyreError(f"vyre: {node} is not a kernel output (.wgsl/.spv/.kdesc/.meta.json)")
         with open(node.abspath, "rb") as f:
             groups.setdefault((node.dir.abspath, parts[0]), {})[parts[1]] = f.read()
     entries = []
     for (directory, stem), files in sorted(groups.items()):
         if ".meta.json" not in files:
-            print(
+            raise VyreError(
                 f"vyre: {os.path.join(directory, stem)}.meta.json is missing from the "
-                "bundle sources; pass every output of VyreKernel",
-                file=sys.stderr,
+                "bundle sources; pass every output of VyreKernel"
             )
-            return 1
         meta = json.loads(files.pop(".meta.json"))
         entries.append({"meta": meta, "artifacts": files})
+    return entries
+
+
+def bundle_action(target, source, env):
+    """Pack the kernel outputs among `source` into a bundle."""
+    from vyre_build.bundle import write_bundle  # the bundle writer is only needed here
+
+    try:
+        entries = bundle_entries(source)
+    except VyreError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
     try:
         write_bundle(target[0].abspath, entries)
     except VyreError as exc:
@@ -362,6 +450,22 @@ def kernel_dir(env, build_dir, pattern="*.py"):
     return outs
 
 
+def _defaults(env) -> dict:
+    """Construction variable defaults from the environment and the config files."""
+    try:
+        cfg = load_config(_project(env))
+    except ConfigError as exc:
+        _fatal(str(exc))
+    return {
+        "VYRECACHEDIR": cfg.cache_dir,
+        "VYRECACHEMAXSIZE": "unlimited" if cfg.max_size is None else cfg.max_size,
+        "VYRECACHEMAXAGE": "" if cfg.max_age_s is None else cfg.max_age_s / 86400.0,
+        "VYREREMOTECACHE": cfg.remote_url or "",
+        "VYREREMOTECACHEMODE": cfg.remote_mode or "",
+        "VYREREMOTECACHETIMEOUT": cfg.remote_timeout_s,
+    }
+
+
 def generate(env) -> None:
     """Register the VyreKernel / VyreBundle builders, the scanner and the variables."""
     # $VYRECOM holds a ready Action: a bare function would be re-wrapped (and its code
@@ -371,13 +475,14 @@ def generate(env) -> None:
     env.SetDefault(
         VYRETARGETS=list(DEFAULT_TARGETS),
         VYREOPTIONS={},
-        VYRECACHEDIR=os.environ.get(CACHE_DIR_ENV) or "#cache",
         VYRECOMPILER=DEFAULT_COMPILER,
         VYRELINKOUTPUTS=False,
+        VYREWORKERS="",
         VYRECOM=kernel_com,
         VYRECOMSTR="vyre: compile $SOURCE -> ${TARGET.dir}",
         VYREBUNDLECOM=bundle_com,
         VYREBUNDLECOMSTR="vyre: bundle $TARGET",
+        **_defaults(env),
     )
     env["_VYRESIG"] = _signature_var
     scanner = SCons.Scanner.Scanner(

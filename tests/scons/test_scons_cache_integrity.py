@@ -82,17 +82,29 @@ def test_two_concurrent_builds_share_one_cache_safely(tmp_path):
     assert stats["hits"] + stats["misses"] == 2 * n and stats["builds"] == 2
 
 
+def _first_compile_line(proc) -> float:
+    """Read a build's stdout up to its first compile line; the time it came."""
+    for line in proc.stdout:
+        if line.startswith(b"vyre: compile "):
+            break
+    return time.monotonic()
+
+
 def test_builds_killed_at_random_points_leave_no_corrupt_entry(tmp_path):
     root = write_tree(tmp_path / "proj", n=24)
     cache = tmp_path / "cache"
     rng = random.Random(20261129)
     helper = root / "kernels" / "helpers_b.py"
     checked = killed = 0
-    # Kill points are drawn inside the span of one full build on this machine, so the
-    # kills land mid-build however fast or slow the machine is.
-    t0 = time.monotonic()
-    run_scons(root, tmp_path / "timing-cache")
-    span = max(time.monotonic() - t0, 0.1)
+    # Kill points are drawn inside the span of the compiles of one full build on this
+    # machine, counted from the first compile line, so the kills land among the stores
+    # however fast or slow the machine is (and however long SCons takes to start).
+    env = dict(scons_env(tmp_path / "timing-cache"), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(scons_cmd("-j2"), cwd=root, env=env, stdout=subprocess.PIPE)
+    first = _first_compile_line(proc)
+    proc.communicate(timeout=300)
+    span = max(time.monotonic() - first, 0.1)
+    env = dict(scons_env(cache), PYTHONUNBUFFERED="1")
     it = 0
     # 20 rounds at least, and on until 20 builds were really killed mid-way (a round whose
     # build finished before its kill point still checks the cache), within 60 rounds.
@@ -103,16 +115,17 @@ def test_builds_killed_at_random_points_leave_no_corrupt_entry(tmp_path):
         proc = subprocess.Popen(
             scons_cmd("-j2"),
             cwd=root,
-            env=scons_env(cache),
-            stdout=subprocess.DEVNULL,
+            env=env,
+            stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        time.sleep(rng.uniform(0.02, 0.7 * span))
+        _first_compile_line(proc)
+        time.sleep(rng.uniform(0.0, 0.7 * span))
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             killed += 1
-        proc.wait(timeout=60)
+        proc.communicate(timeout=60)
         if cache.exists():  # a kill before the first store leaves no cache to verify
             report = cache_json(cache, "verify", check=False)
             assert report["ok"], (it, report)

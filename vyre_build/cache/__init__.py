@@ -1,28 +1,18 @@
-"""Content-addressed artifact cache: action keys (`key`) and the on-disk store (`store`)."""
+"""Content-addressed artifact cache: action keys (`key`), the local store (`store`), its
+maintenance (`gc`, `stats`, `history`), the scan memo (`scan`) and the remote tier
+(`remote`, imported only by builds that use one)."""
 
 from __future__ import annotations
 
-import os
-
 from vyre_build.cache.key import ActionKey, KeyPart, diff_manifests, make_action_key
 from vyre_build.cache.store import Store
+from vyre_build.config import CACHE_DIR_ENV
 
 __all__ = [
     "CACHE_DIR_ENV",
     "ActionKey",
     "KeyPart",
     "Store",
-    "default_cache_dir",
     "diff_manifests",
     "make_action_key",
 ]
-
-CACHE_DIR_ENV = "VYRE_CACHE_DIR"
-
-
-def default_cache_dir(project_root: str | os.PathLike = ".") -> str:
-    """$VYRE_CACHE_DIR if set, else `cache/` under `project_root` (absolute)."""
-    override = os.environ.get(CACHE_DIR_ENV)
-    if override:
-        return os.path.abspath(override)
-    return os.path.abspath(os.path.join(os.fspath(project_root), "cache"))
