@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import os
+import pickle
 import threading
 from dataclasses import dataclass
 
@@ -34,13 +35,21 @@ PARSE_ONCE_COMPILER = "vyre_build.compiler"
 @dataclass
 class ParsedFile:
     """A loaded kernel file, and blake3 of every file its outputs depend on as parsed
-    (None: some file changed while it was parsed; then it is not reused)."""
+    (None: some file changed while it was parsed; then it is not reused). A file parsed
+    in a worker process carries its module pickled (`module_bytes`), passed on as is."""
 
     path: str
     module: object
     stems: list[str]
     deps: list[str]
     hashes: dict[str, str] | None
+    module_bytes: bytes | None = None
+
+    def loaded(self):
+        """The module, unpickled if it came from a worker."""
+        if self.module is None and self.module_bytes is not None:
+            self.module = pickle.loads(self.module_bytes)
+        return self.module
 
     def matches(self, files: dict[str, str]) -> bool:
         """True if `files` ({real path: blake3}, what a key was computed from) are the
@@ -144,3 +153,31 @@ class Parses:
         """The kept parse of `path`, handed over once (the build step compiles from it)."""
         with self._lock:
             return self._kept.pop(os.path.realpath(path), None)
+
+    def keep(self, parsed: ParsedFile) -> None:
+        """Keep a parse made elsewhere (a worker's scan) for `take`."""
+        with self._lock:
+            self._kept[parsed.path] = parsed
+
+    def scan_reply(self, path: str) -> dict:
+        """What a worker's scan of `path` returns: stems, deps and the pickled parse (the
+        module stays here only as long as the reply is built), or the kernel error."""
+        from vyre_build.errors import VyreError
+
+        try:
+            parsed = self.parse(path)
+        except VyreError as exc:
+            return {"path": path, "error": str(exc)}
+        self.take(path)
+        try:
+            blob = pickle.dumps(parsed.module, protocol=5)
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+            blob = None  # the compile parses again
+        return {
+            "path": path,
+            "real": parsed.path,
+            "stems": parsed.stems,
+            "deps": parsed.deps,
+            "hashes": parsed.hashes,
+            "module_bytes": blob,
+        }

@@ -4,8 +4,9 @@
 variants YAML (by content), the targets, the options and the compiler identity; then
 looks the key up locally, then on the remote (a remote hit is kept locally); on a hit it
 writes the stored outputs without importing or running the compiler; on a miss it
-compiles (in-process, or in a worker process of a `WorkerPool`: `compile_job`), stores the
-outputs and the input files as blobs, writes the outputs and queues the upload.
+compiles, stores the outputs and the input files as blobs, writes the outputs and queues
+the upload. The step (`run_step`) runs in-process, or in a worker process of a
+`WorkerPool`, so that -jN builds do their hashing, compiling and writing in parallel.
 `rebuild_record` recompiles a stored entry from its recorded inputs (for `cache verify
 --rebuild`). This module imports no SCons; the SCons Tool and the CLI both call it.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import pickle
 import shutil
 import tempfile
 import threading
@@ -55,7 +57,6 @@ __all__ = [
     "StepResult",
     "action_inputs",
     "build_kernel_file",
-    "compile_job",
     "compile_outputs",
     "compiler_identity",
     "compute_key",
@@ -64,12 +65,14 @@ __all__ = [
     "output_names",
     "output_suffixes",
     "rebuild_record",
+    "run_step",
     "split_output_name",
     "variants_section",
 ]
 
 DEFAULT_COMPILER = "vyre_build.compiler"
 _identity_memo: dict[str, dict] = {}
+_takes_module: dict[str, bool] = {}
 _memo_lock = threading.Lock()
 
 
@@ -116,9 +119,9 @@ def compile_outputs(
     `module`: the file as the build's scan loaded it (see build_parse), if the compiler
     takes one."""
     mod = load_compiler(compiler)
-    extra = {}
-    if module is not None and "module" in inspect.signature(mod.compile_file).parameters:
-        extra["module"] = module
+    if compiler not in _takes_module:
+        _takes_module[compiler] = "module" in inspect.signature(mod.compile_file).parameters
+    extra = {"module": module} if module is not None and _takes_module[compiler] else {}
     kernels = mod.compile_file(
         source, targets=normalize_targets(targets), options=dict(options or {}), **extra
     )
@@ -184,54 +187,79 @@ def _check_declared(source: str, expected, outputs) -> None:
         )
 
 
-def _inputs_unchanged(job: dict, warn_fn) -> bool:
+def _inputs_unchanged(source: str, deps, found, warn_fn) -> bool:
     # An input edited during the compile would pair new outputs with the old key.
-    source, hashes = job["source"], job["input_hashes"]
-    now = action_inputs(source, job["deps"])
+    now = action_inputs(source, deps)
     for rel, (kind, path) in now.items():
         try:
             data = input_bytes(kind, path, source)
         except CacheError:
             data = None
-        if data is None and rel not in hashes:
+        if data is None and rel not in found.data:
             continue
-        if rel not in hashes or data is None or content_hash(data) != hashes[rel]:
+        if rel not in found.data or data != found.data[rel]:
             warn_fn(
                 f"{rel} changed while {os.path.basename(source)} was compiling; "
-                f"not caching key {job['key']}"
+                f"not caching key {found.key.key}"
             )
             return False
-    return set(hashes) <= set(now)
+    return set(found.data) <= set(now)
 
 
-def compile_job(job: dict, store: Store | None) -> dict:
-    """A miss: compile one kernel file, store outputs and inputs, write the outputs.
+def _module(job: dict, found):
+    """The scan's parse of the source, if it was parsed from exactly the key's bytes."""
+    if job.get("parsed_hashes") is None or job["parsed_hashes"] != found.files:
+        return None
+    if job.get("module") is not None:
+        return job["module"]
+    return pickle.loads(job["module_bytes"]) if job.get("module_bytes") else None
 
-    Runs in-process or in a worker process (`build_pool`); `job` holds plain values (and
-    the scan's parsed module, or None to parse here). Returns {"refs": {name: {"hash",
-    "size"}}, "stems", "written", "stored": bool, "data": outputs if job["want_data"]}.
+
+def run_step(job: dict, store: Store | None, remote=None) -> dict:
+    """One build step, in the build process or in a worker (`build_pool`): the key, the
+    local store, the remote (a hit kept locally), else compile and store; the outputs
+    written; the upload queued. `job` holds plain values (see build_kernel_file).
+
+    Returns {"key", "manifest", "tier": "local"|"remote"|None, "stems", "written"}.
     """
-    source = job["source"]
-    outputs = compile_outputs(
-        source, job["targets"], job["options"], job["compiler"], job.get("module")
-    )
+    source, deps = job["source"], job["deps"]
+    found = key_inputs(source, deps, job["targets"], job["options"], job["identity"])
+    key = found.key
+    outputs = store.lookup(key.key) if store is not None else None
+    tier = "local" if outputs is not None else None
+    if outputs is None and remote is not None:
+        fetched = remote.fetch(key.key)
+        if fetched is not None:
+            record, outputs, tier = fetched[0], fetched[1], "remote"
+            if store is not None:  # kept locally: inputs first, the record last
+                for data in found.data.values():
+                    store.put_blob(data)
+                store.put_record(key.key, key.manifest, outputs, record["info"])
+    compiled = outputs is None
+    if compiled:
+        module = _module(job, found)
+        outputs = compile_outputs(source, job["targets"], job["options"], job["compiler"], module)
     _check_declared(source, job["expected"], outputs)
-    stored = False
-    if store is not None and store.writable and _inputs_unchanged(job, store.warn):
-        for data in job["inputs"].values():
-            store.put_blob(data)
-        info = {"source": os.path.basename(source), "stems": _stems(outputs)}
-        stored = store.put_record(job["key"], job["manifest"], outputs, info) is not None
-    written = _write_outputs(job["out_dir"], outputs, store, job["link"], verified=False)
-    reply = {
-        "refs": {n: {"hash": content_hash(d), "size": len(d)} for n, d in outputs.items()},
-        "stems": _stems(outputs),
+    stems = _stems(outputs)
+    info = {"source": os.path.basename(source), "stems": stems}
+    if compiled and store is not None and store.writable:
+        if _inputs_unchanged(source, deps, found, store.warn):
+            for data in found.data.values():
+                store.put_blob(data)
+            store.put_record(key.key, key.manifest, outputs, info)
+    written = _write_outputs(job["out_dir"], outputs, store, job["link"], tier == "local")
+    if store is not None:
+        store.count("misses" if compiled else "hits")
+    if compiled and remote is not None and remote.writable:
+        refs = {n: {"hash": content_hash(d), "size": len(d)} for n, d in outputs.items()}
+        remote.upload(make_record(key.key, key.manifest, refs, info), outputs, found.data)
+    return {
+        "key": key.key,
+        "manifest": key.manifest,
+        "tier": tier,
+        "stems": stems,
         "written": written,
-        "stored": stored,
     }
-    if job.get("want_data"):
-        reply["data"] = outputs
-    return reply
 
 
 def build_kernel_file(
@@ -262,7 +290,7 @@ def build_kernel_file(
             (much cheaper where creating files is slow; a blob changed later on disk then
             shows in the linked output too, until it is rebuilt).
         remote: a `RemoteCache` looked up after the local store, uploaded to on a miss.
-        pool: a `WorkerPool` to compile in (None: in this process).
+        pool: a `WorkerPool` to run the step in (None: in this process).
         parsed: the scan's `ParsedFile` of `source`, compiled from if its bytes still match.
         project: the project root, naming outputs in the store's history.
     Returns:
@@ -274,54 +302,31 @@ def build_kernel_file(
     if deps is None:
         deps = load_compiler(compiler).kernel_dependencies(source)
     identity = identity if identity is not None else compiler_identity(compiler)
-    identity = with_tools(identity, options, compiler)
-    found = key_inputs(source, deps, targets, options, identity)
-    key = found.key
-    outputs = store.lookup(key.key) if store is not None else None
-    tier = "local" if outputs is not None else None
-    if outputs is None and remote is not None:
-        fetched = remote.fetch(key.key)
-        if fetched is not None:
-            record, outputs, tier = fetched[0], fetched[1], "remote"
-            if store is not None:  # kept locally: inputs first, the record last
-                for data in found.data.values():
-                    store.put_blob(data)
-                store.put_record(key.key, key.manifest, outputs, record["info"])
-    if outputs is not None:
-        _check_declared(source, expected, outputs)
-        written = _write_outputs(out_dir, outputs, store, link, verified=tier == "local")
-        stems = _stems(outputs)
-        if store is not None:
-            store.count("hits")
+    job = {
+        "source": source,
+        "deps": list(deps),
+        "out_dir": out_dir,
+        "targets": normalize_targets(targets),
+        "options": dict(options or {}),
+        "identity": with_tools(identity, options, compiler),
+        "compiler": compiler,
+        "expected": None if expected is None else list(expected),
+        "link": link,
+        # The scan's parse: as bytes when a worker made it (shipped on unopened).
+        "parsed_hashes": parsed.hashes if parsed is not None else None,
+        "module": parsed.module if parsed is not None else None,
+        "module_bytes": parsed.module_bytes if parsed is not None else None,
+    }
+    if pool is not None:
+        reply = pool.run(job, store, remote)
     else:
-        module = parsed.module if parsed is not None and parsed.matches(found.files) else None
-        job = {
-            "source": source,
-            "deps": list(deps),
-            "out_dir": out_dir,
-            "targets": normalize_targets(targets),
-            "options": dict(options or {}),
-            "compiler": compiler,
-            "key": key.key,
-            "manifest": key.manifest,
-            "inputs": found.data,
-            "input_hashes": {rel: content_hash(d) for rel, d in found.data.items()},
-            "expected": None if expected is None else list(expected),
-            "link": link,
-            "module": module,
-            "want_data": remote is not None and remote.writable,
-        }
-        reply = pool.run(job, store) if pool is not None else compile_job(job, store)
-        written, stems = reply["written"], reply["stems"]
-        if store is not None:
-            store.count("misses")
-        if job["want_data"]:
-            info = {"source": os.path.basename(source), "stems": stems}
-            record = make_record(key.key, key.manifest, reply["refs"], info)
-            remote.upload(record, reply["data"], found.data)
+        reply = run_step(job, store, remote)
+    key = ActionKey(reply["key"], reply["manifest"])
     if store is not None:
-        store.note_built([output_name(out_dir, s, project) for s in stems], key.key)
-    return StepResult(key, tier is not None, stems, written, tier)
+        names = [output_name(out_dir, s, project) for s in reply["stems"]]
+        store.note_built(names, key.key)
+    tier = reply["tier"]
+    return StepResult(key, tier is not None, reply["stems"], reply["written"], tier)
 
 
 def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER) -> dict:

@@ -45,7 +45,7 @@ import SCons.Errors
 import SCons.Scanner
 
 from vyre_build.artifacts import VARIANTS_FILES
-from vyre_build.build_parse import PARSE_ONCE_COMPILER, Parses
+from vyre_build.build_parse import PARSE_ONCE_COMPILER, ParsedFile, Parses
 from vyre_build.build_step import (
     DEFAULT_COMPILER,
     DEFAULT_TARGETS,
@@ -72,6 +72,7 @@ _limits: dict[str, tuple] = {}
 _remotes: dict[tuple, object] = {}
 _pools: dict[tuple, object] = {}
 _scan_memos: list[ScanMemo] = []
+MIN_WORKER_SCAN = 16  # fewer unscanned files are parsed in the build process
 
 
 def toolpath() -> str:
@@ -129,6 +130,16 @@ def _parses(compiler: str) -> Parses | None:
         return _memo[key]
 
 
+def _scan_info(path: str, stems, deps) -> dict:
+    deps = set(deps)
+    base = os.path.dirname(path)
+    deps.update(
+        os.path.join(base, v) for v in VARIANTS_FILES if os.path.isfile(os.path.join(base, v))
+    )
+    deps.discard(path)
+    return {"stems": list(stems), "deps": sorted(deps)}
+
+
 def _scan_file(env, node) -> dict:
     """{"stems", "deps"} of a kernel file: once per process, and across builds through the
     scan memo in the cache (reused only while every file it came from is unchanged)."""
@@ -145,28 +156,55 @@ def _scan_file(env, node) -> dict:
         try:
             if parses is not None:
                 parsed = parses.parse(path)
-                stems, deps = parsed.stems, set(parsed.deps)
+                info = _scan_info(path, parsed.stems, parsed.deps)
             else:
                 module = load_compiler(compiler)
-                stems = list(module.list_kernels(path))
-                deps = set(module.kernel_dependencies(path))
+                info = _scan_info(path, module.list_kernels(path), module.kernel_dependencies(path))
         except VyreError as exc:
             # Reported when this file's target is built, so -c, -n and -k still work.
             info = {"stems": [], "deps": [], "error": str(exc)}
-            with _lock:
-                _memo[key] = info
-            return info
-        base = os.path.dirname(path)
-        deps.update(
-            os.path.join(base, v) for v in VARIANTS_FILES if os.path.isfile(os.path.join(base, v))
-        )
-        deps.discard(path)
-        info = {"stems": stems, "deps": sorted(deps)}
-        if memo is not None:
+        if memo is not None and "error" not in info:
             memo.save(path, before, info["stems"], info["deps"])
     with _lock:
         _memo[key] = info
     return info
+
+
+def _scan_in_workers(env, nodes) -> None:
+    """Scan the files the memo cannot answer in the compile workers, in parallel (a cold
+    -jN build); their parses wait, pickled, for the compiles (build_parse)."""
+    compiler = _compiler(env)
+    parses, pool = _parses(compiler), _pool(env)
+    if parses is None or pool is None:
+        return
+    memo = _scan_memo(env, compiler)
+    todo = {}
+    for node in nodes:
+        path = _source_path(node)
+        with _lock:
+            if ("scan", compiler, path) in _memo:
+                continue
+        info = memo.lookup(path) if memo is not None else None
+        if info is not None:
+            with _lock:
+                _memo[("scan", compiler, path)] = info
+            continue
+        todo[path] = memo.file_hash(path) if memo is not None else None
+    if len(todo) < MIN_WORKER_SCAN:
+        return  # a few edited files: parsed here, as they come
+    for r in pool.scan(sorted(todo)):
+        path = r["path"]
+        if "error" in r:
+            info = {"stems": [], "deps": [], "error": r["error"]}
+        else:
+            info = _scan_info(path, r["stems"], r["deps"])
+            parses.keep(
+                ParsedFile(r["real"], None, r["stems"], r["deps"], r["hashes"], r["module_bytes"])
+            )
+            if memo is not None:
+                memo.save(path, todo[path], info["stems"], info["deps"])
+        with _lock:
+            _memo[("scan", compiler, path)] = info
 
 
 def kernel_stems(env, node) -> list[str]:
@@ -326,8 +364,8 @@ def _finish_build() -> None:
     with _lock:
         pools, remotes = list(_pools.values()), list(_remotes.values())
         _pools.clear()
-    for pool in pools:
-        pool.close()
+    for pool in pools:  # the workers' uploads drain first; their counters go to the remote
+        pool.close(remotes[0] if remotes else None)
     extra: dict = {}
     for remote in remotes:
         for name, n in remote.finish().items():
@@ -442,7 +480,9 @@ def kernel_dir(env, build_dir, pattern="*.py"):
     """`VyreKernel` for every file of `build_dir` matching `pattern` that defines a kernel;
     returns all output nodes, sorted (helper-only files are scanned, not built)."""
     outs = []
-    for node in sorted(env.Glob(os.path.join(str(build_dir), pattern)), key=str):
+    nodes = sorted(env.Glob(os.path.join(str(build_dir), pattern)), key=str)
+    _scan_in_workers(env, [n for n in nodes if n.name != "__init__.py"])
+    for node in nodes:
         info = _scan_file(env, node)
         if node.name == "__init__.py" or not (info["stems"] or "error" in info):
             continue

@@ -72,8 +72,12 @@ class _TooBig(Exception):
     pass
 
 
-def _warn(message: str) -> None:
+def _print(message: str) -> None:
     print(f"vyre cache: warning: {message}", file=sys.stderr, flush=True)
+
+
+# Warnings said once per build (the others, corrupt downloads, are each reported).
+ONCE = ("unreachable", "reads", "uploads", "netrc")
 
 
 class RemoteCache:
@@ -84,12 +88,20 @@ class RemoteCache:
         mode: "read-only" or "read-write"; None: read-write only if credentials are found.
         timeout: seconds to wait for a connection and for each answer.
         environ: where $VYRE_REMOTE_CACHE_AUTH and $NETRC are read (default os.environ).
-        warn: called with each warning's text (default: printed on stderr).
+        notify: called with (kind, text) of each warning instead of printing it (a worker
+            process hands them to the build process, which says each kind once).
     """
 
     def __init__(
-        self, url: str, *, mode: str | None = None, timeout: float = 5.0, environ=None, warn=_warn
+        self,
+        url: str,
+        *,
+        mode: str | None = None,
+        timeout: float = 5.0,
+        environ=None,
+        notify=None,
     ):
+        self._given = (url, mode, timeout)
         parts = urllib.parse.urlsplit(url.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise CacheError(f"remote cache URL {redact_url(url)!r} is not http(s)://host/...")
@@ -102,7 +114,9 @@ class RemoteCache:
         shown = self.host if ":" not in self.host else f"[{self.host}]"
         self.url = f"{self.scheme}://{shown}{'' if port is None else f':{port}'}{self.prefix}"
         self.timeout = float(timeout)
-        self._warn = warn
+        self._notify = notify
+        self._said: set[str] = set()
+        self._lock = threading.Lock()
         environ = os.environ if environ is None else environ
         self.credentials_from, auth = self._credentials(parts, environ)
         self._headers = {"Authorization": "Basic " + auth} if auth else {}
@@ -110,7 +124,6 @@ class RemoteCache:
             raise CacheError(f"remote cache mode {mode!r} is not read-only or read-write")
         self.mode = mode or ("read-write" if auth else "read-only")
         self.counts = dict.fromkeys(COUNTERS, 0)
-        self._lock = threading.Lock()
         self._local = threading.local()
         self._connections: list = []
         self._down = self._reads_off = self._uploads_off = False
@@ -134,7 +147,7 @@ class RemoteCache:
         try:
             found = netrc.netrc(path).authenticators(self.host)
         except netrc.NetrcParseError as exc:  # its message may quote a token: not shown
-            self._warn(f"cannot read credentials from {path} (line {exc.lineno}); not used")
+            self.say("netrc", f"cannot read credentials from {path} (line {exc.lineno}); not used")
             return None, None
         except OSError:
             return None, None
@@ -142,7 +155,38 @@ class RemoteCache:
             return None, None
         return path, _basic(found[0] or "", found[2] or "")
 
-    # --- state ------------------------------------------------------------------------
+    # --- state and warnings -------------------------------------------------------------
+    def say(self, kind: str, message: str) -> None:
+        """Warn (kinds in ONCE at most once per build), or hand it to `notify`."""
+        if self._notify is not None:
+            self._notify(kind, message)
+            return
+        with self._lock:
+            if kind in ONCE and kind in self._said:
+                return
+            self._said.add(kind)
+        _print(message)
+
+    def config(self) -> tuple:
+        """(url, mode, timeout) as given: what a worker process builds its own from."""
+        return self._given
+
+    def state(self) -> dict:
+        """What this process learned about the server: down, reads off, uploads off."""
+        return {"down": self._down, "reads_off": self._reads_off, "uploads_off": self._uploads_off}
+
+    def merge_state(self, state: dict) -> None:
+        """Adopt what another process learned (its warning was already said)."""
+        with self._lock:
+            self._down |= bool(state.get("down"))
+            self._reads_off |= bool(state.get("reads_off"))
+            self._uploads_off |= bool(state.get("uploads_off"))
+
+    def add_counts(self, counts: dict) -> None:
+        with self._lock:
+            for name, n in counts.items():
+                self.counts[name] = self.counts.get(name, 0) + n
+
     @property
     def readable(self) -> bool:
         return not (self._down or self._reads_off)
@@ -165,9 +209,10 @@ class RemoteCache:
             first, self._down = not self._down, True
             self.counts["remote_errors"] += 1
         if first:
-            self._warn(
+            self.say(
+                "unreachable",
                 f"remote cache {self.url} is unreachable ({exc.reason}); "
-                "this build goes on with the local cache only"
+                "this build goes on with the local cache only",
             )
 
     def _refused(self, method: str, status: int, reason: str) -> None:
@@ -183,9 +228,10 @@ class RemoteCache:
                 self.counts["remote_errors"] += 1
             hint = self._credential_hint() if status in (401, 403) else "is it a cache server?"
             if first:
-                self._warn(
+                self.say(
+                    "reads",
                     f"remote cache {self.url} refused a read ({answer}): {hint}; "
-                    "no more remote reads in this build"
+                    "no more remote reads in this build",
                 )
             return
         with self._lock:
@@ -196,9 +242,10 @@ class RemoteCache:
         else:
             hint = "does the server accept PUT (nginx: dav_methods PUT)?"
         if first:
-            self._warn(
+            self.say(
+                "uploads",
                 f"remote cache {self.url} refused an upload ({answer}): {hint}; "
-                "no more uploads in this build"
+                "no more uploads in this build",
             )
 
     def _credential_hint(self) -> str:
@@ -270,9 +317,10 @@ class RemoteCache:
     def _corrupt(self, what: str, problem: str) -> None:
         self._count("remote_corrupt")
         self._count("remote_misses")
-        self._warn(
+        self.say(
+            "corrupt",
             f"remote {what} from {self.url} is corrupt: {problem}; not used, "
-            "the entry will be rebuilt"
+            "the entry will be rebuilt",
         )
 
     def _get(self, name: str, limit: int) -> bytes | None:
