@@ -163,7 +163,7 @@ class WorkerPool:
             if worker.poll_ready(wait):
                 return worker
         except WorkerLost as exc:
-            self._lost(worker, exc, "the rest runs")
+            self._lost(worker, exc, "the step runs")
             return None
         self._idle.put(worker)
         return None
@@ -189,7 +189,7 @@ class WorkerPool:
         try:
             reply = worker.call(message)
         except WorkerLost as exc:
-            self._lost(worker, exc, f"{os.path.basename(job['source'])} and the rest run")
+            self._lost(worker, exc, f"{os.path.basename(job['source'])} is built")
             return run_step(job, store, remote)
         self._idle.put(worker)
         _merge(reply, store, remote)

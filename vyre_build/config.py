@@ -145,22 +145,14 @@ def find_project_root(start: str | os.PathLike | None = None) -> str | None:
     SConstruct, a vyre.toml or a pyproject.toml with [tool.vyre]; None if there is none."""
     here = os.path.abspath(os.fspath(start) if start is not None else os.getcwd())
     while True:
-        names = set(_listdir(here))
-        if names & set(SCONSTRUCT_NAMES) or "vyre.toml" in names:
+        if any(os.path.isfile(os.path.join(here, n)) for n in (*SCONSTRUCT_NAMES, "vyre.toml")):
             return here
-        if "pyproject.toml" in names and _has_tool_vyre(os.path.join(here, "pyproject.toml")):
+        if _has_tool_vyre(os.path.join(here, "pyproject.toml")):
             return here
         parent = os.path.dirname(here)
         if parent == here:
             return None
         here = parent
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return os.listdir(path)
-    except OSError:
-        return []
 
 
 def _load_toml(path: str) -> dict:

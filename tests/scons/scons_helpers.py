@@ -96,11 +96,18 @@ def write_tree(root: Path, n: int = 4, sconstruct: str = SCONSTRUCT) -> Path:
     return root
 
 
-def scons_env(cache: Path) -> dict:
-    env = dict(os.environ)
+def scons_env(cache: Path | None, **extra: str) -> dict:
+    """The environment of a test build: this checkout importable, `cache` as the cache
+    (None: the config decides), nothing of the developer's own settings (remote, config
+    file, ~/.netrc); `extra` on top."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VYRE_")}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env["VYRE_CACHE_DIR"] = str(cache)
+    if cache is not None:
+        env["VYRE_CACHE_DIR"] = str(cache)
+    env["VYRE_CONFIG"] = os.devnull + ".none"
+    env["NETRC"] = os.devnull + ".none"
     env.pop("SCONSFLAGS", None)
+    env.update(extra)
     return env
 
 
@@ -108,11 +115,11 @@ def scons_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "SCons", "-Q", *args]
 
 
-def run_scons(root: Path, cache: Path, *args: str, check: bool = True):
+def run_scons(root: Path, cache: Path | None, *args: str, check: bool = True, env=None):
     proc = subprocess.run(
         scons_cmd(*args),
         cwd=root,
-        env=scons_env(cache),
+        env=scons_env(cache, **(env or {})),
         capture_output=True,
         text=True,
         timeout=300,
@@ -133,10 +140,12 @@ def bundled(proc) -> bool:
     return re.search(r"^vyre: bundle ", proc.stdout, re.M) is not None
 
 
-def cache_cli(cache: Path, *args: str, check: bool = True):
+def cache_cli(cache: Path | None, *args: str, check: bool = True, cwd=None):
+    where = ["--cache-dir", str(cache)] if cache is not None else []
     proc = subprocess.run(
-        [sys.executable, "-m", "vyre_build", "cache", *args, "--cache-dir", str(cache)],
+        [sys.executable, "-m", "vyre_build", "cache", *args, *where],
         env=scons_env(cache),
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,
@@ -146,8 +155,13 @@ def cache_cli(cache: Path, *args: str, check: bool = True):
     return proc
 
 
-def cache_json(cache: Path, *args: str, check: bool = True) -> dict:
-    return json.loads(cache_cli(cache, *args, "--json", check=check).stdout)
+def cache_json(cache: Path | None, *args: str, check: bool = True, cwd=None) -> dict:
+    return json.loads(cache_cli(cache, *args, "--json", check=check, cwd=cwd).stdout)
+
+
+def warning_lines(proc) -> list[str]:
+    """The vyre warnings a build printed."""
+    return [line for line in proc.stderr.splitlines() if "warning:" in line]
 
 
 def outputs(root: Path) -> dict[str, bytes]:
