@@ -424,3 +424,23 @@ def test_link_mode_hard_links_verified_read_only_blobs(tmp_path, fake):
         assert out.stat().st_ino == blob.stat().st_ino and blob.stat().st_mode & 0o222 == 0
         assert (tmp_path / "copy" / name).stat().st_ino != blob.stat().st_ino
         assert out.read_bytes() == (tmp_path / "copy" / name).read_bytes()
+
+
+def test_the_scons_tool_imports_no_cli_and_gc_no_store():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, vyre_build.scons_tool, vyre_build.cache.gc\n"
+        "bad = sorted(m for m in sys.modules if m.startswith(('vyre_build.cli', "
+        "'vyre_build.commands')))\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    import ast
+    import vyre_build.cache.gc as gc_module
+
+    tree = ast.parse(Path(gc_module.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "vyre_build.cache.store" not in imported

@@ -229,7 +229,7 @@ def test_a_full_disk_during_a_store_leaves_nothing_corrupt(tmp_path, capsys, mon
         root = tmp_path / "small" / "c" if mounted else tmp_path / "c"
         store = Store(root)
         if not mounted:  # no tmpfs here: the disk fills up after 3 writes
-            from vyre_build.cache import store as store_module
+            import vyre_build.cache.store as store_module
 
             real = store_module.atomic_write
             calls = []

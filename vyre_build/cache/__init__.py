@@ -1,18 +1,14 @@
-"""Content-addressed artifact cache: action keys (`key`), the local store (`store`), its
-maintenance (`gc`, `stats`, `history`), the scan memo (`scan`) and the remote tier
-(`remote`, imported only by builds that use one)."""
+"""Content-addressed artifact cache, one module per concern (this package imports none of
+them, so no module of it is ever imported in a circle):
 
-from __future__ import annotations
-
-from vyre_build.cache.key import ActionKey, KeyPart, diff_manifests, make_action_key
-from vyre_build.cache.store import Store
-from vyre_build.config import CACHE_DIR_ENV
-
-__all__ = [
-    "CACHE_DIR_ENV",
-    "ActionKey",
-    "KeyPart",
-    "Store",
-    "diff_manifests",
-    "make_action_key",
-]
+    key       action keys: the manifest of a build step's inputs and its blake3
+    record    action records: what a key built, the same bytes locally and remotely
+    layout    the cache directory's files, read defensively
+    store     the local store (blobs by content, records by key), robust to its storage
+    gc        LRU and age eviction, orphan and temp-file sweeps, clear
+    stats     counters per tier, last build and overall
+    history   the keys each output was built from, per project (for `cache why`)
+    why       what changed between an output's last two builds
+    scan      the scan memo (stems and imports of kernel files across builds)
+    remote    the remote tier over HTTP (/cas/<blake3>, /ac/<key>)
+"""

@@ -27,8 +27,8 @@ import sys
 import threading
 import time
 
-from vyre_build.cache import gc as _gc
-from vyre_build.cache import stats as _stats
+import vyre_build.cache.gc as _gc
+import vyre_build.cache.stats as _stats
 from vyre_build.cache.history import History
 from vyre_build.cache.key import content_hash, key_from_manifest
 from vyre_build.cache.layout import (

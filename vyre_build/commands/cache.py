@@ -24,7 +24,7 @@ import sys
 import time
 
 from vyre_build.build_step import rebuild_record
-from vyre_build.cache import stats as cache_stats
+import vyre_build.cache.stats as cache_stats
 from vyre_build.cache.gc import STALE_TMP_S
 from vyre_build.cache.key import content_hash, manifest_parts
 from vyre_build.cache.layout import BadEntry, read_entry
