@@ -19,6 +19,7 @@ from vyre_build.errors import CacheError
 __all__ = [
     "KeyInputs",
     "action_inputs",
+    "cached_realpath",
     "compute_key",
     "input_bytes",
     "key_inputs",
@@ -43,6 +44,18 @@ def _read(path: str) -> bytes:
         raise CacheError(f"cannot read kernel input {path}: {exc.strerror or exc}") from None
 
 
+_real: dict[str, str] = {}
+
+
+def cached_realpath(path: str) -> str:
+    """os.path.realpath, memoised for the process: a build asks for the same paths again
+    and again (a path changing into a link mid-build changes a key's names, never bytes)."""
+    found = _real.get(path)
+    if found is None:
+        found = _real[path] = os.path.realpath(path)
+    return found
+
+
 def action_inputs(source: str, deps) -> dict[str, tuple[str, str]]:
     """Every input file of compiling `source`: {relative path: (kind, absolute path)}.
 
@@ -50,10 +63,10 @@ def action_inputs(source: str, deps) -> dict[str, tuple[str, str]]:
     "import" and "variants". The variants YAML beside the source is always included.
     """
     # Real paths on both sides, so a symlinked tree still gives relative (movable) paths.
-    source = os.path.realpath(source)
+    source = cached_realpath(source)
     base = os.path.dirname(source)
     files = {os.path.basename(source): ("source", source)}
-    candidates = [os.path.realpath(d) for d in deps]
+    candidates = [cached_realpath(d) for d in deps]
     candidates += [
         os.path.join(base, v) for v in VARIANTS_FILES if os.path.isfile(os.path.join(base, v))
     ]
@@ -107,7 +120,7 @@ class KeyInputs:
 def key_inputs(source: str, deps, targets, options, identity: dict) -> KeyInputs:
     """Read every input of compiling `source` once and compute its action key."""
     inputs = action_inputs(source, deps)
-    base = os.path.dirname(os.path.realpath(source))
+    base = os.path.dirname(cached_realpath(source))
     data, files = {}, {}
     for rel, (kind, path) in inputs.items():
         raw = _read(path)

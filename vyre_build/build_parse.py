@@ -25,6 +25,7 @@ import threading
 from dataclasses import dataclass
 
 from vyre_build.artifacts import VARIANTS_FILES
+from vyre_build.build_inputs import cached_realpath
 from vyre_build.cache.key import content_hash
 
 __all__ = ["ParsedFile", "Parses", "PARSE_ONCE_COMPILER"]
@@ -152,7 +153,9 @@ class Parses:
     def take(self, path: str) -> ParsedFile | None:
         """The kept parse of `path`, handed over once (the build step compiles from it)."""
         with self._lock:
-            return self._kept.pop(os.path.realpath(path), None)
+            if not self._kept:
+                return None
+            return self._kept.pop(cached_realpath(path), None)
 
     def keep(self, parsed: ParsedFile) -> None:
         """Keep a parse made elsewhere (a worker's scan) for `take`."""

@@ -335,7 +335,7 @@ class _Serving:
         if self.remote is None:
             return {}
         self.remote.merge_state(job["state"])
-        self.remote.finish()
+        self.remote.add_counts(self.remote.finish())  # finish hands the counters over
         return self._remote_reply({})
 
 

@@ -73,6 +73,7 @@ __all__ = [
 DEFAULT_COMPILER = "vyre_build.compiler"
 _identity_memo: dict[str, dict] = {}
 _takes_module: dict[str, bool] = {}
+_made_dirs: set[str] = set()
 _memo_lock = threading.Lock()
 
 
@@ -153,10 +154,12 @@ def _write_outputs(
 ) -> list[str]:
     """Write every output into `out_dir`; with `link`, as a hard link to its cache blob
     when that blob holds exactly these bytes (`verified`: the lookup just re-hashed it)."""
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as exc:
-        raise CacheError(f"cannot create output directory {out_dir}: {exc.strerror}") from None
+    if out_dir not in _made_dirs:
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(f"cannot create output directory {out_dir}: {exc.strerror}") from None
+        _made_dirs.add(out_dir)
     written = []
     for name, data in sorted(outputs.items()):
         path = os.path.join(out_dir, name)

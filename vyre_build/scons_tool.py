@@ -43,6 +43,7 @@ import SCons.Action
 import SCons.Builder
 import SCons.Errors
 import SCons.Scanner
+import SCons.Script
 
 from vyre_build.artifacts import VARIANTS_FILES
 from vyre_build.build_parse import PARSE_ONCE_COMPILER, ParsedFile, Parses
@@ -93,7 +94,11 @@ def _compiler(env) -> str:
 
 
 def _project(env) -> str:
-    return env.Dir("#").abspath
+    # The top directory is one per SCons process: looked up once, not per node.
+    root = _memo.get("project")
+    if root is None:
+        root = _memo["project"] = env.Dir("#").abspath
+    return root
 
 
 def _source_path(node) -> str:
@@ -258,10 +263,14 @@ def _signature(targets, options, compiler) -> str:
     return text
 
 
-def _signature_var(target, source, env, for_signature):
-    """$_VYRESIG: called by SCons's substitution directly (no expression to parse per node,
-    which dominated a large null build), from the environment as it is at build time."""
-    return _signature(env.get("VYRETARGETS"), env.get("VYREOPTIONS"), _compiler(env))
+class _KernelAction(SCons.Action.FunctionAction):
+    """The kernel action; its signature is the function's code plus `_signature` of the
+    environment as it is at build time, joined directly (SCons substitutes a varlist
+    through its expander several times per node, which a large build pays for)."""
+
+    def get_contents(self, target, source, env):
+        sig = _signature(env.get("VYRETARGETS"), env.get("VYREOPTIONS"), _compiler(env))
+        return bytearray(self.funccontents) + sig.encode()
 
 
 def _identity_text(compiler) -> str:
@@ -338,8 +347,6 @@ def _pool(env):
     """The compile workers of this build: $VYREWORKERS, default the -j count; None for 1."""
     raw = env.get("VYREWORKERS")
     if raw in (None, ""):
-        import SCons.Script
-
         raw = SCons.Script.GetOption("num_jobs") or 1
     try:
         size = int(raw)
@@ -510,7 +517,7 @@ def generate(env) -> None:
     """Register the VyreKernel / VyreBundle builders, the scanner and the variables."""
     # $VYRECOM holds a ready Action: a bare function would be re-wrapped (and its code
     # re-serialised for the signature) on every use, which dominates a large null build.
-    kernel_com = SCons.Action.Action(kernel_action, "$VYRECOMSTR", varlist=["_VYRESIG"])
+    kernel_com = _KernelAction(kernel_action, {"cmdstr": "$VYRECOMSTR"})
     bundle_com = SCons.Action.Action(bundle_action, "$VYREBUNDLECOMSTR")
     env.SetDefault(
         VYRETARGETS=list(DEFAULT_TARGETS),
@@ -524,7 +531,6 @@ def generate(env) -> None:
         VYREBUNDLECOMSTR="vyre: bundle $TARGET",
         **_defaults(env),
     )
-    env["_VYRESIG"] = _signature_var
     scanner = SCons.Scanner.Scanner(
         function=kernel_scan, name="VyreKernelScanner", skeys=[".py"], recursive=False
     )

@@ -65,9 +65,16 @@ def test_upload_then_fetch_uses_the_documented_layout(nginx, capsys):
     assert names == {content_hash(d) for d in [*outputs.values(), *inputs.values()]}
     puts = [r for r in nginx.requests() if r.startswith("PUT /vyre/cas/")]
     assert len(puts) == 4  # 2 outputs + 2 inputs, each once
+    assert [r for r in nginx.requests() if r.startswith("HEAD")] == []  # small inputs: PUT
+    big = {"big.py": b"#" * (64 << 10 | 1)}
+    again = RemoteCache(nginx.url(USER, PASSWORD))
+    again.upload(record, outputs, big)
+    again.upload(record, outputs, big)
+    assert again.finish()["uploads"] == 2
+    digest = content_hash(big["big.py"])
     assert [r for r in nginx.requests() if r.startswith("HEAD")] == [
-        f"HEAD /vyre/cas/{content_hash(d)} HTTP/1.1 404" for d in inputs.values()
-    ]
+        f"HEAD /vyre/cas/{digest} HTTP/1.1 404"
+    ]  # a large input is asked for first, and only once
     reader = RemoteCache(nginx.url())
     assert reader.mode == "read-only" and reader.credentials_from is None
     got = reader.fetch(key)

@@ -3,6 +3,7 @@
     GET/HEAD/PUT <url>/ac/<key>        the action record (the same canonical JSON as the
                                        local store's ac/<2 hex>/<key>.json)
     GET/HEAD/PUT <url>/cas/<blake3>    a blob: an artifact's bytes or an input file's
+                                       (HEAD: is a large input there already)
 
 Any server that stores what is PUT and returns it on GET serves (nginx with WebDAV,
 bazel-remote, a bucket behind a proxy). Reads are anonymous unless credentials are given;
@@ -57,6 +58,7 @@ COUNTERS = (
     "upload_errors",
 )
 _ERROR_BODY_LIMIT = 64 << 10
+HEAD_FIRST_BYTES = 64 << 10  # a smaller blob is PUT at once: one request either way
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
@@ -355,7 +357,7 @@ class RemoteCache:
         except BadEntry as exc:
             self._corrupt(f"action record {key}", exc.problem)
             return None
-        problem = check_record(key, record)
+        problem = check_record(key, record, raw)
         if problem is not None:
             self._corrupt(f"action record {key}", problem)
             return None
@@ -379,11 +381,11 @@ class RemoteCache:
 
     # --- uploads ----------------------------------------------------------------------
     def upload(self, record: dict, outputs: dict[str, bytes], inputs: dict[str, bytes]) -> None:
-        """Queue an entry for upload: input blobs (HEAD first: often there already),
-        output blobs, then the record. Returns at once."""
+        """Queue an entry for upload: input blobs (a large one HEAD first: an unchanged
+        input is often there already), output blobs, then the record. Returns at once."""
         if not self.writable:
             return
-        blobs = [(content_hash(d), d, True) for d in inputs.values()]
+        blobs = [(content_hash(d), d, len(d) > HEAD_FIRST_BYTES) for d in inputs.values()]
         blobs += [(ref["hash"], outputs[n], False) for n, ref in record["outputs"].items()]
         body = canonical_json(record) + b"\n"
         with self._lock:
@@ -418,11 +420,11 @@ class RemoteCache:
         return None
 
     def _upload_one(self, key: str, body: bytes, blobs) -> None:
-        for digest, data, is_input in blobs:
+        for digest, data, head_first in blobs:
             with self._lock:
                 if digest in self._sent:
                     continue
-            found = self._put(f"cas/{digest}", None, "HEAD") if is_input else False
+            found = self._put(f"cas/{digest}", None, "HEAD") if head_first else False
             if found is None or (not found and not self._put(f"cas/{digest}", data)):
                 return
             with self._lock:

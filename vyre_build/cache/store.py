@@ -257,7 +257,7 @@ class Store:
         if data is None:
             raise FileNotFoundError(self.record_path(key))
         record = load_json(data)
-        problem = check_record(key, record)
+        problem = check_record(key, record, data)
         if problem is not None:
             raise BadEntry(problem)
         return record
