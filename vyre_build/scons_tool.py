@@ -268,9 +268,9 @@ class _KernelAction(SCons.Action.FunctionAction):
     environment as it is at build time, joined directly (SCons substitutes a varlist
     through its expander several times per node, which a large build pays for)."""
 
-    def get_contents(self, target, source, env):
+    def get_presig(self, target, source, env, executor=None):
         sig = _signature(env.get("VYRETARGETS"), env.get("VYREOPTIONS"), _compiler(env))
-        return bytearray(self.funccontents) + sig.encode()
+        return bytes(self.funccontents) + sig.encode()
 
 
 def _identity_text(compiler) -> str:
