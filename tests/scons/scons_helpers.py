@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,24 @@ def run_scons(root: Path, cache: Path | None, *args: str, check: bool = True, en
             f"scons {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
         )
     return proc
+
+
+def start_build(root: Path, cache: Path, *args: str, stderr=subprocess.PIPE, **env: str):
+    """A scons build started and read up to its first compile line (the first kernel is
+    being built when this returns); (process, time of that line)."""
+    proc = subprocess.Popen(
+        scons_cmd(*args),
+        cwd=root,
+        env=scons_env(cache, PYTHONUNBUFFERED="1", **env),
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        start_new_session=True,
+    )
+    for line in proc.stdout:
+        if line.startswith("vyre: compile "):
+            break
+    return proc, time.monotonic()
 
 
 def compiled(proc) -> list[str]:

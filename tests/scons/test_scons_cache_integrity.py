@@ -18,6 +18,7 @@ from scons_helpers import (
     run_scons,
     scons_cmd,
     scons_env,
+    start_build,
     write_tree,
 )
 
@@ -82,14 +83,6 @@ def test_two_concurrent_builds_share_one_cache_safely(tmp_path):
     assert stats["hits"] + stats["misses"] == 2 * n and stats["builds"] == 2
 
 
-def _first_compile_line(proc) -> float:
-    """Read a build's stdout up to its first compile line; the time it came."""
-    for line in proc.stdout:
-        if line.startswith(b"vyre: compile "):
-            break
-    return time.monotonic()
-
-
 def test_builds_killed_at_random_points_leave_no_corrupt_entry(tmp_path):
     root = write_tree(tmp_path / "proj", n=24)
     cache = tmp_path / "cache"
@@ -99,12 +92,9 @@ def test_builds_killed_at_random_points_leave_no_corrupt_entry(tmp_path):
     # Kill points are drawn inside the span of the compiles of one full build on this
     # machine, counted from the first compile line, so the kills land among the stores
     # however fast or slow the machine is (and however long SCons takes to start).
-    env = dict(scons_env(tmp_path / "timing-cache"), PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(scons_cmd("-j2"), cwd=root, env=env, stdout=subprocess.PIPE)
-    first = _first_compile_line(proc)
+    proc, first = start_build(root, tmp_path / "timing-cache", "-j2")
     proc.communicate(timeout=300)
     span = max(time.monotonic() - first, 0.1)
-    env = dict(scons_env(cache), PYTHONUNBUFFERED="1")
     it = 0
     # 20 rounds at least, and on until 20 builds were really killed mid-way (a round whose
     # build finished before its kill point still checks the cache), within 60 rounds.
@@ -112,15 +102,7 @@ def test_builds_killed_at_random_points_leave_no_corrupt_entry(tmp_path):
         # New helper content each time: every dependent misses, so the kill lands mid-work.
         helper.write_text(helper.read_text().replace(f"* {it + 3}", f"* {it + 4}"))
         shutil.rmtree(root / "build", ignore_errors=True)
-        proc = subprocess.Popen(
-            scons_cmd("-j2"),
-            cwd=root,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        _first_compile_line(proc)
+        proc, _ = start_build(root, cache, "-j2", stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.0, 0.7 * span))
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -4,28 +4,15 @@ cleared, kept under its size limit by LRU, and `why` showing the last change as 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from scons_helpers import cache_cli, cache_json, compiled, outputs, run_scons, scons_env, write_tree
+from scons_helpers import cache_cli, cache_json, compiled, outputs, run_scons, write_tree
 
 pytestmark = pytest.mark.scons
 
 
 def cli(cwd, *args: str, check: bool = True):
     """`vyre-build cache ...` run in `cwd` with no cache dir given: found as SCons finds it."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "vyre_build", "cache", *args],
-        cwd=cwd,
-        env=scons_env(None),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"cache {' '.join(args)}: {proc.stdout}\n{proc.stderr}")
-    return proc
+    return cache_cli(None, *args, check=check, cwd=cwd)
 
 
 def test_the_cli_finds_the_cache_scons_uses_from_anywhere_in_the_project(tmp_path):

@@ -19,7 +19,7 @@ from scons_helpers import (
     compiled,
     outputs,
     run_scons,
-    scons_cmd,
+    start_build,
     scons_env,
     warning_lines,
     write_tree,
@@ -81,17 +81,7 @@ def test_a_server_stopped_mid_build_costs_one_warning(nginx, tmp_path):
     root = write_tree(tmp_path / "proj", n=40)
     reference = write_tree(tmp_path / "ref", n=40)
     run_scons(reference, tmp_path / "ref-cache")
-    env = scons_env(tmp_path / "cache", PYTHONUNBUFFERED="1", **ci_env(nginx))
-    proc = subprocess.Popen(
-        scons_cmd("-j1"),
-        cwd=root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    first = proc.stdout.readline()
-    assert first.startswith("vyre: compile ")
+    proc, _ = start_build(root, tmp_path / "cache", "-j1", **ci_env(nginx))
     nginx.stop()  # the build is at its first kernel: the other 39 meet a dead server
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err

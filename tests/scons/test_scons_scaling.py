@@ -18,6 +18,7 @@ from scons_helpers import (
     run_scons,
     scons_cmd,
     scons_env,
+    start_build,
     write_tree,
 )
 
@@ -99,16 +100,7 @@ def test_a_worker_killed_mid_build_is_one_warning_and_the_build_finishes(tmp_pat
     root = write_tree(tmp_path / "proj", n=40)
     reference = write_tree(tmp_path / "ref", n=40)
     run_scons(reference, tmp_path / "ref-cache")
-    env = scons_env(tmp_path / "cache", PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        scons_cmd("-j2"),
-        cwd=root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout.readline().startswith("vyre: compile ")
+    proc, _ = start_build(root, tmp_path / "cache", "-j2")
     found = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
     workers = [int(p) for p in found.stdout.split()]
     assert workers, "no worker processes"

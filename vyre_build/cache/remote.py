@@ -42,6 +42,7 @@ import urllib.parse
 from vyre_build.cache.key import content_hash
 from vyre_build.cache.layout import BadEntry, load_json
 from vyre_build.cache.record import MAX_RECORD_BYTES, check_record
+from vyre_build.cache.stats import REMOTE_COUNTERS as COUNTERS
 from vyre_build.config import redact_url
 from vyre_build.errors import CacheError
 from vyre_build.files import canonical_json
@@ -49,14 +50,6 @@ from vyre_build.files import canonical_json
 __all__ = ["AUTH_ENV", "RemoteCache"]
 
 AUTH_ENV = "VYRE_REMOTE_CACHE_AUTH"
-COUNTERS = (
-    "remote_hits",
-    "remote_misses",
-    "remote_errors",
-    "remote_corrupt",
-    "uploads",
-    "upload_errors",
-)
 _ERROR_BODY_LIMIT = 64 << 10
 HEAD_FIRST_BYTES = 64 << 10  # a smaller blob is PUT at once: one request either way
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)

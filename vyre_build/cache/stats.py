@@ -16,6 +16,7 @@ from vyre_build.files import canonical_json
 
 __all__ = [
     "COUNTERS",
+    "REMOTE_COUNTERS",
     "empty_stats",
     "hit_rates",
     "note_gc",
@@ -26,18 +27,22 @@ __all__ = [
 
 STATS_SCHEMA = "vyre-cache-stats/2"
 RECENT_BUILDS = 20
-# Every per-build counter; `hits` counts both tiers, `misses` the entries compiled.
-COUNTERS = (
-    "hits",
-    "misses",
-    "local_hits",
-    "local_misses",
+# The remote tier's counters (kept by cache.remote).
+REMOTE_COUNTERS = (
     "remote_hits",
     "remote_misses",
     "remote_errors",
     "remote_corrupt",
     "uploads",
     "upload_errors",
+)
+# Every per-build counter; `hits` counts both tiers, `misses` the entries compiled.
+COUNTERS = (
+    "hits",
+    "misses",
+    "local_hits",
+    "local_misses",
+    *REMOTE_COUNTERS,
     "corrupt",
     "stored",
     "stored_bytes",
