@@ -46,12 +46,6 @@ class ParsedFile:
     hashes: dict[str, str] | None
     module_bytes: bytes | None = None
 
-    def loaded(self):
-        """The module, unpickled if it came from a worker."""
-        if self.module is None and self.module_bytes is not None:
-            self.module = pickle.loads(self.module_bytes)
-        return self.module
-
     def matches(self, files: dict[str, str]) -> bool:
         """True if `files` ({real path: blake3}, what a key was computed from) are the
         bytes this parse read."""

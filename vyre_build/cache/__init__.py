@@ -11,4 +11,5 @@ them, so no module of it is ever imported in a circle):
     why       what changed between an output's last two builds
     scan      the scan memo (stems and imports of kernel files across builds)
     remote    the remote tier over HTTP (/cas/<blake3>, /ac/<key>)
+    transport HTTP with kept-alive connections, for the remote tier
 """

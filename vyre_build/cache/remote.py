@@ -21,25 +21,21 @@ one warning and stop uploads only. Uploads run on a background thread (records a
 their blobs, so a record is never visible before its blobs), drained at the end of the
 build (`finish`). Connections are kept alive, one per thread.
 
-HTTP client: the standard library's http.client with persistent connections. Measured
-here against nginx on 127.0.0.1, per small GET: urllib 216 us of CPU (a new connection
-each time), urllib3's pool 199 us, http.client keep-alive 80 us; a build makes ~5
-requests per remote hit, so the cheapest client is what keeps remote hits near local ones.
+HTTP: `cache.transport.KeepAlive` (http.client, persistent connections, one per thread).
 """
 
 from __future__ import annotations
 
 import base64
-import http.client
 import netrc
 import os
 import queue
-import socket
 import sys
 import threading
 import urllib.parse
 
 from vyre_build.cache.key import content_hash
+from vyre_build.cache.transport import KeepAlive, TooBig, Unreachable
 from vyre_build.cache.layout import BadEntry, load_json
 from vyre_build.cache.record import MAX_RECORD_BYTES, check_record
 from vyre_build.cache.stats import REMOTE_COUNTERS as COUNTERS
@@ -50,21 +46,7 @@ from vyre_build.files import canonical_json
 __all__ = ["AUTH_ENV", "RemoteCache"]
 
 AUTH_ENV = "VYRE_REMOTE_CACHE_AUTH"
-_ERROR_BODY_LIMIT = 64 << 10
 HEAD_FIRST_BYTES = 64 << 10  # a smaller blob is PUT at once: one request either way
-_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
-
-
-class _Unreachable(Exception):
-    """The server did not answer: `reason` in words (never holding credentials)."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-class _TooBig(Exception):
-    pass
 
 
 def _print(message: str) -> None:
@@ -119,8 +101,7 @@ class RemoteCache:
             raise CacheError(f"remote cache mode {mode!r} is not read-only or read-write")
         self.mode = mode or ("read-write" if auth else "read-only")
         self.counts = dict.fromkeys(COUNTERS, 0)
-        self._local = threading.local()
-        self._connections: list = []
+        self._http = KeepAlive(self.scheme, self.host, self.port, self.timeout)
         self._down = self._reads_off = self._uploads_off = False
         self._sent: set[str] = set()
         self._queue: queue.Queue = queue.Queue()
@@ -199,7 +180,7 @@ class RemoteCache:
             counts, self.counts = self.counts, dict.fromkeys(COUNTERS, 0)
         return counts
 
-    def _unreachable(self, exc: _Unreachable) -> None:
+    def _unreachable(self, exc: Unreachable) -> None:
         with self._lock:
             first, self._down = not self._down, True
             self.counts["remote_errors"] += 1
@@ -215,7 +196,7 @@ class RemoteCache:
         reads stop reads, refused uploads stop uploads; one warning each."""
         answer = f"HTTP {status} {reason}".rstrip()
         if status >= 500 or status < 400:
-            self._unreachable(_Unreachable(f"it answered {answer}"))
+            self._unreachable(Unreachable(f"it answered {answer}"))
             return
         if method in ("GET", "HEAD"):
             with self._lock:
@@ -248,65 +229,9 @@ class RemoteCache:
             return f"no credentials were given (set {AUTH_ENV}, put them in ~/.netrc or the URL)"
         return f"check the credentials (from {self.credentials_from})"
 
-    # --- HTTP -------------------------------------------------------------------------
-    def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn, True
-        if self.scheme == "https":
-            import ssl
-
-            conn = http.client.HTTPSConnection(
-                self.host, self.port, timeout=self.timeout, context=ssl.create_default_context()
-            )
-        else:
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
-        self._local.conn = conn
-        with self._lock:
-            self._connections.append(conn)
-        return conn, False
-
-    def _drop_connection(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        self._local.conn = None
-        if conn is not None:
-            conn.close()
-
     def _request(self, method: str, name: str, body: bytes | None = None, limit: int = 0):
-        """(status, reason, body up to `limit` bytes); raises _Unreachable or _TooBig."""
         path = urllib.parse.quote(f"{self.prefix}/{name}")
-        headers = dict(self._headers)
-        if body is not None:
-            headers["Content-Type"] = "application/octet-stream"
-        for attempt in (0, 1):
-            conn, reused = self._connection()
-            try:
-                conn.request(method, path, body=body, headers=headers)
-                resp = conn.getresponse()
-                cap = limit if 200 <= resp.status < 300 else _ERROR_BODY_LIMIT
-                data = resp.read(cap + 1)  # HEAD: b"", and the answer is complete
-                if len(data) > cap or not resp.isclosed():
-                    self._drop_connection()  # a body left unread: the connection is spent
-                    if len(data) > cap and 200 <= resp.status < 300:
-                        raise _TooBig()
-                elif resp.will_close:
-                    self._drop_connection()
-                return resp.status, resp.reason or "", data
-            except _STALE as exc:
-                self._drop_connection()
-                if reused and attempt == 0:
-                    continue  # the server closed a kept-alive connection: once more, afresh
-                raise _Unreachable(f"the connection was closed ({type(exc).__name__})") from None
-            except (socket.timeout, TimeoutError):
-                self._drop_connection()
-                raise _Unreachable(f"no answer within {self.timeout:g} s") from None
-            except OSError as exc:
-                self._drop_connection()
-                raise _Unreachable(exc.strerror or type(exc).__name__) from None
-            except http.client.HTTPException as exc:
-                self._drop_connection()
-                raise _Unreachable(f"not an HTTP answer ({type(exc).__name__})") from None
-        raise RuntimeError("unreachable: the retry loop returns or raises")
+        return self._http.request(method, path, self._headers, body, limit)
 
     # --- reads ------------------------------------------------------------------------
     def _corrupt(self, what: str, problem: str) -> None:
@@ -322,7 +247,7 @@ class RemoteCache:
         """The body of a 200 answer; None on a miss or a failure (counted, warned)."""
         try:
             status, reason, data = self._request("GET", name, limit=limit)
-        except _Unreachable as exc:
+        except Unreachable as exc:
             self._unreachable(exc)
             return None
         if status == 404:
@@ -340,7 +265,7 @@ class RemoteCache:
             return None
         try:
             raw = self._get(f"ac/{key}", MAX_RECORD_BYTES)
-        except _TooBig:
+        except TooBig:
             self._corrupt(f"action record {key}", f"it is over {MAX_RECORD_BYTES} bytes")
             return None
         if raw is None:
@@ -359,7 +284,7 @@ class RemoteCache:
             what = f"blob {ref['hash']} (of key {key})"
             try:
                 data = self._get(f"cas/{ref['hash']}", ref["size"])
-            except _TooBig:
+            except TooBig:
                 self._corrupt(what, f"it is larger than the {ref['size']} bytes of its record")
                 return None
             if data is None:
@@ -396,13 +321,12 @@ class RemoteCache:
                 break
             if self.writable:
                 self._upload_one(*item)
-        self._drop_connection()
 
     def _put(self, name: str, body: bytes | None, method: str = "PUT") -> bool | None:
         """True when stored (or, for HEAD, present), False when absent, None on failure."""
         try:
             status, reason, _ = self._request(method, name, body=body)
-        except _Unreachable as exc:
+        except Unreachable as exc:
             self._unreachable(exc)
             return None
         if 200 <= status < 300:
@@ -432,10 +356,7 @@ class RemoteCache:
         if uploader is not None:
             self._queue.put(None)
             uploader.join()
-        with self._lock:
-            connections, self._connections = self._connections, []
-        for conn in connections:
-            conn.close()
+        self._http.close()
         return self.take_counts()
 
 
