@@ -46,6 +46,7 @@ from vyre_build.files import canonical_json
 __all__ = ["AUTH_ENV", "RemoteCache"]
 
 AUTH_ENV = "VYRE_REMOTE_CACHE_AUTH"
+FETCH_THREADS = 4  # a kernel has 3-5 outputs
 HEAD_FIRST_BYTES = 64 << 10  # a smaller blob is PUT at once: one request either way
 
 
@@ -102,6 +103,7 @@ class RemoteCache:
         self.mode = mode or ("read-write" if auth else "read-only")
         self.counts = dict.fromkeys(COUNTERS, 0)
         self._http = KeepAlive(self.scheme, self.host, self.port, self.timeout)
+        self._pool = None
         self._down = self._reads_off = self._uploads_off = False
         self._sent: set[str] = set()
         self._queue: queue.Queue = queue.Queue()
@@ -279,15 +281,24 @@ class RemoteCache:
         if problem is not None:
             self._corrupt(f"action record {key}", problem)
             return None
+        refs = sorted(record["outputs"].items())
         outputs = {}
-        for name, ref in sorted(record["outputs"].items()):
+        # The blobs are asked for at once (each thread its own connection): a remote hit
+        # waits about two round trips, not one per output.
+        for (name, ref), answer in zip(refs, self._fetchers().map(self._blob, refs)):
             what = f"blob {ref['hash']} (of key {key})"
-            try:
-                data = self._get(f"cas/{ref['hash']}", ref["size"])
-            except TooBig:
+            if isinstance(answer, Unreachable):
+                self._unreachable(answer)
+                return None
+            if answer is None:
                 self._corrupt(what, f"it is larger than the {ref['size']} bytes of its record")
                 return None
-            if data is None:
+            status, reason, data = answer
+            if status == 404:
+                self._count("remote_misses")
+                return None
+            if status != 200:
+                self._refused("GET", status, reason)
                 return None
             actual = content_hash(data)
             if actual != ref["hash"]:
@@ -296,6 +307,23 @@ class RemoteCache:
             outputs[name] = data
         self._count("remote_hits")
         return record, outputs
+
+    def _blob(self, item):
+        """One blob's answer: (status, reason, data), None when too large, or Unreachable."""
+        try:
+            return self._request("GET", f"cas/{item[1]['hash']}", limit=item[1]["size"])
+        except TooBig:
+            return None
+        except Unreachable as exc:
+            return exc
+
+    def _fetchers(self):
+        with self._lock:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="vyre-fetch")
+            return self._pool
 
     # --- uploads ----------------------------------------------------------------------
     def upload(self, record: dict, outputs: dict[str, bytes], inputs: dict[str, bytes]) -> None:
@@ -356,6 +384,8 @@ class RemoteCache:
         if uploader is not None:
             self._queue.put(None)
             uploader.join()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
         self._http.close()
         return self.take_counts()
 
