@@ -248,10 +248,16 @@ class RemoteCache:
     def _get(self, name: str, limit: int) -> bytes | None:
         """The body of a 200 answer; None on a miss or a failure (counted, warned)."""
         try:
-            status, reason, data = self._request("GET", name, limit=limit)
+            return self._body(self._request("GET", name, limit=limit))
         except Unreachable as exc:
-            self._unreachable(exc)
+            return self._body(exc)
+
+    def _body(self, answer) -> bytes | None:
+        """A GET's (status, reason, data) or Unreachable as the body or None (counted)."""
+        if isinstance(answer, Unreachable):
+            self._unreachable(answer)
             return None
+        status, reason, data = answer
         if status == 404:
             self._count("remote_misses")
             return None
@@ -287,18 +293,11 @@ class RemoteCache:
         # waits about two round trips, not one per output.
         for (name, ref), answer in zip(refs, self._fetchers().map(self._blob, refs)):
             what = f"blob {ref['hash']} (of key {key})"
-            if isinstance(answer, Unreachable):
-                self._unreachable(answer)
-                return None
             if answer is None:
                 self._corrupt(what, f"it is larger than the {ref['size']} bytes of its record")
                 return None
-            status, reason, data = answer
-            if status == 404:
-                self._count("remote_misses")
-                return None
-            if status != 200:
-                self._refused("GET", status, reason)
+            data = self._body(answer)
+            if data is None:
                 return None
             actual = content_hash(data)
             if actual != ref["hash"]:
