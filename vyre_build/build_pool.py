@@ -199,10 +199,11 @@ class WorkerPool:
             raise VyreError(reply["error"])
         return reply["result"]
 
-    def scan(self, paths: list[str], chunk: int = 16) -> list[dict]:
-        """Parse kernel files in the workers, in parallel: for each path, its stems, deps
-        and pickled parse (`Parses.scan_reply`), or its kernel error. Files a lost worker
-        did not answer are left out (the caller scans those itself)."""
+    def scan(self, paths: list[str], root: str | None = None, chunk: int = 16) -> list[dict]:
+        """Parse kernel files of the kernel tree `root` in the workers, in parallel: for
+        each path, its stems, deps and pickled parse (`Parses.scan_reply`), or its kernel
+        error. Files a lost worker did not answer are left out (the caller scans those
+        itself)."""
         self._start()
         todo: queue.Queue = queue.Queue()
         for i in range(0, len(paths), chunk):
@@ -219,7 +220,9 @@ class WorkerPool:
                         batch = todo.get_nowait()
                     except queue.Empty:
                         break
-                    results.extend(worker.call({"op": "scan", "paths": batch})["scans"])
+                    results.extend(
+                        worker.call({"op": "scan", "paths": batch, "root": root})["scans"]
+                    )
             except WorkerLost as exc:
                 self._lost(worker, exc, "its files are scanned")
                 return
@@ -290,7 +293,7 @@ class _Serving:
             from vyre_build.build_step import load_compiler
 
             self.parses = Parses(load_compiler(self.compiler))
-        return {"scans": [self.parses.scan_reply(p) for p in job["paths"]]}
+        return {"scans": [self.parses.scan_reply(p, job.get("root")) for p in job["paths"]]}
 
     def _remote(self, config, state):
         from vyre_build.cache.remote import RemoteCache

@@ -114,15 +114,23 @@ def with_tools(identity: dict, options, compiler: str = DEFAULT_COMPILER) -> dic
 
 
 def compile_outputs(
-    source: str, targets, options, compiler: str = DEFAULT_COMPILER, module=None
+    source: str,
+    targets,
+    options,
+    compiler: str = DEFAULT_COMPILER,
+    root: str | None = None,
+    module=None,
 ) -> dict[str, bytes]:
-    """Compile `source` (no cache): {`<stem><suffix>`: bytes} for every kernel and variant.
+    """Compile `source` (no cache): {`<stem><suffix>`: bytes} for every kernel and variant;
+    `root` is the kernel tree (nothing outside it is read; default the source's folder).
     `module`: the file as the build's scan loaded it (see build_parse), if the compiler
     takes one."""
     mod = load_compiler(compiler)
     if compiler not in _takes_module:
         _takes_module[compiler] = "module" in inspect.signature(mod.compile_file).parameters
     extra = {"module": module} if module is not None and _takes_module[compiler] else {}
+    if root:
+        extra["root"] = root
     kernels = mod.compile_file(
         source, targets=normalize_targets(targets), options=dict(options or {}), **extra
     )
@@ -241,7 +249,9 @@ def run_step(job: dict, store: Store | None, remote=None) -> dict:
     compiled = outputs is None
     if compiled:
         module = _module(job, found)
-        outputs = compile_outputs(source, job["targets"], job["options"], job["compiler"], module)
+        outputs = compile_outputs(
+            source, job["targets"], job["options"], job["compiler"], job.get("root"), module
+        )
     _check_declared(source, job["expected"], outputs)
     stems = _stems(outputs)
     info = {"source": os.path.basename(source), "stems": stems}
@@ -281,6 +291,7 @@ def build_kernel_file(
     pool=None,
     parsed=None,
     project: str | None = None,
+    root: str | None = None,
 ) -> StepResult:
     """Build every output of one kernel file into `out_dir`, through `store` if given.
 
@@ -296,6 +307,7 @@ def build_kernel_file(
         pool: a `WorkerPool` to run the step in (None: in this process).
         parsed: the scan's `ParsedFile` of `source`, compiled from if its bytes still match.
         project: the project root, naming outputs in the store's history.
+        root: the kernel tree the compiler may read (default: the source's folder).
     Returns:
         StepResult with the key, hit/miss and tier, the stems built and the paths written.
     """
@@ -303,7 +315,9 @@ def build_kernel_file(
     if deps is None:
         deps = parsed.deps if parsed is not None else None
     if deps is None:
-        deps = load_compiler(compiler).kernel_dependencies(source)
+        deps = load_compiler(compiler).kernel_dependencies(
+            source, **({"root": root} if root else {})
+        )
     identity = identity if identity is not None else compiler_identity(compiler)
     job = {
         "source": source,
@@ -315,6 +329,7 @@ def build_kernel_file(
         "compiler": compiler,
         "expected": None if expected is None else list(expected),
         "link": link,
+        "root": root,
         # The scan's parse: as bytes when a worker made it (shipped on unopened).
         "parsed_hashes": parsed.hashes if parsed is not None else None,
         "module": parsed.module if parsed is not None else None,

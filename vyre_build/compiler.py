@@ -32,22 +32,21 @@ from vyre_build.errors import VyreError
 from vyre_build.files import canonical_json
 
 if TYPE_CHECKING:
-    from vyre_build.descriptor import KernelDescriptor
+    from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
 
 OPTIONS = {"spirv_opt": bool}
 _PKG = os.path.dirname(os.path.abspath(__file__))
 # The compiler's own sources: any change to these changes every action key.
 _IDENTITY_PARTS = (
     "__init__.py",
+    "artifacts.py",
     "compiler.py",
-    "descriptor.py",
+    "files.py",
     "ir.py",
     "lower.py",
-    "validate.py",
-    "emit_wgsl.py",
+    "descriptor",
+    "emit",
     "frontend",
-    "spirv",
-    "wgsl",
 )
 
 
@@ -125,41 +124,45 @@ class CompiledKernel:
         return out
 
 
-def binding_table(desc: KernelDescriptor) -> tuple[list[dict], dict | None]:
+def binding_table(desc: KernelDescriptor, info: DescriptorInfo) -> tuple[list[dict], dict | None]:
     """The host-visible bindings of a descriptor, as the metadata record lists them."""
-    bindings, uniform = [], None
     access = {"ReadOnly": "r", "WriteOnly": "w", "ReadWrite": "rw"}
-    k = 0
-    from vyre_build.validate import scalar_type
+    bindings = [
+        {
+            "name": s.name,
+            "binding": s.slot,
+            "kind": "buffer",
+            "dtype": info.slot_types[s.slot],
+            "access": access[s.visibility],
+        }
+        for s in desc.slots
+        if s.memory_class == "Global"
+    ]
+    block = info.uniform
+    if block is None:
+        return bindings, None
+    for m in block.members:
+        bindings.append(
+            {
+                "name": m.name,
+                "binding": block.binding,
+                "kind": "scalar",
+                "dtype": m.type,
+                "offset": m.offset,
+            }
+        )
+    return bindings, {"binding": block.binding, "size": block.size}
 
-    for s in desc.slots:
-        dt = scalar_type(s.element_type)
-        if s.memory_class == "Global":
-            bindings.append(
-                {
-                    "name": s.name,
-                    "binding": s.slot,
-                    "kind": "buffer",
-                    "dtype": dt,
-                    "access": access[s.visibility],
-                }
-            )
-        elif s.memory_class == "Uniform":
-            if uniform is None:
-                uniform = {"binding": s.slot, "size": 0}
-            bindings.append(
-                {
-                    "name": s.name,
-                    "binding": uniform["binding"],
-                    "kind": "scalar",
-                    "dtype": dt,
-                    "offset": 4 * k,
-                }
-            )
-            k += 1
-    if uniform is not None:
-        uniform["size"] = max(16, (4 * k + 15) // 16 * 16)
-    return bindings, uniform
+
+def _coarse_entries(desc: KernelDescriptor, info: DescriptorInfo, meta: dict) -> tuple:
+    """The coarse entry point of an elementwise kernel (descriptor.coarsen), recorded in
+    `meta["coarse"]` for the runtime, or () when the kernel does not qualify."""
+    from vyre_build.descriptor.coarsen import ENTRY, FACTOR, entries
+
+    found = entries(desc, info)
+    if found:
+        meta["coarse"] = {"entry": ENTRY, "factor": FACTOR}
+    return found
 
 
 def _check_options(targets, options) -> dict:
@@ -196,7 +199,7 @@ def compile_file(
     """Compile every kernel (and variant) of one kernel file; raises KernelError on bad source.
     `module`: the file already loaded (a build's scan), so it is not parsed again."""
     from vyre_build.descriptor import encode
-    from vyre_build.frontend import check_module, load_module
+    from vyre_build.frontend import check_module, load_module, wgsl_refusal
     from vyre_build.lower import lower
 
     targets = tuple(targets)
@@ -217,8 +220,8 @@ def compile_file(
     provenance = {"compiler": compiler_identity(), "source": main_hash, "imports": sorted(sources)}
     out = []
     for prog in check_module(module, kernel):
-        desc = lower(prog)
-        bindings, uniform = binding_table(desc)
+        desc, info = lower(prog)
+        bindings, uniform = binding_table(desc, info)
         meta = {
             "name": prog.name,
             "variant": prog.variant,
@@ -230,17 +233,46 @@ def compile_file(
             "variant_values": dict(prog.variant_values),
             "provenance": provenance,
         }
+        entries = _coarse_entries(desc, info, meta)
+        if info.features:  # the device features it needs (vyre_build.features names)
+            meta["features"] = sorted(info.features)
         wgsl = spirv = None
-        if "wgsl" in targets:
-            from vyre_build.emit_wgsl import emit_wgsl
+        refusal = wgsl_refusal(module, prog.name)
+        if refusal is not None and "wgsl" in targets:
+            meta["skipped"] = {"wgsl": refusal}  # the bundle and `bundle show` carry it
+        elif "wgsl" in targets:
+            from vyre_build.emit.wgsl import emit_wgsl
 
-            wgsl = emit_wgsl(desc)
+            wgsl = emit_wgsl(desc, info, entries=entries)
         if "spirv" in targets:
-            from vyre_build.spirv import emit_spirv
+            from vyre_build.emit.spirv import emit_spirv
 
-            spirv = emit_spirv(desc, optimize=options.get("spirv_opt", False))
+            spirv = emit_spirv(
+                desc, info, optimize=options.get("spirv_opt", False), entries=entries
+            )
         out.append(CompiledKernel(prog.name, prog.variant, desc, meta, encode(desc), wgsl, spirv))
     return out
+
+
+@lru_cache(maxsize=64)
+def _real_dir(root: str) -> str:
+    return os.path.realpath(root)  # asked once per kernel file of a scan: memoised
+
+
+def check_source(path: str, root: str | None = None) -> None:
+    """Raise the KernelError compiling `path` would give if the file is not to be read at all
+    (outside `root`, default its folder; not a regular file; too large). Reads nothing, so
+    a caller that hashes the file first (the SCons scan) never opens a FIFO or a device."""
+    from vyre_build.errors import KernelError
+    from vyre_build.frontend.source import Refusal, check_tree_file
+
+    root = root or os.path.dirname(os.path.abspath(path))
+    shown = os.path.relpath(path)  # as the frontend shows paths: from the working directory
+    shown = path if shown.startswith("..") else shown
+    try:
+        check_tree_file(path, shown, _real_dir(root))
+    except Refusal as r:
+        raise KernelError(r.message, shown, 1, 1, None, r.fix) from None
 
 
 def list_kernels(path: str, root: str | None = None, module=None) -> list[str]:

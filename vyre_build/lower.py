@@ -2,7 +2,7 @@
 
 Guarantees: the descriptor follows the conventions exactly (slot numbering, uniform
 block, scratch locals, opaque extensions for loops/break/continue) and passes
-`validate.validate_descriptor`. A local assigned once, whose every use it dominates
+`descriptor.validate`. A local assigned once, whose every use it dominates
 lexically, becomes a plain SSA value; every other local becomes a Scratch slot.
 """
 
@@ -11,32 +11,34 @@ from __future__ import annotations
 import struct
 
 from vyre_build import ir
-from vyre_build.errors import DescriptorFormatError
-from vyre_build.validate import validate_descriptor
 from vyre_build.descriptor import (
     SHARED_SLOT_BASE,
     BindingSlot,
+    DescriptorInfo,
     KernelBody,
     KernelDescriptor,
     KernelOp,
     Variant,
     encode_datatype,
+    validate,
 )
+from vyre_build.descriptor import matrices
+from vyre_build.descriptor.types import datatype as dtype
+from vyre_build.errors import DescriptorFormatError
 
-DTYPE = {"u32": "U32", "i32": "I32", "f32": "F32", "bool": "Bool"}
 VISIBILITY = {"r": "ReadOnly", "w": "WriteOnly", "rw": "ReadWrite"}
+_SUBGROUP_IDS = {"subgroup_size": "SubgroupSize", "subgroup_invocation_id": "SubgroupLocalId"}
+# The schema's own subgroup kinds; the other subgroup ops are OpaqueExpr vyre.subgroup.
+_SUBGROUP_KINDS = {
+    "add": Variant("SubgroupAdd"),
+    "ballot": Variant("SubgroupBallot"),
+    "shuffle": Variant("SubgroupShuffle"),
+}
 _AXIS_OPS = {
     "global_id": "GlobalInvocationId",
     "local_id": "LocalInvocationId",
     "workgroup_id": "WorkgroupId",
 }
-
-
-def dtype(ty: str) -> Variant:
-    if ty in ir.VECTORS:
-        elem, n = ir.VECTORS[ty]
-        return Variant("Vec", (Variant(DTYPE[elem]), n))
-    return Variant(DTYPE[ty])
 
 
 def opaque_node(kind: str) -> Variant:
@@ -178,7 +180,7 @@ class Lowerer:
                 if ty == "bool"
                 else int(value)
             )
-            body.literals.append(Variant(DTYPE[ty], (v,)))
+            body.literals.append(Variant(dtype(ty).name, (v,)))
         rid = self.op(body, Variant("Literal"), (body.pool[key],))
         body.lit_ids[key] = rid
         return rid
@@ -247,6 +249,14 @@ class Lowerer:
             )
         elif isinstance(s, ir.Eval):
             self.expr(body, s.expr)
+        elif isinstance(s, ir.CoopStore):
+            operands = (
+                self.slot_of[s.array],
+                self.expr(body, s.offset),
+                self.expr(body, s.stride),
+                self.expr(body, s.value),
+            )
+            self.op(body, opaque_node(matrices.STORE), operands, result=False)
         else:
             raise RuntimeError(f"lowering: unknown statement {s!r}")
 
@@ -301,6 +311,10 @@ class Lowerer:
     # -- expressions ------------------------------------------------------------------
     def expr(self, body: _Body, e) -> int:
         if isinstance(e, ir.Const):
+            if e.ty == "f16":  # the schema has no F16 literal: an F32 one, converted
+                return self.op(
+                    body, Variant("Cast", (dtype("f16"),)), (self.lit(body, "f32", e.value),)
+                )
             return self.lit(body, e.ty, e.value)
         if isinstance(e, ir.Var):
             if e.name in self.ssa:
@@ -319,6 +333,8 @@ class Lowerer:
         if isinstance(e, ir.Length):
             return self.op(body, Variant("BufferLength"), (self.slot_of[e.array],))
         if isinstance(e, ir.Builtin):
+            if e.kind in _SUBGROUP_IDS:
+                return self.op(body, Variant(_SUBGROUP_IDS[e.kind]))
             if e.kind == "num_workgroups":
                 return self.op(body, opaque_expr("vyre.num_workgroups"), (e.axis,))
             return self.op(body, Variant(_AXIS_OPS[e.kind]), (e.axis,))
@@ -359,6 +375,20 @@ class Lowerer:
                 opaque_expr("vyre.bitcast", encode_datatype(dtype(e.ty))),
                 (self.expr(body, e.a),),
             )
+        if isinstance(e, ir.Subgroup):
+            args = tuple(self.expr(body, a) for a in e.args)
+            kind = _SUBGROUP_KINDS.get(e.op) or opaque_expr("vyre.subgroup", e.op.encode("ascii"))
+            return self.op(body, kind, args)
+        if isinstance(e, ir.CoopLoad):
+            operands = (self.slot_of[e.array], self.expr(body, e.offset), self.expr(body, e.stride))
+            kind = opaque_expr(matrices.LOAD, encode_datatype(dtype(e.ty)))
+            return self.op(body, kind, operands)
+        if isinstance(e, ir.CoopFill):
+            kind = opaque_expr(matrices.FILL, encode_datatype(dtype(e.ty)))
+            return self.op(body, kind, (self.expr(body, e.value),))
+        if isinstance(e, ir.CoopMma):
+            args = (self.expr(body, e.a), self.expr(body, e.b), self.expr(body, e.c))
+            return self.op(body, matrices.mma_kind(e.a.ty, e.b.ty, e.ty), args)
         if isinstance(e, ir.Atomic):
             idx = self.expr(body, e.index)
             vals = tuple(self.expr(body, a) for a in e.args)
@@ -367,13 +397,13 @@ class Lowerer:
         raise RuntimeError(f"lowering: unknown expression {e!r}")
 
 
-def lower(prog: ir.Program) -> KernelDescriptor:
-    """Lower one checked Program to its descriptor (validated; a defect is a compiler bug)."""
+def lower(prog: ir.Program) -> tuple[KernelDescriptor, DescriptorInfo]:
+    """Lower one checked Program; returns its descriptor and the validation facts of it
+    (`descriptor.validate`: a descriptor that fails it is a compiler bug, RuntimeError)."""
     desc = Lowerer(prog).run()
     try:
-        validate_descriptor(desc)
+        return desc, validate(desc)
     except DescriptorFormatError as exc:
         raise RuntimeError(
             f"lowering produced an invalid descriptor (a compiler bug): {exc}"
         ) from exc
-    return desc

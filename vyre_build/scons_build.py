@@ -60,20 +60,31 @@ def source_path(node) -> str:
     return node.srcnode().abspath
 
 
+def root_of(env, node) -> str:
+    """The kernel tree `node` is compiled in (nothing outside it is read): $VYREROOT, which
+    VyreKernelDir sets to its directory (in the source tree), else the file's own folder."""
+    raw = var(env, "VYREROOT")
+    if raw:
+        return env.Dir(raw).srcnode().abspath
+    return os.path.dirname(source_path(node))
+
+
 def fatal(message: str):
     """A configuration error: one line, as SCons prints its own, no Python stack."""
     print(f"scons: *** {message}", file=sys.stderr)
     raise SystemExit(2)
 
 
-def scan_memo_of(env, compiler: str) -> ScanMemo | None:
+def scan_memo_of(env, compiler: str, root: str) -> ScanMemo | None:
     store = store_of(env)
     if store is None:
         return None
-    key = ("scanmemo", store.root, compiler)
+    key = ("scanmemo", store.root, compiler, root)
     with lock:
         if key not in state:
-            state[key] = ScanMemo(store, identity_text(compiler), project_of(env))
+            # Per tree: a file's answer (or refusal) depends on what the tree lets it read.
+            text = f"{identity_text(compiler)}\0root={root}"
+            state[key] = ScanMemo(store, text, project_of(env))
             _scan_memos.append(state[key])
         return state[key]
 
@@ -99,26 +110,42 @@ def scan_info(path: str, stems, deps) -> dict:
     return {"stems": list(stems), "deps": sorted(deps)}
 
 
-def scan_file(env, node) -> dict:
+def _refusal(compiler: str, path: str, root: str) -> dict | None:
+    """The scan's answer for a file not to be read at all (a FIFO, a device, a link out of
+    the tree, too large), decided before anything hashes or parses it; else None."""
+    check = getattr(load_compiler(compiler), "check_source", None)
+    try:
+        if check is not None:
+            check(path, root)
+    except VyreError as exc:
+        return {"stems": [], "deps": [], "error": str(exc)}
+    return None
+
+
+def scan_file(env, node, root: str | None = None) -> dict:
     """{"stems", "deps"} of a kernel file: once per process, and across builds through the
     scan memo in the cache (reused only while every file it came from is unchanged)."""
     path, compiler = source_path(node), compiler_of(env)
-    key = ("scan", compiler, path)
+    root = root or root_of(env, node)
+    key = ("scan", compiler, path, root)
     with lock:
         if key in state:
             return state[key]
-    memo = scan_memo_of(env, compiler)
-    info = memo.lookup(path) if memo is not None else None
+    memo = scan_memo_of(env, compiler, root)
+    info = _refusal(compiler, path, root)
+    if info is None and memo is not None:
+        info = memo.lookup(path)
     if info is None:
         before = memo.file_hash(path) if memo is not None else None
         parses = parses_of(compiler)
         try:
             if parses is not None:
-                parsed = parses.parse(path)
+                parsed = parses.parse(path, root)
                 info = scan_info(path, parsed.stems, parsed.deps)
             else:
                 module = load_compiler(compiler)
-                info = scan_info(path, module.list_kernels(path), module.kernel_dependencies(path))
+                stems = module.list_kernels(path, root=root)
+                info = scan_info(path, stems, module.kernel_dependencies(path, root=root))
         except VyreError as exc:
             # Reported when this file's target is built, so -c, -n and -k still work.
             info = {"stems": [], "deps": [], "error": str(exc)}
@@ -129,41 +156,47 @@ def scan_file(env, node) -> dict:
     return info
 
 
-def scan_in_workers(env, nodes) -> None:
-    """Scan the files the memo cannot answer in the compile workers, in parallel (a cold
-    -jN build); their parses wait, pickled, for the compiles (build_parse)."""
+def scan_in_workers(env, nodes, root: str) -> None:
+    """Scan the files of the kernel tree `root` that the memo cannot answer in the compile
+    workers, in parallel (a cold -jN build); their parses wait, pickled, for the compiles
+    (build_parse)."""
     compiler = compiler_of(env)
     parses, pool = parses_of(compiler), pool_of(env)
     if parses is None or pool is None:
         return
-    memo = scan_memo_of(env, compiler)
+    memo = scan_memo_of(env, compiler, root)
     todo = {}
     for node in nodes:
         path = source_path(node)
+        key = ("scan", compiler, path, root)
         with lock:
-            if ("scan", compiler, path) in state:
+            if key in state:
                 continue
-        info = memo.lookup(path) if memo is not None else None
+        info = _refusal(compiler, path, root)
+        if info is None and memo is not None:
+            info = memo.lookup(path)
         if info is not None:
             with lock:
-                state[("scan", compiler, path)] = info
+                state[key] = info
             continue
         todo[path] = memo.file_hash(path) if memo is not None else None
     if len(todo) < MIN_WORKER_SCAN:
         return  # a few edited files: parsed here, as they come
-    for r in pool.scan(sorted(todo)):
+    for r in pool.scan(sorted(todo), root):
         path = r["path"]
         if "error" in r:
             info = {"stems": [], "deps": [], "error": r["error"]}
         else:
             info = scan_info(path, r["stems"], r["deps"])
             parses.keep(
-                ParsedFile(r["real"], None, r["stems"], r["deps"], r["hashes"], r["module_bytes"])
+                ParsedFile(
+                    r["real"], None, r["stems"], r["deps"], r["hashes"], r["module_bytes"], root
+                )
             )
             if memo is not None:
                 memo.save(path, todo[path], info["stems"], info["deps"])
         with lock:
-            state[("scan", compiler, path)] = info
+            state[("scan", compiler, path, root)] = info
 
 
 def identity_text(compiler) -> str:

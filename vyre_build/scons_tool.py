@@ -25,7 +25,10 @@ worker processes under -jN (build_pool), in-process under -j1. Construction vari
     VYRELINKOUTPUTS   hard-link outputs to their read-only cache blobs instead of copying
                       (like ccache's hard_link: fast where creating files is slow; default off)
     VYREWORKERS       compile worker processes (default: the -j count; 0: in-process)
+    VYREROOT          the kernel tree: nothing outside it is read (VyreKernelDir sets its
+                      directory; default each kernel file's folder)
     VYRECOMPILER      compiler module (default vyre_build.compiler)
+    VYRESIGNKEY       secret key file (`vyre-build key generate`): sign the bundle with it
     VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines
 Action signatures include the targets, the options and the compiler identity (varlist),
 so changing any of them rebuilds.
@@ -136,7 +139,9 @@ def kernel_emitter(target, source, env):
     out_dir = target[0].dir
     info = build.scan_file(env, source[0])
     if "error" in info:
-        return [out_dir.File(source[0].name + ERROR_SUFFIX)], [s.srcnode() for s in source]
+        # A Value stands in for the file, so SCons never reads (hashes) a refused one.
+        shown = env.Value(str(source[0].srcnode()), built_value=info["error"])
+        return [out_dir.File(source[0].name + ERROR_SUFFIX)], [shown]
     names = output_names(info["stems"], _targets(env))
     if not names:
         raise SCons.Errors.UserError(
@@ -156,10 +161,10 @@ def kernel_action(target, source, env):
     """Build one kernel file through the cache tiers (a miss in a worker, or in-process)."""
     src = source[0]
     if target[0].name.endswith(ERROR_SUFFIX):
-        print(build.scan_file(env, src).get("error", f"{src}: cannot be compiled"), file=sys.stderr)
+        print(src.read(), file=sys.stderr)  # the Value the emitter put in for the file
         return 1
     compiler, path = build.compiler_of(env), build.source_path(src)
-    parses = build.parses_of(compiler)
+    parses, root = build.parses_of(compiler), build.root_of(env, src)
     try:
         build_kernel_file(
             path,
@@ -174,8 +179,9 @@ def kernel_action(target, source, env):
             link=bool(env.get("VYRELINKOUTPUTS")),
             remote=build.remote_of(env),
             pool=build.pool_of(env),
-            parsed=parses.take(path) if parses is not None else None,
+            parsed=parses.take(path, root) if parses is not None else None,
             project=build.project_of(env),
+            root=root,
         )
     except VyreError as exc:
         print(str(exc), file=sys.stderr)
@@ -206,7 +212,7 @@ def bundle_entries(source) -> list[dict]:
 
 
 def bundle_action(target, source, env):
-    """Pack the kernel outputs among `source` into a bundle."""
+    """Pack the kernel outputs among `source` into a bundle, signed with $VYRESIGNKEY if set."""
     from vyre_build.bundle import write_bundle  # the bundle writer is only needed here
 
     try:
@@ -214,25 +220,40 @@ def bundle_action(target, source, env):
     except VyreError as exc:
         print(str(exc), file=sys.stderr)
         return 1
+    key = env.subst("$VYRESIGNKEY")
     try:
-        write_bundle(target[0].abspath, entries)
+        write_bundle(target[0].abspath, entries, sign_key=env.File(key).abspath if key else None)
     except VyreError as exc:
         print(f"{target[0]}: {exc}", file=sys.stderr)
         return 1
     return 0
 
 
+def _sign_key_id(target, source, env, for_signature):
+    """$_VYRESIGNID: the key id of $VYRESIGNKEY (or why it cannot be read), for the signature."""
+    key = env.subst("$VYRESIGNKEY")
+    if not key:
+        return ""
+    from vyre_build.bundle.keys import load_secret_key
+
+    try:
+        return load_secret_key(env.File(key).abspath).public.key_id
+    except VyreError as exc:  # reported by the bundle action itself
+        return f"unreadable: {exc}"
+
+
 def kernel_dir(env, build_dir, pattern="*.py"):
     """`VyreKernel` for every file of `build_dir` matching `pattern` that defines a kernel;
     returns all output nodes, sorted (helper-only files are scanned, not built)."""
     outs = []
+    root = env.Dir(build_dir).srcnode().abspath  # the kernel tree: nothing outside is read
     nodes = sorted(env.Glob(os.path.join(str(build_dir), pattern)), key=str)
-    build.scan_in_workers(env, [n for n in nodes if n.name != "__init__.py"])
+    build.scan_in_workers(env, [n for n in nodes if n.name != "__init__.py"], root)
     for node in nodes:
-        info = build.scan_file(env, node)
+        info = build.scan_file(env, node, root)
         if node.name == "__init__.py" or not (info["stems"] or "error" in info):
             continue
-        outs.extend(env.VyreKernel(node))
+        outs.extend(env.VyreKernel(node, VYREROOT=root))
     return outs
 
 
@@ -241,7 +262,10 @@ def generate(env) -> None:
     # $VYRECOM holds a ready Action: a bare function would be re-wrapped (and its code
     # re-serialised for the signature) on every use, which dominates a large null build.
     kernel_com = _KernelAction(kernel_action, {"cmdstr": "$VYRECOMSTR"})
-    bundle_com = SCons.Action.Action(bundle_action, "$VYREBUNDLECOMSTR")
+    # The key's id, not only its path, is in the signature: a new key re-signs the bundle.
+    bundle_com = SCons.Action.Action(
+        bundle_action, "$VYREBUNDLECOMSTR", varlist=["VYRESIGNKEY", "_VYRESIGNID"]
+    )
     env.SetDefault(
         VYRETARGETS=list(DEFAULT_TARGETS),
         VYREOPTIONS={},
@@ -254,6 +278,7 @@ def generate(env) -> None:
         VYREBUNDLECOMSTR="vyre: bundle $TARGET",
         **build.defaults(env),
     )
+    env["_VYRESIGNID"] = _sign_key_id
     scanner = SCons.Scanner.Scanner(
         function=kernel_scan, name="VyreKernelScanner", skeys=[".py"], recursive=False
     )

@@ -4,23 +4,22 @@ import glob
 import os
 
 import pytest
+from descriptors import Kernel
 
 from vyre_build import ir
 from vyre_build.compiler import compile_file, compiler_identity, kernel_dependencies, list_kernels
 from vyre_build.descriptor import (
     BindingSlot,
     DescriptorError,
-    KernelBody,
-    KernelDescriptor,
-    KernelOp,
     Variant,
     decode,
     encode,
+    validate,
 )
-from vyre_build.emit_wgsl import emit_wgsl
+from vyre_build.descriptor.coarsen import entries
+from vyre_build.emit.wgsl import emit_wgsl
 from vyre_build.frontend import check_module, load_module
-from vyre_build.spirv import emit_spirv
-from vyre_build.validate import validate_descriptor
+from vyre_build.emit.spirv import emit_spirv
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "kernels"))
 KERNEL_FILES = sorted(glob.glob(os.path.join(ROOT, "*.py")))
@@ -30,20 +29,13 @@ SPEC_EXAMPLE = bytes.fromhex(
 
 
 def spec_descriptor(count=64, name="out"):
-    return KernelDescriptor(
-        "k",
-        (BindingSlot(0, Variant("U32"), count, "Global", "ReadWrite", name),),
-        (64, 1, 1),
-        KernelBody(
-            (
-                KernelOp(Variant("Literal"), (0,), 0),
-                KernelOp(Variant("GlobalInvocationId"), (0,), 1),
-                KernelOp(Variant("StoreGlobal"), (0, 1, 0), None),
-            ),
-            (),
-            (Variant("U32", (7,)),),
-        ),
+    """The worked example of shared/spec/kernel-descriptor.md: out[gid.x] = 7."""
+    kb = Kernel(
+        "k", (64, 1, 1), [BindingSlot(0, Variant("U32"), count, "Global", "ReadWrite", name)]
     )
+    seven = kb.body.u32(7)
+    kb.body.store(0, kb.body.gid(), seven)
+    return kb.build()
 
 
 def test_spec_worked_example_bytes():
@@ -77,9 +69,11 @@ def test_every_kernel_roundtrips_and_emits_identically(path):
     for k in compile_file(path, root=ROOT):
         desc = decode(k.kdesc)
         assert desc == k.descriptor
-        validate_descriptor(desc)
-        assert emit_wgsl(desc) == k.wgsl
-        assert emit_spirv(desc) == k.spirv
+        info = validate(desc)
+        extra = entries(desc, info)
+        assert bool(extra) == ("coarse" in k.meta)
+        assert emit_wgsl(desc, info, entries=extra) == k.wgsl
+        assert emit_spirv(desc, info, entries=extra) == k.spirv
 
 
 def test_fingerprint_equal_programs_equal_and_sensitive(tmp_path):

@@ -6,16 +6,40 @@ file and what it imports; `KernelChecker` checks each kernel once per variant.
 
 from __future__ import annotations
 
-from vyre_build.frontend.checker import KernelChecker
-from vyre_build.frontend.module import KernelModule, ModuleLoader
-from vyre_build.ir import Program
+from typing import TYPE_CHECKING
 
-__all__ = ["load_module", "check_module", "instances", "ModuleLoader", "KernelModule"]
+if TYPE_CHECKING:
+    from vyre_build.frontend.module import KernelModule
+    from vyre_build.ir import Program
+
+__all__ = [
+    "load_module",
+    "check_module",
+    "instances",
+    "wgsl_refusal",
+    "SPIRV_ONLY",
+    "ModuleLoader",
+    "KernelModule",
+]
+
+
+def __getattr__(name: str):
+    # The checker loads on first use: vyre_build.lang and the SCons scan's pre-check
+    # import parts of the frontend (names, source) without it.
+    if name in ("ModuleLoader", "KernelModule"):
+        from vyre_build.frontend import module
+
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_module(
     path: str, *, root: str | None = None, text: str | None = None, display_path: str | None = None
 ) -> KernelModule:
+    """Parse a kernel file and what it imports, reading only regular files under `root`
+    (default: the file's folder); raises KernelError."""
+    from vyre_build.frontend.module import ModuleLoader
+
     return ModuleLoader(root).load(path, text=text, given=display_path)
 
 
@@ -35,8 +59,38 @@ def instances(
     return out
 
 
+SPIRV_ONLY = "needs cooperative matrices: SPIR-V only"
+
+
+def wgsl_refusal(module: KernelModule, kernel: str) -> str | None:
+    """Why kernel `kernel` gets no WGSL artifact (SPIRV_ONLY), or None. Decided from the
+    syntax alone, the same at scan and at compile time: the kernel or a helper it calls
+    calls a cooperative-matrix builtin (WGSL has no cooperative matrices)."""
+    import ast
+
+    from vyre_build.frontend.names import COOP_BUILTINS
+
+    seen: set[int] = set()
+    todo = [(module, module.kernels[kernel].node)]
+    while todo:
+        mod, fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                name = node.func.id
+                if name in COOP_BUILTINS:
+                    return SPIRV_ONLY
+                if name in mod.helpers:
+                    todo.append(mod.helpers[name])
+    return None
+
+
 def check_module(module: KernelModule, kernel: str | None = None) -> list[Program]:
     """Check every kernel (and variant) of a module; `kernel` restricts to one name."""
+    from vyre_build.frontend.checker import KernelChecker
+
     return [
         KernelChecker(module, module.kernels[name], variant, env).check()
         for name, variant, env in instances(module, kernel)

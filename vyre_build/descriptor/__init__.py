@@ -1,0 +1,46 @@
+"""The descriptor: the contract between lowering, the emitters and the reference backend.
+
+- `codec`: the data types and the `.kdesc` codec (shared/spec/kernel-descriptor.md, to the byte);
+- `types`: the value-type vocabulary (one row per type, every spelling of it);
+- `ops`: the op table, (op, operand types) -> result type;
+- `validate` -> `facts.DescriptorInfo`: structure checked once, facts computed once.
+How vyre_build uses the schema: docs/descriptor-conventions.md.
+"""
+
+from vyre_build.descriptor.codec import (
+    ENUMS,
+    SHARED_SLOT_BASE,
+    BindingSlot,
+    DescriptorError,
+    F32Bits,
+    KernelBody,
+    KernelDescriptor,
+    KernelOp,
+    Variant,
+    decode,
+    decode_datatype,
+    encode,
+    encode_datatype,
+)
+from vyre_build.descriptor.facts import DescriptorInfo, UniformBlock, UniformMember
+from vyre_build.descriptor.validate import validate
+
+__all__ = [
+    "ENUMS",
+    "SHARED_SLOT_BASE",
+    "BindingSlot",
+    "DescriptorError",
+    "DescriptorInfo",
+    "F32Bits",
+    "KernelBody",
+    "KernelDescriptor",
+    "KernelOp",
+    "UniformBlock",
+    "UniformMember",
+    "Variant",
+    "decode",
+    "decode_datatype",
+    "encode",
+    "encode_datatype",
+    "validate",
+]

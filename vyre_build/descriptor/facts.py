@@ -1,0 +1,69 @@
+"""The facts computed once per descriptor (by `validate`) that the emitters and metadata read.
+
+`DescriptorInfo` is to a descriptor what naga's ModuleInfo is to a module: every SSA
+value's type, every slot's element type, which slots atomics touch, the uniform block's
+layout, the values of integer literals and the range analysis's proofs (the bounds
+checks and shared-memory zeroing the kernel provably does not need). Emitters take
+`(desc, info)` and trust it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vyre_build.descriptor.codec import BindingSlot
+from vyre_build.descriptor.ranges import Proofs
+
+__all__ = ["DescriptorInfo", "UniformBlock", "UniformMember", "uniform_block", "UNIFORM_ALIGN"]
+
+UNIFORM_ALIGN = 16  # a uniform buffer's size is a multiple of this (the runtime pads)
+MEMBER_SIZE = 4  # every uniform member is one 4-byte scalar (bool travels as a u32)
+
+
+@dataclass(frozen=True)
+class UniformMember:
+    slot: int
+    name: str
+    type: str
+    offset: int
+
+
+@dataclass(frozen=True)
+class UniformBlock:
+    """All Uniform slots packed into one buffer at the smallest Uniform slot number."""
+
+    binding: int
+    members: tuple[UniformMember, ...]
+    size: int
+
+
+@dataclass(frozen=True)
+class DescriptorInfo:
+    types: dict[int, str]  # SSA result id -> value type ("u32", "vec4f", ...)
+    slot_types: dict[int, str]  # slot number -> element value type
+    atomic_slots: frozenset[int]  # slots some Atomic op targets (declared atomic)
+    uniform: UniformBlock | None
+    constants: dict[int, int] = field(default_factory=dict)  # integer literal id -> 32-bit value
+    proofs: Proofs = field(default_factory=lambda: Proofs(frozenset(), frozenset()))
+    # device features the kernel needs (vyre_build.features vocabulary): subgroup_*, f16, ...
+    features: frozenset[str] = frozenset()
+
+    def in_bounds(self, op) -> bool:
+        """Whether the range analysis proved this Load/Store/Atomic's index in range."""
+        return id(op) in self.proofs.in_bounds
+
+
+def uniform_block(
+    slots: tuple[BindingSlot, ...], slot_types: dict[int, str]
+) -> UniformBlock | None:
+    """The uniform block of `slots` (sorted by number), or None when there is no Uniform slot."""
+    uniforms = [s for s in slots if s.memory_class == "Uniform"]
+    if not uniforms:
+        return None
+    members = tuple(
+        UniformMember(s.slot, s.name, slot_types[s.slot], MEMBER_SIZE * k)
+        for k, s in enumerate(uniforms)
+    )
+    raw = MEMBER_SIZE * len(members)
+    size = max(UNIFORM_ALIGN, (raw + UNIFORM_ALIGN - 1) // UNIFORM_ALIGN * UNIFORM_ALIGN)
+    return UniformBlock(uniforms[0].slot, members, size)

@@ -1,0 +1,474 @@
+"""Validation: a KernelDescriptor checked once against docs/descriptor-conventions.md.
+
+`validate(desc)` checks everything the emitters rely on and returns the `DescriptorInfo`
+they (and the metadata) read, so no emitter re-derives a type or re-checks structure:
+- slots: unique and sorted numbers, unique names, element types and counts each memory
+  class allows, atomics only on read-write integer slots;
+- ops: every id defined once and before use (same body earlier, or an enclosing body),
+  operand counts, slot numbers of the right class, child indices in range, loop variables
+  bound, break/continue inside loops, terminators last, no exit from a continuing block,
+  the payloads of the opaque extensions;
+- types: every value op's (op, operand types) is a row of `descriptor.ops.OPS`.
+Any defect raises `DescriptorFormatError` naming the descriptor, the op and the reason.
+"""
+
+from __future__ import annotations
+
+from vyre_build.descriptor.codec import KernelBody, KernelDescriptor, decode_datatype
+from vyre_build.descriptor import matrices as mx
+from vyre_build.descriptor.facts import DescriptorInfo, uniform_block
+from vyre_build.descriptor.ops import OPS, SUBGROUP_FEATURE, op_key
+from vyre_build.descriptor.ranges import analyze
+from vyre_build.descriptor.types import MATRICES, TYPES, VECTORS, literal_type, type_of
+from vyre_build.errors import DescriptorFormatError
+
+__all__ = ["validate"]
+
+# Operand counts of the fixed-arity kinds (Atomic and the opaque extensions are checked below).
+ARITY = {
+    "Literal": 1,
+    "GlobalInvocationId": 1,
+    "LocalInvocationId": 1,
+    "WorkgroupId": 1,
+    "LoopIndex": 0,
+    "LoadGlobal": 2,
+    "LoadShared": 2,
+    "LoadConstant": 2,
+    "BufferLength": 1,
+    "StoreGlobal": 3,
+    "StoreShared": 3,
+    "BinOpKind": 2,
+    "UnOpKind": 1,
+    "Fma": 3,
+    "Select": 3,
+    "Cast": 1,
+    "StructuredIfThen": 2,
+    "StructuredIfThenElse": 3,
+    "StructuredForLoop": 3,
+    "Return": 0,
+    "Barrier": 0,
+    "SubgroupLocalId": 0,
+    "SubgroupSize": 0,
+    "SubgroupAdd": 1,
+    "SubgroupBallot": 1,
+    "SubgroupShuffle": 2,
+    "MatrixMma": 3,
+}
+OPAQUE_ARITY = {
+    "vyre.loop": (1, 2),
+    "vyre.break": (0,),
+    "vyre.continue": (0,),
+    "vyre.num_workgroups": (1,),
+    "vyre.bitcast": (1,),
+    "vyre.vec": (2, 4),
+    "vyre.extract": (1,),
+    "vyre.subgroup": (0, 1, 2),
+    mx.LOAD: (3,),
+    mx.FILL: (1,),
+    mx.MMA: (3,),
+    mx.STORE: (4,),
+}
+_BUILTINS = ("GlobalInvocationId", "LocalInvocationId", "WorkgroupId")
+_LOAD_CLASSES = {"LoadGlobal": ("Global",), "LoadShared": ("Shared", "Scratch")}
+_STORE_CLASSES = {"StoreGlobal": ("Global",), "StoreShared": ("Shared", "Scratch")}
+_BARRIERS = ("AcqRel", "SeqCst")
+
+
+def validate(desc: KernelDescriptor) -> DescriptorInfo:
+    """Check `desc` against the conventions; return the facts the emitters read."""
+    return _Checker(desc).run()
+
+
+def _terminator(op) -> bool:
+    name = op.kind.name
+    return name == "Return" or (
+        name == "OpaqueNode" and op.kind.args[0] in ("vyre.break", "vyre.continue")
+    )
+
+
+class _Checker:
+    def __init__(self, d: KernelDescriptor):
+        self.d = d
+        self.slots = {s.slot: s for s in d.slots}
+        self.slot_types: dict[int, str] = {}
+        self.types: dict[int, str] = {}
+        self.constants: dict[int, int] = {}
+        self.atomic: set[int] = set()
+        self.features: set[str] = set()
+        self.coop_slots: set[int] = set()  # slots cooperative loads/stores use
+
+    def error(self, msg: str) -> DescriptorFormatError:
+        return DescriptorFormatError(f"descriptor {self.d.id!r}: {msg}")
+
+    def fail(self, op, msg):
+        raise self.error(f"{op.kind!r} {list(op.operands)}: {msg}")
+
+    # --- slots ----------------------------------------------------------------------
+    def run(self) -> DescriptorInfo:
+        d = self.d
+        wg = d.workgroup_size
+        if len(wg) != 3 or not all(isinstance(w, int) and w >= 1 for w in wg):
+            raise self.error(f"workgroup size {wg}: expected three integers >= 1")
+        numbers = [s.slot for s in d.slots]
+        if len(self.slots) != len(numbers):
+            twice = sorted({n for n in numbers if numbers.count(n) > 1})
+            raise self.error(f"slot numbers used twice: {twice}")
+        if numbers != sorted(numbers):
+            raise self.error(f"slots must be sorted by slot number, got {numbers}")
+        names = [s.name for s in d.slots]
+        if len(set(names)) != len(names):
+            raise self.error(f"slot names are not unique: {names}")
+        for s in d.slots:
+            self.slot_types[s.slot] = self.check_slot(s)
+        self.body(d.body, [set()], loops={}, loop_depth=0, continuing=False)
+        return DescriptorInfo(
+            types=self.types,
+            slot_types=self.slot_types,
+            atomic_slots=frozenset(self.atomic),
+            uniform=uniform_block(d.slots, self.slot_types),
+            constants=self.constants,
+            proofs=analyze(d, self.types, self.slot_types),
+            features=self.type_features() | frozenset(self.features),
+        )
+
+    def type_features(self) -> frozenset:
+        """f16 anywhere needs shaderFloat16; f16 storage buffers 16-bit storage too."""
+        out = set()
+        if any(
+            TYPES[t].element == "f16" for t in (*self.types.values(), *self.slot_types.values())
+        ):
+            out.add("f16")
+        if any(
+            TYPES[self.slot_types[s.slot]].element == "f16"
+            for s in self.d.slots
+            if s.memory_class == "Global"
+        ):
+            out.add("storage_16bit")
+        if mx.uses_matrices((*self.types.values(), *self.slot_types.values())):
+            out.add(mx.FEATURE)
+        return frozenset(out)
+
+    def check_slot(self, s) -> str:
+        where = f"slot {s.slot} {s.name!r} ({s.memory_class})"
+        try:
+            ty = type_of(s.element_type)
+        except DescriptorFormatError as exc:
+            raise self.error(f"{where}: {exc}") from None
+        info = TYPES[ty]
+        mc = s.memory_class
+        if info.matrix is not None:
+            if mc != "Scratch" or s.element_count != 1:
+                raise self.error(
+                    f"{where}: a cooperative matrix {ty} lives only in a one-element Scratch "
+                    f"slot (a local variable), got {mc} x {s.element_count}"
+                )
+        elif mc == "Global":
+            if not info.storage or s.element_count is not None:
+                raise self.error(
+                    f"{where}: storage buffers hold runtime arrays of U32/I32/F32 "
+                    f"or their vec2/vec4, got {s.element_type!r} x {s.element_count}"
+                )
+        elif mc == "Uniform":
+            if not info.uniform or s.element_count != 1 or s.visibility != "ReadOnly":
+                raise self.error(
+                    f"{where} holds {ty} x {s.element_count}; uniform members are "
+                    "one read-only U32/I32/F32/Bool scalar"
+                )
+        elif mc in ("Shared", "Scratch"):
+            if not isinstance(s.element_count, int) or s.element_count < 1:
+                raise self.error(f"{where}: needs element_count >= 1, got {s.element_count}")
+        else:
+            raise self.error(f"{where}: memory class {mc} is not used by vyre_build")
+        return ty
+
+    def slot(self, op, number, classes):
+        s = self.slots.get(number)
+        if s is None:
+            self.fail(op, f"slot {number} does not exist")
+        if s.memory_class not in classes:
+            self.fail(
+                op, f"slot {number} {s.name!r} is {s.memory_class}, expected {'/'.join(classes)}"
+            )
+        return s
+
+    # --- bodies ---------------------------------------------------------------------
+    def body(self, b: KernelBody, scopes, loops, loop_depth, continuing):
+        """`loop_depth` counts loops opened inside the innermost continuing block (or the
+        function); `continuing` says whether that block is a loop's continuing block."""
+        scope: set[int] = set()
+        scopes = scopes + [scope]
+        ctx = (b, scopes, loops, loop_depth, continuing)
+        for i, op in enumerate(b.ops):
+            self.arity(op)
+            ty = self.op(op, ctx)
+            if _terminator(op) and i != len(b.ops) - 1:
+                self.fail(op, "break/continue/return must end its body")
+            if op.result is not None:
+                if ty is None:
+                    self.fail(op, "has a result but produces no value")
+                if op.result in self.types:
+                    self.fail(op, f"result id {op.result} defined twice")
+                self.types[op.result] = ty
+                scope.add(op.result)
+            elif ty is not None:
+                self.fail(op, "produces a value but has no result id")
+
+    def arity(self, op) -> None:
+        name = op.kind.name
+        if name == "OpaqueNode" or name == "OpaqueExpr":
+            kind = op.kind.args[0] if name == "OpaqueNode" else op.kind.args[1]
+            if kind not in OPAQUE_ARITY:
+                self.fail(op, f"unknown extension {kind!r}")
+            if len(op.operands) not in OPAQUE_ARITY[kind]:
+                counts = " or ".join(str(n) for n in OPAQUE_ARITY[kind])
+                self.fail(op, f"{kind} takes {counts} operands, got {len(op.operands)}")
+            if name == "OpaqueExpr" and op.kind.args[0] != 0:
+                self.fail(op, f"OpaqueExpr extension_id must be 0, got {op.kind.args[0]}")
+        elif name == "Atomic":
+            n = 4 if op.kind.args[0].name == "CompareExchange" else 3
+            if len(op.operands) != n:
+                self.fail(op, f"atomic {op.kind.args[0].name} takes {n} operands")
+        elif name not in ARITY:
+            self.fail(op, "op kind not used by vyre_build")
+        elif len(op.operands) != ARITY[name]:
+            self.fail(op, f"takes {ARITY[name]} operands, got {len(op.operands)}")
+
+    def val(self, op, scopes, i) -> str:
+        v = op.operands[i]
+        if not any(v in s for s in scopes):
+            self.fail(op, f"operand {v} is not defined before use in scope")
+        return self.types[v]
+
+    def index(self, op, scopes) -> None:
+        ty = self.val(op, scopes, 1)
+        if ty != "u32":
+            self.fail(op, f"index has type {ty}, expected u32")
+
+    def child(self, op, ctx, idx, **over):
+        b, scopes, loops, loop_depth, continuing = ctx
+        if idx >= len(b.children):
+            self.fail(op, f"child body {idx} does not exist")
+        self.body(
+            b.children[idx],
+            scopes,
+            over.get("loops", loops),
+            over.get("loop_depth", loop_depth),
+            over.get("continuing", continuing),
+        )
+
+    def typed(self, op, key, operands) -> str:
+        result = OPS.get((key, operands))
+        if result is None:
+            family, name = key
+            what = f"{family} {name}".strip()
+            self.fail(op, f"{what} is not defined on ({', '.join(operands)})")
+        return result
+
+    def op(self, op, ctx):  # noqa: C901 - one branch per op kind
+        b, scopes = ctx[0], ctx[1]
+        name, o = op.kind.name, op.operands
+        key = op_key(op.kind)
+        if key is not None and name != "Atomic":
+            result = self.typed(op, key, tuple(self.val(op, scopes, i) for i in range(len(o))))
+            if key[0] == "Subgroup":
+                self.features.update(("subgroup_basic", SUBGROUP_FEATURE[key[1]]))
+                if key[1] == "broadcast" and o[1] not in self.constants:
+                    self.fail(op, "the lane of a subgroup broadcast must be a u32 literal")
+            return result
+        if name in ("SubgroupLocalId", "SubgroupSize"):
+            self.features.add("subgroup_basic")
+            return "u32"
+        if name == "Literal":
+            if o[0] >= len(b.literals):
+                self.fail(op, "literal pool index out of range")
+            lit = b.literals[o[0]]
+            if lit.name in ("U32", "I32") and op.result is not None:
+                self.constants[op.result] = lit.args[0] & 0xFFFFFFFF
+            return literal_type(lit)
+        if name in _BUILTINS:
+            if o[0] > 2:
+                self.fail(op, "axis must be 0, 1 or 2")
+            return "u32"
+        if name == "LoopIndex":
+            if op.kind.args[0] not in ctx[2]:
+                self.fail(op, "loop variable is not bound by an enclosing loop")
+            return ctx[2][op.kind.args[0]]
+        if name in _LOAD_CLASSES:
+            s = self.slot(op, o[0], _LOAD_CLASSES[name])
+            if s.visibility == "WriteOnly":
+                self.fail(op, f"load from write-only slot {s.slot} {s.name!r}")
+            self.index(op, scopes)
+            return self.slot_types[s.slot]
+        if name == "LoadConstant":
+            s = self.slot(op, o[0], ("Uniform",))
+            if self.val(op, scopes, 1) != "u32" or self.constants.get(o[1]) != 0:
+                self.fail(op, "the index of LoadConstant must be the u32 literal 0")
+            return self.slot_types[s.slot]
+        if name in _STORE_CLASSES:
+            s = self.slot(op, o[0], _STORE_CLASSES[name])
+            if s.visibility == "ReadOnly":
+                self.fail(op, f"store to read-only slot {s.slot} {s.name!r}")
+            self.index(op, scopes)
+            value, held = self.val(op, scopes, 2), self.slot_types[s.slot]
+            if value != held:
+                self.fail(op, f"stores a {value} into slot {s.slot} {s.name!r} of {held}")
+            return None
+        if name == "BufferLength":
+            self.slot(op, o[0], ("Global", "Shared", "Scratch"))
+            return "u32"
+        if name == "Cast":
+            try:
+                target = type_of(op.kind.args[0])
+            except DescriptorFormatError as exc:
+                self.fail(op, f"cast target: {exc}")
+            return self.typed(op, ("Cast", target), (self.val(op, scopes, 0),))
+        if name == "Atomic":
+            return self.atomic_op(op, scopes)
+        if name == "MatrixMma":
+            return self.coop_mma(op, scopes)
+        if name in ("StructuredIfThen", "StructuredIfThenElse"):
+            cond = self.val(op, scopes, 0)
+            if cond != "bool":
+                self.fail(op, f"condition has type {cond}, expected bool")
+            for idx in o[1:]:
+                self.child(op, ctx, idx)
+            return None
+        if name == "StructuredForLoop":
+            lo, hi = self.val(op, scopes, 0), self.val(op, scopes, 1)
+            if lo != hi or lo not in ("u32", "i32"):
+                self.fail(op, f"loop bounds must be one integer type, got {lo}, {hi}")
+            self.child(op, ctx, o[2], loops={**ctx[2], op.kind.args[0]: lo}, loop_depth=ctx[3] + 1)
+            return None
+        if name == "Return":
+            if ctx[4]:
+                self.fail(op, "return inside a loop's continuing block")
+            return None
+        if name == "Barrier":
+            if op.kind.args[0] not in _BARRIERS:
+                self.fail(op, f"barrier ordering {op.kind.args[0]} is not AcqRel or SeqCst")
+            return None
+        if name == "OpaqueNode":
+            return self.opaque_node(op, ctx)
+        return self.opaque_expr(op, scopes)
+
+    def atomic_op(self, op, scopes) -> str:
+        aop, ordering = op.kind.args
+        if ordering != "Relaxed":
+            self.fail(op, f"atomic ordering {ordering} is not Relaxed")
+        s = self.slot(op, op.operands[0], ("Global", "Shared"))
+        if s.memory_class == "Global" and s.visibility != "ReadWrite":
+            self.fail(op, f"atomic on a {s.visibility} buffer")
+        self.index(op, scopes)
+        ty = self.slot_types[s.slot]
+        for i in range(2, len(op.operands)):
+            got = self.val(op, scopes, i)
+            if got != ty:
+                self.fail(
+                    op, f"value operand {i} has type {got}, slot {s.slot} {s.name!r} holds {ty}"
+                )
+        if s.slot in self.coop_slots:
+            self.fail(op, f"atomic on slot {s.slot} {s.name!r}, which cooperative matrices use")
+        self.atomic.add(s.slot)
+        return self.typed(op, ("Atomic", aop.name), (ty,))
+
+    # --- cooperative matrices (descriptor.matrices) -------------------------------------
+    def matrix_payload(self, op, payload: bytes) -> str:
+        kind = op.kind.args[1]
+        try:
+            ty = type_of(decode_datatype(payload))
+        except DescriptorFormatError as exc:
+            self.fail(op, f"{kind} payload {payload.hex()} is not a supported DataType: {exc}")
+        if ty not in MATRICES:
+            self.fail(op, f"{kind} payload names {ty}, not a cooperative matrix type")
+        return ty
+
+    def coop_access(self, op, scopes, what: str, ty: str | None = None) -> str:
+        """A fragment load (`ty` from the payload) or store (`ty` of the stored value)."""
+        o = op.operands
+        s = self.slot(op, o[0], ("Global", "Shared"))
+        bad = "WriteOnly" if what == "load" else "ReadOnly"
+        if s.visibility == bad:
+            self.fail(op, f"cooperative {what} on a {bad} slot {s.slot} {s.name!r}")
+        if s.slot in self.atomic:
+            self.fail(op, f"cooperative {what} on slot {s.slot} {s.name!r}, which atomics use")
+        for i, role in ((1, "offset"), (2, "stride")):
+            if self.val(op, scopes, i) != "u32":
+                self.fail(op, f"the {role} of a cooperative {what} must be u32")
+        if ty is None:
+            ty = self.val(op, scopes, 3)
+            if ty not in MATRICES:
+                self.fail(op, f"{mx.STORE} stores a {ty}, not a cooperative matrix")
+        held = self.slot_types[s.slot]
+        if held != TYPES[ty].element:
+            self.fail(op, f"cooperative {what} of {ty} on slot {s.slot} {s.name!r} of {held}")
+        self.coop_slots.add(s.slot)
+        return ty
+
+    def coop_mma(self, op, scopes) -> str:
+        a, b, c = (self.val(op, scopes, i) for i in range(3))
+        shape = mx.mma_shape(a, b, c)
+        if shape is None:
+            self.fail(op, f"no multiply-add of {a} x {b} + {c} (A is MxK, B KxN, C MxN)")
+        if op.kind != mx.mma_kind(a, b, c):
+            self.fail(
+                op, f"the multiply-add of {a} x {b} + {c} is written {mx.mma_kind(a, b, c)!r}"
+            )
+        self.features.add(mx.mma_feature(a, c, shape))
+        return c
+
+    def opaque_node(self, op, ctx):
+        kind, payload = op.kind.args
+        if payload:
+            self.fail(op, f"OpaqueNode {kind!r} takes no payload, got {payload.hex()}")
+        o = op.operands
+        if kind == mx.STORE:
+            self.coop_access(op, ctx[1], "store")
+            return None
+        if kind == "vyre.loop":
+            self.child(op, ctx, o[0], loop_depth=ctx[3] + 1)
+            if len(o) == 2:
+                # WGSL forbids return, and break/continue of this loop, inside `continuing`.
+                self.child(op, ctx, o[1], loop_depth=0, continuing=True)
+        elif ctx[3] == 0:
+            where = "inside a loop's continuing block" if ctx[4] else "outside a loop"
+            self.fail(op, f"{kind} {where}")
+        return None
+
+    def opaque_expr(self, op, scopes):
+        ext_id, kind, payload = op.kind.args
+        if ext_id != 0:
+            self.fail(op, f"OpaqueExpr extension_id must be 0, got {ext_id}")
+        if kind == "vyre.num_workgroups":  # its operand is an axis, not a value
+            if payload or op.operands[0] > 2:
+                self.fail(op, "vyre.num_workgroups takes an axis 0, 1 or 2 and no payload")
+            return "u32"
+        if kind == mx.LOAD:  # its first operand is a slot, not a value
+            return self.coop_access(op, scopes, "load", self.matrix_payload(op, payload))
+        if kind == mx.MMA:
+            if payload:
+                self.fail(op, f"{mx.MMA} takes no payload, got {payload.hex()}")
+            return self.coop_mma(op, scopes)
+        if kind == mx.FILL:
+            ty = self.matrix_payload(op, payload)
+            got = self.val(op, scopes, 0)
+            if got != TYPES[ty].element:
+                self.fail(op, f"{mx.FILL} of {ty} needs a {TYPES[ty].element} value, got {got}")
+            return ty
+        operands = tuple(self.val(op, scopes, i) for i in range(len(op.operands)))
+        if kind == "vyre.extract":
+            (ty,) = operands
+            if ty not in VECTORS:
+                self.fail(op, f"vyre.extract needs a vector operand, got {ty}")
+            if len(payload) != 1 or payload[0] >= VECTORS[ty][1]:
+                self.fail(
+                    op,
+                    f"vyre.extract payload {payload.hex()!r} is not one component index "
+                    f"below {VECTORS[ty][1]}",
+                )
+            return self.typed(op, ("Extract", ""), operands)
+        try:
+            target = type_of(decode_datatype(payload))
+        except DescriptorFormatError as exc:
+            self.fail(op, f"{kind} payload {payload.hex()} is not a supported DataType: {exc}")
+        family = "Construct" if kind == "vyre.vec" else "Bitcast"
+        return self.typed(op, (family, target), operands)

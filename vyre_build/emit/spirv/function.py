@@ -1,0 +1,346 @@
+"""The SPIR-V function writer: one walk over a validated descriptor into a `SpirvModule`.
+
+`FunctionWriter` keeps the function's entry-block variables, the entry-block prologue
+(builtin loads, hoisted so they dominate every use) and the body words apart, and
+tracks the current block: after a terminator (return, break, continue) the rest of a
+body is unreachable and is not emitted. Value ops take their rule from `values.RULES` by
+(op, operand types); memory ops and control flow have a handler each (`memory`,
+`control`). Value types are the descriptor's names ("u32", "vec4f"; "vec4b" is the
+writer's own bool vector), each type declared on first use. Result ids are handed out in
+walk order, so output is deterministic. The only failure left is a row with no rule.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from vyre_build.descriptor import DescriptorInfo, F32Bits, KernelDescriptor, KernelOp
+from vyre_build.descriptor.ops import op_key
+from vyre_build.descriptor.types import MATRICES, TYPES
+from vyre_build.emit.spirv import grammar as g
+from vyre_build.emit.spirv.control import CONTROL_NONE, ControlFlow, Loop
+from vyre_build.emit.spirv.matrices import CoopOps
+from vyre_build.emit.spirv.memory import MemoryOps
+from vyre_build.emit.spirv.module import OP, SpirvModule
+from vyre_build.emit.spirv.values import RULES
+from vyre_build.errors import EmitError
+
+__all__ = ["FunctionWriter"]
+
+BUILTINS = {
+    "GlobalInvocationId": "GlobalInvocationId",
+    "LocalInvocationId": "LocalInvocationId",
+    "WorkgroupId": "WorkgroupId",
+    "vyre.num_workgroups": "NumWorkgroups",
+}
+
+
+def _f32_bits(value) -> int:
+    if isinstance(value, F32Bits):
+        return value.bits
+    return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def _shape(ty: str) -> tuple[str, int]:
+    """(element, count) of a value type or of the writer's bool vectors ("vec2b", "vec4b")."""
+    if ty in TYPES:
+        return TYPES[ty].element, TYPES[ty].count
+    return "bool", int(ty[3])
+
+
+def _has_storage_barrier(body) -> bool:
+    return any(
+        (op.kind.name == "Barrier" and op.kind.args[0] == "SeqCst") for op in body.ops
+    ) or any(_has_storage_barrier(child) for child in body.children)
+
+
+_COOP_EXPRS = {
+    "vyre.coop.load": CoopOps.h_coop_load,
+    "vyre.coop.fill": CoopOps.h_coop_fill,
+    "vyre.coop.mma": CoopOps.h_coop_mma,
+}
+
+
+class FunctionWriter(MemoryOps, ControlFlow, CoopOps):
+    """Emits the `main` compute function of one descriptor into `module` (`vmm`: the
+    module uses the Vulkan memory model, as cooperative matrices need)."""
+
+    def __init__(
+        self, module: SpirvModule, desc: KernelDescriptor, info: DescriptorInfo, vmm=False
+    ):
+        self.m = module
+        self.vmm = vmm
+        self.storage_sync = vmm and _has_storage_barrier(desc.body)
+        self.coop_views: dict[int, tuple[int, int]] = {}
+        self.desc = desc
+        self.info = info
+        self.vals: dict[int, int] = {}  # descriptor SSA id -> SPIR-V id
+        self.const_bits: dict[int, int] = {}  # SPIR-V constant id -> its 32 bits (integers)
+        self.var_words: list[int] = []
+        self.prologue: list[int] = []
+        self.words: list[int] = []
+        self.label = 0
+        self.open = False
+        self.loops: list[Loop] = []
+        self.loop_vars: dict[str, int] = {}
+        self.interface: list[int] = []
+        self._builtin_vars: dict[str, int] = {}
+        self._builtin_vals: dict[tuple[str, int], int] = {}
+        self._builtin_vecs: dict[str, int] = {}
+        self._type_ids = {
+            "u32": module.type_int(False),
+            "i32": module.type_int(True),
+            "f32": module.type_float(),
+            "bool": module.type_bool(),
+        }
+
+    # --- small builders ------------------------------------------------------------
+
+    def tid(self, ty: str) -> int:
+        got = self._type_ids.get(ty)
+        if got is None and ty in MATRICES:
+            got = self._type_ids[ty] = self.matrix_type(ty)
+        if got is None:  # f16 and vector types are declared on first use only
+            element, n = _shape(ty)
+            if n == 1:  # f16
+                got = self._type_ids[ty] = self.m.type_float(16)
+            else:
+                got = self._type_ids[ty] = self.m.type_vector(self.tid(element), n)
+        return got
+
+    def const(self, ty: str, value) -> int:
+        if ty in MATRICES:  # a cooperative matrix constant has one constituent
+            return self.m.const_composite(self.tid(ty), (self.const(TYPES[ty].element, value),))
+        element, n = _shape(ty)
+        if n > 1:  # every component `value` (OpConstantComposite, deduplicated)
+            return self.m.const_composite(self.tid(ty), (self.const(element, value),) * n)
+        if ty == "u32":
+            return self.m.const_u32(value)
+        if ty == "i32":
+            return self.m.const_i32(value)
+        if ty == "f32":
+            return self.m.const_f32_bits(_f32_bits(float(value)))
+        if ty == "f16":
+            return self.m.const_f16_bits(struct.unpack("<H", struct.pack("<e", float(value)))[0])
+        return self.m.const_bool(bool(value))
+
+    def zero(self, ty: str) -> int:
+        return self.const(ty, 0)
+
+    def op_typed(self, opname: str, type_id: int, *operands: int) -> int:
+        rid = self.m.new_id()
+        w = self.words
+        w.append(((len(operands) + 3) << 16) | OP[opname])
+        w.append(type_id)
+        w.append(rid)
+        w.extend(operands)
+        return rid
+
+    def op(self, opname: str, ty: str, *operands: int) -> int:
+        return self.op_typed(opname, self.tid(ty), *operands)
+
+    def inst(self, opname: str, *operands: int) -> None:
+        self.words.append(((len(operands) + 1) << 16) | OP[opname])
+        self.words.extend(operands)
+
+    def glsl(self, name: str, ty: str, *operands: int) -> int:
+        return self.op("OpExtInst", ty, self.m.glsl_std_450(), g.GLSL_STD_450[name], *operands)
+
+    def splat(self, ty: str, scalar: int) -> int:
+        """A vector of type `ty` with every component the (runtime) scalar `scalar`."""
+        return self.op("OpCompositeConstruct", ty, *(scalar,) * _shape(ty)[1])
+
+    def select_value(self, ty: str, cond: int, if_true: int, if_false: int) -> int:
+        """OpSelect on a scalar bool `cond`; a vector `ty` gets the condition splatted first."""
+        n = _shape(ty)[1]
+        if n > 1:
+            cond = self.splat(f"vec{n}b", cond)
+        return self.op("OpSelect", ty, cond, if_true, if_false)
+
+    def fail(self, kop: KernelOp, reason: str):
+        types = [self.info.types.get(o, "?") for o in kop.operands]
+        raise EmitError(
+            f"SPIR-V emitter: cannot emit op {kop.kind!r} with operands "
+            f"{list(kop.operands)} (types {types}) in kernel {self.desc.id!r}: {reason}"
+        )
+
+    # --- blocks --------------------------------------------------------------------
+
+    def start_block(self, label: int) -> None:
+        self.inst("OpLabel", label)
+        self.label = label
+        self.open = True
+
+    def branch(self, target: int) -> bool:
+        """Close the current block with a branch to `target`; False if it was already closed."""
+        if not self.open:
+            return False
+        self.inst("OpBranch", target)
+        self.open = False
+        return True
+
+    def selection(self, cond: int, then_label: int, else_label: int, merge: int) -> None:
+        self.inst("OpSelectionMerge", merge, CONTROL_NONE)
+        self.inst("OpBranchConditional", cond, then_label, else_label)
+        self.open = False
+
+    def function_var(self, type_id: int, initializer: int | None = None) -> int:
+        """An OpVariable in the entry block (where SPIR-V requires Function variables)."""
+        ptr = self.m.type_pointer("Function", type_id)
+        vid = self.m.new_id()
+        extra = () if initializer is None else (initializer,)
+        self.m.emit(self.var_words, "OpVariable", ptr, vid, g.STORAGECLASS["Function"], *extra)
+        return vid
+
+    # --- builtins ------------------------------------------------------------------
+
+    def builtin(self, name: str, axis: int) -> int:
+        key = (name, axis)
+        got = self._builtin_vals.get(key)
+        if got is not None:
+            return got
+        vec = self._builtin_vecs.get(name)
+        m = self.m
+        u32 = self._type_ids["u32"]
+        if vec is None:
+            v3 = m.type_vector(u32, 3)
+            var = m.global_variable(m.type_pointer("Input", v3), "Input")
+            m.decorate(var, "BuiltIn", g.BUILTIN[name])
+            m.name(var, name)
+            self.interface.append(var)
+            vec = self._builtin_vecs[name] = m.new_id()
+            m.emit(self.prologue, "OpLoad", v3, vec, var)
+        rid = m.new_id()
+        m.emit(self.prologue, "OpCompositeExtract", u32, rid, vec, axis)
+        self._builtin_vals[key] = rid
+        return rid
+
+    def builtin_scalar(self, name: str) -> int:
+        """A scalar u32 input builtin (LocalInvocationIndex), loaded once in the entry block."""
+        got = self._builtin_vals.get((name, -1))
+        if got is None:
+            m = self.m
+            u32 = self._type_ids["u32"]
+            var = m.global_variable(m.type_pointer("Input", u32), "Input")
+            m.decorate(var, "BuiltIn", g.BUILTIN[name])
+            m.name(var, name)
+            self.interface.append(var)
+            got = self._builtin_vals[(name, -1)] = m.new_id()
+            m.emit(self.prologue, "OpLoad", u32, got, var)
+        return got
+
+    # --- the walk --------------------------------------------------------------------
+
+    def body(self, body) -> None:
+        handlers = self.HANDLERS
+        for kop in body.ops:
+            if not self.open:
+                return  # everything after a return/break/continue is unreachable
+            rv = handlers[kop.kind.name](self, kop, body)
+            if rv is not None:
+                self.vals[kop.result] = rv
+
+    def h_literal(self, kop: KernelOp, body):
+        lit = body.literals[kop.operands[0]]
+        ty, value = self.info.types[kop.result], lit.args[0]
+        if ty == "f32":
+            return self.m.const_f32_bits(_f32_bits(value))
+        cid = self.const(ty, value)
+        if ty in ("u32", "i32"):
+            self.const_bits[cid] = value & 0xFFFFFFFF
+        return cid
+
+    def h_builtin(self, kop: KernelOp, body):
+        return self.builtin(BUILTINS[kop.kind.name], kop.operands[0])
+
+    def rule(self, kop: KernelOp, key):
+        types = tuple(self.info.types[o] for o in kop.operands)
+        rule = RULES.get((key, types))
+        if rule is None:
+            what = " ".join(k for k in key if k)
+            self.fail(kop, f"no SPIR-V rule for {what} on ({', '.join(types)})")
+        ids = tuple(self.vals[o] for o in kop.operands)
+        return rule(self, ids, types, self.info.types[kop.result])
+
+    def h_value(self, kop: KernelOp, body):
+        return self.rule(kop, op_key(kop.kind))
+
+    def h_subgroup_builtin(self, kop: KernelOp, body):
+        name = "SubgroupSize" if kop.kind.name == "SubgroupSize" else "SubgroupLocalInvocationId"
+        return self.builtin_scalar(name)
+
+    def h_cast(self, kop: KernelOp, body):
+        return self.rule(kop, ("Cast", self.info.types[kop.result]))
+
+    def h_opaque_expr(self, kop: KernelOp, body):
+        _, kind, payload = kop.kind.args
+        ty = self.info.types[kop.result]
+        if kind == "vyre.num_workgroups":
+            return self.builtin(BUILTINS[kind], kop.operands[0])
+        if kind == "vyre.bitcast":
+            return self.rule(kop, ("Bitcast", ty))
+        if kind == "vyre.subgroup":
+            return self.rule(kop, op_key(kop.kind))
+        if kind == "vyre.vec":
+            return self.rule(kop, ("Construct", ty))
+        if kind in _COOP_EXPRS:
+            return _COOP_EXPRS[kind](self, kop, body)
+        return self.op("OpCompositeExtract", ty, self.vals[kop.operands[0]], payload[0])
+
+    HANDLERS = {
+        "Literal": h_literal,
+        "GlobalInvocationId": h_builtin,
+        "LocalInvocationId": h_builtin,
+        "WorkgroupId": h_builtin,
+        "BinOpKind": h_value,
+        "UnOpKind": h_value,
+        "Fma": h_value,
+        "Select": h_value,
+        "SubgroupAdd": h_value,
+        "SubgroupBallot": h_value,
+        "SubgroupShuffle": h_value,
+        "SubgroupLocalId": h_subgroup_builtin,
+        "SubgroupSize": h_subgroup_builtin,
+        "Cast": h_cast,
+        "OpaqueExpr": h_opaque_expr,
+        "StructuredIfThen": ControlFlow.h_if,
+        "StructuredIfThenElse": ControlFlow.h_if,
+        "StructuredForLoop": ControlFlow.h_for,
+        "LoopIndex": ControlFlow.h_loop_index,
+        "OpaqueNode": ControlFlow.h_opaque_node,
+        "Return": ControlFlow.h_return,
+        "Barrier": ControlFlow.h_barrier,
+        "LoadGlobal": MemoryOps.h_load,
+        "LoadShared": MemoryOps.h_load,
+        "LoadConstant": MemoryOps.h_load_constant,
+        "StoreGlobal": MemoryOps.h_store,
+        "StoreShared": MemoryOps.h_store,
+        "BufferLength": MemoryOps.h_length,
+        "Atomic": MemoryOps.h_atomic,
+        "MatrixMma": CoopOps.h_coop_mma,
+    }
+
+    # --- the function ------------------------------------------------------------------
+
+    def write(self) -> int:
+        """Emit the whole function; returns its id (for OpEntryPoint)."""
+        m = self.m
+        void = m.type_void()
+        fn_type = m.type_function(void)
+        fn = m.new_id()
+        entry = m.new_id()
+        self.declare_slots()
+        self.label = entry
+        self.open = True
+        self.zero_init_shared()
+        self.body(self.desc.body)
+        if self.open:
+            self.inst("OpReturn")
+        out = m.functions
+        m.emit(out, "OpFunction", void, fn, CONTROL_NONE, fn_type)
+        m.emit(out, "OpLabel", entry)
+        out += self.var_words
+        out += self.prologue
+        out += self.words
+        m.emit(out, "OpFunctionEnd")
+        return fn

@@ -1,0 +1,483 @@
+"""SPIR-V rules for the value ops: one rule per row of `descriptor.ops.OPS`.
+
+A rule is `rule(w, ids, types, result) -> id`: it writes the instructions for one op
+through the function writer `w` (`op`, `glsl`, `const`, `zero`, `select_value`) and
+returns the result's SPIR-V id. One core or GLSL.std.450 instruction where one suffices
+(for scalars and vectors alike); written out where the pinned semantics of
+docs/descriptor-conventions.md need more (integer div/mod by zero, i32::MIN / -1, shift
+amounts & 31, rotations, clz/ctz of 0, saturating float->int casts with NaN -> 0). No
+rule emits an instruction whose result is undefined for any input.
+"""
+
+from __future__ import annotations
+
+from vyre_build.descriptor.ops import OPS
+from vyre_build.descriptor.types import TYPES, VECTORS, vector_of
+from vyre_build.emit.spirv import grammar as g
+
+__all__ = ["RULES", "ATOMICS", "RULE_ROWS", "bool_like", "float_to_int"]
+
+# (BinOp, kind) -> one core instruction.
+_KINDS = ("uint", "sint", "float", "bool")
+BINARY: dict[tuple[str, str], str] = {}
+for _op, _int, _float in (
+    ("Add", "OpIAdd", "OpFAdd"),
+    ("WrappingAdd", "OpIAdd", None),
+    ("Sub", "OpISub", "OpFSub"),
+    ("WrappingSub", "OpISub", None),
+    ("Mul", "OpIMul", "OpFMul"),
+    ("BitAnd", "OpBitwiseAnd", None),
+    ("BitOr", "OpBitwiseOr", None),
+    ("BitXor", "OpBitwiseXor", None),
+    ("Eq", "OpIEqual", "OpFOrdEqual"),
+    ("Ne", "OpINotEqual", "OpFUnordNotEqual"),
+    ("Div", None, "OpFDiv"),
+    ("Mod", None, "OpFRem"),
+):
+    if _int:
+        BINARY[(_op, "uint")] = BINARY[(_op, "sint")] = _int
+    if _float:
+        BINARY[(_op, "float")] = _float
+for _op, _u, _s, _f in (
+    ("Lt", "OpULessThan", "OpSLessThan", "OpFOrdLessThan"),
+    ("Gt", "OpUGreaterThan", "OpSGreaterThan", "OpFOrdGreaterThan"),
+    ("Le", "OpULessThanEqual", "OpSLessThanEqual", "OpFOrdLessThanEqual"),
+    ("Ge", "OpUGreaterThanEqual", "OpSGreaterThanEqual", "OpFOrdGreaterThanEqual"),
+):
+    BINARY[(_op, "uint")], BINARY[(_op, "sint")], BINARY[(_op, "float")] = _u, _s, _f
+BINARY.update(
+    {
+        ("Eq", "bool"): "OpLogicalEqual",
+        ("Ne", "bool"): "OpLogicalNotEqual",
+        ("And", "bool"): "OpLogicalAnd",
+        ("Or", "bool"): "OpLogicalOr",
+        ("BitAnd", "bool"): "OpLogicalAnd",
+        ("BitOr", "bool"): "OpLogicalOr",
+        ("BitXor", "bool"): "OpLogicalNotEqual",
+    }
+)
+# (BinOp, kind) -> GLSL.std.450 instruction.
+BINARY_GLSL = {
+    ("Min", "float"): "FMin",
+    ("Min", "uint"): "UMin",
+    ("Min", "sint"): "SMin",
+    ("Max", "float"): "FMax",
+    ("Max", "uint"): "UMax",
+    ("Max", "sint"): "SMax",
+}
+UNARY: dict[tuple[str, str], str] = {
+    ("Negate", "sint"): "OpSNegate",
+    ("Negate", "float"): "OpFNegate",
+    ("BitNot", "uint"): "OpNot",
+    ("BitNot", "sint"): "OpNot",
+    ("LogicalNot", "bool"): "OpLogicalNot",
+    ("BitNot", "bool"): "OpLogicalNot",
+    ("Popcount", "uint"): "OpBitCount",
+    ("Popcount", "sint"): "OpBitCount",
+    ("ReverseBits", "uint"): "OpBitReverse",
+    ("ReverseBits", "sint"): "OpBitReverse",
+    ("IsNan", "float"): "OpIsNan",
+    ("IsInf", "float"): "OpIsInf",
+}
+UNARY_GLSL: dict[tuple[str, str], str] = {
+    (name, "float"): ext
+    for name, ext in (
+        ("Sqrt", "Sqrt"),
+        ("Exp", "Exp"),
+        ("Log", "Log"),
+        ("Log2", "Log2"),
+        ("Exp2", "Exp2"),
+        ("Sin", "Sin"),
+        ("Cos", "Cos"),
+        ("Tan", "Tan"),
+        ("Tanh", "Tanh"),
+        ("Asin", "Asin"),
+        ("Acos", "Acos"),
+        ("Atan", "Atan"),
+        ("Sinh", "Sinh"),
+        ("Cosh", "Cosh"),
+        ("InverseSqrt", "InverseSqrt"),
+        ("Floor", "Floor"),
+        ("Ceil", "Ceil"),
+        ("Round", "RoundEven"),  # WGSL round() rounds half to even
+        ("Trunc", "Trunc"),
+        ("Sign", "FSign"),
+        ("Abs", "FAbs"),
+    )
+}
+UNARY_GLSL[("Sign", "sint")] = "SSign"
+
+I32_MIN = 0x80000000
+# Largest f32 values that still convert in range: 2^31 - 128 and 2^32 - 256.
+F32_I32_HI = 2147483520.0
+F32_U32_HI = 4294967040.0
+
+
+def bool_like(ty: str) -> str:
+    """The boolean type with the shape of `ty`: bool, or the writer's own bool vector
+    ("vec4b": the condition of a componentwise OpSelect; descriptors never hold one)."""
+    n = TYPES[ty].count
+    return "bool" if n == 1 else f"vec{n}b"
+
+
+def _kind(ty: str) -> str:
+    return TYPES[ty].kind
+
+
+# --- the pinned-semantics forms -------------------------------------------------------
+
+
+def _shift(w, name: str, a: int, at: str, b: int) -> int:
+    known = w.const_bits.get(b)
+    n = (
+        w.const("u32", known & 31)
+        if known is not None
+        else w.op("OpBitwiseAnd", "u32", b, w.const("u32", 31))
+    )
+    if name == "Shl":
+        return w.op("OpShiftLeftLogical", at, a, n)
+    if name == "Shr" and at == "i32":
+        return w.op("OpShiftRightArithmetic", at, a, n)
+    # Logical shifts and rotations run on u32: translators such as naga read the
+    # operand's signedness and would turn a logical shift of an i32 into an arithmetic one.
+    x = w.op("OpBitcast", "u32", a) if at == "i32" else a
+    if name == "Shr":
+        r = w.op("OpShiftRightLogical", "u32", x, n)
+    else:
+        # The complementary shift is (32 - n) & 31, so n == 0 gives x | x == x.
+        back = w.op(
+            "OpBitwiseAnd", "u32", w.op("OpISub", "u32", w.const("u32", 32), n), w.const("u32", 31)
+        )
+        first, second = (
+            ("OpShiftLeftLogical", "OpShiftRightLogical")
+            if name == "RotateLeft"
+            else ("OpShiftRightLogical", "OpShiftLeftLogical")
+        )
+        r = w.op("OpBitwiseOr", "u32", w.op(first, "u32", x, n), w.op(second, "u32", x, back))
+    return w.op("OpBitcast", "i32", r) if at == "i32" else r
+
+
+def _mul_high(w, a: int, at: str, b: int) -> int:
+    """High 32 bits of the 64-bit product from 16-bit limbs (naga's SPIR-V reader lacks OpUMulExtended)."""
+    if at == "i32":
+        au, bu = w.op("OpBitcast", "u32", a), w.op("OpBitcast", "u32", b)
+    else:
+        au, bu = a, b
+    mask, sixteen = w.const("u32", 0xFFFF), w.const("u32", 16)
+    al, ah = w.op("OpBitwiseAnd", "u32", au, mask), w.op("OpShiftRightLogical", "u32", au, sixteen)
+    bl, bh = w.op("OpBitwiseAnd", "u32", bu, mask), w.op("OpShiftRightLogical", "u32", bu, sixteen)
+    ll, lh = w.op("OpIMul", "u32", al, bl), w.op("OpIMul", "u32", al, bh)
+    hl, hh = w.op("OpIMul", "u32", ah, bl), w.op("OpIMul", "u32", ah, bh)
+    mid = w.op(
+        "OpIAdd",
+        "u32",
+        w.op("OpShiftRightLogical", "u32", ll, sixteen),
+        w.op(
+            "OpIAdd",
+            "u32",
+            w.op("OpBitwiseAnd", "u32", lh, mask),
+            w.op("OpBitwiseAnd", "u32", hl, mask),
+        ),
+    )
+    hi = w.op(
+        "OpIAdd",
+        "u32",
+        hh,
+        w.op(
+            "OpIAdd",
+            "u32",
+            w.op("OpShiftRightLogical", "u32", lh, sixteen),
+            w.op("OpShiftRightLogical", "u32", hl, sixteen),
+        ),
+    )
+    hi = w.op("OpIAdd", "u32", hi, w.op("OpShiftRightLogical", "u32", mid, sixteen))
+    if at == "u32":
+        return hi
+    # Signed high word = unsigned high word - (a < 0 ? b : 0) - (b < 0 ? a : 0), mod 2^32.
+    zero = w.zero("u32")
+    fix_a = w.op("OpSelect", "u32", w.op("OpSLessThan", "bool", a, w.zero("i32")), bu, zero)
+    fix_b = w.op("OpSelect", "u32", w.op("OpSLessThan", "bool", b, w.zero("i32")), au, zero)
+    hi = w.op("OpISub", "u32", w.op("OpISub", "u32", hi, fix_a), fix_b)
+    return w.op("OpBitcast", "i32", hi)
+
+
+def _div_mod(w, name: str, a: int, at: str, b: int) -> int:
+    # Replace a zero (or i32::MIN / -1) divisor by 1: x / 1 == x and x % 1 == 0 are the pinned results.
+    known = w.const_bits.get(b)
+    if known is not None and known != 0 and not (at == "i32" and known == 0xFFFFFFFF):
+        safe = b  # a literal divisor that needs no guard
+    else:
+        zero, one = w.zero(at), w.const(at, 1)
+        bad = w.op("OpIEqual", "bool", b, zero)
+        if at == "i32":
+            is_min = w.op("OpIEqual", "bool", a, w.const("i32", I32_MIN))
+            is_neg1 = w.op("OpIEqual", "bool", b, w.const("i32", 0xFFFFFFFF))
+            bad = w.op("OpLogicalOr", "bool", bad, w.op("OpLogicalAnd", "bool", is_min, is_neg1))
+        safe = w.op("OpSelect", at, bad, one, b)
+    if at == "u32":
+        return w.op("OpUDiv" if name == "Div" else "OpUMod", at, a, safe)
+    q = w.op("OpSDiv", at, a, safe)
+    if name == "Div":
+        return q
+    # a - b * (a / b), not OpSRem: Vulkan leaves OpSRem undefined for negative operands
+    return w.op("OpISub", at, a, w.op("OpIMul", at, safe, q))
+
+
+def float_to_int(w, a: int, at: str, target: str, element: str) -> int:
+    """f32 (or f32 vector) `a` -> `target` with integer components `element` (i32 or u32).
+
+    NaN -> 0, clamp into range (no undefined conversion), then saturate the top.
+    """
+    cond = bool_like(at)
+    nan = w.op("OpIsNan", cond, a)
+    clean = w.op("OpSelect", at, nan, w.zero(at), a)
+    if element == "i32":
+        lo, hi, top = -2147483648.0, F32_I32_HI, 0x7FFFFFFF
+        conv = "OpConvertFToS"
+    else:
+        lo, hi, top = 0.0, F32_U32_HI, 0xFFFFFFFF
+        conv = "OpConvertFToU"
+    clamped = w.glsl("FClamp", at, clean, w.const(at, lo), w.const(at, hi))
+    value = w.op(conv, target, clamped)
+    over = w.op("OpFOrdGreaterThan", cond, clean, w.const(at, hi))
+    return w.op("OpSelect", target, over, w.const(target, top), value)
+
+
+def _widen(ty: str, element: str) -> str:
+    """The type of `ty`'s shape with components `element` (vec4h, f32 -> vec4f)."""
+    n = TYPES[ty].count
+    return element if n == 1 else vector_of(element, n)
+
+
+def _cast(w, a: int, at: str, target: str) -> int:
+    if target == at:
+        return a
+    ae, te = TYPES[at].element, TYPES[target].element
+    if ae == te:
+        return a
+    # f16 converts through f32 (which holds every f16 exactly), as the WGSL rules do.
+    if {ae, te} == {"f16", "f32"}:
+        return w.op("OpFConvert", target, a)
+    if ae == "f16" and te != "bool":
+        return _cast(w, w.op("OpFConvert", _widen(at, "f32"), a), _widen(at, "f32"), target)
+    if te == "f16" and ae != "bool":
+        wide = _widen(target, "f32")
+        return w.op("OpFConvert", target, _cast(w, a, at, wide))
+    if _kind(ae) in ("uint", "sint") and _kind(te) in ("uint", "sint"):
+        return w.op("OpBitcast", target, a)
+    if ae == "bool":
+        return w.op("OpSelect", target, a, w.const(target, 1), w.zero(target))
+    if te == "bool":
+        if ae in (
+            "f32",
+            "f16",
+        ):  # !(x == 0): NaN gives true, and survives translators that drop "unordered"
+            return w.op("OpLogicalNot", "bool", w.op("OpFOrdEqual", "bool", a, w.zero(at)))
+        return w.op("OpINotEqual", "bool", a, w.zero(at))
+    if te == "f32":
+        return w.op("OpConvertUToF" if ae == "u32" else "OpConvertSToF", target, a)
+    return float_to_int(w, a, at, target, te)
+
+
+# --- subgroups (GroupNonUniform*, scope Subgroup) -------------------------------------------
+_SUBGROUP_SCAN = {
+    "add": "Reduce",
+    "inclusive_add": "InclusiveScan",
+    "exclusive_add": "ExclusiveScan",
+}
+_SUBGROUP_OP = {
+    ("add", "float"): "OpGroupNonUniformFAdd",
+    ("add", "uint"): "OpGroupNonUniformIAdd",
+    ("add", "sint"): "OpGroupNonUniformIAdd",
+    ("min", "float"): "OpGroupNonUniformFMin",
+    ("min", "uint"): "OpGroupNonUniformUMin",
+    ("min", "sint"): "OpGroupNonUniformSMin",
+    ("max", "float"): "OpGroupNonUniformFMax",
+    ("max", "uint"): "OpGroupNonUniformUMax",
+    ("max", "sint"): "OpGroupNonUniformSMax",
+    ("and", "uint"): "OpGroupNonUniformBitwiseAnd",
+    ("or", "uint"): "OpGroupNonUniformBitwiseOr",
+    ("xor", "uint"): "OpGroupNonUniformBitwiseXor",
+}
+for (_n, _k), _ins in list(_SUBGROUP_OP.items()):
+    if _k == "uint" and _n in ("and", "or", "xor"):
+        _SUBGROUP_OP[(_n, "sint")] = _ins
+_SUBGROUP_LANE = {
+    "broadcast": "OpGroupNonUniformBroadcast",  # the lane is a literal: a constant id
+    "shuffle": "OpGroupNonUniformShuffle",
+    "shuffle_xor": "OpGroupNonUniformShuffleXor",
+    "shuffle_up": "OpGroupNonUniformShuffleUp",
+    "shuffle_down": "OpGroupNonUniformShuffleDown",
+}
+# The capability each subgroup feature of descriptor.ops.SUBGROUP_FEATURE needs.
+SUBGROUP_CAPABILITY = {
+    "subgroup_basic": "GroupNonUniform",
+    "subgroup_vote": "GroupNonUniformVote",
+    "subgroup_arithmetic": "GroupNonUniformArithmetic",
+    "subgroup_ballot": "GroupNonUniformBallot",
+    "subgroup_shuffle": "GroupNonUniformShuffle",
+    "subgroup_shuffle_relative": "GroupNonUniformShuffleRelative",
+}
+
+
+def _subgroup_rule(name: str, types: tuple[str, ...]):
+    scope = lambda w: w.const("u32", g.SCOPE["Subgroup"])  # noqa: E731
+    if name in ("add", "inclusive_add", "exclusive_add", "min", "max", "and", "or", "xor"):
+        ins = _SUBGROUP_OP[("add" if "add" in name else name, _kind(types[0]))]
+        group = g.GROUPOPERATION[_SUBGROUP_SCAN.get(name, "Reduce")]
+        return lambda w, ids, types, res: w.op(ins, res, scope(w), group, ids[0])
+    if name in ("all", "any", "ballot"):
+        ins = {"all": "OpGroupNonUniformAll", "any": "OpGroupNonUniformAny"}.get(
+            name, "OpGroupNonUniformBallot"
+        )
+        return lambda w, ids, types, res: w.op(ins, res, scope(w), ids[0])
+    if name in _SUBGROUP_LANE:
+        ins = _SUBGROUP_LANE[name]
+        return lambda w, ids, types, res: w.op(ins, res, scope(w), ids[0], ids[1])
+    if name == "broadcast_first":
+        return lambda w, ids, types, res: w.op(
+            "OpGroupNonUniformBroadcastFirst", res, scope(w), ids[0]
+        )
+    return lambda w, ids, types, res: w.op("OpGroupNonUniformElect", res, scope(w))  # elect
+
+
+# --- rules by row ----------------------------------------------------------------------
+
+
+def _binary_rule(name: str, at: str):
+    k = _kind(at)
+    single = BINARY.get((name, k))
+    if single is not None:
+        return lambda w, ids, types, res: w.op(single, res, *ids)
+    ext = BINARY_GLSL.get((name, k))
+    if ext is not None:
+        return lambda w, ids, types, res: w.glsl(ext, at, *ids)
+    if name in ("Shl", "Shr", "RotateLeft", "RotateRight"):
+        return lambda w, ids, types, res: _shift(w, name, ids[0], at, ids[1])
+    if name in ("Div", "Mod"):
+        return lambda w, ids, types, res: _div_mod(w, name, ids[0], at, ids[1])
+    if name == "MulHigh":
+        return lambda w, ids, types, res: _mul_high(w, ids[0], at, ids[1])
+    if name == "AbsDiff" and k == "float":
+        return lambda w, ids, types, res: w.glsl("FAbs", at, w.op("OpFSub", at, *ids))
+    if name == "AbsDiff":
+        gt_op = BINARY[("Gt", k)]
+
+        def absdiff(w, ids, types, res):
+            a, b = ids
+            gt = w.op(gt_op, "bool", a, b)
+            d1 = w.op("OpISub", at, a, b)
+            d2 = w.op("OpISub", at, b, a)
+            return w.op("OpSelect", at, gt, d1, d2)
+
+        return absdiff
+    return None
+
+
+def _unary_rule(name: str, at: str):  # noqa: C901 - one branch per pinned form
+    k = _kind(at)
+    vector = TYPES[at].count > 1
+    single = UNARY.get((name, k))
+    if (
+        name == "Negate" and k == "uint"
+    ):  # 0 - x: translators reject a signed negate of unsigned values
+        return lambda w, ids, types, res: w.op("OpISub", at, w.zero(at), ids[0])
+    if single is not None:
+        return lambda w, ids, types, res: w.op(single, res, ids[0])
+    ext = UNARY_GLSL.get((name, k))
+    if ext is not None:
+        return lambda w, ids, types, res: w.glsl(ext, at, ids[0])
+    if name == "Clz":  # FindUMsb(0) == -1, so 31 - msb gives 32 for 0; on u32 bits (see _shift)
+
+        def clz(w, ids, types, res):
+            x = w.op("OpBitcast", "u32", ids[0]) if at == "i32" else ids[0]
+            r = w.op("OpISub", "u32", w.const("u32", 31), w.glsl("FindUMsb", "u32", x))
+            return w.op("OpBitcast", "i32", r) if at == "i32" else r
+
+        return clz
+    if name == "Ctz":
+
+        def ctz(w, ids, types, res):
+            lsb = w.glsl("FindILsb", at, ids[0])
+            is0 = w.op("OpIEqual", "bool", ids[0], w.zero(at))
+            return w.op("OpSelect", at, is0, w.const(at, 32), lsb)
+
+        return ctz
+    if name == "Abs" and k == "uint":
+        return lambda w, ids, types, res: ids[0]
+    if name == "Abs":  # select, not SAbs: |i32::MIN| == i32::MIN (per component)
+
+        def abs_(w, ids, types, res):
+            neg = w.op("OpSLessThan", bool_like(at), ids[0], w.zero(at))
+            return w.op("OpSelect", at, neg, w.op("OpSNegate", at, ids[0]), ids[0])
+
+        return abs_
+    if name == "Sign" and k == "uint" and not vector:
+
+        def sign_u(w, ids, types, res):
+            nz = w.op("OpINotEqual", "bool", ids[0], w.zero(at))
+            return w.op("OpSelect", at, nz, w.const(at, 1), w.zero(at))
+
+        return sign_u
+    if name == "IsFinite":
+
+        def finite(w, ids, types, res):
+            a = ids[0]
+            bad = w.op(
+                "OpLogicalOr", "bool", w.op("OpIsNan", "bool", a), w.op("OpIsInf", "bool", a)
+            )
+            return w.op("OpLogicalNot", "bool", bad)
+
+        return finite
+    if name == "Reciprocal":
+        return lambda w, ids, types, res: w.op("OpFDiv", at, w.const(at, 1.0), ids[0])
+    return None
+
+
+def _rule(row):
+    (family, name), types = row
+    if family == "BinOpKind":
+        return _binary_rule(name, types[0])
+    if family == "UnOpKind":
+        return _unary_rule(name, types[0])
+    if family == "Fma":
+        return lambda w, ids, types, res: w.glsl("Fma", res, *ids)
+    if family == "Select":
+        return lambda w, ids, types, res: w.select_value(res, *ids)
+    if family == "Cast":
+        return lambda w, ids, types, res: _cast(w, ids[0], types[0], res)
+    if family == "Bitcast":
+        return lambda w, ids, types, res: (
+            ids[0] if types[0] == res else w.op("OpBitcast", res, ids[0])
+        )
+    if family == "Construct":
+        return lambda w, ids, types, res: w.op("OpCompositeConstruct", res, *ids)
+    if family == "Extract":
+        return None  # needs the component index from the payload: the writer emits it
+    if family == "Subgroup":
+        return _subgroup_rule(name, types)
+    return None  # Atomic: memory.py
+
+
+RULES = {row: rule for row in OPS if (rule := _rule(row)) is not None}
+
+# Atomic rows of the op table -> instruction, written by memory.h_atomic (which also
+# orders CompareExchange's operands).
+ATOMICS = {
+    ("Add", "u32"): "OpAtomicIAdd",
+    ("Or", "u32"): "OpAtomicOr",
+    ("And", "u32"): "OpAtomicAnd",
+    ("Xor", "u32"): "OpAtomicXor",
+    ("Exchange", "u32"): "OpAtomicExchange",
+    ("Min", "u32"): "OpAtomicUMin",
+    ("Max", "u32"): "OpAtomicUMax",
+    ("CompareExchange", "u32"): "OpAtomicCompareExchange",
+}
+ATOMICS.update({(op, "i32"): ins for (op, _), ins in ATOMICS.items()})
+ATOMICS[("Min", "i32")] = "OpAtomicSMin"
+ATOMICS[("Max", "i32")] = "OpAtomicSMax"
+
+# Every row of the op table this emitter writes: RULES, the atomics, and Extract, which the
+# function writer emits itself (OpCompositeExtract of the payload's component, any vector).
+_ATOMIC_ROWS = {(("Atomic", op), (ty,)) for op, ty in ATOMICS}
+RULE_ROWS = frozenset(RULES) | _ATOMIC_ROWS | {(("Extract", ""), (v,)) for v in VECTORS}

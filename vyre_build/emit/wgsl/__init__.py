@@ -1,0 +1,93 @@
+"""WGSL emitter: a validated `KernelDescriptor` -> WGSL source text.
+
+Laid out like the SPIR-V emitter: this module assembles the module (header,
+declarations, helpers, entry point); `function` walks the bodies; `values` holds one
+template per row of the op table; `memory` the slots, loads, stores and atomics with the
+pinned bounds rules; `control` the structured control flow.
+
+Guarantees: the text is a pure function of the descriptor (no dict/set-order, hash-seed,
+time or path dependence), so `emit_wgsl(decode(encode(d))) == emit_wgsl(d)`; f32 literals
+keep their exact bit pattern. A descriptor that does not validate raises
+`DescriptorFormatError`; a validated one fails only where a row has no WGSL rule (`EmitError`).
+"""
+
+from __future__ import annotations
+
+import json
+
+from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
+from vyre_build.emit.wgsl.function import FunctionWriter
+from vyre_build.emit.wgsl.helpers import HELPER_CALL, HELPERS
+from vyre_build.errors import EmitError
+from vyre_build.features import COOPERATIVE_MATRIX
+
+__all__ = ["emit_wgsl"]
+
+
+def emit_wgsl(
+    desc: KernelDescriptor,
+    info: DescriptorInfo | None = None,
+    *,
+    entries: tuple[tuple[str, KernelDescriptor, DescriptorInfo], ...] = (),
+) -> str:
+    """Return the WGSL module for `desc` (entry point `main`).
+
+    Arguments:
+        desc: the descriptor.
+        info: its `validate(desc)` result, when the caller has it already.
+        entries: more entry points of the same module, as (name, descriptor, info): the
+            coarse entry of descriptor.coarsen. Their bindings alias `desc`'s by number.
+    Raises:
+        EmitError for a kernel with cooperative matrices (WGSL has none).
+    """
+    info = info if info is not None else validate(desc)
+    if COOPERATIVE_MATRIX in info.features:
+        raise EmitError(
+            f"WGSL emitter: kernel {desc.id!r} needs cooperative matrices: SPIR-V only "
+            "(emit SPIR-V, and dispatch it through Vulkan)"
+        )
+    writers = [("main", FunctionWriter(desc, info))]
+    writers += [(name, FunctionWriter(d, i, prefix=f"_{name}_")) for name, d, i in entries]
+    written = [(name, w.desc.workgroup_size, *w.write(), w.inputs) for name, w in writers]
+    decls = [line for _, _, d, _, _ in written for line in d]
+    used = set().union(*(w.helpers for _, w in writers))
+    header = (
+        f"// vyre_build WGSL for kernel {json.dumps(desc.id)}; generated from "
+        "its descriptor, do not edit."
+    )
+    out = [header, ""]
+    if any("f16" in w.info.features for _, w in writers):
+        out += ["enable f16;", ""]
+    out += decls
+    out += [h + "\n" for h in _helpers(used)]
+    for k, (name, (wx, wy, wz), _, lines, inputs) in enumerate(written):
+        if k:
+            out.append("")
+        out.append(f"@compute @workgroup_size({wx}, {wy}, {wz})")
+        out.append(
+            f"fn {name}(@builtin(global_invocation_id) gid: vec3<u32>, "
+            "@builtin(local_invocation_id) lid: vec3<u32>, "
+            "@builtin(workgroup_id) wid: vec3<u32>, "
+            f"@builtin(num_workgroups) nwg: vec3<u32>{_subgroup_inputs(inputs)}) {{"
+        )
+        out += lines
+        out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def _subgroup_inputs(inputs: set[str]) -> str:
+    """The entry point's subgroup builtin parameters, only those the body reads."""
+    spelled = {"sgid": "subgroup_invocation_id", "sgsz": "subgroup_size"}
+    return "".join(f", @builtin({spelled[n]}) {n}: u32" for n in sorted(inputs))
+
+
+def _helpers(used: set[str]) -> list[str]:
+    """The helper functions `used` names and those they call, transitively, in name order."""
+    wanted: set[str] = set()
+    todo = set(used)
+    while todo:
+        name = todo.pop()
+        if name not in wanted:
+            wanted.add(name)
+            todo |= set(HELPER_CALL.findall(HELPERS[name]))
+    return [HELPERS[n] for n in sorted(wanted)]

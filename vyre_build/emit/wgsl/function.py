@@ -1,0 +1,169 @@
+"""The WGSL function writer: one walk over a validated descriptor's bodies.
+
+Every value op binds `let _v<id>: T = <expr>;` with its type from `DescriptorInfo`; value
+ops take their template from `values.RULES` by (op, operand types), memory ops and control
+flow have a handler each (`memory`, `control`). The descriptor is validated, so the only
+failure left is a row with no WGSL rule (EmitError naming the op and its operand types).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, KernelOp, Variant
+from vyre_build.descriptor.ops import op_key
+from vyre_build.emit.wgsl.control import ControlRules
+from vyre_build.emit.wgsl.memory import MemoryRules
+from vyre_build.emit.wgsl.helpers import HELPER_CALL
+from vyre_build.emit.wgsl.values import COMPONENTS, I32_MIN, RULES, wgsl_type
+from vyre_build.errors import EmitError
+
+__all__ = ["FunctionWriter", "INDENT", "f32_literal"]
+
+INDENT = "    "
+_AXES = "xyz"
+_BUILTINS = {
+    "GlobalInvocationId": "gid",
+    "LocalInvocationId": "lid",
+    "WorkgroupId": "wid",
+    "vyre.num_workgroups": "nwg",
+}
+
+
+def f32_literal(value: float) -> str:
+    """An f32 literal with the exact bits of `value` (rounded to f32 as the codec does)."""
+    bits = getattr(value, "bits", None)
+    if bits is None:
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    if (bits >> 23) & 0xFF in (0, 0xFF) and bits & 0x7FFFFFFF:
+        # NaN payloads, infinities and subnormals: only a bit pattern spells them safely.
+        return f"bitcast<f32>(0x{bits:08x}u)"
+    v = struct.unpack("<f", struct.pack("<I", bits))[0]
+    # repr is exact for the double holding this f32, so reading it back as f32 is exact.
+    return ("-" if bits >> 31 else "") + repr(abs(v)) + "f"
+
+
+def literal(lit: Variant) -> str:
+    """The WGSL expression of a LiteralValue."""
+    (v,) = lit.args
+    if lit.name == "U32":
+        return f"{v}u"
+    if lit.name == "I32":
+        return I32_MIN if v == -(1 << 31) else f"{v}i"
+    if lit.name == "F32":
+        return f32_literal(v)
+    return "true" if v else "false"
+
+
+class FunctionWriter(MemoryRules, ControlRules):
+    """Writes the statements of `main` into `self.lines` (see module docstring)."""
+
+    def __init__(self, desc: KernelDescriptor, info: DescriptorInfo, prefix: str = ""):
+        self.desc = desc
+        self.prefix = prefix
+        self.info = info
+        self.slots = {s.slot: s for s in desc.slots}
+        self.lines: list[str] = []
+        self.loops: list[tuple[str, str]] = []  # (loop_var, WGSL variable) of enclosing for loops
+        self.helpers: set[str] = set()  # `_vy_*` helper functions the templates used call
+        self.inputs: set[str] = set()  # subgroup builtins the entry point takes: sgid, sgsz
+        self.loop_count = 0
+
+    def write(self) -> tuple[list[str], list[str]]:
+        """(module-scope declarations, the entry point's body lines)."""
+        decls, entry_vars = self.declarations()
+        self.lines = [INDENT + v for v in entry_vars + self.zero_shared()]
+        self.body(self.desc.body, depth=1)
+        return decls, self.lines
+
+    def fail(self, op: KernelOp, why: str) -> EmitError:
+        types = ", ".join(f"{o}: {self.info.types.get(o, '?')}" for o in op.operands)
+        return EmitError(
+            f"kernel {self.desc.id!r}: cannot emit WGSL for op {op.kind!r} "
+            f"(operands [{types}], result {op.result}): {why}"
+        )
+
+    def emit(self, depth: int, line: str) -> None:
+        self.lines.append(INDENT * depth + line)
+
+    def body(self, body, depth: int) -> None:
+        for op in body.ops:
+            handler = getattr(self, "op_" + op.kind.name)
+            handler(op, body, depth)
+
+    def child(self, body, index: int, depth: int) -> None:
+        self.body(body.children[index], depth)
+
+    def bind(self, op: KernelOp, depth: int, expr: str) -> None:
+        self.emit(depth, f"let _v{op.result}: {wgsl_type(self.info.types[op.result])} = {expr};")
+
+    # --- value ops ------------------------------------------------------------------
+    def op_Literal(self, op, body, depth):
+        self.bind(op, depth, literal(body.literals[op.operands[0]]))
+
+    def _builtin(self, op, depth, kind):
+        self.bind(op, depth, f"{_BUILTINS[kind]}.{_AXES[op.operands[0]]}")
+
+    def op_GlobalInvocationId(self, op, body, depth):
+        self._builtin(op, depth, op.kind.name)
+
+    op_LocalInvocationId = op_WorkgroupId = op_GlobalInvocationId
+
+    def rule(self, op, key) -> str:
+        row = (key, tuple(self.info.types[o] for o in op.operands))
+        if row not in RULES:
+            what = " ".join(k for k in key if k)
+            raise self.fail(op, f"no WGSL rule for {what} on ({', '.join(row[1])})")
+        tpl = RULES[row]
+        if tpl and "_vy_" in tpl:
+            self.helpers.update(HELPER_CALL.findall(tpl))
+        return tpl
+
+    def value(self, op, depth, key) -> None:
+        names = {k: f"_v{o}" for k, o in zip("abc", op.operands)}
+        if key == ("Subgroup", "broadcast"):  # WGSL wants the lane as a const-expression
+            names["lane"] = f"{self.info.constants[op.operands[1]]}u"
+        if key == ("Subgroup", "elect"):
+            self.inputs.add("sgid")
+        self.bind(op, depth, self.rule(op, key).format(**names))
+
+    def op_BinOpKind(self, op, body, depth):
+        self.value(op, depth, op_key(op.kind))
+
+    op_UnOpKind = op_Fma = op_Select = op_BinOpKind
+    op_SubgroupAdd = op_SubgroupBallot = op_SubgroupShuffle = op_BinOpKind
+
+    def op_SubgroupLocalId(self, op, body, depth):
+        self.inputs.add("sgid")
+        self.bind(op, depth, "sgid")
+
+    def op_SubgroupSize(self, op, body, depth):
+        self.inputs.add("sgsz")
+        self.bind(op, depth, "sgsz")
+
+    def op_Cast(self, op, body, depth):
+        self.value(op, depth, ("Cast", self.info.types[op.result]))
+
+    def op_OpaqueExpr(self, op, body, depth):
+        kind = op.kind.args[1]
+        ty = self.info.types[op.result]
+        if kind == "vyre.num_workgroups":
+            self._builtin(op, depth, kind)
+        elif kind == "vyre.subgroup":
+            self.value(op, depth, op_key(op.kind))
+        elif kind == "vyre.bitcast":
+            self.value(op, depth, ("Bitcast", ty))
+        elif kind == "vyre.vec":
+            self.rule(op, ("Construct", ty))
+            parts = [f"_v{o}" for o in op.operands]
+            args = parts[0] if len(set(parts)) == 1 else ", ".join(parts)  # a splat
+            self.bind(op, depth, f"{wgsl_type(ty)}({args})")
+        else:  # vyre.extract
+            self.rule(op, ("Extract", ""))
+            self.bind(op, depth, f"_v{op.operands[0]}.{COMPONENTS[op.kind.args[2][0]]}")
+
+    def op_LoopIndex(self, op, body, depth):
+        for loop_var, var in reversed(self.loops):
+            if loop_var == op.kind.args[0]:
+                self.bind(op, depth, var)
+                return
