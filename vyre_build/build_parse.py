@@ -2,7 +2,7 @@
 
 `Parses.parse(path, root)` loads a kernel file with one `ModuleLoader` per kernel tree
 shared by the whole build (so a helper imported by a hundred kernels is parsed once too),
-answers the scan (stems, dependencies) from it and keeps the loaded module. The build step then `take`s it and
+answers the scan (stems, dependencies, the stems that get no artifact of a target) from it and keeps the loaded module. The build step then `take`s it and
 compiles from it, in-process or in a worker process (it pickles), instead of parsing
 again; `parse(path)` loads a file the scan did not (the scan memo answered it).
 
@@ -27,7 +27,7 @@ import io
 import os
 import pickle
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vyre_build.artifacts import VARIANTS_FILES
 from vyre_build.build_inputs import cached_realpath
@@ -52,6 +52,7 @@ class ParsedFile:
     hashes: dict[str, str] | None
     module_bytes: bytes | None = None
     root: str | None = None  # the kernel tree it was loaded in
+    skipped: dict = field(default_factory=dict)  # {stem: {target: why}}: no such artifact
 
     def matches(self, files: dict[str, str]) -> bool:
         """True if `files` ({real path: blake3}, what a key was computed from) are the
@@ -174,7 +175,10 @@ class Parses:
                 self._verified[name] = digest if same else None
             stems = list(self.compiler.list_kernels(path, module=module))
             deps = list(self.compiler.kernel_dependencies(path, module=module))
-            parsed = ParsedFile(real, module, stems, deps, self._hashes(real, module), None, root)
+            skipped = self.compiler.skipped_targets(path, module=module)
+            parsed = ParsedFile(
+                real, module, stems, deps, self._hashes(real, module), root=root, skipped=skipped
+            )
             self._kept[real] = parsed
             return parsed
 
@@ -233,6 +237,7 @@ class Parses:
             "path": path,
             "real": parsed.path,
             "stems": parsed.stems,
+            "skipped": parsed.skipped,
             "deps": parsed.deps,
             "hashes": parsed.hashes,
             "module_bytes": blob,

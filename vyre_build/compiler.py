@@ -283,6 +283,23 @@ def list_kernels(path: str, root: str | None = None, module=None) -> list[str]:
     return [name if v is None else f"{name}.{v}" for name, v, _ in instances(module)]
 
 
+def skipped_targets(path: str, root: str | None = None, module=None) -> dict[str, dict[str, str]]:
+    """{stem: {target: why}} for the kernels of a kernel file that get no artifact of a
+    target, from parsing alone (as compile_file decides): a kernel using cooperative
+    matrices gets no WGSL."""
+    from vyre_build.frontend import instances, load_module, wgsl_refusal
+
+    module = module if module is not None else load_module(path, root=root)
+    why: dict[str, str | None] = {}
+    out = {}
+    for name, v, _ in instances(module):
+        if name not in why:
+            why[name] = wgsl_refusal(module, name)
+        if why[name] is not None:
+            out[name if v is None else f"{name}.{v}"] = {"wgsl": why[name]}
+    return out
+
+
 def kernel_dependencies(path: str, root: str | None = None, module=None) -> list[str]:
     """Absolute paths of every file a kernel file's build reads besides itself, sorted."""
     from vyre_build.frontend import load_module

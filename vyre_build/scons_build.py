@@ -100,14 +100,14 @@ def parses_of(compiler: str) -> Parses | None:
         return state[key]
 
 
-def scan_info(path: str, stems, deps) -> dict:
+def scan_info(path: str, stems, deps, skipped) -> dict:
     deps = set(deps)
     base = os.path.dirname(path)
     deps.update(
         os.path.join(base, v) for v in VARIANTS_FILES if os.path.isfile(os.path.join(base, v))
     )
     deps.discard(path)
-    return {"stems": list(stems), "deps": sorted(deps)}
+    return {"stems": list(stems), "deps": sorted(deps), "skipped": dict(skipped)}
 
 
 def _refusal(compiler: str, path: str, root: str) -> dict | None:
@@ -123,8 +123,10 @@ def _refusal(compiler: str, path: str, root: str) -> dict | None:
 
 
 def scan_file(env, node, root: str | None = None) -> dict:
-    """{"stems", "deps"} of a kernel file: once per process, and across builds through the
-    scan memo in the cache (reused only while every file it came from is unchanged)."""
+    """{"stems", "deps", "skipped"} of a kernel file ("skipped": {stem: {target: why}}, the
+    artifacts a stem does not get), or {"error"}: once per process, and across builds
+    through the scan memo in the cache (reused only while every file it came from is
+    unchanged)."""
     path, compiler = source_path(node), compiler_of(env)
     root = root or root_of(env, node)
     key = ("scan", compiler, path, root)
@@ -141,16 +143,19 @@ def scan_file(env, node, root: str | None = None) -> dict:
         try:
             if parses is not None:
                 parsed = parses.parse(path, root)
-                info = scan_info(path, parsed.stems, parsed.deps)
+                info = scan_info(path, parsed.stems, parsed.deps, parsed.skipped)
             else:
                 module = load_compiler(compiler)
                 stems = module.list_kernels(path, root=root)
-                info = scan_info(path, stems, module.kernel_dependencies(path, root=root))
+                deps = module.kernel_dependencies(path, root=root)
+                skip = getattr(module, "skipped_targets", None)  # a custom compiler may lack it
+                skipped = skip(path, root=root) if skip is not None else {}
+                info = scan_info(path, stems, deps, skipped)
         except VyreError as exc:
             # Reported when this file's target is built, so -c, -n and -k still work.
             info = {"stems": [], "deps": [], "error": str(exc)}
         if memo is not None and "error" not in info:
-            memo.save(path, before, info["stems"], info["deps"])
+            memo.save(path, before, info["stems"], info["deps"], info["skipped"])
     with lock:
         state[key] = info
     return info
@@ -187,14 +192,21 @@ def scan_in_workers(env, nodes, root: str) -> None:
         if "error" in r:
             info = {"stems": [], "deps": [], "error": r["error"]}
         else:
-            info = scan_info(path, r["stems"], r["deps"])
+            info = scan_info(path, r["stems"], r["deps"], r["skipped"])
             parses.keep(
                 ParsedFile(
-                    r["real"], None, r["stems"], r["deps"], r["hashes"], r["module_bytes"], root
+                    r["real"],
+                    None,
+                    r["stems"],
+                    r["deps"],
+                    r["hashes"],
+                    r["module_bytes"],
+                    root=root,
+                    skipped=r["skipped"],
                 )
             )
             if memo is not None:
-                memo.save(path, todo[path], info["stems"], info["deps"])
+                memo.save(path, todo[path], info["stems"], info["deps"], info["skipped"])
         with lock:
             state[("scan", compiler, path, root)] = info
 

@@ -49,6 +49,7 @@ import vyre_build.scons_build as build
 from vyre_build.build_step import (
     DEFAULT_COMPILER,
     DEFAULT_TARGETS,
+    TARGET_SUFFIXES,
     build_kernel_file,
     compiler_identity,
     load_compiler,
@@ -142,7 +143,7 @@ def kernel_emitter(target, source, env):
         # A Value stands in for the file, so SCons never reads (hashes) a refused one.
         shown = env.Value(str(source[0].srcnode()), built_value=info["error"])
         return [out_dir.File(source[0].name + ERROR_SUFFIX)], [shown]
-    names = output_names(info["stems"], _targets(env))
+    names = output_names(info["stems"], _targets(env), info.get("skipped"))
     if not names:
         raise SCons.Errors.UserError(
             f"{source[0].srcnode()} defines no @kernel; a helper-only file needs no "
@@ -155,6 +156,16 @@ def kernel_emitter(target, source, env):
 
 def kernel_scan(node, env, path=()):
     return [env.File(p) for p in kernel_deps(env, node)]
+
+
+def skipped_notes(info: dict, targets) -> list[str]:
+    """One line per kernel of a scan that gets no artifact of one of `targets`, and why."""
+    return [
+        f"vyre: {stem}: {why} (no {TARGET_SUFFIXES[t]})"
+        for stem, whys in sorted(info.get("skipped", {}).items())
+        for t, why in sorted(whys.items())
+        if t in targets
+    ]
 
 
 def kernel_action(target, source, env):
@@ -186,6 +197,8 @@ def kernel_action(target, source, env):
     except VyreError as exc:
         print(str(exc), file=sys.stderr)
         return 1
+    for line in skipped_notes(build.scan_file(env, src), _targets(env)):
+        print(line)
     return 0
 
 

@@ -354,7 +354,7 @@ def test_scan_memo_reuses_only_while_every_input_is_unchanged(tmp_path):
     memo.flush()
     [written] = list((tmp_path / "c" / "scan").iterdir())  # one file per project
     fresh = ScanMemo(Store(tmp_path / "c"), "ident-1", "/proj")
-    assert fresh.lookup(k) == {"stems": ["k"], "deps": [h]}
+    assert fresh.lookup(k) == {"stems": ["k"], "deps": [h], "skipped": {}}
     assert ScanMemo(Store(tmp_path / "c"), "ident-2", "/proj").lookup(k) is None
     assert ScanMemo(Store(tmp_path / "c"), "ident-1", "/other").lookup(k) is None
     (src / "variants.yaml").write_text("k.py: {}\n")  # a new file the answer may read
@@ -366,6 +366,26 @@ def test_scan_memo_reuses_only_while_every_input_is_unchanged(tmp_path):
     memo2.save(k, "0" * 64, ["stale"], [])  # source changed while parsing
     memo2.flush()
     assert memo2.lookup(k) is None
+
+
+def test_scan_memo_keeps_which_stems_get_no_artifact_of_a_target(tmp_path):
+    from vyre_build.cache.scan import ScanMemo
+
+    src = tree(tmp_path / "t", {"k.py": "k"})
+    k = str(src / "k.py")
+    memo = ScanMemo(Store(tmp_path / "c"), "i")
+    why = {"mm": {"wgsl": "needs cooperative matrices: SPIR-V only"}}
+    memo.save(k, memo.file_hash(k), ["add", "mm"], [], why)
+    memo.flush()
+    assert ScanMemo(Store(tmp_path / "c"), "i").lookup(k) == {
+        "stems": ["add", "mm"],
+        "deps": [],
+        "skipped": why,
+    }
+    [entry] = list((tmp_path / "c" / "scan").glob("*.json"))
+    body = entry.read_bytes().split(b"\n", 1)[1].replace(b'{"wgsl":', b'{"wgsl":[1],"x":')
+    entry.write_bytes(content_hash(body).encode() + b"\n" + body)
+    assert ScanMemo(Store(tmp_path / "c"), "i").lookup(k) is None  # malformed: recomputed
 
 
 def test_scan_memo_ignores_a_corrupt_file(tmp_path):

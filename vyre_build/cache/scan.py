@@ -3,7 +3,8 @@
 SCons asks for every kernel file's stems (to declare outputs) and imports (to scan) on
 every run, even a null build; parsing each file for that dominates a large null build.
 This memo stores, per project and compiler identity, one file holding for each kernel
-file its content hash, stems, dependency list and the content hash of every file the
+file its content hash, stems, the targets some stems get no artifact of (a kernel using
+cooperative matrices has no WGSL), dependency list and the content hash of every file the
 answer depends on (each dependency and every variants YAML that could be read). A lookup
 re-hashes those files, so an answer is only reused while every file it came from is
 unchanged; otherwise it is recomputed. The file is read once per build and written once
@@ -27,7 +28,7 @@ from vyre_build.frontend.limits import MAX_SOURCE_BYTES
 
 __all__ = ["ScanMemo"]
 
-SCAN_SCHEMA = "vyre-scan/3"
+SCAN_SCHEMA = "vyre-scan/4"  # 4: "skipped" per entry
 MAX_MEMO_BYTES = 256 << 20
 
 
@@ -95,7 +96,8 @@ class ScanMemo:
         return sorted(set(deps) | set(extra))
 
     def lookup(self, source: str) -> dict | None:
-        """{"stems": [...], "deps": [...]} if remembered and every input is unchanged."""
+        """{"stems": [...], "deps": [...], "skipped": {stem: {target: why}}} if remembered
+        and every input is unchanged."""
         entry = self._load().get(source)
         with self._lock:
             self._used.add(source)
@@ -105,17 +107,40 @@ class ScanMemo:
             for dep, digest in entry["checks"].items():
                 if self.file_hash(dep) != digest:
                     return None
-            return {"stems": list(entry["stems"]), "deps": list(entry["deps"])}
+            skipped = entry["skipped"]
+            if not isinstance(skipped, dict) or not all(
+                isinstance(v, dict) and all(isinstance(w, str) for w in v.values())
+                for v in skipped.values()
+            ):
+                return None
+            return {
+                "stems": list(entry["stems"]),
+                "deps": list(entry["deps"]),
+                "skipped": {stem: dict(v) for stem, v in skipped.items()},
+            }
         except (KeyError, TypeError, AttributeError):
             return None  # a malformed entry: recomputed and replaced
 
-    def save(self, source: str, source_hash: str | None, stems: list[str], deps: list[str]) -> None:
+    def save(
+        self,
+        source: str,
+        source_hash: str | None,
+        stems: list[str],
+        deps: list[str],
+        skipped: dict | None = None,
+    ) -> None:
         """Remember the answer for `source`, whose hash was `source_hash` before it was
         parsed, with the hashes of every file the answer depends on (written by `flush`)."""
         if source_hash is None or self.file_hash(source) != source_hash:
             return  # edited while being parsed: the answer may be of the old text
         checks = {p: self.file_hash(p) for p in self._checked_files(source, deps)}
-        entry = {"hash": source_hash, "stems": list(stems), "deps": list(deps), "checks": checks}
+        entry = {
+            "hash": source_hash,
+            "stems": list(stems),
+            "deps": list(deps),
+            "skipped": dict(skipped or {}),
+            "checks": checks,
+        }
         with self._lock:
             self._changed[source] = entry
 
