@@ -42,6 +42,7 @@ __all__ = [
     "CacheConfig",
     "ConfigError",
     "find_project_root",
+    "find_sconstruct_dir",
     "format_size",
     "load_config",
     "parse_size",
@@ -140,19 +141,38 @@ def _has_tool_vyre(path: str) -> bool:
     return re.search(rb"^\s*\[\s*tool\.vyre[\].]", head, re.M) is not None
 
 
-def find_project_root(start: str | os.PathLike | None = None) -> str | None:
-    """The nearest directory from `start` (default: the current one) upwards that holds an
-    SConstruct, a vyre.toml or a pyproject.toml with [tool.vyre]; None if there is none."""
+def _nearest(start, marks) -> str | None:
+    """The nearest directory from `start` (default: the current one) upwards for which
+    `marks(directory)` is true; None if there is none."""
     here = os.path.abspath(os.fspath(start) if start is not None else os.getcwd())
     while True:
-        if any(os.path.isfile(os.path.join(here, n)) for n in (*SCONSTRUCT_NAMES, "vyre.toml")):
-            return here
-        if _has_tool_vyre(os.path.join(here, "pyproject.toml")):
+        if marks(here):
             return here
         parent = os.path.dirname(here)
         if parent == here:
             return None
         here = parent
+
+
+def _has_sconstruct(directory: str, also=()) -> bool:
+    return any(os.path.isfile(os.path.join(directory, n)) for n in (*SCONSTRUCT_NAMES, *also))
+
+
+def find_project_root(start: str | os.PathLike | None = None) -> str | None:
+    """The nearest directory from `start` (default: the current one) upwards that holds an
+    SConstruct, a vyre.toml or a pyproject.toml with [tool.vyre]; None if there is none."""
+    return _nearest(
+        start,
+        lambda d: (
+            _has_sconstruct(d, ("vyre.toml",)) or _has_tool_vyre(os.path.join(d, "pyproject.toml"))
+        ),
+    )
+
+
+def find_sconstruct_dir(start: str | os.PathLike | None = None) -> str | None:
+    """The nearest directory from `start` (default: the current one) upwards that holds an
+    SConstruct (any name SCons reads one under); None if there is none."""
+    return _nearest(start, _has_sconstruct)
 
 
 def _load_toml(path: str) -> dict:

@@ -159,6 +159,18 @@ def bundled(proc) -> bool:
     return re.search(r"^vyre: bundle ", proc.stdout, re.M) is not None
 
 
+def vyre(root: Path, cache: Path | None, *args: str):
+    """`vyre-build ARGS` run in `root` with the test build's environment (not checked)."""
+    return subprocess.run(
+        [sys.executable, "-m", "vyre_build", *args],
+        cwd=root,
+        env=scons_env(cache),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def cache_cli(cache: Path | None, *args: str, check: bool = True, cwd=None):
     where = ["--cache-dir", str(cache)] if cache is not None else []
     proc = subprocess.run(

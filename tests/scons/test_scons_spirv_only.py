@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 from scons_helpers import (
@@ -16,7 +14,7 @@ from scons_helpers import (
     compiled,
     outputs,
     run_scons,
-    scons_env,
+    vyre,
     write_tree,
 )
 
@@ -59,17 +57,6 @@ def check_built(root) -> None:
         assert sorted(entry.artifacts) == [".kdesc", ".spv"]
         assert entry.meta["skipped"] == {"wgsl": WHY}
         assert sorted(reader.entry("k3").artifacts) == [".kdesc", ".spv", ".wgsl"]
-
-
-def vyre(root, cache, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "vyre_build", *args],
-        cwd=root,
-        env=scons_env(cache),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.mark.parametrize("jobs", ["-j1", "-j2"])
