@@ -72,6 +72,7 @@ def main(argv=None) -> int:
             a = rng.standard_normal((n, n)).astype(np.float16)
             b = rng.standard_normal((n, n)).astype(np.float16)
             vec = {x["name"]: x["dtype"] == "vec4h" for x in k.meta["bindings"]}
+            tile = 64  # C block per workgroup
             call = dict(
                 a=dev.buffer(a.reshape(-1, 4) if vec["a"] else a.ravel()),
                 b=dev.buffer(b.reshape(-1, 4) if vec["b"] else b.ravel()),
@@ -79,8 +80,8 @@ def main(argv=None) -> int:
                 m=n,
                 n=n,
                 k=n,
-                gx=n // 64 * 32,
-                gy=n // 64,
+                gx=n // tile * 32,
+                gy=n // tile,
             )
             number = 1 if args.quick else max(1, int(2e12 / (2 * n**3)))
             t0 = time.perf_counter()

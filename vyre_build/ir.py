@@ -406,7 +406,7 @@ class _Validator:
         elif isinstance(s, CoopStore):
             self.index(s.offset), self.index(s.stride)
             ty = self.expr(s.value)
-            if ty not in MATRICES or self.element(s.array) != element(ty):
+            if ty not in MATRICES or element(self.element(s.array)) != element(ty):
                 self.fail(f"cooperative store of {ty} into {s.array}")
         elif not isinstance(s, (Return, Barrier)):
             self.fail(f"unknown statement {s!r}")
@@ -470,7 +470,7 @@ class _Validator:
                 self.expr(a)
         elif isinstance(e, CoopLoad):
             self.index(e.offset), self.index(e.stride)
-            if e.ty not in MATRICES or self.element(e.array) != element(e.ty):
+            if e.ty not in MATRICES or element(self.element(e.array)) != element(e.ty):
                 self.fail(f"cooperative load of {e.ty} from {e.array}")
         elif isinstance(e, CoopFill):
             if e.ty not in MATRICES or self.expr(e.value) != element(e.ty):

@@ -208,3 +208,46 @@ def test_every_spirv_module_passes_spirv_val(tmp_path):
             ["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True
         )
         assert proc.returncode == 0, f"body {i}: {proc.stderr}"
+
+
+VECTORS = """
+from vyre_build.lang import *
+
+@kernel(workgroup_size=32, grid=32)
+def k(a: Buffer[vec4h], b: Buffer[f16], c: Buffer[vec4f, "w"]):
+    t = shared(vec4h, 64)
+    lid = local_id().x
+    t[lid] = a[lid]
+    t[lid + 32] = a[lid + 32]
+    barrier()
+    acc = coop_fill(f32, 16, 16, 0.0)
+    acc = coop_mma(coop_load_a(t, 0, 16, 16, 16), coop_load_b(b, 0, 16, 16, 16), acc)
+    coop_store(acc, c, 0, 16)
+    bad = coop_load_a(t, 8, 16, 16, 16)  # 8 + 15 * 16 + 16 > 256: never fits, zeros
+    coop_store(coop_mma(bad, coop_load_b(b, 0, 16, 16, 16), acc), c, 256, 16)
+"""
+
+
+def test_fragments_of_vector_buffers_and_shared_arrays(tmp_path):
+    path = tmp_path / "v.py"
+    path.write_text(VECTORS)
+    (k,) = compile_file(str(path))
+    rng = np.random.default_rng(2)
+    a = rng.integers(-4, 5, (16, 16)).astype(np.float16)
+    b = rng.integers(-4, 5, (16, 16)).astype(np.float16)
+    out = execute(
+        k.descriptor,
+        {"a": a.reshape(-1, 4), "b": b.ravel(), "c": np.zeros((128, 4), np.float32)},
+        {},
+        (1, 1, 1),
+    )["c"].reshape(2, 16, 16)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_array_equal(out[0], want)
+    np.testing.assert_array_equal(out[1], want)  # the zero fragment adds nothing
+    if shutil.which("spirv-val") is not None or os.environ.get("CI") == "true":
+        spv = tmp_path / "v.spv"
+        spv.write_bytes(k.spirv)
+        proc = subprocess.run(
+            ["spirv-val", "--target-env", "vulkan1.1", str(spv)], capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr

@@ -10,8 +10,9 @@ docs/descriptor-conventions.md ("Cooperative matrices") pins them:
     OpaqueExpr vyre.coop.mma    [a, b, c]  (every other shape)
     OpaqueNode vyre.coop.store  [slot, offset, stride, value]
 
-`slot` is a slot number (Global or Shared, holding the matrix's element type); offset and
-stride are u32 element counts; rows are row-major. Every invocation of a subgroup must
+`slot` is a slot number (Global or Shared) holding the matrix's element type or vectors of
+it (vec4h for f16); offset and stride are u32 counts of scalar elements (a vec4h slot of n
+elements holds 4n); rows are row-major. Every invocation of a subgroup must
 execute these ops together, with the same operands.
 
 The fragment rule (the bounds semantics of a load or store): a fragment is "in place"

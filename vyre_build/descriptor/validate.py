@@ -399,7 +399,7 @@ class _Checker:
             if ty not in MATRICES:
                 self.fail(op, f"{mx.STORE} stores a {ty}, not a cooperative matrix")
         held = self.slot_types[s.slot]
-        if held != TYPES[ty].element:
+        if TYPES[held].element != TYPES[ty].element:
             self.fail(op, f"cooperative {what} of {ty} on slot {s.slot} {s.name!r} of {held}")
         self.coop_slots.add(s.slot)
         return ty

@@ -6,7 +6,8 @@
     c = coop_mma(a, b, c)                        # c = a x b + c
     coop_store(c, C, offset, stride)
 
-Fragments are row-major: element (r, k) is at offset + r * stride + k. The whole subgroup
+Fragments are row-major: element (r, k) is at offset + r * stride + k, counted in scalars
+also in a buffer or shared array of vectors (vec4h: four f16 each). The whole subgroup
 holds a matrix together, so these calls are subgroup operations: only in uniform control
 flow, with the same arguments in every invocation. The fragment rule
 (`descriptor.matrices`) gives a load that does not fit a zero matrix and drops such a store.
@@ -79,7 +80,7 @@ class CoopChecker:
     def coop_load(self, node, name, use):
         self.nargs(node, name, 5)
         arr = self.coop_array(node.args[0], name, "read")
-        elem = self.element_type(arr)
+        elem = ir.element(self.element_type(arr))  # a vec4h buffer holds f16 fragments too
         self.coop_element(node.args[0], name, use, elem, f"buffer '{node.args[0].id}'")
         offset, stride = self.index(node.args[1]), self.index(node.args[2])
         rows, cols = self.coop_dims(node, name)
@@ -119,7 +120,7 @@ class CoopChecker:
     def coop_store(self, node, name):
         self.nargs(node, name, 4)
         value = self.coop_matrix(node.args[0], name)
-        elem = self.element_type(self.array_name(node.args[1]))
+        elem = ir.element(self.element_type(self.array_name(node.args[1])))
         if elem != ir.element(value.ty):
             raise self.err(
                 node.args[1],

@@ -482,4 +482,16 @@ class ExprChecker:
         a, b = self.unify(node, a, b, node.body, node.orelse)
         a = self.coerce(node.body, a, want)
         b = self.coerce(node.orelse, b, a.ty)
-        return ir.Select(c, a, b, a.ty)
+        return select(c, a, b)
+
+
+def select(c, a, b):
+    """`a if c else b`, with an operation both arms share taken out of the select:
+    select(c, x / z, y / z) is select(c, x, y) / z, exactly (every op is a pure function of
+    its operands), and the op runs once instead of twice (the sigmoid's two divisions)."""
+    if isinstance(a, ir.Binary) and isinstance(b, ir.Binary) and a.op == b.op and a.ty == b.ty:
+        if a.b == b.b and a.a.ty == b.a.ty:
+            return ir.Binary(a.op, select(c, a.a, b.a), a.b, a.ty)
+        if a.a == b.a and a.b.ty == b.b.ty:
+            return ir.Binary(a.op, a.a, select(c, a.b, b.b), a.ty)
+    return ir.Select(c, a, b, a.ty)

@@ -13,8 +13,11 @@ loops with break/continue, early return, vectors, subgroups, cooperative matrice
 (reference/matrices.py). Floats are IEEE f32, rounded per op.
 
 Where a GPU may legitimately differ (and the conformance runner allows for it):
-- fused multiply-add: `fma` is computed here in f64 and rounded to f32 (one more rounding
-  than a fused op: at most 1 ULP apart); SPIR-V's GLSL Fma may be fused or not;
+- fused multiply-add: `fma` is computed here as a fused op would (the f32 product is exact in
+  f64; the sum is rounded to f64, then to f32); a device may not fuse (GLSL.std.450 Fma
+  and WGSL allow either; lavapipe does not), which rounds a * b first: the results then
+  differ by up to half an ULP of a * b, which near cancellation is any number of ULPs of
+  the result (an absolute bound, not a relative one);
 - transcendentals (exp, log, sin, cos, tan, tanh, pow-like ops, inverseSqrt): numpy's
   correctly rounded-ish f32 results against the device's few-ULP ones;
 - min/max with a NaN operand (backend-defined), and denormals (some devices flush them);

@@ -25,6 +25,10 @@ CHUNK_LANES = 1 << 12  # lanes per pass when a kernel holds matrices: each is ro
 def _places(mm, slot: int, offset, stride, ty: str):
     """(flat array, cells (lanes, rows, cols), lanes in place) of fragments of `ty`."""
     arr, base, n = mm.memory[slot]
+    if arr.ndim == 2:  # a slot of vectors: its scalars, in order (a view, so stores land)
+        comps = arr.shape[1]
+        arr, n = arr.reshape(-1), n * comps
+        base = None if base is None else base * comps
     _, rows, cols = MATRICES[ty]
     align = alignment(TYPES[ty].element, cols)
     off = np.asarray(offset, np.int64)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import weakref
@@ -80,10 +81,22 @@ def _row(b: Binding) -> str:
     return f"  {b.name:<14} scalar  {b.dtype:<6}     offset  {b.offset:<4} uniform block"
 
 
+class _KernelDoc:
+    """`Kernel.__doc__`: the class's text on the class, the binding table on a kernel."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __get__(self, obj: Kernel | None, owner: type) -> str:
+        return self.text if obj is None else obj._doc()
+
+
 class Kernel:
-    """A prebuilt kernel bound to one device, called with one keyword argument per binding
+    __doc__ = _KernelDoc(
+        """A prebuilt kernel bound to one device, called with one keyword argument per binding
     (see `help(kernel)` for its table). Its pipeline is created on first use, or by
     `warm()`; the device's features were checked when it was made."""
+    )
 
     def __init__(self, device: Device, meta: KernelMeta, code: str | bytes):
         device.check_kernel(meta)
@@ -93,10 +106,15 @@ class Kernel:
         self.workgroup_size = meta.workgroup_size
         self._last: tuple[dict[str, object], object, Plan] | None = None
         self._no_split: tuple[str | None] | None = None  # (why not, or None) once computed
-        names = [b.name for b in meta.bindings]
+
+    # The signature and the help text are built when asked for (inspect.signature, help()),
+    # not for every kernel a bundle loads.
+    @functools.cached_property
+    def __signature__(self) -> inspect.Signature:
+        names = [b.name for b in self.meta.bindings]
         params = [
             inspect.Parameter(b.name, inspect.Parameter.KEYWORD_ONLY, annotation=_annotation(b))
-            for b in meta.bindings
+            for b in self.meta.bindings
         ]
         if "grid" not in names:
             params.append(
@@ -104,8 +122,11 @@ class Kernel:
                     "grid", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Grid
                 )
             )
-        self.__signature__ = inspect.Signature(params, return_annotation=CallResult)
-        self.__doc__ = "\n".join(
+        return inspect.Signature(params, return_annotation=CallResult)
+
+    def _doc(self) -> str:
+        meta, device = self.meta, self.device
+        return "\n".join(
             [
                 f"Kernel {meta.id} on {device.backend}: {device.name}",
                 f"workgroup size {'x'.join(map(str, meta.workgroup_size))}, grid "

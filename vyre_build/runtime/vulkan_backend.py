@@ -120,6 +120,8 @@ class VulkanDevice(Device):
             self.profile = vulkan_profile.without_optional(self.profile)
             self.dev = self._create(vulkan_profile.Enable())
         self.queue = vk.vkGetDeviceQueue(self.dev, self.family, 0)
+        # (pipeline layout, set layout) per binding signature, shared by every pipeline
+        self.layouts: dict[tuple[tuple[int, bool], ...], tuple[Any, Any]] = {}
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         self.mem_flags = [mem.memoryTypes[i].propertyFlags for i in range(mem.memoryTypeCount)]
         local = [f for f in self.mem_flags if f & _LOCAL]
@@ -436,8 +438,9 @@ class VulkanDevice(Device):
                 self._unbind(entry)
         for buf in [*self._live_bufs.values(), *filter(None, [self._staging])]:
             self._free(buf)
-        for pipe, layout, set_layout in self._pipelines.values():
+        for pipe, _, _ in self._pipelines.values():
             vk.vkDestroyPipeline(self.dev, pipe, None)
+        for layout, set_layout in self.layouts.values():
             vk.vkDestroyPipelineLayout(self.dev, layout, None)
             vk.vkDestroyDescriptorSetLayout(self.dev, set_layout, None)
         for pool in self._pools:

@@ -14,7 +14,7 @@ they do under GLSL450.
 from __future__ import annotations
 
 from vyre_build.descriptor import KernelBody, KernelOp
-from vyre_build.descriptor.matrices import alignment
+from vyre_build.descriptor.matrices import alignment, in_place
 from vyre_build.descriptor.types import MATRICES, TYPES
 from vyre_build.emit.spirv import grammar as g
 
@@ -52,12 +52,21 @@ class CoopOps:
     def barrier_semantics(self, sem: int) -> int:
         return sem | AVAILABLE_VISIBLE if self.vmm else sem
 
-    def in_place(self, info, offset: int, stride: int, ty: str) -> int:
-        """The fragment rule in u32 arithmetic that cannot overflow (see descriptor.matrices)."""
+    def in_place(self, info, off_ssa: int, stride_ssa: int, ty: str) -> int | bool:
+        """The fragment rule in u32 arithmetic that cannot overflow (see descriptor.matrices):
+        decided here when offset, stride and the slot's length are constants."""
         _, rows, cols = MATRICES[ty]
+        comps = TYPES[info.ty].count  # a slot of vectors holds count scalars per element
+        consts = self.info.constants
+        if info.slot.memory_class != "Global" and off_ssa in consts and stride_ssa in consts:
+            length = info.slot.element_count * comps
+            return in_place(length, consts[off_ssa], consts[stride_ssa], ty)
+        offset, stride = self.vals[off_ssa], self.vals[stride_ssa]
         align = alignment(TYPES[ty].element, cols)
-        n = self.length(info)
         u = lambda v: self.const("u32", v)  # noqa: E731
+        n = self.length(info)
+        if comps > 1:
+            n = self.op("OpIMul", "u32", n, u(comps))
         low = self.op("OpBitwiseOr", "u32", offset, stride)
         conds = [
             self.op("OpIEqual", "bool", self.op("OpBitwiseAnd", "u32", low, u(align - 1)), u(0)),
@@ -99,14 +108,26 @@ class CoopOps:
         return got
 
     def fragment_ptr(self, info, offset: int, stride: int) -> tuple[int, int, str]:
-        """(pointer, stride in the pointer's elements, storage class) of a fragment."""
+        """(pointer, stride in the pointer's elements, storage class) of a fragment whose
+        offset and stride count scalars (the fragment rule makes every shift exact)."""
+        scalar = TYPES[TYPES[info.ty].element].size
         if info.slot.memory_class != "Global":
-            return self.element_ptr(info, offset), stride, "Workgroup"
+            per = TYPES[info.ty].count  # scalars per element of a shared array of vectors
+            if per == 1:
+                return self.element_ptr(info, offset), stride, "Workgroup"
+            shift = self.const("u32", per.bit_length() - 1)
+            index = self.op("OpShiftRightLogical", "u32", offset, shift)
+            stride = self.op("OpShiftRightLogical", "u32", stride, shift)
+            return self.element_ptr(info, index), stride, "Workgroup"
         var, ptr_type = self.coop_view(info)
-        shift = self.const("u32", (16 // TYPES[info.ty].size).bit_length() - 1)
+        shift = self.const("u32", (16 // scalar).bit_length() - 1)
         index = self.op("OpShiftRightLogical", "u32", offset, shift)
         ptr = self.op_typed("OpAccessChain", ptr_type, var, self.const("u32", 0), index)
         return ptr, self.op("OpShiftRightLogical", "u32", stride, shift), "StorageBuffer"
+
+    def guard(self, ok: int | bool) -> int | None:
+        """Open the branch of a fragment that may not fit (None: known to fit)."""
+        return None if ok is True else self.open_if(ok)
 
     def open_if(self, cond: int) -> int:
         then_l, merge = self.m.new_id(), self.m.new_id()
@@ -123,13 +144,20 @@ class CoopOps:
         info, ty = self.slots[number], self.info.types[kop.result]
         offset, stride = self.vals[off_ssa], self.vals[stride_ssa]
         tid = self.tid(ty)
-        var = self.function_var(tid)
-        self.inst("OpStore", var, self.zero(ty))
-        merge = self.open_if(self.in_place(info, offset, stride, ty))
+        ok = self.in_place(info, off_ssa, stride_ssa, ty)
+        if ok is False:
+            return self.zero(ty)
+        var = None
+        if ok is not True:
+            var = self.function_var(tid)
+            self.inst("OpStore", var, self.zero(ty))
+        merge = self.guard(ok)
         ptr, stride, storage = self.fragment_ptr(info, offset, stride)
         layout = self.const("u32", g.COOPERATIVEMATRIXLAYOUT["RowMajorKHR"])
         mem = self.access(storage)
         loaded = self.op_typed("OpCooperativeMatrixLoadKHR", tid, ptr, layout, stride, *mem)
+        if var is None:
+            return loaded
         self.inst("OpStore", var, loaded)
         self.close_if(merge)
         return self.op_typed("OpLoad", tid, var)
@@ -138,7 +166,10 @@ class CoopOps:
         number, off_ssa, stride_ssa, value = kop.operands
         info, ty = self.slots[number], self.info.types[value]
         offset, stride = self.vals[off_ssa], self.vals[stride_ssa]
-        merge = self.open_if(self.in_place(info, offset, stride, ty))
+        ok = self.in_place(info, off_ssa, stride_ssa, ty)
+        if ok is False:
+            return None  # a store that can never fit does nothing
+        merge = self.guard(ok)
         ptr, stride, storage = self.fragment_ptr(info, offset, stride)
         layout = self.const("u32", g.COOPERATIVEMATRIXLAYOUT["RowMajorKHR"])
         self.inst(
@@ -149,7 +180,8 @@ class CoopOps:
             stride,
             *self.access(storage),
         )
-        self.close_if(merge)
+        if merge is not None:
+            self.close_if(merge)
 
     def h_coop_fill(self, kop: KernelOp, body: KernelBody):
         ty = self.info.types[kop.result]
