@@ -53,10 +53,16 @@ def output_suffixes(targets) -> list[str]:
     return [TARGET_SUFFIXES[t] for t in TARGETS if t in chosen] + [META_SUFFIX]
 
 
-def output_names(stems, targets) -> list[str]:
-    """`<stem><suffix>` for every stem and suffix (what one kernel file produces)."""
+def output_names(stems, targets, skipped=None) -> list[str]:
+    """`<stem><suffix>` for every stem and suffix (what one kernel file produces), less
+    the targets `skipped` ({stem: {target: why}}) says a stem gets no artifact of."""
     suffixes = output_suffixes(targets)
-    return [stem + s for stem in stems for s in suffixes]
+    skipped = skipped or {}
+    out = []
+    for stem in stems:
+        dropped = {TARGET_SUFFIXES[t] for t in skipped.get(stem, ())}
+        out.extend(stem + s for s in suffixes if s not in dropped)
+    return out
 
 
 def split_output_name(name: str) -> tuple[str, str] | None:

@@ -1,38 +1,51 @@
 """The core build action: compile one kernel file, through the artifact cache, into a dir.
 
 `build_kernel_file` computes the action key from the file, every file it imports and the
-variants YAML (by content), the targets, the options and the compiler identity; on a hit
-it writes the stored outputs without importing or running the compiler; on a miss it
-compiles, stores the outputs and the input files as blobs, and writes the outputs.
+variants YAML (by content), the targets, the options and the compiler identity; then
+looks the key up locally, then on the remote (a remote hit is kept locally); on a hit it
+writes the stored outputs without importing or running the compiler; on a miss it
+compiles, stores the outputs and the input files as blobs, writes the outputs and queues
+the upload. The step (`run_step`) runs in-process, or in a worker process of a
+`WorkerPool`, so that -jN builds do their hashing, compiling and writing in parallel.
 `rebuild_record` recompiles a stored entry from its recorded inputs (for `cache verify
 --rebuild`). This module imports no SCons; the SCons Tool and the CLI both call it.
 
 Guarantees: outputs are written atomically (temp file + os.replace); what is written is
-byte-identical on a hit and a miss; an input edited while it is being compiled is never
-stored under the old key.
+byte-identical on a hit and a miss, local or remote, in-process or in a worker; an input
+edited while it is being compiled is never stored under the old key.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
+import pickle
 import shutil
 import tempfile
 import threading
 from dataclasses import dataclass, field
 
-from vyre_build import artifacts
 from vyre_build.artifacts import (
     DEFAULT_TARGETS,
     META_SUFFIX,
     TARGET_SUFFIXES,
-    VARIANTS_FILES,
     output_names,
     output_suffixes,
     split_output_name,
 )
-from vyre_build.cache.key import ActionKey, content_hash, make_action_key
-from vyre_build.cache.store import Store, warn
+from vyre_build.build_inputs import (
+    action_inputs,
+    compute_key,
+    input_bytes,
+    key_inputs,
+    normalize_targets,
+    variants_section,
+)
+from vyre_build.cache.history import output_name
+from vyre_build.cache.key import ActionKey, content_hash
+from vyre_build.cache.record import make_record
+from vyre_build.cache.store import Store
 from vyre_build.errors import CacheError
 from vyre_build.files import atomic_write
 
@@ -52,30 +65,28 @@ __all__ = [
     "output_names",
     "output_suffixes",
     "rebuild_record",
+    "run_step",
     "split_output_name",
+    "variants_section",
 ]
 
 DEFAULT_COMPILER = "vyre_build.compiler"
 _identity_memo: dict[str, dict] = {}
+_takes_module: dict[str, bool] = {}
+_made_dirs: set[str] = set()
 _memo_lock = threading.Lock()
 
 
 @dataclass
 class StepResult:
-    """What one build step did: its key, whether it was a cache hit, the files it wrote."""
+    """What one build step did: its key, whether it was a cache hit (and from which tier:
+    "local" or "remote"), the stems built and the files written."""
 
     key: ActionKey
     hit: bool
     stems: list[str]
     written: list[str] = field(default_factory=list)
-
-
-def normalize_targets(targets) -> tuple[str, ...]:
-    """Targets as a sorted, de-duplicated tuple; CacheError naming an unknown one."""
-    try:
-        return artifacts.normalize_targets(targets)
-    except artifacts.TargetError as exc:
-        raise CacheError(str(exc)) from None
+    tier: str | None = None
 
 
 def load_compiler(name: str = DEFAULT_COMPILER):
@@ -102,97 +113,26 @@ def with_tools(identity: dict, options, compiler: str = DEFAULT_COMPILER) -> dic
     return {**identity, "tools": found} if found else identity
 
 
-def _read(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as exc:
-        raise CacheError(f"cannot read kernel input {path}: {exc.strerror or exc}") from None
-
-
-def action_inputs(source: str, deps) -> dict[str, tuple[str, str]]:
-    """Every input file of compiling `source`: {relative path: (kind, absolute path)}.
-
-    Paths are relative to the source's directory (POSIX separators); kinds are "source",
-    "import" and "variants". The variants YAML beside the source is always included.
-    """
-    # Real paths on both sides, so a symlinked tree still gives relative (movable) paths.
-    source = os.path.realpath(source)
-    base = os.path.dirname(source)
-    files = {os.path.basename(source): ("source", source)}
-    candidates = [os.path.realpath(d) for d in deps]
-    candidates += [
-        os.path.join(base, v) for v in VARIANTS_FILES if os.path.isfile(os.path.join(base, v))
-    ]
-    for dep in candidates:
-        if dep == source:
-            continue
-        rel = os.path.relpath(dep, base).replace(os.sep, "/")
-        kind = "variants" if os.path.basename(dep) in VARIANTS_FILES else "import"
-        files[rel] = (kind, dep)
-    return dict(sorted(files.items()))
-
-
-def variants_section(path: str, source: str) -> bytes | None:
-    """The part of a variants YAML that can change `source`'s outputs: its own section,
-    as a canonical YAML document (a valid variants file by itself), or None when the file
-    has no section for it. Unparsable YAML is returned whole (the compiler reports it)."""
-    import yaml  # only when a variants file exists
-
-    raw = _read(path)
-    if os.path.dirname(os.path.realpath(path)) != os.path.dirname(os.path.realpath(source)):
-        return None  # a YAML beside an imported file declares that file's variants only
-    try:
-        doc = yaml.safe_load(raw)
-    except yaml.YAMLError:
-        return raw
-    name = os.path.basename(source)
-    if not isinstance(doc, dict):
-        return raw
-    if name not in doc:
-        return None
-    return yaml.safe_dump({name: doc[name]}, sort_keys=True, allow_unicode=True).encode()
-
-
-def _input_bytes(kind: str, path: str, source: str) -> bytes | None:
-    return variants_section(path, source) if kind == "variants" else _read(path)
-
-
-def compute_key(
-    source: str, deps, targets, options, identity: dict
-) -> tuple[ActionKey, dict[str, bytes]]:
-    """The action key of compiling `source`, and the input bytes it was computed from.
-    A variants YAML counts by this source's section only, so editing another file's
-    variants (or a comment) keeps this key."""
-    inputs = action_inputs(source, deps)
-    data = {rel: _input_bytes(kind, path, source) for rel, (kind, path) in inputs.items()}
-    data = {rel: b for rel, b in data.items() if b is not None}
-    by_kind: dict[str, list] = {"source": [], "import": [], "variants": []}
-    for rel, (kind, _) in inputs.items():
-        if rel in data:
-            by_kind[kind].append((rel, data[rel]))
-    key = make_action_key(
-        identity=identity,
-        source=by_kind["source"][0],
-        imports=by_kind["import"],
-        variants=by_kind["variants"],
-        targets=normalize_targets(targets),
-        options=options,
-    )
-    return key, data
-
-
 def compile_outputs(
-    source: str, targets, options, compiler: str = DEFAULT_COMPILER, root: str | None = None
+    source: str,
+    targets,
+    options,
+    compiler: str = DEFAULT_COMPILER,
+    root: str | None = None,
+    module=None,
 ) -> dict[str, bytes]:
     """Compile `source` (no cache): {`<stem><suffix>`: bytes} for every kernel and variant;
-    `root` is the kernel tree (nothing outside it is read; default the source's folder)."""
-    module = load_compiler(compiler)
-    kernels = module.compile_file(
-        source,
-        targets=normalize_targets(targets),
-        options=dict(options or {}),
-        **({"root": root} if root else {}),
+    `root` is the kernel tree (nothing outside it is read; default the source's folder).
+    `module`: the file as the build's scan loaded it (see build_parse), if the compiler
+    takes one."""
+    mod = load_compiler(compiler)
+    if compiler not in _takes_module:
+        _takes_module[compiler] = "module" in inspect.signature(mod.compile_file).parameters
+    extra = {"module": module} if module is not None and _takes_module[compiler] else {}
+    if root:
+        extra["root"] = root
+    kernels = mod.compile_file(
+        source, targets=normalize_targets(targets), options=dict(options or {}), **extra
     )
     wanted = set(output_suffixes(targets))
     outputs: dict[str, bytes] = {}
@@ -217,6 +157,124 @@ def write_output(path: str, data: bytes) -> None:
         raise CacheError(f"cannot write build output {path}: {exc.strerror or exc}") from None
 
 
+def _write_outputs(
+    out_dir: str, outputs: dict[str, bytes], store: Store | None, link: bool, verified: bool
+) -> list[str]:
+    """Write every output into `out_dir`; with `link`, as a hard link to its cache blob
+    when that blob holds exactly these bytes (`verified`: the lookup just re-hashed it)."""
+    if out_dir not in _made_dirs:
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(f"cannot create output directory {out_dir}: {exc.strerror}") from None
+        _made_dirs.add(out_dir)
+    written = []
+    for name, data in sorted(outputs.items()):
+        path = os.path.join(out_dir, name)
+        digest = content_hash(data) if link and store is not None else None
+        linked = (
+            digest is not None
+            and (verified or store.get_blob(digest, size=len(data)) == data)
+            and store.link_blob(digest, path)
+        )
+        if not linked:
+            write_output(path, data)
+        written.append(path)
+    return written
+
+
+def _stems(outputs) -> list[str]:
+    return sorted({split_output_name(n)[0] for n in outputs if split_output_name(n)})
+
+
+def _check_declared(source: str, expected, outputs) -> None:
+    if expected is not None and sorted(expected) != sorted(outputs):
+        missing = sorted(set(expected) - set(outputs))
+        extra = sorted(set(outputs) - set(expected))
+        raise CacheError(
+            f"{source}: declared outputs differ from the compiled ones "
+            f"(declared but not produced: {missing}; produced but not declared: "
+            f"{extra}); list_kernels and compile_file disagree"
+        )
+
+
+def _inputs_unchanged(source: str, deps, found, warn_fn) -> bool:
+    # An input edited during the compile would pair new outputs with the old key.
+    now = action_inputs(source, deps)
+    for rel, (kind, path) in now.items():
+        try:
+            data = input_bytes(kind, path, source)
+        except CacheError:
+            data = None
+        if data is None and rel not in found.data:
+            continue
+        if rel not in found.data or data != found.data[rel]:
+            warn_fn(
+                f"{rel} changed while {os.path.basename(source)} was compiling; "
+                f"not caching key {found.key.key}"
+            )
+            return False
+    return set(found.data) <= set(now)
+
+
+def _module(job: dict, found):
+    """The scan's parse of the source, if it was parsed from exactly the key's bytes."""
+    if job.get("parsed_hashes") is None or job["parsed_hashes"] != found.files:
+        return None
+    if job.get("module") is not None:
+        return job["module"]
+    return pickle.loads(job["module_bytes"]) if job.get("module_bytes") else None
+
+
+def run_step(job: dict, store: Store | None, remote=None) -> dict:
+    """One build step, in the build process or in a worker (`build_pool`): the key, the
+    local store, the remote (a hit kept locally), else compile and store; the outputs
+    written; the upload queued. `job` holds plain values (see build_kernel_file).
+
+    Returns {"key", "manifest", "tier": "local"|"remote"|None, "stems", "written"}.
+    """
+    source, deps = job["source"], job["deps"]
+    found = key_inputs(source, deps, job["targets"], job["options"], job["identity"])
+    key = found.key
+    outputs = store.lookup(key.key) if store is not None else None
+    tier = "local" if outputs is not None else None
+    if outputs is None and remote is not None:
+        fetched = remote.fetch(key.key)
+        if fetched is not None:
+            record, outputs, tier = fetched[0], fetched[1], "remote"
+            if store is not None:  # kept locally: inputs first, the record last
+                for data in found.data.values():
+                    store.put_blob(data)
+                store.put_record(key.key, key.manifest, outputs, record["info"])
+    compiled = outputs is None
+    if compiled:
+        module = _module(job, found)
+        outputs = compile_outputs(
+            source, job["targets"], job["options"], job["compiler"], job.get("root"), module
+        )
+    _check_declared(source, job["expected"], outputs)
+    stems = _stems(outputs)
+    info = {"source": os.path.basename(source), "stems": stems}
+    if compiled and store is not None and store.writable:
+        if _inputs_unchanged(source, deps, found, store.warn):
+            for data in found.data.values():
+                store.put_blob(data)
+            store.put_record(key.key, key.manifest, outputs, info)
+    written = _write_outputs(job["out_dir"], outputs, store, job["link"], tier == "local")
+    if store is not None:
+        store.count("misses" if compiled else "hits")
+    if compiled and remote is not None and remote.writable:
+        refs = {n: {"hash": content_hash(d), "size": len(d)} for n, d in outputs.items()}
+        remote.upload(make_record(key.key, key.manifest, refs, info), outputs, found.data)
+    return {
+        "key": key.key,
+        "manifest": key.manifest,
+        "tier": tier,
+        "stems": stems,
+        "written": written,
+    }
+
+
 def build_kernel_file(
     source: str,
     out_dir: str,
@@ -229,6 +287,10 @@ def build_kernel_file(
     compiler: str = DEFAULT_COMPILER,
     expected=None,
     link: bool = False,
+    remote=None,
+    pool=None,
+    parsed=None,
+    project: str | None = None,
     root: str | None = None,
 ) -> StepResult:
     """Build every output of one kernel file into `out_dir`, through `store` if given.
@@ -241,77 +303,48 @@ def build_kernel_file(
         link: hard-link outputs to their (read-only) cache blobs instead of writing copies
             (much cheaper where creating files is slow; a blob changed later on disk then
             shows in the linked output too, until it is rebuilt).
+        remote: a `RemoteCache` looked up after the local store, uploaded to on a miss.
+        pool: a `WorkerPool` to run the step in (None: in this process).
+        parsed: the scan's `ParsedFile` of `source`, compiled from if its bytes still match.
+        project: the project root, naming outputs in the store's history.
         root: the kernel tree the compiler may read (default: the source's folder).
     Returns:
-        StepResult with the key, hit/miss, the stems built and the paths written.
+        StepResult with the key, hit/miss and tier, the stems built and the paths written.
     """
     source = os.path.abspath(source)
     if deps is None:
-        deps = load_compiler(compiler).kernel_dependencies(source)
-    identity = identity if identity is not None else compiler_identity(compiler)
-    identity = with_tools(identity, options, compiler)
-    key, inputs = compute_key(source, deps, targets, options, identity)
-    outputs = store.lookup(key.key) if store is not None else None
-    hit = outputs is not None
-    if outputs is None:
-        outputs = compile_outputs(source, targets, options, compiler, root)
-        if store is not None:
-            _store_result(store, source, deps, key, inputs, outputs)
-    if expected is not None and sorted(expected) != sorted(outputs):
-        missing = sorted(set(expected) - set(outputs))
-        extra = sorted(set(outputs) - set(expected))
-        raise CacheError(
-            f"{source}: declared outputs differ from the compiled ones "
-            f"(declared but not produced: {missing}; produced but not declared: "
-            f"{extra}); list_kernels and compile_file disagree"
+        deps = parsed.deps if parsed is not None else None
+    if deps is None:
+        deps = load_compiler(compiler).kernel_dependencies(
+            source, **({"root": root} if root else {})
         )
-    os.makedirs(out_dir, exist_ok=True)
-    refs = {}
-    if link and store is not None:
-        record = store.get_record(key.key, report=False)
-        refs = {n: r["hash"] for n, r in record["outputs"].items()} if record else {}
-    written = []
-    for name, data in sorted(outputs.items()):
-        path = os.path.join(out_dir, name)
-        # A link is only made to a blob whose bytes are the ones just verified or stored.
-        if not (
-            name in refs and refs[name] == content_hash(data) and store.link_blob(refs[name], path)
-        ):
-            write_output(path, data)
-        written.append(path)
-    stems = sorted({split_output_name(n)[0] for n in outputs if split_output_name(n)})
-    if store is not None:
-        store.note_built(stems, key.key)
-    return StepResult(key, hit, stems, written)
-
-
-def _store_result(
-    store: Store,
-    source: str,
-    deps,
-    key: ActionKey,
-    inputs: dict[str, bytes],
-    outputs: dict[str, bytes],
-) -> None:
-    # An input edited during the compile would pair new outputs with the old key: skip.
-    now = action_inputs(source, deps)
-    for rel, (kind, path) in now.items():
-        data = _input_bytes(kind, path, source)
-        if data is None and rel not in inputs:
-            continue
-        if rel not in inputs or data is None or content_hash(data) != content_hash(inputs[rel]):
-            warn(
-                f"{rel} changed while {os.path.basename(source)} was compiling; "
-                f"not caching key {key.key}"
-            )
-            return
-    for data in inputs.values():
-        store.put_blob(data)
-    info = {
-        "source": os.path.basename(source),
-        "stems": sorted({split_output_name(n)[0] for n in outputs}),
+    identity = identity if identity is not None else compiler_identity(compiler)
+    job = {
+        "source": source,
+        "deps": list(deps),
+        "out_dir": out_dir,
+        "targets": normalize_targets(targets),
+        "options": dict(options or {}),
+        "identity": with_tools(identity, options, compiler),
+        "compiler": compiler,
+        "expected": None if expected is None else list(expected),
+        "link": link,
+        "root": root,
+        # The scan's parse: as bytes when a worker made it (shipped on unopened).
+        "parsed_hashes": parsed.hashes if parsed is not None else None,
+        "module": parsed.module if parsed is not None else None,
+        "module_bytes": parsed.module_bytes if parsed is not None else None,
     }
-    store.put_record(key.key, key.manifest, outputs, info)
+    if pool is not None:
+        reply = pool.run(job, store, remote)
+    else:
+        reply = run_step(job, store, remote)
+    key = ActionKey(reply["key"], reply["manifest"])
+    if store is not None:
+        names = [output_name(out_dir, s, project) for s in reply["stems"]]
+        store.note_built(names, key.key)
+    tier = reply["tier"]
+    return StepResult(key, tier is not None, reply["stems"], reply["written"], tier)
 
 
 def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER) -> dict:
@@ -342,6 +375,9 @@ def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER)
                 result.update(status="missing-input", detail=f"input blob of {p['path']}")
                 return result
             path = os.path.normpath(os.path.join(base, p["path"]))
+            if not path.startswith(tmp + os.sep):
+                result.update(status="error", detail=f"input path {p['path']!r} leaves the tree")
+                return result
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.write(data)
@@ -358,7 +394,7 @@ def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER)
             return result
         for name in sorted(set(rebuilt) | set(record["outputs"])):
             ref = record["outputs"].get(name)
-            stored = store.get_blob(ref["hash"], key) if ref else None
+            stored = store.get_blob(ref["hash"], key, ref["size"]) if ref else None
             new = rebuilt.get(name)
             if stored is not None and new is not None and stored == new:
                 continue

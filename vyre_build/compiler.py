@@ -194,15 +194,18 @@ def compile_file(
     kernel: str | None = None,
     text: str | None = None,
     display_path: str | None = None,
+    module=None,
 ) -> list[CompiledKernel]:
-    """Compile every kernel (and variant) of one kernel file; raises KernelError on bad source."""
+    """Compile every kernel (and variant) of one kernel file; raises KernelError on bad source.
+    `module`: the file already loaded (a build's scan), so it is not parsed again."""
     from vyre_build.descriptor import encode
     from vyre_build.frontend import check_module, load_module, wgsl_refusal
     from vyre_build.lower import lower
 
     targets = tuple(targets)
     options = _check_options(targets, options)
-    module = load_module(path, root=root, text=text, display_path=display_path)
+    if module is None:
+        module = load_module(path, root=root, text=text, display_path=display_path)
     if kernel is not None and kernel not in module.kernels:
         raise VyreError(
             f"{module.source.path}: no kernel named {kernel!r}; kernels: "
@@ -272,18 +275,35 @@ def check_source(path: str, root: str | None = None) -> None:
         raise KernelError(r.message, shown, 1, 1, None, r.fix) from None
 
 
-def list_kernels(path: str, root: str | None = None) -> list[str]:
+def list_kernels(path: str, root: str | None = None, module=None) -> list[str]:
     """Output stems ("saxpy", "add.f32") of a kernel file, from parsing alone."""
     from vyre_build.frontend import instances, load_module
 
-    module = load_module(path, root=root)
+    module = module if module is not None else load_module(path, root=root)
     return [name if v is None else f"{name}.{v}" for name, v, _ in instances(module)]
 
 
-def kernel_dependencies(path: str, root: str | None = None) -> list[str]:
+def skipped_targets(path: str, root: str | None = None, module=None) -> dict[str, dict[str, str]]:
+    """{stem: {target: why}} for the kernels of a kernel file that get no artifact of a
+    target, from parsing alone (as compile_file decides): a kernel using cooperative
+    matrices gets no WGSL."""
+    from vyre_build.frontend import instances, load_module, wgsl_refusal
+
+    module = module if module is not None else load_module(path, root=root)
+    why: dict[str, str | None] = {}
+    out = {}
+    for name, v, _ in instances(module):
+        if name not in why:
+            why[name] = wgsl_refusal(module, name)
+        if why[name] is not None:
+            out[name if v is None else f"{name}.{v}"] = {"wgsl": why[name]}
+    return out
+
+
+def kernel_dependencies(path: str, root: str | None = None, module=None) -> list[str]:
     """Absolute paths of every file a kernel file's build reads besides itself, sorted."""
     from vyre_build.frontend import load_module
 
-    module = load_module(path, root=root)
+    module = module if module is not None else load_module(path, root=root)
     real = os.path.realpath(path)
     return sorted({os.path.abspath(p) for p in module.dependencies if p != real})

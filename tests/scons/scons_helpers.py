@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -96,11 +97,18 @@ def write_tree(root: Path, n: int = 4, sconstruct: str = SCONSTRUCT) -> Path:
     return root
 
 
-def scons_env(cache: Path) -> dict:
-    env = dict(os.environ)
+def scons_env(cache: Path | None, **extra: str) -> dict:
+    """The environment of a test build: this checkout importable, `cache` as the cache
+    (None: the config decides), nothing of the developer's own settings (remote, config
+    file, ~/.netrc); `extra` on top."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VYRE_")}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env["VYRE_CACHE_DIR"] = str(cache)
+    if cache is not None:
+        env["VYRE_CACHE_DIR"] = str(cache)
+    env["VYRE_CONFIG"] = os.devnull + ".none"
+    env["NETRC"] = os.devnull + ".none"
     env.pop("SCONSFLAGS", None)
+    env.update(extra)
     return env
 
 
@@ -108,11 +116,11 @@ def scons_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "SCons", "-Q", *args]
 
 
-def run_scons(root: Path, cache: Path, *args: str, check: bool = True):
+def run_scons(root: Path, cache: Path | None, *args: str, check: bool = True, env=None):
     proc = subprocess.run(
         scons_cmd(*args),
         cwd=root,
-        env=scons_env(cache),
+        env=scons_env(cache, **(env or {})),
         capture_output=True,
         text=True,
         timeout=300,
@@ -124,6 +132,24 @@ def run_scons(root: Path, cache: Path, *args: str, check: bool = True):
     return proc
 
 
+def start_build(root: Path, cache: Path, *args: str, stderr=subprocess.PIPE, **env: str):
+    """A scons build started and read up to its first compile line (the first kernel is
+    being built when this returns); (process, time of that line)."""
+    proc = subprocess.Popen(
+        scons_cmd(*args),
+        cwd=root,
+        env=scons_env(cache, PYTHONUNBUFFERED="1", **env),
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        start_new_session=True,
+    )
+    for line in proc.stdout:
+        if line.startswith("vyre: compile "):
+            break
+    return proc, time.monotonic()
+
+
 def compiled(proc) -> list[str]:
     """Kernel files that a scons run compiled (from the default $VYRECOMSTR lines)."""
     return sorted(re.findall(r"^vyre: compile (\S+) ->", proc.stdout, re.M))
@@ -133,10 +159,24 @@ def bundled(proc) -> bool:
     return re.search(r"^vyre: bundle ", proc.stdout, re.M) is not None
 
 
-def cache_cli(cache: Path, *args: str, check: bool = True):
-    proc = subprocess.run(
-        [sys.executable, "-m", "vyre_build", "cache", *args, "--cache-dir", str(cache)],
+def vyre(root: Path, cache: Path | None, *args: str):
+    """`vyre-build ARGS` run in `root` with the test build's environment (not checked)."""
+    return subprocess.run(
+        [sys.executable, "-m", "vyre_build", *args],
+        cwd=root,
         env=scons_env(cache),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def cache_cli(cache: Path | None, *args: str, check: bool = True, cwd=None):
+    where = ["--cache-dir", str(cache)] if cache is not None else []
+    proc = subprocess.run(
+        [sys.executable, "-m", "vyre_build", "cache", *args, *where],
+        env=scons_env(cache),
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,
@@ -146,8 +186,13 @@ def cache_cli(cache: Path, *args: str, check: bool = True):
     return proc
 
 
-def cache_json(cache: Path, *args: str, check: bool = True) -> dict:
-    return json.loads(cache_cli(cache, *args, "--json", check=check).stdout)
+def cache_json(cache: Path | None, *args: str, check: bool = True, cwd=None) -> dict:
+    return json.loads(cache_cli(cache, *args, "--json", check=check, cwd=cwd).stdout)
+
+
+def warning_lines(proc) -> list[str]:
+    """The vyre warnings a build printed."""
+    return [line for line in proc.stderr.splitlines() if "warning:" in line]
 
 
 def outputs(root: Path) -> dict[str, bytes]:

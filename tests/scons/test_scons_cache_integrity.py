@@ -18,6 +18,7 @@ from scons_helpers import (
     run_scons,
     scons_cmd,
     scons_env,
+    start_build,
     write_tree,
 )
 
@@ -88,11 +89,12 @@ def test_builds_killed_at_random_points_leave_no_corrupt_entry(tmp_path):
     rng = random.Random(20261129)
     helper = root / "kernels" / "helpers_b.py"
     checked = killed = 0
-    # Kill points are drawn inside the span of one full build on this machine, so the
-    # kills land mid-build however fast or slow the machine is.
-    t0 = time.monotonic()
-    run_scons(root, tmp_path / "timing-cache")
-    span = max(time.monotonic() - t0, 0.1)
+    # Kill points are drawn inside the span of the compiles of one full build on this
+    # machine, counted from the first compile line, so the kills land among the stores
+    # however fast or slow the machine is (and however long SCons takes to start).
+    proc, first = start_build(root, tmp_path / "timing-cache", "-j2")
+    proc.communicate(timeout=300)
+    span = max(time.monotonic() - first, 0.1)
     it = 0
     # 20 rounds at least, and on until 20 builds were really killed mid-way (a round whose
     # build finished before its kill point still checks the cache), within 60 rounds.
@@ -100,19 +102,12 @@ def test_builds_killed_at_random_points_leave_no_corrupt_entry(tmp_path):
         # New helper content each time: every dependent misses, so the kill lands mid-work.
         helper.write_text(helper.read_text().replace(f"* {it + 3}", f"* {it + 4}"))
         shutil.rmtree(root / "build", ignore_errors=True)
-        proc = subprocess.Popen(
-            scons_cmd("-j2"),
-            cwd=root,
-            env=scons_env(cache),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        time.sleep(rng.uniform(0.02, 0.7 * span))
+        proc, _ = start_build(root, cache, "-j2", stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.0, 0.7 * span))
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             killed += 1
-        proc.wait(timeout=60)
+        proc.communicate(timeout=60)
         if cache.exists():  # a kill before the first store leaves no cache to verify
             report = cache_json(cache, "verify", check=False)
             assert report["ok"], (it, report)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
-from scons_helpers import SCONSTRUCT, bundled, run_scons, scons_env
+from scons_helpers import SCONSTRUCT, bundled, run_scons, vyre
 
 from vyre_build.bundle import read_bundle
 from vyre_build.bundle.keys import generate_key_pair, load_public_key, write_key_pair
@@ -18,17 +16,6 @@ SIGNED = SCONSTRUCT.replace(
     "toolpath=[vyre_build.scons_tool.toolpath()],\n"
     "                  VYRESIGNKEY=ARGUMENTS.get('key', '#keys/release.key'))",
 )
-
-
-def vyre(root, cache, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "vyre_build", *args],
-        cwd=root,
-        env=scons_env(cache),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_scons_signs_reproducibly_and_the_bundle_proves_its_origin(project):

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from vyre_build.build_step import build_kernel_file, compute_key, rebuild_record
+from vyre_build.cache.history import output_name
 from vyre_build.cache.key import content_hash, diff_manifests, make_action_key
+from vyre_build.cache.stats import read_stats
 from vyre_build.cache.store import Store
 from vyre_build.errors import CacheError
 
@@ -174,13 +176,16 @@ def test_record_lookup_hit_miss_and_tampered_record(tmp_path, capsys):
     assert store.lookup(k.key) is None
     store.put_record(k.key, k.manifest, {"a.wgsl": b"A", "a.meta.json": b"{}"})
     assert store.lookup(k.key) == {"a.wgsl": b"A", "a.meta.json": b"{}"}
-    assert store.counts["hits"] == 1 and store.counts["misses"] == 1
+    assert store.counts["local_hits"] == 1 and store.counts["local_misses"] == 1
     path = store.record_path(k.key)
     rec = json.loads(Path(path).read_text())
     rec["outputs"]["a.wgsl"]["hash"] = content_hash(b"evil")
     Path(path).write_text(json.dumps(rec))
     assert store.lookup(k.key) is None
-    assert f"action record {k.key} is corrupt (checksum mismatch)" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"vyre cache: warning: action record {k.key} is corrupt: checksum mismatch; "
+        "removed, the entry will be rebuilt\n"
+    )
     assert not os.path.exists(path)
 
 
@@ -189,10 +194,12 @@ def test_no_temp_files_left_and_stats_flush(tmp_path):
     k = key_of()
     store.put_record(k.key, k.manifest, {"x.kdesc": b"1"})
     store.lookup(k.key)
-    build = store.flush_stats("t")
-    assert build["hits"] == 1 and build["stored"] == 1
-    stats = Store(tmp_path / "c").read_stats()
+    build = store.finish_build("t", {"remote_hits": 2})
+    assert build["local_hits"] == 1 and build["stored"] == 1 and build["remote_hits"] == 2
+    assert store.finish_build("null build") is None  # counted nothing: writes nothing
+    stats = read_stats(Store(tmp_path / "c"))
     assert stats["overall"]["builds"] == 1 and stats["last_build"]["label"] == "t"
+    assert stats["overall"]["remote_hits"] == 2
     leftovers = [n for _, _, names in os.walk(tmp_path) for n in names if ".tmp." in n]
     assert leftovers == []
 
@@ -216,13 +223,24 @@ def test_gc_evicts_least_recently_used_and_by_age(tmp_path):
         store.gc(max_size=-1)
 
 
-def test_history_keeps_changes_only(tmp_path):
-    store = Store(tmp_path / "c")
-    store.note_built(["saxpy"], "a" * 64)
-    store.note_built(["saxpy"], "a" * 64)
-    store.note_built(["saxpy", "add.f32"], "b" * 64)
-    assert store.history("saxpy") == ["a" * 64, "b" * 64]
-    assert store.history("add.f32") == ["b" * 64] and store.history("nope") == []
+def test_history_keeps_each_key_once_last_build_last_and_per_project(tmp_path):
+    store = Store(tmp_path / "c", project=str(tmp_path / "p"))
+    store.note_built(["build/saxpy"], "a" * 64)
+    store.note_built(["build/saxpy"], "a" * 64)
+    store.note_built(["build/saxpy", "build/add.f32"], "b" * 64)
+    assert store.history("build/saxpy") == ["a" * 64, "b" * 64]
+    store.finish_build()
+    again = Store(tmp_path / "c", project=str(tmp_path / "p"))
+    assert again.history("build/saxpy") == ["a" * 64, "b" * 64]
+    again.note_built(["build/saxpy"], "a" * 64)  # a rebuild from an older key: it is last
+    again.finish_build()
+    assert Store(tmp_path / "c", project=str(tmp_path / "p")).history("build/saxpy") == [
+        "b" * 64,
+        "a" * 64,
+    ]
+    assert again.history("build/add.f32") == ["b" * 64] and again.history("nope") == []
+    other = Store(tmp_path / "c", project=str(tmp_path / "elsewhere"))
+    assert other.history("build/saxpy") == []
 
 
 def test_resolve_key_prefix(tmp_path):
@@ -254,7 +272,7 @@ def test_build_step_hit_skips_compiler_and_moved_tree_hits(tmp_path, fake):
         tmp_path / "elsewhere" / "t2", {"k.py": (src / "k.py").read_text(), "h.py": "# helper\n"}
     )
     r2 = build(moved / "k.py", tmp_path / "o2", store)
-    assert r2.hit and r2.key.key == r1.key.key and fake.calls == ["k.py"]
+    assert r2.hit and r2.tier == "local" and r2.key.key == r1.key.key and fake.calls == ["k.py"]
     for name in os.listdir(tmp_path / "o1"):
         assert (tmp_path / "o1" / name).read_bytes() == (tmp_path / "o2" / name).read_bytes()
     (moved / "h.py").write_text("# helper edited\n")
@@ -262,7 +280,10 @@ def test_build_step_hit_skips_compiler_and_moved_tree_hits(tmp_path, fake):
     assert not r3.hit and fake.calls == ["k.py", "k.py"]
     diff = diff_manifests(r1.key.manifest, r3.key.manifest)
     assert [d["part"] for d in diff] == ["import h.py"]
-    assert store.history("saxpy") == [r1.key.key, r3.key.key]
+    assert store.history(output_name(str(tmp_path / "o2"), "saxpy", None)) == [
+        r1.key.key,
+        r3.key.key,
+    ]
 
 
 def test_build_step_corrupt_blob_is_rebuilt_right(tmp_path, fake, capsys):
@@ -327,32 +348,59 @@ def test_scan_memo_reuses_only_while_every_input_is_unchanged(tmp_path):
 
     src = tree(tmp_path / "t", {"k.py": "k", "h.py": "h"})
     k, h = str(src / "k.py"), str(src / "h.py")
-    memo = ScanMemo(Store(tmp_path / "c"), "ident-1")
+    memo = ScanMemo(Store(tmp_path / "c"), "ident-1", "/proj")
     assert memo.lookup(k) is None
     memo.save(k, memo.file_hash(k), ["k"], [h])
-    fresh = ScanMemo(Store(tmp_path / "c"), "ident-1")
-    assert fresh.lookup(k) == {"stems": ["k"], "deps": [h]}
-    assert ScanMemo(Store(tmp_path / "c"), "ident-2").lookup(k) is None
+    memo.flush()
+    [written] = list((tmp_path / "c" / "scan").iterdir())  # one file per project
+    fresh = ScanMemo(Store(tmp_path / "c"), "ident-1", "/proj")
+    assert fresh.lookup(k) == {"stems": ["k"], "deps": [h], "skipped": {}}
+    assert ScanMemo(Store(tmp_path / "c"), "ident-2", "/proj").lookup(k) is None
+    assert ScanMemo(Store(tmp_path / "c"), "ident-1", "/other").lookup(k) is None
     (src / "variants.yaml").write_text("k.py: {}\n")  # a new file the answer may read
-    assert ScanMemo(Store(tmp_path / "c"), "ident-1").lookup(k) is None
+    assert ScanMemo(Store(tmp_path / "c"), "ident-1", "/proj").lookup(k) is None
     (src / "variants.yaml").unlink()
     (src / "h.py").write_text("h2")
-    assert ScanMemo(Store(tmp_path / "c"), "ident-1").lookup(k) is None
-    memo2 = ScanMemo(Store(tmp_path / "c"), "ident-1")
+    assert ScanMemo(Store(tmp_path / "c"), "ident-1", "/proj").lookup(k) is None
+    memo2 = ScanMemo(Store(tmp_path / "c"), "ident-1", "/proj")
     memo2.save(k, "0" * 64, ["stale"], [])  # source changed while parsing
+    memo2.flush()
     assert memo2.lookup(k) is None
 
 
-def test_scan_memo_ignores_a_corrupt_entry(tmp_path):
+def test_scan_memo_keeps_which_stems_get_no_artifact_of_a_target(tmp_path):
+    from vyre_build.cache.scan import ScanMemo
+
+    src = tree(tmp_path / "t", {"k.py": "k"})
+    k = str(src / "k.py")
+    memo = ScanMemo(Store(tmp_path / "c"), "i")
+    why = {"mm": {"wgsl": "needs cooperative matrices: SPIR-V only"}}
+    memo.save(k, memo.file_hash(k), ["add", "mm"], [], why)
+    memo.flush()
+    assert ScanMemo(Store(tmp_path / "c"), "i").lookup(k) == {
+        "stems": ["add", "mm"],
+        "deps": [],
+        "skipped": why,
+    }
+    [entry] = list((tmp_path / "c" / "scan").glob("*.json"))
+    body = entry.read_bytes().split(b"\n", 1)[1].replace(b'{"wgsl":', b'{"wgsl":[1],"x":')
+    entry.write_bytes(content_hash(body).encode() + b"\n" + body)
+    assert ScanMemo(Store(tmp_path / "c"), "i").lookup(k) is None  # malformed: recomputed
+
+
+def test_scan_memo_ignores_a_corrupt_file(tmp_path):
     from vyre_build.cache.scan import ScanMemo
 
     src = tree(tmp_path / "t", {"k.py": "k"})
     k = str(src / "k.py")
     memo = ScanMemo(Store(tmp_path / "c"), "i")
     memo.save(k, memo.file_hash(k), ["k"], [])
-    [entry] = list((tmp_path / "c" / "scan").rglob("*.json"))
+    memo.flush()
+    [entry] = list((tmp_path / "c" / "scan").glob("*.json"))
     entry.write_bytes(entry.read_bytes().replace(b'"stems":["k"]', b'"stems":["evil"]'))
-    assert ScanMemo(Store(tmp_path / "c"), "i").lookup(k) is None and not entry.exists()
+    assert ScanMemo(Store(tmp_path / "c"), "i").lookup(k) is None
+    entry.write_bytes(b"[" * 100000)
+    assert ScanMemo(Store(tmp_path / "c"), "i").lookup(k) is None
 
 
 # --- CLI ---------------------------------------------------------------------------------
@@ -360,17 +408,14 @@ def test_scan_memo_ignores_a_corrupt_entry(tmp_path):
 
 def test_cli_gc_show_why_and_errors(tmp_path, capsys):
     from vyre_build.cli import main
-    from vyre_build.commands.cache import parse_size
 
-    assert parse_size("2k") == 2048 and parse_size("1.5M") == 1572864 and parse_size("7") == 7
-    with pytest.raises(CacheError, match="is not a size"):
-        parse_size("lots")
     store = Store(tmp_path / "c")
     a, b = key_of(), key_of(options={"a": 9})
     for k in (a, b):
         store.put_record(k.key, k.manifest, {"s.wgsl": k.key.encode()})
     store.note_built(["s"], a.key)
     store.note_built(["s"], b.key)
+    store.finish_build()
     cd = ["--cache-dir", str(tmp_path / "c")]
     assert main(["cache", "why", "build/s.wgsl", *cd, "--json"]) == 0
     why = json.loads(capsys.readouterr().out)
@@ -399,3 +444,23 @@ def test_link_mode_hard_links_verified_read_only_blobs(tmp_path, fake):
         assert out.stat().st_ino == blob.stat().st_ino and blob.stat().st_mode & 0o222 == 0
         assert (tmp_path / "copy" / name).stat().st_ino != blob.stat().st_ino
         assert out.read_bytes() == (tmp_path / "copy" / name).read_bytes()
+
+
+def test_the_scons_tool_imports_no_cli_and_gc_no_store():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, vyre_build.scons_tool, vyre_build.cache.gc\n"
+        "bad = sorted(m for m in sys.modules if m.startswith(('vyre_build.cli', "
+        "'vyre_build.commands')))\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    import ast
+    import vyre_build.cache.gc as gc_module
+
+    tree = ast.parse(Path(gc_module.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "vyre_build.cache.store" not in imported

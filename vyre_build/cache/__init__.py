@@ -1,28 +1,15 @@
-"""Content-addressed artifact cache: action keys (`key`) and the on-disk store (`store`)."""
+"""Content-addressed artifact cache, one module per concern (this package imports none of
+them, so no module of it is ever imported in a circle):
 
-from __future__ import annotations
-
-import os
-
-from vyre_build.cache.key import ActionKey, KeyPart, diff_manifests, make_action_key
-from vyre_build.cache.store import Store
-
-__all__ = [
-    "CACHE_DIR_ENV",
-    "ActionKey",
-    "KeyPart",
-    "Store",
-    "default_cache_dir",
-    "diff_manifests",
-    "make_action_key",
-]
-
-CACHE_DIR_ENV = "VYRE_CACHE_DIR"
-
-
-def default_cache_dir(project_root: str | os.PathLike = ".") -> str:
-    """$VYRE_CACHE_DIR if set, else `cache/` under `project_root` (absolute)."""
-    override = os.environ.get(CACHE_DIR_ENV)
-    if override:
-        return os.path.abspath(override)
-    return os.path.abspath(os.path.join(os.fspath(project_root), "cache"))
+    key       action keys: the manifest of a build step's inputs and its blake3
+    record    action records: what a key built, the same bytes locally and remotely
+    layout    the cache directory's files, read defensively
+    store     the local store (blobs by content, records by key), robust to its storage
+    gc        LRU and age eviction, orphan and temp-file sweeps, clear
+    stats     counters per tier, last build and overall
+    history   the keys each output was built from, per project (for `cache why`)
+    why       what changed between an output's last two builds
+    scan      the scan memo (stems and imports of kernel files across builds)
+    remote    the remote tier over HTTP (/cas/<blake3>, /ac/<key>)
+    transport HTTP with kept-alive connections, for the remote tier
+"""

@@ -81,6 +81,20 @@ def _value_part(kind: str, value) -> KeyPart:
     return KeyPart(kind, content_hash(canonical_json(value)), None, value)
 
 
+_identity_parts: dict[int, tuple[dict, KeyPart]] = {}
+
+
+def _identity_part(identity: dict) -> KeyPart:
+    # One identity object serves a whole build: hash it once (the object is kept, so its
+    # id cannot be reused by another dict while the entry exists).
+    found = _identity_parts.get(id(identity))
+    if found is None or found[0] is not identity:
+        found = _identity_parts[id(identity)] = (identity, _value_part("compiler", identity))
+        if len(_identity_parts) > 64:
+            _identity_parts.pop(next(iter(_identity_parts)))
+    return found[1]
+
+
 def _check_relpath(path: str) -> str:
     if not path or path.startswith("/") or "\\" in path or ":" in path.split("/")[0]:
         raise CacheError(
@@ -112,7 +126,7 @@ def make_action_key(
     if not isinstance(identity, dict) or "version" not in identity:
         raise CacheError(f"compiler identity must be a dict with a 'version', got {identity!r}")
     try:
-        parts = [_value_part("compiler", identity)]
+        parts = [_identity_part(identity)]
         parts.append(KeyPart("source", content_hash(source[1]), _check_relpath(source[0])))
         for kind, files in (("import", imports), ("variants", variants)):
             for rel, data in sorted(files, key=lambda f: f[0]):

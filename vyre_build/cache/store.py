@@ -1,21 +1,18 @@
-"""The on-disk artifact store: blobs by blake3 of content, action records by key.
+"""The local artifact store: blobs by blake3 of content, action records by key.
 
-Layout under the cache root (default `cache/` at the project root):
-    cas/<2 hex>/<blake3>      blobs: artifact bytes and the input sources they came from
-    ac/<2 hex>/<key>.json     action records: manifest, outputs (name -> blob), checksum
-    history/<h>.json          per output stem: the last keys it was built from (for `why`)
-    stats.json                hit/miss counters, overall and per build
-    locks/*.lock              fcntl locks for read-modify-write files (stats, history, gc)
-
-Guarantees:
+Layout: see `vyre_build.cache.layout`. Guarantees:
 - Every write is a temp file in the destination directory, then `os.replace`, so a reader
   (or a build killed at any point) sees the old file or the whole new one, never a part.
-- Every read re-hashes: a blob whose bytes do not hash to its name, or a record whose
-  checksum or key does not match, is reported on stderr (naming blob and key), removed
-  and treated as a miss; it is never served.
+- Every read re-hashes: a blob whose bytes do not hash to its name, a record whose
+  checksum, key or shape is wrong, or anything that is not a regular file where an entry
+  should be (a directory, a FIFO, a link, a file over the size limit) is reported on
+  stderr (naming blob and key), removed and treated as a miss; it is never served.
+- A store that cannot be written (read-only mount, permissions, disk full) still serves
+  hits: the first failed write is one warning, and the store writes nothing more in this
+  process. A failed write leaves no temp file and no record without its blobs.
 - Concurrent processes and threads may share one store: blobs are content-addressed (two
   writers write the same bytes), records are replaced whole, and the read-modify-write
-  files are guarded by fcntl locks.
+  files (stats, history, scan memo) are guarded by fcntl locks.
 - A record's file mtime is its last-access stamp (set explicitly on every hit, so it does
   not depend on atime); `gc` evicts least-recently-used records first.
 """
@@ -25,26 +22,32 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import sys
 import threading
 import time
 
-from vyre_build.cache.key import FILE_PART_KINDS, content_hash, key_from_manifest
+import vyre_build.cache.gc as _gc
+import vyre_build.cache.stats as _stats
+from vyre_build.cache.history import History
+from vyre_build.cache.key import content_hash, key_from_manifest
+from vyre_build.cache.layout import (
+    BadEntry,
+    is_hex_hash,
+    listdir,
+    load_json,
+    read_entry,
+    remove_entry,
+)
+from vyre_build.cache.record import MAX_RECORD_BYTES, check_record, make_record
 from vyre_build.errors import CacheError
 from vyre_build.files import atomic_write, canonical_json, temp_path
 
-__all__ = ["RECORD_SCHEMA", "Store", "is_hex_hash"]
+__all__ = ["AUTO_GC_INTERVAL_S", "MAX_BLOB_BYTES", "Store", "is_hex_hash", "warn"]
 
-RECORD_SCHEMA = "vyre-action-record/1"
-HISTORY_DEPTH = 8  # keys remembered per output stem
-RECENT_BUILDS = 20
+MAX_BLOB_BYTES = 1 << 30  # an artifact over 1 GiB is not one of ours
+AUTO_GC_INTERVAL_S = 86400.0  # a full collection at least daily sweeps killed writers' temps
 _HEX = frozenset("0123456789abcdef")
-
-
-def is_hex_hash(text: str) -> bool:
-    return len(text) == 64 and set(text) <= _HEX
 
 
 def warn(message: str) -> None:
@@ -52,186 +55,248 @@ def warn(message: str) -> None:
 
 
 class Store:
-    """One cache directory. Cheap to construct; creates its directories on first write."""
+    """One cache directory. Cheap to construct; creates its directories on first write.
 
-    def __init__(self, root: str | os.PathLike):
+    Arguments:
+        root: the cache directory.
+        project: the project root whose builds this store records (`history`), if any.
+        warn: called with each warning's text (default: printed on stderr).
+    """
+
+    def __init__(self, root: str | os.PathLike, *, project: str | None = None, warn=warn):
         self.root = os.path.abspath(os.fspath(root))
         if os.path.exists(self.root) and not os.path.isdir(self.root):
             raise CacheError(
                 f"cache directory {self.root} exists and is not a directory; "
                 "point VYRE_CACHE_DIR / $VYRECACHEDIR at a directory"
             )
+        self._warn = warn
         self._made: set[str] = set()
-        self._counts_lock = threading.Lock()
-        self.counts = {"hits": 0, "misses": 0, "corrupt": 0, "stored": 0}
+        self._lock = threading.Lock()
+        self._warned: set[str] = set()
+        self.writable = True
+        self.write_failure: str | None = None  # the warning of the first failed write
+        self.counts = dict.fromkeys(_stats.COUNTERS, 0)
+        self.builds = History(self, project)
+        self._fresh = not os.path.lexists(os.path.join(self.root, "ac"))
 
-    # --- paths and atomic writes ------------------------------------------------------
+    # --- paths, warnings, counters ------------------------------------------------------
     def blob_path(self, digest: str) -> str:
         return os.path.join(self.root, "cas", digest[:2], digest)
 
     def record_path(self, key: str) -> str:
         return os.path.join(self.root, "ac", key[:2], key + ".json")
 
-    def _history_path(self, stem: str) -> str:
-        return os.path.join(self.root, "history", content_hash(stem.encode())[:32] + ".json")
+    def warn_once(self, kind: str, message: str) -> None:
+        """Warn about `kind` once per store (a broken disk is one line, not one per file)."""
+        with self._lock:
+            if kind in self._warned:
+                return
+            self._warned.add(kind)
+        self._warn(message)
+
+    def warn(self, message: str) -> None:
+        self._warn(message)
+
+    def count(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self.counts[name] = self.counts.get(name, 0) + n
+
+    def take_counts(self) -> dict:
+        """This process's counters since the last call (reset to zero)."""
+        with self._lock:
+            counts, self.counts = self.counts, dict.fromkeys(_stats.COUNTERS, 0)
+        return counts
+
+    # --- writing ----------------------------------------------------------------------
+    def _write_failed(self, path: str, exc: OSError) -> None:
+        self.count("store_errors")
+        self.writable = False
+        why = exc.strerror or str(exc)
+        if exc.errno == errno.EROFS:
+            what = f"cache {self.root} is on a read-only file system"
+        elif exc.errno in (errno.EACCES, errno.EPERM):
+            what = f"cache {self.root} is not writable ({path}: {why})"
+        elif exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            what = f"cache {self.root} is full ({why} while writing {path})"
+        else:
+            what = f"cannot write {path} ({why})"
+        message = f"{what}: serving hits, storing nothing more in this build"
+        if self.write_failure is None:
+            self.write_failure = message
+        self.warn_once("write", message)
 
     def _ensure_dir(self, path: str) -> None:
-        if path not in self._made:
+        if path in self._made:
+            return
+        if not os.path.isdir(path):  # a stat is ~100x cheaper than a failing mkdir
             try:
-                if not os.path.isdir(path):  # a stat is ~100x cheaper than a failing mkdir
-                    os.makedirs(path, exist_ok=True)
-            except OSError as exc:
-                raise CacheError(f"cannot create cache directory {path}: {exc.strerror}") from None
-            self._made.add(path)
+                os.makedirs(path, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                # A file where a store directory should be: it holds nothing of ours.
+                for d in (os.path.dirname(path), path):
+                    if os.path.lexists(d) and not os.path.isdir(d):
+                        remove_entry(d)
+                os.makedirs(path, exist_ok=True)
+        self._made.add(path)
 
-    def _write_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        """Write `data` to `path` atomically (files.atomic_write), its directory made first."""
-        self._ensure_dir(os.path.dirname(path))
+    def write_file(self, path: str, data: bytes, mode: int = 0o644) -> bool:
+        """Write `data` to `path` in the store atomically; False (and one warning) if the
+        store cannot be written. Whatever sits in the way (a directory) is removed."""
+        if not self.writable:
+            return False
         try:
-            atomic_write(path, data, mode=mode)
+            self._ensure_dir(os.path.dirname(path))
+            try:
+                atomic_write(path, data, mode=mode)
+            except (IsADirectoryError, NotADirectoryError):
+                remove_entry(path)
+                atomic_write(path, data, mode=mode)
         except OSError as exc:
-            raise CacheError(f"cannot write {path}: {exc.strerror or exc}") from None
+            self._write_failed(path, exc)
+            return False
+        return True
 
     @contextlib.contextmanager
     def lock(self, name: str):
-        """Exclusive fcntl lock on locks/<name>.lock (between processes and threads)."""
-        directory = os.path.join(self.root, "locks")
-        self._ensure_dir(directory)
-        fd = os.open(os.path.join(directory, name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        """Exclusive fcntl lock on locks/<name>.lock (between processes and threads); none
+        when the store cannot be written (nothing will be written under it then)."""
+        fd = None
+        if self.writable:
+            directory = os.path.join(self.root, "locks")
+            try:
+                self._ensure_dir(directory)
+                fd = os.open(os.path.join(directory, name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                self._write_failed(os.path.join(directory, name + ".lock"), exc)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
-            os.close(fd)  # closing releases the flock
-
-    def _count(self, name: str, n: int = 1) -> None:
-        with self._counts_lock:
-            self.counts[name] += n
+            if fd is not None:
+                os.close(fd)  # closing releases the flock
 
     # --- blobs ------------------------------------------------------------------------
-    def put_blob(self, data: bytes) -> str:
-        """Store `data` under its blake3; returns the hash. Existing blobs are not rewritten."""
+    def put_blob(self, data: bytes) -> str | None:
+        """Store `data` under its blake3; returns the hash, or None if it could not be
+        written. A regular file of the right size there is kept (reads re-hash anyway)."""
         digest = content_hash(data)
         path = self.blob_path(digest)
         try:
-            if os.stat(path).st_size == len(data):
+            st = os.lstat(path)
+            if st.st_size == len(data) and os.path.isfile(path) and not os.path.islink(path):
                 return digest
-        except FileNotFoundError:
+        except OSError:
             pass
-        self._write_atomic(path, data, mode=0o444)
+        if not self.write_file(path, data, mode=0o444):
+            return None
+        self.count("stored_bytes", len(data))
         return digest
 
-    def get_blob(self, digest: str, key: str | None = None) -> bytes | None:
-        """The blob's bytes if present and intact; None if absent or corrupt (then removed)."""
+    def _drop(self, path: str, what: str, problem: str) -> None:
+        self.count("corrupt")
+        failed = remove_entry(path)
+        tail = "removed" if failed is None else f"could not remove it ({failed})"
+        self._warn(f"{what} is corrupt: {problem}; {tail}, the entry will be rebuilt")
+
+    def get_blob(
+        self, digest: str, key: str | None = None, size: int | None = None
+    ) -> bytes | None:
+        """The blob's bytes if present and intact; None if absent or unusable (then
+        reported and removed). `size`, when the record gives it, bounds the read."""
         path = self.blob_path(digest)
+        where = f"blob {digest}" + (f" (of key {key})" if key else "")
         try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+            data = read_entry(path, MAX_BLOB_BYTES if size is None else size)
+        except BadEntry as exc:
+            self._drop(path, where, exc.problem)
+            return None
+        if data is None:
             return None
         actual = content_hash(data)
         if actual != digest:
-            where = f" (of key {key})" if key else ""
-            warn(
-                f"blob {digest}{where} is corrupt: its bytes hash to {actual}; "
-                "removed, the entry will be rebuilt"
-            )
-            self._count("corrupt")
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            self._drop(path, where, f"its bytes hash to {actual}")
             return None
         return data
 
     # --- action records ---------------------------------------------------------------
-    @staticmethod
-    def _checksum(record: dict) -> str:
-        body = {k: v for k, v in record.items() if k != "checksum"}
-        return content_hash(canonical_json(body))
-
     def put_record(
         self, key: str, manifest: dict, outputs: dict[str, bytes], info: dict | None = None
-    ) -> dict:
+    ) -> dict | None:
         """Store every output as a blob, then the record (last, so a record is never
-        visible before its blobs). Returns the record."""
+        visible before its blobs). Returns the record, or None if it was not stored."""
         if key_from_manifest(manifest) != key:
             raise RuntimeError(f"key {key} does not match its manifest")
-        out = {
-            name: {"hash": self.put_blob(data), "size": len(data)}
-            for name, data in sorted(outputs.items())
-        }
-        record = {
-            "schema": RECORD_SCHEMA,
-            "key": key,
-            "manifest": manifest,
-            "outputs": out,
-            "info": info or {},
-        }
-        record["checksum"] = self._checksum(record)
-        self._write_atomic(self.record_path(key), canonical_json(record) + b"\n")
-        self._count("stored")
+        refs = {}
+        for name, data in sorted(outputs.items()):
+            digest = self.put_blob(data)
+            if digest is None:
+                return None
+            refs[name] = {"hash": digest, "size": len(data)}
+        record = make_record(key, manifest, refs, info)
+        body = canonical_json(record) + b"\n"
+        if not self.write_file(self.record_path(key), body):
+            return None
+        self.count("stored")
+        self.count("stored_bytes", len(body))
         return record
 
-    def _drop_record(self, key: str, why: str) -> None:
-        warn(f"action record {key} is corrupt ({why}); removed, the entry will be rebuilt")
-        self._count("corrupt")
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.record_path(key))
+    def put_record_bytes(self, key: str, body: bytes) -> bool:
+        """Store an already-checked record's bytes (its blobs must be stored first)."""
+        if not self.write_file(self.record_path(key), body):
+            return False
+        self.count("stored")
+        self.count("stored_bytes", len(body))
+        return True
 
-    def check_record(self, key: str, record) -> str | None:
-        """None if `record` is an intact record of `key`, else what is wrong with it."""
-        if not isinstance(record, dict) or record.get("schema") != RECORD_SCHEMA:
-            return "not a " + RECORD_SCHEMA
-        if record.get("checksum") != self._checksum(record):
-            return "checksum mismatch"
-        if record.get("key") != key:
-            return f"it is filed under {key} but names key {record.get('key')}"
-        try:
-            if key_from_manifest(record["manifest"]) != key:
-                return "its manifest does not hash to its key"
-        except (TypeError, ValueError):
-            return "its manifest is not canonical JSON"
-        return None
+    def read_record(self, key: str) -> dict:
+        """The record of `key` as stored (intact or not); raises BadEntry with the problem,
+        FileNotFoundError when absent. Reads only: for `verify`."""
+        data = read_entry(self.record_path(key), MAX_RECORD_BYTES)
+        if data is None:
+            raise FileNotFoundError(self.record_path(key))
+        record = load_json(data)
+        problem = check_record(key, record, data)
+        if problem is not None:
+            raise BadEntry(problem)
+        return record
 
     def get_record(self, key: str, *, report: bool = True) -> dict | None:
         """The intact record of `key`, or None (absent; or corrupt: then reported, removed)."""
         try:
-            with open(self.record_path(key), "rb") as f:
-                raw = f.read()
+            return self.read_record(key)
         except FileNotFoundError:
             return None
-        try:
-            record = json.loads(raw)
-        except ValueError:
-            record = None
-        problem = self.check_record(key, record)
-        if problem is not None:
+        except BadEntry as exc:
             if report:
-                self._drop_record(key, problem)
+                self._drop(self.record_path(key), f"action record {key}", exc.problem)
             return None
-        return record
 
     def touch(self, key: str) -> None:
-        """Stamp the record as used now (LRU), independent of atime and mount options."""
-        with contextlib.suppress(FileNotFoundError):
-            os.utime(self.record_path(key))
+        """Stamp the record as used now (LRU), independent of atime and mount options.
+        Best effort: a store others own or mounted read-only keeps its old stamps."""
+        if self.writable:
+            with contextlib.suppress(OSError):
+                os.utime(self.record_path(key))
 
     def lookup(self, key: str) -> dict[str, bytes] | None:
-        """All outputs of `key`, each re-hashed, or None (a miss). Counts hits and misses."""
+        """All outputs of `key`, each re-hashed, or None (a miss). Counts local hits/misses."""
         record = self.get_record(key)
         outputs = None
         if record is not None:
             outputs = {}
             for name, ref in record["outputs"].items():
-                data = self.get_blob(ref["hash"], key)
+                data = self.get_blob(ref["hash"], key, ref["size"])
                 if data is None:
                     outputs = None
                     break
                 outputs[name] = data
         if outputs is None:
-            self._count("misses")
+            self.count("local_misses")
             return None
         self.touch(key)
-        self._count("hits")
+        self.count("local_hits")
         return outputs
 
     def link_blob(self, digest: str, dest: str) -> bool:
@@ -249,23 +314,24 @@ class Store:
                 os.unlink(tmp)
             return False
 
-    def iter_keys(self):
+    # --- listing ----------------------------------------------------------------------
+    def iter_keys(self) -> list[str]:
         """Every record key in the store, sorted."""
         base = os.path.join(self.root, "ac")
-        keys = []
-        for sub in _listdir(base):
-            for name in _listdir(os.path.join(base, sub)):
-                if name.endswith(".json") and is_hex_hash(name[:-5]):
-                    keys.append(name[:-5])
-        return sorted(keys)
+        return sorted(
+            name[:-5]
+            for sub in listdir(base)
+            for name in listdir(os.path.join(base, sub))
+            if name.endswith(".json") and is_hex_hash(name[:-5])
+        )
 
-    def iter_blobs(self):
+    def iter_blobs(self) -> list[str]:
         """Every blob hash in the store, sorted."""
         base = os.path.join(self.root, "cas")
         return sorted(
             name
-            for sub in _listdir(base)
-            for name in _listdir(os.path.join(base, sub))
+            for sub in listdir(base)
+            for name in listdir(os.path.join(base, sub))
             if is_hex_hash(name)
         )
 
@@ -285,118 +351,61 @@ class Store:
             )
         return matches[0]
 
-    # --- history of keys per output stem ------------------------------------------------
-    def history(self, stem: str) -> list[str]:
-        """Keys that `stem` was built from, oldest first (at most HISTORY_DEPTH)."""
-        try:
-            with open(self._history_path(stem), "rb") as f:
-                data = json.loads(f.read())
-            if data.get("stem") == stem:
-                return [k for k in data.get("keys", []) if is_hex_hash(k)]
-        except (FileNotFoundError, ValueError, AttributeError):
-            pass
-        return []
+    # --- history and the end of a build -------------------------------------------------
+    def note_built(self, names, key: str) -> None:
+        """Remember that each output of `names` (see history.output_name) came from `key`."""
+        self.builds.note(names, key)
 
-    def note_built(self, stems, key: str) -> None:
-        """Remember that each of `stems` now comes from `key` (only writes on a change)."""
-        for stem in stems:
-            keys = self.history(stem)
-            if keys and keys[-1] == key:
-                continue
-            with self.lock("history"):
-                keys = [k for k in self.history(stem) if k != key] + [key]
-                body = {"stem": stem, "keys": keys[-HISTORY_DEPTH:]}
-                self._write_atomic(self._history_path(stem), canonical_json(body) + b"\n")
+    def history(self, name: str) -> list[str]:
+        """Keys output `name` was built from, oldest first (at most HISTORY_DEPTH)."""
+        return self.builds.keys(name)
 
-    # --- statistics -------------------------------------------------------------------
-    def read_stats(self) -> dict:
-        try:
-            with open(os.path.join(self.root, "stats.json"), "rb") as f:
-                data = json.loads(f.read())
-            if isinstance(data, dict) and isinstance(data.get("overall"), dict):
-                return data
-        except (FileNotFoundError, ValueError):
-            pass
-        return {
-            "overall": {"hits": 0, "misses": 0, "corrupt": 0, "stored": 0, "builds": 0},
-            "last_build": None,
-            "recent_builds": [],
-        }
-
-    def flush_stats(self, label: str = "") -> dict | None:
-        """Add this process's counters into stats.json as one build; resets them."""
-        with self._counts_lock:
-            counts, self.counts = self.counts, {k: 0 for k in self.counts}
+    def finish_build(
+        self,
+        label: str = "",
+        extra: dict | None = None,
+        max_size: int | None = None,
+        max_age_s: float | None = None,
+    ) -> dict | None:
+        """End of a build: write its history and counters (with `extra`, e.g. the remote
+        tier's) as one build in stats.json, then collect if the store is over `max_size`
+        or went a day without a collection. Returns the build's counters, None if it
+        counted nothing (a null build writes nothing)."""
+        self.builds.flush()
+        counts = self.take_counts()
+        for name, n in (extra or {}).items():
+            counts[name] = counts.get(name, 0) + n
         if not any(counts.values()):
             return None
-        build = dict(counts, label=label, pid=os.getpid(), finished=round(time.time(), 3))
-        with self.lock("stats"):
-            stats = self.read_stats()
-            overall = stats["overall"]
-            for name, n in counts.items():
-                overall[name] = overall.get(name, 0) + n
-            overall["builds"] = overall.get("builds", 0) + 1
-            stats["last_build"] = build
-            stats["recent_builds"] = (stats.get("recent_builds") or [])[-(RECENT_BUILDS - 1) :]
-            stats["recent_builds"].append(build)
-            self._write_atomic(os.path.join(self.root, "stats.json"), canonical_json(stats) + b"\n")
-        return build
+        stats = _stats.record_build(self, counts, label, fresh=self._fresh)
+        self._fresh = False
+        if self.writable and (max_size is not None or max_age_s is not None):
+            last, size = stats["last_gc"], stats["size_bytes"]
+            due = last is None or time.time() - last > AUTO_GC_INTERVAL_S
+            if due or (max_size is not None and (size is None or size > max_size)):
+                report = self.gc(max_size, max_age_s)
+                _stats.note_gc(self, report["total_bytes_after"])
+        return stats["last_build"]
 
+    # --- maintenance (vyre_build.cache.gc) ------------------------------------------------
     def usage(self) -> dict:
-        """Entry and blob counts and bytes on disk (records + blobs)."""
-        rec_bytes = blob_bytes = 0
-        keys, blobs = self.iter_keys(), self.iter_blobs()
-        for k in keys:
-            rec_bytes += _size(self.record_path(k))
-        for b in blobs:
-            blob_bytes += _size(self.blob_path(b))
-        return {
-            "entries": len(keys),
-            "blobs": len(blobs),
-            "record_bytes": rec_bytes,
-            "blob_bytes": blob_bytes,
-            "total_bytes": rec_bytes + blob_bytes,
-        }
+        """Entries, blobs, bytes on disk and temp files left by killed writers."""
+        return _gc.usage(self)
 
-    # --- garbage collection ------------------------------------------------------------
     def gc(
         self, max_size: int | None = None, max_age_s: float | None = None, now: float | None = None
     ) -> dict:
-        """LRU/age eviction; see `vyre_build.cache.gc.collect`."""
-        from vyre_build.cache.gc import collect
+        """LRU/age eviction and the sweep of stale temp files; see `gc.collect`."""
+        return _gc.collect(self, max_size, max_age_s, now)
 
-        return collect(self, max_size, max_age_s, now)
+    def clear(self) -> dict:
+        """Remove every entry (records, blobs, history, scan memo); statistics stay."""
+        return _gc.clear(self)
 
-
-def record_blobs(record: dict) -> list[str]:
-    """Every blob a record references: its outputs and its stored input files, sorted."""
-    blobs = {ref["hash"] for ref in record["outputs"].values()}
-    for part in record["manifest"]["parts"]:
-        if part["kind"] in FILE_PART_KINDS:
-            blobs.add(part["hash"])
-    return sorted(blobs)
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return sorted(os.listdir(path))
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        if exc.errno == errno.ENOTDIR:
-            return []
-        raise CacheError(f"cannot list cache directory {path}: {exc.strerror}") from None
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except FileNotFoundError:
-        return 0
-
-
-def _mtime(path: str, default: float) -> float:
-    try:
-        return os.stat(path).st_mtime
-    except FileNotFoundError:
-        return default
+    def read_json(self, path: str, limit: int = MAX_RECORD_BYTES):
+        """A store file's JSON, or None when absent or unusable (the caller starts afresh)."""
+        try:
+            data = read_entry(path, limit)
+            return None if data is None else load_json(data)
+        except BadEntry:
+            return None

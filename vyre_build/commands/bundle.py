@@ -175,6 +175,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"uniform    binding {m['uniform'].get('binding')}, {m['uniform'].get('size')} bytes")
     if m.get("features"):
         print(f"features   {', '.join(m['features'])}")
+    skipped = m.get("skipped")
+    for target, why in sorted(skipped.items()) if isinstance(skipped, dict) else ():
+        print(f"skipped    {target}: {why}")  # the artifact this kernel has none of, and why
     if m.get("variant_values"):
         values = ", ".join(f"{k}={v}" for k, v in sorted(m["variant_values"].items()))
         print(f"variant    {values}")

@@ -1,47 +1,54 @@
 """`vyre-build cache`: inspect and maintain the artifact cache.
 
-    stats                     entries, bytes, hits/misses overall and of the last build
+    stats                     hits, misses and hit rates per tier (last build, overall),
+                              size and limit, entries, corrupt entries, temp files
+    zero                      reset the statistics
+    clear                     remove every entry (statistics stay)
     ls                        every entry: key, source file, stems, size, last access
     show KEY                  the key manifest (each part with its own hash) and outputs
-    why TARGET_OR_KEY [OTHER] which key parts differ between two builds of a target
+    why TARGET [OTHER]        what changed between the last two builds of an output:
+                              a unified diff of its sources, then the other key parts
     verify [--rebuild]        rehash every blob and record; --rebuild recompiles every
                               entry from its recorded inputs and reports differing bytes
-    gc [--max-size N] [--max-age D]   evict least-recently-used entries
-Every subcommand takes --json (machine-readable output on stdout) and --cache-dir.
+    gc [--max-size N] [--max-age D]   evict least-recently-used entries past the limits
+                              (default: the configured ones, 5G), remove stale temp files
+Every subcommand takes --json (machine-readable output on stdout) and --cache-dir; the
+cache is found as SCons finds it (vyre_build.config), from anywhere inside the project.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 
-from vyre_build.build_step import rebuild_record, split_output_name
-from vyre_build.cache import CACHE_DIR_ENV, default_cache_dir
-from vyre_build.cache.key import content_hash, diff_manifests, manifest_parts
-from vyre_build.cache.store import Store, is_hex_hash, record_blobs
+from vyre_build.build_step import rebuild_record
+import vyre_build.cache.stats as cache_stats
+from vyre_build.cache.gc import STALE_TMP_S
+from vyre_build.cache.key import content_hash, manifest_parts
+from vyre_build.cache.layout import BadEntry, read_entry
+from vyre_build.cache.record import record_blobs
+from vyre_build.cache.store import MAX_BLOB_BYTES, Store
+from vyre_build.cache.why import explain
+from vyre_build.config import CACHE_DIR_ENV, format_size, load_config, parse_size, redact_url
 from vyre_build.errors import CacheError
 
-_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
-
-def parse_size(text: str) -> int:
-    """'500M', '2g', '1048576' -> bytes (binary units)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", text.lower())
-    if not m:
-        raise CacheError(f"--max-size {text!r} is not a size; write e.g. 500M, 2G or 1048576")
-    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+def _open(args) -> tuple[Store, object]:
+    cfg = load_config()
+    root = os.path.abspath(args.cache_dir) if args.cache_dir else cfg.cache_dir
+    if not os.path.isdir(root):
+        where = "--cache-dir" if args.cache_dir else cfg.sources["cache_dir"]
+        raise CacheError(
+            f"no cache at {root} (from {where}); build first, or pass --cache-dir / "
+            f"set {CACHE_DIR_ENV}"
+        )
+    return Store(root, project=cfg.project_root), cfg
 
 
 def _store(args) -> Store:
-    root = args.cache_dir or default_cache_dir(".")
-    if not os.path.isdir(root):
-        raise CacheError(
-            f"no cache at {root}; build first, or pass --cache-dir / set {CACHE_DIR_ENV}"
-        )
-    return Store(root)
+    return _open(args)[0]
 
 
 def _emit(args, data, lines) -> None:
@@ -56,41 +63,117 @@ def _stamp(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
+def _ratio(n: int, total: int) -> str:
+    return f"{n:>6} / {total:<6} ({100.0 * n / total:6.2f} %)" if total else f"{n:>6}"
+
+
+def _count_lines(c: dict) -> list[str]:
+    """One build's (or the overall) counters as ccache shows them."""
+    lookups = c["hits"] + c["misses"]
+    local = c["local_hits"] + c["local_misses"]
+    remote = c["remote_hits"] + c["remote_misses"]
+    lines = [
+        f"  Hits:          {_ratio(c['hits'], lookups)}",
+        f"  Misses:        {_ratio(c['misses'], lookups)}",
+        "  Local storage:",
+        f"    Hits:        {_ratio(c['local_hits'], local)}",
+        f"    Misses:      {_ratio(c['local_misses'], local)}",
+        f"    Corrupt:     {c['corrupt']:>6}",
+        f"    Stored:      {c['stored']:>6} ({format_size(c['stored_bytes'])})",
+    ]
+    if c["store_errors"]:
+        lines.append(f"    Write errors:{c['store_errors']:>6}")
+    if remote or c["remote_errors"] or c["uploads"] or c["upload_errors"]:
+        lines += [
+            "  Remote storage:",
+            f"    Hits:        {_ratio(c['remote_hits'], remote)}",
+            f"    Misses:      {_ratio(c['remote_misses'], remote)}",
+            f"    Corrupt:     {c['remote_corrupt']:>6}",
+            f"    Errors:      {c['remote_errors']:>6}",
+            f"    Uploads:     {c['uploads']:>6} ({c['upload_errors']} refused)",
+        ]
+    return lines
+
+
 def cmd_stats(args) -> int:
-    store = _store(args)
-    stats = store.read_stats()
+    store, cfg = _open(args)
+    stats = cache_stats.read_stats(store)
+    usage = store.usage()
+    last, overall = stats["last_build"], stats["overall"]
+    source = "--cache-dir" if args.cache_dir else cfg.sources["cache_dir"]
+    remote = None
+    if cfg.remote_url:
+        remote = {
+            "url": redact_url(cfg.remote_url),
+            "mode": cfg.remote_mode or "read-only unless credentials are given",
+            "source": cfg.sources["remote_url"],
+        }
     data = {
         "cache_dir": store.root,
-        **store.usage(),
-        "overall": stats["overall"],
-        "last_build": stats["last_build"],
-        "recent_builds": stats.get("recent_builds", []),
+        "cache_dir_source": source,
+        **usage,
+        "max_size": cfg.max_size,
+        "max_age_s": cfg.max_age_s,
+        "overall": overall,
+        "overall_rates": cache_stats.hit_rates(overall),
+        "last_build": last,
+        "last_build_rates": cache_stats.hit_rates(last) if last else None,
+        "since": stats["since"],
+        "recent_builds": stats["recent_builds"],
+        "remote": remote,
     }
-    o, last = stats["overall"], stats["last_build"]
-    lines = [
-        f"cache {store.root}",
-        f"  {data['entries']} entries, {data['blobs']} blobs, {data['total_bytes']} bytes",
-        (
-            f"  overall: {o.get('hits', 0)} hits, {o.get('misses', 0)} misses, "
-            f"{o.get('corrupt', 0)} corrupt, {o.get('builds', 0)} builds"
-        ),
-    ]
+    lines = [f"Cache directory:   {store.root} (from {source})"]
     if last:
+        lines.append(f"Last build ({last['label'] or 'scons'}, {_stamp(last['finished'])}):")
+        lines += _count_lines(last)
+    else:
+        lines.append("Last build:        none recorded")
+    lines.append(f"Overall ({overall['builds']} builds since {_stamp(stats['since'])}):")
+    lines += _count_lines(overall)
+    limit = cfg.max_size
+    share = f" ({100.0 * usage['total_bytes'] / limit:.2f} %)" if limit else ""
+    lines += [
+        "Local storage:",
+        f"  Cache size:      {format_size(usage['total_bytes'])} / "
+        f"{format_size(limit)}{share} (limit from {cfg.sources['max_size']})",
+        f"  Entries:         {usage['entries']} ({usage['blobs']} blobs)",
+        f"  Temp files:      {usage['temp_files']} ({usage['stale_temp_files']} older than "
+        f"{STALE_TMP_S / 3600:g} h, removed by `vyre-build cache gc`)",
+    ]
+    if remote:
         lines.append(
-            f"  last build: {last['hits']} hits, {last['misses']} misses, "
-            f"{last['corrupt']} corrupt, {last['stored']} stored ({last['label']})"
+            f"Remote storage:    {remote['url']} ({remote['mode']}; from {remote['source']})"
         )
     _emit(args, data, lines)
+    return 0
+
+
+def cmd_zero(args) -> int:
+    store = _store(args)
+    cache_stats.zero_stats(store)
+    _emit(args, {"zeroed": True}, ["Statistics zeroed"])
+    return 0
+
+
+def cmd_clear(args) -> int:
+    store = _store(args)
+    report = store.clear()
+    lines = [
+        f"Removed {report['removed_entries']} entries and {report['removed_blobs']} blobs "
+        f"({format_size(report['freed_bytes'])}) from {store.root}"
+    ]
+    _emit(args, report, lines)
     return 0
 
 
 def _entries(store: Store) -> list[dict]:
     out = []
     for key in store.iter_keys():
-        record = store.get_record(key)
-        if record is None:
+        try:
+            record = store.read_record(key)
+            st = os.lstat(store.record_path(key))
+        except (BadEntry, OSError):
             continue
-        st = os.stat(store.record_path(key))
         size = st.st_size + sum(o["size"] for o in record["outputs"].values())
         out.append(
             {
@@ -107,26 +190,22 @@ def _entries(store: Store) -> list[dict]:
 def cmd_ls(args) -> int:
     entries = _entries(_store(args))
     lines = [
-        f"{e['key'][:16]}  {e['source'] or '?':24} {e['bytes']:>9}  "
-        f"{_stamp(e['last_access'])}  {' '.join(e['stems'])}"
+        f"{e['key'][:16]}  {str(e['source'] or '?'):24} {e['bytes']:>9}  "
+        f"{_stamp(e['last_access'])}  {' '.join(map(str, e['stems']))}"
         for e in entries
     ]
     _emit(args, {"entries": entries}, lines or ["(empty)"])
     return 0
 
 
-def _record(store: Store, key: str) -> dict:
+def cmd_show(args) -> int:
+    store = _store(args)
+    key = store.resolve_key(args.key)
     record = store.get_record(key)
     if record is None:
         raise CacheError(
             f"no entry {key} in {store.root} (evicted or never built); see `vyre-build cache ls`"
         )
-    return record
-
-
-def cmd_show(args) -> int:
-    store = _store(args)
-    record = _record(store, store.resolve_key(args.key))
     parts = [p.to_json() | {"label": p.label} for p in manifest_parts(record["manifest"])]
     lines = [f"key {record['key']}", "manifest:"]
     for p in parts:
@@ -137,89 +216,44 @@ def cmd_show(args) -> int:
         f"  {name:32} {o['hash']}  {o['size']} bytes"
         for name, o in sorted(record["outputs"].items())
     ]
-    _emit(
-        args,
-        {
-            "key": record["key"],
-            "parts": parts,
-            "outputs": record["outputs"],
-            "info": record["info"],
-        },
-        lines,
-    )
+    data = {"key": key, "parts": parts, "outputs": record["outputs"], "info": record["info"]}
+    _emit(args, data, lines)
     return 0
-
-
-def _stem_of(target: str) -> str:
-    name = os.path.basename(target.rstrip("/"))
-    split = split_output_name(name)
-    return split[0] if split else name
-
-
-def _resolve(store: Store, what: str) -> tuple[str, str | None]:
-    """(key, stem or None) for a key (prefix) or a target: an output path or a stem."""
-    if re.fullmatch(r"[0-9a-fA-F]{4,64}", what):
-        try:
-            return store.resolve_key(what), None
-        except CacheError:
-            if is_hex_hash(what.lower()):
-                raise
-    stem = _stem_of(what)
-    keys = store.history(stem)
-    if not keys:
-        raise CacheError(
-            f"{what!r} is neither a key in the cache nor a target built through "
-            f"it (no history for stem {stem!r})"
-        )
-    return keys[-1], stem
 
 
 def cmd_why(args) -> int:
     store = _store(args)
-    new_key, stem = _resolve(store, args.target)
-    if args.other is not None:
-        old_key, _ = _resolve(store, args.other)
-    else:
-        if stem is None:
-            stems = _record(store, new_key)["info"].get("stems", [])
-            stem = stems[0] if stems else None
-        keys = store.history(stem) if stem else []
-        earlier = keys[: keys.index(new_key)] if new_key in keys else keys[:-1]
-        if not earlier:
-            raise CacheError(
-                f"{args.target!r}: only one build of {stem or new_key} is "
-                "recorded; nothing to compare (give two keys or targets)"
-            )
-        old_key = earlier[-1]
-    diff = diff_manifests(_record(store, old_key)["manifest"], _record(store, new_key)["manifest"])
-    lines = [f"{stem or args.target}: {old_key[:16]} -> {new_key[:16]}"]
-    if not diff:
+    result = explain(store, args.target, args.other)
+    lines = [f"{result['output'] or args.target}: {result['old'][:16]} -> {result['new'][:16]}"]
+    if not result["differences"]:
         lines.append("  same key parts (identical inputs)")
-    for d in diff:
-        if d["change"] == "changed":
-            lines.append(f"  {d['part']} changed: {d['old'][:16]} -> {d['new'][:16]}")
-            if "new_value" in d:
-                lines.append(
-                    f"    was {json.dumps(d['old_value'], sort_keys=True)}, "
-                    f"now {json.dumps(d['new_value'], sort_keys=True)}"
-                )
+    for d in result["differences"]:
+        if "diff" in d:
+            lines.append(f"{d['part']} {d['change']}:")
+            if d["diff"] is None:
+                lines.append(f"  {d['old'] or '-'} -> {d['new'] or '-'} (text not in the cache)")
+            else:
+                lines += d["diff"].rstrip("\n").split("\n")
+        elif d["change"] == "changed" and "new_value" in d:
+            lines.append(
+                f"{d['part']} changed: was {json.dumps(d['old_value'], sort_keys=True)}, "
+                f"now {json.dumps(d['new_value'], sort_keys=True)}"
+            )
         else:
-            lines.append(f"  {d['part']} {d['change']}")
-    _emit(
-        args,
-        {"target": args.target, "stem": stem, "old": old_key, "new": new_key, "differences": diff},
-        lines,
-    )
+            lines.append(f"{d['part']} {d['change']}")
+    _emit(args, result, lines)
     return 0
 
 
 def _blob_state(store: Store, digest: str) -> str:
-    """ "ok", "missing" or "corrupt", read-only (verify never deletes)."""
+    """ "ok", "missing", "corrupt" or what is there instead, read-only (verify never deletes)."""
     try:
-        with open(store.blob_path(digest), "rb") as f:
-            return "ok" if content_hash(f.read()) == digest else "corrupt"
-    except FileNotFoundError:
+        data = read_entry(store.blob_path(digest), MAX_BLOB_BYTES)
+    except BadEntry as exc:
+        return f"unusable ({exc.problem})"
+    if data is None:
         return "missing"
+    return "ok" if content_hash(data) == digest else "corrupt"
 
 
 def cmd_verify(args) -> int:
@@ -227,13 +261,11 @@ def cmd_verify(args) -> int:
     corrupt_records, blob_users, intact = [], {}, []
     for key in store.iter_keys():
         try:
-            with open(store.record_path(key), "rb") as f:
-                record = json.loads(f.read())
-        except (ValueError, FileNotFoundError):
-            record = None
-        problem = store.check_record(key, record)
-        if problem:
-            corrupt_records.append({"key": key, "problem": problem})
+            record = store.read_record(key)
+        except FileNotFoundError:
+            continue
+        except BadEntry as exc:
+            corrupt_records.append({"key": key, "problem": exc.problem})
             continue
         intact.append(record)
         for b in record_blobs(record):
@@ -253,14 +285,13 @@ def cmd_verify(args) -> int:
     differing = [r for r in rebuilds if r["status"] != "same"]
     ok = not corrupt_records and not bad_blobs and not differing
     lines = [
-        (
-            f"verified {len(blobs)} blobs and {len(intact) + len(corrupt_records)} entries "
-            f"in {store.root}"
-        )
+        f"verified {len(blobs)} blobs and {len(intact) + len(corrupt_records)} entries "
+        f"in {store.root}"
     ]
     lines += [f"  CORRUPT record {r['key']}: {r['problem']}" for r in corrupt_records]
     lines += [
-        f"  {b['state'].upper()} blob {b['blob']} (used by {', '.join(b['keys']) or 'no entry'})"
+        f"  {b['state'].upper() if ' ' not in b['state'] else b['state'].capitalize()} blob "
+        f"{b['blob']} (used by {', '.join(b['keys']) or 'no entry'})"
         for b in bad_blobs
     ]
     if args.rebuild:
@@ -273,33 +304,33 @@ def cmd_verify(args) -> int:
                 for d in r["differences"]
             ]
     lines.append("OK" if ok else "FAILED")
-    _emit(
-        args,
-        {
-            "ok": ok,
-            "blobs": len(blobs),
-            "entries": len(intact) + len(corrupt_records),
-            "corrupt_records": corrupt_records,
-            "bad_blobs": bad_blobs,
-            "rebuilds": rebuilds if args.rebuild else None,
-        },
-        lines,
-    )
+    data = {
+        "ok": ok,
+        "blobs": len(blobs),
+        "entries": len(intact) + len(corrupt_records),
+        "corrupt_records": corrupt_records,
+        "bad_blobs": bad_blobs,
+        "rebuilds": rebuilds if args.rebuild else None,
+    }
+    _emit(args, data, lines)
     return 0 if ok else 1
 
 
 def cmd_gc(args) -> int:
-    store = _store(args)
-    max_size = parse_size(args.max_size) if args.max_size is not None else None
-    max_age = args.max_age * 86400.0 if args.max_age is not None else None
+    store, cfg = _open(args)
+    max_size = (
+        parse_size(args.max_size, "--max-size") if args.max_size is not None else cfg.max_size
+    )
+    if args.max_age is not None and not 0 <= args.max_age < float("inf"):
+        raise CacheError(f"--max-age must be a number of days >= 0, got {args.max_age}")
+    max_age = args.max_age * 86400.0 if args.max_age is not None else cfg.max_age_s
     report = store.gc(max_size=max_size, max_age_s=max_age)
+    cache_stats.note_gc(store, report["total_bytes_after"])
     lines = [
-        (
-            f"evicted {len(report['evicted_entries'])} entries, removed "
-            f"{report['removed_blobs']} blobs ({report['freed_blob_bytes']} bytes) and "
-            f"{report['removed_tmp_files']} stale temp files; "
-            f"{report['total_bytes_after']} bytes in use"
-        )
+        f"evicted {len(report['evicted_entries'])} entries, removed "
+        f"{report['removed_blobs']} blobs ({report['freed_blob_bytes']} bytes) and "
+        f"{report['removed_tmp_files']} stale temp files; "
+        f"{report['total_bytes_after']} bytes in use (limit {format_size(max_size)})"
     ]
     _emit(args, report, lines)
     return 0
@@ -317,22 +348,25 @@ def register(subparsers) -> None:
         p.add_argument(
             "--cache-dir",
             default=None,
-            help=f"cache directory (default ${CACHE_DIR_ENV}, else ./cache)",
+            help=f"cache directory (default ${CACHE_DIR_ENV}, the config files, "
+            "else cache/ at the project root)",
         )
         p.set_defaults(func=func)
         return p
 
-    add("stats", cmd_stats, "entry count, size, hit/miss counters")
+    add("stats", cmd_stats, "hits, misses and hit rates per tier, size and limit, entries")
+    add("zero", cmd_zero, "reset the statistics")
+    add("clear", cmd_clear, "remove every entry (statistics stay)")
     add("ls", cmd_ls, "list entries")
     add("show", cmd_show, "print an entry's key manifest").add_argument(
         "key", help="a key or a unique prefix of one (>= 4 hex digits)"
     )
-    p = add("why", cmd_why, "which key parts differ between two builds of a target")
+    p = add("why", cmd_why, "what changed between the last two builds of an output")
     p.add_argument("target", help="an output path or stem (e.g. build/saxpy.wgsl), or a key")
     p.add_argument(
         "other",
         nargs="?",
-        help="compare with this key or target instead of the target's previous build",
+        help="compare with this key or output instead of the target's previous build",
     )
     add(
         "verify", cmd_verify, "rehash every blob; --rebuild also recompiles and compares"
@@ -342,7 +376,7 @@ def register(subparsers) -> None:
         help="recompile every entry from its stored inputs, report differences",
     )
     p = add("gc", cmd_gc, "evict least-recently-used entries past the limits")
-    p.add_argument("--max-size", default=None, help="size limit, e.g. 500M or 2G")
+    p.add_argument("--max-size", default=None, help="size limit, e.g. 500M, 2G or unlimited")
     p.add_argument(
         "--max-age", type=float, default=None, help="evict entries not used for this many days"
     )

@@ -7,18 +7,9 @@ import sys
 
 from vyre_build.artifacts import META_SUFFIX, TARGET_SUFFIXES, TARGETS
 from vyre_build.compiler import compile_file
+from vyre_build.config import find_sconstruct_dir
 from vyre_build.commands import output_dir, write_file
 from vyre_build.errors import VyreError
-
-# The names SCons reads an SConstruct under: the folder holding one is the project root.
-PROJECT_FILES = (
-    "SConstruct",
-    "Sconstruct",
-    "sconstruct",
-    "SConstruct.py",
-    "Sconstruct.py",
-    "sconstruct.py",
-)
 
 
 def register(sub) -> None:
@@ -51,14 +42,7 @@ def project_root(path: str) -> str:
     """The nearest folder at or above `path`'s that holds an SConstruct (the project), else
     `path`'s own folder: the tree that compiling `path` may read."""
     here = os.path.dirname(os.path.abspath(path))
-    folder = here
-    while True:
-        if any(os.path.isfile(os.path.join(folder, m)) for m in PROJECT_FILES):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return here
-        folder = parent
+    return find_sconstruct_dir(here) or here
 
 
 def _display(path: str) -> str:

@@ -1,0 +1,341 @@
+"""What one SCons build shares across its nodes: the cache store and its limits, the
+remote tier, the worker processes, the scan of kernel files (memo and parses), and the
+end of the build. The tool (`scons_tool`) asks here; nothing here defines builders.
+
+Everything is per process (one SCons run), memoised under one lock: SCons calls emitters
+and scanners from its main thread and actions from its job threads.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+
+import SCons.Errors
+import SCons.Script
+
+from vyre_build.artifacts import VARIANTS_FILES
+from vyre_build.build_parse import PARSE_ONCE_COMPILER, ParsedFile, Parses
+from vyre_build.build_step import DEFAULT_COMPILER, compiler_identity, load_compiler
+from vyre_build.cache.scan import ScanMemo
+from vyre_build.cache.store import Store
+from vyre_build.config import CACHE_DIR_ENV, ConfigError, load_config, parse_size
+from vyre_build.errors import VyreError
+from vyre_build.files import canonical_json
+
+lock = threading.RLock()
+state: dict[tuple, object] = {}
+_stores: dict[str, Store] = {}
+_limits: dict[str, tuple] = {}
+_remotes: dict[tuple, object] = {}
+_pools: dict[tuple, object] = {}
+_scan_memos: list[ScanMemo] = []
+MIN_WORKER_SCAN = 16  # fewer unscanned files are parsed in the build process
+
+
+def var(env, name: str) -> str:
+    raw = env.get(name)
+    # A plain value needs no substitution (asked several times per node).
+    if isinstance(raw, str) and "$" not in raw:
+        return raw
+    return env.subst(f"${name}") if raw not in (None, "") else ""
+
+
+def compiler_of(env) -> str:
+    return var(env, "VYRECOMPILER") or DEFAULT_COMPILER
+
+
+def project_of(env) -> str:
+    # The top directory is one per SCons process: looked up once, not per node.
+    root = state.get("project")
+    if root is None:
+        root = state["project"] = env.Dir("#").abspath
+    return root
+
+
+def source_path(node) -> str:
+    # With VariantDir(duplicate=0) the kernel exists only in the source tree.
+    return node.srcnode().abspath
+
+
+def root_of(env, node) -> str:
+    """The kernel tree `node` is compiled in (nothing outside it is read): $VYREROOT, which
+    VyreKernelDir sets to its directory (in the source tree), else the file's own folder."""
+    raw = var(env, "VYREROOT")
+    if raw:
+        return env.Dir(raw).srcnode().abspath
+    return os.path.dirname(source_path(node))
+
+
+def fatal(message: str):
+    """A configuration error: one line, as SCons prints its own, no Python stack."""
+    print(f"scons: *** {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def scan_memo_of(env, compiler: str, root: str) -> ScanMemo | None:
+    store = store_of(env)
+    if store is None:
+        return None
+    key = ("scanmemo", store.root, compiler, root)
+    with lock:
+        if key not in state:
+            # Per tree: a file's answer (or refusal) depends on what the tree lets it read.
+            text = f"{identity_text(compiler)}\0root={root}"
+            state[key] = ScanMemo(store, text, project_of(env))
+            _scan_memos.append(state[key])
+        return state[key]
+
+
+def parses_of(compiler: str) -> Parses | None:
+    """The build's parses (the vyre compiler only; see build_parse)."""
+    if compiler != PARSE_ONCE_COMPILER:
+        return None
+    with lock:
+        key = ("parses", compiler)
+        if key not in state:
+            state[key] = Parses(load_compiler(compiler))
+        return state[key]
+
+
+def scan_info(path: str, stems, deps, skipped) -> dict:
+    deps = set(deps)
+    base = os.path.dirname(path)
+    deps.update(
+        os.path.join(base, v) for v in VARIANTS_FILES if os.path.isfile(os.path.join(base, v))
+    )
+    deps.discard(path)
+    return {"stems": list(stems), "deps": sorted(deps), "skipped": dict(skipped)}
+
+
+def _refusal(compiler: str, path: str, root: str) -> dict | None:
+    """The scan's answer for a file not to be read at all (a FIFO, a device, a link out of
+    the tree, too large), decided before anything hashes or parses it; else None."""
+    check = getattr(load_compiler(compiler), "check_source", None)
+    try:
+        if check is not None:
+            check(path, root)
+    except VyreError as exc:
+        return {"stems": [], "deps": [], "error": str(exc)}
+    return None
+
+
+def scan_file(env, node, root: str | None = None) -> dict:
+    """{"stems", "deps", "skipped"} of a kernel file ("skipped": {stem: {target: why}}, the
+    artifacts a stem does not get), or {"error"}: once per process, and across builds
+    through the scan memo in the cache (reused only while every file it came from is
+    unchanged)."""
+    path, compiler = source_path(node), compiler_of(env)
+    root = root or root_of(env, node)
+    key = ("scan", compiler, path, root)
+    with lock:
+        if key in state:
+            return state[key]
+    memo = scan_memo_of(env, compiler, root)
+    info = _refusal(compiler, path, root)
+    if info is None and memo is not None:
+        info = memo.lookup(path)
+    if info is None:
+        before = memo.file_hash(path) if memo is not None else None
+        parses = parses_of(compiler)
+        try:
+            if parses is not None:
+                parsed = parses.parse(path, root)
+                info = scan_info(path, parsed.stems, parsed.deps, parsed.skipped)
+            else:
+                module = load_compiler(compiler)
+                stems = module.list_kernels(path, root=root)
+                deps = module.kernel_dependencies(path, root=root)
+                skip = getattr(module, "skipped_targets", None)  # a custom compiler may lack it
+                skipped = skip(path, root=root) if skip is not None else {}
+                info = scan_info(path, stems, deps, skipped)
+        except VyreError as exc:
+            # Reported when this file's target is built, so -c, -n and -k still work.
+            info = {"stems": [], "deps": [], "error": str(exc)}
+        if memo is not None and "error" not in info:
+            memo.save(path, before, info["stems"], info["deps"], info["skipped"])
+    with lock:
+        state[key] = info
+    return info
+
+
+def scan_in_workers(env, nodes, root: str) -> None:
+    """Scan the files of the kernel tree `root` that the memo cannot answer in the compile
+    workers, in parallel (a cold -jN build); their parses wait, pickled, for the compiles
+    (build_parse)."""
+    compiler = compiler_of(env)
+    parses, pool = parses_of(compiler), pool_of(env)
+    if parses is None or pool is None:
+        return
+    memo = scan_memo_of(env, compiler, root)
+    todo = {}
+    for node in nodes:
+        path = source_path(node)
+        key = ("scan", compiler, path, root)
+        with lock:
+            if key in state:
+                continue
+        info = _refusal(compiler, path, root)
+        if info is None and memo is not None:
+            info = memo.lookup(path)
+        if info is not None:
+            with lock:
+                state[key] = info
+            continue
+        todo[path] = memo.file_hash(path) if memo is not None else None
+    if len(todo) < MIN_WORKER_SCAN:
+        return  # a few edited files: parsed here, as they come
+    for r in pool.scan(sorted(todo), root):
+        path = r["path"]
+        if "error" in r:
+            info = {"stems": [], "deps": [], "error": r["error"]}
+        else:
+            info = scan_info(path, r["stems"], r["deps"], r["skipped"])
+            parses.keep(
+                ParsedFile(
+                    r["real"],
+                    None,
+                    r["stems"],
+                    r["deps"],
+                    r["hashes"],
+                    r["module_bytes"],
+                    root=root,
+                    skipped=r["skipped"],
+                )
+            )
+            if memo is not None:
+                memo.save(path, todo[path], info["stems"], info["deps"], info["skipped"])
+        with lock:
+            state[("scan", compiler, path, root)] = info
+
+
+def identity_text(compiler) -> str:
+    return canonical_json(compiler_identity(str(compiler) or DEFAULT_COMPILER)).decode()
+
+
+def store_of(env) -> Store | None:
+    cache_dir = var(env, "VYRECACHEDIR")
+    if not cache_dir:
+        return None
+    memo_key = ("storedir", cache_dir, project_of(env))
+    with lock:
+        root = state.get(memo_key)
+    if root is None:
+        try:
+            root = env.Dir(cache_dir).abspath
+        except TypeError:  # SCons: "File ... found where directory expected"
+            root = None
+        if root is None or (os.path.exists(root) and not os.path.isdir(root)):
+            fatal(
+                f"vyre cache directory {cache_dir!r} is a file, not a directory (set by "
+                f"$VYRECACHEDIR or ${CACHE_DIR_ENV}); point it at a directory"
+            )
+        with lock:
+            state[memo_key] = root
+    with lock:
+        if root not in _stores:
+            try:
+                _stores[root] = Store(root, project=project_of(env))
+            except VyreError as exc:
+                fatal(f"vyre cache: {exc}")
+            _limits[root] = cache_limits(env)
+        return _stores[root]
+
+
+def cache_limits(env) -> tuple[int | None, float | None]:
+    """($VYRECACHEMAXSIZE bytes or "500M", $VYRECACHEMAXAGE days) -> (bytes, seconds)."""
+    size, age = env.get("VYRECACHEMAXSIZE"), env.get("VYRECACHEMAXAGE")
+    try:
+        size = None if size in (None, "") else parse_size(size, "$VYRECACHEMAXSIZE")
+        if age not in (None, ""):
+            age = float(age)
+            if not 0 <= age < float("inf"):
+                raise ValueError(age)
+            age *= 86400.0
+        else:
+            age = None
+    except ConfigError as exc:
+        raise SCons.Errors.UserError(str(exc)) from None
+    except (TypeError, ValueError):
+        raise SCons.Errors.UserError(
+            f"$VYRECACHEMAXAGE {env.get('VYRECACHEMAXAGE')!r} is not a number of days >= 0"
+        ) from None
+    return size, age
+
+
+def remote_of(env):
+    """The remote tier of $VYREREMOTECACHE (one per build), or None."""
+    url = var(env, "VYREREMOTECACHE")
+    if not url:
+        return None
+    mode = var(env, "VYREREMOTECACHEMODE") or None
+    timeout = float(env.get("VYREREMOTECACHETIMEOUT") or 5.0)
+    key = (url, mode, timeout)
+    with lock:
+        if key not in _remotes:
+            from vyre_build.cache.remote import RemoteCache  # only builds with a remote
+
+            _remotes[key] = RemoteCache(url, mode=mode, timeout=timeout)
+        return _remotes[key]
+
+
+def pool_of(env):
+    """The compile workers of this build: $VYREWORKERS, default the -j count; None for 1."""
+    raw = env.get("VYREWORKERS")
+    if raw in (None, ""):
+        raw = SCons.Script.GetOption("num_jobs") or 1
+    try:
+        size = int(raw)
+    except (TypeError, ValueError):
+        raise SCons.Errors.UserError(f"$VYREWORKERS {raw!r} is not a number") from None
+    if size <= 1:
+        return None
+    compiler = compiler_of(env)
+    with lock:
+        if (size, compiler) not in _pools:
+            from vyre_build.build_pool import WorkerPool
+
+            _pools[(size, compiler)] = WorkerPool(size, compiler)
+        return _pools[(size, compiler)]
+
+
+@atexit.register
+def finish_build() -> None:
+    """Drain uploads, stop the workers, record this build's counters and history, keep the
+    scan memo; then apply the cache limits."""
+    label = " ".join(sys.argv[1:])
+    with lock:
+        pools, remotes = list(_pools.values()), list(_remotes.values())
+        _pools.clear()
+    for pool in pools:  # the workers' uploads drain first; their counters go to the remote
+        pool.close(remotes[0] if remotes else None)
+    extra: dict = {}
+    for remote in remotes:
+        for name, n in remote.finish().items():
+            extra[name] = extra.get(name, 0) + n
+    for memo in _scan_memos:
+        memo.flush()
+    for root, store in sorted(_stores.items()):
+        try:
+            store.finish_build(label, extra, *_limits.get(root, (None, None)))
+        except VyreError as exc:
+            print(f"vyre cache: warning: {exc}", file=sys.stderr)
+        extra = {}  # the remote's counters go with the first store
+
+
+def defaults(env) -> dict:
+    """Construction variable defaults from the environment and the config files."""
+    try:
+        cfg = load_config(project_of(env))
+    except ConfigError as exc:
+        fatal(str(exc))
+    return {
+        "VYRECACHEDIR": cfg.cache_dir,
+        "VYRECACHEMAXSIZE": "unlimited" if cfg.max_size is None else cfg.max_size,
+        "VYRECACHEMAXAGE": "" if cfg.max_age_s is None else cfg.max_age_s / 86400.0,
+        "VYREREMOTECACHE": cfg.remote_url or "",
+        "VYREREMOTECACHEMODE": cfg.remote_mode or "",
+        "VYREREMOTECACHETIMEOUT": cfg.remote_timeout_s,
+    }
