@@ -1,4 +1,4 @@
-"""fp16 cooperative-matrix matmul (kernels/coop_matmul.py) against torch fp16 on the GPU.
+"""fp16 cooperative-matrix matmul (kernels/lib_matmul_f16.py) against torch fp16 on the GPU.
 
     python bench/coop_bench.py [--quick] [--sizes 4096,8192] [--rounds 5]
 
@@ -56,7 +56,9 @@ def main(argv=None) -> int:
     dev = get_device(args.backend)
     dev.timing = True
     sizes = [128] if args.quick else [int(s) for s in args.sizes.split(",")]
-    found = {k.stem: k for k in compile_file(os.path.join(KERNELS, "coop_matmul.py"), root=KERNELS)}
+    found = {
+        k.stem: k for k in compile_file(os.path.join(KERNELS, "lib_matmul_f16.py"), root=KERNELS)
+    }
     try:
         import torch
 

@@ -116,7 +116,11 @@ def _entry_json(e: BundleEntry) -> dict:
 
 def _fmt_grid(meta: dict) -> str:
     grid = meta.get("grid")
-    return "x".join(str(g) for g in grid) if isinstance(grid, list) and grid else "-"
+    if not (isinstance(grid, list) and grid):
+        return "-"
+    # invocations per axis: a number, or the buffer / scalar named (`n x rows`, not `nxrows`)
+    sep = "x" if all(isinstance(g, int) for g in grid) else " x "
+    return sep.join(str(g) for g in grid)
 
 
 def _fmt_wg(meta: dict) -> str:

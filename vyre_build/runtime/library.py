@@ -7,6 +7,7 @@ and layer_norm over numpy arrays or DeviceBuffers.
         total = library.reduce(bundle, x, op="sum")  # a numpy scalar
         prefix = library.scan(bundle, x, exclusive=True)  # a numpy array
         c = library.matmul(bundle, a, b)
+        h = library.matmul_f16(bundle, a16, b16)  # tensor cores: Vulkan or cpu
 
 Each function takes the kernels as a Bundle (or any mapping of kernel id -> Kernel, such as
 a dict of `load_kernel` results), finds its kernels by id (LIBRARY_KERNELS), picks the
@@ -23,6 +24,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from vyre_build.runtime.buffers import DeviceBuffer
 from vyre_build.runtime.kernel import Kernel
@@ -41,6 +44,7 @@ __all__ = [
     "kernel_ids",
     "layer_norm",
     "matmul",
+    "matmul_f16",
     "reduce",
     "scan",
     "softmax",
@@ -58,6 +62,7 @@ LIBRARY_KERNELS = {
     "reduce": ("lib_reduce.{op}_{t}",),
     "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}"),
     "matmul": ("lib_matmul.f32",),
+    "matmul_f16": ("lib_matmul_f16",),
     "softmax": ("lib_softmax.f32",),
     "layer_norm": ("lib_layer_norm.f32",),
 }
@@ -219,10 +224,79 @@ def matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None
     return call.result(cb, out, m * n, (m, n))
 
 
-# matmul_f16 (cooperative matrices, Vulkan) goes here, written like matmul above: its
-# kernel id in LIBRARY_KERNELS and its file in library_call._FILES (test_library_args.py
-# then checks both against kernels/), Call(...).replay / place / output / upload / step /
-# run / remember, and its grid from the kernel's tile.
+F16_TILE = (16, 64, 16)  # lib_matmul_f16: M, N and K are multiples of these (its fragments)
+F16_BLOCK = 64  # the side of the block of C one workgroup (one subgroup) computes
+F16_WG = 32  # its workgroup size
+
+
+def matmul_f16(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None) -> Any:
+    """C = A @ B with float16 A and B and float32 accumulation, on cooperative matrices
+    (tensor cores): a Vulkan device with VK_KHR_cooperative_matrix, or the cpu reference.
+
+    Arguments:
+        kernels: a Bundle (or a mapping of id -> Kernel) holding lib_matmul_f16.
+        a: float16 of shape (M, K); b: float16 of shape (K, N). numpy arrays of any shape
+            are padded with zeros on the host to the kernel's multiples (M of 16, N of 64,
+            K of 16); a DeviceBuffer must have such a shape already.
+        out: a float32 array or DeviceBuffer of shape (M, N) to write C into.
+    Returns:
+        C as a float32 numpy array of shape (M, N), or `out` when given.
+    """
+    for name, value in (("a", a), ("b", b)):
+        kind_of("matmul_f16", name, value, ("f16",))
+        if len(shape_of(value)) != 2:
+            raise fail("matmul_f16", f"{name} must be 2-D, got shape {shape_of(value)}")
+    (m, k), (k2, n) = shape_of(a), shape_of(b)
+    if k != k2:
+        raise fail(
+            "matmul_f16",
+            f"a is {(m, k)} and b is {(k2, n)}: a's columns ({k}) must equal b's rows ({k2})",
+        )
+    sides = {"a": ((m, k), (0, 2)), "b": ((k, n), (2, 1))}
+    for name, value in (("a", a), ("b", b)):
+        shape, axes = sides[name]
+        if isinstance(value, DeviceBuffer) and any(s % F16_TILE[x] for s, x in zip(shape, axes)):
+            raise fail(
+                "matmul_f16",
+                f"{name} is a DeviceBuffer of shape {shape}: M, N and K must be multiples of "
+                f"{F16_TILE[0]}, {F16_TILE[1]} and {F16_TILE[2]} (pass numpy arrays to pad)",
+            )
+    call = Call("matmul_f16", kernels, ["lib_matmul_f16"])
+    if isinstance(out, DeviceBuffer) and call.replay((), (a, b, out)) is not MISS:
+        return out
+    call.place("a", a)
+    call.place("b", b)
+    call.output(out, "f32", (m, n))
+    pm, pn, pk = (-(-s // t) * t for s, t in zip((m, n, k), F16_TILE))
+    if isinstance(out, DeviceBuffer) and (pm, pn) != (m, n):
+        raise fail(
+            "matmul_f16",
+            f"out is a DeviceBuffer of shape {(m, n)}: as a DeviceBuffer, M and N must be "
+            f"multiples of {F16_TILE[0]} and {F16_TILE[1]} (or pass out= an array)",
+        )
+
+    def padded(value: Array, rows: int, cols: int) -> DeviceBuffer:
+        if isinstance(value, DeviceBuffer):
+            return value
+        full = np.zeros((rows, cols), np.float16)
+        full[: value.shape[0], : value.shape[1]] = value
+        return call.device.buffer(full)
+
+    ab, bb = padded(a, pm, pk), padded(b, pk, pn)
+    cb = out if isinstance(out, DeviceBuffer) else call.device.buffer((pm, pn), "f32")
+    # one workgroup of F16_WG invocations per block of C
+    grid = (-(-pn // F16_BLOCK) * F16_WG, -(-pm // F16_BLOCK))
+    args = dict(a=ab, b=bb, c=cb, m=pm, n=pn, k=pk, gx=grid[0], gy=grid[1])
+    steps = [call.step("lib_matmul_f16", 0, args, grid)]
+    call.run(steps)
+    call.remember((), (a, b, out), steps, None)
+    if cb is out:
+        return out
+    values = cb.read().reshape(pm, pn)[:m, :n]
+    if isinstance(out, np.ndarray):
+        out[...] = values
+        return out
+    return np.ascontiguousarray(values)
 
 
 # -- row softmax and layer norm ------------------------------------------------------------

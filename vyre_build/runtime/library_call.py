@@ -24,13 +24,14 @@ from vyre_build.runtime.kernel import Kernel
 Array = Union[npt.NDArray[Any], DeviceBuffer]
 Out = Union[npt.NDArray[Any], DeviceBuffer, None]
 _U32_MAX = 2**32 - 1
-_KINDS = {v: k for k, v in DTYPES.items() if k != "f16"}
+_KINDS = {v: k for k, v in DTYPES.items()}
 # The kernel file that defines each library kernel (named in a missing kernel's refusal).
 _FILES = {
     "lib_reduce": "lib_reduce.py",
     "lib_scan_sums": "lib_scan.py",
     "lib_scan_block": "lib_scan.py",
     "lib_matmul": "lib_matmul.py",
+    "lib_matmul_f16": "lib_matmul_f16.py",
     "lib_softmax": "lib_norm.py",
     "lib_layer_norm": "lib_norm.py",
 }
