@@ -887,7 +887,11 @@ def python(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         cwd=root,
-        env={**os.environ, "PYTHONPATH": root, **(env or {})},
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+            **(env or {}),
+        },
         timeout=300,
         check=False,
     )
