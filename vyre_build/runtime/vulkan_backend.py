@@ -139,6 +139,9 @@ class VulkanDevice(Device):
         self.fence = self._new("fence", "Fence")
         self._live_bufs: dict[int, _Buf] = {}  # freed by close()
         self.pipeline_cache = vulkan_pipelines.open_cache(self, props, pipeline_cache)
+        # The driver's one-time pipeline-layout set-up (4-5 ms on NVIDIA without its disk
+        # cache) belongs to the device, not to whichever kernel is loaded first.
+        vulkan_pipelines.first_layout(self)
         # Command buffers of the submissions since the last wait (only the last one of
         # those carries the fence), with their submit infos; allocated as needed.
         self._ring: list[tuple[Any, Any]] = []

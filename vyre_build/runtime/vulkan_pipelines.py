@@ -96,10 +96,20 @@ def _save_at_exit() -> None:
                 save_cache(dev)
 
 
+def first_layout(dev: VulkanDevice) -> None:
+    """Make the layout of the commonest signature (two storage buffers and the uniform
+    block) at device creation: the driver's first vkCreatePipelineLayout pays a one-time
+    set-up there, and the layout stays for the kernels that have that signature."""
+    _signature(dev, [(0, "r"), (1, "rw"), (2, "u")])
+
+
 def _layouts(dev: VulkanDevice, meta: KernelMeta) -> tuple[Any, Any]:
     """(pipeline layout, set layout) of a kernel's binding signature: made once per device
     (every kernel with the same bindings shares them; NVIDIA's first one costs 0.4-5 ms)."""
-    kinds = layout_of(meta)
+    return _signature(dev, layout_of(meta))
+
+
+def _signature(dev: VulkanDevice, kinds: list[tuple[int, str]]) -> tuple[Any, Any]:
     key = tuple((b, a == "u") for b, a in kinds)
     found = dev.layouts.get(key)
     if found is None:
