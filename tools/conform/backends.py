@@ -1,0 +1,163 @@
+"""The execution paths a program runs on, each `run(compiled, prog) -> {buffer: array}`.
+
+- "reference": the CPU reference (`vyre_build.reference.execute`) on the descriptor;
+- "wgpu": WGSL through the runtime (`load_kernel(meta, wgsl=..., backend="wgpu")`);
+- "vulkan": SPIR-V through the runtime (`load_kernel(meta, spirv=..., backend="vulkan")`);
+- "wgpu-spirv": the same SPIR-V bytes through wgpu (naga's SPIR-V reader). The runtime
+  has no such path (its wgpu device takes WGSL only), so `_WgpuSpirv` dispatches itself on
+  the runtime's wgpu device. Its layout declares every storage buffer read-write: naga
+  reads a buffer decorated NonWritable on its block member as writable, and refuses a
+  read-only layout entry for it ("Storage class Storage { access: LOAD } doesn't match the
+  shader Storage { access: LOAD | STORE }").
+
+Each returns the final contents of every storage buffer (read-only ones unchanged), as
+flat numpy arrays in host layout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ALL = ("reference", "wgpu", "vulkan", "wgpu-spirv")
+
+
+class Unavailable(Exception):
+    """The backend cannot run here at all (no package, no adapter): skipped, not failed."""
+
+
+def reference_execute():
+    """`vyre_build.reference.execute`, or Unavailable until the reference backend lands."""
+    try:
+        from vyre_build.reference import execute
+    except ImportError as exc:
+        raise Unavailable(f"no CPU reference backend: {exc}") from exc
+    return execute
+
+
+def _args(prog) -> dict:
+    args = {k: v.copy() for k, v in prog.inputs.items()}
+    args.update(prog.scalars)
+    return args
+
+
+def _flat(out: dict, prog) -> dict:
+    result = {k: v.copy() for k, v in prog.inputs.items()}
+    for name, arr in out.items():
+        result[name] = np.ascontiguousarray(arr).reshape(-1)
+    return result
+
+
+def run_reference(compiled, prog) -> dict:
+    execute = reference_execute()
+    buffers = {k: v.copy() for k, v in prog.inputs.items()}
+    out = execute(compiled.descriptor, buffers, dict(prog.scalars), (prog.groups, 1, 1))
+    return _flat(out, prog)
+
+
+def _runtime_kernel(compiled, backend: str):
+    try:
+        from vyre_build.runtime import load_kernel
+    except ImportError as exc:  # pragma: no cover - the runtime ships with the package
+        raise Unavailable(str(exc)) from exc
+    code = {"wgsl": compiled.wgsl} if backend == "wgpu" else {"spirv": compiled.spirv}
+    return load_kernel(compiled.meta, backend=backend, **code)
+
+
+def run_runtime(backend: str):
+    def run(compiled, prog) -> dict:
+        kernel = _runtime_kernel(compiled, backend)
+        out = kernel.dispatch(_args(prog), grid=prog.invocations)
+        return _flat(out, prog)
+
+    return run
+
+
+class _WgpuSpirv:
+    """SPIR-V bytes through wgpu's create_shader_module, on the runtime's wgpu device."""
+
+    def __call__(self, compiled, prog) -> dict:
+        import wgpu
+
+        from vyre_build.runtime import get_device
+        from vyre_build.runtime.kernel import pack_uniform
+
+        device = get_device("wgpu").device
+        meta = compiled.meta
+        bufs = [b for b in meta["bindings"] if b["kind"] == "buffer"]
+        entries_layout = [
+            {
+                "binding": b["binding"],
+                "visibility": wgpu.ShaderStage.COMPUTE,
+                "buffer": {"type": wgpu.BufferBindingType.storage},
+            }
+            for b in bufs
+        ]
+        uniform = meta.get("uniform")
+        if uniform:
+            entries_layout.append(
+                {
+                    "binding": uniform["binding"],
+                    "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": wgpu.BufferBindingType.uniform},
+                }
+            )
+        layout = device.create_bind_group_layout(entries=entries_layout)
+        module = device.create_shader_module(code=compiled.spirv)
+        pipeline = device.create_compute_pipeline(
+            layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
+            compute={"module": module, "entry_point": "main"},
+        )
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
+        handles, entries = {}, []
+        for b in bufs:
+            data = np.ascontiguousarray(prog.inputs[b["name"]]).tobytes()
+            h = device.create_buffer_with_data(data=data, usage=usage)
+            handles[b["name"]] = h
+            entries.append(
+                {"binding": b["binding"], "resource": {"buffer": h, "offset": 0, "size": h.size}}
+            )
+        if uniform:
+            scalars = {
+                b["name"]: prog.scalars[b["name"]]
+                for b in meta["bindings"]
+                if b["kind"] == "scalar"
+            }
+            ubuf = device.create_buffer_with_data(
+                data=pack_uniform(meta, scalars), usage=wgpu.BufferUsage.UNIFORM
+            )
+            entries.append(
+                {
+                    "binding": uniform["binding"],
+                    "resource": {"buffer": ubuf, "offset": 0, "size": ubuf.size},
+                }
+            )
+        group = device.create_bind_group(layout=layout, entries=entries)
+        encoder = device.create_command_encoder()
+        cpass = encoder.begin_compute_pass()
+        cpass.set_pipeline(pipeline)
+        cpass.set_bind_group(0, group)
+        cpass.dispatch_workgroups(prog.groups, 1, 1)
+        cpass.end()
+        device.queue.submit([encoder.finish()])
+        out = {}
+        for name, h in handles.items():
+            dtype = prog.inputs[name].dtype
+            out[name] = np.frombuffer(device.queue.read_buffer(h), dtype=dtype).copy()
+            h.destroy()
+        return _flat(out, prog)
+
+
+RUNNERS = {
+    "reference": run_reference,
+    "wgpu": run_runtime("wgpu"),
+    "vulkan": run_runtime("vulkan"),
+    "wgpu-spirv": _WgpuSpirv(),
+}
+
+
+def skip_reason(backend: str, prog) -> str | None:
+    """Why `prog` is not run on `backend` (a known limitation), or None."""
+    if backend == "wgpu-spirv" and prog.uses_cas:
+        # tests/unit/test_spirv_vulkan.py::test_wgpu_spirv_input_compare_exchange (xfail)
+        return "naga's SPIR-V reader rejects a used OpAtomicCompareExchange result"
+    return None
