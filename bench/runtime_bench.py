@@ -539,6 +539,9 @@ def main(argv=None) -> int:
         bundle = os.path.join(tmp, "hundred.vyrebundle")
         build_bundle(bundle)
         bundle_open(bundle, repeat=max(repeat, 20))
+        import signing_bench  # bench/signing_bench.py: open with vs without verification
+
+        signing_bench.report(bundle, max(repeat, 20), say)
         for backend in backends:
             cold_start(backend, bundle, repeat)
     for backend in backends:

@@ -154,6 +154,17 @@ def binding_table(desc: KernelDescriptor, info: DescriptorInfo) -> tuple[list[di
     return bindings, {"binding": block.binding, "size": block.size}
 
 
+def _coarse_entries(desc: KernelDescriptor, info: DescriptorInfo, meta: dict) -> tuple:
+    """The coarse entry point of an elementwise kernel (descriptor.coarsen), recorded in
+    `meta["coarse"]` for the runtime, or () when the kernel does not qualify."""
+    from vyre_build.descriptor.coarsen import ENTRY, FACTOR, entries
+
+    found = entries(desc, info)
+    if found:
+        meta["coarse"] = {"entry": ENTRY, "factor": FACTOR}
+    return found
+
+
 def _check_options(targets, options) -> dict:
     try:
         normalize_targets(targets)
@@ -219,15 +230,18 @@ def compile_file(
             "variant_values": dict(prog.variant_values),
             "provenance": provenance,
         }
+        entries = _coarse_entries(desc, info, meta)
         wgsl = spirv = None
         if "wgsl" in targets:
             from vyre_build.emit.wgsl import emit_wgsl
 
-            wgsl = emit_wgsl(desc, info)
+            wgsl = emit_wgsl(desc, info, entries=entries)
         if "spirv" in targets:
             from vyre_build.emit.spirv import emit_spirv
 
-            spirv = emit_spirv(desc, info, optimize=options.get("spirv_opt", False))
+            spirv = emit_spirv(
+                desc, info, optimize=options.get("spirv_opt", False), entries=entries
+            )
         out.append(CompiledKernel(prog.name, prog.variant, desc, meta, encode(desc), wgsl, spirv))
     return out
 

@@ -23,6 +23,7 @@ through the artifact cache. Construction variables:
     VYRELINKOUTPUTS   hard-link outputs to their read-only cache blobs instead of copying
                       (like ccache's hard_link: fast where creating files is slow; default off)
     VYRECOMPILER      compiler module (default vyre_build.compiler)
+    VYRESIGNKEY       secret key file (`vyre-build key generate`): sign the bundle with it
     VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines
 Action signatures include the targets, the options and the compiler identity (varlist),
 so changing any of them rebuilds.
@@ -342,12 +343,26 @@ def bundle_action(target, source, env):
             return 1
         meta = json.loads(files.pop(".meta.json"))
         entries.append({"meta": meta, "artifacts": files})
+    key = env.subst("$VYRESIGNKEY")
     try:
-        write_bundle(target[0].abspath, entries)
+        write_bundle(target[0].abspath, entries, sign_key=env.File(key).abspath if key else None)
     except VyreError as exc:
         print(f"{target[0]}: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _sign_key_id(target, source, env, for_signature):
+    """$_VYRESIGNID: the key id of $VYRESIGNKEY (or why it cannot be read), for the signature."""
+    key = env.subst("$VYRESIGNKEY")
+    if not key:
+        return ""
+    from vyre_build.bundle.keys import load_secret_key
+
+    try:
+        return load_secret_key(env.File(key).abspath).public.key_id
+    except VyreError as exc:  # reported by the bundle action itself
+        return f"unreadable: {exc}"
 
 
 def kernel_dir(env, build_dir, pattern="*.py"):
@@ -367,7 +382,10 @@ def generate(env) -> None:
     # $VYRECOM holds a ready Action: a bare function would be re-wrapped (and its code
     # re-serialised for the signature) on every use, which dominates a large null build.
     kernel_com = SCons.Action.Action(kernel_action, "$VYRECOMSTR", varlist=["_VYRESIG"])
-    bundle_com = SCons.Action.Action(bundle_action, "$VYREBUNDLECOMSTR")
+    # The key's id, not only its path, is in the signature: a new key re-signs the bundle.
+    bundle_com = SCons.Action.Action(
+        bundle_action, "$VYREBUNDLECOMSTR", varlist=["VYRESIGNKEY", "_VYRESIGNID"]
+    )
     env.SetDefault(
         VYRETARGETS=list(DEFAULT_TARGETS),
         VYREOPTIONS={},
@@ -380,6 +398,7 @@ def generate(env) -> None:
         VYREBUNDLECOMSTR="vyre: bundle $TARGET",
     )
     env["_VYRESIG"] = _signature_var
+    env["_VYRESIGNID"] = _sign_key_id
     scanner = SCons.Scanner.Scanner(
         function=kernel_scan, name="VyreKernelScanner", skeys=[".py"], recursive=False
     )

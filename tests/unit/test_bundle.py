@@ -166,7 +166,7 @@ def test_subset_of_artifacts_and_empty_bundle():
 def test_header_fields_and_layout():
     data = encode_bundle(ENTRIES)
     magic, version, flags, size, m_off, m_size, nk, na, m_hash = header(data)
-    assert (magic, version, flags, size, nk, na) == (MAGIC, 1, 0, len(data), 3, 9)
+    assert (magic, version, flags, size, nk, na) == (MAGIC, 2, 0, len(data), 3, 9)
     assert m_off % ALIGN == 0 and m_off + m_size == len(data)
     assert m_hash == blake3.blake3(data[m_off:]).digest()
     offsets = [
@@ -331,13 +331,16 @@ def test_refuses_bad_magic():
 
 
 def test_refuses_unsupported_version():
-    assert "unsupported bundle version 2 (this reader reads version 1)" in refused(
-        with_header(GOOD, version=2)
-    )
+    for version in (0, 3):
+        assert f"unsupported bundle version {version} (this reader reads versions 1, 2)" in (
+            refused(with_header(GOOD, version=version))
+        )
 
 
 def test_refuses_flags():
-    assert "unknown header flags 0x00000004 at byte 12" in refused(with_header(GOOD, flags=4))
+    assert "unknown header flags 0x00000004 at byte 12 (version 2 allows 0x00000001)" in (
+        refused(with_header(GOOD, flags=4))
+    )
 
 
 def test_refuses_truncation():
@@ -546,7 +549,9 @@ def test_bundle_module_imports_no_compiler():
             "vyre_build.files",
             "vyre_build.bundle",
             "vyre_build.bundle.format",
+            "vyre_build.bundle.keys",
             "vyre_build.bundle.reader",
+            "vyre_build.bundle.signing",
         ]
     )
 

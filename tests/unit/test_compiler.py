@@ -18,6 +18,7 @@ from vyre_build.descriptor import (
     encode,
     validate,
 )
+from vyre_build.descriptor.coarsen import entries
 from vyre_build.emit.wgsl import emit_wgsl
 from vyre_build.frontend import check_module, load_module
 from vyre_build.emit.spirv import emit_spirv
@@ -77,9 +78,11 @@ def test_every_kernel_roundtrips_and_emits_identically(path):
     for k in compile_file(path, root=ROOT):
         desc = decode(k.kdesc)
         assert desc == k.descriptor
-        validate(desc)
-        assert emit_wgsl(desc) == k.wgsl
-        assert emit_spirv(desc) == k.spirv
+        info = validate(desc)
+        extra = entries(desc, info)
+        assert bool(extra) == ("coarse" in k.meta)
+        assert emit_wgsl(desc, info, entries=extra) == k.wgsl
+        assert emit_spirv(desc, info, entries=extra) == k.spirv
 
 
 def test_fingerprint_equal_programs_equal_and_sensitive(tmp_path):

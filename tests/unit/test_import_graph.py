@@ -20,7 +20,9 @@ def _modules() -> dict[str, str]:
         for f in files:
             if f.endswith(".py"):
                 rel = os.path.relpath(os.path.join(d, f), ROOT)[:-3].replace(os.sep, ".")
-                out[rel[: -len(".__init__")] if rel.endswith(".__init__") else rel] = os.path.join(d, f)
+                out[rel[: -len(".__init__")] if rel.endswith(".__init__") else rel] = os.path.join(
+                    d, f
+                )
     return out
 
 
@@ -54,7 +56,9 @@ def import_graph() -> dict[str, set[str]]:
                     anchor = parts if is_pkg else parts[:-1]
                     anchor = anchor[: len(anchor) - node.level + 1]
                     base = ".".join(anchor + ([base] if base else []))
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+                targets = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names
+                ]
             for t in targets:
                 if t in mods and t != mod:
                     graph[mod].add(t)

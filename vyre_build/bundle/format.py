@@ -12,12 +12,19 @@ from vyre_build.errors import BundleError
 from vyre_build.files import canonical_json
 
 MAGIC = b"VYREBNDL"
-VERSION = 1
+VERSION = 2  # 2: optional signature block after the manifest (header flag FLAG_SIGNED)
+READ_VERSIONS = (1, 2)
+FLAG_SIGNED = 1
 ALIGN = 16
 # magic, version, flags, file_size, manifest_offset, manifest_size, kernels, artifacts, blake3
 _HEADER = struct.Struct("<8sIIQQQII32s")
 HEADER_SIZE = _HEADER.size  # 80: artifacts start 16-byte aligned right after it
 FORMAT_NAME = "vyrebundle"
+# sig magic, algorithm, reserved, Ed25519 public key, Ed25519 signature: ends a signed file
+SIGNATURE = struct.Struct("<8sII32s64s")
+SIGNATURE_SIZE = SIGNATURE.size  # 112
+SIGNATURE_MAGIC = b"VYRESIGN"
+ALG_ED25519 = 1
 
 # Dot-separated components of safe characters: no separators, no "..", no leading dot.
 _ID_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_+=,-]*(\.[A-Za-z0-9_+=,-]+)*")

@@ -14,12 +14,16 @@ import blake3
 
 from vyre_build.errors import BundleError
 from vyre_build.files import canonical_json
+from vyre_build.bundle import signing
 from vyre_build.bundle.format import (
     ALIGN,
+    FLAG_SIGNED,
     FORMAT_NAME,
     HEADER_SIZE,
     MAGIC,
     MAX_JSON_DEPTH,
+    READ_VERSIONS,
+    SIGNATURE_SIZE,
     VERSION,
     _HEADER,
     _HEX64_RE,
@@ -95,15 +99,20 @@ def _is_int(v: object) -> bool:
 class BundleReader:
     """An open bundle. Construct with `read_bundle(path)` or `read_bundle_bytes(data)`.
 
-    Opening checks the header and the manifest (bounds, alignment, overlaps, hash);
-    `read_artifact` reads and verifies artifact bytes on first use, then serves them
-    from memory. Safe to share between threads. Use as a context manager or `close()`.
+    Opening checks the header, the signature when keys are pinned (before anything else
+    is read), and the manifest (bounds, alignment, overlaps, hash); `read_artifact` reads
+    and verifies artifact bytes on first use, then serves them from memory. `signature`
+    is the Signature block (None when unsigned), `signer` the trusted PublicKey that
+    signed it (None when no keys were pinned). Safe to share between threads. Use as a
+    context manager or `close()`.
     """
 
-    def __init__(self, fileobj: BinaryIO, name: str, size: int):
+    def __init__(self, fileobj: BinaryIO, name: str, size: int, trusted: list | None = None):
         self._f = fileobj
         self.path = name
         self._size = size
+        self._trusted = trusted
+        self.version, self.signature, self.signer = VERSION, None, None
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str], bytes] = {}
         try:
@@ -141,18 +150,25 @@ class BundleReader:
             raise self._fail(
                 f"truncated at byte {self._size}: the header needs {HEADER_SIZE} bytes"
             )
+        header = self._read_at(0, HEADER_SIZE)
         (magic, version, flags, file_size, m_off, m_size, n_kernels, n_artifacts, m_hash) = (
-            _HEADER.unpack(self._read_at(0, HEADER_SIZE))
+            _HEADER.unpack(header)
         )
         if magic != MAGIC:
             raise self._fail(f"bad magic {magic!r}, expected {MAGIC!r}: not a vyre bundle")
-        if version != VERSION:
+        if version not in READ_VERSIONS:
             raise self._fail(
-                f"unsupported bundle version {version} (this reader reads "
-                f"version {VERSION}); rebuild the bundle with this vyre_build"
+                f"unsupported bundle version {version} (this reader reads versions "
+                f"{', '.join(map(str, READ_VERSIONS))}); rebuild the bundle with this vyre_build"
             )
-        if flags != 0:
-            raise self._fail(f"unknown header flags 0x{flags:08x} at byte 12 (must be 0)")
+        known = FLAG_SIGNED if version >= 2 else 0
+        if flags & ~known:
+            raise self._fail(
+                f"unknown header flags 0x{flags:08x} at byte 12 (version {version} allows "
+                f"0x{known:08x})"
+            )
+        self.version = version
+        sig_size = SIGNATURE_SIZE if flags & FLAG_SIGNED else 0
         if self._size < file_size:
             raise self._fail(
                 f"truncated at byte {self._size}: the header declares {file_size} bytes"
@@ -162,12 +178,26 @@ class BundleReader:
                 f"{self._size - file_size} trailing bytes after the declared "
                 f"end at byte {file_size}"
             )
-        if m_off < HEADER_SIZE or m_off % ALIGN or m_off > file_size or m_size != file_size - m_off:
+        data_end = file_size - sig_size
+        if m_off < HEADER_SIZE or m_off % ALIGN or m_off > data_end or m_size != data_end - m_off:
+            end = "the signature block" if sig_size else "the file end"
             raise self._fail(
                 f"index out of bounds: manifest at bytes {m_off}..{m_off + m_size} "
                 f"must be {ALIGN}-aligned, after the {HEADER_SIZE}-byte header "
-                f"and end at the file end (byte {file_size})"
+                f"and end at {end} (byte {data_end})"
             )
+        if sig_size:
+            try:
+                block = self._read_at(data_end, sig_size)
+                self.signature = signing.parse_signature_block(block, data_end)
+            except BundleError as exc:
+                raise self._fail(str(exc)) from None
+        if self._trusted is not None:
+            # Before the manifest is even read: an untrusted file gets no further than this.
+            try:
+                self.signer = signing.check_signer(self.signature, header, self._trusted)
+            except BundleError as exc:
+                raise self._fail(str(exc)) from None
         manifest = self._read_at(m_off, m_size)
         if blake3.blake3(manifest).digest() != m_hash:
             raise self._fail(
@@ -208,9 +238,10 @@ class BundleReader:
         """Check the manifest's shape, names and artifact ranges; return records by id."""
         if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
             raise self._fail(f"manifest is not a {FORMAT_NAME!r} manifest object")
-        if doc.get("version") != VERSION or not _is_int(doc.get("version")):
+        if doc.get("version") != self.version or not _is_int(doc.get("version")):
             raise self._fail(
-                f"manifest version {doc.get('version')!r} does not match the header's {VERSION}"
+                f"manifest version {doc.get('version')!r} does not match the header's "
+                f"{self.version}"
             )
         if set(doc) != {"format", "version", "kernels"}:
             raise self._fail(
@@ -339,8 +370,9 @@ class BundleReader:
         """Re-read and check every byte; return the problems found (empty when sound).
 
         Checks each artifact's blake3 (re-read from disk, not from the cache), that the
-        padding between ranges is zero and no bytes lie outside a range, and that the
-        manifest is in canonical form.
+        padding between ranges is zero and no bytes lie outside a range, that the
+        manifest is in canonical form and, in a signed bundle, that the signature is valid
+        for the public key in its block (whether that key is trusted is `signer`'s job).
         """
         problems = []
         pos = HEADER_SIZE
@@ -375,6 +407,14 @@ class BundleReader:
         canonical = canonical_json(json.loads(self._manifest_bytes))
         if canonical != self._manifest_bytes:
             problems.append("manifest is not in canonical JSON form (sorted keys, no spaces)")
+        sig = self.signature
+        if sig is not None and not signing.verify_signature(
+            sig, self._read_at(0, HEADER_SIZE), sig.public
+        ):
+            problems.append(
+                f"the signature does not verify under the key it names (key id {sig.key_id}): "
+                "the header or manifest changed after signing, or it was made over another bundle"
+            )
         return problems
 
     # -- lifetime --
@@ -396,8 +436,16 @@ class BundleReader:
         return f"<BundleReader {self.path!r}: {len(self._records)} kernels>"
 
 
-def read_bundle(path: str | os.PathLike) -> BundleReader:
-    """Open the bundle at `path` lazily (header and manifest only); see `BundleReader`."""
+def read_bundle(path: str | os.PathLike, *, trusted_keys=None) -> BundleReader:
+    """Open the bundle at `path` lazily (header and manifest only); see `BundleReader`.
+
+    Arguments:
+        path: the .vyrebundle file.
+        trusted_keys: public key files or PublicKeys of which one must have signed the
+            bundle (refused before the manifest is read otherwise); None: those of
+            $VYRE_TRUSTED_KEYS, or no check when it is unset; False: no check at all.
+    """
+    trusted = signing.resolve_trusted_keys(trusted_keys)
     name = os.fspath(path)
     try:
         f = open(name, "rb")  # noqa: SIM115 - the reader owns the file until close()
@@ -408,9 +456,12 @@ def read_bundle(path: str | os.PathLike) -> BundleReader:
     except OSError as exc:
         f.close()
         raise BundleError(f"{name}: cannot stat bundle: {exc.strerror}") from None
-    return BundleReader(f, name, size)
+    return BundleReader(f, name, size, trusted)
 
 
-def read_bundle_bytes(data: bytes, name: str = "<bundle bytes>") -> BundleReader:
-    """Open a bundle held in memory (same checks as `read_bundle`)."""
-    return BundleReader(io.BytesIO(bytes(data)), name, len(data))
+def read_bundle_bytes(
+    data: bytes, name: str = "<bundle bytes>", *, trusted_keys=None
+) -> BundleReader:
+    """Open a bundle held in memory (same checks and `trusted_keys` as `read_bundle`)."""
+    trusted = signing.resolve_trusted_keys(trusted_keys)
+    return BundleReader(io.BytesIO(bytes(data)), name, len(data), trusted)

@@ -11,8 +11,10 @@ import blake3
 from vyre_build.errors import BundleError
 from vyre_build.files import atomic_write, canonical_json
 from vyre_build.bundle.format import (
+    FLAG_SIGNED,
     FORMAT_NAME,
     HEADER_SIZE,
+    SIGNATURE_SIZE,
     MAGIC,
     VERSION,
     _HEADER,
@@ -55,8 +57,19 @@ def _normalize(entries: Iterable[dict]) -> list[tuple[str, dict, list[tuple[str,
     return [out[k] for k in sorted(out)]
 
 
-def encode_bundle(entries: Iterable[dict]) -> bytes:
+def _secret_key(sign_key):
+    from vyre_build.bundle.keys import SecretKey, load_secret_key
+
+    if sign_key is None or isinstance(sign_key, SecretKey):
+        return sign_key
+    if isinstance(sign_key, (str, os.PathLike)):
+        return load_secret_key(sign_key)
+    raise BundleError(f"sign_key must be a secret key file or a SecretKey, got {sign_key!r}")
+
+
+def encode_bundle(entries: Iterable[dict], *, sign_key=None) -> bytes:
     """The bundle bytes for `entries` (see `write_bundle`); identical for any entry order."""
+    key = _secret_key(sign_key)  # a bad key file is refused before any work
     kernels = _normalize(entries)
     body = bytearray()
     pos = HEADER_SIZE
@@ -77,11 +90,11 @@ def encode_bundle(entries: Iterable[dict]) -> bytes:
     body += b"\0" * pad
     manifest_offset = pos + pad
     manifest = canonical_json({"format": FORMAT_NAME, "version": VERSION, "kernels": records})
-    file_size = manifest_offset + len(manifest)
+    file_size = manifest_offset + len(manifest) + (SIGNATURE_SIZE if key else 0)
     header = _HEADER.pack(
         MAGIC,
         VERSION,
-        0,
+        FLAG_SIGNED if key else 0,
         file_size,
         manifest_offset,
         len(manifest),
@@ -89,22 +102,28 @@ def encode_bundle(entries: Iterable[dict]) -> bytes:
         n_artifacts,
         blake3.blake3(manifest).digest(),
     )
-    return header + bytes(body) + manifest
+    if key is None:
+        return header + bytes(body) + manifest
+    from vyre_build.bundle.signing import signature_block
+
+    return header + bytes(body) + manifest + signature_block(header, key)
 
 
-def write_bundle(out_path: str | os.PathLike, entries: Iterable[dict]) -> int:
+def write_bundle(out_path: str | os.PathLike, entries: Iterable[dict], *, sign_key=None) -> int:
     """Write a bundle of `entries` to `out_path` atomically; return the bytes written.
 
     Arguments:
         out_path: destination file; its directory is created if missing.
         entries: dicts {"meta": metadata record (with "name", "variant", "id", optionally
             "provenance"), "artifacts": {suffix: bytes}}, e.g. {".wgsl", ".spv", ".kdesc"}.
+        sign_key: a secret key file (`vyre-build key generate`) or `SecretKey`: the bundle
+            is signed with it (Ed25519, deterministic); None writes it unsigned.
     Returns:
         the size of the written file. The bytes are identical for the same entries in any
         order. Duplicate ids, unsafe names or suffixes, and absolute paths or time stamps
         in provenance raise BundleError before anything is written.
     """
-    data = encode_bundle(entries)
+    data = encode_bundle(entries, sign_key=sign_key)
     out_path = os.fspath(out_path)
     try:
         os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)

@@ -2,7 +2,9 @@
 
 `DescriptorInfo` is to a descriptor what naga's ModuleInfo is to a module: every SSA
 value's type, every slot's element type, which slots atomics touch, the uniform block's
-layout and the values of integer literals. Emitters take `(desc, info)` and trust it.
+layout, the values of integer literals and the range analysis's proofs (the bounds
+checks and shared-memory zeroing the kernel provably does not need). Emitters take
+`(desc, info)` and trust it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vyre_build.descriptor.codec import BindingSlot
+from vyre_build.descriptor.ranges import Proofs
 
 __all__ = ["DescriptorInfo", "UniformBlock", "UniformMember", "uniform_block", "UNIFORM_ALIGN"]
 
@@ -41,6 +44,11 @@ class DescriptorInfo:
     atomic_slots: frozenset[int]  # slots some Atomic op targets (declared atomic)
     uniform: UniformBlock | None
     constants: dict[int, int] = field(default_factory=dict)  # integer literal id -> 32-bit value
+    proofs: Proofs = field(default_factory=lambda: Proofs(frozenset(), frozenset()))
+
+    def in_bounds(self, op) -> bool:
+        """Whether the range analysis proved this Load/Store/Atomic's index in range."""
+        return id(op) in self.proofs.in_bounds
 
 
 def uniform_block(

@@ -17,6 +17,7 @@ from __future__ import annotations
 from vyre_build.descriptor.codec import KernelBody, KernelDescriptor, decode_datatype
 from vyre_build.descriptor.facts import DescriptorInfo, uniform_block
 from vyre_build.descriptor.ops import OPS, op_key
+from vyre_build.descriptor.ranges import analyze
 from vyre_build.descriptor.types import TYPES, VECTORS, literal_type, type_of
 from vyre_build.errors import DescriptorFormatError
 
@@ -111,6 +112,7 @@ class _Checker:
             atomic_slots=frozenset(self.atomic),
             uniform=uniform_block(d.slots, self.slot_types),
             constants=self.constants,
+            proofs=analyze(d, self.types, self.slot_types),
         )
 
     def check_slot(self, s) -> str:

@@ -144,12 +144,15 @@ class Bundle:
         self.close()
 
 
-def open_bundle(path, *, backend: str | None = None, device: Device | None = None) -> Bundle:
+def open_bundle(
+    path, *, backend: str | None = None, device: Device | None = None, trusted_keys=None
+) -> Bundle:
     """The Bundle (a context manager) of the .vyrebundle at `path`, opened lazily (header and
     manifest only; artifacts are read and verified when a kernel is first used); kernels
-    run on `device`, else `backend`'s default device."""
+    run on `device`, else `backend`'s default device. `trusted_keys` (public key files;
+    default $VYRE_TRUSTED_KEYS) refuses a bundle none of them signed (see read_bundle)."""
     from vyre_build.bundle import read_bundle
 
     if device is None:
         _backend_name(backend)  # refuse a bad backend name now, not at first use
-    return Bundle(read_bundle(path), backend, device)
+    return Bundle(read_bundle(path, trusted_keys=trusted_keys), backend, device)

@@ -25,14 +25,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
             continue;
         }
         let _v10: u32 = 0u;
-        let _v11: i32 = select(0i, acc, (_v10 < 1u));
+        let _v11: i32 = acc;
         let _v12: u32 = 0u;
         let _v13: i32 = (_v11 + _v5);
-        if (_v12 < 1u) { acc = _v13; }
+        acc = _v13;
     }
     loop {
         let _v14: u32 = 0u;
-        let _v15: u32 = select(0u, j, (_v14 < 1u));
+        let _v15: u32 = j;
         let _v16: bool = (_v15 >= _v0);
         if _v16 {
             break;
@@ -43,16 +43,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
         continuing {
             let _v18: u32 = 0u;
             let _v19: u32 = 0u;
-            let _v20: u32 = select(0u, j, (_v19 < 1u));
+            let _v20: u32 = j;
             let _v21: u32 = 2u;
             let _v22: u32 = (_v20 + _v21);
-            if (_v18 < 1u) { j = _v22; }
+            j = _v22;
         }
     }
     let _v23: u32 = 0u;
-    let _v24: i32 = select(0i, acc, (_v23 < 1u));
+    let _v24: i32 = acc;
     let _v25: u32 = 3u;
-    let _v26: i32 = select(0i, u_loop[min(_v25, 4u - 1u)], (_v25 < 4u));
+    let _v26: i32 = u_loop[_v25];
     let _v27: i32 = (_v24 + _v26);
-    if (_v0 < arrayLength(&out)) { out[_v0] = _v27; }
+    out[_v0] = _v27;
 }

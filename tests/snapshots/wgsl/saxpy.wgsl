@@ -18,8 +18,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
         let _v4: f32 = params.a;
         let _v5: f32 = select(0.0f, x[min(_v0, arrayLength(&x) - 1u)], (_v0 < arrayLength(&x)));
         let _v6: f32 = (_v4 * _v5);
-        let _v7: f32 = select(0.0f, y[min(_v0, arrayLength(&y) - 1u)], (_v0 < arrayLength(&y)));
+        let _v7: f32 = y[_v0];
         let _v8: f32 = (_v6 + _v7);
-        if (_v0 < arrayLength(&y)) { y[_v0] = _v8; }
+        y[_v0] = _v8;
     }
 }

@@ -22,14 +22,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     let _v3: u32 = 15u;
     let _v4: u32 = (_v2 & _v3);
     let _v5: u32 = 1u;
-    var _o6: u32 = 0u;
-    if (_v4 < 16u) { _o6 = atomicAdd(&bins[_v4], _v5); }
-    let _v6: u32 = _o6;
+    let _v6: u32 = atomicAdd(&bins[_v4], _v5);
     workgroupBarrier();
     let _v7: u32 = 16u;
     let _v8: bool = (_v1 < _v7);
     if _v8 {
-        let _v9: u32 = select(0u, atomicLoad(&bins[min(_v1, 16u - 1u)]), (_v1 < 16u));
+        let _v9: u32 = atomicLoad(&bins[_v1]);
         var _o10: u32 = 0u;
         if (_v1 < arrayLength(&histogram)) { _o10 = atomicAdd(&histogram[_v1], _v9); }
         let _v10: u32 = _o10;

@@ -21,7 +21,11 @@ __all__ = ["emit_spirv"]
 
 
 def emit_spirv(
-    desc: KernelDescriptor, info: DescriptorInfo | None = None, *, optimize: bool = False
+    desc: KernelDescriptor,
+    info: DescriptorInfo | None = None,
+    *,
+    optimize: bool = False,
+    entries: tuple[tuple[str, KernelDescriptor, DescriptorInfo], ...] = (),
 ) -> bytes:
     """Emit the compute shader of `desc` as SPIR-V bytes (little-endian words).
 
@@ -29,6 +33,8 @@ def emit_spirv(
         desc: a descriptor following docs/descriptor-conventions.md.
         info: its `validate(desc)` result, when the caller has it already.
         optimize: run `spirv-opt -O` over the result (needs spirv-opt on PATH).
+        entries: more entry points of the same module, as (name, descriptor, info): the
+            coarse entry of descriptor.coarsen. Their variables alias `desc`'s by binding.
     Returns:
         The module: entry point "main", LocalSize = desc.workgroup_size, set 0 bindings
         per the slot table. A pure function of `desc` (and of spirv-opt when optimizing).
@@ -38,15 +44,15 @@ def emit_spirv(
     """
     if info is None:
         info = validate(desc)
-    wg = tuple(desc.workgroup_size)
     m = SpirvModule()
     m.capability("Shader")
     m.set_memory_model("Logical", "GLSL450")
-    writer = FunctionWriter(m, desc, info)
-    fn = writer.write()
-    m.entry_point("GLCompute", fn, "main", writer.interface)
-    m.execution_mode(fn, "LocalSize", *wg)
-    m.name(fn, "main")
+    for name, d, i in (("main", desc, info), *entries):
+        writer = FunctionWriter(m, d, i)
+        fn = writer.write()
+        m.entry_point("GLCompute", fn, name, writer.interface)
+        m.execution_mode(fn, "LocalSize", *d.workgroup_size)
+        m.name(fn, name)
     binary = m.to_bytes()
     return run_spirv_opt(binary) if optimize else binary
 

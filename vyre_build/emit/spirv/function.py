@@ -67,7 +67,6 @@ class FunctionWriter(MemoryOps, ControlFlow):
         self._builtin_vars: dict[str, int] = {}
         self._builtin_vals: dict[tuple[str, int], int] = {}
         self._builtin_vecs: dict[str, int] = {}
-        self._glsl = 0
         self._type_ids = {
             "u32": module.type_int(False),
             "i32": module.type_int(True),
@@ -116,9 +115,7 @@ class FunctionWriter(MemoryOps, ControlFlow):
         self.words.extend(operands)
 
     def glsl(self, name: str, ty: str, *operands: int) -> int:
-        if not self._glsl:
-            self._glsl = self.m.ext_inst_import("GLSL.std.450")
-        return self.op("OpExtInst", ty, self._glsl, g.GLSL_STD_450[name], *operands)
+        return self.op("OpExtInst", ty, self.m.glsl_std_450(), g.GLSL_STD_450[name], *operands)
 
     def splat(self, ty: str, scalar: int) -> int:
         """A vector of type `ty` with every component the (runtime) scalar `scalar`."""

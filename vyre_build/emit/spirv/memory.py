@@ -96,7 +96,8 @@ class MemoryOps:
                     info.var = m.global_variable(m.type_pointer("Workgroup", arr), "Workgroup")
                     info.ptr = m.type_pointer("Workgroup", elem)
                     info.atomic = s.slot in atomics
-                    self.shared_vars.append(info)
+                    if s.slot not in self.info.proofs.unzeroed:
+                        self.shared_vars.append(info)
                 else:
                     info.scalar = n == 1
                     var_ty = elem if info.scalar else m.type_array(elem, n)
@@ -170,15 +171,6 @@ class MemoryOps:
             self.m.emit(self.prologue, "OpArrayLength", self.tid("u32"), info.length, info.var, 0)
         return info.length
 
-    def in_bounds_const(self, info: SlotInfo, ssa: int) -> bool:
-        """True when the index is a literal already known to be in range (no check needed)."""
-        value = self.info.constants.get(ssa)
-        return (
-            value is not None
-            and info.slot.memory_class != "Global"
-            and value < info.slot.element_count
-        )
-
     def scope(self, info: SlotInfo) -> int:
         return self.const(
             "u32", g.SCOPE["Device" if info.slot.memory_class == "Global" else "Workgroup"]
@@ -203,7 +195,7 @@ class MemoryOps:
         number, idx_ssa = kop.operands
         info = self.slots[number]
         idx = self.vals[idx_ssa]
-        if self.in_bounds_const(info, idx_ssa):
+        if self.info.in_bounds(kop):
             return self.read(info, self.element_ptr(info, idx))
         n = self.length(info)
         ok = self.op("OpULessThan", "bool", idx, n)
@@ -219,9 +211,9 @@ class MemoryOps:
         ptr = self.op_typed("OpAccessChain", info.ptr, info.var, self.const("u32", info.member))
         return self.op("OpLoad", info.ty, ptr)
 
-    def guarded(self, info: SlotInfo, idx_ssa: int, idx: int) -> tuple[int, int] | None:
-        """Open `if idx < len` (unless statically in range); returns (header label, merge)."""
-        if self.in_bounds_const(info, idx_ssa):
+    def guarded(self, kop: KernelOp, info: SlotInfo, idx: int) -> tuple[int, int] | None:
+        """Open `if idx < len` (unless proved in range); returns (header label, merge)."""
+        if self.info.in_bounds(kop):
             return None
         ok = self.op("OpULessThan", "bool", idx, self.length(info))
         header, then_l, merge = self.label, self.m.new_id(), self.m.new_id()
@@ -233,7 +225,7 @@ class MemoryOps:
         number, idx_ssa, val_ssa = kop.operands
         info = self.slots[number]
         idx = self.vals[idx_ssa]
-        guard = self.guarded(info, idx_ssa, idx)
+        guard = self.guarded(kop, info, idx)
         self.store_element(info, self.element_ptr(info, idx), self.vals[val_ssa])
         if guard is not None:
             self.branch(guard[1])
@@ -252,12 +244,12 @@ class MemoryOps:
         idx = self.vals[ops[1]]
         args = [self.vals[x] for x in ops[2:]]
         result = None
-        if not self.in_bounds_const(info, ops[1]):
+        if not self.info.in_bounds(kop):
             # Out of bounds returns 0: the old value travels through a variable (no OpPhi,
             # which naga's SPIR-V reader mishandles after a compare-exchange).
             result = self.function_var(self.tid(info.ty))
             self.inst("OpStore", result, self.zero(info.ty))
-        guard = self.guarded(info, ops[1], idx)
+        guard = self.guarded(kop, info, idx)
         ptr = self.element_ptr(info, idx)
         scope, relaxed = self.scope(info), self.const("u32", RELAXED)
         if op_name == "CompareExchange":

@@ -51,6 +51,7 @@ class SpirvModule:
         self._types: dict[tuple, int] = {}
         self._consts: dict[tuple, int] = {}
         self._decorated: set[tuple] = set()
+        self._glsl = 0
 
     # --- ids and raw instructions -------------------------------------------------
 
@@ -74,6 +75,12 @@ class SpirvModule:
         rid = self.new_id()
         self.emit(self.ext_inst_imports, "OpExtInstImport", rid, *string_words(name))
         return rid
+
+    def glsl_std_450(self) -> int:
+        """The GLSL.std.450 import, made on first use and shared by every function."""
+        if not self._glsl:
+            self._glsl = self.ext_inst_import("GLSL.std.450")
+        return self._glsl
 
     def set_memory_model(self, addressing: str, memory: str) -> None:
         self.emit(

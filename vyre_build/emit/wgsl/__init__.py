@@ -25,35 +25,44 @@ __all__ = ["emit_wgsl"]
 _HELPER_CALL = re.compile(r"\b(_vy_[a-z0-9_]+)\(")
 
 
-def emit_wgsl(desc: KernelDescriptor, info: DescriptorInfo | None = None) -> str:
+def emit_wgsl(
+    desc: KernelDescriptor,
+    info: DescriptorInfo | None = None,
+    *,
+    entries: tuple[tuple[str, KernelDescriptor, DescriptorInfo], ...] = (),
+) -> str:
     """Return the WGSL module for `desc` (entry point `main`).
 
     Arguments:
         desc: the descriptor.
         info: its `validate(desc)` result, when the caller has it already.
+        entries: more entry points of the same module, as (name, descriptor, info): the
+            coarse entry of descriptor.coarsen. Their bindings alias `desc`'s by number.
     """
-    if info is None:
-        info = validate(desc)
-    writer = FunctionWriter(desc, info)
-    decls, lines = writer.write()
-    body = "\n".join(lines)
-    wx, wy, wz = desc.workgroup_size
+    writers = [("main", FunctionWriter(desc, info if info is not None else validate(desc)))]
+    writers += [(name, FunctionWriter(d, i, prefix=f"_{name}_")) for name, d, i in entries]
+    written = [(name, w.desc.workgroup_size, *w.write()) for name, w in writers]
+    decls = [line for _, _, d, _ in written for line in d]
+    text = "\n".join(decls + [line for _, _, _, lines in written for line in lines])
     header = (
         f"// vyre_build WGSL for kernel {json.dumps(desc.id)}; generated from "
         "its descriptor, do not edit."
     )
     out = [header, ""]
     out += decls
-    out += [h + "\n" for h in _helpers(body + "\n".join(decls))]
-    out.append(f"@compute @workgroup_size({wx}, {wy}, {wz})")
-    out.append(
-        "fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
-        "@builtin(local_invocation_id) lid: vec3<u32>, "
-        "@builtin(workgroup_id) wid: vec3<u32>, "
-        "@builtin(num_workgroups) nwg: vec3<u32>) {"
-    )
-    out += lines
-    out.append("}")
+    out += [h + "\n" for h in _helpers(text)]
+    for k, (name, (wx, wy, wz), _, lines) in enumerate(written):
+        if k:
+            out.append("")
+        out.append(f"@compute @workgroup_size({wx}, {wy}, {wz})")
+        out.append(
+            f"fn {name}(@builtin(global_invocation_id) gid: vec3<u32>, "
+            "@builtin(local_invocation_id) lid: vec3<u32>, "
+            "@builtin(workgroup_id) wid: vec3<u32>, "
+            "@builtin(num_workgroups) nwg: vec3<u32>) {"
+        )
+        out += lines
+        out.append("}")
     return "\n".join(out) + "\n"
 
 

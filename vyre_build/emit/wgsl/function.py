@@ -57,8 +57,9 @@ def literal(lit: Variant) -> str:
 class FunctionWriter(MemoryRules, ControlRules):
     """Writes the statements of `main` into `self.lines` (see module docstring)."""
 
-    def __init__(self, desc: KernelDescriptor, info: DescriptorInfo):
+    def __init__(self, desc: KernelDescriptor, info: DescriptorInfo, prefix: str = ""):
         self.desc = desc
+        self.prefix = prefix
         self.info = info
         self.slots = {s.slot: s for s in desc.slots}
         self.lines: list[str] = []

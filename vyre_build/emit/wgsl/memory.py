@@ -64,15 +64,22 @@ class MemoryRules:
 
     def declarations(self) -> tuple[list[str], list[str]]:
         """Module-scope declarations (in slot order) and the entry's scratch vars."""
-        self.names = {s.slot: ident(s.name) for s in self.desc.slots}
+        # A second entry point's module-scope names start with its prefix ("_main_x4_"):
+        # no name of a first entry can (they start with a letter or "u_").
+        p = self.prefix
+        self.names = {
+            s.slot: (p if s.memory_class in ("Global", "Shared") else "") + ident(s.name)
+            for s in self.desc.slots
+        }
+        self.params = f"{p}params"
         uniform = self.info.uniform
         decls: list[str] = []
         if uniform is not None:
-            decls.append("struct Params {")
+            decls.append(f"struct {p}Params {{")
             for m in uniform.members:
                 # bool is not host-shareable: it travels as a u32 and is compared with 0.
                 ty = "u32" if m.type == "bool" else wgsl_type(m.type)
-                decls.append(f"    {self.names[m.slot]}: {ty},")
+                decls.append(f"    {ident(m.name)}: {ty},")
             decls.append("}")
             decls.append("")
         entry: list[str] = []
@@ -82,7 +89,7 @@ class MemoryRules:
             ty = wgsl_type(self.info.slot_types[s.slot])
             elem = f"atomic<{ty}>" if s.slot in atomics else ty
             if uniform is not None and s.slot == uniform.binding:
-                decls.append(f"@group(0) @binding({s.slot}) var<uniform> params: Params;")
+                decls.append(f"@group(0) @binding({s.slot}) var<uniform> {self.params}: {p}Params;")
             elif s.memory_class == "Global":
                 access = "read" if s.visibility == "ReadOnly" else "read_write"
                 decls.append(
@@ -103,7 +110,10 @@ class MemoryRules:
         WGSL promises zeroed workgroup memory, but lavapipe through wgpu hands the next
         workgroup the previous one's values, so it is written out like every pinned rule.
         """
-        shared = [s for s in self.desc.slots if s.memory_class == "Shared"]
+        unzeroed = self.info.proofs.unzeroed
+        shared = [
+            s for s in self.desc.slots if s.memory_class == "Shared" and s.slot not in unzeroed
+        ]
         if not shared:
             return []
         wx, wy, wz = self.desc.workgroup_size
@@ -149,15 +159,18 @@ class MemoryRules:
     # --- handlers ---------------------------------------------------------------------
     def op_LoadGlobal(self, op, body, depth):
         s = self.slots[op.operands[0]]
-        ref, _, ok = self.element(s, f"_v{op.operands[1]}")
+        clamped, exact, ok = self.element(s, f"_v{op.operands[1]}")
+        proved = self.info.in_bounds(op)
+        ref = exact if proved else clamped
         value = f"atomicLoad(&{ref})" if s.slot in self.info.atomic_slots else ref
-        self.bind(op, depth, f"select({ZERO[self.info.slot_types[s.slot]]}, {value}, {ok})")
+        zero = ZERO[self.info.slot_types[s.slot]]
+        self.bind(op, depth, value if proved else f"select({zero}, {value}, {ok})")
 
     op_LoadShared = op_LoadGlobal
 
     def op_LoadConstant(self, op, body, depth):
         s = self.slots[op.operands[0]]
-        member = f"params.{self.names[s.slot]}"
+        member = f"{self.params}.{ident(s.name)}"
         bool_ = self.info.slot_types[s.slot] == "bool"
         self.bind(op, depth, f"({member} != 0u)" if bool_ else member)
 
@@ -176,7 +189,7 @@ class MemoryRules:
         ref, ok = self.write_target(s, op.operands[1])
         atomic = s.slot in self.info.atomic_slots
         store = f"atomicStore(&{ref}, {value});" if atomic else f"{ref} = {value};"
-        self.emit(depth, f"if {ok} {{ {store} }}")
+        self.emit(depth, store if self.info.in_bounds(op) else f"if {ok} {{ {store} }}")
 
     op_StoreShared = op_StoreGlobal
 
@@ -193,6 +206,9 @@ class MemoryRules:
             if len(args) == 2
             else f"{fn}(&{ref}, {args[0]})"
         )
+        if self.info.in_bounds(op):
+            self.bind(op, depth, call)
+            return
         old = f"_o{op.result}"
         # Out of bounds the atomic does nothing and yields 0 (pinned).
         self.emit(depth, f"var {old}: {wgsl_type(ty)} = {ZERO[ty]};")

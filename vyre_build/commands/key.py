@@ -1,0 +1,37 @@
+"""`vyre-build key generate KEYFILE [--comment TEXT]`: an Ed25519 key pair for signing bundles.
+
+Writes KEYFILE (the secret key, mode 0600) and KEYFILE.pub (the public key, to hand to
+whoever loads the bundles); refuses to overwrite either. Format: docs/bundle-format.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from vyre_build.bundle.keys import check_comment, generate_key_pair, write_key_pair
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "key", help="make key pairs that sign bundles", description=__doc__.splitlines()[0]
+    )
+    sub = parser.add_subparsers(dest="key_command", required=True, metavar="ACTION")
+    p = sub.add_parser("generate", help="write KEYFILE (secret, 0600) and KEYFILE.pub")
+    p.add_argument("keyfile", metavar="KEYFILE", help="the secret key file to create")
+    p.add_argument(
+        "--comment",
+        help="who the key belongs to, shown when a bundle's signature is verified "
+        "(default: the file name without its directory)",
+    )
+    p.set_defaults(func=cmd_generate)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    comment = args.comment if args.comment is not None else os.path.basename(args.keyfile)
+    key = generate_key_pair(check_comment(comment, "--comment"))
+    secret, public = write_key_pair(args.keyfile, key)
+    print(f"secret key: {secret} (keep it private; mode 0600)")
+    print(f"public key: {public} (give it to those who load your bundles)")
+    print(f"key id {key.public.key_id}, comment {comment!r}")
+    return 0

@@ -1,0 +1,455 @@
+"""Coarsening: an elementwise kernel also gets an entry in which each invocation handles
+FACTOR consecutive elements, every load issued first as one vector load per buffer.
+
+Eligible: a 1-D workgroup; storage buffers of 4-byte scalars (u32, i32, f32); every
+storage access at the invocation's own index (the value of `global_id().x`); no shared
+memory, barriers, atomics, other ids or workgroup counts; `return` only outside loops.
+The coarse descriptor sees every buffer as vec4s of its element type:
+
+    base = gid * 4;  e_j = base + j                     (element j of this invocation)
+    old_b = b4[gid]                                     (one 16-byte load per buffer read)
+    copy j of the body, with gid -> e_j, b[e_j] -> old_b.j (or the working vec4 of b),
+      b[e_j] = v -> the working vec4 of b gets component j, len(b) -> 4 * len(b4),
+      its locals private, `return` -> leaving the copy
+    b4[gid] = working vec4 of b                         (one 16-byte store per buffer written)
+
+A buffer every copy stores under bounds guards only (`i < len(b)`, `0 <= i`) starts its
+working vec4 at zero; any other written buffer starts from its old contents (read even
+if the kernel declares it write-only: the invocation owns those four elements, so writing
+back the untouched ones changes nothing). The runtime dispatches this entry only when
+every buffer's length is the same multiple of FACTOR and the grid is the default one, so
+an invocation's four elements are in bounds together or out of bounds together, exactly
+as the four invocations of the original would be (docs/descriptor-conventions.md).
+"""
+
+from __future__ import annotations
+
+from vyre_build.descriptor.codec import (
+    SHARED_SLOT_BASE,
+    BindingSlot,
+    KernelBody,
+    KernelDescriptor,
+    KernelOp,
+    Variant,
+    encode_datatype,
+)
+from vyre_build.descriptor.facts import DescriptorInfo
+from vyre_build.descriptor.types import datatype, vector_of
+from vyre_build.descriptor.validate import validate
+
+__all__ = ["FACTOR", "ENTRY", "coarsenable", "coarsen"]
+
+FACTOR = 4
+ENTRY = "main_x4"  # the coarse entry point's name in the WGSL and SPIR-V modules
+_REFUSED = frozenset(
+    {"Barrier", "Atomic", "LocalInvocationId", "WorkgroupId", "LoadShared", "StoreShared"}
+)
+
+
+def _walk(body: KernelBody, in_loop: bool = False):
+    """(op, body, in_loop) for every op, nested bodies included."""
+    for op in body.ops:
+        yield op, body, in_loop
+        kids, loop = _children(op)
+        for k in kids:
+            yield from _walk(body.children[k], in_loop or loop)
+
+
+def _children(op) -> tuple[tuple[int, ...], bool]:
+    name = op.kind.name
+    if name in ("StructuredIfThen", "StructuredIfThenElse"):
+        return tuple(op.operands[1:]), False
+    if name == "StructuredForLoop":
+        return (op.operands[2],), True
+    if name == "OpaqueNode" and op.kind.args[0] == "vyre.loop":
+        return tuple(op.operands), True
+    return (), False
+
+
+def coarsenable(desc: KernelDescriptor, info: DescriptorInfo) -> bool:
+    """Whether `desc` qualifies for a coarse entry (see the module docstring)."""
+    wx, wy, wz = desc.workgroup_size
+    if wy != 1 or wz != 1:
+        return False
+    slots = {s.slot: s for s in desc.slots}
+    for s in desc.slots:
+        if s.memory_class == "Shared":
+            return False
+        if s.memory_class == "Global" and info.slot_types[s.slot] not in ("u32", "i32", "f32"):
+            return False
+    if not any(s.memory_class == "Global" for s in desc.slots):
+        return False
+    gids = set()
+    for op, _, in_loop in _walk(desc.body):
+        name = op.kind.name
+        if name == "GlobalInvocationId":
+            if op.operands[0] != 0:
+                return False
+            gids.add(op.result)
+        elif name in _REFUSED and not (
+            name in ("LoadShared", "StoreShared")
+            and slots[op.operands[0]].memory_class == "Scratch"
+        ):
+            return False
+        elif name == "OpaqueExpr" and op.kind.args[1] == "vyre.num_workgroups":
+            return False
+        elif name == "Return" and in_loop:
+            return False
+    for op, _, _ in _walk(desc.body):
+        if op.kind.name in ("LoadGlobal", "StoreGlobal") and op.operands[1] not in gids:
+            return False
+    return True
+
+
+class _Coarsener:
+    def __init__(self, desc: KernelDescriptor, info: DescriptorInfo):
+        self.desc, self.info = desc, info
+        self.slots = {s.slot: s for s in desc.slots}
+        self.next_id = max(info.types, default=-1) + 1
+        self.next_slot = max(
+            [s.slot + 1 for s in desc.slots if s.slot >= SHARED_SLOT_BASE], default=SHARED_SLOT_BASE
+        )
+        self.defs = {op.result: op for op, _, _ in _walk(desc.body) if op.result is not None}
+        self.gids = {r for r, op in self.defs.items() if op.kind.name == "GlobalInvocationId"}
+        self.loaded = {
+            op.operands[0] for op, _, _ in _walk(desc.body) if op.kind.name == "LoadGlobal"
+        }
+        self.stored = {
+            op.operands[0] for op, _, _ in _walk(desc.body) if op.kind.name == "StoreGlobal"
+        }
+        self.returns = any(op.kind.name == "Return" for op, _, _ in _walk(desc.body))
+        self.new_slots: list[BindingSlot] = []
+
+    def fresh(self) -> int:
+        r = self.next_id
+        self.next_id += 1
+        return r
+
+    def scratch(self, ty: str, name: str) -> int:
+        slot = self.next_slot
+        self.next_slot += 1
+        self.new_slots.append(BindingSlot(slot, datatype(ty), 1, "Scratch", "ReadWrite", name))
+        return slot
+
+    # --- the new descriptor ---------------------------------------------------------
+    def run(self) -> KernelDescriptor:
+        d = self.desc
+        out = _Body()
+        gid = out.op(self, Variant("GlobalInvocationId"), (0,))
+        base = out.op(self, _bin("Mul"), (gid, out.lit(self, "U32", FACTOR)))
+        elems = [base] + [
+            out.op(self, _bin("Add"), (base, out.lit(self, "U32", j))) for j in range(1, FACTOR)
+        ]
+        vec = {s: vector_of(self.info.slot_types[s], FACTOR) for s in self.loaded | self.stored}
+        full = {s for s in self.stored if s not in self.loaded and self._always_stored(s)}
+        old = {
+            s: out.op(self, Variant("LoadGlobal"), (s, gid)) for s in sorted(vec) if s not in full
+        }
+        work = {}
+        zero = None
+        for s in sorted(self.stored):
+            work[s] = self.scratch(vec[s], f"x{FACTOR}.{self.slots[s].name}")
+            if s in full:
+                if zero is None:
+                    zero = {}
+                ty = self.info.slot_types[s]
+                if ty not in zero:
+                    z = out.lit(self, ty.upper(), 0.0 if ty == "f32" else 0)
+                    zero[ty] = out.op(self, _vec(vec[s]), (z,) * FACTOR)
+                start = zero[ty]
+            else:
+                start = old[s]
+            out.op(
+                self,
+                Variant("StoreShared"),
+                (work[s], out.lit(self, "U32", 0), start),
+                result=False,
+            )
+        for j in range(FACTOR):
+            locals_ = {
+                s.slot: self.scratch(self.info.slot_types[s.slot], f"x{FACTOR}.{j}.{s.name}")
+                for s in d.slots
+                if s.memory_class == "Scratch"
+            }
+            copy = _Copy(self, j, elems[j], old, work, locals_, vec)
+            body = copy.body(d.body)
+            if self.returns:  # a copy's `return` leaves that copy only
+                body.op(self, Variant("OpaqueNode", ("vyre.break", b"")), (), result=False)
+                out.op(
+                    self,
+                    Variant("OpaqueNode", ("vyre.loop", b"")),
+                    (out.child(body),),
+                    result=False,
+                )
+            else:
+                out.extend(body)
+        for s in sorted(self.stored):
+            value = out.op(self, Variant("LoadShared"), (work[s], out.lit(self, "U32", 0)))
+            out.op(self, Variant("StoreGlobal"), (s, gid, value), result=False)
+        slots = []
+        for s in d.slots:
+            if s.memory_class == "Global":
+                vis = s.visibility
+                if s.slot in vec and s.slot not in full and vis == "WriteOnly":
+                    vis = "ReadWrite"  # its old contents are read back (see module docstring)
+                slots.append(
+                    BindingSlot(
+                        s.slot,
+                        datatype(vector_of(self.info.slot_types[s.slot], FACTOR)),
+                        None,
+                        "Global",
+                        vis,
+                        s.name,
+                    )
+                )
+            elif s.memory_class != "Scratch":
+                slots.append(s)
+        slots += self.new_slots
+        return KernelDescriptor(
+            f"{d.id}+x{FACTOR}",
+            tuple(sorted(slots, key=lambda s: s.slot)),
+            d.workgroup_size,
+            out.freeze(),
+        )
+
+    # --- which stores happen in every copy whose elements are in bounds ----------------
+    def _always_stored(self, slot: int) -> bool:
+        return self._stores_in(self.desc.body, slot)
+
+    def _stores_in(self, body: KernelBody, slot: int) -> bool:
+        for op in body.ops:
+            name = op.kind.name
+            if name == "StoreGlobal" and op.operands[0] == slot:
+                return True
+            if name == "StructuredIfThen" and self._in_bounds(op.operands[0], True):
+                if self._stores_in(body.children[op.operands[1]], slot):
+                    return True
+            elif name in ("StructuredIfThen", "StructuredIfThenElse") and self._in_bounds(
+                op.operands[0], False
+            ):
+                pass  # its then-arm runs only out of bounds
+            elif name in (
+                "StructuredIfThen",
+                "StructuredIfThenElse",
+                "StructuredForLoop",
+                "OpaqueNode",
+                "Return",
+            ):
+                if any(
+                    o.kind.name in ("Return", "OpaqueNode") for o, _, _ in _walk(_single(op, body))
+                ):
+                    return False  # an exit or a loop that may skip the rest
+        return False
+
+    def _in_bounds(self, cond: int, truth: bool) -> bool:
+        """Whether `cond == truth` holds exactly when the invocation's element is in bounds
+        of every buffer (all lengths equal: the runtime's condition for this entry)."""
+        op = self.defs.get(cond)
+        if op is None:
+            return False
+        name = op.kind.name
+        if name == "UnOpKind" and op.kind.args[0].name == "LogicalNot":
+            return self._in_bounds(op.operands[0], not truth)
+        if name != "BinOpKind":
+            return False
+        bop, (a, b) = op.kind.args[0].name, op.operands
+        if bop in ("And", "Or"):
+            if (bop == "And") == truth:
+                return all(
+                    self._in_bounds(x, truth) or self._always(x, truth) for x in (a, b)
+                ) and (self._in_bounds(a, truth) or self._in_bounds(b, truth))
+            return False
+        if truth:
+            return (bop == "Lt" and a in self.gids and self._length(b)) or (
+                bop == "Gt" and b in self.gids and self._length(a)
+            )
+        return (bop == "Ge" and a in self.gids and self._length(b)) or (
+            bop == "Le" and b in self.gids and self._length(a)
+        )
+
+    def _always(self, cond: int, truth: bool) -> bool:
+        """`0 <= gid` (u32: always true) and its mirror."""
+        op = self.defs.get(cond)
+        if op is None or op.kind.name != "BinOpKind" or not truth:
+            return False
+        bop, (a, b) = op.kind.args[0].name, op.operands
+        zero = lambda x: self.info.constants.get(x) == 0  # noqa: E731
+        return (bop == "Le" and zero(a) and b in self.gids) or (
+            bop == "Ge" and a in self.gids and zero(b)
+        )
+
+    def _length(self, vid: int) -> bool:
+        op = self.defs.get(vid)
+        return (
+            op is not None
+            and op.kind.name == "BufferLength"
+            and self.slots[op.operands[0]].memory_class == "Global"
+        )
+
+
+def _single(op, body) -> KernelBody:
+    return KernelBody((op,), body.children, ())
+
+
+def _bin(name: str) -> Variant:
+    return Variant("BinOpKind", (Variant(name),))
+
+
+def _vec(ty: str) -> Variant:
+    return Variant("OpaqueExpr", (0, "vyre.vec", encode_datatype(datatype(ty))))
+
+
+class _Body:
+    def __init__(self):
+        self.ops: list[KernelOp] = []
+        self.children: list[KernelBody] = []
+        self.literals: list[Variant] = []
+
+    def op(self, c: _Coarsener, kind: Variant, operands, result: bool = True):
+        rid = c.fresh() if result else None
+        self.ops.append(KernelOp(kind, tuple(operands), rid))
+        return rid
+
+    def lit(self, c: _Coarsener, name: str, value):
+        self.literals.append(Variant(name, (value,)))
+        return self.op(c, Variant("Literal"), (len(self.literals) - 1,))
+
+    def child(self, b: _Body) -> int:
+        self.children.append(b.freeze())
+        return len(self.children) - 1
+
+    def extend(self, b: _Body) -> None:
+        """Append `b`'s ops here (children and literals re-indexed)."""
+        lits, kids = len(self.literals), len(self.children)
+        for op in b.ops:
+            operands = op.operands
+            name = op.kind.name
+            if name == "Literal":
+                operands = (operands[0] + lits,)
+            elif name in ("StructuredIfThen", "StructuredIfThenElse"):
+                operands = (operands[0],) + tuple(x + kids for x in operands[1:])
+            elif name == "StructuredForLoop":
+                operands = operands[:2] + (operands[2] + kids,)
+            elif name == "OpaqueNode" and op.kind.args[0] == "vyre.loop":
+                operands = tuple(x + kids for x in operands)
+            self.ops.append(KernelOp(op.kind, operands, op.result))
+        self.literals += b.literals
+        self.children += b.children
+
+    def freeze(self) -> KernelBody:
+        return KernelBody(tuple(self.ops), tuple(self.children), tuple(self.literals))
+
+
+class _Copy:
+    """Copy j of the body: fresh ids, gid -> e_j, storage accesses through the vec4s."""
+
+    def __init__(self, c: _Coarsener, j, elem, old, work, locals_, vec):
+        self.c, self.j, self.elem = c, j, elem
+        self.old, self.work, self.locals, self.vec = old, work, locals_, vec
+        self.ids: dict[int, int] = {}
+
+    def v(self, vid: int) -> int:
+        return self.ids[vid]
+
+    def body(self, src: KernelBody) -> _Body:
+        out = _Body()
+        for op in src.ops:
+            self.op(op, src, out)
+        return out
+
+    def define(self, op, new_id) -> None:
+        if op.result is not None:
+            self.ids[op.result] = new_id
+
+    def op(self, op, src: KernelBody, out: _Body) -> None:  # noqa: C901 - one branch per kind
+        c, name, o = self.c, op.kind.name, op.operands
+        if name == "GlobalInvocationId":
+            self.ids[op.result] = self.elem
+            return
+        if name == "Literal":
+            lit = src.literals[o[0]]
+            self.define(op, out.lit(c, lit.name, lit.args[0]))
+            return
+        if name == "LoadGlobal":
+            s = o[0]
+            vec = (
+                out.op(c, Variant("LoadShared"), (self.work[s], out.lit(c, "U32", 0)))
+                if s in self.work
+                else self.old[s]
+            )
+            self.define(
+                op, out.op(c, Variant("OpaqueExpr", (0, "vyre.extract", bytes([self.j]))), (vec,))
+            )
+            return
+        if name == "StoreGlobal":
+            s, value = o[0], self.v(o[2])
+            cur = out.op(c, Variant("LoadShared"), (self.work[s], out.lit(c, "U32", 0)))
+            parts = [
+                value
+                if k == self.j
+                else out.op(c, Variant("OpaqueExpr", (0, "vyre.extract", bytes([k]))), (cur,))
+                for k in range(FACTOR)
+            ]
+            new = out.op(c, _vec(self.vec[s]), parts)
+            out.op(
+                c, Variant("StoreShared"), (self.work[s], out.lit(c, "U32", 0), new), result=False
+            )
+            return
+        if name == "BufferLength" and c.slots[o[0]].memory_class == "Global":
+            n = out.op(c, Variant("BufferLength"), (o[0],))
+            self.define(op, out.op(c, _bin("Mul"), (n, out.lit(c, "U32", FACTOR))))
+            return
+        if name == "LoadConstant":  # [uniform slot, index]
+            self.define(op, out.op(c, op.kind, (o[0], self.v(o[1]))))
+            return
+        if name in ("LoadShared", "StoreShared", "BufferLength"):  # Scratch: the copy's own
+            operands = (self.locals[o[0]],) + tuple(self.v(x) for x in o[1:])
+            self.define(op, out.op(c, op.kind, operands, result=op.result is not None))
+            return
+        if name == "Return":
+            out.op(c, Variant("OpaqueNode", ("vyre.break", b"")), (), result=False)
+            return
+        if name in ("StructuredIfThen", "StructuredIfThenElse"):
+            kids = tuple(out.child(self.body(src.children[k])) for k in o[1:])
+            out.op(c, op.kind, (self.v(o[0]),) + kids, result=False)
+            return
+        if name == "StructuredForLoop":
+            lo, hi = self.v(o[0]), self.v(o[1])
+            kid = out.child(self.body(src.children[o[2]]))
+            out.op(
+                c,
+                Variant("StructuredForLoop", (f"{op.kind.args[0]}_x{self.j}",)),
+                (lo, hi, kid),
+                result=False,
+            )
+            return
+        if name == "LoopIndex":
+            self.define(op, out.op(c, Variant("LoopIndex", (f"{op.kind.args[0]}_x{self.j}",)), ()))
+            return
+        if name == "OpaqueNode" and op.kind.args[0] == "vyre.loop":
+            kids = tuple(out.child(self.body(src.children[k])) for k in o)
+            out.op(c, op.kind, kids, result=False)
+            return
+        if name == "OpaqueNode" or name == "Barrier":
+            out.op(c, op.kind, o, result=False)
+            return
+        if name == "OpaqueExpr" and op.kind.args[1] == "vyre.num_workgroups":
+            self.define(op, out.op(c, op.kind, o))  # refused by coarsenable; kept exact
+            return
+        operands = tuple(self.v(x) for x in o)
+        self.define(op, out.op(c, op.kind, operands, result=op.result is not None))
+
+
+def coarsen(desc: KernelDescriptor, info: DescriptorInfo) -> KernelDescriptor:
+    """The coarse descriptor of an eligible `desc` (check `coarsenable` first)."""
+    return _Coarsener(desc, info).run()
+
+
+def entries(desc: KernelDescriptor, info: DescriptorInfo) -> tuple:
+    """The extra entry points both emitters give `desc`: ((ENTRY, coarse, its info),) for a
+    coarsenable kernel, else (). A pure function of the descriptor, so decode -> emit of a
+    .kdesc reproduces the compiler's modules."""
+    if not coarsenable(desc, info):
+        return ()
+    coarse = coarsen(desc, info)
+    return ((ENTRY, coarse, validate(coarse)),)

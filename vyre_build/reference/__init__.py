@@ -1,0 +1,99 @@
+"""The CPU reference backend: a KernelDescriptor executed with the pinned semantics.
+
+It reads the same contract the emitters read (`descriptor.validate` -> DescriptorInfo)
+and is the judge every GPU path is compared with (tools/conformance.py), and the runtime
+backend for machines with no GPU driver (`backend="cpu"`, which runs a bundle's `.kdesc`).
+
+    outputs = execute(desc, {"x": x, "y": y}, {"a": 2.0}, workgroups=(4, 1, 1))
+
+Semantics: exactly docs/descriptor-conventions.md: wrapping integers, shift amounts mod
+32, x / 0 == x and x % 0 == 0 (also i32::MIN / -1), out-of-bounds loads 0 and stores
+dropped, saturating float -> int casts with NaN -> 0, atomics, shared memory and barriers,
+loops with break/continue, early return, vectors. Floats are IEEE f32, rounded per op.
+
+Where a GPU may legitimately differ (and the conformance runner allows for it):
+- fused multiply-add: `fma` is computed here in f64 and rounded to f32 (one more rounding
+  than a fused op: at most 1 ULP apart); SPIR-V's GLSL Fma may be fused or not;
+- transcendentals (exp, log, sin, cos, tan, tanh, pow-like ops, inverseSqrt): numpy's
+  correctly rounded-ish f32 results against the device's few-ULP ones;
+- min/max with a NaN operand (backend-defined), and denormals (some devices flush them);
+- float `%` (never emitted by the frontend): `fmod` here, `a - b * trunc(a / b)` in WGSL;
+- the order atomics apply in within one op (lane order here): only the old values a
+  kernel reads back can show it, and they are racy on any device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
+from vyre_build.descriptor.types import TYPES
+from vyre_build.errors import DispatchError
+from vyre_build.reference.machine import Machine
+from vyre_build.reference.values import dtype_of
+
+__all__ = ["execute", "CHUNK_LANES"]
+
+CHUNK_LANES = 1 << 20  # lanes per pass: bounds memory; workgroups never straddle a chunk
+
+
+def execute(
+    desc: KernelDescriptor,
+    buffers: dict[str, np.ndarray],
+    scalars: dict[str, object],
+    workgroups: tuple[int, int, int],
+    *,
+    info: DescriptorInfo | None = None,
+) -> dict[str, np.ndarray]:
+    """Run `desc` over `workgroups` (x, y, z) workgroup counts on the CPU.
+
+    Arguments:
+        desc: the descriptor (validated here unless `info` is given).
+        buffers: every storage buffer by name, as host arrays (a vec4f buffer is a float32
+            array of 4*n values, any shape); they are not modified.
+        scalars: every scalar parameter by name (int, float or bool).
+        workgroups: workgroup counts per axis.
+        info: `validate(desc)`, when the caller has it.
+    Returns:
+        {name: array} with the final contents of every storage buffer, in the shape and
+        dtype each was given in.
+    """
+    info = info if info is not None else validate(desc)
+    grid = tuple(int(g) for g in workgroups)
+    if len(grid) != 3 or min(grid) < 0:
+        raise DispatchError(
+            f"Kernel {desc.id!r}: workgroups must be 3 counts >= 0, got {workgroups!r}"
+        )
+    arrays, given = {}, {}
+    for s in desc.slots:
+        if s.memory_class != "Global":
+            continue
+        if s.name not in buffers:
+            raise DispatchError(f"Kernel {desc.id!r}: no buffer given for {s.name!r}")
+        ty = info.slot_types[s.slot]
+        host = np.asarray(buffers[s.name])
+        if host.dtype != dtype_of(ty):
+            raise DispatchError(
+                f"Kernel {desc.id!r}: buffer {s.name!r} holds {ty}: give a {dtype_of(ty)} "
+                f"array, not {host.dtype}"
+            )
+        given[s.name] = host
+        n = TYPES[ty].count
+        flat = np.array(host, order="C").reshape(-1)
+        arrays[s.slot] = flat.reshape(-1, n) if n > 1 else flat
+    uniforms = {}
+    if info.uniform is not None:
+        for m in info.uniform.members:
+            if m.name not in scalars:
+                raise DispatchError(f"Kernel {desc.id!r}: no value given for scalar {m.name!r}")
+            uniforms[m.slot] = np.asarray(scalars[m.name]).astype(dtype_of(m.type))
+    total = grid[0] * grid[1] * grid[2]
+    wx, wy, wz = desc.workgroup_size
+    per_chunk = max(1, CHUNK_LANES // (wx * wy * wz))
+    for first in range(0, total, per_chunk):
+        Machine(desc, info, arrays, uniforms, grid, first, min(per_chunk, total - first)).run()
+    return {
+        s.name: arrays[s.slot].reshape(given[s.name].shape)
+        for s in desc.slots
+        if s.memory_class == "Global"
+    }
