@@ -34,9 +34,9 @@ def _show(v) -> str:
 
 def float_equal(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
     """Elementwise: equal up to +-0 and NaN payloads, or within tol + FINAL_ULPS ulp."""
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    both_nan = np.isnan(a64) & np.isnan(b64)
     with np.errstate(invalid="ignore", over="ignore"):
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        both_nan = np.isnan(a64) & np.isnan(b64)
         same = (a64 == b64) | both_nan  # -0 == +0
         if tol == 0:
             return same

@@ -190,7 +190,7 @@ class Gen(IntGen, FloatGen, StmtGen):
         self.scopes[0].append(Val(v.name, ty, v.facts, "param"))
         return v
 
-    def helper_call(self, ty: str, uni: bool, d: int, want: Facts | None = None):
+    def helper_call(self, ty: str, uni: bool, d: int, want: Facts | None = None, only=None):
         if uni:
             return None
         sigs = [
@@ -198,6 +198,7 @@ class Gen(IntGen, FloatGen, StmtGen):
             for s in self.sigs[: self.helper_limit]
             if s.ret == ty and (want is None or s.ret_facts.within(want))
         ]
+        sigs = [only] if only is not None else sigs
         if not sigs:
             return None
         s = self.r.choice(sigs)
@@ -235,6 +236,7 @@ class Gen(IntGen, FloatGen, StmtGen):
             top.append(Val(v.name, v.ty, v.facts, "param"))
         prologue += self.make_vars(top)
         body = self.block(Ctx(), r.randint(min(4, self.opts.statements), self.opts.statements))
+        body += self.call_every_helper(body)
         outs = [b for b in self.bufs if b.role == "out"]
         for b in outs:  # every output gets at least one store
             body.append(self.store_into(b))
@@ -257,10 +259,37 @@ class Gen(IntGen, FloatGen, StmtGen):
         make_inputs(prog, self.bufs_params, self.scalars, r, self.opts)
         return prog
 
+    def call_every_helper(self, body: list) -> list:
+        """A helper no statement calls would be dead code: store a call of it."""
+        text = "\n".join(s.line() for b in [body] for st in b for s in st.walk())
+        out = []
+        for sig in self.sigs:
+            if sig.name + "(" in text:
+                continue
+            call = self.helper_call(sig.ret, False, 2, None, only=sig)
+            if call is None:
+                continue
+            ty = "u32" if sig.ret == "bool" else sig.ret
+            value = E("u32", "u32({0})", (call,), tag="cast") if sig.ret == "bool" else call
+            facts = sig.ret_facts if ty == "f32" or ty.endswith("f") else Facts()
+            b = Buf(self.fresh("o"), ty, "out", facts)
+            self.bufs.append(b)
+            self.bufs_params.insert(len(self.bufs_params) - 1, b)  # chk stays last
+            out.append(
+                S(
+                    "store",
+                    f"{b.name}[{{0}}] = {{1}}",
+                    (E("u32", "gid", tag="id", frozen=True), value),
+                    tag="store:out",
+                    target=b.name,
+                )
+            )
+        return out
+
     def store_into(self, b: Buf) -> S:
         idx = E("u32", "gid", tag="id", frozen=True)
         e = self.value(b.ty, Ctx(), b.facts)
-        return S("store", f"{b.name}[{{0}}] = {{1}}", (idx, e), tag=b.name)
+        return S("store", f"{b.name}[{{0}}] = {{1}}", (idx, e), tag="store", target=b.name)
 
     def make_consts(self) -> None:
         r = self.r

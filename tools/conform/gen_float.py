@@ -233,6 +233,8 @@ class FloatGen:
         if want.lo >= 1.0:
             x = self.vexpr(ty, sub(want, mag=max(want.mag - 2, 0), lo=-INF), d - 1)
             return E(ty, "(abs({0}) + 1.0)", (x,), F.plus_const(x.facts, 1.0), tag="abs")
+        if isf and want.err > 0 and d >= 0 and r.random() < 0.4:
+            return self.inexact(ty, want, d)
         if d <= 0 or k < 0.25:
             return self.vleaf(ty, want, d)
         if k < 0.45:
@@ -288,11 +290,7 @@ class FloatGen:
             facts = Facts(mag=2.0**32, uni=a.facts.uni) if isf else Facts(uni=a.facts.uni)
             e = E(ty, f"{ty}({{0}})", (a,), facts, tag="vcast")
             return self.clamped(e, want.mag) if isf and facts.mag > want.mag else e
-        if isf and want.err > 0 and r.random() < 0.35:
-            return self.inexact(ty, want, d)
         if k < 0.85 and isf:
-            if want.err > 0 and r.random() < 0.7:
-                return self.inexact(ty, want, d)
             op = r.choice(ROUNDING + ["sign"])
             a = self.vexpr(
                 ty, sub(want, mag=max(want.mag - 1, 0), err=0, nan=want.nan and op != "sign"), d - 1

@@ -185,16 +185,20 @@ class StmtGen:
         if b.role == "io" and b.ty in ("i32", "u32") and r.random() < 0.3:
             op = r.choice(AUG_INT[:8])
             e = self.iexpr(b.ty, False, self.r.randint(0, 2))
-            return S("store", f"{b.name}[{{0}}] {op} {{1}}", (idx, e), tag=b.name)
+            return S(
+                "store", f"{b.name}[{{0}}] {op} {{1}}", (idx, e), tag="store:aug", target=b.name
+            )
         e = self.value(b.ty, ctx, b.facts)
-        return S("store", f"{b.name}[{{0}}] = {{1}}", (idx, e), tag=b.name)
+        return S(
+            "store", f"{b.name}[{{0}}] = {{1}}", (idx, e), tag=f"store:{b.role}", target=b.name
+        )
 
     def local_store(self, ctx: Ctx) -> S:
         arrays = [b for b in self.bufs if b.role == "local"]
         b = self.r.choice(arrays)
         idx = self.index(b)
         e = self.value(b.ty, ctx, b.facts)
-        return S("store", f"{b.name}[{{0}}] = {{1}}", (idx, e), tag=b.name)
+        return S("store", f"{b.name}[{{0}}] = {{1}}", (idx, e), tag="store:local", target=b.name)
 
     def atomic(self, ctx: Ctx) -> list:
         r = self.r
@@ -206,7 +210,8 @@ class StmtGen:
             if r.random() < 0.6:
                 idx = E(idx.ty, f"({{0}} % {b.size})", (idx,), tag="%")
             v = self.iexpr(b.ty, False, r.randint(0, 2))
-            return [S("atomic", f"atomic_{b.ops[0]}({b.name}, {{0}}, {{1}})", (idx, v), tag=b.name)]
+            call = f"atomic_{b.ops[0]}({b.name}, {{0}}, {{1}})"
+            return [S("atomic", call, (idx, v), tag=f"atomic:accs:{b.ops[0]}", target=b.name)]
         b = r.choice(accd)
         idx = self.own_index(b)
         op = r.choice(ATOMIC_OPS + ["exchange", "compare_exchange"])
@@ -220,8 +225,8 @@ class StmtGen:
         if r.random() < 0.6:  # the old value of an own cell is deterministic
             name = self.fresh("t")
             self.scopes[-1].append(Val(name, b.ty, Facts(), "let"))
-            return [S("assign", f"{name} = {call}", args, tag=b.name)]
-        return [S("atomic", call, args, tag=b.name)]
+            return [S("assign", f"{name} = {call}", args, tag=f"atomic:old:{op}", target=b.name)]
+        return [S("atomic", call, args, tag=f"atomic:accd:{op}", target=b.name)]
 
     def shared_round(self, ctx: Ctx) -> list:
         """barrier; sh[lid] = v; barrier; t = sh[j]: a race-free exchange (or atomics)."""

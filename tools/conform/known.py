@@ -34,6 +34,13 @@ KNOWN = {
             "for_step_wrap",
         ),
         Known(
+            "ranges-negative-shift",
+            "range analysis (vyre_build/descriptor/ranges.py)",
+            "a descending u32 loop to 0 and a shift by the literal 0: the Shr interval rule "
+            "shifts by a negative bound (ValueError: negative shift count)",
+            "ranges_negative_shift",
+        ),
+        Known(
             "naga-spv-unord-ne",
             "naga SPIR-V reader (wgpu/SPIR-V path only)",
             "OpFUnordNotEqual reads back as an ordered !=, so NaN != x is false",
@@ -113,6 +120,8 @@ def explain(finding, prog, backends, runners=None) -> str | None:
     if finding.kind == "selfcheck":
         bits = int(finding.detail.split("0x")[1].split()[0], 16)
         return "for-step-wrap" if explains_selfcheck(prog, bits) else None
+    if finding.kind == "compile" and "ValueError: negative shift count" in finding.detail:
+        return "ranges-negative-shift"
     if finding.backend != "wgpu-spirv":
         return None
     if (

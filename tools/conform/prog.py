@@ -82,7 +82,8 @@ class S:
     exprs: tuple[E, ...] = ()
     blocks: tuple[list, ...] = ()
     pinned: bool = False
-    tag: str = ""
+    tag: str = ""  # the construct, for coverage counts
+    target: str = ""  # the buffer a store or atomic writes
 
     def line(self) -> str:
         return self.head.format(*(e.render() for e in self.exprs))
@@ -168,8 +169,8 @@ class Program:
         """Per float output buffer: the largest err of any value stored into it."""
         tol: dict = {}
         for s in self.all_statements():
-            if s.kind in ("store", "atomic") and s.tag and s.exprs:
-                tol[s.tag] = max(tol.get(s.tag, 0.0), s.exprs[-1].facts.err)
+            if s.target and s.exprs:
+                tol[s.target] = max(tol.get(s.target, 0.0), s.exprs[-1].facts.err)
         return tol
 
     def all_statements(self):

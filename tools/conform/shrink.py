@@ -12,18 +12,23 @@ indices) are never touched: removing them could make a program racy or non-termi
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import replace
 
 import numpy as np
 
 from .check import persists
+from .prog import lanes
 from .values import zero
 
 
 class Shrinker:
     def __init__(self, finding, backends, runners=None, budget: int = 600, seconds: float = 240):
         self.finding, self.backends, self.runners = finding, backends, runners
+        # A compile finding never runs, so races and termination do not matter: pinned
+        # statements and frozen expressions may go too.
+        self.free = finding.kind == "compile"
         self.budget, self.deadline, self.tests = budget, time.monotonic() + seconds, 0
 
     def ok(self, prog) -> bool:
@@ -44,6 +49,7 @@ class Shrinker:
                 self.flatten_ifs,
                 self.simplify,
                 self.drop_unused,
+                self.tidy,
                 self.shrink_run,
             ):
                 prog = step(prog)
@@ -68,7 +74,11 @@ class Shrinker:
             while i < len(blocks(prog)[k]) and not self.spent:
                 cand = prog.copy()
                 block = blocks(cand)[k]
-                span = [j for j in range(i, min(i + chunk, len(block))) if removable(block[j])]
+                span = [
+                    j
+                    for j in range(i, min(i + chunk, len(block)))
+                    if self.free or removable(block[j])
+                ]
                 if span:
                     for j in reversed(span):
                         del block[j]
@@ -85,7 +95,7 @@ class Shrinker:
             j = 0
             while j < len(blocks(prog)[k]) and not self.spent:
                 s = blocks(prog)[k][j]
-                if s.kind == "if" and not s.pinned:
+                if s.kind == "if" and (self.free or not s.pinned):
                     for branch in range(len(s.blocks)):
                         cand = prog.copy()
                         block = blocks(cand)[k]
@@ -123,12 +133,12 @@ class Shrinker:
         return prog
 
     def replace_node(self, prog, k, x, path, e):
-        if e.frozen:
+        if e.frozen and not self.free:
             return None
         options = [zero(e.ty)] if e.tag != "lit" else []
-        options += [kid for kid in e.kids if kid.ty == e.ty and not kid.frozen]
+        options += [kid for kid in e.kids if kid.ty == e.ty and (self.free or not kid.frozen)]
         for new in options:
-            if not new.facts.within(e.facts):
+            if not self.free and not new.facts.within(e.facts):
                 continue
             cand = prog.copy()
             s = statements(cand)[k]
@@ -140,6 +150,29 @@ class Shrinker:
         return None
 
     # -- declarations and the run -----------------------------------------------------
+    def tidy(self, prog):
+        """Counters no loop uses any more, and declarations nothing reads."""
+        for name in counters(prog):
+            uses = [s for s in statements(prog) if re.search(rf"\b{name}\b", s.line())]
+            if all(s.kind == "decl" or s.line() == f"{name} = 0" for s in uses):
+                cand = prog.copy()
+                for b in blocks(cand):
+                    b[:] = [s for s in b if s.line() not in (f"{name} = 0", f"{name}: u32 = 0")]
+                if self.ok(cand):
+                    prog = cand
+        i = 0
+        while i < len(prog.decls) and not self.spent:
+            s = prog.decls[i]
+            counter = re.fullmatch(r"[fw]\d+: u32 = 0", s.line())
+            if s.kind == "decl" and not counter and not s.line().startswith("chk_v"):
+                cand = prog.copy()
+                del cand.decls[i]
+                if self.ok(cand):
+                    prog = cand
+                    continue
+            i += 1
+        return prog
+
     def drop_unused(self, prog):
         for i in reversed(range(len(prog.helpers))):
             cand = prog.copy()
@@ -177,9 +210,18 @@ class Shrinker:
                 cand.scalars[name] = type(prog.scalars[name])(0)
                 if self.ok(cand):
                     prog = cand
+        lanes_of = {p.name: lanes(p.ty) for p in prog.params if p.kind == "buffer"}
         for name in list(prog.inputs):
-            if name != "chk":
-                prog = self.zero_chunks(prog, name)
+            if name == "chk" or name not in lanes_of:
+                continue
+            while prog.inputs[name].size > lanes_of[name] and not self.spent:
+                cand = prog.copy()
+                keep = max(1, prog.inputs[name].size // lanes_of[name] // 2) * lanes_of[name]
+                cand.inputs[name] = cand.inputs[name][:keep].copy()
+                if not self.ok(cand):
+                    break
+                prog = cand
+            prog = self.zero_chunks(prog, name)
         return prog
 
     def zero_chunks(self, prog, name):
@@ -199,6 +241,14 @@ class Shrinker:
                 break
             chunk = max(1, chunk // 4)
         return prog
+
+
+def counters(prog) -> list:
+    return [
+        s.line().split(":")[0]
+        for s in prog.decls
+        if s.kind == "decl" and re.fullmatch(r"[fw]\d+: u32 = 0", s.line())
+    ]
 
 
 def removable(s) -> bool:
@@ -258,7 +308,7 @@ def put(e, path, new):
 def next_path(root, path):
     """The next node after `path` in preorder (into the kids first), or None."""
     node = at(root, path)
-    if node is not None and node.kids and not node.frozen:
+    if node is not None and node.kids:
         return path + [0]
     while path:
         parent = at(root, path[:-1])

@@ -1,0 +1,85 @@
+"""Regression kernels found by tools/conformance.py, each checked against its numpy result.
+
+Every module in cases/ holds a minimised kernel (SOURCE), its inputs, the expected
+buffers, and XFAIL: the stages ("compile" or a backend) where the bug still bites, as
+strict xfails, so a fix turns them red until the mark (and its entry in
+tools/conform/known.py) is removed. Each case runs compile-only, on the CPU reference and
+on wgpu/WGSL, Vulkan/SPIR-V and wgpu/SPIR-V (lavapipe).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tools")
+sys.path.insert(0, TOOLS)
+
+from adapters import require_adapter  # noqa: E402
+from conform import backends as B  # noqa: E402
+from conform.compare import compare  # noqa: E402
+
+CASES = sorted(f[:-3] for f in os.listdir(os.path.join(HERE, "cases")) if f.endswith(".py"))
+STAGES = ("compile", "reference", "wgpu", "vulkan", "wgpu-spirv")
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(
+        f"case_{name}", os.path.join(HERE, "cases", name + ".py")
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class Run:
+    """What a backend runner needs of a program: inputs, scalars, the grid."""
+
+    def __init__(self, buffers: dict, scalars: dict, groups: int, wg: int):
+        self.inputs, self.scalars, self.groups = buffers, scalars, groups
+        self.invocations, self.uses_cas = groups * wg, False
+
+
+def params():
+    for name in CASES:
+        xfail = load(name).XFAIL
+        for stage in STAGES:
+            marks = [pytest.mark.gpu] if stage not in ("compile", "reference") else []
+            reason = xfail.get(stage) or (xfail.get("compile") if stage != "compile" else None)
+            if reason:
+                marks.append(pytest.mark.xfail(strict=True, reason=reason))
+            yield pytest.param(name, stage, marks=marks, id=f"{name}-{stage}")
+
+
+@pytest.mark.parametrize("name,stage", list(params()))
+def test_case(tmp_path, name, stage):
+    from vyre_build.compiler import compile_file
+
+    case = load(name)
+    (compiled,) = compile_file(str(tmp_path / f"{name}.py"), text=case.SOURCE)
+    if stage == "compile":
+        return
+    if stage != "reference":
+        require_adapter("wgpu" if stage == "wgpu-spirv" else stage)
+    buffers, scalars, groups = case.inputs()
+    run = Run(buffers, scalars, groups, compiled.meta["workgroup_size"][0])
+    got = B.RUNNERS[stage](compiled, run)
+    want = case.expected(buffers, scalars)
+    for name_, arr in want.items():
+        assert got[name_].dtype == arr.dtype
+    diffs = compare(got, {**got, **want}, list(want), {})
+    assert not diffs, "; ".join(d.describe(stage, "numpy") for d in diffs)
+
+
+def test_every_case_has_the_parts():
+    for name in CASES:
+        case = load(name)
+        assert case.__doc__ and "Found by:" in case.__doc__ and "Layer:" in case.__doc__, name
+        assert set(case.XFAIL) <= set(STAGES), name
+        buffers, scalars, groups = case.inputs()
+        assert all(isinstance(v, np.ndarray) for v in buffers.values()), name
