@@ -76,4 +76,9 @@ def parse(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(parse(sys.argv[1:])))
+    config = parse(sys.argv[1:])
+    try:
+        sys.exit(main(config))
+    except KeyboardInterrupt:
+        print("conformance.py: interrupted; workers stopped", file=sys.stderr)
+        sys.exit(130)

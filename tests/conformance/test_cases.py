@@ -4,7 +4,8 @@ Every module in cases/ holds a minimised kernel (SOURCE), its inputs, the expect
 buffers, and XFAIL: the stages ("compile" or a backend) where the bug still bites, as
 strict xfails, so a fix turns them red until the mark (and its entry in
 tools/conform/known.py) is removed. Each case runs compile-only, on the CPU reference and
-on wgpu/WGSL, Vulkan/SPIR-V and wgpu/SPIR-V (lavapipe).
+on wgpu/WGSL, Vulkan/SPIR-V and wgpu/SPIR-V (lavapipe); a case marked COARSE (an
+elementwise kernel) also through its coarse entry, on the reference and on wgpu/WGSL.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from conform import backends as B  # noqa: E402
 from conform.compare import compare  # noqa: E402
 
 CASES = sorted(f[:-3] for f in os.listdir(os.path.join(HERE, "cases")) if f.endswith(".py"))
-STAGES = ("compile", "reference", "wgpu", "vulkan", "wgpu-spirv")
+STAGES = ("compile", "reference", "wgpu", "vulkan", "wgpu-spirv", "reference-x4", "wgpu-x4")
+CPU = ("compile", "reference", "reference-x4")
 
 
 def load(name: str):
@@ -42,14 +44,17 @@ class Run:
 
     def __init__(self, buffers: dict, scalars: dict, groups: int, wg: int):
         self.inputs, self.scalars, self.groups = buffers, scalars, groups
-        self.invocations, self.uses_cas = groups * wg, False
+        self.invocations, self.uses_cas, self.default_grid = groups * wg, False, False
 
 
 def params():
     for name in CASES:
-        xfail = load(name).XFAIL
+        case = load(name)
+        xfail = case.XFAIL
         for stage in STAGES:
-            marks = [pytest.mark.gpu] if stage not in ("compile", "reference") else []
+            if stage.endswith("-x4") and not getattr(case, "COARSE", False):
+                continue
+            marks = [pytest.mark.gpu] if stage not in CPU else []
             reason = xfail.get(stage) or (xfail.get("compile") if stage != "compile" else None)
             if reason:
                 marks.append(pytest.mark.xfail(strict=True, reason=reason))
@@ -64,10 +69,12 @@ def test_case(tmp_path, name, stage):
     (compiled,) = compile_file(str(tmp_path / f"{name}.py"), text=case.SOURCE)
     if stage == "compile":
         return
-    if stage != "reference":
-        require_adapter("wgpu" if stage == "wgpu-spirv" else stage)
+    if stage not in CPU:
+        require_adapter("vulkan" if stage == "vulkan" else "wgpu")
     buffers, scalars, groups = case.inputs()
     run = Run(buffers, scalars, groups, compiled.meta["workgroup_size"][0])
+    if stage.endswith("-x4"):
+        assert compiled.meta["coarse"] == {"entry": "main_x4", "factor": 4}
     got = B.RUNNERS[stage](compiled, run)
     want = case.expected(buffers, scalars)
     for name_, arr in want.items():

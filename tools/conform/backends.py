@@ -4,8 +4,15 @@
 - "wgpu": WGSL through the runtime (`load_kernel(meta, wgsl=..., backend="wgpu")`);
 - "vulkan": SPIR-V through the runtime (`load_kernel(meta, spirv=..., backend="vulkan")`);
 - "wgpu-spirv": the same SPIR-V bytes through wgpu (naga's SPIR-V reader). The runtime
-  has no such path (its wgpu device takes WGSL only), so `_WgpuSpirv` dispatches itself on
-  the runtime's wgpu device. Its layout declares every storage buffer read-write: naga
+  has no such path (its wgpu device takes WGSL only), so `_WgpuDirect` dispatches itself on
+  the runtime's wgpu device;
+- "wgpu-x4": the coarse entry point (`meta["coarse"]`, descriptor/coarsen.py) of the WGSL,
+  each invocation doing 4 elements, for programs whose buffers all have one length, a
+  multiple of 4 (the runtime's condition for it); the runtime does not dispatch it yet;
+- "reference-x4": the CPU reference on that coarse descriptor (`descriptor.coarsen.entries`),
+  which tells a coarsening bug from an emitter's.
+
+`_WgpuDirect`'s layout declares every storage buffer read-write: naga
   reads a buffer decorated NonWritable on its block member as writable, and refuses a
   read-only layout entry for it ("Storage class Storage { access: LOAD } doesn't match the
   shader Storage { access: LOAD | STORE }").
@@ -18,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-ALL = ("reference", "wgpu", "vulkan", "wgpu-spirv")
+ALL = ("reference", "wgpu", "vulkan", "wgpu-spirv", "wgpu-x4", "reference-x4")
 
 
 class Unavailable(Exception):
@@ -54,6 +61,26 @@ def run_reference(compiled, prog) -> dict:
     return _flat(out, prog)
 
 
+def coarse_groups(compiled, prog) -> int:
+    """Workgroups of the coarse entry: each invocation does `factor` elements."""
+    coarse, meta = compiled.meta["coarse"], compiled.meta
+    elements = next(prog.inputs[b["name"]].size for b in meta["bindings"] if b["kind"] == "buffer")
+    return -(-elements // (coarse["factor"] * meta["workgroup_size"][0]))
+
+
+def run_reference_coarse(compiled, prog) -> dict:
+    from vyre_build.descriptor import validate
+    from vyre_build.descriptor.coarsen import entries
+
+    execute = reference_execute()
+    ((_, coarse, info),) = entries(compiled.descriptor, validate(compiled.descriptor))
+    buffers = {k: v.copy() for k, v in prog.inputs.items()}
+    out = execute(
+        coarse, buffers, dict(prog.scalars), (coarse_groups(compiled, prog), 1, 1), info=info
+    )
+    return _flat(out, prog)
+
+
 def _runtime_kernel(compiled, backend: str):
     try:
         from vyre_build.runtime import load_kernel
@@ -66,14 +93,18 @@ def _runtime_kernel(compiled, backend: str):
 def run_runtime(backend: str):
     def run(compiled, prog) -> dict:
         kernel = _runtime_kernel(compiled, backend)
-        out = kernel.dispatch(_args(prog), grid=prog.invocations)
+        out = kernel.dispatch(_args(prog), grid=None if prog.default_grid else prog.invocations)
         return _flat(out, prog)
 
     return run
 
 
-class _WgpuSpirv:
-    """SPIR-V bytes through wgpu's create_shader_module, on the runtime's wgpu device."""
+class _WgpuDirect:
+    """WGSL or SPIR-V through wgpu's create_shader_module, on the runtime's wgpu device,
+    from entry point `main` or, with `coarse`, the coarse entry for 4 elements each."""
+
+    def __init__(self, code: str, coarse: bool = False):
+        self.code, self.coarse = code, coarse
 
     def __call__(self, compiled, prog) -> dict:
         import wgpu
@@ -84,11 +115,16 @@ class _WgpuSpirv:
         device = get_device("wgpu").device
         meta = compiled.meta
         bufs = [b for b in meta["bindings"] if b["kind"] == "buffer"]
+        read_only = wgpu.BufferBindingType.read_only_storage
+        if self.code == "spirv":  # naga reads a NonWritable member as writable (see above)
+            read_only = wgpu.BufferBindingType.storage
         entries_layout = [
             {
                 "binding": b["binding"],
                 "visibility": wgpu.ShaderStage.COMPUTE,
-                "buffer": {"type": wgpu.BufferBindingType.storage},
+                "buffer": {
+                    "type": read_only if b["access"] == "r" else wgpu.BufferBindingType.storage
+                },
             }
             for b in bufs
         ]
@@ -102,10 +138,15 @@ class _WgpuSpirv:
                 }
             )
         layout = device.create_bind_group_layout(entries=entries_layout)
-        module = device.create_shader_module(code=compiled.spirv)
+        module = device.create_shader_module(
+            code=compiled.spirv if self.code == "spirv" else compiled.wgsl
+        )
+        entry, groups = "main", prog.groups
+        if self.coarse:
+            entry, groups = meta["coarse"]["entry"], coarse_groups(compiled, prog)
         pipeline = device.create_compute_pipeline(
             layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
-            compute={"module": module, "entry_point": "main"},
+            compute={"module": module, "entry_point": entry},
         )
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
         handles, entries = {}, []
@@ -136,7 +177,7 @@ class _WgpuSpirv:
         cpass = encoder.begin_compute_pass()
         cpass.set_pipeline(pipeline)
         cpass.set_bind_group(0, group)
-        cpass.dispatch_workgroups(prog.groups, 1, 1)
+        cpass.dispatch_workgroups(groups, 1, 1)
         cpass.end()
         device.queue.submit([encoder.finish()])
         out = {}
@@ -151,13 +192,24 @@ RUNNERS = {
     "reference": run_reference,
     "wgpu": run_runtime("wgpu"),
     "vulkan": run_runtime("vulkan"),
-    "wgpu-spirv": _WgpuSpirv(),
+    "wgpu-spirv": _WgpuDirect("spirv"),
+    "wgpu-x4": _WgpuDirect("wgsl", coarse=True),
+    "reference-x4": run_reference_coarse,
 }
 
 
-def skip_reason(backend: str, prog) -> str | None:
-    """Why `prog` is not run on `backend` (a known limitation), or None."""
+def skip_reason(backend: str, prog, compiled) -> str | None:
+    """Why `prog` is not run on `backend` (a known limitation, no such entry), or None."""
     if backend == "wgpu-spirv" and prog.uses_cas:
         # tests/unit/test_spirv_vulkan.py::test_wgpu_spirv_input_compare_exchange (xfail)
         return "naga's SPIR-V reader rejects a used OpAtomicCompareExchange result"
+    if backend in ("wgpu-x4", "reference-x4"):
+        coarse = compiled.meta.get("coarse")
+        if not coarse:
+            return "no coarse entry (not an elementwise kernel)"
+        sizes = {
+            prog.inputs[b["name"]].size for b in compiled.meta["bindings"] if b["kind"] == "buffer"
+        }
+        if len(sizes) != 1 or sizes.pop() % coarse["factor"] or not prog.default_grid:
+            return "coarse entry, but buffer lengths differ or are not a multiple of 4"
     return None

@@ -78,7 +78,7 @@ def evaluate(prog, backends, runners=None, stop_after: tuple | None = None) -> O
         )
     results, findings, skipped = {}, [], {}
     for name in backends:
-        why = B.skip_reason(name, prog)
+        why = B.skip_reason(name, prog, compiled)
         if why is not None:
             skipped[name] = why
             continue

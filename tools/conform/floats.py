@@ -6,9 +6,13 @@ Every float expression carries `Facts` (prog.py): a bound `mag` on its magnitude
 - Exact ops (+ - * on finite values, negation, abs, min/max/clamp, floor/ceil/trunc/round,
   sign, casts from integers, division by a power of two, select) are IEEE-exact on every
   backend, so chains of them on exact operands have err 0 and must match bit for bit
-  (up to the sign of zero and NaN payloads). One exception: an add or subtract that takes
-  a product may be contracted into an fma (SPIR-V and WGSL allow it; lavapipe does not,
-  an H200 may), so it is inexact by half an ulp of the product.
+  (up to the sign of zero and NaN payloads). Two exceptions, both allowed by Vulkan (as by
+  GLSL without `precise`) and done by lavapipe's NIR: an add or subtract that takes a
+  product may be contracted into an fma (half an ulp of the product), and an add (mul)
+  chain holding a compile-time constant may be regrouped to fold it with another
+  constant, `(x + 0.1) - 3.0` -> `x + (0.1 - 3.0)` (an ulp of the chain's magnitude; found
+  by the first long run: all three GPU paths agree, 1 ulp from the per-op reference). Only
+  two raw operands (loads, parameters, literals) have nothing to regroup.
 - Inexact ops get the precision Vulkan requires of them (Vulkan spec, "Precision and
   Operation of SPIR-V Instructions"), on arguments kept where that bound is defined:
   division 2.5 ulp by a denominator >= 1; sqrt and inversesqrt a few ulp; exp/exp2
@@ -64,18 +68,28 @@ def _rounded(mag: float, err: float) -> float:
     return err + ulp(mag) if err > 0 else 0.0
 
 
+def _regroups(a: Facts, b: Facts, chain_a: bool, chain_b: bool) -> tuple[bool, bool]:
+    """(the chain holds a constant, a compiler may regroup this op to fold it)."""
+    chain = a.konst or b.konst or chain_a or chain_b
+    return chain, chain and not (a.raw and b.raw)
+
+
 def add(a: Facts, b: Facts, contract: bool) -> Facts:
     mag = a.mag + b.mag
     err = _rounded(mag, a.err + b.err)
     if contract and (a.mul or b.mul):
         err += ulp(mag) + ulp(max(a.mag if a.mul else 0, b.mag if b.mul else 0))
-    return Facts(mag=mag, err=err, uni=uni(a, b))
+    chain, regroup = _regroups(a, b, a.kadd, b.kadd)
+    err += 2 * ulp(mag) if regroup else 0.0
+    return Facts(mag=mag, err=err, uni=uni(a, b), kadd=chain)
 
 
 def mul(a: Facts, b: Facts) -> Facts:
     mag = a.mag * b.mag
     err = _rounded(mag, a.mag * b.err + b.mag * a.err + a.err * b.err)
-    return Facts(mag=mag, err=err, mul=True, uni=uni(a, b), lo=-mag)
+    chain, regroup = _regroups(a, b, a.kmul, b.kmul)
+    err += 2 * ulp(mag) if regroup else 0.0
+    return Facts(mag=mag, err=err, mul=True, uni=uni(a, b), lo=-mag, kmul=chain)
 
 
 def div(a: Facts, b: Facts) -> Facts:
@@ -87,22 +101,35 @@ def div(a: Facts, b: Facts) -> Facts:
 
 
 def scale(a: Facts, factor: float) -> Facts:
-    """Multiplication or division by a power of two: exact."""
-    return Facts(mag=a.mag * factor, err=a.err * factor, uni=a.uni, lo=-a.mag * factor)
+    """Multiplication or division by a power of two: exact, unless it regroups with
+    another constant of a product chain."""
+    mag = a.mag * factor
+    err = a.err * factor + (2 * ulp(mag) if a.kmul else 0.0)
+    return Facts(mag=mag, err=err, uni=a.uni, lo=-mag, kmul=True)
 
 
 def neg(a: Facts) -> Facts:
-    return Facts(mag=a.mag, err=a.err, nan=a.nan, raw=a.raw, mul=a.mul, uni=a.uni)
+    return Facts(
+        mag=a.mag,
+        err=a.err,
+        nan=a.nan,
+        raw=a.raw,
+        mul=a.mul,
+        uni=a.uni,
+        konst=a.konst,
+        kadd=a.kadd,
+        kmul=a.kmul,
+    )
 
 
 def absolute(a: Facts) -> Facts:
-    return Facts(mag=a.mag, err=a.err, nan=a.nan, raw=a.raw, uni=a.uni, lo=0.0)
+    return Facts(mag=a.mag, err=a.err, nan=a.nan, raw=a.raw, uni=a.uni, lo=0.0, konst=a.konst)
 
 
 def plus_const(a: Facts, c: float) -> Facts:
-    """abs(x) + c with c > 0: a lower bound of c."""
+    """abs(x) + c with c > 0: a lower bound of c (abs ends any chain, so no regrouping)."""
     mag = a.mag + c
-    return Facts(mag=mag, err=_rounded(mag, a.err), uni=a.uni, lo=c if a.lo >= 0 else -INF)
+    return Facts(mag=mag, err=_rounded(mag, a.err), uni=a.uni, lo=c, kadd=True)
 
 
 def join(*fs: Facts) -> Facts:
@@ -114,6 +141,9 @@ def join(*fs: Facts) -> Facts:
         nan=any(f.nan for f in fs),
         raw=all(f.raw for f in fs),
         uni=uni(*fs),
+        konst=all(f.konst for f in fs),
+        kadd=any(f.kadd for f in fs),
+        kmul=any(f.kmul for f in fs),
     )
 
 
@@ -132,7 +162,7 @@ def from_int(ty: str, uni_: bool) -> Facts:
 
 def literal(v: float) -> Facts:
     edge = not math.isfinite(v) or (v != 0 and abs(v) < 2.0**-126) or abs(v) > MAX_MAG
-    return Facts(mag=INF if edge else abs(v), nan=edge, raw=True, uni=True, lo=v)
+    return Facts(mag=INF if edge else abs(v), nan=edge, raw=True, uni=True, lo=v, konst=True)
 
 
 EDGE = Facts(mag=INF, nan=True, raw=True)

@@ -36,6 +36,7 @@ class Options:
     max_depth: int = 3  # nesting of if/for/while
     max_expr_depth: int = 4
     statements: int = 10  # at most this many top-level statements in the kernel body
+    elementwise: float = 0.25  # share of programs shaped for coarsening (descriptor/coarsen.py)
 
 
 @dataclass
@@ -70,6 +71,8 @@ class Gen(IntGen, FloatGen, StmtGen):
         self.bits = 0
         self.loop_bits: dict = {}  # chk bit -> [(type, lo, hi, step, trips allowed)]
         self.in_helper = False
+        self.nested_loads = 0
+        self.elementwise = r.random() < opts.elementwise
         self.local_types = ["i32", "u32", "f32", "bool", "i32", "u32", "f32"] + VECTOR_TYPES
 
     # -- names ------------------------------------------------------------------------
@@ -137,7 +140,11 @@ class Gen(IntGen, FloatGen, StmtGen):
         if not cands:
             return None
         b = self.r.choice(cands)
-        idx = self.own_index(b) if b.role in ("io", "accd") else self.index(b)
+        self.nested_loads += 1  # an index may load, whose index may load...: bounded
+        try:
+            idx = self.own_index(b) if b.role in ("io", "accd") else self.index(b)
+        finally:
+            self.nested_loads -= 1
         if b.ty != ty:
             comp = self.r.choice("xyzw"[: int(b.ty[3])])
             inner = E(b.ty, f"{b.name}[{{0}}]", (idx,), facts=b.facts, tag="load")
@@ -148,7 +155,7 @@ class Gen(IntGen, FloatGen, StmtGen):
         r = self.r
         gid = self.id_text("gid")
         k = r.random()
-        if k < 0.3:
+        if k < 0.3 or self.nested_loads > 2 or self.elementwise:
             return E("u32", gid, tag="id")
         if k < 0.4:
             return E("u32", f"({gid} + {r.choice([1, 3, 64, 255])})", tag="+")
@@ -172,7 +179,7 @@ class Gen(IntGen, FloatGen, StmtGen):
         r = self.r
         gid = self.id_text("gid")
         k = r.random()
-        if k < 0.8:
+        if k < 0.8 or self.nested_loads > 2 or self.elementwise:
             return E("u32", gid, tag="id")
         if k < 0.85:
             return E("i32", f"i32({gid})", tag="cast")
@@ -225,13 +232,12 @@ class Gen(IntGen, FloatGen, StmtGen):
         self.helper_limit = len(self.sigs)
         decls = self.make_arrays(wg)
         top = self.scopes[0]
-        top.append(Val("wid", "u32", Facts(uni=True), "id"))
-        prologue = [
-            S("decl", "gid = global_id().x", pinned=True),
-            S("decl", "lid = local_id().x", pinned=True),
-            S("decl", "wid = workgroup_id().x", pinned=True),
-            S("decl", "chk_v: u32 = 0", pinned=True),
-        ]
+        prologue = [S("decl", "gid = global_id().x", pinned=True)]
+        if not self.elementwise:  # other ids keep a kernel from coarsening
+            top.append(Val("wid", "u32", Facts(uni=True), "id"))
+            prologue.append(S("decl", "lid = local_id().x", pinned=True))
+            prologue.append(S("decl", "wid = workgroup_id().x", pinned=True))
+        prologue.append(S("decl", "chk_v: u32 = 0", pinned=True))
         for v in self.scalars:
             top.append(Val(v.name, v.ty, v.facts, "param"))
         prologue += self.make_vars(top)
@@ -255,6 +261,7 @@ class Gen(IntGen, FloatGen, StmtGen):
             uses_cas=self.uses_cas,
             seed=seed,
             stats={"loops": self.loop_bits},
+            default_grid=self.elementwise,
         )
         make_inputs(prog, self.bufs_params, self.scalars, r, self.opts)
         return prog
@@ -329,20 +336,26 @@ class Gen(IntGen, FloatGen, StmtGen):
             bufs.append(b)
             return b
 
+        # Elementwise programs: 4-byte scalar buffers only, no atomics (descriptor/coarsen.py).
+        elements = ["i32", "u32", "f32"] if self.elementwise else ELEMENT_TYPES
         for _ in range(r.randint(1, 3)):
-            ty = r.choice(ELEMENT_TYPES)
+            ty = r.choice(elements)
             add("in", ty, float_facts(ty, SMALL, Facts(raw=True)))
         if r.random() < 0.6:
-            add("edge", r.choice(["f32", "f32", "vec4f", "vec2f"]), EDGE_F)
+            add(
+                "edge",
+                "f32" if self.elementwise else r.choice(["f32", "f32", "vec4f", "vec2f"]),
+                EDGE_F,
+            )
         if r.random() < 0.5:
-            ty = r.choice(["i32", "u32", "f32", "vec4i", "vec2f"])
+            ty = r.choice(["i32", "u32", "f32"] + ([] if self.elementwise else ["vec4i", "vec2f"]))
             add("io", ty, float_facts(ty, ARRAY_FACTS))
         for _ in range(r.randint(1, 3)):
-            ty = r.choice(ELEMENT_TYPES)
+            ty = r.choice(elements)
             add("out", ty, float_facts(ty, EXACT_OUT if r.random() < 0.5 else APPROX_OUT))
-        if r.random() < 0.5:
+        if r.random() < 0.5 and not self.elementwise:
             add("accd", r.choice(["u32", "i32"]), Facts())
-        if r.random() < 0.5:
+        if r.random() < 0.5 and not self.elementwise:
             b = add("accs", r.choice(["u32", "i32"]), Facts(), size=r.randint(1, 8))
             b.ops.append(r.choice(["add", "sub", "or", "and", "xor", "min", "max"]))
         bufs.append(Buf("chk", "u32", "chk", Facts()))
@@ -366,18 +379,20 @@ class Gen(IntGen, FloatGen, StmtGen):
     def make_arrays(self, wg: int) -> list:
         r = self.r
         decls = []
-        for _ in range(r.choice([0, 1, 1, 2])):
+        for _ in range(0 if self.elementwise else r.choice([0, 1, 1, 2])):
             ty = r.choice(["i32", "u32", "f32", "vec4f", "vec2i"])
             n = r.choice([wg, wg + 3, max(1, wg - 2)])
             b = Buf(self.fresh("sh"), ty, "shared", float_facts(ty, ARRAY_FACTS), size=n)
             self.bufs.append(b)
             decls.append(S("decl", f"{b.name} = shared({ty}, {n})", pinned=True))
-        if r.random() < 0.5:
+        if r.random() < 0.5 and not self.elementwise:
             ty = r.choice(["u32", "i32"])
             b = Buf(self.fresh("sa"), ty, "shatomic", Facts(), size=r.randint(1, 8))
             b.ops.append(r.choice(["add", "or", "and", "xor", "min", "max"]))
             self.bufs.append(b)
             decls.append(S("decl", f"{b.name} = shared({ty}, {b.size})", pinned=True))
+        if self.elementwise and r.random() < 0.5:
+            return decls
         ty = r.choice(["i32", "u32", "f32", "vec2f", "vec4u"])
         b = Buf(self.fresh("la"), ty, "local", float_facts(ty, ARRAY_FACTS), size=r.randint(1, 9))
         self.bufs.append(b)

@@ -113,6 +113,10 @@ class IntGen:
             ids = [self.id_text("wid"), "num_workgroups().x", "workgroup_size().x", "len({b})"]
             if not uni:
                 ids += [self.id_text("gid"), self.id_text("lid"), "global_id().y", "local_id().z"]
+            if self.elementwise:  # other ids keep a kernel from coarsening
+                ids = ["workgroup_size().x", "len({b})"] + (
+                    [] if uni else [self.id_text("gid")] * 2
+                )
             text = r.choice(ids)
             if "{b}" in text and not self.bufs:
                 text = ids[0]

@@ -49,6 +49,7 @@ def edge_ranges(ty: str):
             (I32_MAX - 10, I32_MAX - 1, 4),
             (I32_MIN, I32_MIN + 5, 2),
             (I32_MIN + 6, I32_MIN, -2),
+            (I32_MIN + 5, I32_MIN, -2),
             (I32_MIN + 5, I32_MIN - 0, -1),
             (-3, 4, 1),
             (9, -1, -3),
@@ -94,6 +95,8 @@ class StmtGen:
         r = self.r
         deep = ctx.depth >= self.max_depth
         k = r.random()
+        if k < 0.06 and not self.elementwise:
+            return self.guarded_access(ctx, deep)
         if k < 0.22:
             return [self.let(ctx)]
         if k < 0.36:
@@ -113,14 +116,15 @@ class StmtGen:
             c = self.bexpr(ctx.uni and ctx.loop == "uniform", 2)
             return [S("if", "", (c,), ([S(word, word, tag=word)],), tag=f"{word}")]
         if k < 0.83 and (ctx.helper is not None or ctx.uni or not ctx.in_uniform_loop):
-            return [self.early_return(ctx)]
+            if not (self.elementwise and ctx.helper is None and ctx.loop is not None):
+                return [self.early_return(ctx)]
         if ctx.helper is None and k < 0.92:
             shared = [b for b in self.bufs if b.role in ("shared", "shatomic")]
             if shared and self.barrier_ok(ctx) and r.random() < 0.55:
                 return self.shared_round(ctx)
             if any(b.role in ("accs", "accd") for b in self.bufs):
                 return self.atomic(ctx)
-        if k < 0.96 and ctx.helper is None:
+        if k < 0.96 and ctx.helper is None and any(b.role == "local" for b in self.bufs):
             return [self.local_store(ctx)]
         return [self.let(ctx)]
 
@@ -256,6 +260,54 @@ class StmtGen:
         out.append(S("assign", f"{name} = {b.name}[{{0}}]", (idx,), tag="shared_load"))
         self.scopes[-1].append(Val(name, b.ty, b.facts, "let"))
         return out
+
+    def guarded_access(self, ctx: Ctx, deep: bool) -> list:
+        """Accesses under bounds guards, right and off by one: what range analysis proves
+        (descriptor/ranges.py drops the checks it proves), and must not prove wrongly."""
+        r = self.r
+        arrays = [b for b in self.bufs if b.role in ("in", "edge", "local")]
+        if not arrays:
+            return [self.let(ctx)]
+        b = r.choice(arrays)
+        gid = self.id_text("gid")
+        if not deep and r.random() < 0.35:  # a loop over the whole buffer, one past its end
+            var = self.fresh("j")
+            end = r.choice([f"len({b.name})", f"len({b.name}) + 1", f"len({b.name}) - 1"])
+            name = self.fresh("t")
+            self.scopes[-1].append(Val(name, b.ty, b.facts, "let"))
+            body = [S("assign", f"{name} = {b.name}[{var}]", tag="guarded")]
+            loop = S("for", f"for {var} in range({end}):", (), (body,), tag="for:len")
+            init = S("assign", f"{name} = {b.name}[0]", tag="let")
+            return [init, loop]
+        j = r.choice([gid, f"({gid} + 1)", f"({gid} - 1)", f"({gid} * 2)", "x"])
+        if j == "x":
+            x = self.iexpr(r.choice(["u32", "i32"]), False, 1)
+            j_e = E(x.ty, "({0} & 63)" if x.ty == "u32" else "{0}", (x,), tag="index")
+        else:
+            j_e = E("u32", j, tag="id")
+        signed = j_e.ty == "i32"
+        conds = (
+            ["(0 <= {0} < i32(len(B)))", "({0} < i32(len(B)))", "({0} >= 0 and {0} < i32(len(B)))"]
+            if signed
+            else [
+                "({0} < len(B))",
+                "({0} <= len(B))",
+                "({0} < len(B) - 1)",
+                "(({0} + 1) < len(B))",
+                "(len(B) > {0})",
+                "(not ({0} >= len(B)))",
+            ]
+        )
+        cond = E("bool", r.choice(conds).replace("B", b.name), (j_e,), tag="guard:bounds")
+        name = self.fresh("t")
+        load = S("assign", f"{name} = {b.name}[{{0}}]", (j_e,), tag="guarded")
+        self.scopes[-1].append(Val(name, b.ty, b.facts, "let"))
+        pre = S("assign", f"{name} = {b.name}[{gid}]", tag="let")  # declared on every path
+        then = [load]
+        if b.role == "local" and r.random() < 0.5:
+            v = self.value(b.ty, ctx, b.facts)
+            then.append(S("store", f"{b.name}[{{0}}] = {{1}}", (j_e, v), tag="store:guarded"))
+        return [pre, S("if", "", (cond,), (then,), tag="if")]
 
     # -- control flow -----------------------------------------------------------------
     def if_stmt(self, ctx: Ctx) -> S:

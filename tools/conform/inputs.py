@@ -60,8 +60,13 @@ def make_inputs(prog, bufs, scalars, r, opts) -> None:
     """Fill prog.inputs and prog.scalars (sizes drawn from `r`, values from a numpy rng)."""
     rng = np.random.default_rng(r.getrandbits(64))
     inv = prog.invocations
+    if prog.default_grid:  # one length for every buffer, a multiple of 4: coarsenable
+        length = 4 * r.randint(1, inv // 4 + 2)
+        prog.groups = -(-length // prog.wg)
     for b in bufs:
-        if b.role == "chk":
+        if prog.default_grid:
+            count = length
+        elif b.role == "chk":
             count = inv
         elif b.role == "accs":
             count = b.size

@@ -41,6 +41,18 @@ KNOWN = {
             "ranges_negative_shift",
         ),
         Known(
+            "coarsen-local-array",
+            "coarsening (vyre_build/descriptor/coarsen.py)",
+            "in the coarse entry, copies 1-3 of the body read a local array back as zeros",
+            "coarsen_local_array",
+        ),
+        Known(
+            "coarsen-trailing-return",
+            "coarsening (vyre_build/descriptor/coarsen.py)",
+            "a kernel ending in `return` gets an invalid coarse descriptor (ops after a break)",
+            "coarsen_trailing_return",
+        ),
+        Known(
             "naga-spv-unord-ne",
             "naga SPIR-V reader (wgpu/SPIR-V path only)",
             "OpFUnordNotEqual reads back as an ordered !=, so NaN != x is false",
@@ -95,6 +107,13 @@ def explains_selfcheck(prog, chk_bits: int) -> bool:
     return True
 
 
+def uses_local_array(prog) -> bool:
+    from .shrink import statements
+
+    names = [s.line().split(" = ")[0] for s in prog.decls if "local_array(" in s.line()]
+    return any(n + "[" in s.line() for s in statements(prog) for n in names)
+
+
 def without_unordered_ne(prog):
     """`a != b` as `not (a == b)` and bool(x) as `not (x == 0)`: the same by definition."""
     prog = prog.copy()
@@ -122,6 +141,14 @@ def explain(finding, prog, backends, runners=None) -> str | None:
         return "for-step-wrap" if explains_selfcheck(prog, bits) else None
     if finding.kind == "compile" and "ValueError: negative shift count" in finding.detail:
         return "ranges-negative-shift"
+    if (
+        finding.kind == "compile"
+        and "'k+x4'" in finding.detail
+        and "must end its body" in finding.detail
+    ):
+        return "coarsen-trailing-return"
+    if finding.kind == "mismatch" and finding.backend.endswith("-x4") and uses_local_array(prog):
+        return "coarsen-local-array"
     if finding.backend != "wgpu-spirv":
         return None
     if (

@@ -78,6 +78,7 @@ class Pool:
                         try:
                             result = w["conn"].recv()
                         except EOFError:  # the worker died (a crash in a driver)
+                            w["proc"].join(5)
                             result = ("died", w["proc"].exitcode)
                             self._stop(w, kill=True)
                             self.workers[i] = w = self._start()

@@ -24,7 +24,9 @@ class Facts:
     (0: bit for bit, up to the sign of zero and NaN payloads); lo: lower bound of the value;
     nan: may be NaN, an infinity or a denormal (edge inputs); raw: a copy of an input or a
     literal (no arithmetic, so even the sign of zero is fixed); mul: a product that an add
-    may contract into an fma; uni: the same in every invocation of a workgroup.
+    may contract into an fma; uni: the same in every invocation of a workgroup; konst: a
+    compile-time constant; kadd / kmul: an add (mul) chain holding a constant, which a
+    compiler may regroup to fold the constants (floats.py).
     """
 
     mag: float = 0.0
@@ -34,6 +36,18 @@ class Facts:
     raw: bool = False
     mul: bool = False
     uni: bool = False
+    konst: bool = False
+    kadd: bool = False
+    kmul: bool = False
+
+    def regroups_like(self, old: Facts) -> bool:
+        """May a value with these facts replace one with `old` under an arithmetic parent,
+        whose facts assumed `old`'s (no new constant folding across the parent)?"""
+        return (
+            (old.konst or not self.konst)
+            and (old.kadd or not self.kadd)
+            and (old.kmul or not self.kmul)
+        )
 
     def within(self, old: Facts) -> bool:
         """Can a value with these facts stand where `old` was proved to be enough?"""
@@ -155,6 +169,7 @@ class Program:
     inputs: dict  # buffer name -> numpy array in host layout (every buffer)
     scalars: dict  # scalar name -> value
     uses_cas: bool = False  # atomic_compare_exchange (naga's SPIR-V reader cannot take it)
+    default_grid: bool = False  # dispatched with the metadata's grid (an elementwise program)
     seed: str = ""
     stats: dict = field(default_factory=dict)
 

@@ -42,7 +42,12 @@ def _handle(state, task):
 
     kind, seed, index, opts, backends = task[:5]
     t0 = time.monotonic()
-    prog = generate(seed, index, opts)
+    try:
+        prog = generate(seed, index, opts)
+    except Exception:  # noqa: BLE001 - a bug of this tool: reported, the run goes on
+        import traceback
+
+        return {"index": index, "generator": traceback.format_exc(limit=-8)}
     outcome = evaluate(prog, backends)
     if kind == "eval":
         return {
@@ -93,6 +98,12 @@ def main(cfg: Config) -> int:
             continue
         if task[0] == "shrink":
             reports[index] = reports.get(index, "") + result["report"] + "\n"
+            continue
+        if "generator" in result:
+            new.setdefault(index, []).append("the generator failed")
+            reports[index] = (
+                f"=== program {cfg.seed}:{index}: the generator failed\n{result['generator']}"
+            )
             continue
         done += 1
         ran.update(result["ran"])

@@ -137,8 +137,14 @@ class Shrinker:
             return None
         options = [zero(e.ty)] if e.tag != "lit" else []
         options += [kid for kid in e.kids if kid.ty == e.ty and (self.free or not kid.frozen)]
+        parent = at(statements(prog)[k].exprs[x], path[:-1]) if path else None
+        # Under + - * (and negation, which passes a chain on), a float that newly folds with
+        # a constant could regroup: its parent's facts would no longer hold.
+        arithmetic = parent is not None and parent.tag in ARITHMETIC and is_float(e.ty)
         for new in options:
             if not self.free and not new.facts.within(e.facts):
+                continue
+            if not self.free and arithmetic and not new.facts.regroups_like(e.facts):
                 continue
             cand = prog.copy()
             s = statements(cand)[k]
@@ -241,6 +247,13 @@ class Shrinker:
                 break
             chunk = max(1, chunk // 4)
         return prog
+
+
+ARITHMETIC = {"+", "-", "*", "neg", "pow", "scale", "//"}
+
+
+def is_float(ty: str) -> bool:
+    return ty == "f32" or (ty.startswith("vec") and ty.endswith("f"))
 
 
 def counters(prog) -> list:
