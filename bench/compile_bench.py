@@ -49,10 +49,11 @@ def main() -> int:
         )
         if not progs:
             continue
-        t_lower, descs = best(lambda ps=progs: [lower(p) for p in ps], args.repeat)
-        t_kdesc, _ = best(lambda ds=descs: [encode(d) for d in ds], args.repeat)
-        t_wgsl, _ = best(lambda ds=descs: [emit_wgsl(d) for d in ds], args.repeat)
-        t_spirv, _ = best(lambda ds=descs: [emit_spirv(d) for d in ds], args.repeat)
+        # lowering includes validation and the range analysis (descriptor.validate)
+        t_lower, lowered = best(lambda ps=progs: [lower(p) for p in ps], args.repeat)
+        t_kdesc, _ = best(lambda ls=lowered: [encode(d) for d, _ in ls], args.repeat)
+        t_wgsl, _ = best(lambda ls=lowered: [emit_wgsl(d, i) for d, i in ls], args.repeat)
+        t_spirv, _ = best(lambda ls=lowered: [emit_spirv(d, i) for d, i in ls], args.repeat)
         t_all, _ = best(lambda p=path: compile_file(p, root=args.root), args.repeat)
         n = len(progs)
         n_total += n

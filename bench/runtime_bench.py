@@ -1,13 +1,15 @@
-"""Runtime benchmark: cold start from a bundle vs compiling, bundle open, per-dispatch host
-overhead vs hand-written wgpu-py / `vulkan` code, and (--device-report) throughput.
+"""Runtime benchmark: fresh-process start-up phase by phase (bundle with a cold and a warm
+persisted pipeline cache, compile-from-source, bundle.warm() of the tree), bundle open,
+per-dispatch host overhead vs hand-written wgpu-py / `vulkan` code, and (--device-report)
+throughput.
 
     python bench/runtime_bench.py [--quick] [--device-report] [--backend wgpu|vulkan|both]
                                   [--no-write]
 
 Every figure is measured in this run; ratios compare runs on the same machine and
 device. Results are appended, dated, to bench/RESULTS.md (unless --no-write).
---quick uses small sizes (lavapipe on a shared CPU); the H200 numbers come from a run
-without it.
+--quick uses small sizes and fewer runs (lavapipe on a shared CPU); the H200 numbers
+come from a run without it. Start-up: bench/runtime_start.py.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import datetime
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +30,9 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests", "gpu")]
 import numpy as np  # noqa: E402
 
 import reference  # noqa: E402
+import runtime_start  # noqa: E402
 import test_runtime as shaders  # noqa: E402
+from vyre_build.bundle.metadata import check_metadata  # noqa: E402
 from vyre_build.runtime import get_device, open_bundle  # noqa: E402
 
 KERNELS = os.path.join(ROOT, "kernels")
@@ -57,7 +60,8 @@ def median_time(fn, repeat: int, number: int = 1) -> float:
 
 
 def build_bundle(path: str, count: int = 100) -> list:
-    """A bundle of `count` kernels: the tree's kernels, renamed copies until `count`."""
+    """A bundle of `count` kernels: the tree's kernels, renamed copies until `count`
+    (0: the tree's kernels alone)."""
     from vyre_build.bundle import write_bundle
     from vyre_build.compiler import compile_file
 
@@ -67,7 +71,7 @@ def build_bundle(path: str, count: int = 100) -> list:
             os.path.join(KERNELS, file), root=KERNELS, targets=("wgsl", "spirv", "kdesc")
         )
     entries = []
-    for i in range(count):
+    for i in range(count or len(compiled)):
         k = compiled[i % len(compiled)]
         name = k.meta["name"] if i < len(compiled) else f"{k.meta['name']}_{i}"
         meta = {
@@ -79,91 +83,6 @@ def build_bundle(path: str, count: int = 100) -> list:
         entries.append({"meta": meta, "artifacts": arts})
     write_bundle(path, entries)
     return entries
-
-
-COLD_PRELUDE = """
-import sys, time; t0 = time.perf_counter(); sys.path.insert(0, {root!r})
-import numpy as np
-from vyre_build.runtime import get_device, load_kernel, open_bundle
-t1 = time.perf_counter(); dev = get_device({backend!r}); t2 = time.perf_counter()
-"""
-COLD_BUNDLE = (
-    COLD_PRELUDE
-    + """
-b = open_bundle({bundle!r}, device=dev)
-t3 = time.perf_counter()
-kern = b["saxpy"]
-"""
-)
-COLD_COMPILE = (
-    COLD_PRELUDE
-    + """
-from vyre_build.compiler import compile_file
-(k,) = compile_file({src!r}, root={kernels!r}, targets=({target!r}, "kdesc"))
-t3 = time.perf_counter()
-kern = load_kernel(k.meta, device=dev, **{{{target!r}: {{"wgsl": k.wgsl, "spirv": k.spirv}}[{target!r}]}})
-"""
-)
-COLD_RUN = """
-x = np.arange(1000, dtype=np.float32)
-y = kern(x=x, y=np.ones(1000, np.float32), a=2.0)["y"]
-t4 = time.perf_counter(); assert y[999] == 1999.0
-print(t4 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3)
-"""
-COLD_COLUMNS = (
-    "whole process",
-    "interpreter start",
-    "numpy + runtime import",
-    "backend import + device creation",
-    "open bundle / compile source",
-    "kernel load (pipeline) + first result",
-)
-
-
-def fresh(script: str) -> tuple:
-    """Seconds of one fresh process, by the phases of COLD_COLUMNS. Bytecode caches are
-    written and used (PYTHONDONTWRITEBYTECODE dropped), as in an installed application."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    t = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", script + COLD_RUN],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-    )
-    wall = time.perf_counter() - t
-    inside, imports, device, code, first = (float(v) for v in done.stdout.split())
-    return wall, wall - inside, imports, device, code, first
-
-
-def cold_start(backend: str, bundle: str, repeat: int) -> None:
-    target = "wgsl" if backend == "wgpu" else "spirv"
-    args = {
-        "root": ROOT,
-        "backend": backend,
-        "bundle": bundle,
-        "target": target,
-        "src": os.path.join(KERNELS, "saxpy.py"),
-        "kernels": KERNELS,
-    }
-    # One discarded run of each first: it writes the .pyc files both paths then load.
-    runs_b = [fresh(COLD_BUNDLE.format(**args)) for _ in range(repeat + 1)][1:]
-    runs_c = [fresh(COLD_COMPILE.format(**args)) for _ in range(repeat + 1)][1:]
-    med_b = [statistics.median(col) for col in zip(*runs_b)]
-    med_c = [statistics.median(col) for col in zip(*runs_c)]
-    say(
-        f"[{backend}] fresh process to the first saxpy result, median of {repeat} "
-        "(ms: from the 100-kernel bundle | compiling from source):"
-    )
-    for name, b, c in zip(COLD_COLUMNS, med_b, med_c):
-        say(f"    {name:40s} {b * 1e3:8.1f} | {c * 1e3:8.1f}")
-    say(
-        f"    ratio compile/bundle: whole process {med_c[0] / med_b[0]:.2f}x; without the "
-        "shared fixed costs (interpreter, imports, device creation; i.e. the last two phases) "
-        f"{sum(med_c[4:]) / sum(med_b[4:]):.1f}x; shader step alone (open bundle / compile) "
-        f"{med_c[4] / med_b[4]:.1f}x (target >= 10x)"
-    )
 
 
 def bundle_open(bundle: str, repeat: int) -> None:
@@ -229,7 +148,7 @@ def vulkan_hand_written(n: int):
 
     d = get_device("vulkan")
     pipe, layout, set_layout = d.pipeline(
-        shaders.SAXPY_META, shaders.assemble(shaders.SAXPY_SPVASM)
+        check_metadata(shaders.SAXPY_META, "saxpy"), shaders.assemble(shaders.SAXPY_SPVASM)
     )
     x, y = d.buffer(np.arange(n, dtype=np.float32)), d.buffer(n, "f32")
     u = d._make(16, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True)
@@ -436,7 +355,7 @@ def device_report(backend: str, quick: bool, repeat: int, big: int | None = None
     )
     # Half a second of full-size dispatches first, so the GPU's clocks are up before the
     # first row (torch, measured after each of our rows, is warm already).
-    warm = _on_device(dev, reference.case("add.f32").inputs(rng, n), bundle["add.f32"].meta)
+    warm = _on_device(dev, reference.case("add.f32").inputs(rng, n), bundle["add.f32"].meta.record)
     deadline = time.perf_counter() + 0.5
     while time.perf_counter() < deadline:
         _throughput(bundle["add.f32"], dev, warm, 1, number)
@@ -444,7 +363,7 @@ def device_report(backend: str, quick: bool, repeat: int, big: int | None = None
         kernel = bundle[stem]  # a _stride kernel takes its tree kernel's arguments
         vec4 = stem in ("saxpy4", "add4")
         args = _on_device(
-            dev, reference.case(stem if vec4 else torch_op).inputs(rng, size), kernel.meta
+            dev, reference.case(stem if vec4 else torch_op).inputs(rng, size), kernel.meta.record
         )
         tsize = size * 4 if vec4 else size
         host, gpu = _throughput(kernel, dev, args, repeat, number, grid)
@@ -542,8 +461,10 @@ def main(argv=None) -> int:
         import signing_bench  # bench/signing_bench.py: open with vs without verification
 
         signing_bench.report(bundle, max(repeat, 20), say)
+        tree = os.path.join(tmp, "tree.vyrebundle")
+        count = len(build_bundle(tree, count=0))
         for backend in backends:
-            cold_start(backend, bundle, repeat)
+            runtime_start.startup(backend, ROOT, tree, count, repeat, say)
     for backend in backends:
         dispatch_overhead(backend, repeat, 50 if a.quick else 500)
     if a.device_report:

@@ -32,15 +32,16 @@ def main() -> int:
         t0 = time.perf_counter()
         with open_bundle(args.bundle, backend=args.backend) as bundle:
             print(
-                f"opened {args.bundle}: {len(bundle.ids)} kernels "
+                f"opened {args.bundle}: {len(bundle)} kernels "
                 f"({(time.perf_counter() - t0) * 1e3:.1f} ms)"
             )
+            # Bundle is a Mapping of kernel id -> Kernel; .array(name, dtype) is typed.
             checks = [
-                ("saxpy", bundle.kernel("saxpy")(x=x, y=y.copy(), a=2.5)["y"], 2.5 * x + y),
-                ("add.f32", bundle.kernel("add", "f32")(a=x, b=y, out=n)["out"], x + y),
+                ("saxpy", bundle["saxpy"](x=x, y=y.copy(), a=2.5).array("y"), 2.5 * x + y),
+                ("add.f32", bundle["add.f32"](a=x, b=y, out=n).array("out"), x + y),
                 ("add.u32", bundle.kernel("add", "u32")(a=ints, b=ints, out=n)["out"], ints + ints),
                 # vec4f buffers: float32 arrays of shape (n, 4), one 16-byte load per element
-                ("saxpy4", bundle.kernel("saxpy4")(x=x4, y=y4.copy(), a=0.5)["y"], 0.5 * x4 + y4),
+                ("saxpy4", bundle["saxpy4"](x=x4, y=y4.copy(), a=0.5).array("y"), 0.5 * x4 + y4),
             ]
         for name, got, want in checks:
             ok = (

@@ -1,4 +1,4 @@
-"""Vulkan adapter probing shared by conftest.py and the GPU tests (a uniquely named module:
+"""Adapter probing shared by conftest.py and the GPU tests (a uniquely named module:
 several conftest.py files exist, so `from conftest import ...` would be ambiguous)."""
 
 from __future__ import annotations
@@ -9,6 +9,13 @@ import pytest
 
 BACKENDS = ("wgpu", "vulkan")
 _PROBED: dict = {}
+
+
+def no_adapter(reason: str):
+    """Skip the current test, or fail it under CI=true (a broken CI image must not pass)."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true requires one; install mesa-vulkan-drivers)")
+    pytest.skip(reason)
 
 
 def _probe(backend: str) -> str | None:
@@ -30,8 +37,23 @@ def _probe(backend: str) -> str | None:
 def require_adapter(backend: str) -> None:
     """Skip (or, under CI=true, fail) the current test when `backend` has no adapter."""
     reason = _probe(backend)
-    if reason is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI=true requires one; install mesa-vulkan-drivers)")
-    pytest.skip(reason)
+    if reason is not None:
+        no_adapter(reason)
+
+
+def wgpu_device():
+    """A raw wgpu device on the first adapter, made once (no vyre_build runtime involved:
+    the emitter tests check emitted code on their own)."""
+    if "raw-wgpu" not in _PROBED:
+        try:
+            import wgpu
+
+            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+            # the features kernels may need (f16, subgroups), where the adapter has them
+            wanted = [f for f in ("shader-f16", "subgroup") if f in adapter.features]
+            _PROBED["raw-wgpu"] = adapter.request_device_sync(required_features=wanted)
+        except Exception as exc:  # noqa: BLE001 - any failure here means "no adapter"
+            _PROBED["raw-wgpu"] = f"no wgpu adapter: {exc}"
+    if isinstance(_PROBED["raw-wgpu"], str):
+        no_adapter(_PROBED["raw-wgpu"])
+    return _PROBED["raw-wgpu"]

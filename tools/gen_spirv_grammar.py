@@ -49,6 +49,33 @@ KINDS = (
     "LoopControl",
     "FunctionControl",
     "MemoryAccess",
+    "GroupOperation",
+    "CooperativeMatrixUse",
+    "CooperativeMatrixLayout",
+    "CooperativeMatrixOperands",
+)
+# Extension entries the emitter uses beyond core 1.3 (SPV_KHR_cooperative_matrix): named
+# one by one, since the grammar marks them with no version.
+EXTENSION_NAMES = frozenset(
+    {
+        "OpTypeCooperativeMatrixKHR",
+        "OpCooperativeMatrixLoadKHR",
+        "OpCooperativeMatrixStoreKHR",
+        "OpCooperativeMatrixMulAddKHR",
+        "OpCooperativeMatrixLengthKHR",
+        "CooperativeMatrixKHR",
+        "MatrixAKHR",
+        "MatrixBKHR",
+        "MatrixAccumulatorKHR",
+        "RowMajorKHR",
+        "ColumnMajorKHR",
+        "NoneKHR",
+        "MatrixASignedComponentsKHR",
+        "MatrixBSignedComponentsKHR",
+        "MatrixCSignedComponentsKHR",
+        "MatrixResultSignedComponentsKHR",
+        "SaturatingAccumulationKHR",
+    }
 )
 
 
@@ -64,10 +91,10 @@ def _load(source: Path) -> tuple[dict, dict, str]:
     return core, glsl, f"wheel {source.name}"
 
 
-def _in_target(version: str | None) -> bool:
-    # "None" marks extension-only entries, which a plain 1.3 module may not use.
+def _in_target(version: str | None, name: str = "") -> bool:
+    # "None" marks extension-only entries: only those EXTENSION_NAMES lists are kept.
     if version is None or version == "None":
-        return False
+        return name in EXTENSION_NAMES
     major, minor = (int(p) for p in version.split("."))
     return (major, minor) <= TARGET_VERSION
 
@@ -88,7 +115,9 @@ def _dict_lines(name: str, items: dict[str, int], hexa: bool = False) -> list[st
 def render(core: dict, glsl: dict, provenance: str) -> str:
     """The text of grammar.py for the given grammar dicts (deterministic)."""
     opcodes = {
-        i["opname"]: i["opcode"] for i in core["instructions"] if _in_target(i.get("version"))
+        i["opname"]: i["opcode"]
+        for i in core["instructions"]
+        if _in_target(i.get("version"), i["opname"])
     }
     kinds = {k["kind"]: k for k in core["operand_kinds"]}
     out = [
@@ -101,7 +130,7 @@ def render(core: dict, glsl: dict, provenance: str) -> str:
         ),
         (
             f"read from {provenance}; filtered to core SPIR-V "
-            f"{TARGET_VERSION[0]}.{TARGET_VERSION[1]}."
+            f"{TARGET_VERSION[0]}.{TARGET_VERSION[1]} and SPV_KHR_cooperative_matrix."
         ),
         '"""',
         "",
@@ -115,7 +144,7 @@ def render(core: dict, glsl: dict, provenance: str) -> str:
         entry = kinds[kind]
         values: dict[str, int] = {}
         for e in entry["enumerants"]:
-            if _in_target(e.get("version")):
+            if _in_target(e.get("version"), e["enumerant"]):
                 values[e["enumerant"]] = _int(e["value"])
         out.append("")
         out += _dict_lines(kind.upper(), values, hexa=entry["category"] == "BitEnum")

@@ -183,12 +183,16 @@ def compute_key(
 
 
 def compile_outputs(
-    source: str, targets, options, compiler: str = DEFAULT_COMPILER
+    source: str, targets, options, compiler: str = DEFAULT_COMPILER, root: str | None = None
 ) -> dict[str, bytes]:
-    """Compile `source` (no cache): {`<stem><suffix>`: bytes} for every kernel and variant."""
+    """Compile `source` (no cache): {`<stem><suffix>`: bytes} for every kernel and variant;
+    `root` is the kernel tree (nothing outside it is read; default the source's folder)."""
     module = load_compiler(compiler)
     kernels = module.compile_file(
-        source, targets=normalize_targets(targets), options=dict(options or {})
+        source,
+        targets=normalize_targets(targets),
+        options=dict(options or {}),
+        **({"root": root} if root else {}),
     )
     wanted = set(output_suffixes(targets))
     outputs: dict[str, bytes] = {}
@@ -225,6 +229,7 @@ def build_kernel_file(
     compiler: str = DEFAULT_COMPILER,
     expected=None,
     link: bool = False,
+    root: str | None = None,
 ) -> StepResult:
     """Build every output of one kernel file into `out_dir`, through `store` if given.
 
@@ -236,6 +241,7 @@ def build_kernel_file(
         link: hard-link outputs to their (read-only) cache blobs instead of writing copies
             (much cheaper where creating files is slow; a blob changed later on disk then
             shows in the linked output too, until it is rebuilt).
+        root: the kernel tree the compiler may read (default: the source's folder).
     Returns:
         StepResult with the key, hit/miss, the stems built and the paths written.
     """
@@ -248,7 +254,7 @@ def build_kernel_file(
     outputs = store.lookup(key.key) if store is not None else None
     hit = outputs is not None
     if outputs is None:
-        outputs = compile_outputs(source, targets, options, compiler)
+        outputs = compile_outputs(source, targets, options, compiler, root)
         if store is not None:
             _store_result(store, source, deps, key, inputs, outputs)
     if expected is not None and sorted(expected) != sorted(outputs):

@@ -15,7 +15,7 @@ import sys
 from vyre_build import __version__
 from vyre_build.errors import VyreError
 
-COMMANDS = ("compile", "cache", "bundle", "key", "run")
+COMMANDS = ("compile", "cache", "bundle", "key", "run", "devices")
 
 
 def build_parser() -> argparse.ArgumentParser:

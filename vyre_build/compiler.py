@@ -246,6 +246,27 @@ def compile_file(
     return out
 
 
+@lru_cache(maxsize=64)
+def _real_dir(root: str) -> str:
+    return os.path.realpath(root)  # asked once per kernel file of a scan: memoised
+
+
+def check_source(path: str, root: str | None = None) -> None:
+    """Raise the KernelError compiling `path` would give if the file is not to be read at all
+    (outside `root`, default its folder; not a regular file; too large). Reads nothing, so
+    a caller that hashes the file first (the SCons scan) never opens a FIFO or a device."""
+    from vyre_build.errors import KernelError
+    from vyre_build.frontend.source import Refusal, check_tree_file
+
+    root = root or os.path.dirname(os.path.abspath(path))
+    shown = os.path.relpath(path)  # as the frontend shows paths: from the working directory
+    shown = path if shown.startswith("..") else shown
+    try:
+        check_tree_file(path, shown, _real_dir(root))
+    except Refusal as r:
+        raise KernelError(r.message, shown, 1, 1, None, r.fix) from None
+
+
 def list_kernels(path: str, root: str | None = None) -> list[str]:
     """Output stems ("saxpy", "add.f32") of a kernel file, from parsing alone."""
     from vyre_build.frontend import instances, load_module

@@ -15,6 +15,9 @@ class VyreError(Exception):
     """Base of every user-facing error; `str(e)` is the full message for the user."""
 
 
+_LINE_WIDTH = 120  # source characters shown under an error
+
+
 class KernelError(VyreError):
     """A kernel source that cannot be compiled: names file:line:col, shows the caret, says the fix."""
 
@@ -36,11 +39,16 @@ class KernelError(VyreError):
         out = [f"{self.path}:{self.line}:{self.col}: error: {self.message}"]
         if self.source_line is not None:
             text = self.source_line.rstrip("\n").expandtabs(4)
+            col = self.col
+            if len(text) > _LINE_WIDTH:  # a window around the caret, not a huge line
+                start = max(0, min(col - 1 - _LINE_WIDTH // 2, len(text) - _LINE_WIDTH))
+                text = text[start : start + _LINE_WIDTH]
+                col -= start
             out.append(f"    {text}")
             width = 1
             if self.end_col is not None and self.end_col > self.col:
-                width = min(self.end_col - self.col, max(1, len(text) - self.col + 1))
-            out.append("    " + " " * (self.col - 1) + "^" + "~" * (width - 1))
+                width = min(self.end_col - self.col, max(1, len(text) - col + 1))
+            out.append("    " + " " * (col - 1) + "^" + "~" * (width - 1))
         if self.fix:
             out.append(f"  fix: {self.fix}")
         return "\n".join(out)

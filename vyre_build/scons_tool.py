@@ -22,6 +22,8 @@ through the artifact cache. Construction variables:
     VYRECACHEMAXSIZE / VYRECACHEMAXAGE   limits (e.g. "2G", 30 days) applied after a build
     VYRELINKOUTPUTS   hard-link outputs to their read-only cache blobs instead of copying
                       (like ccache's hard_link: fast where creating files is slow; default off)
+    VYREROOT          the kernel tree: nothing outside it is read (VyreKernelDir sets its
+                      directory; default each kernel file's folder)
     VYRECOMPILER      compiler module (default vyre_build.compiler)
     VYRESIGNKEY       secret key file (`vyre-build key generate`): sign the bundle with it
     VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines
@@ -86,33 +88,49 @@ def _source_path(node) -> str:
     return node.srcnode().abspath
 
 
-def _scan_memo(env, compiler: str) -> ScanMemo | None:
+def _root(env, node) -> str:
+    """The kernel tree `node` is compiled in (nothing outside it is read): $VYREROOT, which
+    VyreKernelDir sets to its directory (in the source tree), else the file's own folder."""
+    raw = env.get("VYREROOT")
+    if raw:
+        return env.Dir(raw).srcnode().abspath
+    return os.path.dirname(_source_path(node))
+
+
+def _scan_memo(env, compiler: str, root: str) -> ScanMemo | None:
     store = _store(env)
     if store is None:
         return None
-    key = ("scanmemo", store.root, compiler)
+    key = ("scanmemo", store.root, compiler, root)
     with _lock:
         if key not in _memo:
-            _memo[key] = ScanMemo(store, _identity_text(compiler))
+            _memo[key] = ScanMemo(store, f"{_identity_text(compiler)}\0root={root}")
         return _memo[key]
 
 
-def _scan_file(env, node) -> dict:
+def _scan_file(env, node, root: str | None = None) -> dict:
     """{"stems", "deps"} of a kernel file: once per process, and across builds through the
     scan memo in the cache (reused only while every file it came from is unchanged)."""
     path, compiler = _source_path(node), _compiler(env)
-    key = ("scan", compiler, path)
+    root = root or _root(env, node)
+    key = ("scan", compiler, path, root)
     with _lock:
         if key in _memo:
             return _memo[key]
-    memo = _scan_memo(env, compiler)
-    info = memo.lookup(path) if memo is not None else None
+    module = load_compiler(compiler)
+    memo = _scan_memo(env, compiler, root)
+    try:
+        # Before the memo hashes the file: a FIFO, a device or a link out of the tree is
+        # refused unread.
+        getattr(module, "check_source", lambda p, r: None)(path, root)
+        info = memo.lookup(path) if memo is not None else None
+    except VyreError as exc:
+        info = {"stems": [], "deps": [], "error": str(exc)}
     if info is None:
         before = memo.file_hash(path) if memo is not None else None
-        module = load_compiler(compiler)
         try:
-            stems = list(module.list_kernels(path))
-            deps = set(module.kernel_dependencies(path))
+            stems = list(module.list_kernels(path, root=root))
+            deps = set(module.kernel_dependencies(path, root=root))
         except VyreError as exc:
             # Reported when this file's target is built, so -c, -n and -k still work.
             info = {"stems": [], "deps": [], "error": str(exc)}
@@ -276,7 +294,9 @@ def kernel_emitter(target, source, env):
     out_dir = target[0].dir
     info = _scan_file(env, source[0])
     if "error" in info:
-        return [out_dir.File(source[0].name + ERROR_SUFFIX)], [s.srcnode() for s in source]
+        # A Value stands in for the file, so SCons never reads (hashes) a refused one.
+        shown = env.Value(str(source[0].srcnode()), built_value=info["error"])
+        return [out_dir.File(source[0].name + ERROR_SUFFIX)], [shown]
     names = output_names(info["stems"], _targets(env))
     if not names:
         raise SCons.Errors.UserError(
@@ -296,7 +316,7 @@ def kernel_action(target, source, env):
     """Build one kernel file through the cache (in-process: no subprocess per kernel)."""
     src = source[0]
     if target[0].name.endswith(ERROR_SUFFIX):
-        print(_scan_file(env, src).get("error", f"{src}: cannot be compiled"), file=sys.stderr)
+        print(src.read(), file=sys.stderr)
         return 1
     try:
         build_kernel_file(
@@ -310,6 +330,7 @@ def kernel_action(target, source, env):
             compiler=_compiler(env),
             expected=[t.name for t in target],
             link=bool(env.get("VYRELINKOUTPUTS")),
+            root=_root(env, src),
         )
     except VyreError as exc:
         print(str(exc), file=sys.stderr)
@@ -369,11 +390,12 @@ def kernel_dir(env, build_dir, pattern="*.py"):
     """`VyreKernel` for every file of `build_dir` matching `pattern` that defines a kernel;
     returns all output nodes, sorted (helper-only files are scanned, not built)."""
     outs = []
+    root = env.Dir(build_dir).srcnode().abspath  # the kernel tree: nothing outside is read
     for node in sorted(env.Glob(os.path.join(str(build_dir), pattern)), key=str):
-        info = _scan_file(env, node)
+        info = _scan_file(env, node, root)
         if node.name == "__init__.py" or not (info["stems"] or "error" in info):
             continue
-        outs.extend(env.VyreKernel(node))
+        outs.extend(env.VyreKernel(node, VYREROOT=root))
     return outs
 
 

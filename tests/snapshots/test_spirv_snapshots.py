@@ -1,4 +1,5 @@
-"""Golden `spirv-dis` text of a few emitted modules (tests/snapshots/spirv/<case>.spvasm).
+"""Golden `spirv-dis` text of the corpus cases of `corpus.GOLDEN`
+(tests/snapshots/spirv/<stem>.spvasm), but those in `corpus.SPIRV_INVALID`.
 
 A change in the emitter shows up here as a reviewable diff of the disassembly. To accept
 a change on purpose: VYRE_UPDATE_SNAPSHOTS=1 pytest tests/snapshots/test_spirv_snapshots.py
@@ -10,21 +11,15 @@ import difflib
 import os
 import shutil
 import subprocess
-import sys
+from pathlib import Path
 
 import pytest
+from corpus import CORPUS, GOLDEN, SPIRV_INVALID, golden_stem
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-UNIT = os.path.join(os.path.dirname(HERE), "unit")
-if UNIT not in sys.path:
-    sys.path.insert(0, UNIT)  # the hand-built descriptor catalogue lives beside the unit tests
+from vyre_build.emit.spirv import emit_spirv
 
-from spirv_kernels_flow import CASES  # noqa: E402
-
-from vyre_build.emit.spirv import emit_spirv  # noqa: E402
-
-GOLDEN = os.path.join(HERE, "spirv")
-SNAPSHOT_CASES = ("saxpy", "loops", "returns", "terminators", "shared", "atomics", "bounds")
+GOLDEN_DIR = Path(__file__).parent / "spirv"
+CASES = tuple(n for n in GOLDEN if n not in SPIRV_INVALID)
 
 
 def disassemble(binary: bytes, tmp_path) -> str:
@@ -35,29 +30,37 @@ def disassemble(binary: bytes, tmp_path) -> str:
     ).stdout
 
 
+def golden_path(name: str) -> Path:
+    return GOLDEN_DIR / f"{golden_stem('spirv', name)}.spvasm"
+
+
 @pytest.mark.skipif(
     shutil.which("spirv-dis") is None and os.environ.get("CI") != "true",
     reason="spirv-dis not on PATH (CI=true requires it)",
 )
-@pytest.mark.parametrize("name", SNAPSHOT_CASES)
+@pytest.mark.parametrize("name", CASES)
 def test_disassembly_matches_golden_file(name, tmp_path):
-    text = disassemble(emit_spirv(CASES[name]().desc), tmp_path)
-    golden = os.path.join(GOLDEN, f"{name}.spvasm")
+    text = disassemble(emit_spirv(CORPUS[name]().desc), tmp_path)
+    golden = golden_path(name)
     if os.environ.get("VYRE_UPDATE_SNAPSHOTS") == "1":
-        with open(golden, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-    assert os.path.exists(golden), (
+        golden.write_text(text, encoding="utf-8", newline="\n")
+    assert golden.exists(), (
         f"no golden file {golden}; run with VYRE_UPDATE_SNAPSHOTS=1 to create it"
     )
-    with open(golden, encoding="utf-8") as f:
-        want = f.read()
+    want = golden.read_text(encoding="utf-8")
     if text != want:
         diff = "".join(
             difflib.unified_diff(
                 want.splitlines(True),
                 text.splitlines(True),
-                f"golden/{name}.spvasm",
-                f"emitted/{name}.spvasm",
+                f"golden/{golden.name}",
+                f"emitted/{golden.name}",
             )
         )
         pytest.fail(f"SPIR-V for {name} changed (VYRE_UPDATE_SNAPSHOTS=1 accepts it):\n{diff}")
+
+
+def test_every_golden_file_belongs_to_a_case():
+    assert sorted(p.name for p in GOLDEN_DIR.glob("*.spvasm")) == sorted(
+        golden_path(n).name for n in CASES
+    )

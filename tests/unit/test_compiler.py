@@ -4,15 +4,13 @@ import glob
 import os
 
 import pytest
+from descriptors import Kernel
 
 from vyre_build import ir
 from vyre_build.compiler import compile_file, compiler_identity, kernel_dependencies, list_kernels
 from vyre_build.descriptor import (
     BindingSlot,
     DescriptorError,
-    KernelBody,
-    KernelDescriptor,
-    KernelOp,
     Variant,
     decode,
     encode,
@@ -31,20 +29,13 @@ SPEC_EXAMPLE = bytes.fromhex(
 
 
 def spec_descriptor(count=64, name="out"):
-    return KernelDescriptor(
-        "k",
-        (BindingSlot(0, Variant("U32"), count, "Global", "ReadWrite", name),),
-        (64, 1, 1),
-        KernelBody(
-            (
-                KernelOp(Variant("Literal"), (0,), 0),
-                KernelOp(Variant("GlobalInvocationId"), (0,), 1),
-                KernelOp(Variant("StoreGlobal"), (0, 1, 0), None),
-            ),
-            (),
-            (Variant("U32", (7,)),),
-        ),
+    """The worked example of shared/spec/kernel-descriptor.md: out[gid.x] = 7."""
+    kb = Kernel(
+        "k", (64, 1, 1), [BindingSlot(0, Variant("U32"), count, "Global", "ReadWrite", name)]
     )
+    seven = kb.body.u32(7)
+    kb.body.store(0, kb.body.gid(), seven)
+    return kb.build()
 
 
 def test_spec_worked_example_bytes():

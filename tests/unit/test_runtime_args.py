@@ -7,34 +7,12 @@ import struct
 import numpy as np
 import pytest
 
+from runtime_fakes import SAXPY, plan_of
+
+from vyre_build.bundle.metadata import check_metadata
 from vyre_build.errors import DispatchError
-from vyre_build.runtime.kernel import check_meta, pack_uniform, plan_call
+from vyre_build.runtime.calls import pack_uniform
 
-
-class FakeDevice:
-    """Just the limits and identity plan_call reads."""
-
-    name = "fake"
-    backend = "fake"
-    max_workgroups = 65535
-    max_buffer_bytes = 1 << 20
-
-
-DEV = FakeDevice()
-
-SAXPY = {
-    "name": "saxpy",
-    "variant": None,
-    "id": "saxpy",
-    "workgroup_size": [64, 1, 1],
-    "grid": ["y"],
-    "bindings": [
-        {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
-        {"name": "y", "binding": 1, "kind": "buffer", "dtype": "f32", "access": "rw"},
-        {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0},
-    ],
-    "uniform": {"binding": 2, "size": 16},
-}
 
 FILL = {
     "name": "fill",
@@ -58,12 +36,12 @@ def f32(n):
 
 def refused(meta, args, grid=None) -> str:
     with pytest.raises(DispatchError) as info:
-        plan_call(meta, args, grid, DEV)
+        plan_of(meta, args, grid)
     return str(info.value)
 
 
 def test_good_call_plans_buffers_uniform_and_workgroups():
-    plan = plan_call(SAXPY, {"x": f32(1000), "y": f32(1000), "a": 2.5}, None, DEV)
+    plan = plan_of(SAXPY, {"x": f32(1000), "y": f32(1000), "a": 2.5}, None)
     assert [b.name for b in plan.buffers] == ["x", "y"]
     assert plan.workgroups == (16, 1, 1)  # ceil(1000 / 64)
     assert plan.uniform_binding == 2
@@ -119,9 +97,9 @@ def test_lengths_only_for_write_only_buffers():
         == "Kernel 'fill.u32': argument 'out': an output length must be a positive int or a "
         "shape of positive ints, got 0"
     )
-    plan = plan_call(FILL, {"out": (3, 5), "cols": 5, "rows": 3, "bias": -1}, None, DEV)
+    plan = plan_of(FILL, {"out": (3, 5), "cols": 5, "rows": 3, "bias": -1}, None)
     (out,) = plan.buffers
-    assert (out.source, out.count, out.shape) == (None, 15, (3, 5))
+    assert (out.source, out.elements, out.shape) == (None, 15, (3, 5))
 
 
 def test_too_small_peer_buffer_refused_when_grid_comes_from_a_buffer():
@@ -131,7 +109,7 @@ def test_too_small_peer_buffer_refused_when_grid_comes_from_a_buffer():
         "of 'y'); pass at least 1000 or give grid= explicitly"
     )
     # An explicit grid is the caller's statement that the shorter read is intended.
-    plan = plan_call(SAXPY, {"x": f32(10), "y": f32(1000), "a": 1.0}, 10, DEV)
+    plan = plan_of(SAXPY, {"x": f32(10), "y": f32(1000), "a": 1.0}, 10)
     assert plan.workgroups == (1, 1, 1)
 
 
@@ -167,20 +145,20 @@ def test_scalar_types_and_ranges():
         refused(SAXPY, {"x": f32(4), "y": f32(4), "a": 1e39})
         == "Kernel 'saxpy': argument 'a' = 1e+39 is out of range for f32"
     )
-    plan = plan_call(FILL, {**base, "cols": np.uint32(7), "bias": np.int64(-3)}, None, DEV)
+    plan = plan_of(FILL, {**base, "cols": np.uint32(7), "bias": np.int64(-3)}, None)
     assert plan.uniform == struct.pack("<IIi", 7, 2, -3) + bytes(4)
 
 
 def test_grid_from_scalars_two_axes():
-    plan = plan_call(FILL, {"out": 100, "cols": 20, "rows": 5, "bias": 0}, None, DEV)
+    plan = plan_of(FILL, {"out": 100, "cols": 20, "rows": 5, "bias": 0}, None)
     assert plan.workgroups == (3, 1, 1)  # ceil(20 / 8), ceil(5 / 8)
-    plan = plan_call(FILL, {"out": 1, "cols": 0, "rows": 5, "bias": 0}, None, DEV)
+    plan = plan_of(FILL, {"out": 1, "cols": 0, "rows": 5, "bias": 0}, None)
     assert plan.workgroups == (0, 1, 1)
 
 
 def test_grid_defaults_to_first_written_buffer():
     meta = {**SAXPY, "grid": []}
-    plan = plan_call(meta, {"x": f32(130), "y": f32(130), "a": 1.0}, None, DEV)
+    plan = plan_of(meta, {"x": f32(130), "y": f32(130), "a": 1.0}, None)
     assert plan.workgroups == (3, 1, 1)
     no_out = {**SAXPY, "grid": None, "bindings": [SAXPY["bindings"][0]], "uniform": None}
     assert (
@@ -192,7 +170,7 @@ def test_grid_defaults_to_first_written_buffer():
 
 def test_grid_override_validation_and_device_limit():
     args = {"x": f32(4), "y": f32(4), "a": 1.0}
-    assert plan_call(SAXPY, args, (64, 2), DEV).workgroups == (1, 2, 1)
+    assert plan_of(SAXPY, args, (64, 2)).workgroups == (1, 2, 1)
     for bad in (-1, 1.5, (1, 2, 3, 4), "8", True, ()):
         assert refused(SAXPY, args, bad) == (
             "Kernel 'saxpy': grid= must be a non-negative int or a tuple of 1-3 of them "
@@ -201,8 +179,8 @@ def test_grid_override_validation_and_device_limit():
     assert (
         refused(SAXPY, args, 65536 * 64)
         == "Kernel 'saxpy': grid needs 65536 workgroups on axis x (4194304 invocations / 64 "
-        "per workgroup), more than the device limit of 65535 "
-        "(max_compute_workgroups_per_dimension)"
+        "per workgroup), more than the device's limit of 65535 on x, and the fake backend "
+        "cannot split"
     )
 
 
@@ -215,22 +193,22 @@ def test_buffer_over_the_device_binding_limit():
     )
 
 
-def test_uniform_pack_pads_to_16_and_places_offsets():
-    meta = {**FILL, "uniform": {"binding": 1, "size": 12}}
+def test_uniform_block_takes_its_size_and_offsets_from_the_metadata():
+    meta = check_metadata({**FILL, "uniform": {"binding": 1, "size": 32}}, "kernel 'fill'")
     block = pack_uniform(meta, {"cols": 1, "rows": 2, "bias": -2})
-    assert block == struct.pack("<IIi", 1, 2, -2) + bytes(4)
-    assert len(pack_uniform(SAXPY, {"a": float("inf")})) == 16
+    assert block == struct.pack("<IIi", 1, 2, -2) + bytes(20)
+    assert len(pack_uniform(check_metadata(SAXPY, "k"), {"a": float("inf")})) == 16
 
 
-def test_malformed_metadata_refused():
-    with pytest.raises(DispatchError, match="metadata has no 'bindings' field"):
-        check_meta({"name": "k", "workgroup_size": [1]})
-    with pytest.raises(DispatchError, match=r"workgroup_size must be 1-3 positive ints"):
-        check_meta({**SAXPY, "workgroup_size": [0, 1, 1]})
-    bad = {**SAXPY, "bindings": [{**SAXPY["bindings"][0], "dtype": "f64"}]}
-    with pytest.raises(DispatchError, match="binding 'x' has unknown dtype 'f64'"):
-        check_meta(bad)
-    with pytest.raises(DispatchError, match="scalar 'a' but no uniform block"):
-        check_meta({**SAXPY, "uniform": None})
-    with pytest.raises(DispatchError, match="must be a dict, got list"):
-        check_meta([])
+def test_the_coarse_entry_is_planned_when_every_buffer_has_one_length_a_multiple_of_its_factor():
+    meta = {**SAXPY, "coarse": {"entry": "main_x4", "factor": 4}}
+    plan = plan_of(meta, {"x": f32(1024), "y": f32(1024), "a": 1.0})
+    assert (plan.entry, plan.workgroups) == ("main_x4", (4, 1, 1))  # 256 invocations / 64
+    for args, grid in (
+        ({"x": f32(1022), "y": f32(1022), "a": 1.0}, None),  # not a multiple of 4
+        ({"x": f32(2048), "y": f32(1024), "a": 1.0}, None),  # lengths differ
+        ({"x": f32(1024), "y": f32(1024), "a": 1.0}, 1024),  # an explicit grid
+    ):
+        plan = plan_of(meta, args, grid)
+        assert (plan.entry, plan.workgroups) == ("main", (16, 1, 1)), (args, grid)
+    assert plan_of(SAXPY, {"x": f32(1024), "y": f32(1024), "a": 1.0}).entry == "main"

@@ -82,6 +82,33 @@ def test_importing_the_runtime_pulls_in_no_compiler_and_no_gpu_stack():
     assert result == {"leaked": [], "gpu": []}
 
 
+# What the runtime may import of vyre_build besides itself (docs/runtime.md).
+ALLOWED = (
+    "vyre_build.bundle",
+    "vyre_build.errors",
+    "vyre_build.files",
+    "vyre_build.artifacts",
+    "vyre_build.features",
+)
+
+
+def test_the_runtime_imports_only_the_allowed_modules():
+    result = run_guarded("""
+        import vyre_build.runtime
+        import vyre_build.runtime.calls, vyre_build.runtime.pipeline_cache
+        report(ours=sorted(m for m in sys.modules if m.startswith("vyre_build")))
+    """)
+    outside = [
+        m
+        for m in result["ours"]
+        if m != "vyre_build"
+        and not m.startswith("vyre_build.runtime")
+        and not any(m == a or m.startswith(a + ".") for a in ALLOWED)
+    ]
+    assert outside == [] and "vyre_build.bundle.writer" not in result["ours"]
+    assert "vyre_build.features" in result["ours"]
+
+
 @pytest.mark.gpu
 def test_bundle_open_and_dispatch_without_the_compiler(backend, tmp_path):
     sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))

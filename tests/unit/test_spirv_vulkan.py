@@ -9,12 +9,14 @@ tests skip, except under CI=true, where that is a failure.
 
 from __future__ import annotations
 
-import os
 import struct
 
 import numpy as np
 import pytest
-from spirv_kernels_flow import CASES, case_atomics
+from adapters import no_adapter
+from corpus import CORPUS, SPIRV_INVALID
+from corpus.memory import case_atomics
+from descriptors import assert_case
 
 from vyre_build.descriptor import KernelDescriptor
 from vyre_build.emit.spirv import emit_spirv
@@ -25,10 +27,13 @@ _HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHE
 _NP = {"U32": np.uint32, "I32": np.int32, "F32": np.float32}
 
 
-def _no_adapter(reason: str):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI=true requires a Vulkan adapter; install mesa-vulkan-drivers)")
-    pytest.skip(reason)
+def host_dtype(t) -> type:
+    """The numpy dtype of a buffer of DataType `t` (a Vec{E, n} buffer is a flat array of E)."""
+    return _NP[t.args[0].name if t.name == "Vec" else t.name]
+
+
+# The corpus cases whose SPIR-V validates (the others are refused by spirv-val in test_spirv).
+CASES = {n: c for n, c in CORPUS.items() if n not in SPIRV_INVALID}
 
 
 def uniform_bytes(desc: KernelDescriptor, scalars: dict) -> tuple[int, bytes] | None:
@@ -101,7 +106,7 @@ class VulkanRunner:
         bindings, dtypes = [], {}
         for s in desc.slots:
             if s.memory_class == "Global":
-                arr = np.ascontiguousarray(inputs[s.name], dtype=_NP[s.element_type.name])
+                arr = np.ascontiguousarray(inputs[s.name], dtype=host_dtype(s.element_type))
                 dtypes[s.slot] = (s.name, arr.dtype, arr.size)
                 bindings.append((s.slot, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, arr.tobytes()))
         uni = uniform_bytes(desc, scalars)
@@ -188,11 +193,12 @@ class VulkanRunner:
         return out
 
 
-def run_wgpu(spirv: bytes, desc: KernelDescriptor, inputs: dict, scalars: dict, groups) -> dict:
-    """The same dispatch through wgpu, feeding it the SPIR-V bytes."""
+def run_wgpu(
+    device, spirv: bytes, desc: KernelDescriptor, inputs: dict, scalars: dict, groups
+) -> dict:
+    """The same dispatch through wgpu (`device`: the raw wgpu device), fed the SPIR-V bytes."""
     import wgpu
 
-    device = _wgpu_device()
     module = device.create_shader_module(code=spirv)
     pipeline = device.create_compute_pipeline(
         layout="auto", compute={"module": module, "entry_point": "main"}
@@ -200,7 +206,7 @@ def run_wgpu(spirv: bytes, desc: KernelDescriptor, inputs: dict, scalars: dict, 
     entries, outs = [], {}
     for s in desc.slots:
         if s.memory_class == "Global":
-            arr = np.ascontiguousarray(inputs[s.name], dtype=_NP[s.element_type.name])
+            arr = np.ascontiguousarray(inputs[s.name], dtype=host_dtype(s.element_type))
             buf = device.create_buffer_with_data(
                 data=arr.tobytes(), usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
             )
@@ -228,46 +234,12 @@ def run_wgpu(spirv: bytes, desc: KernelDescriptor, inputs: dict, scalars: dict, 
     }
 
 
-_STATE: dict = {}
-
-
-def _wgpu_device():
-    if "wgpu" not in _STATE:
-        import wgpu
-
-        try:
-            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-            _STATE["wgpu"] = adapter.request_device_sync()
-        except Exception as exc:  # noqa: BLE001 - any failure here means "no adapter"
-            _STATE["wgpu"] = exc
-    if isinstance(_STATE["wgpu"], Exception):
-        _no_adapter(f"no wgpu device: {_STATE['wgpu']}")
-    return _STATE["wgpu"]
-
-
 @pytest.fixture(scope="module")
 def runner():
     try:
         return VulkanRunner()
     except (vk.VkError, vk.VkException, OSError, RuntimeError, StopIteration) as exc:
-        _no_adapter(f"no Vulkan device: {exc!r}")
-
-
-def assert_case(case, got: dict, where: str) -> None:
-    for name, want in case.expected.items():
-        have = got[name]
-        assert have.dtype == want.dtype and have.shape == want.shape, f"{where}: {name} shape/dtype"
-        rtol, atol = case.per_output_tol.get(name, (case.rtol, case.atol))
-        if rtol or atol:
-            np.testing.assert_allclose(have, want, rtol=rtol, atol=atol, err_msg=f"{where}: {name}")
-        else:  # exact, bit for bit (NaN-safe through the integer view)
-            bad = np.flatnonzero(have.view(np.uint32) != want.view(np.uint32))
-            assert bad.size == 0, (
-                f"{where}: {name} differs at {bad[:8].tolist()}: "
-                f"got {have[bad[:8]].tolist()} want {want[bad[:8]].tolist()}"
-            )
-    if case.check is not None:
-        case.check(got)
+        no_adapter(f"no Vulkan device: {exc!r}")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -277,7 +249,10 @@ def test_vulkan_dispatch_matches_numpy(runner, name):
     assert_case(case, got, f"vulkan {name}")
 
 
-@pytest.mark.parametrize("name", ["saxpy", "int_ops_i32", "loops", "atomics"])
+@pytest.mark.parametrize(
+    "name",
+    ["saxpy_64", "int_ops_i32", "loops", "atomics", "vec_casts", "vec_bounds", "vec_shared"],
+)
 def test_vulkan_dispatch_optimized(runner, name):
     """spirv-opt -O output computes the same results."""
     case = CASES[name]()
@@ -287,28 +262,42 @@ def test_vulkan_dispatch_optimized(runner, name):
     assert_case(case, got, f"vulkan -O {name}")
 
 
-# wgpu's SPIR-V reader (naga) cannot take OpAtomicCompareExchange (see the xfail below),
-# so through wgpu the atomics case runs without its compare-exchange.
-WGPU_CASES = dict(CASES, atomics=lambda: case_atomics(cas=False))
+# What wgpu's SPIR-V reader (naga, wgpu 0.32) cannot take, though spirv-val and the Vulkan
+# dispatch accept it: those cases run through wgpu without it, and strictly xfail in full
+# (a fixed naga turns them red, and the wgpu test can take the full case).
+NAGA_REFUSES = {
+    "atomics": "a used OpAtomicCompareExchange result ('Used by a statement before it was "
+    "introduced into the scope')",
+    "pinned_ops": "an OpConstant NaN ('Float literal is NaN')",
+}
+WGPU_CASES = dict(
+    {n: c for n, c in CASES.items() if n not in NAGA_REFUSES},
+    atomics=lambda: case_atomics(cas=False),
+)
 
 
 @pytest.mark.parametrize("name", sorted(WGPU_CASES))
-def test_wgpu_spirv_input_matches_numpy(name):
+def test_wgpu_spirv_input_matches_numpy(wgpu_device, name):
     case = WGPU_CASES[name]()
-    got = run_wgpu(emit_spirv(case.desc), case.desc, case.inputs, case.scalars, case.groups)
+    got = run_wgpu(
+        wgpu_device, emit_spirv(case.desc), case.desc, case.inputs, case.scalars, case.groups
+    )
     assert_case(case, got, f"wgpu {name}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="naga's SPIR-V reader (wgpu 0.32) rejects a used OpAtomicCompareExchange "
-    "result ('Used by a statement before it was introduced into the scope'); "
-    "strict, so a fixed naga turns this red and the wgpu test can take the full case",
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=f"naga rejects {why}"))
+        for n, why in sorted(NAGA_REFUSES.items())
+    ],
 )
-def test_wgpu_spirv_input_compare_exchange():
-    case = case_atomics()
-    got = run_wgpu(emit_spirv(case.desc), case.desc, case.inputs, case.scalars, case.groups)
-    assert_case(case, got, "wgpu atomics with compare-exchange")
+def test_wgpu_spirv_input_of_what_naga_refuses(wgpu_device, name):
+    case = CASES[name]()
+    got = run_wgpu(
+        wgpu_device, emit_spirv(case.desc), case.desc, case.inputs, case.scalars, case.groups
+    )
+    assert_case(case, got, f"wgpu {name}")
 
 
 def test_uniform_block_packing_matches_the_conventions():

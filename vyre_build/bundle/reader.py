@@ -15,6 +15,7 @@ import blake3
 from vyre_build.errors import BundleError
 from vyre_build.files import canonical_json
 from vyre_build.bundle import signing
+from vyre_build.bundle.metadata import KernelMeta, check_metadata
 from vyre_build.bundle.format import (
     ALIGN,
     FLAG_SIGNED,
@@ -115,6 +116,7 @@ class BundleReader:
         self.version, self.signature, self.signer = VERSION, None, None
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str], bytes] = {}
+        self._checked: dict[str, KernelMeta] = {}
         try:
             self._open()
         except BaseException:
@@ -337,10 +339,20 @@ class BundleReader:
         if not isinstance(name, str) or not (variant is None or isinstance(variant, str)):
             raise self._fail(f"kernel name and variant must be strings, got {name!r}, {variant!r}")
         rec = self._record(kernel_id(name, variant))
+        self.kernel_meta(rec["id"])
         meta = copy.deepcopy(rec["meta"])
         return BundleEntry(
             rec["id"], meta["name"], meta["variant"], meta, copy.deepcopy(rec["artifacts"])
         )
+
+    def kernel_meta(self, ident: str) -> KernelMeta:
+        """The checked metadata of kernel `ident` (checked on its first read; BundleError
+        naming the field when malformed). Its `record` is the manifest's: do not modify it."""
+        checked = self._checked.get(ident)
+        if checked is None:
+            meta = self._record(ident)["meta"]
+            checked = self._checked[ident] = check_metadata(meta, f"{self.path}: kernel {ident!r}")
+        return checked
 
     def entries(self) -> list[BundleEntry]:
         """Every entry, in id order."""

@@ -16,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import threading
 
 from vyre_build.cache.key import content_hash
 from vyre_build.artifacts import VARIANTS_FILES
 from vyre_build.files import canonical_json
 from vyre_build.cache.store import Store
+from vyre_build.frontend.limits import MAX_SOURCE_BYTES
 
 __all__ = ["ScanMemo"]
 
@@ -43,6 +45,8 @@ class ScanMemo:
             st = os.stat(path)
         except FileNotFoundError:
             return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SOURCE_BYTES:
+            return None  # never opened (a FIFO would block); the compiler reports it
         memo_key = (path, st.st_mtime_ns, st.st_size, st.st_ino)
         with self._lock:
             if memo_key in self._hashes:

@@ -1,4 +1,4 @@
-"""`vyre-build bundle ls | show | verify | extract | sign`: inspect, check, unpack, sign bundles.
+"""`vyre-build bundle ls | show | verify | extract | sign | warm`: inspect, check, unpack, sign.
 
 Every subcommand takes `--json` for machine-readable output (canonical: sorted keys).
 A bundle that cannot be opened is reported with the reader's reason and exit code 1;
@@ -86,6 +86,16 @@ def register(subparsers) -> None:
     )
     p.set_defaults(func=cmd_extract)
 
+    p = sub.add_parser(
+        "warm", help="create every kernel's pipeline now, into the persisted pipeline cache"
+    )
+    p.add_argument("bundle")
+    p.add_argument(
+        "--backend", choices=("wgpu", "vulkan"), help="default: $VYRE_BACKEND, else wgpu"
+    )
+    p.add_argument("--adapter", help="adapter index or name substring (vyre-build devices)")
+    p.set_defaults(func=cmd_warm)
+
     for action in sub.choices.values():
         action.add_argument("--json", action="store_true", help="print JSON instead of text")
 
@@ -163,6 +173,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         )
     if m.get("uniform"):
         print(f"uniform    binding {m['uniform'].get('binding')}, {m['uniform'].get('size')} bytes")
+    if m.get("features"):
+        print(f"features   {', '.join(m['features'])}")
     if m.get("variant_values"):
         values = ", ".join(f"{k}={v}" for k, v in sorted(m["variant_values"].items()))
         print(f"variant    {values}")
@@ -384,4 +396,45 @@ def cmd_extract(args: argparse.Namespace) -> int:
         for n in names:
             print(os.path.join(args.output, n))
         print(f"{len(names)} file(s) written to {args.output}")
+    return 0
+
+
+def cmd_warm(args: argparse.Namespace) -> int:
+    import time
+
+    from vyre_build.runtime import get_device, open_bundle
+
+    adapter = int(args.adapter) if args.adapter and args.adapter.isdigit() else args.adapter
+    device = get_device(args.backend, adapter)
+    start = time.perf_counter()
+    with open_bundle(args.bundle, device=device) as bundle:
+        warmed = bundle.warm()
+    seconds = time.perf_counter() - start
+    saved = device.save_pipeline_cache()
+    cache = getattr(device, "cache_file", None)
+    where = cache.path if cache is not None else None
+    if args.json:
+        _print_json(
+            {
+                "bundle": args.bundle,
+                "device": device.name,
+                "backend": device.backend,
+                "kernels": list(warmed.kernels),
+                "created": warmed.created,
+                "skipped": warmed.skipped,
+                "seconds": round(seconds, 6),
+                "pipeline_cache": where,
+                "cache_loaded": getattr(device, "cache_loaded", 0),
+                "saved": saved,
+            }
+        )
+    else:
+        for kid, why in sorted(warmed.skipped.items()):
+            print(f"skipped {kid}: {why}")
+        print(
+            f"{len(warmed.kernels)} kernel(s) ready on {device.backend}: {device.name}, "
+            f"{warmed.created} pipeline(s) created in {seconds * 1e3:.1f} ms"
+        )
+        if where is not None:
+            print(f"pipeline cache {where}{' (saved)' if saved else ''}")
     return 0

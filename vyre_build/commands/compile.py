@@ -8,6 +8,17 @@ import sys
 from vyre_build.artifacts import META_SUFFIX, TARGET_SUFFIXES, TARGETS
 from vyre_build.compiler import compile_file
 from vyre_build.commands import output_dir, write_file
+from vyre_build.errors import VyreError
+
+# The names SCons reads an SConstruct under: the folder holding one is the project root.
+PROJECT_FILES = (
+    "SConstruct",
+    "Sconstruct",
+    "sconstruct",
+    "SConstruct.py",
+    "Sconstruct.py",
+    "sconstruct.py",
+)
 
 
 def register(sub) -> None:
@@ -26,9 +37,33 @@ def register(sub) -> None:
         help="what to emit (repeatable; default all)",
     )
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
-    p.add_argument("--root", help="kernel tree root for imports (default: each file's directory)")
+    p.add_argument(
+        "--root",
+        help="the kernel tree: imports resolve in it and nothing outside it is read "
+        "(default: the nearest folder above each file that holds an SConstruct, else the "
+        "file's folder)",
+    )
     p.add_argument("--spirv-opt", action="store_true", help="run spirv-opt -O on SPIR-V output")
     p.set_defaults(func=run)
+
+
+def project_root(path: str) -> str:
+    """The nearest folder at or above `path`'s that holds an SConstruct (the project), else
+    `path`'s own folder: the tree that compiling `path` may read."""
+    here = os.path.dirname(os.path.abspath(path))
+    folder = here
+    while True:
+        if any(os.path.isfile(os.path.join(folder, m)) for m in PROJECT_FILES):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return here
+        folder = parent
+
+
+def _display(path: str) -> str:
+    rel = os.path.relpath(os.path.abspath(path))
+    return os.path.abspath(path) if rel.startswith("..") else rel
 
 
 def run(args) -> int:
@@ -36,9 +71,16 @@ def run(args) -> int:
     targets = TARGETS if "all" in targets else tuple(t for t in TARGETS if t in targets)
     options = {"spirv_opt": True} if args.spirv_opt else {}
     output_dir(args.out, "-o")
+    if args.root is not None and not os.path.isdir(args.root):
+        raise VyreError(f"error: --root {args.root}: not a directory")
     for path in args.files:
         kernels = compile_file(
-            path, root=args.root, targets=targets, options=options, kernel=args.kernel
+            path,
+            root=args.root or project_root(path),
+            targets=targets,
+            options=options,
+            kernel=args.kernel,
+            display_path=_display(path),
         )
         if not kernels:
             print(

@@ -81,9 +81,9 @@ def _ints(text: str, flag: str, sep: str) -> tuple:
 
 def _scalar(name: str, text: str, dtype: str):
     try:
-        return float(text) if dtype == "f32" else int(text, 0)
+        return float(text) if dtype in ("f32", "f16") else int(text, 0)
     except ValueError:
-        kind = "a number" if dtype == "f32" else "an integer"
+        kind = "a number" if dtype in ("f32", "f16") else "an integer"
         raise DispatchError(f"--scalar {name}={text!r}: expected {kind} ({dtype})") from None
 
 
@@ -118,7 +118,7 @@ def run(args) -> int:
     device = get_device(args.backend, adapter)
     with open_bundle(args.bundle, device=device) as bundle:
         kernel = bundle.kernel(name, variant)
-        kinds = {b["name"]: b for b in kernel.bindings}
+        kinds = {b.name: b for b in kernel.bindings}
         call = {}
         for flag, given in (("--input", inputs), ("--scalar", scalars), ("--alloc", allocs)):
             for arg in given:
@@ -130,20 +130,20 @@ def run(args) -> int:
                 if arg in call:
                     raise DispatchError(f"Kernel {kernel.id!r}: argument {arg!r} given twice")
                 want = "scalar" if flag == "--scalar" else "buffer"
-                if kinds[arg]["kind"] != want:
+                if kinds[arg].kind != want:
                     raise DispatchError(
                         f"Kernel {kernel.id!r}: {arg!r} is a "
-                        f"{kinds[arg]['kind']}; pass it with "
+                        f"{kinds[arg].kind}; pass it with "
                         f"{'--scalar' if want == 'buffer' else '--input'}"
                     )
                 if flag == "--input":
                     call[arg] = _load_npy(arg, given[arg])
                 elif flag == "--scalar":
-                    call[arg] = _scalar(arg, given[arg], kinds[arg]["dtype"])
+                    call[arg] = _scalar(arg, given[arg], kinds[arg].dtype)
                 else:
                     call[arg] = _ints(given[arg], "--alloc", "x")
         grid = _ints(args.grid, "--grid", ",") if args.grid else None
-        missing_w = [n for n, b in kinds.items() if n not in call and b.get("access") == "w"]
+        missing_w = [n for n, b in kinds.items() if n not in call and b.access == "w"]
         if missing_w:
             raise DispatchError(
                 f"Kernel {kernel.id!r}: write-only buffer {missing_w[0]!r} "

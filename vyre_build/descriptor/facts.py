@@ -45,6 +45,8 @@ class DescriptorInfo:
     uniform: UniformBlock | None
     constants: dict[int, int] = field(default_factory=dict)  # integer literal id -> 32-bit value
     proofs: Proofs = field(default_factory=lambda: Proofs(frozenset(), frozenset()))
+    # device features the kernel needs (vyre_build.features vocabulary): subgroup_*, f16, ...
+    features: frozenset[str] = frozenset()
 
     def in_bounds(self, op) -> bool:
         """Whether the range analysis proved this Load/Store/Atomic's index in range."""

@@ -6,10 +6,11 @@ outside the table). A row key is `(op, operand types)`, where `op` is `(family, 
 
     ("BinOpKind", "Add")      ("UnOpKind", "Sqrt")     ("Fma", "")     ("Select", "")
     ("Cast", target type)     ("Bitcast", target)      ("Construct", vector type)
-    ("Extract", "")           ("Atomic", AtomicOp name)
+    ("Extract", "")           ("Atomic", AtomicOp name)   ("Subgroup", op name)
 
 Bitcast, Construct and Extract are the documented OpaqueExpr extensions `vyre.bitcast`,
-`vyre.vec` and `vyre.extract`. Atomic rows take the slot's element type (the index and
+`vyre.vec` and `vyre.extract`. Subgroup rows are the schema's SubgroupAdd, SubgroupBallot
+and SubgroupShuffle kinds and the OpaqueExpr `vyre.subgroup` (payload: the op's name). Atomic rows take the slot's element type (the index and
 the slot are checked structurally). The pinned semantics of each row are in
 docs/descriptor-conventions.md; the emitters spell them out.
 """
@@ -49,6 +50,25 @@ FLOAT_SCALAR_MATH = ("Acos", "Asin", "Atan", "Sinh", "Cosh", "Reciprocal")
 PREDICATES = ("IsNan", "IsInf", "IsFinite")
 BIT_COUNTS = ("Popcount", "Clz", "Ctz", "ReverseBits")
 ATOMICS = ("Add", "Or", "And", "Xor", "Min", "Max", "Exchange", "CompareExchange")
+# Subgroup ops (docs/descriptor-conventions.md, "Subgroups") and the feature each needs.
+SUBGROUP_REDUCE = ("add", "min", "max", "inclusive_add", "exclusive_add")
+SUBGROUP_BITS = ("and", "or", "xor")
+SUBGROUP_LANE = ("broadcast", "shuffle", "shuffle_xor", "shuffle_up", "shuffle_down")
+SUBGROUP_FEATURE = {
+    **{n: "subgroup_arithmetic" for n in SUBGROUP_REDUCE + SUBGROUP_BITS},
+    "all": "subgroup_vote",
+    "any": "subgroup_vote",
+    "ballot": "subgroup_ballot",
+    "broadcast": "subgroup_ballot",
+    "broadcast_first": "subgroup_ballot",
+    "shuffle": "subgroup_shuffle",
+    "shuffle_xor": "subgroup_shuffle",
+    "shuffle_up": "subgroup_shuffle_relative",
+    "shuffle_down": "subgroup_shuffle_relative",
+    "elect": "subgroup_basic",
+}
+# The schema's own subgroup kinds; every other subgroup op is the OpaqueExpr vyre.subgroup.
+SUBGROUP_KINDS = {"SubgroupAdd": "add", "SubgroupBallot": "ballot", "SubgroupShuffle": "shuffle"}
 
 
 def _table() -> dict[Row, str]:
@@ -118,10 +138,27 @@ def _table() -> dict[Row, str]:
                 add("Cast", dst, (src,), dst)
     for src in NUMERIC:
         for dst in NUMERIC:
-            add("Bitcast", dst, (src,), dst)
+            if TYPES[src].size == TYPES[dst].size:  # a bit reinterpretation keeps the width
+                add("Bitcast", dst, (src,), dst)
     for t in INTEGER:
         for name in ATOMICS:
             add("Atomic", name, (t,), t)
+    # Subgroups: 32-bit scalars and their vectors (f16 needs an extension neither target
+    # has by default); lanes and deltas are u32.
+    wide = [t for t in TYPES if TYPES[t].kind != "bool" and TYPES[t].element != "f16"]
+    for t in wide:
+        for name in SUBGROUP_REDUCE:
+            add("Subgroup", name, (t,), t)
+        if TYPES[t].kind in ("uint", "sint"):
+            for name in SUBGROUP_BITS:
+                add("Subgroup", name, (t,), t)
+        for name in SUBGROUP_LANE:
+            add("Subgroup", name, (t, "u32"), t)
+        add("Subgroup", "broadcast_first", (t,), t)
+    for name in ("all", "any"):
+        add("Subgroup", name, ("bool",), "bool")
+    add("Subgroup", "ballot", ("bool",), "vec4u")
+    add("Subgroup", "elect", (), "bool")
     return ops
 
 
@@ -141,6 +178,10 @@ def op_key(kind) -> Op | None:
         return (name, "")
     if name == "Atomic":
         return ("Atomic", kind.args[0].name)
+    if name in SUBGROUP_KINDS:
+        return ("Subgroup", SUBGROUP_KINDS[name])
+    if name == "OpaqueExpr" and kind.args[1] == "vyre.subgroup":
+        return ("Subgroup", kind.args[2].decode("ascii", "replace"))
     return None
 
 

@@ -357,6 +357,8 @@ def _unzeroed(desc: KernelDescriptor, flat: dict[int, tuple]) -> set[int]:
 
     shared = {s.slot: s for s in desc.slots if s.memory_class == "Shared"}
     ok = {n for n, s in shared.items() if s.element_count <= wx * wy * wz}
+    if not ok:
+        return set()
     bad: set[int] = set()
 
     def reads(op, b) -> set[int]:

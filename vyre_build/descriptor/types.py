@@ -46,57 +46,43 @@ class ValueType:
     atomic: bool  # atomics are defined on it
 
 
-# (name, DataType name, kind, WGSL): the scalars; vectors are derived from them below.
+# (name, DataType name, kind, WGSL, bytes): the scalars; vectors are derived from them below.
 _SCALARS = (
-    ("bool", "Bool", "bool", "bool"),
-    ("i32", "I32", "sint", "i32"),
-    ("u32", "U32", "uint", "u32"),
-    ("f32", "F32", "float", "f32"),
+    ("bool", "Bool", "bool", "bool", 0),
+    ("i32", "I32", "sint", "i32", 4),
+    ("u32", "U32", "uint", "u32", 4),
+    ("f32", "F32", "float", "f32", 4),
+    ("f16", "F16", "float", "f16", 2),  # WGSL `enable f16;`, SPIR-V Float16 (+16-bit storage)
 )
+# A vector's name: "vec" + count + this letter of its element.
+_LETTER = {"i32": "i", "u32": "u", "f32": "f", "f16": "h"}
 VECTOR_COUNTS = (2, 4)  # no 3-component vectors: their storage alignment differs from host packing
 
 
 def _rows() -> dict[str, ValueType]:
     rows: dict[str, ValueType] = {}
-    for name, dt, kind, wgsl in _SCALARS:
-        numeric = kind != "bool"
+    for name, dt, kind, wgsl, size in _SCALARS:
+        # uniform members are 4-byte slots: bool travels as a u32, f16 not at all (pass an f32)
+        ints = kind in ("uint", "sint")
         rows[name] = ValueType(
-            name,
-            Variant(dt),
-            name,
-            1,
-            kind,
-            wgsl,
-            4 if numeric else 0,
-            numeric,
-            True,
-            kind in ("uint", "sint"),
+            name, Variant(dt), name, 1, kind, wgsl, size, kind != "bool", size != 2, ints
         )
-    for name, dt, kind, wgsl in _SCALARS:
+    for name, dt, kind, wgsl, size in _SCALARS:
         if kind == "bool":
             continue
         for n in VECTOR_COUNTS:
-            vname = f"vec{n}{name[0]}"
-            rows[vname] = ValueType(
-                vname,
-                Variant("Vec", (Variant(dt), n)),
-                name,
-                n,
-                kind,
-                f"vec{n}<{wgsl}>",
-                4 * n,
-                True,
-                False,
-                False,
-            )
+            vname = f"vec{n}{_LETTER[name]}"
+            vt = Variant("Vec", (Variant(dt), n))
+            vw = f"vec{n}<{wgsl}>"
+            rows[vname] = ValueType(vname, vt, name, n, kind, vw, size * n, True, False, False)
     return rows
 
 
 TYPES: dict[str, ValueType] = _rows()
 SCALARS = tuple(t.name for t in TYPES.values() if t.count == 1)  # bool i32 u32 f32
-NUMERIC = tuple(n for n in SCALARS if TYPES[n].kind != "bool")  # i32 u32 f32
+NUMERIC = tuple(n for n in SCALARS if TYPES[n].kind != "bool")  # i32 u32 f32 f16
 INTEGER = tuple(n for n in SCALARS if TYPES[n].kind in ("uint", "sint"))  # i32 u32
-FLOAT = tuple(n for n in SCALARS if TYPES[n].kind == "float")  # f32
+FLOAT = tuple(n for n in SCALARS if TYPES[n].kind == "float")  # f32 f16
 VECTORS = {t.name: (t.element, t.count) for t in TYPES.values() if t.count > 1}
 _BY_DATATYPE = {t.datatype: t.name for t in TYPES.values()}
 _BY_LITERAL = {TYPES[s].datatype.name: s for s in SCALARS}  # LiteralValue variant -> type
@@ -113,7 +99,7 @@ def count(ty: str) -> int:
 
 def vector_of(elem: str, n: int) -> str:
     """The vector type of `n` components of scalar type `elem` (KeyError if there is none)."""
-    name = f"vec{n}{elem[0]}"
+    name = f"vec{n}{_LETTER.get(elem, '?')}"
     if name not in TYPES or TYPES[name].element != elem:
         raise KeyError(f"no vector of {n} {elem}")
     return name

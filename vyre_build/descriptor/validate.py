@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from vyre_build.descriptor.codec import KernelBody, KernelDescriptor, decode_datatype
 from vyre_build.descriptor.facts import DescriptorInfo, uniform_block
-from vyre_build.descriptor.ops import OPS, op_key
+from vyre_build.descriptor.ops import OPS, SUBGROUP_FEATURE, op_key
 from vyre_build.descriptor.ranges import analyze
 from vyre_build.descriptor.types import TYPES, VECTORS, literal_type, type_of
 from vyre_build.errors import DescriptorFormatError
@@ -46,6 +46,11 @@ ARITY = {
     "StructuredForLoop": 3,
     "Return": 0,
     "Barrier": 0,
+    "SubgroupLocalId": 0,
+    "SubgroupSize": 0,
+    "SubgroupAdd": 1,
+    "SubgroupBallot": 1,
+    "SubgroupShuffle": 2,
 }
 OPAQUE_ARITY = {
     "vyre.loop": (1, 2),
@@ -55,6 +60,7 @@ OPAQUE_ARITY = {
     "vyre.bitcast": (1,),
     "vyre.vec": (2, 4),
     "vyre.extract": (1,),
+    "vyre.subgroup": (0, 1, 2),
 }
 _BUILTINS = ("GlobalInvocationId", "LocalInvocationId", "WorkgroupId")
 _LOAD_CLASSES = {"LoadGlobal": ("Global",), "LoadShared": ("Shared", "Scratch")}
@@ -82,6 +88,7 @@ class _Checker:
         self.types: dict[int, str] = {}
         self.constants: dict[int, int] = {}
         self.atomic: set[int] = set()
+        self.features: set[str] = set()
 
     def error(self, msg: str) -> DescriptorFormatError:
         return DescriptorFormatError(f"descriptor {self.d.id!r}: {msg}")
@@ -94,10 +101,11 @@ class _Checker:
         d = self.d
         wg = d.workgroup_size
         if len(wg) != 3 or not all(isinstance(w, int) and w >= 1 for w in wg):
-            raise self.error(f"workgroup size {wg}")
+            raise self.error(f"workgroup size {wg}: expected three integers >= 1")
         numbers = [s.slot for s in d.slots]
         if len(self.slots) != len(numbers):
-            raise self.error("duplicate slot numbers")
+            twice = sorted({n for n in numbers if numbers.count(n) > 1})
+            raise self.error(f"slot numbers used twice: {twice}")
         if numbers != sorted(numbers):
             raise self.error(f"slots must be sorted by slot number, got {numbers}")
         names = [s.name for s in d.slots]
@@ -113,7 +121,23 @@ class _Checker:
             uniform=uniform_block(d.slots, self.slot_types),
             constants=self.constants,
             proofs=analyze(d, self.types, self.slot_types),
+            features=self.type_features() | frozenset(self.features),
         )
+
+    def type_features(self) -> frozenset:
+        """f16 anywhere needs shaderFloat16; f16 storage buffers 16-bit storage too."""
+        out = set()
+        if any(
+            TYPES[t].element == "f16" for t in (*self.types.values(), *self.slot_types.values())
+        ):
+            out.add("f16")
+        if any(
+            TYPES[self.slot_types[s.slot]].element == "f16"
+            for s in self.d.slots
+            if s.memory_class == "Global"
+        ):
+            out.add("storage_16bit")
+        return frozenset(out)
 
     def check_slot(self, s) -> str:
         where = f"slot {s.slot} {s.name!r} ({s.memory_class})"
@@ -144,8 +168,12 @@ class _Checker:
 
     def slot(self, op, number, classes):
         s = self.slots.get(number)
-        if s is None or s.memory_class not in classes:
-            self.fail(op, f"slot {number} is not a {'/'.join(classes)} slot")
+        if s is None:
+            self.fail(op, f"slot {number} does not exist")
+        if s.memory_class not in classes:
+            self.fail(
+                op, f"slot {number} {s.name!r} is {s.memory_class}, expected {'/'.join(classes)}"
+            )
         return s
 
     # --- bodies ---------------------------------------------------------------------
@@ -174,8 +202,13 @@ class _Checker:
         name = op.kind.name
         if name == "OpaqueNode" or name == "OpaqueExpr":
             kind = op.kind.args[0] if name == "OpaqueNode" else op.kind.args[1]
-            if kind not in OPAQUE_ARITY or len(op.operands) not in OPAQUE_ARITY[kind]:
-                self.fail(op, f"unknown extension or operand count for {kind!r}")
+            if kind not in OPAQUE_ARITY:
+                self.fail(op, f"unknown extension {kind!r}")
+            if len(op.operands) not in OPAQUE_ARITY[kind]:
+                counts = " or ".join(str(n) for n in OPAQUE_ARITY[kind])
+                self.fail(op, f"{kind} takes {counts} operands, got {len(op.operands)}")
+            if name == "OpaqueExpr" and op.kind.args[0] != 0:
+                self.fail(op, f"OpaqueExpr extension_id must be 0, got {op.kind.args[0]}")
         elif name == "Atomic":
             n = 4 if op.kind.args[0].name == "CompareExchange" else 3
             if len(op.operands) != n:
@@ -183,13 +216,18 @@ class _Checker:
         elif name not in ARITY:
             self.fail(op, "op kind not used by vyre_build")
         elif len(op.operands) != ARITY[name]:
-            self.fail(op, f"expects {ARITY[name]} operands")
+            self.fail(op, f"takes {ARITY[name]} operands, got {len(op.operands)}")
 
     def val(self, op, scopes, i) -> str:
         v = op.operands[i]
         if not any(v in s for s in scopes):
             self.fail(op, f"operand {v} is not defined before use in scope")
         return self.types[v]
+
+    def index(self, op, scopes) -> None:
+        ty = self.val(op, scopes, 1)
+        if ty != "u32":
+            self.fail(op, f"index has type {ty}, expected u32")
 
     def child(self, op, ctx, idx, **over):
         b, scopes, loops, loop_depth, continuing = ctx
@@ -216,7 +254,15 @@ class _Checker:
         name, o = op.kind.name, op.operands
         key = op_key(op.kind)
         if key is not None and name != "Atomic":
-            return self.typed(op, key, tuple(self.val(op, scopes, i) for i in range(len(o))))
+            result = self.typed(op, key, tuple(self.val(op, scopes, i) for i in range(len(o))))
+            if key[0] == "Subgroup":
+                self.features.update(("subgroup_basic", SUBGROUP_FEATURE[key[1]]))
+                if key[1] == "broadcast" and o[1] not in self.constants:
+                    self.fail(op, "the lane of a subgroup broadcast must be a u32 literal")
+            return result
+        if name in ("SubgroupLocalId", "SubgroupSize"):
+            self.features.add("subgroup_basic")
+            return "u32"
         if name == "Literal":
             if o[0] >= len(b.literals):
                 self.fail(op, "literal pool index out of range")
@@ -235,9 +281,8 @@ class _Checker:
         if name in _LOAD_CLASSES:
             s = self.slot(op, o[0], _LOAD_CLASSES[name])
             if s.visibility == "WriteOnly":
-                self.fail(op, "load from a write-only slot")
-            if self.val(op, scopes, 1) != "u32":
-                self.fail(op, "index must be u32")
+                self.fail(op, f"load from write-only slot {s.slot} {s.name!r}")
+            self.index(op, scopes)
             return self.slot_types[s.slot]
         if name == "LoadConstant":
             s = self.slot(op, o[0], ("Uniform",))
@@ -247,23 +292,27 @@ class _Checker:
         if name in _STORE_CLASSES:
             s = self.slot(op, o[0], _STORE_CLASSES[name])
             if s.visibility == "ReadOnly":
-                self.fail(op, "store to a read-only slot")
-            if (
-                self.val(op, scopes, 1) != "u32"
-                or self.val(op, scopes, 2) != self.slot_types[s.slot]
-            ):
-                self.fail(op, "index must be u32 and the value the slot's type")
+                self.fail(op, f"store to read-only slot {s.slot} {s.name!r}")
+            self.index(op, scopes)
+            value, held = self.val(op, scopes, 2), self.slot_types[s.slot]
+            if value != held:
+                self.fail(op, f"stores a {value} into slot {s.slot} {s.name!r} of {held}")
             return None
         if name == "BufferLength":
             self.slot(op, o[0], ("Global", "Shared", "Scratch"))
             return "u32"
         if name == "Cast":
-            return self.typed(op, ("Cast", type_of(op.kind.args[0])), (self.val(op, scopes, 0),))
+            try:
+                target = type_of(op.kind.args[0])
+            except DescriptorFormatError as exc:
+                self.fail(op, f"cast target: {exc}")
+            return self.typed(op, ("Cast", target), (self.val(op, scopes, 0),))
         if name == "Atomic":
             return self.atomic_op(op, scopes)
         if name in ("StructuredIfThen", "StructuredIfThenElse"):
-            if self.val(op, scopes, 0) != "bool":
-                self.fail(op, "condition must be bool")
+            cond = self.val(op, scopes, 0)
+            if cond != "bool":
+                self.fail(op, f"condition has type {cond}, expected bool")
             for idx in o[1:]:
                 self.child(op, ctx, idx)
             return None
@@ -292,11 +341,14 @@ class _Checker:
         s = self.slot(op, op.operands[0], ("Global", "Shared"))
         if s.memory_class == "Global" and s.visibility != "ReadWrite":
             self.fail(op, f"atomic on a {s.visibility} buffer")
-        if self.val(op, scopes, 1) != "u32":
-            self.fail(op, "atomics take a u32 index")
+        self.index(op, scopes)
         ty = self.slot_types[s.slot]
-        if any(self.val(op, scopes, i) != ty for i in range(2, len(op.operands))):
-            self.fail(op, "atomics take values of the slot's type")
+        for i in range(2, len(op.operands)):
+            got = self.val(op, scopes, i)
+            if got != ty:
+                self.fail(
+                    op, f"value operand {i} has type {got}, slot {s.slot} {s.name!r} holds {ty}"
+                )
         self.atomic.add(s.slot)
         return self.typed(op, ("Atomic", aop.name), (ty,))
 
@@ -326,8 +378,14 @@ class _Checker:
         operands = tuple(self.val(op, scopes, i) for i in range(len(op.operands)))
         if kind == "vyre.extract":
             (ty,) = operands
-            if ty not in VECTORS or len(payload) != 1 or payload[0] >= VECTORS[ty][1]:
-                self.fail(op, f"no component {list(payload)} in a {ty}")
+            if ty not in VECTORS:
+                self.fail(op, f"vyre.extract needs a vector operand, got {ty}")
+            if len(payload) != 1 or payload[0] >= VECTORS[ty][1]:
+                self.fail(
+                    op,
+                    f"vyre.extract payload {payload.hex()!r} is not one component index "
+                    f"below {VECTORS[ty][1]}",
+                )
             return self.typed(op, ("Extract", ""), operands)
         try:
             target = type_of(decode_datatype(payload))

@@ -6,16 +6,32 @@ file and what it imports; `KernelChecker` checks each kernel once per variant.
 
 from __future__ import annotations
 
-from vyre_build.frontend.checker import KernelChecker
-from vyre_build.frontend.module import KernelModule, ModuleLoader
-from vyre_build.ir import Program
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vyre_build.frontend.module import KernelModule
+    from vyre_build.ir import Program
 
 __all__ = ["load_module", "check_module", "instances", "ModuleLoader", "KernelModule"]
+
+
+def __getattr__(name: str):
+    # The checker loads on first use: vyre_build.lang and the SCons scan's pre-check
+    # import parts of the frontend (names, source) without it.
+    if name in ("ModuleLoader", "KernelModule"):
+        from vyre_build.frontend import module
+
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_module(
     path: str, *, root: str | None = None, text: str | None = None, display_path: str | None = None
 ) -> KernelModule:
+    """Parse a kernel file and what it imports, reading only regular files under `root`
+    (default: the file's folder); raises KernelError."""
+    from vyre_build.frontend.module import ModuleLoader
+
     return ModuleLoader(root).load(path, text=text, given=display_path)
 
 
@@ -37,6 +53,8 @@ def instances(
 
 def check_module(module: KernelModule, kernel: str | None = None) -> list[Program]:
     """Check every kernel (and variant) of a module; `kernel` restricts to one name."""
+    from vyre_build.frontend.checker import KernelChecker
+
     return [
         KernelChecker(module, module.kernels[name], variant, env).check()
         for name, variant, env in instances(module, kernel)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 
 from vyre_build import ir
-from vyre_build.frontend.expressions import (
+from vyre_build.frontend.expressions import _has_effects
+from vyre_build.frontend.limits import MAX_OPERATIONS
+from vyre_build.frontend.names import (
     ATOMICS,
     DECL_BUILTINS,
     F32_PRED,
@@ -19,9 +21,8 @@ from vyre_build.frontend.expressions import (
     INT_UNARY,
     OTHER_BUILTINS,
     STATEMENT_BUILTINS,
-    _has_effects,
+    TYPE_NAMES,
 )
-from vyre_build.frontend.module import TYPE_NAMES
 
 
 class CallChecker:
@@ -341,6 +342,8 @@ class CallChecker:
             )
         if len(self.inline_stack) > 32:
             raise self.err(call, "helpers nested more than 32 deep")
+        if self.ops + self.inline_size(module, fn) > MAX_OPERATIONS:
+            raise self.too_large(call, fn.name)
         params = self.helper_params(module, fn)
         if len(call.args) != len(params):
             raise self.err(
@@ -379,7 +382,9 @@ class CallChecker:
             ret_ty = self.resolve_type(fn.returns, module)
         self.inline_stack.append(key)
         outer = self.frame
+        self.depth += 2  # an inlined call costs about twice the stack of an expression
         try:
+            self.too_deep(call)
             self.frames.append(frame)
             for pname, ty, val in binds:
                 irname = self.declare(pname, ty, fn)
@@ -389,6 +394,7 @@ class CallChecker:
                 frame.ret_var = self.fresh_local(f"{fn.name}_ret", ret_ty)
             self.helper_body(fn, frame)
         finally:
+            self.depth -= 2
             self.frames.pop()
             self.inline_stack.pop()
         if self.cond_depth and frame.effects:
@@ -400,6 +406,30 @@ class CallChecker:
             )
         outer.effects |= frame.effects
         return ir.Var(frame.ret_var, ret_ty) if ret_ty is not None else None
+
+    def inline_size(self, module, fn: ast.FunctionDef, depth: int = 0) -> int:
+        """About how many operations inlining `fn` adds (its callees inlined too), capped
+        just past the limit: known before the work, so exponential inlining is refused at
+        once. Memoised per helper; recursion counts as nothing (it is reported when met)."""
+        memo = module.sizes
+        if fn.name in memo:
+            return memo[fn.name]
+        memo[fn.name] = 0
+        total = 0
+        for n in ast.walk(fn):
+            if isinstance(n, (ast.expr, ast.stmt)):
+                total += 1
+            if (
+                depth <= 32
+                and isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id in module.helpers
+            ):
+                total += self.inline_size(*module.helpers[n.func.id], depth + 1)
+            if total > MAX_OPERATIONS:
+                break
+        memo[fn.name] = min(total, MAX_OPERATIONS + 1)
+        return memo[fn.name]
 
     def helper_params(self, module, fn: ast.FunctionDef):
         a = fn.args
@@ -450,9 +480,11 @@ class CallChecker:
         loop_body: list = []
         saved = self.block
         self.block = loop_body
+        self.enter_block(fn)
         try:
             self.statements(body)
         finally:
+            self.leave_block()
             self.block = saved
         if not loop_body or not isinstance(loop_body[-1], ir.Break):
             loop_body.append(ir.Break())

@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from vyre_build import ir
 from vyre_build.frontend.calls import CallChecker
 from vyre_build.frontend.control import ControlChecker
-from vyre_build.frontend.expressions import ALL_BUILTINS, ExprChecker
-from vyre_build.frontend.module import TYPE_NAMES, KernelDef, KernelModule
+from vyre_build.frontend.expressions import ExprChecker
+from vyre_build.frontend.limits import MAX_BLOCK_NESTING, MAX_NESTING, MAX_OPERATIONS, shown
+from vyre_build.frontend.module import KernelDef, KernelModule
+from vyre_build.frontend.names import ALL_BUILTINS, TYPE_NAMES
+from vyre_build.frontend.parsing import BLOCKS_FIX, NESTING_FIX
+from vyre_build.frontend.uniformity import check_uniformity
 
 _ACCESS = ("r", "w", "rw")
 _UNSUPPORTED_STMT_FIX = {
@@ -53,6 +57,12 @@ _AUG = {
 
 def _element_bytes(ty: str) -> int:
     return 4 * (ir.VECTORS[ty][1] if ty in ir.VECTORS else 1)
+
+
+def snippet(src, node) -> str:
+    """The source text of `node` for a message, shortened (no recursion, unlike unparse)."""
+    text = ast.get_source_segment(src.text, node) or type(node).__name__
+    return shown(" ".join(text.split()))
 
 
 def zero_value(ty: str):
@@ -94,6 +104,11 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         self.inline_stack: list = []
         self.cond_depth = 0
         self.loop_names: set[str] = set()
+        self.depth = 0  # expressions and blocks being checked, inside one another
+        self.blocks = 0  # blocks being checked, inside one another
+        self.ops = 0  # expressions and statements checked so far (helpers inlined)
+        self.next_suffix: dict[str, int] = {}
+        self.where: dict[int, tuple] = {}  # id(IR statement) -> (Source, ast statement, it)
 
     # -- plumbing ---------------------------------------------------------------------
     @property
@@ -111,11 +126,56 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         return Frame(module, helper=helper)
 
     def unique(self, base: str) -> str:
-        name, n = base, 1
-        while name in self.names:
-            name, n = f"{base}_{n}", n + 1
+        # Names only accumulate, so the search resumes where it last stopped for this base.
+        name, n = base, self.next_suffix.get(base, 1)
+        if name in self.names:
+            name = f"{base}_{n}"
+            while name in self.names:
+                n += 1
+                name = f"{base}_{n}"
+            self.next_suffix[base] = n + 1
         self.names.add(name)
         return name
+
+    # -- limits -----------------------------------------------------------------------
+    def too_large(self, node, helper: str | None = None):
+        what = (
+            f"inlining helper '{helper}' here makes kernel '{self.kdef.name}' larger"
+            if helper
+            else f"kernel '{self.kdef.name}' is larger"
+        )
+        return self.err(
+            node,
+            f"{what} than {MAX_OPERATIONS} operations once helpers are inlined (the limit)",
+            "call large helpers fewer times (one call inside a loop rather than many calls), "
+            "or split the kernel",
+        )
+
+    def too_deep(self, node, extra: int = 0):
+        """Raise if `extra` more levels below the current depth pass the nesting limit."""
+        if self.depth + extra > MAX_NESTING:
+            raise self.err(
+                node,
+                f"nesting deeper than {MAX_NESTING} levels (the limit; helpers count "
+                "where they are inlined)",
+                NESTING_FIX,
+            )
+
+    def enter_block(self, node) -> None:
+        self.depth += 1
+        self.blocks += 1
+        if self.blocks > MAX_BLOCK_NESTING:
+            raise self.err(
+                node,
+                f"blocks nested deeper than {MAX_BLOCK_NESTING} (the limit; an elif nests in "
+                "the if before it, a helper that returns early counts where it is inlined)",
+                BLOCKS_FIX,
+            )
+        self.too_deep(node)
+
+    def leave_block(self) -> None:
+        self.depth -= 1
+        self.blocks -= 1
 
     def fresh_local(self, base: str, ty: str) -> str:
         name = self.unique(base)
@@ -140,7 +200,7 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             return node.value
         raise module.source.error(
             node,
-            f"unknown type '{ast.unparse(node)}'",
+            f"unknown type '{snippet(module.source, node)}'",
             "types are bool, i32, u32, f32, vec2f/vec4f/vec2i/vec4i/vec2u/vec4u "
             "(or a variant type parameter)",
         )
@@ -169,7 +229,7 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
                 if not (isinstance(a, ast.Constant) and a.value in _ACCESS):
                     raise src.error(
                         a,
-                        f"unknown buffer access mode {ast.unparse(a)}",
+                        f"unknown buffer access mode {snippet(src, a)}",
                         'use "r" (read), "w" (write) or "rw" (read-write)',
                     )
                 access = a.value
@@ -305,6 +365,7 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
             ),
         )
         prog.validate()
+        check_uniformity(prog, self.where)
         return prog
 
     def check_variant_use(self):
@@ -349,24 +410,36 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
     # -- statements -------------------------------------------------------------------
     def statements(self, stmts, top=False):
         for s in stmts:
-            method = getattr(self, "stmt_" + type(s).__name__, None)
-            if method is None:
-                kind = type(s).__name__
-                raise self.err(
-                    s,
-                    f"'{kind}' statements are not supported in kernels",
-                    _UNSUPPORTED_STMT_FIX.get(kind, "see docs/language.md"),
-                )
-            method(s, top) if type(s).__name__ == "Assign" else method(s)
+            start = len(self.block)
+            self.statement(s, top)
+            src = self.src
+            for node in self.block[start:]:  # where each IR statement came from (uniformity);
+                self.where.setdefault(id(node), (src, s, node))  # holding node keeps its id unique
+
+    def statement(self, s, top):
+        self.ops += 1
+        if self.ops > MAX_OPERATIONS:
+            raise self.too_large(s)
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            kind = type(s).__name__
+            raise self.err(
+                s,
+                f"'{kind}' statements are not supported in kernels",
+                _UNSUPPORTED_STMT_FIX.get(kind, "see docs/language.md"),
+            )
+        method(s, top) if type(s).__name__ == "Assign" else method(s)
 
     def sub_block(self, stmts, loop=False) -> tuple:
         saved, self.block = self.block, []
         if loop:
             self.frame.loop_depth += 1
+        self.enter_block(stmts[0] if stmts else None)
         try:
             self.statements(stmts)
             return tuple(self.block)
         finally:
+            self.leave_block()
             if loop:
                 self.frame.loop_depth -= 1
             self.block = saved

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from vyre_build import ir
+from vyre_build.frontend.types import RANGES
 
 
 class ControlChecker:
@@ -62,9 +63,31 @@ class ControlChecker:
         hi = args[1] if len(args) > 1 else args[0]
         lo, hi = self.unify(it, lo, hi, lo_node or it, hi_node)
         ty = None if lo.ty == "int" else lo.ty
+        if ty is None:  # both bounds are literals: the first type that holds both
+            ty = next(
+                (
+                    t
+                    for t in ir.INTEGER
+                    if all(RANGES[t][0] <= c.value <= RANGES[t][1] for c in (lo, hi))
+                ),
+                None,
+            )
+            if ty is None:
+                raise self.err(
+                    it,
+                    f"range bounds {lo.value} and {hi.value} do not fit one loop type (i32 or u32)",
+                    "use bounds from -2147483648 to 2147483647 (i32) or 0 to 4294967295 (u32)",
+                )
         lo, hi = self.coerce(lo_node or it, lo, ty), self.coerce(hi_node, hi, ty)
         if lo.ty not in ir.INTEGER:
             raise self.err(it, f"range() needs integers, got {lo.ty}")
+        limit = RANGES["i32"][1] if lo.ty == "i32" else RANGES["u32"][1]
+        if not -limit <= step <= limit:
+            raise self.err(
+                it.args[2],
+                f"the range step {step} does not fit the {lo.ty} loop variable",
+                f"use a step from -{limit} to {limit}",
+            )
         name = node.target.id
         f = self.frame
         if name in f.vars or name in f.scalars or name in f.arrays or name in f.loops:
@@ -98,16 +121,20 @@ class ControlChecker:
             raise self.err(node.orelse[0], "while/else is not supported", "use a flag variable")
         saved, self.block = self.block, []
         self.frame.loop_depth += 1
+        self.enter_block(node)
         try:
             c = self.cond(node.test)
             if not (isinstance(c, ir.Const) and c.value):
                 if isinstance(c, ir.Const):
                     self.block = saved
                     return
-                self.block.append(ir.If(ir.Unary("LogicalNot", c, "bool"), (ir.Break(),)))
+                leave = ir.If(ir.Unary("LogicalNot", c, "bool"), (ir.Break(),))
+                self.where[id(leave)] = (self.src, node, leave)  # the while's own condition
+                self.block.append(leave)
             self.statements(node.body)
             body = tuple(self.block)
         finally:
+            self.leave_block()
             self.frame.loop_depth -= 1
             self.block = saved
         self.block.append(ir.Loop(body))

@@ -11,8 +11,10 @@ import difflib
 from dataclasses import fields, is_dataclass
 
 from vyre_build import ir
-from vyre_build.frontend.module import TYPE_NAMES, fold_binary
-from vyre_build.frontend.types import check_f32, convert_const, default_type
+from vyre_build.frontend.folding import fold_binary, int_const, literal
+from vyre_build.frontend.limits import MAX_OPERATIONS
+from vyre_build.frontend.names import ALL_BUILTINS, ID_BUILTINS, TYPE_NAMES
+from vyre_build.frontend.types import convert_const, default_type
 
 _BINOPS = {
     ast.Add: "Add",
@@ -37,63 +39,6 @@ _CMP_FOLD = {
     "Le": lambda a, b: a <= b,
     "Ge": lambda a, b: a >= b,
 }
-
-F32_UNARY = {
-    "sqrt": "Sqrt",
-    "exp": "Exp",
-    "exp2": "Exp2",
-    "log": "Log",
-    "log2": "Log2",
-    "sin": "Sin",
-    "cos": "Cos",
-    "tan": "Tan",
-    "tanh": "Tanh",
-    "rsqrt": "InverseSqrt",
-    "floor": "Floor",
-    "ceil": "Ceil",
-    "round": "Round",
-    "trunc": "Trunc",
-    "sign": "Sign",
-}
-F32_PRED = {"isnan": "IsNan", "isinf": "IsInf", "isfinite": "IsFinite"}
-INT_UNARY = {"popcount": "Popcount", "clz": "Clz", "ctz": "Ctz", "reverse_bits": "ReverseBits"}
-ATOMICS = {
-    "atomic_add": "Add",
-    "atomic_sub": "Add",
-    "atomic_or": "Or",
-    "atomic_and": "And",
-    "atomic_xor": "Xor",
-    "atomic_min": "Min",
-    "atomic_max": "Max",
-    "atomic_exchange": "Exchange",
-    "atomic_compare_exchange": "CompareExchange",
-}
-ID_BUILTINS = ("global_id", "local_id", "workgroup_id", "num_workgroups", "workgroup_size")
-STATEMENT_BUILTINS = ("barrier", "storage_barrier")
-DECL_BUILTINS = ("shared", "local_array")
-OTHER_BUILTINS = (
-    "abs",
-    "min",
-    "max",
-    "clamp",
-    "select",
-    "fma",
-    "rotl",
-    "rotr",
-    "len",
-    "bitcast",
-    "range",
-)
-ALL_BUILTINS = (
-    set(F32_UNARY)
-    | set(F32_PRED)
-    | set(INT_UNARY)
-    | set(ATOMICS)
-    | set(ID_BUILTINS)
-    | set(STATEMENT_BUILTINS)
-    | set(DECL_BUILTINS)
-    | set(OTHER_BUILTINS)
-)
 
 _UNSUPPORTED_EXPR_FIX = {
     "List": "kernels have no lists; use a buffer, shared(...) or local_array(...)",
@@ -134,12 +79,25 @@ class ExprChecker:
                 f"'{kind}' expressions are not supported in kernels",
                 _UNSUPPORTED_EXPR_FIX.get(kind, "see docs/language.md for the language"),
             )
-        return method(node)
+        self.ops += 1
+        if self.ops > MAX_OPERATIONS:
+            raise self.too_large(node)
+        self.depth += 1
+        try:
+            self.too_deep(node)
+            return method(node)
+        finally:
+            self.depth -= 1
 
     def typed(self, node, ty: str | None = None):
         """Check an expression and give it a concrete type (`ty` if given)."""
         if isinstance(node, ast.IfExp) and ty is not None:
-            return self.expr_IfExp(node, ty)
+            self.depth += 1
+            try:
+                self.too_deep(node)
+                return self.expr_IfExp(node, ty)
+            finally:
+                self.depth -= 1
         e = self.expr(node)
         return self.coerce(node, e, ty)
 
@@ -208,13 +166,10 @@ class ExprChecker:
 
     # -- leaves ---------------------------------------------------------------------
     def expr_Constant(self, node):
+        c = literal(self.src, node)
+        if c is not None:
+            return c
         v = node.value
-        if isinstance(v, bool):
-            return ir.Const("bool", v)
-        if isinstance(v, int):
-            return ir.Const("int", v)
-        if isinstance(v, float):
-            return ir.Const("f32", check_f32(self.src, node, v))
         raise self.err(
             node,
             f"{type(v).__name__} constants are not supported in kernels",
@@ -427,6 +382,7 @@ class ExprChecker:
                 "use exp(y * log(x)) for a general power",
             )
         a = self.coerce(node.left, a, None)
+        self.too_deep(node, b.value)  # x ** n is n - 1 nested multiplications
         if a.ty == "bool":
             raise self.err(node.left, "'**' on bool")
         if b.value == 0:
@@ -462,9 +418,13 @@ class ExprChecker:
             raise self.err(node, "arithmetic on bool is not supported", "use not")
         if isinstance(a, ir.Const) and a.ty in ("int", "f32"):
             if isinstance(node.op, ast.USub):
-                return ir.Const(a.ty, -a.value)
+                return (
+                    int_const(self.src, node, -a.value)
+                    if a.ty == "int"
+                    else ir.Const("f32", -a.value)
+                )
             if a.ty == "int":
-                return ir.Const("int", ~a.value)
+                return int_const(self.src, node, ~a.value)
         if isinstance(node.op, ast.Invert):
             if a.ty not in ir.INTEGER:
                 raise self.err(node, f"'~' needs an integer, got {a.ty}")
@@ -473,6 +433,7 @@ class ExprChecker:
 
     def expr_BoolOp(self, node):
         op = "And" if isinstance(node.op, ast.And) else "Or"
+        self.too_deep(node, len(node.values) - 1)  # the IR nests one level per operand
         out = self.cond(node.values[0])
         for v in node.values[1:]:
             rhs = self.lazy(v, self.cond)
@@ -480,6 +441,7 @@ class ExprChecker:
         return out
 
     def expr_Compare(self, node):
+        self.too_deep(node, len(node.ops))  # a chain a < b < c nests one level per comparison
         out, left, left_node = None, self.expr(node.left), node.left
         for opnode, right_node in zip(node.ops, node.comparators):
             op = _CMPOPS.get(type(opnode))

@@ -11,17 +11,26 @@ from __future__ import annotations
 import ast
 import difflib
 import os
-import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vyre_build.errors import KernelError
-from vyre_build.frontend.source import Source
+from vyre_build.frontend.folding import ConstantFolder
+from vyre_build.frontend.limits import (
+    MAX_CONSTANTS,
+    MAX_FILES,
+    MAX_HELPERS,
+    MAX_IMPORT_DEPTH,
+    MAX_KERNELS,
+)
+from vyre_build.frontend.limits import shown as short
+from vyre_build.frontend.names import LANG_NAMES, SCALAR_NAMES, TYPE_NAMES
+from vyre_build.frontend.parsing import parse_source
+from vyre_build.frontend.source import Refusal, Source, decode_source, inside, read_tree_file
+from vyre_build.frontend.types import convert_const
 from vyre_build.frontend.variants import check_variant, yaml_variants
-from vyre_build.ir import SCALARS, TYPES, Const
+from vyre_build.ir import Const
 
 LANG_MODULE = "vyre_build.lang"
-TYPE_NAMES = TYPES  # scalars and vectors
-SCALAR_NAMES = SCALARS
 MAX_INVOCATIONS = 256
 MAX_WG = (256, 256, 64)
 
@@ -45,103 +54,55 @@ class KernelModule:
     kernels: dict[str, KernelDef]
     imported: dict[str, tuple]  # local name -> (KernelModule, name in that module)
     dependencies: list[str]  # real paths of every file read for this module
-
-
-def fold_constant(src: Source, node, env: dict[str, Const]) -> Const:
-    """Evaluate a module-level constant expression (ints, floats, + - * // % << >> & | ^ ~)."""
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
-        v = node.value
-        return Const("bool" if isinstance(v, bool) else "int" if isinstance(v, int) else "f32", v)
-    if isinstance(node, ast.Name):
-        if node.id in env:
-            return env[node.id]
-        raise src.error(
-            node,
-            f"unknown constant '{node.id}'",
-            "define it above as a module constant (NAME = 123)",
-        )
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
-        v = fold_constant(src, node.operand, env)
-        if isinstance(node.op, ast.Invert):
-            if v.ty != "int":
-                raise src.error(node, "'~' needs an integer constant")
-            return Const("int", ~v.value)
-        return Const(v.ty, -v.value if isinstance(node.op, ast.USub) else v.value)
-    if isinstance(node, ast.BinOp):
-        a, b = fold_constant(src, node.left, env), fold_constant(src, node.right, env)
-        return fold_binary(src, node, type(node.op), a, b)
-    raise src.error(
-        node,
-        "module constants must be numbers or arithmetic on other constants",
-        "write e.g. N = 256 or TILE2 = TILE * TILE",
-    )
-
-
-def fold_binary(src: Source, node, op, a: Const, b: Const) -> Const:
-    ints = a.ty == "int" and b.ty == "int"
-    x, y = a.value, b.value
-    try:
-        if op is ast.Add:
-            v = x + y
-        elif op is ast.Sub:
-            v = x - y
-        elif op is ast.Mult:
-            v = x * y
-        elif op is ast.Div:
-            if ints:
-                raise src.error(node, "'/' is float division", "use '//' for integer division")
-            v = x / y
-        elif op is ast.FloorDiv and ints:
-            v = abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1)
-        elif op is ast.Mod and ints:
-            v = x - y * (abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1))
-        elif op is ast.Pow and ints and 0 <= y <= 64:
-            v = x**y
-        elif op in (ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor) and ints:
-            v = {
-                ast.LShift: lambda: x << (y & 31) if y >= 0 else 0,
-                ast.RShift: lambda: x >> (y & 31),
-                ast.BitAnd: lambda: x & y,
-                ast.BitOr: lambda: x | y,
-                ast.BitXor: lambda: x ^ y,
-            }[op]()
-        else:
-            raise src.error(
-                node,
-                f"operator {op.__name__} is not supported on constants of type {a.ty} and {b.ty}",
-                "use + - * // % << >> & | ^ on integers",
-            )
-    except ZeroDivisionError:
-        raise src.error(
-            node, "division by zero in a constant expression", "check the divisor"
-        ) from None
-    if not ints and not (a.ty in ("int", "f32") and b.ty in ("int", "f32")):
-        raise src.error(node, f"cannot combine constants of type {a.ty} and {b.ty}")
-    if ints:
-        return Const("int", v)
-    from vyre_build.frontend.types import check_f32
-
-    try:
-        return Const("f32", check_f32(src, node, float(v)))
-    except OverflowError:
-        raise src.error(node, "constant expression overflows f32") from None
+    folder: ConstantFolder  # folds this file's top-level constants (and counts the work)
+    sizes: dict[str, int] = field(default_factory=dict)  # helper -> inlined size (calls.py)
 
 
 class ModuleLoader:
-    """Loads kernel files and what they import, once each; detects import cycles."""
+    """Loads kernel files and what they import, once each; detects import cycles.
+
+    Arguments:
+        root: the kernel tree; only regular files under it are read (default: the
+            folder of the first file loaded).
+        display_root: paths in messages are relative to it (default: the working
+            directory).
+    """
 
     def __init__(self, root: str | None = None, display_root: str | None = None):
         self.root = os.path.abspath(root) if root else None
         self.display_root = display_root
+        self.real_root = os.path.realpath(self.root) if self.root else None
         self.modules: dict[str, KernelModule] = {}
         self.loading: list[str] = []
+        self.files_read = 0
 
     def display(self, real: str, given: str | None) -> str:
         if given is not None:
             return given
-        base = self.root or os.getcwd()
+        base = self.display_root or os.getcwd()
         rel = os.path.relpath(real, base)
         return real if rel.startswith("..") else rel
+
+    def read(self, path: str, shown: str, what: str, at: tuple | None = None) -> tuple[str, str]:
+        """(real path, text) of a file of the tree, or a KernelError at `at` = (src, node)
+        (else at line 1 of the file itself): refused outside the root, if not a regular
+        file, if too large, if not UTF-8, or past MAX_FILES files."""
+        if self.real_root is None:
+            self.root = os.path.dirname(os.path.abspath(path))
+            self.real_root = os.path.realpath(self.root)
+        self.files_read += 1
+        try:
+            if self.files_read > MAX_FILES:
+                raise Refusal(
+                    f"compiling this file reads more than {MAX_FILES} files (the limit)",
+                    "import from fewer kernel files",
+                )
+            real, data = read_tree_file(path, shown, self.real_root)
+        except Refusal as r:
+            if at is not None:
+                raise at[0].error(at[1], r.message, r.fix) from None
+            raise KernelError(r.message, shown, 1, 1, None, r.fix) from None
+        return real, decode_source(data, shown, what)
 
     def load(
         self,
@@ -163,19 +124,19 @@ class ModuleLoader:
                 f"import cycle: {chain} -> {os.path.basename(real)}",
                 "move the shared helpers into a file that imports neither",
             )
+        if len(self.loading) >= MAX_IMPORT_DEPTH:
+            src, node = importer
+            raise src.error(
+                node,
+                f"imports nested more than {MAX_IMPORT_DEPTH} files deep (the limit)",
+                "import the helpers from a file nearer the kernel",
+            )
         if text is None:
-            try:
-                with open(real, encoding="utf-8") as f:
-                    text = f.read()
-            except (OSError, UnicodeDecodeError) as exc:
-                if importer:
-                    src, node = importer
-                    raise src.error(
-                        node,
-                        f"cannot read imported kernel file {path}: {exc}",
-                        "check the module name and that the file exists",
-                    ) from None
-                raise KernelError(f"cannot read kernel file: {exc}", path, 1, 1) from None
+            shown = given if given is not None else self.display(os.path.abspath(path), None)
+            real, text = self.read(path, shown, "kernel file", importer)
+        elif self.real_root is None:
+            self.root = os.path.dirname(os.path.abspath(path))
+            self.real_root = os.path.realpath(self.root)
         src = Source(self.display(real, given), text, text.splitlines())
         self.loading.append(real)
         try:
@@ -186,22 +147,8 @@ class ModuleLoader:
         return module
 
     def _parse(self, src: Source, real: str) -> KernelModule:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # no SyntaxWarning noise on the user's terminal
-                tree = ast.parse(src.text, filename=src.path)
-        except SyntaxError as exc:
-            line, col = exc.lineno or 1, exc.offset or 1
-            srcline = src.lines[line - 1] if 0 < line <= len(src.lines) else None
-            raise KernelError(
-                f"invalid syntax: {exc.msg}",
-                src.path,
-                line,
-                col,
-                srcline,
-                "kernel files must be valid Python syntax",
-            ) from None
-        mod = KernelModule(src, real, {}, {}, {}, {}, [real])
+        tree = parse_source(src)
+        mod = KernelModule(src, real, {}, {}, {}, {}, [real], ConstantFolder(src))
         for node in tree.body:
             if isinstance(node, ast.ImportFrom):
                 self._import_from(mod, node)
@@ -229,17 +176,39 @@ class ModuleLoader:
                     f"'{type(node).__name__}' is not allowed at the top level of a kernel file",
                     "a kernel file holds only imports, constants, helpers and kernels",
                 )
-        yaml_variants(mod)
+        yaml_variants(mod, self.read)
+        self._count_kernels(mod)
         return mod
+
+    def _count_kernels(self, mod: KernelModule) -> None:
+        total = 0
+        for kdef in mod.kernels.values():
+            total += max(1, len(kdef.variants))
+            if total > MAX_KERNELS:
+                raise mod.source.error(
+                    kdef.node,
+                    f"this file defines more than {MAX_KERNELS} kernels, each variant "
+                    "counted (the limit)",
+                    "split the kernels over several files",
+                )
+
+    def _check_count(self, mod: KernelModule, node, kind: str) -> None:
+        table, limit = (
+            (mod.constants, MAX_CONSTANTS) if kind == "constants" else (mod.helpers, MAX_HELPERS)
+        )
+        if len(table) > limit:
+            raise mod.source.error(
+                node,
+                f"this file has more than {limit} {kind}, imported ones included (the limit)",
+                "split the file, or import fewer names",
+            )
 
     def _import_from(self, mod: KernelModule, node: ast.ImportFrom) -> None:
         src = mod.source
         if node.module == LANG_MODULE and node.level == 0:
             # The language's names are always in scope; the import is for editors, but a
             # name the language does not have is a typo worth reporting.
-            from vyre_build.frontend.expressions import ALL_BUILTINS
-
-            known = set(ALL_BUILTINS) | set(TYPE_NAMES) | {"kernel", "Buffer", "bool_", "*"}
+            known = LANG_NAMES | {"*"}
             for alias in node.names:
                 if alias.name not in known:
                     close = difflib.get_close_matches(alias.name, sorted(known), n=1)
@@ -264,7 +233,17 @@ class ModuleLoader:
         candidates = [os.path.join(base, *parts) + ".py"]
         if node.level == 0 and self.root:
             candidates.append(os.path.join(self.root, *parts) + ".py")
-        target = next((c for c in candidates if os.path.isfile(c)), None)
+        for c in candidates:
+            # Refused before anything is looked up outside the tree (not even whether it exists).
+            if not inside(os.path.normpath(c), self.root):
+                raise src.error(
+                    node,
+                    f"module '{short(node.module)}' would be {os.path.normpath(c)}, outside "
+                    f"the kernel tree {self.root}",
+                    "imports may only name kernel files inside the tree's root "
+                    "(--root, or the kernel directory given to the SCons tool)",
+                )
+        target = next((c for c in candidates if os.path.lexists(c)), None)
         if target is None:
             raise src.error(
                 node,
@@ -294,8 +273,10 @@ class ModuleLoader:
             local = alias.asname or alias.name
             if alias.name in other.constants:
                 mod.constants[local] = other.constants[alias.name]
+                self._check_count(mod, node, "constants")
             else:
                 mod.helpers[local] = other.helpers[alias.name]
+                self._check_count(mod, node, "helpers")
 
     def _constant(self, mod: KernelModule, node) -> None:
         src = mod.source
@@ -305,18 +286,17 @@ class ModuleLoader:
                 node, "a module constant is one name assigned once", "write NAME = value"
             )
         name = targets[0].id
-        value = fold_constant(src, node.value, mod.constants)
+        value = mod.folder.fold(node.value, mod.constants)
         if isinstance(node, ast.AnnAssign):
             ann = node.annotation
             ty = ann.id if isinstance(ann, ast.Name) else None
             if ty not in SCALAR_NAMES:
                 raise src.error(ann, "a constant's annotation must be bool, i32, u32 or f32")
-            from vyre_build.frontend.types import convert_const
-
             value = convert_const(src, node.value, value, ty)
         if name in mod.constants or name in mod.helpers or name in mod.kernels:
             raise src.error(node, f"'{name}' is defined twice", "give each definition its own name")
         mod.constants[name] = value
+        self._check_count(mod, node, "constants")
 
     def _function(self, mod: KernelModule, node: ast.FunctionDef) -> None:
         src = mod.source
@@ -325,6 +305,7 @@ class ModuleLoader:
         decos = node.decorator_list
         if not decos:
             mod.helpers[node.name] = (mod, node)
+            self._check_count(mod, node, "helpers")
             return
         if len(decos) != 1:
             raise src.error(decos[1], "a kernel takes exactly one decorator, @kernel(...)")
@@ -349,16 +330,15 @@ class ModuleLoader:
                         "options are workgroup_size, grid and variants",
                     )
                 opts[kw.arg] = kw.value
-        wg = self._workgroup_size(src, opts["workgroup_size"], mod.constants, deco)
-        grid = self._grid(src, opts["grid"], mod.constants)
+        wg = self._workgroup_size(mod, opts["workgroup_size"])
+        grid = self._grid(mod, opts["grid"])
         variants = (
-            self._variants_literal(src, opts["variants"], mod.constants)
-            if opts["variants"] is not None
-            else {}
+            self._variants_literal(mod, opts["variants"]) if opts["variants"] is not None else {}
         )
         mod.kernels[node.name] = KernelDef(node.name, node, wg, grid, variants, opts["variants"])
 
-    def _workgroup_size(self, src, node, env, deco) -> tuple[int, int, int]:
+    def _workgroup_size(self, mod, node) -> tuple[int, int, int]:
+        src, env = mod.source, mod.constants
         if node is None:
             return (64, 1, 1)
         items = node.elts if isinstance(node, ast.Tuple) else [node]
@@ -366,7 +346,7 @@ class ModuleLoader:
             raise src.error(node, "workgroup_size has 1 to 3 entries")
         sizes = []
         for item in items:
-            c = fold_constant(src, item, env)
+            c = mod.folder.fold(item, env)
             if c.ty != "int" or c.value < 1:
                 raise src.error(
                     item,
@@ -386,7 +366,8 @@ class ModuleLoader:
             )
         return tuple(sizes)
 
-    def _grid(self, src, node, env) -> tuple:
+    def _grid(self, mod, node) -> tuple:
+        src, env = mod.source, mod.constants
         if node is None:
             return ()
         items = node.elts if isinstance(node, ast.Tuple) else [node]
@@ -397,9 +378,16 @@ class ModuleLoader:
             elif not (
                 isinstance(item, ast.Constant) and isinstance(item.value, (bool, float))
             ) and isinstance(item, (ast.Constant, ast.Name, ast.BinOp)):
-                c = fold_constant(src, item, env)
+                c = mod.folder.fold(item, env)
                 if c.ty != "int":
                     raise src.error(item, "grid entries are ints or parameter names as strings")
+                if not 1 <= c.value <= 0xFFFFFFFF:
+                    raise src.error(
+                        item,
+                        f"grid entry {c.value} is out of range: invocations per axis are 1 .. "
+                        "4294967295",
+                        "give a positive count that fits in u32",
+                    )
                 out.append(c.value)
             else:
                 raise src.error(
@@ -411,7 +399,8 @@ class ModuleLoader:
             raise src.error(node, "grid has 1 to 3 entries")
         return tuple(out)
 
-    def _variants_literal(self, src, node, env) -> dict:
+    def _variants_literal(self, mod, node) -> dict:
+        src, env = mod.source, mod.constants
         if not isinstance(node, ast.Dict):
             raise src.error(
                 node,
@@ -425,7 +414,7 @@ class ModuleLoader:
             if not isinstance(v, ast.Dict):
                 raise src.error(
                     v,
-                    f"variant '{k.value}' must map parameter names to values",
+                    f"variant '{short(k.value)}' must map parameter names to values",
                     'write {"T": f32, "BLOCK": 64}',
                 )
             params = {}
@@ -445,11 +434,11 @@ class ModuleLoader:
                     text = pv.id if isinstance(pv, ast.Name) else pv.value
                     raise src.error(
                         pv,
-                        f"variant value {text!r} is neither a type nor a constant",
+                        f"variant value {short(text)!r} is neither a type nor a constant",
                         "use a type name (bool, i32, u32, f32, vec4f, ...) unquoted, "
                         "a number or a module constant",
                     )
                 else:
-                    params[pk.value] = fold_constant(src, pv, env)
+                    params[pk.value] = mod.folder.fold(pv, env)
             out[k.value] = check_variant(src, k, k.value, params)
         return out

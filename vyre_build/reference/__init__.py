@@ -44,6 +44,7 @@ def execute(
     workgroups: tuple[int, int, int],
     *,
     info: DescriptorInfo | None = None,
+    subgroup_size: int = 32,
 ) -> dict[str, np.ndarray]:
     """Run `desc` over `workgroups` (x, y, z) workgroup counts on the CPU.
 
@@ -54,6 +55,8 @@ def execute(
         scalars: every scalar parameter by name (int, float or bool).
         workgroups: workgroup counts per axis.
         info: `validate(desc)`, when the caller has it.
+        subgroup_size: lanes per subgroup (kernels must not assume one: 8 on lavapipe,
+            32 on NVIDIA; compare with a device using its size).
     Returns:
         {name: array} with the final contents of every storage buffer, in the shape and
         dtype each was given in.
@@ -91,7 +94,8 @@ def execute(
     wx, wy, wz = desc.workgroup_size
     per_chunk = max(1, CHUNK_LANES // (wx * wy * wz))
     for first in range(0, total, per_chunk):
-        Machine(desc, info, arrays, uniforms, grid, first, min(per_chunk, total - first)).run()
+        count = min(per_chunk, total - first)
+        Machine(desc, info, arrays, uniforms, grid, first, count, subgroup_size).run()
     return {
         s.name: arrays[s.slot].reshape(given[s.name].shape)
         for s in desc.slots

@@ -25,6 +25,7 @@ from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
 from vyre_build.descriptor.ops import op_key
 from vyre_build.descriptor.types import TYPES
 from vyre_build.errors import DispatchError
+from vyre_build.reference.subgroups import Subgroups
 from vyre_build.reference.values import RULES, dtype_of
 
 __all__ = ["Machine", "MAX_LOOP_ITERATIONS"]
@@ -47,6 +48,8 @@ _INVARIANT = frozenset(
         "WorkgroupId",
         "LoadConstant",
         "BufferLength",
+        "SubgroupLocalId",
+        "SubgroupSize",
     }
 )
 _AXIS_BUILTINS = ("GlobalInvocationId", "LocalInvocationId", "WorkgroupId")
@@ -72,6 +75,7 @@ class Machine:
         grid: tuple[int, int, int],
         first: int,
         count: int,
+        subgroup_size: int = 32,
     ):
         self.desc, self.info = desc, info
         self.buffers, self.uniforms = buffers, uniforms
@@ -113,6 +117,7 @@ class Machine:
         self.loops: list[_Loop] = []
         self.loop_index: dict[str, np.ndarray] = {}
         self.returned = np.zeros(lanes, bool)
+        self.subgroups = Subgroups(lanes, per, subgroup_size)
         self.program = _compile(self, desc.body)
 
     def full(self, value) -> np.ndarray:
@@ -247,6 +252,10 @@ def _invariant(m: Machine, op, body) -> np.ndarray:
         return m.builtins[name][op.operands[0]]
     if name == "LoadConstant":
         return m.full(m.uniforms[op.operands[0]])
+    if name == "SubgroupLocalId":
+        return m.subgroups.lane_id
+    if name == "SubgroupSize":
+        return m.full(np.uint32(m.subgroups.size))
     return m.full(np.uint32(m.memory[op.operands[0]][2]))  # BufferLength
 
 
@@ -264,7 +273,17 @@ def _value(m: Machine, op, key):
 
 
 def _step_value(m, op, body):
-    return _value(m, op, op_key(op.kind))
+    key = op_key(op.kind)
+    if key[0] == "Subgroup":
+        return _step_subgroup(m, op, key[1])
+    return _value(m, op, key)
+
+
+def _step_subgroup(m, op, name):
+    ids, dtype = op.operands, dtype_of(m.info.types[op.result])
+    return (
+        lambda mm, mask: mm.subgroups.apply(name, [mm.vals[o] for o in ids], mask, dtype)
+    ), op.result
 
 
 def _step_cast(m, op, body):
@@ -279,6 +298,8 @@ def _step_opaque_expr(m, op, body):
         return (lambda mm, mask: value), op.result
     if kind == "vyre.bitcast":
         return _value(m, op, ("Bitcast", ty))
+    if kind == "vyre.subgroup":
+        return _step_subgroup(m, op, payload.decode("ascii"))
     if kind == "vyre.vec":
         return _value(m, op, ("Construct", ty))
     (a,), k = op.operands, payload[0]  # vyre.extract
@@ -431,6 +452,9 @@ def _step_barrier(m, op, body):
 
 _STEPS = {
     "BinOpKind": _step_value,
+    "SubgroupAdd": _step_value,
+    "SubgroupBallot": _step_value,
+    "SubgroupShuffle": _step_value,
     "UnOpKind": _step_value,
     "Fma": _step_value,
     "Select": _step_value,

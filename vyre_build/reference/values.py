@@ -22,6 +22,7 @@ DTYPES = {
     "u32": np.dtype(np.uint32),
     "i32": np.dtype(np.int32),
     "f32": np.dtype(np.float32),
+    "f16": np.dtype(np.float16),
     "bool": np.dtype(np.bool_),
 }
 U32 = np.uint32
@@ -129,6 +130,8 @@ def _cast(a: np.ndarray, src: str, dst: str) -> np.ndarray:
         return a.view(DTYPES[de])
     if de == "f32":
         return a.astype(np.float32)  # round to nearest even
+    if de == "f16":  # through f32, as both GPU targets convert (f16 <- f32 <- integer)
+        return a.astype(np.float32).astype(np.float16)
     return _float_to_int(a, de)
 
 
@@ -165,8 +168,8 @@ _FLOAT_MATH = {
     "Trunc": np.trunc,
     "Sign": np.sign,
     "Abs": np.abs,
-    "InverseSqrt": lambda a: np.float32(1) / np.sqrt(a),
-    "Reciprocal": lambda a: np.float32(1) / a,
+    "InverseSqrt": lambda a: a.dtype.type(1) / np.sqrt(a),
+    "Reciprocal": lambda a: a.dtype.type(1) / a,
 }
 _BITWISE = {"BitAnd": np.bitwise_and, "BitOr": np.bitwise_or, "BitXor": np.bitwise_xor}
 
@@ -259,7 +262,7 @@ def _unary(name: str, ty: str):  # noqa: C901 - one branch per op family
 
 def _fma(args, types, res):
     a, b, c = (np.asarray(x, np.float64) for x in args)
-    return (a * b + c).astype(np.float32)
+    return (a * b + c).astype(dtype_of(res))
 
 
 def _rule(row):
@@ -280,7 +283,7 @@ def _rule(row):
         return lambda args, types, res: np.asarray(args[0]).view(dtype_of(res))
     if family == "Construct":
         return lambda args, types, res: np.stack(np.broadcast_arrays(*args), axis=1)
-    return None  # Extract and Atomic: the machine writes them (payload index; memory)
+    return None  # Extract, Atomic, Subgroup: the machine writes them (payload, memory, lanes)
 
 
 RULES = {row: rule for row in OPS if (rule := _rule(row)) is not None}

@@ -1,48 +1,71 @@
 """Load prebuilt kernels and dispatch them through wgpu (WGSL) or Vulkan (SPIR-V).
 
-    kernel = load_kernel(meta, wgsl=text)                 # or spirv=..., backend="vulkan"
-    out = kernel(x=x, y=y, a=2.0)                         # {"y": numpy array}
-    with open_bundle("dist/kernels.vyrebundle") as b:
-        b["saxpy"](x=x, y=y, a=2.0)
+    with open_bundle("dist/kernels.vyrebundle") as bundle:    # a Mapping: id -> Kernel
+        y = bundle["saxpy"](x=x, y=y, a=2.0).array("y")       # numpy in, numpy out
+    kernel = load_kernel(meta, wgsl=text)                     # or spirv=..., backend="vulkan"
 
-Imports only numpy, blake3 (through the bundle reader), vyre_build.bundle/.errors and
-the backend in use; never the compiler. Backend: the `backend` argument, else env
-VYRE_BACKEND, else "wgpu".
+Imports only numpy, blake3 (through the bundle reader), vyre_build.bundle/.errors/.files/
+.artifacts/.features and the backend in use; never the compiler. Backend: the `backend`
+argument, else env VYRE_BACKEND, else "wgpu". Any thread may use a device. Guide:
+docs/runtime.md.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import threading
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Union
 
-from vyre_build.errors import BundleError, DeviceError, DispatchError
-from vyre_build.runtime.device import Batch, Device, DeviceBuffer, Kernel
+from vyre_build.bundle.metadata import KernelMeta, check_metadata
+from vyre_build.errors import DeviceError, DispatchError
+from vyre_build.runtime.buffers import Batch, DeviceBuffer
+from vyre_build.runtime.bundles import Bundle, KernelNotFound, Warmed
+from vyre_build.runtime.device import DEFAULT_DEVICES, Device
+from vyre_build.runtime.kernel import CallResult, Kernel
+from vyre_build.runtime.pipeline_cache import PipelineCacheWarning
+from vyre_build.runtime.profile import CooperativeMatrixType, DeviceProfile
+
+if TYPE_CHECKING:
+    from vyre_build.bundle.reader import BundleReader
 
 __all__ = [
+    "BACKENDS",
     "Batch",
     "Bundle",
+    "CallResult",
+    "CooperativeMatrixType",
     "Device",
     "DeviceBuffer",
+    "DeviceProfile",
     "Kernel",
+    "KernelNotFound",
+    "PipelineCacheWarning",
+    "Warmed",
+    "adapter_profiles",
     "get_device",
     "list_adapters",
     "load_kernel",
     "open_bundle",
 ]
 
-_ARTIFACT = {"wgpu": ".wgsl", "vulkan": ".spv"}  # per backend, in the order they are listed
-_DEFAULT_DEVICES: dict = {}
+BACKENDS = ("wgpu", "vulkan")  # in the order they are listed
+# An adapter: an index into list_adapters, a substring of a description, None for the
+# default, or (wgpu) an application's GPUAdapter or GPUDevice.
+Adapter = Union[int, str, None, Any]
+_REGISTRY = threading.Lock()
 
 
 def _backend_name(backend: str | None) -> str:
     name = backend or os.environ.get("VYRE_BACKEND") or "wgpu"
-    if name not in _ARTIFACT:
+    if name not in BACKENDS:
         where = "backend" if backend else "VYRE_BACKEND"
-        raise DeviceError(f"unknown {where} {name!r}; choose one of {', '.join(_ARTIFACT)}")
+        raise DeviceError(f"unknown {where} {name!r}; choose one of {', '.join(BACKENDS)}")
     return name
 
 
-def _module(name: str):
+def _module(name: str) -> ModuleType:
     # Lazy: the GPU stack is imported only when a device of that backend is asked for.
     try:
         return importlib.import_module(f"vyre_build.runtime.{name}_backend")
@@ -52,107 +75,148 @@ def _module(name: str):
         ) from exc
 
 
+def _is_wgpu_object(value: object) -> bool:
+    return type(value).__module__.split(".")[0] == "wgpu"
+
+
 def list_adapters(backend: str | None = None) -> list[str]:
     """Descriptions of the adapters `backend` can use, in the order `adapter=` indexes."""
-    return _module(_backend_name(backend)).list_adapters()
+    adapters: list[str] = _module(_backend_name(backend)).list_adapters()
+    return adapters
 
 
-def get_device(backend: str | None = None, adapter: int | str | None = None) -> Device:
-    """The Device of `backend` ("wgpu" or "vulkan") on `adapter` (an index into
-    list_adapters, a case-insensitive substring of a description, or None for the default),
-    created once and shared."""
-    key = (_backend_name(backend), adapter)
-    if key not in _DEFAULT_DEVICES:
-        mod = _module(key[0])
-        _DEFAULT_DEVICES[key] = (mod.WgpuDevice if key[0] == "wgpu" else mod.VulkanDevice)(adapter)
-    return _DEFAULT_DEVICES[key]
+def adapter_profiles(backend: str | None = None) -> list[DeviceProfile]:
+    """The DeviceProfile of every adapter of `backend`, in list_adapters' order, as a
+    device made on it would have (no device is created)."""
+    profiles: list[DeviceProfile] = _module(_backend_name(backend)).adapter_profiles()
+    return profiles
+
+
+def get_device(
+    backend: str | None = None,
+    adapter: Adapter = None,
+    *,
+    pipeline_cache: str | os.PathLike[str] | bool | None = None,
+) -> Device:
+    """The Device of `backend` on `adapter`, created once and shared.
+
+    Arguments:
+        backend: "wgpu" or "vulkan" (default: $VYRE_BACKEND, else "wgpu").
+        adapter: an index into list_adapters, a case-insensitive substring of a
+            description, None for the default, or an application's own wgpu GPUAdapter
+            or GPUDevice (the backend is then wgpu; a GPUDevice is used as it is).
+        pipeline_cache: Vulkan's persisted pipeline cache directory, False for none, or
+            None for $VYRE_PIPELINE_CACHE, else the user cache directory.
+    Returns:
+        The shared Device (the same one for the same arguments, until it is closed).
+    """
+    if _is_wgpu_object(adapter):
+        if backend not in (None, "wgpu"):
+            raise DeviceError(
+                f"a wgpu {type(adapter).__name__} needs backend='wgpu', not {backend!r}"
+            )
+        key: tuple[str, object] = ("wgpu", id(adapter))
+    else:
+        key = (_backend_name(backend), (adapter, pipeline_cache))
+    with _REGISTRY:
+        found = DEFAULT_DEVICES.get(key)
+        if found is None:
+            mod = _module(key[0])
+            if key[0] == "vulkan":
+                found = mod.VulkanDevice(adapter, pipeline_cache=pipeline_cache)
+            elif _is_wgpu_object(adapter) and type(adapter).__name__ == "GPUDevice":
+                found = mod.WgpuDevice(device=adapter)
+            else:
+                found = mod.WgpuDevice(adapter)
+            DEFAULT_DEVICES[key] = found
+        device: Device = found
+    return device
+
+
+def _as_device(device: object, backend: str | None) -> Device:
+    # A Device as given, or the Device of an application's wgpu GPUDevice/GPUAdapter.
+    if isinstance(device, Device):
+        if backend is not None and backend != device.backend:
+            raise DispatchError(
+                f"backend={backend!r} but the device given is a {device.backend} device"
+            )
+        return device
+    if _is_wgpu_object(device):
+        return get_device(backend, device)
+    raise DeviceError(
+        f"device= must be a vyre_build Device or a wgpu GPUDevice/GPUAdapter, got "
+        f"{type(device).__name__}"
+    )
 
 
 def load_kernel(
-    meta: dict,
+    meta: dict[str, Any] | KernelMeta,
     *,
     wgsl: str | None = None,
     spirv: bytes | None = None,
     backend: str | None = None,
-    device: Device | None = None,
+    device: Device | Any = None,
 ) -> Kernel:
-    """A callable Kernel (see Kernel.__call__), its pipeline already created, of `meta` (its
-    metadata record, docs/descriptor-conventions.md) and `wgsl` or `spirv` (the shader of the
-    backend in use). `device` defaults to `backend`'s default device, `backend` to
-    `device`'s backend, else VYRE_BACKEND, else "wgpu"."""
-    if device is None:
-        device = get_device(backend)
-    elif backend is not None and backend != device.backend:
-        raise DispatchError(
-            f"load_kernel: backend={backend!r} but the device given is a {device.backend} device"
-        )
-    code = wgsl if device.backend == "wgpu" else spirv
+    """A callable Kernel, its pipeline already created (a refused shader fails here).
+
+    Arguments:
+        meta: its metadata record (docs/descriptor-conventions.md), checked here.
+        wgsl, spirv: the shader of the backend in use (WGSL text, SPIR-V bytes).
+        backend: default `device`'s backend, else $VYRE_BACKEND, else "wgpu".
+        device: a Device (or an application's wgpu GPUDevice); default `backend`'s.
+    """
+    checked = meta if isinstance(meta, KernelMeta) else check_metadata(meta, _meta_where(meta))
+    dev = get_device(backend) if device is None else _as_device(device, backend)
+    code = wgsl if dev.backend == "wgpu" else spirv
     if code is None:
-        kid = meta.get("id") or meta.get("name") if isinstance(meta, dict) else None
-        need = "wgsl=" if device.backend == "wgpu" else "spirv="
-        raise DispatchError(f"Kernel {kid!r}: the {device.backend} backend needs {need}")
-    return device.kernel(meta, code)
+        need = "wgsl=" if dev.backend == "wgpu" else "spirv="
+        raise DispatchError(f"Kernel {checked.id!r}: the {dev.backend} backend needs {need}")
+    if dev.backend == "vulkan":
+        if (
+            not isinstance(code, (bytes, bytearray, memoryview))
+            or len(code) % 4
+            or bytes(code[:4]) != b"\x03\x02\x23\x07"
+        ):
+            raise DispatchError(
+                f"Kernel {checked.id!r}: the given spirv= does not look like a "
+                "SPIR-V module (little-endian, magic 0x07230203)"
+            )
+        code = bytes(code)
+    elif not isinstance(code, str):
+        raise DispatchError(f"Kernel {checked.id!r}: wgsl= must be str, got {type(code).__name__}")
+    kernel = Kernel(dev, checked, code)
+    kernel.warm()
+    return kernel
 
 
-class Bundle:
-    """An opened .vyrebundle (a context manager): kernels by id ("saxpy", "add.f32"), each
-    read, verified and loaded on first use and kept for the bundle's lifetime."""
-
-    def __init__(self, reader, backend: str | None, device: Device | None):
-        self.reader, self._backend, self._device, self._kernels = reader, backend, device, {}
-        self.ids = reader.ids  # sorted kernel ids
-
-    @property
-    def device(self) -> Device:
-        """The device kernels run on, created on first use (so opening stays cheap)."""
-        if self._device is None:
-            self._device = get_device(self._backend)
-        return self._device
-
-    def __contains__(self, kid: str) -> bool:
-        return kid in self.ids
-
-    def __getitem__(self, kid: str) -> Kernel:
-        return self.kernel(*kid.split(".", 1))
-
-    def kernel(self, name: str, variant: str | None = None) -> Kernel:
-        """The kernel `name` (and `variant`), loaded on first use."""
-        kid = f"{name}.{variant}" if variant else name
-        if kid not in self._kernels:
-            entry, suffix = self.reader.entry(name, variant or None), _ARTIFACT[self.device.backend]
-            if suffix not in entry.artifacts:
-                raise BundleError(
-                    f"bundle kernel {entry.id!r} has no {suffix} artifact for "
-                    f"the {self.device.backend} backend"
-                )
-            code = self.reader.read_artifact(entry.id, suffix)
-            try:
-                code = code.decode("utf-8") if suffix == ".wgsl" else code
-            except UnicodeDecodeError as exc:
-                raise BundleError(f"bundle kernel {entry.id!r}: .wgsl is not UTF-8: {exc}") from exc
-            self._kernels[kid] = self.device.kernel(entry.meta, code)
-        return self._kernels[kid]
-
-    def close(self) -> None:
-        """Close the bundle file."""
-        self.reader.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+def _meta_where(meta: object) -> str:
+    name = meta.get("id") or meta.get("name") if isinstance(meta, dict) else None
+    return f"kernel {name!r}" if isinstance(name, str) else "kernel"
 
 
 def open_bundle(
-    path, *, backend: str | None = None, device: Device | None = None, trusted_keys=None
+    path: str | os.PathLike[str],
+    *,
+    backend: str | None = None,
+    device: Device | Any = None,
+    trusted_keys: Any = None,
 ) -> Bundle:
-    """The Bundle (a context manager) of the .vyrebundle at `path`, opened lazily (header and
-    manifest only; artifacts are read and verified when a kernel is first used); kernels
-    run on `device`, else `backend`'s default device. `trusted_keys` (public key files;
-    default $VYRE_TRUSTED_KEYS) refuses a bundle none of them signed (see read_bundle)."""
+    """The Bundle (a context manager and a read-only Mapping of kernel id -> Kernel) of
+    the .vyrebundle at `path`, opened lazily: header and manifest now, a kernel's
+    metadata and shader on its first use, its pipeline on its first call or `warm()`.
+
+    Arguments:
+        backend: the backend of the default device (see get_device).
+        device: a Device, or an application's wgpu GPUDevice/GPUAdapter.
+        trusted_keys: public key files (or PublicKeys) of which one must have signed the
+            bundle; default $VYRE_TRUSTED_KEYS (see read_bundle); False: no check.
+    """
     from vyre_build.bundle import read_bundle
 
     if device is None:
-        _backend_name(backend)  # refuse a bad backend name now, not at first use
-    return Bundle(read_bundle(path, trusted_keys=trusted_keys), backend, device)
+        name = _backend_name(backend)  # refuse a bad backend name now, not at first use
+        dev: Device | Any = lambda: get_device(name)  # noqa: E731 - made on first use
+    else:
+        dev = _as_device(device, backend)
+    reader: BundleReader = read_bundle(path, trusted_keys=trusted_keys)
+    return Bundle(reader, dev)

@@ -1,27 +1,49 @@
-"""What both backends share: buffers, batches, binding-set reuse, dispatch, `Kernel`.
-A backend subclasses `Device` with the hooks _alloc, _upload, _download, _free, _pipeline,
-_bind (a binding set: Vulkan descriptor set / wgpu bind group, owning its uniform buffer),
-_set_uniform, _unbind and _submit."""
+"""What every backend shares: the Device (buffers, batches, binding-set reuse, dispatch,
+thread safety). A backend subclasses `Device`, sets `backend`, `name`, `profile` and the
+limits, and implements the hooks below; nothing else is backend-specific.
+
+    _alloc(nbytes, data) -> handle        _upload(handle, data)    _download(handle, nbytes)
+    _free(handle)                         _pipeline(meta, code, base, entry) -> pipeline
+    _bind(pipeline, bound, uniform_binding, uniform) -> entry (owns its uniform buffer)
+    _set_uniform(entry, uniform)          _unbind(entry)
+    _submit(jobs, final)                  _wait()                  _close()
+
+Every hook runs under the device's lock, so a backend needs no locking of its own; a
+batch's state belongs to the thread that opened it.
+"""
 
 from __future__ import annotations
 
+import collections
 import math
-import weakref
+import threading
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
+from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, KernelMeta
 from vyre_build.errors import DeviceError, DispatchError
-from vyre_build.runtime.kernel import DTYPES, NP_NAMES, VECTORS, check_meta, is_shape, plan_call
+from vyre_build.runtime.buffers import DTYPES, Batch, DeviceBuffer
+from vyre_build.runtime.calls import Plan, is_shape, split_dispatch
+from vyre_build.runtime.profile import DeviceProfile, missing_features
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from vyre_build.runtime.kernel import Kernel
 
 _KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars per batch
 # A batch submits its dispatches in chunks of 1, 2, 4, ... up to this many, so the GPU
 # starts on the first while later ones are still being recorded.
 _CHUNK_MAX = 16
-_SPIRV_MAGIC = b"\x03\x02\x23\x07"
 _KIND = {v: k for k, v in DTYPES.items()}
+# (pipeline, binding set, workgroup counts, base workgroup or None) of one dispatch.
+Job = tuple[Any, Any, tuple[int, int, int], Optional[tuple[int, int, int]]]
+# Devices made by get_device, by (backend, adapter key): shared, dropped when closed.
+DEFAULT_DEVICES: dict[tuple[str, object], Device] = {}
 
 
-def choose_adapter(api: str, items: list, names: list, adapter):
+def choose_adapter(api: str, items: list[Any], names: list[str], adapter: int | str) -> Any:
     """`items[adapter]` for an index, else the first whose name contains `adapter`."""
     if isinstance(adapter, int) and not isinstance(adapter, bool):
         if not 0 <= adapter < len(items):
@@ -35,140 +57,129 @@ def choose_adapter(api: str, items: list, names: list, adapter):
     raise DeviceError(f"no {api} adapter matches {adapter!r}; there are: {names}")
 
 
-def layout_of(meta: dict) -> list:
+def layout_of(meta: KernelMeta) -> list[tuple[int, str]]:
     """(binding, access) of every binding in a kernel's set, sorted; "u" for the uniform."""
-    kinds = [(b["binding"], b["access"]) for b in meta["bindings"] if b["kind"] == "buffer"]
-    if meta.get("uniform"):
-        kinds.append((meta["uniform"]["binding"], "u"))
+    kinds = [(b.binding, b.access or "r") for b in meta.buffers]
+    if meta.uniform is not None:
+        kinds.append((meta.uniform.binding, "u"))
     return sorted(kinds)
 
 
-def steps(jobs: list):
-    """Each job as (pipeline, binding set, workgroups, pipeline changed, set changed)."""
+def steps(jobs: list[Job]) -> Any:
+    """Each job as (pipeline, set, workgroups, base, pipeline changed, set changed)."""
     last_pipe = last_entry = None
-    for pipe, entry, groups in jobs:
-        yield pipe, entry, groups, pipe is not last_pipe, entry is not last_entry
+    for pipe, entry, groups, base in jobs:
+        yield pipe, entry, groups, base, pipe is not last_pipe, entry is not last_entry
         last_pipe, last_entry = pipe, entry
 
 
-class DeviceBuffer:
-    """A storage buffer on one device (`count` elements of `dtype` in `shape`, `nbytes`),
-    read back by `.read()`; read-only ones (access "r") are refused where a kernel writes."""
+class _Direct:
+    """The submission state of a call outside any batch (made and waited for in one lock)."""
 
-    def __init__(self, device: Device, handle, dtype: str, shape: tuple, access: str):
-        self.device, self.handle, self.dtype = device, handle, dtype
-        self.shape, self.access, self.released = shape, access, False
-        self.count = math.prod(shape)
-        self.nbytes = self.count * 4
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __repr__(self) -> str:
-        return (
-            f"<DeviceBuffer {NP_NAMES[self.dtype]}{list(self.shape)} access={self.access!r}"
-            f" on {self.device.backend}>"
-        )
-
-    def _live(self, op: str = ""):
-        # A read or write inside a batch would not be ordered with its recorded dispatches.
-        if op and self.device._batch is not None:
-            raise DispatchError(
-                f"DeviceBuffer.{op}() inside device.batch(): {op} before or "
-                "after the batch (it is submitted when the `with` block ends)"
-            )
-        if self.released:
-            raise DispatchError("DeviceBuffer was released; create a new one")
-        return self.handle
-
-    def read(self) -> np.ndarray:
-        """A new numpy array of the buffer's contents (waits for submitted dispatches)."""
-        raw = self.device._download(self._live("read"), self.nbytes)
-        return np.frombuffer(raw, dtype=DTYPES[self.dtype]).reshape(self.shape).copy()
-
-    def write(self, array) -> None:
-        """Overwrite the whole buffer with `array` (same dtype and element count)."""
-        if (
-            not isinstance(array, np.ndarray)
-            or array.dtype != DTYPES[self.dtype]
-            or array.size != self.count
-        ):
-            got = (
-                f"{array.dtype}[{array.size}]"
-                if isinstance(array, np.ndarray)
-                else type(array).__name__
-            )
-            raise DispatchError(
-                f"DeviceBuffer.write: expected a {NP_NAMES[self.dtype]} array "
-                f"of {self.count} elements, got {got}"
-            )
-        self.device._upload(self._live("write"), np.ascontiguousarray(array).tobytes())
-
-    def release(self) -> None:
-        """Free the device memory now, or when the current batch ends (else when collected)."""
-        if not self.released:
-            self.released, batch = True, self.device._batch
-            if batch is None:
-                self.device._release(self.handle)
-            else:  # dispatches submitted or recorded in the batch may still use it
-                batch.freed.append(self.handle)
-
-    def __del__(self):
-        try:
-            self.release()
-        except Exception:  # noqa: S110 - at shutdown or after device loss: nothing to free
-            pass
-
-
-class Batch:
-    """Dispatches made in `with device.batch():`: submitted in growing chunks as they are
-    made, waited for on exit (with an exception, only what was already submitted runs)."""
-
-    def __init__(self, device: Device):
-        self.device, self.pending, self.freed, self.chunk = device, [], [], 1
-
-    def __enter__(self):
-        if self.device._batch is not None:
-            raise DispatchError("device.batch() blocks cannot be nested")
-        self.device._batch, self.chunk = self, 1
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        device, self.device._batch = self.device, None
-        try:
-            device._flush(self.pending if exc_type is None else [])
-        finally:
-            self.pending = []
-            while self.freed:
-                device._release(self.freed.pop())
+    def __init__(self) -> None:
+        self.busy: list[int] = []
+        self.oneoff: list[Any] = []
 
 
 class Device:
-    """One adapter's logical device; subclasses set `backend`, `name` and the limits.
-    Calls on DeviceBuffers reuse kept binding sets (8 per pipeline and buffers, freed with
-    a buffer they bind); other calls get one-off sets. With `timing` set (Vulkan),
-    `gpu_seconds` is the GPU time of the last submission's dispatches."""
+    """One adapter's logical device (get one with `get_device`). Any thread may make
+    buffers, call kernels and open batches on it. Calls on DeviceBuffers reuse kept binding
+    sets (8 per pipeline and buffers, freed with a buffer they bind); other calls get
+    one-off sets. `profile` lists the features and limits kernels are checked against.
+    With `timing` set (Vulkan), `gpu_seconds` is the GPU time of the last submission."""
 
-    backend = name = ""
-    max_workgroups, max_buffer_bytes = 65535, 2**27
-    timing, gpu_seconds = False, None
+    backend = ""
+    name = ""
+    profile: DeviceProfile
+    max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)
+    max_buffer_bytes = 2**27
+    # Whether the backend can split a dispatch past max_workgroup_count (base workgroups).
+    dispatch_base = False
+    timing = False
+    gpu_seconds: float | None = None
 
-    def __init__(self):
-        self._batch, self._pipelines, self._oneoff = None, {}, []
-        self._sets, self._by_handle, self._busy = {}, {}, {}
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._open_batches, self.closed = 0, False
+        self._direct = _Direct()
+        self._pipelines: dict[tuple[str, Any, bool, str], Any] = {}
+        self._pipelines_added = 0
+        self._sets: dict[tuple[Any, ...], list[Any]] = {}
+        self._by_handle: dict[int, set[tuple[Any, ...]]] = {}
+        self._busy: dict[int, tuple[object, bytes | None]] = {}
+        # Handles of collected DeviceBuffers, and of buffers released while a batch is open.
+        self._garbage: collections.deque[tuple[Any, bool]] = collections.deque()
+        self._deferred: list[tuple[Any, bool]] = []
 
     def __repr__(self) -> str:
-        return f"<Device {self.backend}: {self.name}>"
+        return f"<Device {self.backend}: {self.name}{' (closed)' if self.closed else ''}>"
 
-    def buffer(self, data, dtype: str | None = None, *, read_only: bool = False) -> DeviceBuffer:
-        """Upload a float32/int32/uint32 array, or allocate zeroed elements: `data` a length
-        or shape, `dtype` "f32", "i32", "u32" or a vector type ("vec4f": counts vectors)."""
+    # -- state shared by every entry point --
+
+    def _current_batch(self) -> Batch | None:
+        batch: Batch | None = getattr(self._local, "batch", None)
+        return batch
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise DeviceError(f"{self!r}: the device was closed; get a new one with get_device")
+
+    def _collect(self) -> None:
+        # Free what collected buffers left, and (no batch open) what batches deferred.
+        while self._garbage:
+            handle, borrowed = self._garbage.popleft()
+            self._release(handle, borrowed)
+        if not self._open_batches and self._deferred:
+            deferred, self._deferred = self._deferred, []
+            for handle, borrowed in deferred:
+                self._release(handle, borrowed)
+
+    def _release(self, handle: Any, borrowed: bool) -> None:
+        if self.closed:
+            return
+        if self._open_batches:  # a batch's dispatches, recorded or in flight, may use it
+            self._deferred.append((handle, borrowed))
+            return
+        for key in self._by_handle.pop(id(handle), ()):
+            for entry in self._sets.pop(key, ()):
+                self._unbind(entry)
+        if not borrowed:
+            self._free(handle)
+
+    # -- public API --
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock held around every driver call of this device: hold it to use the
+        backend's own objects (Vulkan queue, wgpu queue) alongside the runtime."""
+        return self._lock
+
+    def buffer(
+        self,
+        data: npt.NDArray[Any] | int | tuple[int, ...],
+        dtype: str | None = None,
+        *,
+        read_only: bool = False,
+    ) -> DeviceBuffer:
+        """A storage buffer on this device.
+
+        Arguments:
+            data: a float32/int32/uint32/float16 array to upload, or a length or shape to
+                allocate zero-filled.
+            dtype: "f32", "i32", "u32", "f16" or a vector type ("vec4f": `data` then
+                counts vectors); required when allocating, else it must match the array.
+            read_only: refuse the buffer where a kernel writes.
+        Returns:
+            The DeviceBuffer (freed by `release()` or when collected).
+        """
         content = None
+        shape: tuple[int, ...]
         if isinstance(data, np.ndarray):
             kind = _KIND.get(data.dtype)
             if kind is None or dtype not in (None, kind):
                 raise DispatchError(
-                    f"Device.buffer: array must be float32, int32 or uint32"
+                    f"Device.buffer: array must be float32, int32, uint32 or float16"
                     f"{' matching dtype=' + repr(dtype) if dtype else ''}, "
                     f"got {data.dtype}"
                 )
@@ -178,73 +189,158 @@ class Device:
                 )
             dtype, shape, content = kind, tuple(data.shape), np.ascontiguousarray(data).tobytes()
         else:
-            shape = (data,) if isinstance(data, int) and not isinstance(data, bool) else data
-            if dtype not in DTYPES and dtype not in VECTORS:
+            given = (data,) if isinstance(data, int) and not isinstance(data, bool) else data
+            if dtype not in SCALAR_DTYPES and dtype not in VECTOR_DTYPES:
                 raise DispatchError(
-                    f"Device.buffer: dtype must be f32, i32, u32 or a vector "
+                    f"Device.buffer: dtype must be f32, i32, u32, f16 or a vector "
                     f"type (vec4f, ...) when allocating by length, got {dtype!r}"
                 )
-            if not is_shape(shape):
+            if not is_shape(given) or not isinstance(given, tuple):
                 raise DispatchError(
                     f"Device.buffer: expected a numpy array, a positive length "
                     f"or a shape, got {data!r}"
                 )
-            dtype, per = VECTORS.get(dtype, (dtype, 1))
+            shape = given
+            dtype, per = VECTOR_DTYPES.get(dtype, (dtype, 1))
             shape += (per,) if per > 1 else ()
-        nbytes = math.prod(shape) * 4
+        nbytes = math.prod(shape) * SCALAR_DTYPES[dtype]
         if content is None and nbytes > self.max_buffer_bytes:  # arrays: checked when bound
             raise DispatchError(
                 f"Device.buffer: {nbytes} bytes is more than the device's "
                 f"storage buffer limit of {self.max_buffer_bytes} bytes"
             )
-        return DeviceBuffer(
-            self, self._alloc(nbytes, content), dtype, shape, "r" if read_only else "rw"
+        with self._lock:
+            self._check_open()
+            self._collect()
+            handle = self._alloc(nbytes, content)
+        return DeviceBuffer(self, handle, dtype, shape, "r" if read_only else "rw")
+
+    def wrap(
+        self,
+        buffer: object,
+        dtype: str,
+        shape: tuple[int, ...] | None = None,
+        *,
+        read_only: bool = False,
+    ) -> DeviceBuffer:
+        """A DeviceBuffer over an application's own buffer (wgpu: a GPUBuffer of this
+        device with STORAGE usage), never freed by the runtime; DispatchError elsewhere."""
+        raise DispatchError(
+            f"Device.wrap: the {self.backend} backend does not take foreign buffers"
         )
 
+    def adopt(self, value: object, dtype: str, access: str) -> DeviceBuffer | None:
+        """A borrowed DeviceBuffer for a foreign buffer passed as an argument, None if
+        `value` is none; ValueError saying why a foreign buffer does not fit."""
+        return None
+
     def batch(self) -> Batch:
-        """Calls inside `with device.batch():` return DeviceBuffers, submitted as one."""
+        """Calls inside `with device.batch():` return DeviceBuffers at once; their
+        dispatches go to the device in growing chunks, and leaving the block waits for all.
+        A batch belongs to the thread that opened it."""
         return Batch(self)
 
     def wait(self) -> None:
-        """Block until every submitted dispatch has finished (Vulkan's submissions already do)."""
+        """Block until every submitted dispatch has finished."""
+        with self._lock:
+            self._check_open()
+            self._wait()
 
-    def kernel(self, meta: dict, code) -> Kernel:
-        """A callable kernel of `meta` and WGSL text or SPIR-V bytes; the pipeline is created
-        now, so a refused shader fails here."""
-        check_meta(meta)
-        kid = meta.get("id") or meta["name"]
-        if self.backend == "vulkan":
-            if (
-                not isinstance(code, (bytes, bytearray, memoryview))
-                or len(code) % 4
-                or bytes(code[:4]) != _SPIRV_MAGIC
-            ):
-                raise DispatchError(
-                    f"Kernel {kid!r}: the given spirv= does not look like a "
-                    "SPIR-V module (little-endian, magic 0x07230203)"
+    def close(self) -> None:
+        """Wait for submitted work, save the persisted pipeline cache (Vulkan), free what
+        the device holds; later use raises DeviceError. Buffers still held become unusable."""
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                self._wait()
+                self.save_pipeline_cache()
+            finally:
+                self.closed = True
+                for key in [k for k, d in DEFAULT_DEVICES.items() if d is self]:
+                    del DEFAULT_DEVICES[key]
+                self._close()
+
+    def save_pipeline_cache(self) -> bool:
+        """Save the persisted pipeline cache now if pipelines were added since it was
+        loaded or saved (Vulkan; also done on close and at exit); True if written."""
+        return False
+
+    # -- kernels --
+
+    def check_kernel(self, meta: KernelMeta) -> None:
+        """DeviceError unless this device can run `meta`: its features and workgroup size."""
+        missing = missing_features(meta.features, self.profile.features)
+        if missing:
+            raise DeviceError(
+                f"Kernel {meta.id!r} needs {', '.join(missing)}, which the {self.backend} "
+                f"device {self.name} does not offer"
+            )
+        p = self.profile
+        wg = meta.workgroup_size
+        for axis, (side, most) in enumerate(zip(wg, p.max_workgroup_size)):
+            if side > most:
+                raise DeviceError(
+                    f"Kernel {meta.id!r} has workgroup size {side} on {'xyz'[axis]}, more than "
+                    f"the {self.backend} device {self.name} allows ({most})"
                 )
-            code = bytes(code)
-        elif not isinstance(code, str):
-            raise DispatchError(f"Kernel {kid!r}: wgsl= must be str, got {type(code).__name__}")
-        return Kernel(self, meta, code)
+        if math.prod(wg) > p.max_workgroup_invocations:
+            raise DeviceError(
+                f"Kernel {meta.id!r} has {math.prod(wg)} invocations per workgroup, more than "
+                f"the {self.backend} device {self.name} allows ({p.max_workgroup_invocations})"
+            )
 
-    def pipeline(self, meta: dict, code):
-        """The backend pipeline for this kernel, created once per device and kernel."""
-        key = (meta.get("id") or meta["name"], code)
-        if key not in self._pipelines:
-            self._pipelines[key] = self._pipeline(meta, code)
-        return self._pipelines[key]
+    def pipeline(self, meta: KernelMeta, code: Any, base: bool = False, entry: str = "main") -> Any:
+        """The backend pipeline of this kernel's `entry` point (`base`: one that takes base
+        workgroup offsets, for split dispatches), created once per device and kind."""
+        key = (meta.id, code, base, entry)
+        found = self._pipelines.get(key)
+        if found is None:
+            with self._lock:
+                self._check_open()
+                found = self._pipelines.get(key)
+                if found is None:
+                    found = self._pipelines[key] = self._pipeline(meta, code, base, entry)
+                    self._pipelines_added += 1
+        return found
 
-    def _binding(self, pipeline, bound: list, plan):
-        # A kept set free in this submission or holding these scalars, else None.
+    def warm(self, kernels: list[tuple[KernelMeta, Any]]) -> int:
+        """Create the pipelines of `kernels` ((meta, code) pairs; each entry point) not yet
+        created; return how many were created."""
+        with self._lock:
+            self._check_open()
+            todo = [
+                (m, c, e)
+                for m, c in kernels
+                for e in ("main", *([m.coarse.entry] if m.coarse else []))
+                if (m.id, c, False, e) not in self._pipelines
+            ]
+            for (m, c, e), pipe in zip(todo, self._pipelines_many(todo)):
+                self._pipelines[m.id, c, False, e] = pipe
+            self._pipelines_added += len(todo)
+        return len(todo)
+
+    def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
+        # Backends that can create many pipelines in one driver call override this.
+        return [self._pipeline(m, c, False, e) for m, c, e in kernels]
+
+    # -- dispatch --
+
+    def _binding(
+        self, pipeline: Any, bound: list[tuple[int, Any, int]], plan: Plan, ctx: Any
+    ) -> Any:
+        # A kept set free or already holding these scalars for `ctx`, else a new kept one;
+        # None when the kept sets of these buffers are all busy.
         key = (id(pipeline), tuple((b, id(h), n) for b, h, n in bound))
         kept = self._sets.setdefault(key, [])
         for entry in kept:
-            held = self._busy.get(id(entry), entry)  # the entry itself: not yet used
-            if held is entry or held == plan.uniform:
-                if held is entry and plan.uniform is not None:
+            held = self._busy.get(id(entry))
+            if held is None:
+                if plan.uniform is not None:
                     self._set_uniform(entry, plan.uniform)
                 break
+            if held[0] is ctx and held[1] == plan.uniform:
+                return entry
         else:
             if len(kept) >= _KEPT_PER_KEY:
                 return None
@@ -252,142 +348,112 @@ class Device:
             kept.append(entry)
             for _, h, _ in bound:
                 self._by_handle.setdefault(id(h), set()).add(key)
-        self._busy[id(entry)] = plan.uniform
+        self._busy[id(entry)] = (ctx, plan.uniform)
+        ctx.busy.append(id(entry))
         return entry
 
-    def _release(self, handle) -> None:
-        for key in self._by_handle.pop(id(handle), ()):
-            for entry in self._sets.pop(key, ()):
-                self._unbind(entry)
-        self._free(handle)
-
-    def _flush(self, jobs: list) -> None:
-        # Submit `jobs` as the last chunk and wait, then free the one-off binding sets.
+    def _flush(self, jobs: list[Job], ctx: Any) -> None:
+        # Submit `jobs` as the last chunk and wait, then free `ctx`'s binding sets.
         try:
             self._submit(jobs, True)
         finally:
-            self._busy.clear()
-            while self._oneoff:
-                self._unbind(self._oneoff.pop())
+            for eid in ctx.busy:
+                self._busy.pop(eid, None)
+            ctx.busy.clear()
+            while ctx.oneoff:
+                self._unbind(ctx.oneoff.pop())
 
-    def run(self, kernel: Kernel, plan, args: dict) -> dict:
+    def run(self, kernel: Kernel, plan: Plan, args: dict[str, object]) -> dict[str, Any]:
         """Dispatch `plan`, checked for `args`; return the written buffers (Kernel.__call__)."""
-        pipeline = kernel.pipeline
-        temps, bound = {}, []
-        for arg in plan.buffers:
-            buf = args[arg.name]
-            if not isinstance(buf, DeviceBuffer):
-                buf = temps[arg.name] = (
-                    self.buffer(arg.shape, arg.dtype)
-                    if arg.source is None
-                    else self.buffer(arg.source)
-                )
-            bound.append((arg.binding, buf._live(), buf.nbytes))
-        jobs = []  # an empty grid dispatches nothing; outputs keep their contents
-        if all(plan.workgroups):
-            # Only calls on persistent buffers reuse binding sets; temporaries die now.
-            entry = None if temps else self._binding(pipeline, bound, plan)
-            if entry is None:
-                entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform)
-                self._oneoff.append(entry)
-            jobs.append((pipeline, entry, plan.workgroups))
-        batch = self._batch
-        if batch is not None:
-            # Buffers dropped before the batch ends (temporaries included) are freed at its
-            # end: DeviceBuffer.release defers to the batch.
-            batch.pending.extend(jobs)
-            if len(batch.pending) >= batch.chunk:
-                self._submit(batch.pending, False)
-                batch.pending, batch.chunk = [], min(2 * batch.chunk, _CHUNK_MAX)
-            return {n: temps[n] if n in temps else args[n] for n in plan.written}
-        self._flush(jobs)
-        return {n: temps[n].read() if n in temps else args[n] for n in plan.written}
+        with self._lock:
+            self._check_open()
+            self._collect()
+            batch = self._current_batch()
+            ctx = batch if batch is not None else self._direct
+            pipeline = kernel._pipeline(plan.split, plan.entry)
+            temps: dict[str, DeviceBuffer] = {}
+            results: dict[str, DeviceBuffer] = {}
+            bound, oneoff = [], False
+            for arg in plan.buffers:
+                value = args[arg.name]
+                if isinstance(value, DeviceBuffer):
+                    buf = value
+                elif isinstance(arg.source, DeviceBuffer):  # a foreign buffer, adopted
+                    buf = arg.source
+                elif isinstance(arg.source, np.ndarray):
+                    buf = temps[arg.name] = self.buffer(arg.source)
+                else:
+                    buf = temps[arg.name] = self.buffer(arg.shape, arg.dtype)
+                oneoff = oneoff or buf.borrowed or arg.name in temps
+                results[arg.name] = buf
+                bound.append((arg.binding, buf._live(), buf.nbytes))
+            jobs: list[Job] = []  # an empty grid dispatches nothing; outputs keep their contents
+            if all(plan.workgroups):
+                # Only calls on persistent buffers reuse binding sets; temporaries die now.
+                entry = None if oneoff else self._binding(pipeline, bound, plan, ctx)
+                if entry is None:
+                    entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform)
+                    ctx.oneoff.append(entry)
+                if plan.split:
+                    pieces = split_dispatch(plan.workgroups, self.max_workgroup_count)
+                    jobs += [(pipeline, entry, counts, base) for base, counts in pieces]
+                else:
+                    jobs.append((pipeline, entry, plan.workgroups, None))
+            out: dict[str, Any] = {n: results[n] for n in plan.written}
+            try:
+                if batch is not None:
+                    batch.pending.extend(jobs)
+                    if len(batch.pending) >= batch.chunk:
+                        self._submit(batch.pending, False)
+                        batch.pending, batch.chunk = [], min(2 * batch.chunk, _CHUNK_MAX)
+                    return out
+                self._flush(jobs, ctx)
+                for name, buf in temps.items():
+                    if name in out:
+                        out[name] = buf.read()
+                return out
+            finally:
+                for name, buf in temps.items():  # deferred to the batch's end inside one
+                    if batch is None or name not in out:
+                        buf.release()
 
+    # -- backend hooks (see the module docstring) --
 
-class Kernel:
-    """A prebuilt kernel bound to one device (its pipeline created once per device and
-    kernel); call it with one keyword per binding."""
+    def _alloc(self, nbytes: int, data: bytes | None) -> Any:
+        raise NotImplementedError
 
-    def __init__(self, device: Device, meta: dict, code):
-        self.device, self.meta, self.code = device, meta, code
-        self.name, self.id = meta["name"], meta.get("id") or meta["name"]
-        self.bindings = tuple(dict(b) for b in meta["bindings"])
-        self.workgroup_size = tuple(meta["workgroup_size"])
-        self.pipeline = device.pipeline(meta, code)
-        self._last = None  # (args, grid, plan) of the last call on buffers and scalars
+    def _upload(self, handle: Any, data: bytes) -> None:
+        raise NotImplementedError
 
-    def __repr__(self) -> str:
-        return f"<Kernel {self.id} on {self.device.backend}>"
+    def _download(self, handle: Any, nbytes: int) -> bytes:
+        raise NotImplementedError
 
-    def __call__(self, /, grid=None, **args) -> dict:
-        """Dispatch once; wait for the result unless inside `device.batch()`. Buffers are numpy
-        arrays of the exact dtype or DeviceBuffers (a "w"-only one may be an int length or
-        shape, zero-filled); scalars are numbers in range for their dtype; `grid=` (int or
-        tuple, invocations per axis) overrides the metadata's. Returns name -> result per
-        written buffer: a new numpy array for array or length arguments, the same DeviceBuffer
-        for DeviceBuffers; in `device.batch()` all are DeviceBuffers."""
-        # A parameter named "grid" takes precedence; use .dispatch() to override the grid.
-        if grid is not None and any(b["name"] == "grid" for b in self.bindings):
-            args["grid"], grid = grid, None
-        return self.dispatch(args, grid=grid)
+    def _free(self, handle: Any) -> None:
+        raise NotImplementedError
 
-    def dispatch(self, args: dict, grid=None) -> dict:
-        """Like calling the kernel, with the arguments as a dict."""
-        last, key = self._last, _grid_key(grid)
-        if last is None or key is _NO_CACHE or not _same_call(last, args, key):
-            plan = plan_call(self.meta, args, grid, self.device)
-            # Buffers weakly held (they stay collectable); never for arrays, whose contents
-            # and so uploads can change between calls, or for grids other than ints/tuples.
-            self._last = last = (
-                None
-                if key is _NO_CACHE or any(isinstance(v, np.ndarray) for v in args.values())
-                else (
-                    {
-                        k: weakref.ref(v) if isinstance(v, DeviceBuffer) else v
-                        for k, v in args.items()
-                    },
-                    key,
-                    plan._replace(buffers=tuple(a._replace(source=None) for a in plan.buffers)),
-                )
-            )
-            if last is None:
-                return self.device.run(self, plan, args)
-        return self.device.run(self, last[2], args)
+    def _pipeline(self, meta: KernelMeta, code: Any, base: bool, entry: str) -> Any:
+        raise NotImplementedError
 
+    def _bind(
+        self,
+        pipeline: Any,
+        bound: list[tuple[int, Any, int]],
+        uniform_binding: int | None,
+        uniform: bytes | None,
+    ) -> Any:
+        raise NotImplementedError
 
-_NO_CACHE = object()
+    def _set_uniform(self, entry: Any, uniform: bytes) -> None:
+        raise NotImplementedError
 
+    def _unbind(self, entry: Any) -> None:
+        raise NotImplementedError
 
-def _grid_key(grid):
-    # None, an int or a tuple of ints as given (plain ints only, so that no value plan_call
-    # would refuse can match a cached one), else _NO_CACHE.
-    if (
-        grid is None
-        or type(grid) is int
-        or type(grid) is tuple
-        and all(type(v) is int for v in grid)
-    ):
-        return grid
-    return _NO_CACHE
+    def _submit(self, jobs: list[Job], final: bool) -> None:
+        raise NotImplementedError
 
+    def _wait(self) -> None:
+        raise NotImplementedError
 
-def _same_call(last: tuple, args: dict, key) -> bool:
-    # The same live DeviceBuffers, the same grid and scalars of the same type and value
-    # (floats to the sign of zero) as `last`.
-    before, last_key, _ = last
-    if key != last_key or type(key) is not type(last_key) or len(args) != len(before):
-        return False
-    for name, value in args.items():
-        old = before.get(name)
-        if isinstance(value, DeviceBuffer):
-            if type(old) is not weakref.ref or old() is not value or value.released:
-                return False
-        elif (
-            type(value) not in (int, float)
-            or type(old) is not type(value)
-            or old != value
-            or value == 0
-            and math.copysign(1, value) != math.copysign(1, old)
-        ):
-            return False
-    return True
+    def _close(self) -> None:
+        raise NotImplementedError

@@ -3,18 +3,25 @@ memory is host-visible and coherent (lavapipe, integrated GPUs) buffers are mapp
 else they are device-local, with transfers through a staging buffer (forced by
 VYRE_VULKAN_STAGING=1). The cffi structs free their nested data when collected, so a
 nested create-info stays in a variable until the call that reads it; array counts are
-taken from the lists given."""
+taken from the lists given. Pipelines: vulkan_pipelines.py; what the device offers and
+is created with: vulkan_profile.py."""
 
 from __future__ import annotations
 
 import os
 import time
-from collections import namedtuple
+import warnings
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import vulkan as vk
 
+from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.errors import DeviceError
-from vyre_build.runtime.device import Device, choose_adapter, layout_of, steps
+from vyre_build.runtime import vulkan_pipelines, vulkan_profile
+from vyre_build.runtime.device import Device, Job, choose_adapter, steps
+
+if TYPE_CHECKING:
+    from vyre_build.runtime.pipeline_cache import PipelineCacheFile
 
 _HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 _LOCAL, _COMPUTE = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, vk.VK_PIPELINE_BIND_POINT_COMPUTE
@@ -31,59 +38,56 @@ _STORAGE_SET, _UNIFORM_SET = (
     vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
     vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
 )
-# Adapter types in the order a default device prefers them.
-_TYPES = {
-    vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: "discrete GPU",
-    vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: "integrated GPU",
-    vk.VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: "virtual GPU",
-    vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "CPU",
-}
-_RANK = {t: i for i, t in enumerate(_TYPES)}
+_RANK = {t: i for i, t in enumerate(vulkan_profile.TYPES)}
 _POOL_SETS, _WAIT_NS, _SPIN_S, _RING_MAX = 64, 120 * 10**9, 0.02, 64
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
-_INSTANCE = []
-# A VkBuffer with its memory and, when host-visible, its persistent mapping.
-_Buf = namedtuple("_Buf", "buffer memory mapped nbytes")
 
 
-def _physical_devices() -> list:
-    """(physical device, properties, description) per Vulkan device, in the loader's order."""
-    if not _INSTANCE:
-        app = vk.VkApplicationInfo(
-            pApplicationName="vyre_build",
-            applicationVersion=1,
-            pEngineName="vyre_build",
-            engineVersion=1,
-            apiVersion=vk.VK_MAKE_VERSION(1, 1, 0),
-        )
-        try:
-            _INSTANCE.append(
-                vk.vkCreateInstance(vk.VkInstanceCreateInfo(pApplicationInfo=app), None)
-            )
-        except (vk.VkError, vk.VkException, OSError) as exc:
-            raise DeviceError(f"no Vulkan instance: {exc!r}; {_NO_DRIVER}") from exc
-    devices = vk.vkEnumeratePhysicalDevices(_INSTANCE[0])
-    props = [vk.vkGetPhysicalDeviceProperties(p) for p in devices]  # deviceName comes decoded
-    return [
-        (p, d, f"{d.deviceName} [{_TYPES.get(d.deviceType, 'other')}, Vulkan]")
-        for p, d in zip(devices, props)
-    ]
+class _Buf(NamedTuple):
+    """A VkBuffer with its memory and, when host-visible, its persistent mapping."""
+
+    buffer: Any
+    memory: Any
+    mapped: Any
+    nbytes: int
 
 
 def list_adapters() -> list[str]:
     """A description of every Vulkan physical device, in the loader's order."""
-    return [desc for _, _, desc in _physical_devices()]
+    return [desc for _, _, desc in vulkan_profile.physical_devices()]
+
+
+def adapter_profiles() -> list[Any]:
+    """The DeviceProfile of every Vulkan physical device (no device is created)."""
+    return [vulkan_profile.query(*found)[0] for found in vulkan_profile.physical_devices()]
 
 
 class VulkanDevice(Device):
-    """A Vulkan logical device with one compute queue and fence; with `timing` set, two
-    timestamp queries bracket each submission."""
+    """A Vulkan logical device with one compute queue and fence, created with every
+    feature vyre_build kernels can use that the adapter has (see vulkan_profile.py); its
+    pipelines go through a VkPipelineCache persisted per user (pipeline_cache.py). With
+    `timing` set, two timestamp queries bracket each submission.
+
+    Arguments:
+        adapter: an index into list_adapters("vulkan"), a substring of a description, or
+            None for the first discrete, else integrated, ... GPU.
+        pipeline_cache: the persisted cache's directory, False (or "off") for none, or
+            None for $VYRE_PIPELINE_CACHE, else the user cache directory.
+    """
 
     backend = "vulkan"
+    dispatch_base = True
+    cache_file: PipelineCacheFile | None
+    cache_loaded = 0  # bytes of persisted cache the device started with
 
-    def __init__(self, adapter=None):
+    def __init__(
+        self,
+        adapter: int | str | None = None,
+        *,
+        pipeline_cache: str | os.PathLike[str] | bool | None = None,
+    ):
         super().__init__()
-        found = _physical_devices()
+        found = vulkan_profile.physical_devices()
         if not found:
             raise DeviceError(f"the Vulkan loader lists no physical device; {_NO_DRIVER}")
         self.physical, props, self.name = (
@@ -91,20 +95,30 @@ class VulkanDevice(Device):
             if adapter is None
             else choose_adapter("Vulkan", found, [f[2] for f in found], adapter)
         )
+        self.profile, enable = vulkan_profile.query(self.physical, props, self.name)
         limits = props.limits
         self._spin_s = 0.0 if props.deviceType == vk.VK_PHYSICAL_DEVICE_TYPE_CPU else _SPIN_S
-        self.max_workgroups = int(min(limits.maxComputeWorkGroupCount[0:3]))
+        self.max_workgroup_count = self.profile.max_workgroup_count
         self.max_buffer_bytes = int(limits.maxStorageBufferRange)
         families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
         compute = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
         if not compute:
             raise DeviceError(f"Vulkan adapter {self.name} has no compute queue")
-        self.family, priorities = compute[0], [1.0]
-        queues = [
-            vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, pQueuePriorities=priorities)
-        ]
-        info = vk.VkDeviceCreateInfo(pQueueCreateInfos=queues)
-        self.dev = self._vk("device creation", vk.vkCreateDevice, self.physical, info, None)
+        self.family = compute[0]
+        try:
+            self.dev = self._create(enable)
+        except DeviceError as exc:
+            if enable == vulkan_profile.Enable():
+                raise
+            # A driver that lists a feature and then refuses it: run without the optional ones.
+            warnings.warn(
+                f"vyre_build: {self.name}: {exc}; the device is made without f16, 16-bit "
+                "storage and cooperative matrices",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.profile = vulkan_profile.without_optional(self.profile)
+            self.dev = self._create(vulkan_profile.Enable())
         self.queue = vk.vkGetDeviceQueue(self.dev, self.family, 0)
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         self.mem_flags = [mem.memoryTypes[i].propertyFlags for i in range(mem.memoryTypeCount)]
@@ -121,10 +135,12 @@ class VulkanDevice(Device):
             flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
         )
         self.fence = self._new("fence", "Fence")
-        self.pipeline_cache = self._new("pipeline cache", "PipelineCache")
+        self._live_bufs: dict[int, _Buf] = {}  # freed by close()
+        self.pipeline_cache = vulkan_pipelines.open_cache(self, props, pipeline_cache)
         # Command buffers of the submissions since the last wait (only the last one of
         # those carries the fence), with their submit infos; allocated as needed.
-        self._ring, self._sent, self._stamped = [], 0, False
+        self._ring: list[tuple[Any, Any]] = []
+        self._sent, self._stamped = 0, False
         self._fence_arr = vk.ffi.new("VkFence[1]", [self.fence])
         self._begin = vk.ffi.new(
             "VkCommandBufferBeginInfo*",
@@ -152,7 +168,9 @@ class VulkanDevice(Device):
             )
             for h in (0, vk.VK_ACCESS_HOST_READ_BIT)
         ]
-        self._pools, self._pool_at, self._staging, self._queries = [], 0, None, None
+        self._pools: list[Any] = []
+        self._pool_at, self._queries = 0, None
+        self._staging: _Buf | None = None
         bits = families[self.family].timestampValidBits
         if bits:  # GPU timestamps: ticks of timestampPeriod ns, `bits` valid bits
             self._queries = self._new(
@@ -161,13 +179,18 @@ class VulkanDevice(Device):
             self._tick_s = float(limits.timestampPeriod) * 1e-9
             self._tick_mask, self._stamps = (1 << bits) - 1, vk.ffi.new("uint64_t[2]")
 
+    def _create(self, enable: vulkan_profile.Enable) -> Any:
+        keep: list[Any] = []  # the create-info's nested structs, read by vkCreateDevice
+        info = vulkan_profile.device_create_info(self.family, enable, keep)
+        return self._vk("device creation", vk.vkCreateDevice, self.physical, info, None)
+
     def _fail(self, what: str, error: str, lost: bool) -> DeviceError:
         return DeviceError(
             f"Vulkan {what} failed on {self.name}: {error}"
             f"{' (the device was lost; create a new one)' if lost else ''}"
         )
 
-    def _vk(self, what: str, fn, *args):
+    def _vk(self, what: str, fn: Any, *args: Any) -> Any:
         # fn(*args) through the `vulkan` package, its exceptions raised as DeviceError.
         try:
             return fn(*args)
@@ -181,12 +204,13 @@ class VulkanDevice(Device):
             error = "VK_TIMEOUT" if result == vk.VK_TIMEOUT else f"VkResult {result}"
             raise self._fail(what, error, result == vk.VK_ERROR_DEVICE_LOST)
 
-    def _new(self, what: str, kind: str, **fields):
+    def _new(self, what: str, kind: str, **fields: Any) -> Any:
         # vkCreate<kind>(device, Vk<kind>CreateInfo(**fields), None), errors named `what`.
         info = getattr(vk, f"Vk{kind}CreateInfo")(**fields)
         return self._vk(what, getattr(vk, f"vkCreate{kind}"), self.dev, info, None)
 
     def _make(self, nbytes: int, usage: int, host: bool) -> _Buf:
+        nbytes = -(-nbytes // 4) * 4  # fills and copies work in 4-byte words (f16 buffers)
         buffer = self._new(
             "buffer creation",
             "Buffer",
@@ -213,14 +237,17 @@ class VulkanDevice(Device):
         mapped = vk.vkMapMemory(self.dev, memory, 0, nbytes, 0) if host else None
         return _Buf(buffer, memory, mapped, nbytes)
 
-    def _alloc(self, nbytes: int, data: bytes | None):
+    def _alloc(self, nbytes: int, data: bytes | None) -> _Buf:
         buf = self._make(nbytes, vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | _COPY, self.unified)
-        if data is not None:
+        self._live_bufs[id(buf)] = buf
+        if self.unified:
+            buf.mapped[0 : buf.nbytes] = (
+                bytes(buf.nbytes) if data is None else data.ljust(buf.nbytes, b"\0")
+            )
+        elif data is not None:
             self._upload(buf, data)
-        elif self.unified:
-            buf.mapped[0:nbytes] = bytes(nbytes)
         else:
-            self._run_commands(vk.vkCmdFillBuffer, buf.buffer, 0, nbytes, 0)
+            self._run_commands(vk.vkCmdFillBuffer, buf.buffer, 0, buf.nbytes, 0)
         return buf
 
     def _staged(self, nbytes: int) -> _Buf:
@@ -243,17 +270,19 @@ class VulkanDevice(Device):
 
     def _download(self, handle: _Buf, nbytes: int) -> bytes:
         if handle.mapped is None:
-            self._copy(handle, self._staged(nbytes), nbytes)
-            handle = self._staging
+            staging = self._staged(nbytes)
+            self._copy(handle, staging, nbytes)
+            handle = staging
         return bytes(handle.mapped[0:nbytes])
 
     def _free(self, handle: _Buf) -> None:
+        self._live_bufs.pop(id(handle), None)
         if handle.mapped is not None:
             vk.vkUnmapMemory(self.dev, handle.memory)
         vk.vkDestroyBuffer(self.dev, handle.buffer, None)
         vk.vkFreeMemory(self.dev, handle.memory, None)
 
-    def _run_commands(self, record, *args, final: bool = True) -> None:
+    def _run_commands(self, record: Any, *args: Any, final: bool = True) -> None:
         # Record `record(cmd, *args)` into the next command buffer and submit it; if `final`,
         # with a barrier for host reads and the fence, then wait: the fence covers all
         # earlier submissions.
@@ -315,7 +344,7 @@ class VulkanDevice(Device):
             self._sent = 0
             self._check("wait", status)
 
-    def _wait_fence(self, lib) -> int:
+    def _wait_fence(self, lib: Any) -> int:
         # Poll for up to _SPIN_S, as CUDA syncs do (a blocking wait wakes ~30 us late), then
         # block; a CPU device (lavapipe) needs the host's cores itself, so it never polls.
         # VK_NOT_READY is the only "not yet" answer; anything else ends the poll. An
@@ -332,48 +361,25 @@ class VulkanDevice(Device):
             raise
         if status == vk.VK_NOT_READY:
             status = lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, _WAIT_NS)
-        return status
+        return int(status)
 
-    def _pipeline(self, meta: dict, code):
-        entries = [
-            vk.VkDescriptorSetLayoutBinding(
-                binding=b,
-                descriptorType=_UNIFORM_SET if a == "u" else _STORAGE_SET,
-                descriptorCount=1,
-                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
-            )
-            for b, a in layout_of(meta)
-        ]
-        try:
-            set_layout = self._new(
-                "descriptor set layout", "DescriptorSetLayout", pBindings=entries
-            )
-            layout = self._new("pipeline layout", "PipelineLayout", pSetLayouts=[set_layout])
-            module = self._new(
-                "shader module creation", "ShaderModule", codeSize=len(code), pCode=code
-            )
-            stage = vk.VkPipelineShaderStageCreateInfo(
-                stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName="main"
-            )
-            infos = [vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)]
-            pipes = self._vk(
-                "compute pipeline creation",
-                vk.vkCreateComputePipelines,
-                self.dev,
-                self.pipeline_cache,
-                1,
-                infos,
-                None,
-            )
-        except DeviceError as exc:
-            raise DeviceError(
-                f"Kernel {meta.get('id') or meta['name']!r}: the Vulkan driver "
-                f"refused the shader or its layout: {exc}"
-            ) from exc
-        vk.vkDestroyShaderModule(self.dev, module, None)
-        return pipes[0], layout, set_layout
+    def _pipeline(self, meta: KernelMeta, code: Any, base: bool, entry: str) -> Any:
+        return vulkan_pipelines.create_pipelines(self, [(meta, code, entry)], base)[0]
 
-    def _bind(self, pipeline, bound, uniform_binding, uniform):
+    def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
+        return vulkan_pipelines.create_pipelines(self, kernels, False)
+
+    def save_pipeline_cache(self) -> bool:
+        with self._lock:
+            return vulkan_pipelines.save_cache(self)
+
+    def _bind(
+        self,
+        pipeline: Any,
+        bound: list[tuple[int, Any, int]],
+        uniform_binding: int | None,
+        uniform: bytes | None,
+    ) -> Any:
         # Descriptor pools are tried in turn from the last one with room; a new one when all
         # are full.
         pools = self._pools
@@ -398,7 +404,10 @@ class VulkanDevice(Device):
                 self._pool_at = (self._pool_at + 1) % len(pools)
         else:
             raise DeviceError(f"Vulkan descriptor set allocation failed on {self.name}")
-        targets, ubuf = [(b, h.buffer, n, _STORAGE_SET) for b, h, n in bound], None
+        targets: list[tuple[int | None, Any, int, int]] = [
+            (b, h.buffer, n, _STORAGE_SET) for b, h, n in bound
+        ]
+        ubuf = None
         if uniform is not None:
             ubuf = self._make(len(uniform), vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True)
             ubuf.mapped[0 : len(uniform)] = uniform
@@ -415,20 +424,43 @@ class VulkanDevice(Device):
         vk.vkUpdateDescriptorSets(self.dev, len(writes), writes, 0, None)
         return dsets, ubuf, pool, vk.ffi.new("VkDescriptorSet[1]", dsets)
 
-    def wait(self) -> None:
+    def _wait(self) -> None:
         if self._sent:  # chunks of a batch in flight
             self._run_commands(lambda cmd: None)
 
-    def _set_uniform(self, entry, uniform: bytes) -> None:
+    def _close(self) -> None:
+        # Everything the device made, then the device; the VkInstance stays (shared).
+        vk.vkDeviceWaitIdle(self.dev)
+        for entries in self._sets.values():
+            for entry in entries:
+                self._unbind(entry)
+        for buf in [*self._live_bufs.values(), *filter(None, [self._staging])]:
+            self._free(buf)
+        for pipe, layout, set_layout in self._pipelines.values():
+            vk.vkDestroyPipeline(self.dev, pipe, None)
+            vk.vkDestroyPipelineLayout(self.dev, layout, None)
+            vk.vkDestroyDescriptorSetLayout(self.dev, set_layout, None)
+        for pool in self._pools:
+            vk.vkDestroyDescriptorPool(self.dev, pool, None)
+        if self._queries is not None:
+            vk.vkDestroyQueryPool(self.dev, self._queries, None)
+        vk.vkDestroyPipelineCache(self.dev, self.pipeline_cache, None)
+        vk.vkDestroyFence(self.dev, self.fence, None)
+        vk.vkDestroyCommandPool(self.dev, self.cmd_pool, None)
+        vk.vkDestroyDevice(self.dev, None)
+        self._sets.clear()
+        self._pipelines.clear()
+
+    def _set_uniform(self, entry: Any, uniform: bytes) -> None:
         entry[1].mapped[0 : len(uniform)] = uniform
 
-    def _unbind(self, entry) -> None:
+    def _unbind(self, entry: Any) -> None:
         dsets, ubuf, pool, _ = entry
         vk.vkFreeDescriptorSets(self.dev, pool, 1, dsets)
         if ubuf is not None:
             self._free(ubuf)
 
-    def _submit(self, jobs: list, final: bool) -> None:
+    def _submit(self, jobs: list[Job], final: bool) -> None:
         if not jobs and not (final and (self._sent or self._stamped)):
             return
         if final and not self._stamped:
@@ -450,19 +482,22 @@ class VulkanDevice(Device):
             )
             self.gpu_seconds = ((stamps[1] - stamps[0]) & self._tick_mask) * self._tick_s
 
-    def _record(self, cmd, jobs: list, final: bool) -> None:
+    def _record(self, cmd: Any, jobs: list[Job], final: bool) -> None:
         lib, null, queries = vk.lib, vk.ffi.NULL, self._queries
         if self.timing and queries is not None and not self._stamped:
             # GPU time from before the batch's first dispatch to after its last one.
             self._stamped, self.gpu_seconds = True, None
             lib.vkCmdResetQueryPool(cmd, queries, 0, 2)
             lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0)
-        for pipe, entry, (x, y, z), new_pipe, new_set in steps(jobs):
+        for pipe, entry, (x, y, z), base, new_pipe, new_set in steps(jobs):
             if new_pipe:
                 lib.vkCmdBindPipeline(cmd, _COMPUTE, pipe[0])
             if new_set:
                 lib.vkCmdBindDescriptorSets(cmd, _COMPUTE, pipe[1], 0, 1, entry[3], 0, null)
-            lib.vkCmdDispatch(cmd, x, y, z)
+            if base is None:
+                lib.vkCmdDispatch(cmd, x, y, z)
+            else:  # one piece of a split dispatch: workgroup ids start at `base`
+                lib.vkCmdDispatchBase(cmd, *base, x, y, z)
             lib.vkCmdPipelineBarrier(cmd, _STAGE, _STAGE, 0, 1, self._barriers[0], 0, null, 0, null)
         if final and self._stamped:
             lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)

@@ -1,12 +1,25 @@
 """The wgpu backend: WGSL through wgpu-py's native API (no wgpu.utils); imported only when
-a wgpu device is asked for, so that building needs no GPU stack."""
+a wgpu device is asked for, so that building needs no GPU stack.
+
+A device is made on an adapter (asking for the `subgroup` and `shader-f16` features the
+adapter has), or wraps an application's own GPUDevice, whose buffers (GPUBuffer with
+STORAGE usage) calls then take as arguments. wgpu-py has no pipeline cache API: pipeline
+creation goes through the driver's own shader cache (NVIDIA's, Mesa's) only.
+"""
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import wgpu
 
-from vyre_build.errors import DeviceError
-from vyre_build.runtime.device import Device, choose_adapter, layout_of, steps
+from vyre_build.bundle.metadata import SCALAR_DTYPES, KernelMeta
+from vyre_build.errors import DeviceError, DispatchError
+from vyre_build.features import SUBGROUP_FEATURES
+from vyre_build.runtime.buffers import DeviceBuffer
+from vyre_build.runtime.device import Device, Job, choose_adapter, layout_of, steps
+from vyre_build.runtime.profile import DeviceProfile, features_of
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _UNIFORM = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
@@ -17,9 +30,12 @@ _LAYOUT_TYPE = {
     "u": wgpu.BufferBindingType.uniform,
 }
 _LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size")  # asked for in full
+_FEATURES = ("subgroup", "shader-f16")  # asked for when the adapter has them
+# WGSL's `subgroups` extension: every class but clustered operations.
+_WGSL_SUBGROUP_OPS = tuple(op for op in SUBGROUP_FEATURES if op != "subgroup_clustered")
 
 
-def _describe(adapter) -> str:
+def _describe(adapter: Any) -> str:
     info = adapter.info
     return (
         f"{info.get('device') or info.get('vendor') or 'unknown'} "
@@ -32,14 +48,73 @@ def list_adapters() -> list[str]:
     return [_describe(a) for a in wgpu.gpu.enumerate_adapters_sync()]
 
 
+def profile_of(adapter: Any, features: Any, limits: Any) -> DeviceProfile:
+    """The profile of a device on `adapter` with `features` and `limits` (an adapter's
+    own, for what a new device could have; a device's, for what it has)."""
+    info = adapter.info
+    has = {str(f) for f in features}
+    ops = _WGSL_SUBGROUP_OPS if "subgroup" in has else ()
+    f16 = "shader-f16" in has  # WGSL f16 covers arithmetic and 16-bit storage
+    # wgpu-py 0.32 spells the subgroup size range "stackgroup_*"; later versions "subgroup_*".
+    count = int(limits["max-compute-workgroups-per-dimension"])
+    low = info.get("subgroup_min_size", info.get("stackgroup_min_size"))
+    high = info.get("subgroup_max_size", info.get("stackgroup_max_size"))
+    return DeviceProfile(
+        backend="wgpu",
+        adapter=_describe(adapter),
+        device_type=str(info.get("adapter_type", "?")),
+        vendor_id=int(info.get("vendor_id") or 0),
+        device_id=int(info.get("device_id") or 0),
+        driver=str(info.get("description") or info.get("backend_type") or "?"),
+        driver_version=0,
+        api_version=f"WebGPU (wgpu-py {wgpu.__version__}, {info.get('backend_type', '?')})",
+        subgroup_size=None,
+        subgroup_size_range=(int(low), int(high)) if ops and low and high else None,
+        subgroup_operations=ops,
+        f16=f16,
+        storage_16bit=f16,
+        bf16=False,
+        cooperative_matrices=(),
+        max_workgroup_size=(
+            int(limits["max-compute-workgroup-size-x"]),
+            int(limits["max-compute-workgroup-size-y"]),
+            int(limits["max-compute-workgroup-size-z"]),
+        ),
+        max_workgroup_invocations=int(limits["max-compute-invocations-per-workgroup"]),
+        max_workgroup_count=(count, count, count),
+        max_shared_memory=int(limits["max-compute-workgroup-storage-size"]),
+        max_storage_buffer_binding=int(min(limits[k] for k in _LIMITS)),
+        features=features_of(ops, f16, f16, ()),
+    )
+
+
+def adapter_profiles() -> list[DeviceProfile]:
+    """The DeviceProfile of every adapter wgpu can see (no device is created)."""
+    return [profile_of(a, a.features, a.limits) for a in wgpu.gpu.enumerate_adapters_sync()]
+
+
 class WgpuDevice(Device):
-    """A wgpu device; buffers are wgpu storage buffers, pipelines use explicit layouts."""
+    """A wgpu device; buffers are wgpu storage buffers, pipelines use explicit layouts.
+
+    Arguments:
+        adapter: an index into list_adapters("wgpu"), a substring of a description, a
+            wgpu GPUAdapter, or None for the high-performance default.
+        device: an application's own wgpu GPUDevice to run on instead (its features and
+            limits are what kernels get; closing this Device leaves it alone).
+    """
 
     backend = "wgpu"
 
-    def __init__(self, adapter=None):
+    def __init__(self, adapter: Any = None, *, device: Any = None):
         super().__init__()
-        if adapter is None:
+        self.owned = device is None
+        if device is not None:
+            if not isinstance(device, wgpu.GPUDevice):
+                raise DeviceError(f"device= must be a wgpu GPUDevice, got {type(device).__name__}")
+            chosen = device.adapter
+        elif isinstance(adapter, wgpu.GPUAdapter):
+            chosen = adapter
+        elif adapter is None:
             chosen = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
             if chosen is None:
                 raise DeviceError(
@@ -50,49 +125,112 @@ class WgpuDevice(Device):
             found = wgpu.gpu.enumerate_adapters_sync()
             chosen = choose_adapter("wgpu", found, [_describe(a) for a in found], adapter)
         self.name = _describe(chosen)
-        try:
-            self.device = chosen.request_device_sync(
-                required_limits={k: chosen.limits[k] for k in _LIMITS}
-            )
-        except Exception as exc:
-            raise DeviceError(f"wgpu could not create a device on {self.name}: {exc}") from exc
-        limits, self.queue, self._fence_buf = self.device.limits, self.device.queue, None
-        self.max_workgroups = int(limits["max-compute-workgroups-per-dimension"])
-        self.max_buffer_bytes = int(min(limits[k] for k in _LIMITS))
+        if device is None:
+            try:
+                device = chosen.request_device_sync(
+                    required_features=[f for f in _FEATURES if f in chosen.features],
+                    required_limits={k: chosen.limits[k] for k in _LIMITS},
+                )
+            except Exception as exc:
+                raise DeviceError(f"wgpu could not create a device on {self.name}: {exc}") from exc
+        self.device, self.queue, self._fence_buf = device, device.queue, None
+        self.profile = profile_of(chosen, device.features, device.limits)
+        self.max_workgroup_count = self.profile.max_workgroup_count
+        self.max_buffer_bytes = self.profile.max_storage_buffer_binding
+        self._buffers: dict[int, Any] = {}  # our own, destroyed by close()
 
-    def _guard(self, what: str, fn, *args, **kwargs):
+    def _guard(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         # fn(*args, **kwargs), a wgpu error raised as "{what} on <adapter>: <error>".
         try:
             return fn(*args, **kwargs)
         except wgpu.GPUError as exc:
             raise DeviceError(f"{what} on {self.name}: {exc}") from exc
 
-    def _alloc(self, nbytes: int, data: bytes | None):
+    # -- the application's buffers --
+
+    def _foreign(self, buffer: Any, dtype: str) -> tuple[int, str]:
+        # (element count, problem or "") of an application GPUBuffer as `dtype` elements.
+        if getattr(buffer, "_device", None) is not self.device:
+            return 0, "is a GPUBuffer of another wgpu device"
+        if not buffer.usage & wgpu.BufferUsage.STORAGE:
+            return 0, "is a GPUBuffer without STORAGE usage"
+        size, item = int(buffer.size), SCALAR_DTYPES[dtype]
+        if size < item or size % item:
+            return 0, f"is a GPUBuffer of {size} bytes, not a whole number of {dtype} values"
+        return size // item, ""
+
+    def wrap(
+        self,
+        buffer: object,
+        dtype: str,
+        shape: tuple[int, ...] | None = None,
+        *,
+        read_only: bool = False,
+    ) -> DeviceBuffer:
+        if not isinstance(buffer, wgpu.GPUBuffer):
+            raise DispatchError(
+                f"Device.wrap: expected a wgpu GPUBuffer, got {type(buffer).__name__}"
+            )
+        if dtype not in SCALAR_DTYPES:
+            raise DispatchError(f"Device.wrap: dtype must be f32, i32, u32 or f16, got {dtype!r}")
+        count, problem = self._foreign(buffer, dtype)
+        if problem:
+            raise DispatchError(f"Device.wrap: the buffer {problem}")
+        if shape is None:
+            shape = (count,)
+        elif not (
+            isinstance(shape, tuple) and all(isinstance(s, int) and s > 0 for s in shape)
+        ) or count != math.prod(shape):
+            raise DispatchError(
+                f"Device.wrap: shape {shape!r} does not hold {count} {dtype} values"
+            )
+        return DeviceBuffer(self, buffer, dtype, shape, "r" if read_only else "rw", borrowed=True)
+
+    def adopt(self, value: object, dtype: str, access: str) -> DeviceBuffer | None:
+        if not isinstance(value, wgpu.GPUBuffer):
+            return None
+        count, problem = self._foreign(value, dtype)
+        if problem:
+            raise ValueError(problem)
+        return DeviceBuffer(self, value, dtype, (count,), "rw", borrowed=True)
+
+    # -- hooks --
+
+    def _alloc(self, nbytes: int, data: bytes | None) -> Any:
+        size = -(-nbytes // 4) * 4  # WebGPU buffer sizes and writes are 4-byte multiples
         if data is not None:
-            return self._guard(
+            buf = self._guard(
                 "wgpu buffer upload failed",
                 self.device.create_buffer_with_data,
-                data=data,
+                data=data.ljust(size, b"\0"),
                 usage=_STORAGE,
             )
-        # wgpu zero-initialises new buffers, as WebGPU requires.
-        return self._guard(
-            "wgpu buffer allocation failed", self.device.create_buffer, size=nbytes, usage=_STORAGE
-        )
+        else:  # wgpu zero-initialises new buffers, as WebGPU requires
+            buf = self._guard(
+                "wgpu buffer allocation failed",
+                self.device.create_buffer,
+                size=size,
+                usage=_STORAGE,
+            )
+        self._buffers[id(buf)] = buf
+        return buf
 
-    def _upload(self, handle, data: bytes) -> None:
+    def _upload(self, handle: Any, data: bytes) -> None:
+        data = data.ljust(-(-len(data) // 4) * 4, b"\0")
         self._guard("wgpu buffer upload failed", self.queue.write_buffer, handle, 0, data)
 
-    def _download(self, handle, nbytes: int) -> bytes:
-        return bytes(
-            self._guard("wgpu buffer read failed", self.queue.read_buffer, handle, 0, nbytes)
-        )
+    def _download(self, handle: Any, nbytes: int) -> bytes:
+        size = min(-(-nbytes // 4) * 4, int(handle.size))
+        if not handle.usage & wgpu.BufferUsage.COPY_SRC:
+            raise DispatchError("the GPUBuffer has no COPY_SRC usage, so it cannot be read back")
+        raw = self._guard("wgpu buffer read failed", self.queue.read_buffer, handle, 0, size)
+        return bytes(raw)[:nbytes]
 
-    def _free(self, handle) -> None:
+    def _free(self, handle: Any) -> None:
+        self._buffers.pop(id(handle), None)
         handle.destroy()
 
-    def _pipeline(self, meta: dict, code):
-        kid = meta.get("id") or meta["name"]
+    def _pipeline(self, meta: KernelMeta, code: Any, base: bool, entry: str) -> Any:
         try:
             group_layout = self.device.create_bind_group_layout(
                 entries=[
@@ -104,21 +242,30 @@ class WgpuDevice(Device):
                     for b, a in layout_of(meta)
                 ]
             )
-            module = self.device.create_shader_module(label=kid, code=code)
+            module = self.device.create_shader_module(label=meta.id, code=code)
             pipeline = self.device.create_compute_pipeline(
-                label=kid,
-                compute={"module": module, "entry_point": "main"},
+                label=meta.id,
+                compute={"module": module, "entry_point": entry},
                 layout=self.device.create_pipeline_layout(bind_group_layouts=[group_layout]),
             )
         except wgpu.GPUError as exc:
             raise DeviceError(
-                f"Kernel {kid!r}: wgpu refused the shader or its layout on {self.name}: {exc}"
+                f"Kernel {meta.id!r}: wgpu refused the shader or its layout on {self.name}: {exc}"
             ) from exc
         return pipeline, group_layout
 
-    def _bind(self, pipeline, bound, uniform_binding, uniform):
+    def _bind(
+        self,
+        pipeline: Any,
+        bound: list[tuple[int, Any, int]],
+        uniform_binding: int | None,
+        uniform: bytes | None,
+    ) -> Any:
+        # A storage binding's size is a multiple of 4 bytes (an odd count of f16 values
+        # sees one value of padding, which the runtime zeroed).
         entries = [
-            {"binding": b, "resource": {"buffer": h, "offset": 0, "size": n}} for b, h, n in bound
+            {"binding": b, "resource": {"buffer": h, "offset": 0, "size": -(-n // 4) * 4}}
+            for b, h, n in bound
         ]
         ubuf = None
         if uniform is not None:
@@ -142,22 +289,22 @@ class WgpuDevice(Device):
         )
         return group, ubuf
 
-    def _set_uniform(self, entry, uniform: bytes) -> None:
+    def _set_uniform(self, entry: Any, uniform: bytes) -> None:
         self._guard("wgpu uniform upload failed", self.queue.write_buffer, entry[1], 0, uniform)
 
-    def _unbind(self, entry) -> None:
+    def _unbind(self, entry: Any) -> None:
         if entry[1] is not None:
             entry[1].destroy()
 
-    def _submit(self, jobs: list, final: bool) -> None:
+    def _submit(self, jobs: list[Job], final: bool) -> None:
         # Reads wait for submitted work, so the last chunk needs no wait of its own.
         if jobs:
             self._guard("wgpu dispatch failed", self._record, jobs)
 
-    def _record(self, jobs: list) -> None:
+    def _record(self, jobs: list[Job]) -> None:
         encoder = self.device.create_command_encoder()
         cpass = encoder.begin_compute_pass()
-        for pipe, entry, (x, y, z), new_pipe, new_group in steps(jobs):
+        for pipe, entry, (x, y, z), _, new_pipe, new_group in steps(jobs):
             if new_pipe:
                 cpass.set_pipeline(pipe[0])
             if new_group:
@@ -166,9 +313,21 @@ class WgpuDevice(Device):
         cpass.end()
         self.queue.submit([encoder.finish()])
 
-    def wait(self) -> None:
+    def _wait(self) -> None:
         # Reading a buffer waits for all submitted work (on_submitted_work_done_sync is
         # broken in wgpu-py 0.32's native backend).
         if self._fence_buf is None:
             self._fence_buf = self._alloc(4, None)
         self._download(self._fence_buf, 4)
+
+    def _close(self) -> None:
+        for entries in self._sets.values():
+            for entry in entries:
+                self._unbind(entry)
+        for buf in list(self._buffers.values()):
+            buf.destroy()
+        self._buffers.clear()
+        self._sets.clear()
+        self._pipelines.clear()
+        if self.owned:
+            self.device.destroy()

@@ -15,6 +15,7 @@ import subprocess
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
 from vyre_build.emit.spirv.function import FunctionWriter
 from vyre_build.emit.spirv.module import SpirvModule
+from vyre_build.emit.spirv.values import SUBGROUP_CAPABILITY
 from vyre_build.errors import EmitError
 
 __all__ = ["emit_spirv"]
@@ -46,6 +47,15 @@ def emit_spirv(
         info = validate(desc)
     m = SpirvModule()
     m.capability("Shader")
+    features = set(info.features).union(*(i.features for _, _, i in entries))
+    if "f16" in features:
+        m.capability("Float16")
+    if "storage_16bit" in features:
+        m.capability("StorageBuffer16BitAccess")
+        m.extension("SPV_KHR_16bit_storage")
+    for feature, capability in SUBGROUP_CAPABILITY.items():
+        if feature in features:
+            m.capability(capability)
     m.set_memory_model("Logical", "GLSL450")
     for name, d, i in (("main", desc, info), *entries):
         writer = FunctionWriter(m, d, i)

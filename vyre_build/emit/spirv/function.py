@@ -78,9 +78,12 @@ class FunctionWriter(MemoryOps, ControlFlow):
 
     def tid(self, ty: str) -> int:
         got = self._type_ids.get(ty)
-        if got is None:  # vector types are declared on first use only
+        if got is None:  # f16 and vector types are declared on first use only
             element, n = _shape(ty)
-            got = self._type_ids[ty] = self.m.type_vector(self.tid(element), n)
+            if n == 1:  # f16
+                got = self._type_ids[ty] = self.m.type_float(16)
+            else:
+                got = self._type_ids[ty] = self.m.type_vector(self.tid(element), n)
         return got
 
     def const(self, ty: str, value) -> int:
@@ -93,6 +96,8 @@ class FunctionWriter(MemoryOps, ControlFlow):
             return self.m.const_i32(value)
         if ty == "f32":
             return self.m.const_f32_bits(_f32_bits(float(value)))
+        if ty == "f16":
+            return self.m.const_f16_bits(struct.unpack("<H", struct.pack("<e", float(value)))[0])
         return self.m.const_bool(bool(value))
 
     def zero(self, ty: str) -> int:
@@ -236,6 +241,10 @@ class FunctionWriter(MemoryOps, ControlFlow):
     def h_value(self, kop: KernelOp, body):
         return self.rule(kop, op_key(kop.kind))
 
+    def h_subgroup_builtin(self, kop: KernelOp, body):
+        name = "SubgroupSize" if kop.kind.name == "SubgroupSize" else "SubgroupLocalInvocationId"
+        return self.builtin_scalar(name)
+
     def h_cast(self, kop: KernelOp, body):
         return self.rule(kop, ("Cast", self.info.types[kop.result]))
 
@@ -246,6 +255,8 @@ class FunctionWriter(MemoryOps, ControlFlow):
             return self.builtin(BUILTINS[kind], kop.operands[0])
         if kind == "vyre.bitcast":
             return self.rule(kop, ("Bitcast", ty))
+        if kind == "vyre.subgroup":
+            return self.rule(kop, op_key(kop.kind))
         if kind == "vyre.vec":
             return self.rule(kop, ("Construct", ty))
         return self.op("OpCompositeExtract", ty, self.vals[kop.operands[0]], payload[0])
@@ -259,6 +270,11 @@ class FunctionWriter(MemoryOps, ControlFlow):
         "UnOpKind": h_value,
         "Fma": h_value,
         "Select": h_value,
+        "SubgroupAdd": h_value,
+        "SubgroupBallot": h_value,
+        "SubgroupShuffle": h_value,
+        "SubgroupLocalId": h_subgroup_builtin,
+        "SubgroupSize": h_subgroup_builtin,
         "Cast": h_cast,
         "OpaqueExpr": h_opaque_expr,
         "StructuredIfThen": ControlFlow.h_if,

@@ -21,21 +21,8 @@ from vyre_build.descriptor import BindingSlot, KernelBody, KernelOp
 from vyre_build.descriptor.types import TYPES
 from vyre_build.emit.spirv import grammar as g
 from vyre_build.emit.spirv.control import CONTROL_NONE
+from vyre_build.emit.spirv.values import ATOMICS
 
-# Atomic rows of the op table -> instruction (CompareExchange is written by h_atomic).
-ATOMICS = {
-    ("Add", "u32"): "OpAtomicIAdd",
-    ("Or", "u32"): "OpAtomicOr",
-    ("And", "u32"): "OpAtomicAnd",
-    ("Xor", "u32"): "OpAtomicXor",
-    ("Exchange", "u32"): "OpAtomicExchange",
-    ("Min", "u32"): "OpAtomicUMin",
-    ("Max", "u32"): "OpAtomicUMax",
-    ("CompareExchange", "u32"): "OpAtomicCompareExchange",
-}
-ATOMICS.update({(op, "i32"): ins for (op, _), ins in ATOMICS.items()})
-ATOMICS[("Min", "i32")] = "OpAtomicSMin"
-ATOMICS[("Max", "i32")] = "OpAtomicSMax"
 RELAXED = 0
 
 

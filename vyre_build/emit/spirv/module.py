@@ -71,6 +71,9 @@ class SpirvModule:
     def capability(self, name: str) -> None:
         self.emit(self.capabilities, "OpCapability", g.CAPABILITY[name])
 
+    def extension(self, name: str) -> None:
+        self.emit(self.extensions, "OpExtension", *string_words(name))
+
     def ext_inst_import(self, name: str) -> int:
         rid = self.new_id()
         self.emit(self.ext_inst_imports, "OpExtInstImport", rid, *string_words(name))
@@ -142,8 +145,9 @@ class SpirvModule:
     def type_int(self, signed: bool) -> int:
         return self._type(("int", signed), "OpTypeInt", 32, int(signed))
 
-    def type_float(self) -> int:
-        return self._type(("float",), "OpTypeFloat", 32)
+    def type_float(self, width: int = 32) -> int:
+        key = ("float",) if width == 32 else ("float", width)  # the f32 key as it always was
+        return self._type(key, "OpTypeFloat", width)
 
     def type_vector(self, component: int, count: int) -> int:
         return self._type(("vec", component, count), "OpTypeVector", component, count)
@@ -193,6 +197,10 @@ class SpirvModule:
 
     def const_f32_bits(self, bits: int) -> int:
         return self._const(("f32", bits), "OpConstant", self.type_float(), bits)
+
+    def const_f16_bits(self, bits: int) -> int:
+        # a 16-bit literal takes one word, its high bits zero
+        return self._const(("f16", bits & 0xFFFF), "OpConstant", self.type_float(16), bits & 0xFFFF)
 
     def const_f32(self, value: float) -> int:
         return self.const_f32_bits(struct.unpack("<I", struct.pack("<f", value))[0])

@@ -12,9 +12,10 @@ rule emits an instruction whose result is undefined for any input.
 from __future__ import annotations
 
 from vyre_build.descriptor.ops import OPS
-from vyre_build.descriptor.types import TYPES
+from vyre_build.descriptor.types import TYPES, VECTORS, vector_of
+from vyre_build.emit.spirv import grammar as g
 
-__all__ = ["RULES", "bool_like", "float_to_int"]
+__all__ = ["RULES", "ATOMICS", "RULE_ROWS", "bool_like", "float_to_int"]
 
 # (BinOp, kind) -> one core instruction.
 _KINDS = ("uint", "sint", "float", "bool")
@@ -239,23 +240,102 @@ def float_to_int(w, a: int, at: str, target: str, element: str) -> int:
     return w.op("OpSelect", target, over, w.const(target, top), value)
 
 
+def _widen(ty: str, element: str) -> str:
+    """The type of `ty`'s shape with components `element` (vec4h, f32 -> vec4f)."""
+    n = TYPES[ty].count
+    return element if n == 1 else vector_of(element, n)
+
+
 def _cast(w, a: int, at: str, target: str) -> int:
     if target == at:
         return a
     ae, te = TYPES[at].element, TYPES[target].element
     if ae == te:
         return a
+    # f16 converts through f32 (which holds every f16 exactly), as the WGSL rules do.
+    if {ae, te} == {"f16", "f32"}:
+        return w.op("OpFConvert", target, a)
+    if ae == "f16" and te != "bool":
+        return _cast(w, w.op("OpFConvert", _widen(at, "f32"), a), _widen(at, "f32"), target)
+    if te == "f16" and ae != "bool":
+        wide = _widen(target, "f32")
+        return w.op("OpFConvert", target, _cast(w, a, at, wide))
     if _kind(ae) in ("uint", "sint") and _kind(te) in ("uint", "sint"):
         return w.op("OpBitcast", target, a)
     if ae == "bool":
         return w.op("OpSelect", target, a, w.const(target, 1), w.zero(target))
     if te == "bool":
-        if ae == "f32":  # !(x == 0): NaN gives true, and survives translators that drop "unordered"
+        if ae in (
+            "f32",
+            "f16",
+        ):  # !(x == 0): NaN gives true, and survives translators that drop "unordered"
             return w.op("OpLogicalNot", "bool", w.op("OpFOrdEqual", "bool", a, w.zero(at)))
         return w.op("OpINotEqual", "bool", a, w.zero(at))
     if te == "f32":
         return w.op("OpConvertUToF" if ae == "u32" else "OpConvertSToF", target, a)
     return float_to_int(w, a, at, target, te)
+
+
+# --- subgroups (GroupNonUniform*, scope Subgroup) -------------------------------------------
+_SUBGROUP_SCAN = {
+    "add": "Reduce",
+    "inclusive_add": "InclusiveScan",
+    "exclusive_add": "ExclusiveScan",
+}
+_SUBGROUP_OP = {
+    ("add", "float"): "OpGroupNonUniformFAdd",
+    ("add", "uint"): "OpGroupNonUniformIAdd",
+    ("add", "sint"): "OpGroupNonUniformIAdd",
+    ("min", "float"): "OpGroupNonUniformFMin",
+    ("min", "uint"): "OpGroupNonUniformUMin",
+    ("min", "sint"): "OpGroupNonUniformSMin",
+    ("max", "float"): "OpGroupNonUniformFMax",
+    ("max", "uint"): "OpGroupNonUniformUMax",
+    ("max", "sint"): "OpGroupNonUniformSMax",
+    ("and", "uint"): "OpGroupNonUniformBitwiseAnd",
+    ("or", "uint"): "OpGroupNonUniformBitwiseOr",
+    ("xor", "uint"): "OpGroupNonUniformBitwiseXor",
+}
+for (_n, _k), _ins in list(_SUBGROUP_OP.items()):
+    if _k == "uint" and _n in ("and", "or", "xor"):
+        _SUBGROUP_OP[(_n, "sint")] = _ins
+_SUBGROUP_LANE = {
+    "broadcast": "OpGroupNonUniformBroadcast",  # the lane is a literal: a constant id
+    "shuffle": "OpGroupNonUniformShuffle",
+    "shuffle_xor": "OpGroupNonUniformShuffleXor",
+    "shuffle_up": "OpGroupNonUniformShuffleUp",
+    "shuffle_down": "OpGroupNonUniformShuffleDown",
+}
+# The capability each subgroup feature of descriptor.ops.SUBGROUP_FEATURE needs.
+SUBGROUP_CAPABILITY = {
+    "subgroup_basic": "GroupNonUniform",
+    "subgroup_vote": "GroupNonUniformVote",
+    "subgroup_arithmetic": "GroupNonUniformArithmetic",
+    "subgroup_ballot": "GroupNonUniformBallot",
+    "subgroup_shuffle": "GroupNonUniformShuffle",
+    "subgroup_shuffle_relative": "GroupNonUniformShuffleRelative",
+}
+
+
+def _subgroup_rule(name: str, types: tuple[str, ...]):
+    scope = lambda w: w.const("u32", g.SCOPE["Subgroup"])  # noqa: E731
+    if name in ("add", "inclusive_add", "exclusive_add", "min", "max", "and", "or", "xor"):
+        ins = _SUBGROUP_OP[("add" if "add" in name else name, _kind(types[0]))]
+        group = g.GROUPOPERATION[_SUBGROUP_SCAN.get(name, "Reduce")]
+        return lambda w, ids, types, res: w.op(ins, res, scope(w), group, ids[0])
+    if name in ("all", "any", "ballot"):
+        ins = {"all": "OpGroupNonUniformAll", "any": "OpGroupNonUniformAny"}.get(
+            name, "OpGroupNonUniformBallot"
+        )
+        return lambda w, ids, types, res: w.op(ins, res, scope(w), ids[0])
+    if name in _SUBGROUP_LANE:
+        ins = _SUBGROUP_LANE[name]
+        return lambda w, ids, types, res: w.op(ins, res, scope(w), ids[0], ids[1])
+    if name == "broadcast_first":
+        return lambda w, ids, types, res: w.op(
+            "OpGroupNonUniformBroadcastFirst", res, scope(w), ids[0]
+        )
+    return lambda w, ids, types, res: w.op("OpGroupNonUniformElect", res, scope(w))  # elect
 
 
 # --- rules by row ----------------------------------------------------------------------
@@ -347,7 +427,7 @@ def _unary_rule(name: str, at: str):  # noqa: C901 - one branch per pinned form
 
         return finite
     if name == "Reciprocal":
-        return lambda w, ids, types, res: w.op("OpFDiv", at, w.const("f32", 1.0), ids[0])
+        return lambda w, ids, types, res: w.op("OpFDiv", at, w.const(at, 1.0), ids[0])
     return None
 
 
@@ -371,7 +451,30 @@ def _rule(row):
         return lambda w, ids, types, res: w.op("OpCompositeConstruct", res, *ids)
     if family == "Extract":
         return None  # needs the component index from the payload: the writer emits it
+    if family == "Subgroup":
+        return _subgroup_rule(name, types)
     return None  # Atomic: memory.py
 
 
 RULES = {row: rule for row in OPS if (rule := _rule(row)) is not None}
+
+# Atomic rows of the op table -> instruction, written by memory.h_atomic (which also
+# orders CompareExchange's operands).
+ATOMICS = {
+    ("Add", "u32"): "OpAtomicIAdd",
+    ("Or", "u32"): "OpAtomicOr",
+    ("And", "u32"): "OpAtomicAnd",
+    ("Xor", "u32"): "OpAtomicXor",
+    ("Exchange", "u32"): "OpAtomicExchange",
+    ("Min", "u32"): "OpAtomicUMin",
+    ("Max", "u32"): "OpAtomicUMax",
+    ("CompareExchange", "u32"): "OpAtomicCompareExchange",
+}
+ATOMICS.update({(op, "i32"): ins for (op, _), ins in ATOMICS.items()})
+ATOMICS[("Min", "i32")] = "OpAtomicSMin"
+ATOMICS[("Max", "i32")] = "OpAtomicSMax"
+
+# Every row of the op table this emitter writes: RULES, the atomics, and Extract, which the
+# function writer emits itself (OpCompositeExtract of the payload's component, any vector).
+_ATOMIC_ROWS = {(("Atomic", op), (ty,)) for op, ty in ATOMICS}
+RULE_ROWS = frozenset(RULES) | _ATOMIC_ROWS | {(("Extract", ""), (v,)) for v in VECTORS}

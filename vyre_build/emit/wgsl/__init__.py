@@ -14,15 +14,12 @@ keep their exact bit pattern. A descriptor that does not validate raises
 from __future__ import annotations
 
 import json
-import re
 
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
 from vyre_build.emit.wgsl.function import FunctionWriter
-from vyre_build.emit.wgsl.helpers import HELPERS
+from vyre_build.emit.wgsl.helpers import HELPER_CALL, HELPERS
 
 __all__ = ["emit_wgsl"]
-
-_HELPER_CALL = re.compile(r"\b(_vy_[a-z0-9_]+)\(")
 
 
 def emit_wgsl(
@@ -41,17 +38,19 @@ def emit_wgsl(
     """
     writers = [("main", FunctionWriter(desc, info if info is not None else validate(desc)))]
     writers += [(name, FunctionWriter(d, i, prefix=f"_{name}_")) for name, d, i in entries]
-    written = [(name, w.desc.workgroup_size, *w.write()) for name, w in writers]
-    decls = [line for _, _, d, _ in written for line in d]
-    text = "\n".join(decls + [line for _, _, _, lines in written for line in lines])
+    written = [(name, w.desc.workgroup_size, *w.write(), w.inputs) for name, w in writers]
+    decls = [line for _, _, d, _, _ in written for line in d]
+    used = set().union(*(w.helpers for _, w in writers))
     header = (
         f"// vyre_build WGSL for kernel {json.dumps(desc.id)}; generated from "
         "its descriptor, do not edit."
     )
     out = [header, ""]
+    if any("f16" in w.info.features for _, w in writers):
+        out += ["enable f16;", ""]
     out += decls
-    out += [h + "\n" for h in _helpers(text)]
-    for k, (name, (wx, wy, wz), _, lines) in enumerate(written):
+    out += [h + "\n" for h in _helpers(used)]
+    for k, (name, (wx, wy, wz), _, lines, inputs) in enumerate(written):
         if k:
             out.append("")
         out.append(f"@compute @workgroup_size({wx}, {wy}, {wz})")
@@ -59,20 +58,26 @@ def emit_wgsl(
             f"fn {name}(@builtin(global_invocation_id) gid: vec3<u32>, "
             "@builtin(local_invocation_id) lid: vec3<u32>, "
             "@builtin(workgroup_id) wid: vec3<u32>, "
-            "@builtin(num_workgroups) nwg: vec3<u32>) {"
+            f"@builtin(num_workgroups) nwg: vec3<u32>{_subgroup_inputs(inputs)}) {{"
         )
         out += lines
         out.append("}")
     return "\n".join(out) + "\n"
 
 
-def _helpers(text: str) -> list[str]:
-    """The helper functions `text` calls, transitively, in name order."""
+def _subgroup_inputs(inputs: set[str]) -> str:
+    """The entry point's subgroup builtin parameters, only those the body reads."""
+    spelled = {"sgid": "subgroup_invocation_id", "sgsz": "subgroup_size"}
+    return "".join(f", @builtin({spelled[n]}) {n}: u32" for n in sorted(inputs))
+
+
+def _helpers(used: set[str]) -> list[str]:
+    """The helper functions `used` names and those they call, transitively, in name order."""
     wanted: set[str] = set()
-    todo = set(_HELPER_CALL.findall(text))
+    todo = set(used)
     while todo:
         name = todo.pop()
         if name not in wanted:
             wanted.add(name)
-            todo |= set(_HELPER_CALL.findall(HELPERS[name]))
+            todo |= set(HELPER_CALL.findall(HELPERS[name]))
     return [HELPERS[n] for n in sorted(wanted)]

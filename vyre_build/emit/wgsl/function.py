@@ -14,6 +14,7 @@ from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, KernelOp, Va
 from vyre_build.descriptor.ops import op_key
 from vyre_build.emit.wgsl.control import ControlRules
 from vyre_build.emit.wgsl.memory import MemoryRules
+from vyre_build.emit.wgsl.helpers import HELPER_CALL
 from vyre_build.emit.wgsl.values import COMPONENTS, I32_MIN, RULES, wgsl_type
 from vyre_build.errors import EmitError
 
@@ -64,6 +65,8 @@ class FunctionWriter(MemoryRules, ControlRules):
         self.slots = {s.slot: s for s in desc.slots}
         self.lines: list[str] = []
         self.loops: list[tuple[str, str]] = []  # (loop_var, WGSL variable) of enclosing for loops
+        self.helpers: set[str] = set()  # `_vy_*` helper functions the templates used call
+        self.inputs: set[str] = set()  # subgroup builtins the entry point takes: sgid, sgsz
         self.loop_count = 0
 
     def write(self) -> tuple[list[str], list[str]]:
@@ -111,16 +114,32 @@ class FunctionWriter(MemoryRules, ControlRules):
         if row not in RULES:
             what = " ".join(k for k in key if k)
             raise self.fail(op, f"no WGSL rule for {what} on ({', '.join(row[1])})")
-        return RULES[row]
+        tpl = RULES[row]
+        if tpl and "_vy_" in tpl:
+            self.helpers.update(HELPER_CALL.findall(tpl))
+        return tpl
 
     def value(self, op, depth, key) -> None:
         names = {k: f"_v{o}" for k, o in zip("abc", op.operands)}
+        if key == ("Subgroup", "broadcast"):  # WGSL wants the lane as a const-expression
+            names["lane"] = f"{self.info.constants[op.operands[1]]}u"
+        if key == ("Subgroup", "elect"):
+            self.inputs.add("sgid")
         self.bind(op, depth, self.rule(op, key).format(**names))
 
     def op_BinOpKind(self, op, body, depth):
         self.value(op, depth, op_key(op.kind))
 
     op_UnOpKind = op_Fma = op_Select = op_BinOpKind
+    op_SubgroupAdd = op_SubgroupBallot = op_SubgroupShuffle = op_BinOpKind
+
+    def op_SubgroupLocalId(self, op, body, depth):
+        self.inputs.add("sgid")
+        self.bind(op, depth, "sgid")
+
+    def op_SubgroupSize(self, op, body, depth):
+        self.inputs.add("sgsz")
+        self.bind(op, depth, "sgsz")
 
     def op_Cast(self, op, body, depth):
         self.value(op, depth, ("Cast", self.info.types[op.result]))
@@ -130,6 +149,8 @@ class FunctionWriter(MemoryRules, ControlRules):
         ty = self.info.types[op.result]
         if kind == "vyre.num_workgroups":
             self._builtin(op, depth, kind)
+        elif kind == "vyre.subgroup":
+            self.value(op, depth, op_key(op.kind))
         elif kind == "vyre.bitcast":
             self.value(op, depth, ("Bitcast", ty))
         elif kind == "vyre.vec":

@@ -7,7 +7,11 @@ helper per vector cast pair.
 
 from __future__ import annotations
 
-__all__ = ["HELPERS"]
+import re
+
+__all__ = ["HELPERS", "HELPER_CALL"]
+
+HELPER_CALL = re.compile(r"\b(_vy_[a-z0-9_]+)\(")
 
 HELPERS: dict[str, str] = {
     "_vy_rotl": """\

@@ -11,14 +11,14 @@ Construct and Extract are built by the emitter from the type table (no template)
 from __future__ import annotations
 
 from vyre_build.descriptor.ops import FLOAT_MATH, FLOAT_SCALAR_MATH, OPS
-from vyre_build.descriptor.types import INTEGER, NUMERIC, TYPES, VECTORS
+from vyre_build.descriptor.types import FLOAT, INTEGER, NUMERIC, TYPES, VECTORS
 from vyre_build.emit.wgsl.helpers import HELPERS
 
-__all__ = ["RULES", "ZERO", "ONE", "I32_MIN", "wgsl_type", "COMPONENTS", "ATOMICS"]
+__all__ = ["RULES", "RULE_ROWS", "ZERO", "ONE", "I32_MIN", "wgsl_type", "COMPONENTS", "ATOMICS"]
 
 COMPONENTS = "xyzw"
-ZERO = {"u32": "0u", "i32": "0i", "f32": "0.0f", "bool": "false"}
-ONE = {"u32": "1u", "i32": "1i", "f32": "1.0f"}
+ZERO = {"u32": "0u", "i32": "0i", "f32": "0.0f", "f16": "0.0h", "bool": "false"}
+ONE = {"u32": "1u", "i32": "1i", "f32": "1.0f", "f16": "1.0h"}
 for _v in VECTORS:
     ZERO[_v] = f"{TYPES[_v].wgsl}()"  # the zero-value constructor
 # i32::MIN cannot be written as a literal (`-2147483648i` negates an out-of-range 2147483648i).
@@ -98,8 +98,9 @@ for _t in NUMERIC:
         _bin(_op, _t, f"({{a}} {_sym} {{b}})")
 _bin("Eq", "bool", "({a} == {b})")
 _bin("Ne", "bool", "({a} != {b})")
-# IEEE: NaN != x is true, but naga lowers f32 `!=` to an ordered compare (false on NaN).
+# IEEE: NaN != x is true, but naga lowers float `!=` to an ordered compare (false on NaN).
 _bin("Ne", "f32", "(!({a} == {b}))")
+_bin("Ne", "f16", "(!({a} == {b}))")
 for _t in INTEGER + ("bool",):
     _bin("BitAnd", _t, "({a} & {b})")
     _bin("BitOr", _t, "({a} | {b})")
@@ -116,11 +117,12 @@ _bin("Mod", "u32", "({a} % select({b}, 1u, {b} == 0u))")
 _I32_BAD = "{b} == 0i || ({a} == " + I32_MIN + " && {b} == -1i)"
 _bin("Div", "i32", "({a} / select({b}, 1i, " + _I32_BAD + "))")
 _bin("Mod", "i32", "({a} % select({b}, 1i, " + _I32_BAD + "))")
-_bin("Div", "f32", "({a} / {b})")
-_bin("Mod", "f32", "({a} % {b})")
+for _t in FLOAT:
+    _bin("Div", _t, "({a} / {b})")
+    _bin("Mod", _t, "({a} % {b})")
+    _bin("AbsDiff", _t, "abs({a} - {b})")
 _bin("AbsDiff", "u32", "select({b} - {a}, {a} - {b}, {a} > {b})")
 _bin("AbsDiff", "i32", "select({b} - {a}, {a} - {b}, {a} > {b})")
-_bin("AbsDiff", "f32", "abs({a} - {b})")
 _bin("MulHigh", "u32", "_vy_mulhi_u32({a}, {b})")
 _bin("MulHigh", "i32", "_vy_mulhi_i32({a}, {b})")
 # Shift-like ops take a u32 amount, used mod 32 (pinned).
@@ -135,6 +137,8 @@ _bin("RotateRight", "i32", "bitcast<i32>(_vy_rotl(bitcast<u32>({a}), 0u - {b}))"
 _un("Negate", "i32", "(0i - {a})")  # wraps: -MIN == MIN
 _un("Negate", "u32", "(0u - {a})")
 _un("Negate", "f32", "(-{a})")
+_un("Negate", "f16", "(-{a})")
+_un("Abs", "f16", "abs({a})")
 _un("BitNot", "u32", "(~{a})")
 _un("BitNot", "i32", "(~{a})")
 _un("LogicalNot", "bool", "(!{a})")
@@ -144,10 +148,12 @@ _un("Abs", "u32", "{a}")
 _un("Abs", "f32", "abs({a})")
 _un("Sign", "i32", "select(select(0i, 1i, {a} > 0i), -1i, {a} < 0i)")
 _un("Sign", "u32", "select(0u, 1u, {a} != 0u)")
-_un("IsNan", "f32", _is_nan("{a}"))
-_un("IsInf", "f32", "((bitcast<u32>({a}) & 0x7fffffffu) == 0x7f800000u)")
-_un("IsFinite", "f32", "((bitcast<u32>({a}) & 0x7f800000u) != 0x7f800000u)")
-_un("Reciprocal", "f32", "(1.0f / {a})")
+# f16 tests through its exact f32 value (the bit tests are the f32 ones).
+for _t, _x in (("f32", "{a}"), ("f16", "f32({a})")):
+    _un("IsNan", _t, _is_nan(_x))
+    _un("IsInf", _t, f"((bitcast<u32>({_x}) & 0x7fffffffu) == 0x7f800000u)")
+    _un("IsFinite", _t, f"((bitcast<u32>({_x}) & 0x7f800000u) != 0x7f800000u)")
+    _un("Reciprocal", _t, f"({ONE[_t]} / {{a}})")
 for _t in INTEGER:
     _w = "32u" if _t == "u32" else "32i"
     _un("Popcount", _t, "countOneBits({a})")
@@ -157,7 +163,8 @@ for _t in INTEGER:
     _un("ReverseBits", _t, "reverseBits({a})")
 for _op in FLOAT_MATH + FLOAT_SCALAR_MATH:
     if _op in _MATH:
-        _un(_op, "f32", f"{_MATH[_op]}({{a}})")
+        for _t in FLOAT:
+            _un(_op, _t, f"{_MATH[_op]}({{a}})")
 
 # Casts. Truncate toward zero, saturate (2147483520 is the largest f32 below 2^31), NaN -> 0.
 for _t in ("bool", *NUMERIC):
@@ -179,13 +186,23 @@ _cast("i32", "f32", "_vy_i32_to_f32({a})")
 _cast("i32", "u32", "bitcast<u32>({a})")
 _cast("u32", "i32", "bitcast<i32>({a})")
 _cast("f32", "bool", "((bitcast<u32>({a}) & 0x7fffffffu) != 0u)")  # NaN -> true, -0.0 -> false
+# f16 converts through f32, whose value holds every f16 exactly: one rule for each pair.
+_cast("f16", "f32", "f32({a})")
+_cast("f32", "f16", "f16({a})")
+for _t in ("i32", "u32", "bool"):
+    _cast("f16", _t, RULES[(("Cast", _t), ("f32",))].replace("{a}", "f32({a})"))
+for _t in ("i32", "u32"):
+    _cast(_t, "f16", "f16(" + RULES[(("Cast", "f32"), (_t,))] + ")")
 for _t in INTEGER:
     _cast(_t, "bool", f"({{a}} != {ZERO[_t]})")
 for _t in NUMERIC:
     _cast("bool", _t, f"select({ZERO[_t]}, {ONE[_t]}, {{a}})")
 for _s in NUMERIC:
     for _d in NUMERIC:
-        RULES[(("Bitcast", _d), (_s,))] = "{a}" if _s == _d else f"bitcast<{TYPES[_d].wgsl}>({{a}})"
+        if TYPES[_s].size == TYPES[_d].size:
+            RULES[(("Bitcast", _d), (_s,))] = (
+                "{a}" if _s == _d else f"bitcast<{TYPES[_d].wgsl}>({{a}})"
+            )
 for _t in TYPES:
     RULES[(("Select", ""), ("bool", _t, _t))] = "select({c}, {b}, {a})"
 
@@ -198,12 +215,12 @@ for _k, (_e, _n) in VECTORS.items():
         _bin(_op, _k, f"({{a}} {_sym} {{b}})")  # integer wrap is WGSL-native
     _bin("Min", _k, "min({a}, {b})")
     _bin("Max", _k, "max({a}, {b})")
-    if _e == "f32":
+    if _e in FLOAT:
         _bin("Div", _k, "({a} / {b})")
         _un("Negate", _k, "(-{a})")
         _un("Abs", _k, "abs({a})")
         for _op in FLOAT_MATH:
-            _un(_op, _k, RULES[(("UnOpKind", _op), ("f32",))])
+            _un(_op, _k, RULES[(("UnOpKind", _op), (_e,))])
     else:
         _bin("BitAnd", _k, "({a} & {b})")
         _bin("BitOr", _k, "({a} | {b})")
@@ -212,7 +229,7 @@ for _k, (_e, _n) in VECTORS.items():
         _un("BitNot", _k, "(~{a})")
     if _e == "i32":
         _un("Abs", _k, f"select({{a}}, {_z} - {{a}}, {{a}} < {_z})")  # abs(MIN) == MIN
-for _t in ("f32", "vec2f", "vec4f"):
+for _t in FLOAT + tuple(v for v, (e, _) in VECTORS.items() if e in FLOAT):
     RULES[(("Fma", ""), (_t, _t, _t))] = "fma({a}, {b}, {c})"
 # Atomics: the builtin's name (the emitter writes the call, under the bounds check).
 for _t in INTEGER:
@@ -251,3 +268,31 @@ _vector_casts()
 for _row in OPS:  # Construct and Extract have no template: the emitter writes them
     if _row[0][0] in ("Construct", "Extract"):
         RULES[_row] = None
+# Subgroups. The WGSL of wgpu-py's naga takes these builtins under the device's `subgroup`
+# feature and refuses `enable subgroups;`; it lacks subgroupElect, so elect is "the first
+# active lane" spelled with broadcastFirst. A broadcast's lane is a literal: `{lane}`.
+_SUBGROUP = {
+    "add": "subgroupAdd({a})",
+    "min": "subgroupMin({a})",
+    "max": "subgroupMax({a})",
+    "and": "subgroupAnd({a})",
+    "or": "subgroupOr({a})",
+    "xor": "subgroupXor({a})",
+    "inclusive_add": "subgroupInclusiveAdd({a})",
+    "exclusive_add": "subgroupExclusiveAdd({a})",
+    "all": "subgroupAll({a})",
+    "any": "subgroupAny({a})",
+    "ballot": "subgroupBallot({a})",
+    "broadcast": "subgroupBroadcast({a}, {lane})",
+    "broadcast_first": "subgroupBroadcastFirst({a})",
+    "shuffle": "subgroupShuffle({a}, {b})",
+    "shuffle_xor": "subgroupShuffleXor({a}, {b})",
+    "shuffle_up": "subgroupShuffleUp({a}, {b})",
+    "shuffle_down": "subgroupShuffleDown({a}, {b})",
+    "elect": "(subgroupBroadcastFirst(sgid) == sgid)",
+}
+for _row in OPS:
+    if _row[0][0] == "Subgroup":
+        RULES[_row] = _SUBGROUP[_row[0][1]]
+
+RULE_ROWS = frozenset(RULES)  # every row of the op table this emitter writes

@@ -1,6 +1,7 @@
-"""Descriptor cases covering every op the SPIR-V emitter accepts, with numpy references.
+"""Corpus cases for the value ops (integer, float, casts and the pinned forms), with numpy
+references.
 
-Each `case_*` returns a `spirv_cases.Case`. Expected outputs are computed here with
+Each `case_*` returns a `descriptors.Case`. Expected outputs are computed here with
 numpy from the generated inputs, following the pinned semantics of
 docs/descriptor-conventions.md (wrapping, shift & 31, div/mod by zero, i32::MIN / -1,
 saturating float->int casts, out-of-bounds loads give 0 and stores do nothing).
@@ -9,7 +10,9 @@ saturating float->int casts, out-of-bounds loads give 0 and stores do nothing).
 from __future__ import annotations
 
 import numpy as np
-from spirv_cases import KB, NP, Case, _rng
+from descriptors import Case, Kernel
+
+NP = {"U32": np.uint32, "I32": np.int32, "F32": np.float32}
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 M32 = (1 << 32) - 1
@@ -121,7 +124,7 @@ def _int_unref(name: str, a: np.ndarray, ty: str) -> np.ndarray:
 
 
 def _int_inputs(ty: str, n: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = _rng(11 if ty == "I32" else 12)
+    rng = np.random.default_rng(11 if ty == "I32" else 12)
     special = [0, 1, 2, 3, 31, 32, 33, 7, I32_MIN, I32_MAX, -1, -7, 100, -100, 1 << 16, 5]
     special_b = [0, 0, 5, 1, 31, 32, 33, -3, -1, -1, 0, 2, 7, -9, 3, 64]
     lo, hi = (I32_MIN, I32_MAX + 1)
@@ -138,15 +141,15 @@ def _int_inputs(ty: str, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def case_int_ops(ty: str, n: int = 64) -> Case:
     """Every integer BinOp and UnOp of `ty` on edge values: out[k*n + i] = op_k(a[i], b[i])."""
-    kb = KB(f"int_ops_{ty.lower()}", (64, 1, 1))
+    kb = Kernel(f"int_ops_{ty.lower()}", (64, 1, 1))
     a_s, b_s = kb.buffer(ty, "ReadOnly", "a"), kb.buffer(ty, "ReadOnly", "b")
     out_s = kb.buffer(ty, "WriteOnly", "out")
-    r = kb.root
+    r = kb.body
     i = r.gid(0)
-    body = r.if_(r.bin("Lt", i, r.emit("BufferLength", a_s)))
+    body = r.if_(r.bin("Lt", i, r.length(a_s)))
     a, b = body.load(a_s, i), body.load(b_s, i)
     b_u = body.cast("U32", b) if ty == "I32" else b
-    nn = body.emit("BufferLength", a_s)
+    nn = body.length(a_s)
     a_in, b_in = _int_inputs(ty, n)
     expected = []
     for k, name in enumerate(INT_BINOPS + INT_UNOPS):
@@ -158,12 +161,13 @@ def case_int_ops(ty: str, n: int = 64) -> Case:
             if name in COMPARES:
                 v = body.cast(ty, v)
             expected.append(_int_ref(name, a_in, b_in, ty))
-        body.store(out_s, body.bin("Add", body.bin("Mul", body.u(k), nn), i), v)
+        body.store(out_s, body.bin("Add", body.bin("Mul", body.u32(k), nn), i), v)
     out = np.concatenate(expected).astype(NP[ty])
     return Case(kb.build(), {"a": a_in, "b": b_in, "out": np.zeros_like(out)}, {"out": out})
 
 
-FLOAT_BIN = {
+# numpy of each f32 op by name (comparisons give bool arrays), for every float reference.
+NP_FLOAT = {
     "Add": np.add,
     "Sub": np.subtract,
     "Mul": np.multiply,
@@ -172,8 +176,12 @@ FLOAT_BIN = {
     "Min": np.minimum,
     "Max": np.maximum,
     "AbsDiff": lambda x, y: np.abs(x - y),
-}
-FLOAT_UN_A = {
+    "Eq": np.equal,
+    "Ne": np.not_equal,
+    "Lt": np.less,
+    "Gt": np.greater,
+    "Le": np.less_equal,
+    "Ge": np.greater_equal,
     "Negate": np.negative,
     "Abs": np.abs,
     "Floor": np.floor,
@@ -190,62 +198,73 @@ FLOAT_UN_A = {
     "Atan": np.arctan,
     "Sinh": np.sinh,
     "Cosh": np.cosh,
-}
-FLOAT_UN_B = {
     "Sqrt": np.sqrt,
     "Log": np.log,
     "Log2": np.log2,
     "InverseSqrt": lambda x: 1 / np.sqrt(x),
     "Reciprocal": lambda x: 1 / x,
+    "Asin": np.arcsin,
+    "Acos": np.arccos,
 }
-FLOAT_UN_U = {"Asin": np.arcsin, "Acos": np.arccos}
+FLOAT_BIN = ("Add", "Sub", "Mul", "Div", "Mod", "Min", "Max", "AbsDiff")
+FLOAT_UN_A = (  # on a in [-3, 3]
+    "Negate",
+    "Abs",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Trunc",
+    "Sign",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Tanh",
+    "Exp",
+    "Exp2",
+    "Atan",
+    "Sinh",
+    "Cosh",
+)
+FLOAT_UN_B = ("Sqrt", "Log", "Log2", "InverseSqrt", "Reciprocal")  # on b in [0.5, 3]
+FLOAT_UN_U = ("Asin", "Acos")  # on u in [-0.95, 0.95]
 
 
 def case_float_ops(n: int = 64) -> Case:
     """F32 arithmetic, GLSL.std.450 math, comparisons, Fma and Select against numpy (tolerance)."""
-    kb = KB("float_ops", (32, 1, 1))
+    kb = Kernel("float_ops", (32, 1, 1))
     a_s, b_s, u_s = (kb.buffer("F32", "ReadOnly", x) for x in ("a", "b", "u"))
     out_s, approx_s = kb.buffer("F32", "ReadWrite", "out"), kb.buffer("F32", "WriteOnly", "approx")
-    r = kb.root
+    r = kb.body
     i = r.gid(0)
-    body = r.if_(r.bin("Lt", i, r.emit("BufferLength", a_s)))
+    body = r.if_(r.bin("Lt", i, r.length(a_s)))
     a, b, u = body.load(a_s, i), body.load(b_s, i), body.load(u_s, i)
-    nn = body.emit("BufferLength", a_s)
-    rng = _rng(5)
+    nn = body.length(a_s)
+    rng = np.random.default_rng(5)
     halves = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.0, -0.0], dtype=np.float32)
     a_in = np.concatenate([halves, rng.uniform(-3, 3, n - len(halves))]).astype(np.float32)
     b_in = rng.uniform(0.5, 3, n).astype(np.float32)
     u_in = rng.uniform(-0.95, 0.95, n).astype(np.float32)
-    ops = [(lambda nm=nm: body.bin(nm, a, b), FLOAT_BIN[nm](a_in, b_in)) for nm in FLOAT_BIN]
-    ops += [(lambda nm=nm: body.un(nm, a), FLOAT_UN_A[nm](a_in)) for nm in FLOAT_UN_A]
-    ops += [(lambda nm=nm: body.un(nm, b), FLOAT_UN_B[nm](b_in)) for nm in FLOAT_UN_B]
+    ops = [(lambda nm=nm: body.bin(nm, a, b), NP_FLOAT[nm](a_in, b_in)) for nm in FLOAT_BIN]
+    ops += [(lambda nm=nm: body.un(nm, a), NP_FLOAT[nm](a_in)) for nm in FLOAT_UN_A]
+    ops += [(lambda nm=nm: body.un(nm, b), NP_FLOAT[nm](b_in)) for nm in FLOAT_UN_B]
     ops += [
         (
             lambda nm=nm: body.cast("F32", body.bin(nm, a, u)),
-            {
-                "Eq": np.equal,
-                "Ne": np.not_equal,
-                "Lt": np.less,
-                "Gt": np.greater,
-                "Le": np.less_equal,
-                "Ge": np.greater_equal,
-            }[nm](a_in, u_in).astype(np.float32),
+            NP_FLOAT[nm](a_in, u_in).astype(np.float32),
         )
         for nm in COMPARES
     ]
-    ops.append((lambda: body.emit("Fma", a, b, u), a_in * b_in + u_in))
-    ops.append(
-        (lambda: body.emit("Select", body.bin("Gt", a, u), a, b), np.where(a_in > u_in, a_in, b_in))
-    )
+    ops.append((lambda: body.fma(a, b, u), a_in * b_in + u_in))
+    ops.append((lambda: body.select(body.bin("Gt", a, u), a, b), np.where(a_in > u_in, a_in, b_in)))
     expected = []
     for k, (make, ref) in enumerate(ops):
-        body.store(out_s, body.bin("Add", body.bin("Mul", body.u(k), nn), i), make())
+        body.store(out_s, body.bin("Add", body.bin("Mul", body.u32(k), nn), i), make())
         expected.append(np.asarray(ref, dtype=np.float32))
     out = np.concatenate(expected)
     approx = []
     for k, nm in enumerate(FLOAT_UN_U):  # Vulkan gives asin/acos only a loose precision bound
-        body.store(approx_s, body.bin("Add", body.bin("Mul", body.u(k), nn), i), body.un(nm, u))
-        approx.append(FLOAT_UN_U[nm](u_in).astype(np.float32))
+        body.store(approx_s, body.bin("Add", body.bin("Mul", body.u32(k), nn), i), body.un(nm, u))
+        approx.append(NP_FLOAT[nm](u_in).astype(np.float32))
     approx = np.concatenate(approx)
     return Case(
         kb.build(),
@@ -275,7 +294,7 @@ def _sat(f: np.ndarray, lo: int, hi: int, dtype) -> np.ndarray:
 
 def case_casts() -> Case:
     """Saturating F32->int casts (NaN -> 0), int->F32, bool casts, bitcasts, IsNan/IsInf/IsFinite."""
-    kb = KB("casts", (16, 1, 1))
+    kb = Kernel("casts", (16, 1, 1))
     f_s, i_s = kb.buffer("F32", "ReadOnly", "f"), kb.buffer("I32", "ReadOnly", "i")
     names = (
         "to_i32",
@@ -293,9 +312,9 @@ def case_casts() -> Case:
     )
     types = ("I32", "U32", "U32", "U32", "U32", "U32", "U32", "F32", "F32", "U32", "I32", "F32")
     outs = {nm: kb.buffer(ty, "WriteOnly", nm) for nm, ty in zip(names, types)}
-    r = kb.root
+    r = kb.body
     k = r.gid(0)
-    body = r.if_(r.bin("Lt", k, r.emit("BufferLength", f_s)))
+    body = r.if_(r.bin("Lt", k, r.length(f_s)))
     f, i = body.load(f_s, k), body.load(i_s, k)
     u = body.cast("U32", i)
     vals = {
@@ -310,7 +329,7 @@ def case_casts() -> Case:
         "u_to_f": body.cast("F32", u),
         "i_to_u": u,
         "i_bool": body.cast("I32", body.cast("Bool", i)),
-        "bits_f": body.bitcast("F32", body.bin("BitAnd", u, body.u(0x3FFFFFFF))),
+        "bits_f": body.bitcast("F32", body.bin("BitAnd", u, body.u32(0x3FFFFFFF))),
     }
     for nm in names:
         body.store(outs[nm], k, vals[nm])
@@ -382,3 +401,48 @@ def case_casts() -> Case:
     inputs = {"f": f_in, "i": i_in}
     inputs.update({nm: np.zeros_like(exp[nm]) for nm in names})
     return Case(kb.build(), inputs, exp, groups=(2, 1, 1))
+
+
+PINNED_BIN = ("Div", "Mod", "MulHigh", "AbsDiff")
+PINNED_UN = ("Negate", "Abs", "Clz", "Ctz", "Popcount")
+
+
+def case_pinned_ops(n: int = 100) -> Case:
+    """The i32 forms with pinned edge semantics, XOR-folded into one output per invocation.
+
+    Div, Mod, MulHigh, AbsDiff, the shifts and rotations by a u32 amount, Negate, Abs,
+    Clz, Ctz, Popcount, a saturating cast of an Fma, IsNan of a NaN literal, the i32::MIN
+    literal and a bitcast of -inf.
+    """
+    kb = Kernel("pinned_ops", (64, 1, 1))
+    a_s, b_s = kb.buffer("I32", "ReadOnly", "a"), kb.buffer("I32", "ReadOnly", "b")
+    out_s = kb.buffer("I32", "WriteOnly", "out")
+    r = kb.body
+    i = r.gid(0)
+    x, y = r.load(a_s, i), r.load(b_s, i)
+    s = r.cast("U32", y)
+    results = [r.bin(op, x, y) for op in PINNED_BIN]
+    results += [r.bin(op, x, s) for op in SHIFTS]
+    results += [r.un(op, x) for op in PINNED_UN]
+    f = r.cast("F32", x)
+    results.append(r.cast("I32", r.fma(f, r.f32(0.1), r.f32(-0.0))))
+    nan = r.cast("I32", r.un("IsNan", r.f32(float("nan"))))
+    results += [nan, r.i32(I32_MIN), r.bitcast("I32", r.f32(float("-inf")))]
+    acc = results[0]
+    for v in results[1:]:
+        acc = r.bin("BitXor", acc, v)
+    r.store(out_s, i, acc)
+    a_in, b_in = _int_inputs("I32", n)
+    refs = [_int_ref(op, a_in, b_in, "I32") for op in PINNED_BIN + SHIFTS]
+    refs += [_int_unref(op, a_in, "I32") for op in PINNED_UN]
+    product = a_in.astype(np.float32).astype(np.float64) * np.float64(np.float32(0.1))
+    refs.append(np.trunc(product.astype(np.float32)).astype(np.int32))  # exact, single rounding
+    refs += [np.ones(n, np.int32), np.full(n, I32_MIN, np.int32)]
+    refs.append(np.full(n, np.float32(-np.inf)).view(np.int32))
+    want = np.bitwise_xor.reduce(np.stack(refs), axis=0).astype(np.int32)
+    return Case(
+        kb.build(),
+        {"a": a_in, "b": b_in, "out": np.zeros(n, np.int32)},
+        {"out": want},
+        groups=(-(-n // 64), 1, 1),
+    )

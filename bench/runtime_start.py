@@ -1,0 +1,190 @@
+"""Fresh-process start-up, phase by phase, for bench/runtime_bench.py: the bundle path with
+a cold and a warm persisted pipeline cache (and with only the driver's own cache), the
+compile-from-source path, and `bundle.warm()` of the whole tree.
+
+Every figure is the median over `repeat` fresh processes (after one discarded run that
+writes bytecode caches and primes whichever cache the configuration keeps warm). "Driver
+cache off" sets __GL_SHADER_DISK_CACHE=0 (NVIDIA) and MESA_SHADER_CACHE_DISABLE=true
+(Mesa), so that a cold pipeline is compiled by the driver for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+cfg = json.loads(sys.argv[1])
+sys.path.insert(0, cfg["root"])
+import numpy as np
+from vyre_build.runtime import get_device, load_kernel, open_bundle
+t1 = time.perf_counter()
+dev = get_device(cfg["backend"], pipeline_cache=cfg["cache"])
+t2 = time.perf_counter()
+created = 0
+if cfg["mode"] == "compile":
+    from vyre_build.compiler import compile_file
+    target = "wgsl" if cfg["backend"] == "wgpu" else "spirv"
+    (k,) = compile_file(cfg["src"], root=cfg["kernels"], targets=(target, "kdesc"), kernel="saxpy")
+    t3 = time.perf_counter()
+    code = {"wgsl": k.wgsl} if target == "wgsl" else {"spirv": k.spirv}
+    kern = load_kernel(k.meta, device=dev, **code)
+else:
+    bundle = open_bundle(cfg["bundle"], device=dev)
+    t3 = time.perf_counter()
+    if cfg["mode"] == "warm":
+        created = bundle.warm().created
+    kern = bundle["saxpy"]
+    kern.warm()
+t4 = time.perf_counter()
+x = np.arange(1000, dtype=np.float32)
+y = kern(x=x, y=np.ones(1000, np.float32), a=2.0).array("y")
+t5 = time.perf_counter()
+assert y[999] == 1999.0
+loaded = getattr(dev, "cache_loaded", 0)
+dev.close()  # saves the persisted pipeline cache: not timed
+print(json.dumps({"inside": t5 - t0, "imports": t1 - t0, "device": t2 - t1, "open": t3 - t2,
+                  "load": t4 - t3, "dispatch": t5 - t4, "created": created, "loaded": loaded}))
+"""
+PHASES = (
+    ("interpreter start", "start"),
+    ("numpy + runtime import", "imports"),
+    ("backend import + device creation", "device"),
+    ("bundle open | compile source", "open"),
+    ("first kernel load (shader + pipeline)", "load"),
+    ("first dispatch and result", "dispatch"),
+    ("whole process", "wall"),
+)
+DRIVER_OFF = {"__GL_SHADER_DISK_CACHE": "0", "MESA_SHADER_CACHE_DISABLE": "true"}
+
+
+def _fresh(config: dict, env: dict) -> dict:
+    """The phases (seconds) of one fresh process running CHILD with `config`."""
+    full = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    full.update(env)
+    t = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(config)],
+        capture_output=True,
+        text=True,
+        env=full,
+        check=False,
+    )
+    wall = time.perf_counter() - t
+    if done.returncode != 0:
+        raise RuntimeError(f"start-up child failed: {done.stderr[-2000:]}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out["wall"], out["start"] = wall, wall - out["inside"]
+    return out
+
+
+def _medians(runs: list) -> dict:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def configurations(backend: str, tmp: str) -> list:
+    """(label, mode, pipeline_cache setting, env, fresh cache dir per run) per path."""
+    driver_dir = os.path.join(tmp, f"driver-{backend}")
+    os.makedirs(driver_dir, exist_ok=True)  # NVIDIA's cache writes only into a folder that exists
+    driver_on = {
+        "__GL_SHADER_DISK_CACHE": "1",
+        "__GL_SHADER_DISK_CACHE_PATH": driver_dir,
+        "__GL_SHADER_DISK_CACHE_SKIP_CLEANUP": "1",
+        "MESA_SHADER_CACHE_DIR": driver_dir,
+    }
+    warm_dir = os.path.join(tmp, f"plc-{backend}")
+    out = [("bundle, cold (no caches)", "bundle", "fresh", DRIVER_OFF)]
+    if backend == "vulkan":
+        out.append(("bundle, warm pipeline cache", "bundle", warm_dir, DRIVER_OFF))
+    out.append(("bundle, driver cache only", "bundle", False, driver_on))
+    out.append(("compile + cold pipeline", "compile", "fresh", DRIVER_OFF))
+    return out
+
+
+def startup(
+    backend: str,
+    root: str,
+    tree_bundle: str,
+    tree_count: int,
+    repeat: int,
+    say: Callable[[str], None],
+) -> None:
+    """Print the per-phase medians of each configuration, then the issue's ratios."""
+    base = {
+        "root": root,
+        "backend": backend,
+        "bundle": tree_bundle,
+        "src": os.path.join(root, "kernels", "saxpy.py"),
+        "kernels": os.path.join(root, "kernels"),
+    }
+    results: dict = {}
+    with tempfile.TemporaryDirectory(prefix="vyre-start-") as tmp:
+        runs_of: dict = {}
+        for label, mode, cache, env in configurations(backend, tmp):
+            runs = []
+            for i in range(repeat + 1):
+                setting = (
+                    os.path.join(tmp, f"fresh-{backend}-{label[:6]}-{i}")
+                    if cache == "fresh"
+                    else cache
+                )
+                runs.append(_fresh({**base, "mode": mode, "cache": setting}, env))
+            runs_of[label] = runs[1:]
+            results[label] = _medians(runs[1:])
+        warm_dir = os.path.join(tmp, f"plc-warm-{backend}")
+        for label, cache in (("warm(), warm pipeline cache", warm_dir), ("warm(), cold", "fresh")):
+            if backend != "vulkan" and cache != "fresh":
+                continue
+            runs = []
+            for i in range(repeat + 1):
+                setting = os.path.join(tmp, f"warmcold-{i}") if cache == "fresh" else cache
+                runs.append(_fresh({**base, "mode": "warm", "cache": setting}, DRIVER_OFF))
+            results[label] = _medians(runs[1:])
+    labels = [lab for lab in results if not lab.startswith("warm()")]
+    say(
+        f"[{backend}] fresh process to the first saxpy result, median of {repeat} (ms), "
+        "driver shader cache off unless named:"
+    )
+    say(f"    {'phase':40s} " + " | ".join(f"{lab:>28s}" for lab in labels))
+    for name, key in PHASES:
+        say(f"    {name:40s} " + " | ".join(f"{results[lab][key] * 1e3:28.2f}" for lab in labels))
+    cold, comp = results["bundle, cold (no caches)"], results["compile + cold pipeline"]
+    warm = results.get("bundle, warm pipeline cache")
+    best = warm or results["bundle, driver cache only"]
+    which = "warm pipeline cache" if warm else "driver cache only (wgpu has no pipeline cache API)"
+    say(
+        f"[{backend}] first kernel load from the bundle, {which}: {best['load'] * 1e3:.3f} ms "
+        f"(cold {cold['load'] * 1e3:.3f} ms: {cold['load'] / best['load']:.1f}x faster; "
+        f"target <= 1 ms)"
+    )
+    say(
+        f"[{backend}] compile + cold pipeline vs bundle kernel load ({which}): "
+        f"{(comp['open'] + comp['load']) * 1e3:.2f} ms vs {best['load'] * 1e3:.3f} ms = "
+        f"{(comp['open'] + comp['load']) / best['load']:.1f}x (target >= 20x); with the bundle "
+        f"open counted: {(comp['open'] + comp['load']) / (best['open'] + best['load']):.1f}x"
+    )
+    say(
+        f"[{backend}] whole process, compile path vs bundle path ({which}): "
+        f"{comp['wall'] / best['wall']:.2f}x (interpreter, imports and device creation are "
+        "the same on both paths)"
+    )
+    for label in ("warm(), warm pipeline cache", "warm(), cold"):
+        if label in results:
+            r = results[label]
+            say(
+                f"[{backend}] bundle.warm() of the tree's {tree_count} kernels, {label[8:]}: "
+                f"{(r['load']) * 1e3:.2f} ms ({r['created']:.0f} pipelines created, "
+                f"{r['loaded']:.0f} cache bytes loaded)"
+                + (" (target <= 10 ms)" if "warm pipeline" in label else "")
+            )
+    if warm is not None and "warm(), cold" in results:
+        w, c = results["warm(), warm pipeline cache"], results["warm(), cold"]
+        say(f"[{backend}] bundle.warm() cold / warm pipeline cache: {c['load'] / w['load']:.1f}x")

@@ -1,0 +1,383 @@
+"""Devices for real (lavapipe here): profiles, features enabled and refused (f16 and
+subgroup kernels run), dispatches split past the per-axis workgroup limit, and the
+application's own wgpu device and buffers. The pipeline cache: test_runtime_cache.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_runtime import IOTA_META, IOTA_SPVASM, SHADERS, assemble, load  # noqa: E402
+
+from vyre_build.bundle import write_bundle  # noqa: E402
+from vyre_build.errors import DeviceError, DispatchError  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COOP = "cooperative_matrix.f16.f32.16x16x16"
+
+
+def bundle(path, features=None, names=("saxpy", "iota")):
+    entries = []
+    for name in names:
+        meta, wgsl, spvasm = SHADERS[name]
+        meta = {**meta, "features": features} if features else meta
+        entries.append(
+            {"meta": meta, "artifacts": {".wgsl": wgsl.encode(), ".spv": assemble(spvasm)}}
+        )
+    write_bundle(path, entries)
+    return path
+
+
+# --- profiles and features ------------------------------------------------------------
+
+
+def test_lavapipe_profile(device):
+    p = device.profile
+    assert p.backend == device.backend and p.adapter == device.name
+    assert {
+        "subgroup_basic",
+        "subgroup_vote",
+        "subgroup_arithmetic",
+        "subgroup_ballot",
+    } <= p.features
+    assert {
+        "subgroup_shuffle",
+        "subgroup_shuffle_relative",
+        "subgroup_quad",
+        "f16",
+        "storage_16bit",
+    } <= p.features
+    assert "subgroup_clustered" not in p.features
+    assert not any(f.startswith("cooperative_matrix") for f in p.features)
+    assert p.f16 and p.storage_16bit and p.cooperative_matrices == ()
+    assert p.max_workgroup_invocations >= 256 and min(p.max_workgroup_count) >= 65535
+    assert device.max_workgroup_count == p.max_workgroup_count
+    if device.backend == "vulkan":
+        assert p.subgroup_size == 8 and p.vendor_id == 0x10005 and p.driver.startswith("llvmpipe")
+    else:  # wgpu asked for what the adapter has
+        assert {"subgroup", "shader-f16"} <= {str(f) for f in device.device.features}
+
+
+def test_a_kernel_needing_what_lavapipe_lacks_is_refused_before_anything_is_made(device, tmp_path):
+    from vyre_build.runtime import open_bundle
+
+    path = bundle(tmp_path / "coop.vyrebundle", features=[COOP, "f16"], names=("saxpy",))
+    made = len(device._pipelines)
+    with open_bundle(path, device=device) as b, pytest.raises(DeviceError) as info:
+        b["saxpy"]
+    assert str(info.value) == (
+        f"Kernel 'saxpy' needs {COOP}, which the {device.backend} device {device.name} "
+        "does not offer"
+    )
+    assert len(device._pipelines) == made
+    ok = bundle(tmp_path / "ok.vyrebundle", features=["f16", "subgroup_basic"], names=("saxpy",))
+    with open_bundle(ok, device=device) as b:
+        x = np.arange(8, dtype=np.float32)
+        np.testing.assert_array_equal(b["saxpy"](x=x, y=x, a=1.0).array("y"), 2 * x)
+
+
+def test_devices_command_json(capsys):
+    from vyre_build.cli import main
+
+    assert main(["devices", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["backends"]
+    vk = report["vulkan"]["adapters"][0]
+    assert vk["subgroup_size"] == 8 and vk["f16"] is True and vk["cooperative_matrices"] == []
+    assert vk["max_workgroup_count"] == [65535, 65535, 65535]
+    assert "subgroup_quad" in vk["features"] and report["wgpu"]["adapters"]
+    assert main(["devices", "--backend", "vulkan"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("vulkan adapter 0:\n  adapter      llvmpipe")
+    assert "  subgroups    size 8 (range 8..8): basic, vote, arithmetic, ballot, shuffle" in text
+
+
+# --- grids past the per-axis limit ----------------------------------------------------
+
+
+def _spy(dev):
+    jobs = []
+    original = dev._submit
+    dev._submit = lambda js, final: (jobs.extend(js), original(js, final))
+    return jobs
+
+
+def test_vulkan_splits_a_dispatch_past_the_limit_and_not_at_it():
+    from vyre_build.runtime.vulkan_backend import VulkanDevice
+
+    dev = VulkanDevice(pipeline_cache=False)
+    dev.max_workgroup_count = (4, 65535, 65535)  # lavapipe's real limit is too big to reach
+    iota = load("iota", "vulkan", dev)
+    jobs = _spy(dev)
+    out = iota(out=4 * 32, start=7, step=3).array("out")  # exactly 4 workgroups of 32
+    assert [j[3] for j in jobs] == [None]
+    np.testing.assert_array_equal(out, 7 + 3 * np.arange(128, dtype=np.uint32))
+    jobs.clear()
+    out = iota(out=1000, start=1, step=2).array("out")  # 32 workgroups: 8 pieces
+    assert [(j[2], j[3]) for j in jobs] == [((4, 1, 1), (b, 0, 0)) for b in range(0, 32, 4)]
+    np.testing.assert_array_equal(out, 1 + 2 * np.arange(1000, dtype=np.uint32))
+    with dev.batch():  # in a batch too
+        made = iota(out=999, start=0, step=1)["out"]
+    np.testing.assert_array_equal(made.read(), np.arange(999, dtype=np.uint32))
+    dev.close()
+
+
+def test_a_kernel_reading_num_workgroups_is_not_split():
+    from vyre_build.runtime import load_kernel
+    from vyre_build.runtime.vulkan_backend import VulkanDevice
+
+    text = (
+        IOTA_SPVASM.replace(
+            'OpEntryPoint GLCompute %main "main" %gid',
+            'OpEntryPoint GLCompute %main "main" %gid %nwg',
+        )
+        .replace(
+            "OpDecorate %gid BuiltIn GlobalInvocationId",
+            "OpDecorate %gid BuiltIn GlobalInvocationId\nOpDecorate %nwg BuiltIn NumWorkgroups",
+        )
+        .replace(
+            "%gid = OpVariable %pv3u Input",
+            "%gid = OpVariable %pv3u Input\n%nwg = OpVariable %pv3u Input",
+        )
+    )
+    dev = VulkanDevice(pipeline_cache=False)
+    dev.max_workgroup_count = (4, 65535, 65535)
+    k = load_kernel({**IOTA_META, "name": "nwg", "id": "nwg"}, spirv=assemble(text), device=dev)
+    np.testing.assert_array_equal(k(out=128, start=0, step=1).array("out"), np.arange(128))
+    with pytest.raises(DispatchError) as info:
+        k(out=1000, start=0, step=1)
+    assert str(info.value) == (
+        "Kernel 'nwg': grid needs 32 workgroups on axis x (1000 invocations / 32 per "
+        "workgroup), more than the device's limit of 4 on x, and the kernel reads "
+        "num_workgroups(), so the dispatch cannot be split"
+    )
+    dev.close()
+
+
+# --- the application's own wgpu device and buffers ------------------------------------
+
+
+def test_an_applications_wgpu_device_and_buffers(tmp_path):
+    from adapters import require_adapter
+
+    require_adapter("wgpu")
+    import wgpu
+
+    from vyre_build.runtime import get_device, open_bundle
+
+    adapter = wgpu.gpu.request_adapter_sync()
+    app_device = adapter.request_device_sync()  # the app's, with default limits, no features
+    dev = get_device(adapter=app_device)
+    assert dev.backend == "wgpu" and dev.device is app_device
+    assert get_device("wgpu", app_device) is dev
+    assert "f16" not in dev.profile.features  # not asked for by the app
+    usage = wgpu.BufferUsage
+    y = app_device.create_buffer(size=64 * 4, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+    app_device.queue.write_buffer(y, 0, np.ones(64, np.float32).tobytes())
+    x = np.arange(64, dtype=np.float32)
+    with open_bundle(bundle(tmp_path / "b.vyrebundle"), device=app_device) as b:
+        saxpy = b["saxpy"]
+        assert saxpy.device is dev
+        out = saxpy(x=x, y=y, a=2.0).buffer("y")
+        assert out.wgpu_buffer is y and out.borrowed
+        got = np.frombuffer(app_device.queue.read_buffer(y), np.float32)
+        np.testing.assert_array_equal(got, 2 * x + 1)
+        np.testing.assert_array_equal(out.read(), 2 * x + 1)
+        kept = dev.wrap(y, "f32")  # a persistent view: binding sets are reused
+        for _ in range(3):
+            saxpy(x=x, y=kept, a=1.0)
+        kept.release()  # the app's buffer stays alive
+        np.testing.assert_array_equal(
+            np.frombuffer(app_device.queue.read_buffer(y), np.float32), 5 * x + 1
+        )
+        refusals = [
+            (
+                app_device.create_buffer(size=256, usage=usage.COPY_DST),
+                "is a GPUBuffer without STORAGE usage",
+            ),
+            (
+                app_device.create_buffer(size=6, usage=usage.STORAGE),
+                "is a GPUBuffer of 6 bytes, not a whole number of f32 values",
+            ),
+            (
+                adapter.request_device_sync().create_buffer(size=256, usage=usage.STORAGE),
+                "is a GPUBuffer of another wgpu device",
+            ),
+        ]
+        for buf, why in refusals:
+            with pytest.raises(DispatchError) as info:
+                saxpy(x=x, y=buf, a=1.0)
+            assert str(info.value) == f"Kernel 'saxpy': argument 'y' {why}"
+    with pytest.raises(DispatchError, match="Device.wrap: expected a wgpu GPUBuffer, got ndarray"):
+        dev.wrap(x, "f32")
+    on_adapter = get_device(adapter=adapter)  # an application's GPUAdapter: our own device on it
+    assert on_adapter is not dev and on_adapter.device is not app_device
+    assert "f16" in on_adapter.profile.features  # we asked for what the adapter has
+    on_adapter.close()
+    dev.close()  # closing our Device leaves the app's device and buffers alone
+    got = np.frombuffer(app_device.queue.read_buffer(y), np.float32)
+    np.testing.assert_array_equal(got, 5 * x + 1)
+
+
+def test_device_buffers_expose_their_backend_buffer(device):
+    buf = device.buffer(4, "f32")
+    if device.backend == "wgpu":
+        assert buf.wgpu_buffer is buf.handle
+        with pytest.raises(DispatchError, match="this is a wgpu buffer"):
+            _ = buf.vulkan_buffer
+    else:
+        assert buf.vulkan_buffer is buf.handle.buffer
+        with pytest.raises(DispatchError, match="this is a vulkan buffer"):
+            _ = buf.wgpu_buffer
+
+
+def test_a_device_whose_driver_refuses_an_optional_feature_is_made_without_them(monkeypatch):
+    from adapters import require_adapter
+
+    require_adapter("vulkan")
+    from vyre_build.runtime import vulkan_profile
+    from vyre_build.runtime.vulkan_backend import VulkanDevice
+
+    real = vulkan_profile.device_create_info
+
+    def refused_once(family, enable, keep):
+        if enable != vulkan_profile.Enable():  # the full set: ask for an extension no one has
+            enable = vulkan_profile.Enable(extensions=["VK_VYRE_no_such_extension"])
+        return real(family, enable, keep)
+
+    monkeypatch.setattr(vulkan_profile, "device_create_info", refused_once)
+    with pytest.warns(RuntimeWarning, match="the device is made without f16, 16-bit storage"):
+        dev = VulkanDevice(pipeline_cache=False)
+    assert "f16" not in dev.profile.features and "subgroup_basic" in dev.profile.features
+    np.testing.assert_array_equal(
+        load("iota", "vulkan", dev)(out=4, start=1, step=1).array("out"), [1, 2, 3, 4]
+    )
+    dev.close()
+
+
+# A kernel of float16 buffers and a subgroup reduction: it runs only on a device created
+# with shader-f16/subgroup (wgpu) or shaderFloat16 and storageBuffer16BitAccess (Vulkan).
+HALF_META = {
+    "name": "half",
+    "variant": None,
+    "id": "half",
+    "workgroup_size": [64, 1, 1],
+    "grid": ["out"],
+    "bindings": [
+        {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f16", "access": "r"},
+        {"name": "out", "binding": 1, "kind": "buffer", "dtype": "f16", "access": "w"},
+        {"name": "sums", "binding": 2, "kind": "buffer", "dtype": "u32", "access": "w"},
+    ],
+    "uniform": None,
+    "features": ["f16", "storage_16bit", "subgroup_arithmetic"],
+}
+HALF_WGSL = """\
+enable f16;
+@group(0) @binding(0) var<storage, read> x: array<f16>;
+@group(0) @binding(1) var<storage, read_write> out: array<f16>;
+@group(0) @binding(2) var<storage, read_write> sums: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x;
+  let s = subgroupAdd(1u);
+  if (i < arrayLength(&out)) { out[i] = x[min(i, arrayLength(&x) - 1u)] * 2.0h; }
+  if (i < arrayLength(&sums)) { sums[i] = s; }
+}
+"""
+HALF_SPVASM = """\
+OpCapability Shader
+OpCapability Float16
+OpCapability StorageBuffer16BitAccess
+OpCapability GroupNonUniform
+OpCapability GroupNonUniformArithmetic
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %harr ArrayStride 2
+OpDecorate %uarr ArrayStride 4
+OpMemberDecorate %hbuf 0 Offset 0
+OpMemberDecorate %ubuf 0 Offset 0
+OpDecorate %hbuf Block
+OpDecorate %ubuf Block
+OpDecorate %x DescriptorSet 0
+OpDecorate %x Binding 0
+OpDecorate %x NonWritable
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 1
+OpDecorate %sums DescriptorSet 0
+OpDecorate %sums Binding 2
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%half = OpTypeFloat 16
+%uint = OpTypeInt 32 0
+%bool = OpTypeBool
+%v3u = OpTypeVector %uint 3
+%pv3u = OpTypePointer Input %v3u
+%c0 = OpConstant %uint 0
+%c1 = OpConstant %uint 1
+%c3 = OpConstant %uint 3
+%two = OpConstant %half 2
+%harr = OpTypeRuntimeArray %half
+%uarr = OpTypeRuntimeArray %uint
+%hbuf = OpTypeStruct %harr
+%ubuf = OpTypeStruct %uarr
+%phbuf = OpTypePointer StorageBuffer %hbuf
+%pubuf = OpTypePointer StorageBuffer %ubuf
+%ph = OpTypePointer StorageBuffer %half
+%pu = OpTypePointer StorageBuffer %uint
+%gid = OpVariable %pv3u Input
+%x = OpVariable %phbuf StorageBuffer
+%out = OpVariable %phbuf StorageBuffer
+%sums = OpVariable %pubuf StorageBuffer
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%g = OpLoad %v3u %gid
+%i = OpCompositeExtract %uint %g 0
+%s = OpGroupNonUniformIAdd %uint %c3 Reduce %c1
+%n = OpArrayLength %uint %out 0
+%ok = OpULessThan %bool %i %n
+OpSelectionMerge %mid None
+OpBranchConditional %ok %body %mid
+%body = OpLabel
+%px = OpAccessChain %ph %x %c0 %i
+%xv = OpLoad %half %px
+%r = OpFMul %half %xv %two
+%po = OpAccessChain %ph %out %c0 %i
+OpStore %po %r
+OpBranch %mid
+%mid = OpLabel
+%m = OpArrayLength %uint %sums 0
+%ok2 = OpULessThan %bool %i %m
+OpSelectionMerge %end None
+OpBranchConditional %ok2 %b2 %end
+%b2 = OpLabel
+%ps = OpAccessChain %pu %sums %c0 %i
+OpStore %ps %s
+OpBranch %end
+%end = OpLabel
+OpReturn
+OpFunctionEnd
+"""
+
+
+def test_f16_buffers_and_subgroup_operations_run_where_enabled(device):
+    from vyre_build.runtime import load_kernel
+
+    if device.backend == "wgpu":
+        k = load_kernel(HALF_META, wgsl=HALF_WGSL, device=device)
+    else:
+        k = load_kernel(HALF_META, spirv=assemble(HALF_SPVASM), device=device)
+    x = np.arange(7, dtype=np.float16) / 4  # an odd count: 14 bytes
+    r = k(x=x, out=7, sums=64)
+    np.testing.assert_array_equal(r.array("out", np.float16), x * 2)
+    assert (r.array("sums", np.uint32) == 8).all()  # lavapipe's subgroups have 8 lanes
+    buf, buf_out = device.buffer(x), device.buffer(7, "f16")
+    assert buf.dtype == "f16" and buf.nbytes == 14
+    k(x=buf, out=buf_out, sums=64)
+    np.testing.assert_array_equal(buf_out.read(np.float16), x * 2)

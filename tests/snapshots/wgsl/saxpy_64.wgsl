@@ -1,0 +1,25 @@
+// vyre_build WGSL for kernel "saxpy"; generated from its descriptor, do not edit.
+
+struct Params {
+    a: f32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<uniform> params: Params;
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let _v0: u32 = gid.x;
+    let _v1: u32 = arrayLength(&y);
+    let _v2: bool = (_v0 < _v1);
+    if _v2 {
+        let _v3: u32 = 0u;
+        let _v4: f32 = params.a;
+        let _v5: f32 = select(0.0f, x[min(_v0, arrayLength(&x) - 1u)], (_v0 < arrayLength(&x)));
+        let _v6: f32 = (_v4 * _v5);
+        let _v7: f32 = y[_v0];
+        let _v8: f32 = (_v6 + _v7);
+        y[_v0] = _v8;
+    }
+}

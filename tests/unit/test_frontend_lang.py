@@ -1,0 +1,146 @@
+"""vyre_build.lang and its stub match the frontend's table of names; the frontend modules
+import no module that imports them back (lazy imports counted); mypy accepts kernel files."""
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from test_import_graph import cycles, import_graph
+
+import vyre_build.lang as lang
+from vyre_build.compiler import compile_file
+from vyre_build.errors import KernelError
+from vyre_build.frontend import names
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+STUB = os.path.join(REPO, "vyre_build", "lang.pyi")
+KERNELS = os.path.join(REPO, "kernels")
+
+
+def stub_names() -> tuple[set[str], list[str]]:
+    """(names the stub defines at top level, the stub's __all__)."""
+    tree = ast.parse(open(STUB, encoding="utf-8").read())
+    defined, listed = set(), []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id == "__all__":
+                    listed = [e.value for e in node.value.elts]
+                elif isinstance(t, ast.Name):
+                    defined.add(t.id)
+    return {n for n in defined if not n.startswith("_")}, listed
+
+
+def test_lang_exports_exactly_the_frontends_names():
+    assert set(lang.__all__) == set(names.LANG_NAMES)
+    for name in names.LANG_NAMES:
+        assert hasattr(lang, name), name
+
+
+def test_stub_types_exactly_the_frontends_names():
+    defined, listed = stub_names()
+    table = set(names.LANG_NAMES)
+    assert sorted(listed) == sorted(table), "lang.pyi __all__ differs from frontend/names.py"
+    assert defined == table, (
+        f"typed in lang.pyi but unknown to the frontend: {sorted(defined - table)}; "
+        f"known to the frontend but not typed: {sorted(table - defined)}"
+    )
+
+
+def test_named_imports_work_at_run_time():
+    from vyre_build.lang import bool_, round, rw, vec4f  # noqa: F401
+
+    assert repr(vec4f) == "<vyre kernel builtin vec4f>"
+    with pytest.raises(RuntimeError, match=r"round\(\) exists only inside kernels"):
+        round(1.5)
+    assert rw == "rw"
+
+
+def test_the_frontend_accepts_importing_every_lang_name(tmp_path):
+    # Everything lang exports, imported by name, compiles; a name it lacks is refused.
+    every = ", ".join(sorted(lang.__all__))
+    src = tmp_path / "k.py"
+    body = '@kernel\ndef k(o: Buffer[u32, "w"]):\n    o[0] = 1\n'
+    src.write_text(f"from vyre_build.lang import {every}\n{body}")
+    assert [k.name for k in compile_file(str(src), targets=("kdesc",))] == ["k"]
+    src.write_text(f"from vyre_build.lang import vec4q\n{body}")
+    with pytest.raises(KernelError) as info:
+        compile_file(str(src), targets=("kdesc",), display_path="k.py")
+    assert str(info.value).splitlines()[0] == (
+        "k.py:1:1: error: 'vec4q' is not a name of vyre_build.lang"
+    )
+
+
+def test_frontend_has_no_import_cycles():
+    # The package-wide graph (lazy imports counted) of test_import_graph, on the frontend.
+    ours = ("vyre_build.frontend", "vyre_build.lang")
+    frontend = [c for c in cycles(import_graph()) if any(m.startswith(ours) for m in c)]
+    assert frontend == []
+    assert "vyre_build.frontend.folding" in import_graph()["vyre_build.frontend.expressions"]
+
+
+MYPY = shutil.which("mypy") or (
+    os.path.join(os.path.dirname(sys.executable), "mypy")
+    if os.path.exists(os.path.join(os.path.dirname(sys.executable), "mypy"))
+    else None
+)
+
+
+@pytest.mark.slow
+def test_mypy_accepts_kernel_files_and_rejects_a_wrong_one(tmp_path):
+    assert MYPY, "mypy is part of the test extra"
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "__init__.py").write_text("")
+    copied = []
+    for f in sorted(os.listdir(KERNELS)):
+        if not f.endswith(".py"):
+            continue
+        text = open(os.path.join(KERNELS, f), encoding="utf-8").read()
+        if "variants" in text:
+            continue  # variant parameters (T, OP) are bound by the compiler, not Python
+        mod = ast.parse(text)
+        lines = text.splitlines(True)
+        for n in mod.body:  # import every language name, as a kernel file that lints clean does
+            if isinstance(n, ast.ImportFrom) and n.module == "vyre_build.lang":
+                span = n.end_lineno - n.lineno + 1
+                lines[n.lineno - 1 : n.end_lineno] = ["from vyre_build.lang import *\n"] + [
+                    "\n"
+                ] * (span - 1)
+        (tree / f).write_text("".join(lines))
+        copied.append(f)
+    assert len(copied) >= 15
+    (tree / "wrong.py").write_text(
+        textwrap.dedent(
+            """\
+            from vyre_build.lang import Buffer, f32, global_id, kernel, rw, sqrt, vec4f
+
+            @kernel(workgroup_size=64)
+            def wrong(y: Buffer[f32, "rw"], v: Buffer[vec4f, "rw"]):
+                i = global_id().x
+                y[i] = v[i]
+                v[i] = sqrt(v[i]) + vec4f(1.0)
+            """
+        )
+    )
+    env = {**os.environ, "MYPYPATH": REPO}
+    proc = subprocess.run(
+        [MYPY, "--no-incremental", "--no-error-summary", "tree"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert errors == [
+        "tree/wrong.py:6: error: Incompatible types in assignment (expression has type "
+        '"vec4f", target has type "float")  [assignment]'
+    ], proc.stdout + proc.stderr

@@ -1,0 +1,319 @@
+"""The metadata record of one kernel, checked field by field into a `KernelMeta`.
+
+The record's layout is in docs/descriptor-conventions.md ("Metadata record"). The bundle
+reader checks each kernel's record when it is first read, so every tool that shows a
+kernel and the runtime that dispatches it see either a sound `KernelMeta` or one
+`BundleError` naming the kernel, the field and the bad value. Unknown keys are ignored,
+so that a newer compiler's additions do not break an older reader.
+
+Standard library only (the runtime imports it without the compiler).
+"""
+
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from vyre_build.errors import BundleError
+
+__all__ = [
+    "BUFFER_DTYPES",
+    "SCALAR_DTYPES",
+    "VECTOR_DTYPES",
+    "Binding",
+    "Coarse",
+    "KernelMeta",
+    "Uniform",
+    "check_metadata",
+]
+
+# Host scalar types and their sizes in bytes.
+SCALAR_DTYPES = {"f32": 4, "i32": 4, "u32": 4, "f16": 2}
+# Vector element types of buffers: (scalar type, components); a vec4f buffer is a float32
+# array holding 4 values per element.
+VECTOR_DTYPES = {
+    f"vec{n}{s}": (t, n)
+    for t, s in (("f32", "f"), ("i32", "i"), ("u32", "u"), ("f16", "h"))
+    for n in (2, 4)
+}
+BUFFER_DTYPES = (*SCALAR_DTYPES, *VECTOR_DTYPES)
+ACCESS = ("r", "w", "rw")
+MAX_BINDING = 2**31 - 1  # Vulkan binding numbers and WGSL @binding are u32; keep them i32-safe
+MAX_WORKGROUP_SIDE = 2**31 - 1
+MAX_GRID_INVOCATIONS = 2**32 - 1  # a global id is a u32
+MAX_UNIFORM_BYTES = 65536  # what wgpu allows a uniform binding; Vulkan guarantees 16384
+MAX_BINDINGS = 1024
+MAX_FEATURES, MAX_FEATURE_NAME = 256, 128
+
+GridEntry = Union[int, str]
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One parameter: a storage `buffer` (binding number, dtype, access "r"|"w"|"rw") or
+    a `scalar` in the uniform block (dtype and byte `offset`)."""
+
+    name: str
+    kind: str
+    binding: int
+    dtype: str
+    access: str | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """The uniform block holding every scalar: its binding number and size in bytes."""
+
+    binding: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Coarse:
+    """A second entry point of the kernel's modules in which each invocation handles
+    `factor` consecutive elements (descriptor/coarsen.py)."""
+
+    entry: str
+    factor: int
+
+
+@dataclass(frozen=True)
+class KernelMeta:
+    """A checked metadata record. `record` is the record itself (JSON data)."""
+
+    id: str
+    name: str
+    variant: str | None
+    workgroup_size: tuple[int, int, int]
+    grid: tuple[GridEntry, ...]
+    bindings: tuple[Binding, ...]
+    uniform: Uniform | None
+    features: tuple[str, ...]
+    coarse: Coarse | None
+    record: dict[str, Any] = field(compare=False, repr=False)
+
+    @property
+    def buffers(self) -> tuple[Binding, ...]:
+        """The storage-buffer parameters, in parameter order."""
+        return tuple(b for b in self.bindings if b.kind == "buffer")
+
+    @property
+    def scalars(self) -> tuple[Binding, ...]:
+        """The scalar parameters, in parameter order."""
+        return tuple(b for b in self.bindings if b.kind == "scalar")
+
+
+def _show(value: object) -> str:
+    # repr, bounded: a hostile record must not print megabytes (or huge ints in full).
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class _Checker:
+    def __init__(self, where: str):
+        self.where = where
+
+    def fail(self, name: str, problem: str) -> BundleError:
+        return BundleError(f"{self.where}: metadata field {name!r} {problem}")
+
+    def int_in(self, name: str, value: object, lo: int, hi: int) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            raise self.fail(name, f"must be an integer in {lo}..{hi}, got {_show(value)}")
+        return value
+
+    def one_of(self, name: str, value: object, choices: tuple[str, ...]) -> str:
+        if not isinstance(value, str) or value not in choices:
+            raise self.fail(name, f"must be one of {', '.join(choices)}, got {_show(value)}")
+        return value
+
+    def list_of(self, name: str, value: object, most: int) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(name, f"must be a list, got {_show(value)}")
+        if len(value) > most:
+            raise self.fail(name, f"has {len(value)} entries, more than {most}")
+        return value
+
+    def binding(self, n: int, entry: object) -> Binding:
+        at = f"bindings[{n}]"
+        if not isinstance(entry, dict):
+            raise self.fail(at, f"must be an object, got {_show(entry)}")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            raise self.fail(f"{at}.name", f"must be a parameter name, got {_show(name)}")
+        if len(name) > 200:
+            raise self.fail(f"{at}.name", "is longer than 200 characters")
+        kind = self.one_of(f"{at}.kind", entry.get("kind"), ("buffer", "scalar"))
+        number = self.int_in(f"{at}.binding", entry.get("binding"), 0, MAX_BINDING)
+        if kind == "buffer":
+            dtype = self.one_of(f"{at}.dtype", entry.get("dtype"), BUFFER_DTYPES)
+            access = self.one_of(f"{at}.access", entry.get("access"), ACCESS)
+            return Binding(name, kind, number, dtype, access=access)
+        dtype = self.one_of(f"{at}.dtype", entry.get("dtype"), tuple(SCALAR_DTYPES))
+        offset = entry.get("offset")
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0 or offset % 4:
+            raise self.fail(
+                f"{at}.offset", f"must be a non-negative multiple of 4, got {_show(offset)}"
+            )
+        return Binding(name, kind, number, dtype, offset=offset)
+
+    def uniform(self, value: object, scalars: list[Binding]) -> Uniform | None:
+        if value is None:
+            if scalars:
+                raise self.fail(
+                    "uniform", f"is null but scalar {scalars[0].name!r} needs a uniform block"
+                )
+            return None
+        if not isinstance(value, dict):
+            raise self.fail(
+                "uniform", f"must be an object {{binding, size}} or null, got {_show(value)}"
+            )
+        if not scalars:
+            raise self.fail("uniform", "is given but the kernel has no scalar parameters")
+        binding = self.int_in("uniform.binding", value.get("binding"), 0, MAX_BINDING)
+        size = self.int_in("uniform.size", value.get("size"), 16, MAX_UNIFORM_BYTES)
+        if size % 16:
+            raise self.fail("uniform.size", f"must be a multiple of 16, got {size}")
+        taken: dict[int, str] = {}
+        for s in scalars:
+            assert s.offset is not None  # noqa: S101 - set for every scalar by binding()
+            end = s.offset + SCALAR_DTYPES[s.dtype]
+            if end > size:
+                raise self.fail(
+                    "uniform.size",
+                    f"is {size} bytes but scalar {s.name!r} ends at byte {end} (offset {s.offset})",
+                )
+            if s.offset in taken:
+                raise self.fail(
+                    "bindings",
+                    f"place scalars {taken[s.offset]!r} and {s.name!r} at the same offset {s.offset}",
+                )
+            taken[s.offset] = s.name
+        return Uniform(binding, size)
+
+    def grid(self, value: object, bindings: tuple[Binding, ...]) -> tuple[GridEntry, ...]:
+        if value is None:
+            return ()
+        entries = self.list_of("grid", value, 3)
+        by_name = {b.name: b for b in bindings}
+        out: list[GridEntry] = []
+        for n, entry in enumerate(entries):
+            at = f"grid[{n}]"
+            if isinstance(entry, str):
+                b = by_name.get(entry)
+                if b is None:
+                    raise self.fail(at, f"names no parameter: {_show(entry)}")
+                if b.kind == "scalar" and b.dtype not in ("i32", "u32"):
+                    raise self.fail(
+                        at, f"names scalar {entry!r} of type {b.dtype}; a grid needs i32 or u32"
+                    )
+                out.append(entry)
+            else:
+                out.append(self.int_in(at, entry, 0, MAX_GRID_INVOCATIONS))
+        return tuple(out)
+
+    def coarse(self, value: object) -> Coarse | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.fail(
+                "coarse", f"must be an object {{entry, factor}} or null, got {_show(value)}"
+            )
+        entry = value.get("entry")
+        if not isinstance(entry, str) or not entry.isidentifier() or len(entry) > 64:
+            raise self.fail("coarse.entry", f"must be an entry point name, got {_show(entry)}")
+        return Coarse(entry, self.int_in("coarse.factor", value.get("factor"), 2, 64))
+
+    def features(self, value: object) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        names = self.list_of("features", value, MAX_FEATURES)
+        for n, name in enumerate(names):
+            if not isinstance(name, str) or not 0 < len(name) <= MAX_FEATURE_NAME:
+                raise self.fail(
+                    f"features[{n}]",
+                    f"must be a feature name (a string of 1..{MAX_FEATURE_NAME} characters), "
+                    f"got {_show(name)}",
+                )
+        if len(set(names)) != len(names):
+            dup = next(x for i, x in enumerate(names) if x in names[:i])
+            raise self.fail("features", f"lists {dup!r} twice")
+        return tuple(sorted(names))
+
+
+def check_metadata(meta: object, where: str) -> KernelMeta:
+    """Check every field dispatch and the tools read; return the record as a KernelMeta.
+
+    Arguments:
+        meta: one metadata record (a dict of JSON data).
+        where: how errors name the kernel, e.g. "dist/k.vyrebundle: kernel 'saxpy'".
+    Returns:
+        The checked KernelMeta (its `record` is `meta` itself, not a copy).
+    Raises:
+        BundleError: "<where>: metadata field '<field>' <problem>, got <value>".
+    """
+    c = _Checker(where)
+    if not isinstance(meta, dict):
+        raise BundleError(f"{where}: metadata must be an object, got {_show(meta)}")
+    name, variant = meta.get("name"), meta.get("variant")
+    if not isinstance(name, str) or not name:
+        raise c.fail("name", f"must be a non-empty string, got {_show(name)}")
+    if variant is not None and (not isinstance(variant, str) or not variant):
+        raise c.fail("variant", f"must be a non-empty string or null, got {_show(variant)}")
+    ident = meta.get("id", name if variant is None else f"{name}.{variant}")
+    if ident != (name if variant is None else f"{name}.{variant}"):
+        raise c.fail("id", f"must be name[.variant] ({name!r}, {variant!r}), got {_show(ident)}")
+    wg = c.list_of("workgroup_size", meta.get("workgroup_size"), 3)
+    if not wg:
+        raise c.fail("workgroup_size", "must list 1-3 sizes, got []")
+    sizes = [c.int_in(f"workgroup_size[{i}]", v, 1, MAX_WORKGROUP_SIDE) for i, v in enumerate(wg)]
+    bindings = tuple(
+        c.binding(n, b)
+        for n, b in enumerate(c.list_of("bindings", meta.get("bindings"), MAX_BINDINGS))
+    )
+    seen: dict[str, int] = {}
+    for n, b in enumerate(bindings):
+        if b.name in seen:
+            raise c.fail(
+                f"bindings[{n}].name", f"repeats {b.name!r} (also bindings[{seen[b.name]}])"
+            )
+        seen[b.name] = n
+    scalars = [b for b in bindings if b.kind == "scalar"]
+    uniform = c.uniform(meta.get("uniform"), scalars)
+    # Buffers and the uniform block each own one binding number; scalars name the block's.
+    owner: dict[int, str] = {} if uniform is None else {uniform.binding: "the uniform block"}
+    for n, b in enumerate(bindings):
+        if b.kind == "buffer":
+            if b.binding in owner:
+                raise c.fail(
+                    f"bindings[{n}].binding",
+                    f"{b.binding} of buffer {b.name!r} is also that of {owner[b.binding]}",
+                )
+            owner[b.binding] = f"buffer {b.name!r}"
+    for n, b in enumerate(bindings):
+        if b.kind == "scalar" and owner.get(b.binding, "the uniform block") != "the uniform block":
+            raise c.fail(
+                f"bindings[{n}].binding",
+                f"{b.binding} of scalar {b.name!r} is that of {owner[b.binding]}",
+            )
+    values = meta.get("variant_values")
+    if values is not None and (
+        not isinstance(values, dict)
+        or not all(isinstance(v, (str, int, float, bool)) for v in values.values())
+    ):
+        raise c.fail("variant_values", f"must be an object of names to values, got {_show(values)}")
+    return KernelMeta(
+        id=ident,
+        name=name,
+        variant=variant,
+        workgroup_size=(sizes[0], (sizes + [1])[1], (sizes + [1, 1])[2]),
+        grid=c.grid(meta.get("grid"), bindings),
+        bindings=bindings,
+        uniform=uniform,
+        features=c.features(meta.get("features")),
+        coarse=c.coarse(meta.get("coarse")),
+        record=meta,
+    )

@@ -1,0 +1,74 @@
+"""The kernel language's names, in one table: every builtin (with the IR op it maps to) and
+every type. The checker, the `from vyre_build.lang import ...` check and `vyre_build.lang`
+itself read this table, so a new builtin or type is added here (and typed in lang.pyi,
+which a test holds to this table)."""
+
+from __future__ import annotations
+
+from vyre_build.ir import SCALARS, TYPES
+
+TYPE_NAMES = TYPES  # scalars and vectors
+SCALAR_NAMES = SCALARS
+
+F32_UNARY = {
+    "sqrt": "Sqrt",
+    "exp": "Exp",
+    "exp2": "Exp2",
+    "log": "Log",
+    "log2": "Log2",
+    "sin": "Sin",
+    "cos": "Cos",
+    "tan": "Tan",
+    "tanh": "Tanh",
+    "rsqrt": "InverseSqrt",
+    "floor": "Floor",
+    "ceil": "Ceil",
+    "round": "Round",
+    "trunc": "Trunc",
+    "sign": "Sign",
+}
+F32_PRED = {"isnan": "IsNan", "isinf": "IsInf", "isfinite": "IsFinite"}
+INT_UNARY = {"popcount": "Popcount", "clz": "Clz", "ctz": "Ctz", "reverse_bits": "ReverseBits"}
+ATOMICS = {
+    "atomic_add": "Add",
+    "atomic_sub": "Add",
+    "atomic_or": "Or",
+    "atomic_and": "And",
+    "atomic_xor": "Xor",
+    "atomic_min": "Min",
+    "atomic_max": "Max",
+    "atomic_exchange": "Exchange",
+    "atomic_compare_exchange": "CompareExchange",
+}
+ID_BUILTINS = ("global_id", "local_id", "workgroup_id", "num_workgroups", "workgroup_size")
+STATEMENT_BUILTINS = ("barrier", "storage_barrier")
+DECL_BUILTINS = ("shared", "local_array")
+OTHER_BUILTINS = (
+    "abs",
+    "min",
+    "max",
+    "clamp",
+    "select",
+    "fma",
+    "rotl",
+    "rotr",
+    "len",
+    "bitcast",
+    "range",
+)
+ALL_BUILTINS = frozenset(
+    set(F32_UNARY)
+    | set(F32_PRED)
+    | set(INT_UNARY)
+    | set(ATOMICS)
+    | set(ID_BUILTINS)
+    | set(STATEMENT_BUILTINS)
+    | set(DECL_BUILTINS)
+    | set(OTHER_BUILTINS)
+)
+# Importable for editors and type checkers, never reserved in kernels: the decorator, the
+# buffer type, `bool_` (an alias that does not shadow Python's bool) and the access modes
+# (so that the forward references "r" / "w" / "rw" in Buffer[T, "rw"] resolve).
+ACCESS_MODES = ("r", "w", "rw")
+DECLARATIONS = ("kernel", "Buffer", "bool_")
+LANG_NAMES = frozenset(ALL_BUILTINS | set(TYPE_NAMES) | set(DECLARATIONS) | set(ACCESS_MODES))

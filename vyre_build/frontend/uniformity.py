@@ -1,0 +1,198 @@
+"""Uniformity: barriers only where every invocation of the workgroup reaches them.
+
+Follows WGSL's uniformity analysis on the checked IR (helpers inlined). A value is
+non-uniform when it depends on an invocation id (`global_id()`, `local_id()`), on a load
+from a writable buffer or a shared array, on an atomic's result, or on a local assigned
+such a value or assigned under non-uniform control. Control is non-uniform inside an `if`
+or loop whose condition or bounds are non-uniform, after a `return` under such control
+(to the end of the kernel), and after a `break` or `continue` under it (to the end of the
+loop body, and in every later iteration). A loop is left together: after it, control is
+as before it. Scalars, constants, `len(buf)`, `workgroup_id()` and `num_workgroups()`
+are uniform, and so is a load from a read-only buffer at a uniform index.
+
+`barrier()` and `storage_barrier()` under non-uniform control are errors naming the
+barrier (file:line:col, caret) and the branch that made control non-uniform.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from vyre_build import ir
+
+__all__ = ["check_uniformity"]
+
+_UNIFORM_BUILTINS = ("workgroup_id", "num_workgroups")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why something is non-uniform: what it depends on, and the statement that branched."""
+
+    why: str  # "global_id()", "a load from writable buffer 'y'", ...
+    where: tuple | None = None  # (Source, ast node) of the branching if or loop
+    via: str = ""  # "return", "break", "continue": an exit under that branch
+
+
+class _Loop:
+    __slots__ = ("cause",)
+
+    def __init__(self):
+        self.cause: Cause | None = None  # a break/continue under non-uniform control
+
+
+class _Analysis:
+    def __init__(self, prog: ir.Program, where: dict):
+        self.prog, self.where = prog, where
+        self.buffers = {p.name: p for p in prog.params if isinstance(p, ir.BufferParam)}
+        self.arrays = {a.name: a for a in prog.arrays}
+        self.returned: Cause | None = None  # a return under non-uniform control, once seen
+
+    # --- values ----------------------------------------------------------------------
+    def value(self, e, state: dict) -> Cause | None:  # noqa: C901 - one branch per node
+        if isinstance(e, (ir.Const, ir.Param, ir.Length)):
+            return None
+        if isinstance(e, ir.Builtin):
+            return None if e.kind in _UNIFORM_BUILTINS else Cause(f"{e.kind}()")
+        if isinstance(e, ir.Var):
+            return state.get(e.name)
+        if isinstance(e, ir.LoopVar):
+            return state.get(("loop", e.name))
+        if isinstance(e, ir.Load):
+            if e.array in self.buffers:
+                b = self.buffers[e.array]
+                if b.access != "r":
+                    return Cause(f"a load from writable buffer '{e.array}'")
+                return self.value(e.index, state)
+            a = self.arrays.get(e.array)
+            if a is not None and a.space == "shared":
+                return Cause(f"a load from shared array '{e.array}'")
+            return state.get(("array", e.array)) or self.value(e.index, state)
+        if isinstance(e, ir.Atomic):
+            return Cause(f"the result of {e.op.lower()} on '{e.array}'")
+        for f in ("a", "b", "c", "cond", "if_true", "if_false", "index"):
+            sub = getattr(e, f, None)
+            if sub is not None and not isinstance(sub, (str, int, float, bool)):
+                got = self.value(sub, state)
+                if got is not None:
+                    return got
+        for sub in getattr(e, "args", ()) or ():
+            got = self.value(sub, state)
+            if got is not None:
+                return got
+        return None
+
+    # --- statements --------------------------------------------------------------------
+    def block(self, stmts, state: dict, control: Cause | None, loops: list) -> Cause | None:
+        """Walk `stmts` under `control`; returns the control the block ends with."""
+        for s in stmts:
+            if self.returned is not None and control is None:
+                control = self.returned
+            if loops and loops[-1].cause is not None and control is None:
+                control = loops[-1].cause
+            control = self.stmt(s, state, control, loops)
+        return control
+
+    def branch_cause(self, node, what: Cause) -> Cause:
+        got = self.where.get(id(node))
+        return Cause(what.why, got[:2] if got else None)
+
+    def stmt(self, s, state, control, loops):  # noqa: C901 - one branch per statement
+        if isinstance(s, ir.Assign):
+            got = self.value(s.value, state) or control
+            state[s.var] = got
+        elif isinstance(s, ir.Store):
+            if s.array not in self.buffers and s.array in self.arrays:
+                if self.arrays[s.array].space == "local":
+                    key = ("array", s.array)
+                    state[key] = (
+                        state.get(key)
+                        or self.value(s.value, state)
+                        or self.value(s.index, state)
+                        or control
+                    )
+        elif isinstance(s, ir.Barrier):
+            # States only grow less uniform, so an error in a fixpoint pass is final.
+            if control is not None:
+                raise self.barrier_error(s, control)
+        elif isinstance(s, ir.If):
+            cond = self.value(s.cond, state)
+            inner = control or (self.branch_cause(s, cond) if cond is not None else None)
+            # (an assignment under non-uniform control is non-uniform: see Assign)
+            then_state, else_state = dict(state), dict(state)
+            self.block(s.then, then_state, inner, loops)
+            self.block(s.orelse, else_state, inner, loops)
+            for k in set(then_state) | set(else_state):
+                state[k] = then_state.get(k) or else_state.get(k)
+        elif isinstance(s, ir.For):
+            bounds = self.value(s.lo, state) or self.value(s.hi, state)
+            inner = control or (self.branch_cause(s, bounds) if bounds is not None else None)
+            self.loop(s, s.body, (), state, inner, loops, loop_var=s.var)
+        elif isinstance(s, ir.Loop):
+            self.loop(s, s.body, s.continuing, state, control, loops)
+        elif isinstance(s, ir.Return):
+            if control is not None and self.returned is None:
+                self.returned = Cause(control.why, control.where, control.via or "return")
+        elif isinstance(s, (ir.Break, ir.Continue)):
+            if loops and control is not None and loops[-1].cause is None:
+                via = control.via or type(s).__name__.lower()
+                loops[-1].cause = Cause(control.why, control.where, via)
+        return control
+
+    def loop(self, node, body, continuing, state, control, loops, loop_var=None):
+        info = _Loop()
+        single = bool(body) and isinstance(body[-1], ir.Break)  # a helper's wrapper: one pass
+        for _ in range(16):  # to a fixpoint: later iterations see what earlier ones assigned
+            before = dict(state)
+            cause_before = info.cause
+            if loop_var is not None:
+                state[("loop", loop_var)] = control
+            start = control if single else (control or info.cause)
+            inner = dict(state)
+            self.block(body, inner, start, loops + [info])
+            self.block(continuing, inner, start or info.cause, loops + [info])
+            for k, v in inner.items():
+                state[k] = state.get(k) or v
+            if single or (state == before and info.cause is cause_before):
+                break
+
+    def barrier_error(self, s, control: Cause):
+        src, node = self.where.get(id(s), (None, None, None))[:2]
+        name = "storage_barrier()" if s.storage else "barrier()"
+        reason = f"control depends on {control.why}"
+        if control.where is not None:
+            bsrc, bnode = control.where
+            line = bnode.lineno
+            text = bsrc.lines[line - 1].strip() if 0 < line <= len(bsrc.lines) else ""
+            at = f"{bsrc.path}:{line}:{bnode.col_offset + 1} (`{text}`)"
+            if control.via and not isinstance(bnode, ast.While):
+                reason = (
+                    f"a {control.via} follows the condition at {at}, which depends on {control.why}"
+                )
+            elif isinstance(bnode, ast.For):
+                reason = f"the loop bounds at {at} depend on {control.why}"
+            else:
+                reason = f"the condition at {at} depends on {control.why}"
+        message = (
+            f"{name} is in non-uniform control flow: {reason}, so some invocations of the "
+            "workgroup may not reach it"
+        )
+        fix = (
+            "guard the work, not the barrier: move the barrier out of the branch so every "
+            "invocation reaches it (conditions on scalars, constants, len(buf), workgroup_id() "
+            "and num_workgroups() are uniform)"
+        )
+        if src is None:
+            from vyre_build.errors import KernelError
+
+            return KernelError(message, fix=fix)
+        return src.error(node, message, fix)
+
+
+def check_uniformity(prog: ir.Program, where: dict) -> None:
+    """Raise KernelError at the first barrier in non-uniform control flow in `prog`.
+
+    `where` maps id() of IR statements to the (Source, ast node, statement) they came from.
+    """
+    _Analysis(prog, where).block(prog.body, {}, None, [])

@@ -1,0 +1,144 @@
+"""`Bundle`: an opened .vyrebundle as a read-only Mapping of kernel id -> Kernel."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+from vyre_build.artifacts import BACKEND_SUFFIX
+from vyre_build.bundle import BundleReader, kernel_id
+from vyre_build.errors import BundleError, VyreError
+from vyre_build.runtime.device import Device
+from vyre_build.runtime.kernel import Kernel
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+
+class KernelNotFound(BundleError, KeyError):
+    """No kernel of that id in the bundle (a KeyError too, as a Mapping's lookups raise)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Warmed(NamedTuple):
+    """What `Bundle.warm()` did: the kernels whose pipelines exist now, how many pipelines
+    it created (the others existed), and the kernels skipped with the reason."""
+
+    kernels: tuple[str, ...]
+    created: int
+    skipped: dict[str, str]
+
+
+class Bundle(Mapping[str, Kernel]):
+    """An opened .vyrebundle (a context manager): kernel id ("saxpy", "add.f32") -> Kernel.
+    A kernel's metadata and shader are read and verified on first use, its pipeline made
+    on its first call (or by `warm()`); all are kept for the bundle's lifetime."""
+
+    def __init__(self, reader: BundleReader, device: Device | Callable[[], Device]):
+        self.reader = reader
+        self._device = device
+        self._kernels: dict[str, Kernel] = {}
+        self._lock = threading.Lock()
+        self.ids: list[str] = reader.ids  # sorted kernel ids
+        self._known = frozenset(self.ids)
+
+    @property
+    def device(self) -> Device:
+        """The device kernels run on, created on first use (so opening stays cheap)."""
+        if not isinstance(self._device, Device):
+            self._device = self._device()
+        return self._device
+
+    def __repr__(self) -> str:
+        where = (
+            f"{self._device.backend}: {self._device.name}"
+            if isinstance(self._device, Device)
+            else "a device made on first use"
+        )
+        return f"<Bundle {self.reader.path!r}: {len(self.ids)} kernels, on {where}>"
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def __contains__(self, kid: object) -> bool:
+        return isinstance(kid, str) and kid in self._known
+
+    def __getitem__(self, kid: str) -> Kernel:
+        found = self._kernels.get(kid) if isinstance(kid, str) else None
+        if found is not None:
+            return found
+        if kid not in self:
+            try:
+                self.reader.entry(kid)  # its message names the variants or the kernels
+            except BundleError as exc:
+                raise KernelNotFound(str(exc)) from None
+        return self._load(kid)
+
+    def kernel(self, name: str, variant: str | None = None) -> Kernel:
+        """The kernel `name` (and `variant`), loaded on first use."""
+        if not isinstance(name, str) or not (variant is None or isinstance(variant, str)):
+            raise BundleError(
+                f"{self.reader.path}: kernel name and variant must be strings, got "
+                f"{name!r}, {variant!r}"
+            )
+        return self[kernel_id(name, variant or None)]
+
+    def _load(self, kid: str) -> Kernel:
+        with self._lock:
+            found = self._kernels.get(kid)
+            if found is not None:
+                return found
+            device = self.device
+            meta = self.reader.kernel_meta(kid)
+            device.check_kernel(meta)  # before reading or creating anything
+            suffix = BACKEND_SUFFIX[device.backend]
+            raw = self.reader.read_artifact(kid, suffix)  # names what the kernel has instead
+            code: str | bytes = raw
+            if suffix == ".wgsl":
+                try:
+                    code = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise BundleError(f"bundle kernel {kid!r}: .wgsl is not UTF-8: {exc}") from exc
+            found = self._kernels[kid] = Kernel(device, meta, code)
+            return found
+
+    def warm(self, ids: Iterable[str] | None = None) -> Warmed:
+        """Create the pipelines of `ids` (default: every kernel) in one call, so that no
+        first call pays for one. A kernel the device cannot run, or without this backend's
+        artifact, is skipped (with `ids` given: raises instead).
+
+        Returns:
+            Warmed(kernels, created, skipped).
+        """
+        chosen = list(self.ids if ids is None else ids)
+        kernels, skipped = [], {}
+        for kid in chosen:
+            try:
+                kernels.append(self[kid])
+            except VyreError as exc:
+                if ids is not None:
+                    raise
+                skipped[kid] = str(exc)
+        created = self.device.warm([(k.meta, k.code) for k in kernels])
+        return Warmed(tuple(k.id for k in kernels), created, skipped)
+
+    def close(self) -> None:
+        """Close the bundle file (the device stays open: it may be shared)."""
+        self.reader.close()
+
+    def __enter__(self) -> Bundle:  # noqa: PYI034 - typing.Self needs Python 3.11
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
