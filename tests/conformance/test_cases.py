@@ -5,7 +5,8 @@ buffers, and XFAIL: the stages ("compile" or a backend) where the bug still bite
 strict xfails, so a fix turns them red until the mark (and its entry in
 tools/conform/known.py) is removed. Each case runs compile-only, on the CPU reference and
 on wgpu/WGSL, Vulkan/SPIR-V and wgpu/SPIR-V (lavapipe); a case marked COARSE (an
-elementwise kernel) also through its coarse entry, on the reference and on wgpu/WGSL.
+elementwise kernel) also through its coarse entry, on the reference and on wgpu/WGSL; one
+marked DEFAULT_GRID is called with the metadata's grid, so the runtime may pick that entry.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def params():
         for stage in STAGES:
             if stage.endswith("-x4") and not getattr(case, "COARSE", False):
                 continue
+            if stage != "compile" and hasattr(case, "EXPECT_KERNEL_ERROR"):
+                continue
             marks = [pytest.mark.gpu] if stage not in CPU else []
             reason = xfail.get(stage) or (xfail.get("compile") if stage != "compile" else None)
             if reason:
@@ -66,6 +69,12 @@ def test_case(tmp_path, name, stage):
     from vyre_build.compiler import compile_file
 
     case = load(name)
+    if hasattr(case, "EXPECT_KERNEL_ERROR"):  # a user error, refused with a clear message
+        from vyre_build.errors import KernelError
+
+        with pytest.raises(KernelError, match=case.EXPECT_KERNEL_ERROR):
+            compile_file(str(tmp_path / f"{name}.py"), text=case.SOURCE)
+        return
     (compiled,) = compile_file(str(tmp_path / f"{name}.py"), text=case.SOURCE)
     if stage == "compile":
         return
@@ -73,6 +82,7 @@ def test_case(tmp_path, name, stage):
         require_adapter("vulkan" if stage == "vulkan" else "wgpu")
     buffers, scalars, groups = case.inputs()
     run = Run(buffers, scalars, groups, compiled.meta["workgroup_size"][0])
+    run.default_grid = getattr(case, "DEFAULT_GRID", False)  # the runtime may pick main_x4
     if stage.endswith("-x4"):
         assert compiled.meta["coarse"] == {"entry": "main_x4", "factor": 4}
     got = B.RUNNERS[stage](compiled, run)
@@ -88,5 +98,7 @@ def test_every_case_has_the_parts():
         case = load(name)
         assert case.__doc__ and "Found by:" in case.__doc__ and "Layer:" in case.__doc__, name
         assert set(case.XFAIL) <= set(STAGES), name
+        if hasattr(case, "EXPECT_KERNEL_ERROR"):
+            continue
         buffers, scalars, groups = case.inputs()
         assert all(isinstance(v, np.ndarray) for v in buffers.values()), name

@@ -23,6 +23,8 @@ flat numpy arrays in host layout.
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 ALL = ("reference", "wgpu", "vulkan", "wgpu-spirv", "wgpu-x4", "reference-x4")
@@ -81,6 +83,18 @@ def run_reference_coarse(compiled, prog) -> dict:
     return _flat(out, prog)
 
 
+def uniform_block(meta: dict, scalars: dict) -> bytes:
+    """The Params block as docs/descriptor-conventions.md lays it out (4 bytes a member)."""
+    block = bytearray(meta["uniform"]["size"])
+    for b in meta["bindings"]:
+        if b["kind"] == "scalar":
+            struct.pack_into(_PACK[b["dtype"]], block, b["offset"], scalars[b["name"]])
+    return bytes(block)
+
+
+_PACK = {"f32": "<f", "i32": "<i", "u32": "<I"}
+
+
 def _runtime_kernel(compiled, backend: str):
     try:
         from vyre_build.runtime import load_kernel
@@ -110,7 +124,6 @@ class _WgpuDirect:
         import wgpu
 
         from vyre_build.runtime import get_device
-        from vyre_build.runtime.kernel import pack_uniform
 
         device = get_device("wgpu").device
         meta = compiled.meta
@@ -164,7 +177,7 @@ class _WgpuDirect:
                 if b["kind"] == "scalar"
             }
             ubuf = device.create_buffer_with_data(
-                data=pack_uniform(meta, scalars), usage=wgpu.BufferUsage.UNIFORM
+                data=uniform_block(meta, scalars), usage=wgpu.BufferUsage.UNIFORM
             )
             entries.append(
                 {

@@ -25,9 +25,21 @@ UNREACHABLE = {
 }
 
 
+def _subgroups_in_language() -> bool:
+    from vyre_build.frontend.expressions import ALL_BUILTINS
+
+    return any(b.startswith("subgroup") for b in ALL_BUILTINS)
+
+
 def unreachable_row(row) -> str | None:
     """Why an op-table row cannot come from source, or None if it can."""
     (family, name), operands = row
+    if any(t in ("f16", "vec2h", "vec4h") for t in (name,) + operands):
+        # The frontend takes f16 types for arithmetic and casts, but not '/', fma or the
+        # math builtins, and the README's language has no f16 yet (issue 12 adds it).
+        return "f16 is not in the README's kernel language yet (issue 12)"
+    if family == "Subgroup" and not _subgroups_in_language():
+        return "subgroup ops have no builtin in the kernel language yet (issue 12)"
     if name in UNREACHABLE:
         return UNREACHABLE[name]
     if family == "UnOpKind" and name == "Sign" and operands[0] in ("i32", "u32"):

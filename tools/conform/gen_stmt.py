@@ -334,7 +334,10 @@ class StmtGen:
 
     def early_return(self, ctx: Ctx) -> S:
         r = self.r
-        c = self.bexpr(ctx.uni and r.random() < 0.3, 2)
+        # In a loop that holds barriers, a return must be uniform: the next trip's barrier
+        # would be reached by only some invocations otherwise.
+        in_barrier_loop = ctx.in_uniform_loop and ctx.helper is None
+        c = self.bexpr(ctx.uni and (in_barrier_loop or r.random() < 0.3), 2)
         if ctx.helper is not None:
             ret = self.value(ctx.helper.ret, ctx, ctx.helper.ret_facts)
             body = [S("return", "return {0}", (ret,), tag="return")]

@@ -107,6 +107,12 @@ def explains_selfcheck(prog, chk_bits: int) -> bool:
     return True
 
 
+def coarse_dispatch(backend: str, prog) -> bool:
+    """Did `backend` run the coarse entry? The -x4 ones always; the runtime's for an
+    elementwise program, dispatched with the default grid (all lengths one multiple of 4)."""
+    return backend.endswith("-x4") or (backend in ("wgpu", "vulkan") and prog.default_grid)
+
+
 def uses_local_array(prog) -> bool:
     from .shrink import statements
 
@@ -147,7 +153,11 @@ def explain(finding, prog, backends, runners=None) -> str | None:
         and "must end its body" in finding.detail
     ):
         return "coarsen-trailing-return"
-    if finding.kind == "mismatch" and finding.backend.endswith("-x4") and uses_local_array(prog):
+    if (
+        finding.kind == "mismatch"
+        and coarse_dispatch(finding.backend, prog)
+        and uses_local_array(prog)
+    ):
         return "coarsen-local-array"
     if finding.backend != "wgpu-spirv":
         return None

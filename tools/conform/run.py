@@ -3,6 +3,7 @@ minimised, one summary. `main(Config)` returns the exit status (1 on any new fin
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import Counter
@@ -28,6 +29,10 @@ class Config:
 
 
 def _setup() -> dict:
+    # Thousands of throwaway shaders: keep them out of the per-user pipeline cache and
+    # Mesa's shader cache (both are for kernels that run again).
+    os.environ.setdefault("VYRE_PIPELINE_CACHE", "off")
+    os.environ.setdefault("MESA_SHADER_CACHE_DISABLE", "true")
     return {}
 
 
