@@ -133,23 +133,26 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen):
         return E(ty, f"{b.name}[{{0}}]", (idx,), facts=b.facts, tag="load")
 
     def index(self, b: Buf) -> E:
+        """Any index (out of bounds included): for arrays no invocation writes meanwhile."""
         r = self.r
         gid = self.id_text("gid")
-        k = r.random()
-        if k < 0.3 or self.nested_loads > 2 or self.elementwise:
+        if self.nested_loads > 2 or self.elementwise:
             return E("u32", gid, tag="id")
-        if k < 0.4:
-            return E("u32", f"({gid} + {r.choice([1, 3, 64, 255])})", tag="+")
-        if k < 0.48:
-            return E("u32", f"({gid} - {r.choice([1, 2, 7])})", tag="-")
-        if k < 0.55:
-            return E("u32", f"(len({b.name}) - 1 - {gid})", tag="-")
-        x = self.iexpr(r.choice(["i32", "u32"]), False, 2)
-        if k < 0.75:
-            return E(x.ty, f"({{0}} & {r.choice([7, 63, 255])})", (x,), tag="&")
-        if k < 0.85:
-            return E(x.ty, f"({{0}} % {r.choice([5, 17, 100])})", (x,), tag="%")
-        return x
+
+        def data(op: str = "", ks: tuple = ()) -> E:
+            x = self.iexpr(r.choice(["i32", "u32"]), False, 2)
+            return E(x.ty, f"({{0}} {op} {r.choice(ks)})", (x,), tag=op) if op else x
+
+        forms = [
+            (30, lambda: E("u32", gid, tag="id")),
+            (10, lambda: E("u32", f"({gid} + {r.choice([1, 3, 64, 255])})", tag="+")),
+            (8, lambda: E("u32", f"({gid} - {r.choice([1, 2, 7])})", tag="-")),
+            (7, lambda: E("u32", f"(len({b.name}) - 1 - {gid})", tag="-")),
+            (20, lambda: data("&", (7, 63, 255))),
+            (10, lambda: data("%", (5, 17, 100))),
+            (15, data),
+        ]
+        return r.choices([f for _, f in forms], [w for w, _ in forms])[0]()
 
     def own_index(self, b: Buf) -> E:
         """The invocation's own element, or one out of bounds for every invocation (frozen:
@@ -159,15 +162,14 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen):
     def _own_index(self, b: Buf) -> E:
         r = self.r
         gid = self.id_text("gid")
-        k = r.random()
-        if k < 0.8 or self.nested_loads > 2 or self.elementwise:
+        if self.nested_loads > 2 or self.elementwise or r.random() < 0.8:
             return E("u32", gid, tag="id")
-        if k < 0.85:
+        k = r.random()
+        if k < 0.25:
             return E("i32", f"i32({gid})", tag="cast")
-        if k < 0.93:
+        if k < 0.65:
             return E("u32", f"({gid} + len({b.name}))", tag="+")
-        x = self.iexpr("i32", False, 1)
-        return E("u32", "u32(-1 - ({0} & 7))", (x,), tag="oob")
+        return E("u32", "u32(-1 - ({0} & 7))", (self.iexpr("i32", False, 1),), tag="oob")
 
     def bound_scalar(self, ty: str) -> Val:
         for v in self.scalars:

@@ -60,12 +60,16 @@ class Shrinker:
         return prog
 
     # -- statements -------------------------------------------------------------------
-    def drop_statements(self, prog):
+    def each(self, prog, count, step):
+        """step(prog, k) for k = 0, 1, ... while k < count(prog) (which steps may change)."""
         k = 0
-        while k < len(blocks(prog)) and not self.spent:
-            prog = self.ddmin_block(prog, k)
+        while k < count(prog) and not self.spent:
+            prog = step(prog, k)
             k += 1
         return prog
+
+    def drop_statements(self, prog):
+        return self.each(prog, lambda p: len(blocks(p)), self.ddmin_block)
 
     def ddmin_block(self, prog, k: int):
         chunk = max(1, len(blocks(prog)[k]) // 2)
@@ -109,11 +113,7 @@ class Shrinker:
 
     # -- expressions ------------------------------------------------------------------
     def simplify(self, prog):
-        k = 0
-        while k < len(statements(prog)) and not self.spent:
-            prog = self.simplify_statement(prog, k)
-            k += 1
-        return prog
+        return self.each(prog, lambda p: len(statements(p)), self.simplify_statement)
 
     def simplify_statement(self, prog, k: int):
         s = statements(prog)[k]
