@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 INF = math.inf
+RUNTIME_TAGS = {"load", "id", "len", "index"}  # values only known when the kernel runs
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,16 @@ class E:
     facts: Facts = Facts()
     tag: str = ""  # the construct, for coverage counts ("Add", "sqrt", "cast", ...)
     frozen: bool = False  # the minimiser leaves it (and its kids) alone: loop bounds
+
+    def __post_init__(self):
+        # Constness is structural: literals, constants, and ops on nothing else (a
+        # compiler folds those). Over-approximated (calls with constant arguments count),
+        # which is the safe side: it only widens a float's error bound (floats.py).
+        konst = self.tag in ("lit", "const") or self.fmt == "workgroup_size().x"
+        if self.kids and self.tag not in RUNTIME_TAGS:
+            konst = all(k.facts.konst for k in self.kids)
+        if konst != self.facts.konst:
+            object.__setattr__(self, "facts", replace(self.facts, konst=konst))
 
     def render(self) -> str:
         return self.fmt.format(*(k.render() for k in self.kids)) if self.kids else self.fmt

@@ -141,15 +141,19 @@ class Shrinker:
         # Under + - * (and negation, which passes a chain on), a float that newly folds with
         # a constant could regroup: its parent's facts would no longer hold.
         arithmetic = parent is not None and parent.tag in ARITHMETIC and is_float(e.ty)
+        root = statements(prog)[k].exprs[x]
         for new in options:
             if not self.free and not new.facts.within(e.facts):
                 continue
             if not self.free and arithmetic and not new.facts.regroups_like(e.facts):
                 continue
+            new_root = put(root, path, new)
+            if not self.free and not konst_safe(root, new_root, path):
+                continue
             cand = prog.copy()
             s = statements(cand)[k]
             exprs = list(s.exprs)
-            exprs[x] = put(exprs[x], path, new)
+            exprs[x] = new_root
             s.exprs = tuple(exprs)
             if self.ok(cand):
                 return cand
@@ -254,6 +258,22 @@ ARITHMETIC = {"+", "-", "*", "neg", "pow", "scale", "//"}
 
 def is_float(ty: str) -> bool:
     return ty == "f32" or (ty.startswith("vec") and ty.endswith("f"))
+
+
+def konst_safe(old_root, new_root, path) -> bool:
+    """No float operand of + - * (or negation) turns into a compile-time constant: the
+    op's error bound assumed no constant to fold and regroup with (floats.py)."""
+    for depth in range(len(path), 0, -1):
+        old, new = at(old_root, path[:depth]), at(new_root, path[:depth])
+        parent = at(old_root, path[: depth - 1])
+        if (
+            new.facts.konst
+            and not old.facts.konst
+            and parent.tag in ARITHMETIC
+            and is_float(old.ty)
+        ):
+            return False
+    return True
 
 
 def counters(prog) -> list:
