@@ -10,6 +10,14 @@ in tools/conform/floats.py). A new finding prints the seed and a minimised kerne
 inputs and differing values; findings of already recorded bugs (tools/conform/known.py)
 are counted apart. The last line is "N programs, M mismatches"; the exit status is 1 when
 M > 0. docs/conformance.md has the details.
+
+Float policy (tools/conform/floats.py has every rule): chains of exact ops (+ - * on
+finite values, abs, min/max, rounding, casts, select) must match bit for bit, except where
+Vulkan lets a compiler contract a*b+c into an fma or regroup a chain to fold a constant;
+inexact ops get Vulkan's precision on bounded arguments, propagated to a per-output
+tolerance; comparisons, rounding, casts to integers and bitcast take only exact values;
+NaN/inf/denormal inputs reach only ops pinned for them; +-0 compare equal, and NaN equals
+NaN of any payload.
 """
 
 from __future__ import annotations

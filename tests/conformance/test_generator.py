@@ -133,6 +133,7 @@ def census():
     return found, seen, failures
 
 
+@pytest.mark.slow
 def test_every_reachable_op_table_row_is_generated(census):
     _, seen, _ = census
     missing = [row for row in OPS if row not in seen and unreachable_row(row) is None]
@@ -144,6 +145,7 @@ def test_every_reachable_op_table_row_is_generated(census):
             assert seen[(("Atomic", op), (ty,))] > 0, (op, ty)
 
 
+@pytest.mark.slow
 def test_the_generator_makes_every_construct_it_claims(census):
     found, _, _ = census
     short = {k: (found[k], n) for k, n in CLAIMS.items() if found[k] < n}
@@ -167,6 +169,7 @@ def test_the_generator_makes_every_construct_it_claims(census):
             assert found[f"param:{role}:{ty}"] > 0, (role, ty)
 
 
+@pytest.mark.slow
 def test_every_generated_program_compiles_or_hits_a_known_bug(census):
     _, _, failures = census
     unexplained = [(i, f.detail) for i, prog, f in failures if explain(f, prog, []) is None]
@@ -232,6 +235,7 @@ def fake_backend(compiled, prog):
 RUNNERS = {"reference": B.run_reference, "fake": fake_backend}
 
 
+@pytest.mark.slow
 def test_the_minimiser_shrinks_a_planted_mismatch():
     for i in range(200):
         prog = generate(3, i, CI)
