@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pathlib
+import subprocess
 import sys
 
 import numpy as np
@@ -21,6 +23,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tools")
 sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.dirname(HERE))  # tests/: adapters
 
 from adapters import require_adapter  # noqa: E402
 from conform import backends as B  # noqa: E402
@@ -66,9 +69,25 @@ def params():
 
 @pytest.mark.parametrize("name,stage", list(params()))
 def test_case(tmp_path, name, stage):
+    case = load(name)
+    if getattr(case, "ISOLATE", False) and stage not in CPU:
+        # A case that crashes a driver runs the stage in a child process.
+        require_adapter("vulkan" if stage == "vulkan" else "wgpu")
+        code = f"import test_cases as t; t.run_stage({name!r}, {stage!r}, {str(tmp_path)!r})"
+        proc = subprocess.run(
+            [sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == 0, f"{stage} exited with {proc.returncode}: {proc.stderr[-2000:]}"
+        return
+    run_stage(name, stage, str(tmp_path))
+
+
+def run_stage(name: str, stage: str, tmp: str) -> None:
+    """Compile case `name` and check it on `stage` (raises AssertionError on a difference)."""
     from vyre_build.compiler import compile_file
 
     case = load(name)
+    tmp_path = pathlib.Path(tmp)
     if hasattr(case, "EXPECT_KERNEL_ERROR"):  # a user error, refused with a clear message
         from vyre_build.errors import KernelError
 

@@ -53,6 +53,7 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen):
         self.loop_bits: dict = {}  # chk bit -> [(type, lo, hi, step, trips allowed)]
         self.in_helper = False
         self.nested_loads = 0
+        self.diverged: list = []  # per enclosing loop: a divergent exit was made in it
         self.elementwise = r.random() < opts.elementwise
         self.local_types = ["i32", "u32", "f32", "bool", "i32", "u32", "f32"] + VECTOR_TYPES
 
@@ -171,6 +172,17 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen):
             return E("u32", f"({gid} + len({b.name}))", tag="+")
         return E("u32", "u32(-1 - ({0} & 7))", (self.iexpr("i32", False, 1),), tag="oob")
 
+    def opaque(self, e: E) -> E:
+        """A float constant about to be stored (a variable, an array, a helper argument) as
+        a value no compiler can see: it would forward it to the loads and regroup it with
+        their neighbours, which the loads' facts do not allow for (floats.py)."""
+        if not (e.facts.konst and F_ELEM.get(e.ty, e.ty) == "f32"):
+            return e
+        other = E(e.ty, "1.0" if e.facts.lo >= 1 else "0.0", tag="lit")
+        never = E("bool", "(num_workgroups().x == u32(0))", facts=Facts(uni=True), tag="id")
+        facts = replace(e.facts, konst=False, kadd=False, kmul=False, raw=False)
+        return E(e.ty, "select({0}, {1}, {2})", (never, other, e), facts=facts, tag="select")
+
     def bound_scalar(self, ty: str) -> Val:
         for v in self.scalars:
             if v.ty == ty and v.kind == "bound":
@@ -194,7 +206,7 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen):
         s = self.r.choice(sigs)
         args = []
         for p in s.params:
-            args.append(self.value(p.ty, Ctx(uni=False), p.facts))
+            args.append(self.opaque(self.value(p.ty, Ctx(uni=False), p.facts)))
         text = ", ".join(f"{{{i}}}" for i in range(len(args)))
         if s.buffer is not None:
             bufs = [b for b in self.bufs if b.role in ("in", "edge") and b.ty == s.buffer.ty]

@@ -27,6 +27,7 @@ class MemoryGen:
                 "store", f"{b.name}[{{0}}] {op} {{1}}", (idx, e), tag="store:aug", target=b.name
             )
         e = self.value(b.ty, ctx, b.facts)
+        e = self.opaque(e) if b.role == "io" else e  # io is read back: no constant to forward
         return S(
             "store", f"{b.name}[{{0}}] = {{1}}", (idx, e), tag=f"store:{b.role}", target=b.name
         )
@@ -35,7 +36,7 @@ class MemoryGen:
         arrays = [b for b in self.bufs if b.role == "local"]
         b = self.r.choice(arrays)
         idx = self.index(b)
-        e = self.value(b.ty, ctx, b.facts)
+        e = self.opaque(self.value(b.ty, ctx, b.facts))
         return S("store", f"{b.name}[{{0}}] = {{1}}", (idx, e), tag="store:local", target=b.name)
 
     def atomic(self, ctx: Ctx) -> list:
@@ -83,7 +84,7 @@ class MemoryGen:
                 tag="shared_atomic",
             )
         else:
-            v = self.value(b.ty, replace(ctx, uni=False), b.facts)
+            v = self.opaque(self.value(b.ty, replace(ctx, uni=False), b.facts))
             lid = E("u32", "lid", facts=Facts(), tag="id", frozen=True)
             write = S("store", f"{b.name}[{{0}}] = {{1}}", (lid, v), tag="shared_store")
         if r.random() < 0.3:
@@ -139,6 +140,6 @@ class MemoryGen:
         pre = S("assign", f"{name} = {b.name}[{gid}]", tag="let")  # declared on every path
         then = [load]
         if b.role == "local" and r.random() < 0.5:
-            v = self.value(b.ty, ctx, b.facts)
+            v = self.opaque(self.value(b.ty, ctx, b.facts))
             then.append(S("store", f"{b.name}[{{0}}] = {{1}}", (j_e, v), tag="store:guarded"))
         return [pre, S("if", "", (cond,), (then,), tag="if")]

@@ -192,7 +192,7 @@ class ModuleGen:
                 else Facts(uni=uni)
             )
             name = self.fresh("v")
-            e = self.value(ty, Ctx(), facts)
+            e = self.opaque(self.value(ty, Ctx(), facts))
             out.append(S("decl", f"{name}: {ty} = {{0}}", (e,), pinned=True, tag="var"))
             top.append(Val(name, ty, facts, "var", mutable=True))
         return out

@@ -77,10 +77,27 @@ class StmtGen:
         self.scopes.append([])
         try:
             for _ in range(n):
+                if self.diverged and self.diverged[-1]:
+                    # Past a break, continue or return under a divergent condition, the
+                    # rest of this loop's body runs in only some invocations.
+                    ctx = replace(ctx, uni=False)
                 out.extend(self.statement(ctx))
         finally:
             self.scopes.pop()
         return out
+
+    def loop_body(self, ctx: Ctx, n: int) -> list:
+        """A loop's body: divergence inside it ends with the loop (it reconverges after)."""
+        self.diverged.append(False)
+        try:
+            return self.block(ctx, n)
+        finally:
+            self.diverged.pop()
+
+    def diverge(self, ctx: Ctx, cond: E) -> None:
+        """An exit under `cond` was made: mark the enclosing loop if it was divergent."""
+        if self.diverged and not (ctx.uni and cond.facts.uni):
+            self.diverged[-1] = True
 
     def barrier_ok(self, ctx: Ctx) -> bool:
         return (
@@ -113,6 +130,7 @@ class StmtGen:
         if k < 0.8 and ctx.loop is not None and (ctx.uni or ctx.loop == "free"):
             word = r.choice(["break", "continue"])
             c = self.bexpr(ctx.uni and ctx.loop == "uniform", 2)
+            self.diverge(ctx, c)
             return [S("if", "", (c,), ([S(word, word, tag=word)],), tag=f"{word}")]
         if k < 0.83 and (ctx.helper is not None or ctx.uni or not ctx.in_uniform_loop):
             if not (self.elementwise and ctx.helper is None and ctx.loop is not None):
@@ -176,7 +194,7 @@ class StmtGen:
         if v.ty == "f32" and r.random() < 0.2:
             op = r.choice(["/= 2.0", "*= 0.5", "/= 4.0"])
             return S("assign", f"{v.name} {op}", (), tag="aug")
-        e = self.value(v.ty, ctx, v.facts)
+        e = self.opaque(self.value(v.ty, ctx, v.facts))
         return S("assign", f"{v.name} = {{0}}", (e,), tag="assign")
 
     # -- control flow -----------------------------------------------------------------
@@ -215,6 +233,7 @@ class StmtGen:
             body = [self.chk_store(), S("return", "return", tag="return")]
             if not (ctx.uni and c.facts.uni):
                 self.nonuni_returned = True
+        self.diverge(ctx, c)
         return S("if", "", (c,), (body,), tag="if")
 
     def chk_store(self) -> S:
@@ -273,7 +292,7 @@ class StmtGen:
             [Val(var, args[0].ty if args[0].ty != "int" else ty, Facts(uni=sub.uni), "loop")]
         )
         try:
-            body = self.block(sub, r.randint(1, 3))
+            body = self.loop_body(sub, r.randint(1, 3))
         finally:
             self.scopes.pop()
         if ctx.helper is not None:
@@ -314,7 +333,7 @@ class StmtGen:
             helper=ctx.helper,
         )
         counter = self.counter(uni, ctx.helper)
-        body = self.block(sub, r.randint(1, 3))
+        body = self.loop_body(sub, r.randint(1, 3))
         step = S("assign", f"{counter} += 1", pinned=True, tag="guard")
         reset = S("assign", f"{counter} = 0", pinned=True, tag="guard")
         if r.random() < 0.5:

@@ -53,6 +53,13 @@ KNOWN = {
             "coarsen_trailing_return",
         ),
         Known(
+            "wgpu-pipeline-segfault",
+            "wgpu pipeline creation (naga's SPIR-V output on lavapipe; both wgpu paths)",
+            "a segfault creating the pipeline of a while loop whose condition calls a "
+            "helper with nested early returns and a stepped loop",
+            "wgpu_pipeline_segfault",
+        ),
+        Known(
             "naga-spv-unord-ne",
             "naga SPIR-V reader (wgpu/SPIR-V path only)",
             "OpFUnordNotEqual reads back as an ordered !=, so NaN != x is false",

@@ -45,7 +45,7 @@ def _handle(state, task):
     from .gen import generate
     from .known import explain
 
-    kind, seed, index, opts, backends = task[:5]
+    kind, seed, index, opts, backends = task[:5]  # kind: eval, probe (eval, one backend), shrink
     t0 = time.monotonic()
     try:
         prog = generate(seed, index, opts)
@@ -54,7 +54,7 @@ def _handle(state, task):
 
         return {"index": index, "generator": traceback.format_exc(limit=-8)}
     outcome = evaluate(prog, backends)
-    if kind == "eval":
+    if kind in ("eval", "probe"):
         return {
             "index": index,
             "findings": [_finding_record(f, explain(f, prog, backends)) for f in outcome.findings],
@@ -82,6 +82,18 @@ def _handle(state, task):
     }
 
 
+def _failure(result) -> str:
+    """A worker's end: a timeout (None) or ("died", exit code: -N for signal N)."""
+    if result is None:
+        return "timed out"
+    code = result[1]
+    return (
+        f"killed the worker (signal {-code})"
+        if code and code < 0
+        else f"killed the worker (exit {code})"
+    )
+
+
 def main(cfg: Config) -> int:
     from .pool import Pool
 
@@ -96,10 +108,20 @@ def main(cfg: Config) -> int:
     done = 0
     for task, result in pool.run(tasks):
         index = task[2]
+        if task[0] == "probe":  # one backend alone, after a worker died or hung
+            if result is None or isinstance(result, tuple):
+                reports[index] += f"\n  alone, {task[4][0]} {_failure(result)} too"
+            continue
         if result is None or isinstance(result, tuple):
-            what = "timed out" if result is None else f"worker died (exit {result[1]})"
+            what = _failure(result)
             new.setdefault(index, []).append(f"{task[0]} {what}")
             reports[index] = f"=== program {cfg.seed}:{index}: {task[0]} {what}"
+            if task[0] == "eval" and len(cfg.backends) > 1:  # which backend does it?
+                for b in cfg.backends:
+                    pool.submit(("probe", cfg.seed, index, cfg.opts, (b,)))
+                reports[index] += (
+                    f" (rerun: python tools/conformance.py --seed {cfg.seed} --only {index})"
+                )
             continue
         if task[0] == "shrink":
             reports[index] = reports.get(index, "") + result["report"] + "\n"
