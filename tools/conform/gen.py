@@ -67,7 +67,7 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen):
         return (self.bits - 1) % 32
 
     def counter(self, uni: bool, helper) -> str:
-        name = self.fresh("w" if helper is not None else "f")
+        name = self.fresh("w" if helper is not None else "n")  # not f: f16 is a type
         decl = S("decl", f"{name}: u32 = 0", pinned=True)
         (helper.decls if helper is not None else self.counter_decls).append(decl)
         return name

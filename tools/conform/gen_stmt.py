@@ -281,7 +281,9 @@ class StmtGen:
         bounds_uni = bounds_uni and ctx.uni
         kind = self.loop_kind(ctx, bounds_uni)
         sub = Ctx(
-            uni=ctx.uni and bounds_uni,
+            # A free loop may be left early under divergent conditions, which makes every
+            # trip after that divergent, its first statements included: its body is too.
+            uni=ctx.uni and bounds_uni and kind == "uniform",
             loop=kind,
             in_uniform_loop=ctx.in_uniform_loop or kind == "uniform",
             depth=ctx.depth + 1,
@@ -326,7 +328,7 @@ class StmtGen:
         uni = ctx.uni and c.facts.uni
         kind = self.loop_kind(ctx, uni)
         sub = Ctx(
-            uni=uni,
+            uni=uni and kind == "uniform",  # a free loop's body is divergent (see for_loop)
             loop=kind,
             in_uniform_loop=ctx.in_uniform_loop or kind == "uniform",
             depth=ctx.depth + 1,

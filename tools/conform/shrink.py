@@ -173,7 +173,7 @@ class Shrinker:
         i = 0
         while i < len(prog.decls) and not self.spent:
             s = prog.decls[i]
-            counter = re.fullmatch(r"[fw]\d+: u32 = 0", s.line())
+            counter = re.fullmatch(r"[nw]\d+: u32 = 0", s.line())
             if s.kind == "decl" and not counter and not s.line().startswith("chk_v"):
                 cand = prog.copy()
                 del cand.decls[i]
@@ -280,7 +280,7 @@ def counters(prog) -> list:
     return [
         s.line().split(":")[0]
         for s in prog.decls
-        if s.kind == "decl" and re.fullmatch(r"[fw]\d+: u32 = 0", s.line())
+        if s.kind == "decl" and re.fullmatch(r"[nw]\d+: u32 = 0", s.line())
     ]
 
 
