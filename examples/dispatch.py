@@ -1,6 +1,6 @@
 """Open the built bundle and dispatch prebuilt kernels, checking each against numpy.
 
-    python examples/dispatch.py [dist/kernels.vyrebundle] [--backend wgpu|vulkan]
+    python examples/dispatch.py [dist/kernels.vyrebundle] [--backend wgpu|vulkan|cpu]
 
 Nothing here compiles: the runtime reads WGSL / SPIR-V straight out of the bundle.
 """
@@ -20,7 +20,7 @@ from vyre_build.runtime import open_bundle
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bundle", nargs="?", default="dist/kernels.vyrebundle")
-    ap.add_argument("--backend", choices=("wgpu", "vulkan"), default=None)
+    ap.add_argument("--backend", choices=("wgpu", "vulkan", "cpu"), default=None)
     args = ap.parse_args()
     rng = np.random.default_rng(7)
     n = 100_003

@@ -7,7 +7,9 @@ import os
 
 import pytest
 
-BACKENDS = ("wgpu", "vulkan")
+# What the `backend` fixture yields; the cpu backend (the reference) needs no driver.
+BACKENDS = ("wgpu", "vulkan", "cpu")
+GPU_BACKENDS = ("wgpu", "vulkan")
 _PROBED: dict = {}
 
 
@@ -35,7 +37,7 @@ def _probe(backend: str) -> str | None:
 
 
 def require_adapter(backend: str) -> None:
-    """Skip (or, under CI=true, fail) the current test when `backend` has no adapter."""
+    """Skip (or, under CI=true, fail) the current test when GPU `backend` has no adapter."""
     reason = _probe(backend)
     if reason is not None:
         no_adapter(reason)

@@ -1,13 +1,15 @@
 """Shared fixtures, and the `gpu` tier.
 
-GPU tests take the `backend` fixture ("wgpu" and "vulkan", one test run each), `device`
-(that backend's default runtime device) or `wgpu_device` (a raw wgpu device, for the
-emitter tests). Each needs an adapter (Mesa lavapipe on a CPU is enough): without one,
-GPU tests are skipped, except under CI=true where a missing adapter fails them so that a
-broken CI image cannot pass silently. A test that takes one of `DEVICE_FIXTURES` is
-marked `gpu` here, so `pytest -m "not gpu"` needs no driver; a test that makes a device
-some other way carries the mark itself. `VYRE_FORBID_DEVICES=1 pytest -m "not gpu"`
-checks that: any device made outside the gpu tier raises.
+Runtime tests take the `backend` fixture ("wgpu", "vulkan" and "cpu", one test run each;
+`@pytest.mark.backends("wgpu", "vulkan")` narrows it), `device` (that backend's default
+runtime device) or `wgpu_device` (a raw wgpu device, for the emitter tests). A GPU
+backend needs an adapter (Mesa lavapipe on a CPU is enough): without one, GPU tests are
+skipped, except under CI=true where a missing adapter fails them so that a broken CI
+image cannot pass silently; the cpu backend (the reference) needs none. A test that takes
+one of `DEVICE_FIXTURES` is marked `gpu` here unless it runs on the cpu backend alone, so
+`pytest -m "not gpu"` needs no driver; a test that makes a device some other way carries
+the mark itself. `VYRE_FORBID_DEVICES=1 pytest -m "not gpu"` checks that: any wgpu or
+Vulkan device made outside the gpu tier raises.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ os.environ.setdefault(
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "backends(*names): the backends the `backend` fixture yields for this test"
+    )
     # VK_ICD_FILENAMES=/nonexistent leaves wgpu Mesa's GL adapter, so it alone cannot show that
     # the "not gpu" tier makes no device; VYRE_FORBID_DEVICES=1 makes every attempt raise.
     if os.environ.get("VYRE_FORBID_DEVICES") == "1":
@@ -60,17 +65,34 @@ def _forbid_devices() -> None:
         vulkan.vkCreateInstance = refuse
 
 
+def pytest_generate_tests(metafunc):
+    if "backend" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("backends")
+        names = marker.args if marker else adapters.BACKENDS
+        metafunc.parametrize("backend", names, indirect=True)
+
+
+def _makes_a_gpu_device(item) -> bool:
+    # A device fixture on a GPU backend, or a raw wgpu/Vulkan one (the cpu backend is none).
+    used = DEVICE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    on_cpu = callspec is not None and callspec.params.get("backend") == "cpu"
+    return bool(used - {"backend", "device"} if on_cpu else used)
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects on the marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if DEVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        if _makes_a_gpu_device(item):
             item.add_marker(pytest.mark.gpu)
 
 
-@pytest.fixture(params=adapters.BACKENDS)
+@pytest.fixture
 def backend(request) -> str:
-    """Each GPU backend name in turn, once an adapter for it is known to work."""
-    adapters.require_adapter(request.param)
+    """Each backend name in turn (see pytest_generate_tests), a GPU one once an adapter
+    for it is known to work."""
+    if request.param != "cpu":
+        adapters.require_adapter(request.param)
     return request.param
 
 

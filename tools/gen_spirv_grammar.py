@@ -54,8 +54,9 @@ KINDS = (
     "CooperativeMatrixLayout",
     "CooperativeMatrixOperands",
 )
-# Extension entries the emitter uses beyond core 1.3 (SPV_KHR_cooperative_matrix): named
-# one by one, since the grammar marks them with no version.
+# Extension entries the emitter uses beyond core 1.3, named one by one:
+# SPV_KHR_cooperative_matrix (marked with no version) and SPV_KHR_vulkan_memory_model
+# (core in 1.5), which cooperative-matrix modules need.
 EXTENSION_NAMES = frozenset(
     {
         "OpTypeCooperativeMatrixKHR",
@@ -75,6 +76,12 @@ EXTENSION_NAMES = frozenset(
         "MatrixCSignedComponentsKHR",
         "MatrixResultSignedComponentsKHR",
         "SaturatingAccumulationKHR",
+        "VulkanMemoryModel",
+        "VulkanMemoryModelDeviceScope",
+        "Vulkan",
+        "MakeAvailable",
+        "MakeVisible",
+        "NonPrivatePointer",
     }
 )
 
@@ -93,8 +100,10 @@ def _load(source: Path) -> tuple[dict, dict, str]:
 
 def _in_target(version: str | None, name: str = "") -> bool:
     # "None" marks extension-only entries: only those EXTENSION_NAMES lists are kept.
+    if name in EXTENSION_NAMES:
+        return True
     if version is None or version == "None":
-        return name in EXTENSION_NAMES
+        return False
     major, minor = (int(p) for p in version.split("."))
     return (major, minor) <= TARGET_VERSION
 
@@ -130,7 +139,8 @@ def render(core: dict, glsl: dict, provenance: str) -> str:
         ),
         (
             f"read from {provenance}; filtered to core SPIR-V "
-            f"{TARGET_VERSION[0]}.{TARGET_VERSION[1]} and SPV_KHR_cooperative_matrix."
+            f"{TARGET_VERSION[0]}.{TARGET_VERSION[1]}, SPV_KHR_cooperative_matrix and "
+            "SPV_KHR_vulkan_memory_model."
         ),
         '"""',
         "",

@@ -197,7 +197,7 @@ def compile_file(
 ) -> list[CompiledKernel]:
     """Compile every kernel (and variant) of one kernel file; raises KernelError on bad source."""
     from vyre_build.descriptor import encode
-    from vyre_build.frontend import check_module, load_module
+    from vyre_build.frontend import check_module, load_module, wgsl_refusal
     from vyre_build.lower import lower
 
     targets = tuple(targets)
@@ -231,8 +231,13 @@ def compile_file(
             "provenance": provenance,
         }
         entries = _coarse_entries(desc, info, meta)
+        if info.features:  # the device features it needs (vyre_build.features names)
+            meta["features"] = sorted(info.features)
         wgsl = spirv = None
-        if "wgsl" in targets:
+        refusal = wgsl_refusal(module, prog.name)
+        if refusal is not None and "wgsl" in targets:
+            meta["skipped"] = {"wgsl": refusal}  # the bundle and `bundle show` carry it
+        elif "wgsl" in targets:
             from vyre_build.emit.wgsl import emit_wgsl
 
             wgsl = emit_wgsl(desc, info, entries=entries)

@@ -7,7 +7,8 @@ empty: none); a runtime Device reports the ones it has in `Device.profile.featur
   `subgroup_ballot`, `subgroup_shuffle`, `subgroup_shuffle_relative`, `subgroup_clustered`,
   `subgroup_quad` (Vulkan's VkSubgroupFeatureFlagBits, in compute shaders);
 - `f16` (16-bit float arithmetic), `storage_16bit` (16-bit values in storage buffers);
-- `cooperative_matrix.<a_type>.<acc_type>.<M>x<N>x<K>`, e.g.
+- `cooperative_matrix` (any cooperative-matrix type or op: VK_KHR_cooperative_matrix) and
+  `cooperative_matrix.<a_type>.<acc_type>.<M>x<N>x<K>`, e.g.
   `cooperative_matrix.f16.f32.16x16x16`: A and B of `a_type`, C and the result of
   `acc_type` (VK_KHR_cooperative_matrix, subgroup scope).
 
@@ -20,6 +21,9 @@ import re
 
 __all__ = [
     "COMPONENT_TYPES",
+    "COOPERATIVE_MATRIX",
+    "MATRIX_DIMS",
+    "MATRIX_ELEMENTS",
     "F16",
     "FEATURES",
     "STORAGE_16BIT",
@@ -42,9 +46,14 @@ SUBGROUP_FEATURES = (
 )
 F16 = "f16"
 STORAGE_16BIT = "storage_16bit"
-FEATURES = frozenset((*SUBGROUP_FEATURES, F16, STORAGE_16BIT))
+COOPERATIVE_MATRIX = "cooperative_matrix"
+FEATURES = frozenset((*SUBGROUP_FEATURES, F16, STORAGE_16BIT, COOPERATIVE_MATRIX))
 # Matrix component types, as metadata and profiles spell them.
 COMPONENT_TYPES = ("f16", "bf16", "f32", "f64", "s8", "u8", "s16", "u16", "s32", "u32")
+# What the compiler's cooperative matrices may be (descriptor.types builds its types from
+# this): A and B of f16, accumulators of f16 or f32, rows and cols 8, 16 or 32.
+MATRIX_ELEMENTS = {"a": ("f16",), "b": ("f16",), "acc": ("f16", "f32")}
+MATRIX_DIMS = (8, 16, 32)
 _PREFIX = "cooperative_matrix"
 _COOP_RE = re.compile(
     rf"{_PREFIX}\.({'|'.join(COMPONENT_TYPES)})\.({'|'.join(COMPONENT_TYPES)})"

@@ -16,8 +16,11 @@ from dataclasses import dataclass, field, fields, is_dataclass
 import blake3
 
 # Re-exported for the frontend, which names types through `ir`.
+from vyre_build.descriptor.matrices import mma_shape
 from vyre_build.descriptor.types import (  # noqa: F401
+    FLOAT,
     INTEGER,
+    MATRICES,
     NUMERIC,
     SCALARS,
     VECTORS,
@@ -161,7 +164,56 @@ class Atomic:
     ty: str
 
 
+@dataclass(frozen=True)
+class Subgroup:
+    """A subgroup operation (descriptor op-table family "Subgroup"): `op` is its name
+    ("add", "ballot", "shuffle_xor", ...), `args` the value and, for lane ops, the lane."""
+
+    op: str
+    args: tuple
+    ty: str
+
+
+@dataclass(frozen=True)
+class CoopLoad:
+    """A cooperative-matrix fragment of type `ty` ("matrix_a.f16.16x16") read row-major from
+    `array` at element `offset`, rows `stride` elements apart (descriptor.matrices)."""
+
+    array: str
+    offset: object
+    stride: object
+    ty: str
+
+
+@dataclass(frozen=True)
+class CoopFill:
+    """A cooperative matrix of type `ty` with every element `value`."""
+
+    value: object
+    ty: str
+
+
+@dataclass(frozen=True)
+class CoopMma:
+    """a x b + c on cooperative matrices (A is MxK, B KxN, C and the result MxN)."""
+
+    a: object
+    b: object
+    c: object
+    ty: str
+
+
 # --- statements --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CoopStore:
+    """Store cooperative matrix `value` row-major into `array` at `offset`, rows `stride` apart."""
+
+    array: str
+    offset: object
+    stride: object
+    value: object
 
 
 @dataclass(frozen=True)
@@ -351,6 +403,11 @@ class _Validator:
                 self.fail("break/continue outside a loop")
         elif isinstance(s, Eval):
             self.expr(s.expr)
+        elif isinstance(s, CoopStore):
+            self.index(s.offset), self.index(s.stride)
+            ty = self.expr(s.value)
+            if ty not in MATRICES or element(self.element(s.array)) != element(ty):
+                self.fail(f"cooperative store of {ty} into {s.array}")
         elif not isinstance(s, (Return, Barrier)):
             self.fail(f"unknown statement {s!r}")
 
@@ -408,6 +465,19 @@ class _Validator:
             self.index(e.index)
             for a in e.args:
                 self.expr(a)
+        elif isinstance(e, Subgroup):
+            for a in e.args:
+                self.expr(a)
+        elif isinstance(e, CoopLoad):
+            self.index(e.offset), self.index(e.stride)
+            if e.ty not in MATRICES or element(self.element(e.array)) != element(e.ty):
+                self.fail(f"cooperative load of {e.ty} from {e.array}")
+        elif isinstance(e, CoopFill):
+            if e.ty not in MATRICES or self.expr(e.value) != element(e.ty):
+                self.fail(f"cooperative fill of {e.ty}")
+        elif isinstance(e, CoopMma):
+            if self.expr(e.c) != e.ty or mma_shape(self.expr(e.a), self.expr(e.b), e.ty) is None:
+                self.fail(f"cooperative multiply-add into {e.ty}")
         elif not isinstance(e, Builtin):
             self.fail(f"unknown expression {e!r}")
         return e.ty

@@ -27,6 +27,12 @@ __all__ = [
     "ceil",
     "clamp",
     "clz",
+    "coop_fill",
+    "coop_load_a",
+    "coop_load_acc",
+    "coop_load_b",
+    "coop_mma",
+    "coop_store",
     "cos",
     "ctz",
     "exp",
@@ -64,6 +70,26 @@ __all__ = [
     "sin",
     "sqrt",
     "storage_barrier",
+    "subgroup_add",
+    "subgroup_all",
+    "subgroup_and",
+    "subgroup_any",
+    "subgroup_ballot",
+    "subgroup_broadcast",
+    "subgroup_broadcast_first",
+    "subgroup_elect",
+    "subgroup_exclusive_add",
+    "subgroup_inclusive_add",
+    "subgroup_invocation_id",
+    "subgroup_max",
+    "subgroup_min",
+    "subgroup_or",
+    "subgroup_shuffle",
+    "subgroup_shuffle_down",
+    "subgroup_shuffle_up",
+    "subgroup_shuffle_xor",
+    "subgroup_size",
+    "subgroup_xor",
     "tan",
     "tanh",
     "trunc",
@@ -273,3 +299,69 @@ def atomic_compare_exchange(
     value: builtins.int,
     /,
 ) -> builtins.int: ...
+
+# Subgroups: a value from every active invocation of the subgroup (32 lanes on NVIDIA, 8 on
+# lavapipe: never assume a size). Reductions and scans return the kind they take.
+def subgroup_size() -> builtins.int: ...
+def subgroup_invocation_id() -> builtins.int: ...
+def subgroup_add(v: _N, /) -> _N: ...
+def subgroup_min(v: _N, /) -> _N: ...
+def subgroup_max(v: _N, /) -> _N: ...
+def subgroup_and(v: _N, /) -> _N: ...
+def subgroup_or(v: _N, /) -> _N: ...
+def subgroup_xor(v: _N, /) -> _N: ...
+def subgroup_inclusive_add(v: _N, /) -> _N: ...
+def subgroup_exclusive_add(v: _N, /) -> _N: ...
+def subgroup_all(cond: builtins.bool, /) -> builtins.bool: ...
+def subgroup_any(cond: builtins.bool, /) -> builtins.bool: ...
+def subgroup_ballot(cond: builtins.bool, /) -> vec4u: ...
+def subgroup_broadcast(v: _N, lane: builtins.int, /) -> _N: ...
+def subgroup_broadcast_first(v: _N, /) -> _N: ...
+def subgroup_shuffle(v: _N, lane: builtins.int, /) -> _N: ...
+def subgroup_shuffle_xor(v: _N, mask: builtins.int, /) -> _N: ...
+def subgroup_shuffle_up(v: _N, delta: builtins.int, /) -> _N: ...
+def subgroup_shuffle_down(v: _N, delta: builtins.int, /) -> _N: ...
+def subgroup_elect() -> builtins.bool: ...
+
+# Cooperative matrices (SPIR-V/Vulkan only): fragments held by the whole subgroup, loaded
+# row-major (element (r, c) at offset + r * stride + c), rows and cols 8, 16 or 32 as
+# constants; A and B of f16, accumulators of f16 or f32. c = coop_mma(a, b, c) is a x b + c.
+class _MatrixA: ...
+class _MatrixB: ...
+class _MatrixAcc: ...
+
+def coop_load_a(
+    buf: Buffer[builtins.float, Any],
+    offset: builtins.int,
+    stride: builtins.int,
+    rows: builtins.int,
+    cols: builtins.int,
+    /,
+) -> _MatrixA: ...
+def coop_load_b(
+    buf: Buffer[builtins.float, Any],
+    offset: builtins.int,
+    stride: builtins.int,
+    rows: builtins.int,
+    cols: builtins.int,
+    /,
+) -> _MatrixB: ...
+def coop_load_acc(
+    buf: Buffer[builtins.float, Any],
+    offset: builtins.int,
+    stride: builtins.int,
+    rows: builtins.int,
+    cols: builtins.int,
+    /,
+) -> _MatrixAcc: ...
+def coop_fill(
+    dtype: type[builtins.float], rows: builtins.int, cols: builtins.int, value: builtins.float, /
+) -> _MatrixAcc: ...
+def coop_mma(a: _MatrixA, b: _MatrixB, c: _MatrixAcc, /) -> _MatrixAcc: ...
+def coop_store(
+    m: _MatrixA | _MatrixB | _MatrixAcc,
+    buf: Buffer[builtins.float, Any],
+    offset: builtins.int,
+    stride: builtins.int,
+    /,
+) -> None: ...

@@ -22,10 +22,18 @@ from vyre_build.descriptor import (
     encode_datatype,
     validate,
 )
+from vyre_build.descriptor import matrices
 from vyre_build.descriptor.types import datatype as dtype
 from vyre_build.errors import DescriptorFormatError
 
 VISIBILITY = {"r": "ReadOnly", "w": "WriteOnly", "rw": "ReadWrite"}
+_SUBGROUP_IDS = {"subgroup_size": "SubgroupSize", "subgroup_invocation_id": "SubgroupLocalId"}
+# The schema's own subgroup kinds; the other subgroup ops are OpaqueExpr vyre.subgroup.
+_SUBGROUP_KINDS = {
+    "add": Variant("SubgroupAdd"),
+    "ballot": Variant("SubgroupBallot"),
+    "shuffle": Variant("SubgroupShuffle"),
+}
 _AXIS_OPS = {
     "global_id": "GlobalInvocationId",
     "local_id": "LocalInvocationId",
@@ -241,6 +249,14 @@ class Lowerer:
             )
         elif isinstance(s, ir.Eval):
             self.expr(body, s.expr)
+        elif isinstance(s, ir.CoopStore):
+            operands = (
+                self.slot_of[s.array],
+                self.expr(body, s.offset),
+                self.expr(body, s.stride),
+                self.expr(body, s.value),
+            )
+            self.op(body, opaque_node(matrices.STORE), operands, result=False)
         else:
             raise RuntimeError(f"lowering: unknown statement {s!r}")
 
@@ -295,6 +311,10 @@ class Lowerer:
     # -- expressions ------------------------------------------------------------------
     def expr(self, body: _Body, e) -> int:
         if isinstance(e, ir.Const):
+            if e.ty == "f16":  # the schema has no F16 literal: an F32 one, converted
+                return self.op(
+                    body, Variant("Cast", (dtype("f16"),)), (self.lit(body, "f32", e.value),)
+                )
             return self.lit(body, e.ty, e.value)
         if isinstance(e, ir.Var):
             if e.name in self.ssa:
@@ -313,6 +333,8 @@ class Lowerer:
         if isinstance(e, ir.Length):
             return self.op(body, Variant("BufferLength"), (self.slot_of[e.array],))
         if isinstance(e, ir.Builtin):
+            if e.kind in _SUBGROUP_IDS:
+                return self.op(body, Variant(_SUBGROUP_IDS[e.kind]))
             if e.kind == "num_workgroups":
                 return self.op(body, opaque_expr("vyre.num_workgroups"), (e.axis,))
             return self.op(body, Variant(_AXIS_OPS[e.kind]), (e.axis,))
@@ -353,6 +375,20 @@ class Lowerer:
                 opaque_expr("vyre.bitcast", encode_datatype(dtype(e.ty))),
                 (self.expr(body, e.a),),
             )
+        if isinstance(e, ir.Subgroup):
+            args = tuple(self.expr(body, a) for a in e.args)
+            kind = _SUBGROUP_KINDS.get(e.op) or opaque_expr("vyre.subgroup", e.op.encode("ascii"))
+            return self.op(body, kind, args)
+        if isinstance(e, ir.CoopLoad):
+            operands = (self.slot_of[e.array], self.expr(body, e.offset), self.expr(body, e.stride))
+            kind = opaque_expr(matrices.LOAD, encode_datatype(dtype(e.ty)))
+            return self.op(body, kind, operands)
+        if isinstance(e, ir.CoopFill):
+            kind = opaque_expr(matrices.FILL, encode_datatype(dtype(e.ty)))
+            return self.op(body, kind, (self.expr(body, e.value),))
+        if isinstance(e, ir.CoopMma):
+            args = (self.expr(body, e.a), self.expr(body, e.b), self.expr(body, e.c))
+            return self.op(body, matrices.mma_kind(e.a.ty, e.b.ty, e.ty), args)
         if isinstance(e, ir.Atomic):
             idx = self.expr(body, e.index)
             vals = tuple(self.expr(body, a) for a in e.args)

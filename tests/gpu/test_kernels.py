@@ -1,4 +1,5 @@
-"""Every kernel of kernels/ compiled, dispatched on each backend and compared with numpy.
+"""Every kernel of kernels/ compiled, dispatched on each backend (the cpu one, the
+reference, included) and compared with numpy.
 
 Integer kernels must match exactly; float kernels within the tolerance stated next to
 each case in tests/gpu/reference.py (`tolerance_note` says why). Sizes include ones that
@@ -24,8 +25,8 @@ import reference_extra  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 KERNELS = os.path.join(ROOT, "kernels")
-# The shader each backend consumes, and the compile target that produces it.
-TARGET = {"wgpu": "wgsl", "vulkan": "spirv"}
+# The code each backend consumes, and the compile target that produces it.
+TARGET = {"wgpu": "wgsl", "vulkan": "spirv", "cpu": "kdesc"}
 # Mandelbrot counts are chaotic on the set's boundary: one ulp of difference in a
 # backend's rounding (e.g. a fused multiply-add) can change a pixel's count there.
 MANDELBROT_MIN_EQUAL = 0.99
@@ -53,9 +54,8 @@ def loaded(file: str, stem: str, backend: str):
     found = compiled(file, TARGET[backend])
     assert stem in found, f"{file} compiled to {sorted(found)}, not {stem!r}"
     k = found[stem]
-    if backend == "wgpu":
-        return load_kernel(k.meta, wgsl=k.wgsl, backend="wgpu")
-    return load_kernel(k.meta, spirv=k.spirv, backend="vulkan")
+    code = {"wgpu": {"wgsl": k.wgsl}, "vulkan": {"spirv": k.spirv}, "cpu": {"kdesc": k.kdesc}}
+    return load_kernel(k.meta, backend=backend, **code[backend])
 
 
 def assert_outputs(case: reference.KernelCase, size, got: dict, want: dict) -> None:
@@ -79,7 +79,6 @@ def assert_outputs(case: reference.KernelCase, size, got: dict, want: dict) -> N
             )
 
 
-@pytest.mark.gpu
 @pytest.mark.parametrize("case", reference.CASES, ids=lambda c: c.stem)
 def test_kernel_matches_numpy(case: reference.KernelCase, backend: str):
     kern = loaded(case.file, case.stem, backend)
@@ -91,7 +90,6 @@ def test_kernel_matches_numpy(case: reference.KernelCase, backend: str):
         assert_outputs(case, size, got, want)
 
 
-@pytest.mark.gpu
 @pytest.mark.parametrize("n", [1, 2, 256, 1024])
 def test_bitonic_steps_sort(backend: str, n: int):
     """The host loop over (j, k) of bitonic_step sorts, chained on device in one batch."""
@@ -106,7 +104,6 @@ def test_bitonic_steps_sort(backend: str, n: int):
     np.testing.assert_array_equal(buf.read(), np.sort(data))
 
 
-@pytest.mark.gpu
 def test_reduce_f32_total(backend: str):
     """Per-workgroup f32 partials, added on the host in order, give the total sum."""
     kern = loaded("reduce.py", "reduce_sum_f32", backend)
@@ -116,7 +113,6 @@ def test_reduce_f32_total(backend: str):
     assert abs(float(partials.astype(np.float64).sum()) - float(x.astype(np.float64).sum())) < 1e-3
 
 
-@pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(1, 1, 10), (37, 23, 64), (64, 48, 200)])
 def test_mandelbrot(backend: str, shape):
     """Escape counts equal the f32 numpy reference on at least 99% of pixels, and every
@@ -131,7 +127,6 @@ def test_mandelbrot(backend: str, shape):
     assert equal >= MANDELBROT_MIN_EQUAL, f"only {equal:.4f} of pixels match for {shape}"
 
 
-@pytest.mark.gpu
 def test_histogram_accumulates_into_bins(backend: str):
     """bins is read-write: a second call adds to the counts of the first."""
     kern = loaded("histogram.py", "histogram", backend)
@@ -145,7 +140,6 @@ def test_histogram_accumulates_into_bins(backend: str):
     np.testing.assert_array_equal(second, 2 * expected)
 
 
-@pytest.mark.gpu
 @pytest.mark.parametrize("n", [1, 63, 65, 1000])
 def test_atomic_stats(backend: str, n: int):
     """Every atomic op: min/max/add/sub/or/xor/and exact; the exchange leaves one of the

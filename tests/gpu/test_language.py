@@ -1,10 +1,16 @@
 """Language constructs that need a real dispatch to prove: helper returns inside loops."""
 
 import numpy as np
-import pytest
 
 from vyre_build.compiler import compile_file
 from vyre_build.runtime import load_kernel
+
+# The code argument of load_kernel for each backend, from a compiled kernel.
+CODE = {
+    "wgpu": lambda k: {"wgsl": k.wgsl},
+    "vulkan": lambda k: {"spirv": k.spirv},
+    "cpu": lambda k: {"kdesc": k.kdesc},
+}
 
 PRIMES = """
 from vyre_build.lang import *
@@ -27,12 +33,11 @@ def primes(out: Buffer[u32, "w"]):
 """
 
 
-@pytest.mark.gpu
 def test_helper_return_inside_nested_loops(tmp_path, backend):
     path = tmp_path / "primes.py"
     path.write_text(PRIMES)
     k = compile_file(str(path))[0]
-    code = {"wgsl": k.wgsl} if backend == "wgpu" else {"spirv": k.spirv}
+    code = CODE[backend](k)
     got = load_kernel(k.meta, backend=backend, **code)(out=301)["out"]
 
     def prime(n):
@@ -54,12 +59,11 @@ def pick(v: Buffer[vec4f], o: Buffer[vec4f, "w"]):
 """
 
 
-@pytest.mark.gpu
 def test_select_and_conditional_expression_broadcast_a_scalar(tmp_path, backend):
     path = tmp_path / "pick.py"
     path.write_text(BROADCAST)
     k = compile_file(str(path))[0]
-    code = {"wgsl": k.wgsl} if backend == "wgpu" else {"spirv": k.spirv}
+    code = CODE[backend](k)
     v = np.random.default_rng(3).standard_normal((77, 4)).astype(np.float32)
     got = load_kernel(k.meta, backend=backend, **code)(v=v, o=77)["o"]
     a = np.where(v[:, :1] > 0, v, np.float32(1.5))

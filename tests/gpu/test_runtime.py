@@ -1,10 +1,12 @@
-"""The runtime on real devices: hand-written WGSL and SPIR-V kernels through load_kernel
-and open_bundle, on both backends, compared with numpy; every device-side refusal.
+"""The runtime on real devices: hand-written WGSL, SPIR-V and kernel descriptors through
+load_kernel and open_bundle, on every backend (the cpu one too), compared with numpy;
+every device-side refusal.
 
 The test shaders (also used by bench/runtime_bench.py) are written the way
 docs/descriptor-conventions.md lays kernels out: saxpy (x: r f32, y: rw f32, a: f32
 scalar; grid = len(y)) and iota (out: w u32, start/step: u32 scalars; grid = len(out)):
-out[i] = start + i * step. SPIR-V is assembled from text by spirv-as at test time.
+out[i] = start + i * step. SPIR-V is assembled from text by spirv-as at test time; the
+cpu backend's .kdesc is built op by op with tests/descriptors.py.
 """
 
 from __future__ import annotations
@@ -220,10 +222,48 @@ SHADERS = {
 }
 
 
+@functools.cache
+def kdesc(name: str) -> bytes:
+    """The .kdesc of test kernel `name`: the descriptor its WGSL and SPIR-V spell out."""
+    from descriptors import Kernel
+
+    from vyre_build.descriptor import encode
+
+    if name == "saxpy":
+        k = Kernel("saxpy", (64, 1, 1))
+        x, y = k.buffer("F32", "ReadOnly", "x"), k.buffer("F32", "ReadWrite", "y")
+        a = k.scalar("F32", "a")
+        i = k.body.gid(0)
+        then = k.body.if_(k.body.bin("Lt", i, k.body.length(y)))
+        ax = then.bin("Mul", then.param(a), then.load(x, i))
+        then.store(y, i, then.bin("Add", ax, then.load(y, i)))
+    else:
+        k = Kernel("iota", (32, 1, 1))
+        out = k.buffer("U32", "WriteOnly", "out")
+        start, step = k.scalar("U32", "start"), k.scalar("U32", "step")
+        i = k.body.gid(0)
+        then = k.body.if_(k.body.bin("Lt", i, k.body.length(out)))
+        then.store(out, i, then.bin("Add", then.param(start), then.bin("Mul", i, then.param(step))))
+    return encode(k.build())
+
+
+# The load_kernel argument that carries each backend's code.
+CODE_ARG = {"wgpu": "wgsl", "vulkan": "spirv", "cpu": "kdesc"}
+
+
 def code_for(name: str, backend: str):
-    """(meta, code) of a test kernel for `backend`: WGSL text or SPIR-V bytes."""
+    """(meta, code) of a test kernel for `backend`: WGSL text, SPIR-V or .kdesc bytes."""
     meta, wgsl, spvasm = SHADERS[name]
-    return meta, (wgsl if backend == "wgpu" else assemble(spvasm))
+    code = {"wgpu": lambda: wgsl, "vulkan": lambda: assemble(spvasm), "cpu": lambda: kdesc(name)}
+    return meta, code[backend]()
+
+
+def artifacts(name: str, backends=("wgpu", "vulkan", "cpu")) -> dict:
+    """The bundle artifacts of test kernel `name` for `backends`, by suffix."""
+    from vyre_build.artifacts import BACKEND_SUFFIX
+
+    codes = {BACKEND_SUFFIX[b]: code_for(name, b)[1] for b in backends}
+    return {s: c.encode() if isinstance(c, str) else c for s, c in codes.items()}
 
 
 def load(name: str, backend: str, device=None):
@@ -231,9 +271,7 @@ def load(name: str, backend: str, device=None):
     from vyre_build.runtime import load_kernel
 
     meta, code = code_for(name, backend)
-    if backend == "wgpu":
-        return load_kernel(meta, wgsl=code, backend=backend, device=device)
-    return load_kernel(meta, spirv=code, backend=backend, device=device)
+    return load_kernel(meta, backend=backend, device=device, **{CODE_ARG[backend]: code})
 
 
 # ---------------------------------------------------------------------------- tests
@@ -243,8 +281,6 @@ import pytest  # noqa: E402
 
 from vyre_build.errors import BundleError, DeviceError, DispatchError  # noqa: E402
 from vyre_build.runtime import DeviceBuffer  # noqa: E402
-
-pytestmark = pytest.mark.gpu
 
 
 def saxpy_ref(x, y, a):
@@ -419,6 +455,7 @@ def test_plan_reuse_never_serves_a_stale_or_unchecked_call(device):
     np.testing.assert_array_equal(tagged.read(), np.full(128, 7.0, np.float32))
 
 
+@pytest.mark.gpu
 def test_vulkan_batch_back_pressure_wait_and_timing():
     from adapters import require_adapter
 
@@ -448,6 +485,7 @@ def test_vulkan_batch_back_pressure_wait_and_timing():
     assert dev.gpu_seconds is None
 
 
+@pytest.mark.gpu
 def test_vulkan_interrupted_fence_poll_waits_before_it_propagates():
     """Ctrl-C while polling: the blocking wait runs before the caller frees anything."""
     from vyre_build.runtime.vulkan_backend import VulkanDevice
@@ -527,6 +565,38 @@ def test_bad_shader_code_refused(backend):
             load_kernel(meta, wgsl="fn main( {", backend="wgpu")
         with pytest.raises(DispatchError, match="the wgpu backend needs wgsl="):
             load_kernel(meta, spirv=b"\x03\x02\x23\x07", backend="wgpu")
+    elif backend == "cpu":
+        with pytest.raises(DispatchError, match="the cpu backend needs kdesc="):
+            load_kernel(meta, wgsl=SAXPY_WGSL, backend="cpu")
+        with pytest.raises(DispatchError, match="kdesc= must be the bytes of a .kdesc, got str"):
+            load_kernel(meta, kdesc="saxpy", backend="cpu")
+        refusals = [
+            (
+                kdesc("saxpy")[:-1],
+                meta,
+                "the cpu backend refused the .kdesc: malformed descriptor at byte 104: "
+                "needs 1 more bytes, 0 left (truncated)",
+            ),
+            (kdesc("iota"), meta, "the .kdesc is kernel 'iota'"),
+            (
+                kdesc("saxpy"),
+                {**meta, "workgroup_size": [32, 1, 1]},
+                "the .kdesc has workgroup size 64x1x1, the metadata 32x1x1",
+            ),
+            (
+                kdesc("saxpy"),
+                {**meta, "bindings": [{**b, "dtype": "i32"} for b in meta["bindings"]]},
+                "the .kdesc does not match the metadata: it has buffer 'x' (0, f32, r), "
+                "buffer 'y' (1, f32, rw), scalar 'a' (f32 at 0) where the metadata has "
+                "buffer 'x' (0, i32, r), buffer 'y' (1, i32, rw), scalar 'a' (i32 at 0)",
+            ),
+        ]
+        from vyre_build.runtime.cpu_backend import CpuDevice
+
+        for code, bad_meta, message in refusals:  # pipelines are kept by id and code: fresh devices
+            with pytest.raises(DeviceError) as info:
+                load_kernel(bad_meta, kdesc=code, device=CpuDevice())
+            assert str(info.value) == f"Kernel 'saxpy': {message}"
     else:
         with pytest.raises(DispatchError, match="does not look like a SPIR-V module"):
             load_kernel(meta, spirv=b"junkjunk", backend="vulkan")
@@ -549,11 +619,12 @@ def test_adapters_and_backend_selection(backend, monkeypatch):
     assert get_device().backend == backend
     monkeypatch.setenv("VYRE_BACKEND", "metal")
     with pytest.raises(
-        DeviceError, match="unknown VYRE_BACKEND 'metal'; choose one of wgpu, vulkan"
+        DeviceError, match="unknown VYRE_BACKEND 'metal'; choose one of wgpu, vulkan, cpu$"
     ):
         get_device()
 
 
+@pytest.mark.gpu
 def test_vulkan_staging_path(monkeypatch):
     """Device-local memory with staging transfers, forced on a unified-memory adapter."""
     from adapters import require_adapter
@@ -584,18 +655,10 @@ def test_vulkan_staging_path(monkeypatch):
         np.testing.assert_array_equal(out.read(), np.arange(i, i + 8, dtype=np.uint32))
 
 
-def _bundle(path, backends=("wgpu", "vulkan")):
+def _bundle(path, backends=("wgpu", "vulkan", "cpu")):
     from vyre_build.bundle import write_bundle
 
-    entries = []
-    for name in ("saxpy", "iota"):
-        meta, wgsl, spvasm = SHADERS[name]
-        arts = {}
-        if "wgpu" in backends:
-            arts[".wgsl"] = wgsl.encode()
-        if "vulkan" in backends:
-            arts[".spv"] = assemble(spvasm)
-        entries.append({"meta": meta, "artifacts": arts})
+    entries = [{"meta": SHADERS[n][0], "artifacts": artifacts(n, backends)} for n in SHADERS]
     write_bundle(path, entries)
     return path
 
@@ -619,9 +682,11 @@ def test_open_bundle_runs_kernels_lazily(backend, tmp_path):
 def test_bundle_without_the_backends_artifact_refused(backend, tmp_path):
     from vyre_build.runtime import open_bundle
 
-    other = "vulkan" if backend == "wgpu" else "wgpu"
-    path = _bundle(tmp_path / "one.vyrebundle", backends=(other,))
-    suffix = ".wgsl" if backend == "wgpu" else ".spv"
+    from vyre_build.artifacts import BACKEND_SUFFIX
+
+    others = tuple(b for b in BACKEND_SUFFIX if b != backend)
+    path = _bundle(tmp_path / "one.vyrebundle", backends=others)
+    suffix = BACKEND_SUFFIX[backend]
     with (
         open_bundle(path, backend=backend) as bundle,
         pytest.raises(BundleError, match=f"kernel 'iota' has no '\\{suffix}' artifact \\(it has "),
@@ -629,6 +694,7 @@ def test_bundle_without_the_backends_artifact_refused(backend, tmp_path):
         bundle["iota"]
 
 
+@pytest.mark.gpu
 def test_corrupt_artifact_refused_at_first_use_with_its_name(tmp_path):
     from adapters import require_adapter
 
@@ -733,6 +799,7 @@ def test_run_cli_writes_outputs(backend, tmp_path, capsys):
         (["--scalar", "start"], "--scalar 'start': expected NAME=VALUE"),
     ],
 )
+@pytest.mark.gpu
 def test_run_cli_user_errors_exit_1_without_traceback(tmp_path, capsys, extra, message):
     from adapters import require_adapter
 
@@ -834,6 +901,7 @@ def test_the_example_runs_on_the_tree_bundle(backend, tree_bundle):
     assert all(line.endswith("matches numpy") for line in lines[1:])
 
 
+@pytest.mark.backends("wgpu", "vulkan")
 def test_coarse_entries_run_where_the_sizes_allow(backend, tree_bundle):
     from vyre_build.runtime import open_bundle
     from vyre_build.runtime.vulkan_backend import VulkanDevice

@@ -165,6 +165,7 @@ def test_bundle_warm_command(tmp_path):
     assert f"pipeline cache {first['pipeline_cache']}" in text
 
 
+@pytest.mark.backends("wgpu", "vulkan")
 def test_the_typed_user_script_runs(backend, tmp_path):
     path = bundle(tmp_path / "user.vyrebundle")
     done = python("tests/typing/user_script.py", str(path), backend)

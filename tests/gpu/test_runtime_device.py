@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_runtime import IOTA_META, IOTA_SPVASM, SHADERS, assemble, load  # noqa: E402
+from test_runtime import IOTA_META, IOTA_SPVASM, SHADERS, artifacts, assemble, load  # noqa: E402
 
 from vyre_build.bundle import write_bundle  # noqa: E402
 from vyre_build.errors import DeviceError, DispatchError  # noqa: E402
@@ -25,11 +25,9 @@ COOP = "cooperative_matrix.f16.f32.16x16x16"
 def bundle(path, features=None, names=("saxpy", "iota")):
     entries = []
     for name in names:
-        meta, wgsl, spvasm = SHADERS[name]
+        meta = SHADERS[name][0]
         meta = {**meta, "features": features} if features else meta
-        entries.append(
-            {"meta": meta, "artifacts": {".wgsl": wgsl.encode(), ".spv": assemble(spvasm)}}
-        )
+        entries.append({"meta": meta, "artifacts": artifacts(name)})
     write_bundle(path, entries)
     return path
 
@@ -37,6 +35,7 @@ def bundle(path, features=None, names=("saxpy", "iota")):
 # --- profiles and features ------------------------------------------------------------
 
 
+@pytest.mark.backends("wgpu", "vulkan")
 def test_lavapipe_profile(device):
     p = device.profile
     assert p.backend == device.backend and p.adapter == device.name
@@ -64,6 +63,7 @@ def test_lavapipe_profile(device):
         assert {"subgroup", "shader-f16"} <= {str(f) for f in device.device.features}
 
 
+@pytest.mark.backends("wgpu", "vulkan")  # the cpu reference runs cooperative matrices
 def test_a_kernel_needing_what_lavapipe_lacks_is_refused_before_anything_is_made(device, tmp_path):
     from vyre_build.runtime import open_bundle
 
@@ -224,6 +224,7 @@ def test_an_applications_wgpu_device_and_buffers(tmp_path):
     np.testing.assert_array_equal(got, 5 * x + 1)
 
 
+@pytest.mark.backends("wgpu", "vulkan")
 def test_device_buffers_expose_their_backend_buffer(device):
     buf = device.buffer(4, "f32")
     if device.backend == "wgpu":
@@ -366,6 +367,7 @@ OpFunctionEnd
 """
 
 
+@pytest.mark.backends("wgpu", "vulkan")  # the cpu backend: test_runtime_cpu.py
 def test_f16_buffers_and_subgroup_operations_run_where_enabled(device):
     from vyre_build.runtime import load_kernel
 

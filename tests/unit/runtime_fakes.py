@@ -13,6 +13,7 @@ class FakeDevice:
     backend = "fake"
     max_workgroup_count = (65535, 65535, 65535)
     max_buffer_bytes = 1 << 20
+    coarse_entries = True
 
     def adopt(self, value, dtype, access):
         return None

@@ -301,3 +301,85 @@ def test_zeroing_stays_where_a_read_could_see_it(tmp_path):
     )
     np.testing.assert_array_equal(got["out"][-5:], np.arange(5, 0, -1, dtype=np.uint32))
     np.testing.assert_array_equal(got["out"][:11], np.zeros(11, np.uint32))  # zeroed, not stale
+
+
+def test_a_guarded_difference_and_a_reloaded_local(tmp_path):
+    # `lid >= offset` makes lid - offset a value in [0, 255] (no wrap below 0); offset is a
+    # local reloaded for each use, and a reload with no store in between is the same value
+    k = compiled(
+        tmp_path,
+        """
+        @kernel(workgroup_size=256)
+        def k(x: Buffer[u32], out: Buffer[u32, "w"]):
+            buf = shared(u32, 256)
+            lid = local_id().x
+            buf[lid] = x[global_id().x]
+            barrier()
+            offset: u32 = 1
+            while offset < 256:
+                v: u32 = 0
+                if lid >= offset:
+                    v = buf[lid - offset]
+                barrier()
+                buf[lid] += v
+                barrier()
+                offset <<= 1
+            out[global_id().x] = buf[lid]
+        """,
+    )
+    assert ("LoadShared", "buf", True) in accesses(k)
+    assert all(proved for op, name, proved in accesses(k) if name == "buf")
+    x = np.arange(300, dtype=np.uint32)
+    got = execute(k.descriptor, {"x": x, "out": np.zeros(300, np.uint32)}, {}, (2, 1, 1))["out"]
+    want = np.r_[np.cumsum(x[:256]), np.cumsum(np.r_[x[256:], np.zeros(212, np.uint32)])[:44]]
+    np.testing.assert_array_equal(got, want.astype(np.uint32))
+
+
+def test_a_store_between_the_guard_and_the_use_keeps_the_check(tmp_path):
+    k = compiled(
+        tmp_path,
+        """
+        @kernel(workgroup_size=64)
+        def k(out: Buffer[u32, "w"], n: u32):
+            t = shared(u32, 64)
+            lid = local_id().x
+            j: u32 = n
+            if lid >= j:
+                j = j + 7
+                t[lid - j] = 1
+            if lid >= j:
+                for q in range(3):
+                    j = j + 1
+                t[lid - j] = 2
+            if j <= lid:
+                t[lid - j] = 3
+            out[lid] = t[lid]
+        """,
+    )
+    # only the last one: a reload with no store since the guard
+    assert [p for op, name, p in accesses(k) if op == "StoreShared"] == [False, False, True]
+    got = execute(k.descriptor, {"out": np.zeros(64, np.uint32)}, {"n": 0}, (1, 1, 1))["out"]
+    # every lane: j = 7, t[lid - 7] = 1 (lid < 7 wraps: dropped); lanes >= 7: j = 10,
+    # t[lid - 10] = 2 (7..9 dropped); lanes >= 10: t[lid - 10] = 3
+    want = np.zeros(64, np.uint32)
+    want[:57], want[:54] = 1, 3
+    np.testing.assert_array_equal(got, want)
+
+
+def test_i32_differences_keep_their_checks(tmp_path):
+    k = compiled(
+        tmp_path,
+        """
+        @kernel(workgroup_size=64)
+        def k(out: Buffer[u32, "w"], a: i32, b: i32):
+            t = shared(u32, 64)
+            if a >= b:
+                t[u32(a - b)] = 1
+            out[local_id().x] = t[local_id().x]
+        """,
+    )
+    assert [p for op, name, p in accesses(k) if op == "StoreShared"] == [False]
+    got = execute(
+        k.descriptor, {"out": np.zeros(64, np.uint32)}, {"a": 2**31 - 1, "b": -(2**31)}, (1, 1, 1)
+    )["out"]
+    np.testing.assert_array_equal(got, np.zeros(64, np.uint32))  # a - b wraps to -1: dropped

@@ -232,6 +232,7 @@ def test_call_results_are_typed_by_accessor():
 
 def test_feature_vocabulary():
     assert sorted(FEATURES) == [
+        "cooperative_matrix",
         "f16",
         "storage_16bit",
         "subgroup_arithmetic",
@@ -263,6 +264,7 @@ def test_profile_features_from_capabilities():
     )
     names = features_of(("subgroup_basic", "subgroup_vote"), True, False, mats)
     assert sorted(names) == [
+        "cooperative_matrix",
         "cooperative_matrix.f16.f16.16x16x16",
         "cooperative_matrix.f16.f32.16x16x16",
         "f16",

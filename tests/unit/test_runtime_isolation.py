@@ -1,8 +1,10 @@
 """The runtime never imports the compiler: it runs with the compiler made unimportable.
 
 Each check runs in a fresh interpreter whose meta-path finder raises ImportError for the
-frontend, IR, lowering, compiler and emitter modules, then asserts none of them (nor
-their submodules) ended up in sys.modules.
+frontend, IR, lowering, compiler and emitter modules (and, but on the cpu backend's
+path, the descriptor), then asserts none of them (nor their submodules) ended up in
+sys.modules. The cpu backend imports vyre_build.descriptor and vyre_build.reference
+only when a cpu device is made.
 """
 
 from __future__ import annotations
@@ -23,12 +25,18 @@ FORBIDDEN = (
     "vyre_build.compiler",
     "vyre_build.emit",
     "vyre_build.descriptor",
+    "vyre_build.reference",
     "vyre_build.lang",
 )
 
-GUARD = textwrap.dedent(f"""
+# The cpu backend reads the descriptor and runs it with the reference: all else stays out.
+FORBIDDEN_CPU = tuple(
+    m for m in FORBIDDEN if m not in ("vyre_build.descriptor", "vyre_build.reference")
+)
+
+GUARD = textwrap.dedent("""
     import importlib.abc, json, sys
-    FORBIDDEN = {FORBIDDEN!r}
+    FORBIDDEN = FORBIDDEN_MODULES
 
     def forbidden(name):
         return any(name == f or name.startswith(f + ".") for f in FORBIDDEN)
@@ -36,21 +44,22 @@ GUARD = textwrap.dedent(f"""
     class Block(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
             if forbidden(name):
-                raise ImportError(f"the runtime must not import {{name}}")
+                raise ImportError(f"the runtime must not import {name}")
             return None
 
     sys.meta_path.insert(0, Block())
 
     def report(**extra):
         leaked = sorted(m for m in sys.modules if forbidden(m))
-        print(json.dumps({{"leaked": leaked, **extra}}))
+        print(json.dumps({"leaked": leaked, **extra}))
 """)
 
 
-def run_guarded(body: str, env_extra: dict | None = None) -> dict:
+def run_guarded(body: str, env_extra: dict | None = None, forbidden=FORBIDDEN) -> dict:
     env = {**os.environ, "PYTHONPATH": ROOT, **(env_extra or {})}
+    guard = GUARD.replace("FORBIDDEN_MODULES", repr(forbidden), 1)
     done = subprocess.run(
-        [sys.executable, "-c", GUARD + textwrap.dedent(body)],
+        [sys.executable, "-c", guard + textwrap.dedent(body)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -109,7 +118,7 @@ def test_the_runtime_imports_only_the_allowed_modules():
     assert "vyre_build.features" in result["ours"]
 
 
-@pytest.mark.gpu
+@pytest.mark.backends("wgpu", "vulkan")
 def test_bundle_open_and_dispatch_without_the_compiler(backend, tmp_path):
     sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
     try:
@@ -133,3 +142,48 @@ def test_bundle_open_and_dispatch_without_the_compiler(backend, tmp_path):
         report(y=y.tolist())
     """)
     assert result == {"leaked": [], "y": [2.0 * i + 1.0 for i in range(8)]}
+
+
+def test_the_cpu_backend_module_imports_no_descriptor_until_a_device_is_made():
+    result = run_guarded("""
+        from vyre_build.runtime import adapter_profiles, list_adapters
+        names = list_adapters("cpu")
+        profile = adapter_profiles("cpu")[0]
+        report(names=names, size=profile.subgroup_size, gpu=[m for m in ("wgpu", "vulkan") if m in sys.modules])
+    """)
+    assert result == {"leaked": [], "names": ["vyre reference (CPU)"], "size": 32, "gpu": []}
+
+
+def test_the_cpu_backend_runs_a_bundle_without_the_compiler_or_a_gpu_stack(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+    try:
+        import test_runtime as shaders
+    finally:
+        sys.path.pop(0)
+    from vyre_build.bundle import write_bundle
+
+    path = tmp_path / "iso.vyrebundle"
+    entries = [{"meta": shaders.SAXPY_META, "artifacts": {".kdesc": shaders.kdesc("saxpy")}}]
+    write_bundle(path, entries)
+    result = run_guarded(
+        f"""
+        import numpy as np
+        from vyre_build.runtime import open_bundle
+        with open_bundle({str(path)!r}) as bundle:
+            x = np.arange(8, dtype=np.float32)
+            y = bundle["saxpy"](x=x, y=np.ones(8, np.float32), a=2.0)["y"]
+        report(
+            y=y.tolist(),
+            gpu=[m for m in ("wgpu", "vulkan") if m in sys.modules],
+            ours=sorted(m.split(".")[1] for m in sys.modules if m.startswith("vyre_build.")),
+        )
+        """,
+        {"VYRE_BACKEND": "cpu"},
+        FORBIDDEN_CPU,
+    )
+    assert result["leaked"] == [] and result["gpu"] == []
+    assert result["y"] == [2.0 * i + 1.0 for i in range(8)]
+    assert {"descriptor", "reference"} <= set(result["ours"])
+    assert set(result["ours"]) - {"descriptor", "reference", "runtime"} <= {
+        a.split(".")[1] for a in ALLOWED
+    }

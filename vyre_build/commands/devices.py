@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="list every adapter of every runtime backend with its features and limits",
         description=__doc__.splitlines()[0],
     )
-    p.add_argument("--backend", choices=("wgpu", "vulkan"), help="only this backend")
+    p.add_argument("--backend", choices=("wgpu", "vulkan", "cpu"), help="only this backend")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=run)
 

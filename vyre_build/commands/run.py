@@ -2,7 +2,7 @@
 
     vyre-build run BUNDLE KERNEL [--variant V] --input NAME=FILE.npy ...
                    [--scalar NAME=VALUE ...] [--alloc NAME=N[xM...] ...] [--grid X[,Y[,Z]]]
-                   [--backend wgpu|vulkan] [--adapter INDEX|NAME] --out DIR
+                   [--backend wgpu|vulkan|cpu] [--adapter INDEX|NAME] --out DIR
     vyre-build run --list-adapters [--backend B]
 
 Each buffer the kernel writes is saved as DIR/NAME.npy. A "w"-only buffer not given
@@ -49,7 +49,7 @@ def register(subparsers) -> None:
         "--grid", metavar="X[,Y[,Z]]", help="invocations per axis, overriding the kernel's grid"
     )
     p.add_argument(
-        "--backend", choices=("wgpu", "vulkan"), help="default: $VYRE_BACKEND, else wgpu"
+        "--backend", choices=("wgpu", "vulkan", "cpu"), help="default: $VYRE_BACKEND, else wgpu"
     )
     p.add_argument("--adapter", help="adapter index or name substring (see --list-adapters)")
     p.add_argument("--out", metavar="DIR", help="directory for the NAME.npy outputs")

@@ -34,6 +34,7 @@ from vyre_build.descriptor.codec import (
     encode_datatype,
 )
 from vyre_build.descriptor.facts import DescriptorInfo
+from vyre_build.descriptor.matrices import COOP_EXPRS
 from vyre_build.descriptor.types import datatype, vector_of
 from vyre_build.descriptor.validate import validate
 
@@ -91,7 +92,11 @@ def coarsenable(desc: KernelDescriptor, info: DescriptorInfo) -> bool:
             and slots[op.operands[0]].memory_class == "Scratch"
         ):
             return False
-        elif name == "OpaqueExpr" and op.kind.args[1] == "vyre.num_workgroups":
+        elif name == "OpaqueExpr" and op.kind.args[1] in ("vyre.num_workgroups", *COOP_EXPRS):
+            return False
+        elif name == "OpaqueNode" and op.kind.args[0] == "vyre.coop.store":
+            return False
+        elif name == "MatrixMma":
             return False
         elif name == "Return" and in_loop:
             return False

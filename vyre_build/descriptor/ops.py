@@ -127,7 +127,8 @@ def _table() -> dict[Row, str]:
         add("Extract", "", (v,), e)
     for t in FLOAT + tuple(v for v, (e, _) in VECTORS.items() if e in FLOAT):
         add("Fma", "", (t, t, t), t)
-    for t in TYPES:
+    values = [t for t in TYPES if TYPES[t].matrix is None]  # matrices: descriptor.matrices
+    for t in values:
         add("Select", "", ("bool", t, t), t)
     for src in SCALARS:
         for dst in SCALARS:
@@ -145,7 +146,7 @@ def _table() -> dict[Row, str]:
             add("Atomic", name, (t,), t)
     # Subgroups: 32-bit scalars and their vectors (f16 needs an extension neither target
     # has by default); lanes and deltas are u32.
-    wide = [t for t in TYPES if TYPES[t].kind != "bool" and TYPES[t].element != "f16"]
+    wide = [t for t in values if TYPES[t].kind != "bool" and TYPES[t].element != "f16"]
     for t in wide:
         for name in SUBGROUP_REDUCE:
             add("Subgroup", name, (t,), t)

@@ -64,14 +64,21 @@ def _fit(lo: int, hi: int, ty: str):
 
 
 class _Scope:
-    __slots__ = ("ranges", "below")
+    __slots__ = ("ranges", "below", "le", "held")
 
-    def __init__(self, ranges, below):
+    def __init__(self, ranges, below, le=None, held=None):
         self.ranges = ranges  # SSA id -> refined (lo, hi) in this scope
         self.below = below  # {(id, slot)}: value id < len(slot)
+        self.le = le if le is not None else set()  # {(a, b)}: value a <= value b
+        self.held = held if held is not None else {}  # local's Scratch slot -> its value id
 
-    def child(self) -> _Scope:
-        return _Scope(dict(self.ranges), set(self.below))
+    def child(self, forget=()) -> _Scope:
+        held = {k: v for k, v in self.held.items() if k not in forget}
+        return _Scope(dict(self.ranges), set(self.below), set(self.le), held)
+
+    def forget(self, slots) -> None:
+        for slot in slots:
+            self.held.pop(slot, None)
 
 
 class _Analysis:
@@ -85,11 +92,17 @@ class _Analysis:
             if s.memory_class in ("Shared", "Scratch") and slot_types[s.slot] in FULL
         }
         self.defs: dict[int, object] = {}  # SSA id -> defining op
+        self.alias: dict[int, int] = {}  # a local's reload -> the value it holds
+        self._writes: dict[int, frozenset] = {}  # id(body) -> Scratch slots stored inside
         self.flat: dict[int, tuple] = {}  # SSA id -> affine form in local ids (cx, cy, cz, c0)
+        self.locals = {
+            s.slot for s in desc.slots if s.memory_class == "Scratch" and s.element_count == 1
+        }
 
     def run(self, widen: bool) -> None:
         self.widen = widen
         self.proved: set[int] = set()
+        self.alias = {}
         self.base: dict[int, tuple] = {}
         self.stored: dict[int, tuple] = {}
         self.body(self.desc.body, _Scope({}, set()), {})
@@ -102,14 +115,46 @@ class _Analysis:
                 joined = FULL[ty]
             self.slot_ranges[slot] = joined
 
+    def canon(self, vid):
+        """The value a reload of a local stands for (the same value as the local's last
+        store or first load in straight-line code), else `vid` itself."""
+        return self.alias.get(vid, vid)
+
     def range(self, scope, vid):
-        got = scope.ranges.get(vid)
+        got = scope.ranges.get(self.canon(vid))
         return got if got is not None else self.base.get(vid)
+
+    def writes(self, b: KernelBody) -> frozenset:
+        """The single-value Scratch slots (locals) stored anywhere in `b`."""
+        got = self._writes.get(id(b))
+        if got is None:
+            out = {
+                op.operands[0]
+                for op in b.ops
+                if op.kind.name == "StoreShared" and op.operands[0] in self.locals
+            }
+            for child in b.children:
+                out |= self.writes(child)
+            got = self._writes[id(b)] = frozenset(out)
+        return got
+
+    def track_local(self, op, scope) -> None:
+        """Value numbering of locals: a reload with no store since aliases the value."""
+        name, o = op.kind.name, op.operands
+        if name == "LoadShared" and o[0] in self.locals:
+            held = scope.held.get(o[0])
+            if held is not None:
+                self.alias[op.result] = held
+            else:
+                scope.held[o[0]] = op.result
+        elif name == "StoreShared" and o[0] in self.locals:
+            scope.held[o[0]] = self.canon(o[2])
 
     # --- the walk ----------------------------------------------------------------------
     def body(self, b: KernelBody, scope: _Scope, loops: dict) -> None:
         for op in b.ops:
             name = op.kind.name
+            self.track_local(op, scope)
             if op.result is not None:
                 self.defs[op.result] = op
                 r = self.value(op, b, scope, loops)
@@ -131,18 +176,24 @@ class _Analysis:
                     self.assume(o[0], False, scope)
                 elif len(o) == 3 and _exits(b.children[o[2]]):
                     self.assume(o[0], True, scope)
+                for child in o[1:]:
+                    scope.forget(self.writes(b.children[child]))
             elif name == "StructuredForLoop":
                 self.for_loop(op, b, scope, loops)
+                scope.forget(self.writes(b.children[o[2]]))
             elif name == "OpaqueNode" and op.kind.args[0] == "vyre.loop":
-                for child in o:
-                    self.body(b.children[child], scope.child(), loops)
+                stored = frozenset().union(*(self.writes(b.children[c]) for c in o))
+                for child in o:  # the back edge: no local stored in the loop keeps a value
+                    self.body(b.children[child], scope.child(forget=stored), loops)
+                scope.forget(stored)
 
     def for_loop(self, op, b, scope, loops):
         lo, hi, child = op.operands
         ty = self.types[lo]
         rl, rh = self.range(scope, lo) or FULL[ty], self.range(scope, hi) or FULL[ty]
         index = (rl[0], max(rl[0], rh[1] - 1))
-        self.body(b.children[child], scope.child(), {**loops, op.kind.args[0]: (index, hi)})
+        inner = scope.child(forget=self.writes(b.children[child]))
+        self.body(b.children[child], inner, {**loops, op.kind.args[0]: (index, hi)})
 
     def facts(self, op, scope) -> None:
         """Symbolic facts of a value op that never exceeds one of its operands (u32)."""
@@ -164,12 +215,14 @@ class _Analysis:
                 if self.types[o[i]] == "u32":
                     self.inherit(scope, r, o[i])
         elif name == "Select":
-            common = {s for (v, s) in scope.below if v == o[1]} & {
-                s for (v, s) in scope.below if v == o[2]
+            t, f = self.canon(o[1]), self.canon(o[2])
+            common = {s for (v, s) in scope.below if v == t} & {
+                s for (v, s) in scope.below if v == f
             }
             scope.below.update((r, s) for s in common)
 
     def inherit(self, scope, r, src) -> None:
+        src = self.canon(src)
         scope.below.update((r, s) for (v, s) in list(scope.below) if v == src)
 
     def assume(self, cond: int, truth: bool, scope: _Scope) -> None:
@@ -204,8 +257,10 @@ class _Analysis:
         ty = self.types[a]
         ra, rb = self.range(scope, a) or FULL[ty], self.range(scope, b) or FULL[ty]
         gap = 1 if strict else 0
+        a, b = self.canon(a), self.canon(b)
         scope.ranges[a] = (ra[0], min(ra[1], rb[1] - gap))
         scope.ranges[b] = (max(rb[0], ra[0] + gap), rb[1])
+        scope.le.add((a, b))
         if ty != "u32":
             return
         bop = self.defs.get(b)
@@ -273,6 +328,8 @@ class _Analysis:
                 self.flat[op.result] = fb[:3] + (fb[3] + al,)
             return _fit(al + bl, ah + bh, ty)
         if bop == "Sub":
+            if ty == "u32" and (self.canon(o[1]), self.canon(o[0])) in scope.le:  # b <= a
+                return (max(al - bh, 0), max(ah - bl, 0))
             return _fit(al - bh, ah - bl, ty)
         if bop == "Mul":
             if fa and bl == bh:
@@ -289,7 +346,7 @@ class _Analysis:
             return (al >> bh, ah >> bl)
         if bop in ("Div", "Mod") and al >= 0 and bl >= 0:
             if bop == "Div":
-                return (0, ah)  # x / 0 == x
+                return (al // bh, ah // bl) if bl > 0 else (0, ah)  # x / 0 == x
             return (0, min(ah, max(bh - 1, 0)))  # x % 0 == 0
         if bop == "BitAnd" and al >= 0 and bl >= 0:
             return (0, min(ah, bh))
@@ -314,7 +371,7 @@ class _Analysis:
             stored = self.range(scope, op.operands[2]) if name == "StoreShared" else None
             self.stored[slot] = _join(self.stored.get(slot), stored or FULL[ty])
         if s.memory_class == "Global":
-            ok = (index, slot) in scope.below
+            ok = (self.canon(index), slot) in scope.below
         else:
             r = self.range(scope, index)
             ok = r is not None and 0 <= r[0] and r[1] < s.element_count
@@ -364,7 +421,9 @@ def _unzeroed(desc: KernelDescriptor, flat: dict[int, tuple]) -> set[int]:
     def reads(op, b) -> set[int]:
         """Shared slots op reads (itself or anything nested in it)."""
         out = set()
-        if op.kind.name in ("LoadShared", "Atomic") and op.operands[0] in shared:
+        name = op.kind.name
+        coop = name == "OpaqueExpr" and op.kind.args[1] == "vyre.coop.load"
+        if (name in ("LoadShared", "Atomic") or coop) and op.operands[0] in shared:
             out.add(op.operands[0])
         for child in _children(op):
             for sub in b.children[child].ops:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from vyre_build.descriptor.codec import Variant
 from vyre_build.errors import DescriptorFormatError
+from vyre_build.features import MATRIX_DIMS, MATRIX_ELEMENTS
 
 __all__ = [
     "ValueType",
@@ -23,6 +24,8 @@ __all__ = [
     "INTEGER",
     "FLOAT",
     "VECTORS",
+    "MATRICES",
+    "matrix_name",
     "element",
     "count",
     "vector_of",
@@ -44,6 +47,8 @@ class ValueType:
     storage: bool  # may be a storage-buffer element
     uniform: bool  # may be a uniform-block member (bool travels as a u32 there)
     atomic: bool  # atomics are defined on it
+    # a cooperative matrix: (use, rows, cols), use "a" | "b" | "acc"; None for other types
+    matrix: tuple[str, int, int] | None = None
 
 
 # (name, DataType name, kind, WGSL, bytes): the scalars; vectors are derived from them below.
@@ -56,6 +61,11 @@ _SCALARS = (
 )
 # A vector's name: "vec" + count + this letter of its element.
 _LETTER = {"i32": "i", "u32": "u", "f32": "f", "f16": "h"}
+# Cooperative matrices (VK_KHR_cooperative_matrix, subgroup scope): DataType TensorShaped
+# {element, shape [rows, cols, use]} with use 0 A, 1 B, 2 accumulator. A and B are f16;
+# accumulators f16 or f32; each side 8, 16 or 32 (features.py; the device's list decides
+# what runs).
+_USE = {"a": 0, "b": 1, "acc": 2}
 VECTOR_COUNTS = (2, 4)  # no 3-component vectors: their storage alignment differs from host packing
 
 
@@ -75,15 +85,32 @@ def _rows() -> dict[str, ValueType]:
             vt = Variant("Vec", (Variant(dt), n))
             vw = f"vec{n}<{wgsl}>"
             rows[vname] = ValueType(vname, vt, name, n, kind, vw, size * n, True, False, False)
+    for use, elements in MATRIX_ELEMENTS.items():
+        for elem in elements:
+            for r in MATRIX_DIMS:
+                for c in MATRIX_DIMS:
+                    mname = matrix_name(use, elem, r, c)
+                    dt = Variant(
+                        "TensorShaped", (Variant(rows[elem].datatype.name), (r, c, _USE[use]))
+                    )
+                    rows[mname] = ValueType(
+                        mname, dt, elem, 1, "matrix", "", 0, False, False, False, (use, r, c)
+                    )
     return rows
 
 
+def matrix_name(use: str, elem: str, rows: int, cols: int) -> str:
+    """The value type of a cooperative matrix: "matrix_a.f16.16x16", "matrix_acc.f32.16x8"."""
+    return f"matrix_{use}.{elem}.{rows}x{cols}"
+
+
 TYPES: dict[str, ValueType] = _rows()
-SCALARS = tuple(t.name for t in TYPES.values() if t.count == 1)  # bool i32 u32 f32
+SCALARS = tuple(t.name for t in TYPES.values() if t.count == 1 and t.matrix is None)
 NUMERIC = tuple(n for n in SCALARS if TYPES[n].kind != "bool")  # i32 u32 f32 f16
 INTEGER = tuple(n for n in SCALARS if TYPES[n].kind in ("uint", "sint"))  # i32 u32
 FLOAT = tuple(n for n in SCALARS if TYPES[n].kind == "float")  # f32 f16
 VECTORS = {t.name: (t.element, t.count) for t in TYPES.values() if t.count > 1}
+MATRICES = {t.name: t.matrix for t in TYPES.values() if t.matrix is not None}
 _BY_DATATYPE = {t.datatype: t.name for t in TYPES.values()}
 _BY_LITERAL = {TYPES[s].datatype.name: s for s in SCALARS}  # LiteralValue variant -> type
 

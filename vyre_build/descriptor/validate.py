@@ -15,10 +15,11 @@ Any defect raises `DescriptorFormatError` naming the descriptor, the op and the 
 from __future__ import annotations
 
 from vyre_build.descriptor.codec import KernelBody, KernelDescriptor, decode_datatype
+from vyre_build.descriptor import matrices as mx
 from vyre_build.descriptor.facts import DescriptorInfo, uniform_block
 from vyre_build.descriptor.ops import OPS, SUBGROUP_FEATURE, op_key
 from vyre_build.descriptor.ranges import analyze
-from vyre_build.descriptor.types import TYPES, VECTORS, literal_type, type_of
+from vyre_build.descriptor.types import MATRICES, TYPES, VECTORS, literal_type, type_of
 from vyre_build.errors import DescriptorFormatError
 
 __all__ = ["validate"]
@@ -51,6 +52,7 @@ ARITY = {
     "SubgroupAdd": 1,
     "SubgroupBallot": 1,
     "SubgroupShuffle": 2,
+    "MatrixMma": 3,
 }
 OPAQUE_ARITY = {
     "vyre.loop": (1, 2),
@@ -61,6 +63,10 @@ OPAQUE_ARITY = {
     "vyre.vec": (2, 4),
     "vyre.extract": (1,),
     "vyre.subgroup": (0, 1, 2),
+    mx.LOAD: (3,),
+    mx.FILL: (1,),
+    mx.MMA: (3,),
+    mx.STORE: (4,),
 }
 _BUILTINS = ("GlobalInvocationId", "LocalInvocationId", "WorkgroupId")
 _LOAD_CLASSES = {"LoadGlobal": ("Global",), "LoadShared": ("Shared", "Scratch")}
@@ -89,6 +95,7 @@ class _Checker:
         self.constants: dict[int, int] = {}
         self.atomic: set[int] = set()
         self.features: set[str] = set()
+        self.coop_slots: set[int] = set()  # slots cooperative loads/stores use
 
     def error(self, msg: str) -> DescriptorFormatError:
         return DescriptorFormatError(f"descriptor {self.d.id!r}: {msg}")
@@ -137,6 +144,8 @@ class _Checker:
             if s.memory_class == "Global"
         ):
             out.add("storage_16bit")
+        if mx.uses_matrices((*self.types.values(), *self.slot_types.values())):
+            out.add(mx.FEATURE)
         return frozenset(out)
 
     def check_slot(self, s) -> str:
@@ -147,7 +156,13 @@ class _Checker:
             raise self.error(f"{where}: {exc}") from None
         info = TYPES[ty]
         mc = s.memory_class
-        if mc == "Global":
+        if info.matrix is not None:
+            if mc != "Scratch" or s.element_count != 1:
+                raise self.error(
+                    f"{where}: a cooperative matrix {ty} lives only in a one-element Scratch "
+                    f"slot (a local variable), got {mc} x {s.element_count}"
+                )
+        elif mc == "Global":
             if not info.storage or s.element_count is not None:
                 raise self.error(
                     f"{where}: storage buffers hold runtime arrays of U32/I32/F32 "
@@ -309,6 +324,8 @@ class _Checker:
             return self.typed(op, ("Cast", target), (self.val(op, scopes, 0),))
         if name == "Atomic":
             return self.atomic_op(op, scopes)
+        if name == "MatrixMma":
+            return self.coop_mma(op, scopes)
         if name in ("StructuredIfThen", "StructuredIfThenElse"):
             cond = self.val(op, scopes, 0)
             if cond != "bool":
@@ -349,14 +366,64 @@ class _Checker:
                 self.fail(
                     op, f"value operand {i} has type {got}, slot {s.slot} {s.name!r} holds {ty}"
                 )
+        if s.slot in self.coop_slots:
+            self.fail(op, f"atomic on slot {s.slot} {s.name!r}, which cooperative matrices use")
         self.atomic.add(s.slot)
         return self.typed(op, ("Atomic", aop.name), (ty,))
+
+    # --- cooperative matrices (descriptor.matrices) -------------------------------------
+    def matrix_payload(self, op, payload: bytes) -> str:
+        kind = op.kind.args[1]
+        try:
+            ty = type_of(decode_datatype(payload))
+        except DescriptorFormatError as exc:
+            self.fail(op, f"{kind} payload {payload.hex()} is not a supported DataType: {exc}")
+        if ty not in MATRICES:
+            self.fail(op, f"{kind} payload names {ty}, not a cooperative matrix type")
+        return ty
+
+    def coop_access(self, op, scopes, what: str, ty: str | None = None) -> str:
+        """A fragment load (`ty` from the payload) or store (`ty` of the stored value)."""
+        o = op.operands
+        s = self.slot(op, o[0], ("Global", "Shared"))
+        bad = "WriteOnly" if what == "load" else "ReadOnly"
+        if s.visibility == bad:
+            self.fail(op, f"cooperative {what} on a {bad} slot {s.slot} {s.name!r}")
+        if s.slot in self.atomic:
+            self.fail(op, f"cooperative {what} on slot {s.slot} {s.name!r}, which atomics use")
+        for i, role in ((1, "offset"), (2, "stride")):
+            if self.val(op, scopes, i) != "u32":
+                self.fail(op, f"the {role} of a cooperative {what} must be u32")
+        if ty is None:
+            ty = self.val(op, scopes, 3)
+            if ty not in MATRICES:
+                self.fail(op, f"{mx.STORE} stores a {ty}, not a cooperative matrix")
+        held = self.slot_types[s.slot]
+        if TYPES[held].element != TYPES[ty].element:
+            self.fail(op, f"cooperative {what} of {ty} on slot {s.slot} {s.name!r} of {held}")
+        self.coop_slots.add(s.slot)
+        return ty
+
+    def coop_mma(self, op, scopes) -> str:
+        a, b, c = (self.val(op, scopes, i) for i in range(3))
+        shape = mx.mma_shape(a, b, c)
+        if shape is None:
+            self.fail(op, f"no multiply-add of {a} x {b} + {c} (A is MxK, B KxN, C MxN)")
+        if op.kind != mx.mma_kind(a, b, c):
+            self.fail(
+                op, f"the multiply-add of {a} x {b} + {c} is written {mx.mma_kind(a, b, c)!r}"
+            )
+        self.features.add(mx.mma_feature(a, c, shape))
+        return c
 
     def opaque_node(self, op, ctx):
         kind, payload = op.kind.args
         if payload:
             self.fail(op, f"OpaqueNode {kind!r} takes no payload, got {payload.hex()}")
         o = op.operands
+        if kind == mx.STORE:
+            self.coop_access(op, ctx[1], "store")
+            return None
         if kind == "vyre.loop":
             self.child(op, ctx, o[0], loop_depth=ctx[3] + 1)
             if len(o) == 2:
@@ -375,6 +442,18 @@ class _Checker:
             if payload or op.operands[0] > 2:
                 self.fail(op, "vyre.num_workgroups takes an axis 0, 1 or 2 and no payload")
             return "u32"
+        if kind == mx.LOAD:  # its first operand is a slot, not a value
+            return self.coop_access(op, scopes, "load", self.matrix_payload(op, payload))
+        if kind == mx.MMA:
+            if payload:
+                self.fail(op, f"{mx.MMA} takes no payload, got {payload.hex()}")
+            return self.coop_mma(op, scopes)
+        if kind == mx.FILL:
+            ty = self.matrix_payload(op, payload)
+            got = self.val(op, scopes, 0)
+            if got != TYPES[ty].element:
+                self.fail(op, f"{mx.FILL} of {ty} needs a {TYPES[ty].element} value, got {got}")
+            return ty
         operands = tuple(self.val(op, scopes, i) for i in range(len(op.operands)))
         if kind == "vyre.extract":
             (ty,) = operands

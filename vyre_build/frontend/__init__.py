@@ -12,7 +12,15 @@ if TYPE_CHECKING:
     from vyre_build.frontend.module import KernelModule
     from vyre_build.ir import Program
 
-__all__ = ["load_module", "check_module", "instances", "ModuleLoader", "KernelModule"]
+__all__ = [
+    "load_module",
+    "check_module",
+    "instances",
+    "wgsl_refusal",
+    "SPIRV_ONLY",
+    "ModuleLoader",
+    "KernelModule",
+]
 
 
 def __getattr__(name: str):
@@ -49,6 +57,34 @@ def instances(
         else:
             out.append((name, None, {}))
     return out
+
+
+SPIRV_ONLY = "needs cooperative matrices: SPIR-V only"
+
+
+def wgsl_refusal(module: KernelModule, kernel: str) -> str | None:
+    """Why kernel `kernel` gets no WGSL artifact (SPIRV_ONLY), or None. Decided from the
+    syntax alone, the same at scan and at compile time: the kernel or a helper it calls
+    calls a cooperative-matrix builtin (WGSL has no cooperative matrices)."""
+    import ast
+
+    from vyre_build.frontend.names import COOP_BUILTINS
+
+    seen: set[int] = set()
+    todo = [(module, module.kernels[kernel].node)]
+    while todo:
+        mod, fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                name = node.func.id
+                if name in COOP_BUILTINS:
+                    return SPIRV_ONLY
+                if name in mod.helpers:
+                    todo.append(mod.helpers[name])
+    return None
 
 
 def check_module(module: KernelModule, kernel: str | None = None) -> list[Program]:

@@ -14,6 +14,7 @@ from vyre_build.frontend.expressions import _has_effects
 from vyre_build.frontend.limits import MAX_OPERATIONS
 from vyre_build.frontend.names import (
     ATOMICS,
+    COOP_BUILTINS,
     DECL_BUILTINS,
     F32_PRED,
     F32_UNARY,
@@ -21,6 +22,8 @@ from vyre_build.frontend.names import (
     INT_UNARY,
     OTHER_BUILTINS,
     STATEMENT_BUILTINS,
+    SUBGROUP_IDS,
+    SUBGROUP_OPS,
     TYPE_NAMES,
 )
 
@@ -60,6 +63,13 @@ class CallChecker:
             self.used_variant_params.add(name)
             return self.cast(node, self.variant_env[name])
         method = getattr(self, "builtin_" + name, None) if name in OTHER_BUILTINS else None
+        if name in SUBGROUP_OPS:
+            method = self.builtin_subgroup
+        elif name in COOP_BUILTINS:
+            method = self.builtin_coop
+        elif name in SUBGROUP_IDS:
+            self.nargs(node, name, 0)
+            return ir.Builtin(name, 0)
         if name in F32_UNARY or name in F32_PRED:
             method = self.builtin_f32_unary
         elif name in INT_UNARY:
@@ -105,7 +115,7 @@ class CallChecker:
         if a.ty == ty:
             return a
         if ty == "bool":
-            zero = ir.Const(a.ty, 0.0 if a.ty == "f32" else 0)
+            zero = ir.Const(a.ty, 0.0 if a.ty in ir.FLOAT else 0)
             return ir.Binary("Ne", a, zero, "bool")
         return ir.Cast(a, ty)
 
@@ -140,7 +150,11 @@ class CallChecker:
                 f"expected one {elem} component, got a {a.ty}",
                 "pass components: e.g. v.x, v.y",
             )
-        if a.ty == "int" or a.ty == elem:
+        if (
+            a.ty == "int"
+            or a.ty == elem
+            or (elem == "f16" and isinstance(a, ir.Const) and a.ty == "f32")
+        ):
             return self.coerce(node, a, elem)
         raise self.err(
             node,
@@ -152,15 +166,18 @@ class CallChecker:
         self.nargs(node, name, 2)
         t = node.args[0]
         ty = self.resolve_type(t)
-        if ty not in ir.NUMERIC:
+        if ty not in ("i32", "u32", "f32"):
             raise self.err(
                 t,
                 "bitcast needs a 32-bit scalar type: i32, u32 or f32",
                 "bitcast each component: bitcast(u32, v.x)",
             )
         a = self.typed(node.args[1])
-        if a.ty not in ir.NUMERIC:
-            raise self.err(node.args[1], "cannot bitcast a bool", "use u32(b) for 0/1")
+        if a.ty not in ("i32", "u32", "f32"):
+            what = "a bool" if a.ty == "bool" else f"an {a.ty}" if a.ty == "f16" else f"a {a.ty}"
+            raise self.err(
+                node.args[1], f"cannot bitcast {what}", "bitcast 32-bit scalars: i32, u32, f32"
+            )
         return a if a.ty == ty else ir.Bitcast(a, ty)
 
     # -- math ------------------------------------------------------------------------
@@ -169,16 +186,16 @@ class CallChecker:
         a = self.expr(node.args[0])
         if a.ty == "int":
             a = self.coerce(node.args[0], a, "f32")
-        if name in F32_PRED and a.ty != "f32":
+        if name in F32_PRED and a.ty not in ir.FLOAT:
             raise self.err(
                 node.args[0],
-                f"{name}() needs an f32, got {a.ty}",
+                f"{name}() needs an f32 or f16, got {a.ty}",
                 "test vector components one by one: isnan(v.x)",
             )
-        if ir.element(a.ty) != "f32":
+        if ir.element(a.ty) not in ir.FLOAT:
             raise self.err(
                 node.args[0],
-                f"{name}() needs an f32 (or f32 vector), got {a.ty}",
+                f"{name}() needs an f32 or f16 (or a vector of them), got {a.ty}",
                 "convert it: f32(x)",
             )
         if name in F32_PRED:
@@ -212,7 +229,10 @@ class CallChecker:
                 a if a.ty == vec else ir.Splat(self.cast_scalar(an, a, ir.element(vec)), vec)
                 for an, a in zip(node.args, args)
             ]
-        ty = next((a.ty for a in args if a.ty != "int"), None)
+        literal = lambda a: isinstance(a, ir.Const) and a.ty == "f32"  # noqa: E731 - f16 next to it
+        ty = next((a.ty for a in args if a.ty != "int" and not literal(a)), None) or next(
+            (a.ty for a in args if a.ty != "int"), None
+        )
         args = [self.coerce(an, a, ty) for an, a in zip(node.args, args)]
         ty = args[0].ty
         for an, a in zip(node.args, args):
@@ -244,9 +264,9 @@ class CallChecker:
 
     def builtin_fma(self, node, name):
         a, b, c = self.numeric_args(node, name, 3)
-        if ir.element(a.ty) != "f32":
+        if ir.element(a.ty) not in ir.FLOAT:
             raise self.err(
-                node, f"fma() needs f32 arguments, got {a.ty}", "use a * b + c for integers"
+                node, f"fma() needs f32 or f16 arguments, got {a.ty}", "use a * b + c for integers"
             )
         return ir.Fma(a, b, c, a.ty)
 
@@ -296,6 +316,44 @@ class CallChecker:
             "range() can only be used as the iterable of a for loop",
             "write: for i in range(n):",
         )
+
+    # -- subgroups ------------------------------------------------------------------
+    def builtin_subgroup(self, node, name):
+        op = SUBGROUP_OPS[name]
+        if op == "elect":
+            self.nargs(node, name, 0)
+            return ir.Subgroup(op, (), "bool")
+        lane_op = op in ("broadcast", "shuffle", "shuffle_xor", "shuffle_up", "shuffle_down")
+        self.nargs(node, name, 2 if lane_op else 1)
+        if op in ("all", "any", "ballot"):
+            c = self.cond(node.args[0])
+            return ir.Subgroup(op, (c,), "vec4u" if op == "ballot" else "bool")
+        v = self.typed(node.args[0])
+        ints = op in ("and", "or", "xor")
+        if ir.element(v.ty) not in (("i32", "u32") if ints else ("i32", "u32", "f32")):
+            what = (
+                "an i32 or u32 (or a vector of them)"
+                if ints
+                else "an i32, u32 or f32 (or a vector of them)"
+            )
+            fix = (
+                "use subgroup_all / subgroup_any for bools"
+                if v.ty == "bool"
+                else "convert it first, e.g. u32(x)"
+                if ints
+                else "convert it first, e.g. f32(x)"
+            )
+            raise self.err(node.args[0], f"{name}() needs {what}, got {v.ty}", fix)
+        if not lane_op:
+            return ir.Subgroup(op, (v,), v.ty)
+        lane = self.as_u32(node.args[1], self.expr(node.args[1]))
+        if op == "broadcast" and not isinstance(lane, ir.Const):
+            raise self.err(
+                node.args[1],
+                "subgroup_broadcast() needs a constant lane",
+                "use subgroup_shuffle(v, lane) for a lane computed at run time",
+            )
+        return ir.Subgroup(op, (v, lane), v.ty)
 
     # -- atomics --------------------------------------------------------------------
     def builtin_atomic(self, node, name):

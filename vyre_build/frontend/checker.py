@@ -12,8 +12,10 @@ import ast
 from dataclasses import dataclass, field
 
 from vyre_build import ir
+from vyre_build.descriptor.types import TYPES
 from vyre_build.frontend.calls import CallChecker
 from vyre_build.frontend.control import ControlChecker
+from vyre_build.frontend.coop import CoopChecker
 from vyre_build.frontend.expressions import ExprChecker
 from vyre_build.frontend.limits import MAX_BLOCK_NESTING, MAX_NESTING, MAX_OPERATIONS, shown
 from vyre_build.frontend.module import KernelDef, KernelModule
@@ -56,7 +58,7 @@ _AUG = {
 
 
 def _element_bytes(ty: str) -> int:
-    return 4 * (ir.VECTORS[ty][1] if ty in ir.VECTORS else 1)
+    return TYPES[ty].size  # f16 two bytes, vec4f sixteen
 
 
 def snippet(src, node) -> str:
@@ -68,7 +70,7 @@ def snippet(src, node) -> str:
 def zero_value(ty: str):
     """The zero of a type (false, 0, 0.0, or a vector of zeros)."""
     elem = ir.element(ty)
-    zero = ir.Const(elem, False if elem == "bool" else 0.0 if elem == "f32" else 0)
+    zero = ir.Const(elem, False if elem == "bool" else 0.0 if elem in ir.FLOAT else 0)
     return ir.Splat(zero, ty) if ty in ir.VECTORS else zero
 
 
@@ -88,7 +90,7 @@ class Frame:
     effects: bool = False
 
 
-class KernelChecker(ExprChecker, CallChecker, ControlChecker):
+class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker):
     def __init__(self, module: KernelModule, kdef: KernelDef, variant: str | None, env: dict):
         self.kdef = kdef
         self.variant = variant
@@ -339,6 +341,13 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
                         "(uniform blocks hold 32-bit values)",
                         f"take a u32 and test it: {arg.arg}: u32 ... if {arg.arg} != 0:",
                     )
+                if ty == "f16":
+                    raise self.err(
+                        arg.annotation,
+                        f"scalar parameter '{arg.arg}' cannot be f16 "
+                        "(uniform blocks hold 32-bit values)",
+                        f"take an f32 and convert it: {arg.arg}: f32 ... f16({arg.arg})",
+                    )
                 p = ir.ScalarParam(arg.arg, ty)
                 self.frame.scalars[arg.arg] = ir.Param(arg.arg, ty)
             params.append(p)
@@ -465,6 +474,8 @@ class KernelChecker(ExprChecker, CallChecker, ControlChecker):
         if isinstance(e, ir.Atomic):
             self.frame.effects = True
             self.block.append(ir.Eval(e))
+        elif isinstance(e, ir.CoopStore):
+            self.block.append(e)
 
     def stmt_Assign(self, node, top=False):
         if len(node.targets) != 1:

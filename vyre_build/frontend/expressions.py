@@ -102,6 +102,8 @@ class ExprChecker:
         return self.coerce(node, e, ty)
 
     def coerce(self, node, e, ty: str | None):
+        if ty == "f16" and isinstance(e, ir.Const) and e.ty == "f32":  # a float literal
+            return convert_const(self.src, node, e, "f16")
         if e.ty == "int" and ty in ir.VECTORS:
             raise self.err(
                 node,
@@ -275,6 +277,10 @@ class ExprChecker:
             a = convert_const(self.src, an, a, b.ty)
         elif b.ty == "int" and a.ty != "int":
             b = convert_const(self.src, bn, b, a.ty)
+        elif b.ty == "f16" and isinstance(a, ir.Const) and a.ty == "f32":  # a float literal
+            a = convert_const(self.src, an, a, "f16")
+        elif a.ty == "f16" and isinstance(b, ir.Const) and b.ty == "f32":
+            b = convert_const(self.src, bn, b, "f16")
         if a.ty != b.ty:
             raise self.err(
                 node,
@@ -304,20 +310,20 @@ class ExprChecker:
         ty = a.ty
         if ty == "bool":
             raise self.err(node, "arithmetic on bool is not supported", "use and / or / not")
-        if isinstance(node.op, ast.Div) and ty != "f32":
+        if isinstance(node.op, ast.Div) and ty not in ir.FLOAT:
             raise self.err(
                 node,
                 f"'/' is float division but the operands are {ty}",
                 "use '//' for integer division, or convert with f32(...)",
             )
-        if isinstance(node.op, ast.FloorDiv) and ty == "f32":
+        if isinstance(node.op, ast.FloorDiv) and ty in ir.FLOAT:
             return ir.Unary("Floor", ir.Binary("Div", a, b, ty), ty)
-        if isinstance(node.op, ast.Mod) and ty == "f32":
-            raise self.err(node, "'%' on f32 is not supported", "write x - y * floor(x / y)")
-        if op in ("BitAnd", "BitOr", "BitXor") and ty == "f32":
+        if isinstance(node.op, ast.Mod) and ty in ir.FLOAT:
+            raise self.err(node, f"'%' on {ty} is not supported", "write x - y * floor(x / y)")
+        if op in ("BitAnd", "BitOr", "BitXor") and ty in ir.FLOAT:
             raise self.err(
                 node,
-                "bitwise operators need integers, got f32",
+                f"bitwise operators need integers, got {ty}",
                 "reinterpret with bitcast(u32, x) first",
             )
         return ir.Binary(op, a, b, ty)
@@ -335,9 +341,9 @@ class ExprChecker:
                 )
         allowed = {"Add", "Sub", "Mul"} | (
             {"Div"}
-            if elem == "f32" and isinstance(node.op, ast.Div)
+            if elem in ir.FLOAT and isinstance(node.op, ast.Div)
             else {"BitAnd", "BitOr", "BitXor"}
-            if elem != "f32"
+            if elem not in ir.FLOAT
             else set()
         )
         if op not in allowed:
@@ -386,7 +392,7 @@ class ExprChecker:
         if a.ty == "bool":
             raise self.err(node.left, "'**' on bool")
         if b.value == 0:
-            return ir.Const(a.ty, 1.0 if a.ty == "f32" else 1)
+            return ir.Const(a.ty, 1.0 if a.ty in ir.FLOAT else 1)
         out = a
         for _ in range(b.value - 1):
             out = ir.Binary("Mul", out, a, a.ty)
@@ -407,7 +413,7 @@ class ExprChecker:
         if isinstance(node.op, ast.UAdd):
             return a
         if a.ty in ir.VECTORS:
-            if isinstance(node.op, ast.Invert) and ir.element(a.ty) == "f32":
+            if isinstance(node.op, ast.Invert) and ir.element(a.ty) in ir.FLOAT:
                 raise self.err(
                     node,
                     f"'~' needs integers, got {a.ty}",
@@ -416,12 +422,12 @@ class ExprChecker:
             return ir.Unary("BitNot" if isinstance(node.op, ast.Invert) else "Negate", a, a.ty)
         if a.ty == "bool":
             raise self.err(node, "arithmetic on bool is not supported", "use not")
-        if isinstance(a, ir.Const) and a.ty in ("int", "f32"):
+        if isinstance(a, ir.Const) and a.ty in ("int", "f32", "f16"):
             if isinstance(node.op, ast.USub):
                 return (
                     int_const(self.src, node, -a.value)
                     if a.ty == "int"
-                    else ir.Const("f32", -a.value)
+                    else ir.Const(a.ty, -a.value)
                 )
             if a.ty == "int":
                 return int_const(self.src, node, ~a.value)
@@ -476,4 +482,16 @@ class ExprChecker:
         a, b = self.unify(node, a, b, node.body, node.orelse)
         a = self.coerce(node.body, a, want)
         b = self.coerce(node.orelse, b, a.ty)
-        return ir.Select(c, a, b, a.ty)
+        return select(c, a, b)
+
+
+def select(c, a, b):
+    """`a if c else b`, with an operation both arms share taken out of the select:
+    select(c, x / z, y / z) is select(c, x, y) / z, exactly (every op is a pure function of
+    its operands), and the op runs once instead of twice (the sigmoid's two divisions)."""
+    if isinstance(a, ir.Binary) and isinstance(b, ir.Binary) and a.op == b.op and a.ty == b.ty:
+        if a.b == b.b and a.a.ty == b.a.ty:
+            return ir.Binary(a.op, select(c, a.a, b.a), a.b, a.ty)
+        if a.a == b.a and a.b.ty == b.b.ty:
+            return ir.Binary(a.op, a.a, select(c, a.b, b.b), a.ty)
+    return ir.Select(c, a, b, a.ty)

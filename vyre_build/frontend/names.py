@@ -41,7 +41,32 @@ ATOMICS = {
     "atomic_compare_exchange": "CompareExchange",
 }
 ID_BUILTINS = ("global_id", "local_id", "workgroup_id", "num_workgroups", "workgroup_size")
-STATEMENT_BUILTINS = ("barrier", "storage_barrier")
+# Subgroup builtins: name -> the op's name in the descriptor's op table ("Subgroup", op).
+SUBGROUP_OPS = {
+    "subgroup_add": "add",
+    "subgroup_min": "min",
+    "subgroup_max": "max",
+    "subgroup_and": "and",
+    "subgroup_or": "or",
+    "subgroup_xor": "xor",
+    "subgroup_inclusive_add": "inclusive_add",
+    "subgroup_exclusive_add": "exclusive_add",
+    "subgroup_all": "all",
+    "subgroup_any": "any",
+    "subgroup_ballot": "ballot",
+    "subgroup_broadcast": "broadcast",
+    "subgroup_broadcast_first": "broadcast_first",
+    "subgroup_shuffle": "shuffle",
+    "subgroup_shuffle_xor": "shuffle_xor",
+    "subgroup_shuffle_up": "shuffle_up",
+    "subgroup_shuffle_down": "shuffle_down",
+    "subgroup_elect": "elect",
+}
+SUBGROUP_IDS = ("subgroup_size", "subgroup_invocation_id")  # u32 values, no arguments
+# Cooperative matrices (frontend/coop.py): loads by the use they make, then the others.
+COOP_LOADS = {"coop_load_a": "a", "coop_load_b": "b", "coop_load_acc": "acc"}
+COOP_BUILTINS = (*COOP_LOADS, "coop_fill", "coop_mma", "coop_store")
+STATEMENT_BUILTINS = ("barrier", "storage_barrier", "coop_store")
 DECL_BUILTINS = ("shared", "local_array")
 OTHER_BUILTINS = (
     "abs",
@@ -62,6 +87,9 @@ ALL_BUILTINS = frozenset(
     | set(INT_UNARY)
     | set(ATOMICS)
     | set(ID_BUILTINS)
+    | set(SUBGROUP_OPS)
+    | set(SUBGROUP_IDS)
+    | set(COOP_BUILTINS)
     | set(STATEMENT_BUILTINS)
     | set(DECL_BUILTINS)
     | set(OTHER_BUILTINS)

@@ -2,7 +2,8 @@
 
 Integer literals and integer constants are untyped ("int") until they meet a typed
 operand; alone they become i32 (or u32 when only u32 can hold them). Float literals are
-f32. i32 and u32 never mix implicitly, nor do ints and floats (a cast is the fix).
+f32, except next to an f16 operand, where they become f16 (if f16 holds them). i32 and
+u32 never mix implicitly, nor do ints and floats (a cast is the fix).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from vyre_build.ir import Const
 
 RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, (1 << 32) - 1)}
 F32_MAX = 3.4028234663852886e38
+F16_MAX = 65504.0
 
 
 def check_f32(src, node, value: float) -> float:
@@ -45,6 +47,15 @@ def convert_const(src, node, c: Const, ty: str) -> Const:
             return Const("f32", check_f32(src, node, float(c.value)))
         except OverflowError:
             raise src.error(node, f"constant {c.value} does not fit in f32") from None
+    if c.ty in ("int", "f32") and ty == "f16":
+        v = float(c.value)
+        if v == v and abs(v) != float("inf") and abs(v) > F16_MAX:
+            raise src.error(
+                node,
+                f"constant {c.value!r} does not fit in f16 (largest is 65504)",
+                "use a smaller value, or compute in f32",
+            )
+        return Const("f16", v)
     raise src.error(
         node,
         f"a constant of type {c.ty} cannot be used as {ty}",

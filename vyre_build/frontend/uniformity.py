@@ -23,7 +23,58 @@ from vyre_build import ir
 
 __all__ = ["check_uniformity"]
 
-_UNIFORM_BUILTINS = ("workgroup_id", "num_workgroups")
+_UNIFORM_BUILTINS = ("workgroup_id", "num_workgroups", "subgroup_size")
+_SUBGROUP_NAMES = {
+    "add": "subgroup_add",
+    "min": "subgroup_min",
+    "max": "subgroup_max",
+    "and": "subgroup_and",
+    "or": "subgroup_or",
+    "xor": "subgroup_xor",
+    "inclusive_add": "subgroup_inclusive_add",
+    "exclusive_add": "subgroup_exclusive_add",
+    "all": "subgroup_all",
+    "any": "subgroup_any",
+    "ballot": "subgroup_ballot",
+    "broadcast": "subgroup_broadcast",
+    "broadcast_first": "subgroup_broadcast_first",
+    "shuffle": "subgroup_shuffle",
+    "shuffle_xor": "subgroup_shuffle_xor",
+    "shuffle_up": "subgroup_shuffle_up",
+    "shuffle_down": "subgroup_shuffle_down",
+    "elect": "subgroup_elect",
+}
+
+
+_COOP_NAMES = {
+    ir.CoopFill: "coop_fill",
+    ir.CoopMma: "coop_mma",
+    ir.CoopStore: "coop_store",
+}
+
+
+def _subgroup_in(e) -> str | None:
+    """The builtin name of the first subgroup operation (cooperative matrices included)
+    inside expression or statement `e`, if any."""
+    if isinstance(e, ir.Subgroup):
+        return _SUBGROUP_NAMES[e.op]
+    if isinstance(e, ir.CoopLoad):
+        return "coop_load_" + ir.MATRICES[e.ty][0]
+    if type(e) in _COOP_NAMES:
+        return _COOP_NAMES[type(e)]
+    if isinstance(e, tuple):
+        for x in e:
+            got = _subgroup_in(x)
+            if got:
+                return got
+        return None
+    for f in getattr(e, "__dataclass_fields__", ()):
+        if f in ("then", "orelse", "body", "continuing"):
+            continue
+        got = _subgroup_in(getattr(e, f))
+        if got:
+            return got
+    return None
 
 
 @dataclass(frozen=True)
@@ -71,6 +122,8 @@ class _Analysis:
             return state.get(("array", e.array)) or self.value(e.index, state)
         if isinstance(e, ir.Atomic):
             return Cause(f"the result of {e.op.lower()} on '{e.array}'")
+        if isinstance(e, ir.Subgroup):  # the same within a subgroup, not across the workgroup
+            return Cause(f"{_SUBGROUP_NAMES[e.op]}()")
         for f in ("a", "b", "c", "cond", "if_true", "if_false", "index"):
             sub = getattr(e, f, None)
             if sub is not None and not isinstance(sub, (str, int, float, bool)):
@@ -99,6 +152,10 @@ class _Analysis:
         return Cause(what.why, got[:2] if got else None)
 
     def stmt(self, s, state, control, loops):  # noqa: C901 - one branch per statement
+        if control is not None:
+            name = _subgroup_in(s)
+            if name is not None:
+                raise self.barrier_error(s, control, f"{name}()")
         if isinstance(s, ir.Assign):
             got = self.value(s.value, state) or control
             state[s.var] = got
@@ -157,9 +214,11 @@ class _Analysis:
             if single or (state == before and info.cause is cause_before):
                 break
 
-    def barrier_error(self, s, control: Cause):
+    def barrier_error(self, s, control: Cause, name: str | None = None):
+        """The error for a barrier (or, with `name`, a subgroup op) under `control`."""
         src, node = self.where.get(id(s), (None, None, None))[:2]
-        name = "storage_barrier()" if s.storage else "barrier()"
+        if name is None:
+            name = "storage_barrier()" if s.storage else "barrier()"
         reason = f"control depends on {control.why}"
         if control.where is not None:
             bsrc, bnode = control.where
@@ -178,8 +237,9 @@ class _Analysis:
             f"{name} is in non-uniform control flow: {reason}, so some invocations of the "
             "workgroup may not reach it"
         )
+        what = "barrier" if "barrier" in name else "subgroup operation"
         fix = (
-            "guard the work, not the barrier: move the barrier out of the branch so every "
+            f"guard the work, not the {what}: move the {what} out of the branch so every "
             "invocation reaches it (conditions on scalars, constants, len(buf), workgroup_id() "
             "and num_workgroups() are uniform)"
         )

@@ -9,11 +9,15 @@ backend for machines with no GPU driver (`backend="cpu"`, which runs a bundle's 
 Semantics: exactly docs/descriptor-conventions.md: wrapping integers, shift amounts mod
 32, x / 0 == x and x % 0 == 0 (also i32::MIN / -1), out-of-bounds loads 0 and stores
 dropped, saturating float -> int casts with NaN -> 0, atomics, shared memory and barriers,
-loops with break/continue, early return, vectors. Floats are IEEE f32, rounded per op.
+loops with break/continue, early return, vectors, subgroups, cooperative matrices
+(reference/matrices.py). Floats are IEEE f32, rounded per op.
 
 Where a GPU may legitimately differ (and the conformance runner allows for it):
-- fused multiply-add: `fma` is computed here in f64 and rounded to f32 (one more rounding
-  than a fused op: at most 1 ULP apart); SPIR-V's GLSL Fma may be fused or not;
+- fused multiply-add: `fma` is computed here as a fused op would (the f32 product is exact in
+  f64; the sum is rounded to f64, then to f32); a device may not fuse (GLSL.std.450 Fma
+  and WGSL allow either; lavapipe does not), which rounds a * b first: the results then
+  differ by up to half an ULP of a * b, which near cancellation is any number of ULPs of
+  the result (an absolute bound, not a relative one);
 - transcendentals (exp, log, sin, cos, tan, tanh, pow-like ops, inverseSqrt): numpy's
   correctly rounded-ish f32 results against the device's few-ULP ones;
 - min/max with a NaN operand (backend-defined), and denormals (some devices flush them);
@@ -29,7 +33,9 @@ import numpy as np
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
 from vyre_build.descriptor.types import TYPES
 from vyre_build.errors import DispatchError
+from vyre_build.descriptor.matrices import uses_matrices
 from vyre_build.reference.machine import Machine
+from vyre_build.reference.matrices import CHUNK_LANES as COOP_CHUNK_LANES
 from vyre_build.reference.values import dtype_of
 
 __all__ = ["execute", "CHUNK_LANES"]
@@ -92,7 +98,8 @@ def execute(
             uniforms[m.slot] = np.asarray(scalars[m.name]).astype(dtype_of(m.type))
     total = grid[0] * grid[1] * grid[2]
     wx, wy, wz = desc.workgroup_size
-    per_chunk = max(1, CHUNK_LANES // (wx * wy * wz))
+    lanes = COOP_CHUNK_LANES if uses_matrices(info.types.values()) else CHUNK_LANES
+    per_chunk = max(1, lanes // (wx * wy * wz))
     for first in range(0, total, per_chunk):
         count = min(per_chunk, total - first)
         Machine(desc, info, arrays, uniforms, grid, first, count, subgroup_size).run()

@@ -25,6 +25,7 @@ from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
 from vyre_build.descriptor.ops import op_key
 from vyre_build.descriptor.types import TYPES
 from vyre_build.errors import DispatchError
+from vyre_build.reference import matrices as coop
 from vyre_build.reference.subgroups import Subgroups
 from vyre_build.reference.values import RULES, dtype_of
 
@@ -102,6 +103,8 @@ class Machine:
         for s in desc.slots:
             ty = info.slot_types[s.slot]
             comps = (TYPES[ty].count,) if TYPES[ty].count > 1 else ()
+            if TYPES[ty].matrix is not None:  # a matrix local: (rows, cols) per lane
+                comps = TYPES[ty].matrix[1:]
             if s.memory_class == "Global":
                 arr = buffers[s.slot]
                 self.memory[s.slot] = (arr, None, len(arr))
@@ -302,6 +305,8 @@ def _step_opaque_expr(m, op, body):
         return _step_subgroup(m, op, payload.decode("ascii"))
     if kind == "vyre.vec":
         return _value(m, op, ("Construct", ty))
+    if kind in _COOP_STEPS:
+        return _COOP_STEPS[kind](m, op)
     (a,), k = op.operands, payload[0]  # vyre.extract
     return (lambda mm, mask: mm.vals[a][:, k]), op.result
 
@@ -356,9 +361,10 @@ def _step_store(m, op, body):
         if not fok.any():
             return (lambda mm, mask: False), None  # always out of bounds: dropped
         if base is not None and m.slots[slot].memory_class == "Scratch" and n == 1:
+            where = (slice(None),) + (None,) * (farr.ndim - 1)
 
             def store_local(mm, mask):
-                np.copyto(farr, mm.vals[value], where=mask[:, None] if farr.ndim == 2 else mask)
+                np.copyto(farr, mm.vals[value], where=mask[where])
                 return False
 
             return store_local, None
@@ -414,6 +420,8 @@ def _step_for(m, op, body):
 
 def _step_node(m, op, body):
     kind = op.kind.args[0]
+    if kind == "vyre.coop.store":
+        return coop.step_store(m, op)
     if kind == "vyre.break":
 
         def brk(mm, mask):
@@ -450,7 +458,13 @@ def _step_barrier(m, op, body):
     return (lambda mm, mask: False), None  # lockstep: every lane reaches it before any passes
 
 
+_COOP_STEPS = {
+    "vyre.coop.load": coop.step_load,
+    "vyre.coop.fill": coop.step_fill,
+    "vyre.coop.mma": coop.step_mma,
+}
 _STEPS = {
+    "MatrixMma": lambda m, op, body: coop.step_mma(m, op),
     "BinOpKind": _step_value,
     "SubgroupAdd": _step_value,
     "SubgroupBallot": _step_value,

@@ -6,8 +6,8 @@ the op's mask take part, as on a GPU. Values are laid out as a (subgroups, size)
 (padding where a subgroup is short), so every op is a few numpy calls.
 
 Where a GPU's result is undefined the reference picks one and says so here: a shuffle or
-broadcast from a lane outside the subgroup or not active reads that lane's value anyway
-(lane taken mod size); shuffle_up/down past the edge give the lane its own value.
+broadcast from a lane outside the subgroup reads lane mod size (shuffle_up/down past an
+edge wrap around, as lavapipe does), and one from an inactive lane reads its value anyway.
 Float reductions add in numpy's order; a GPU's order differs (rounding, not meaning).
 """
 
@@ -106,8 +106,6 @@ class Subgroups:
             "shuffle_up": col - other,
             "shuffle_down": col + other,
         }[name]
-        if name in ("shuffle_up", "shuffle_down"):
-            src = np.where((src < 0) | (src >= self.size), col, src)
         return g[self.row, (src % self.size).astype(np.intp)]
 
     def _first_active(self, mask: np.ndarray) -> np.ndarray:

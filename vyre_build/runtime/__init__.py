@@ -1,13 +1,14 @@
-"""Load prebuilt kernels and dispatch them through wgpu (WGSL) or Vulkan (SPIR-V).
+"""Load prebuilt kernels and dispatch them through wgpu (WGSL), Vulkan (SPIR-V) or the CPU
+reference (.kdesc: no GPU driver needed).
 
     with open_bundle("dist/kernels.vyrebundle") as bundle:    # a Mapping: id -> Kernel
         y = bundle["saxpy"](x=x, y=y, a=2.0).array("y")       # numpy in, numpy out
     kernel = load_kernel(meta, wgsl=text)                     # or spirv=..., backend="vulkan"
 
 Imports only numpy, blake3 (through the bundle reader), vyre_build.bundle/.errors/.files/
-.artifacts/.features and the backend in use; never the compiler. Backend: the `backend`
-argument, else env VYRE_BACKEND, else "wgpu". Any thread may use a device. Guide:
-docs/runtime.md.
+.artifacts/.features and the backend in use (the cpu one: vyre_build.descriptor and
+.reference); never the compiler. Backend: the `backend` argument, else env VYRE_BACKEND,
+else "wgpu". Any thread may use a device. Guide: docs/runtime.md.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ __all__ = [
     "open_bundle",
 ]
 
-BACKENDS = ("wgpu", "vulkan")  # in the order they are listed
+BACKENDS = ("wgpu", "vulkan", "cpu")  # in the order they are listed
 # An adapter: an index into list_adapters, a substring of a description, None for the
 # default, or (wgpu) an application's GPUAdapter or GPUDevice.
 Adapter = Union[int, str, None, Any]
@@ -70,9 +71,12 @@ def _module(name: str) -> ModuleType:
     try:
         return importlib.import_module(f"vyre_build.runtime.{name}_backend")
     except ImportError as exc:
-        raise DeviceError(
-            f"the {name} backend needs the '{name}' Python package (pip install {name}): {exc}"
-        ) from exc
+        need = (
+            "vyre_build.reference and vyre_build.descriptor"
+            if name == "cpu"
+            else f"the '{name}' Python package (pip install {name})"
+        )
+        raise DeviceError(f"the {name} backend needs {need}: {exc}") from exc
 
 
 def _is_wgpu_object(value: object) -> bool:
@@ -97,16 +101,19 @@ def get_device(
     adapter: Adapter = None,
     *,
     pipeline_cache: str | os.PathLike[str] | bool | None = None,
+    subgroup_size: int | None = None,
 ) -> Device:
     """The Device of `backend` on `adapter`, created once and shared.
 
     Arguments:
-        backend: "wgpu" or "vulkan" (default: $VYRE_BACKEND, else "wgpu").
+        backend: "wgpu", "vulkan" or "cpu" (default: $VYRE_BACKEND, else "wgpu").
         adapter: an index into list_adapters, a case-insensitive substring of a
             description, None for the default, or an application's own wgpu GPUAdapter
             or GPUDevice (the backend is then wgpu; a GPUDevice is used as it is).
         pipeline_cache: Vulkan's persisted pipeline cache directory, False for none, or
             None for $VYRE_PIPELINE_CACHE, else the user cache directory.
+        subgroup_size: the cpu backend's lanes per subgroup (a power of two from 1 to
+            128; default $VYRE_CPU_SUBGROUP_SIZE, else 32); a GPU's is its driver's.
     Returns:
         The shared Device (the same one for the same arguments, until it is closed).
     """
@@ -117,12 +124,21 @@ def get_device(
             )
         key: tuple[str, object] = ("wgpu", id(adapter))
     else:
-        key = (_backend_name(backend), (adapter, pipeline_cache))
+        key = (_backend_name(backend), (adapter, pipeline_cache, subgroup_size))
+    if subgroup_size is not None and key[0] != "cpu":
+        raise DeviceError(
+            f"subgroup_size= is for the cpu backend; a {key[0]} device's subgroup size "
+            "is its driver's"
+        )
+    if key[0] == "cpu":  # the size in effect, so that a changed $VYRE_CPU_SUBGROUP_SIZE counts
+        key = ("cpu", (adapter, _module("cpu").subgroup_size_of(subgroup_size)))
     with _REGISTRY:
         found = DEFAULT_DEVICES.get(key)
         if found is None:
             mod = _module(key[0])
-            if key[0] == "vulkan":
+            if key[0] == "cpu":
+                found = mod.CpuDevice(adapter, subgroup_size=subgroup_size)
+            elif key[0] == "vulkan":
                 found = mod.VulkanDevice(adapter, pipeline_cache=pipeline_cache)
             elif _is_wgpu_object(adapter) and type(adapter).__name__ == "GPUDevice":
                 found = mod.WgpuDevice(device=adapter)
@@ -154,6 +170,7 @@ def load_kernel(
     *,
     wgsl: str | None = None,
     spirv: bytes | None = None,
+    kdesc: bytes | None = None,
     backend: str | None = None,
     device: Device | Any = None,
 ) -> Kernel:
@@ -161,17 +178,26 @@ def load_kernel(
 
     Arguments:
         meta: its metadata record (docs/descriptor-conventions.md), checked here.
-        wgsl, spirv: the shader of the backend in use (WGSL text, SPIR-V bytes).
+        wgsl, spirv, kdesc: the code of the backend in use (WGSL text, SPIR-V bytes, or
+            for the cpu backend the kernel descriptor's .kdesc bytes).
         backend: default `device`'s backend, else $VYRE_BACKEND, else "wgpu".
         device: a Device (or an application's wgpu GPUDevice); default `backend`'s.
     """
     checked = meta if isinstance(meta, KernelMeta) else check_metadata(meta, _meta_where(meta))
     dev = get_device(backend) if device is None else _as_device(device, backend)
-    code = wgsl if dev.backend == "wgpu" else spirv
+    dev.check_kernel(checked)  # a kernel the device cannot run is refused before its code
+    given = {"wgpu": ("wgsl=", wgsl), "vulkan": ("spirv=", spirv), "cpu": ("kdesc=", kdesc)}
+    need, code = given[dev.backend]
     if code is None:
-        need = "wgsl=" if dev.backend == "wgpu" else "spirv="
         raise DispatchError(f"Kernel {checked.id!r}: the {dev.backend} backend needs {need}")
-    if dev.backend == "vulkan":
+    if dev.backend == "cpu":
+        if not isinstance(code, (bytes, bytearray, memoryview)):
+            raise DispatchError(
+                f"Kernel {checked.id!r}: kdesc= must be the bytes of a .kdesc, got "
+                f"{type(code).__name__}"
+            )
+        code = bytes(code)
+    elif dev.backend == "vulkan":
         if (
             not isinstance(code, (bytes, bytearray, memoryview))
             or len(code) % 4

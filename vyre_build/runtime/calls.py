@@ -348,7 +348,9 @@ def plan_call(
         else:
             scalars[b.name] = _check_scalar(kid, b, args[b.name])
     invocations = _invocations(kid, meta, grid, buffers, scalars)
-    entry, invocations = _entry(meta, grid, buffers, invocations)
+    entry = "main"
+    if device.coarse_entries:
+        entry, invocations = _entry(meta, grid, buffers, invocations)
     workgroups, split = workgroup_counts(
         kid, invocations, meta.workgroup_size, device.max_workgroup_count, no_split
     )

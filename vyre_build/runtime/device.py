@@ -25,6 +25,7 @@ from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, KernelMeta
 from vyre_build.errors import DeviceError, DispatchError
 from vyre_build.runtime.buffers import DTYPES, Batch, DeviceBuffer
 from vyre_build.runtime.calls import Plan, is_shape, split_dispatch
+from vyre_build.features import COOPERATIVE_MATRIX
 from vyre_build.runtime.profile import DeviceProfile, missing_features
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ class Device:
     max_buffer_bytes = 2**27
     # Whether the backend can split a dispatch past max_workgroup_count (base workgroups).
     dispatch_base = False
+    # Whether the backend runs the coarse entry points of `meta.coarse` (the cpu one does not).
+    coarse_entries = True
     timing = False
     gpu_seconds: float | None = None
 
@@ -289,6 +292,14 @@ class Device:
                 f"Kernel {meta.id!r} has {math.prod(wg)} invocations per workgroup, more than "
                 f"the {self.backend} device {self.name} allows ({p.max_workgroup_invocations})"
             )
+        size = p.subgroup_size
+        if COOPERATIVE_MATRIX in meta.features and size and math.prod(wg) % size:
+            # a cooperative matrix needs every invocation of its subgroup
+            raise DeviceError(
+                f"Kernel {meta.id!r} uses cooperative matrices with {math.prod(wg)} invocations "
+                f"per workgroup, not a multiple of the subgroup size {size} of the "
+                f"{self.backend} device {self.name}"
+            )
 
     def pipeline(self, meta: KernelMeta, code: Any, base: bool = False, entry: str = "main") -> Any:
         """The backend pipeline of this kernel's `entry` point (`base`: one that takes base
@@ -312,7 +323,7 @@ class Device:
             todo = [
                 (m, c, e)
                 for m, c in kernels
-                for e in ("main", *([m.coarse.entry] if m.coarse else []))
+                for e in ("main", *([m.coarse.entry] if m.coarse and self.coarse_entries else []))
                 if (m.id, c, False, e) not in self._pipelines
             ]
             for (m, c, e), pipe in zip(todo, self._pipelines_many(todo)):

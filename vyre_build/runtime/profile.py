@@ -6,7 +6,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from vyre_build.features import SUBGROUP_FEATURES, cooperative_matrix, is_feature
+from vyre_build.features import (
+    COOPERATIVE_MATRIX,
+    SUBGROUP_FEATURES,
+    cooperative_matrix,
+    is_feature,
+)
 
 __all__ = ["CooperativeMatrixType", "DeviceProfile", "missing_features"]
 
@@ -138,7 +143,8 @@ def features_of(
     names = {op for op in subgroup_operations if op in SUBGROUP_FEATURES}
     names |= {"f16"} if f16 else set()
     names |= {"storage_16bit"} if storage_16bit else set()
-    names |= {c.feature for c in cooperative_matrices if c.feature is not None}
+    shapes = {c.feature for c in cooperative_matrices if c.feature is not None}
+    names |= shapes | ({COOPERATIVE_MATRIX} if shapes else set())
     return frozenset(names)
 
 

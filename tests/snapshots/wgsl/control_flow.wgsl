@@ -2,6 +2,11 @@
 
 @group(0) @binding(0) var<storage, read_write> out: array<i32>;
 
+fn _vy_srem(a: i32, b: i32) -> i32 {
+    // Truncated remainder without `%` (OpSRem is undefined for negative operands on Vulkan).
+    return a - b * (a / b);
+}
+
 @compute @workgroup_size(32, 1, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     var acc: i32 = i32();
@@ -18,7 +23,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     for (var _i0: i32 = _v3; _i0 < _v4; _i0 = _i0 + 1i) {
         let _v5: i32 = _i0;
         let _v6: i32 = 3i;
-        let _v7: i32 = (_v5 % select(_v6, 1i, _v6 == 0i || (_v5 == (-2147483647i - 1i) && _v6 == -1i)));
+        let _v7: i32 = _vy_srem(_v5, select(_v6, 1i, _v6 == 0i || (_v5 == (-2147483647i - 1i) && _v6 == -1i)));
         let _v8: i32 = 0i;
         let _v9: bool = (_v7 == _v8);
         if _v9 {

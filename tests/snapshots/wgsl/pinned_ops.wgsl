@@ -32,6 +32,11 @@ fn _vy_rotl(x: u32, n: u32) -> u32 {
     return (x << s) | (x >> ((32u - s) & 31u));
 }
 
+fn _vy_srem(a: i32, b: i32) -> i32 {
+    // Truncated remainder without `%` (OpSRem is undefined for negative operands on Vulkan).
+    return a - b * (a / b);
+}
+
 fn _vy_u32_to_f32(x: u32) -> f32 {
     // Both halves convert exactly; the one add rounds to nearest even on every backend.
     return f32(x >> 16u) * 65536.0f + f32(x & 0xffffu);
@@ -44,7 +49,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     let _v2: i32 = select(0i, b[min(_v0, arrayLength(&b) - 1u)], (_v0 < arrayLength(&b)));
     let _v3: u32 = bitcast<u32>(_v2);
     let _v4: i32 = (_v1 / select(_v2, 1i, _v2 == 0i || (_v1 == (-2147483647i - 1i) && _v2 == -1i)));
-    let _v5: i32 = (_v1 % select(_v2, 1i, _v2 == 0i || (_v1 == (-2147483647i - 1i) && _v2 == -1i)));
+    let _v5: i32 = _vy_srem(_v1, select(_v2, 1i, _v2 == 0i || (_v1 == (-2147483647i - 1i) && _v2 == -1i)));
     let _v6: i32 = _vy_mulhi_i32(_v1, _v2);
     let _v7: i32 = select(_v2 - _v1, _v1 - _v2, _v1 > _v2);
     let _v8: i32 = (_v1 << (_v3 & 31u));

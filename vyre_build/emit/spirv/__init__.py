@@ -17,6 +17,7 @@ from vyre_build.emit.spirv.function import FunctionWriter
 from vyre_build.emit.spirv.module import SpirvModule
 from vyre_build.emit.spirv.values import SUBGROUP_CAPABILITY
 from vyre_build.errors import EmitError
+from vyre_build.features import COOPERATIVE_MATRIX
 
 __all__ = ["emit_spirv"]
 
@@ -56,9 +57,16 @@ def emit_spirv(
     for feature, capability in SUBGROUP_CAPABILITY.items():
         if feature in features:
             m.capability(capability)
-    m.set_memory_model("Logical", "GLSL450")
+    vmm = COOPERATIVE_MATRIX in features  # SPV_KHR_cooperative_matrix needs this model
+    if vmm:
+        m.capability("CooperativeMatrixKHR")
+        m.capability("VulkanMemoryModel")
+        m.capability("VulkanMemoryModelDeviceScope")
+        m.extension("SPV_KHR_cooperative_matrix")
+        m.extension("SPV_KHR_vulkan_memory_model")
+    m.set_memory_model("Logical", "Vulkan" if vmm else "GLSL450")
     for name, d, i in (("main", desc, info), *entries):
-        writer = FunctionWriter(m, d, i)
+        writer = FunctionWriter(m, d, i, vmm)
         fn = writer.write()
         m.entry_point("GLCompute", fn, name, writer.interface)
         m.execution_mode(fn, "LocalSize", *d.workgroup_size)

@@ -112,6 +112,8 @@ class ControlFlow:
         kind = kop.kind.args[0]
         if kind == "vyre.loop":
             return self.h_loop(kop, body)
+        if kind == "vyre.coop.store":
+            return self.h_coop_store(kop, body)
         loop = self.loops[-1]
         if kind == "vyre.break":
             loop.broke = True
@@ -129,4 +131,4 @@ class ControlFlow:
         if kop.kind.args[0] == "SeqCst":  # storageBarrier(): also order storage-buffer memory
             sem |= g.MEMORYSEMANTICS["UniformMemory"]
         wg = self.const("u32", g.SCOPE["Workgroup"])
-        self.inst("OpControlBarrier", wg, wg, self.const("u32", sem))
+        self.inst("OpControlBarrier", wg, wg, self.const("u32", self.barrier_semantics(sem)))

@@ -16,9 +16,10 @@ import struct
 
 from vyre_build.descriptor import DescriptorInfo, F32Bits, KernelDescriptor, KernelOp
 from vyre_build.descriptor.ops import op_key
-from vyre_build.descriptor.types import TYPES
+from vyre_build.descriptor.types import MATRICES, TYPES
 from vyre_build.emit.spirv import grammar as g
 from vyre_build.emit.spirv.control import CONTROL_NONE, ControlFlow, Loop
+from vyre_build.emit.spirv.matrices import CoopOps
 from vyre_build.emit.spirv.memory import MemoryOps
 from vyre_build.emit.spirv.module import OP, SpirvModule
 from vyre_build.emit.spirv.values import RULES
@@ -47,11 +48,30 @@ def _shape(ty: str) -> tuple[str, int]:
     return "bool", int(ty[3])
 
 
-class FunctionWriter(MemoryOps, ControlFlow):
-    """Emits the `main` compute function of one descriptor into `module`."""
+def _has_storage_barrier(body) -> bool:
+    return any(
+        (op.kind.name == "Barrier" and op.kind.args[0] == "SeqCst") for op in body.ops
+    ) or any(_has_storage_barrier(child) for child in body.children)
 
-    def __init__(self, module: SpirvModule, desc: KernelDescriptor, info: DescriptorInfo):
+
+_COOP_EXPRS = {
+    "vyre.coop.load": CoopOps.h_coop_load,
+    "vyre.coop.fill": CoopOps.h_coop_fill,
+    "vyre.coop.mma": CoopOps.h_coop_mma,
+}
+
+
+class FunctionWriter(MemoryOps, ControlFlow, CoopOps):
+    """Emits the `main` compute function of one descriptor into `module` (`vmm`: the
+    module uses the Vulkan memory model, as cooperative matrices need)."""
+
+    def __init__(
+        self, module: SpirvModule, desc: KernelDescriptor, info: DescriptorInfo, vmm=False
+    ):
         self.m = module
+        self.vmm = vmm
+        self.storage_sync = vmm and _has_storage_barrier(desc.body)
+        self.coop_views: dict[int, tuple[int, int]] = {}
         self.desc = desc
         self.info = info
         self.vals: dict[int, int] = {}  # descriptor SSA id -> SPIR-V id
@@ -78,6 +98,8 @@ class FunctionWriter(MemoryOps, ControlFlow):
 
     def tid(self, ty: str) -> int:
         got = self._type_ids.get(ty)
+        if got is None and ty in MATRICES:
+            got = self._type_ids[ty] = self.matrix_type(ty)
         if got is None:  # f16 and vector types are declared on first use only
             element, n = _shape(ty)
             if n == 1:  # f16
@@ -87,6 +109,8 @@ class FunctionWriter(MemoryOps, ControlFlow):
         return got
 
     def const(self, ty: str, value) -> int:
+        if ty in MATRICES:  # a cooperative matrix constant has one constituent
+            return self.m.const_composite(self.tid(ty), (self.const(TYPES[ty].element, value),))
         element, n = _shape(ty)
         if n > 1:  # every component `value` (OpConstantComposite, deduplicated)
             return self.m.const_composite(self.tid(ty), (self.const(element, value),) * n)
@@ -259,6 +283,8 @@ class FunctionWriter(MemoryOps, ControlFlow):
             return self.rule(kop, op_key(kop.kind))
         if kind == "vyre.vec":
             return self.rule(kop, ("Construct", ty))
+        if kind in _COOP_EXPRS:
+            return _COOP_EXPRS[kind](self, kop, body)
         return self.op("OpCompositeExtract", ty, self.vals[kop.operands[0]], payload[0])
 
     HANDLERS = {
@@ -291,6 +317,7 @@ class FunctionWriter(MemoryOps, ControlFlow):
         "StoreShared": MemoryOps.h_store,
         "BufferLength": MemoryOps.h_length,
         "Atomic": MemoryOps.h_atomic,
+        "MatrixMma": CoopOps.h_coop_mma,
     }
 
     # --- the function ------------------------------------------------------------------

@@ -18,12 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vyre_build.descriptor import BindingSlot, KernelBody, KernelOp
-from vyre_build.descriptor.types import TYPES
+from vyre_build.descriptor.types import MATRICES, TYPES
 from vyre_build.emit.spirv import grammar as g
 from vyre_build.emit.spirv.control import CONTROL_NONE
 from vyre_build.emit.spirv.values import ATOMICS
 
 RELAXED = 0
+_STORAGE = {"Global": "StorageBuffer", "Shared": "Workgroup", "Scratch": "Function"}
 
 
 @dataclass
@@ -88,7 +89,8 @@ class MemoryOps:
                 else:
                     info.scalar = n == 1
                     var_ty = elem if info.scalar else m.type_array(elem, n)
-                    info.var = self.function_var(var_ty, m.const_null(var_ty))
+                    zero = self.zero(ty) if ty in MATRICES else m.const_null(var_ty)
+                    info.var = self.function_var(var_ty, zero)
                     info.ptr = m.type_pointer("Function", elem)
                 m.name(info.var, s.name)
             self.slots[s.slot] = info
@@ -139,6 +141,7 @@ class MemoryOps:
             self.start_block(merge)
         wg_scope = self.const("u32", g.SCOPE["Workgroup"])
         sem = g.MEMORYSEMANTICS["AcquireRelease"] | g.MEMORYSEMANTICS["WorkgroupMemory"]
+        sem = self.barrier_semantics(sem)
         self.inst("OpControlBarrier", wg_scope, wg_scope, self.const("u32", sem))
 
     # --- addressing ---------------------------------------------------------------------
@@ -168,13 +171,13 @@ class MemoryOps:
             return self.op(
                 "OpAtomicLoad", info.ty, ptr, self.scope(info), self.const("u32", RELAXED)
             )
-        return self.op("OpLoad", info.ty, ptr)
+        return self.op("OpLoad", info.ty, ptr, *self.access(_STORAGE[info.slot.memory_class]))
 
     def store_element(self, info: SlotInfo, ptr: int, value: int) -> None:
         if info.atomic:
             self.inst("OpAtomicStore", ptr, self.scope(info), self.const("u32", RELAXED), value)
         else:
-            self.inst("OpStore", ptr, value)
+            self.inst("OpStore", ptr, value, *self.access(_STORAGE[info.slot.memory_class]))
 
     # --- handlers ----------------------------------------------------------------------
 

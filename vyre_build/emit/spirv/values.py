@@ -216,8 +216,11 @@ def _div_mod(w, name: str, a: int, at: str, b: int) -> int:
         safe = w.op("OpSelect", at, bad, one, b)
     if at == "u32":
         return w.op("OpUDiv" if name == "Div" else "OpUMod", at, a, safe)
-    # SRem takes the dividend's sign: truncated modulo, as WGSL's %.
-    return w.op("OpSDiv" if name == "Div" else "OpSRem", at, a, safe)
+    q = w.op("OpSDiv", at, a, safe)
+    if name == "Div":
+        return q
+    # a - b * (a / b), not OpSRem: Vulkan leaves OpSRem undefined for negative operands
+    return w.op("OpISub", at, a, w.op("OpIMul", at, safe, q))
 
 
 def float_to_int(w, a: int, at: str, target: str, element: str) -> int:

@@ -18,6 +18,8 @@ import json
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
 from vyre_build.emit.wgsl.function import FunctionWriter
 from vyre_build.emit.wgsl.helpers import HELPER_CALL, HELPERS
+from vyre_build.errors import EmitError
+from vyre_build.features import COOPERATIVE_MATRIX
 
 __all__ = ["emit_wgsl"]
 
@@ -35,8 +37,16 @@ def emit_wgsl(
         info: its `validate(desc)` result, when the caller has it already.
         entries: more entry points of the same module, as (name, descriptor, info): the
             coarse entry of descriptor.coarsen. Their bindings alias `desc`'s by number.
+    Raises:
+        EmitError for a kernel with cooperative matrices (WGSL has none).
     """
-    writers = [("main", FunctionWriter(desc, info if info is not None else validate(desc)))]
+    info = info if info is not None else validate(desc)
+    if COOPERATIVE_MATRIX in info.features:
+        raise EmitError(
+            f"WGSL emitter: kernel {desc.id!r} needs cooperative matrices: SPIR-V only "
+            "(emit SPIR-V, and dispatch it through Vulkan)"
+        )
+    writers = [("main", FunctionWriter(desc, info))]
     writers += [(name, FunctionWriter(d, i, prefix=f"_{name}_")) for name, d, i in entries]
     written = [(name, w.desc.workgroup_size, *w.write(), w.inputs) for name, w in writers]
     decls = [line for _, _, d, _, _ in written for line in d]

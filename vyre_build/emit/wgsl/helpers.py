@@ -19,6 +19,11 @@ fn _vy_rotl(x: u32, n: u32) -> u32 {
     let s = n & 31u;
     return (x << s) | (x >> ((32u - s) & 31u));
 }""",
+    "_vy_srem": """\
+fn _vy_srem(a: i32, b: i32) -> i32 {
+    // Truncated remainder without `%` (OpSRem is undefined for negative operands on Vulkan).
+    return a - b * (a / b);
+}""",
     "_vy_mulhi_u32": """\
 fn _vy_mulhi_u32(a: u32, b: u32) -> u32 {
     // High word of the 64-bit product from 16-bit halves (WGSL has no 64-bit integers).

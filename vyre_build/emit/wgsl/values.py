@@ -116,7 +116,9 @@ _bin("Div", "u32", "({a} / select({b}, 1u, {b} == 0u))")
 _bin("Mod", "u32", "({a} % select({b}, 1u, {b} == 0u))")
 _I32_BAD = "{b} == 0i || ({a} == " + I32_MIN + " && {b} == -1i)"
 _bin("Div", "i32", "({a} / select({b}, 1i, " + _I32_BAD + "))")
-_bin("Mod", "i32", "({a} % select({b}, 1i, " + _I32_BAD + "))")
+# i32 remainder as a - b * (a / b): Vulkan leaves OpSRem (naga's `%`) undefined for negative
+# operands, and NVIDIA's driver gives other results there; OpSDiv is defined.
+_bin("Mod", "i32", "_vy_srem({a}, select({b}, 1i, " + _I32_BAD + "))")
 for _t in FLOAT:
     _bin("Div", _t, "({a} / {b})")
     _bin("Mod", _t, "({a} % {b})")
@@ -204,7 +206,8 @@ for _s in NUMERIC:
                 "{a}" if _s == _d else f"bitcast<{TYPES[_d].wgsl}>({{a}})"
             )
 for _t in TYPES:
-    RULES[(("Select", ""), ("bool", _t, _t))] = "select({c}, {b}, {a})"
+    if TYPES[_t].matrix is None:  # WGSL has no cooperative matrices
+        RULES[(("Select", ""), ("bool", _t, _t))] = "select({c}, {b}, {a})"
 
 # --- vectors (docs/descriptor-conventions.md, "Vectors"): componentwise ------------------
 # WGSL does not splat scalars in select/comparisons, so the templates use the zero vector

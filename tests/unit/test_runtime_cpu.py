@@ -1,0 +1,164 @@
+"""The cpu backend's own surface (no driver: it runs the reference): its profile and
+subgroup size, get_device's and the devices command's view of it, f16 buffers and
+subgroup operations at several subgroup sizes, and the base entry it always dispatches.
+What every backend shares runs on it through the `backend` fixture (tests/gpu/)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+from descriptors import Kernel
+
+from vyre_build.descriptor import encode
+from vyre_build.errors import DeviceError
+from vyre_build.features import FEATURES
+from vyre_build.runtime import get_device, list_adapters, load_kernel, open_bundle
+from vyre_build.runtime.cpu_backend import CpuDevice
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+import test_runtime as shaders  # noqa: E402
+from test_runtime_device import HALF_META  # noqa: E402  (x, out: f16; sums: u32)
+
+
+def half_kdesc() -> bytes:
+    """HALF_META's kernel: out[i] = x[i] * 2 in f16, sums[i] = the subgroup sum of 1."""
+    k = Kernel("half", (64, 1, 1))
+    x, out = k.buffer("F16", "ReadOnly", "x"), k.buffer("F16", "WriteOnly", "out")
+    sums = k.buffer("U32", "WriteOnly", "sums")
+    b = k.body
+    i = b.gid(0)
+    total = b.op("SubgroupAdd", b.u32(1))
+    then = b.if_(b.bin("Lt", i, b.length(out)))
+    then.store(out, i, then.bin("Mul", then.load(x, i), then.cast("F16", then.f32(2.0))))
+    b.if_(b.bin("Lt", i, b.length(sums))).store(sums, i, total)
+    return encode(k.build())
+
+
+def test_profile_offers_every_subgroup_class_16_bit_types_and_every_compiled_matrix():
+    p = CpuDevice().profile
+    assert (p.backend, p.adapter, p.device_type) == ("cpu", "vyre reference (CPU)", "cpu")
+    shapes = {m.feature for m in p.cooperative_matrices}
+    assert p.features == FEATURES | shapes  # every subgroup class, f16, storage_16bit
+    # the reference runs every shape the compiler makes: 27 of f16 to f16 and to f32
+    assert len(shapes) == 54 and "cooperative_matrix.f16.f32.16x8x16" in shapes
+    assert not p.bf16
+    assert (p.subgroup_size, p.subgroup_size_range) == (32, (32, 32))
+    assert p.max_workgroup_count == (2**32 - 1,) * 3  # a u32 grid never needs splitting
+    assert list_adapters("cpu") == ["vyre reference (CPU)"]
+
+
+@pytest.mark.parametrize("size", [1, 8, 32, 128])
+def test_f16_buffers_and_subgroups_of_the_chosen_size(size):
+    kern = load_kernel(HALF_META, kdesc=half_kdesc(), device=CpuDevice(subgroup_size=size))
+    x = np.arange(7, dtype=np.float16) / 4  # an odd count: 14 bytes
+    r = kern(x=x, out=7, sums=64)
+    np.testing.assert_array_equal(r.array("out", np.float16), x * 2)
+    # A subgroup never spans workgroups: 128 lanes asked, 64 in the workgroup.
+    np.testing.assert_array_equal(r.array("sums", np.uint32), np.full(64, min(size, 64)))
+    buf = kern.device.buffer(x)
+    assert buf.dtype == "f16" and buf.nbytes == 14
+    np.testing.assert_array_equal(kern(x=buf, out=7, sums=1).array("out"), x * 2)
+
+
+def test_subgroup_size_from_the_argument_or_the_environment(monkeypatch):
+    assert get_device("cpu", subgroup_size=8).profile.subgroup_size == 8
+    assert get_device("cpu", subgroup_size=8) is get_device("cpu", subgroup_size=8)
+    monkeypatch.setenv("VYRE_CPU_SUBGROUP_SIZE", "64")
+    assert get_device("cpu").subgroup_size == 64
+    assert get_device("cpu", subgroup_size=64) is get_device("cpu")  # the same size
+    monkeypatch.setenv("VYRE_CPU_SUBGROUP_SIZE", "16")
+    assert get_device("cpu").subgroup_size == 16  # a changed variable is another device
+
+
+@pytest.mark.parametrize(
+    "given, env, message",
+    [
+        (48, None, "subgroup_size must be a power of two from 1 to 128, got 48"),
+        (256, None, "subgroup_size must be a power of two from 1 to 128, got 256"),
+        (True, None, "subgroup_size must be a power of two from 1 to 128, got True"),
+        (None, "0", "VYRE_CPU_SUBGROUP_SIZE must be a power of two from 1 to 128, got 0"),
+        (None, "wide", "VYRE_CPU_SUBGROUP_SIZE must be a power of two from 1 to 128, got 'wide'"),
+    ],
+)
+def test_a_bad_subgroup_size_is_refused(monkeypatch, given, env, message):
+    if env is not None:
+        monkeypatch.setenv("VYRE_CPU_SUBGROUP_SIZE", env)
+    with pytest.raises(DeviceError) as info:
+        get_device("cpu", subgroup_size=given)
+    assert str(info.value) == message
+
+
+def test_subgroup_size_is_refused_for_a_gpu_backend_before_any_device():
+    with pytest.raises(DeviceError) as info:
+        get_device("vulkan", subgroup_size=8)
+    assert str(info.value) == (
+        "subgroup_size= is for the cpu backend; a vulkan device's subgroup size is its driver's"
+    )
+
+
+def test_adapter_choice():
+    assert get_device("cpu", adapter="REFERENCE").name == "vyre reference (CPU)"
+    with pytest.raises(DeviceError) as info:
+        get_device("cpu", adapter=1)
+    assert str(info.value) == (
+        "cpu adapter index 1 is out of range; there are 1: ['vyre reference (CPU)']"
+    )
+
+
+def test_vyre_backend_cpu_opens_bundles_on_the_reference(monkeypatch, tmp_path):
+    from vyre_build.bundle import write_bundle
+
+    path = tmp_path / "b.vyrebundle"
+    entries = [{"meta": shaders.IOTA_META, "artifacts": {".kdesc": shaders.kdesc("iota")}}]
+    write_bundle(path, entries)
+    monkeypatch.setenv("VYRE_BACKEND", "cpu")
+    with open_bundle(path) as bundle:
+        assert bundle.device.backend == "cpu"
+        got = bundle["iota"](out=5, start=2**32 - 2, step=3).array("out", np.uint32)
+    np.testing.assert_array_equal(got, (2**32 - 2 + 3 * np.arange(5, dtype=np.uint64)) % 2**32)
+
+
+def test_the_base_entry_runs_where_a_gpu_would_take_the_coarse_one(tmp_path):
+    from vyre_build.bundle import write_bundle
+    from vyre_build.compiler import compile_file
+
+    (k,) = compile_file(os.path.join(ROOT, "kernels", "saxpy.py"), targets=("kdesc",))
+    assert k.meta["coarse"] == {"entry": "main_x4", "factor": 4}
+    path = tmp_path / "s.vyrebundle"
+    write_bundle(path, [{"meta": k.meta, "artifacts": {".kdesc": k.kdesc}}])
+    device = CpuDevice()
+    jobs = []
+    original = device._submit
+    device._submit = lambda js, final: (jobs.extend(js), original(js, final))
+    with open_bundle(path, device=device) as bundle:
+        assert bundle.warm().created == 1  # "main" only: no coarse pipeline
+        x = np.arange(4096, dtype=np.float32)
+        got = bundle["saxpy"](x=x, y=np.ones(4096, np.float32), a=3.0).array("y")
+    np.testing.assert_array_equal(got, 3 * x + 1)
+    assert [(j[2], j[3]) for j in jobs] == [((16, 1, 1), None)]  # 4096 / 256, not / 1024
+    assert [key[3] for key in device._pipelines] == ["main"]
+
+
+def test_devices_command_lists_the_cpu_backend(capsys):
+    from vyre_build.cli import main
+
+    assert main(["devices", "--backend", "cpu"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("cpu adapter 0:\n  adapter      vyre reference (CPU)\n")
+    assert "  subgroups    size 32 (range 32..32): basic, vote, arithmetic, ballot, " in text
+    assert main(["devices", "--backend", "cpu", "--json"]) == 0
+    (cpu,) = json.loads(capsys.readouterr().out)["backends"]["cpu"]["adapters"]
+    assert cpu["subgroup_size"] == 32 and cpu["f16"] is True and cpu["backend"] == "cpu"
+
+
+def test_a_closed_device_refuses_use():
+    device = CpuDevice()
+    buf = device.buffer(np.ones(4, np.float32))
+    device.close()
+    with pytest.raises(DeviceError, match="the device was closed"):
+        buf.read()
