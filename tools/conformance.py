@@ -56,6 +56,12 @@ def parse(argv):
         help="no denormal inputs (for devices that flush them)",
     )
     p.add_argument("--no-minimise", action="store_true", help="report findings unminimised")
+    p.add_argument(
+        "--subgroup-size",
+        type=int,
+        default=8,
+        help="the devices' subgroup size, which the reference runs with (lavapipe: 8, NVIDIA: 32)",
+    )
     args = p.parse_args(argv)
     backends = tuple(b for b in args.backends.split(",") if b)
     bad = [b for b in backends if b not in ALL]
@@ -67,11 +73,13 @@ def parse(argv):
         p.error(f"--programs and --jobs must be >= 1, got {args.programs} and {args.jobs}")
     if args.only is not None and args.only < 0:
         p.error(f"--only must be >= 0, got {args.only}")
-    opts = SIZES[args.size]
-    if args.no_denormals:
-        from dataclasses import replace
+    if args.subgroup_size not in (1, 2, 4, 8, 16, 32, 64, 128):
+        p.error(f"--subgroup-size must be a power of two from 1 to 128, got {args.subgroup_size}")
+    from dataclasses import replace
 
-        opts = replace(opts, denormals=False)
+    opts = replace(
+        SIZES[args.size], denormals=not args.no_denormals, subgroup_size=args.subgroup_size
+    )
     return Config(
         seed=args.seed,
         programs=args.programs,

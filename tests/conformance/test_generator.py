@@ -50,7 +50,7 @@ CLAIMS = {
     "stmt:return": 300,
     "stmt:barrier": 50,
     "stmt:storage_barrier": 5,
-    "stmt:shared_store": 20,
+    "stmt:shared_store": 10,
     "stmt:shared_load": 30,
     "stmt:shared_atomic": 10,
     "stmt:store:local": 50,

@@ -115,6 +115,7 @@ def _cli(*args):
         (["--programs", "0"], "--programs and --jobs must be >= 1, got 0 and 1"),
         (["--jobs", "-2"], "--programs and --jobs must be >= 1, got 100 and -2"),
         (["--only", "-1"], "--only must be >= 0, got -1"),
+        (["--subgroup-size", "12"], "--subgroup-size must be a power of two from 1 to 128, got 12"),
     ],
 )
 def test_bad_arguments_are_refused_by_name(args, message):

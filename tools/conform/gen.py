@@ -18,6 +18,7 @@ from .gen_int import IntGen
 from .gen_memory import MemoryGen
 from .gen_module import F_ELEM, SCALAR_TYPES, VECTOR_TYPES, WORKGROUP_SIZES, ModuleGen
 from .gen_stmt import Ctx, StmtGen
+from .gen_subgroup import SubgroupGen
 from .inputs import make_inputs
 from .prog import E, Facts, Program, S
 from .values import Buf, Val, params_of
@@ -32,9 +33,10 @@ class Options:
     max_expr_depth: int = 4
     statements: int = 10  # at most this many top-level statements in the kernel body
     elementwise: float = 0.25  # share of programs shaped for coarsening (descriptor/coarsen.py)
+    subgroup_size: int = 8  # the devices' (lavapipe: 8); the reference runs with it
 
 
-class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen):
+class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen, SubgroupGen):
     def __init__(self, r: random.Random, opts: Options):
         self.r, self.opts = r, opts
         self.max_depth, self.max_expr_depth = opts.max_depth, opts.max_expr_depth
@@ -236,7 +238,8 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen):
         for v in self.scalars:
             top.append(Val(v.name, v.ty, v.facts, "param"))
         prologue += self.make_vars(top)
-        body = self.block(Ctx(), r.randint(min(4, self.opts.statements), self.opts.statements))
+        body = self.subgroup_let(Ctx(), r.randint(3, 8)) if r.random() < 0.6 else []
+        body += self.block(Ctx(), r.randint(min(4, self.opts.statements), self.opts.statements))
         body += self.call_every_helper(body)
         outs = [b for b in self.bufs if b.role == "out"]
         for b in outs:  # every output gets at least one store
@@ -257,6 +260,7 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen):
             seed=seed,
             stats={"loops": self.loop_bits},
             default_grid=self.elementwise,
+            subgroup_size=self.opts.subgroup_size,
         )
         make_inputs(prog, self.bufs_params, self.scalars, r, self.opts)
         return prog

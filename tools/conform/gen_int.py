@@ -113,6 +113,7 @@ class IntGen:
             ids = [self.id_text("wid"), "num_workgroups().x", "workgroup_size().x", "len({b})"]
             if not uni:
                 ids += [self.id_text("gid"), self.id_text("lid"), "global_id().y", "local_id().z"]
+                ids += ["subgroup_size()", "subgroup_invocation_id()"]
             if self.elementwise:  # other ids keep a kernel from coarsening
                 ids = ["workgroup_size().x", "len({b})"] + (
                     [] if uni else [self.id_text("gid")] * 2
@@ -123,7 +124,8 @@ class IntGen:
             if "{b}" in text:
                 text = text.format(b=r.choice(self.bufs).name)
                 return E("u32", text, facts=Facts(uni=True), tag="len")
-            return E("u32", text, facts=Facts(uni=text in ids[:3]), tag="id")
+            uniform = (self.id_text("wid"), "num_workgroups().x", "workgroup_size().x")
+            return E("u32", text, facts=Facts(uni=text in uniform), tag="id")
         if not uni:
             load = self.load(ty, Facts())
             if load is not None:

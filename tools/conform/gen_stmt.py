@@ -136,6 +136,8 @@ class StmtGen:
             if not (self.elementwise and ctx.helper is None and ctx.loop is not None):
                 return [self.early_return(ctx)]
         if ctx.helper is None and k < 0.92:
+            if self.barrier_ok(ctx) and r.random() < 0.45:
+                return self.subgroup_let(ctx)
             shared = [b for b in self.bufs if b.role in ("shared", "shatomic")]
             if shared and self.barrier_ok(ctx) and r.random() < 0.55:
                 return self.shared_round(ctx)

@@ -41,6 +41,13 @@ KNOWN = {
             "ranges_negative_shift",
         ),
         Known(
+            "ranges-zero-divide",
+            "range analysis (vyre_build/descriptor/ranges.py)",
+            "x // j with j the counter of a descending u32 loop: the Div interval rule divides "
+            "by an upper bound of 0 (ZeroDivisionError)",
+            "ranges_zero_divide",
+        ),
+        Known(
             "coarsen-local-array",
             "coarsening (vyre_build/descriptor/coarsen.py)",
             "in the coarse entry, copies 1-3 of the body read a local array back as zeros",
@@ -154,6 +161,8 @@ def explain(finding, prog, backends, runners=None) -> str | None:
         return "for-step-wrap" if explains_selfcheck(prog, bits) else None
     if finding.kind == "compile" and "ValueError: negative shift count" in finding.detail:
         return "ranges-negative-shift"
+    if finding.kind == "compile" and "ZeroDivisionError" in finding.detail:
+        return "ranges-zero-divide"
     if (
         finding.kind == "compile"
         and "'k+x4'" in finding.detail

@@ -181,6 +181,7 @@ class Program:
     scalars: dict  # scalar name -> value
     uses_cas: bool = False  # atomic_compare_exchange (naga's SPIR-V reader cannot take it)
     default_grid: bool = False  # dispatched with the metadata's grid (an elementwise program)
+    subgroup_size: int = 8  # what the reference runs subgroup ops with (the devices' size)
     seed: str = ""
     stats: dict = field(default_factory=dict)
 
