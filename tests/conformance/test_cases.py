@@ -102,6 +102,7 @@ def run_stage(name: str, stage: str, tmp: str) -> None:
     buffers, scalars, groups = case.inputs()
     run = Run(buffers, scalars, groups, compiled.meta["workgroup_size"][0])
     run.default_grid = getattr(case, "DEFAULT_GRID", False)  # the runtime may pick main_x4
+    run.subgroup_size = getattr(case, "SUBGROUP_SIZE", 8)
     if stage.endswith("-x4"):
         assert compiled.meta["coarse"] == {"entry": "main_x4", "factor": 4}
     got = B.RUNNERS[stage](compiled, run)

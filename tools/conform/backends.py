@@ -34,6 +34,21 @@ class Unavailable(Exception):
     """The backend cannot run here at all (no package, no adapter): skipped, not failed."""
 
 
+def _float_broadcast_first(compiled) -> bool:
+    from .coverage import rows
+
+    key = compiled.kdesc  # one per program (an id() could be reused)
+    if _BROADCAST_FIRST.get("key") != key:
+        found = rows(compiled.descriptor)
+        floats = ("f32", "vec2f", "vec4f")
+        hit = any(r[0] == ("Subgroup", "broadcast_first") and r[1][0] in floats for r in found)
+        _BROADCAST_FIRST.update(key=key, hit=hit)
+    return _BROADCAST_FIRST["hit"]
+
+
+_BROADCAST_FIRST: dict = {}
+
+
 def reference_execute():
     """`vyre_build.reference.execute`, or Unavailable until the reference backend lands."""
     try:
@@ -229,6 +244,9 @@ def skip_reason(backend: str, prog, compiled) -> str | None:
         return "naga's SPIR-V reader rejects a used OpAtomicCompareExchange result"
     if backend == "wgpu-spirv" and "subgroup_elect(" in prog.source():
         return "naga's SPIR-V reader has no OpGroupNonUniformElect"
+    if backend in ("wgpu", "vulkan", "wgpu-spirv", "wgpu-x4") and _float_broadcast_first(compiled):
+        # tests/conformance/cases/lavapipe_broadcast_first_vector.py
+        return "lavapipe's LLVM aborts on some subgroup_broadcast_first of a float"
     if backend in ("wgpu-x4", "reference-x4"):
         coarse = compiled.meta.get("coarse")
         if not coarse:
