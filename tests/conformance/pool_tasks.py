@@ -1,0 +1,17 @@
+"""Tasks for test_runner.py's pool test (a module the spawned workers can import)."""
+
+import os
+import time
+
+
+def setup():
+    return {"pid": os.getpid()}
+
+
+def handle(state, task):
+    kind, arg = task
+    if kind == "sleep":
+        time.sleep(arg)
+    if kind == "exit":
+        os._exit(arg)
+    return (kind, arg, state["pid"])

@@ -1,0 +1,125 @@
+"""The runner's parts that need no device: comparison, known-bug arithmetic, the worker
+pool's timeout, the command line's errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, HERE)
+
+import pool_tasks  # noqa: E402
+from conform.backends import ALL  # noqa: E402
+from conform.compare import compare, float_equal  # noqa: E402
+from conform.gen import generate  # noqa: E402
+from conform.known import compiled_trips, explains_selfcheck  # noqa: E402
+from conform.pool import Pool  # noqa: E402
+
+F = np.float32
+CHOICES = ", ".join(ALL)
+
+
+def bits(*u):
+    return np.array(u, dtype=np.uint32).view(np.float32)
+
+
+def test_floats_compare_bit_for_bit_up_to_the_sign_of_zero_and_nan_payloads():
+    a = np.array([0.0, -0.0, np.inf, 1.0, 1.0], F)
+    b = np.array([-0.0, 0.0, np.inf, 1.0, np.nextafter(F(1), F(2))], F)
+    assert float_equal(a, b, 0.0).tolist() == [True, True, True, True, False]
+    assert float_equal(bits(0x7FC00000), bits(0xFFC00001), 0.0).tolist() == [True]
+    assert float_equal(np.array([np.nan], F), np.array([1.0], F), 1e30).tolist() == [False]
+    assert float_equal(np.array([np.inf], F), np.array([-np.inf], F), 1e30).tolist() == [False]
+
+
+def test_inexact_floats_compare_within_the_bound_plus_four_ulp():
+    one = F(1.0)
+    four_ulp = np.nextafter(np.nextafter(np.nextafter(np.nextafter(one, F(2)), F(2)), F(2)), F(2))
+    five_ulp = np.nextafter(four_ulp, F(2))
+    a, b = np.array([one, one, one], F), np.array([four_ulp, five_ulp, 1.25], F)
+    assert float_equal(a, b, 1e-12).tolist() == [True, False, False]
+    assert float_equal(a, b, 0.25).tolist() == [True, True, True]
+
+
+def test_compare_reports_the_buffer_the_indices_and_the_values():
+    left = {"o": np.array([1, 2, 3], np.int32), "f": np.array([0.5], F)}
+    right = {"o": np.array([1, 5, 3], np.int32), "f": np.array([0.5], F)}
+    (d,) = compare(left, right, ["o", "f"], {})
+    assert (d.buffer, d.index, d.left, d.right, d.count) == ("o", [1], [2], [5], 1)
+    assert (
+        d.describe("ref", "gpu") == "o: 1 element(s) differ (bit for bit), ref vs gpu: [1] 2 vs 5"
+    )
+
+
+@pytest.mark.parametrize(
+    "ty,lo,hi,step,python",
+    [
+        ("i32", 2**31 - 8, 2**31 - 1, 3, 3),
+        ("u32", 5, 0, -2, 3),
+        ("u32", 2**32 - 6, 2**32 - 1, 4, 2),
+        ("i32", -(2**31) + 5, -(2**31), -2, 3),
+    ],
+)
+def test_the_lowered_loop_of_a_wrapping_step_runs_past_pythons_range(ty, lo, hi, step, python):
+    assert len(range(lo, hi, step)) == python
+    assert compiled_trips(ty, lo, hi, step, 100) == 100
+
+
+def test_a_step_that_stops_in_range_is_not_explained_as_the_wrap_bug():
+    assert compiled_trips("i32", 0, 10, 3, 100) == len(range(0, 10, 3))
+    assert compiled_trips("u32", 6, 0, -1, 100) == 6
+    prog = generate(1, 0)
+    prog.stats = {"loops": {0: [("u32", 6, 0, -1, 6)], 1: [("u32", 5, 0, -2, 3)]}}
+    assert explains_selfcheck(prog, 0b10)
+    assert not explains_selfcheck(prog, 0b01)
+    assert not explains_selfcheck(prog, 0b100)  # a bit no loop owns
+
+
+def test_a_task_past_its_timeout_costs_its_worker_not_the_run():
+    pool = Pool(1, pool_tasks.setup, pool_tasks.handle, timeout=lambda t: 2.0, recycle=100)
+    tasks = [("ok", 1), ("sleep", 60), ("exit", 3), ("ok", 2)]
+    got = list(pool.run(tasks))
+    assert [t for t, _ in got] == tasks
+    first, hung, died, last = (r for _, r in got)
+    assert first[:2] == ("ok", 1) and hung is None and died == ("died", 3) and last[:2] == ("ok", 2)
+    assert first[2] != last[2]  # a new worker process after the kill
+
+
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, "tools", "conformance.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--backends", "cuda"],
+            "--backends: unknown backend 'cuda'; choose from " + CHOICES,
+        ),
+        (
+            ["--backends", ","],
+            "--backends: unknown backend '(none)'; choose from " + CHOICES,
+        ),
+        (["--programs", "0"], "--programs and --jobs must be >= 1, got 0 and 1"),
+        (["--jobs", "-2"], "--programs and --jobs must be >= 1, got 100 and -2"),
+        (["--only", "-1"], "--only must be >= 0, got -1"),
+        (["--subgroup-size", "12"], "--subgroup-size must be a power of two from 1 to 128, got 12"),
+    ],
+)
+def test_bad_arguments_are_refused_by_name(args, message):
+    proc = _cli(*args)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == f"conformance.py: error: {message}"
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,259 @@
+"""The execution paths a program runs on, each `run(compiled, prog) -> {buffer: array}`.
+
+- "reference": the CPU reference (`vyre_build.reference.execute`) on the descriptor;
+- "wgpu": WGSL through the runtime (`load_kernel(meta, wgsl=..., backend="wgpu")`);
+- "vulkan": SPIR-V through the runtime (`load_kernel(meta, spirv=..., backend="vulkan")`);
+- "wgpu-spirv": the same SPIR-V bytes through wgpu (naga's SPIR-V reader). The runtime
+  has no such path (its wgpu device takes WGSL only), so `_WgpuDirect` dispatches itself on
+  the runtime's wgpu device;
+- "wgpu-x4": the coarse entry point (`meta["coarse"]`, descriptor/coarsen.py) of the WGSL,
+  each invocation doing 4 elements, for programs whose buffers all have one length, a
+  multiple of 4 (the runtime's condition for it); the runtime does not dispatch it yet;
+- "reference-x4": the CPU reference on that coarse descriptor (`descriptor.coarsen.entries`),
+  which tells a coarsening bug from an emitter's.
+
+`_WgpuDirect`'s layout declares every storage buffer read-write: naga
+  reads a buffer decorated NonWritable on its block member as writable, and refuses a
+  read-only layout entry for it ("Storage class Storage { access: LOAD } doesn't match the
+  shader Storage { access: LOAD | STORE }").
+
+Each returns the final contents of every storage buffer (read-only ones unchanged), as
+flat numpy arrays in host layout.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+ALL = ("reference", "wgpu", "vulkan", "wgpu-spirv", "wgpu-x4", "reference-x4")
+
+
+class Unavailable(Exception):
+    """The backend cannot run here at all (no package, no adapter): skipped, not failed."""
+
+
+def _float_broadcast_first(compiled) -> bool:
+    from .coverage import rows
+
+    key = compiled.kdesc  # one per program (an id() could be reused)
+    if _BROADCAST_FIRST.get("key") != key:
+        found = rows(compiled.descriptor)
+        floats = ("f32", "vec2f", "vec4f")
+        hit = any(r[0] == ("Subgroup", "broadcast_first") and r[1][0] in floats for r in found)
+        _BROADCAST_FIRST.update(key=key, hit=hit)
+    return _BROADCAST_FIRST["hit"]
+
+
+_BROADCAST_FIRST: dict = {}
+
+
+def reference_execute():
+    """`vyre_build.reference.execute`, or Unavailable until the reference backend lands."""
+    try:
+        from vyre_build.reference import execute
+    except ImportError as exc:
+        raise Unavailable(f"no CPU reference backend: {exc}") from exc
+    return execute
+
+
+def _args(prog) -> dict:
+    args = {k: v.copy() for k, v in prog.inputs.items()}
+    args.update(prog.scalars)
+    return args
+
+
+def _flat(out: dict, prog) -> dict:
+    result = {k: v.copy() for k, v in prog.inputs.items()}
+    for name, arr in out.items():
+        result[name] = np.ascontiguousarray(arr).reshape(-1)
+    return result
+
+
+def run_reference(compiled, prog) -> dict:
+    execute = reference_execute()
+    buffers = {k: v.copy() for k, v in prog.inputs.items()}
+    out = execute(
+        compiled.descriptor,
+        buffers,
+        dict(prog.scalars),
+        (prog.groups, 1, 1),
+        subgroup_size=getattr(prog, "subgroup_size", 8),
+    )
+    return _flat(out, prog)
+
+
+def coarse_groups(compiled, prog) -> int:
+    """Workgroups of the coarse entry: each invocation does `factor` elements."""
+    coarse, meta = compiled.meta["coarse"], compiled.meta
+    elements = next(prog.inputs[b["name"]].size for b in meta["bindings"] if b["kind"] == "buffer")
+    return -(-elements // (coarse["factor"] * meta["workgroup_size"][0]))
+
+
+def run_reference_coarse(compiled, prog) -> dict:
+    from vyre_build.descriptor import validate
+    from vyre_build.descriptor.coarsen import entries
+
+    execute = reference_execute()
+    ((_, coarse, info),) = entries(compiled.descriptor, validate(compiled.descriptor))
+    buffers = {k: v.copy() for k, v in prog.inputs.items()}
+    out = execute(
+        coarse,
+        buffers,
+        dict(prog.scalars),
+        (coarse_groups(compiled, prog), 1, 1),
+        info=info,
+        subgroup_size=getattr(prog, "subgroup_size", 8),
+    )
+    return _flat(out, prog)
+
+
+def uniform_block(meta: dict, scalars: dict) -> bytes:
+    """The Params block as docs/descriptor-conventions.md lays it out (4 bytes a member)."""
+    block = bytearray(meta["uniform"]["size"])
+    for b in meta["bindings"]:
+        if b["kind"] == "scalar":
+            struct.pack_into(_PACK[b["dtype"]], block, b["offset"], scalars[b["name"]])
+    return bytes(block)
+
+
+_PACK = {"f32": "<f", "i32": "<i", "u32": "<I"}
+
+
+def _runtime_kernel(compiled, backend: str):
+    try:
+        from vyre_build.runtime import load_kernel
+    except ImportError as exc:  # pragma: no cover - the runtime ships with the package
+        raise Unavailable(str(exc)) from exc
+    code = {"wgsl": compiled.wgsl} if backend == "wgpu" else {"spirv": compiled.spirv}
+    return load_kernel(compiled.meta, backend=backend, **code)
+
+
+def run_runtime(backend: str):
+    def run(compiled, prog) -> dict:
+        kernel = _runtime_kernel(compiled, backend)
+        out = kernel.dispatch(_args(prog), grid=None if prog.default_grid else prog.invocations)
+        return _flat(out, prog)
+
+    return run
+
+
+class _WgpuDirect:
+    """WGSL or SPIR-V through wgpu's create_shader_module, on the runtime's wgpu device,
+    from entry point `main` or, with `coarse`, the coarse entry for 4 elements each."""
+
+    def __init__(self, code: str, coarse: bool = False):
+        self.code, self.coarse = code, coarse
+
+    def __call__(self, compiled, prog) -> dict:
+        import wgpu
+
+        from vyre_build.runtime import get_device
+
+        device = get_device("wgpu").device
+        meta = compiled.meta
+        bufs = [b for b in meta["bindings"] if b["kind"] == "buffer"]
+        read_only = wgpu.BufferBindingType.read_only_storage
+        if self.code == "spirv":  # naga reads a NonWritable member as writable (see above)
+            read_only = wgpu.BufferBindingType.storage
+        entries_layout = [
+            {
+                "binding": b["binding"],
+                "visibility": wgpu.ShaderStage.COMPUTE,
+                "buffer": {
+                    "type": read_only if b["access"] == "r" else wgpu.BufferBindingType.storage
+                },
+            }
+            for b in bufs
+        ]
+        uniform = meta.get("uniform")
+        if uniform:
+            entries_layout.append(
+                {
+                    "binding": uniform["binding"],
+                    "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": wgpu.BufferBindingType.uniform},
+                }
+            )
+        layout = device.create_bind_group_layout(entries=entries_layout)
+        module = device.create_shader_module(
+            code=compiled.spirv if self.code == "spirv" else compiled.wgsl
+        )
+        entry, groups = "main", prog.groups
+        if self.coarse:
+            entry, groups = meta["coarse"]["entry"], coarse_groups(compiled, prog)
+        pipeline = device.create_compute_pipeline(
+            layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
+            compute={"module": module, "entry_point": entry},
+        )
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
+        handles, entries = {}, []
+        for b in bufs:
+            data = np.ascontiguousarray(prog.inputs[b["name"]]).tobytes()
+            h = device.create_buffer_with_data(data=data, usage=usage)
+            handles[b["name"]] = h
+            entries.append(
+                {"binding": b["binding"], "resource": {"buffer": h, "offset": 0, "size": h.size}}
+            )
+        if uniform:
+            scalars = {
+                b["name"]: prog.scalars[b["name"]]
+                for b in meta["bindings"]
+                if b["kind"] == "scalar"
+            }
+            ubuf = device.create_buffer_with_data(
+                data=uniform_block(meta, scalars), usage=wgpu.BufferUsage.UNIFORM
+            )
+            entries.append(
+                {
+                    "binding": uniform["binding"],
+                    "resource": {"buffer": ubuf, "offset": 0, "size": ubuf.size},
+                }
+            )
+        group = device.create_bind_group(layout=layout, entries=entries)
+        encoder = device.create_command_encoder()
+        cpass = encoder.begin_compute_pass()
+        cpass.set_pipeline(pipeline)
+        cpass.set_bind_group(0, group)
+        cpass.dispatch_workgroups(groups, 1, 1)
+        cpass.end()
+        device.queue.submit([encoder.finish()])
+        out = {}
+        for name, h in handles.items():
+            dtype = prog.inputs[name].dtype
+            out[name] = np.frombuffer(device.queue.read_buffer(h), dtype=dtype).copy()
+            h.destroy()
+        return _flat(out, prog)
+
+
+RUNNERS = {
+    "reference": run_reference,
+    "wgpu": run_runtime("wgpu"),
+    "vulkan": run_runtime("vulkan"),
+    "wgpu-spirv": _WgpuDirect("spirv"),
+    "wgpu-x4": _WgpuDirect("wgsl", coarse=True),
+    "reference-x4": run_reference_coarse,
+}
+
+
+def skip_reason(backend: str, prog, compiled) -> str | None:
+    """Why `prog` is not run on `backend` (a known limitation, no such entry), or None."""
+    if backend == "wgpu-spirv" and prog.uses_cas:
+        # tests/unit/test_spirv_vulkan.py::test_wgpu_spirv_input_compare_exchange (xfail)
+        return "naga's SPIR-V reader rejects a used OpAtomicCompareExchange result"
+    if backend == "wgpu-spirv" and "subgroup_elect(" in prog.source():
+        return "naga's SPIR-V reader has no OpGroupNonUniformElect"
+    if backend in ("wgpu", "vulkan", "wgpu-spirv", "wgpu-x4") and _float_broadcast_first(compiled):
+        # tests/conformance/cases/lavapipe_broadcast_first_vector.py
+        return "lavapipe's LLVM aborts on some subgroup_broadcast_first of a float"
+    if backend in ("wgpu-x4", "reference-x4"):
+        coarse = compiled.meta.get("coarse")
+        if not coarse:
+            return "no coarse entry (not an elementwise kernel)"
+        sizes = {
+            prog.inputs[b["name"]].size for b in compiled.meta["bindings"] if b["kind"] == "buffer"
+        }
+        if len(sizes) != 1 or sizes.pop() % coarse["factor"] or not prog.default_grid:
+            return "coarse entry, but buffer lengths differ or are not a multiple of 4"
+    return None
