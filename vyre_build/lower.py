@@ -41,6 +41,10 @@ _AXIS_OPS = {
 }
 
 
+def _bin(op: str) -> Variant:
+    return Variant("BinOpKind", (Variant(op),))
+
+
 def opaque_node(kind: str) -> Variant:
     return Variant("OpaqueNode", (kind, b""))
 
@@ -126,7 +130,7 @@ class Lowerer:
         self.ssa = ssa_locals(prog)
         self.values: dict[str, int] = {}  # SSA local -> id
         self.params: dict[str, int] = {}  # scalar param -> id of its load
-        self.loops: dict[str, tuple] = {}  # loop var -> ("index",) | ("scratch", slot)
+        self.loops: dict[str, tuple] = {}  # loop var -> ("index",) | ("value", its id in the trip)
         self.buffer_names = {p.name for p in prog.params if isinstance(p, ir.BufferParam)}
         self._assign_slots()
 
@@ -280,33 +284,41 @@ class Lowerer:
             child = self.child(body, s.body)
             self.op(body, Variant("StructuredForLoop", (s.var,)), (lo, hi, child), result=False)
             return
-        # Any other step: a scratch counter, a vyre.loop, and a continuing block that steps it.
-        self._private(s.var, ty, 1, "Scratch")
-        self.loops[s.var] = ("scratch",)
-        self.store_private(body, s.var, lo)
+        # Any other step: a u32 trip counter from 0 to the exact trip count (computed once,
+        # like Python's range), and i = lo + t * step at the top of each trip: stepping i
+        # itself would wrap past the type's end (range(u32(5), u32(0), -2)) and never stop.
+        self.loops[s.var] = ("value", None)
+        trip = self.trip_count(body, lo, hi, ty, s.step)
 
         def head(b: _Body):
-            i = self.load_private(b, s.var)
-            cmp = "Lt" if s.step > 0 else "Gt"
-            done = self.op(
-                b,
-                Variant("UnOpKind", (Variant("LogicalNot"),)),
-                (self.op(b, Variant("BinOpKind", (Variant(cmp),)), (i, hi)),),
-            )
-            brk = _Body(b)
-            self.op(brk, opaque_node("vyre.break"), (), result=False)
-            b.children.append(brk.freeze())
-            self.op(b, Variant("StructuredIfThen"), (done, len(b.children) - 1), result=False)
-
-        def step(b: _Body):
-            i = self.load_private(b, s.var)
+            t = self.op(b, Variant("LoopIndex", (s.var + ".trip",)))
+            if ty == "i32":
+                t = self.op(b, Variant("Cast", (dtype("i32"),)), (t,))
             amount = s.step if ty == "i32" else s.step % (1 << 32)
-            nxt = self.op(b, Variant("BinOpKind", (Variant("Add"),)), (i, self.lit(b, ty, amount)))
-            self.store_private(b, s.var, nxt)
+            scaled = self.op(b, _bin("Mul"), (t, self.lit(b, ty, amount)))
+            self.loops[s.var] = ("value", self.op(b, _bin("Add"), (lo, scaled)))
 
-        main = self.child(body, s.body, prologue=head)
-        cont = self.child(body, (), prologue=step)
-        self.op(body, opaque_node("vyre.loop"), (main, cont), result=False)
+        child = self.child(body, s.body, prologue=head)
+        zero = self.lit(body, "u32", 0)
+        loop = Variant("StructuredForLoop", (s.var + ".trip",))
+        self.op(body, loop, (zero, trip, child), result=False)
+
+    def trip_count(self, body: _Body, lo: int, hi: int, ty: str, step: int) -> int:
+        """The number of trips of range(lo, hi, step) as a u32 (0 when it is empty): the
+        distance between lo and hi is exact in u32 bits for i32 and u32 alike."""
+        first, last = (lo, hi) if step > 0 else (hi, lo)
+        runs = self.op(body, _bin("Lt"), (first, last))
+        dist = self.op(body, _bin("Sub"), (last, first))
+        if ty == "i32":
+            dist = self.op(body, Variant("Cast", (dtype("u32"),)), (dist,))
+        one = self.lit(body, "u32", 1)
+        steps = self.op(
+            body,
+            _bin("Div"),
+            (self.op(body, _bin("Sub"), (dist, one)), self.lit(body, "u32", abs(step))),
+        )
+        count = self.op(body, _bin("Add"), (steps, one))
+        return self.op(body, Variant("Select"), (runs, count, self.lit(body, "u32", 0)))
 
     # -- expressions ------------------------------------------------------------------
     def expr(self, body: _Body, e) -> int:
@@ -323,9 +335,10 @@ class Lowerer:
         if isinstance(e, ir.Param):
             return self.params[e.name]
         if isinstance(e, ir.LoopVar):
-            if self.loops[e.name][0] == "index":
+            how = self.loops[e.name]
+            if how[0] == "index":
                 return self.op(body, Variant("LoopIndex", (e.name,)))
-            return self.load_private(body, e.name)
+            return how[1]  # a stepped loop's value, made at the top of its trip
         if isinstance(e, ir.Load):
             idx = self.expr(body, e.index)
             kind = "LoadGlobal" if e.array in self.buffer_names else "LoadShared"

@@ -579,3 +579,22 @@ def test_select_and_conditional_expressions_broadcast_scalars(tmp_path):
         ),
     )
     assert ks[0].meta["bindings"][0]["dtype"] == "vec4f"
+
+
+def test_a_helper_that_can_fall_off_its_end_is_refused(tmp_path):
+    helper = (
+        "def f(x: u32) -> u32:\n"
+        "    if x > 3:\n        return x\n"
+        "    elif x > 1:\n        return u32(2)\n\n"
+    )
+    with pytest.raises(KernelError) as info:
+        compile_text(tmp_path, helper + kernel("    out[0] = f(out[0])\n"))
+    err = info.value
+    assert (err.message, err.line, err.col) == (
+        "helper 'f' can reach its end without returning a value",
+        3,
+        1,
+    )
+    assert err.fix == "end it with a return (or return in both arms of its last if/else)"
+    done = helper.replace("return u32(2)\n", "return u32(2)\n    else:\n        return u32(0)\n")
+    compile_text(tmp_path, done + kernel("    out[0] = f(out[0])\n"))  # every path returns

@@ -130,10 +130,10 @@ class _Coarsener:
         self.next_id += 1
         return r
 
-    def scratch(self, ty: str, name: str) -> int:
+    def scratch(self, ty: str, name: str, count: int = 1) -> int:
         slot = self.next_slot
         self.next_slot += 1
-        self.new_slots.append(BindingSlot(slot, datatype(ty), 1, "Scratch", "ReadWrite", name))
+        self.new_slots.append(BindingSlot(slot, datatype(ty), count, "Scratch", "ReadWrite", name))
         return slot
 
     # --- the new descriptor ---------------------------------------------------------
@@ -171,15 +171,18 @@ class _Coarsener:
                 result=False,
             )
         for j in range(FACTOR):
-            locals_ = {
-                s.slot: self.scratch(self.info.slot_types[s.slot], f"x{FACTOR}.{j}.{s.name}")
+            locals_ = {  # each copy its own locals and local arrays, of their sizes
+                s.slot: self.scratch(
+                    self.info.slot_types[s.slot], f"x{FACTOR}.{j}.{s.name}", s.element_count
+                )
                 for s in d.slots
                 if s.memory_class == "Scratch"
             }
             copy = _Copy(self, j, elems[j], old, work, locals_, vec)
             body = copy.body(d.body)
             if self.returns:  # a copy's `return` leaves that copy only
-                body.op(self, Variant("OpaqueNode", ("vyre.break", b"")), (), result=False)
+                if not body.ends():  # a body that ends in a return already breaks
+                    body.op(self, Variant("OpaqueNode", ("vyre.break", b"")), (), result=False)
                 out.op(
                     self,
                     Variant("OpaqueNode", ("vyre.loop", b"")),
@@ -340,6 +343,15 @@ class _Body:
             self.ops.append(KernelOp(op.kind, operands, op.result))
         self.literals += b.literals
         self.children += b.children
+
+    def ends(self) -> bool:
+        """Whether the body ends in a break, continue or return (nothing may follow)."""
+        if not self.ops:
+            return False
+        last = self.ops[-1].kind
+        return last.name == "Return" or (
+            last.name == "OpaqueNode" and last.args[0] in ("vyre.break", "vyre.continue")
+        )
 
     def freeze(self) -> KernelBody:
         return KernelBody(tuple(self.ops), tuple(self.children), tuple(self.literals))

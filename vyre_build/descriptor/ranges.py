@@ -258,8 +258,14 @@ class _Analysis:
         ra, rb = self.range(scope, a) or FULL[ty], self.range(scope, b) or FULL[ty]
         gap = 1 if strict else 0
         a, b = self.canon(a), self.canon(b)
-        scope.ranges[a] = (ra[0], min(ra[1], rb[1] - gap))
-        scope.ranges[b] = (max(rb[0], ra[0] + gap), rb[1])
+        # An empty refinement means this path cannot run under the ranges of this pass
+        # (locals start at their zero): keep the ranges as they are rather than invert them.
+        lo_a, hi_a = ra[0], min(ra[1], rb[1] - gap)
+        lo_b, hi_b = max(rb[0], ra[0] + gap), rb[1]
+        if lo_a <= hi_a:
+            scope.ranges[a] = (lo_a, hi_a)
+        if lo_b <= hi_b:
+            scope.ranges[b] = (lo_b, hi_b)
         scope.le.add((a, b))
         if ty != "u32":
             return

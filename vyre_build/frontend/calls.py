@@ -28,6 +28,19 @@ from vyre_build.frontend.names import (
 )
 
 
+def _always_returns(stmts) -> bool:
+    """Whether every path through `stmts` ends in a return (syntactically: the last
+    statement is a return, or an if/else whose arms both always return)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return True
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return False
+
+
 class CallChecker:
     """Mixin: call expressions for KernelChecker."""
 
@@ -517,15 +530,17 @@ class CallChecker:
             and not isinstance(body[-1], ast.Return)
             and any(isinstance(n, ast.Return) for n in ast.walk(body[-1]))
         )
-        if (
-            frame.ret_type is not None
-            and not (body and isinstance(body[-1], ast.Return))
-            and tail_only
-        ):
+        if frame.ret_type is not None and tail_only and not _always_returns(body):
             raise frame.module.source.error(
                 fn,
                 f"helper '{fn.name}' must end with a return",
                 "add a return statement at the end",
+            )
+        if frame.ret_type is not None and not _always_returns(body):
+            raise frame.module.source.error(
+                fn,
+                f"helper '{fn.name}' can reach its end without returning a value",
+                "end it with a return (or return in both arms of its last if/else)",
             )
         frame.wrapped = not tail_only
         loops = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, (ast.For, ast.While))]

@@ -6,6 +6,7 @@ OpFUnordNotEqual (checked with spirv-dis), Vulkan runs it right, and the WGSL pa
 right (the WGSL emitter writes `!(a == b)`); naga reads FUnordNotEqual back as its `!=`,
 which it then emits as an ordered compare. A workaround on our side: emit Ne on floats as
 OpLogicalNot of OpFOrdEqual in SPIR-V too, as the WGSL emitter does.
+Worked around: the SPIR-V emitter writes float != as OpLogicalNot(OpFOrdEqual), which naga reads right.
 """
 
 import numpy as np
@@ -21,7 +22,7 @@ def k(x: Buffer[f32], o: Buffer[u32, "w"]):
     if x[i] != 1.0:
         o[i * 3 + 2] = 7
 """
-XFAIL = {"wgpu-spirv": "naga's SPIR-V reader turns OpFUnordNotEqual into an ordered !="}
+XFAIL: dict = {}  # fixed: see the docstring
 
 
 def inputs():

@@ -31,6 +31,7 @@ def h1(p3: i32, p4: bool) -> u32:
         else:
             for j0 in range((u32(0) & 3), ((u32(0) & 3) + 7), 2):
                 pass
+    return u32(0)
 
 
 @kernel(workgroup_size=64)

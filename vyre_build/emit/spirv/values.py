@@ -30,7 +30,7 @@ for _op, _int, _float in (
     ("BitOr", "OpBitwiseOr", None),
     ("BitXor", "OpBitwiseXor", None),
     ("Eq", "OpIEqual", "OpFOrdEqual"),
-    ("Ne", "OpINotEqual", "OpFUnordNotEqual"),
+    ("Ne", "OpINotEqual", None),  # float: !(a == b) (naga's reader orders OpFUnordNotEqual)
     ("Div", None, "OpFDiv"),
     ("Mod", None, "OpFRem"),
 ):
@@ -346,6 +346,8 @@ def _subgroup_rule(name: str, types: tuple[str, ...]):
 
 def _binary_rule(name: str, at: str):
     k = _kind(at)
+    if name == "Ne" and k == "float":  # unordered: NaN != x is true
+        return lambda w, ids, types, res: w.op("OpLogicalNot", res, w.op("OpFOrdEqual", res, *ids))
     single = BINARY.get((name, k))
     if single is not None:
         return lambda w, ids, types, res: w.op(single, res, *ids)
