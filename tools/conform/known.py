@@ -1,9 +1,10 @@
 """Bugs already found and recorded: a finding they explain is counted as known, not new.
 
 Each has a regression test (tests/conformance/cases/, strict xfail until fixed): once a
-fix lands that test turns red, and its entry here is deleted (six were fixed so: the
+fix lands that test turns red, and its entry here is deleted (seven were fixed so: the
 stepped-loop wrap, two range-analysis crashes, two coarsening bugs, and naga's reading
-of OpFUnordNotEqual, now emitted as !(a == b)). An explanation is checked by the error it
+of OpFUnordNotEqual, now emitted as !(a == b), and its refusal of a constant
+out-of-bounds index, now decided at compile time). An explanation is checked by the error it
 names, not assumed.
 """
 
@@ -30,25 +31,10 @@ KNOWN = {
             "helper with nested early returns and a stepped loop",
             "wgpu_pipeline_segfault",
         ),
-        Known(
-            "naga-spv-const-oob",
-            "naga SPIR-V reader/validator (wgpu/SPIR-V path only)",
-            "a store to a local array at a constant out-of-bounds index (dead, guarded "
-            "code) is rejected: 'Accessing index N is out of [M] bounds'",
-            "naga_constant_oob_store",
-        ),
     )
 }
 
 
 def explain(finding, prog, backends, runners=None) -> str | None:
     """The id of the known bug that explains `finding` on `prog`, or None."""
-    if finding.backend != "wgpu-spirv":
-        return None
-    if (
-        finding.kind == "error"
-        and "Accessing index" in finding.detail
-        and "bounds" in finding.detail
-    ):
-        return "naga-spv-const-oob"
     return None

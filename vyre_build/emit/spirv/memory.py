@@ -187,6 +187,8 @@ class MemoryOps:
         idx = self.vals[idx_ssa]
         if self.info.in_bounds(kop):
             return self.read(info, self.element_ptr(info, idx))
+        if self.never_in_bounds(info, idx_ssa):
+            return self.zero(info.ty)
         n = self.length(info)
         ok = self.op("OpULessThan", "bool", idx, n)
         if info.scalar:
@@ -211,9 +213,19 @@ class MemoryOps:
         self.start_block(then_l)
         return header, merge
 
+    def never_in_bounds(self, info: SlotInfo, idx_ssa: int) -> bool:
+        """A constant index at or past a fixed-size array's end: the load is 0 and the store
+        does nothing, decided here (naga's SPIR-V reader rejects such an access even when
+        it is guarded)."""
+        n = info.slot.element_count
+        value = self.info.constants.get(idx_ssa)
+        return info.slot.memory_class != "Global" and value is not None and value >= n
+
     def h_store(self, kop: KernelOp, body: KernelBody):
         number, idx_ssa, val_ssa = kop.operands
         info = self.slots[number]
+        if self.never_in_bounds(info, idx_ssa):
+            return None
         idx = self.vals[idx_ssa]
         guard = self.guarded(kop, info, idx)
         self.store_element(info, self.element_ptr(info, idx), self.vals[val_ssa])
