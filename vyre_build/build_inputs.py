@@ -88,10 +88,12 @@ def variants_section(path: str, source: str, raw: bytes | None = None) -> bytes 
     raw = _read(path) if raw is None else raw
     if os.path.dirname(os.path.realpath(path)) != os.path.dirname(os.path.realpath(source)):
         return None  # a YAML beside an imported file declares that file's variants only
-    try:
-        doc = yaml.safe_load(raw)
-    except yaml.YAMLError:
-        return raw
+    from vyre_build.frontend.variants import bounded_yaml
+
+    try:  # bounded as the compiler reads it: depth, no anchors or tags
+        doc = bounded_yaml(raw)
+    except (yaml.YAMLError, ValueError):
+        return raw  # the compile reports the file's defect with its position
     name = os.path.basename(source)
     if not isinstance(doc, dict):
         return raw

@@ -155,3 +155,23 @@ def test_at_the_block_limit_the_descriptor_still_decodes(tmp_path):
     )
     with pytest.raises(KernelError, match="blocks nested deeper than 32"):
         compile_file(str(tmp_path / "k.py"))
+
+
+def test_the_build_keys_section_of_a_hostile_variants_file_is_bounded_too(tmp_path):
+    # the cache key reads the variants file's section before any compile: a deep, aliased or
+    # undecodable file is passed on whole (the compile then reports it), never a traceback
+    from vyre_build.build_inputs import variants_section
+
+    src = tmp_path / "k.py"
+    src.write_text("x = 1\n")
+    yml = tmp_path / "variants.yaml"
+    for raw in (
+        b"[" * 20000 + b"]" * 20000,
+        b"\xff\xfe\x00",
+        b"a: &x [1]\nb: *x\n",
+        b"!!python/none\n",
+    ):
+        yml.write_bytes(raw)
+        assert variants_section(str(yml), str(src)) == raw
+    yml.write_bytes(b"k.py: {a: {T: f32}}\nother.py: {b: {T: u32}}\n")
+    assert variants_section(str(yml), str(src)) == b"k.py:\n  a:\n    T: f32\n"

@@ -144,6 +144,18 @@ class _Loader(yaml.SafeLoader):
             self.depth -= 1
 
 
+def bounded_yaml(raw: bytes | str):
+    """`yaml.safe_load` of a variants file, bounded like the compiler's own read (nesting,
+    no anchors, aliases or tags): ValueError (or a YAMLError) for anything it refuses."""
+    loader = _Loader(raw)
+    try:
+        return loader.get_single_data()
+    except _Refused as r:
+        raise ValueError(r.message) from None
+    finally:
+        loader.dispose()
+
+
 _COMPOSED: dict[str, object] = {}  # text -> node tree: every kernel file of a tree reads one YAML
 
 
