@@ -42,6 +42,11 @@ __all__ = ["FACTOR", "ENTRY", "coarsenable", "coarsen"]
 
 FACTOR = 4
 ENTRY = "main_x4"  # the coarse entry point's name in the WGSL and SPIR-V modules
+# Subgroup ops and ids: a coarse invocation stands for FACTOR elements, so the lanes a
+# subgroup op combines are not the elements it combined in the base entry.
+_SUBGROUP_KINDS = frozenset(
+    {"SubgroupAdd", "SubgroupBallot", "SubgroupShuffle", "SubgroupLocalId", "SubgroupSize"}
+)
 _REFUSED = frozenset(
     {"Barrier", "Atomic", "LocalInvocationId", "WorkgroupId", "LoadShared", "StoreShared"}
 )
@@ -98,6 +103,10 @@ def coarsenable(desc: KernelDescriptor, info: DescriptorInfo) -> bool:
             return False
         elif name == "MatrixMma":
             return False
+        elif name in _SUBGROUP_KINDS or (
+            name == "OpaqueExpr" and op.kind.args[1] == "vyre.subgroup"
+        ):
+            return False  # lanes of a subgroup are other elements in the coarse entry
         elif name == "Return" and in_loop:
             return False
     for op, _, _ in _walk(desc.body):
