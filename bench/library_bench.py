@@ -38,7 +38,7 @@ from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.runtime import get_device, library, load_kernel  # noqa: E402
 
 KERNELS = os.path.join(ROOT, "kernels")
-LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py")
+LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_short.py")
 CODE = {"wgpu": "wgsl", "vulkan": "spirv", "cpu": "kdesc"}
 
 
