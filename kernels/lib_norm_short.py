@@ -13,7 +13,9 @@ registers, their sum, one multiply. Layer norm: the mean, then the sum of square
 deviations from it (two passes over registers, no cancellation), then
 (x - mean) * rsqrt(var + eps) * gamma + beta. With `vec` set (cols % 4 == 0) rows move as
 vec4s through x4/out4, else as scalars through x/out (the host binds the unused pair to
-small scratch buffers). variants.yaml binds T and V.
+small scratch buffers). The eight vec4s are eight named locals, not a local array in a
+loop, so that they stay in registers whatever the driver unrolls. variants.yaml binds T
+and V.
 """
 from vyre_build.lang import (Buffer, barrier, bitcast, f32, kernel, local_id, max, rsqrt, shared,
                              subgroup_add, subgroup_invocation_id, subgroup_max, subgroup_min,
