@@ -15,7 +15,11 @@ warm-up round. Ratio = torch time / ours (> 1: faster than torch); GB/s counts t
 a kernel must move (read the input once, write the output once), TFLOP/s 2*M*N*K.
 Every result is compared with torch's (numpy's without torch) and the line says so.
 Targets (issue 12): reduce >= 1.0x, scan >= 1.2x, matmul >= 0.75x, softmax and layer
-norm >= 1.0x.
+norm >= 1.0x. Softmax and layer norm lines end with the kernel that ran
+(library.row_kernel: rows up to 1024 and 2048 values take the short-row kernels);
+softmax_256 and layer_norm_256 force lib_norm.py's 256-wide kernel on the same shapes:
+
+    python3 bench/library_bench.py --cases softmax,layer_norm,softmax_256,layer_norm_256
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.runtime import get_device, library, load_kernel  # noqa: E402
 
 KERNELS = os.path.join(ROOT, "kernels")
-LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py")
+LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_short.py")
 CODE = {"wgpu": "wgsl", "vulkan": "spirv", "cpu": "kdesc"}
 
 
@@ -61,6 +65,7 @@ class Case:
     want: Callable[[dict], np.ndarray]  # numpy's result, when there is no torch
     work: Callable[[Any], tuple[float, str]]  # size -> (amount per call, unit)
     rtol: float  # |ours - reference| <= rtol * max |reference| (0: exact)
+    kernel: Callable[[Any], str] | None = None  # size -> the kernel id our call runs
 
 
 # -- the cases ------------------------------------------------------------------------------
@@ -161,12 +166,52 @@ def _softmax_want(d):
     return e / e.sum(-1, keepdims=True)
 
 
+def _torch_softmax(torch, t):
+    return lambda: torch.softmax(t["x"], -1)
+
+
+def _torch_layer_norm(torch, t):
+    f = torch.nn.functional
+    return lambda: f.layer_norm(t["x"], (t["x"].shape[-1],), t["gamma"], t["beta"], 1e-5)
+
+
+def _row_kernel(fn):
+    return lambda size: library.row_kernel(fn, size[1])
+
+
+def _long_kernel(fn):
+    return lambda size: f"lib_{fn}.f32"
+
+
+def _long_rows(make):
+    # The *_256 cases: every row on lib_norm.py's 256-wide kernel (no short-row kernels),
+    # the baseline the short-row kernels and their thresholds are judged against.
+    def wrapped(lib, dev, d):
+        call, out = make(lib, dev, d)
+
+        def run():
+            kept, library.SHORT_ROWS = library.SHORT_ROWS, ()
+            try:
+                return call()
+            finally:
+                library.SHORT_ROWS = kept
+
+        return run, out
+
+    return wrapped
+
+
 def _shape(text: str) -> tuple[int, int]:
     rows, cols = text.lower().split("x")
     return int(rows), int(cols)
 
 
 M16, M268 = 16_777_216, 268_435_456
+# Issue 12's row shapes (1024 values: the 32-wide short-row kernel; 4096: the 256-wide
+# one) and 2048 values, the 64-wide short-row kernel's longest rows; softmax_256 and
+# layer_norm_256 run every shape on the 256-wide kernel, to compare.
+ROW_SIZES = ((4096, 1024), (8192, 2048), (16384, 4096))
+ROW_QUICK = ((64, 1024), (33, 1000), (16, 2047), (9, 3001))
 CASES = [
     *(
         Case(
@@ -210,33 +255,25 @@ CASES = [
         lambda n: (2.0 * n**3, "TFLOP/s"),
         1e-4,
     ),
-    Case(
-        "softmax",
-        ((4096, 1024), (16384, 4096)),
-        ((64, 1024), (33, 1000)),
-        _shape,
-        _rows_data,
-        _softmax_ours,
-        lambda torch, t: lambda: torch.softmax(t["x"], -1),
-        _softmax_want,
-        _bytes(8),
-        1e-5,
-    ),
-    Case(
-        "layer_norm",
-        ((4096, 1024), (16384, 4096)),
-        ((64, 1024), (33, 1000)),
-        _shape,
-        _rows_data,
-        _layer_norm_ours,
-        lambda torch, t: (
-            lambda: torch.nn.functional.layer_norm(
-                t["x"], (t["x"].shape[-1],), t["gamma"], t["beta"], 1e-5
-            )
-        ),
-        _layer_norm_want,
-        _bytes(8),
-        1e-4,
+    *(
+        Case(
+            fn + suffix,
+            ROW_SIZES,
+            ROW_QUICK,
+            _shape,
+            _rows_data,
+            _long_rows(ours) if suffix else ours,
+            theirs,
+            want,
+            _bytes(8),
+            rtol,
+            _long_kernel(fn) if suffix else _row_kernel(fn),
+        )
+        for fn, ours, theirs, want, rtol in (
+            ("softmax", _softmax_ours, _torch_softmax, _softmax_want, 1e-5),
+            ("layer_norm", _layer_norm_ours, _torch_layer_norm, _layer_norm_want, 1e-4),
+        )
+        for suffix in ("", "_256")
     ),
 ]
 
@@ -347,7 +384,8 @@ def run_case(case: Case, size, backends, lib, torch, args) -> None:
         if ref_time is not None:
             line += f" | {torch_line} ({ref_time * 1e6:9.1f} us) ratio {ref_time / ours:6.3f}x"
         line += f"   {'matches ' + ('torch' if torch else 'numpy') if ok else 'MISMATCH'}"
-        say(line + ("" if ok else f" (max error {err:.3g})"))
+        line += "" if ok else f" (max error {err:.3g})"
+        say(line + (f"   [{case.kernel(size)}]" if case.kernel else ""))
         del call, out
 
 

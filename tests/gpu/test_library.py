@@ -18,7 +18,7 @@ from vyre_build.errors import DispatchError
 from vyre_build.runtime import get_device, library, open_bundle
 
 KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "kernels")
-LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py")
+LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_short.py")
 NP = {"u32": np.uint32, "i32": np.int32, "f32": np.float32}
 # Lengths around vec4s (4), workgroups (256 invocations = 1024 values) and several blocks.
 SIZES = (1, 3, 4, 5, 1023, 1024, 1025, 4099, 20001)
@@ -209,7 +209,16 @@ def test_matmul_device_buffers(lib):
 
 # -- softmax and layer norm -----------------------------------------------------------------
 
-ROW_SHAPES = [(1, 1), (3, 5), (5, 1024), (2, 3, 12), (2, 3001), (3, 4100), (7,)]
+# Rows of every kernel (library.row_kernel): _w32 up to 1024 values, _w64 up to 2048, the
+# 256-wide one past that; around each threshold, whole vec4s or not, a single value.
+ROW_SHAPES = [(1, 1), (3, 5), (7,), (2, 3, 12), (2, 1023), (5, 1024), (3, 1025), (2, 1028),
+              (2, 2047), (2, 2048), (2, 2049), (2, 3001), (3, 4100)]  # fmt: skip
+
+
+def test_row_shapes_reach_every_row_kernel():
+    for fn in ("softmax", "layer_norm"):
+        used = {library.row_kernel(fn, shape[-1]) for shape in ROW_SHAPES}
+        assert used == {f"lib_{fn}{s}.f32" for s in ("_w32", "_w64", "")}
 
 
 def want_softmax(x):
@@ -233,9 +242,17 @@ def test_softmax_matches_numpy(lib, shape):
     np.testing.assert_allclose(got, want_softmax(x), rtol=2e-5, atol=1e-7)
 
 
-def test_softmax_is_stable_for_large_values(lib):
-    x = np.array([[1000.0, 1000.0, 990.0, -3.0e38], [88.0, 89.0, 90.0, 91.0]], np.float32)
-    np.testing.assert_allclose(library.softmax(lib, x), want_softmax(x), rtol=2e-5, atol=1e-7)
+@pytest.mark.parametrize("cols", [4, 1030, 3000])  # each row kernel
+def test_softmax_is_stable_for_large_and_infinite_values(lib, cols):
+    lowest = np.finfo(np.float32).min
+    x = np.full((4, cols), -np.inf, np.float32)  # -inf contributes exp(-inf) = 0
+    x[0, :4] = [1000.0, 1000.0, 990.0, -3.0e38]
+    x[1, -4:] = [88.0, 89.0, 90.0, 91.0]
+    x[2, :] = lowest  # all -FLT_MAX: uniform, not a NaN
+    x[3, :] = np.linspace(-3.0e38, 3.0e38, cols, dtype=np.float32)
+    got = library.softmax(lib, x)
+    np.testing.assert_allclose(got, want_softmax(x), rtol=2e-5, atol=1e-7)
+    np.testing.assert_allclose(got[2], np.float32(1 / cols), rtol=2e-6)
 
 
 @pytest.mark.parametrize("shape", ROW_SHAPES, ids=str)
@@ -250,18 +267,29 @@ def test_layer_norm_matches_numpy(lib, shape):
     np.testing.assert_allclose(got, want_layer_norm(x, gamma, beta, 1e-5), rtol=0, atol=2e-4)
 
 
-def test_row_kernels_take_more_rows_than_one_dispatch(lib, monkeypatch):
+@pytest.mark.parametrize("cols", [8, 1500, 2100])  # each row kernel
+def test_row_kernels_take_more_rows_than_one_dispatch(lib, monkeypatch, cols):
     monkeypatch.setattr(library, "MAX_ROWS", 2)  # 5 rows: the loop over rows, 2 apart
-    x = values("f32", (5, 8), seed=4, lo=-4, hi=4)
-    ones, zeros = np.ones(8, np.float32), np.zeros(8, np.float32)
+    x = values("f32", (5, cols), seed=4, lo=-4, hi=4)
+    ones, zeros = np.ones(cols, np.float32), np.zeros(cols, np.float32)
     np.testing.assert_allclose(library.softmax(lib, x), want_softmax(x), rtol=2e-5, atol=1e-7)
     got = library.layer_norm(lib, x, ones, zeros, eps=0.0)
     np.testing.assert_allclose(got, want_layer_norm(x, 1, 0, 0.0), rtol=0, atol=2e-5)
 
 
+@pytest.mark.parametrize("cols", [1, 5, 1024, 2048, 2049])
+def test_layer_norm_of_constant_rows_is_beta(lib, cols):
+    x = np.full((3, cols), 7.25, np.float32)
+    x[1] = -(2.0**20)  # its sums are exact in f32 too
+    gamma, beta = values("f32", cols, seed=1), values("f32", cols, seed=2)
+    # every value equals the mean: (x - mean) is 0 exactly, the variance 0, the result beta
+    got = library.layer_norm(lib, x, gamma, beta, eps=1e-5)
+    np.testing.assert_array_equal(got, np.broadcast_to(beta, x.shape))
+
+
 def test_row_kernels_on_device_buffers(lib):
     dev = lib.device
-    for cols in (12, 7):  # vec4 rows; scalar rows
+    for cols in (12, 7, 2051):  # vec4 rows; scalar rows; the 256-wide kernel's scalar rows
         x = values("f32", (3, cols), seed=cols)
         out = dev.buffer((3, cols), "f32")
         assert library.softmax(lib, dev.buffer(x), out=out) is out
@@ -351,11 +379,13 @@ def test_no_kernel_assumes_a_subgroup_size(backend, lib_bundle, lanes):
         assert library.reduce(lib, x, "sum") == x.sum(dtype=np.int32)
         assert library.reduce(lib, x, "min") == x.min()
         assert_scan(library.scan(lib, x, exclusive=True), x, True, f"scan at {lanes} lanes")
-        rows = values("f32", (3, 100), seed=1)
-        np.testing.assert_allclose(library.softmax(lib, rows), want_softmax(rows), rtol=2e-5)
-        ones, zeros = np.ones(100, np.float32), np.zeros(100, np.float32)
-        got = library.layer_norm(lib, rows, ones, zeros)
-        np.testing.assert_allclose(got, want_layer_norm(rows, 1, 0, 1e-5), rtol=0, atol=2e-5)
+        for cols in (100, 1503, 2052):  # each row kernel: _w32, _w64 and the 256-wide one
+            rows = values("f32", (3, cols), seed=cols)
+            got = library.softmax(lib, rows)
+            np.testing.assert_allclose(got, want_softmax(rows), rtol=2e-5)
+            ones, zeros = np.ones(cols, np.float32), np.zeros(cols, np.float32)
+            got = library.layer_norm(lib, rows, ones, zeros)
+            np.testing.assert_allclose(got, want_layer_norm(rows, 1, 0, 1e-5), rtol=0, atol=2e-5)
 
 
 # -- fp16 matmul on cooperative matrices -------------------------------------------------

@@ -88,6 +88,18 @@ CASES = {
         lambda: library.layer_norm({}, X, X, X, eps=-1.0),
         "library.layer_norm: eps must be a finite float >= 0, got -1.0",
     ),
+    "row_kernel fn": (
+        lambda: library.row_kernel("relu", 8),
+        "library.row_kernel: fn must be 'softmax' or 'layer_norm', got 'relu'",
+    ),
+    "row_kernel cols": (
+        lambda: library.row_kernel("softmax", 0),
+        "library.row_kernel: cols must be an integer >= 1, got 0",
+    ),
+    "row_kernel cols bool": (
+        lambda: library.row_kernel("layer_norm", True),
+        "library.row_kernel: cols must be an integer >= 1, got True",
+    ),
     "layer_norm eps inf": (
         lambda: library.layer_norm({}, X, X, X, eps=float("inf")),
         "library.layer_norm: eps must be a finite float >= 0, got inf",
@@ -101,3 +113,26 @@ def test_bad_arguments_are_refused_before_the_device(case):
     with pytest.raises(DispatchError) as e:
         run()
     assert str(e.value) == message
+
+
+@pytest.mark.parametrize(
+    "cols, suffix",
+    [(1, "_w32"), (1023, "_w32"), (1024, "_w32"), (1025, "_w64"), (2048, "_w64"), (2049, "")],
+)
+def test_rows_pick_their_kernel_by_length(cols, suffix):
+    """Up to 1024 values a row goes to the 32-wide short-row kernel, up to 2048 to the
+    64-wide one, past that to the 256-wide one; a call asks for that kernel alone."""
+    x = np.ones((2, cols), np.float32)
+    for fn, call in (
+        ("softmax", lambda: library.softmax({}, x)),
+        ("layer_norm", lambda: library.layer_norm({}, x, x[0], x[0])),
+    ):
+        kid = f"lib_{fn}{suffix}.f32"
+        assert library.row_kernel(fn, cols) == kid
+        where = "lib_norm_short.py" if suffix else "lib_norm.py"
+        with pytest.raises(DispatchError) as e:
+            call()
+        assert str(e.value) == (
+            f"library.{fn}: no kernel {kid!r} in the kernels given (build kernels/{where} "
+            "into them)"
+        )

@@ -46,6 +46,7 @@ __all__ = [
     "matmul",
     "matmul_f16",
     "reduce",
+    "row_kernel",
     "scan",
     "softmax",
 ]
@@ -55,6 +56,11 @@ TILE = 128  # lib_matmul: the side of the block of C one workgroup computes
 MAX_PARTIALS = 1024  # reduce: workgroups of the first pass (about one wave on an H200)
 MAX_BLOCKS = 1024  # scan: blocks (one wave on an H200; their sums scanned in one step)
 MAX_ROWS = 65535  # softmax, layer_norm: workgroups per dispatch (WebGPU's per-axis limit)
+# softmax, layer_norm: (longest row, kernel suffix, its workgroup size) of the short-row
+# kernels (lib_norm_short.py: one row per workgroup, 8 vec4s per invocation in registers,
+# read once); longer rows go to lib_norm.py (256 invocations per row), which moves a
+# 4096-value row at HBM bandwidth (H200: 1.3x torch) but leaves short rows latency-bound.
+SHORT_ROWS = ((1024, "_w32", 32), (2048, "_w64", 64))
 _NUMERIC = ("f32", "i32", "u32")
 _OPS = ("sum", "min", "max")
 # The kernel ids each function uses ({op}: the reduction, {t}: the element type).
@@ -63,8 +69,8 @@ LIBRARY_KERNELS = {
     "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}"),
     "matmul": ("lib_matmul.f32",),
     "matmul_f16": ("lib_matmul_f16",),
-    "softmax": ("lib_softmax.f32",),
-    "layer_norm": ("lib_layer_norm.f32",),
+    "softmax": ("lib_softmax.f32", "lib_softmax_w32.f32", "lib_softmax_w64.f32"),
+    "layer_norm": ("lib_layer_norm.f32", "lib_layer_norm_w32.f32", "lib_layer_norm_w64.f32"),
 }
 
 
@@ -310,11 +316,35 @@ def _rows(fn: str, x: Array) -> tuple[int, int]:
     return math.prod(shape[:-1]), shape[-1]
 
 
+def row_kernel(fn: str, cols: int) -> str:
+    """The kernel id that softmax or layer_norm runs for rows of `cols` values: a short-row
+    kernel (lib_norm_short.py) up to 2,048 values, lib_norm.py's past that (SHORT_ROWS).
+
+    Arguments:
+        fn: "softmax" or "layer_norm".
+        cols: the row length (x's last axis), at least 1.
+    Returns:
+        The kernel id, e.g. "lib_softmax_w32.f32" for rows of 1024 values.
+    """
+    if fn not in ("softmax", "layer_norm"):
+        raise fail("row_kernel", f"fn must be 'softmax' or 'layer_norm', got {fn!r}")
+    if isinstance(cols, bool) or not isinstance(cols, int) or cols < 1:
+        raise fail("row_kernel", f"cols must be an integer >= 1, got {cols!r}")
+    return _row_kernel(fn, cols)[0]
+
+
+def _row_kernel(fn: str, cols: int) -> tuple[str, int]:
+    # (kernel id, workgroup size) of `fn` for rows of `cols` values.
+    suffix, wg = next(((s, w) for longest, s, w in SHORT_ROWS if cols <= longest), ("", WG))
+    return f"lib_{fn}{suffix}.f32", wg
+
+
 def softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any:
     """Softmax along the last axis: exp(x - max) / sum(exp(x - max)) per row.
 
     Arguments:
-        kernels: a Bundle (or a mapping of id -> Kernel) holding lib_softmax.f32.
+        kernels: a Bundle (or a mapping of id -> Kernel) holding the kernel for x's row
+            length (`row_kernel("softmax", cols)`: lib_softmax_w32.f32, _w64.f32 or .f32).
         x: float32, a numpy array or DeviceBuffer of any shape (its last axis is a row).
         out: a float32 array or DeviceBuffer of x's shape to write the result into.
     Returns:
@@ -322,13 +352,14 @@ def softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any:
     """
     kind_of("softmax", "x", x, ("f32",))
     rows, cols = _rows("softmax", x)
-    call = Call("softmax", kernels, ["lib_softmax.f32"])
+    kid, wg = _row_kernel("softmax", cols)
+    call = Call("softmax", kernels, [kid])
     if isinstance(out, DeviceBuffer) and call.replay((), (x, out)) is not MISS:
         return out
     call.place("x", x)
     call.output(out, "f32", shape_of(x))
-    args, grid, ob = _row_args(call, x, out, rows, cols)
-    steps = [call.step("lib_softmax.f32", 0, args, grid)]
+    args, grid, ob = _row_args(call, x, out, rows, cols, wg)
+    steps = [call.step(kid, 0, args, grid)]
     call.run(steps)
     call.remember((), (x, out), steps, None)
     return call.result(ob, out, rows * cols, shape_of(x))
@@ -347,7 +378,9 @@ def layer_norm(
     row, with the biased variance (as torch.nn.functional.layer_norm).
 
     Arguments:
-        kernels: a Bundle (or a mapping of id -> Kernel) holding lib_layer_norm.f32.
+        kernels: a Bundle (or a mapping of id -> Kernel) holding the kernel for x's row
+            length (`row_kernel("layer_norm", cols)`: lib_layer_norm_w32.f32, _w64.f32 or
+            .f32).
         x: float32, a numpy array or DeviceBuffer of any shape (its last axis is a row).
         gamma, beta: float32 of shape (cols,), numpy arrays or DeviceBuffers.
         eps: added to the variance; a finite float >= 0.
@@ -365,28 +398,29 @@ def layer_norm(
             )
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 3e38:
         raise fail("layer_norm", f"eps must be a finite float >= 0, got {eps!r}")
-    call = Call("layer_norm", kernels, ["lib_layer_norm.f32"])
+    kid, wg = _row_kernel("layer_norm", cols)
+    call = Call("layer_norm", kernels, [kid])
     buffers = (x, gamma, beta, out)
     if isinstance(out, DeviceBuffer) and call.replay((float(eps),), buffers) is not MISS:
         return out
     for name, value in (("x", x), ("gamma", gamma), ("beta", beta)):
         call.place(name, value)
     call.output(out, "f32", shape_of(x))
-    args, grid, ob = _row_args(call, x, out, rows, cols)
+    args, grid, ob = _row_args(call, x, out, rows, cols, wg)
     for name, value in (("gamma", gamma), ("beta", beta)):
         buf, vec = call.upload(value)
         args[name + "4"], args[name] = call.pair(buf, vec, "f32", False)
-    steps = [call.step("lib_layer_norm.f32", 0, {**args, "eps": float(eps)}, grid)]
+    steps = [call.step(kid, 0, {**args, "eps": float(eps)}, grid)]
     call.run(steps)
     call.remember((float(eps),), buffers, steps, None)
     return call.result(ob, out, rows * cols, shape_of(x))
 
 
 def _row_args(
-    call: Call, x: Array, out: Out, rows: int, cols: int
+    call: Call, x: Array, out: Out, rows: int, cols: int, wg: int
 ) -> tuple[dict[str, Any], int, DeviceBuffer]:
-    # A row kernel's arguments over x (vec4 bindings when rows are whole vec4s), its grid,
-    # and the buffer the result goes to.
+    # A row kernel's arguments over x (vec4 bindings when rows are whole vec4s), its grid
+    # (one workgroup of `wg` per row, up to MAX_ROWS), and the buffer the result goes to.
     vec = cols % 4 == 0
     xb, _ = call.upload(x)
     ob, _ = call.target(out, "f32", rows * cols)
@@ -394,4 +428,4 @@ def _row_args(
     o4, os_ = call.pair(ob, vec, "f32", True)
     stride = min(rows, MAX_ROWS)
     args = dict(x4=x4, x=xs, out4=o4, out=os_, rows=rows, cols=cols, vec=int(vec))
-    return {**args, "row_stride": stride}, stride * WG, ob
+    return {**args, "row_stride": stride}, stride * wg, ob
