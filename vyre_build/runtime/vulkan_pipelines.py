@@ -158,36 +158,51 @@ def create_pipelines(
 def _create(
     dev: VulkanDevice, kernels: list[tuple[KernelMeta, bytes, str]], base: bool
 ) -> list[tuple[Any, Any, Any]]:
-    made, modules = [], {}  # one shader module per code: a kernel's entries share it
+    """The pipelines of `kernels` in one vkCreateComputePipelines, its create-infos built
+    as plain cffi arrays (the `vulkan` package's per-struct wrappers cost more than the
+    driver does once its pipeline cache is warm)."""
+    ffi, lib = vk.ffi, vk.lib
+    made = [_layouts(dev, meta) for meta, _, _ in kernels]
+    modules: dict[bytes, Any] = {}  # one shader module per code: a kernel's entries share it
+    keep: list[Any] = []  # every buffer the create-infos point into, alive until the call
     try:
-        for meta, code, _ in kernels:
-            made.append(_layouts(dev, meta))
+        for _, code, _ in kernels:
             if code not in modules:
-                modules[code] = dev._new(
-                    "shader module creation", "ShaderModule", codeSize=len(code), pCode=code
+                words = ffi.from_buffer(code)
+                info = ffi.new(
+                    "VkShaderModuleCreateInfo*",
+                    {
+                        "sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                        "codeSize": len(code),
+                        "pCode": ffi.cast("uint32_t*", words),
+                    },
                 )
-        stages = [
-            vk.VkPipelineShaderStageCreateInfo(
-                stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=modules[code], pName=entry
-            )
-            for _, code, entry in kernels
-        ]
-        infos = [
-            vk.VkComputePipelineCreateInfo(
-                stage=s, layout=layout, flags=_DISPATCH_BASE if base else 0
-            )
-            for s, (layout, _) in zip(stages, made)
-        ]
-        pipes = dev._vk(
+                out = ffi.new("VkShaderModule*")
+                dev._check(
+                    "shader module creation", lib.vkCreateShaderModule(dev.dev, info, ffi.NULL, out)
+                )
+                keep.append(words)
+                modules[code] = out[0]
+        infos = ffi.new("VkComputePipelineCreateInfo[]", len(kernels))
+        for k, ((_, code, entry), (layout, _)) in enumerate(zip(kernels, made)):
+            name = ffi.new("char[]", entry.encode("utf-8"))
+            keep.append(name)
+            info = infos[k]
+            info.sType = vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO
+            info.flags = _DISPATCH_BASE if base else 0
+            info.stage.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO
+            info.stage.stage = vk.VK_SHADER_STAGE_COMPUTE_BIT
+            info.stage.module = modules[code]
+            info.stage.pName = name
+            info.layout = layout
+        pipes = ffi.new("VkPipeline[]", len(kernels))
+        dev._check(
             "compute pipeline creation",
-            vk.vkCreateComputePipelines,
-            dev.dev,
-            dev.pipeline_cache,
-            len(infos),
-            infos,
-            None,
+            lib.vkCreateComputePipelines(
+                dev.dev, dev.pipeline_cache, len(kernels), infos, ffi.NULL, pipes
+            ),
         )
     finally:  # layouts stay: the device keeps them for every kernel of their signature
         for m in modules.values():
-            vk.vkDestroyShaderModule(dev.dev, m, None)
-    return [(p, layout, set_layout) for p, (layout, set_layout) in zip(pipes, made)]
+            lib.vkDestroyShaderModule(dev.dev, m, ffi.NULL)
+    return [(pipes[k], layout, set_layout) for k, (layout, set_layout) in enumerate(made)]
