@@ -16,7 +16,7 @@ a kernel must move (read the input once, write the output once), TFLOP/s 2*M*N*K
 Every result is compared with torch's (numpy's without torch) and the line says so.
 Targets (issue 12): reduce >= 1.0x, scan >= 1.2x, matmul >= 0.75x, softmax and layer
 norm >= 1.0x. Softmax and layer norm lines end with the kernel that ran
-(library.row_kernel: rows up to 1024 and 2048 values take the short-row kernels);
+(library.row_kernel: rows up to 1024 values take the short-row kernel);
 softmax_256 and layer_norm_256 force lib_norm.py's 256-wide kernel on the same shapes:
 
     python3 bench/library_bench.py --cases softmax,layer_norm,softmax_256,layer_norm_256
@@ -208,8 +208,8 @@ def _shape(text: str) -> tuple[int, int]:
 
 M16, M268 = 16_777_216, 268_435_456
 # Issue 12's row shapes (1024 values: the 32-wide short-row kernel; 4096: the 256-wide
-# one) and 2048 values, the 64-wide short-row kernel's longest rows; softmax_256 and
-# layer_norm_256 run every shape on the 256-wide kernel, to compare.
+# one) and 2048 values, past the short kernel's threshold; softmax_256 and layer_norm_256
+# run every shape on the 256-wide kernel, to compare.
 ROW_SIZES = ((4096, 1024), (8192, 2048), (16384, 4096))
 ROW_QUICK = ((64, 1024), (33, 1000), (16, 2047), (9, 3001))
 CASES = [

@@ -1,8 +1,9 @@
 """Library row softmax and layer norm for short rows, for vyre_build.runtime.library.softmax
-/ layer_norm: the _w32 kernels take rows of up to 1024 values, the _w64 ones up to 2048
-(longer rows: lib_norm.py, whose 256 invocations per row pay off there).
+/ layer_norm: the _w32 kernels take rows of up to 1024 values (longer rows: lib_norm.py,
+whose 256 invocations per row were faster from 2048 values on the H200: a 64-wide version
+of these was measured there and dropped).
 
-One workgroup of 32 (or 64) invocations per row, rows past the grid taken `row_stride`
+One workgroup of 32 invocations per row, rows past the grid taken `row_stride`
 apart. Each invocation loads its eight vec4s of the row at once (vec4 q = lid + k * WG,
 k = 0..7: a subgroup's loads are contiguous) and keeps them in registers, so the row is
 read from memory once, with all its loads in flight together, and written once. Row sums
@@ -203,12 +204,6 @@ def lib_softmax_w32(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buff
     softmax_rows(x4, x, out4, out, rows, cols, vec, row_stride, slots)
 
 
-@kernel(workgroup_size=64, grid=1)
-def lib_softmax_w64(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
-                    rows: u32, cols: u32, vec: u32, row_stride: u32):
-    slots = shared(T, 64)
-    softmax_rows(x4, x, out4, out, rows, cols, vec, row_stride, slots)
-
 
 @kernel(workgroup_size=32, grid=1)
 def lib_layer_norm_w32(x4: Buffer[V], x: Buffer[T], gamma4: Buffer[V], gamma: Buffer[T],
@@ -216,15 +211,5 @@ def lib_layer_norm_w32(x4: Buffer[V], x: Buffer[T], gamma4: Buffer[V], gamma: Bu
                        out: Buffer[T, "w"], rows: u32, cols: u32, vec: u32, row_stride: u32,
                        eps: f32):
     slots = shared(T, 32)
-    layer_norm_rows(x4, x, gamma4, gamma, beta4, beta, out4, out, rows, cols, vec, row_stride,
-                    eps, slots)
-
-
-@kernel(workgroup_size=64, grid=1)
-def lib_layer_norm_w64(x4: Buffer[V], x: Buffer[T], gamma4: Buffer[V], gamma: Buffer[T],
-                       beta4: Buffer[V], beta: Buffer[T], out4: Buffer[V, "w"],
-                       out: Buffer[T, "w"], rows: u32, cols: u32, vec: u32, row_stride: u32,
-                       eps: f32):
-    slots = shared(T, 64)
     layer_norm_rows(x4, x, gamma4, gamma, beta4, beta, out4, out, rows, cols, vec, row_stride,
                     eps, slots)

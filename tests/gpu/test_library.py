@@ -209,8 +209,8 @@ def test_matmul_device_buffers(lib):
 
 # -- softmax and layer norm -----------------------------------------------------------------
 
-# Rows of every kernel (library.row_kernel): _w32 up to 1024 values, _w64 up to 2048, the
-# 256-wide one past that; around each threshold, whole vec4s or not, a single value.
+# Rows of every kernel (library.row_kernel): _w32 up to 1024 values, the 256-wide one past
+# that; around the threshold, whole vec4s or not, a single value.
 ROW_SHAPES = [(1, 1), (3, 5), (7,), (2, 3, 12), (2, 1023), (5, 1024), (3, 1025), (2, 1028),
               (2, 2047), (2, 2048), (2, 2049), (2, 3001), (3, 4100)]  # fmt: skip
 
@@ -218,7 +218,7 @@ ROW_SHAPES = [(1, 1), (3, 5), (7,), (2, 3, 12), (2, 1023), (5, 1024), (3, 1025),
 def test_row_shapes_reach_every_row_kernel():
     for fn in ("softmax", "layer_norm"):
         used = {library.row_kernel(fn, shape[-1]) for shape in ROW_SHAPES}
-        assert used == {f"lib_{fn}{s}.f32" for s in ("_w32", "_w64", "")}
+        assert used == {f"lib_{fn}{s}.f32" for s in ("_w32", "")}
 
 
 def want_softmax(x):
@@ -379,7 +379,7 @@ def test_no_kernel_assumes_a_subgroup_size(backend, lib_bundle, lanes):
         assert library.reduce(lib, x, "sum") == x.sum(dtype=np.int32)
         assert library.reduce(lib, x, "min") == x.min()
         assert_scan(library.scan(lib, x, exclusive=True), x, True, f"scan at {lanes} lanes")
-        for cols in (100, 1503, 2052):  # each row kernel: _w32, _w64 and the 256-wide one
+        for cols in (100, 2052):  # each row kernel: _w32 and the 256-wide one
             rows = values("f32", (3, cols), seed=cols)
             got = library.softmax(lib, rows)
             np.testing.assert_allclose(got, want_softmax(rows), rtol=2e-5)

@@ -60,7 +60,10 @@ MAX_ROWS = 65535  # softmax, layer_norm: workgroups per dispatch (WebGPU's per-a
 # kernels (lib_norm_short.py: one row per workgroup, 8 vec4s per invocation in registers,
 # read once); longer rows go to lib_norm.py (256 invocations per row), which moves a
 # 4096-value row at HBM bandwidth (H200: 1.3x torch) but leaves short rows latency-bound.
-SHORT_ROWS = ((1024, "_w32", 32), (2048, "_w64", 64))
+# Rows up to 1024 values: one 32-wide workgroup per row. Longer rows: the 256-wide kernel,
+# which a 64-wide short kernel did not beat at 2048 values on the H200 (1.08x vs 1.01x of
+# torch for softmax, 1.18x vs 0.87x for layer norm).
+SHORT_ROWS = ((1024, "_w32", 32),)
 _NUMERIC = ("f32", "i32", "u32")
 _OPS = ("sum", "min", "max")
 # The kernel ids each function uses ({op}: the reduction, {t}: the element type).
@@ -69,8 +72,8 @@ LIBRARY_KERNELS = {
     "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}"),
     "matmul": ("lib_matmul.f32",),
     "matmul_f16": ("lib_matmul_f16",),
-    "softmax": ("lib_softmax.f32", "lib_softmax_w32.f32", "lib_softmax_w64.f32"),
-    "layer_norm": ("lib_layer_norm.f32", "lib_layer_norm_w32.f32", "lib_layer_norm_w64.f32"),
+    "softmax": ("lib_softmax.f32", "lib_softmax_w32.f32"),
+    "layer_norm": ("lib_layer_norm.f32", "lib_layer_norm_w32.f32"),
 }
 
 
@@ -318,7 +321,7 @@ def _rows(fn: str, x: Array) -> tuple[int, int]:
 
 def row_kernel(fn: str, cols: int) -> str:
     """The kernel id that softmax or layer_norm runs for rows of `cols` values: a short-row
-    kernel (lib_norm_short.py) up to 2,048 values, lib_norm.py's past that (SHORT_ROWS).
+    kernel (lib_norm_short.py) up to 1,024 values, lib_norm.py's past that (SHORT_ROWS).
 
     Arguments:
         fn: "softmax" or "layer_norm".
@@ -344,7 +347,7 @@ def softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any:
 
     Arguments:
         kernels: a Bundle (or a mapping of id -> Kernel) holding the kernel for x's row
-            length (`row_kernel("softmax", cols)`: lib_softmax_w32.f32, _w64.f32 or .f32).
+            length (`row_kernel("softmax", cols)`: lib_softmax_w32.f32 or .f32).
         x: float32, a numpy array or DeviceBuffer of any shape (its last axis is a row).
         out: a float32 array or DeviceBuffer of x's shape to write the result into.
     Returns:
@@ -379,8 +382,7 @@ def layer_norm(
 
     Arguments:
         kernels: a Bundle (or a mapping of id -> Kernel) holding the kernel for x's row
-            length (`row_kernel("layer_norm", cols)`: lib_layer_norm_w32.f32, _w64.f32 or
-            .f32).
+            length (`row_kernel("layer_norm", cols)`: lib_layer_norm_w32.f32 or .f32).
         x: float32, a numpy array or DeviceBuffer of any shape (its last axis is a row).
         gamma, beta: float32 of shape (cols,), numpy arrays or DeviceBuffers.
         eps: added to the variance; a finite float >= 0.
