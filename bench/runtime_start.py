@@ -90,16 +90,21 @@ def _medians(runs: list) -> dict:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
-def configurations(backend: str, tmp: str) -> list:
-    """(label, mode, pipeline_cache setting, env, fresh cache dir per run) per path."""
-    driver_dir = os.path.join(tmp, f"driver-{backend}")
+def driver_cache(backend: str, tmp: str, name: str = "driver") -> dict:
+    """The environment turning the driver's own shader disk cache on, in a folder of tmp."""
+    driver_dir = os.path.join(tmp, f"{name}-{backend}")
     os.makedirs(driver_dir, exist_ok=True)  # NVIDIA's cache writes only into a folder that exists
-    driver_on = {
+    return {
         "__GL_SHADER_DISK_CACHE": "1",
         "__GL_SHADER_DISK_CACHE_PATH": driver_dir,
         "__GL_SHADER_DISK_CACHE_SKIP_CLEANUP": "1",
         "MESA_SHADER_CACHE_DIR": driver_dir,
     }
+
+
+def configurations(backend: str, tmp: str) -> list:
+    """(label, mode, pipeline_cache setting, env, fresh cache dir per run) per path."""
+    driver_on = driver_cache(backend, tmp)
     warm_dir = os.path.join(tmp, f"plc-{backend}")
     out = [("bundle, cold (no caches)", "bundle", "fresh", DRIVER_OFF)]
     if backend == "vulkan":
@@ -140,13 +145,22 @@ def startup(
             runs_of[label] = runs[1:]
             results[label] = _medians(runs[1:])
         warm_dir = os.path.join(tmp, f"plc-warm-{backend}")
-        for label, cache in (("warm(), warm pipeline cache", warm_dir), ("warm(), cold", "fresh")):
+        both_dir = os.path.join(tmp, f"plc-both-{backend}")
+        for label, cache, env in (
+            ("warm(), warm pipeline cache", warm_dir, DRIVER_OFF),
+            (
+                "warm(), warm pipeline and driver caches",
+                both_dir,
+                driver_cache(backend, tmp, "drv2"),
+            ),
+            ("warm(), cold", "fresh", DRIVER_OFF),
+        ):
             if backend != "vulkan" and cache != "fresh":
                 continue
             runs = []
             for i in range(repeat + 1):
                 setting = os.path.join(tmp, f"warmcold-{i}") if cache == "fresh" else cache
-                runs.append(_fresh({**base, "mode": "warm", "cache": setting}, DRIVER_OFF))
+                runs.append(_fresh({**base, "mode": "warm", "cache": setting}, env))
             results[label] = _medians(runs[1:])
     labels = [lab for lab in results if not lab.startswith("warm()")]
     say(
@@ -176,7 +190,11 @@ def startup(
         f"{comp['wall'] / best['wall']:.2f}x (interpreter, imports and device creation are "
         "the same on both paths)"
     )
-    for label in ("warm(), warm pipeline cache", "warm(), cold"):
+    for label in (
+        "warm(), warm pipeline cache",
+        "warm(), warm pipeline and driver caches",
+        "warm(), cold",
+    ):
         if label in results:
             r = results[label]
             say(
