@@ -130,10 +130,18 @@ class FloatGen:
         if not exact and k < 0.97:
             return self.inexact("f32", want, d)
         if want.nan and k < 0.9:
-            a = self.iexpr(r.choice(["i32", "u32"]), want.uni, d - 1)
+            ity = r.choice(["i32", "u32"])
+            a = self.iexpr(ity, want.uni, d - 1)
+            # A device that flushes denormals (--no-denormals) must not get one from the
+            # bits either: setting the exponent's low bit keeps every result normal, inf or NaN.
+            bits = (
+                "bitcast(f32, {0})"
+                if self.opts.denormals
+                else f"bitcast(f32, ({{0}} | {ity}(8388608)))"
+            )
             return E(
                 "f32",
-                "bitcast(f32, {0})",
+                bits,
                 (a,),
                 Facts(mag=INF, nan=True, raw=True, uni=a.facts.uni),
                 tag="bitcast",

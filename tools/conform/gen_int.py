@@ -87,6 +87,10 @@ class IntGen:
                 a = self.iexpr(other, uni, d - 1)
             else:
                 a = self.fexpr(Facts(mag=float("inf"), nan=True, raw=True, uni=uni), d - 1)
+                if a.tag == "neg" and a.kids[0].facts.nan:
+                    # Negating a NaN may change its payload (SPIR-V's NaN rules; the H200
+                    # does): only a NaN's copy has pinned bits.
+                    a = a.kids[0]
             return E(ty, f"bitcast({ty}, {{0}})", (a,), _u(a), tag="bitcast")
         if src == "f32":  # saturating, NaN -> 0: pinned for every value, but only exact ones
             a = self.fexpr(Facts(mag=float("inf"), nan=True, mul=True, uni=uni), d - 1)

@@ -33,6 +33,9 @@ def _setup() -> dict:
     # Mesa's shader cache (both are for kernels that run again).
     os.environ.setdefault("VYRE_PIPELINE_CACHE", "off")
     os.environ.setdefault("MESA_SHADER_CACHE_DISABLE", "true")
+    import numpy as np
+
+    np.seterr(all="ignore")  # NaN and inf in device outputs are values to compare, not warnings
     return {}
 
 
@@ -94,6 +97,62 @@ def _failure(result) -> str:
     )
 
 
+def _take(cfg, pool, task, result, ran, skipped, known, new, reports) -> int:
+    """Fold one finished task into the tallies; 1 when it was a program that ran."""
+    index = task[2]
+    if task[0] == "probe":  # one backend alone, after a worker died or hung
+        if result is None or isinstance(result, tuple):
+            reports[index] += f"\n  alone, {task[4][0]} {_failure(result)} too"
+        return 0
+    if result is None or isinstance(result, tuple):
+        what = _failure(result)
+        new.setdefault(index, []).append(f"{task[0]} {what}")
+        reports[index] = f"=== program {cfg.seed}:{index}: {task[0]} {what}"
+        _announce(cfg, index, f"{task[0]} {what}")
+        if task[0] == "eval" and len(cfg.backends) > 1:  # which backend does it?
+            for b in cfg.backends:
+                pool.submit(("probe", cfg.seed, index, cfg.opts, (b,)))
+            reports[index] += (
+                f" (rerun: python tools/conformance.py --seed {cfg.seed} --only {index})"
+            )
+        return 0
+    if task[0] == "shrink":
+        reports[index] = reports.get(index, "") + result["report"] + "\n"
+        return 0
+    if "generator" in result:
+        new.setdefault(index, []).append("the generator failed")
+        reports[index] = (
+            f"=== program {cfg.seed}:{index}: the generator failed\n{result['generator']}"
+        )
+        _announce(cfg, index, "the generator failed")
+        return 0
+    ran.update(result["ran"])
+    skipped.update(result["skipped"].values())
+    shrink_next = []
+    for f in result["findings"]:
+        if f["known"]:
+            known.setdefault(f["known"], set()).add(index)
+            continue
+        new.setdefault(index, []).append(f["headline"])
+        _announce(cfg, index, f["headline"])
+        if cfg.minimise and f["key"] not in shrink_next:
+            shrink_next.append(f["key"])
+            pool.submit(
+                ("shrink", cfg.seed, index, cfg.opts, cfg.backends, f["key"], cfg.shrink_seconds)
+            )
+    if not shrink_next and index in new:
+        reports[index] = f"=== program {cfg.seed}:{index}: " + "; ".join(new[index])
+    return 1
+
+
+def _announce(cfg, index: int, headline: str) -> None:
+    """One line on stderr as soon as a new finding is seen (the report comes at the end)."""
+    print(
+        f"!!! {cfg.seed}:{index}: {headline} (rerun: --seed {cfg.seed} --only {index})",
+        file=sys.stderr,
+    )
+
+
 def main(cfg: Config) -> int:
     from .pool import Pool
 
@@ -105,59 +164,15 @@ def main(cfg: Config) -> int:
     ran, skipped, known = Counter(), Counter(), {}
     new: dict = {}  # index -> [headline]
     reports: dict = {}
-    done = 0
-    for task, result in pool.run(tasks):
-        index = task[2]
-        if task[0] == "probe":  # one backend alone, after a worker died or hung
-            if result is None or isinstance(result, tuple):
-                reports[index] += f"\n  alone, {task[4][0]} {_failure(result)} too"
-            continue
-        if result is None or isinstance(result, tuple):
-            what = _failure(result)
-            new.setdefault(index, []).append(f"{task[0]} {what}")
-            reports[index] = f"=== program {cfg.seed}:{index}: {task[0]} {what}"
-            if task[0] == "eval" and len(cfg.backends) > 1:  # which backend does it?
-                for b in cfg.backends:
-                    pool.submit(("probe", cfg.seed, index, cfg.opts, (b,)))
-                reports[index] += (
-                    f" (rerun: python tools/conformance.py --seed {cfg.seed} --only {index})"
-                )
-            continue
-        if task[0] == "shrink":
-            reports[index] = reports.get(index, "") + result["report"] + "\n"
-            continue
-        if "generator" in result:
-            new.setdefault(index, []).append("the generator failed")
-            reports[index] = (
-                f"=== program {cfg.seed}:{index}: the generator failed\n{result['generator']}"
-            )
-            continue
-        done += 1
-        ran.update(result["ran"])
-        skipped.update(result["skipped"].values())
-        shrink_next = []
-        for f in result["findings"]:
-            if f["known"]:
-                known.setdefault(f["known"], set()).add(index)
-                continue
-            new.setdefault(index, []).append(f["headline"])
-            if cfg.minimise and f["key"] not in shrink_next:
-                shrink_next.append(f["key"])
-                pool.submit(
-                    (
-                        "shrink",
-                        cfg.seed,
-                        index,
-                        cfg.opts,
-                        cfg.backends,
-                        f["key"],
-                        cfg.shrink_seconds,
-                    )
-                )
-        if not shrink_next and index in new:
-            reports[index] = f"=== program {cfg.seed}:{index}: " + "; ".join(new[index])
-        if done % 500 == 0:
-            print(f"... {done} programs, {len(new)} with new findings", file=sys.stderr)
+    done, interrupted = 0, False
+    try:
+        for task, result in pool.run(tasks):
+            counted = _take(cfg, pool, task, result, ran, skipped, known, new, reports)
+            done += counted
+            if counted and done % 500 == 0:
+                print(f"... {done} programs, {len(new)} with new findings", file=sys.stderr)
+    except KeyboardInterrupt:  # report what finished: a long run stopped early is not lost
+        interrupted = True
     elapsed = time.monotonic() - t0
     out = cfg.out
     for index in sorted(reports):
@@ -179,5 +194,9 @@ def main(cfg: Config) -> int:
         f"time: {elapsed:.1f} s, {elapsed / max(1, len(indices)):.3f} s per program, {cfg.jobs} job(s)",
         file=out,
     )
+    if interrupted:
+        print(f"interrupted: {done} of {len(indices)} programs ran", file=out)
+        print(f"{done} programs, {len(new)} mismatches", file=out)
+        return 130
     print(f"{len(indices)} programs, {len(new)} mismatches", file=out)
     return 1 if new else 0
