@@ -57,6 +57,12 @@ def parse(argv):
     )
     p.add_argument("--no-minimise", action="store_true", help="report findings unminimised")
     p.add_argument(
+        "--shrink-seconds",
+        type=float,
+        default=None,
+        help="time the minimiser may spend on one finding (default 240)",
+    )
+    p.add_argument(
         "--subgroup-size",
         type=int,
         default=8,
@@ -71,6 +77,8 @@ def parse(argv):
         )
     if args.programs < 1 or args.jobs < 1:
         p.error(f"--programs and --jobs must be >= 1, got {args.programs} and {args.jobs}")
+    if args.shrink_seconds is not None and not 0 <= args.shrink_seconds <= 86400:
+        p.error(f"--shrink-seconds must be from 0 to 86400, got {args.shrink_seconds}")
     if args.only is not None and args.only < 0:
         p.error(f"--only must be >= 0, got {args.only}")
     if args.subgroup_size not in (1, 2, 4, 8, 16, 32, 64, 128):
@@ -88,6 +96,7 @@ def parse(argv):
         opts=opts,
         only=args.only,
         minimise=not args.no_minimise,
+        **({} if args.shrink_seconds is None else {"shrink_seconds": args.shrink_seconds}),
     )
 
 

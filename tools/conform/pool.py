@@ -54,8 +54,9 @@ class Pool:
         w["conn"].close()
 
     def submit(self, task) -> None:
-        """Queue one more task (from the consumer of run(), e.g. a follow-up)."""
-        self.todo.insert(0, task)
+        """Queue one more task (from the consumer of run(), e.g. a follow-up), run next, so
+        an interrupted run still has the reports of what it found."""
+        self.todo.append(task)
 
     def run(self, tasks):
         self.todo = todo = list(tasks)

@@ -135,11 +135,10 @@ def _take(cfg, pool, task, result, ran, skipped, known, new, reports) -> int:
             continue
         new.setdefault(index, []).append(f["headline"])
         _announce(cfg, index, f["headline"])
-        if cfg.minimise and f["key"] not in shrink_next:
+        if f["key"] not in shrink_next:  # unminimised: a report of the whole program
             shrink_next.append(f["key"])
-            pool.submit(
-                ("shrink", cfg.seed, index, cfg.opts, cfg.backends, f["key"], cfg.shrink_seconds)
-            )
+            seconds = cfg.shrink_seconds if cfg.minimise else 0.0
+            pool.submit(("shrink", cfg.seed, index, cfg.opts, cfg.backends, f["key"], seconds))
     if not shrink_next and index in new:
         reports[index] = f"=== program {cfg.seed}:{index}: " + "; ".join(new[index])
     return 1
