@@ -48,7 +48,7 @@ CLAIMS = {
     "stmt:break": 300,
     "stmt:continue": 100,
     "stmt:return": 300,
-    "stmt:barrier": 50,
+    "stmt:barrier": 40,
     "stmt:storage_barrier": 5,
     "stmt:shared_store": 10,
     "stmt:shared_load": 30,

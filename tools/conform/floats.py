@@ -9,10 +9,12 @@ Every float expression carries `Facts` (prog.py): a bound `mag` on its magnitude
   (up to the sign of zero and NaN payloads). Two exceptions, both allowed by Vulkan (as by
   GLSL without `precise`) and done by lavapipe's NIR: an add or subtract that takes a
   product may be contracted into an fma (half an ulp of the product), and an add (mul)
-  chain holding a compile-time constant may be regrouped to fold it with another
-  constant, `(x + 0.1) - 3.0` -> `x + (0.1 - 3.0)` (an ulp of the chain's magnitude; found
-  by the first long run: all three GPU paths agree, 1 ulp from the per-op reference). Only
-  two raw operands (loads, parameters, literals) have nothing to regroup.
+  chain may be regrouped, `(x + 0.1) - 3.0` -> `x + (0.1 - 3.0)` or `t * (a * t)` ->
+  `(t * t) * a` (an ulp of the chain's magnitude per op). Without NoContraction SPIR-V
+  allows both: lavapipe folds constants so (the first long run), the H200 regroups any
+  chain (the first run there). Only two raw operands (loads, parameters, literals) have
+  nothing to regroup. A select may be folded or have a shared op factored out (the
+  frontend does both), so it passes a product's contractibility on.
 - Inexact ops get the precision Vulkan requires of them (Vulkan spec, "Precision and
   Operation of SPIR-V Instructions"), on arguments kept where that bound is defined:
   division 2.5 ulp by a denominator >= 1; sqrt and inversesqrt a few ulp; exp/exp2
@@ -32,7 +34,9 @@ Every float expression carries `Facts` (prog.py): a bound `mag` on its magnitude
   since arithmetic may lose the sign of a zero.
 - Denormals: lavapipe and the CPU reference keep them (measured: a denormal input
   survives loads, stores, `x * 1.0` and `x == 0.0` is false). A device that flushes them
-  (most GPUs by default) disagrees on them; pass `--no-denormals` there.
+  (most GPUs by default; the H200 does, in comparisons too) disagrees on them; pass
+  `--no-denormals` there: then no input, literal or bitcast(f32, int) is a denormal.
+- NaN payloads are pinned through copies only: bitcast(int, x) never takes a negated NaN.
 - Magnitudes stay below 2^100 in arithmetic (a clamp is inserted where a bound would
   pass it), so no arithmetic result overflows to infinity.
 
@@ -69,9 +73,10 @@ def _rounded(mag: float, err: float) -> float:
 
 
 def _regroups(a: Facts, b: Facts, chain_a: bool, chain_b: bool) -> tuple[bool, bool]:
-    """(the chain holds a constant, a compiler may regroup this op to fold it)."""
-    chain = a.konst or b.konst or chain_a or chain_b
-    return chain, chain and not (a.raw and b.raw)
+    """(the result is part of a chain, a compiler may regroup this op). Without SPIR-V's
+    NoContraction a compiler may reassociate any add (mul) chain, not only one holding a
+    constant (found on the H200: `t * (a * t)` evaluated as `(t * t) * a`)."""
+    return True, (a.konst or b.konst or chain_a or chain_b) and not (a.raw and b.raw)
 
 
 def add(a: Facts, b: Facts, contract: bool) -> Facts:
@@ -140,6 +145,7 @@ def join(*fs: Facts) -> Facts:
         lo=min(f.lo for f in fs),
         nan=any(f.nan for f in fs),
         raw=all(f.raw for f in fs),
+        mul=any(f.mul for f in fs),  # the frontend folds constant selects, factors shared ops
         uni=uni(*fs),
         konst=all(f.konst for f in fs),
         kadd=any(f.kadd for f in fs),

@@ -39,7 +39,7 @@ class FloatGen:
             e = self._fexpr(want, d if attempt < 2 else 0)
             if e.facts.within(want):
                 return e
-        return float_literal(self.r, want)
+        return float_literal(self.r, want, self.opts.denormals)
 
     def _fexpr(self, want: Facts, d: int) -> E:
         r = self.r
@@ -200,7 +200,7 @@ class FloatGen:
         r = self.r
         k = r.random()
         if k < 0.2:
-            return float_literal(r, want)
+            return float_literal(r, want, self.opts.denormals)
         if k < 0.5:
             v = self.pick_val("f32", want)
             if v is not None:
@@ -222,7 +222,7 @@ class FloatGen:
         )
         if v is not None and not want.raw and not v.facts.nan:
             return self.clamped(v, want.mag)
-        return float_literal(r, want)
+        return float_literal(r, want, self.opts.denormals)
 
     def vexpr(self, ty: str, want: Facts, d: int) -> E:
         for attempt in range(4):

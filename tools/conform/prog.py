@@ -26,8 +26,8 @@ class Facts:
     nan: may be NaN, an infinity or a denormal (edge inputs); raw: a copy of an input or a
     literal (no arithmetic, so even the sign of zero is fixed); mul: a product that an add
     may contract into an fma; uni: the same in every invocation of a workgroup; konst: a
-    compile-time constant; kadd / kmul: an add (mul) chain holding a constant, which a
-    compiler may regroup to fold the constants (floats.py).
+    compile-time constant; kadd / kmul: part of an add (mul) chain, which a compiler may
+    regroup (floats.py).
     """
 
     mag: float = 0.0

@@ -80,10 +80,12 @@ def bare(e: E) -> E:
     return E(e.ty, e.fmt[4:-1], facts=e.facts, tag="lit")
 
 
-def float_literal(r, want: Facts) -> E:
+def float_literal(r, want: Facts, denormals: bool = True) -> E:
+    """A literal within `want`; edge values only where want.nan allows them, and no
+    denormal for a device that flushes them (--no-denormals)."""
     pool = [v for v in FLOAT_LITERALS if abs(v) <= want.mag and v >= want.lo]
     if want.nan:
-        pool += FLOAT_EDGES
+        pool += FLOAT_EDGES if denormals else [v for v in FLOAT_EDGES if abs(v) >= 2.0**-126]
     v = r.choice(pool) if pool else (1.0 if want.lo >= 1 else 0.0)
     return E("f32", repr(float(v)), facts=floats.literal(v), tag="lit")
 
