@@ -1,4 +1,4 @@
-"""The differential conformance run that CI makes: 300 random kernels on the CPU reference,
+"""The differential conformance run that CI makes: 350 random kernels on the CPU reference,
 wgpu/WGSL, Vulkan/SPIR-V and wgpu/SPIR-V (lavapipe), with no new mismatch.
 
 Reproduce a failure with the command the report prints
@@ -17,12 +17,12 @@ import pytest
 from adapters import require_adapter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROGRAMS = 300
+PROGRAMS = 350
 
 
 @pytest.mark.gpu
 @pytest.mark.slow
-def test_300_random_kernels_agree_on_every_backend():
+def test_350_random_kernels_agree_on_every_backend():
     require_adapter("wgpu")
     require_adapter("vulkan")
     cmd = [

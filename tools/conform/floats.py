@@ -148,8 +148,10 @@ def join(*fs: Facts) -> Facts:
         mul=any(f.mul for f in fs),  # the frontend folds constant selects, factors shared ops
         uni=uni(*fs),
         konst=all(f.konst for f in fs),
-        kadd=any(f.kadd for f in fs),
-        kmul=any(f.kmul for f in fs),
+        # a lane (vector) or arm that is a constant may fold with a neighbour's: the H200
+        # turns (v - 0.1) * 0.1 into an fma of v with folded constants, lane by lane
+        kadd=any(f.kadd or f.konst for f in fs),
+        kmul=any(f.kmul or f.konst for f in fs),
     )
 
 
