@@ -7,6 +7,7 @@ a fake backend (the reference on a descriptor whose popcount ops count zeros ins
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections import Counter
 from dataclasses import replace
@@ -189,6 +190,44 @@ def test_inputs_hold_the_edge_values():
     assert set(NAN_BITS) <= floats
     assert {0x7F800000, 0xFF800000, 0x80000000, 0x7F7FFFFF} <= floats  # +-inf, -0.0, FLT_MAX
     assert set(np.array(DENORMALS, np.float32).view(np.uint32).tolist()) <= floats
+
+
+def test_no_denormals_means_none_in_inputs_literals_or_bits():
+    """--no-denormals (a device that flushes them, like the H200): no denormal input, no
+    denormal literal, and bitcast(f32, int) always sets the exponent's low bit."""
+    flushing = replace(CI, denormals=False)
+    tiny = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?e-(\d+)")
+    casts = 0
+    for i in range(150):
+        prog = generate(1, i, flushing)
+        for arr in prog.inputs.values():
+            if arr.dtype == np.float32:
+                bits = arr.view(np.uint32)
+                assert not np.any((bits & 0x7F800000 == 0) & (bits & 0x007FFFFF != 0)), i
+        src = prog.source()
+        for m in tiny.finditer(src):
+            v = float(m.group(0))
+            assert v == 0 or abs(v) >= 2.0**-126, (i, m.group(0))
+        for at in [m.start() for m in re.finditer(r"bitcast\(f32, ", src)]:
+            casts += 1
+            depth, j = 0, at + len("bitcast(")
+            while depth >= 0:  # the argument, up to the cast's closing parenthesis
+                depth += {"(": 1, ")": -1}.get(src[j], 0)
+                j += 1
+            arg = src[at + len("bitcast(f32, ") : j - 1]
+            assert arg.endswith("(8388608))"), (i, arg)
+    assert casts > 20
+
+
+def test_a_negated_nan_is_never_bitcast_to_an_integer():
+    """A negated NaN's payload is not pinned (the H200 changes it): bitcast(int, -x) takes
+    no x that may be NaN, i.e. no load of an edge buffer (e*), which hold the NaNs."""
+    negated = Counter()
+    for i in range(400):
+        for m in re.finditer(r"bitcast\((?:i32|u32), \(-([a-z]+)", generate(1, i).source()):
+            negated[m.group(1)] += 1
+    assert negated["e"] == 0, negated
+    assert sum(negated.values()) > 5, negated  # the construct itself still occurs
 
 
 def test_the_same_seed_gives_the_same_program():

@@ -126,6 +126,7 @@ def _cli(*args):
         (["--jobs", "-2"], "--programs and --jobs must be >= 1, got 100 and -2"),
         (["--only", "-1"], "--only must be >= 0, got -1"),
         (["--subgroup-size", "12"], "--subgroup-size must be a power of two from 1 to 128, got 12"),
+        (["--shrink-seconds", "-1"], "--shrink-seconds must be from 0 to 86400, got -1.0"),
     ],
 )
 def test_bad_arguments_are_refused_by_name(args, message):
@@ -133,3 +134,27 @@ def test_bad_arguments_are_refused_by_name(args, message):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == f"conformance.py: error: {message}"
     assert "Traceback" not in proc.stderr
+
+
+def test_an_interrupted_run_reports_what_it_ran():
+    """SIGINT (Ctrl-C, `timeout -s INT`) ends a long run with its summary, not nothing."""
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "tools", "conformance.py"), "--programs", "100000"]
+        + ["--backends", "reference", "--size", "small", "--jobs", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    import signal
+    import time
+
+    time.sleep(6)  # programs run meanwhile (no device: the reference only)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    lines = out.strip().splitlines()
+    assert proc.returncode == 130, err[-2000:]
+    ran = int(lines[-2].split()[1])
+    assert lines[-2] == f"interrupted: {ran} of 100000 programs ran"
+    assert lines[-1] == f"{ran} programs, 0 mismatches"
+    assert lines[0].startswith("backends run: reference (")
+    assert "Traceback" not in err
