@@ -98,8 +98,26 @@ def test_a_task_past_its_timeout_costs_its_worker_not_the_run():
     got = list(pool.run(tasks))
     assert [t for t, _ in got] == tasks
     first, hung, died, last = (r for _, r in got)
-    assert first[:2] == ("ok", 1) and hung is None and died == ("died", 3) and last[:2] == ("ok", 2)
+    assert (
+        first[:2] == ("ok", 1)
+        and hung is None
+        and died == ("died", 3, "")
+        and last[:2] == ("ok", 2)
+    )
     assert first[2] != last[2]  # a new worker process after the kill
+
+
+def test_a_crashed_worker_reports_where_it_died():
+    from conform.run import _failure
+
+    pool = Pool(1, pool_tasks.setup, pool_tasks.handle, timeout=lambda t: 30.0, recycle=100)
+    got = list(pool.run([("segv", 0), ("ok", 1)]))
+    (_, died), (_, after) = got
+    assert died[:2] == ("died", -11) and after[:2] == ("ok", 1)
+    message = _failure(died)
+    assert message.startswith("killed the worker (signal 11) in "), message
+    assert "pool_tasks.py:" in message and "string_at" in message, message
+    assert not os.path.exists(pool.faults)  # the fault files go with the run
 
 
 def _cli(*args):

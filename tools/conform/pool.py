@@ -5,15 +5,22 @@ Workers are also replaced every `recycle` tasks: the runtime keeps every pipelin
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing as mp
 import os
+import shutil
 import signal
+import tempfile
 import time
 from multiprocessing.connection import wait
 
 
-def _serve(conn, setup, handler) -> None:
+def _serve(conn, setup, handler, fault_path) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    # A crash in a driver (SIGSEGV, an LLVM abort) leaves its Python stack here, for the
+    # parent's report: where the worker died tells a driver's compile from a dispatch.
+    fault = open(fault_path, "w")  # noqa: SIM115 - open for the life of the process
+    faulthandler.enable(file=fault)
     state = setup()
     while True:
         try:
@@ -33,13 +40,27 @@ class Pool:
         self.timeout, self.recycle = timeout, recycle  # timeout(task) -> seconds
         self.ctx = mp.get_context("spawn")
         self.workers: list = []
+        self.faults = ""  # a folder of one fault file per worker, while run() runs
+        self.started = 0
+
+    def fault(self, w) -> str:
+        """What the worker's fault handler wrote (its stack when it crashed), or ""."""
+        try:
+            with open(w["fault"], encoding="utf-8", errors="replace") as f:
+                return f.read(20000)
+        except OSError:
+            return ""
 
     def _start(self):
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_serve, args=(child, self.setup, self.handler), daemon=True)
+        self.started += 1
+        fault = os.path.join(self.faults, f"worker-{self.started}.txt")
+        proc = self.ctx.Process(
+            target=_serve, args=(child, self.setup, self.handler, fault), daemon=True
+        )
         proc.start()
         child.close()
-        return {"proc": proc, "conn": parent, "task": None, "since": 0.0, "done": 0}
+        return {"proc": proc, "conn": parent, "task": None, "since": 0.0, "done": 0, "fault": fault}
 
     def _stop(self, w, kill: bool) -> None:
         if kill:
@@ -61,6 +82,7 @@ class Pool:
     def run(self, tasks):
         self.todo = todo = list(tasks)
         todo.reverse()
+        self.faults = tempfile.mkdtemp(prefix="vyre-conform-")
         self.workers = [self._start() for _ in range(max(1, min(self.jobs, len(todo))))]
         try:
             while todo or any(w["task"] is not None for w in self.workers):
@@ -80,7 +102,7 @@ class Pool:
                             result = w["conn"].recv()
                         except EOFError:  # the worker died (a crash in a driver)
                             w["proc"].join(5)
-                            result = ("died", w["proc"].exitcode)
+                            result = ("died", w["proc"].exitcode, self.fault(w))
                             self._stop(w, kill=True)
                             self.workers[i] = w = self._start()
                         w["done"] += 1
@@ -96,3 +118,4 @@ class Pool:
         finally:
             for w in self.workers:
                 self._stop(w, kill=w["task"] is not None)
+            shutil.rmtree(self.faults, ignore_errors=True)

@@ -86,15 +86,27 @@ def _handle(state, task):
 
 
 def _failure(result) -> str:
-    """A worker's end: a timeout (None) or ("died", exit code: -N for signal N)."""
+    """A worker's end: a timeout (None) or ("died", exit code: -N for signal N, the stack
+    its fault handler wrote), with where it died when the stack says."""
     if result is None:
         return "timed out"
     code = result[1]
-    return (
+    what = (
         f"killed the worker (signal {-code})"
         if code and code < 0
         else f"killed the worker (exit {code})"
     )
+    where = _crash_site(result[2] if len(result) > 2 else "")
+    return f"{what} in {where}" if where else what
+
+
+def _crash_site(stack: str) -> str:
+    """The innermost frames of a fault handler's stack, as `func (file:line) < caller`."""
+    import re
+
+    frames = re.findall(r'File "([^"]+)", line (\d+) in (\S+)', stack)
+    shown = [f"{fn} ({os.path.basename(path)}:{line})" for path, line, fn in frames[:3]]
+    return " < ".join(shown)
 
 
 def _take(cfg, pool, task, result, ran, skipped, known, new, reports) -> int:
