@@ -4,6 +4,7 @@ minimised, one summary. `main(Config)` returns the exit status (1 on any new fin
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -77,12 +78,16 @@ def _handle(state, task):
     shown = next((f for f in final.findings if f.key() == key), finding)
     if not persists(small, finding, backends):  # a flaky finding: show the original
         small, shown = prog, finding
-    command = f"python tools/conformance.py --seed {seed} --only {index}"
+    command = rerun_command(seed, index)
     return {
         "index": index,
         "report": report(small, shown, f"{seed}:{index}", command),
         "tests": shrinker.tests,
     }
+
+
+def rerun_command(seed: int, index: int) -> str:
+    return f"python tools/conformance.py --seed {seed} --only {index}"
 
 
 def _failure(result) -> str:
@@ -96,72 +101,83 @@ def _failure(result) -> str:
         if code and code < 0
         else f"killed the worker (exit {code})"
     )
-    where = _crash_site(result[2] if len(result) > 2 else "")
+    where = _crash_site(result[2])
     return f"{what} in {where}" if where else what
 
 
 def _crash_site(stack: str) -> str:
     """The innermost frames of a fault handler's stack, as `func (file:line) < caller`."""
-    import re
-
     frames = re.findall(r'File "([^"]+)", line (\d+) in (\S+)', stack)
     shown = [f"{fn} ({os.path.basename(path)}:{line})" for path, line, fn in frames[:3]]
     return " < ".join(shown)
 
 
-def _take(cfg, pool, task, result, ran, skipped, known, new, reports) -> int:
-    """Fold one finished task into the tallies; 1 when it was a program that ran."""
-    index = task[2]
-    if task[0] == "probe":  # one backend alone, after a worker died or hung
-        if result is None or isinstance(result, tuple):
-            reports[index] += f"\n  alone, {task[4][0]} {_failure(result)} too"
-        return 0
-    if result is None or isinstance(result, tuple):
-        what = _failure(result)
-        new.setdefault(index, []).append(f"{task[0]} {what}")
-        reports[index] = f"=== program {cfg.seed}:{index}: {task[0]} {what}"
-        _announce(cfg, index, f"{task[0]} {what}")
-        if task[0] == "eval" and len(cfg.backends) > 1:  # which backend does it?
-            for b in cfg.backends:
-                pool.submit(("probe", cfg.seed, index, cfg.opts, (b,)))
-            reports[index] += (
-                f" (rerun: python tools/conformance.py --seed {cfg.seed} --only {index})"
-            )
-        return 0
-    if task[0] == "shrink":
-        reports[index] = reports.get(index, "") + result["report"] + "\n"
-        return 0
-    if "generator" in result:
-        new.setdefault(index, []).append("the generator failed")
-        reports[index] = (
-            f"=== program {cfg.seed}:{index}: the generator failed\n{result['generator']}"
+@dataclass
+class _Tally:
+    """What the run has seen so far: what ran and was skipped, the known bugs' programs,
+    the new findings' headlines and the reports, per program index."""
+
+    cfg: Config
+    pool: object
+    ran: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)
+    known: dict = field(default_factory=dict)  # known bug id -> {index}
+    new: dict = field(default_factory=dict)  # index -> [headline]
+    reports: dict = field(default_factory=dict)  # index -> text
+    done: int = 0  # programs that ran
+
+    def rerun(self, index: int) -> str:
+        return rerun_command(self.cfg.seed, index)
+
+    def finding(self, index: int, headline: str) -> None:
+        """A new finding: kept for the summary and announced on stderr at once."""
+        self.new.setdefault(index, []).append(headline)
+        print(
+            f"!!! {self.cfg.seed}:{index}: {headline} (rerun: {self.rerun(index)})", file=sys.stderr
         )
-        _announce(cfg, index, "the generator failed")
-        return 0
-    ran.update(result["ran"])
-    skipped.update(result["skipped"].values())
-    shrink_next = []
-    for f in result["findings"]:
-        if f["known"]:
-            known.setdefault(f["known"], set()).add(index)
-            continue
-        new.setdefault(index, []).append(f["headline"])
-        _announce(cfg, index, f["headline"])
-        if f["key"] not in shrink_next:  # unminimised: a report of the whole program
-            shrink_next.append(f["key"])
-            seconds = cfg.shrink_seconds if cfg.minimise else 0.0
-            pool.submit(("shrink", cfg.seed, index, cfg.opts, cfg.backends, f["key"], seconds))
-    if not shrink_next and index in new:
-        reports[index] = f"=== program {cfg.seed}:{index}: " + "; ".join(new[index])
-    return 1
 
-
-def _announce(cfg, index: int, headline: str) -> None:
-    """One line on stderr as soon as a new finding is seen (the report comes at the end)."""
-    print(
-        f"!!! {cfg.seed}:{index}: {headline} (rerun: --seed {cfg.seed} --only {index})",
-        file=sys.stderr,
-    )
+    def take(self, task, result) -> bool:
+        """Fold one finished task in; True when it was a program that ran."""
+        cfg, index = self.cfg, task[2]
+        head = f"=== program {cfg.seed}:{index}: "
+        if task[0] == "probe":  # one backend alone, after a worker died or hung
+            if result is None or isinstance(result, tuple):
+                self.reports[index] += f"\n  alone, {task[4][0]} {_failure(result)} too"
+            return False
+        if result is None or isinstance(result, tuple):
+            what = f"{task[0]} {_failure(result)}"
+            self.finding(index, what)
+            self.reports[index] = head + what
+            if task[0] == "eval" and len(cfg.backends) > 1:  # which backend does it?
+                for b in cfg.backends:
+                    self.pool.submit(("probe", cfg.seed, index, cfg.opts, (b,)))
+                self.reports[index] += f" (rerun: {self.rerun(index)})"
+            return False
+        if task[0] == "shrink":
+            self.reports[index] = self.reports.get(index, "") + result["report"] + "\n"
+            return False
+        if "generator" in result:
+            self.finding(index, "the generator failed")
+            self.reports[index] = head + f"the generator failed\n{result['generator']}"
+            return False
+        self.ran.update(result["ran"])
+        self.skipped.update(result["skipped"].values())
+        shrink_next = []
+        for f in result["findings"]:
+            if f["known"]:
+                self.known.setdefault(f["known"], set()).add(index)
+                continue
+            self.finding(index, f["headline"])
+            if f["key"] not in shrink_next:  # unminimised: a report of the whole program
+                shrink_next.append(f["key"])
+                seconds = cfg.shrink_seconds if cfg.minimise else 0.0
+                self.pool.submit(
+                    ("shrink", cfg.seed, index, cfg.opts, cfg.backends, f["key"], seconds)
+                )
+        if not shrink_next and index in self.new:
+            self.reports[index] = head + "; ".join(self.new[index])
+        self.done += 1
+        return True
 
 
 def main(cfg: Config) -> int:
@@ -172,30 +188,29 @@ def main(cfg: Config) -> int:
     timeout = lambda t: EVAL_TIMEOUT if t[0] == "eval" else cfg.shrink_seconds + EVAL_TIMEOUT  # noqa: E731
     pool = Pool(cfg.jobs, _setup, _handle, timeout)
     t0 = time.monotonic()
-    ran, skipped, known = Counter(), Counter(), {}
-    new: dict = {}  # index -> [headline]
-    reports: dict = {}
-    done, interrupted = 0, False
+    tally = _Tally(cfg, pool)
+    interrupted = False
     try:
         for task, result in pool.run(tasks):
-            counted = _take(cfg, pool, task, result, ran, skipped, known, new, reports)
-            done += counted
-            if counted and done % 500 == 0:
-                print(f"... {done} programs, {len(new)} with new findings", file=sys.stderr)
+            if tally.take(task, result) and tally.done % 500 == 0:
+                print(
+                    f"... {tally.done} programs, {len(tally.new)} with new findings",
+                    file=sys.stderr,
+                )
     except KeyboardInterrupt:  # report what finished: a long run stopped early is not lost
         interrupted = True
     elapsed = time.monotonic() - t0
     out = cfg.out
-    for index in sorted(reports):
-        print(reports[index].rstrip(), file=out)
+    for index in sorted(tally.reports):
+        print(tally.reports[index].rstrip(), file=out)
         print(file=out)
     from .known import KNOWN
 
-    names = ", ".join(f"{b} ({ran[b]})" for b in cfg.backends)
+    names = ", ".join(f"{b} ({tally.ran[b]})" for b in cfg.backends)
     print(f"backends run: {names}", file=out)
-    for why, n in skipped.most_common():
+    for why, n in tally.skipped.most_common():
         print(f"skipped {n}: {why}", file=out)
-    for kid, where in sorted(known.items()):
+    for kid, where in sorted(tally.known.items()):
         k = KNOWN[kid]
         print(
             f"known bug {kid} ({k.layer}) in {len(where)} program(s): tests/conformance/cases/{k.case}.py",
@@ -206,8 +221,8 @@ def main(cfg: Config) -> int:
         file=out,
     )
     if interrupted:
-        print(f"interrupted: {done} of {len(indices)} programs ran", file=out)
-        print(f"{done} programs, {len(new)} mismatches", file=out)
+        print(f"interrupted: {tally.done} of {len(indices)} programs ran", file=out)
+        print(f"{tally.done} programs, {len(tally.new)} mismatches", file=out)
         return 130
-    print(f"{len(indices)} programs, {len(new)} mismatches", file=out)
-    return 1 if new else 0
+    print(f"{len(indices)} programs, {len(tally.new)} mismatches", file=out)
+    return 1 if tally.new else 0
