@@ -25,23 +25,9 @@ KERNELS = os.path.join(os.path.dirname(HERE), "kernels")
 sys.path.insert(0, HERE)
 
 from codegen_bench import gpu_time, say  # noqa: E402
+from library_bench import time_torch  # noqa: E402
 
 from vyre_build.compiler import compile_file  # noqa: E402
-
-
-def torch_time(torch, a, b, number: int, rounds: int) -> float:
-    times = []
-    for r in range(rounds + 1):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        for _ in range(number):
-            torch.matmul(a, b)
-        end.record()
-        torch.cuda.synchronize()
-        if r:
-            times.append(start.elapsed_time(end) / 1e3 / number)
-    return statistics.median(times)
 
 
 def main(argv=None) -> int:
@@ -98,7 +84,9 @@ def main(argv=None) -> int:
                 ta = torch.from_numpy(a).cuda()
                 tb = torch.from_numpy(b).cuda()
                 want = torch.matmul(ta.float(), tb.float()).cpu().numpy()
-                th = torch_time(torch, ta, tb, number, args.rounds)
+                th = time_torch(
+                    torch, lambda ta=ta, tb=tb: torch.matmul(ta, tb), number, args.rounds
+                )
                 ok = np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
                 line += (
                     f"   torch fp16 {flop / th / 1e12:7.1f} TFLOP/s   ratio {th / ours:.3f}x"
