@@ -287,16 +287,17 @@ class Device:
                     f"Kernel {meta.id!r} has workgroup size {side} on {'xyz'[axis]}, more than "
                     f"the {self.backend} device {self.name} allows ({most})"
                 )
-        if math.prod(wg) > p.max_workgroup_invocations:
+        invocations = math.prod(wg)
+        if invocations > p.max_workgroup_invocations:
             raise DeviceError(
-                f"Kernel {meta.id!r} has {math.prod(wg)} invocations per workgroup, more than "
+                f"Kernel {meta.id!r} has {invocations} invocations per workgroup, more than "
                 f"the {self.backend} device {self.name} allows ({p.max_workgroup_invocations})"
             )
         size = p.subgroup_size
-        if COOPERATIVE_MATRIX in meta.features and size and math.prod(wg) % size:
+        if COOPERATIVE_MATRIX in meta.features and size and invocations % size:
             # a cooperative matrix needs every invocation of its subgroup
             raise DeviceError(
-                f"Kernel {meta.id!r} uses cooperative matrices with {math.prod(wg)} invocations "
+                f"Kernel {meta.id!r} uses cooperative matrices with {invocations} invocations "
                 f"per workgroup, not a multiple of the subgroup size {size} of the "
                 f"{self.backend} device {self.name}"
             )

@@ -196,6 +196,21 @@ def scan(
 # -- matmul --------------------------------------------------------------------------------
 
 
+def _matmul_sizes(fn: str, a: Array, b: Array, kind: str) -> tuple[int, int, int]:
+    # (M, K, N) of A @ B: both 2-D of `kind`, A's columns equal to B's rows.
+    for name, value in (("a", a), ("b", b)):
+        kind_of(fn, name, value, (kind,))
+        if len(shape_of(value)) != 2:
+            raise fail(fn, f"{name} must be 2-D, got shape {shape_of(value)}")
+    (m, k), (k2, n) = shape_of(a), shape_of(b)
+    if k != k2:
+        raise fail(
+            fn,
+            f"a is {(m, k)} and b is {(k2, n)}: a's columns ({k}) must equal b's rows ({k2})",
+        )
+    return m, k, n
+
+
 def matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None) -> Any:
     """C = A @ B in f32 (fp32 FMAs, no TF32), row-major, any sizes.
 
@@ -207,16 +222,7 @@ def matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None
     Returns:
         C as a numpy array of shape (M, N), or `out` when given.
     """
-    for name, value in (("a", a), ("b", b)):
-        kind_of("matmul", name, value, ("f32",))
-        if len(shape_of(value)) != 2:
-            raise fail("matmul", f"{name} must be 2-D, got shape {shape_of(value)}")
-    (m, k), (k2, n) = shape_of(a), shape_of(b)
-    if k != k2:
-        raise fail(
-            "matmul",
-            f"a is {(m, k)} and b is {(k2, n)}: a's columns ({k}) must equal b's rows ({k2})",
-        )
+    m, k, n = _matmul_sizes("matmul", a, b, "f32")
     call = Call("matmul", kernels, ["lib_matmul.f32"])
     if isinstance(out, DeviceBuffer) and call.replay((), (a, b, out)) is not MISS:
         return out
@@ -251,16 +257,7 @@ def matmul_f16(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = 
     Returns:
         C as a float32 numpy array of shape (M, N), or `out` when given.
     """
-    for name, value in (("a", a), ("b", b)):
-        kind_of("matmul_f16", name, value, ("f16",))
-        if len(shape_of(value)) != 2:
-            raise fail("matmul_f16", f"{name} must be 2-D, got shape {shape_of(value)}")
-    (m, k), (k2, n) = shape_of(a), shape_of(b)
-    if k != k2:
-        raise fail(
-            "matmul_f16",
-            f"a is {(m, k)} and b is {(k2, n)}: a's columns ({k}) must equal b's rows ({k2})",
-        )
+    m, k, n = _matmul_sizes("matmul_f16", a, b, "f16")
     sides = {"a": ((m, k), (0, 2)), "b": ((k, n), (2, 1))}
     for name, value in (("a", a), ("b", b)):
         shape, axes = sides[name]
