@@ -63,7 +63,7 @@ def written(prog) -> list:
     return [p.name for p in prog.params if p.kind == "buffer" and p.access != "r"]
 
 
-def evaluate(prog, backends, runners=None, stop_after: tuple | None = None) -> Outcome:
+def evaluate(prog, backends, runners=None) -> Outcome:
     """Compile `prog`, run it on each of `backends`, compare with the first that ran."""
     from vyre_build.errors import VyreError
 

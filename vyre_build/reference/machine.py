@@ -283,10 +283,8 @@ def _step_value(m, op, body):
 
 
 def _step_subgroup(m, op, name):
-    ids, dtype = op.operands, dtype_of(m.info.types[op.result])
-    return (
-        lambda mm, mask: mm.subgroups.apply(name, [mm.vals[o] for o in ids], mask, dtype)
-    ), op.result
+    ids = op.operands
+    return (lambda mm, mask: mm.subgroups.apply(name, [mm.vals[o] for o in ids], mask)), op.result
 
 
 def _step_cast(m, op, body):

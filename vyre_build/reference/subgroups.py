@@ -59,7 +59,7 @@ class Subgroups:
         ]
         return out
 
-    def apply(self, name: str, args: list, mask: np.ndarray, result_dtype) -> np.ndarray:  # noqa: C901
+    def apply(self, name: str, args: list, mask: np.ndarray) -> np.ndarray:  # noqa: C901
         """The value of subgroup op `name` for every lane (inactive lanes: anything)."""
         lanes = mask.shape[0]
         if name == "elect":
