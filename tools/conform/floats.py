@@ -173,9 +173,6 @@ def literal(v: float) -> Facts:
     return Facts(mag=INF if edge else abs(v), nan=edge, raw=True, uni=True, lo=v, konst=True)
 
 
-EDGE = Facts(mag=INF, nan=True, raw=True)
-
-
 def transcendental(name: str, a: Facts) -> tuple[Facts, float]:
     """(facts of name(x), the bound the argument must stay within) for one unary op.
 

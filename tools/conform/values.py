@@ -36,7 +36,6 @@ FLOAT_EDGES = [1e30, -1e30, 3.4028234663852886e38, 1.1754943508222875e-38, -1.40
 SMALL = Facts(mag=4.0, raw=True, lo=-4.0)  # the contents of a float input of class "in"
 EDGE_F = Facts(mag=INF, nan=True, raw=True)  # edge inputs: NaN, infinities, denormals, FLT_MAX
 EXACT = Facts(mag=floats.MAX_MAG, lo=-floats.MAX_MAG, mul=True)  # any finite exact float
-ANY = Facts(mag=INF, err=INF, nan=True, mul=True)  # no requirement beyond the type
 
 
 @dataclass

@@ -166,10 +166,6 @@ class SpirvModule:
         self.emit(self.globals, "OpTypeStruct", sid, *members)
         return sid
 
-    def type_struct(self, members: tuple[int, ...]) -> int:
-        """A plain undecorated struct, shared between uses (e.g. OpUMulExtended's result)."""
-        return self._type(("struct", members), "OpTypeStruct", *members)
-
     def type_pointer(self, storage: str, pointee: int) -> int:
         return self._type(
             ("ptr", storage, pointee), "OpTypePointer", g.STORAGECLASS[storage], pointee
