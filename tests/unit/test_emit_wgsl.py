@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from corpus import CORPUS
-from corpus.values import COMPARES, NP_FLOAT
+from corpus.values import COMPARES, I32_MAX, I32_MIN, NP_FLOAT
 from descriptors import SH, V, assert_case, buf, kernel
 
 from vyre_build.descriptor import (
@@ -31,7 +31,6 @@ from vyre_build.emit.wgsl.memory import ident
 from vyre_build.errors import DescriptorFormatError
 
 NP = {"U32": np.uint32, "I32": np.int32, "F32": np.float32, "Bool": np.uint32}
-I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 def host_type(t):
@@ -367,27 +366,12 @@ def test_float_classification_and_math(device):
         [SPECIAL_F32, np.array([0xFFC00000, 0x7F800001], np.uint32).view(np.float32)]
     )
     classes = ["IsNan", "IsInf", "IsFinite"]
-    math_ops = {
-        "Sqrt": np.sqrt,
-        "Floor": np.floor,
-        "Ceil": np.ceil,
-        "Round": np.round,
-        "Trunc": np.trunc,
-        "Abs": np.abs,
-        "Sign": np.sign,
-        "Negate": np.negative,
-        "Exp": np.exp,
-        "Log": np.log,
-        "Sin": np.sin,
-        "Cos": np.cos,
-        "Tanh": np.tanh,
-        "Exp2": np.exp2,
-        "Log2": np.log2,
-        "InverseSqrt": lambda v: 1 / np.sqrt(v),
-        "Reciprocal": lambda v: 1 / v,
-        "Atan": np.arctan,
-    }
-    names = list(math_ops)
+    # numpy references shared with the corpus (tests/corpus/values.py)
+    names = (
+        "Sqrt Floor Ceil Round Trunc Abs Sign Negate Exp Log Sin Cos Tanh Exp2 Log2 InverseSqrt"
+        " Reciprocal Atan"
+    ).split()
+    math_ops = {op: NP_FLOAT[op] for op in names}
     slots = (
         [buf(0, "F32", "a", "ReadOnly")]
         + [buf(1 + k, "U32", f"c{k}") for k in range(3)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from corpus.vectors import EXACT_F
 from descriptors import SH, Body, V, buf, kernel, vbuf, vt
 from test_emit_wgsl import (
     EDGE_I32,
@@ -129,21 +130,6 @@ def test_f32_vector_componentwise_math(device, n):
     out = dispatch(
         device, make(), {0: a, 1: b, 2: np.zeros(n * m * len(results))}, groups=(2, 1, 1)
     )
-    exact = {
-        "Add",
-        "Sub",
-        "Mul",
-        "Div",
-        "Min",
-        "Max",
-        "Negate",
-        "Abs",
-        "Floor",
-        "Ceil",
-        "Round",
-        "Trunc",
-        "Sign",
-    }
     expect = {**bins, **uns, "Fma": a * b + a}
     for k, op in enumerate(results):
         got = out[2][k * n * m : (k + 1) * n * m]
@@ -151,7 +137,7 @@ def test_f32_vector_componentwise_math(device, n):
         sel = np.abs(a) > 1e-3 if op in positive else np.ones(a.size, bool)
         if op == "Tan":
             sel &= np.abs(np.cos(a)) > 0.1
-        if op in exact and op != "Div":
+        if op in EXACT_F:  # the ops the vector corpus also compares exactly
             np.testing.assert_array_equal(got[sel], ref[sel], err_msg=op)
         else:
             np.testing.assert_allclose(got[sel], ref[sel], rtol=2e-5, atol=1e-5, err_msg=op)

@@ -15,6 +15,7 @@ import textwrap
 import numpy as np
 
 from vyre_build.compiler import compile_file
+from vyre_build.descriptor import validate
 from vyre_build.reference import execute
 
 HEADER = "from vyre_build.lang import *\n"
@@ -28,8 +29,6 @@ def compiled(tmp_path, src: str, name: str = "k"):
 
 
 def accesses(k) -> list[tuple[str, str, bool]]:
-    from vyre_build.descriptor import validate
-
     desc = k.descriptor
     info = validate(desc)
     names = {s.slot: s.name for s in desc.slots}
@@ -251,8 +250,6 @@ def test_scratch_loop_variable_reaches_a_fixpoint(tmp_path):
     )
     shared = [a for a in accesses(k) if a[1] == "p"]
     assert shared and all(proved for _, _, proved in shared)
-    from vyre_build.descriptor import validate
-
     assert validate(k.descriptor).proofs.unzeroed  # fully written then fenced: no zeroing
     assert "_flat" not in k.wgsl
     x = np.arange(1000, dtype=np.uint32)
@@ -261,8 +258,6 @@ def test_scratch_loop_variable_reaches_a_fixpoint(tmp_path):
 
 
 def test_zeroing_stays_where_a_read_could_see_it(tmp_path):
-    from vyre_build.descriptor import validate
-
     guarded = compiled(
         tmp_path,
         """
