@@ -21,19 +21,12 @@ import tempfile
 import time
 import weakref
 
-SAXPY_META = {
-    "name": "saxpy",
-    "variant": None,
-    "id": "saxpy",
-    "workgroup_size": [64, 1, 1],
-    "grid": ["y"],
-    "bindings": [
-        {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
-        {"name": "y", "binding": 1, "kind": "buffer", "dtype": "f32", "access": "rw"},
-        {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0},
-    ],
-    "uniform": {"binding": 2, "size": 16},
-}
+# The saxpy metadata is the call-planning tests' own (tests/unit/runtime_fakes.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "unit"))
+try:
+    from runtime_fakes import SAXPY as SAXPY_META
+finally:
+    sys.path.pop(0)
 
 IOTA_META = {
     "name": "iota",

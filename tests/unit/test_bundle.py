@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import struct
@@ -10,6 +11,8 @@ import sys
 
 import blake3
 import pytest
+
+from runtime_fakes import SAXPY as SAXPY_META
 
 from vyre_build.bundle import (
     ALIGN,
@@ -30,17 +33,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def make_meta(name: str, variant: str | None = None, **extra) -> dict:
     ident = name if variant is None else f"{name}.{variant}"
     meta = {
+        **copy.deepcopy(SAXPY_META),
         "name": name,
         "variant": variant,
         "id": ident,
-        "workgroup_size": [64, 1, 1],
-        "grid": ["y"],
-        "bindings": [
-            {"name": "x", "binding": 0, "kind": "buffer", "dtype": "f32", "access": "r"},
-            {"name": "y", "binding": 1, "kind": "buffer", "dtype": "f32", "access": "rw"},
-            {"name": "a", "binding": 2, "kind": "scalar", "dtype": "f32", "offset": 0},
-        ],
-        "uniform": {"binding": 2, "size": 16},
         "variant_values": {} if variant is None else {"T": variant},
         "provenance": {
             "compiler": {"version": "0.1.0", "source_hash": "ab" * 32},
