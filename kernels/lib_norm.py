@@ -112,7 +112,7 @@ def lib_layer_norm(x4: Buffer[V], x: Buffer[T], gamma4: Buffer[V], gamma: Buffer
     lid = local_id().x
     row = workgroup_id().x
     while row < rows:
-        shift = x[row * cols]
+        shift = x4[row * (cols // 4)].x if vec != 0 else x[row * cols]  # x is scratch with vec
         s1 = T(0.0)
         s2 = T(0.0)
         if vec != 0:

@@ -10,9 +10,11 @@ read from memory once, with all its loads in flight together, and written once. 
 and maxima are subgroup operations; only where a subgroup is smaller than the workgroup
 (lavapipe's 8 lanes, small cpu subgroups) do they also go through shared memory across
 subgroups (lib_common's exchange). Softmax: the maximum, exp(x - max) kept in
-registers, their sum, one multiply. Layer norm: the mean, then the sum of squared
-deviations from it (two passes over registers, no cancellation), then
-(x - mean) * rsqrt(var + eps) * gamma + beta. With `vec` set (cols % 4 == 0) rows move as
+registers, their sum, one multiply. Layer norm: the values less the row's first value (so a
+constant row has deviations of exactly 0: a mean computed by division is not exact, and
+GPUs divide to 2.5 ulp, which made a constant row come out as beta +- gamma on the H200),
+their mean, then the sum of squared deviations from it (two passes over registers, no
+cancellation), then (x - mean) * rsqrt(var + eps) * gamma + beta. With `vec` set (cols % 4 == 0) rows move as
 vec4s through x4/out4, else as scalars through x/out (the host binds the unused pair to
 small scratch buffers). The eight vec4s are eight named locals, not a local array in a
 loop, so that they stay in registers whatever the driver unrolls. variants.yaml binds T
@@ -54,6 +56,16 @@ def store(out4: Buffer[V, "w"], out: Buffer[T, "w"], row: u32, q: u32, cols: u32
             out4[row * (cols // 4) + q] = r
     else:
         put4(out, row * cols + 4 * q, row * cols + cols, r)
+
+
+def first(x4: Buffer[V], x: Buffer[T], row: u32, cols: u32, vec: u32) -> T:
+    """The row's first value (through x4 when rows are whole vec4s: x is then scratch)."""
+    r = T(0.0)
+    if vec != 0:
+        r = x4[row * (cols // 4)].x
+    else:
+        r = x[row * cols]
+    return r
 
 
 def inside(d: V, q: u32, cols: u32) -> V:
@@ -165,6 +177,7 @@ def layer_norm_rows(x4: Buffer[V], x: Buffer[T], gamma4: Buffer[V], gamma: Buffe
     z = T(0.0)
     n = T(cols)
     while row < rows:
+        shift = first(x4, x, row, cols, vec)
         v0 = load(x4, x, row, lid, cols, vec, z)
         v1 = load(x4, x, row, lid + wg, cols, vec, z)
         v2 = load(x4, x, row, lid + 2 * wg, cols, vec, z)
@@ -173,6 +186,14 @@ def layer_norm_rows(x4: Buffer[V], x: Buffer[T], gamma4: Buffer[V], gamma: Buffe
         v5 = load(x4, x, row, lid + 5 * wg, cols, vec, z)
         v6 = load(x4, x, row, lid + 6 * wg, cols, vec, z)
         v7 = load(x4, x, row, lid + 7 * wg, cols, vec, z)
+        v0 = inside(v0 - shift, lid, cols)
+        v1 = inside(v1 - shift, lid + wg, cols)
+        v2 = inside(v2 - shift, lid + 2 * wg, cols)
+        v3 = inside(v3 - shift, lid + 3 * wg, cols)
+        v4 = inside(v4 - shift, lid + 4 * wg, cols)
+        v5 = inside(v5 - shift, lid + 5 * wg, cols)
+        v6 = inside(v6 - shift, lid + 6 * wg, cols)
+        v7 = inside(v7 - shift, lid + 7 * wg, cols)
         mean = row_sum(sum4(((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7))), slots) / n
         v0 = inside(v0 - mean, lid, cols)
         v1 = inside(v1 - mean, lid + wg, cols)

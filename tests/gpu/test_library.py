@@ -277,12 +277,16 @@ def test_row_kernels_take_more_rows_than_one_dispatch(lib, monkeypatch, cols):
     np.testing.assert_allclose(got, want_layer_norm(x, 1, 0, 0.0), rtol=0, atol=2e-5)
 
 
-@pytest.mark.parametrize("cols", [1, 5, 1024, 2048, 2049])
+@pytest.mark.parametrize("cols", [1, 5, 7, 37, 1000, 1024, 2048, 2049, 2052])
 def test_layer_norm_of_constant_rows_is_beta(lib, cols):
-    x = np.full((3, cols), 7.25, np.float32)
-    x[1] = -(2.0**20)  # its sums are exact in f32 too
+    # Every value equals the mean, so the deviations, the variance and (x - mean) * r are
+    # 0 and the result is beta exactly. A mean computed as sum / n is not exact: 0.1 * 37
+    # / 37 != 0.1 in f32, and GPUs divide to 2.5 ulp (the H200 gave -2^20 * 5 / 5 !=
+    # -2^20), which made such rows beta +- gamma; the kernels subtract the row's first
+    # value before summing.
+    x = np.empty((4, cols), np.float32)
+    x[0], x[1], x[2], x[3] = 7.25, -(2.0**20), 0.1, 7.3
     gamma, beta = values("f32", cols, seed=1), values("f32", cols, seed=2)
-    # every value equals the mean: (x - mean) is 0 exactly, the variance 0, the result beta
     got = library.layer_norm(lib, x, gamma, beta, eps=1e-5)
     np.testing.assert_array_equal(got, np.broadcast_to(beta, x.shape))
 
@@ -371,15 +375,20 @@ def test_refusals_that_need_the_kernels(lib, backend):
 
 
 @pytest.mark.backends("cpu")
-@pytest.mark.parametrize("lanes", [1, 4, 64, 128])
+@pytest.mark.parametrize("lanes", [1, 4, 8, 32, 64, 128])
 def test_no_kernel_assumes_a_subgroup_size(backend, lib_bundle, lanes):
-    """The cpu reference at other subgroup sizes than the backends' (8 on lavapipe, 32)."""
+    """The cpu reference at every subgroup size a device may have (8 on lavapipe, 32 on
+    NVIDIA), on lengths that are not multiples of 4, of 32 or of a workgroup."""
     with open_bundle(lib_bundle, device=get_device("cpu", subgroup_size=lanes)) as lib:
         x = values("i32", 3001, seed=lanes)
         assert library.reduce(lib, x, "sum") == x.sum(dtype=np.int32)
         assert library.reduce(lib, x, "min") == x.min()
         assert_scan(library.scan(lib, x, exclusive=True), x, True, f"scan at {lanes} lanes")
-        for cols in (100, 2052):  # each row kernel: _w32 and the 256-wide one
+        f = values("f32", 1057, seed=lanes)
+        assert_scan(library.scan(lib, f), f, False, f"f32 scan at {lanes} lanes")
+        a, b = values("f32", (33, 37), seed=1), values("f32", (37, 29), seed=2)
+        np.testing.assert_allclose(library.matmul(lib, a, b), a @ b, rtol=1e-5, atol=1e-5)
+        for cols in (5, 37, 100, 1023, 2051, 2052):  # each row kernel: _w32, the 256-wide one
             rows = values("f32", (3, cols), seed=cols)
             got = library.softmax(lib, rows)
             np.testing.assert_allclose(got, want_softmax(rows), rtol=2e-5)
