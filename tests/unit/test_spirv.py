@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from spirv_tools import missing, pinned  # noqa: E402
 from corpus import CORPUS as CASES
 from corpus import SPIRV_INVALID
 from descriptors import Kernel, V
@@ -26,8 +26,8 @@ from vyre_build.emit.spirv.module import SpirvModule, string_words
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_val = pytest.mark.skipif(
-    shutil.which("spirv-val") is None and os.environ.get("CI") != "true",
-    reason="spirv-val not on PATH (CI=true requires it)",
+    missing("spirv-val"),
+    reason="spirv-val (the test extra's pinned tool) not installed; CI=true requires it",
 )
 
 
@@ -35,7 +35,9 @@ def spirv_val(binary: bytes, tmp_path, name: str = "m") -> None:
     path = tmp_path / f"{name}.spv"
     path.write_bytes(binary)
     proc = subprocess.run(
-        ["spirv-val", "--target-env", "vulkan1.1", str(path)], capture_output=True, text=True
+        [pinned("spirv-val"), "--target-env", "vulkan1.1", str(path)],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, f"spirv-val rejected {name}:\n{proc.stderr}{proc.stdout}"
 
@@ -65,8 +67,8 @@ def test_every_case_validates_for_vulkan_1_1(name, tmp_path):
 
 @needs_val
 @pytest.mark.skipif(
-    shutil.which("spirv-opt") is None and os.environ.get("CI") != "true",
-    reason="spirv-opt not on PATH (CI=true requires it)",
+    missing("spirv-opt"),
+    reason="spirv-opt (the test extra's pinned tool) not installed; CI=true requires it",
 )
 @pytest.mark.parametrize("name", _known_invalid(sorted(CASES)))
 def test_optimized_modules_validate(name, tmp_path):
@@ -246,8 +248,8 @@ def test_committed_table_matches_the_grammar():
 
 
 @pytest.mark.skipif(
-    shutil.which("spirv-dis") is None and os.environ.get("CI") != "true",
-    reason="spirv-dis not on PATH (CI=true requires it)",
+    missing("spirv-dis"),
+    reason="spirv-dis (the test extra's pinned tool) not installed; CI=true requires it",
 )
 def test_table_numbers_agree_with_spirv_tools(tmp_path):
     """spirv-dis (its own copy of the grammar) names every opcode we emit as we meant it."""
@@ -255,7 +257,7 @@ def test_table_numbers_agree_with_spirv_tools(tmp_path):
     path = tmp_path / "a.spv"
     path.write_bytes(binary)
     text = subprocess.run(
-        ["spirv-dis", "--raw-id", str(path)], capture_output=True, text=True, check=True
+        [pinned("spirv-dis"), "--raw-id", str(path)], capture_output=True, text=True, check=True
     ).stdout
     used = {
         name

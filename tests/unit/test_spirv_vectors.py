@@ -9,11 +9,11 @@ the `vulkan` package and wgpu's SPIR-V input (both lavapipe).
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import numpy as np
 import pytest
+from spirv_tools import missing  # noqa: E402
 from corpus import CORPUS
 from corpus.values import I32_MAX, I32_MIN, _sat
 from corpus.vectors import F4, I2, I4, U2, U4
@@ -28,8 +28,8 @@ from vyre_build.descriptor import (
 from vyre_build.emit.spirv import emit_spirv
 
 needs_val = pytest.mark.skipif(
-    shutil.which("spirv-val") is None and os.environ.get("CI") != "true",
-    reason="spirv-val not on PATH (CI=true requires it)",
+    missing("spirv-val"),
+    reason="spirv-val (the test extra's pinned tool) not installed; CI=true requires it",
 )
 
 
