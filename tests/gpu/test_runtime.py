@@ -20,7 +20,8 @@ import tempfile
 import time
 import weakref
 
-from spirv_tools import spirv_tool
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
+from spirv_tools import spirv_tool  # noqa: E402
 
 # The saxpy metadata is the call-planning tests' own (tests/unit/runtime_fakes.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "unit"))
