@@ -439,3 +439,24 @@ def test_matmul_f16_matches_numpy_or_is_refused(backend, f16_bundle, m, k, n):
         else:
             with pytest.raises(DispatchError, match="must be multiples of 16, 64 and 16"):
                 library.matmul_f16(bundle, dev.buffer(a), dev.buffer(b))
+
+
+def test_a_bundle_holding_the_f16_matmul_iterates_on_every_device(backend, f16_bundle):
+    """The README's bundle holds lib_matmul_f16: values() and items() list it on a device
+    without cooperative matrices too; calling or warming it there is refused by name."""
+    from vyre_build.errors import DeviceError
+
+    with open_bundle(f16_bundle, backend=backend) as bundle:
+        (kernel,) = bundle.values()
+        assert [kid for kid, _ in bundle.items()] == ["lib_matmul_f16"] == list(bundle)
+        needed = bundle.reader.kernel_meta("lib_matmul_f16").features
+        runs = all(f in bundle.device.profile.features for f in needed)
+        assert bundle.runnable() == (["lib_matmul_f16"] if runs else [])
+        assert (kernel.refusal is None) == runs
+        if not runs:
+            with pytest.raises(DeviceError) as info:
+                kernel.warm()
+            assert (
+                str(info.value) == kernel.refusal and "needs cooperative_matrix" in kernel.refusal
+            )
+            assert bundle.warm().skipped == {"lib_matmul_f16": kernel.refusal}

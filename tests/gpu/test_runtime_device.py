@@ -106,8 +106,10 @@ def test_a_kernel_needing_what_the_device_lacks_is_refused_before_anything_is_ma
     missing = lacking(device)[0]
     path = bundle(tmp_path / "coop.vyrebundle", features=[missing, "f16"], names=("saxpy",))
     made = len(device._pipelines)
-    with open_bundle(path, device=device) as b, pytest.raises(DeviceError) as info:
-        b["saxpy"]
+    with open_bundle(path, device=device) as b:
+        assert list(b.values())[0].id == "saxpy" and b.runnable() == []  # listed, not run
+        with pytest.raises(DeviceError) as info:
+            b["saxpy"](x=np.ones(4, np.float32), y=np.ones(4, np.float32), a=1.0)
     assert str(info.value) == (
         f"Kernel 'saxpy' needs {missing}, which the {device.backend} device {device.name} "
         "does not offer"

@@ -154,13 +154,27 @@ def test_a_kernel_the_device_cannot_run_is_refused_before_anything_is_read(tmp_p
     path = make_bundle(tmp_path, [{**SAXPY, "features": needs}])
     reader = read_bundle(path)
     monkeypatch.setattr(reader, "read_artifact", lambda *a: pytest.fail("artifact was read"))
-    with pytest.raises(DeviceError) as info:
-        Bundle(reader, Fake())["saxpy"]
-    assert str(info.value) == (
+    bundle = Bundle(reader, Fake())
+    k = bundle["saxpy"]  # listed like any kernel: a Mapping iterates on every device
+    message = (
         "Kernel 'saxpy' needs cooperative_matrix.f16.f32.16x8x16, subgroup_clustered, "
         "'warp_magic' (a feature this runtime does not know), which the vulkan device "
         "Fake GPU [discrete GPU, Vulkan] does not offer"
     )
+    assert k.refusal == message and bundle.runnable() == []
+    for use in (lambda: k(x=np.ones(4, np.float32)), k.warm, lambda: k.pipeline):
+        with pytest.raises(DeviceError) as info:
+            use()
+        assert str(info.value) == message
+
+
+def test_a_bundle_iterates_on_a_device_that_cannot_run_some_kernels(tmp_path):
+    coop = {**SAXPY, "name": "mm", "id": "mm", "features": ["cooperative_matrix"]}
+    bundle = Bundle(read_bundle(make_bundle(tmp_path, [SAXPY, coop])), Fake())
+    assert [k.id for k in bundle.values()] == ["mm", "saxpy"]
+    assert [kid for kid, _ in bundle.items()] == ["mm", "saxpy"] and len(bundle) == 2
+    assert bundle.runnable() == ["saxpy"] and bundle["saxpy"].refusal is None
+    assert "needs cooperative_matrix" in bundle["mm"].refusal
 
 
 def test_workgroup_limits_are_checked_at_load():

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from vyre_build.artifacts import BACKEND_SUFFIX
 from vyre_build.bundle import BundleReader, kernel_id
-from vyre_build.errors import BundleError, VyreError
+from vyre_build.errors import BundleError, DeviceError, VyreError
 from vyre_build.runtime.device import Device
 from vyre_build.runtime.kernel import Kernel
 
@@ -96,7 +96,11 @@ class Bundle(Mapping[str, Kernel]):
                 return found
             device = self.device
             meta = self.reader.kernel_meta(kid)
-            device.check_kernel(meta)  # before reading or creating anything
+            try:
+                device.check_kernel(meta)  # before reading or creating anything
+            except DeviceError as exc:  # refused when called or warmed, not when listed
+                found = self._kernels[kid] = Kernel(device, meta, b"", refusal=str(exc))
+                return found
             suffix = BACKEND_SUFFIX[device.backend]
             raw = self.reader.read_artifact(kid, suffix)  # names what the kernel has instead
             code: str | bytes = raw
@@ -107,6 +111,11 @@ class Bundle(Mapping[str, Kernel]):
                     raise BundleError(f"bundle kernel {kid!r}: .wgsl is not UTF-8: {exc}") from exc
             found = self._kernels[kid] = Kernel(device, meta, code)
             return found
+
+    def runnable(self) -> list[str]:
+        """The ids of the kernels this bundle's device can run (the others, such as a
+        cooperative-matrix kernel on a device without them, are refused when called)."""
+        return [kid for kid in self.ids if self[kid].refusal is None]
 
     def warm(self, ids: Iterable[str] | None = None) -> Warmed:
         """Create the pipelines of `ids` (default: every kernel) in one call, so that no
@@ -120,7 +129,9 @@ class Bundle(Mapping[str, Kernel]):
         kernels, skipped = [], {}
         for kid in chosen:
             try:
-                kernels.append(self[kid])
+                kernel = self[kid]
+                kernel._refuse()
+                kernels.append(kernel)
             except VyreError as exc:
                 if ids is not None:
                     raise

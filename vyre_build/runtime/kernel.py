@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vyre_build.bundle.metadata import Binding, KernelMeta
-from vyre_build.errors import DispatchError
+from vyre_build.errors import DeviceError, DispatchError
 from vyre_build.runtime.buffers import NP_NAMES, DeviceBuffer
 from vyre_build.runtime.calls import Grid, Plan, host_type, plan_call
 
@@ -98,8 +98,14 @@ class Kernel:
     `warm()`; the device's features were checked when it was made."""
     )
 
-    def __init__(self, device: Device, meta: KernelMeta, code: str | bytes):
-        device.check_kernel(meta)
+    def __init__(
+        self, device: Device, meta: KernelMeta, code: str | bytes, refusal: str | None = None
+    ):
+        if refusal is None:
+            device.check_kernel(meta)
+        # Why the device cannot run it (a bundle's Mapping holds every kernel on every
+        # device): calling or warming it raises DeviceError with this message.
+        self.refusal = refusal
         self.device, self.meta, self.code = device, meta, code
         self.name, self.id = meta.name, meta.id
         self.bindings: tuple[Binding, ...] = meta.bindings
@@ -152,11 +158,17 @@ class Kernel:
         return self._pipeline(False)
 
     def _pipeline(self, base: bool, entry: str = "main") -> Any:
+        self._refuse()
         return self.device.pipeline(self.meta, self.code, base, entry)
 
+    def _refuse(self) -> None:
+        if self.refusal is not None:
+            raise DeviceError(self.refusal)
+
     def warm(self) -> None:
-        """Create the pipelines now, the coarse entry's too (a refused shader raises
-        DeviceError here)."""
+        """Create the pipelines now, the coarse entry's too (a refused shader, or a kernel
+        the device cannot run, raises DeviceError here)."""
+        self._refuse()
         self.device.warm([(self.meta, self.code)])
 
     def _split_refusal(self) -> str | None:
@@ -192,6 +204,7 @@ class Kernel:
     def dispatch(self, args: dict[str, object], grid: object = None) -> CallResult:
         """Like calling the kernel, with the arguments as a dict (and `grid=` even when a
         parameter is named grid)."""
+        self._refuse()
         if not isinstance(args, dict):
             raise DispatchError(
                 f"Kernel {self.id!r}: arguments must be a dict of name -> value, "
