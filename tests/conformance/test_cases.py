@@ -126,7 +126,11 @@ def run_stage(name: str, stage: str, tmp: str) -> None:
         from vyre_build.runtime import get_device
 
         require_adapter(gpu_backend(stage))
-        lanes = get_device(gpu_backend(stage)).profile.subgroup_size
+        # wgpu reports a range only; it runs on the same Vulkan adapter, whose size is fixed
+        lanes = (
+            get_device(gpu_backend(stage)).profile.subgroup_size
+            or get_device("vulkan").profile.subgroup_size
+        )
     buffers, scalars, groups = case.inputs()
     run = Run(buffers, scalars, groups, compiled.meta["workgroup_size"][0])
     run.default_grid = getattr(case, "DEFAULT_GRID", False)  # the runtime may pick main_x4
