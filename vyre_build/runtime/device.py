@@ -271,6 +271,11 @@ class Device:
 
     # -- kernels --
 
+    def splits_correctly(self) -> bool:
+        """Whether this device's split dispatches start each piece at its base workgroup
+        (a backend whose driver may ignore it probes once; see vulkan_probe.py)."""
+        return self.dispatch_base
+
     def check_kernel(self, meta: KernelMeta) -> None:
         """DeviceError unless this device can run `meta`: its features and workgroup size."""
         missing = missing_features(meta.features, self.profile.features)

@@ -179,6 +179,12 @@ class Kernel:
                 why = f"the {self.device.backend} backend cannot split a dispatch"
             elif isinstance(self.code, bytes) and reads_num_workgroups(self.code):
                 why = "the kernel reads num_workgroups(), so the dispatch cannot be split"
+            elif not self.device.splits_correctly():
+                why = (
+                    f"the {self.device.backend} driver of {self.device.name} ignores the base "
+                    "workgroup of a split dispatch (vkCmdDispatchBase, probed on this device), "
+                    "so the dispatch cannot be split"
+                )
             self._no_split = (why,)
         return self._no_split[0]
 

@@ -87,6 +87,7 @@ class VulkanDevice(Device):
         pipeline_cache: str | os.PathLike[str] | bool | None = None,
     ):
         super().__init__()
+        self._splits: bool | None = None  # whether vkCmdDispatchBase works, once probed
         found = vulkan_profile.physical_devices()
         if not found:
             raise DeviceError(f"the Vulkan loader lists no physical device; {_NO_DRIVER}")
@@ -370,6 +371,13 @@ class VulkanDevice(Device):
 
     def _pipeline(self, meta: KernelMeta, code: Any, base: bool, entry: str) -> Any:
         return vulkan_pipelines.create_pipelines(self, [(meta, code, entry)], base)[0]
+
+    def splits_correctly(self) -> bool:
+        if self._splits is None:
+            from vyre_build.runtime.vulkan_probe import dispatch_base_works
+
+            self._splits = dispatch_base_works(self)
+        return self._splits
 
     def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
         return vulkan_pipelines.create_pipelines(self, kernels, False)
