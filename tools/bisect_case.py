@@ -100,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
             elif value is None:  # the output
                 inputs[b["name"]] = np.zeros(grid, np.int32)
             else:
-                inputs[b["name"]] = np.array(value, dtype={"i32": np.int32, "u32": np.uint32, "f32": np.float32}[b["dtype"]]).reshape(-1)
+                inputs[b["name"]] = np.array(
+                    value, dtype={"i32": np.int32, "u32": np.uint32, "f32": np.float32}[b["dtype"]]
+                ).reshape(-1)
         wg = meta["workgroup_size"][0]
         prog = SimpleNamespace(
             inputs=inputs,
@@ -124,16 +126,18 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(got, Exception) or isinstance(first, Exception):
                 differ.append(f"{name}: {got!r}"[:200])
                 continue
-            bad = [
-                k
-                for k in got
-                if np.asarray(got[k]).tobytes() != np.asarray(first[k]).tobytes()
-            ]
+            bad = [k for k in got if np.asarray(got[k]).tobytes() != np.asarray(first[k]).tobytes()]
             if bad:
-                n = sum(int(np.sum(got[k].view(np.uint32) != first[k].view(np.uint32))) for k in bad)
+                n = sum(
+                    int(np.sum(got[k].view(np.uint32) != first[k].view(np.uint32))) for k in bad
+                )
                 differ.append(f"{name}: {n} values differ")
         rows.append((text, differ))
-        print(f"{'DIFFERS' if differ else 'agrees '} {text}" + (f"   [{'; '.join(differ)}]" if differ else ""), flush=True)
+        print(
+            f"{'DIFFERS' if differ else 'agrees '} {text}"
+            + (f"   [{'; '.join(differ)}]" if differ else ""),
+            flush=True,
+        )
     bad = [t for t, d in rows if d]
     print(f"\n{len(rows)} subexpressions, {len(bad)} differ; smallest: {bad[0] if bad else '-'}")
     return 1 if bad else 0

@@ -161,26 +161,12 @@ def rows(out: Buffer[u32, "w"], w: u32):
 """
 
 
-def split_refusal(device, count, axis="y"):
-    """The DispatchError text for a grid of `count` workgroups on `axis` (of size 1)."""
-    why = (
-        f"the {device.backend} backend cannot split a dispatch"
-        if not device.dispatch_base
-        else f"the {device.backend} driver of {device.name} ignores the base workgroup of a "
-        "split dispatch (vkCmdDispatchBase, probed on this device), so the dispatch cannot "
-        "be split"
-    )
-    limit = device.max_workgroup_count["xyz".index(axis)]
-    return (
-        f"Kernel 'rows': grid needs {count} workgroups on axis {axis} ({count} invocations / 1 "
-        f"per workgroup), more than the device's limit of {limit} on {axis}, and {why}"
-    )
-
-
 @pytest.mark.backends("wgpu", "vulkan")
 def test_a_grid_past_the_real_limit_on_y_is_right_or_refused(device, tmp_path):
-    """70,000 workgroups on y, past NVIDIA's and lavapipe's 65,535: split and right where the
-    device splits correctly, else refused by a DispatchError that says why; never wrong."""
+    """70,000 workgroups on y, past NVIDIA's and lavapipe's 65,535 (and wgpu's): on Vulkan
+    split into pieces, each a pipeline specialised for its base workgroup, and right (the
+    H200's driver ignored vkCmdDispatchBase's base: pieces after the first wrote nothing);
+    wgpu refuses it with the reason."""
     from vyre_build.compiler import compile_file
     from vyre_build.runtime import load_kernel
 
@@ -191,61 +177,61 @@ def test_a_grid_past_the_real_limit_on_y_is_right_or_refused(device, tmp_path):
     kernel = load_kernel(k.meta, device=device, **code)
     ny = 70_000
     want = (np.arange(ny, dtype=np.uint32) * 3 + 1).reshape(ny, 1)
-    if device.max_workgroup_count[1] >= ny or device.splits_correctly():
-        got = kernel(out=ny, w=1, grid=(1, ny)).array("out").reshape(ny, 1)
-        np.testing.assert_array_equal(got, want)
-        got = kernel(out=2 * ny, w=2, grid=(2, ny)).array("out").reshape(ny, 2)
-        np.testing.assert_array_equal(got[:, 0], want[:, 0])
-        np.testing.assert_array_equal(got[:, 1], want[:, 0] + 1)
-    else:
+    assert device.max_workgroup_count[1] < ny  # so it is split
+    if device.backend == "wgpu":  # see wgpu_backend.py: refused, never wrong
         with pytest.raises(DispatchError) as info:
             kernel(out=ny, w=1, grid=(1, ny))
-        assert str(info.value) == split_refusal(device, ny)
+        assert str(info.value) == (
+            f"Kernel 'rows': grid needs {ny} workgroups on axis y ({ny} invocations / 1 per "
+            f"workgroup), more than the device's limit of {device.max_workgroup_count[1]} on "
+            "y, and the wgpu backend cannot split a dispatch"
+        )
+        return
+    got = kernel(out=ny, w=1, grid=(1, ny)).array("out").reshape(ny, 1)
+    np.testing.assert_array_equal(got, want)
+    got = kernel(out=2 * ny, w=2, grid=(2, ny)).array("out").reshape(ny, 2)
+    np.testing.assert_array_equal(got[:, 0], want[:, 0])
+    np.testing.assert_array_equal(got[:, 1], want[:, 0] + 1)
+    with device.batch():  # in a batch too, on DeviceBuffers
+        out = device.buffer(ny, "u32")
+        kernel(out=out, w=1, grid=(1, ny))
+    np.testing.assert_array_equal(out.read(np.uint32), want[:, 0])
 
 
-def test_a_driver_that_ignores_the_base_workgroup_refuses_to_split(monkeypatch):
-    """What the H200's driver does (vkCmdDispatchBase's base ignored): the probe finds it,
-    and the split is refused instead of leaving pieces unwritten."""
-    from vyre_build.runtime import vulkan_probe
-    from vyre_build.runtime.vulkan_backend import VulkanDevice
+IOTA = """
+from vyre_build.lang import Buffer, global_id, kernel, u32
 
-    dev = VulkanDevice(pipeline_cache=False)
-    dev.max_workgroup_count = (4, 65535, 65535)
-    assert vulkan_probe.dispatch_base_works(dev) is dev.splits_correctly()
-    dev._splits = False  # as probed on the H200
-    iota = load("iota", "vulkan", dev)
-    np.testing.assert_array_equal(iota(out=128, start=0, step=1).array("out"), np.arange(128))
-    with pytest.raises(DispatchError) as info:
-        iota(out=1000, start=1, step=2)
-    assert str(info.value) == (
-        "Kernel 'iota': grid needs 32 workgroups on axis x (1000 invocations / 32 per "
-        f"workgroup), more than the device's limit of 4 on x, and the vulkan driver of "
-        f"{dev.name} ignores the base workgroup of a split dispatch (vkCmdDispatchBase, "
-        "probed on this device), so the dispatch cannot be split"
-    )
-    dev.close()
+@kernel(workgroup_size=32)
+def iota(out: Buffer[u32, "w"], start: u32, step: u32):
+    i = global_id().x
+    if i < len(out):
+        out[i] = start + i * step
+"""
 
 
-def test_vulkan_splits_a_dispatch_past_the_limit_and_not_at_it():
-    from vyre_build.runtime.vulkan_backend import VulkanDevice
+@pytest.mark.backends("vulkan")
+def test_a_dispatch_past_the_limit_is_split_and_not_at_it(device, tmp_path, monkeypatch):
+    from vyre_build.compiler import compile_file
+    from vyre_build.runtime import load_kernel
 
-    dev = VulkanDevice(pipeline_cache=False)
-    dev.max_workgroup_count = (4, 65535, 65535)  # lavapipe's real limit is too big to reach
-    if not dev.splits_correctly():
-        pytest.skip(f"{dev.name} ignores vkCmdDispatchBase's base: the test above refuses")
-    iota = load("iota", "vulkan", dev)
-    jobs = _spy(dev)
+    path = tmp_path / "iota.py"
+    path.write_text(IOTA)
+    (k,) = compile_file(str(path), root=str(tmp_path))
+    iota = load_kernel(k.meta, device=device, spirv=k.spirv)
+    monkeypatch.setattr(device, "max_workgroup_count", (4, 65535, 65535))  # a small limit
+    monkeypatch.setattr(device, "coarse_entries", False)  # the base entry: 1 element each
+    jobs = _spy(device)
     out = iota(out=4 * 32, start=7, step=3).array("out")  # exactly 4 workgroups of 32
-    assert [j[3] for j in jobs] == [None]
+    assert [j[2] for j in jobs] == [(4, 1, 1)]
     np.testing.assert_array_equal(out, 7 + 3 * np.arange(128, dtype=np.uint32))
     jobs.clear()
     out = iota(out=1000, start=1, step=2).array("out")  # 32 workgroups: 8 pieces
-    assert [(j[2], j[3]) for j in jobs] == [((4, 1, 1), (b, 0, 0)) for b in range(0, 32, 4)]
+    assert [j[2] for j in jobs] == [(4, 1, 1)] * 8
+    assert len({id(j[0]) for j in jobs}) == 8  # a pipeline per base workgroup
     np.testing.assert_array_equal(out, 1 + 2 * np.arange(1000, dtype=np.uint32))
-    with dev.batch():  # in a batch too
+    with device.batch():  # in a batch too
         made = iota(out=999, start=0, step=1)["out"]
     np.testing.assert_array_equal(made.read(), np.arange(999, dtype=np.uint32))
-    dev.close()
 
 
 def test_a_kernel_reading_num_workgroups_is_not_split():

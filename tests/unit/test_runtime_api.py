@@ -25,7 +25,7 @@ from vyre_build.runtime import (
     Kernel,
 )
 from vyre_build.runtime.calls import split_dispatch, workgroup_counts
-from vyre_build.runtime.kernel import reads_num_workgroups
+from vyre_build.runtime.kernel import split_refusal_of_code
 from vyre_build.runtime.profile import features_of, missing_features
 
 # runtime_fakes' saxpy with y as vec4f, so that the binding table shows a vector row.
@@ -325,17 +325,33 @@ def test_workgroup_counts_and_splitting():
     assert all(n[0] <= 4 and n[1] <= 3 for _, n in pieces)
 
 
-def test_kernels_reading_num_workgroups_are_found_in_their_spirv():
-    def module(*decorations):
+def test_what_a_shader_must_declare_to_be_split_is_found_in_its_code():
+    def module(*decorations, base=True):
         words = [0x07230203, 0x10000, 0, 100, 0]
         for target, builtin in decorations:
             words += [(4 << 16) | 71, target, 11, builtin]
+        for axis in range(3 if base else 0):
+            words += [(4 << 16) | 71, 50 + axis, 1, axis]  # SpecId
         words += [(2 << 16) | 19, 1]  # OpTypeVoid
         return np.array(words, "<u4").tobytes()
 
-    assert not reads_num_workgroups(module((5, 28)))  # GlobalInvocationId only
-    assert reads_num_workgroups(module((5, 28), (6, 24)))
-    assert reads_num_workgroups(np.array([0x07230203, 0x10000, 0, 9, 0, 0], "<u4").tobytes())
+    nwg = "the kernel reads num_workgroups(), so the dispatch cannot be split"
+    assert split_refusal_of_code(module((5, 28))) is None  # GlobalInvocationId, with the base
+    assert split_refusal_of_code(module((5, 29))) is None  # LocalInvocationId only
+    assert split_refusal_of_code(module((5, 28), (6, 24))) == nwg
+    assert split_refusal_of_code(module((5, 26), base=False)) == (
+        "the shader reads workgroup ids without the vyre_wg_base specialization constants "
+        "(SpecId 0-2) that vyre_build's SPIR-V emitter declares, so the dispatch cannot be "
+        "split"
+    )
+    bad = np.array([0x07230203, 0x10000, 0, 9, 0, 0], "<u4").tobytes()
+    assert split_refusal_of_code(bad) == (
+        "the kernel's SPIR-V is malformed, so the dispatch cannot be split"
+    )
+    head = "fn main(@builtin(global_invocation_id) gid_in: vec3<u32>, @builtin(num_workgroups) "
+    wgsl = head + "nwg: vec3<u32>) {"
+    assert split_refusal_of_code(wgsl + "}") is None
+    assert split_refusal_of_code(wgsl + " let n = nwg.x; }") == nwg
 
 
 def test_open_bundle_refuses_what_is_not_a_device(tmp_path):

@@ -192,7 +192,9 @@ class CpuDevice(Device):
     def _free(self, handle: Any) -> None:
         pass  # host memory: collected with the last reference
 
-    def _pipeline(self, meta: KernelMeta, code: Any, base: bool, entry: str) -> Any:
+    def _pipeline(
+        self, meta: KernelMeta, code: Any, base: tuple[int, int, int] | None, entry: str
+    ) -> Any:
         try:
             desc = self._decode(code)
             info = self._validate(desc)
@@ -241,7 +243,7 @@ class CpuDevice(Device):
         pass
 
     def _submit(self, jobs: list[Job], final: bool) -> None:
-        for pipe, entry, groups, _ in jobs:  # never split: the counts fit any u32 grid
+        for pipe, entry, groups in jobs:  # never split: the counts fit any u32 grid
             self._dispatch(pipe, entry, groups)
 
     def _dispatch(self, pipe: _Pipeline, entry: _Binding, groups: tuple[int, int, int]) -> None:

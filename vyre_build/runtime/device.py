@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import math
 import threading
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,8 +38,9 @@ _KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars
 # starts on the first while later ones are still being recorded.
 _CHUNK_MAX = 16
 _KIND = {v: k for k, v in DTYPES.items()}
-# (pipeline, binding set, workgroup counts, base workgroup or None) of one dispatch.
-Job = tuple[Any, Any, tuple[int, int, int], Optional[tuple[int, int, int]]]
+# (pipeline, binding set, workgroup counts) of one dispatch (a split dispatch's piece has
+# the pipeline specialised for its base workgroup).
+Job = tuple[Any, Any, tuple[int, int, int]]
 # Devices made by get_device, by (backend, adapter key): shared, dropped when closed.
 DEFAULT_DEVICES: dict[tuple[str, object], Device] = {}
 
@@ -67,10 +68,10 @@ def layout_of(meta: KernelMeta) -> list[tuple[int, str]]:
 
 
 def steps(jobs: list[Job]) -> Any:
-    """Each job as (pipeline, set, workgroups, base, pipeline changed, set changed)."""
+    """Each job as (pipeline, set, workgroups, pipeline changed, set changed)."""
     last_pipe = last_entry = None
-    for pipe, entry, groups, base in jobs:
-        yield pipe, entry, groups, base, pipe is not last_pipe, entry is not last_entry
+    for pipe, entry, groups in jobs:
+        yield pipe, entry, groups, pipe is not last_pipe, entry is not last_entry
         last_pipe, last_entry = pipe, entry
 
 
@@ -94,7 +95,8 @@ class Device:
     profile: DeviceProfile
     max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)
     max_buffer_bytes = 2**27
-    # Whether the backend can split a dispatch past max_workgroup_count (base workgroups).
+    # Whether the backend can split a dispatch past max_workgroup_count: each piece runs a
+    # pipeline specialised for its base workgroup (the emitters' vyre_wg_base constants).
     dispatch_base = False
     # Whether the backend runs the coarse entry points of `meta.coarse` (the cpu one does not).
     coarse_entries = True
@@ -106,7 +108,7 @@ class Device:
         self._local = threading.local()
         self._open_batches, self.closed = 0, False
         self._direct = _Direct()
-        self._pipelines: dict[tuple[str, Any, bool, str], Any] = {}
+        self._pipelines: dict[tuple[str, Any, tuple[int, int, int] | None, str], Any] = {}
         self._pipelines_added = 0
         self._sets: dict[tuple[Any, ...], list[Any]] = {}
         self._by_handle: dict[int, set[tuple[Any, ...]]] = {}
@@ -271,11 +273,6 @@ class Device:
 
     # -- kernels --
 
-    def splits_correctly(self) -> bool:
-        """Whether this device's split dispatches start each piece at its base workgroup
-        (a backend whose driver may ignore it probes once; see vulkan_probe.py)."""
-        return self.dispatch_base
-
     def check_kernel(self, meta: KernelMeta) -> None:
         """DeviceError unless this device can run `meta`: its features and workgroup size."""
         missing = missing_features(meta.features, self.profile.features)
@@ -307,9 +304,15 @@ class Device:
                 f"{self.backend} device {self.name}"
             )
 
-    def pipeline(self, meta: KernelMeta, code: Any, base: bool = False, entry: str = "main") -> Any:
-        """The backend pipeline of this kernel's `entry` point (`base`: one that takes base
-        workgroup offsets, for split dispatches), created once per device and kind."""
+    def pipeline(
+        self,
+        meta: KernelMeta,
+        code: Any,
+        base: tuple[int, int, int] | None = None,
+        entry: str = "main",
+    ) -> Any:
+        """The backend pipeline of this kernel's `entry` point (`base`: specialised for a
+        split dispatch's piece starting at that workgroup), created once per device."""
         key = (meta.id, code, base, entry)
         found = self._pipelines.get(key)
         if found is None:
@@ -330,16 +333,16 @@ class Device:
                 (m, c, e)
                 for m, c in kernels
                 for e in ("main", *([m.coarse.entry] if m.coarse and self.coarse_entries else []))
-                if (m.id, c, False, e) not in self._pipelines
+                if (m.id, c, None, e) not in self._pipelines
             ]
             for (m, c, e), pipe in zip(todo, self._pipelines_many(todo)):
-                self._pipelines[m.id, c, False, e] = pipe
+                self._pipelines[m.id, c, None, e] = pipe
             self._pipelines_added += len(todo)
         return len(todo)
 
     def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
         # Backends that can create many pipelines in one driver call override this.
-        return [self._pipeline(m, c, False, e) for m, c, e in kernels]
+        return [self._pipeline(m, c, None, e) for m, c, e in kernels]
 
     # -- dispatch --
 
@@ -387,7 +390,7 @@ class Device:
             self._collect()
             batch = self._current_batch()
             ctx = batch if batch is not None else self._direct
-            pipeline = kernel._pipeline(plan.split, plan.entry)
+            pipeline = kernel._pipeline(None, plan.entry)
             temps: dict[str, DeviceBuffer] = {}
             results: dict[str, DeviceBuffer] = {}
             bound, oneoff = [], False
@@ -413,9 +416,12 @@ class Device:
                     ctx.oneoff.append(entry)
                 if plan.split:
                     pieces = split_dispatch(plan.workgroups, self.max_workgroup_count)
-                    jobs += [(pipeline, entry, counts, base) for base, counts in pieces]
+                    jobs += [
+                        (kernel._pipeline(base if any(base) else None, plan.entry), entry, counts)
+                        for base, counts in pieces
+                    ]
                 else:
-                    jobs.append((pipeline, entry, plan.workgroups, None))
+                    jobs.append((pipeline, entry, plan.workgroups))
             out: dict[str, Any] = {n: results[n] for n in plan.written}
             try:
                 if batch is not None:
@@ -448,7 +454,9 @@ class Device:
     def _free(self, handle: Any) -> None:
         raise NotImplementedError
 
-    def _pipeline(self, meta: KernelMeta, code: Any, base: bool, entry: str) -> Any:
+    def _pipeline(
+        self, meta: KernelMeta, code: Any, base: tuple[int, int, int] | None, entry: str
+    ) -> Any:
         raise NotImplementedError
 
     def _bind(

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from vyre_build.runtime.device import Device
 
 _NUM_WORKGROUPS = 24  # SPIR-V BuiltIn NumWorkgroups
-_OP_DECORATE, _BUILTIN = 71, 11
+_OP_DECORATE, _BUILTIN, _SPEC_ID = 71, 11, 1  # OpDecorate; decorations BuiltIn, SpecId
+_IDS = {26, 28}  # BuiltIn WorkgroupId, GlobalInvocationId
 BufferValue = Union[npt.NDArray[Any], DeviceBuffer, int, tuple[int, ...]]
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 
@@ -53,20 +54,39 @@ class CallResult(dict[str, Union[npt.NDArray[Any], DeviceBuffer]]):
         return value
 
 
-def reads_num_workgroups(spirv: bytes) -> bool:
-    """Whether a SPIR-V module decorates a variable BuiltIn NumWorkgroups (a split
-    dispatch would show such a kernel one piece's count instead of the whole grid's)."""
-    words = np.frombuffer(spirv, dtype="<u4")
-    at = 5  # after the header
+def split_refusal_of_code(code: str | bytes) -> str | None:
+    """Why a dispatch of this shader cannot be split into pieces, or None. A piece starts at
+    its base workgroup through the vyre_wg_base specialization constants (SPIR-V SpecId
+    0-2) that the SPIR-V emitter declares: a shader that reads workgroup or global ids
+    without them would run every piece as the first; one that reads num_workgroups() would
+    see one piece's count instead of the whole grid's."""
+    if isinstance(code, str):  # WGSL: no backend splits it today (wgpu_backend.py)
+        if code.count("nwg") > code.count("nwg: vec3<u32>"):  # past the entry parameters
+            return "the kernel reads num_workgroups(), so the dispatch cannot be split"
+        return None
+    words = np.frombuffer(code, dtype="<u4")
+    at, builtins, spec_ids = 5, set(), set()  # after the header
     while at < len(words):
         count, opcode = int(words[at]) >> 16, int(words[at]) & 0xFFFF
-        if count == 0:
-            return True  # malformed: the driver refuses it anyway; never split it
-        if opcode == _OP_DECORATE and count == 4 and words[at + 2] == _BUILTIN:
-            if words[at + 3] == _NUM_WORKGROUPS:
-                return True
+        if count == 0:  # malformed: the driver refuses it anyway; never split it
+            return "the kernel's SPIR-V is malformed, so the dispatch cannot be split"
+        if opcode == _OP_DECORATE and count == 4:
+            if words[at + 2] == _BUILTIN:
+                builtins.add(int(words[at + 3]))
+            elif words[at + 2] == _SPEC_ID:
+                spec_ids.add(int(words[at + 3]))
         at += count
-    return False
+    if _NUM_WORKGROUPS in builtins:
+        return "the kernel reads num_workgroups(), so the dispatch cannot be split"
+    if builtins & _IDS and not {0, 1, 2} <= spec_ids:
+        return _NO_BASE.format("specialization constants (SpecId 0-2)")
+    return None
+
+
+_NO_BASE = (
+    "the shader reads workgroup ids without the vyre_wg_base {} that vyre_build's "
+    "SPIR-V emitter declares, so the dispatch cannot be split"
+)
 
 
 def _annotation(b: Binding) -> Any:
@@ -155,9 +175,9 @@ class Kernel:
     @property
     def pipeline(self) -> Any:
         """The backend pipeline, created on first use."""
-        return self._pipeline(False)
+        return self._pipeline(None)
 
-    def _pipeline(self, base: bool, entry: str = "main") -> Any:
+    def _pipeline(self, base: tuple[int, int, int] | None, entry: str = "main") -> Any:
         self._refuse()
         return self.device.pipeline(self.meta, self.code, base, entry)
 
@@ -177,14 +197,8 @@ class Kernel:
             why = None
             if not self.device.dispatch_base:
                 why = f"the {self.device.backend} backend cannot split a dispatch"
-            elif isinstance(self.code, bytes) and reads_num_workgroups(self.code):
-                why = "the kernel reads num_workgroups(), so the dispatch cannot be split"
-            elif not self.device.splits_correctly():
-                why = (
-                    f"the {self.device.backend} driver of {self.device.name} ignores the base "
-                    "workgroup of a split dispatch (vkCmdDispatchBase, probed on this device), "
-                    "so the dispatch cannot be split"
-                )
+            else:
+                why = split_refusal_of_code(self.code)
             self._no_split = (why,)
         return self._no_split[0]
 

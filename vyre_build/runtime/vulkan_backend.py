@@ -87,7 +87,6 @@ class VulkanDevice(Device):
         pipeline_cache: str | os.PathLike[str] | bool | None = None,
     ):
         super().__init__()
-        self._splits: bool | None = None  # whether vkCmdDispatchBase works, once probed
         found = vulkan_profile.physical_devices()
         if not found:
             raise DeviceError(f"the Vulkan loader lists no physical device; {_NO_DRIVER}")
@@ -369,18 +368,13 @@ class VulkanDevice(Device):
             status = lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, _WAIT_NS)
         return int(status)
 
-    def _pipeline(self, meta: KernelMeta, code: Any, base: bool, entry: str) -> Any:
+    def _pipeline(
+        self, meta: KernelMeta, code: Any, base: tuple[int, int, int] | None, entry: str
+    ) -> Any:
         return vulkan_pipelines.create_pipelines(self, [(meta, code, entry)], base)[0]
 
-    def splits_correctly(self) -> bool:
-        if self._splits is None:
-            from vyre_build.runtime.vulkan_probe import dispatch_base_works
-
-            self._splits = dispatch_base_works(self)
-        return self._splits
-
     def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
-        return vulkan_pipelines.create_pipelines(self, kernels, False)
+        return vulkan_pipelines.create_pipelines(self, kernels, None)
 
     def save_pipeline_cache(self) -> bool:
         with self._lock:
@@ -503,15 +497,12 @@ class VulkanDevice(Device):
             self._stamped, self.gpu_seconds = True, None
             lib.vkCmdResetQueryPool(cmd, queries, 0, 2)
             lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0)
-        for pipe, entry, (x, y, z), base, new_pipe, new_set in steps(jobs):
+        for pipe, entry, (x, y, z), new_pipe, new_set in steps(jobs):
             if new_pipe:
                 lib.vkCmdBindPipeline(cmd, _COMPUTE, pipe[0])
             if new_set:
                 lib.vkCmdBindDescriptorSets(cmd, _COMPUTE, pipe[1], 0, 1, entry[3], 0, null)
-            if base is None:
-                lib.vkCmdDispatch(cmd, x, y, z)
-            else:  # one piece of a split dispatch: workgroup ids start at `base`
-                lib.vkCmdDispatchBase(cmd, *base, x, y, z)
+            lib.vkCmdDispatch(cmd, x, y, z)
             lib.vkCmdPipelineBarrier(cmd, _STAGE, _STAGE, 0, 1, self._barriers[0], 0, null, 0, null)
         if final and self._stamped:
             lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
     from vyre_build.runtime.vulkan_backend import VulkanDevice
 
-_DISPATCH_BASE = 0x10  # VK_PIPELINE_CREATE_DISPATCH_BASE_BIT (Vulkan 1.1)
 _STORAGE_SET, _UNIFORM_SET = (
     vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
     vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
@@ -133,11 +132,13 @@ def _signature(dev: VulkanDevice, kinds: list[tuple[int, str]]) -> tuple[Any, An
 
 
 def create_pipelines(
-    dev: VulkanDevice, kernels: list[tuple[KernelMeta, bytes, str]], base: bool
+    dev: VulkanDevice,
+    kernels: list[tuple[KernelMeta, bytes, str]],
+    base: tuple[int, int, int] | None,
 ) -> list[tuple[Any, Any, Any]]:
     """(pipeline, pipeline layout, set layout) of each (kernel, SPIR-V, entry point),
-    created in one driver call (`base`: with VK_PIPELINE_CREATE_DISPATCH_BASE, for split
-    dispatches). When the driver refuses the batch, each is created alone, so that the
+    created in one driver call (`base`: the base workgroup of a split dispatch's piece, set
+    through the modules' specialization constants 0-2, docs/descriptor-conventions.md). When the driver refuses the batch, each is created alone, so that the
     error names its kernel."""
     if len(kernels) > 1:
         try:
@@ -156,7 +157,9 @@ def create_pipelines(
 
 
 def _create(
-    dev: VulkanDevice, kernels: list[tuple[KernelMeta, bytes, str]], base: bool
+    dev: VulkanDevice,
+    kernels: list[tuple[KernelMeta, bytes, str]],
+    base: tuple[int, int, int] | None,
 ) -> list[tuple[Any, Any, Any]]:
     """The pipelines of `kernels` in one vkCreateComputePipelines, its create-infos built
     as plain cffi arrays (the `vulkan` package's per-struct wrappers cost more than the
@@ -183,17 +186,33 @@ def _create(
                 )
                 keep.append(words)
                 modules[code] = out[0]
+        spec = ffi.NULL
+        if base is not None:  # specialization constants 0, 1, 2: the base workgroup
+            entries = ffi.new("VkSpecializationMapEntry[3]")
+            for axis in range(3):
+                entries[axis].constantID, entries[axis].offset, entries[axis].size = (
+                    axis,
+                    4 * axis,
+                    4,
+                )
+            data = ffi.new("uint32_t[3]", list(base))
+            spec = ffi.new(
+                "VkSpecializationInfo*",
+                {"mapEntryCount": 3, "pMapEntries": entries, "dataSize": 12, "pData": data},
+            )
+            keep += [entries, data]
         infos = ffi.new("VkComputePipelineCreateInfo[]", len(kernels))
         for k, ((_, code, entry), (layout, _)) in enumerate(zip(kernels, made)):
             name = ffi.new("char[]", entry.encode("utf-8"))
             keep.append(name)
             info = infos[k]
             info.sType = vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO
-            info.flags = _DISPATCH_BASE if base else 0
+            info.flags = 0
             info.stage.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO
             info.stage.stage = vk.VK_SHADER_STAGE_COMPUTE_BIT
             info.stage.module = modules[code]
             info.stage.pName = name
+            info.stage.pSpecializationInfo = spec
             info.layout = layout
         pipes = ffi.new("VkPipeline[]", len(kernels))
         dev._check(

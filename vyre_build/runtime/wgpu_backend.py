@@ -230,7 +230,9 @@ class WgpuDevice(Device):
         self._buffers.pop(id(handle), None)
         handle.destroy()
 
-    def _pipeline(self, meta: KernelMeta, code: Any, base: bool, entry: str) -> Any:
+    def _pipeline(
+        self, meta: KernelMeta, code: Any, base: tuple[int, int, int] | None, entry: str
+    ) -> Any:
         try:
             group_layout = self.device.create_bind_group_layout(
                 entries=[
@@ -304,7 +306,7 @@ class WgpuDevice(Device):
     def _record(self, jobs: list[Job]) -> None:
         encoder = self.device.create_command_encoder()
         cpass = encoder.begin_compute_pass()
-        for pipe, entry, (x, y, z), _, new_pipe, new_group in steps(jobs):
+        for pipe, entry, (x, y, z), new_pipe, new_group in steps(jobs):
             if new_pipe:
                 cpass.set_pipeline(pipe[0])
             if new_group:

@@ -210,10 +210,30 @@ class FunctionWriter(MemoryOps, ControlFlow, CoopOps):
             self.interface.append(var)
             vec = self._builtin_vecs[name] = m.new_id()
             m.emit(self.prologue, "OpLoad", v3, vec, var)
+            if name in ("GlobalInvocationId", "WorkgroupId"):
+                vec = self._builtin_vecs[name] = self._offset(vec, name)
         rid = m.new_id()
         m.emit(self.prologue, "OpCompositeExtract", u32, rid, vec, axis)
         self._builtin_vals[key] = rid
         return rid
+
+    def _offset(self, raw: int, name: str) -> int:
+        # A split dispatch's piece starts at the base workgroup its pipeline specialises
+        # (0 otherwise, which the driver folds away): WorkgroupId + base, and
+        # GlobalInvocationId + base * workgroup size.
+        m = self.m
+        u32 = self._type_ids["u32"]
+        v3 = m.type_vector(u32, 3)
+        base = m.new_id()
+        m.emit(self.prologue, "OpCompositeConstruct", v3, base, *m.workgroup_base())
+        if name == "GlobalInvocationId":
+            size = m.const_composite(v3, tuple(m.const_u32(n) for n in self.desc.workgroup_size))
+            scaled = m.new_id()
+            m.emit(self.prologue, "OpIMul", v3, scaled, base, size)
+            base = scaled
+        out = m.new_id()
+        m.emit(self.prologue, "OpIAdd", v3, out, raw, base)
+        return out
 
     def builtin_scalar(self, name: str) -> int:
         """A scalar u32 input builtin (LocalInvocationIndex), loaded once in the entry block."""

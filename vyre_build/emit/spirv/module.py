@@ -214,6 +214,21 @@ class SpirvModule:
     def const_null(self, type_id: int) -> int:
         return self._const(("null", type_id), "OpConstantNull", type_id)
 
+    def workgroup_base(self) -> tuple[int, int, int]:
+        """The split-dispatch base workgroup: u32 specialization constants SpecId 0, 1, 2
+        (x, y, z), 0 unless the runtime sets them (docs/descriptor-conventions.md)."""
+        found = self._consts.get(("workgroup_base",))
+        if found is None:
+            u32, ids = self.type_int(False), []
+            for axis in range(3):
+                sid = self.new_id()
+                self.emit(self.globals, "OpSpecConstant", u32, sid, 0)
+                self.decorate(sid, "SpecId", axis)
+                self.name(sid, f"vyre_wg_base_{'xyz'[axis]}")
+                ids.append(sid)
+            found = self._consts[("workgroup_base",)] = tuple(ids)
+        return found
+
     # --- globals -----------------------------------------------------------------------
 
     def global_variable(self, pointer_type: int, storage: str) -> int:
