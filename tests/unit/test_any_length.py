@@ -163,6 +163,19 @@ def test_help_shows_it():
     assert _row(meta.bindings[1]).endswith("binding 1    float32 array")
 
 
+def test_bundle_show_marks_it(tmp_path, capsys):
+    from vyre_build.bundle import write_bundle
+    from vyre_build.cli import main
+
+    (free,) = compiled(tmp_path, ', any_length="bias"')
+    path = tmp_path / "b.vyrebundle"
+    write_bundle(path, [{"meta": free.meta, "artifacts": {".wgsl": free.wgsl.encode()}}])
+    assert main(["bundle", "show", str(path), "add_bias"]) == 0
+    out = capsys.readouterr().out
+    assert "binding      1  buffer f32  bias             access r, any length\n" in out
+    assert "binding      0  buffer f32  x                access r\n" in out
+
+
 def test_the_language_stub_takes_the_option():
     import vyre_build.lang as lang
 
