@@ -137,6 +137,7 @@ class Kernel:
                 + (f", needs {', '.join(meta.features)}" if meta.features else ""),
                 "",
                 "Call with keyword arguments; returns a CallResult (name -> written buffer).",
+                "A numpy array passed for a written buffer (w, rw) receives the result.",
                 "",
                 *map(_row, meta.bindings),
             ]
