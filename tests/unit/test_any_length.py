@@ -176,6 +176,40 @@ def test_bundle_show_marks_it(tmp_path, capsys):
     assert "binding      0  buffer f32  x                access r\n" in out
 
 
+@pytest.mark.slow
+def test_mypy_takes_the_option_from_the_stub(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    (tmp_path / "good.py").write_text(BIAS.format(option=', any_length=("bias",)'))
+    (tmp_path / "bad.py").write_text(BIAS.format(option=", any_length=1"))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--no-incremental",
+            "--no-error-summary",
+            "good.py",
+            "bad.py",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": repo},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert errors == [
+        'bad.py:4: error: No overload variant of "kernel" matches argument types "int", "int"  '
+        "[call-overload]"
+    ], done.stdout
+    assert "any_length: str | tuple[str, ...] | None = ..." in done.stdout
+
+
 def test_the_language_stub_takes_the_option():
     import vyre_build.lang as lang
 
