@@ -222,6 +222,9 @@ def compile_file(
     for prog in check_module(module, kernel):
         desc, info = lower(prog)
         bindings, uniform = binding_table(desc, info)
+        for b in bindings:  # recorded only where declared: other records stay as they were
+            if b["name"] in prog.any_length:
+                b["any_length"] = True
         meta = {
             "name": prog.name,
             "variant": prog.variant,

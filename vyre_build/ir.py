@@ -319,6 +319,7 @@ class Program:
     body: tuple
     grid: tuple = ()  # int | parameter name, per axis
     variant_values: tuple = field(default=())  # ((name, value-as-text), ...)
+    any_length: tuple = ()  # read-only buffers not held to the grid's length (metadata only)
 
     @property
     def id(self) -> str:

@@ -40,11 +40,16 @@ class _AccessMode(str):
     """An access mode of Buffer[T, mode]; equal to its string ("r", "w", "rw")."""
 
 
-def kernel(fn=None, *, workgroup_size=64, grid=None, variants=None):
+def kernel(fn=None, *, workgroup_size=64, grid=None, variants=None, any_length=None):
     """Marks a kernel; at build time the compiler reads these options from the source."""
 
     def mark(f):
-        f.__vyre_kernel__ = {"workgroup_size": workgroup_size, "grid": grid, "variants": variants}
+        f.__vyre_kernel__ = {
+            "workgroup_size": workgroup_size,
+            "grid": grid,
+            "variants": variants,
+            "any_length": any_length,
+        }
         return f
 
     return mark(fn) if fn is not None else mark

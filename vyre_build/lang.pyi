@@ -214,6 +214,7 @@ def kernel(
     workgroup_size: builtins.int | tuple[builtins.int, ...] = 64,
     grid: builtins.int | builtins.str | tuple[builtins.int | builtins.str, ...] | None = None,
     variants: dict[builtins.str, dict[builtins.str, Any]] | None = None,
+    any_length: builtins.str | tuple[builtins.str, ...] | None = None,
 ) -> Callable[[_Fn], _Fn]: ...
 
 class _Ids:

@@ -58,8 +58,10 @@ def test_eight_threads_two_hundred_calls_each(device):
             if i % 4 == 0:  # numpy in, numpy out
                 x = rng.standard_normal(N).astype(np.float32)
                 y = rng.standard_normal(N).astype(np.float32)
-                got = saxpy(x=x, y=y, a=a).array("y")
-                np.testing.assert_allclose(got, np.float32(a) * x + y, rtol=1e-6, atol=1e-6)
+                want = np.float32(a) * x + y
+                got = saxpy(x=x, y=y, a=a).array("y")  # y itself, holding the result
+                assert got is y
+                np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
             elif i % 4 == 1:  # device buffers, accumulating on the GPU
                 assert saxpy(x=shared_x, y=mine, a=a)["y"] is mine
                 total += np.float32(a) * np.arange(N, dtype=np.float32)

@@ -204,6 +204,7 @@ def test_kernel_repr_signature_and_help():
     text = pydoc.render_doc(k, renderer=pydoc.plaintext)
     assert "Kernel saxpy on vulkan: Fake GPU [discrete GPU, Vulkan]" in text
     assert "workgroup size 64x1x1, grid y" in text
+    assert "A numpy array passed for a written buffer (w, rw) receives the result." in text
     assert "  x              buffer  f32    r   binding 0    float32 array" in text
     assert "  y              buffer  vec4f  rw  binding 1    float32 array (n, 4)" in text
     assert "  a              scalar  f32        offset  0    uniform block" in text

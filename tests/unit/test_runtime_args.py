@@ -106,11 +106,34 @@ def test_too_small_peer_buffer_refused_when_grid_comes_from_a_buffer():
     assert (
         refused(SAXPY, {"x": f32(10), "y": f32(1000), "a": 1.0})
         == "Kernel 'saxpy': argument 'x' has 10 elements but the grid covers 1000 (the length "
-        "of 'y'); pass at least 1000 or give grid= explicitly"
+        "of 'y'); pass at least 1000 or give grid= explicitly (a kernel that does not index "
+        "'x' by the grid index declares @kernel(..., any_length=\"x\"))"
     )
     # An explicit grid is the caller's statement that the shorter read is intended.
     plan = plan_of(SAXPY, {"x": f32(10), "y": f32(1000), "a": 1.0}, 10)
     assert plan.workgroups == (1, 1, 1)
+
+
+def test_read_only_arrays_refused_where_the_kernel_writes():
+    frozen = f32(8)
+    frozen.flags.writeable = False
+    assert (
+        refused(SAXPY, {"x": f32(8), "y": frozen, "a": 1.0})
+        == "Kernel 'saxpy': argument 'y' is a read-only array (flags.writeable is False) but "
+        "the kernel writes it (access 'rw') and a call writes its result back into the array "
+        "passed; pass a writable array (y.copy()), or a DeviceBuffer"
+    )
+    out = np.broadcast_to(np.uint32(0), (6,))  # a broadcast view is read-only
+    assert (
+        refused(FILL, {"out": out, "cols": 2, "rows": 3, "bias": 0})
+        == "Kernel 'fill.u32': argument 'out' is a read-only array (flags.writeable is False) "
+        "but the kernel writes it (access 'w') and a call writes its result back into the "
+        "array passed; pass a writable array (out.copy()), a length, or a DeviceBuffer"
+    )
+    # Read-only inputs are fine; a non-contiguous written array is taken (written back
+    # through its strides by the device, tests/gpu/test_runtime_writes.py).
+    plan = plan_of(SAXPY, {"x": frozen, "y": f32(16)[::2], "a": 1.0})
+    assert [b.shape for b in plan.buffers] == [(8,), (8,)]
 
 
 def test_scalar_types_and_ranges():

@@ -140,7 +140,7 @@ def test_the_base_entry_runs_where_a_gpu_would_take_the_coarse_one(tmp_path):
         x = np.arange(4096, dtype=np.float32)
         got = bundle["saxpy"](x=x, y=np.ones(4096, np.float32), a=3.0).array("y")
     np.testing.assert_array_equal(got, 3 * x + 1)
-    assert [(j[2], j[3]) for j in jobs] == [((16, 1, 1), None)]  # 4096 / 256, not / 1024
+    assert [j[2] for j in jobs] == [(16, 1, 1)]  # 4096 / 256, not / 1024
     assert [key[3] for key in device._pipelines] == ["main"]
 
 

@@ -52,7 +52,9 @@ GridEntry = Union[int, str]
 @dataclass(frozen=True)
 class Binding:
     """One parameter: a storage `buffer` (binding number, dtype, access "r"|"w"|"rw") or
-    a `scalar` in the uniform block (dtype and byte `offset`)."""
+    a `scalar` in the uniform block (dtype and byte `offset`). `any_length`: a read-only
+    buffer the kernel does not index by the grid index, so a call does not hold its length
+    to the grid's (`@kernel(any_length=...)`; absent from the record means False)."""
 
     name: str
     kind: str
@@ -60,6 +62,7 @@ class Binding:
     dtype: str
     access: str | None = None
     offset: int | None = None
+    any_length: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,16 @@ class _Checker:
         if kind == "buffer":
             dtype = self.one_of(f"{at}.dtype", entry.get("dtype"), BUFFER_DTYPES)
             access = self.one_of(f"{at}.access", entry.get("access"), ACCESS)
-            return Binding(name, kind, number, dtype, access=access)
+            free = entry.get("any_length", False)
+            if not isinstance(free, bool):
+                raise self.fail(f"{at}.any_length", f"must be true or false, got {_show(free)}")
+            if free and access != "r":
+                raise self.fail(
+                    f"{at}.any_length",
+                    f"is true but buffer {name!r} has access {access!r}; only read-only "
+                    "buffers are held to the grid's length",
+                )
+            return Binding(name, kind, number, dtype, access=access, any_length=free)
         dtype = self.one_of(f"{at}.dtype", entry.get("dtype"), tuple(SCALAR_DTYPES))
         offset = entry.get("offset")
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0 or offset % 4:

@@ -171,6 +171,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"grid       {_fmt_grid(m)}")
     for b in m.get("bindings") or []:
         extra = f"offset {b['offset']}" if "offset" in b else f"access {b.get('access', '?')}"
+        extra += ", any length" if b.get("any_length") is True else ""
         print(
             f"binding    {b.get('binding', '?'):>3}  {b.get('kind', '?'):<6} "
             f"{b.get('dtype', '?'):<4} {b.get('name', '?'):<16} {extra}"

@@ -357,6 +357,7 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker):
         self.statements(body, top=True)
         self.check_variant_use()
         grid = self.grid(params)
+        free = self.any_length(params)
         prog = ir.Program(
             name=fn.name,
             variant=self.variant,
@@ -372,6 +373,7 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker):
                     for k, v in self.variant_env.items()
                 )
             ),
+            any_length=free,
         )
         prog.validate()
         check_uniformity(prog, self.where)
@@ -388,6 +390,28 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker):
                 f"'{self.kdef.name}' never uses",
                 "remove it or use it in the kernel",
             )
+
+    def any_length(self, params) -> tuple:
+        """The names of @kernel(any_length=...), each a read-only buffer parameter."""
+        names = {p.name: p for p in params}
+        buffers = [n for n, q in names.items() if isinstance(q, ir.BufferParam)]
+        for name, node in self.kdef.any_length:
+            p = names.get(name)
+            if not isinstance(p, ir.BufferParam):
+                raise self.err(
+                    node,
+                    f"any_length entry '{name}' is not a buffer parameter of kernel "
+                    f"'{self.kdef.name}'",
+                    f"buffer parameters: {', '.join(buffers) or 'none'}",
+                )
+            if p.access != "r":
+                raise self.err(
+                    node,
+                    f"any_length entry '{name}' is a written buffer (access \"{p.access}\"); "
+                    "only read-only buffers are held to the grid's length",
+                    f"remove '{name}' from any_length",
+                )
+        return tuple(name for name, _ in self.kdef.any_length)
 
     def grid(self, params) -> tuple:
         names = {p.name: p for p in params}

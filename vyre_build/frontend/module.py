@@ -43,6 +43,7 @@ class KernelDef:
     grid: tuple  # int | str per axis
     variants: dict[str, dict]  # variant name -> {param: Const | type name}
     variants_node: object  # where variants were declared (for errors)
+    any_length: tuple = ()  # ((name, node), ...): buffers not held to the grid's length
 
 
 @dataclass
@@ -314,7 +315,7 @@ class ModuleLoader:
         fn = call.func if call else deco
         if not (isinstance(fn, ast.Name) and fn.id == "kernel"):
             raise src.error(deco, "unknown decorator", "kernels are declared with @kernel(...)")
-        opts = {"workgroup_size": None, "grid": None, "variants": None}
+        opts = {"workgroup_size": None, "grid": None, "variants": None, "any_length": None}
         if call is not None:
             if call.args:
                 raise src.error(
@@ -327,7 +328,7 @@ class ModuleLoader:
                     raise src.error(
                         kw.value,
                         f"unknown @kernel option '{kw.arg}'",
-                        "options are workgroup_size, grid and variants",
+                        "options are workgroup_size, grid, variants and any_length",
                     )
                 opts[kw.arg] = kw.value
         wg = self._workgroup_size(mod, opts["workgroup_size"])
@@ -335,7 +336,10 @@ class ModuleLoader:
         variants = (
             self._variants_literal(mod, opts["variants"]) if opts["variants"] is not None else {}
         )
-        mod.kernels[node.name] = KernelDef(node.name, node, wg, grid, variants, opts["variants"])
+        free = self._any_length(mod, opts["any_length"])
+        mod.kernels[node.name] = KernelDef(
+            node.name, node, wg, grid, variants, opts["variants"], free
+        )
 
     def _workgroup_size(self, mod, node) -> tuple[int, int, int]:
         src, env = mod.source, mod.constants
@@ -397,6 +401,24 @@ class ModuleLoader:
                 )
         if not 1 <= len(out) <= 3:
             raise src.error(node, "grid has 1 to 3 entries")
+        return tuple(out)
+
+    def _any_length(self, mod, node) -> tuple:
+        # any_length="bias" or ("bias", "table"): parameter names as string literals.
+        if node is None:
+            return ()
+        items = node.elts if isinstance(node, ast.Tuple) else [node]
+        out = []
+        for item in items:
+            if not (isinstance(item, ast.Constant) and isinstance(item.value, str)):
+                raise mod.source.error(
+                    item,
+                    "any_length entries are buffer parameter names as strings",
+                    'write e.g. any_length="bias" or any_length=("bias", "table")',
+                )
+            if item.value in [name for name, _ in out]:
+                raise mod.source.error(item, f"any_length names '{item.value}' twice")
+            out.append((item.value, item))
         return tuple(out)
 
     def _variants_literal(self, mod, node) -> dict:

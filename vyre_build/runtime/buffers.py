@@ -15,7 +15,7 @@ from vyre_build.errors import DispatchError
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from vyre_build.runtime.device import Device, Job
+    from vyre_build.runtime.device import Device, Job, WriteBack
 
 DTYPES: dict[str, np.dtype[Any]] = {
     "f32": np.dtype("<f4"),
@@ -147,11 +147,13 @@ class DeviceBuffer:
 class Batch:
     """Dispatches made in `with device.batch():` by the thread that opened it: submitted in
     growing chunks as they are made, waited for on exit (with an exception, only what was
-    already submitted runs). Other threads' calls meanwhile go straight to the device."""
+    already submitted runs). Other threads' calls meanwhile go straight to the device.
+    On a clean exit, each numpy array passed for a written buffer receives its result."""
 
     def __init__(self, device: Device):
         self.device, self.chunk = device, 1
         self.pending: list[Job] = []
+        self.write_backs: list[WriteBack] = []  # in call order: a later call's result wins
         self.busy: list[int] = []  # ids of kept binding sets this batch's dispatches use
         self.oneoff: list[Any] = []  # one-off binding sets, unbound when the batch ends
         self.thread: int | None = None
@@ -184,7 +186,9 @@ class Batch:
             device._local.batch = None
             try:
                 device._flush(self.pending if exc_type is None else [], self)
+                if exc_type is None:
+                    device._write_back(self.write_backs)
             finally:
-                self.pending = []
+                self.pending, self.write_backs = [], []
                 device._open_batches -= 1
                 device._collect()

@@ -144,6 +144,16 @@ def _check_buffer(kid: str, b: Binding, value: object, device: Device) -> Buffer
             raise _fail(kid, f"must be a {want} array, got {_describe(value)}", name)
         if value.size == 0:
             raise _fail(kid, "is empty; a storage buffer needs >= 1 element", name)
+        if access != "r" and not value.flags.writeable:
+            # A call writes a written buffer's result back into the array passed.
+            instead = "a length, " if access == "w" else ""
+            raise _fail(
+                kid,
+                f"is a read-only array (flags.writeable is False) but the kernel writes it "
+                f"(access {access!r}) and a call writes its result back into the array "
+                f"passed; pass a writable array ({name}.copy()), {instead}or a DeviceBuffer",
+                name,
+            )
         source, count, shape = np.ascontiguousarray(value), int(value.size), tuple(value.shape)
     if count % per:
         raise _fail(
@@ -234,21 +244,26 @@ def _invocations(
             )
         entries = [written[0]]
     if len(entries) == 1 and entries[0] in buffers:
-        # Grid from buffer B: read-only buffers of B's dtype are its elementwise peers and
-        # must be at least as long, since a shorter one would silently read zeros.
+        # Grid from buffer B: read-only buffers of B's element type are taken to be indexed
+        # by the grid index, so they must be at least as long (a shorter one would silently
+        # read zeros), unless the kernel declares them any_length.
         src = buffers[str(entries[0])]
+        types = {b.name: b.dtype for b in meta.buffers}
+        free = {b.name for b in meta.buffers if b.any_length}
         for arg in buffers.values():
             if (
                 arg.name != src.name
                 and arg.access == "r"
-                and arg.dtype == src.dtype
+                and arg.name not in free
+                and types[arg.name] == types[src.name]
                 and arg.elements < src.elements
             ):
                 raise _fail(
                     kid,
                     f"has {arg.elements} elements but the grid covers {src.elements} "
                     f"(the length of {src.name!r}); pass at least {src.elements} or give "
-                    "grid= explicitly",
+                    f"grid= explicitly (a kernel that does not index {arg.name!r} by the "
+                    f'grid index declares @kernel(..., any_length="{arg.name}"))',
                     arg.name,
                 )
     axes = []

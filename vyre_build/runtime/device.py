@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import math
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -41,6 +41,9 @@ _KIND = {v: k for k, v in DTYPES.items()}
 # (pipeline, binding set, workgroup counts) of one dispatch (a split dispatch's piece has
 # the pipeline specialised for its base workgroup).
 Job = tuple[Any, Any, tuple[int, int, int]]
+# (temporary buffer, the caller's numpy array, the call's result, name) of a write-back.
+WriteBack = tuple[DeviceBuffer, "npt.NDArray[Any]", dict[str, Any], str]
+_Result = TypeVar("_Result", bound=dict[str, Any])
 # Devices made by get_device, by (backend, adapter key): shared, dropped when closed.
 DEFAULT_DEVICES: dict[tuple[str, object], Device] = {}
 
@@ -383,8 +386,11 @@ class Device:
             while ctx.oneoff:
                 self._unbind(ctx.oneoff.pop())
 
-    def run(self, kernel: Kernel, plan: Plan, args: dict[str, object]) -> dict[str, Any]:
-        """Dispatch `plan`, checked for `args`; return the written buffers (Kernel.__call__)."""
+    def run(self, kernel: Kernel, plan: Plan, args: dict[str, object], into: _Result) -> _Result:
+        """Dispatch `plan`, checked for `args`; put the written buffers into `into` and
+        return it (Kernel.__call__). A numpy array passed for a written buffer receives the
+        result and is what `into` holds for it: now, or inside a batch when the batch ends
+        (until then `into` holds the DeviceBuffer that the batch's dispatches write)."""
         with self._lock:
             self._check_open()
             self._collect()
@@ -422,23 +428,42 @@ class Device:
                     ]
                 else:
                     jobs.append((pipeline, entry, plan.workgroups))
-            out: dict[str, Any] = {n: results[n] for n in plan.written}
+            out = into
+            out.update((n, results[n]) for n in plan.written)
+            # (temporary, the caller's array, result, name) of each result an array receives.
+            back: list[WriteBack] = [
+                (temps[n], value, out, n)
+                for n in plan.written
+                if n in temps and isinstance(value := args[n], np.ndarray)
+            ]
             try:
                 if batch is not None:
                     batch.pending.extend(jobs)
+                    batch.write_backs.extend(back)
                     if len(batch.pending) >= batch.chunk:
                         self._submit(batch.pending, False)
                         batch.pending, batch.chunk = [], min(2 * batch.chunk, _CHUNK_MAX)
                     return out
                 self._flush(jobs, ctx)
+                self._write_back(back)
                 for name, buf in temps.items():
-                    if name in out:
+                    if out.get(name) is buf:  # a length or shape: a new array
                         out[name] = buf.read()
                 return out
             finally:
                 for name, buf in temps.items():  # deferred to the batch's end inside one
                     if batch is None or name not in out:
                         buf.release()
+
+    def _write_back(self, items: list[WriteBack]) -> None:
+        # Copy each temporary into the caller's array (any strides: the values in row-major
+        # order, as they were uploaded) and make the result hold that array. Under the lock.
+        for buf, array, result, name in items:
+            if buf.released:  # released by its holder inside a batch: nothing to read
+                continue
+            raw = self._download(buf.handle, buf.nbytes)
+            np.copyto(array, np.frombuffer(raw, dtype=DTYPES[buf.dtype]).reshape(array.shape))
+            result[name] = array
 
     # -- backend hooks (see the module docstring) --
 

@@ -27,9 +27,11 @@ _Scalar = TypeVar("_Scalar", bound=np.generic)
 
 
 class CallResult(dict[str, Union[npt.NDArray[Any], DeviceBuffer]]):
-    """What a call returns: name -> result per written buffer. A numpy array for array or
-    length arguments outside a batch; the DeviceBuffer itself for DeviceBuffer arguments;
-    DeviceBuffers inside `device.batch()`. `array(name)` and `buffer(name)` give each typed."""
+    """What a call returns: name -> result per written buffer. For a numpy array argument,
+    that array itself, which the call wrote the result into; a new array for a length or
+    shape; the DeviceBuffer itself for a DeviceBuffer argument. Inside `device.batch()`,
+    DeviceBuffers; when the batch ends, each array argument receives its result and
+    replaces its DeviceBuffer here. `array(name)` and `buffer(name)` give each typed."""
 
     @overload
     def array(self, name: str) -> npt.NDArray[Any]: ...
@@ -97,6 +99,7 @@ def _row(b: Binding) -> str:
     if b.kind == "buffer":
         dtype, per = host_type(b.dtype)
         host = f"{NP_NAMES[dtype]} array" + (f" (n, {per})" if per > 1 else "")
+        host += ", any length" if b.any_length else ""
         return f"  {b.name:<14} buffer  {b.dtype:<6} {b.access:<3} binding {b.binding:<4} {host}"
     return f"  {b.name:<14} scalar  {b.dtype:<6}     offset  {b.offset:<4} uniform block"
 
@@ -160,6 +163,7 @@ class Kernel:
                 + (f", needs {', '.join(meta.features)}" if meta.features else ""),
                 "",
                 "Call with keyword arguments; returns a CallResult (name -> written buffer).",
+                "A numpy array passed for a written buffer (w, rw) receives the result.",
                 "",
                 *map(_row, meta.bindings),
             ]
@@ -208,7 +212,9 @@ class Kernel:
         Buffers are numpy arrays of the exact dtype, DeviceBuffers (or the backend's own
         buffers, see Device.wrap), or, for a "w"-only buffer, an int length or a shape
         (zero-filled); scalars are numbers in range for their dtype; `grid=` (an int or a
-        tuple, invocations per axis) overrides the metadata's. Returns a CallResult.
+        tuple, invocations per axis) overrides the metadata's. A numpy array passed for a
+        buffer the kernel writes ("w" or "rw") must be writable and receives the result
+        (inside a batch, when the batch ends). Returns a CallResult.
         """
         if positional:
             raise DispatchError(
@@ -253,7 +259,7 @@ class Kernel:
             )
         else:
             plan = last[2]
-        return CallResult(self.device.run(self, plan, args))
+        return self.device.run(self, plan, args, CallResult())
 
 
 _NO_CACHE = object()
