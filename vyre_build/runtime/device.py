@@ -385,34 +385,35 @@ class Device:
             pipeline = kernel._pipeline(plan.split, plan.entry)
             temps: dict[str, DeviceBuffer] = {}
             results: dict[str, DeviceBuffer] = {}
+            out: dict[str, Any] = {}
             bound, oneoff = [], False
-            for arg in plan.buffers:
-                value = args[arg.name]
-                if isinstance(value, DeviceBuffer):
-                    buf = value
-                elif isinstance(arg.source, DeviceBuffer):  # a foreign buffer, adopted
-                    buf = arg.source
-                elif isinstance(arg.source, np.ndarray):
-                    buf = temps[arg.name] = self.buffer(arg.source)
-                else:
-                    buf = temps[arg.name] = self.buffer(arg.shape, arg.dtype)
-                oneoff = oneoff or buf.borrowed or arg.name in temps
-                results[arg.name] = buf
-                bound.append((arg.binding, buf._live(), buf.nbytes))
-            jobs: list[Job] = []  # an empty grid dispatches nothing; outputs keep their contents
-            if all(plan.workgroups):
-                # Only calls on persistent buffers reuse binding sets; temporaries die now.
-                entry = None if oneoff else self._binding(pipeline, bound, plan, ctx)
-                if entry is None:
-                    entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform)
-                    ctx.oneoff.append(entry)
-                if plan.split:
-                    pieces = split_dispatch(plan.workgroups, self.max_workgroup_count)
-                    jobs += [(pipeline, entry, counts, base) for base, counts in pieces]
-                else:
-                    jobs.append((pipeline, entry, plan.workgroups, None))
-            out: dict[str, Any] = {n: results[n] for n in plan.written}
-            try:
+            try:  # temporaries are released however this ends (in a batch: at its end)
+                for arg in plan.buffers:
+                    value = args[arg.name]
+                    if isinstance(value, DeviceBuffer):
+                        buf = value
+                    elif isinstance(arg.source, DeviceBuffer):  # a foreign buffer, adopted
+                        buf = arg.source
+                    elif isinstance(arg.source, np.ndarray):
+                        buf = temps[arg.name] = self.buffer(arg.source)
+                    else:
+                        buf = temps[arg.name] = self.buffer(arg.shape, arg.dtype)
+                    oneoff = oneoff or buf.borrowed or arg.name in temps
+                    results[arg.name] = buf
+                    bound.append((arg.binding, buf._live(), buf.nbytes))
+                jobs: list[Job] = []  # an empty grid dispatches nothing; outputs keep contents
+                if all(plan.workgroups):
+                    # Only calls on persistent buffers reuse binding sets; temporaries die now.
+                    entry = None if oneoff else self._binding(pipeline, bound, plan, ctx)
+                    if entry is None:
+                        entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform)
+                        ctx.oneoff.append(entry)
+                    if plan.split:
+                        pieces = split_dispatch(plan.workgroups, self.max_workgroup_count)
+                        jobs += [(pipeline, entry, counts, base) for base, counts in pieces]
+                    else:
+                        jobs.append((pipeline, entry, plan.workgroups, None))
+                out = {n: results[n] for n in plan.written}
                 if batch is not None:
                     batch.pending.extend(jobs)
                     if len(batch.pending) >= batch.chunk:

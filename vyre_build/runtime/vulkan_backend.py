@@ -73,6 +73,11 @@ _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-d
 _NEW_ONE = "close it and get a new one with get_device"
 
 
+# The cffi library the device calls directly, looked up at each use: tests put a proxy
+# here to make a call return a VkResult the driver does not.
+_lib: Any = vk.lib
+
+
 def wait_timeout_s() -> float:
     """The longest wait for the GPU, in seconds: $VYRE_VK_TIMEOUT, else 120; DeviceError
     unless it is a positive number."""
@@ -405,7 +410,7 @@ class VulkanDevice(Device):
         # Record `record(cmd, *args)` into the next command buffer and submit it; if `final`,
         # with a barrier for host reads and the fence, then wait: the fence covers all
         # earlier submissions.
-        lib = vk.lib
+        lib = _lib
         if self._broken is not None:
             self._check_open()
         # Past _RING_MAX unwaited submissions, this one waits too (back-pressure).
@@ -470,7 +475,7 @@ class VulkanDevice(Device):
     def _drain(self) -> None:
         # After a failed recording or submit: wait for what is in flight (a fence signalled
         # after it), then reset the ring; if that fails, the device becomes unusable.
-        lib, failed = vk.lib, self._sent
+        lib, failed = _lib, self._sent
         if self._broken is not None:
             return
         if self._sent:
@@ -492,7 +497,7 @@ class VulkanDevice(Device):
         if status != SUCCESS:
             timeout = f" after {self.wait_timeout_s:g} s" if status == TIMEOUT else ""
             raise self._lose("wait", describe("vkWaitForFences", status) + timeout)
-        lib = vk.lib
+        lib = _lib
         try:
             self._check(
                 "fence reset", "vkResetFences", lib.vkResetFences(self.dev, 1, self._fence_arr)
@@ -577,8 +582,12 @@ class VulkanDevice(Device):
         pool = _Pool(handle, sets, sets * max(_POOL_STORAGE, storage), sets * max(1, uniform))
         pools.append(pool)
         self._pool_at = len(pools) - 1
-        dsets = self._set_from(pool, set_layout, need, fresh=True)
-        assert dsets is not None  # a new pool's refusal is raised
+        try:
+            dsets = self._set_from(pool, set_layout, need, fresh=True)
+        except BaseException:  # refused by a new pool: the set cannot be made
+            pools.remove(pool)
+            vk.vkDestroyDescriptorPool(self.dev, handle, None)
+            raise
         return pool, dsets
 
     def _set_from(self, pool: _Pool, set_layout: Any, need: tuple[int, int], fresh: bool) -> Any:
@@ -662,7 +671,7 @@ class VulkanDevice(Device):
         # Everything the device made, then the device; the VkInstance stays (shared). An
         # unusable device is freed only if its work has ended (its fence is signalled);
         # else everything is left allocated, since the GPU may still use it.
-        lib = vk.lib
+        lib = _lib
         if self._broken is None:
             done = lib.vkDeviceWaitIdle(self.dev) == SUCCESS
         else:
@@ -714,7 +723,7 @@ class VulkanDevice(Device):
             self.gpu_seconds = ((stamps[1] - stamps[0]) & self._tick_mask) * self._tick_s
 
     def _record(self, cmd: Any, jobs: list[Job], final: bool) -> None:
-        lib, null, queries = vk.lib, vk.ffi.NULL, self._queries
+        lib, null, queries = _lib, vk.ffi.NULL, self._queries
         if self.timing and queries is not None and not self._stamped:
             # GPU time from before the batch's first dispatch to after its last one.
             self._stamped, self.gpu_seconds = True, None
