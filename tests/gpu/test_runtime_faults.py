@@ -329,6 +329,33 @@ def test_a_failed_submit_waits_for_the_work_in_flight_and_the_device_goes_on(vkd
     np.testing.assert_array_equal(y.read(), np.full(N, 2.0, np.float32))
 
 
+def test_an_interrupted_wait_is_waited_out_before_anything_is_freed_or_reused(vkdev, monkeypatch):
+    iota = load("iota", "vulkan", vkdev)
+    interrupts = []
+
+    def interrupted_once(real, *args):  # Ctrl-C while the call waits for the GPU
+        if not interrupts:
+            interrupts.append(1)
+            raise KeyboardInterrupt
+        return real(*args)
+
+    backend_lib(monkeypatch, vkGetFenceStatus=interrupted_once)
+    import vulkan as vk
+
+    freed, real_free = [], vk.vkFreeMemory
+
+    def free(*args):
+        freed.append(vkdev._fence_pending)  # memory freed while the work may run?
+        real_free(*args)
+
+    monkeypatch.setattr(vk, "vkFreeMemory", free)
+    with pytest.raises(KeyboardInterrupt):
+        iota(out=np.zeros(N, np.uint32), start=1, step=1)
+    assert interrupts == [1] and freed and not any(freed)
+    assert not vkdev._fence_pending and vkdev._sent == 0
+    np.testing.assert_array_equal(iota(out=4, start=1, step=1).array("out"), [1, 2, 3, 4])
+
+
 def _unusable_since(dev, why: str) -> str:
     return f"{dev!r}: the device is unusable since {why}; {UNUSABLE}"
 

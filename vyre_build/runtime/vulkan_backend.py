@@ -163,6 +163,7 @@ class VulkanDevice(Device):
         super().__init__()
         # Why the device is unusable (a wait that failed, a lost device), or None.
         self._broken: str | None = None
+        self._fence_pending = False  # submitted with the fence, not yet waited for
         self.wait_timeout_s = wait_timeout_s()
         self.pool_sets = _POOL_SETS
         found = vulkan_profile.physical_devices()
@@ -383,12 +384,14 @@ class VulkanDevice(Device):
         self._run_commands(vk.vkCmdCopyBuffer, src.buffer, dst.buffer, 1, region)
 
     def _upload(self, handle: _Buf, data: bytes) -> None:
+        self._quiesce()
         target = handle if handle.mapped is not None else self._staged(len(data))
         target.mapped[0 : len(data)] = data
         if target is not handle:
             self._copy(target, handle, len(data))
 
     def _download(self, handle: _Buf, nbytes: int) -> bytes:
+        self._quiesce()
         if handle.mapped is None:
             staging = self._staged(nbytes)
             self._copy(handle, staging, nbytes)
@@ -396,7 +399,7 @@ class VulkanDevice(Device):
         return bytes(handle.mapped[0:nbytes])
 
     def _free(self, handle: _Buf) -> None:
-        if self._broken is not None:  # the GPU may still use it: close() decides
+        if not self._idle():  # the GPU may still use it: close() decides
             return
         self._live_bufs.pop(id(handle), None)
         if handle.mapped is not None:
@@ -406,6 +409,14 @@ class VulkanDevice(Device):
 
     # -- submissions --
 
+    def _idle(self) -> bool:
+        # Whether nothing submitted may still use what is about to be freed.
+        try:
+            self._quiesce()
+        except DeviceError:
+            return False
+        return self._broken is None
+
     def _run_commands(self, record: Any, *args: Any, final: bool = True) -> None:
         # Record `record(cmd, *args)` into the next command buffer and submit it; if `final`,
         # with a barrier for host reads and the fence, then wait: the fence covers all
@@ -413,6 +424,7 @@ class VulkanDevice(Device):
         lib = _lib
         if self._broken is not None:
             self._check_open()
+        self._quiesce()
         # Past _RING_MAX unwaited submissions, this one waits too (back-pressure).
         wait = final or self._sent + 1 >= _RING_MAX
         try:
@@ -451,6 +463,7 @@ class VulkanDevice(Device):
             raise
         self._sent += 1
         if wait:
+            self._fence_pending = True
             self._settle(self._wait_fence(lib))
 
     def _command_buffer(self) -> tuple[Any, Any]:
@@ -483,12 +496,21 @@ class VulkanDevice(Device):
             if status != SUCCESS:
                 self._lose("queue submit", describe("vkQueueSubmit", status))
                 return
+            self._fence_pending = True
             try:
                 self._settle(self._wait_fence(lib))
             except DeviceError:
                 return
         if failed < len(self._ring):  # the one that failed, recorded in part
-            lib.vkResetCommandBuffer(self._ring[failed][0][0], 0)
+            status = lib.vkResetCommandBuffer(self._ring[failed][0][0], 0)
+            if status != SUCCESS:
+                self._lose("command buffer reset", describe("vkResetCommandBuffer", status))
+
+    def _quiesce(self) -> None:
+        # Settle a fenced submission whose wait was interrupted (Ctrl-C lands anywhere):
+        # wait for it now, before anything is reused or freed. DeviceError if that fails.
+        if self._fence_pending and self._broken is None:
+            self._settle(self._wait_fence(_lib))
 
     def _settle(self, status: int) -> None:
         # After a wait for the fence that ended in `status`: on VK_SUCCESS, the fence and the
@@ -498,19 +520,14 @@ class VulkanDevice(Device):
             timeout = f" after {self.wait_timeout_s:g} s" if status == TIMEOUT else ""
             raise self._lose("wait", describe("vkWaitForFences", status) + timeout)
         lib = _lib
-        try:
-            self._check(
-                "fence reset", "vkResetFences", lib.vkResetFences(self.dev, 1, self._fence_arr)
-            )
-            for cmds, _ in self._ring[: self._sent]:
-                self._check(
-                    "command buffer reset",
-                    "vkResetCommandBuffer",
-                    lib.vkResetCommandBuffer(cmds[0], 0),
-                )
-        except DeviceError as exc:  # the work is done, but the fence or ring is not reusable
-            raise self._lose("reset after a wait", str(exc)) from exc
-        self._sent = 0
+        call, status = "vkResetFences", lib.vkResetFences(self.dev, 1, self._fence_arr)
+        for cmds, _ in self._ring[: self._sent] if status == SUCCESS else ():
+            call, status = "vkResetCommandBuffer", lib.vkResetCommandBuffer(cmds[0], 0)
+            if status != SUCCESS:
+                break
+        if status != SUCCESS:  # the work is done, but the fence or ring cannot be reused
+            raise self._lose("reset after a wait", describe(call, status))
+        self._sent, self._fence_pending = 0, False
 
     def _wait_ns(self) -> int:
         return min(int(self.wait_timeout_s * 1e9), 2**64 - 1)
@@ -519,21 +536,13 @@ class VulkanDevice(Device):
         # Poll for up to _SPIN_S, as CUDA syncs do (a blocking wait wakes ~30 us late), then
         # block up to wait_timeout_s; a CPU device (lavapipe) needs the host's cores itself,
         # so it never polls. VK_NOT_READY is the only "not yet" answer; anything else ends
-        # the poll. An interrupt (Ctrl-C) during the poll waits for the work before it
-        # propagates, since the caller then frees what the GPU is still using.
+        # the poll. An interrupt (Ctrl-C) leaves _fence_pending set: the next use of the
+        # device, and any free the caller then makes, waits for the work first (_quiesce).
         deadline = time.perf_counter() + self._spin_s
-        try:
-            while (
-                status := lib.vkGetFenceStatus(self.dev, self.fence)
-            ) == NOT_READY and time.perf_counter() < deadline:
-                pass
-        except BaseException:
-            status = lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, self._wait_ns())
-            try:
-                self._settle(int(status))
-            except DeviceError:
-                pass  # the device is unusable now; the interrupt goes on
-            raise
+        while (
+            status := lib.vkGetFenceStatus(self.dev, self.fence)
+        ) == NOT_READY and time.perf_counter() < deadline:
+            pass
         if status == NOT_READY:
             status = lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, self._wait_ns())
         return int(status)
@@ -645,7 +654,7 @@ class VulkanDevice(Device):
         entry[1].mapped[0 : len(uniform)] = uniform
 
     def _unbind(self, entry: Any) -> None:
-        if self._broken is not None:  # the GPU may still read it: close() decides
+        if not self._idle():  # the GPU may still read it: close() decides
             return
         dsets, ubuf, pool, _, (storage, uniform) = entry
         if ubuf is not None:
