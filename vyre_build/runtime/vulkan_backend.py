@@ -20,7 +20,8 @@ Guarantees:
   may still touch is freed or reused, every later use raises DeviceError, get_device makes
   a new device, and close() frees the rest only if the work has ended by then (else it is
   left allocated: leaked, never freed under the GPU). A failure while earlier submissions
-  are in flight waits for them first, so the caller may free what they used.
+  are in flight waits for them first, so the caller may free what they used; so does an
+  interrupt (Ctrl-C) during a wait: the next free or use of the device waits it out.
 """
 
 from __future__ import annotations
