@@ -216,6 +216,27 @@ def test_a_failed_call_is_a_device_error_naming_the_call_and_its_result(
     np.testing.assert_array_equal(vkdev.buffer(np.ones(4, np.float32)).read(), np.ones(4))
 
 
+@pytest.mark.parametrize(
+    "call, code, what",
+    [
+        ("vkEnumeratePhysicalDevices", -3, "physical device listing"),
+        ("vkEnumerateDeviceExtensionProperties", -1000999999, "extension listing"),
+    ],
+)
+def test_a_failed_query_of_the_adapters_is_a_device_error(monkeypatch, call, code, what):
+    from adapters import require_adapter
+
+    require_adapter("vulkan")
+    from vyre_build.runtime.vulkan_backend import adapter_profiles
+    from vyre_build.runtime.vulkan_results import NAMES
+
+    binding_returns(monkeypatch, call, lambda *args: code)
+    with pytest.raises(DeviceError) as info:
+        adapter_profiles()
+    name = NAMES.get(code, "an unknown VkResult")
+    assert str(info.value) == f"Vulkan {what} failed: {call} returned {name} ({code})"
+
+
 def test_results_are_named_from_the_header_not_the_packages_table():
     import vulkan as vk
 
