@@ -70,6 +70,7 @@ _STORAGE_SET, _UNIFORM_SET = (
 )
 _RANK = {t: i for i, t in enumerate(vulkan_profile.TYPES)}
 _POOL_SETS, _POOL_STORAGE, _WAIT_S, _SPIN_S, _RING_MAX = 64, 8, 120.0, 0.02, 64
+_POOL_SETS_MAX = 1 << 16  # pool_sets is clamped to 1.._POOL_SETS_MAX
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
 _NEW_ONE = "close it and get a new one with get_device"
 
@@ -574,7 +575,7 @@ class VulkanDevice(Device):
                 if dsets is not None:
                     self._pool_at = at
                     return pool, dsets
-        sets = max(1, int(self.pool_sets))
+        sets = min(max(1, int(self.pool_sets)), _POOL_SETS_MAX)
         sizes = [
             vk.VkDescriptorPoolSize(type=t, descriptorCount=sets * n)
             for t, n in (
@@ -688,7 +689,7 @@ class VulkanDevice(Device):
             done = lib.vkGetFenceStatus(self.dev, self.fence) == SUCCESS
             done = done and lib.vkDeviceWaitIdle(self.dev) == SUCCESS
         if done:
-            self._broken = None  # nothing runs: _free may free
+            self._broken, self._fence_pending = None, False  # nothing runs: _free may free
             for buf in list(self._live_bufs.values()):
                 self._free(buf)
             for pipe, _, _, _ in self._pipelines.values():
