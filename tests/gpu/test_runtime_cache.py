@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # --- the persisted pipeline cache and close() -----------------------------------------
 
 
-def fresh(code: str, tmp_path, **env) -> subprocess.CompletedProcess:
+def fresh(code: str, tmp_path, timeout: int = 300, **env) -> subprocess.CompletedProcess:
     script = textwrap.dedent(f"""
         import json, sys, warnings
         sys.path.insert(0, {ROOT!r})
@@ -38,7 +38,7 @@ def fresh(code: str, tmp_path, **env) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         env={**os.environ, "VYRE_PIPELINE_CACHE": str(tmp_path / "plc"), **env},
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
 
@@ -175,3 +175,41 @@ def test_the_typed_user_script_runs(backend, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     name = get_device(backend).name
     assert done.stdout == f"2 kernels, 2 pipelines, {name}: ok\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_a_cache_file_that_is_a_fifo_or_a_device_does_not_hang_get_device(tmp_path, kind):
+    from adapters import require_adapter
+
+    require_adapter("vulkan")
+    first = fresh('print(get_device("vulkan").cache_file.path)', tmp_path)  # saves nothing
+    assert first.returncode == 0, first.stderr
+    path = first.stdout.strip()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)  # get_device blocked in open() until a writer came
+    else:
+        os.symlink(kind, path)  # read without bound until MemoryError
+    second = fresh(
+        """
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        dev = get_device("vulkan")
+        print(dev.cache_loaded)
+        load("saxpy", "vulkan", dev)
+        dev.close()
+        """,
+        tmp_path,
+        timeout=120,
+    )
+    assert second.returncode == 0, second.stderr
+    what = "a FIFO" if kind == "fifo" else "a character device"
+    assert second.stdout == "0\n" and second.stderr.count("PipelineCacheWarning") == 1
+    assert (
+        f"ignoring the pipeline cache {path}: it is {what}, not a regular file; it will be "
+        "replaced" in second.stderr
+    )
+    assert os.path.isfile(path) and not os.path.islink(path)  # replaced by the save
+    third = fresh('print(get_device("vulkan").cache_loaded)', tmp_path)
+    assert third.returncode == 0 and int(third.stdout) > 0 and third.stderr == ""

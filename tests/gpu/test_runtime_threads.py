@@ -128,3 +128,42 @@ def test_a_batch_belongs_to_the_thread_that_opened_it(device):
     np.testing.assert_array_equal(seen["other"], np.full(64, 5.0, np.float32))
     batch.__exit__(None, None, None)
     np.testing.assert_array_equal(y.read(), np.ones(64, np.float32))
+
+
+@pytest.mark.slow
+def test_descriptor_pools_grow_under_concurrent_batches_and_kept_sets():
+    # One set per pool: every binding set of eight threads' batches (kept ones and the
+    # one-off sets of array arguments, held until each batch ends) needs a pool of its own.
+    # A driver that refuses sooner (NVIDIA: VK_ERROR_OUT_OF_POOL_MEMORY) is covered by
+    # test_runtime_faults.py.
+    from adapters import require_adapter
+
+    require_adapter("vulkan")
+    from vyre_build.runtime.vulkan_backend import VulkanDevice
+
+    device = VulkanDevice(pipeline_cache=False)
+    device.pool_sets = 1
+    saxpy = load("saxpy", "vulkan", device)
+    ones = device.buffer(np.ones(N, np.float32), read_only=True)
+    seen: list[int] = []
+    ys = {}
+
+    def worker(t: int) -> None:
+        y = ys[t] = device.buffer(N, "f32")
+        for _ in range(5):
+            with device.batch():
+                for _ in range(20):
+                    saxpy(x=ones, y=y, a=float(t))
+                    saxpy(x=np.ones(N, np.float32), y=y, a=1.0)
+                with device.lock:
+                    seen.append(len(device._pools))
+        np.testing.assert_array_equal(y.read(), np.full(N, 100.0 * (t + 1), np.float32))
+
+    run_threads(worker)
+    # This thread's batch held its kept set and 20 one-off sets, one pool each.
+    assert min(seen) >= 21
+    assert len(device._pools) == 9  # the kept set of each thread's y, and one spare
+    for y in ys.values():
+        y.release()
+    assert len(device._pools) == 1
+    device.close()

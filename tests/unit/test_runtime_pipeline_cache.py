@@ -4,6 +4,7 @@ several processes saving into one directory at once."""
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 import subprocess
@@ -193,3 +194,127 @@ def test_several_processes_saving_at_once_leave_one_sound_file(tmp_path):
         blob = cache(tmp_path).load()
     assert blob is not None and blob[32:] == bytes([blob[32]]) * (len(blob) - 32)
     assert [n for n in os.listdir(tmp_path / "pipelines") if n.startswith(".tmp.")] == []
+
+
+# --- special files: never block, never read past the bound ------------------------------
+
+SPECIAL_SCRIPT = """
+import json, os, resource, struct, sys, warnings
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # /dev/zero read whole: MemoryError
+sys.path.insert(0, {root!r})
+from vyre_build.runtime.pipeline_cache import PipelineCacheFile
+directory, kind = sys.argv[1], sys.argv[2]
+f = PipelineCacheFile(directory, 0x10DE, 0x2335, 0x91234567, bytes(range(16)))
+os.makedirs(directory)
+if kind == "fifo":
+    os.mkfifo(f.path)
+elif kind == "lock-fifo":
+    os.mkfifo(f.path + ".lock")
+elif kind == "directory":
+    os.mkdir(f.path)
+else:
+    os.symlink(kind, f.path)
+blob = struct.pack("<IIII16s", 32, 1, 0x10DE, 0x2335, bytes(range(16))) + b"mine"
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    loaded = f.load()
+    saved = f.save(lambda: blob, lambda theirs: None)
+    again = PipelineCacheFile(directory, 0x10DE, 0x2335, 0x91234567, bytes(range(16))).load()
+print(json.dumps({{
+    "loaded": loaded is not None,
+    "saved": saved,
+    "regular": os.path.isfile(f.path) and not os.path.islink(f.path),
+    "again": again == blob,
+    "warnings": [str(w.message) for w in caught],
+}}))
+"""
+
+
+def special(tmp_path, kind: str) -> dict:
+    """Load and save with the cache file (or its lock) made `kind`, in a subprocess bounded
+    in time and memory, so that a regression fails instead of hanging or swapping."""
+    directory = str(tmp_path / "pipelines")
+    done = subprocess.run(
+        [sys.executable, "-c", SPECIAL_SCRIPT.format(root=ROOT), directory, kind],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+@pytest.mark.parametrize(
+    "kind, what",
+    [
+        ("fifo", "a FIFO"),  # opened for reading, it blocked until a writer came
+        ("/dev/zero", "a character device"),  # read without bound
+        ("/dev/urandom", "a character device"),
+        ("directory", "a directory"),
+    ],
+)
+def test_a_special_file_is_ignored_with_one_warning_and_never_read(tmp_path, kind, what):
+    report = special(tmp_path, kind)
+    path = str(tmp_path / "pipelines" / os.path.basename(cache(tmp_path).path))
+    ignored = f"vyre_build: ignoring the pipeline cache {path}: it is {what}, not a regular file"
+    if kind == "directory":  # nothing can be renamed over a directory
+        assert report == {
+            "loaded": False,
+            "saved": False,
+            "regular": False,
+            "again": False,
+            "warnings": [
+                f"{ignored}; it will be replaced",
+                f"vyre_build: cannot save the pipeline cache {path}: Is a directory",
+                f"{ignored}; it will be replaced",
+            ],
+        }
+        return
+    # The save renames a new file over the name: nothing is written into the special file.
+    assert report == {
+        "loaded": False,
+        "saved": True,
+        "regular": True,
+        "again": True,
+        "warnings": [f"{ignored}; it will be replaced"],
+    }
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+def test_a_lock_file_that_is_not_a_regular_file_skips_the_save_with_a_warning(tmp_path):
+    report = special(tmp_path, "lock-fifo")
+    path = str(tmp_path / "pipelines" / os.path.basename(cache(tmp_path).path))
+    assert report == {
+        "loaded": False,
+        "saved": False,
+        "regular": False,
+        "again": False,
+        "warnings": [
+            f"vyre_build: cannot save the pipeline cache {path}: its lock file {path}.lock is "
+            "a FIFO, not a regular file"
+        ],
+    }
+
+
+def test_the_read_is_bounded_by_the_directory_limit(tmp_path, monkeypatch):
+    # A file that grows while it is read (fstat said it fits) is still read only up to the bound.
+    f = cache(tmp_path, max_bytes=4096)
+    saved(cache(tmp_path), driver_blob(b"x" * 100))
+    sizes = []
+    real_read = os.read
+
+    def growing(fd, n):
+        sizes.append(n)
+        return b"y" * n  # an endless file
+
+    monkeypatch.setattr(os, "read", growing)
+    with pytest.warns(PipelineCacheWarning) as caught:
+        assert f.load() is None
+    monkeypatch.setattr(os, "read", real_read)
+    assert sum(sizes) == 4097
+    assert [str(w.message) for w in caught] == [
+        f"vyre_build: ignoring the pipeline cache {f.path}: it grew over the 4096-byte bound "
+        "while it was read; it will be replaced"
+    ]

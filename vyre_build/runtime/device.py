@@ -399,44 +399,44 @@ class Device:
             pipeline = kernel._pipeline(None, plan.entry)
             temps: dict[str, DeviceBuffer] = {}
             results: dict[str, DeviceBuffer] = {}
-            bound, oneoff = [], False
-            for arg in plan.buffers:
-                value = args[arg.name]
-                if isinstance(value, DeviceBuffer):
-                    buf = value
-                elif isinstance(arg.source, DeviceBuffer):  # a foreign buffer, adopted
-                    buf = arg.source
-                elif isinstance(arg.source, np.ndarray):
-                    buf = temps[arg.name] = self.buffer(arg.source)
-                else:
-                    buf = temps[arg.name] = self.buffer(arg.shape, arg.dtype)
-                oneoff = oneoff or buf.borrowed or arg.name in temps
-                results[arg.name] = buf
-                bound.append((arg.binding, buf._live(), buf.nbytes))
-            jobs: list[Job] = []  # an empty grid dispatches nothing; outputs keep their contents
-            if all(plan.workgroups):
-                # Only calls on persistent buffers reuse binding sets; temporaries die now.
-                entry = None if oneoff else self._binding(pipeline, bound, plan, ctx)
-                if entry is None:
-                    entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform)
-                    ctx.oneoff.append(entry)
-                if plan.split:
-                    pieces = split_dispatch(plan.workgroups, self.max_workgroup_count)
-                    jobs += [
-                        (kernel._pipeline(base if any(base) else None, plan.entry), entry, counts)
-                        for base, counts in pieces
-                    ]
-                else:
-                    jobs.append((pipeline, entry, plan.workgroups))
             out = into
-            out.update((n, results[n]) for n in plan.written)
-            # (temporary, the caller's array, result, name) of each result an array receives.
-            back: list[WriteBack] = [
-                (temps[n], value, out, n)
-                for n in plan.written
-                if n in temps and isinstance(value := args[n], np.ndarray)
-            ]
-            try:
+            bound, oneoff = [], False
+            try:  # temporaries are released however this ends (in a batch: at its end)
+                for arg in plan.buffers:
+                    value = args[arg.name]
+                    if isinstance(value, DeviceBuffer):
+                        buf = value
+                    elif isinstance(arg.source, DeviceBuffer):  # a foreign buffer, adopted
+                        buf = arg.source
+                    elif isinstance(arg.source, np.ndarray):
+                        buf = temps[arg.name] = self.buffer(arg.source)
+                    else:
+                        buf = temps[arg.name] = self.buffer(arg.shape, arg.dtype)
+                    oneoff = oneoff or buf.borrowed or arg.name in temps
+                    results[arg.name] = buf
+                    bound.append((arg.binding, buf._live(), buf.nbytes))
+                jobs: list[Job] = []  # an empty grid dispatches nothing; outputs keep contents
+                if all(plan.workgroups):
+                    # Only calls on persistent buffers reuse binding sets; temporaries die now.
+                    entry = None if oneoff else self._binding(pipeline, bound, plan, ctx)
+                    if entry is None:
+                        entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform)
+                        ctx.oneoff.append(entry)
+                    if plan.split:  # each piece on the pipeline specialised for its base
+                        pieces = split_dispatch(plan.workgroups, self.max_workgroup_count)
+                        jobs += [
+                            (kernel._pipeline(b if any(b) else None, plan.entry), entry, counts)
+                            for b, counts in pieces
+                        ]
+                    else:
+                        jobs.append((pipeline, entry, plan.workgroups))
+                out.update((n, results[n]) for n in plan.written)
+                # (temporary, the caller's array, result, name) of each result an array gets.
+                back: list[WriteBack] = [
+                    (temps[n], value, out, n)
+                    for n in plan.written
+                    if n in temps and isinstance(value := args[n], np.ndarray)
+                ]
                 if batch is not None:
                     batch.pending.extend(jobs)
                     batch.write_backs.extend(back)

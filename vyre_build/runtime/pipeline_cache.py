@@ -6,23 +6,27 @@ directory, so that a later process creates its pipelines without the driver's co
 
 The directory is `pipeline_cache=` of get_device, else $VYRE_PIPELINE_CACHE, else the
 platform's user cache directory + vyre_build/pipelines; "off" (or False) turns it off.
-A file that is corrupt, of another device or driver (its Vulkan header disagrees) or
-over the size bound is ignored with one warning and replaced at the next save. Saves
-are atomic and hold a lock file, and merge what another process saved meanwhile, so
-several processes can share the directory; the directory is kept under MAX_BYTES by
-removing the least recently written files of other devices and drivers.
+A file that is corrupt, of another device or driver (its Vulkan header disagrees),
+over the size bound, or not a regular file (a FIFO, a device such as /dev/zero, a
+directory) is ignored with one warning and replaced at the next save: it is opened
+without blocking (O_NONBLOCK), checked with fstat before anything is read, and read up to
+the bound only, so no file can hang or exhaust the process. Saves are atomic (a new file
+renamed over the old name: nothing is written into what was there) and hold a lock file
+(a regular file, or the save is skipped with one warning), and merge what another process
+saved meanwhile, so several processes can share the directory; the directory is kept
+under MAX_BYTES by removing the least recently written files of other devices and
+drivers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import struct
 import sys
 import warnings
 from collections.abc import Callable, Iterator
-from typing import IO
-
 import blake3
 
 from vyre_build.files import atomic_write
@@ -30,6 +34,21 @@ from vyre_build.files import atomic_write
 MAGIC = b"VYREPLC1"
 _HEAD = len(MAGIC) + 32
 MAX_BYTES = 256 << 20  # the whole directory
+# Opening never blocks (a FIFO without a writer) nor follows into a terminal.
+_OPEN = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 _OFF = ("0", "off", "false", "no", "none")
 # VkPipelineCacheHeaderVersionOne: headerSize, headerVersion, vendorID, deviceID, UUID.
 _VK_HEADER = struct.Struct("<IIII16s")
@@ -68,16 +87,28 @@ def _warn(message: str) -> None:
     warnings.warn(f"vyre_build: {message}", PipelineCacheWarning, stacklevel=4)
 
 
+def _kind(mode: int) -> str | None:
+    # None for a regular file, else what the file is.
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
 @contextlib.contextmanager
 def _locked(path: str) -> Iterator[None]:
     # An exclusive lock on `path` (POSIX flock); elsewhere the atomic replace alone.
+    # OSError when the lock file is not a regular file (never blocks on one).
     try:
         import fcntl
     except ImportError:
         yield
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
+        kind = _kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise OSError(f"its lock file {path} is {kind}, not a regular file")
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
@@ -129,18 +160,37 @@ class PipelineCacheFile:
             return None
         return blob
 
-    def _read(self, fileobj: IO[bytes]) -> bytes | None:
-        size = os.fstat(fileobj.fileno()).st_size
-        if size > self.max_bytes:
-            self._ignore(f"{size} bytes is over the {self.max_bytes}-byte bound")
+    def _read(self) -> bytes | None:
+        # The blob of the file at self.path (FileNotFoundError if there is none), or None
+        # with one warning: never blocks, never reads more than max_bytes + 1 bytes.
+        fd = os.open(self.path, _OPEN)
+        try:
+            st = os.fstat(fd)
+            kind = _kind(st.st_mode)
+            if kind is not None:
+                self._ignore(f"it is {kind}, not a regular file")
+                return None
+            if st.st_size > self.max_bytes:
+                self._ignore(f"{st.st_size} bytes is over the {self.max_bytes}-byte bound")
+                return None
+            chunks, total = [], 0
+            while total <= self.max_bytes:  # the size may change while it is read
+                chunk = os.read(fd, min(1 << 20, self.max_bytes + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+        finally:
+            os.close(fd)
+        if total > self.max_bytes:
+            self._ignore(f"it grew over the {self.max_bytes}-byte bound while it was read")
             return None
-        return self._parse(fileobj.read())
+        return self._parse(b"".join(chunks))
 
     def load(self) -> bytes | None:
         """The driver's blob saved by an earlier process, or None (no file, or ignored)."""
         try:
-            with open(self.path, "rb") as f:
-                blob = self._read(f)
+            blob = self._read()
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -156,8 +206,7 @@ class PipelineCacheFile:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
             with _locked(self.path + ".lock"):
                 try:
-                    with open(self.path, "rb") as f:
-                        theirs = self._read(f)
+                    theirs = self._read()
                 except FileNotFoundError:
                     theirs = None
                 if theirs is not None and blake3.blake3(theirs).digest() != self.loaded_digest:

@@ -4,10 +4,29 @@ else they are device-local, with transfers through a staging buffer (forced by
 VYRE_VULKAN_STAGING=1). The cffi structs free their nested data when collected, so a
 nested create-info stays in a variable until the call that reads it; array counts are
 taken from the lists given. Pipelines: vulkan_pipelines.py; what the device offers and
-is created with: vulkan_profile.py."""
+is created with: vulkan_profile.py; VkResults as errors: vulkan_results.py.
+
+Guarantees:
+- Every Vulkan call that can fail raises a DeviceError naming what failed, the call and
+  its VkResult ("vkAllocateDescriptorSets returned VK_ERROR_OUT_OF_POOL_MEMORY
+  (-1000069000)"), whatever the `vulkan` package maps the code to (or fails to).
+- Descriptor sets come from pools of `pool_sets` sets each, a new pool made whenever the
+  ones there are full by count or refuse (VK_ERROR_OUT_OF_POOL_MEMORY,
+  VK_ERROR_FRAGMENTED_POOL): any number of batches and kept sets fit; an emptied pool is
+  destroyed while another empty one is kept.
+- A wait for the GPU gives up after `wait_timeout_s` seconds ($VYRE_VK_TIMEOUT, default
+  120). A wait that ends in anything but VK_SUCCESS (VK_TIMEOUT, VK_ERROR_DEVICE_LOST),
+  or any call returning VK_ERROR_DEVICE_LOST, makes the device unusable: nothing the GPU
+  may still touch is freed or reused, every later use raises DeviceError, get_device makes
+  a new device, and close() frees the rest only if the work has ended by then (else it is
+  left allocated: leaked, never freed under the GPU). A failure while earlier submissions
+  are in flight waits for them first, so the caller may free what they used; so does an
+  interrupt (Ctrl-C) during a wait: the next free or use of the device waits it out.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import warnings
@@ -18,7 +37,18 @@ import vulkan as vk
 from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.errors import DeviceError
 from vyre_build.runtime import vulkan_pipelines, vulkan_profile
-from vyre_build.runtime.device import Device, Job, choose_adapter, steps
+from vyre_build.runtime.device import DEFAULT_DEVICES, Device, Job, choose_adapter, steps
+from vyre_build.runtime.vulkan_results import (
+    DEVICE_LOST,
+    FRAGMENTED_POOL,
+    NOT_READY,
+    OUT_OF_POOL_MEMORY,
+    SUCCESS,
+    TIMEOUT,
+    VulkanCallError,
+    describe,
+    invoke,
+)
 
 if TYPE_CHECKING:
     from vyre_build.runtime.pipeline_cache import PipelineCacheFile
@@ -39,8 +69,52 @@ _STORAGE_SET, _UNIFORM_SET = (
     vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
 )
 _RANK = {t: i for i, t in enumerate(vulkan_profile.TYPES)}
-_POOL_SETS, _WAIT_NS, _SPIN_S, _RING_MAX = 64, 120 * 10**9, 0.02, 64
+_POOL_SETS, _POOL_STORAGE, _WAIT_S, _SPIN_S, _RING_MAX = 64, 8, 120.0, 0.02, 64
+_POOL_SETS_MAX = 1 << 16  # pool_sets is clamped to 1.._POOL_SETS_MAX
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
+_NEW_ONE = "close it and get a new one with get_device"
+
+
+# The cffi library the device calls directly, looked up at each use: tests put a proxy
+# here to make a call return a VkResult the driver does not.
+_lib: Any = vk.lib
+
+
+def wait_timeout_s() -> float:
+    """The longest wait for the GPU, in seconds: $VYRE_VK_TIMEOUT, else 120; DeviceError
+    unless it is a positive number."""
+    text = os.environ.get("VYRE_VK_TIMEOUT", "").strip()
+    if not text:
+        return _WAIT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise DeviceError(
+            f"VYRE_VK_TIMEOUT must be a positive number of seconds (the longest wait for "
+            f"the GPU), got {text!r}"
+        )
+    return value
+
+
+class _Pool:
+    """A descriptor pool and what it has left, by our count (the driver may refuse sooner:
+    `refused` until one of its sets is freed)."""
+
+    __slots__ = ("handle", "sets", "max_sets", "storage", "uniform", "refused")
+
+    def __init__(self, handle: Any, sets: int, storage: int, uniform: int):
+        self.handle, self.sets, self.max_sets = handle, sets, sets
+        self.storage, self.uniform, self.refused = storage, uniform, False
+
+    def fits(self, storage: int, uniform: int) -> bool:
+        return (
+            not self.refused
+            and self.sets > 0
+            and self.storage >= storage
+            and self.uniform >= uniform
+        )
 
 
 class _Buf(NamedTuple):
@@ -66,7 +140,9 @@ class VulkanDevice(Device):
     """A Vulkan logical device with one compute queue and fence, created with every
     feature vyre_build kernels can use that the adapter has (see vulkan_profile.py); its
     pipelines go through a VkPipelineCache persisted per user (pipeline_cache.py). With
-    `timing` set, two timestamp queries bracket each submission.
+    `timing` set, two timestamp queries bracket each submission. `wait_timeout_s` (from
+    $VYRE_VK_TIMEOUT, default 120) bounds each wait for the GPU; `pool_sets` is the number
+    of descriptor sets per descriptor pool (both may be changed on a device).
 
     Arguments:
         adapter: an index into list_adapters("vulkan"), a substring of a description, or
@@ -87,6 +163,11 @@ class VulkanDevice(Device):
         pipeline_cache: str | os.PathLike[str] | bool | None = None,
     ):
         super().__init__()
+        # Why the device is unusable (a wait that failed, a lost device), or None.
+        self._broken: str | None = None
+        self._fence_pending = False  # submitted with the fence, not yet waited for
+        self.wait_timeout_s = wait_timeout_s()
+        self.pool_sets = _POOL_SETS
         found = vulkan_profile.physical_devices()
         if not found:
             raise DeviceError(f"the Vulkan loader lists no physical device; {_NO_DRIVER}")
@@ -120,8 +201,9 @@ class VulkanDevice(Device):
             self.profile = vulkan_profile.without_optional(self.profile)
             self.dev = self._create(vulkan_profile.Enable())
         self.queue = vk.vkGetDeviceQueue(self.dev, self.family, 0)
-        # (pipeline layout, set layout) per binding signature, shared by every pipeline
-        self.layouts: dict[tuple[tuple[int, bool], ...], tuple[Any, Any]] = {}
+        # (pipeline layout, set layout, (storage, uniform) descriptors) per binding
+        # signature, shared by every pipeline
+        self.layouts: dict[tuple[tuple[int, bool], ...], tuple[Any, Any, tuple[int, int]]] = {}
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         self.mem_flags = [mem.memoryTypes[i].propertyFlags for i in range(mem.memoryTypeCount)]
         local = [f for f in self.mem_flags if f & _LOCAL]
@@ -137,7 +219,7 @@ class VulkanDevice(Device):
             flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
         )
         self.fence = self._new("fence", "Fence")
-        self._live_bufs: dict[int, _Buf] = {}  # freed by close()
+        self._live_bufs: dict[int, _Buf] = {}  # every buffer made, freed by close()
         self.pipeline_cache = vulkan_pipelines.open_cache(self, props, pipeline_cache)
         # The driver's one-time pipeline-layout set-up (4-5 ms on NVIDIA without its disk
         # cache) belongs to the device, not to whichever kernel is loaded first.
@@ -154,10 +236,6 @@ class VulkanDevice(Device):
                 "flags": vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
             },
         )
-        self._pool_sizes = [
-            vk.VkDescriptorPoolSize(type=t, descriptorCount=n)
-            for t, n in ((_STORAGE_SET, _POOL_SETS * 8), (_UNIFORM_SET, _POOL_SETS))
-        ]
         # Between dispatches: later dispatches and transfers see earlier writes; at the end
         # of a waited-for submission ([1]), host reads of mapped memory see them too. The
         # per-dispatch calls go to the cffi library directly (the `vulkan` package's argument
@@ -173,7 +251,7 @@ class VulkanDevice(Device):
             )
             for h in (0, vk.VK_ACCESS_HOST_READ_BIT)
         ]
-        self._pools: list[Any] = []
+        self._pools: list[_Pool] = []
         self._pool_at, self._queries = 0, None
         self._staging: _Buf | None = None
         bits = families[self.family].timestampValidBits
@@ -189,30 +267,50 @@ class VulkanDevice(Device):
         info = vulkan_profile.device_create_info(self.family, enable, keep)
         return self._vk("device creation", vk.vkCreateDevice, self.physical, info, None)
 
-    def _fail(self, what: str, error: str, lost: bool) -> DeviceError:
-        return DeviceError(
-            f"Vulkan {what} failed on {self.name}: {error}"
-            f"{' (the device was lost; create a new one)' if lost else ''}"
+    # -- errors, and the unusable state --
+
+    def _check_open(self) -> None:
+        super()._check_open()
+        if self._broken is not None:
+            raise DeviceError(f"{self!r}: the device is unusable since {self._broken}; {_NEW_ONE}")
+
+    def _fail(self, what: str, error: str) -> DeviceError:
+        return DeviceError(f"Vulkan {what} failed on {self.name}: {error}")
+
+    def _lose(self, what: str, error: str) -> DeviceError:
+        # The device becomes unusable (see the module docstring): the DeviceError saying so.
+        if self._broken is None:
+            self._broken = f"its {what} failed ({error})"
+            for key in [k for k, d in DEFAULT_DEVICES.items() if d is self]:
+                del DEFAULT_DEVICES[key]  # get_device makes a new one
+        return self._fail(
+            what,
+            f"{error}; the GPU may still be using the device's memory, so the device is "
+            f"unusable now: {_NEW_ONE}",
         )
 
-    def _vk(self, what: str, fn: Any, *args: Any) -> Any:
-        # fn(*args) through the `vulkan` package, its exceptions raised as DeviceError.
-        try:
-            return fn(*args)
-        except (vk.VkError, vk.VkException) as exc:
-            lost = isinstance(exc, vk.VkErrorDeviceLost)
-            raise self._fail(what, type(exc).__name__, lost) from exc
+    def _error(self, what: str, exc: VulkanCallError) -> DeviceError:
+        lost = exc.code == DEVICE_LOST
+        return self._lose(what, str(exc)) if lost else self._fail(what, str(exc))
 
-    def _check(self, what: str, result: int) -> None:
-        # VkResult of a direct library call: anything but VK_SUCCESS is a DeviceError.
-        if result != vk.VK_SUCCESS:
-            error = "VK_TIMEOUT" if result == vk.VK_TIMEOUT else f"VkResult {result}"
-            raise self._fail(what, error, result == vk.VK_ERROR_DEVICE_LOST)
+    def _vk(self, what: str, fn: Any, *args: Any) -> Any:
+        # fn(*args) through the `vulkan` package, its failures raised as DeviceError.
+        try:
+            return invoke(fn, *args)
+        except VulkanCallError as exc:
+            raise self._error(what, exc) from exc
+
+    def _check(self, what: str, call: str, result: int) -> None:
+        # VkResult of a direct library call `call`: anything but VK_SUCCESS is a DeviceError.
+        if result != SUCCESS:
+            raise self._error(what, VulkanCallError(call, int(result)))
 
     def _new(self, what: str, kind: str, **fields: Any) -> Any:
         # vkCreate<kind>(device, Vk<kind>CreateInfo(**fields), None), errors named `what`.
         info = getattr(vk, f"Vk{kind}CreateInfo")(**fields)
         return self._vk(what, getattr(vk, f"vkCreate{kind}"), self.dev, info, None)
+
+    # -- buffers --
 
     def _make(self, nbytes: int, usage: int, host: bool) -> _Buf:
         nbytes = -(-nbytes // 4) * 4  # fills and copies work in 4-byte words (f16 buffers)
@@ -223,36 +321,55 @@ class VulkanDevice(Device):
             usage=usage,
             sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
         )
-        req, want = vk.vkGetBufferMemoryRequirements(self.dev, buffer), _HOST if host else _LOCAL
-        index = next(
-            (
-                i
-                for i, flags in enumerate(self.mem_flags)
-                if req.memoryTypeBits & (1 << i) and flags & want == want
-            ),
-            None,
-        )
-        if index is None:
-            raise DeviceError(f"Vulkan adapter {self.name} has no memory type with flags {want:#x}")
-        info = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index)
-        memory = self._vk(
-            f"allocation of {nbytes} bytes", vk.vkAllocateMemory, self.dev, info, None
-        )
-        vk.vkBindBufferMemory(self.dev, buffer, memory, 0)
-        mapped = vk.vkMapMemory(self.dev, memory, 0, nbytes, 0) if host else None
-        return _Buf(buffer, memory, mapped, nbytes)
+        memory = None
+        try:
+            req = vk.vkGetBufferMemoryRequirements(self.dev, buffer)
+            want = _HOST if host else _LOCAL
+            index = next(
+                (
+                    i
+                    for i, flags in enumerate(self.mem_flags)
+                    if req.memoryTypeBits & (1 << i) and flags & want == want
+                ),
+                None,
+            )
+            if index is None:
+                raise DeviceError(
+                    f"Vulkan adapter {self.name} has no memory type with flags {want:#x}"
+                )
+            info = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index)
+            memory = self._vk(
+                f"allocation of {nbytes} bytes", vk.vkAllocateMemory, self.dev, info, None
+            )
+            self._vk("memory binding", vk.vkBindBufferMemory, self.dev, buffer, memory, 0)
+            mapped = (
+                self._vk("memory mapping", vk.vkMapMemory, self.dev, memory, 0, nbytes, 0)
+                if host
+                else None
+            )
+        except BaseException:
+            vk.vkDestroyBuffer(self.dev, buffer, None)
+            if memory is not None:
+                vk.vkFreeMemory(self.dev, memory, None)
+            raise
+        buf = _Buf(buffer, memory, mapped, nbytes)
+        self._live_bufs[id(buf)] = buf
+        return buf
 
     def _alloc(self, nbytes: int, data: bytes | None) -> _Buf:
         buf = self._make(nbytes, vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | _COPY, self.unified)
-        self._live_bufs[id(buf)] = buf
-        if self.unified:
-            buf.mapped[0 : buf.nbytes] = (
-                bytes(buf.nbytes) if data is None else data.ljust(buf.nbytes, b"\0")
-            )
-        elif data is not None:
-            self._upload(buf, data)
-        else:
-            self._run_commands(vk.vkCmdFillBuffer, buf.buffer, 0, buf.nbytes, 0)
+        try:
+            if self.unified:
+                buf.mapped[0 : buf.nbytes] = (
+                    bytes(buf.nbytes) if data is None else data.ljust(buf.nbytes, b"\0")
+                )
+            elif data is not None:
+                self._upload(buf, data)
+            else:
+                self._run_commands(vk.vkCmdFillBuffer, buf.buffer, 0, buf.nbytes, 0)
+        except BaseException:
+            self._free(buf)
+            raise
         return buf
 
     def _staged(self, nbytes: int) -> _Buf:
@@ -260,6 +377,7 @@ class VulkanDevice(Device):
         if self._staging is None or self._staging.nbytes < nbytes:
             if self._staging is not None:
                 self._free(self._staging)
+                self._staging = None
             self._staging = self._make(max(nbytes, 1 << 20), _COPY, True)
         return self._staging
 
@@ -268,12 +386,14 @@ class VulkanDevice(Device):
         self._run_commands(vk.vkCmdCopyBuffer, src.buffer, dst.buffer, 1, region)
 
     def _upload(self, handle: _Buf, data: bytes) -> None:
+        self._quiesce()
         target = handle if handle.mapped is not None else self._staged(len(data))
         target.mapped[0 : len(data)] = data
         if target is not handle:
             self._copy(target, handle, len(data))
 
     def _download(self, handle: _Buf, nbytes: int) -> bytes:
+        self._quiesce()
         if handle.mapped is None:
             staging = self._staged(nbytes)
             self._copy(handle, staging, nbytes)
@@ -281,92 +401,155 @@ class VulkanDevice(Device):
         return bytes(handle.mapped[0:nbytes])
 
     def _free(self, handle: _Buf) -> None:
+        if not self._idle():  # the GPU may still use it: close() decides
+            return
         self._live_bufs.pop(id(handle), None)
         if handle.mapped is not None:
             vk.vkUnmapMemory(self.dev, handle.memory)
         vk.vkDestroyBuffer(self.dev, handle.buffer, None)
         vk.vkFreeMemory(self.dev, handle.memory, None)
 
+    # -- submissions --
+
+    def _idle(self) -> bool:
+        # Whether nothing submitted may still use what is about to be freed.
+        try:
+            self._quiesce()
+        except DeviceError:
+            return False
+        return self._broken is None
+
     def _run_commands(self, record: Any, *args: Any, final: bool = True) -> None:
         # Record `record(cmd, *args)` into the next command buffer and submit it; if `final`,
         # with a barrier for host reads and the fence, then wait: the fence covers all
         # earlier submissions.
-        lib = vk.lib
-        if self._sent == len(self._ring):
-            alloc = vk.VkCommandBufferAllocateInfo(
-                commandPool=self.cmd_pool,
-                commandBufferCount=1,
-                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-            )
-            cmds = vk.ffi.new(
-                "VkCommandBuffer[1]",
-                [self._vk("command buffer", vk.vkAllocateCommandBuffers, self.dev, alloc)[0]],
-            )
-            self._ring.append(
-                (
-                    cmds,
-                    vk.ffi.new(
-                        "VkSubmitInfo*",
-                        {
-                            "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                            "commandBufferCount": 1,
-                            "pCommandBuffers": cmds,
-                        },
-                    ),
-                )
-            )
+        lib = _lib
+        if self._broken is not None:
+            self._check_open()
+        self._quiesce()
         # Past _RING_MAX unwaited submissions, this one waits too (back-pressure).
         wait = final or self._sent + 1 >= _RING_MAX
-        cmds, submit = self._ring[self._sent]
-        self._check("command recording", lib.vkBeginCommandBuffer(cmds[0], self._begin))
-        record(cmds[0], *args)
-        if wait:
-            lib.vkCmdPipelineBarrier(
-                cmds[0],
-                _STAGE,
-                _HOST_STAGES,
-                0,
-                1,
-                self._barriers[1],
-                0,
-                vk.ffi.NULL,
-                0,
-                vk.ffi.NULL,
+        try:
+            if self._sent == len(self._ring):
+                self._ring.append(self._command_buffer())
+            cmds, submit = self._ring[self._sent]
+            self._check(
+                "command recording",
+                "vkBeginCommandBuffer",
+                lib.vkBeginCommandBuffer(cmds[0], self._begin),
             )
-        self._check("command recording", lib.vkEndCommandBuffer(cmds[0]))
-        self._check(
-            "queue submit",
-            lib.vkQueueSubmit(self.queue, 1, submit, self.fence if wait else vk.ffi.NULL),
-        )
+            record(cmds[0], *args)
+            if wait:
+                lib.vkCmdPipelineBarrier(
+                    cmds[0],
+                    _STAGE,
+                    _HOST_STAGES,
+                    0,
+                    1,
+                    self._barriers[1],
+                    0,
+                    vk.ffi.NULL,
+                    0,
+                    vk.ffi.NULL,
+                )
+            self._check("command recording", "vkEndCommandBuffer", lib.vkEndCommandBuffer(cmds[0]))
+            self._check(
+                "queue submit",
+                "vkQueueSubmit",
+                lib.vkQueueSubmit(self.queue, 1, submit, self.fence if wait else vk.ffi.NULL),
+            )
+        except BaseException:
+            # This command buffer never runs; the earlier ones may still: wait for them
+            # before the caller frees what they use.
+            self._drain()
+            raise
         self._sent += 1
         if wait:
-            status = self._wait_fence(lib)
-            if status == vk.VK_TIMEOUT:  # still running: nothing may be reset under it
-                raise self._fail("wait", f"VK_TIMEOUT after {_WAIT_NS // 10**9} s", False)
-            lib.vkResetFences(self.dev, 1, self._fence_arr)
-            for cmds, _ in self._ring[: self._sent]:
-                lib.vkResetCommandBuffer(cmds[0], 0)
-            self._sent = 0
-            self._check("wait", status)
+            self._fence_pending = True
+            self._settle(self._wait_fence(lib))
+
+    def _command_buffer(self) -> tuple[Any, Any]:
+        # A new command buffer of the ring, with its submit info.
+        alloc = vk.VkCommandBufferAllocateInfo(
+            commandPool=self.cmd_pool,
+            commandBufferCount=1,
+            level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        )
+        made = self._vk("command buffer", vk.vkAllocateCommandBuffers, self.dev, alloc)
+        cmds = vk.ffi.new("VkCommandBuffer[1]", [made[0]])
+        submit = vk.ffi.new(
+            "VkSubmitInfo*",
+            {
+                "sType": vk.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                "commandBufferCount": 1,
+                "pCommandBuffers": cmds,
+            },
+        )
+        return cmds, submit
+
+    def _drain(self) -> None:
+        # After a failed recording or submit: wait for what is in flight (a fence signalled
+        # after it), then reset the ring; if that fails, the device becomes unusable.
+        lib, failed = _lib, self._sent
+        if self._broken is not None:
+            return
+        if self._sent:
+            status = lib.vkQueueSubmit(self.queue, 0, vk.ffi.NULL, self.fence)
+            if status != SUCCESS:
+                self._lose("queue submit", describe("vkQueueSubmit", status))
+                return
+            self._fence_pending = True
+            try:
+                self._settle(self._wait_fence(lib))
+            except DeviceError:
+                return
+        if failed < len(self._ring):  # the one that failed, recorded in part
+            status = lib.vkResetCommandBuffer(self._ring[failed][0][0], 0)
+            if status != SUCCESS:
+                self._lose("command buffer reset", describe("vkResetCommandBuffer", status))
+
+    def _quiesce(self) -> None:
+        # Settle a fenced submission whose wait was interrupted (Ctrl-C lands anywhere):
+        # wait for it now, before anything is reused or freed. DeviceError if that fails.
+        if self._fence_pending and self._broken is None:
+            self._settle(self._wait_fence(_lib))
+
+    def _settle(self, status: int) -> None:
+        # After a wait for the fence that ended in `status`: on VK_SUCCESS, the fence and the
+        # waited-for command buffers are reset for reuse; on anything else the work may still
+        # be running, so nothing is reset and the device becomes unusable (DeviceError).
+        if status != SUCCESS:
+            timeout = f" after {self.wait_timeout_s:g} s" if status == TIMEOUT else ""
+            raise self._lose("wait", describe("vkWaitForFences", status) + timeout)
+        lib = _lib
+        call, status = "vkResetFences", lib.vkResetFences(self.dev, 1, self._fence_arr)
+        for cmds, _ in self._ring[: self._sent] if status == SUCCESS else ():
+            call, status = "vkResetCommandBuffer", lib.vkResetCommandBuffer(cmds[0], 0)
+            if status != SUCCESS:
+                break
+        if status != SUCCESS:  # the work is done, but the fence or ring cannot be reused
+            raise self._lose("reset after a wait", describe(call, status))
+        self._sent, self._fence_pending = 0, False
+
+    def _wait_ns(self) -> int:
+        return min(int(self.wait_timeout_s * 1e9), 2**64 - 1)
 
     def _wait_fence(self, lib: Any) -> int:
         # Poll for up to _SPIN_S, as CUDA syncs do (a blocking wait wakes ~30 us late), then
-        # block; a CPU device (lavapipe) needs the host's cores itself, so it never polls.
-        # VK_NOT_READY is the only "not yet" answer; anything else ends the poll. An
-        # interrupt (Ctrl-C) during the poll waits for the work before it propagates, since
-        # the caller then frees what the GPU is still using.
+        # block up to wait_timeout_s; a CPU device (lavapipe) needs the host's cores itself,
+        # so it never polls. VK_NOT_READY is the only "not yet" answer; anything else ends
+        # the poll. An interrupt (Ctrl-C) leaves _fence_pending set: the next use of the
+        # device, and any free the caller then makes, waits for the work first (_quiesce).
         deadline = time.perf_counter() + self._spin_s
-        try:
-            while (
-                status := lib.vkGetFenceStatus(self.dev, self.fence)
-            ) == vk.VK_NOT_READY and time.perf_counter() < deadline:
-                pass
-        except BaseException:
-            lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, _WAIT_NS)
-            raise
-        if status == vk.VK_NOT_READY:
-            status = lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, _WAIT_NS)
+        while (
+            status := lib.vkGetFenceStatus(self.dev, self.fence)
+        ) == NOT_READY and time.perf_counter() < deadline:
+            pass
+        if status == NOT_READY:
+            status = lib.vkWaitForFences(self.dev, 1, self._fence_arr, vk.VK_TRUE, self._wait_ns())
         return int(status)
+
+    # -- pipelines and binding sets --
 
     def _pipeline(
         self, meta: KernelMeta, code: Any, base: tuple[int, int, int] | None, entry: str
@@ -380,6 +563,63 @@ class VulkanDevice(Device):
         with self._lock:
             return vulkan_pipelines.save_cache(self)
 
+    def _allocate_set(self, set_layout: Any, need: tuple[int, int]) -> tuple[_Pool, Any]:
+        # A descriptor set of `set_layout` (`need`: its storage and uniform descriptors):
+        # from the pools with room in turn, starting at the last one used; else from a new
+        # pool. A pool the driver refuses (out of memory, fragmented) is skipped until one
+        # of its sets is freed.
+        pools, (storage, uniform) = self._pools, need
+        for k in range(len(pools)):
+            at = (self._pool_at + k) % len(pools)
+            pool = pools[at]
+            if pool.fits(storage, uniform):
+                dsets = self._set_from(pool, set_layout, need, fresh=False)
+                if dsets is not None:
+                    self._pool_at = at
+                    return pool, dsets
+        sets = min(max(1, int(self.pool_sets)), _POOL_SETS_MAX)
+        sizes = [
+            vk.VkDescriptorPoolSize(type=t, descriptorCount=sets * n)
+            for t, n in (
+                (_STORAGE_SET, max(_POOL_STORAGE, storage)),
+                (_UNIFORM_SET, max(1, uniform)),
+            )
+        ]
+        handle = self._new(
+            "descriptor pool",
+            "DescriptorPool",
+            maxSets=sets,
+            flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
+            pPoolSizes=sizes,
+        )
+        pool = _Pool(handle, sets, sets * max(_POOL_STORAGE, storage), sets * max(1, uniform))
+        pools.append(pool)
+        self._pool_at = len(pools) - 1
+        try:
+            dsets = self._set_from(pool, set_layout, need, fresh=True)
+        except BaseException:  # refused by a new pool: the set cannot be made
+            pools.remove(pool)
+            vk.vkDestroyDescriptorPool(self.dev, handle, None)
+            raise
+        return pool, dsets
+
+    def _set_from(self, pool: _Pool, set_layout: Any, need: tuple[int, int], fresh: bool) -> Any:
+        # One set from `pool`, or None when it refuses (an error for a `fresh` pool).
+        info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool.handle, pSetLayouts=[set_layout])
+        try:
+            dsets = invoke(vk.vkAllocateDescriptorSets, self.dev, info)
+        except VulkanCallError as exc:
+            if exc.code in (OUT_OF_POOL_MEMORY, FRAGMENTED_POOL) and not fresh:
+                pool.refused = True
+                return None
+            raise self._error("descriptor set allocation", exc) from exc
+        pool.sets, pool.storage, pool.uniform = (
+            pool.sets - 1,
+            pool.storage - need[0],
+            pool.uniform - need[1],
+        )
+        return list(dsets)
+
     def _bind(
         self,
         pipeline: Any,
@@ -387,37 +627,20 @@ class VulkanDevice(Device):
         uniform_binding: int | None,
         uniform: bytes | None,
     ) -> Any:
-        # Descriptor pools are tried in turn from the last one with room; a new one when all
-        # are full.
-        pools = self._pools
-        for tries in range(len(pools) + 1):
-            if tries == len(pools):
-                pools.append(
-                    self._new(
-                        "descriptor pool",
-                        "DescriptorPool",
-                        maxSets=_POOL_SETS,
-                        flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
-                        pPoolSizes=self._pool_sizes,
-                    )
-                )
-                self._pool_at = tries
-            pool = pools[self._pool_at]
-            info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool, pSetLayouts=[pipeline[2]])
-            try:
-                dsets = list(vk.vkAllocateDescriptorSets(self.dev, info))
-                break
-            except (vk.VkErrorOutOfPoolMemory, vk.VkErrorFragmentedPool):
-                self._pool_at = (self._pool_at + 1) % len(pools)
-        else:
-            raise DeviceError(f"Vulkan descriptor set allocation failed on {self.name}")
-        targets: list[tuple[int | None, Any, int, int]] = [
-            (b, h.buffer, n, _STORAGE_SET) for b, h, n in bound
-        ]
-        ubuf = None
+        ubuf, need = None, pipeline[3]
         if uniform is not None:
             ubuf = self._make(len(uniform), vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True)
             ubuf.mapped[0 : len(uniform)] = uniform
+        try:
+            pool, dsets = self._allocate_set(pipeline[2], need)
+        except BaseException:
+            if ubuf is not None:
+                self._free(ubuf)
+            raise
+        targets: list[tuple[int | None, Any, int, int]] = [
+            (b, h.buffer, n, _STORAGE_SET) for b, h, n in bound
+        ]
+        if ubuf is not None and uniform is not None:
             targets.append((uniform_binding, ubuf.buffer, len(uniform), _UNIFORM_SET))
         infos = [
             [vk.VkDescriptorBufferInfo(buffer=buf, offset=0, range=n)] for _, buf, n, _ in targets
@@ -429,44 +652,66 @@ class VulkanDevice(Device):
             for (b, _, _, t), info in zip(targets, infos)
         ]
         vk.vkUpdateDescriptorSets(self.dev, len(writes), writes, 0, None)
-        return dsets, ubuf, pool, vk.ffi.new("VkDescriptorSet[1]", dsets)
-
-    def _wait(self) -> None:
-        if self._sent:  # chunks of a batch in flight
-            self._run_commands(lambda cmd: None)
-
-    def _close(self) -> None:
-        # Everything the device made, then the device; the VkInstance stays (shared).
-        vk.vkDeviceWaitIdle(self.dev)
-        for entries in self._sets.values():
-            for entry in entries:
-                self._unbind(entry)
-        for buf in [*self._live_bufs.values(), *filter(None, [self._staging])]:
-            self._free(buf)
-        for pipe, _, _ in self._pipelines.values():
-            vk.vkDestroyPipeline(self.dev, pipe, None)
-        for layout, set_layout in self.layouts.values():
-            vk.vkDestroyPipelineLayout(self.dev, layout, None)
-            vk.vkDestroyDescriptorSetLayout(self.dev, set_layout, None)
-        for pool in self._pools:
-            vk.vkDestroyDescriptorPool(self.dev, pool, None)
-        if self._queries is not None:
-            vk.vkDestroyQueryPool(self.dev, self._queries, None)
-        vk.vkDestroyPipelineCache(self.dev, self.pipeline_cache, None)
-        vk.vkDestroyFence(self.dev, self.fence, None)
-        vk.vkDestroyCommandPool(self.dev, self.cmd_pool, None)
-        vk.vkDestroyDevice(self.dev, None)
-        self._sets.clear()
-        self._pipelines.clear()
+        return dsets, ubuf, pool, vk.ffi.new("VkDescriptorSet[1]", dsets), need
 
     def _set_uniform(self, entry: Any, uniform: bytes) -> None:
         entry[1].mapped[0 : len(uniform)] = uniform
 
     def _unbind(self, entry: Any) -> None:
-        dsets, ubuf, pool, _ = entry
-        vk.vkFreeDescriptorSets(self.dev, pool, 1, dsets)
+        if not self._idle():  # the GPU may still read it: close() decides
+            return
+        dsets, ubuf, pool, _, (storage, uniform) = entry
         if ubuf is not None:
             self._free(ubuf)
+        self._vk("descriptor set release", vk.vkFreeDescriptorSets, self.dev, pool.handle, 1, dsets)
+        pool.sets, pool.storage, pool.uniform = (
+            pool.sets + 1,
+            pool.storage + storage,
+            pool.uniform + uniform,
+        )
+        pool.refused = False
+        if pool.sets == pool.max_sets and any(
+            p.sets == p.max_sets for p in self._pools if p is not pool
+        ):  # empty, and another empty one stays for the next sets
+            self._pools.remove(pool)
+            vk.vkDestroyDescriptorPool(self.dev, pool.handle, None)
+
+    def _wait(self) -> None:
+        if self._sent and self._broken is None:  # chunks of a batch in flight
+            self._run_commands(lambda cmd: None)
+
+    def _close(self) -> None:
+        # Everything the device made, then the device; the VkInstance stays (shared). An
+        # unusable device is freed only if its work has ended (its fence is signalled);
+        # else everything is left allocated, since the GPU may still use it.
+        lib = _lib
+        if self._broken is None:
+            done = lib.vkDeviceWaitIdle(self.dev) == SUCCESS
+        else:
+            done = lib.vkGetFenceStatus(self.dev, self.fence) == SUCCESS
+            done = done and lib.vkDeviceWaitIdle(self.dev) == SUCCESS
+        if done:
+            self._broken, self._fence_pending = None, False  # nothing runs: _free may free
+            for buf in list(self._live_bufs.values()):
+                self._free(buf)
+            for pipe, _, _, _ in self._pipelines.values():
+                vk.vkDestroyPipeline(self.dev, pipe, None)
+            for layout, set_layout, _ in self.layouts.values():
+                vk.vkDestroyPipelineLayout(self.dev, layout, None)
+                vk.vkDestroyDescriptorSetLayout(self.dev, set_layout, None)
+            for pool in self._pools:  # frees the sets left in them
+                vk.vkDestroyDescriptorPool(self.dev, pool.handle, None)
+            if self._queries is not None:
+                vk.vkDestroyQueryPool(self.dev, self._queries, None)
+            vk.vkDestroyPipelineCache(self.dev, self.pipeline_cache, None)
+            vk.vkDestroyFence(self.dev, self.fence, None)
+            vk.vkDestroyCommandPool(self.dev, self.cmd_pool, None)
+            vk.vkDestroyDevice(self.dev, None)
+        self._live_bufs.clear()
+        self._pools.clear()
+        self._staging = None
+        self._sets.clear()
+        self._pipelines.clear()
 
     def _submit(self, jobs: list[Job], final: bool) -> None:
         if not jobs and not (final and (self._sent or self._stamped)):
@@ -491,7 +736,7 @@ class VulkanDevice(Device):
             self.gpu_seconds = ((stamps[1] - stamps[0]) & self._tick_mask) * self._tick_s
 
     def _record(self, cmd: Any, jobs: list[Job], final: bool) -> None:
-        lib, null, queries = vk.lib, vk.ffi.NULL, self._queries
+        lib, null, queries = _lib, vk.ffi.NULL, self._queries
         if self.timing and queries is not None and not self._stamped:
             # GPU time from before the batch's first dispatch to after its last one.
             self._stamped, self.gpu_seconds = True, None

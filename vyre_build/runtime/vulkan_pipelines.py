@@ -14,6 +14,7 @@ from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.errors import DeviceError
 from vyre_build.runtime.device import layout_of
 from vyre_build.runtime.pipeline_cache import PipelineCacheFile, cache_dir
+from vyre_build.runtime.vulkan_results import SUCCESS
 
 if TYPE_CHECKING:
     import os
@@ -56,17 +57,22 @@ def open_cache(dev: VulkanDevice, props: Any, setting: str | os.PathLike[str] | 
 def cache_data(dev: VulkanDevice, cache: Any) -> bytes:
     """vkGetPipelineCacheData of `cache` (the size query, then the bytes)."""
     size = vk.ffi.new("size_t*")
+    read = "vkGetPipelineCacheData"
     dev._check(
-        "pipeline cache read", vk.lib.vkGetPipelineCacheData(dev.dev, cache, size, vk.ffi.NULL)
+        "pipeline cache read",
+        read,
+        vk.lib.vkGetPipelineCacheData(dev.dev, cache, size, vk.ffi.NULL),
     )
     buf = vk.ffi.new("char[]", size[0])
-    dev._check("pipeline cache read", vk.lib.vkGetPipelineCacheData(dev.dev, cache, size, buf))
+    dev._check(
+        "pipeline cache read", read, vk.lib.vkGetPipelineCacheData(dev.dev, cache, size, buf)
+    )
     return bytes(vk.ffi.buffer(buf, size[0]))
 
 
 def save_cache(dev: VulkanDevice) -> bool:
     """Save the device's pipeline cache if pipelines were added since the last load/save."""
-    if dev.cache_file is None or dev.closed or not dev._pipelines_added:
+    if dev.cache_file is None or dev.closed or dev._broken is not None or not dev._pipelines_added:
         return False
 
     def merge(blob: bytes) -> None:
@@ -78,8 +84,16 @@ def save_cache(dev: VulkanDevice) -> bool:
         except DeviceError:
             return
         srcs = vk.ffi.new("VkPipelineCache[1]", [theirs])
-        vk.lib.vkMergePipelineCaches(dev.dev, dev.pipeline_cache, 1, srcs)
-        vk.vkDestroyPipelineCache(dev.dev, theirs, None)
+        try:
+            dev._check(
+                "pipeline cache merge",
+                "vkMergePipelineCaches",
+                vk.lib.vkMergePipelineCaches(dev.dev, dev.pipeline_cache, 1, srcs),
+            )
+        except DeviceError:
+            pass  # save ours alone
+        finally:
+            vk.vkDestroyPipelineCache(dev.dev, theirs, None)
 
     saved = dev.cache_file.save(lambda: cache_data(dev, dev.pipeline_cache), merge)
     if saved:
@@ -102,13 +116,14 @@ def first_layout(dev: VulkanDevice) -> None:
     _signature(dev, [(0, "r"), (1, "rw"), (2, "u")])
 
 
-def _layouts(dev: VulkanDevice, meta: KernelMeta) -> tuple[Any, Any]:
-    """(pipeline layout, set layout) of a kernel's binding signature: made once per device
-    (every kernel with the same bindings shares them; NVIDIA's first one costs 0.4-5 ms)."""
+def _layouts(dev: VulkanDevice, meta: KernelMeta) -> tuple[Any, Any, tuple[int, int]]:
+    """(pipeline layout, set layout, (storage, uniform) descriptors of a set) of a kernel's
+    binding signature: made once per device (every kernel with the same bindings shares
+    them; NVIDIA's first one costs 0.4-5 ms)."""
     return _signature(dev, layout_of(meta))
 
 
-def _signature(dev: VulkanDevice, kinds: list[tuple[int, str]]) -> tuple[Any, Any]:
+def _signature(dev: VulkanDevice, kinds: list[tuple[int, str]]) -> tuple[Any, Any, tuple[int, int]]:
     key = tuple((b, a == "u") for b, a in kinds)
     found = dev.layouts.get(key)
     if found is None:
@@ -127,7 +142,8 @@ def _signature(dev: VulkanDevice, kinds: list[tuple[int, str]]) -> tuple[Any, An
         except DeviceError:
             vk.vkDestroyDescriptorSetLayout(dev.dev, set_layout, None)
             raise
-        found = dev.layouts[key] = (layout, set_layout)
+        uniform = sum(u for _, u in key)
+        found = dev.layouts[key] = (layout, set_layout, (len(key) - uniform, uniform))
     return found
 
 
@@ -135,11 +151,12 @@ def create_pipelines(
     dev: VulkanDevice,
     kernels: list[tuple[KernelMeta, bytes, str]],
     base: tuple[int, int, int] | None,
-) -> list[tuple[Any, Any, Any]]:
-    """(pipeline, pipeline layout, set layout) of each (kernel, SPIR-V, entry point),
-    created in one driver call (`base`: the base workgroup of a split dispatch's piece, set
-    through the modules' specialization constants 0-2, docs/descriptor-conventions.md). When the driver refuses the batch, each is created alone, so that the
-    error names its kernel."""
+) -> list[tuple[Any, Any, Any, tuple[int, int]]]:
+    """(pipeline, pipeline layout, set layout, (storage, uniform) descriptors of its set)
+    of each (kernel, SPIR-V, entry point), created in one driver call (`base`: the base
+    workgroup of a split dispatch's piece, set through the modules' specialization
+    constants 0-2, docs/descriptor-conventions.md). When the driver refuses the batch,
+    each is created alone, so that the error names its kernel."""
     if len(kernels) > 1:
         try:
             return _create(dev, kernels, base)
@@ -160,7 +177,7 @@ def _create(
     dev: VulkanDevice,
     kernels: list[tuple[KernelMeta, bytes, str]],
     base: tuple[int, int, int] | None,
-) -> list[tuple[Any, Any, Any]]:
+) -> list[tuple[Any, Any, Any, tuple[int, int]]]:
     """The pipelines of `kernels` in one vkCreateComputePipelines, its create-infos built
     as plain cffi arrays (the `vulkan` package's per-struct wrappers cost more than the
     driver does once its pipeline cache is warm)."""
@@ -182,7 +199,9 @@ def _create(
                 )
                 out = ffi.new("VkShaderModule*")
                 dev._check(
-                    "shader module creation", lib.vkCreateShaderModule(dev.dev, info, ffi.NULL, out)
+                    "shader module creation",
+                    "vkCreateShaderModule",
+                    lib.vkCreateShaderModule(dev.dev, info, ffi.NULL, out),
                 )
                 keep.append(words)
                 modules[code] = out[0]
@@ -202,7 +221,7 @@ def _create(
             )
             keep += [entries, data]
         infos = ffi.new("VkComputePipelineCreateInfo[]", len(kernels))
-        for k, ((_, code, entry), (layout, _)) in enumerate(zip(kernels, made)):
+        for k, ((_, code, entry), (layout, _, _)) in enumerate(zip(kernels, made)):
             name = ffi.new("char[]", entry.encode("utf-8"))
             keep.append(name)
             info = infos[k]
@@ -215,13 +234,15 @@ def _create(
             info.stage.pSpecializationInfo = spec
             info.layout = layout
         pipes = ffi.new("VkPipeline[]", len(kernels))
-        dev._check(
-            "compute pipeline creation",
-            lib.vkCreateComputePipelines(
-                dev.dev, dev.pipeline_cache, len(kernels), infos, ffi.NULL, pipes
-            ),
+        result = lib.vkCreateComputePipelines(
+            dev.dev, dev.pipeline_cache, len(kernels), infos, ffi.NULL, pipes
         )
+        if result != SUCCESS:  # those that were made before the failure go too
+            for k in range(len(kernels)):
+                if pipes[k] != ffi.NULL:
+                    lib.vkDestroyPipeline(dev.dev, pipes[k], ffi.NULL)
+        dev._check("compute pipeline creation", "vkCreateComputePipelines", result)
     finally:  # layouts stay: the device keeps them for every kernel of their signature
         for m in modules.values():
             lib.vkDestroyShaderModule(dev.dev, m, ffi.NULL)
-    return [(pipes[k], layout, set_layout) for k, (layout, set_layout) in enumerate(made)]
+    return [(pipes[k], *found) for k, found in enumerate(made)]

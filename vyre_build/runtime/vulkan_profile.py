@@ -14,6 +14,7 @@ import vulkan as vk
 from vyre_build.errors import DeviceError
 from vyre_build.features import SUBGROUP_FEATURES
 from vyre_build.runtime.profile import CooperativeMatrixType, DeviceProfile, features_of
+from vyre_build.runtime.vulkan_results import VulkanCallError, invoke
 
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
 _INSTANCE: list[Any] = []
@@ -58,21 +59,29 @@ def instance() -> Any:
         )
         try:
             _INSTANCE.append(
-                vk.vkCreateInstance(vk.VkInstanceCreateInfo(pApplicationInfo=app), None)
+                invoke(vk.vkCreateInstance, vk.VkInstanceCreateInfo(pApplicationInfo=app), None)
             )
-        except (vk.VkError, vk.VkException, OSError) as exc:
-            raise DeviceError(f"no Vulkan instance: {exc!r}; {_NO_DRIVER}") from exc
+        except (VulkanCallError, OSError) as exc:
+            raise DeviceError(f"no Vulkan instance: {exc}; {_NO_DRIVER}") from exc
     return _INSTANCE[0]
 
 
 def physical_devices() -> list[tuple[Any, Any, str]]:
     """(physical device, properties, description) per Vulkan device, in the loader's order."""
-    devices = vk.vkEnumeratePhysicalDevices(instance())
+    devices = _call("physical device listing", vk.vkEnumeratePhysicalDevices, instance())
     props = [vk.vkGetPhysicalDeviceProperties(p) for p in devices]  # deviceName comes decoded
     return [
         (p, d, f"{d.deviceName} [{TYPES.get(d.deviceType, 'other')}, Vulkan]")
         for p, d in zip(devices, props)
     ]
+
+
+def _call(what: str, fn: Any, *args: Any) -> Any:
+    # fn(*args) of the `vulkan` package, a failure raised as a DeviceError naming `what`.
+    try:
+        return invoke(fn, *args)
+    except VulkanCallError as exc:
+        raise DeviceError(f"Vulkan {what} failed: {exc}") from exc
 
 
 def _version(v: int) -> str:
@@ -151,7 +160,8 @@ def _cooperative_matrices(physical: Any) -> tuple[CooperativeMatrixType, ...]:
 def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, Enable]:
     """The profile of `physical` with everything enabled that vyre_build kernels can use,
     and what device creation must enable for it."""
-    exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(physical, None)}
+    listed = _call("extension listing", vk.vkEnumerateDeviceExtensionProperties, physical, None)
+    exts = {e.extensionName for e in listed}
     modern = props.apiVersion >= vk.VK_MAKE_VERSION(1, 2, 0)
     # Properties: subgroups (1.1), driver name (1.2), subgroup size range (1.3).
     chain: list[Any] = []
