@@ -424,7 +424,7 @@ class _LoopRun:
         if spec.name is not None and i is None:
             i = np.array(m.vals[spec.lo])
         self.i = i
-        self.history: deque = deque(maxlen=SPLIT_WINDOW)  # (contended, lanes) per iteration
+        self.history: deque = deque(maxlen=SPLIT_WINDOW)  # lanes of the last contended ones
 
     def pending(self) -> int:
         m = self.machine
@@ -437,7 +437,9 @@ class _LoopRun:
         if self.iterations >= MAX_LOOP_ITERATIONS:
             m.endless()
         self.iterations += 1
-        m.budget.spend(n)
+        budget = m.budget
+        if budget.limit is not None:
+            budget.spend(n)
         outer, m.contended = m.contended, False
         loop.continued[:] = False
         if spec.name is not None:
@@ -449,16 +451,20 @@ class _LoopRun:
         elif spec.cont is not None:
             loop.continued[:] = False  # the continuing block runs for continued lanes too
             m.body(spec.cont, self.running)
-        self.history.append((m.contended, n))
-        m.contended = outer or m.contended
+        if m.contended:
+            self.history.append(n)
+            m.contended = True
+        else:
+            self.history.clear()  # only an unbroken run of contended iterations counts
+            m.contended = outer
 
     def slow(self, n: int) -> bool:
         """Whether the last SPLIT_WINDOW iterations all collided on an old value the kernel
         reads while at most one in 64 of the running lanes left per iteration (some did)."""
         h = self.history
-        if len(h) < SPLIT_WINDOW or not all(c for c, _ in h):
+        if len(h) < SPLIT_WINDOW:
             return False
-        left = h[0][1] - n
+        left = h[0] - n
         return 0 < left and left * 64 <= n * SPLIT_WINDOW
 
     def split(self) -> list[_LoopRun]:
