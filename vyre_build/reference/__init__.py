@@ -23,7 +23,12 @@ Where a GPU may legitimately differ (and the conformance runner allows for it):
 - min/max with a NaN operand (backend-defined), and denormals (some devices flush them);
 - float `%` (never emitted by the frontend): `fmod` here, `a - b * trunc(a / b)` in WGSL;
 - the order atomics apply in within one op (lane order here): only the old values a
-  kernel reads back can show it, and they are racy on any device.
+  kernel reads back can show it, and they are racy on any device; likewise the order of
+  the iterations of a contended retry loop, which the reference splits (machine.py) when
+  lockstep would let one lane per cell win each iteration.
+
+Step budget: `max_steps` bounds a dispatch's loop iterations summed over invocations
+(DispatchError past it), a watchdog for kernels that may never end.
 """
 
 from __future__ import annotations
