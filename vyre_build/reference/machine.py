@@ -188,18 +188,15 @@ class Machine:
     @classmethod
     def subset(cls, parent: Machine, lanes: np.ndarray) -> Machine:
         """A machine of `parent`'s `lanes` (indices), sharing its memory (shared and scratch
-        cells by each lane's base), for a split loop: it has no subgroup layout (the loop has
-        no collective op) and never splits a loop itself; its values are gathered by the
-        loop (`_LoopSpec.outer`) and its returns flushed into the root machine."""
+        cells by each lane's base), for the halves of a split loop: it has no subgroup
+        layout (the loop has no collective op) and runs the loops inside that loop's body
+        in plain lockstep; the split loop reads the values it gathers (`_LoopSpec.outer`),
+        and its returns are flushed into the root machine."""
         m = cls.__new__(cls)
         m.desc, m.info, m.slots = parent.desc, parent.info, parent.slots
         m.buffers, m.uniforms, m.budget = parent.buffers, parent.uniforms, parent.budget
-        m.read_atomics, m.root, m.can_split, m.contended = (
-            parent.read_atomics,
-            parent.root,
-            False,
-            False,
-        )
+        m.read_atomics, m.root = parent.read_atomics, parent.root
+        m.can_split, m.contended = False, False
         m.root_lanes = lanes if parent.root_lanes is None else parent.root_lanes[lanes]
         m.lanes = int(lanes.size)
         m.builtins = {k: [np.asarray(a)[lanes] for a in v] for k, v in parent.builtins.items()}
