@@ -195,6 +195,79 @@ def cas_with_subgroup_op():
     return k.build()
 
 
+BUSY = """
+@kernel(workgroup_size=64, grid="out")
+def busy(out: Buffer[u32, "w"], counter: Buffer[u32, "rw"], seed: Buffer[u32]):
+    # Three contended increments per invocation, each retried (LOOP) until it lands; between
+    # them, state the schedule cannot change: locals, a local array, a nested loop reading
+    # shared memory, an early return from inside the retry loop.
+    i = global_id().x
+    acc: u32 = seed[i % len(seed)]
+    hist = local_array(u32, 4)
+    tile = shared(u32, 64)
+    tile[local_id().x] = acc
+    barrier()
+    for rep in range(3):
+        LOOP
+            old = counter[0]
+            if atomic_compare_exchange(counter, 0, old, old + 1) != old:
+                continue
+            for j in range(i % 5):
+                acc = acc * 1664525 + u32(j) + tile[(local_id().x + 1) % 64]
+                hist[j % 4] += 1
+            if i % 11 == 3 and rep == 1:
+                out[i] = acc + hist[0] + hist[3]
+                return
+            break
+    out[i] = acc + hist[0] + hist[3]
+"""
+
+
+def busy_model(seed: np.ndarray, n: int) -> tuple[np.ndarray, int]:
+    """What busy must write, lane by lane in Python ints, and the counter's final value."""
+    out, count = [], 0
+    for i in range(n):
+        acc = int(seed[i % len(seed)])
+        neighbour = int(seed[(i // 64 * 64 + (i % 64 + 1) % 64) % len(seed)])
+        hist = [0] * 4
+        for rep in range(3):
+            count += 1
+            for j in range(i % 5):
+                acc = (acc * 1664525 + j + neighbour) & 0xFFFFFFFF
+                hist[j % 4] += 1
+            if i % 11 == 3 and rep == 1:
+                break
+        out.append((acc + hist[0] + hist[3]) & 0xFFFFFFFF)
+    return np.array(out, np.uint32), count
+
+
+@pytest.mark.parametrize("loop", ["while True:", "for attempt in range(1 << 20):"])
+def test_a_split_loop_keeps_every_lane_state_it_had_in_lockstep(tmp_path, monkeypatch, loop):
+    desc = compile_source(tmp_path, BUSY.replace("LOOP", loop))["busy"]
+    seed = np.random.default_rng(1).integers(0, 2**32, 77, dtype=np.uint32)
+    n = 64 * 20
+    subsets = []
+    split = machine.Machine.subset.__func__
+    monkeypatch.setattr(
+        machine.Machine, "subset", classmethod(lambda *a: subsets.append(1) or split(*a))
+    )
+
+    def run():
+        args = {"out": np.zeros(n, np.uint32), "counter": np.zeros(1, np.uint32), "seed": seed}
+        return reference.execute(desc, args, {}, (20, 1, 1))
+
+    got = run()
+    assert len(subsets) > 2  # the retry loops were split, again and again
+    want, count = busy_model(seed, n)
+    assert got["counter"].tolist() == [count]
+    np.testing.assert_array_equal(got["out"], want)
+    monkeypatch.setattr(machine, "SPLIT_MIN", 1 << 30)  # lockstep throughout: the same
+    subsets.clear()
+    lockstep = run()
+    assert not subsets
+    np.testing.assert_array_equal(lockstep["out"], want)
+
+
 ATOMICS = ("Add", "Or", "And", "Xor", "Min", "Max", "Exchange", "CompareExchange")
 
 
