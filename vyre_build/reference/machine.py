@@ -22,11 +22,12 @@ a retry loop (a compare-exchange loop, a spin lock), so N contending lanes would
 iterations over all N lanes. A loop with no barrier, subgroup or matrix op inside (its
 lanes are then independent threads, and any interleaving of their iterations is a legal
 execution) is split when, for `SPLIT_WINDOW` iterations in a row, an atomic whose old value
-the kernel reads had two or more lanes on one cell and at most one in 64 of the running
-lanes left per iteration (but some did): its running lanes go on in two halves (lane
-order), each on a compacted machine (`Machine.subset`) that may split again, down to
-`SPLIT_MIN` lanes; the halves take turns of `TURN` iterations (so a lane that waits for
-another half's lane still ends). Contention then costs time linear in the lanes. A program
+the kernel reads had two or more lanes on one cell, and over them some lanes left the loop
+but at most one in 64 of those running per iteration: its running lanes go on in two
+halves (the lower lanes first), each on a compacted machine (`Machine.subset`) that may
+split again, down to `SPLIT_MIN` lanes; the halves take turns of `TURN` iterations (so a
+lane that waits for another half's lane still ends). Contention then costs time, and
+steps, linear in the lanes (about SPLIT_MIN steps per contending invocation). A program
 whose atomics never collide on an old value it reads is never split: it runs in exactly
 the lockstep order above.
 
