@@ -8,6 +8,10 @@
 2. Every case of tests/gpu/reference.py at its test sizes (the whole kernels/ tree),
    each result checked against the numpy reference; the target is 10 s for all of them
    (compiling is timed apart: it is the compiler's cost, not the reference's).
+3. Contended atomics (bench/kernels/contention.py, issue 20): a compare-exchange retry
+   loop and a spin lock in which every invocation contends for one cell, at 16,384
+   invocations (--contention); the target is 5 s a call, each result checked. In lockstep
+   they would cost time quadratic in the invocations (over 5 minutes here).
 
 Every figure is measured in this run; a ratio below 1 is within the target.
 """
@@ -31,7 +35,8 @@ from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.runtime import get_device, load_kernel  # noqa: E402
 
 KERNELS = os.path.join(ROOT, "kernels")
-SAXPY_TARGET_S, TREE_TARGET_S = 0.5, 10.0
+BENCH_KERNELS = os.path.join(HERE, "kernels")
+SAXPY_TARGET_S, TREE_TARGET_S, CONTENTION_TARGET_S = 0.5, 10.0, 5.0
 
 
 def median_time(fn, repeat: int) -> float:
@@ -118,13 +123,40 @@ def bench_tree() -> None:
     )
 
 
+def bench_contention(n: int) -> None:
+    compiled = compile_file(
+        os.path.join(BENCH_KERNELS, "contention.py"), root=BENCH_KERNELS, targets=("kdesc",)
+    )
+    device = get_device("cpu")
+    kernels = {k.meta["id"]: load_kernel(k.meta, kdesc=k.kdesc, device=device) for k in compiled}
+    zero = np.zeros(1, np.uint32)
+    every = np.arange(n, dtype=np.uint32)
+    print(f"contended atomics, {n} invocations on one cell, one call each:")
+    for name, args, seen, count in (
+        ("cas_count", {"tickets": n, "counter": zero}, "tickets", "counter"),
+        ("spin_lock", {"order": n, "lock": zero, "total": zero}, "order", "total"),
+    ):
+        t = time.perf_counter()
+        got = kernels[name](**args)
+        spent = time.perf_counter() - t
+        right = got[count].tolist() == [n] and np.array_equal(np.sort(got[seen]), every)
+        print(
+            f"  {name:<24}  {spent:8.2f} s    {spent / CONTENTION_TARGET_S:5.2f}x the "
+            f"{CONTENTION_TARGET_S} s target   {'right' if right else 'WRONG'}"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7, help="timed calls per figure (median)")
     ap.add_argument("--size", type=int, default=1 << 20, help="saxpy elements")
+    ap.add_argument(
+        "--contention", type=int, default=1 << 14, help="invocations of the contended kernels"
+    )
     args = ap.parse_args()
     bench_saxpy(args.size, args.repeat)
     bench_tree()
+    bench_contention(args.contention)
     return 0
 
 

@@ -14,7 +14,7 @@ import pytest
 from descriptors import Kernel
 
 from vyre_build.descriptor import encode
-from vyre_build.errors import DeviceError
+from vyre_build.errors import DeviceError, DispatchError
 from vyre_build.features import FEATURES
 from vyre_build.runtime import get_device, list_adapters, load_kernel, open_bundle
 from vyre_build.runtime.cpu_backend import CpuDevice
@@ -162,3 +162,180 @@ def test_a_closed_device_refuses_use():
     device.close()
     with pytest.raises(DeviceError, match="the device was closed"):
         buf.read()
+
+
+# --- the step budget (issue 26): a watchdog for kernels that may never end ---------------
+
+FOREVER = """
+from vyre_build.lang import *
+
+@kernel(workgroup_size=64, grid="out")
+def forever(out: Buffer[u32, "rw"]):
+    i = global_id().x
+    n: u32 = 0
+    while True:
+        n += 1
+        if i < len(out):
+            out[i] = n
+
+@kernel(workgroup_size=64, grid="out")
+def ten_trips(out: Buffer[u32, "rw"]):
+    i = global_id().x
+    for j in range(10):
+        if i < len(out):
+            out[i] += u32(j)
+"""
+
+
+def budget_message(kernel: str, steps: int) -> str:
+    return (
+        f"Kernel {kernel!r}: the dispatch ran past its budget of {steps} steps (a step is one "
+        "loop iteration of one invocation): it may never end; raise the budget with "
+        'get_device("cpu", max_steps=N) or VYRE_CPU_MAX_STEPS=N'
+    )
+
+
+@pytest.fixture(scope="module")
+def forever(tmp_path_factory):
+    from vyre_build.compiler import compile_file
+
+    path = tmp_path_factory.mktemp("forever") / "forever.py"
+    path.write_text(FOREVER)
+    return {k.meta["id"]: k for k in compile_file(str(path), targets=("kdesc",))}
+
+
+def test_a_while_true_kernel_ends_at_the_step_budget_and_writes_nothing(forever):
+    k = forever["forever"]
+    device = get_device("cpu", max_steps=10_000)
+    assert device.max_steps == 10_000 and get_device("cpu").max_steps is None
+    kern = load_kernel(k.meta, kdesc=k.kdesc, device=device)
+    out = device.buffer(np.full(100, 7, np.uint32))
+    with pytest.raises(DispatchError) as info:
+        kern(out=out)
+    assert str(info.value) == budget_message("forever", 10_000)
+    np.testing.assert_array_equal(out.read(), np.full(100, 7, np.uint32))
+
+
+def test_a_step_is_one_loop_iteration_of_one_invocation(forever):
+    # 2 workgroups of 64 invocations, 10 trips each: 1,280 steps.
+    k = forever["ten_trips"]
+    x = np.arange(100, dtype=np.uint32)
+    fits = load_kernel(k.meta, kdesc=k.kdesc, device=get_device("cpu", max_steps=1280))
+    np.testing.assert_array_equal(fits(out=x)["out"], x + 45)
+    short = load_kernel(k.meta, kdesc=k.kdesc, device=get_device("cpu", max_steps=1279))
+    with pytest.raises(DispatchError) as info:
+        short(out=x)
+    assert str(info.value) == budget_message("ten_trips", 1279)
+
+
+CRAFTED_META = {
+    "name": "crafted",
+    "variant": None,
+    "id": "crafted",
+    "workgroup_size": [64, 1, 1],
+    "grid": ["out"],
+    "bindings": [{"name": "out", "binding": 0, "kind": "buffer", "dtype": "u32", "access": "rw"}],
+    "uniform": None,
+}
+
+
+def crafted_kdesc(kind: str) -> bytes:
+    """A descriptor no frontend would make: a loop that never breaks, with a continuing
+    block ("loop"), or for-loops over the whole u32 range nested three deep ("for")."""
+    k = Kernel("crafted", (64, 1, 1))
+    out = k.buffer("U32", "ReadWrite", "out")
+    b = k.body
+    i = b.gid(0)
+    if kind == "loop":
+        body, cont = b.loop(continuing=True)
+        body.store(out, i, i)
+        cont.store(out, i, cont.bin("Add", cont.load(out, i), cont.u32(1)))
+    else:
+        inner = b.for_("a", b.u32(0), b.u32(2**32 - 1))
+        inner = inner.for_("b", inner.u32(0), inner.u32(2**32 - 1))
+        inner = inner.for_("c", inner.u32(0), inner.u32(2**32 - 1))
+        inner.store(out, i, inner.loop_index("c"))
+    return encode(k.build())
+
+
+@pytest.mark.parametrize("kind", ["loop", "for"])
+def test_a_crafted_endless_descriptor_ends_at_the_budget_from_the_environment(monkeypatch, kind):
+    monkeypatch.setenv("VYRE_CPU_MAX_STEPS", "100000")
+    device = get_device("cpu")
+    assert device.max_steps == 100_000
+    kern = load_kernel(CRAFTED_META, kdesc=crafted_kdesc(kind), device=device)
+    with pytest.raises(DispatchError) as info:
+        kern(out=np.zeros(64, np.uint32))
+    assert str(info.value) == budget_message("crafted", 100_000)
+
+
+@pytest.mark.parametrize(
+    "given, env, message",
+    [
+        (
+            0,
+            None,
+            "max_steps must be a positive whole number of steps (loop iterations summed "
+            "over a dispatch's invocations), got 0",
+        ),
+        (
+            True,
+            None,
+            "max_steps must be a positive whole number of steps (loop iterations "
+            "summed over a dispatch's invocations), got True",
+        ),
+        (
+            1e6,
+            None,
+            "max_steps must be a positive whole number of steps (loop iterations "
+            "summed over a dispatch's invocations), got 1000000.0",
+        ),
+        (
+            None,
+            "lots",
+            "VYRE_CPU_MAX_STEPS must be a positive whole number of steps (loop "
+            "iterations summed over a dispatch's invocations), got 'lots'",
+        ),
+        (
+            None,
+            "0",
+            "VYRE_CPU_MAX_STEPS must be a positive whole number of steps (loop "
+            "iterations summed over a dispatch's invocations), got 0",
+        ),
+        (
+            None,
+            "-5",
+            "VYRE_CPU_MAX_STEPS must be a positive whole number of steps (loop "
+            "iterations summed over a dispatch's invocations), got '-5'",
+        ),
+    ],
+)
+def test_a_bad_step_budget_is_refused(monkeypatch, given, env, message):
+    if env is not None:
+        monkeypatch.setenv("VYRE_CPU_MAX_STEPS", env)
+    with pytest.raises(DeviceError) as info:
+        get_device("cpu", max_steps=given)
+    assert str(info.value) == message
+
+
+def test_max_steps_is_refused_for_a_gpu_backend_before_any_device():
+    with pytest.raises(DeviceError) as info:
+        get_device("vulkan", max_steps=10)
+    assert (
+        str(info.value) == "max_steps= is for the cpu backend; a vulkan device has no step budget"
+    )
+
+
+def test_the_reference_refuses_a_bad_budget():
+    from vyre_build import reference
+    from vyre_build.descriptor import decode
+
+    with pytest.raises(DispatchError) as info:
+        reference.execute(
+            decode(crafted_kdesc("loop")),
+            {"out": np.zeros(1, np.uint32)},
+            {},
+            (1, 1, 1),
+            max_steps=0,
+        )
+    assert str(info.value) == "max_steps must be a positive int or None, got 0"

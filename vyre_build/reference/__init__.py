@@ -23,7 +23,12 @@ Where a GPU may legitimately differ (and the conformance runner allows for it):
 - min/max with a NaN operand (backend-defined), and denormals (some devices flush them);
 - float `%` (never emitted by the frontend): `fmod` here, `a - b * trunc(a / b)` in WGSL;
 - the order atomics apply in within one op (lane order here): only the old values a
-  kernel reads back can show it, and they are racy on any device.
+  kernel reads back can show it, and they are racy on any device; likewise the order of
+  the iterations of a contended retry loop, which the reference splits (machine.py) when
+  lockstep would let one lane per cell win each iteration.
+
+Step budget: `max_steps` bounds a dispatch's loop iterations summed over invocations
+(DispatchError past it), a watchdog for kernels that may never end.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
 from vyre_build.descriptor.types import TYPES
 from vyre_build.errors import DispatchError
 from vyre_build.descriptor.matrices import uses_matrices
-from vyre_build.reference.machine import Machine
+from vyre_build.reference.machine import Budget, Machine
 from vyre_build.reference.matrices import CHUNK_LANES as COOP_CHUNK_LANES
 from vyre_build.reference.values import dtype_of
 
@@ -51,6 +56,7 @@ def execute(
     *,
     info: DescriptorInfo | None = None,
     subgroup_size: int = 32,
+    max_steps: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Run `desc` over `workgroups` (x, y, z) workgroup counts on the CPU.
 
@@ -63,10 +69,16 @@ def execute(
         info: `validate(desc)`, when the caller has it.
         subgroup_size: lanes per subgroup (kernels must not assume one: 8 on lavapipe,
             32 on NVIDIA; compare with a device using its size).
+        max_steps: the step budget of the dispatch (a step is one loop iteration of one
+            invocation, nested loops' iterations each counted; a kernel with no loop takes
+            none): past it, DispatchError (the buffers given are left as they were).
+            None: no budget (a loop still ends after MAX_LOOP_ITERATIONS iterations).
     Returns:
         {name: array} with the final contents of every storage buffer, in the shape and
         dtype each was given in.
     """
+    if max_steps is not None and (type(max_steps) is not int or max_steps < 1):
+        raise DispatchError(f"max_steps must be a positive int or None, got {max_steps!r}")
     info = info if info is not None else validate(desc)
     grid = tuple(int(g) for g in workgroups)
     if len(grid) != 3 or min(grid) < 0:
@@ -100,9 +112,10 @@ def execute(
     wx, wy, wz = desc.workgroup_size
     lanes = COOP_CHUNK_LANES if uses_matrices(info.types.values()) else CHUNK_LANES
     per_chunk = max(1, lanes // (wx * wy * wz))
+    budget = Budget(desc.id, max_steps)
     for first in range(0, total, per_chunk):
         count = min(per_chunk, total - first)
-        Machine(desc, info, arrays, uniforms, grid, first, count, subgroup_size).run()
+        Machine(desc, info, arrays, uniforms, grid, first, count, subgroup_size, budget).run()
     return {
         s.name: arrays[s.slot].reshape(given[s.name].shape)
         for s in desc.slots

@@ -14,14 +14,35 @@ lengths) are computed once per chunk, so a loop iteration costs one call per op.
 Memory: storage buffers are the caller's arrays (stores and atomics write them in place,
 out of bounds dropped; loads out of bounds give 0); shared arrays are (workgroups, N) per
 chunk, zeroed for each workgroup; scratch is (lanes, N). Atomics apply lane by lane in lane
-order (a rank loop: each pass updates every cell at most once).
+order (a rank loop: each pass updates every cell at most once; a cell that many lanes hit
+in one op is folded with numpy's accumulate, a compare-exchange by a search per success).
+
+Contended loops (`Machine.run_loop`): lockstep lets one lane per cell win each iteration of
+a retry loop (a compare-exchange loop, a spin lock), so N contending lanes would take N
+iterations over all N lanes. A loop with no barrier, subgroup or matrix op inside (its
+lanes are then independent threads, and any interleaving of their iterations is a legal
+execution) is split when, for `SPLIT_WINDOW` iterations in a row, an atomic whose old value
+the kernel reads had two or more lanes on one cell, and over them some lanes left the loop
+but at most one in 64 of those running per iteration: its running lanes go on in two
+halves (the lower lanes first), each on a compacted machine (`Machine.subset`) that may
+split again, down to `SPLIT_MIN` lanes; the halves take turns of `TURN` iterations (so a
+lane that waits for another half's lane still ends). Contention then costs time, and
+steps, linear in the lanes (about SPLIT_MIN steps per contending invocation). A program
+whose atomics never collide on an old value it reads is never split: it runs in exactly
+the lockstep order above.
+
+Step budget: every loop iteration run by one lane is a step; `Budget` counts them over a
+dispatch and raises DispatchError once they pass `max_steps` (None: no budget).
 """
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
+from vyre_build.descriptor import matrices as mx
 from vyre_build.descriptor.ops import op_key
 from vyre_build.descriptor.types import TYPES
 from vyre_build.errors import DispatchError
@@ -29,9 +50,17 @@ from vyre_build.reference import matrices as coop
 from vyre_build.reference.subgroups import Subgroups
 from vyre_build.reference.values import RULES, dtype_of
 
-__all__ = ["Machine", "MAX_LOOP_ITERATIONS"]
+__all__ = ["Budget", "Machine", "MAX_LOOP_ITERATIONS"]
 
 MAX_LOOP_ITERATIONS = 1 << 24  # a loop past this is a kernel that never ends: refused
+SPLIT_WINDOW = 4  # iterations of slow, contended progress before a loop is split
+SPLIT_MIN = 256  # a loop's running lanes are not split into halves smaller than this
+TURN = 1024  # iterations a split half runs before the next half's turn
+_SEQUENTIAL = 4  # cells hit by more lanes than this in one op are folded per cell
+_COLLECTIVE = frozenset(
+    {"Barrier", "MatrixMma", "SubgroupAdd", "SubgroupBallot", "SubgroupShuffle"}
+)
+_COLLECTIVE_EXPR = frozenset({"vyre.subgroup", mx.LOAD, mx.FILL, mx.MMA})
 _ATOMIC = {
     "Or": np.bitwise_or,
     "And": np.bitwise_and,
@@ -77,8 +106,12 @@ class Machine:
         first: int,
         count: int,
         subgroup_size: int = 32,
+        budget: Budget | None = None,
     ):
         self.desc, self.info = desc, info
+        self.budget = budget if budget is not None else Budget(desc.id, None)
+        self.root, self.root_lanes, self.can_split, self.contended = self, None, True, False
+        self.read_atomics = _read_atomics(desc.body)
         self.buffers, self.uniforms = buffers, uniforms
         self.slots = {s.slot: s for s in desc.slots}
         wx, wy, wz = desc.workgroup_size
@@ -153,41 +186,60 @@ class Machine:
                     if not mask.any():
                         return
 
-    def for_loop(self, name, lo, hi, child, mask) -> None:
-        lo, hi = np.array(self.vals[lo]), self.vals[hi]
-        loop = _Loop(self.lanes)
-        self.loops.append(loop)
-        i, one = lo, lo.dtype.type(1)
-        running = mask.copy()
-        for _ in range(MAX_LOOP_ITERATIONS):
-            running &= (i < hi) & ~self.returned
-            if not running.any():
-                break
-            loop.continued[:] = False
-            self.loop_index[name] = i
-            self.body(child, running)
-            running &= ~loop.broken & ~self.returned
-            i = np.where(running, i + one, i)
-        else:
-            self.endless()
-        self.loops.pop()
+    @classmethod
+    def subset(cls, parent: Machine, lanes: np.ndarray) -> Machine:
+        """A machine of `parent`'s `lanes` (indices), sharing its memory (shared and scratch
+        cells by each lane's base), for the halves of a split loop: it has no subgroup
+        layout (the loop has no collective op) and runs the loops inside that loop's body
+        in plain lockstep; the split loop reads the values it gathers (`_LoopSpec.outer`),
+        and its returns are flushed into the root machine."""
+        m = cls.__new__(cls)
+        m.desc, m.info, m.slots = parent.desc, parent.info, parent.slots
+        m.buffers, m.uniforms, m.budget = parent.buffers, parent.uniforms, parent.budget
+        m.read_atomics, m.root = parent.read_atomics, parent.root
+        m.can_split, m.contended = False, False
+        m.root_lanes = lanes if parent.root_lanes is None else parent.root_lanes[lanes]
+        m.lanes = int(lanes.size)
+        m.builtins = {k: [np.asarray(a)[lanes] for a in v] for k, v in parent.builtins.items()}
+        m.memory = {
+            slot: (arr, None if base is None else base[lanes], n)
+            for slot, (arr, base, n) in parent.memory.items()
+        }
+        m.vals, m.loops = {}, []
+        m.loop_index = {k: v[lanes] for k, v in parent.loop_index.items()}
+        m.returned = parent.returned[lanes]
+        m.subgroups = _LaneIds(parent.subgroups.lane_id[lanes], parent.subgroups.size)
+        return m
 
-    def loop(self, main, cont, mask) -> None:
-        loop = _Loop(self.lanes)
-        self.loops.append(loop)
-        running = mask & ~self.returned
-        for _ in range(MAX_LOOP_ITERATIONS):
-            if not running.any():
-                break
-            loop.continued[:] = False
-            self.body(main, running)
-            running &= ~loop.broken & ~self.returned
-            if cont is not None:
-                loop.continued[:] = False  # the continuing block runs for continued lanes too
-                self.body(cont, running)
-        else:
-            self.endless()
-        self.loops.pop()
+    def flush(self) -> None:
+        """Hand a subset machine's returns to the root machine (its lanes are done here)."""
+        if self.root_lanes is not None:
+            self.root.returned[self.root_lanes] |= self.returned
+
+    def run_loop(self, spec: _LoopSpec, mask: np.ndarray) -> None:
+        """Run a loop for the lanes of `mask` to its end, in lockstep, splitting it when
+        contention stalls it (module docstring)."""
+        run = _LoopRun(self, spec, mask & ~self.returned)
+        if not (self.can_split and spec.splittable):
+            while n := run.pending():
+                run.step(n)
+            self.loops.pop()
+            return
+        turns = deque([run])
+        while turns:
+            run = turns.popleft()
+            for _ in range(TURN):
+                n = run.pending()
+                if n == 0:
+                    run.machine.loops.pop()
+                    run.machine.flush()
+                    break
+                if n >= 2 * SPLIT_MIN and run.slow(n):
+                    turns.extendleft(reversed(run.split()))
+                    break
+                run.step(n)
+            else:
+                turns.append(run)
 
     def endless(self):
         raise DispatchError(
@@ -203,19 +255,42 @@ class Machine:
         clamped = np.minimum(index, max(n - 1, 0)).astype(np.intp)
         return arr, clamped if base is None else base + clamped, ok
 
-    def atomic(self, aop: str, slot: int, index, args, ty, mask) -> np.ndarray:
+    def atomic(self, aop: str, slot: int, index, args, ty, mask, read: bool) -> np.ndarray:
+        """Apply an atomic for the lanes of `mask` in lane order; `read`: the kernel reads
+        its old value (a collision then marks the machine contended)."""
         arr, cell, ok = self.cells(slot, index)
         old = np.zeros(self.lanes, dtype_of(ty))
-        lanes = np.nonzero(mask & ok)[0]
+        lanes = np.flatnonzero(mask & ok)
         if lanes.size == 0:
             return old
-        args = [np.broadcast_to(a, (self.lanes,))[lanes] for a in args]
+        shape = (self.lanes,)
+        args = [(a if a.shape == shape else np.broadcast_to(a, shape))[lanes] for a in args]
         cells = cell[lanes]
+        first = cells[0]
+        if lanes.size == 1 or (cells == first).all():  # one cell: one fold, in lane order
+            if lanes.size > 1 and read:
+                self.contended = True
+            old[lanes], arr[first] = _fold(aop, arr[first], args)
+            return old
         order = np.argsort(cells, kind="stable")  # lane order within each cell
         cells, lanes = cells[order], lanes[order]
         args = [a[order] for a in args]
-        start = np.r_[0, np.flatnonzero(cells[1:] != cells[:-1]) + 1]
-        rank = np.arange(cells.size) - np.repeat(start, np.diff(np.r_[start, cells.size]))
+        start = np.concatenate(([0], np.flatnonzero(cells[1:] != cells[:-1]) + 1))
+        if start.size < cells.size and read:
+            self.contended = True
+        length = np.diff(np.append(start, cells.size))
+        if length.max() > _SEQUENTIAL:  # crowded cells: one fold each; the rest by ranks
+            crowded = np.flatnonzero(length > _SEQUENTIAL)
+            for s, n in zip(start[crowded].tolist(), length[crowded].tolist()):
+                c = cells[s]
+                old[lanes[s : s + n]], arr[c] = _fold(aop, arr[c], [a[s : s + n] for a in args])
+            keep = np.repeat(length <= _SEQUENTIAL, length)
+            cells, lanes, args = cells[keep], lanes[keep], [a[keep] for a in args]
+            length = length[length <= _SEQUENTIAL]
+            if cells.size == 0:
+                return old
+            start = np.concatenate(([0], np.cumsum(length)[:-1]))
+        rank = np.arange(cells.size) - np.repeat(start, length)
         for r in range(int(rank.max()) + 1):
             pick = rank == r
             c = cells[pick]
@@ -228,6 +303,222 @@ class Machine:
             else:
                 arr[c] = _ATOMIC[aop](before, args[0][pick])
         return old
+
+
+class Budget:
+    """The step budget of one dispatch: loop iterations summed over lanes, at most `limit`
+    (None: no budget); spend() raises DispatchError past it."""
+
+    __slots__ = ("kernel", "limit", "spent")
+
+    def __init__(self, kernel: str, limit: int | None):
+        self.kernel, self.limit, self.spent = kernel, limit, 0
+
+    def spend(self, steps: int) -> None:
+        self.spent += steps
+        if self.limit is not None and self.spent > self.limit:
+            raise DispatchError(
+                f"Kernel {self.kernel!r}: the dispatch ran past its budget of {self.limit} "
+                "steps (a step is one loop iteration of one invocation): it may never end; "
+                'raise the budget with get_device("cpu", max_steps=N) or VYRE_CPU_MAX_STEPS=N'
+            )
+
+
+class _LaneIds:
+    """What a subset machine keeps of the subgroup layout: each lane's id and the size."""
+
+    __slots__ = ("lane_id", "size")
+
+    def __init__(self, lane_id: np.ndarray, size: int):
+        self.lane_id, self.size = lane_id, size
+
+
+def _fold(aop: str, before, args: list[np.ndarray]):
+    """(old value per lane, final value) of atomic `aop` applied by lanes in order to one
+    cell holding `before`."""
+    a = args[0]
+    if aop == "CompareExchange":
+        return _compare_exchange(before, a, args[1])
+    seq = np.empty(a.size + 1, a.dtype)
+    seq[0], seq[1:] = before, a
+    if aop == "Exchange":
+        return seq[:-1], a[-1]
+    if aop == "Add":  # u32 bit patterns: wraps, for i32 too
+        acc = np.add.accumulate(seq.view(np.uint32), dtype=np.uint32).view(a.dtype)
+    else:
+        acc = _ATOMIC[aop].accumulate(seq)
+    return acc[:-1], acc[-1]
+
+
+def _compare_exchange(before, expected: np.ndarray, new: np.ndarray):
+    """Lane-ordered compare-exchange on one cell: a search per success (a retry loop has
+    one per op), then a plain loop once there are many."""
+    olds = np.empty_like(expected)
+    v, pos, n = before, 0, expected.size
+    for _ in range(16):
+        hits = np.flatnonzero(expected[pos:] == v)
+        if hits.size == 0:
+            olds[pos:] = v
+            return olds, v
+        j = pos + int(hits[0])
+        olds[pos : j + 1] = v
+        v, pos = new[j], j + 1
+        if pos == n:
+            return olds, v
+    cur, rest = v.item(), []
+    for e, w in zip(expected[pos:].tolist(), new[pos:].tolist()):
+        rest.append(cur)
+        if cur == e:
+            cur = w
+    olds[pos:] = rest
+    return olds, expected.dtype.type(cur)
+
+
+class _LoopSpec:
+    """A compiled loop: its steps on one machine, its bodies (to compile on a subset), whether
+    it may be split (no barrier, subgroup or matrix op inside) and the ids it reads from
+    outside (gathered into a subset)."""
+
+    __slots__ = ("name", "lo", "hi", "main", "cont", "bodies", "splittable", "outer")
+
+    def __init__(self, m: Machine, name, lo, hi, bodies):
+        self.name, self.lo, self.hi, self.bodies = name, lo, hi, bodies
+        self.main = _compile(m, bodies[0])
+        self.cont = _compile(m, bodies[1]) if len(bodies) == 2 else None
+        defined, reads, collective = set(), set(), False
+        for op in _walk(bodies):
+            reads.update(_reads(op))
+            if op.result is not None:
+                defined.add(op.result)
+            name_ = op.kind.name
+            collective = collective or name_ in _COLLECTIVE
+            if name_ == "OpaqueExpr":
+                collective = collective or op.kind.args[1] in _COLLECTIVE_EXPR
+            elif name_ == "OpaqueNode":
+                collective = collective or op.kind.args[0] == mx.STORE
+        self.splittable = not collective
+        self.outer = tuple(sorted(reads - defined | ({hi} if hi is not None else set())))
+
+    def on(self, m: Machine) -> _LoopSpec:
+        """This loop compiled for the subset machine `m`."""
+        spec = _LoopSpec.__new__(_LoopSpec)
+        spec.name, spec.lo, spec.hi, spec.bodies = self.name, self.lo, self.hi, self.bodies
+        spec.splittable, spec.outer = self.splittable, self.outer
+        spec.main = _compile(m, self.bodies[0])
+        spec.cont = _compile(m, self.bodies[1]) if len(self.bodies) == 2 else None
+        return spec
+
+
+class _LoopRun:
+    """One loop running on one machine, resumable between iterations: `pending()` (the
+    lanes that run the next iteration), `step(n)` (run it), `split()` (two halves)."""
+
+    __slots__ = ("machine", "spec", "loop", "running", "i", "iterations", "history")
+
+    def __init__(self, m: Machine, spec: _LoopSpec, running, i=None, iterations: int = 0):
+        self.machine, self.spec, self.running, self.iterations = m, spec, running, iterations
+        self.loop = _Loop(m.lanes)
+        m.loops.append(self.loop)
+        if spec.name is not None and i is None:
+            i = np.array(m.vals[spec.lo])
+        self.i = i
+        self.history: deque = deque(maxlen=SPLIT_WINDOW)  # lanes of the last contended ones
+
+    def pending(self) -> int:
+        m = self.machine
+        if self.spec.name is not None:
+            self.running &= (self.i < m.vals[self.spec.hi]) & ~m.returned
+        return int(np.count_nonzero(self.running))
+
+    def step(self, n: int) -> None:
+        m, spec, loop = self.machine, self.spec, self.loop
+        if self.iterations >= MAX_LOOP_ITERATIONS:
+            m.endless()
+        self.iterations += 1
+        budget = m.budget
+        if budget.limit is not None:
+            budget.spend(n)
+        outer, m.contended = m.contended, False
+        loop.continued[:] = False
+        if spec.name is not None:
+            m.loop_index[spec.name] = self.i
+        m.body(spec.main, self.running)
+        self.running &= ~loop.broken & ~m.returned
+        if spec.name is not None:
+            self.i = np.where(self.running, self.i + self.i.dtype.type(1), self.i)
+        elif spec.cont is not None:
+            loop.continued[:] = False  # the continuing block runs for continued lanes too
+            m.body(spec.cont, self.running)
+        if m.contended:
+            self.history.append(n)
+            m.contended = True
+        else:
+            self.history.clear()  # only an unbroken run of contended iterations counts
+            m.contended = outer
+
+    def slow(self, n: int) -> bool:
+        """Whether the last SPLIT_WINDOW iterations all collided on an old value the kernel
+        reads while at most one in 64 of the running lanes left per iteration (some did)."""
+        h = self.history
+        if len(h) < SPLIT_WINDOW:
+            return False
+        left = h[0] - n
+        return 0 < left and left * 64 <= n * SPLIT_WINDOW
+
+    def split(self) -> list[_LoopRun]:
+        """The running lanes as two runs on compacted machines (this run ends here)."""
+        m, spec = self.machine, self.spec
+        m.loops.pop()
+        m.flush()
+        lanes = np.flatnonzero(self.running)
+        runs = []
+        for half in np.array_split(lanes, 2):
+            sub = Machine.subset(m, half)
+            for v in spec.outer:
+                sub.vals[v] = np.asarray(m.vals[v])[half]
+            i = None if self.i is None else self.i[half]
+            ones = np.ones(half.size, bool)
+            runs.append(_LoopRun(sub, spec.on(sub), ones, i, self.iterations))
+        return runs
+
+
+def _walk(bodies):
+    """Every op of `bodies` and of their child bodies."""
+    for b in bodies:
+        for op in b.ops:
+            yield op
+        yield from _walk(b.children)
+
+
+def _reads(op) -> tuple:
+    """The operands of `op` that are SSA values (not slots, axes, pools or child bodies)."""
+    name, o = op.kind.name, op.operands
+    if name in _INVARIANT or name in ("LoopIndex", "Return", "Barrier"):
+        return ()
+    if name in ("LoadGlobal", "LoadShared", "StoreGlobal", "StoreShared", "Atomic"):
+        return o[1:]
+    if name in ("StructuredIfThen", "StructuredIfThenElse"):
+        return o[:1]
+    if name == "StructuredForLoop":
+        return o[:2]
+    if name == "OpaqueNode":
+        return o[1:] if op.kind.args[0] == mx.STORE else ()
+    if name == "OpaqueExpr":
+        kind = op.kind.args[1]
+        if kind == "vyre.num_workgroups":
+            return ()
+        return o[1:] if kind == mx.LOAD else o
+    return o
+
+
+def _read_atomics(body) -> frozenset:
+    """The result ids of the atomics whose old value some op reads."""
+    reads, atomics = set(), set()
+    for op in _walk([body]):
+        reads.update(_reads(op))
+        if op.kind.name == "Atomic":
+            atomics.add(op.result)
+    return frozenset(atomics & reads)
 
 
 # --- the body compiler --------------------------------------------------------------
@@ -323,6 +614,10 @@ def _fixed_cells(m: Machine, slot: int, index: int):
     return m.cells(slot, np.full(m.lanes, value, np.uint32))
 
 
+def _scratch(m: Machine, slot: int) -> bool:
+    return m.slots[slot].memory_class == "Scratch"
+
+
 def _step_load(m, op, body):
     slot, index = op.operands
     ty = m.info.types[op.result]
@@ -336,7 +631,7 @@ def _step_load(m, op, body):
     if fixed is not None:
         farr, fcell, fok = fixed
         if fok.all():
-            if base is not None and m.slots[slot].memory_class == "Scratch" and n == 1:
+            if m.root_lanes is None and base is not None and n == 1 and _scratch(m, slot):
                 return (lambda mm, mask: farr.copy()), op.result  # a scalar local
             return (lambda mm, mask: farr[fcell]), op.result
         value = m.full(np.zeros(arr.shape[1:], dtype_of(ty)))
@@ -358,7 +653,7 @@ def _step_store(m, op, body):
         farr, fcell, fok = fixed
         if not fok.any():
             return (lambda mm, mask: False), None  # always out of bounds: dropped
-        if base is not None and m.slots[slot].memory_class == "Scratch" and n == 1:
+        if m.root_lanes is None and base is not None and n == 1 and _scratch(m, slot):
             where = (slice(None),) + (None,) * (farr.ndim - 1)
 
             def store_local(mm, mask):
@@ -385,9 +680,12 @@ def _step_store(m, op, body):
 def _step_atomic(m, op, body):
     aop, ty = op.kind.args[0].name, m.info.types[op.result]
     slot, index, *args = op.operands
-    return (
-        lambda mm, mask: mm.atomic(aop, slot, mm.vals[index], [mm.vals[a] for a in args], ty, mask)
-    ), op.result
+    read = op.result in m.read_atomics
+
+    def atomic(mm, mask):
+        return mm.atomic(aop, slot, mm.vals[index], [mm.vals[a] for a in args], ty, mask, read)
+
+    return atomic, op.result
 
 
 def _step_if(m, op, body):
@@ -407,10 +705,10 @@ def _step_if(m, op, body):
 
 def _step_for(m, op, body):
     lo, hi, child = op.operands
-    name, steps = op.kind.args[0], _compile(m, body.children[child])
+    spec = _LoopSpec(m, op.kind.args[0], lo, hi, (body.children[child],))
 
     def for_(mm, mask):
-        mm.for_loop(name, lo, hi, steps, mask)
+        mm.run_loop(spec, mask)
         return True
 
     return for_, None
@@ -434,11 +732,10 @@ def _step_node(m, op, body):
             return True
 
         return cont, None
-    main = _compile(m, body.children[op.operands[0]])
-    cont_steps = _compile(m, body.children[op.operands[1]]) if len(op.operands) == 2 else None
+    spec = _LoopSpec(m, None, None, None, tuple(body.children[c] for c in op.operands))
 
     def loop(mm, mask):
-        mm.loop(main, cont_steps, mask)
+        mm.run_loop(spec, mask)
         return True
 
     return loop, None

@@ -102,6 +102,7 @@ def get_device(
     *,
     pipeline_cache: str | os.PathLike[str] | bool | None = None,
     subgroup_size: int | None = None,
+    max_steps: int | None = None,
 ) -> Device:
     """The Device of `backend` on `adapter`, created once and shared.
 
@@ -114,6 +115,8 @@ def get_device(
             None for $VYRE_PIPELINE_CACHE, else the user cache directory.
         subgroup_size: the cpu backend's lanes per subgroup (a power of two from 1 to
             128; default $VYRE_CPU_SUBGROUP_SIZE, else 32); a GPU's is its driver's.
+        max_steps: the cpu backend's step budget per dispatch (loop iterations summed over
+            invocations; default $VYRE_CPU_MAX_STEPS, else none): past it, DispatchError.
     Returns:
         The shared Device (the same one for the same arguments, until it is closed).
     """
@@ -130,14 +133,19 @@ def get_device(
             f"subgroup_size= is for the cpu backend; a {key[0]} device's subgroup size "
             "is its driver's"
         )
-    if key[0] == "cpu":  # the size in effect, so that a changed $VYRE_CPU_SUBGROUP_SIZE counts
-        key = ("cpu", (adapter, _module("cpu").subgroup_size_of(subgroup_size)))
+    if max_steps is not None and key[0] != "cpu":
+        raise DeviceError(
+            f"max_steps= is for the cpu backend; a {key[0]} device has no step budget"
+        )
+    if key[0] == "cpu":  # the values in effect, so that a changed $VYRE_CPU_* counts
+        cpu = _module("cpu")
+        key = ("cpu", (adapter, cpu.subgroup_size_of(subgroup_size), cpu.max_steps_of(max_steps)))
     with _REGISTRY:
         found = DEFAULT_DEVICES.get(key)
         if found is None:
             mod = _module(key[0])
             if key[0] == "cpu":
-                found = mod.CpuDevice(adapter, subgroup_size=subgroup_size)
+                found = mod.CpuDevice(adapter, subgroup_size=subgroup_size, max_steps=max_steps)
             elif key[0] == "vulkan":
                 found = mod.VulkanDevice(adapter, pipeline_cache=pipeline_cache)
             elif _is_wgpu_object(adapter) and type(adapter).__name__ == "GPUDevice":

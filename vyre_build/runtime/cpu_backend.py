@@ -30,7 +30,14 @@ from vyre_build.runtime.profile import CooperativeMatrixType, DeviceProfile, fea
 if TYPE_CHECKING:
     from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
 
-__all__ = ["ADAPTER", "CpuDevice", "adapter_profiles", "list_adapters", "subgroup_size_of"]
+__all__ = [
+    "ADAPTER",
+    "CpuDevice",
+    "adapter_profiles",
+    "list_adapters",
+    "max_steps_of",
+    "subgroup_size_of",
+]
 
 ADAPTER = "vyre reference (CPU)"
 DEFAULT_SUBGROUP_SIZE = 32
@@ -54,6 +61,26 @@ def subgroup_size_of(size: object = None) -> int:
     if type(size) is not int or size not in _SUBGROUP_SIZES:
         raise DeviceError(f"{where} must be a power of two from 1 to 128, got {size!r}")
     return size
+
+
+def max_steps_of(steps: object = None) -> int | None:
+    """The step budget of a cpu device's dispatches: `steps`, else $VYRE_CPU_MAX_STEPS,
+    else None (no budget); DeviceError unless it is a positive integer. A step is one loop
+    iteration of one invocation (vyre_build.reference.execute)."""
+    where = "max_steps"
+    if steps is None:
+        text = os.environ.get("VYRE_CPU_MAX_STEPS")
+        if not text:
+            return None
+        where, steps = "VYRE_CPU_MAX_STEPS", text
+        if text.strip().isdigit():
+            steps = int(text)
+    if type(steps) is not int or steps < 1:
+        raise DeviceError(
+            f"{where} must be a positive whole number of steps (loop iterations summed over "
+            f"a dispatch's invocations), got {steps!r}"
+        )
+    return steps
 
 
 def _matrices() -> tuple[CooperativeMatrixType, ...]:
@@ -157,13 +184,23 @@ class CpuDevice(Device):
         subgroup_size: lanes per subgroup (a power of two from 1 to 128; default
             $VYRE_CPU_SUBGROUP_SIZE, else 32): kernels must not assume one, and running
             them at 8 (lavapipe), 32 (NVIDIA) and 64 (AMD) shows whether they do.
+        max_steps: each dispatch's step budget (loop iterations summed over its
+            invocations; default $VYRE_CPU_MAX_STEPS, else none): a dispatch past it raises
+            DispatchError, naming the kernel, and writes nothing (a watchdog for kernels
+            that may never end).
     """
 
     backend = "cpu"
     name = ADAPTER
     coarse_entries = False
 
-    def __init__(self, adapter: int | str | None = None, *, subgroup_size: int | None = None):
+    def __init__(
+        self,
+        adapter: int | str | None = None,
+        *,
+        subgroup_size: int | None = None,
+        max_steps: int | None = None,
+    ):
         super().__init__()
         if adapter is not None:
             choose_adapter("cpu", [ADAPTER], [ADAPTER], adapter)
@@ -172,6 +209,7 @@ class CpuDevice(Device):
         self._decode, self._validate = descriptor.decode, descriptor.validate
         self._execute = reference.execute
         self.subgroup_size = subgroup_size_of(subgroup_size)
+        self.max_steps = max_steps_of(max_steps)
         self.profile = profile_of(self.subgroup_size)
         self.max_workgroup_count = self.profile.max_workgroup_count
         self.max_buffer_bytes = self.profile.max_storage_buffer_binding
@@ -258,6 +296,7 @@ class CpuDevice(Device):
             groups,
             info=pipe.info,
             subgroup_size=self.subgroup_size,
+            max_steps=self.max_steps,
         )
         for name, _, written in pipe.buffers.values():
             if written:
