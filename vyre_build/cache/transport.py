@@ -48,10 +48,13 @@ class TooBig(Exception):
 
 class _Deadline:
     """A connection's socket, seen through its request's deadline: each send and receive
-    waits at most for what is left of it (TimeoutError once it has passed)."""
+    waits at most for what is left of it (TimeoutError once it has passed). As with a
+    socket's own makefile, a reader keeps the socket open until it is closed too (a
+    response to be read to the end of the connection outlives its connection)."""
 
     def __init__(self, sock, conn):
         self._sock, self._conn = sock, conn
+        self._readers, self._closed = 0, False
 
     def left(self):
         remaining = self._conn.deadline - time.monotonic()
@@ -66,9 +69,20 @@ class _Deadline:
     def makefile(self, mode="rb", buffering=None, **_):
         if mode not in ("r", "rb"):
             raise ValueError(f"the deadline socket only reads, not {mode!r}")
+        self._readers += 1
         return io.BufferedReader(_Reader(self), buffering or io.DEFAULT_BUFFER_SIZE)
 
-    def __getattr__(self, name):  # close, setsockopt, fileno, ...
+    def reader_closed(self) -> None:
+        self._readers -= 1
+        if self._closed and self._readers == 0:
+            self._sock.close()
+
+    def close(self) -> None:
+        self._closed = True
+        if self._readers == 0:
+            self._sock.close()
+
+    def __getattr__(self, name):  # setsockopt, fileno, ...
         return getattr(self._sock, name)
 
 
@@ -84,6 +98,11 @@ class _Reader(io.RawIOBase):
 
     def readinto(self, buffer) -> int:
         return self._deadline_sock.left().recv_into(buffer)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._deadline_sock.reader_closed()
+        super().close()
 
 
 class _DeadlineMixin:
@@ -167,11 +186,13 @@ class KeepAlive:
                 ok = 200 <= resp.status < 300
                 cap = limit if ok else _ERROR_BODY_LIMIT
                 if ok and resp.length is not None and resp.length > cap:
-                    self._drop()  # it says so itself: not one byte of it is read
+                    resp.close()  # it says so itself: not one byte of it is read
+                    self._drop()
                     raise TooBig()
                 data, size = _read(resp, cap, into if ok else None)
                 if size > cap or not resp.isclosed():
-                    self._drop()  # a body left unread: the connection is spent
+                    resp.close()  # a body left unread: the connection is spent
+                    self._drop()
                     if size > cap and ok:
                         raise TooBig()
                 elif resp.will_close:
