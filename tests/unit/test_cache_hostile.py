@@ -285,6 +285,10 @@ def test_output_set_problems_name_what_is_missing_and_extra():
     good, good_outputs = entry(0)
     assert output_set_problem(good, EXPECTED) is None
     assert output_set_problem(good, read=good_outputs.get) is None
+    # A record stored through the Store API without build info implies no outputs.
+    assert output_set_problem(dict(good, info={}), read=good_outputs.get) is None
+    bad_stems = dict(good, info={"stems": "saxpy0"})
+    assert output_set_problem(bad_stems, read=good_outputs.get) == "its info has malformed stems"
 
 
 SAXPY = """\

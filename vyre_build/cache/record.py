@@ -9,6 +9,7 @@ record from anywhere can never make the build write outside its output directory
 step declares, or, where none are declared, the set the record implies itself (every
 stem its info names has its metadata and one artifact per target of its key, less the
 targets that metadata says it skips); a record with a missing or extra output is corrupt.
+(A record whose info names no stems, stored through the Store API, implies nothing.)
 """
 
 from __future__ import annotations
@@ -142,11 +143,14 @@ def _skips(read, stem: str) -> set[str] | None:
     return set(skipped) if isinstance(skipped, dict) else set()
 
 
-def _implied_outputs(record: dict, read) -> set[str] | str:
-    """The outputs an intact record implies (see the module), or what makes it unable to."""
-    stems = record["info"].get("stems")
+def _implied_outputs(record: dict, read) -> set[str] | str | None:
+    """The outputs an intact record implies (see the module), what makes it unable to, or
+    None when it names no stems (a record stored through the API without build info)."""
+    if "stems" not in record["info"]:
+        return None
+    stems = record["info"]["stems"]
     if not isinstance(stems, list) or not all(isinstance(s, str) and s for s in stems):
-        return "its info names no stems"
+        return "its info has malformed stems"
     targets = next(
         (p.get("value") for p in record["manifest"]["parts"] if p["kind"] == "targets"), None
     )
@@ -173,12 +177,13 @@ def output_set_problem(record: dict, expected=None, read=None) -> str | None:
 
     Arguments:
         expected: the output names the step declares (SCons: the targets of the step).
-            None: the outputs the record implies (see the module).
+            None: the outputs the record implies (see the module); a record whose info
+            names no stems implies none, and is not checked.
         read: name -> the bytes of one of the record's outputs, or None (only a stem's
             metadata is read, and only when one of its target artifacts is absent).
     """
     want = set(expected) if expected is not None else _implied_outputs(record, read)
-    if isinstance(want, str):
+    if want is None or isinstance(want, str):
         return want
     names = set(record["outputs"])
     missing, extra = sorted(want - names), sorted(names - want)

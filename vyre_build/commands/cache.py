@@ -8,9 +8,8 @@
     show KEY                  the key manifest (each part with its own hash) and outputs
     why TARGET [OTHER]        what changed between the last two builds of an output:
                               a unified diff of its sources, then the other key parts
-    verify [--rebuild]        rehash every blob and record, check each record's set of
-                              outputs; --rebuild recompiles every intact entry from its
-                              recorded inputs and reports differing bytes
+    verify [--rebuild]        rehash every blob and record; --rebuild recompiles every
+                              entry from its recorded inputs and reports differing bytes
     gc [--max-size N] [--max-age D]   evict least-recently-used entries past the limits
                               (default: the configured ones, 5G), remove stale temp files
 Every subcommand takes --json (machine-readable output on stdout) and --cache-dir; the
