@@ -372,6 +372,36 @@ def test_a_local_record_with_the_wrong_outputs_is_reported_by_verify_and_rebuilt
     assert capsys.readouterr().out.splitlines()[-1] == "OK"
 
 
+MM = """\
+from vyre_build.lang import *
+@kernel(workgroup_size=32, grid=32)
+def mm(a: Buffer[f16], b: Buffer[f16], c: Buffer[f32, "w"]):
+    acc = coop_mma(coop_load_a(a, 0, 16, 16, 16), coop_load_b(b, 0, 16, 16, 16), coop_fill(f32, 16, 16, 0.0))
+    coop_store(acc, c, 0, 16)
+"""
+
+
+def test_a_kernel_that_gets_no_wgsl_has_the_right_outputs(server, tmp_path, capsys):
+    """Its metadata says it skips WGSL: no output-set check takes that for a lack."""
+    from vyre_build.build_step import build_kernel_file
+    from vyre_build.cli import main
+
+    src = tmp_path / "kernels" / "mm.py"
+    src.parent.mkdir()
+    src.write_text(MM)
+    store = Store(tmp_path / "c")
+    key = build_kernel_file(str(src), str(tmp_path / "out"), store=store).key.key
+    record = store.get_record(key)
+    assert sorted(record["outputs"]) == ["mm.kdesc", "mm.meta.json", "mm.spv"]
+    assert main(["cache", "verify", "--cache-dir", str(tmp_path / "c")]) == 0
+    serve(server, record, {n: store.get_blob(r["hash"]) for n, r in record["outputs"].items()})
+    remote = RemoteCache(server.url())
+    assert sorted(remote.fetch(key)[1]) == ["mm.kdesc", "mm.meta.json", "mm.spv"]
+    assert remote.finish()["remote_hits"] == 1
+    said = capsys.readouterr()
+    assert said.out.splitlines()[-1] == "OK" and said.err == ""
+
+
 # --- 4. credentials: parsed once, redacted at the last @ --------------------------------
 
 SECRET = "S3cr3t"
