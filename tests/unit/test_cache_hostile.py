@@ -417,6 +417,7 @@ def stats(monkeypatch, tmp_path, capsys, url: str, *extra) -> tuple[int, str, st
     from vyre_build.cli import main
 
     (tmp_path / "cache").mkdir(exist_ok=True)
+    monkeypatch.chdir(tmp_path)  # no project config of the checkout's
     monkeypatch.setenv("VYRE_REMOTE_CACHE", url)
     monkeypatch.setenv("VYRE_CONFIG", str(tmp_path / "none.toml"))
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
@@ -468,6 +469,11 @@ def test_the_repro_url_is_shown_without_its_password(tmp_path, monkeypatch, caps
     for extra in ([], ["--json"]):
         rc, out, err = stats(monkeypatch, tmp_path, capsys, url, *extra)
         assert rc == 0 and SECRET not in out + err and "ss-" not in out + err
+        if not extra:
+            assert out.splitlines()[-1] == (
+                "Remote storage:    http://127.0.0.1:9/vyre (read-write, with credentials "
+                "from the URL; from VYRE_REMOTE_CACHE)"
+            )
     assert json.loads(out)["remote"]["url"] == "http://127.0.0.1:9/vyre"
     rc, out, _ = stats(monkeypatch, tmp_path, capsys, "http://127.0.0.1:9/vyre")
     assert out.splitlines()[-1] == (
