@@ -541,3 +541,13 @@ def test_the_hostile_server_stops_its_trickle_when_closed():
     done.wait(10)
     server.close()
     assert done.is_set() and server.requests() == ["GET ac/" + "a" * 64]
+
+
+def test_an_upload_answered_with_a_body_is_stored():
+    """A server whose 201 carries a page (or a huge Content-Length) is not a failure."""
+    with HostileServer() as server:
+        server.answers["*"] = Answer(201, b"<html>Created</html>" * 100)
+        remote = RemoteCache(server.url(), mode="read-write", environ={})
+        remote.upload(*entry(), {})
+        assert remote.finish()["uploads"] == 1
+        assert len(server.requests("PUT")) == 5  # 4 blobs, then the record

@@ -433,6 +433,8 @@ class RemoteCache:
         """True when stored (or, for HEAD, present), False when absent, None on failure."""
         try:
             status, reason, _ = self._request(method, name, body=body)
+        except TooBig:  # a 2xx answer with a body (which says nothing we read): done
+            return True
         except Unreachable as exc:
             self._unreachable(exc)
             return None
