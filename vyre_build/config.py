@@ -55,7 +55,8 @@ __all__ = [
 CACHE_DIR_ENV = "VYRE_CACHE_DIR"
 DEFAULT_MAX_SIZE = 5 << 30
 DEFAULT_TIMEOUT_S = 5.0
-DEFAULT_REMOTE_MAX_BLOB = 64 << 20  # our artifacts are a few MiB at most (frontend limits)
+# A kernel at the frontend's 100,000-operation limit makes ~12 MiB of WGSL: 5x that.
+DEFAULT_REMOTE_MAX_BLOB = 64 << 20
 SCONSTRUCT_NAMES = (
     "SConstruct",
     "Sconstruct",
