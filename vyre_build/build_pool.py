@@ -299,9 +299,8 @@ class _Serving:
         from vyre_build.cache.remote import RemoteCache
 
         if self.remote is None or self.remote.config() != config:
-            url, mode, timeout = config
-            self.remote = RemoteCache(
-                url, mode=mode, timeout=timeout, notify=lambda k, m: self.notes.append((k, m))
+            self.remote = RemoteCache.from_config(
+                config, notify=lambda k, m: self.notes.append((k, m))
             )
         self.remote.merge_state(state)
         return self.remote

@@ -236,10 +236,10 @@ def run_step(job: dict, store: Store | None, remote=None) -> dict:
     source, deps = job["source"], job["deps"]
     found = key_inputs(source, deps, job["targets"], job["options"], job["identity"])
     key = found.key
-    outputs = store.lookup(key.key) if store is not None else None
+    outputs = store.lookup(key.key, job["expected"]) if store is not None else None
     tier = "local" if outputs is not None else None
     if outputs is None and remote is not None:
-        fetched = remote.fetch(key.key)
+        fetched = remote.fetch(key.key, job["expected"])
         if fetched is not None:
             record, outputs, tier = fetched[0], fetched[1], "remote"
             if store is not None:  # kept locally: inputs first, the record last

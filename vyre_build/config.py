@@ -2,12 +2,13 @@
 
 Each setting is taken from the first of these that sets it:
   1. the environment: VYRE_CACHE_DIR, VYRE_CACHE_MAX_SIZE, VYRE_CACHE_MAX_AGE (days),
-     VYRE_REMOTE_CACHE, VYRE_REMOTE_CACHE_MODE, VYRE_REMOTE_CACHE_TIMEOUT (seconds);
+     VYRE_REMOTE_CACHE, VYRE_REMOTE_CACHE_MODE, VYRE_REMOTE_CACHE_TIMEOUT (seconds),
+     VYRE_REMOTE_CACHE_MAX_BLOB_SIZE;
   2. the project's config: `vyre.toml` at the project root, else the `[tool.vyre]` table of
      its `pyproject.toml`;
   3. the per-user config: $VYRE_CONFIG, else $XDG_CONFIG_HOME/vyre/config.toml
      (default ~/.config/vyre/config.toml);
-  4. defaults: `<project root>/cache`, 5 GiB, no age limit, no remote.
+  4. defaults: `<project root>/cache`, 5 GiB, no age limit, no remote (64 MiB per blob).
 In SCons, construction variables set in the SConstruct ($VYRECACHEDIR, ...) win over all
 of these (their defaults come from here).
 
@@ -20,7 +21,8 @@ Both files have the same tables (in pyproject.toml under `tool.vyre`):
     [remote]
     url = "https://cache.example.com/vyre"
     mode = "read-only"     # or "read-write"; default: read-write only with credentials
-    timeout = 5            # seconds per request
+    timeout = 5            # seconds for each whole request (connect, headers, body)
+    max-blob-size = "64M"  # a larger remote output is not downloaded; "unlimited" for none
 
 The project root is the nearest directory, from the current one upwards, that holds an
 SConstruct, a vyre.toml or a pyproject.toml with a [tool.vyre] table, so the CLI finds
@@ -34,7 +36,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from vyre_build.errors import VyreError
+from vyre_build.cache.url import parse_remote_url, redact_url
+from vyre_build.errors import CacheError, VyreError
 
 __all__ = [
     "CACHE_DIR_ENV",
@@ -52,6 +55,8 @@ __all__ = [
 CACHE_DIR_ENV = "VYRE_CACHE_DIR"
 DEFAULT_MAX_SIZE = 5 << 30
 DEFAULT_TIMEOUT_S = 5.0
+# A kernel at the frontend's 100,000-operation limit makes ~12 MiB of WGSL: 5x that.
+DEFAULT_REMOTE_MAX_BLOB = 64 << 20
 SCONSTRUCT_NAMES = (
     "SConstruct",
     "Sconstruct",
@@ -70,8 +75,12 @@ SETTINGS = {
     "remote_url": ("VYRE_REMOTE_CACHE", "remote", "url"),
     "remote_mode": ("VYRE_REMOTE_CACHE_MODE", "remote", "mode"),
     "remote_timeout": ("VYRE_REMOTE_CACHE_TIMEOUT", "remote", "timeout"),
+    "remote_max_blob": ("VYRE_REMOTE_CACHE_MAX_BLOB_SIZE", "remote", "max-blob-size"),
 }
-_TABLE_KEYS = {"cache": ("dir", "max-size", "max-age"), "remote": ("url", "mode", "timeout")}
+_TABLE_KEYS = {
+    "cache": ("dir", "max-size", "max-age"),
+    "remote": ("url", "mode", "timeout", "max-blob-size"),
+}
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -103,11 +112,6 @@ def parse_size(text, what: str = "size") -> int | None:
     return int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
 
 
-def redact_url(url: str) -> str:
-    """`url` without its user:password part: what every message shows of a remote."""
-    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@", r"\1", url)
-
-
 def format_size(n: int | None) -> str:
     """Bytes as ccache shows them: '1.2 MiB', '5.0 GiB'; None as 'unlimited'."""
     if n is None:
@@ -129,6 +133,7 @@ class CacheConfig:
     remote_url: str | None = None
     remote_mode: str | None = None  # None: read-write only when credentials are found
     remote_timeout_s: float = DEFAULT_TIMEOUT_S
+    remote_max_blob: int | None = DEFAULT_REMOTE_MAX_BLOB  # None: unlimited
     sources: dict = field(default_factory=dict)
 
 
@@ -283,6 +288,7 @@ def _resolve(root: str | None, raw: dict[str, tuple], start) -> CacheConfig:
         remote_url=values.get("remote_url"),
         remote_mode=values.get("remote_mode"),
         remote_timeout_s=values.get("remote_timeout", DEFAULT_TIMEOUT_S),
+        remote_max_blob=values.get("remote_max_blob", DEFAULT_REMOTE_MAX_BLOB),
         sources=sources,
     )
 
@@ -296,7 +302,7 @@ def _convert(name: str, value, source: str):
         if not isinstance(value, str) or not value.strip():
             raise bad("a directory path")
         return os.path.expanduser(value)
-    if name == "max_size":
+    if name in ("max_size", "remote_max_blob"):
         return parse_size(value, source)
     if name in ("max_age", "remote_timeout"):
         try:
@@ -311,6 +317,10 @@ def _convert(name: str, value, source: str):
     if name == "remote_url":
         if not isinstance(value, str) or not re.match(r"^https?://[^/\s]+", value.strip()):
             raise bad("an http:// or https:// URL")
+        try:
+            parse_remote_url(value)
+        except CacheError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
         return value.strip().rstrip("/")
     if name == "remote_mode":
         if value not in REMOTE_MODES:

@@ -21,7 +21,13 @@ from vyre_build.build_parse import PARSE_ONCE_COMPILER, ParsedFile, Parses
 from vyre_build.build_step import DEFAULT_COMPILER, compiler_identity, load_compiler
 from vyre_build.cache.scan import ScanMemo
 from vyre_build.cache.store import Store
-from vyre_build.config import CACHE_DIR_ENV, ConfigError, load_config, parse_size
+from vyre_build.config import (
+    CACHE_DIR_ENV,
+    DEFAULT_REMOTE_MAX_BLOB,
+    ConfigError,
+    load_config,
+    parse_size,
+)
 from vyre_build.errors import VyreError
 from vyre_build.files import canonical_json
 
@@ -272,12 +278,17 @@ def remote_of(env):
         return None
     mode = var(env, "VYREREMOTECACHEMODE") or None
     timeout = float(env.get("VYREREMOTECACHETIMEOUT") or 5.0)
-    key = (url, mode, timeout)
+    max_blob = env.get("VYREREMOTECACHEMAXBLOBSIZE", DEFAULT_REMOTE_MAX_BLOB)
+    try:
+        max_blob = parse_size(max_blob, "$VYREREMOTECACHEMAXBLOBSIZE")
+    except ConfigError as exc:
+        raise SCons.Errors.UserError(str(exc)) from None
+    key = (url, mode, timeout, max_blob)
     with lock:
         if key not in _remotes:
             from vyre_build.cache.remote import RemoteCache  # only builds with a remote
 
-            _remotes[key] = RemoteCache(url, mode=mode, timeout=timeout)
+            _remotes[key] = RemoteCache(url, mode=mode, timeout=timeout, max_blob=max_blob)
         return _remotes[key]
 
 
@@ -338,4 +349,7 @@ def defaults(env) -> dict:
         "VYREREMOTECACHE": cfg.remote_url or "",
         "VYREREMOTECACHEMODE": cfg.remote_mode or "",
         "VYREREMOTECACHETIMEOUT": cfg.remote_timeout_s,
+        "VYREREMOTECACHEMAXBLOBSIZE": (
+            "unlimited" if cfg.remote_max_blob is None else cfg.remote_max_blob
+        ),
     }

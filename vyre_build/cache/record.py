@@ -5,16 +5,30 @@ A record is canonical JSON: {"schema", "key", "manifest", "outputs": {name: {"ha
 `check_record` accepts only an intact record of the key asked for, whose every field has
 the shape the build step relies on (output names are plain artifact file names, so a
 record from anywhere can never make the build write outside its output directory).
+`output_set_problem` checks a record's set of outputs against its step: the names the
+step declares, or, where none are declared, the set the record implies itself (every
+stem its info names has its metadata and one artifact per target of its key, less the
+targets that metadata says it skips); a record with a missing or extra output is corrupt.
+(A record whose info names no stems, stored through the Store API, implies nothing.)
 """
 
 from __future__ import annotations
 
-from vyre_build.artifacts import split_output_name
+import json
+
+from vyre_build.artifacts import META_SUFFIX, TARGET_SUFFIXES, split_output_name
 from vyre_build.cache.key import FILE_PART_KINDS, content_hash, key_from_manifest
 from vyre_build.cache.layout import is_hex_hash
 from vyre_build.files import canonical_json
 
-__all__ = ["MAX_RECORD_BYTES", "RECORD_SCHEMA", "check_record", "make_record", "record_blobs"]
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "RECORD_SCHEMA",
+    "check_record",
+    "make_record",
+    "output_set_problem",
+    "record_blobs",
+]
 
 RECORD_SCHEMA = "vyre-action-record/1"
 MAX_RECORD_BYTES = 4 << 20  # real records are a few KiB; anything larger is not one
@@ -113,3 +127,68 @@ def record_blobs(record: dict) -> list[str]:
         if part["kind"] in FILE_PART_KINDS:
             blobs.add(part["hash"])
     return sorted(blobs)
+
+
+def _skips(read, stem: str) -> set[str] | None:
+    """The targets the metadata of `stem` says it gets no artifact of; None when that
+    metadata cannot be read (then nothing is said about the stem's artifacts)."""
+    data = read(stem + META_SUFFIX) if read is not None else None
+    if data is None:
+        return None
+    try:
+        meta = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    skipped = meta.get("skipped") if isinstance(meta, dict) else None
+    return set(skipped) if isinstance(skipped, dict) else set()
+
+
+def _implied_outputs(record: dict, read) -> set[str] | str | None:
+    """The outputs an intact record implies (see the module), what makes it unable to, or
+    None when it names no stems (a record stored through the API without build info)."""
+    if "stems" not in record["info"]:
+        return None
+    stems = record["info"]["stems"]
+    if not isinstance(stems, list) or not all(isinstance(s, str) and s for s in stems):
+        return "its info has malformed stems"
+    targets = next(
+        (p.get("value") for p in record["manifest"]["parts"] if p["kind"] == "targets"), None
+    )
+    if not isinstance(targets, list) or not set(targets) <= set(TARGET_SUFFIXES):
+        return "its manifest names no targets"
+    names = set(record["outputs"])
+    want = set()
+    for stem in stems:
+        want.add(stem + META_SUFFIX)
+        skips: set[str] | None | bool = False  # False: not read yet
+        for target in sorted(set(targets)):
+            name = stem + TARGET_SUFFIXES[target]
+            if name not in names:  # absent: right only if its metadata skips the target
+                if skips is False:
+                    skips = _skips(read, stem)
+                if skips is None or target in skips:
+                    continue
+            want.add(name)
+    return want
+
+
+def output_set_problem(record: dict, expected=None, read=None) -> str | None:
+    """None if the intact `record` has exactly the outputs of its step, else what differs.
+
+    Arguments:
+        expected: the output names the step declares (SCons: the targets of the step).
+            None: the outputs the record implies (see the module); a record whose info
+            names no stems implies none, and is not checked.
+        read: name -> the bytes of one of the record's outputs, or None (only a stem's
+            metadata is read, and only when one of its target artifacts is absent).
+    """
+    want = set(expected) if expected is not None else _implied_outputs(record, read)
+    if want is None or isinstance(want, str):
+        return want
+    names = set(record["outputs"])
+    missing, extra = sorted(want - names), sorted(names - want)
+    if not missing and not extra:
+        return None
+    said = [f"missing {', '.join(missing)}"] if missing else []
+    said += [f"{', '.join(extra)} not expected"] if extra else []
+    return f"its outputs are not those of its step ({'; '.join(said)})"

@@ -7,19 +7,25 @@
 
 Any server that stores what is PUT and returns it on GET serves (nginx with WebDAV,
 bazel-remote, a bucket behind a proxy). Reads are anonymous unless credentials are given;
-credentials come from the URL (`http://user:password@host/prefix`), else
-$VYRE_REMOTE_CACHE_AUTH (`user:password`), else ~/.netrc (or $NETRC) for the host, and
-are sent as HTTP basic auth; no message ever shows them. The mode is read-only unless
-set to read-write, or credentials are given.
+credentials come from the URL (`http://user:password@host/prefix`, split as urllib does:
+`cache.url`), else $VYRE_REMOTE_CACHE_AUTH (`user:password`), else ~/.netrc (or $NETRC)
+for the host, and are sent as HTTP basic auth; no message ever shows them. The mode is
+read-only unless set to read-write, or credentials are given.
 
-Guarantees: every download is checked (the record's checksum, key and shape; each blob's
-blake3 and size) before it is used: a wrong byte is never served, it is reported, counted
-and the entry rebuilt. A server that is down, slow or answering errors costs at most one
-timeout: the first failure is one warning and a count, then this process stops asking it
-(the build goes on with the local cache). Refused uploads (bad credentials, no PUT) are
-one warning and stop uploads only. Uploads run on a background thread (records after
-their blobs, so a record is never visible before its blobs), drained at the end of the
-build (`finish`). Connections are kept alive, one per thread.
+Guarantees: every download is checked (the record's checksum, key and shape; that its
+outputs are the ones the step expects; each blob's blake3 and size) before it is used or
+kept locally: a wrong byte or a wrong set of outputs is never served, it is reported,
+counted and the entry rebuilt. A blob is streamed while it is hashed, past SPOOL_BYTES
+into an anonymous temp file, so memory never holds more than that of an unchecked
+download whatever the server sends or a record claims, and a record naming a blob over
+`max_blob` bytes is not downloaded (one warning per build). A
+server that is down, slow, trickling or answering errors costs at most one timeout: each
+request ends by a deadline for the whole exchange; the first failure is one warning and
+a count, then this process stops asking it (the build goes on with the local cache).
+Refused uploads (bad credentials, no PUT) are one warning and stop uploads only. Uploads
+run on a background thread (records after their blobs, so a record is never visible
+before its blobs), drained at the end of the build (`finish`). Connections are kept
+alive, one per thread.
 
 HTTP: `cache.transport.KeepAlive` (http.client, persistent connections, one per thread).
 """
@@ -31,23 +37,31 @@ import netrc
 import os
 import queue
 import sys
+import tempfile
 import threading
 import urllib.parse
 
+import blake3
+
 from vyre_build.cache.key import content_hash
-from vyre_build.cache.transport import KeepAlive, TooBig, Unreachable
 from vyre_build.cache.layout import BadEntry, load_json
-from vyre_build.cache.record import MAX_RECORD_BYTES, check_record
+from vyre_build.cache.record import MAX_RECORD_BYTES, check_record, output_set_problem
 from vyre_build.cache.stats import REMOTE_COUNTERS as COUNTERS
-from vyre_build.config import redact_url
+from vyre_build.cache.transport import KeepAlive, TooBig, Unreachable
+from vyre_build.cache.url import parse_remote_url
+from vyre_build.config import DEFAULT_REMOTE_MAX_BLOB, format_size
 from vyre_build.errors import CacheError
 from vyre_build.files import canonical_json
 
-__all__ = ["AUTH_ENV", "RemoteCache"]
+__all__ = ["AUTH_ENV", "MAX_BLOB_ENV", "RemoteCache"]
 
 AUTH_ENV = "VYRE_REMOTE_CACHE_AUTH"
+MAX_BLOB_ENV = "VYRE_REMOTE_CACHE_MAX_BLOB_SIZE"
 FETCH_THREADS = 4  # a kernel has 3-5 outputs
 HEAD_FIRST_BYTES = 64 << 10  # a smaller blob is PUT at once: one request either way
+# A download is held in memory up to this size, then in an anonymous temp file (making one
+# costs ~400 us here, against ~3 us for memory: most blobs are a few KiB).
+SPOOL_BYTES = 1 << 20
 
 
 def _print(message: str) -> None:
@@ -55,7 +69,7 @@ def _print(message: str) -> None:
 
 
 # Warnings said once per build (the others, corrupt downloads, are each reported).
-ONCE = ("unreachable", "reads", "uploads", "netrc")
+ONCE = ("unreachable", "reads", "uploads", "netrc", "outputs", "size")
 
 
 class RemoteCache:
@@ -64,7 +78,9 @@ class RemoteCache:
     Arguments:
         url: `http(s)://[user:password@]host[:port]/prefix`.
         mode: "read-only" or "read-write"; None: read-write only if credentials are found.
-        timeout: seconds to wait for a connection and for each answer.
+        timeout: seconds each request may take in all (connect, send, headers, body).
+        max_blob: the largest blob downloaded, in bytes (None: no limit); a record naming
+            a larger one is a miss.
         environ: where $VYRE_REMOTE_CACHE_AUTH and $NETRC are read (default os.environ).
         notify: called with (kind, text) of each warning instead of printing it (a worker
             process hands them to the build process, which says each kind once).
@@ -76,22 +92,17 @@ class RemoteCache:
         *,
         mode: str | None = None,
         timeout: float = 5.0,
+        max_blob: int | None = DEFAULT_REMOTE_MAX_BLOB,
         environ=None,
         notify=None,
     ):
-        self._given = (url, mode, timeout)
-        parts = urllib.parse.urlsplit(url.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise CacheError(f"remote cache URL {redact_url(url)!r} is not http(s)://host/...")
-        try:
-            port = parts.port
-        except ValueError:
-            raise CacheError(f"remote cache URL {redact_url(url)!r} has a bad port") from None
-        self.scheme, self.host, self.port = parts.scheme, parts.hostname, port
-        self.prefix = parts.path.rstrip("/")
-        shown = self.host if ":" not in self.host else f"[{self.host}]"
-        self.url = f"{self.scheme}://{shown}{'' if port is None else f':{port}'}{self.prefix}"
+        self._given = (url, mode, timeout, max_blob)
+        parts = parse_remote_url(url)
+        self.scheme, self.host, self.port = parts.scheme, parts.host, parts.port
+        self.prefix = parts.prefix
+        self.url = parts.shown
         self.timeout = float(timeout)
+        self.max_blob = max_blob
         self._notify = notify
         self._said: set[str] = set()
         self._lock = threading.Lock()
@@ -110,12 +121,16 @@ class RemoteCache:
         self._uploader: threading.Thread | None = None
 
     # --- credentials ------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, config: tuple, notify=None) -> "RemoteCache":
+        """The remote of another process's `config()` (a worker's own connection)."""
+        url, mode, timeout, max_blob = config
+        return cls(url, mode=mode, timeout=timeout, max_blob=max_blob, notify=notify)
+
     def _credentials(self, parts, environ) -> tuple[str | None, str | None]:
         """(where they came from, base64 user:password), or (None, None)."""
-        if parts.username is not None:
-            user = urllib.parse.unquote(parts.username)
-            password = urllib.parse.unquote(parts.password or "")
-            return "the URL", _basic(user, password)
+        if parts.user is not None:
+            return "the URL", _basic(parts.user, parts.password or "")
         if environ.get(AUTH_ENV):
             user, _, password = environ[AUTH_ENV].partition(":")
             return AUTH_ENV, _basic(user, password)
@@ -146,7 +161,8 @@ class RemoteCache:
         _print(message)
 
     def config(self) -> tuple:
-        """(url, mode, timeout) as given: what a worker process builds its own from."""
+        """(url, mode, timeout, max_blob) as given: what a worker process builds its own
+        from (`from_config`)."""
         return self._given
 
     def state(self) -> dict:
@@ -231,16 +247,18 @@ class RemoteCache:
             return f"no credentials were given (set {AUTH_ENV}, put them in ~/.netrc or the URL)"
         return f"check the credentials (from {self.credentials_from})"
 
-    def _request(self, method: str, name: str, body: bytes | None = None, limit: int = 0):
+    def _request(
+        self, method: str, name: str, body: bytes | None = None, limit: int = 0, into=None
+    ):
         path = urllib.parse.quote(f"{self.prefix}/{name}")
-        return self._http.request(method, path, self._headers, body, limit)
+        return self._http.request(method, path, self._headers, body, limit, into)
 
     # --- reads ------------------------------------------------------------------------
-    def _corrupt(self, what: str, problem: str) -> None:
+    def _corrupt(self, what: str, problem: str, kind: str = "corrupt") -> None:
         self._count("remote_corrupt")
         self._count("remote_misses")
         self.say(
-            "corrupt",
+            kind,
             f"remote {what} from {self.url} is corrupt: {problem}; not used, "
             "the entry will be rebuilt",
         )
@@ -266,9 +284,13 @@ class RemoteCache:
             return None
         return data
 
-    def fetch(self, key: str) -> tuple[dict, dict[str, bytes]] | None:
+    def fetch(self, key: str, expected=None) -> tuple[dict, dict[str, bytes]] | None:
         """(record, {output name: bytes}) of `key` from the server, every byte checked; None
-        on a miss, a corrupt entry or a failure (each counted)."""
+        on a miss, a corrupt entry or a failure (each counted).
+
+        expected: the output names the step declares (SCons: its targets); a record with
+            other outputs is corrupt. None: the outputs must be the ones the record itself
+            implies (`record.output_set_problem`)."""
         if not self.readable:
             return None
         try:
@@ -284,37 +306,95 @@ class RemoteCache:
             self._corrupt(f"action record {key}", exc.problem)
             return None
         problem = check_record(key, record, raw)
+        if problem is None and expected is not None:
+            problem = output_set_problem(record, expected)
+            if problem is not None:  # said once a build: a bad server is one line
+                self._corrupt(f"action record {key}", problem, "outputs")
+                return None
         if problem is not None:
             self._corrupt(f"action record {key}", problem)
             return None
         refs = sorted(record["outputs"].items())
-        outputs = {}
-        # The blobs are asked for at once (each thread its own connection): a remote hit
-        # waits about two round trips, not one per output.
-        for (name, ref), answer in zip(refs, self._fetchers().map(self._blob, refs)):
-            what = f"blob {ref['hash']} (of key {key})"
-            if answer is None:
-                self._corrupt(what, f"it is larger than the {ref['size']} bytes of its record")
+        if self.max_blob is not None:
+            for name, ref in refs:
+                if ref["size"] > self.max_blob:
+                    self._count("remote_misses")
+                    self.say(
+                        "size",
+                        f"remote action record {key} from {self.url} names output {name} of "
+                        f"{ref['size']} bytes, over the {format_size(self.max_blob)} download "
+                        f"limit (max-blob-size in [remote], {MAX_BLOB_ENV}); not downloaded, "
+                        "the entry will be rebuilt",
+                    )
+                    return None
+        outputs = self._download(key, refs)
+        if outputs is None:
+            return None
+        if expected is None:
+            problem = output_set_problem(record, read=outputs.get)
+            if problem is not None:
+                self._corrupt(f"action record {key}", problem, "outputs")
                 return None
-            data = self._body(answer)
-            if data is None:
-                return None
-            actual = content_hash(data)
-            if actual != ref["hash"]:
-                self._corrupt(what, f"its bytes hash to {actual}")
-                return None
-            outputs[name] = data
         self._count("remote_hits")
         return record, outputs
 
-    def _blob(self, item):
-        """One blob's answer: (status, reason, data), None when too large, or Unreachable."""
+    def _download(self, key: str, refs) -> dict[str, bytes] | None:
+        """{name: bytes} of every blob, each checked; None (the first failure counted and
+        warned) if one is missing, wrong or the server fails."""
+        # The blobs are asked for at once (each thread its own connection): a remote hit
+        # waits about two round trips, not one per output. After a failure the blobs not
+        # yet asked for are not asked for.
+        failed = threading.Event()
+        answers = list(self._fetchers().map(lambda ref: self._blob(ref, failed), refs))
+        outputs = {}
+        for (name, ref), (kind, value) in zip(refs, answers):
+            if kind == "skipped":
+                continue  # another blob failed: reported below or above
+            if kind == "corrupt":
+                self._corrupt(f"blob {ref['hash']} (of key {key})", value)
+                return None
+            if kind == "answer":
+                self._body(value)  # a miss, a refusal or the server down: counted
+                return None
+            outputs[name] = value
+        return outputs if len(outputs) == len(refs) else None
+
+    def _blob(self, ref: tuple[str, dict], failed: threading.Event) -> tuple[str, object]:
+        """One blob, streamed while hashed (into memory up to SPOOL_BYTES, then into an
+        anonymous temp file) and handed on only once checked: ("ok", bytes), ("corrupt", problem), ("answer", a non-200 answer or
+        Unreachable), or ("skipped", None) once another blob of the entry failed."""
+        if failed.is_set():
+            return "skipped", None
         try:
-            return self._request("GET", f"cas/{item[1]['hash']}", limit=item[1]["size"])
-        except TooBig:
-            return None
-        except Unreachable as exc:
-            return exc
+            result = self._stream(ref[1])
+        except _TempFileError as exc:  # no room in $TMPDIR: this build downloads no more
+            result = "answer", Unreachable(f"cannot write a temp file: {exc}")
+        if result[0] != "ok":
+            failed.set()
+        return result
+
+    def _stream(self, want: dict) -> tuple[str, object]:
+        try:
+            f = tempfile.SpooledTemporaryFile(SPOOL_BYTES, prefix="vyre-remote-")
+        except OSError as exc:
+            raise _TempFileError(exc.strerror or str(exc)) from None
+        with f:
+            sink = _HashingWriter(f)
+            try:
+                answer = self._request("GET", f"cas/{want['hash']}", limit=want["size"], into=sink)
+            except TooBig:
+                return "corrupt", f"it is larger than the {want['size']} bytes of its record"
+            except Unreachable as exc:
+                return "answer", exc
+            if answer[0] != 200:
+                return "answer", answer
+            if sink.size != want["size"]:
+                return "corrupt", f"it has {sink.size} bytes, its record says {want['size']}"
+            actual = sink.hasher.hexdigest()
+            if actual != want["hash"]:
+                return "corrupt", f"its bytes hash to {actual}"
+            f.seek(0)
+            return "ok", f.read()
 
     def _fetchers(self):
         with self._lock:
@@ -353,6 +433,8 @@ class RemoteCache:
         """True when stored (or, for HEAD, present), False when absent, None on failure."""
         try:
             status, reason, _ = self._request(method, name, body=body)
+        except TooBig:  # a 2xx answer with a body (which says nothing we read): done
+            return True
         except Unreachable as exc:
             self._unreachable(exc)
             return None
@@ -387,6 +469,26 @@ class RemoteCache:
             self._pool.shutdown(wait=True)
         self._http.close()
         return self.take_counts()
+
+
+class _TempFileError(Exception):
+    """The temp file a download streams to cannot be made or written (not an OSError, so
+    that the transport does not take it for the server's failure)."""
+
+
+class _HashingWriter:
+    """A file that hashes what is written to it and counts it."""
+
+    def __init__(self, file):
+        self.file, self.hasher, self.size = file, blake3.blake3(), 0
+
+    def write(self, chunk: bytes) -> None:
+        self.hasher.update(chunk)
+        try:
+            self.file.write(chunk)
+        except OSError as exc:
+            raise _TempFileError(exc.strerror or str(exc)) from None
+        self.size += len(chunk)
 
 
 def _basic(user: str, password: str) -> str:

@@ -39,7 +39,12 @@ from vyre_build.cache.layout import (
     read_entry,
     remove_entry,
 )
-from vyre_build.cache.record import MAX_RECORD_BYTES, check_record, make_record
+from vyre_build.cache.record import (
+    MAX_RECORD_BYTES,
+    check_record,
+    make_record,
+    output_set_problem,
+)
 from vyre_build.errors import CacheError
 from vyre_build.files import atomic_write, canonical_json, temp_path
 
@@ -280,9 +285,16 @@ class Store:
             with contextlib.suppress(OSError):
                 os.utime(self.record_path(key))
 
-    def lookup(self, key: str) -> dict[str, bytes] | None:
-        """All outputs of `key`, each re-hashed, or None (a miss). Counts local hits/misses."""
+    def lookup(self, key: str, expected=None) -> dict[str, bytes] | None:
+        """All outputs of `key`, each re-hashed, or None (a miss). Counts local hits/misses.
+        `expected`: the output names the step declares; a record with others is corrupt
+        (reported, removed)."""
         record = self.get_record(key)
+        if record is not None and expected is not None:
+            problem = output_set_problem(record, expected)
+            if problem is not None:
+                self._drop(self.record_path(key), f"action record {key}", problem)
+                record = None
         outputs = None
         if record is not None:
             outputs = {}

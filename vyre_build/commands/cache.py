@@ -28,10 +28,10 @@ import vyre_build.cache.stats as cache_stats
 from vyre_build.cache.gc import STALE_TMP_S
 from vyre_build.cache.key import content_hash, manifest_parts
 from vyre_build.cache.layout import BadEntry, read_entry
-from vyre_build.cache.record import record_blobs
+from vyre_build.cache.record import output_set_problem, record_blobs
 from vyre_build.cache.store import MAX_BLOB_BYTES, Store
 from vyre_build.cache.why import explain
-from vyre_build.config import CACHE_DIR_ENV, format_size, load_config, parse_size, redact_url
+from vyre_build.config import CACHE_DIR_ENV, format_size, load_config, parse_size
 from vyre_build.errors import CacheError
 
 
@@ -95,19 +95,40 @@ def _count_lines(c: dict) -> list[str]:
     return lines
 
 
+def _remote_info(cfg) -> dict:
+    """The configured remote as a build would use it: its URL without credentials (parsed
+    as the connection parses it), its mode and why, and where its credentials come from."""
+    from vyre_build.cache.remote import RemoteCache  # reads credentials, connects nowhere
+
+    remote = RemoteCache(
+        cfg.remote_url,
+        mode=cfg.remote_mode,
+        timeout=cfg.remote_timeout_s,
+        max_blob=cfg.remote_max_blob,
+    )
+    if cfg.remote_mode:
+        mode = f"{cfg.remote_mode}, set by {cfg.sources['remote_mode']}"
+    elif remote.credentials_from is not None:
+        mode = f"read-write, with credentials from {remote.credentials_from}"
+    else:
+        mode = "read-only, no credentials given"
+    return {
+        "url": remote.url,
+        "mode": mode,
+        "source": cfg.sources["remote_url"],
+        "credentials": remote.credentials_from,
+        "timeout_s": remote.timeout,
+        "max_blob_size": remote.max_blob,
+    }
+
+
 def cmd_stats(args) -> int:
     store, cfg = _open(args)
     stats = cache_stats.read_stats(store)
     usage = store.usage()
     last, overall = stats["last_build"], stats["overall"]
     source = "--cache-dir" if args.cache_dir else cfg.sources["cache_dir"]
-    remote = None
-    if cfg.remote_url:
-        remote = {
-            "url": redact_url(cfg.remote_url),
-            "mode": cfg.remote_mode or "read-only unless credentials are given",
-            "source": cfg.sources["remote_url"],
-        }
+    remote = _remote_info(cfg) if cfg.remote_url else None
     data = {
         "cache_dir": store.root,
         "cache_dir_source": source,
@@ -256,6 +277,18 @@ def _blob_state(store: Store, digest: str) -> str:
     return "ok" if content_hash(data) == digest else "corrupt"
 
 
+def _output(store: Store, record: dict, name: str) -> bytes | None:
+    """An output's bytes if the record has it and its blob is intact, else None; read-only."""
+    ref = record["outputs"].get(name)
+    if ref is None:
+        return None
+    try:
+        data = read_entry(store.blob_path(ref["hash"]), ref["size"])
+    except BadEntry:
+        return None
+    return data if data is not None and content_hash(data) == ref["hash"] else None
+
+
 def cmd_verify(args) -> int:
     store = _store(args)
     corrupt_records, blob_users, intact = [], {}, []
@@ -267,9 +300,13 @@ def cmd_verify(args) -> int:
         except BadEntry as exc:
             corrupt_records.append({"key": key, "problem": exc.problem})
             continue
-        intact.append(record)
         for b in record_blobs(record):
             blob_users.setdefault(b, []).append(key)
+        problem = output_set_problem(record, read=lambda name, r=record: _output(store, r, name))
+        if problem is not None:  # as corrupt as a bad checksum: reported, never rebuilt
+            corrupt_records.append({"key": key, "problem": problem})
+            continue
+        intact.append(record)
     blobs = sorted(set(store.iter_blobs()) | set(blob_users))
     bad_blobs = []
     for digest in blobs:
