@@ -300,6 +300,23 @@ def skipped_targets(path: str, root: str | None = None, module=None) -> dict[str
     return out
 
 
+def load_kernel_file(path: str, root: str | None = None):
+    """The parse of a kernel file: what `compile_file`, `list_kernels` and `compile_work`
+    take as `module`; raises KernelError."""
+    from vyre_build.frontend import load_module
+
+    return load_module(path, root=root)
+
+
+def compile_work(path: str, root: str | None = None, module=None) -> int:
+    """About how many operations compiling a kernel file takes (each kernel's, helpers
+    inlined, times its variants), from parsing alone: what a build charges to its budget
+    (build_budget) before compiling the file."""
+    from vyre_build.frontend.work import file_work
+
+    return file_work(module if module is not None else load_kernel_file(path, root))
+
+
 def kernel_dependencies(path: str, root: str | None = None, module=None) -> list[str]:
     """Absolute paths of every file a kernel file's build reads besides itself, sorted."""
     from vyre_build.frontend import load_module

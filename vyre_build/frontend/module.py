@@ -28,6 +28,7 @@ from vyre_build.frontend.parsing import parse_source
 from vyre_build.frontend.source import Refusal, Source, decode_source, inside, read_tree_file
 from vyre_build.frontend.types import convert_const
 from vyre_build.frontend.variants import check_variant, yaml_variants
+from vyre_build.frontend.work import check_file_work
 from vyre_build.ir import Const
 
 LANG_MODULE = "vyre_build.lang"
@@ -178,6 +179,7 @@ class ModuleLoader:
                 )
         yaml_variants(mod, self.read)
         self._count_kernels(mod)
+        check_file_work(mod)  # before anything compiles (work.py)
         return mod
 
     def _count_kernels(self, mod: KernelModule) -> None:
