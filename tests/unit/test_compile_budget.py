@@ -288,3 +288,13 @@ def test_workers_ask_the_build_process_for_the_one_budget(tmp_path, compiles):
         )
     finally:
         pool.close()
+
+
+def test_the_limits_are_documented():
+    from vyre_build.build_budget import DEFAULT_BUILD_OPERATIONS
+
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
+    section = readme.split("## Limits", 1)[1].split("\n## ", 1)[0]
+    assert f"Work per file: {limits.MAX_FILE_OPERATIONS:,} operations" in section
+    assert f"Work per build: {DEFAULT_BUILD_OPERATIONS:,} operations" in section
+    assert "`VYRE_MAX_BUILD_OPERATIONS`" in section and "`$VYREMAXBUILDOPERATIONS`" in section
