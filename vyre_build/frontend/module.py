@@ -28,7 +28,6 @@ from vyre_build.frontend.parsing import parse_source
 from vyre_build.frontend.source import Refusal, Source, decode_source, inside, read_tree_file
 from vyre_build.frontend.types import convert_const
 from vyre_build.frontend.variants import check_variant, yaml_variants
-from vyre_build.frontend.work import check_file_work
 from vyre_build.ir import Const
 
 LANG_MODULE = "vyre_build.lang"
@@ -57,6 +56,7 @@ class KernelModule:
     dependencies: list[str]  # real paths of every file read for this module
     folder: ConstantFolder  # folds this file's top-level constants (and counts the work)
     sizes: dict[str, int] = field(default_factory=dict)  # helper -> inlined size (calls.py)
+    work: int | None = None  # operations x variants of its kernels, once counted (work.py)
 
 
 class ModuleLoader:
@@ -179,7 +179,6 @@ class ModuleLoader:
                 )
         yaml_variants(mod, self.read)
         self._count_kernels(mod)
-        check_file_work(mod)  # before anything compiles (work.py)
         return mod
 
     def _count_kernels(self, mod: KernelModule) -> None:

@@ -3,9 +3,10 @@
 Each kernel is checked, lowered and emitted once per variant, so a file costs about its
 kernels' operations (expressions and statements, each helper call counting the helper's
 inlined size, as `calls.inline_size` counts them) times their variants. `file_work` gives
-that count, reading only the syntax trees (linear in the file: each helper is sized once);
-the loader refuses a file whose count passes MAX_FILE_OPERATIONS (README: "Limits"), and a
-build charges it to its build-wide budget (`build_budget`) before it compiles the file.
+that count, reading only the syntax trees (linear in the file: each helper is sized once),
+and refuses a file whose count passes MAX_FILE_OPERATIONS (README: "Limits"): the compiler
+asks it before checking the first kernel, and a build before it charges the file to its
+build-wide budget (`build_budget`). Loading a file (the SCons scan) does not count.
 
 The count is an upper bound of what the checker counts for a kernel, within a small
 factor: `x ** n` counts as the 16 multiplications its largest exponent expands to, and
@@ -66,21 +67,20 @@ def kernel_work(module, kdef, memo: dict | None = None, cap: int = MAX_OPERATION
     return min(_size(kdef.node.body, module, memo, 0, cap), cap + 1)
 
 
-def file_work(module, kernel: str | None = None) -> int:
+def file_work(module) -> int:
     """About how many operations compiling `module` takes: each kernel's `kernel_work`
-    times its variants (one instance without variants); `kernel` restricts to one name."""
-    memo: dict = {}
-    return sum(
-        kernel_work(module, kdef, memo) * max(1, len(kdef.variants))
-        for name, kdef in module.kernels.items()
-        if kernel is None or name == kernel
-    )
+    times its variants (one instance without variants; a kernel past MAX_OPERATIONS counts
+    that much, as the checker stops it at its first variant). Memoised on the module.
+
+    Raises a KernelError at the kernel (its variants, if it has some) that brings the
+    file past MAX_FILE_OPERATIONS. Each kernel is counted only up to its share of what is
+    left, so refusing costs about MAX_FILE_OPERATIONS / variants, not the file."""
+    if module.work is None:
+        module.work = _count_file(module)
+    return module.work
 
 
-def check_file_work(module) -> None:
-    """Raise a KernelError at the kernel (its variants, if it has some) that brings
-    `module` past MAX_FILE_OPERATIONS. Each kernel is counted only up to its share of
-    what is left, so refusing costs about MAX_FILE_OPERATIONS / variants, not the file."""
+def _count_file(module) -> int:
     memo: dict = {}
     total = 0
     for name in sorted(module.kernels):
@@ -111,3 +111,4 @@ def check_file_work(module) -> None:
             "declare fewer variants, make the kernel smaller, or split its kernels and "
             "variants over several kernel files",
         )
+    return total
