@@ -39,3 +39,26 @@ def test_a_bad_budget_is_one_line_of_error(tmp_path):
         "scons: *** [build/k0.wgsl] VYRE_MAX_BUILD_OPERATIONS 'lots' is not a number of "
         "operations; write e.g. 10000000 or unlimited\n"
     )
+
+
+def test_a_file_past_the_per_file_limit_fails_only_its_own_target(tmp_path):
+    # Issue 26's repro in a tree: 1,000 variants of a kernel near the per-kernel limit.
+    root = write_tree(tmp_path / "proj", n=1)
+    big = root / "kernels" / "big.py"
+    big.write_text(
+        "from vyre_build.lang import *\n\n@kernel(workgroup_size=64)\n"
+        'def big(o: Buffer[u32, "rw"], x: u32):\n' + "    o[0] = x + N\n" * 14280
+    )
+    (root / "kernels" / "variants.yaml").write_text(
+        "big.py:\n  big:\n" + "".join(f"    v{i}: {{N: {i}}}\n" for i in range(1000))
+    )
+    proc = run_scons(root, tmp_path / "cache", "-k", check=False)
+    assert proc.returncode != 0
+    assert (
+        "kernels/variants.yaml:2:3: error: compiling this file takes more than 1000000 "
+        "operations, each variant counted (the limit): 1000 variants of kernel 'big' pass "
+        "it, at more than 1000 operations each\n"
+    ) in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert sorted(compiled(proc)) == ["kernels/big.py", "kernels/k0.py"]
+    assert (root / "build" / "k0.wgsl").exists() and not (root / "build" / "big.v0.wgsl").exists()
