@@ -13,9 +13,10 @@ stdout goes to stderr, so nothing it prints can corrupt a reply). A worker says 
 ready after its warm-up; until then steps run in the build process, so a small build
 never waits for workers. A step about to compile asks the build process, which holds the
 build's one compile budget (`build_budget`), and waits for its answer: {"charge": n} on
-the private stdout, {} or {"error"} back on stdin. A worker exits at EOF, so it never outlives the build; it
-ignores SIGINT (Ctrl-C stops SCons, which closes it). A worker that dies is reported once
-and its step run in the build process instead.
+the private stdout, {} or {"error"} back on stdin. A worker exits at EOF, so it never
+outlives the build; it ignores SIGINT (Ctrl-C stops SCons, which closes it). A worker
+that dies is reported once and its step run in the build process instead (a charge it
+made is given back first).
 """
 
 from __future__ import annotations

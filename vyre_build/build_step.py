@@ -4,9 +4,10 @@
 variants YAML (by content), the targets, the options and the compiler identity; then
 looks the key up locally, then on the remote (a remote hit is kept locally); on a hit it
 writes the stored outputs without importing or running the compiler; on a miss it
-charges the file's compile work to the build's budget (`build_budget`), compiles, stores the outputs and the input files as blobs, writes the outputs and queues
-the upload. The step (`run_step`) runs in-process, or in a worker process of a
-`WorkerPool`, so that -jN builds do their hashing, compiling and writing in parallel.
+charges the file's compile work to the build's budget (`build_budget`), compiles, stores
+the outputs and the input files as blobs, writes the outputs and queues the upload. The
+step (`run_step`) runs in-process, or in a worker process of a `WorkerPool`, so that -jN
+builds do their hashing, compiling and writing in parallel.
 `rebuild_record` recompiles a stored entry from its recorded inputs (for `cache verify
 --rebuild`). This module imports no SCons; the SCons Tool and the CLI both call it.
 

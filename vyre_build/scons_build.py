@@ -1,6 +1,7 @@
 """What one SCons build shares across its nodes: the cache store and its limits, the
 remote tier, the worker processes, the compile budget, the scan of kernel files (memo and
-parses), and the end of the build. The tool (`scons_tool`) asks here; nothing here defines builders.
+parses), and the end of the build. The tool (`scons_tool`) asks here; nothing here
+defines builders.
 
 Everything is per process (one SCons run), memoised under one lock: SCons calls emitters
 and scanners from its main thread and actions from its job threads.
