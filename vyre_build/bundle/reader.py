@@ -87,6 +87,7 @@ def _reject_constant(name: str):
 
 
 _INDEX_KEYS = {"offset", "size", "blake3"}
+_PADDING_WINDOW = 64 << 10  # padding runs this close are read in one call (reader._padding)
 
 
 def _what(ident: str, suffix: str) -> str:
@@ -243,16 +244,26 @@ class BundleReader:
         """With keys pinned, the only bytes that no signed hash covers are the padding
         between artifacts (and before the manifest): refuse any that is not zero, so that
         a pinned open accepts nothing the signer did not write. Padding is under 16 bytes
-        per artifact: a file's is read with one pread each (no seek, no buffer refill),
-        about 1 us per artifact."""
-        pos = HEADER_SIZE
+        per artifact; runs of it within 64 KiB are read together, with one pread (no seek,
+        no buffer refill): about 0.6 us per artifact."""
+        gaps, pos = [], HEADER_SIZE
         for start, end, _, _ in self._ranges + [(m_off, m_off, "", "")]:
-            if start > pos and self._padding(pos, start).strip(b"\0"):
-                raise self._fail(
-                    f"non-zero padding bytes at {pos}..{start}, which no hash or signature "
-                    "covers: the bundle was changed after signing (rebuild or re-sign it)"
-                )
+            if start > pos:
+                gaps.append((pos, start))
             pos = max(pos, end)
+        i = 0
+        while i < len(gaps):
+            first, j = gaps[i][0], i
+            while j + 1 < len(gaps) and gaps[j + 1][1] - first <= _PADDING_WINDOW:
+                j += 1
+            window = self._padding(first, gaps[j][1])
+            for a, b in gaps[i : j + 1]:
+                if window[a - first : b - first].strip(b"\0"):
+                    raise self._fail(
+                        f"non-zero padding bytes at {a}..{b}, which no hash or signature "
+                        "covers: the bundle was changed after signing (rebuild or re-sign it)"
+                    )
+            i = j + 1
 
     def _padding(self, start: int, end: int) -> bytes:
         try:
