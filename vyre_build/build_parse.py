@@ -173,6 +173,9 @@ class Parses:
                 data, digest = _read_hash(name)
                 same = data is not None and _decoded(data) == loader.modules[name].source.text
                 self._verified[name] = digest if same else None
+            work = getattr(self.compiler, "compile_work", None)
+            if work is not None:  # past the per-file limit: refused now, no outputs declared
+                work(path, module=module)  # (memoised on the module for the compile)
             stems = list(self.compiler.list_kernels(path, module=module))
             deps = list(self.compiler.kernel_dependencies(path, module=module))
             skipped = self.compiler.skipped_targets(path, module=module)

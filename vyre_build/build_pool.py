@@ -11,9 +11,12 @@ remote (each once-per-build warning is said once, whichever process met it first
 Protocol: pickles over the worker's stdin and a private copy of its stdout (its own
 stdout goes to stderr, so nothing it prints can corrupt a reply). A worker says it is
 ready after its warm-up; until then steps run in the build process, so a small build
-never waits for workers. A worker exits at EOF, so it never outlives the build; it
-ignores SIGINT (Ctrl-C stops SCons, which closes it). A worker that dies is reported once
-and its step run in the build process instead.
+never waits for workers. A step about to compile asks the build process, which holds the
+build's one compile budget (`build_budget`), and waits for its answer: {"charge": n} on
+the private stdout, {} or {"error"} back on stdin. A worker exits at EOF, so it never
+outlives the build; it ignores SIGINT (Ctrl-C stops SCons, which closes it). A worker
+that dies is reported once and its step run in the build process instead (a charge it
+made is given back first).
 """
 
 from __future__ import annotations
@@ -168,15 +171,16 @@ class WorkerPool:
         self._idle.put(worker)
         return None
 
-    def run(self, job: dict, store, remote) -> dict:
-        """Run `build_step.run_step(job)` in a ready worker (else here); merge the worker's
-        counters, warnings and what it learned of the remote; raise its VyreError."""
+    def run(self, job: dict, store, remote, budget=None) -> dict:
+        """Run `build_step.run_step(job)` in a ready worker (else here), answering its
+        charges to `budget` (the build's `BuildBudget`); merge the worker's counters,
+        warnings and what it learned of the remote; raise its VyreError."""
         from vyre_build.build_step import run_step
 
         self._start()
         worker = self._acquire(wait=False) if self._workers else None
         if worker is None:
-            return run_step(job, store, remote)
+            return run_step(job, store, remote, budget)
         message = dict(job, op="step", module=None)
         if job.get("module") is not None and job.get("module_bytes") is None:
             try:  # parsed in this process: the worker gets it pickled
@@ -186,11 +190,22 @@ class WorkerPool:
         message["store"] = None if store is None else (store.root, store.writable)
         if remote is not None:
             message["remote"] = (remote.config(), remote.state())
+        message["budget"] = budget is not None
+        charged = 0
         try:
             reply = worker.call(message)
+            while "charge" in reply:  # the step is about to compile: the build's budget
+                try:
+                    budget.charge(job["source"], reply["charge"])
+                    charged, answer = reply["charge"], {}
+                except VyreError as exc:
+                    answer = {"error": str(exc)}
+                reply = worker.call(answer)
         except WorkerLost as exc:
+            if charged:
+                budget.refund(charged)  # charged again when the step runs here
             self._lost(worker, exc, f"{os.path.basename(job['source'])} is built")
-            return run_step(job, store, remote)
+            return run_step(job, store, remote, budget)
         self._idle.put(worker)
         _merge(reply, store, remote)
         if "crash" in reply:
@@ -278,11 +293,25 @@ def _warm_up(compiler: str) -> None:
         module.compile_file(path, text=_WARM_UP)
 
 
-class _Serving:
-    """A worker's state across jobs: its scans' parses and its remote connection."""
+class _BuildBudgetLine:
+    """A worker's side of the build's budget: each charge is asked of the build process."""
 
-    def __init__(self, compiler: str):
+    def __init__(self, ask):
+        self.ask = ask
+
+    def charge(self, path: str, work: int) -> None:
+        answer = self.ask({"charge": work})
+        if "error" in answer:
+            raise VyreError(answer["error"])
+
+
+class _Serving:
+    """A worker's state across jobs: its scans' parses and its remote connection.
+    `ask(message)` sends a message to the build process and returns its answer."""
+
+    def __init__(self, compiler: str, ask=None):
         self.compiler = compiler
+        self.ask = ask
         self.parses = None  # one loader, so a shared helper is parsed once in this worker
         self.remote = None
         self.notes: list[tuple[str, str]] = []
@@ -324,7 +353,8 @@ class _Serving:
         reply: dict = {"warnings": warnings}
         try:
             remote = self._remote(*job["remote"]) if job.get("remote") else None
-            reply["result"] = run_step(job, store, remote)
+            budget = _BuildBudgetLine(self.ask) if job.get("budget") else None
+            reply["result"] = run_step(job, store, remote, budget)
         except VyreError as exc:
             reply["error"] = str(exc)
         except Exception:  # noqa: BLE001 - a bug: its traceback goes to the build
@@ -352,7 +382,13 @@ def serve() -> None:
         _warm_up(init["compiler"])
     except Exception:  # noqa: BLE001 - a step then reports the compiler's own error
         pass
-    serving = _Serving(init["compiler"])
+
+    def ask(message: dict):
+        pickle.dump(message, out, protocol=5)
+        out.flush()
+        return pickle.load(inp)
+
+    serving = _Serving(init["compiler"], ask)
     pickle.dump("ready", out, protocol=5)
     out.flush()
     while True:

@@ -4,9 +4,10 @@
 variants YAML (by content), the targets, the options and the compiler identity; then
 looks the key up locally, then on the remote (a remote hit is kept locally); on a hit it
 writes the stored outputs without importing or running the compiler; on a miss it
-compiles, stores the outputs and the input files as blobs, writes the outputs and queues
-the upload. The step (`run_step`) runs in-process, or in a worker process of a
-`WorkerPool`, so that -jN builds do their hashing, compiling and writing in parallel.
+charges the file's compile work to the build's budget (`build_budget`), compiles, stores
+the outputs and the input files as blobs, writes the outputs and queues the upload. The
+step (`run_step`) runs in-process, or in a worker process of a `WorkerPool`, so that -jN
+builds do their hashing, compiling and writing in parallel.
 `rebuild_record` recompiles a stored entry from its recorded inputs (for `cache verify
 --rebuild`). This module imports no SCons; the SCons Tool and the CLI both call it.
 
@@ -126,9 +127,7 @@ def compile_outputs(
     `module`: the file as the build's scan loaded it (see build_parse), if the compiler
     takes one."""
     mod = load_compiler(compiler)
-    if compiler not in _takes_module:
-        _takes_module[compiler] = "module" in inspect.signature(mod.compile_file).parameters
-    extra = {"module": module} if module is not None and _takes_module[compiler] else {}
+    extra = {"module": module} if module is not None and _takes_module_arg(compiler) else {}
     if root:
         extra["root"] = root
     kernels = mod.compile_file(
@@ -145,6 +144,30 @@ def compile_outputs(
                 raise RuntimeError(f"compiler produced {name} twice for {source}")
             outputs[name] = bytes(blob)
     return outputs
+
+
+def _takes_module_arg(compiler: str) -> bool:
+    if compiler not in _takes_module:
+        params = inspect.signature(load_compiler(compiler).compile_file).parameters
+        _takes_module[compiler] = "module" in params
+    return _takes_module[compiler]
+
+
+def _charge(job: dict, module, budget):
+    """Charge the file's compile work (the compiler's `compile_work`, from its parse) to
+    the build's budget before anything of it compiles; returns the module to compile from
+    (loaded here for the count if the scan's was not usable, so it is parsed once). A
+    compiler without `compile_work` is not counted."""
+    compiler, source, root = job["compiler"], job["source"], job.get("root")
+    mod = load_compiler(compiler)
+    work_of = getattr(mod, "compile_work", None)
+    if work_of is None:
+        return module
+    where = {"root": root} if root else {}
+    if module is None and hasattr(mod, "load_kernel_file") and _takes_module_arg(compiler):
+        module = mod.load_kernel_file(source, **where)
+    budget.charge(source, work_of(source, module=module, **where))
+    return module
 
 
 def write_output(path: str, data: bytes) -> None:
@@ -226,9 +249,10 @@ def _module(job: dict, found):
     return pickle.loads(job["module_bytes"]) if job.get("module_bytes") else None
 
 
-def run_step(job: dict, store: Store | None, remote=None) -> dict:
+def run_step(job: dict, store: Store | None, remote=None, budget=None) -> dict:
     """One build step, in the build process or in a worker (`build_pool`): the key, the
-    local store, the remote (a hit kept locally), else compile and store; the outputs
+    local store, the remote (a hit kept locally), else charge the build's `budget` (a
+    `BuildBudget`, or a worker's line to the build's) and compile and store; the outputs
     written; the upload queued. `job` holds plain values (see build_kernel_file).
 
     Returns {"key", "manifest", "tier": "local"|"remote"|None, "stems", "written"}.
@@ -249,6 +273,8 @@ def run_step(job: dict, store: Store | None, remote=None) -> dict:
     compiled = outputs is None
     if compiled:
         module = _module(job, found)
+        if budget is not None:
+            module = _charge(job, module, budget)
         outputs = compile_outputs(
             source, job["targets"], job["options"], job["compiler"], job.get("root"), module
         )
@@ -292,6 +318,7 @@ def build_kernel_file(
     parsed=None,
     project: str | None = None,
     root: str | None = None,
+    budget=None,
 ) -> StepResult:
     """Build every output of one kernel file into `out_dir`, through `store` if given.
 
@@ -308,6 +335,8 @@ def build_kernel_file(
         parsed: the scan's `ParsedFile` of `source`, compiled from if its bytes still match.
         project: the project root, naming outputs in the store's history.
         root: the kernel tree the compiler may read (default: the source's folder).
+        budget: the build's `BuildBudget`, charged before a miss compiles (None: no bound
+            past the compiler's own per-file limits).
     Returns:
         StepResult with the key, hit/miss and tier, the stems built and the paths written.
     """
@@ -336,9 +365,9 @@ def build_kernel_file(
         "module_bytes": parsed.module_bytes if parsed is not None else None,
     }
     if pool is not None:
-        reply = pool.run(job, store, remote)
+        reply = pool.run(job, store, remote, budget)
     else:
-        reply = run_step(job, store, remote)
+        reply = run_step(job, store, remote, budget)
     key = ActionKey(reply["key"], reply["manifest"])
     if store is not None:
         names = [output_name(out_dir, s, project) for s in reply["stems"]]

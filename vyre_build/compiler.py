@@ -200,6 +200,7 @@ def compile_file(
     `module`: the file already loaded (a build's scan), so it is not parsed again."""
     from vyre_build.descriptor import encode
     from vyre_build.frontend import check_module, load_module, wgsl_refusal
+    from vyre_build.frontend.work import file_work
     from vyre_build.lower import lower
 
     targets = tuple(targets)
@@ -218,6 +219,7 @@ def compile_file(
     ]
     main_hash = blake3.blake3(module.source.text.encode("utf-8")).hexdigest()
     provenance = {"compiler": compiler_identity(), "source": main_hash, "imports": sorted(sources)}
+    file_work(module)  # refuses a file past MAX_FILE_OPERATIONS before any variant compiles
     out = []
     for prog in check_module(module, kernel):
         desc, info = lower(prog)
@@ -301,6 +303,24 @@ def skipped_targets(path: str, root: str | None = None, module=None) -> dict[str
         if why[name] is not None:
             out[name if v is None else f"{name}.{v}"] = {"wgsl": why[name]}
     return out
+
+
+def load_kernel_file(path: str, root: str | None = None):
+    """The parse of a kernel file: what `compile_file`, `list_kernels` and `compile_work`
+    take as `module`; raises KernelError."""
+    from vyre_build.frontend import load_module
+
+    return load_module(path, root=root)
+
+
+def compile_work(path: str, root: str | None = None, module=None) -> int:
+    """About how many operations compiling a kernel file takes (each kernel's, helpers
+    inlined, times its variants), from parsing alone: what a build charges to its budget
+    (build_budget) before compiling the file. Raises the KernelError `compile_file` gives
+    a file past the per-file limit."""
+    from vyre_build.frontend.work import file_work
+
+    return file_work(module if module is not None else load_kernel_file(path, root))
 
 
 def kernel_dependencies(path: str, root: str | None = None, module=None) -> list[str]:

@@ -1,6 +1,7 @@
 """What one SCons build shares across its nodes: the cache store and its limits, the
-remote tier, the worker processes, the scan of kernel files (memo and parses), and the
-end of the build. The tool (`scons_tool`) asks here; nothing here defines builders.
+remote tier, the worker processes, the compile budget, the scan of kernel files (memo and
+parses), and the end of the build. The tool (`scons_tool`) asks here; nothing here
+defines builders.
 
 Everything is per process (one SCons run), memoised under one lock: SCons calls emitters
 and scanners from its main thread and actions from its job threads.
@@ -290,6 +291,25 @@ def remote_of(env):
 
             _remotes[key] = RemoteCache(url, mode=mode, timeout=timeout, max_blob=max_blob)
         return _remotes[key]
+
+
+def budget_of(env):
+    """The build's compile budget (build_budget), one tally per build: the limit is
+    $VYREMAXBUILDOPERATIONS, else $VYRE_MAX_BUILD_OPERATIONS, else the default."""
+    from vyre_build.build_budget import BUILD_OPERATIONS_VAR, BuildBudget, budget_setting
+
+    raw = env.get(BUILD_OPERATIONS_VAR)
+    key = ("budget", str(raw))
+    with lock:
+        if key not in state:
+            try:
+                limit, source = budget_setting(raw)
+            except VyreError as exc:
+                raise SCons.Errors.UserError(str(exc)) from None
+            first = state.get("budget")
+            state[key] = first.sharing(limit, source) if first else BuildBudget(limit, source)
+            state.setdefault("budget", state[key])
+        return state[key]
 
 
 def pool_of(env):

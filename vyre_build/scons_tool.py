@@ -25,6 +25,8 @@ worker processes under -jN (build_pool), in-process under -j1. Construction vari
     VYRELINKOUTPUTS   hard-link outputs to their read-only cache blobs instead of copying
                       (like ccache's hard_link: fast where creating files is slow; default off)
     VYREWORKERS       compile worker processes (default: the -j count; 0: in-process)
+    VYREMAXBUILDOPERATIONS   operations this build may compile, over all its kernel files
+                      (default $VYRE_MAX_BUILD_OPERATIONS, else 10000000; "unlimited")
     VYREROOT          the kernel tree: nothing outside it is read (VyreKernelDir sets its
                       directory; default each kernel file's folder)
     VYRECOMPILER      compiler module (default vyre_build.compiler)
@@ -193,6 +195,7 @@ def kernel_action(target, source, env):
             parsed=parses.take(path, root) if parses is not None else None,
             project=build.project_of(env),
             root=root,
+            budget=build.budget_of(env),
         )
     except VyreError as exc:
         print(str(exc), file=sys.stderr)

@@ -12,6 +12,12 @@ Both files are UTF-8 text, one `field: value` per line after a versioned first l
 A key is named by its key id: the first 16 hex digits of blake3 of the 32 public key
 bytes. Every refusal raises `KeyFileError` naming the file, the line and the reason.
 The Ed25519 library (PyNaCl) is imported only to derive or use a secret key.
+
+A secret key file is written mode 0600 whatever the umask; reading one that others can
+read or write (any of mode 0077, as ssh checks) prints ssh's warning once per file and
+process, on stderr, and the key is still used: whoever could read it may already hold it,
+so refusing would stop a build without taking the key back (`chmod 600` it, and make a
+new key if others may have read it).
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
+import threading
 
 import blake3
 
@@ -153,11 +161,19 @@ def encode_secret_key(key: SecretKey) -> bytes:
     return _encode("secret", fields)
 
 
-def _create_new(path: str, data: bytes, mode: int) -> None:
-    """Create `path` with `data` and `mode`, whole or not at all; FileExistsError if it exists."""
+def _create_new(path: str, data: bytes, mode: int, exact: bool = False) -> None:
+    """Create `path` with `data` and `mode` (`exact`: that mode, not narrowed by the
+    umask, nor widened by a directory's default ACL), whole or not at all;
+    FileExistsError if it exists."""
     tmp = temp_path(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
+        if exact:
+            try:
+                os.fchmod(fd, mode)
+            except OSError:
+                os.close(fd)
+                raise
         with open(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -185,11 +201,11 @@ def write_key_pair(path: str | os.PathLike, key: SecretKey) -> tuple[str, str]:
             raise KeyFileError(f"{p}: already exists; refusing to overwrite a key file")
     written = []
     try:
-        for p, data, mode in (
-            (secret_path, encode_secret_key(key), 0o600),
-            (public_path, encode_public_key(key.public), 0o644),
+        for p, data, mode, exact in (
+            (secret_path, encode_secret_key(key), 0o600, True),
+            (public_path, encode_public_key(key.public), 0o644, False),
         ):
-            _create_new(p, data, mode)
+            _create_new(p, data, mode, exact)
             written.append(p)
     except FileExistsError:
         _remove(written)
@@ -209,7 +225,34 @@ def _remove(paths: list[str]) -> None:
 # --- reading ---------------------------------------------------------------------------
 
 
-def _read_text(path: str) -> str:
+_warned: set[tuple[str, int, int]] = set()  # secret key files warned about: (path, dev, inode)
+_warn_lock = threading.Lock()
+
+
+def unprotected_warning(path: str, mode: int) -> str:
+    """What reading a secret key file of permissions `mode` (others may read or write it)
+    prints: ssh's warning, and that the key is used anyway."""
+    return (
+        "vyre: WARNING: UNPROTECTED PRIVATE KEY FILE! "
+        f"Permissions {stat.S_IMODE(mode):04o} for {path!r} are too open.\n"
+        "vyre: a secret key must not be accessible by others: whoever reads it can sign "
+        f"bundles as you. It is used anyway; run chmod 600 {path!r} (and make a new key "
+        "if others may have read it)."
+    )
+
+
+def _check_private(path: str, info: os.stat_result) -> None:
+    if not info.st_mode & 0o077 or os.name != "posix":
+        return
+    with _warn_lock:
+        seen = (os.path.realpath(path), info.st_dev, info.st_ino)
+        if seen in _warned:
+            return
+        _warned.add(seen)
+    print(unprotected_warning(path, info.st_mode), file=sys.stderr, flush=True)
+
+
+def _read_text(path: str) -> tuple[str, os.stat_result]:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -228,16 +271,18 @@ def _read_text(path: str) -> str:
         except OSError as exc:
             raise KeyFileError(f"{path}: cannot read key file: {exc.strerror or exc}") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8"), info
     except UnicodeDecodeError as exc:
         raise KeyFileError(
             f"{path}: not a vyre-build key file (bad UTF-8 at byte {exc.start})"
         ) from None
 
 
-def _parse(path: str, want: str) -> dict[str, str]:
-    """The fields of key file `path`, which must be a `want` ("public"/"secret") key."""
-    lines = _read_text(path).split("\n")
+def _parse(path: str, want: str) -> tuple[dict[str, str], os.stat_result]:
+    """The fields of key file `path`, which must be a `want` ("public"/"secret") key, and
+    the file's status as read (fstat of the file read, so no other file's)."""
+    text, info = _read_text(path)
+    lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     first = lines[0] if lines else ""
@@ -284,7 +329,7 @@ def _parse(path: str, want: str) -> dict[str, str]:
             f"(bundles are signed with {ALGORITHM})"
         )
     check_comment(fields["comment"], f"{path}: comment")
-    return fields
+    return fields, info
 
 
 def _raw32(path: str, name: str, value: str) -> bytes:
@@ -307,22 +352,24 @@ def load_public_key(path: str | os.PathLike) -> PublicKey:
         PublicKey(raw, comment, path). KeyFileError on anything but a v1 ed25519 public key.
     """
     path = os.fspath(path)
-    fields = _parse(path, "public")
+    fields = _parse(path, "public")[0]
     return PublicKey(_raw32(path, "key", fields["key"]), fields["comment"], path)
 
 
 def load_secret_key(path: str | os.PathLike) -> SecretKey:
-    """Read a secret key file; checks that its public half belongs to its seed.
+    """Read a secret key file; checks that its public half belongs to its seed, and warns
+    (once per file, on stderr) when others may read or write it.
 
     Returns:
         SecretKey(seed, public). KeyFileError on anything but a v1 ed25519 secret key.
     """
     path = os.fspath(path)
-    fields = _parse(path, "secret")
+    fields, info = _parse(path, "secret")
     seed = _raw32(path, "key", fields["key"])
     public = _raw32(path, "public", fields["public"])
     if _public_of(seed) != public:
         raise KeyFileError(
             f"{path}: the public key does not belong to the secret key (corrupt file)"
         )
+    _check_private(path, info)
     return SecretKey(seed, PublicKey(public, fields["comment"], path))

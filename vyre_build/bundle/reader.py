@@ -87,6 +87,7 @@ def _reject_constant(name: str):
 
 
 _INDEX_KEYS = {"offset", "size", "blake3"}
+_PADDING_WINDOW = 64 << 10  # padding runs this close are read in one call (reader._padding)
 
 
 def _what(ident: str, suffix: str) -> str:
@@ -101,7 +102,8 @@ class BundleReader:
     """An open bundle. Construct with `read_bundle(path)` or `read_bundle_bytes(data)`.
 
     Opening checks the header, the signature when keys are pinned (before anything else
-    is read), and the manifest (bounds, alignment, overlaps, hash); `read_artifact` reads
+    is read), and the manifest (bounds, alignment, overlaps, hash), and with keys pinned
+    that the padding between artifacts, which no hash covers, is zero; `read_artifact` reads
     and verifies artifact bytes on first use, then serves them from memory. `signature`
     is the Signature block (None when unsigned), `signer` the trusted PublicKey that
     signed it (None when no keys were pinned). Safe to share between threads. Use as a
@@ -235,6 +237,51 @@ class BundleReader:
             raise self._fail(
                 f"header artifact count {n_artifacts} does not match the manifest's {found}"
             )
+        if self._trusted is not None:
+            self._check_padding(m_off)
+
+    def _check_padding(self, m_off: int) -> None:
+        """With keys pinned, the only bytes that no signed hash covers are the padding
+        between artifacts (and before the manifest): refuse any that is not zero, so that
+        a pinned open accepts nothing the signer did not write. Padding is under 16 bytes
+        per artifact; runs of it within 64 KiB are read together, with one pread (no seek,
+        no buffer refill): about 0.6 us per artifact."""
+        gaps, pos = [], HEADER_SIZE
+        for start, end, _, _ in self._ranges + [(m_off, m_off, "", "")]:
+            if start > pos:
+                gaps.append((pos, start))
+            pos = max(pos, end)
+        i = 0
+        while i < len(gaps):
+            first, j = gaps[i][0], i
+            while j + 1 < len(gaps) and gaps[j + 1][1] - first <= _PADDING_WINDOW:
+                j += 1
+            window = self._padding(first, gaps[j][1])
+            for a, b in gaps[i : j + 1]:
+                if window[a - first : b - first].strip(b"\0"):
+                    raise self._fail(
+                        f"non-zero padding bytes at {a}..{b}, which no hash or signature "
+                        "covers: the bundle was changed after signing (rebuild or re-sign it)"
+                    )
+            i = j + 1
+
+    def _padding(self, start: int, end: int) -> bytes:
+        try:
+            fd = self._f.fileno()
+        except (OSError, AttributeError):  # in memory (read_bundle_bytes)
+            fd = None
+        if fd is None or not hasattr(os, "pread"):
+            return self._read_at(start, end - start)
+        try:
+            data = os.pread(fd, end - start, start)
+        except OSError as exc:
+            raise self._fail(f"cannot read bytes {start}..{end}: {exc.strerror}") from None
+        if len(data) != end - start:
+            raise self._fail(
+                f"truncated at byte {start + len(data)}: needed bytes {start}..{end} (the "
+                "file shrank after opening?)"
+            )
+        return data
 
     def _check_manifest(self, doc: object, data_end: int) -> dict[str, dict]:
         """Check the manifest's shape, names and artifact ranges; return records by id."""
@@ -303,6 +350,7 @@ class BundleReader:
                 ranges.append((off, off + size, ident, suffix))
             records[ident] = rec
         ranges.sort()
+        self._ranges = ranges
         for (s0, e0, i0, x0), (s1, e1, i1, x1) in itertools.pairwise(ranges):
             if s1 < e0:
                 raise self._fail(

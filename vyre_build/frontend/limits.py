@@ -17,6 +17,7 @@ MAX_CONSTANTS = 10_000  # module constants of one file, imported ones included
 MAX_HELPERS = 1_000  # helper functions of one file, imported ones included
 MAX_KERNELS = 1_000  # kernels of one file, each variant counted
 MAX_OPERATIONS = 100_000  # expressions and statements of one kernel, helpers inlined
+MAX_FILE_OPERATIONS = 1_000_000  # operations of one file's kernels, times their variants
 MAX_FOLD_STEPS = 100_000  # constant-folding steps at the top level of one file
 MAX_YAML_NESTING = 16  # collections inside one another in a variants YAML
 INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # an integer constant while folding: 64 bits

@@ -57,6 +57,7 @@ class KernelModule:
     dependencies: list[str]  # real paths of every file read for this module
     folder: ConstantFolder  # folds this file's top-level constants (and counts the work)
     sizes: dict[str, int] = field(default_factory=dict)  # helper -> inlined size (calls.py)
+    work: int | None = None  # operations x variants of its kernels, once counted (work.py)
 
 
 class ModuleLoader:

@@ -1,0 +1,116 @@
+"""How much work compiling a kernel file is, counted from its parse before anything compiles.
+
+Each kernel is checked, lowered and emitted once per variant, so a file costs about its
+kernels' operations (expressions and statements, each helper call counting the helper's
+inlined size, as `calls.inline_size` counts them) times their variants. `file_work` gives
+that count, reading only the syntax trees (linear in the file: each helper is sized once),
+and refuses a file whose count passes MAX_FILE_OPERATIONS (README: "Limits"): the compiler
+asks it before checking the first kernel, a build's scan (build_parse) before declaring the
+file's outputs, and a build step before charging the file to the build-wide budget
+(`build_budget`); the count is kept on the module, so these count once. A plain load does
+not count.
+
+The count is an upper bound of what the checker counts for a kernel, within a small
+factor: `x ** n` counts as the 16 multiplications its largest exponent expands to, and
+each kernel at most MAX_OPERATIONS + 1 (the checker refuses a larger one at its first
+variant). Counting stops as soon as a file is known to pass the limit.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from vyre_build.frontend.limits import MAX_FILE_OPERATIONS, MAX_OPERATIONS
+
+POW_EXPANSION = 16  # '**' takes a constant exponent of at most 16 (expressions.py)
+
+
+def _size(nodes, module, memo: dict, depth: int, cap: int) -> int:
+    """Operations of `nodes` and everything below them, helper calls inlined; the count
+    stops once it passes `cap` (the result is then some value > cap)."""
+    total = 0
+    for top in nodes:
+        for n in ast.walk(top):
+            if isinstance(n, (ast.expr, ast.stmt)):
+                total += 1
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow):
+                total += POW_EXPANSION
+            elif (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id in module.helpers
+                and depth <= 32  # deeper chains are refused when inlined
+            ):
+                hmod, fn = module.helpers[n.func.id]
+                total += _helper_size(hmod, fn, memo, depth + 1, cap - total)
+            if total > cap:
+                return total
+    return total
+
+
+def _helper_size(module, fn: ast.FunctionDef, memo: dict, depth: int, cap: int) -> int:
+    """A helper's inlined size, memoised as (count, complete); a count stopped at a cap
+    still answers any smaller cap."""
+    key = (module.path, fn.name)
+    got = memo.get(key)
+    if got is not None and (got[1] or got[0] > cap):
+        return got[0]
+    memo[key] = (0, True)  # recursion counts as nothing (the checker reports it)
+    count = _size(fn.body, module, memo, depth, cap)
+    memo[key] = (count, count <= cap)
+    return count
+
+
+def kernel_work(module, kdef, memo: dict | None = None, cap: int = MAX_OPERATIONS) -> int:
+    """About how many operations checking one instance of kernel `kdef` of `module` takes
+    (its body, helpers inlined; decorator and annotations left out); past `cap` the count
+    stops and gives cap + 1."""
+    memo = {} if memo is None else memo
+    return min(_size(kdef.node.body, module, memo, 0, cap), cap + 1)
+
+
+def file_work(module) -> int:
+    """About how many operations compiling `module` takes: each kernel's `kernel_work`
+    times its variants (one instance without variants; a kernel past MAX_OPERATIONS counts
+    that much, as the checker stops it at its first variant). Memoised on the module.
+
+    Raises a KernelError at the kernel (its variants, if it has some) that brings the
+    file past MAX_FILE_OPERATIONS. Each kernel is counted only up to its share of what is
+    left, so refusing costs about MAX_FILE_OPERATIONS / variants, not the file."""
+    if module.work is None:
+        module.work = _count_file(module)
+    return module.work
+
+
+def _count_file(module) -> int:
+    memo: dict = {}
+    total = 0
+    for name in sorted(module.kernels):
+        kdef = module.kernels[name]
+        count = max(1, len(kdef.variants))
+        cap = min(MAX_OPERATIONS, (MAX_FILE_OPERATIONS - total) // count)
+        ops = kernel_work(module, kdef, memo, cap)
+        if ops <= cap:
+            total += ops * count
+            continue
+        if cap == MAX_OPERATIONS:  # the checker refuses it at its first variant, by name
+            total += MAX_OPERATIONS
+            continue
+        src, node = module.source, kdef.node
+        if kdef.variants and kdef.variants_node is not None:
+            src = getattr(kdef, "variants_source", module.source)
+            node = kdef.variants_node
+        what = (
+            f"{count} variants of kernel '{name}' pass it, at more than {cap} operations each"
+            if kdef.variants
+            else f"kernel '{name}' passes it, at more than {cap} operations"
+        )
+        before = f", after {total} for the kernels before it" if total else ""
+        raise src.error(
+            node,
+            f"compiling this file takes more than {MAX_FILE_OPERATIONS} operations, each "
+            f"variant counted (the limit): {what}{before}",
+            "declare fewer variants, make the kernel smaller, or split its kernels and "
+            "variants over several kernel files",
+        )
+    return total
