@@ -9,16 +9,12 @@ from vyre_build.artifacts import META_SUFFIX, TARGET_SUFFIXES, TARGETS
 from vyre_build.compiler import compile_file
 from vyre_build.config import find_sconstruct_dir
 from vyre_build.commands import output_dir, write_file
+from vyre_build.commands.helptext import add_command
 from vyre_build.errors import VyreError
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "compile",
-        help="compile kernel files to WGSL / SPIR-V / .kdesc",
-        description="Compile kernel files; writes DIR/<kernel>[.<variant>].<ext> "
-        "and a .meta.json beside each.",
-    )
+    p = add_command(sub, "compile")
     p.add_argument("files", nargs="+", metavar="FILE", help="kernel source file(s)")
     p.add_argument("--kernel", help="compile only this kernel")
     p.add_argument(

@@ -11,13 +11,12 @@ import argparse
 import os
 
 from vyre_build.bundle.keys import check_comment, generate_key_pair, write_key_pair
+from vyre_build.commands.helptext import add_command
 from vyre_build.errors import VyreError
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "key", help="make key pairs that sign bundles", description=__doc__.splitlines()[0]
-    )
+    parser = add_command(subparsers, "key")
     sub = parser.add_subparsers(dest="key_command", required=True, metavar="ACTION")
     p = sub.add_parser("generate", help="write KEYFILE (secret, 0600) and KEYFILE.pub")
     p.add_argument("keyfile", metavar="KEYFILE", help="the secret key file to create")
