@@ -162,3 +162,29 @@ def test_a_closed_device_refuses_use():
     device.close()
     with pytest.raises(DeviceError, match="the device was closed"):
         buf.read()
+
+
+def test_a_result_name_the_call_has_not_names_the_results():
+    from vyre_build.compiler import compile_file
+    from vyre_build.errors import DispatchError
+    from vyre_build.runtime import ResultNotFound, load_kernel
+
+    (k,) = compile_file(os.path.join(ROOT, "kernels", "saxpy.py"), targets=("kdesc",))
+    saxpy = load_kernel(k.meta, kdesc=k.kdesc, backend="cpu")
+    r = saxpy(x=np.arange(4, dtype=np.float32), y=np.ones(4, np.float32), a=2.0)
+    cases = {
+        "nope": "Kernel 'saxpy': no result 'nope'; its results are 'y'",
+        "yy": "Kernel 'saxpy': no result 'yy' (did you mean 'y'?); its results are 'y'",
+        "x": "Kernel 'saxpy': no result 'x' ('x' is read-only: only buffers the kernel "
+        "writes are results); its results are 'y'",
+        "a": "Kernel 'saxpy': no result 'a' ('a' is a scalar argument: only written buffers "
+        "are results); its results are 'y'",
+    }
+    for name, message in cases.items():
+        for get in (r.array, r.buffer, r.__getitem__):
+            with pytest.raises(ResultNotFound) as info:
+                get(name)
+            assert str(info.value) == message
+            assert isinstance(info.value, DispatchError) and isinstance(info.value, KeyError)
+    assert r.array("y").tolist() == [1.0, 3.0, 5.0, 7.0] and "nope" not in r
+    assert r.get("nope") is None

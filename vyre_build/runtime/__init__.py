@@ -26,7 +26,7 @@ from vyre_build.errors import DeviceError, DispatchError
 from vyre_build.runtime.buffers import Batch, DeviceBuffer
 from vyre_build.runtime.bundles import Bundle, KernelNotFound, Warmed
 from vyre_build.runtime.device import DEFAULT_DEVICES, Device
-from vyre_build.runtime.kernel import CallResult, Kernel
+from vyre_build.runtime.kernel import CallResult, Kernel, ResultNotFound
 from vyre_build.runtime.pipeline_cache import PipelineCacheWarning
 from vyre_build.runtime.profile import CooperativeMatrixType, DeviceProfile
 
@@ -45,6 +45,7 @@ __all__ = [
     "Kernel",
     "KernelNotFound",
     "PipelineCacheWarning",
+    "ResultNotFound",
     "Warmed",
     "adapter_profiles",
     "get_device",
