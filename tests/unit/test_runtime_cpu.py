@@ -188,3 +188,14 @@ def test_a_result_name_the_call_has_not_names_the_results():
             assert isinstance(info.value, DispatchError) and isinstance(info.value, KeyError)
     assert r.array("y").tolist() == [1.0, 3.0, 5.0, 7.0] and "nope" not in r
     assert r.get("nope") is None
+
+
+def test_the_cpu_backend_has_no_gpu_time():
+    from vyre_build.compiler import compile_file
+
+    (k,) = compile_file(os.path.join(ROOT, "kernels", "saxpy.py"), targets=("kdesc",))
+    device = CpuDevice()
+    saxpy = load_kernel(k.meta, kdesc=k.kdesc, device=device)
+    device.timing = True
+    r = saxpy(x=np.ones(4, np.float32), y=np.ones(4, np.float32), a=2.0)
+    assert r.array("y").tolist() == [3.0] * 4 and device.gpu_seconds is None
