@@ -968,3 +968,34 @@ def test_wgpu_timing_on_an_application_device_without_the_feature():
     saxpy = load("saxpy", "wgpu", dev)
     r = saxpy(x=np.ones(8, np.float32), y=np.ones(8, np.float32), a=2.0)
     assert r.array("y").tolist() == [3.0] * 8 and dev.gpu_seconds is None
+
+
+@pytest.mark.gpu
+def test_wgpu_device_without_timestamps_when_the_driver_refuses_them():
+    from adapters import require_adapter
+
+    require_adapter("wgpu")
+    import wgpu
+
+    from vyre_build.runtime.wgpu_backend import WgpuDevice
+
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    if "timestamp-query" not in adapter.features:
+        pytest.skip("the adapter offers no timestamp-query")
+    asked = []
+    real = adapter.request_device_sync
+
+    def refuse_timestamps(**kwargs):
+        asked.append(sorted(kwargs["required_features"]))
+        if "timestamp-query" in kwargs["required_features"]:
+            raise RuntimeError("driver says no")
+        return real(**kwargs)
+
+    adapter.request_device_sync = refuse_timestamps
+    dev = WgpuDevice(adapter)
+    assert "timestamp-query" in asked[0] and "timestamp-query" not in asked[1]
+    dev.timing = True
+    saxpy = load("saxpy", "wgpu", dev)
+    r = saxpy(x=np.ones(8, np.float32), y=np.ones(8, np.float32), a=2.0)
+    assert r.array("y").tolist() == [3.0] * 8 and dev.gpu_seconds is None
+    dev.close()

@@ -133,13 +133,28 @@ class WgpuDevice(Device):
             chosen = choose_adapter("wgpu", found, [_describe(a) for a in found], adapter)
         self.name = _describe(chosen)
         if device is None:
+            wanted = [f for f in _FEATURES if f in chosen.features]
             try:
                 device = chosen.request_device_sync(
-                    required_features=[f for f in _FEATURES if f in chosen.features],
+                    required_features=wanted,
                     required_limits={k: chosen.limits[k] for k in _LIMITS},
                 )
             except Exception as exc:
-                raise DeviceError(f"wgpu could not create a device on {self.name}: {exc}") from exc
+                if "timestamp-query" not in wanted:
+                    raise DeviceError(
+                        f"wgpu could not create a device on {self.name}: {exc}"
+                    ) from exc
+                # Timing is optional: a driver that lists the feature and then refuses it
+                # still gives a device (gpu_seconds stays None on it).
+                try:
+                    device = chosen.request_device_sync(
+                        required_features=[f for f in wanted if f != "timestamp-query"],
+                        required_limits={k: chosen.limits[k] for k in _LIMITS},
+                    )
+                except Exception as exc2:
+                    raise DeviceError(
+                        f"wgpu could not create a device on {self.name}: {exc2}"
+                    ) from exc2
         self.device, self.queue, self._fence_buf = device, device.queue, None
         self.profile = profile_of(chosen, device.features, device.limits)
         self.max_workgroup_count = self.profile.max_workgroup_count
