@@ -710,19 +710,19 @@ def test_a_misspelt_kernel_gets_suggestions_first_and_a_big_bundle_is_counted(tm
     with pytest.raises(BundleError) as info:
         small.entry("sxapy")
     assert str(info.value) == (
-        "s.vyrebundle: no kernel 'sxapy' in the bundle; did you mean 'saxpy'?; "
-        "it holds add.f32, add.i32, saxpy"
+        "s.vyrebundle: no kernel 'sxapy' in the bundle; did you mean 'saxpy'? "
+        "It holds add.f32, add.i32, saxpy"
     )
     names = [f"k{i:02d}_scale" for i in range(20)] + ["saxpy", "reduce_sum"]
     path = tmp_path / "big.vyrebundle"
     write_bundle(path, [make_entry(n) for n in names] + [make_entry("add", "f32")])
     big = read_bundle(path)
     cases = {
-        "sxapy": "did you mean 'saxpy'?; it holds 23 kernels",
-        "reduce_summ": "did you mean 'reduce_sum'?; it holds 23 kernels",
-        "add.f23": "did you mean 'add.f32'?; it holds 23 kernels",
-        "k05_scael": "did you mean 'k05_scale' or 'k15_scale' or 'k10_scale'?; it holds 23 kernels",
-        "ad": "did you mean 'add'?; it holds 23 kernels",  # a name with variants
+        "sxapy": "did you mean 'saxpy'? It holds 23 kernels",
+        "reduce_summ": "did you mean 'reduce_sum'? It holds 23 kernels",
+        "add.f23": "did you mean 'add.f32'? It holds 23 kernels",
+        "k05_scael": "did you mean 'k05_scale' or 'k15_scale' or 'k10_scale'? It holds 23 kernels",
+        "ad": "did you mean 'add'? It holds 23 kernels",  # a name with variants
         "nothing_like_it": "it holds 23 kernels",
     }
     for ident, hint in cases.items():
@@ -737,13 +737,13 @@ def test_a_misspelt_kernel_gets_suggestions_first_and_a_big_bundle_is_counted(tm
         with pytest.raises(KernelNotFound) as info:
             bundle["sxapy"]
         assert isinstance(info.value, KeyError) and str(info.value) == (
-            f"{path}: no kernel 'sxapy' in the bundle; did you mean 'saxpy'?; it holds 23 "
+            f"{path}: no kernel 'sxapy' in the bundle; did you mean 'saxpy'? It holds 23 "
             f"kernels (`vyre-build bundle ls {path}` lists them)"
         )
     code = cli_main(["bundle", "show", str(path), "sxapy"])
     err = capsys.readouterr().err
     assert code == 1 and err == (
-        f"{path}: no kernel 'sxapy' in the bundle; did you mean 'saxpy'?; it holds 23 kernels "
+        f"{path}: no kernel 'sxapy' in the bundle; did you mean 'saxpy'? It holds 23 kernels "
         f"(`vyre-build bundle ls {path}` lists them)\n"
     )
 

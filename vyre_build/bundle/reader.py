@@ -344,11 +344,11 @@ class BundleReader:
         names = {i.partition(".")[0] for i in self._records} - set(self._records)
         close = difflib.get_close_matches(ident, list(self._records), n=3)
         close = close or difflib.get_close_matches(ident, sorted(names), n=3)  # "add" of add.f32
-        guess = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        guess = f"; did you mean {' or '.join(repr(c) for c in close)}? It" if close else "; it"
         if len(self._records) <= SHOWN_IDS:
-            return f"{guess}; it holds {', '.join(self._records) or 'no kernels'}"
+            return f"{guess} holds {', '.join(self._records) or 'no kernels'}"
         return (
-            f"{guess}; it holds {len(self._records)} kernels "
+            f"{guess} holds {len(self._records)} kernels "
             f"(`vyre-build bundle ls {self.path}` lists them)"
         )
 
