@@ -1,4 +1,4 @@
-"""`vyre-build`: one argparse front over the subcommands in `vyre_build/commands/`.
+"""`vyre-build`: the command line; one module per command in `vyre_build/commands/`.
 
 Each command module provides `register(subparsers)`, which adds its parser and sets
 `func=handler`; a handler takes the parsed args and returns the exit code. A `VyreError`
@@ -13,13 +13,19 @@ import os
 import sys
 
 from vyre_build import __version__
+from vyre_build.commands.helptext import PROGRAM, PROGRAM_EPILOG, fill_descriptions
 from vyre_build.errors import VyreError
 
 COMMANDS = ("compile", "cache", "bundle", "key", "run", "devices")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vyre-build", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="vyre-build",
+        description=PROGRAM,
+        epilog=PROGRAM_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"vyre-build {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
@@ -30,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
+    fill_descriptions(parser)
     return parser
 
 

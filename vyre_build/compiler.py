@@ -208,8 +208,12 @@ def compile_file(
     if module is None:
         module = load_module(path, root=root, text=text, display_path=display_path)
     if kernel is not None and kernel not in module.kernels:
+        import difflib
+
+        close = difflib.get_close_matches(kernel, sorted(module.kernels), n=3)
+        guess = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         raise VyreError(
-            f"{module.source.path}: no kernel named {kernel!r}; kernels: "
+            f"{module.source.path}: no kernel named {kernel!r}; {guess}kernels: "
             f"{', '.join(sorted(module.kernels)) or 'none'}"
         )
     # Provenance names imported kernel files by content; a variants YAML shows up as the

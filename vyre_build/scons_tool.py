@@ -30,7 +30,10 @@ worker processes under -jN (build_pool), in-process under -j1. Construction vari
     VYREROOT          the kernel tree: nothing outside it is read (VyreKernelDir sets its
                       directory; default each kernel file's folder)
     VYRECOMPILER      compiler module (default vyre_build.compiler)
-    VYRESIGNKEY       secret key file (`vyre-build key generate`): sign the bundle with it
+    VYRESIGNKEY       secret key file (`vyre-build key generate`): sign the bundle with it;
+                      default the VYRESIGNKEY environment variable (a relative path there is
+                      taken from the SConstruct's folder, as "#path"); the SConstruct's own
+                      value wins over the environment's
     VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines
 Action signatures include the targets, the options and the compiler identity (varlist),
 so changing any of them rebuilds.
@@ -258,6 +261,13 @@ def _sign_key_id(target, source, env, for_signature):
         return f"unreadable: {exc}"
 
 
+def _sign_key_from_environment() -> str:
+    """$VYRESIGNKEY's default: `VYRESIGNKEY=keys/release.key scons` signs as the SConstruct's
+    `VYRESIGNKEY="#keys/release.key"` does ("" when unset: no signature)."""
+    key = os.environ.get("VYRESIGNKEY", "")
+    return key if not key or key.startswith("#") or os.path.isabs(key) else "#" + key
+
+
 def kernel_dir(env, build_dir, pattern="*.py"):
     """`VyreKernel` for every file of `build_dir` matching `pattern` that defines a kernel;
     returns all output nodes, sorted (helper-only files are scanned, not built)."""
@@ -292,6 +302,7 @@ def generate(env) -> None:
         VYRECOMSTR="vyre: compile $SOURCE -> ${TARGET.dir}",
         VYREBUNDLECOM=bundle_com,
         VYREBUNDLECOMSTR="vyre: bundle $TARGET",
+        VYRESIGNKEY=_sign_key_from_environment(),
         **build.defaults(env),
     )
     env["_VYRESIGNID"] = _sign_key_id

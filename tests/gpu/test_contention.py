@@ -42,8 +42,8 @@ def test_a_compare_exchange_retry_loop_hands_out_every_ticket_once(kernels, back
 
 
 def test_a_spin_lock_serialises_its_critical_section(kernels, backend):
-    zero = np.zeros(1, np.uint32)
-    got = run(kernels, "spin_lock", backend, order=N, lock=zero, total=zero)
+    lock, total = np.zeros(1, np.uint32), np.zeros(1, np.uint32)  # each receives its result
+    got = run(kernels, "spin_lock", backend, order=N, lock=lock, total=total)
     assert (got["total"].tolist(), got["lock"].tolist()) == ([N], [0])
     np.testing.assert_array_equal(np.sort(got["order"]), np.arange(N, dtype=np.uint32))
 

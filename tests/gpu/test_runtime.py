@@ -895,3 +895,86 @@ def test_coarse_entries_run_where_the_sizes_allow(backend, tree_bundle):
             made.append(sorted(key[3] for key in device._pipelines))
         assert made == [["main_x4"], ["main", "main_x4"]]
     device.close()
+
+
+@pytest.mark.gpu
+def test_wgpu_timing_with_timestamp_queries_where_the_device_has_them():
+    from adapters import require_adapter
+
+    require_adapter("wgpu")
+    from vyre_build.runtime.wgpu_backend import WgpuDevice
+
+    dev = WgpuDevice()
+    offered = "timestamp-query" in {str(f) for f in dev.device.features}
+    assert offered == ("timestamp-query" in {str(f) for f in dev.device.adapter.features})
+    saxpy = load("saxpy", "wgpu", dev)
+    bx, by = dev.buffer(np.ones(64, np.float32), read_only=True), dev.buffer(64, "f32")
+    saxpy(x=bx, y=by, a=1.0)
+    assert dev.gpu_seconds is None  # timing is off by default
+    dev.timing = True
+    with dev.batch():
+        for _ in range(40):  # several chunks: the first pass starts the clock, the last stops it
+            saxpy(x=bx, y=by, a=1.0)
+    np.testing.assert_array_equal(by.read(), np.full(64, 41.0, np.float32))
+    if not offered:  # the documented fallback: no figure rather than a wrong one
+        assert dev.gpu_seconds is None
+        return
+    batch = dev.gpu_seconds
+    assert batch is not None and batch > 0
+    t = time.perf_counter()
+    saxpy(x=bx, y=by, a=1.0)
+    assert 0 < dev.gpu_seconds < time.perf_counter() - t  # this call's, not the batch's
+    dev.timing = False
+    saxpy(x=bx, y=by, a=1.0)
+    assert dev.gpu_seconds is None
+    np.testing.assert_array_equal(by.read(), np.full(64, 43.0, np.float32))
+    dev.close()
+
+
+@pytest.mark.gpu
+def test_wgpu_timing_on_an_application_device_without_the_feature():
+    from adapters import require_adapter
+
+    require_adapter("wgpu")
+    import wgpu
+
+    from vyre_build.runtime import get_device
+
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    own = adapter.request_device_sync(required_features=[])
+    dev = get_device("wgpu", own)
+    dev.timing = True
+    saxpy = load("saxpy", "wgpu", dev)
+    r = saxpy(x=np.ones(8, np.float32), y=np.ones(8, np.float32), a=2.0)
+    assert r.array("y").tolist() == [3.0] * 8 and dev.gpu_seconds is None
+
+
+@pytest.mark.gpu
+def test_wgpu_device_without_timestamps_when_the_driver_refuses_them():
+    from adapters import require_adapter
+
+    require_adapter("wgpu")
+    import wgpu
+
+    from vyre_build.runtime.wgpu_backend import WgpuDevice
+
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    if "timestamp-query" not in adapter.features:
+        pytest.skip("the adapter offers no timestamp-query")
+    asked = []
+    real = adapter.request_device_sync
+
+    def refuse_timestamps(**kwargs):
+        asked.append(sorted(kwargs["required_features"]))
+        if "timestamp-query" in kwargs["required_features"]:
+            raise RuntimeError("driver says no")
+        return real(**kwargs)
+
+    adapter.request_device_sync = refuse_timestamps
+    dev = WgpuDevice(adapter)
+    assert "timestamp-query" in asked[0] and "timestamp-query" not in asked[1]
+    dev.timing = True
+    saxpy = load("saxpy", "wgpu", dev)
+    r = saxpy(x=np.ones(8, np.float32), y=np.ones(8, np.float32), a=2.0)
+    assert r.array("y").tolist() == [3.0] * 8 and dev.gpu_seconds is None
+    dev.close()

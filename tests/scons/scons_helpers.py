@@ -101,7 +101,7 @@ def scons_env(cache: Path | None, **extra: str) -> dict:
     """The environment of a test build: this checkout importable, `cache` as the cache
     (None: the config decides), nothing of the developer's own settings (remote, config
     file, ~/.netrc); `extra` on top."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VYRE_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VYRE_") and k != "VYRESIGNKEY"}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     if cache is not None:
         env["VYRE_CACHE_DIR"] = str(cache)

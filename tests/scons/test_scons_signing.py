@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 import pytest
-from scons_helpers import SCONSTRUCT, bundled, run_scons, vyre
+from scons_helpers import SCONSTRUCT, bundled, compiled, run_scons, vyre
 
 from vyre_build.bundle import read_bundle
 from vyre_build.bundle.keys import generate_key_pair, load_public_key, write_key_pair
@@ -68,5 +68,40 @@ def test_a_new_key_re_signs_and_a_missing_key_fails_cleanly(project):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert (
         f"dist/kernels.vyrebundle: {root / 'keys' / 'missing.key'}: cannot read key file: "
+        "No such file or directory"
+    ) in proc.stderr
+
+
+def test_the_environment_variable_signs_and_the_sconstruct_value_wins(project):
+    root, cache = project
+    (root / "keys").mkdir()
+    _, release = write_key_pair(root / "keys" / "release.key", generate_key_pair("release"))
+    _, other = write_key_pair(root / "keys" / "other.key", generate_key_pair("other"))
+    bundle = root / "dist" / "kernels.vyrebundle"
+    run_scons(root, cache)  # the plain SConstruct, no variable anywhere: unsigned
+    with read_bundle(bundle) as r:
+        assert r.signer is None
+    # `VYRESIGNKEY=keys/release.key scons`: relative to the SConstruct's folder; the new
+    # key is in the bundle action's signature, so the bundle is rebuilt and signed.
+    proc = run_scons(root, cache, env={"VYRESIGNKEY": "keys/release.key"})
+    assert bundled(proc) and not compiled(proc)
+    with read_bundle(bundle, trusted_keys=[release]) as r:
+        assert r.signer.comment == "release"
+    assert not bundled(run_scons(root, cache, env={"VYRESIGNKEY": "keys/release.key"}))
+    proc = run_scons(root, cache, env={"VYRESIGNKEY": str(root / "keys" / "other.key")})
+    with read_bundle(bundle, trusted_keys=[other]) as r:
+        assert bundled(proc) and r.signer.comment == "other"
+    # The SConstruct's construction variable wins over the environment's.
+    (root / "SConstruct").write_text(SIGNED)
+    run_scons(root, cache, env={"VYRESIGNKEY": "keys/other.key"})
+    with read_bundle(bundle, trusted_keys=[release]) as r:
+        assert r.signer.comment == "release"
+    proc = run_scons(root, cache, check=False, env={"VYRESIGNKEY": "keys/none.key"})
+    assert proc.returncode == 0  # the SConstruct's key is used; the missing one never read
+    (root / "SConstruct").write_text(SCONSTRUCT)
+    proc = run_scons(root, cache, check=False, env={"VYRESIGNKEY": "keys/none.key"})
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert (
+        f"dist/kernels.vyrebundle: {root / 'keys' / 'none.key'}: cannot read key file: "
         "No such file or directory"
     ) in proc.stderr

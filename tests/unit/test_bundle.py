@@ -700,3 +700,62 @@ def test_depth_check_ignores_brackets_inside_strings_with_and_without_escapes():
         assert json.loads(text)["b"] == [[1]]
         assert not _too_deep(text, 3)
         assert _too_deep(text, 2)
+
+
+def test_a_misspelt_kernel_gets_suggestions_first_and_a_big_bundle_is_counted(tmp_path, capsys):
+    from vyre_build.cli import main as cli_main
+    from vyre_build.runtime import KernelNotFound, open_bundle
+
+    small = read_bundle_bytes(encode_bundle(ENTRIES), "s.vyrebundle")
+    with pytest.raises(BundleError) as info:
+        small.entry("sxapy")
+    assert str(info.value) == (
+        "s.vyrebundle: no kernel 'sxapy' in the bundle; did you mean 'saxpy'? "
+        "It holds add.f32, add.i32, saxpy"
+    )
+    names = [f"k{i:02d}_scale" for i in range(20)] + ["saxpy", "reduce_sum"]
+    path = tmp_path / "big.vyrebundle"
+    write_bundle(path, [make_entry(n) for n in names] + [make_entry("add", "f32")])
+    big = read_bundle(path)
+    cases = {
+        "sxapy": "did you mean 'saxpy'? It holds 23 kernels",
+        "reduce_summ": "did you mean 'reduce_sum'? It holds 23 kernels",
+        "add.f23": "did you mean 'add.f32'? It holds 23 kernels",
+        "k05_scael": "did you mean 'k05_scale' or 'k15_scale' or 'k10_scale'? It holds 23 kernels",
+        "ad": "did you mean 'add'? It holds 23 kernels",  # a name with variants
+        "nothing_like_it": "it holds 23 kernels",
+    }
+    for ident, hint in cases.items():
+        expected = (
+            f"{path}: no kernel {ident!r} in the bundle; {hint} "
+            f"(`vyre-build bundle ls {path}` lists them)"
+        )
+        with pytest.raises(BundleError) as info:
+            big.entry(ident)
+        assert str(info.value) == expected
+    with open_bundle(path, backend="cpu") as bundle:  # the runtime's Bundle says the same
+        with pytest.raises(KernelNotFound) as info:
+            bundle["sxapy"]
+        assert isinstance(info.value, KeyError) and str(info.value) == (
+            f"{path}: no kernel 'sxapy' in the bundle; did you mean 'saxpy'? It holds 23 "
+            f"kernels (`vyre-build bundle ls {path}` lists them)"
+        )
+    code = cli_main(["bundle", "show", str(path), "sxapy"])
+    err = capsys.readouterr().err
+    assert code == 1 and err == (
+        f"{path}: no kernel 'sxapy' in the bundle; did you mean 'saxpy'? It holds 23 kernels "
+        f"(`vyre-build bundle ls {path}` lists them)\n"
+    )
+
+
+def test_compile_kernel_misspelt_suggests_the_kernel(tmp_path, capsys):
+    from vyre_build.cli import main as cli_main
+
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "reduce.py")
+    code = cli_main(["compile", src, "--kernel", "reduce_summ", "-o", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1 and err.endswith(
+        "reduce.py: no kernel named 'reduce_summ'; did you mean 'reduce_sum' or "
+        "'reduce_sum_f32'? kernels: block_min_max, reduce_sum, reduce_sum_f32\n"
+    )
+    assert os.listdir(tmp_path) == []

@@ -190,7 +190,7 @@ CASES = {
         kernel("pass\n", sig="x: Buffer[f64]"),
         "4:17",
         "unknown type 'f64'",
-        "bool, i32, u32, f32, vec2f",
+        "did you mean 'f32'? types are bool, i32, u32, f32, f16, vec2f",
         None,
     ),
     "bad_access_mode": (
@@ -420,8 +420,44 @@ CASES = {
     "atomic_prefix_name": (
         kernel("atomic(out, 1, 2)\n"),
         "5:5",
-        "unknown name 'atomic'",
+        "unknown function 'atomic'",
+        "did you mean 'atomic_or'?",
         None,
+    ),
+    "misspelt_builtin": (
+        kernel("out[0] = global_idd().x\n"),
+        "5:14",
+        "unknown function 'global_idd'",
+        "did you mean 'global_id'?",
+        "out[0] = global_idd().x",
+    ),
+    "misspelt_helper": (
+        "def scale(v: u32) -> u32:\n    return v * 2\n\n\n" + kernel("out[0] = scael(out[1])\n"),
+        "9:14",
+        "unknown function 'scael'",
+        "did you mean 'scale'?",
+        None,
+    ),
+    "unknown_function": (
+        kernel("tally(out[0])\n"),
+        "5:5",
+        "unknown function 'tally'",
+        "a helper: a module-level def without @kernel",
+        None,
+    ),
+    "unknown_f16_vector_type": (
+        kernel("v: vec3h = vec3h(1.0, 2.0, 3.0)\n"),
+        "5:8",
+        "unknown type 'vec3h'",
+        "did you mean 'vec4h'? types are bool, i32, u32, f32, f16, "
+        "vec2f/vec4f/vec2i/vec4i/vec2u/vec4u/vec2h/vec4h (or a variant type parameter)",
+        None,
+    ),
+    "python_float_type": (
+        kernel("v: float = 1.0\nout[0] = u32(v)\n"),
+        "5:8",
+        "unknown type 'float'",
+        "did you mean 'f32'?",
         None,
     ),
     "lang_typo_import": (
@@ -520,6 +556,52 @@ def test_kernel_error(tmp_path, case):
     assert lines[2].index("^") - 4 == err.col - 1
     if caret_line:
         assert caret_line in lines[1]
+
+
+def test_exact_texts_of_a_misspelt_builtin_a_bare_syntax_error_and_an_unknown_type(tmp_path):
+    cases = [
+        (
+            kernel("i = global_idd().x\nout[i] = 1\n"),
+            "k.py:5:9: error: unknown function 'global_idd'\n"
+            "        i = global_idd().x\n"
+            "            ^~~~~~~~~~\n"
+            "  fix: did you mean 'global_id'?",
+        ),
+        (
+            kernel("out[0] = subgroup_brodcast(out[1], 0)\n"),
+            "k.py:5:14: error: unknown function 'subgroup_brodcast'\n"
+            "        out[0] = subgroup_brodcast(out[1], 0)\n"
+            "                 ^~~~~~~~~~~~~~~~~\n"
+            "  fix: did you mean 'subgroup_broadcast'?",
+        ),
+        (
+            kernel("x = = 1\n"),
+            "k.py:5:9: error: invalid syntax\n"
+            "        x = = 1\n"
+            "            ^\n"
+            "  fix: kernel files must be valid Python syntax",
+        ),
+        (
+            kernel("out[0] = 1\n", sig='out: Buffer[f64, "rw"]'),
+            "k.py:4:19: error: unknown type 'f64'\n"
+            '    def k(out: Buffer[f64, "rw"]):\n'
+            "                      ^~~\n"
+            "  fix: did you mean 'f32'? types are bool, i32, u32, f32, f16, "
+            "vec2f/vec4f/vec2i/vec4i/vec2u/vec4u/vec2h/vec4h (or a variant type parameter)",
+        ),
+    ]
+    for source, expected in cases:
+        with pytest.raises(KernelError) as info:
+            compile_text(tmp_path, source)
+        assert str(info.value) == expected
+
+
+def test_the_type_list_names_every_type_of_the_language():
+    from vyre_build.frontend.checker import TYPE_LIST
+    from vyre_build.frontend.names import TYPE_NAMES
+
+    listed = TYPE_LIST.removeprefix("types are ").split(" (")[0].replace("/", ", ").split(", ")
+    assert sorted(listed) == sorted(TYPE_NAMES) and "f16" in listed and "vec4h" in listed
 
 
 def test_error_count_is_at_least_25():

@@ -240,6 +240,12 @@ def test_call_results_are_typed_by_accessor():
     assert r.array("y").tolist() == [1.0, 1.0]
     with pytest.raises(DispatchError, match="result 'y' is a numpy array, not a DeviceBuffer"):
         r.buffer("y")
+    with pytest.raises(KeyError) as info:  # ResultNotFound: no kernel known here
+        r.array("z")
+    assert str(info.value) == "no result 'z'; its results are 'y'"
+    with pytest.raises(DispatchError) as info:
+        CallResult()["y"]
+    assert str(info.value) == "no result 'y'; the call returned no results"
 
 
 # --- features ---------------------------------------------------------------------------

@@ -221,7 +221,8 @@ def test_a_step_is_one_loop_iteration_of_one_invocation(forever):
     k = forever["ten_trips"]
     x = np.arange(100, dtype=np.uint32)
     fits = load_kernel(k.meta, kdesc=k.kdesc, device=get_device("cpu", max_steps=1280))
-    np.testing.assert_array_equal(fits(out=x)["out"], x + 45)
+    want = x + 45  # the call writes its result into x too
+    np.testing.assert_array_equal(fits(out=x)["out"], want)
     short = load_kernel(k.meta, kdesc=k.kdesc, device=get_device("cpu", max_steps=1279))
     with pytest.raises(DispatchError) as info:
         short(out=x)
@@ -339,3 +340,40 @@ def test_the_reference_refuses_a_bad_budget():
             max_steps=0,
         )
     assert str(info.value) == "max_steps must be a positive int or None, got 0"
+
+
+def test_a_result_name_the_call_has_not_names_the_results():
+    from vyre_build.compiler import compile_file
+    from vyre_build.errors import DispatchError
+    from vyre_build.runtime import ResultNotFound, load_kernel
+
+    (k,) = compile_file(os.path.join(ROOT, "kernels", "saxpy.py"), targets=("kdesc",))
+    saxpy = load_kernel(k.meta, kdesc=k.kdesc, backend="cpu")
+    r = saxpy(x=np.arange(4, dtype=np.float32), y=np.ones(4, np.float32), a=2.0)
+    cases = {
+        "nope": "Kernel 'saxpy': no result 'nope'; its results are 'y'",
+        "yy": "Kernel 'saxpy': no result 'yy' (did you mean 'y'?); its results are 'y'",
+        "x": "Kernel 'saxpy': no result 'x' ('x' is read-only: only buffers the kernel "
+        "writes are results); its results are 'y'",
+        "a": "Kernel 'saxpy': no result 'a' ('a' is a scalar argument: only written buffers "
+        "are results); its results are 'y'",
+    }
+    for name, message in cases.items():
+        for get in (r.array, r.buffer, r.__getitem__):
+            with pytest.raises(ResultNotFound) as info:
+                get(name)
+            assert str(info.value) == message
+            assert isinstance(info.value, DispatchError) and isinstance(info.value, KeyError)
+    assert r.array("y").tolist() == [1.0, 3.0, 5.0, 7.0] and "nope" not in r
+    assert r.get("nope") is None
+
+
+def test_the_cpu_backend_has_no_gpu_time():
+    from vyre_build.compiler import compile_file
+
+    (k,) = compile_file(os.path.join(ROOT, "kernels", "saxpy.py"), targets=("kdesc",))
+    device = CpuDevice()
+    saxpy = load_kernel(k.meta, kdesc=k.kdesc, device=device)
+    device.timing = True
+    r = saxpy(x=np.ones(4, np.float32), y=np.ones(4, np.float32), a=2.0)
+    assert r.array("y").tolist() == [3.0] * 4 and device.gpu_seconds is None

@@ -179,3 +179,21 @@ def test_inspection_commands_honour_trusted_keys_env(setup, capsys, monkeypatch)
     assert code == 0 and out.endswith(f"3 kernel(s) in {bundle}\n")
     code, out, _ = run(capsys, "bundle", "verify", bundle)
     assert code == 0 and "a trusted key; signature verified" in out
+
+
+def test_key_generate_creates_missing_folders(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "key", "generate", "keys/release.key")
+    assert code == 0 and out.splitlines()[:3] == [
+        "created folder keys (mode 0700)",
+        "secret key: keys/release.key (keep it private; mode 0600)",
+        "public key: keys/release.key.pub (give it to those who load your bundles)",
+    ]
+    assert stat.S_IMODE(os.stat("keys").st_mode) == 0o700
+    assert load_public_key("keys/release.key.pub").key_id in out
+    code, out, _ = run(capsys, "key", "generate", "a/b/c.key")
+    assert code == 0 and out.splitlines()[0] == "created folder a/b (mode 0700)"
+    assert os.path.isfile("a/b/c.key")
+    open("plain", "w").close()
+    code, out, err = run(capsys, "key", "generate", "plain/x.key")
+    assert code == 1 and out == "" and err == "error: plain: exists and is not a folder\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import io
 import itertools
 import json
@@ -35,6 +36,8 @@ from vyre_build.bundle.format import (
     check_suffix,
     kernel_id,
 )
+
+SHOWN_IDS = 12  # a lookup's error lists every id of a bundle this small, else counts them
 
 
 # --- reader --------------------------------------------------------------------------
@@ -377,10 +380,25 @@ class BundleReader:
             hint = (
                 f"; it has variants {', '.join(variants)}: ask for one"
                 if variants
-                else f"; it holds {', '.join(self._records) or 'no kernels'}"
+                else self._near_misses(ident)
             )
             raise self._fail(f"no kernel {ident!r} in the bundle{hint}")
         return rec
+
+    def _near_misses(self, ident: str) -> str:
+        """What a lookup of an unknown `ident` says after "no kernel ...": the closest ids
+        and names (difflib) first, then every id of a small bundle or the count of a big
+        one (a misspelt name should not scroll 63 ids past)."""
+        names = {i.partition(".")[0] for i in self._records} - set(self._records)
+        close = difflib.get_close_matches(ident, list(self._records), n=3)
+        close = close or difflib.get_close_matches(ident, sorted(names), n=3)  # "add" of add.f32
+        guess = f"; did you mean {' or '.join(repr(c) for c in close)}? It" if close else "; it"
+        if len(self._records) <= SHOWN_IDS:
+            return f"{guess} holds {', '.join(self._records) or 'no kernels'}"
+        return (
+            f"{guess} holds {len(self._records)} kernels "
+            f"(`vyre-build bundle ls {self.path}` lists them)"
+        )
 
     def entry(self, name: str, variant: str | None = None) -> BundleEntry:
         """The kernel `name` (variant `variant`, or an id "name.variant" as `name`)."""

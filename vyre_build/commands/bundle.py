@@ -24,14 +24,11 @@ from vyre_build.bundle import (
 )
 from vyre_build.errors import BundleError
 from vyre_build.commands import output_dir, write_file
+from vyre_build.commands.helptext import add_command
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "bundle",
-        help="inspect, verify and unpack .vyrebundle files",
-        description=__doc__.splitlines()[0],
-    )
+    parser = add_command(subparsers, "bundle")
     sub = parser.add_subparsers(dest="bundle_command", required=True, metavar="ACTION")
 
     p = sub.add_parser("ls", help="list the kernels of a bundle")

@@ -31,6 +31,7 @@ from vyre_build.cache.layout import BadEntry, read_entry
 from vyre_build.cache.record import output_set_problem, record_blobs
 from vyre_build.cache.store import MAX_BLOB_BYTES, Store
 from vyre_build.cache.why import explain
+from vyre_build.commands.helptext import add_command
 from vyre_build.config import CACHE_DIR_ENV, format_size, load_config, parse_size
 from vyre_build.errors import CacheError
 
@@ -374,9 +375,7 @@ def cmd_gc(args) -> int:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "cache", help="inspect and maintain the artifact cache", description=__doc__.splitlines()[0]
-    )
+    parser = add_command(subparsers, "cache")
     sub = parser.add_subparsers(dest="cache_command", required=True, metavar="SUBCOMMAND")
 
     def add(name, func, help_text):

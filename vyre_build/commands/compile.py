@@ -1,4 +1,9 @@
-"""`vyre-build compile FILE... [--kernel NAME] --target {wgsl,spirv,kdesc,all} -o DIR`."""
+"""`vyre-build compile FILE... [--kernel NAME] --target {wgsl,spirv,kdesc,all} -o DIR`.
+
+`-o -` prints instead of writing (vyre_build/listing.py): WGSL with the source line of each
+statement as a comment (the default target there), SPIR-V as spirv-dis text; .kdesc is
+binary and only written to a folder.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +14,12 @@ from vyre_build.artifacts import META_SUFFIX, TARGET_SUFFIXES, TARGETS
 from vyre_build.compiler import compile_file
 from vyre_build.config import find_sconstruct_dir
 from vyre_build.commands import output_dir, write_file
+from vyre_build.commands.helptext import add_command
 from vyre_build.errors import VyreError
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "compile",
-        help="compile kernel files to WGSL / SPIR-V / .kdesc",
-        description="Compile kernel files; writes DIR/<kernel>[.<variant>].<ext> "
-        "and a .meta.json beside each.",
-    )
+    p = add_command(sub, "compile")
     p.add_argument("files", nargs="+", metavar="FILE", help="kernel source file(s)")
     p.add_argument("--kernel", help="compile only this kernel")
     p.add_argument(
@@ -27,7 +28,14 @@ def register(sub) -> None:
         choices=TARGETS + ("all",),
         help="what to emit (repeatable; default all)",
     )
-    p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument(
+        "-o",
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="output directory (created if missing); - prints WGSL (the default target "
+        "then) and SPIR-V text on stdout instead",
+    )
     p.add_argument(
         "--root",
         help="the kernel tree: imports resolve in it and nothing outside it is read "
@@ -51,6 +59,8 @@ def _display(path: str) -> str:
 
 
 def run(args) -> int:
+    if args.out == "-":
+        return print_listings(args)
     targets = args.target or ["all"]
     targets = TARGETS if "all" in targets else tuple(t for t in TARGETS if t in targets)
     options = {"spirv_opt": True} if args.spirv_opt else {}
@@ -76,4 +86,62 @@ def run(args) -> int:
                 if suffix != META_SUFFIX and suffix not in {TARGET_SUFFIXES[t] for t in targets}:
                     continue
                 write_file(os.path.join(args.out, k.stem + suffix), data)
+    return 0
+
+
+def print_listings(args) -> int:
+    """`-o -`: every kernel instance's WGSL (source-line comments) and/or SPIR-V text on
+    stdout, in file and then kernel order; notes on stderr."""
+    from vyre_build.frontend import instances, load_module
+    from vyre_build.listing import spirv_text, wgsl_listing
+
+    asked = args.target or ["wgsl"]
+    if "kdesc" in asked or "all" in asked:
+        raise VyreError(
+            "error: -o - prints WGSL and SPIR-V as text; a .kdesc is binary: write it with "
+            "-o DIR (or ask for --target wgsl / --target spirv)"
+        )
+    targets = tuple(t for t in TARGETS if t in asked)
+    options = {"spirv_opt": True} if args.spirv_opt else {}
+    if args.root is not None and not os.path.isdir(args.root):
+        raise VyreError(f"error: --root {args.root}: not a directory")
+    printed: list[str] = []
+    for path in args.files:
+        root, shown = args.root or project_root(path), _display(path)
+        # The compile checks the file and gives the SPIR-V (and what has no WGSL).
+        kernels = compile_file(
+            path,
+            root=root,
+            targets=tuple(sorted({*targets, "spirv"})),
+            options=options,
+            kernel=args.kernel,
+            display_path=shown,
+        )
+        if not kernels:
+            print(
+                f"note: {path} defines no @kernel (a helper-only file); nothing printed",
+                file=sys.stderr,
+            )
+            continue
+        module = load_module(path, root=root, display_path=shown)
+        for k, (name, variant, env) in zip(kernels, instances(module, args.kernel)):
+            if (k.name, k.variant) != (name, variant):  # both in instances' order
+                raise RuntimeError(f"listing: {k.stem} is not {name}.{variant}")
+            wgsl_skipped = "wgsl" in k.meta.get("skipped", {})
+            spirv = "spirv" in targets or (wgsl_skipped and args.target is None)
+            if "wgsl" in targets and wgsl_skipped:
+                also = "; its SPIR-V follows" if spirv else "; --target spirv prints its SPIR-V"
+                print(
+                    f"note: {shown}: kernel {k.meta['id']!r} has no WGSL "
+                    f"({k.meta['skipped']['wgsl']}){also}",
+                    file=sys.stderr,
+                )
+            elif "wgsl" in targets:
+                printed.append(wgsl_listing(module, name, variant, env))
+            if spirv:
+                printed.append(
+                    f"; kernel {k.meta['id']!r} of {shown}: SPIR-V (spirv-dis)\n"
+                    + spirv_text(k.spirv)
+                )
+    sys.stdout.write("\n".join(printed))
     return 0

@@ -1,4 +1,4 @@
-"""`vyre-build devices [--json] [--backend B]`: every adapter of every runtime backend, with
+"""`vyre-build devices [--json] [--backend B]`: every adapter of every runtime backend with
 its profile (identity, subgroups, 16-bit types, cooperative matrices, limits, features).
 
 No device is created. A backend that cannot be used (its package or driver missing) is
@@ -10,15 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from vyre_build.commands.helptext import add_command
 from vyre_build.errors import VyreError
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
-        "devices",
-        help="list every adapter of every runtime backend with its features and limits",
-        description=__doc__.splitlines()[0],
-    )
+    p = add_command(subparsers, "devices")
     p.add_argument("--backend", choices=("wgpu", "vulkan", "cpu"), help="only this backend")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=run)

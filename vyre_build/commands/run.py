@@ -15,12 +15,11 @@ import os
 
 from vyre_build.errors import DispatchError
 from vyre_build.commands import output_dir
+from vyre_build.commands.helptext import add_command
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "run", help="dispatch a bundled kernel on .npy inputs", description=__doc__.splitlines()[0]
-    )
+    p = add_command(subparsers, "run")
     p.add_argument("bundle", nargs="?", help="the .vyrebundle file")
     p.add_argument("kernel", nargs="?", help="kernel name or id (saxpy, add.f32)")
     p.add_argument("--variant", help="variant of KERNEL (or give the id add.f32)")

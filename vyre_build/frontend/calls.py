@@ -102,7 +102,7 @@ class CallChecker:
                 f"write: tile = {name}(f32, 256)",
             )
         if method is None:
-            raise self.unknown(node.func, name)
+            raise self.unknown(node.func, name, called=True)
         return method(node, name)
 
     def nargs(self, node, name, n):

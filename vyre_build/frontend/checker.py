@@ -9,6 +9,7 @@ Guarantee: either a `Program` that passes `Program.validate()`, or a `KernelErro
 from __future__ import annotations
 
 import ast
+import difflib
 from dataclasses import dataclass, field
 
 from vyre_build import ir
@@ -24,6 +25,16 @@ from vyre_build.frontend.parsing import BLOCKS_FIX, NESTING_FIX
 from vyre_build.frontend.uniformity import check_uniformity
 
 _ACCESS = ("r", "w", "rw")
+# What an unknown type's fix lists: every type of the table, the scalars, then the vectors
+# in the README's order (f, i, u, then the f16 ones h; 2 before 4).
+_VECTOR_ORDER = sorted(ir.VECTORS, key=lambda v: (v.endswith("h"), v[-1], v[3]))
+# Python's and other languages' names of a type the language has at another width or name.
+_NEAREST_TYPE = {"float": "f32", "f64": "f32", "double": "f32", "half": "f16", "int": "i32"}
+_NEAREST_TYPE |= {"i64": "i32", "u64": "u32", "i16": "i32", "u16": "u32", "i8": "i32"}
+_NEAREST_TYPE |= {"u8": "u32"}
+TYPE_LIST = (
+    f"types are {', '.join(ir.SCALARS)}, {'/'.join(_VECTOR_ORDER)} (or a variant type parameter)"
+)
 _UNSUPPORTED_STMT_FIX = {
     "With": "kernels have no context managers",
     "Try": "kernels have no exceptions",
@@ -200,11 +211,13 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker):
                 return self.variant_env[node.id]
         if isinstance(node, ast.Constant) and node.value in TYPE_NAMES:
             return node.value
+        text = snippet(module.source, node)
+        close = [_NEAREST_TYPE[text]] if text in _NEAREST_TYPE else []
+        close = close or difflib.get_close_matches(text, TYPE_NAMES, n=1)
         raise module.source.error(
             node,
-            f"unknown type '{snippet(module.source, node)}'",
-            "types are bool, i32, u32, f32, vec2f/vec4f/vec2i/vec4i/vec2u/vec4u "
-            "(or a variant type parameter)",
+            f"unknown type '{text}'",
+            (f"did you mean '{close[0]}'? " if close else "") + TYPE_LIST,
         )
 
     def resolve_param_type(self, ann, module):

@@ -211,24 +211,39 @@ class ExprChecker:
             return self.variant_env[name]
         return self.frame.module.constants.get(name)
 
-    def unknown(self, node, name):
+    def unknown(self, node, name, called=False):
+        """The error for an unknown `name`, with the closest known name as the fix. A name
+        that is `called` is matched against what can be called (builtins, types, helpers),
+        any other against the values in scope."""
         f = self.frame
-        known = (
-            list(f.vars)
-            + list(f.loops)
-            + list(f.scalars)
-            + list(f.arrays)
-            + list(f.module.constants)
-            + list(self.variant_env)
-            + list(f.module.helpers)
-        )
+        if called:
+            known = (
+                sorted(ALL_BUILTINS)
+                + list(TYPE_NAMES)
+                + list(f.module.helpers)
+                + [k for k, v in self.variant_env.items() if isinstance(v, str)]
+            )
+            message = f"unknown function '{name}'"
+            otherwise = (
+                "call a builtin (the README's kernel language section), a type to convert, "
+                "or a helper: a module-level def without @kernel"
+            )
+        else:
+            known = (
+                list(f.vars)
+                + list(f.loops)
+                + list(f.scalars)
+                + list(f.arrays)
+                + list(f.module.constants)
+                + list(self.variant_env)
+                + list(f.module.helpers)
+            )
+            message = f"unknown name '{name}'"
+            otherwise = (
+                "assign it before use, declare it as a parameter, or define a module constant"
+            )
         close = difflib.get_close_matches(name, known, n=1)
-        fix = (
-            f"did you mean '{close[0]}'?"
-            if close
-            else "assign it before use, declare it as a parameter, or define a module constant"
-        )
-        return self.err(node, f"unknown name '{name}'", fix)
+        return self.err(node, message, f"did you mean '{close[0]}'?" if close else otherwise)
 
     def expr_Attribute(self, node):
         call = node.value

@@ -61,7 +61,10 @@ def _syntax_error(src: Source, exc: SyntaxError) -> KernelError:
             "integer constant out of range: it does not fit in 64 bits",
             "constants are folded in 64 bits (-2**63 .. 2**64-1); use a smaller value",
         )
-    return _at(src, line, col, f"invalid syntax: {msg}", "kernel files must be valid Python syntax")
+    # Python's own message often is "invalid syntax" (or "invalid syntax. Perhaps ..."):
+    # said once.
+    message = msg if msg.startswith("invalid syntax") else f"invalid syntax: {msg}"
+    return _at(src, line, col, message, "kernel files must be valid Python syntax")
 
 
 def _deep_position(text: str) -> tuple[int, int, bool]:

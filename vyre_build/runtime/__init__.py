@@ -8,7 +8,9 @@ reference (.kdesc: no GPU driver needed).
 Imports only numpy, blake3 (through the bundle reader), vyre_build.bundle/.errors/.files/
 .artifacts/.features and the backend in use (the cpu one: vyre_build.descriptor and
 .reference); never the compiler. Backend: the `backend` argument, else env VYRE_BACKEND,
-else "wgpu". Any thread may use a device. Guide: docs/runtime.md.
+else "wgpu". Any thread may use a device. Before a GPU backend loads its driver, an
+unset or unusable XDG_RUNTIME_DIR is pointed at a private temporary folder (Mesa prints
+an error per driver load without one). Guide: docs/runtime.md.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from vyre_build.errors import DeviceError, DispatchError
 from vyre_build.runtime.buffers import Batch, DeviceBuffer
 from vyre_build.runtime.bundles import Bundle, KernelNotFound, Warmed
 from vyre_build.runtime.device import DEFAULT_DEVICES, Device
-from vyre_build.runtime.kernel import CallResult, Kernel
+from vyre_build.runtime.kernel import CallResult, Kernel, ResultNotFound
 from vyre_build.runtime.pipeline_cache import PipelineCacheWarning
 from vyre_build.runtime.profile import CooperativeMatrixType, DeviceProfile
 
@@ -43,6 +45,7 @@ __all__ = [
     "Kernel",
     "KernelNotFound",
     "PipelineCacheWarning",
+    "ResultNotFound",
     "Warmed",
     "adapter_profiles",
     "get_device",
@@ -66,8 +69,27 @@ def _backend_name(backend: str | None) -> str:
     return name
 
 
+def _runtime_dir_for_drivers() -> None:
+    """Give the GPU drivers a usable XDG_RUNTIME_DIR before they load: where it is unset,
+    empty, relative or not an existing folder, set it to a new private (0700) temporary
+    folder, removed at exit. Mesa's loaders print "XDG_RUNTIME_DIR is invalid or not set
+    in the environment" on every driver load otherwise (containers, CI, ssh sessions)."""
+    current = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(current) and os.path.isdir(current):
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    private = tempfile.mkdtemp(prefix="vyre-xdg-")  # mode 0700, owned by this user
+    atexit.register(shutil.rmtree, private, ignore_errors=True)
+    os.environ["XDG_RUNTIME_DIR"] = private
+
+
 def _module(name: str) -> ModuleType:
     # Lazy: the GPU stack is imported only when a device of that backend is asked for.
+    if name != "cpu":
+        _runtime_dir_for_drivers()
     try:
         return importlib.import_module(f"vyre_build.runtime.{name}_backend")
     except ImportError as exc:

@@ -91,7 +91,8 @@ class Device:
     buffers, call kernels and open batches on it. Calls on DeviceBuffers reuse kept binding
     sets (8 per pipeline and buffers, freed with a buffer they bind); other calls get
     one-off sets. `profile` lists the features and limits kernels are checked against.
-    With `timing` set (Vulkan), `gpu_seconds` is the GPU time of the last submission."""
+    With `timing` set, `gpu_seconds` is the GPU time of the last call or batch (Vulkan; wgpu
+    where the device has "timestamp-query"; else None): docs/runtime.md, "GPU timing"."""
 
     backend = ""
     name = ""

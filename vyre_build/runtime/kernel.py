@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import math
@@ -26,12 +27,49 @@ BufferValue = Union[npt.NDArray[Any], DeviceBuffer, int, tuple[int, ...]]
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 
 
+class ResultNotFound(DispatchError, KeyError):
+    """A result name the call has not (a KeyError too, as a dict's lookups raise): the
+    message names the kernel's results, and why `name` is not one of them."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class CallResult(dict[str, Union[npt.NDArray[Any], DeviceBuffer]]):
     """What a call returns: name -> result per written buffer. For a numpy array argument,
     that array itself, which the call wrote the result into; a new array for a length or
     shape; the DeviceBuffer itself for a DeviceBuffer argument. Inside `device.batch()`,
     DeviceBuffers; when the batch ends, each array argument receives its result and
-    replaces its DeviceBuffer here. `array(name)` and `buffer(name)` give each typed."""
+    replaces its DeviceBuffer here. `array(name)` and `buffer(name)` give each typed; a
+    name that is not a result raises ResultNotFound (a DispatchError and a KeyError)
+    naming the results there are."""
+
+    _kernel: Kernel | None = None  # the kernel called, for the messages
+
+    def _of(self, kernel: Kernel) -> CallResult:
+        self._kernel = kernel
+        return self
+
+    def __missing__(self, name: str) -> Any:
+        raise self._not_found(name)
+
+    def _not_found(self, name: str) -> ResultNotFound:
+        kernel = self._kernel
+        where = f"Kernel {kernel.id!r}: no result {name!r}" if kernel else f"no result {name!r}"
+        binding = next((b for b in kernel.bindings if b.name == name), None) if kernel else None
+        if binding is not None and binding.kind != "buffer":
+            where += f" ({name!r} is a scalar argument: only written buffers are results)"
+        elif binding is not None and binding.access == "r":
+            where += f" ({name!r} is read-only: only buffers the kernel writes are results)"
+        else:
+            close = difflib.get_close_matches(str(name), [str(k) for k in self], n=1)
+            where += f" (did you mean {close[0]!r}?)" if close else ""
+        names = ", ".join(repr(k) for k in self)
+        return ResultNotFound(
+            f"{where}; its results are {names}"
+            if names
+            else f"{where}; the call returned no results"
+        )
 
     @overload
     def array(self, name: str) -> npt.NDArray[Any]: ...
@@ -259,7 +297,7 @@ class Kernel:
             )
         else:
             plan = last[2]
-        return self.device.run(self, plan, args, CallResult())
+        return self.device.run(self, plan, args, CallResult()._of(self))
 
 
 _NO_CACHE = object()

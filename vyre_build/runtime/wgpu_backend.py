@@ -5,11 +5,17 @@ A device is made on an adapter (asking for the `subgroup` and `shader-f16` featu
 adapter has), or wraps an application's own GPUDevice, whose buffers (GPUBuffer with
 STORAGE usage) calls then take as arguments. wgpu-py has no pipeline cache API: pipeline
 creation goes through the driver's own shader cache (NVIDIA's, Mesa's) only.
+
+`device.timing = True` times submissions with timestamp queries where the device has the
+"timestamp-query" feature (asked for when the adapter offers it): the first compute pass
+of a call or batch writes one at its beginning, the last at its end, and `gpu_seconds` is
+their difference (WebGPU timestamps are nanoseconds). Without the feature it stays None.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any
 
 import wgpu
@@ -30,7 +36,8 @@ _LAYOUT_TYPE = {
     "u": wgpu.BufferBindingType.uniform,
 }
 _LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size")  # asked for in full
-_FEATURES = ("subgroup", "shader-f16")  # asked for when the adapter has them
+_FEATURES = ("subgroup", "shader-f16", "timestamp-query")  # asked for when the adapter has them
+_QUERY = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
 # WGSL's `subgroups` extension: every class but clustered operations.
 _WGSL_SUBGROUP_OPS = tuple(op for op in SUBGROUP_FEATURES if op != "subgroup_clustered")
 
@@ -126,18 +133,46 @@ class WgpuDevice(Device):
             chosen = choose_adapter("wgpu", found, [_describe(a) for a in found], adapter)
         self.name = _describe(chosen)
         if device is None:
+            wanted = [f for f in _FEATURES if f in chosen.features]
             try:
                 device = chosen.request_device_sync(
-                    required_features=[f for f in _FEATURES if f in chosen.features],
+                    required_features=wanted,
                     required_limits={k: chosen.limits[k] for k in _LIMITS},
                 )
             except Exception as exc:
-                raise DeviceError(f"wgpu could not create a device on {self.name}: {exc}") from exc
+                if "timestamp-query" not in wanted:
+                    raise DeviceError(
+                        f"wgpu could not create a device on {self.name}: {exc}"
+                    ) from exc
+                # Timing is optional: a driver that lists the feature and then refuses it
+                # still gives a device (gpu_seconds stays None on it).
+                try:
+                    device = chosen.request_device_sync(
+                        required_features=[f for f in wanted if f != "timestamp-query"],
+                        required_limits={k: chosen.limits[k] for k in _LIMITS},
+                    )
+                except Exception as exc2:
+                    raise DeviceError(
+                        f"wgpu could not create a device on {self.name}: {exc2}"
+                    ) from exc2
         self.device, self.queue, self._fence_buf = device, device.queue, None
         self.profile = profile_of(chosen, device.features, device.limits)
         self.max_workgroup_count = self.profile.max_workgroup_count
         self.max_buffer_bytes = self.profile.max_storage_buffer_binding
         self._buffers: dict[int, Any] = {}  # our own, destroyed by close()
+        # Timestamp queries (device.timing): a query set of two and the buffer they resolve to.
+        self._queries: Any = None
+        if "timestamp-query" in {str(f) for f in device.features}:
+            self._queries = self._guard(
+                "wgpu query set creation failed",
+                device.create_query_set,
+                type=wgpu.QueryType.timestamp,
+                count=2,
+            )
+            self._stamps = self._guard(
+                "wgpu buffer allocation failed", device.create_buffer, size=16, usage=_QUERY
+            )
+        self._stamped = False  # the first pass of this submission wrote its start time
 
     def _guard(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         # fn(*args, **kwargs), a wgpu error raised as "{what} on <adapter>: <error>".
@@ -300,12 +335,26 @@ class WgpuDevice(Device):
 
     def _submit(self, jobs: list[Job], final: bool) -> None:
         # Reads wait for submitted work, so the last chunk needs no wait of its own.
-        if jobs:
-            self._guard("wgpu dispatch failed", self._record, jobs)
+        if final and not self._stamped:
+            self.gpu_seconds = None
+        if jobs or (final and self._stamped):
+            self._guard("wgpu dispatch failed", self._record, jobs, final)
+        if final and self._stamped:
+            self._stamped = False
+            raw = self._guard("timestamp query", self.queue.read_buffer, self._stamps, 0, 16)
+            start, end = struct.unpack("<QQ", bytes(raw))
+            self.gpu_seconds = max(end - start, 0) * 1e-9
 
-    def _record(self, jobs: list[Job]) -> None:
+    def _record(self, jobs: list[Job], final: bool) -> None:
         encoder = self.device.create_command_encoder()
-        cpass = encoder.begin_compute_pass()
+        writes: dict[str, Any] | None = None
+        if self.timing and self._queries is not None and not self._stamped:
+            # GPU time from the beginning of the first pass to the end of the last one.
+            self._stamped, self.gpu_seconds = True, None
+            writes = {"query_set": self._queries, "beginning_of_pass_write_index": 0}
+        if final and self._stamped:
+            writes = {**(writes or {"query_set": self._queries}), "end_of_pass_write_index": 1}
+        cpass = encoder.begin_compute_pass(timestamp_writes=writes)
         for pipe, entry, (x, y, z), new_pipe, new_group in steps(jobs):
             if new_pipe:
                 cpass.set_pipeline(pipe[0])
@@ -313,6 +362,8 @@ class WgpuDevice(Device):
                 cpass.set_bind_group(0, entry[0])
             cpass.dispatch_workgroups(x, y, z)
         cpass.end()
+        if final and self._stamped:
+            encoder.resolve_query_set(self._queries, 0, 2, self._stamps, 0)
         self.queue.submit([encoder.finish()])
 
     def _wait(self) -> None:
@@ -329,6 +380,9 @@ class WgpuDevice(Device):
         for buf in list(self._buffers.values()):
             buf.destroy()
         self._buffers.clear()
+        if self._queries is not None:
+            self._queries.destroy()
+            self._stamps.destroy()
         self._sets.clear()
         self._pipelines.clear()
         if self.owned:

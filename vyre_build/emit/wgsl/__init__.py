@@ -29,6 +29,7 @@ def emit_wgsl(
     info: DescriptorInfo | None = None,
     *,
     entries: tuple[tuple[str, KernelDescriptor, DescriptorInfo], ...] = (),
+    notes: dict[int, str] | None = None,
 ) -> str:
     """Return the WGSL module for `desc` (entry point `main`).
 
@@ -37,6 +38,8 @@ def emit_wgsl(
         info: its `validate(desc)` result, when the caller has it already.
         entries: more entry points of the same module, as (name, descriptor, info): the
             coarse entry of descriptor.coarsen. Their bindings alias `desc`'s by number.
+        notes: comment lines ("// ...") to write before ops of `desc`, by id(KernelOp)
+            (vyre_build.listing: the source line of each statement); none in artifacts.
     Raises:
         EmitError for a kernel with cooperative matrices (WGSL has none).
     """
@@ -46,7 +49,7 @@ def emit_wgsl(
             f"WGSL emitter: kernel {desc.id!r} needs cooperative matrices: SPIR-V only "
             "(emit SPIR-V, and dispatch it through Vulkan)"
         )
-    writers = [("main", FunctionWriter(desc, info))]
+    writers = [("main", FunctionWriter(desc, info, notes=notes))]
     writers += [(name, FunctionWriter(d, i, prefix=f"_{name}_")) for name, d, i in entries]
     written = [(name, w.desc.workgroup_size, *w.write(), w.inputs) for name, w in writers]
     decls = [line for _, _, d, _, _ in written for line in d]

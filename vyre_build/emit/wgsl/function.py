@@ -58,8 +58,15 @@ def literal(lit: Variant) -> str:
 class FunctionWriter(MemoryRules, ControlRules):
     """Writes the statements of `main` into `self.lines` (see module docstring)."""
 
-    def __init__(self, desc: KernelDescriptor, info: DescriptorInfo, prefix: str = ""):
+    def __init__(
+        self,
+        desc: KernelDescriptor,
+        info: DescriptorInfo,
+        prefix: str = "",
+        notes: dict[int, str] | None = None,
+    ):
         self.desc = desc
+        self.notes = notes or {}  # id(KernelOp) -> a comment line written before it
         self.prefix = prefix
         self.info = info
         self.slots = {s.slot: s for s in desc.slots}
@@ -88,6 +95,8 @@ class FunctionWriter(MemoryRules, ControlRules):
 
     def body(self, body, depth: int) -> None:
         for op in body.ops:
+            for note in self.notes.get(id(op), "").splitlines():
+                self.emit(depth, note)
             handler = getattr(self, "op_" + op.kind.name)
             handler(op, body, depth)
 

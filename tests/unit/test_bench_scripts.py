@@ -1,0 +1,40 @@
+"""The bench/ scripts run on the kernels a newcomer has (bench numbers are printed, never
+asserted: only the shape of the report is)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_bench(script: str, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", script), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def test_compile_bench_times_a_spirv_only_kernel_without_its_wgsl(tmp_path):
+    for name in ("lib_matmul_f16.py", "saxpy.py"):
+        shutil.copy(os.path.join(ROOT, "kernels", name), tmp_path / name)
+    proc = run_bench("compile_bench.py", "--repeat", "1", "--root", str(tmp_path))
+    assert proc.returncode == 0 and proc.stderr == ""
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ("file kernels front ms lower ms wgsl ms spirv ms total ms".split())
+    coop, saxpy = (line.split() for line in lines[1:3])
+    assert coop[:2] == ["lib_matmul_f16.py", "1"] and coop[4] == "-"
+    assert saxpy[:2] == ["saxpy.py", "1"] and float(saxpy[4]) > 0
+    assert all(float(t) > 0 for t in coop[2:4] + coop[5:] + saxpy[2:])
+    assert lines[3:6] == [
+        "",
+        "2 kernels (variants counted) in 2 files",
+        "1 of them SPIR-V only (cooperative matrices): no WGSL step",
+    ]
