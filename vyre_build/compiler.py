@@ -34,7 +34,8 @@ from vyre_build.files import canonical_json
 if TYPE_CHECKING:
     from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
 
-OPTIONS = {"spirv_opt": bool}
+# debug: a debug build (print/assert kept, out-of-bounds accesses reported; docs/debugging.md)
+OPTIONS = {"spirv_opt": bool, "debug": bool}
 _PKG = os.path.dirname(os.path.abspath(__file__))
 # The compiler's own sources: any change to these changes every action key.
 _IDENTITY_PARTS = (
@@ -219,8 +220,10 @@ def compile_file(
     main_hash = blake3.blake3(module.source.text.encode("utf-8")).hexdigest()
     provenance = {"compiler": compiler_identity(), "source": main_hash, "imports": sorted(sources)}
     out = []
-    for prog in check_module(module, kernel):
-        desc, info = lower(prog)
+    debug = options.get("debug", False)
+    for prog in check_module(module, kernel, debug=debug):
+        sites: list[dict] = []
+        desc, info = lower(prog, sites)
         bindings, uniform = binding_table(desc, info)
         meta = {
             "name": prog.name,
@@ -233,7 +236,9 @@ def compile_file(
             "variant_values": dict(prog.variant_values),
             "provenance": provenance,
         }
-        entries = _coarse_entries(desc, info, meta)
+        if debug:  # the runtime reads the debug buffer back and reports by this table
+            meta["debug"] = {"binding": info.debug_binding, "sites": sites}
+        entries = () if debug else _coarse_entries(desc, info, meta)
         if info.features:  # the device features it needs (vyre_build.features names)
             meta["features"] = sorted(info.features)
         wgsl = spirv = None

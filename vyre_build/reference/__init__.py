@@ -51,6 +51,7 @@ def execute(
     *,
     info: DescriptorInfo | None = None,
     subgroup_size: int = 32,
+    debug: list | None = None,
 ) -> dict[str, np.ndarray]:
     """Run `desc` over `workgroups` (x, y, z) workgroup counts on the CPU.
 
@@ -63,6 +64,8 @@ def execute(
         info: `validate(desc)`, when the caller has it.
         subgroup_size: lanes per subgroup (kernels must not assume one: 8 on lavapipe,
             32 on NVIDIA; compare with a device using its size).
+        debug: a list that receives a debug build's reports, as arrays of records of u32
+            words (reference/debug.py; `vyre_build.runtime.debug` formats them).
     Returns:
         {name: array} with the final contents of every storage buffer, in the shape and
         dtype each was given in.
@@ -102,7 +105,9 @@ def execute(
     per_chunk = max(1, lanes // (wx * wy * wz))
     for first in range(0, total, per_chunk):
         count = min(per_chunk, total - first)
-        Machine(desc, info, arrays, uniforms, grid, first, count, subgroup_size).run()
+        machine = Machine(desc, info, arrays, uniforms, grid, first, count, subgroup_size)
+        machine.debug = debug
+        machine.run()
     return {
         s.name: arrays[s.slot].reshape(given[s.name].shape)
         for s in desc.slots

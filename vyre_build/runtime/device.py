@@ -23,6 +23,7 @@ import numpy as np
 
 from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, KernelMeta
 from vyre_build.errors import DeviceError, DispatchError
+from vyre_build.runtime import debug
 from vyre_build.runtime.buffers import DTYPES, Batch, DeviceBuffer
 from vyre_build.runtime.calls import Plan, is_shape, split_dispatch
 from vyre_build.features import COOPERATIVE_MATRIX
@@ -63,6 +64,8 @@ def layout_of(meta: KernelMeta) -> list[tuple[int, str]]:
     kinds = [(b.binding, b.access or "r") for b in meta.buffers]
     if meta.uniform is not None:
         kinds.append((meta.uniform.binding, "u"))
+    if meta.debug is not None and meta.debug.binding is not None:
+        kinds.append((meta.debug.binding, "rw"))  # the debug buffer (runtime/debug.py)
     return sorted(kinds)
 
 
@@ -399,6 +402,9 @@ class Device:
                 oneoff = oneoff or buf.borrowed or arg.name in temps
                 results[arg.name] = buf
                 bound.append((arg.binding, buf._live(), buf.nbytes))
+            # A debug build's kernel gets a fresh debug buffer per call (runtime/debug.py).
+            debug_buffer = debug.attach(self, kernel.meta, bound)
+            oneoff = oneoff or debug_buffer is not None
             jobs: list[Job] = []  # an empty grid dispatches nothing; outputs keep their contents
             if all(plan.workgroups):
                 # Only calls on persistent buffers reuse binding sets; temporaries die now.
@@ -413,6 +419,11 @@ class Device:
                     jobs.append((pipeline, entry, plan.workgroups, None))
             out: dict[str, Any] = {n: results[n] for n in plan.written}
             try:
+                if batch is not None and debug_buffer is not None:  # reported at once
+                    pending, batch.pending = batch.pending + jobs, []
+                    self._submit(pending, True)
+                    debug.read_back(self, kernel.meta, debug_buffer)
+                    return out
                 if batch is not None:
                     batch.pending.extend(jobs)
                     if len(batch.pending) >= batch.chunk:
@@ -420,6 +431,8 @@ class Device:
                         batch.pending, batch.chunk = [], min(2 * batch.chunk, _CHUNK_MAX)
                     return out
                 self._flush(jobs, ctx)
+                if debug_buffer is not None:
+                    debug.read_back(self, kernel.meta, debug_buffer)
                 for name, buf in temps.items():
                     if name in out:
                         out[name] = buf.read()
