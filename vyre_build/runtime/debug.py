@@ -10,9 +10,10 @@ check, with file:line:col). Every dispatch of it gets a fresh zeroed buffer of
 
 A reporting invocation claims its record's words with one atomic add, and writes them only
 when they fit (else it counts one dropped record), so the buffer is never written out of
-bounds. After the dispatch the runtime reads it back (`report`): print records are printed
-(`file:line:col [kernel (x, y, z)] text values`), and the first failed assert or
-out-of-bounds access raises KernelAssertion, which lists the others. The cpu backend
+bounds. After the dispatch the runtime reads it back (`report`), orders the records by
+invocation (z, y, x; each invocation's in program order, so every backend reports alike),
+prints the prints (`file:line:col [kernel (x, y, z)] text values`), and raises
+KernelAssertion for the first failed assert or out-of-bounds access, listing the others. The cpu backend
 writes the same records into the same buffer (`append_records`), so all three backends
 report alike.
 """
@@ -96,19 +97,25 @@ def report(meta: KernelMeta, words: np.ndarray, out: TextIO | None = None) -> No
     end = min(int(words[0]), len(words) - _HEADER)
     dropped = int(words[1])
     data = words[_HEADER : _HEADER + end].tolist()
-    failures: list[str] = []
-    failed = pos = 0
+    records = []
+    pos = 0
     while pos < end:
         site_id = data[pos]
         if site_id >= len(table.sites):
             dropped += 1  # a corrupt record: nothing after it can be trusted
             break
-        site = table.sites[site_id]
-        n = 4 + len(site.types)
+        n = 4 + len(table.sites[site_id].types)
         if pos + n > end:
             break
-        record = data[pos : pos + n]
+        records.append(data[pos : pos + n])
         pos += n
+    # By invocation (z, y, x), each one's records in program order (the order it claimed
+    # them): the same on every backend, whatever order the invocations ran in.
+    records.sort(key=lambda r: (r[3], r[2], r[1]))
+    failures: list[str] = []
+    failed = 0
+    for record in records:
+        site = table.sites[record[0]]
         if site.kind == "print":
             print(format_record(meta.id, site, record), file=out)
             continue
