@@ -307,7 +307,9 @@ class Lowerer:
         """A debug build's bounds report before a load, store or atomic with a site."""
         if access.site is None:
             return
-        site = self.site(access.site, "bounds", access=what, array=access.array, types=["u32", "u32"])
+        site = self.site(
+            access.site, "bounds", access=what, array=access.array, types=["u32", "u32"]
+        )
         self.op(body, debug_node("bounds", site), (self.slot_of[access.array], idx), result=False)
 
     def store_private(self, body, name, value):

@@ -35,6 +35,11 @@ def register(sub) -> None:
         "file's folder)",
     )
     p.add_argument("--spirv-opt", action="store_true", help="run spirv-opt -O on SPIR-V output")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="a debug build: print/assert kept, out-of-bounds accesses reported (docs/debugging.md)",
+    )
     p.set_defaults(func=run)
 
 
@@ -54,6 +59,8 @@ def run(args) -> int:
     targets = args.target or ["all"]
     targets = TARGETS if "all" in targets else tuple(t for t in TARGETS if t in targets)
     options = {"spirv_opt": True} if args.spirv_opt else {}
+    if args.debug:
+        options["debug"] = True
     output_dir(args.out, "-o")
     if args.root is not None and not os.path.isdir(args.root):
         raise VyreError(f"error: --root {args.root}: not a directory")

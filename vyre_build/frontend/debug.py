@@ -122,7 +122,9 @@ class DebugChecker:
             fix = "convert it: f32(x)"
         else:
             fix = "pass i32, u32, f32 or bool values"
-        raise self.err(node, f"print and assert report i32, u32, f32 and bool values, not {e.ty}", fix)
+        raise self.err(
+            node, f"print and assert report i32, u32, f32 and bool values, not {e.ty}", fix
+        )
 
     def debug_print(self, call) -> None:
         """`print("text", value, ...)` as a statement."""

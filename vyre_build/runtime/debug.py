@@ -131,7 +131,8 @@ def report(meta: KernelMeta, words: np.ndarray, out: TextIO | None = None) -> No
         return
     lines = [failures[0]]
     if failed > 1:
-        lines.append(f"{failed - 1} more reports in this dispatch:")
+        more = failed - 1
+        lines.append(f"{more} more report{'s' if more > 1 else ''} in this dispatch:")
         lines += [f"  {r}" for r in failures[1:_SHOWN]]
         if failed > _SHOWN:
             lines.append(f"  ... and {failed - _SHOWN} more")

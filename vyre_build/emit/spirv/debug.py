@@ -91,9 +91,7 @@ class DebugOps:
         need = self.const("u32", n + 2)
         fits = self.op("OpULessThanEqual", "bool", need, length)
         room = self.op("OpISub", "u32", length, need)  # wraps only where `fits` is false
-        ok = self.op(
-            "OpLogicalAnd", "bool", fits, self.op("OpULessThanEqual", "bool", off, room)
-        )
+        ok = self.op("OpLogicalAnd", "bool", fits, self.op("OpULessThanEqual", "bool", off, room))
         write_l, drop_l, merge = self.m.new_id(), self.m.new_id(), self.m.new_id()
         self.selection(ok, write_l, drop_l, merge)
         self.start_block(write_l)
