@@ -421,3 +421,32 @@ def test_cli_compile_debug_and_bundle_show_name_the_build(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[-1] == (
         f"1 kernel(s) in {bundle} (1 of them a debug build: bundle show says more)"
     )
+
+
+def test_a_bad_debug_record_in_metadata_is_refused_by_field():
+    from vyre_build.errors import BundleError
+
+    with pytest.raises(BundleError) as exc:
+        _meta([{**BOUNDS, "kind": "trace"}])
+    assert str(exc.value) == (
+        "k: metadata field 'debug.sites[0].kind' must be one of print, assert, bounds, got 'trace'"
+    )
+    with pytest.raises(BundleError) as exc:
+        _meta([{**BOUNDS, "kind": "print", "format": ["x", 2]}])
+    assert str(exc.value) == (
+        "k: metadata field 'debug.sites[0].format[1]' must be an integer in 0..1, got 2"
+    )
+
+
+def test_the_cpu_backend_refuses_a_kdesc_whose_debug_buffer_the_metadata_lacks(tmp_path):
+    from vyre_build.errors import DeviceError
+    from vyre_build.runtime import load_kernel
+
+    (debug,) = compiled(tmp_path, WITH, True, targets=("kdesc",))
+    (release,) = compiled(tmp_path, WITH, False, name="y.py", targets=("kdesc",))
+    with pytest.raises(DeviceError) as exc:
+        load_kernel(release.meta, kdesc=debug.kdesc, backend="cpu")
+    assert str(exc.value) == (
+        "Kernel 'k': the .kdesc has its debug buffer at binding 3, the metadata at None "
+        "(rebuild both together)"
+    )

@@ -223,6 +223,11 @@ class CpuDevice(Device):
         }
         scalars = tuple((b.name, _UNPACK[b.dtype], b.offset or 0) for b in meta.scalars)
         debug = meta.debug.binding if meta.debug is not None else None
+        if info.debug_binding != debug:  # the buffer the runtime binds is the one it writes
+            raise DeviceError(
+                f"Kernel {meta.id!r}: the .kdesc has its debug buffer at binding "
+                f"{info.debug_binding}, the metadata at {debug} (rebuild both together)"
+            )
         return _Pipeline(desc, info, buffers, scalars, debug)
 
     def _bind(
