@@ -34,8 +34,9 @@ from vyre_build.files import canonical_json
 if TYPE_CHECKING:
     from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
 
-# debug: a debug build (print/assert kept, out-of-bounds accesses reported; docs/debugging.md)
-OPTIONS = {"spirv_opt": bool, "debug": bool}
+# debug: a debug build (print/assert kept, out-of-bounds accesses reported; docs/debugging.md);
+# debug_dir: the kernel file's folder as reports name it ("kernels"), for debug builds.
+OPTIONS = {"spirv_opt": bool, "debug": bool, "debug_dir": str}
 _PKG = os.path.dirname(os.path.abspath(__file__))
 # The compiler's own sources: any change to these changes every action key.
 _IDENTITY_PARTS = (
@@ -221,7 +222,8 @@ def compile_file(
     provenance = {"compiler": compiler_identity(), "source": main_hash, "imports": sorted(sources)}
     out = []
     debug = options.get("debug", False)
-    for prog in check_module(module, kernel, debug=debug):
+    where = options.get("debug_dir", "") if debug else ""
+    for prog in check_module(module, kernel, debug=debug, debug_dir=where):
         sites: list[dict] = []
         desc, info = lower(prog, sites)
         bindings, uniform = binding_table(desc, info)

@@ -196,13 +196,18 @@ def kernel_action(target, source, env):
         return 1
     compiler, path = build.compiler_of(env), build.source_path(src)
     parses, root = build.parses_of(compiler), build.root_of(env, src)
+    options = _options(env)
+    if options.get("debug"):  # reports name files from the project root: kernels/x.py
+        folder = os.path.relpath(os.path.dirname(path), build.project_of(env))
+        if folder != "." and not folder.startswith(".."):
+            options = {**options, "debug_dir": folder.replace(os.sep, "/")}
     try:
         build_kernel_file(
             path,
             target[0].dir.abspath,
             store=build.store_of(env),
             targets=_targets(env),
-            options=_options(env),
+            options=options,
             deps=kernel_deps(env, src),
             identity=compiler_identity(compiler),
             compiler=compiler,

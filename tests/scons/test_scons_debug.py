@@ -5,6 +5,8 @@ a bad value is refused by name."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from scons_helpers import cache_json, compiled, outputs, run_scons, vyre, write_tree
 
@@ -34,6 +36,13 @@ def test_debug_build_has_its_own_keys_and_is_named_by_bundle_show(tmp_path):
     assert (stats["last_build"]["misses"], stats["entries"]) == (3, 6)
     debug = outputs(root)
     assert debug["build/shown.wgsl"] != release["build/shown.wgsl"]
+    # Reports name the file from the project root, as the build's own lines do.
+    sites = json.loads(debug["build/shown.meta.json"])["debug"]["sites"]
+    assert [(s["file"], s["line"], s["col"]) for s in sites] == [
+        ("kernels/shown.py", 7, 5),
+        ("kernels/shown.py", 9, 9),
+        ("kernels/shown.py", 9, 16),
+    ]
     shown = vyre(root, cache, "bundle", "show", "dist/kernels.vyrebundle", "shown").stdout
     assert "build      debug (1 print, 0 assert, 2 bounds sites; debug buffer at binding 2)" in (
         shown.splitlines()

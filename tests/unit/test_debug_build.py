@@ -6,6 +6,7 @@ bundle flag, spirv-val of every debug module, and the debug buffer's bounds.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import struct
 
@@ -18,6 +19,7 @@ from vyre_build.bundle import write_bundle
 from vyre_build.bundle.metadata import check_metadata
 from vyre_build.cache.store import Store
 from vyre_build.cli import main as cli_main
+from vyre_build.commands.compile import _display as cli_display
 from vyre_build.compiler import compile_file
 from vyre_build.descriptor import decode, validate
 from vyre_build.errors import KernelAssertion, KernelError
@@ -407,8 +409,12 @@ def test_reports_are_ordered_by_invocation_and_values_decoded_by_type(capsys):
 def test_cli_compile_debug_and_bundle_show_name_the_build(tmp_path, capsys):
     path = write(tmp_path, WITH)
     assert cli_main(["compile", path, "--debug", "-o", str(tmp_path / "out")]) == 0
-    meta = (tmp_path / "out" / "k.meta.json").read_text()
-    assert '"debug":{"binding":3' in meta
+    meta = json.loads((tmp_path / "out" / "k.meta.json").read_text())
+    assert meta["debug"]["binding"] == 3
+    # Files are named as the command line named them (the folder is the test's own).
+    assert {s["file"] for s in meta["debug"]["sites"]} == {
+        os.path.dirname(cli_display(path)) + "/x.py"
+    }
     bundle = str(tmp_path / "k.vyrebundle")
     (ck,) = compiled(tmp_path, WITH, True)
     arts = {s: b for s, b in ck.artifacts.items() if s != ".meta.json"}

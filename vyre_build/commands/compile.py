@@ -65,11 +65,13 @@ def run(args) -> int:
     if args.root is not None and not os.path.isdir(args.root):
         raise VyreError(f"error: --root {args.root}: not a directory")
     for path in args.files:
+        folder = os.path.dirname(_display(path)).replace(os.sep, "/")
+        where = {"debug_dir": folder} if args.debug and folder else {}
         kernels = compile_file(
             path,
             root=args.root or project_root(path),
             targets=targets,
-            options=options,
+            options={**options, **where},
             kernel=args.kernel,
             display_path=_display(path),
         )

@@ -98,8 +98,10 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker, Debug
         variant: str | None,
         env: dict,
         debug: bool = False,
+        debug_dir: str = "",
     ):
         self.debug = debug  # keep print/assert and give accesses bounds-report sites
+        self.debug_dir = debug_dir  # what site files are relative to
         self.kdef = kdef
         self.variant = variant
         self.variant_env = {k: v for k, v in env.items()}

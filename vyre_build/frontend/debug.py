@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import os
+import posixpath
 from dataclasses import fields, is_dataclass
 
 from vyre_build import ir
@@ -57,15 +58,18 @@ class DebugChecker:
     """Mixin of KernelChecker: print, assert, debug sites and constant-index checks."""
 
     debug = False
+    debug_dir = ""
 
     def site(self, node) -> ir.Site | None:
         """Where `node` is, for a debug report (None in a release build). The file is named
-        relative to the compiled kernel file's folder, as the action key names inputs, so a
-        moved tree builds the same bytes."""
+        as the action key names inputs, relative to the compiled kernel file's folder, under
+        `debug_dir` (that folder as the user sees it, a compiler option: part of the key)."""
         if not self.debug:
             return None
         main = os.path.dirname(self.frames[0].module.path)
         rel = os.path.relpath(self.frame.module.path, main).replace(os.sep, "/")
+        if self.debug_dir:
+            rel = posixpath.normpath(posixpath.join(self.debug_dir, rel))
         col = self.src.error(node, "").col  # in characters, as errors count them
         return ir.Site(rel, getattr(node, "lineno", 1) or 1, col)
 
