@@ -148,15 +148,20 @@ def attach(device: Any, meta: KernelMeta, bound: list[tuple[int, Any, int]]) -> 
     if binding is None:
         return None
     nbytes = 4 * DEBUG_WORDS
-    handle = device._alloc(nbytes, bytes(nbytes))
+    handle = device._alloc(nbytes, None)  # zero-filled by every backend, nothing uploaded
     bound.append((binding, handle, nbytes))
     return handle
 
 
 def read_back(device: Any, meta: KernelMeta, handle: Any) -> None:
-    """After the dispatch: read the debug buffer, free it, and report (see `report`)."""
+    """After the dispatch: read the debug buffer, free it, and report (see `report`). The
+    header is read first, the records only when there are any."""
     try:
-        raw = device._download(handle, 4 * DEBUG_WORDS)
+        head = np.frombuffer(device._download(handle, 4 * _HEADER), np.uint32)
+        words = head
+        if head[0]:
+            used = _HEADER + min(int(head[0]), DEBUG_WORDS - _HEADER)
+            words = np.frombuffer(device._download(handle, 4 * used), np.uint32)
     finally:
         device._free(handle)
-    report(meta, np.frombuffer(raw, np.uint32))
+    report(meta, words)
