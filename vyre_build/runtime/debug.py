@@ -154,14 +154,11 @@ def attach(device: Any, meta: KernelMeta, bound: list[tuple[int, Any, int]]) -> 
 
 
 def read_back(device: Any, meta: KernelMeta, handle: Any) -> None:
-    """After the dispatch: read the debug buffer, free it, and report (see `report`). The
-    header is read first, the records only when there are any."""
-    try:
-        head = np.frombuffer(device._download(handle, 4 * _HEADER), np.uint32)
-        words = head
-        if head[0]:
-            used = _HEADER + min(int(head[0]), DEBUG_WORDS - _HEADER)
-            words = np.frombuffer(device._download(handle, 4 * used), np.uint32)
-    finally:
-        device._free(handle)
+    """After the dispatch: read the debug buffer and report (see `report`); the header
+    first, the records only when there are any. The caller frees the buffer."""
+    head = np.frombuffer(device._download(handle, 4 * _HEADER), np.uint32)
+    words = head
+    if head[0]:
+        used = _HEADER + min(int(head[0]), DEBUG_WORDS - _HEADER)
+        words = np.frombuffer(device._download(handle, 4 * used), np.uint32)
     report(meta, words)

@@ -438,6 +438,8 @@ class Device:
                         out[name] = buf.read()
                 return out
             finally:
+                if debug_buffer is not None:  # read back (or the call failed): not needed
+                    self._free(debug_buffer)
                 for name, buf in temps.items():  # deferred to the batch's end inside one
                     if batch is None or name not in out:
                         buf.release()
