@@ -56,6 +56,17 @@ MEMORY = HEAD + (
     "        out[i] = acc[0]\n"
 )
 
+LOOPS = HEAD + (
+    "@kernel(workgroup_size=(2, 2), grid=(2, 2))\n"
+    "def v(x: Buffer[vec4f], out: Buffer[f32, 'w']):\n"
+    "    i = global_id().x\n"
+    "    j = global_id().y\n"
+    "    for k in range(j + 1):\n"
+    '        print("k", k, "at", i, j)\n'
+    "    a = x[i * 2 + j + 1]\n"
+    "    out[i * 2 + j] = a.x + a.w\n"
+)
+
 
 def kernel_of(tmp_path, device, text: str, debug: bool = True, name: str = "x.py"):
     path = tmp_path / name
@@ -121,6 +132,23 @@ def test_shared_local_and_atomic_accesses_are_checked(tmp_path, device):
         "1 more report in this dispatch:\n"
         "  Kernel 'gather' (x.py:13:9): out-of-bounds atomic of 'hist': index 5, length 4 "
         "(global_id (1, 0, 0))"
+    )
+
+
+def test_prints_in_a_loop_of_a_2d_grid_and_a_vector_read(tmp_path, device, capsys):
+    k = kernel_of(tmp_path, device, LOOPS)
+    with pytest.raises(KernelAssertion) as exc:
+        k(x=np.ones((4, 4), np.float32), out=4)
+    assert str(exc.value) == (
+        "Kernel 'v' (x.py:10:9): out-of-bounds read of 'x': index 4, length 4 (global_id (1, 1, 0))"
+    )
+    assert capsys.readouterr().out == (
+        "x.py:9:9 [v (0, 0, 0)] k 0 at 0 0\n"
+        "x.py:9:9 [v (1, 0, 0)] k 0 at 1 0\n"
+        "x.py:9:9 [v (0, 1, 0)] k 0 at 0 1\n"
+        "x.py:9:9 [v (0, 1, 0)] k 1 at 0 1\n"
+        "x.py:9:9 [v (1, 1, 0)] k 0 at 1 1\n"
+        "x.py:9:9 [v (1, 1, 0)] k 1 at 1 1\n"
     )
 
 
