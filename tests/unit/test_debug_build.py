@@ -194,7 +194,7 @@ def test_constant_index_past_a_local_array_is_a_compile_error_on_reads_and_atomi
     )
     msg = error_of(tmp_path, body)
     assert msg.splitlines()[0] == (
-        "x.py:10:18: error: index 3 is past the end of local_array array 'acc' (3 elements)"
+        "x.py:10:18: error: index 3 is past the end of local array 'acc' (3 elements)"
     )
     assert msg.splitlines()[-1] == (
         "  fix: use an index from 0 to 2, or declare it larger: local_array(f32, 4)"
@@ -231,8 +231,8 @@ def test_constant_index_past_a_local_array_is_a_compile_error_on_reads_and_atomi
         ),
         (
             "print(twice(i))",
-            "8:11: error: print and assert arguments cannot call helpers (they run only in "
-            "debug builds)",
+            "8:11: error: print and assert arguments cannot call helpers with statements "
+            "(they run only in debug builds)",
             "assign the helper's result to a local first and pass the local",
         ),
         (

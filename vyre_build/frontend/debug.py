@@ -83,7 +83,7 @@ class DebugChecker:
             shown = ast.get_source_segment(self.src.text, node.value) or arr
             raise self.err(
                 node.slice,
-                f"index {int(idx.value)} is past the end of {kind} array '{shown}' "
+                f"index {int(idx.value)} is past the end of {decl.space} array '{shown}' "
                 f"({decl.count} elements)",
                 f"use an index from 0 to {decl.count - 1}, or declare it larger: "
                 f"{kind}({decl.dtype}, {int(idx.value) + 1})",
@@ -98,7 +98,8 @@ class DebugChecker:
         if len(self.block) != saved[0] or len(self.locals) != saved[1]:
             raise self.err(
                 node,
-                "print and assert arguments cannot call helpers (they run only in debug builds)",
+                "print and assert arguments cannot call helpers with statements "
+                "(they run only in debug builds)",
                 "assign the helper's result to a local first and pass the local",
             )
         bad = _effect(e)
