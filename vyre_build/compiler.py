@@ -34,7 +34,9 @@ from vyre_build.files import canonical_json
 if TYPE_CHECKING:
     from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
 
-OPTIONS = {"spirv_opt": bool}
+# debug: a debug build (print/assert kept, out-of-bounds accesses reported; docs/debugging.md);
+# debug_dir: the kernel file's folder as reports name it ("kernels"), for debug builds.
+OPTIONS = {"spirv_opt": bool, "debug": bool, "debug_dir": str}
 _PKG = os.path.dirname(os.path.abspath(__file__))
 # The compiler's own sources: any change to these changes every action key.
 _IDENTITY_PARTS = (
@@ -225,8 +227,11 @@ def compile_file(
     provenance = {"compiler": compiler_identity(), "source": main_hash, "imports": sorted(sources)}
     file_work(module)  # refuses a file past MAX_FILE_OPERATIONS before any variant compiles
     out = []
-    for prog in check_module(module, kernel):
-        desc, info = lower(prog)
+    debug = options.get("debug", False)
+    where = options.get("debug_dir", "") if debug else ""
+    for prog in check_module(module, kernel, debug=debug, debug_dir=where):
+        sites: list[dict] = []
+        desc, info = lower(prog, sites)
         bindings, uniform = binding_table(desc, info)
         for b in bindings:  # recorded only where declared: other records stay as they were
             if b["name"] in prog.any_length:
@@ -242,7 +247,9 @@ def compile_file(
             "variant_values": dict(prog.variant_values),
             "provenance": provenance,
         }
-        entries = _coarse_entries(desc, info, meta)
+        if debug:  # the runtime reads the debug buffer back and reports by this table
+            meta["debug"] = {"binding": info.debug_binding, "sites": sites}
+        entries = () if debug else _coarse_entries(desc, info, meta)
         if info.features:  # the device features it needs (vyre_build.features names)
             meta["features"] = sorted(info.features)
         wgsl = spirv = None

@@ -76,3 +76,14 @@ class DispatchError(VyreError):
 
 class DeviceError(VyreError):
     """No usable adapter, a lost device or a driver error, as a clear message."""
+
+
+class KernelAssertion(VyreError):
+    """A debug build's kernel reported a failed `assert` or an out-of-bounds access after
+    its dispatch: the message names the kernel, file:line:col, the invocation and the
+    values. `reports` holds every report of that dispatch as text (the first is the message's);
+    `dropped` counts reports the bounded debug buffer had no room for."""
+
+    def __init__(self, message: str, reports: tuple[str, ...] = (), dropped: int = 0):
+        self.reports, self.dropped = reports or (message,), dropped
+        super().__init__(message)

@@ -5,6 +5,11 @@ inlined, constants folded, variant parameters substituted, every expression type
 It is a tree of frozen dataclasses, so equal programs compare equal and have equal
 `fingerprint()`s (blake3 of a canonical encoding that ignores source positions).
 
+Debug builds only: `DebugPrint` / `DebugAssert` statements and the `site` of loads,
+stores and atomics (where a bounds report points); a release build's frontend makes none
+of them, so its Program (and everything lowered from it) is that of the same kernel
+without print/assert.
+
 Types are the names of `vyre_build.descriptor.types` ("bool", "i32", "u32", "f32",
 "vec2f", "vec4f", "vec2i", "vec4i", "vec2u", "vec4u").
 """
@@ -30,9 +35,24 @@ from vyre_build.descriptor.types import (  # noqa: F401
 
 # The type vocabulary is the descriptor's (one row per type, every spelling of it there).
 TYPES = SCALARS + tuple(sorted(VECTORS))
+_PRINTABLE = ("i32", "u32", "f32", "bool")  # what print and assert report
 
 
 # --- expressions -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Site:
+    """A source position for debug reports: `file` relative to the compiled kernel file's
+    folder (as the action key names inputs), 1-based line and column."""
+
+    file: str
+    line: int
+    col: int
+
+
+def _site():
+    return field(default=None, compare=False)  # debug builds only; never part of equality
 
 
 @dataclass(frozen=True)
@@ -70,6 +90,7 @@ class Load:
     array: str  # buffer, shared or local array name
     index: object  # u32 expression
     ty: str
+    site: Site | None = _site()  # a debug build's bounds check reports here
 
 
 @dataclass(frozen=True)
@@ -162,6 +183,7 @@ class Atomic:
     index: object
     args: tuple  # (value,) or (expected, value)
     ty: str
+    site: Site | None = _site()
 
 
 @dataclass(frozen=True)
@@ -227,6 +249,28 @@ class Store:
     array: str
     index: object
     value: object
+    site: Site | None = _site()
+
+
+@dataclass(frozen=True)
+class DebugPrint:
+    """`print(...)` in a debug build: `parts` are str (literal text) or scalar expressions
+    (i32/u32/f32/bool), printed space-separated with the invocation's global id."""
+
+    parts: tuple
+    site: Site
+
+
+@dataclass(frozen=True)
+class DebugAssert:
+    """`assert cond, "message"` in a debug build: reported when `cond` is false, with
+    `values` ((source text, scalar expression), ...) as they were."""
+
+    cond: object
+    text: str
+    message: str | None
+    values: tuple
+    site: Site
 
 
 @dataclass(frozen=True)
@@ -336,7 +380,9 @@ class Program:
 def canonical(node) -> str:
     """A canonical text encoding of an IR tree (type names, fields in order, exact floats)."""
     if is_dataclass(node):
-        inner = ",".join(canonical(getattr(node, f.name)) for f in fields(node))
+        # A debug site is a position, not a value: left out (it is None in release builds).
+        shown = [f for f in fields(node) if not (f.name == "site" and node.site is None)]
+        inner = ",".join(canonical(getattr(node, f.name)) for f in shown)
         return f"{type(node).__name__}({inner})"
     if isinstance(node, tuple):
         return "(" + ",".join(canonical(x) for x in node) + ")"
@@ -404,6 +450,15 @@ class _Validator:
                 self.fail("break/continue outside a loop")
         elif isinstance(s, Eval):
             self.expr(s.expr)
+        elif isinstance(s, DebugPrint):
+            for part in s.parts:
+                if not isinstance(part, str) and self.expr(part) not in _PRINTABLE:
+                    self.fail("print of a non-scalar value")
+        elif isinstance(s, DebugAssert):
+            self.bool(s.cond)
+            for _, v in s.values:
+                if self.expr(v) not in _PRINTABLE:
+                    self.fail("assert reports a non-scalar value")
         elif isinstance(s, CoopStore):
             self.index(s.offset), self.index(s.stride)
             ty = self.expr(s.value)

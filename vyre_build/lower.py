@@ -2,7 +2,9 @@
 
 Guarantees: the descriptor follows the conventions exactly (slot numbering, uniform
 block, scratch locals, opaque extensions for loops/break/continue) and passes
-`descriptor.validate`. A local assigned once, whose every use it dominates
+`descriptor.validate`. Debug statements and sites (a debug build's Program only) become
+the `vyre.debug.*` ops, each naming its row of the site table `Lowerer.sites` (the
+metadata's `debug.sites`); a Program without them lowers exactly as before. A local assigned once, whose every use it dominates
 lexically, becomes a plain SSA value; every other local becomes a Scratch slot.
 """
 
@@ -47,6 +49,11 @@ def _bin(op: str) -> Variant:
 
 def opaque_node(kind: str) -> Variant:
     return Variant("OpaqueNode", (kind, b""))
+
+
+def debug_node(what: str, site: int) -> Variant:
+    """OpaqueNode vyre.debug.<what> naming site `site` (payload: the id, u32 little-endian)."""
+    return Variant("OpaqueNode", (f"vyre.debug.{what}", struct.pack("<I", site)))
 
 
 def opaque_expr(kind: str, payload: bytes = b"") -> Variant:
@@ -132,6 +139,7 @@ class Lowerer:
         self.params: dict[str, int] = {}  # scalar param -> id of its load
         self.loops: dict[str, tuple] = {}  # loop var -> ("index",) | ("value", its id in the trip)
         self.buffer_names = {p.name for p in prog.params if isinstance(p, ir.BufferParam)}
+        self.sites: list[dict] = []  # the debug site table: row k is site id k
         self._assign_slots()
 
     # -- slots ------------------------------------------------------------------------
@@ -224,6 +232,7 @@ class Lowerer:
                 self.store_private(body, s.var, v)
         elif isinstance(s, ir.Store):
             idx = self.expr(body, s.index)
+            self.bounds(body, s, idx, "write")
             val = self.expr(body, s.value)
             kind = "StoreGlobal" if s.array in self.buffer_names else "StoreShared"
             self.op(body, Variant(kind), (self.slot_of[s.array], idx, val), result=False)
@@ -253,6 +262,29 @@ class Lowerer:
             )
         elif isinstance(s, ir.Eval):
             self.expr(body, s.expr)
+        elif isinstance(s, ir.DebugPrint):
+            ids, fmt, types = [], [], []
+            for part in s.parts:
+                if isinstance(part, str):
+                    fmt.append(part)
+                else:
+                    fmt.append(len(ids))
+                    ids.append(self.expr(body, part))
+                    types.append(part.ty)
+            site = self.site(s.site, "print", format=fmt, types=types)
+            self.op(body, debug_node("print", site), ids, result=False)
+        elif isinstance(s, ir.DebugAssert):
+            cond = self.expr(body, s.cond)
+            ids = [self.expr(body, v) for _, v in s.values]
+            site = self.site(
+                s.site,
+                "assert",
+                condition=s.text,
+                message=s.message,
+                labels=[label for label, _ in s.values],
+                types=[v.ty for _, v in s.values],
+            )
+            self.op(body, debug_node("assert", site), [cond, *ids], result=False)
         elif isinstance(s, ir.CoopStore):
             operands = (
                 self.slot_of[s.array],
@@ -263,6 +295,22 @@ class Lowerer:
             self.op(body, opaque_node(matrices.STORE), operands, result=False)
         else:
             raise RuntimeError(f"lowering: unknown statement {s!r}")
+
+    # -- debug builds -------------------------------------------------------------------
+    def site(self, where: ir.Site, kind: str, **fields) -> int:
+        """A new row of the site table; returns its id."""
+        row = {"kind": kind, "file": where.file, "line": where.line, "col": where.col}
+        self.sites.append({**row, **fields})
+        return len(self.sites) - 1
+
+    def bounds(self, body: _Body, access, idx: int, what: str) -> None:
+        """A debug build's bounds report before a load, store or atomic with a site."""
+        if access.site is None:
+            return
+        site = self.site(
+            access.site, "bounds", access=what, array=access.array, types=["u32", "u32"]
+        )
+        self.op(body, debug_node("bounds", site), (self.slot_of[access.array], idx), result=False)
 
     def store_private(self, body, name, value):
         self.op(
@@ -341,6 +389,7 @@ class Lowerer:
             return how[1]  # a stepped loop's value, made at the top of its trip
         if isinstance(e, ir.Load):
             idx = self.expr(body, e.index)
+            self.bounds(body, e, idx, "read")
             kind = "LoadGlobal" if e.array in self.buffer_names else "LoadShared"
             return self.op(body, Variant(kind), (self.slot_of[e.array], idx))
         if isinstance(e, ir.Length):
@@ -404,16 +453,21 @@ class Lowerer:
             return self.op(body, matrices.mma_kind(e.a.ty, e.b.ty, e.ty), args)
         if isinstance(e, ir.Atomic):
             idx = self.expr(body, e.index)
+            self.bounds(body, e, idx, "atomic")
             vals = tuple(self.expr(body, a) for a in e.args)
             kind = Variant("Atomic", (Variant(e.op), "Relaxed"))
             return self.op(body, kind, (self.slot_of[e.array], idx) + vals)
         raise RuntimeError(f"lowering: unknown expression {e!r}")
 
 
-def lower(prog: ir.Program) -> tuple[KernelDescriptor, DescriptorInfo]:
+def lower(prog: ir.Program, sites: list | None = None) -> tuple[KernelDescriptor, DescriptorInfo]:
     """Lower one checked Program; returns its descriptor and the validation facts of it
-    (`descriptor.validate`: a descriptor that fails it is a compiler bug, RuntimeError)."""
-    desc = Lowerer(prog).run()
+    (`descriptor.validate`: a descriptor that fails it is a compiler bug, RuntimeError).
+    `sites`: a list that receives the debug site table (row k: site id k)."""
+    lowerer = Lowerer(prog)
+    desc = lowerer.run()
+    if sites is not None:
+        sites.extend(lowerer.sites)
     try:
         return desc, validate(desc)
     except DescriptorFormatError as exc:

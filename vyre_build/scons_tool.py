@@ -19,6 +19,7 @@ worker processes under -jN (build_pool), in-process under -j1. Construction vari
 (defaults from the environment and the config files: vyre_build.config):
     VYRETARGETS       targets to emit (default ["wgsl", "spirv", "kdesc"])
     VYREOPTIONS       compiler options dict (default {})
+    VYREDEBUG         a debug build when 1/true/yes/on (default $VYRE_DEBUG; docs/debugging.md)
     VYRECACHEDIR      cache dir (default <project>/cache); "" disables the cache
     VYRECACHEMAXSIZE / VYRECACHEMAXAGE   limits (default "5G", none; days) kept after builds
     VYREREMOTECACHE / VYREREMOTECACHEMODE   remote tier URL and "read-only"/"read-write"
@@ -95,7 +96,25 @@ def _options(env) -> dict:
     options = env.get("VYREOPTIONS") or {}
     if not isinstance(options, dict):
         raise SCons.Errors.UserError(f"$VYREOPTIONS must be a dict, got {options!r}")
-    return options
+    return _with_debug(env, options)
+
+
+_FLAGS = {"1": True, "true": True, "yes": True, "on": True}
+_FLAGS.update({"0": False, "false": False, "no": False, "off": False, "": False})
+
+
+def _with_debug(env, options):
+    """`options` with debug=True when $VYREDEBUG (default: the environment's VYRE_DEBUG)
+    is on: a debug build, whose action keys differ from a release build's."""
+    value = env.get("VYREDEBUG")
+    on = _FLAGS.get(str(value).strip().lower()) if not isinstance(value, bool) else value
+    if on is None:
+        raise SCons.Errors.UserError(
+            f"$VYREDEBUG (or VYRE_DEBUG) must be 1/0, true/false, yes/no or on/off, got {value!r}"
+        )
+    if not on or not isinstance(options, dict):
+        return options
+    return {**options, "debug": True}
 
 
 def _canon(value) -> str:
@@ -131,7 +150,8 @@ class _KernelAction(SCons.Action.FunctionAction):
     through its expander several times per node, which a large build pays for)."""
 
     def get_presig(self, target, source, env, executor=None):
-        sig = _signature(env.get("VYRETARGETS"), env.get("VYREOPTIONS"), build.compiler_of(env))
+        options = _with_debug(env, env.get("VYREOPTIONS"))
+        sig = _signature(env.get("VYRETARGETS"), options, build.compiler_of(env))
         return bytes(self.funccontents) + sig.encode()
 
 
@@ -181,13 +201,18 @@ def kernel_action(target, source, env):
         return 1
     compiler, path = build.compiler_of(env), build.source_path(src)
     parses, root = build.parses_of(compiler), build.root_of(env, src)
+    options = _options(env)
+    if options.get("debug"):  # reports name files from the project root: kernels/x.py
+        folder = os.path.relpath(os.path.dirname(path), build.project_of(env))
+        if folder != "." and not folder.startswith(".."):
+            options = {**options, "debug_dir": folder.replace(os.sep, "/")}
     try:
         build_kernel_file(
             path,
             target[0].dir.abspath,
             store=build.store_of(env),
             targets=_targets(env),
-            options=_options(env),
+            options=options,
             deps=kernel_deps(env, src),
             identity=compiler_identity(compiler),
             compiler=compiler,
@@ -295,6 +320,7 @@ def generate(env) -> None:
     env.SetDefault(
         VYRETARGETS=list(DEFAULT_TARGETS),
         VYREOPTIONS={},
+        VYREDEBUG=os.environ.get("VYRE_DEBUG", ""),
         VYRECOMPILER=DEFAULT_COMPILER,
         VYRELINKOUTPUTS=False,
         VYREWORKERS="",

@@ -155,7 +155,17 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen, SubgroupGen):
             (10, lambda: data("%", (5, 17, 100))),
             (15, data),
         ]
-        return r.choices([f for _, f in forms], [w for w, _ in forms])[0]()
+        return self.unfolded(b, r.choices([f for _, f in forms], [w for w, _ in forms])[0]())
+
+    def unfolded(self, b: Buf, e: E) -> E:
+        """`e`, or `e` plus a zero no compiler folds when `e` is a constant indexing a shared
+        or local array: a constant index past such an array's end is a compile error, and
+        the out-of-bounds access it makes is what the run wants to exercise."""
+        if b.role not in ("shared", "shatomic", "local") or not e.facts.konst:
+            return e
+        gid = self.id_text("gid")
+        zero = f"({gid} - {gid})" if e.ty == "u32" else f"(i32({gid}) - i32({gid}))"
+        return E(e.ty, f"({{0}} + {zero})", (e,), tag="+")
 
     def own_index(self, b: Buf) -> E:
         """The invocation's own element, or one out of bounds for every invocation (frozen:

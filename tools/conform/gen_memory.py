@@ -76,6 +76,7 @@ class MemoryGen:
         out = [S("barrier", "barrier()", pinned=True, tag="barrier")]
         if b.role == "shatomic":
             idx = E("u32", f"({{0}} % {b.size + 1})", (self.iexpr("u32", False, 1),), tag="%")
+            idx = self.unfolded(b, idx)
             v = self.iexpr(b.ty, False, r.randint(0, 2))
             write = S(
                 "atomic",

@@ -23,6 +23,8 @@ __all__ = [
     "VECTOR_DTYPES",
     "Binding",
     "Coarse",
+    "DebugSite",
+    "DebugTable",
     "KernelMeta",
     "Uniform",
     "check_metadata",
@@ -83,6 +85,33 @@ class Coarse:
 
 
 @dataclass(frozen=True)
+class DebugSite:
+    """One row of a debug build's site table: a print, an assert or a bounds check at
+    file:line:col, and the types of the values its records carry (docs/debugging.md)."""
+
+    kind: str  # "print" | "assert" | "bounds"
+    file: str
+    line: int
+    col: int
+    types: tuple[str, ...]
+    format: tuple[Union[str, int], ...] = ()  # print: literal text, or the index of a value
+    condition: str = ""  # assert: its source text
+    message: str | None = None  # assert: its message
+    labels: tuple[str, ...] = ()  # assert: the source text of each reported value
+    access: str = ""  # bounds: "read" | "write" | "atomic"
+    array: str = ""  # bounds: the buffer or array
+
+
+@dataclass(frozen=True)
+class DebugTable:
+    """A debug build's `debug` record: the debug buffer's binding (None when the kernel
+    has no debug op) and its sites, by id."""
+
+    binding: int | None
+    sites: tuple[DebugSite, ...]
+
+
+@dataclass(frozen=True)
 class KernelMeta:
     """A checked metadata record. `record` is the record itself (JSON data)."""
 
@@ -96,6 +125,7 @@ class KernelMeta:
     features: tuple[str, ...]
     coarse: Coarse | None
     record: dict[str, Any] = field(compare=False, repr=False)
+    debug: DebugTable | None = None  # a debug build's site table
 
     @property
     def buffers(self) -> tuple[Binding, ...]:
@@ -239,6 +269,61 @@ class _Checker:
             raise self.fail("coarse.entry", f"must be an entry point name, got {_show(entry)}")
         return Coarse(entry, self.int_in("coarse.factor", value.get("factor"), 2, 64))
 
+    def text(self, name: str, value: object, most: int = 1024) -> str:
+        if not isinstance(value, str) or len(value) > most:
+            raise self.fail(
+                name, f"must be a string of at most {most} characters, got {_show(value)}"
+            )
+        return value
+
+    def debug(self, value: object, taken: set[int]) -> DebugTable | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.fail(
+                "debug", f"must be an object {{binding, sites}} or null, got {_show(value)}"
+            )
+        binding = value.get("binding")
+        if binding is not None:
+            binding = self.int_in("debug.binding", binding, 0, MAX_BINDING)
+            if binding in taken:
+                raise self.fail("debug.binding", f"{binding} is also a parameter's binding")
+        sites = []
+        for n, row in enumerate(self.list_of("debug.sites", value.get("sites"), 1 << 16)):
+            at = f"debug.sites[{n}]"
+            if not isinstance(row, dict):
+                raise self.fail(at, f"must be an object, got {_show(row)}")
+            kind = self.one_of(f"{at}.kind", row.get("kind"), ("print", "assert", "bounds"))
+            types = tuple(
+                self.one_of(f"{at}.types[{k}]", t, ("i32", "u32", "f32", "bool"))
+                for k, t in enumerate(self.list_of(f"{at}.types", row.get("types"), 16))
+            )
+            fmt: list[Union[str, int]] = []
+            for k, part in enumerate(self.list_of(f"{at}.format", row.get("format", []), 64)):
+                fmt.append(
+                    self.text(f"{at}.format[{k}]", part)
+                    if isinstance(part, str)
+                    else self.int_in(f"{at}.format[{k}]", part, 0, len(types) - 1)
+                )
+            message = row.get("message")
+            labels = self.list_of(f"{at}.labels", row.get("labels", []), 16)
+            sites.append(
+                DebugSite(
+                    kind=kind,
+                    file=self.text(f"{at}.file", row.get("file")),
+                    line=self.int_in(f"{at}.line", row.get("line"), 1, 2**31 - 1),
+                    col=self.int_in(f"{at}.col", row.get("col"), 1, 2**31 - 1),
+                    types=types,
+                    format=tuple(fmt),
+                    condition=self.text(f"{at}.condition", row.get("condition", "")),
+                    message=None if message is None else self.text(f"{at}.message", message),
+                    labels=tuple(self.text(f"{at}.labels", x) for x in labels),
+                    access=self.text(f"{at}.access", row.get("access", "")),
+                    array=self.text(f"{at}.array", row.get("array", "")),
+                )
+            )
+        return DebugTable(binding, tuple(sites))
+
     def features(self, value: object) -> tuple[str, ...]:
         if value is None:
             return ()
@@ -328,4 +413,5 @@ def check_metadata(meta: object, where: str) -> KernelMeta:
         features=c.features(meta.get("features")),
         coarse=c.coarse(meta.get("coarse")),
         record=meta,
+        debug=c.debug(meta.get("debug"), set(owner)),
     )

@@ -152,8 +152,20 @@ def cmd_ls(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
-    print(f"{len(entries)} kernel(s) in {args.bundle}")
+    debug = sum(isinstance(e.meta.get("debug"), dict) for e in entries)
+    built = f" ({debug} of them a debug build: bundle show says more)" if debug else ""
+    print(f"{len(entries)} kernel(s) in {args.bundle}{built}")
     return 0
+
+
+def _fmt_debug(table: dict) -> str:
+    """A debug build's line: its sites by kind and the debug buffer's binding."""
+    sites = table.get("sites") if isinstance(table.get("sites"), list) else []
+    kinds = [s.get("kind") for s in sites if isinstance(s, dict)]
+    counts = ", ".join(f"{kinds.count(k)} {k}" for k in ("print", "assert", "bounds"))
+    binding = table.get("binding")
+    where = f"debug buffer at binding {binding}" if binding is not None else "no debug buffer"
+    return f"debug ({counts} sites; {where})"
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -177,6 +189,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"uniform    binding {m['uniform'].get('binding')}, {m['uniform'].get('size')} bytes")
     if m.get("features"):
         print(f"features   {', '.join(m['features'])}")
+    if isinstance(m.get("debug"), dict):
+        print(f"build      {_fmt_debug(m['debug'])}")
     skipped = m.get("skipped")
     for target, why in sorted(skipped.items()) if isinstance(skipped, dict) else ():
         print(f"skipped    {target}: {why}")  # the artifact this kernel has none of, and why

@@ -43,6 +43,11 @@ def register(sub) -> None:
         "file's folder)",
     )
     p.add_argument("--spirv-opt", action="store_true", help="run spirv-opt -O on SPIR-V output")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="a debug build: print/assert kept, out-of-bounds accesses reported (docs/debugging.md)",
+    )
     p.set_defaults(func=run)
 
 
@@ -64,15 +69,19 @@ def run(args) -> int:
     targets = args.target or ["all"]
     targets = TARGETS if "all" in targets else tuple(t for t in TARGETS if t in targets)
     options = {"spirv_opt": True} if args.spirv_opt else {}
+    if args.debug:
+        options["debug"] = True
     output_dir(args.out, "-o")
     if args.root is not None and not os.path.isdir(args.root):
         raise VyreError(f"error: --root {args.root}: not a directory")
     for path in args.files:
+        folder = os.path.dirname(_display(path)).replace(os.sep, "/")
+        where = {"debug_dir": folder} if args.debug and folder else {}
         kernels = compile_file(
             path,
             root=args.root or project_root(path),
             targets=targets,
-            options=options,
+            options={**options, **where},
             kernel=args.kernel,
             display_path=_display(path),
         )

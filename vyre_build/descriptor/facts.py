@@ -47,6 +47,8 @@ class DescriptorInfo:
     proofs: Proofs = field(default_factory=lambda: Proofs(frozenset(), frozenset()))
     # device features the kernel needs (vyre_build.features vocabulary): subgroup_*, f16, ...
     features: frozenset[str] = frozenset()
+    # the debug buffer's binding when a vyre.debug.* op is present (a debug build), else None
+    debug_binding: int | None = None
 
     def in_bounds(self, op) -> bool:
         """Whether the range analysis proved this Load/Store/Atomic's index in range."""

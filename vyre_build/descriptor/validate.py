@@ -54,6 +54,7 @@ ARITY = {
     "SubgroupShuffle": 2,
     "MatrixMma": 3,
 }
+MAX_DEBUG_VALUES = 16  # values one vyre.debug.print / vyre.debug.assert reports
 OPAQUE_ARITY = {
     "vyre.loop": (1, 2),
     "vyre.break": (0,),
@@ -67,7 +68,12 @@ OPAQUE_ARITY = {
     mx.FILL: (1,),
     mx.MMA: (3,),
     mx.STORE: (4,),
+    # Debug builds (docs/descriptor-conventions.md, "Debug builds"): payload = site id.
+    "vyre.debug.print": tuple(range(MAX_DEBUG_VALUES + 1)),
+    "vyre.debug.assert": tuple(range(1, MAX_DEBUG_VALUES + 2)),
+    "vyre.debug.bounds": (2,),
 }
+_DEBUG_VALUES = ("i32", "u32", "f32", "bool")
 _BUILTINS = ("GlobalInvocationId", "LocalInvocationId", "WorkgroupId")
 _LOAD_CLASSES = {"LoadGlobal": ("Global",), "LoadShared": ("Shared", "Scratch")}
 _STORE_CLASSES = {"StoreGlobal": ("Global",), "StoreShared": ("Shared", "Scratch")}
@@ -96,6 +102,7 @@ class _Checker:
         self.atomic: set[int] = set()
         self.features: set[str] = set()
         self.coop_slots: set[int] = set()  # slots cooperative loads/stores use
+        self.debug_sites: set[int] = set()  # site ids of vyre.debug.* ops
 
     def error(self, msg: str) -> DescriptorFormatError:
         return DescriptorFormatError(f"descriptor {self.d.id!r}: {msg}")
@@ -129,7 +136,15 @@ class _Checker:
             constants=self.constants,
             proofs=analyze(d, self.types, self.slot_types),
             features=self.type_features() | frozenset(self.features),
+            debug_binding=self.debug_binding(),
         )
+
+    def debug_binding(self) -> int | None:
+        """The debug buffer's binding: one past the last host-visible slot (None: no debug op)."""
+        if not self.debug_sites:
+            return None
+        host = [s.slot for s in self.d.slots if s.memory_class in ("Global", "Uniform")]
+        return max(host, default=-1) + 1
 
     def type_features(self) -> frozenset:
         """f16 anywhere needs shaderFloat16; f16 storage buffers 16-bit storage too."""
@@ -416,8 +431,32 @@ class _Checker:
         self.features.add(mx.mma_feature(a, c, shape))
         return c
 
+    def debug_op(self, op, ctx):
+        kind, payload = op.kind.args
+        if len(payload) != 4:
+            self.fail(op, f"{kind} takes a 4-byte site id payload, got {payload.hex()!r}")
+        self.debug_sites.add(int.from_bytes(payload, "little"))
+        o = op.operands
+        if kind == "vyre.debug.bounds":
+            self.slot(op, o[0], ("Global", "Shared", "Scratch"))
+            self.index(op, ctx[1])
+            return None
+        first = 0
+        if kind == "vyre.debug.assert":
+            cond = self.val(op, ctx[1], 0)
+            if cond != "bool":
+                self.fail(op, f"the condition of vyre.debug.assert has type {cond}, expected bool")
+            first = 1
+        for i in range(first, len(o)):
+            ty = self.val(op, ctx[1], i)
+            if ty not in _DEBUG_VALUES:
+                self.fail(op, f"{kind} reports i32, u32, f32 and bool values, not {ty}")
+        return None
+
     def opaque_node(self, op, ctx):
         kind, payload = op.kind.args
+        if kind.startswith("vyre.debug."):
+            return self.debug_op(op, ctx)
         if payload:
             self.fail(op, f"OpaqueNode {kind!r} takes no payload, got {payload.hex()}")
         o = op.operands

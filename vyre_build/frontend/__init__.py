@@ -87,11 +87,17 @@ def wgsl_refusal(module: KernelModule, kernel: str) -> str | None:
     return None
 
 
-def check_module(module: KernelModule, kernel: str | None = None) -> list[Program]:
-    """Check every kernel (and variant) of a module; `kernel` restricts to one name."""
+def check_module(
+    module: KernelModule, kernel: str | None = None, *, debug: bool = False, debug_dir: str = ""
+) -> list[Program]:
+    """Check every kernel (and variant) of a module; `kernel` restricts to one name.
+    `debug`: keep print/assert and the sites of bounds reports (frontend/debug.py), whose
+    files are named relative to `debug_dir` ("kernels": kernels/x.py), else bare."""
     from vyre_build.frontend.checker import KernelChecker
 
     return [
-        KernelChecker(module, module.kernels[name], variant, env).check()
+        KernelChecker(
+            module, module.kernels[name], variant, env, debug=debug, debug_dir=debug_dir
+        ).check()
         for name, variant, env in instances(module, kernel)
     ]

@@ -101,6 +101,8 @@ class CallChecker:
                 f"{name}(...) can only be assigned to a name at the top level of a kernel body",
                 f"write: tile = {name}(f32, 256)",
             )
+        if method is None and name == "print":
+            raise self.err(node, "print(...) has no value", "call it as a statement of its own")
         if method is None:
             raise self.unknown(node.func, name, called=True)
         return method(node, name)
@@ -400,7 +402,8 @@ class CallChecker:
                 "(conditional expression or right side of and/or)",
                 "move it into an if statement",
             )
-        return ir.Atomic(ATOMICS[name], arr, idx, vals, ty)
+        self.check_const_index(ast.Subscript(node.args[0], node.args[1]), arr, idx)
+        return ir.Atomic(ATOMICS[name], arr, idx, vals, ty, self.site(node))
 
     # -- helpers --------------------------------------------------------------------
     def inline(self, call, module, fn: ast.FunctionDef, statement: bool):

@@ -17,6 +17,7 @@ from vyre_build.descriptor.types import TYPES
 from vyre_build.frontend.calls import CallChecker
 from vyre_build.frontend.control import ControlChecker
 from vyre_build.frontend.coop import CoopChecker
+from vyre_build.frontend.debug import DebugChecker
 from vyre_build.frontend.expressions import ExprChecker
 from vyre_build.frontend.limits import MAX_BLOCK_NESTING, MAX_NESTING, MAX_OPERATIONS, shown
 from vyre_build.frontend.module import KernelDef, KernelModule
@@ -39,7 +40,6 @@ _UNSUPPORTED_STMT_FIX = {
     "With": "kernels have no context managers",
     "Try": "kernels have no exceptions",
     "Raise": "kernels have no exceptions; return early instead",
-    "Assert": "kernels have no assertions; guard with an if",
     "Delete": "remove the del",
     "Global": "use a module constant or a parameter",
     "Nonlocal": "use a parameter",
@@ -101,8 +101,18 @@ class Frame:
     effects: bool = False
 
 
-class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker):
-    def __init__(self, module: KernelModule, kdef: KernelDef, variant: str | None, env: dict):
+class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker, DebugChecker):
+    def __init__(
+        self,
+        module: KernelModule,
+        kdef: KernelDef,
+        variant: str | None,
+        env: dict,
+        debug: bool = False,
+        debug_dir: str = "",
+    ):
+        self.debug = debug  # keep print/assert and give accesses bounds-report sites
+        self.debug_dir = debug_dir  # what site files are relative to
         self.kdef = kdef
         self.variant = variant
         self.variant_env = {k: v for k, v in env.items()}
@@ -499,6 +509,8 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker):
             return
         if not isinstance(v, ast.Call):
             raise self.err(node, "this expression has no effect", "assign it or remove it")
+        if isinstance(v.func, ast.Name) and v.func.id == "print" and "print" not in self.frame.vars:
+            return self.debug_print(v)
         if (
             isinstance(v.func, ast.Name)
             and v.func.id in ("barrier", "storage_barrier")
@@ -582,8 +594,10 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker):
             arr = self.array_name(target.value)
             idx = self.index(target.slice)
             self.check_access(target.value, arr, "write")
+            self.check_const_index(target, arr, idx)
             f.effects = True
-            self.block.append(ir.Store(arr, idx, value_fn(self.element_type(arr))))
+            value = value_fn(self.element_type(arr))
+            self.block.append(ir.Store(arr, idx, value, self.site(target)))
             return
         if isinstance(target, ast.Attribute):
             raise self.err(

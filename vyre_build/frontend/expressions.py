@@ -284,7 +284,8 @@ class ExprChecker:
         arr = self.array_name(node.value)
         idx = self.index(node.slice)
         self.check_access(node.value, arr, "read")
-        return ir.Load(arr, idx, self.element_type(arr))
+        self.check_const_index(node, arr, idx)
+        return ir.Load(arr, idx, self.element_type(arr), self.site(node))
 
     # -- operators ------------------------------------------------------------------
     def unify(self, node, a, b, an, bn):

@@ -57,6 +57,7 @@ def execute(
     info: DescriptorInfo | None = None,
     subgroup_size: int = 32,
     max_steps: int | None = None,
+    debug: list | None = None,
 ) -> dict[str, np.ndarray]:
     """Run `desc` over `workgroups` (x, y, z) workgroup counts on the CPU.
 
@@ -73,6 +74,8 @@ def execute(
             invocation, nested loops' iterations each counted; a kernel with no loop takes
             none): past it, DispatchError (the buffers given are left as they were).
             None: no budget (a loop still ends after MAX_LOOP_ITERATIONS iterations).
+        debug: a list that receives a debug build's reports, as arrays of records of u32
+            words (reference/debug.py; `vyre_build.runtime.debug` formats them).
     Returns:
         {name: array} with the final contents of every storage buffer, in the shape and
         dtype each was given in.
@@ -115,7 +118,9 @@ def execute(
     budget = Budget(desc.id, max_steps)
     for first in range(0, total, per_chunk):
         count = min(per_chunk, total - first)
-        Machine(desc, info, arrays, uniforms, grid, first, count, subgroup_size, budget).run()
+        machine = Machine(desc, info, arrays, uniforms, grid, first, count, subgroup_size, budget)
+        machine.debug = debug
+        machine.run()
     return {
         s.name: arrays[s.slot].reshape(given[s.name].shape)
         for s in desc.slots

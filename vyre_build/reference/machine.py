@@ -47,6 +47,7 @@ from vyre_build.descriptor.ops import op_key
 from vyre_build.descriptor.types import TYPES
 from vyre_build.errors import DispatchError
 from vyre_build.reference import matrices as coop
+from vyre_build.reference.debug import step_debug
 from vyre_build.reference.subgroups import Subgroups
 from vyre_build.reference.values import RULES, dtype_of
 
@@ -95,6 +96,8 @@ class _Loop:
 
 class Machine:
     """Runs one chunk of workgroups (`first` .. `first + count` in linear order)."""
+
+    debug: list | None = None  # where vyre.debug.* ops append their records (reference/debug.py)
 
     def __init__(
         self,
@@ -718,6 +721,8 @@ def _step_node(m, op, body):
     kind = op.kind.args[0]
     if kind == "vyre.coop.store":
         return coop.step_store(m, op)
+    if kind.startswith("vyre.debug."):
+        return step_debug(m, op)
     if kind == "vyre.break":
 
         def brk(mm, mask):

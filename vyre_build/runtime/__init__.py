@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Union
 
 from vyre_build.bundle.metadata import KernelMeta, check_metadata
-from vyre_build.errors import DeviceError, DispatchError
+from vyre_build.errors import DeviceError, DispatchError, KernelAssertion
 from vyre_build.runtime.buffers import Batch, DeviceBuffer
 from vyre_build.runtime.bundles import Bundle, KernelNotFound, Warmed
 from vyre_build.runtime.device import DEFAULT_DEVICES, Device
@@ -43,6 +43,7 @@ __all__ = [
     "DeviceBuffer",
     "DeviceProfile",
     "Kernel",
+    "KernelAssertion",
     "KernelNotFound",
     "PipelineCacheWarning",
     "ResultNotFound",

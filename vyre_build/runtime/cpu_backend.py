@@ -24,6 +24,7 @@ from vyre_build.errors import DescriptorFormatError, DeviceError
 from vyre_build.features import MATRIX_DIMS, MATRIX_ELEMENTS, SUBGROUP_FEATURES
 from vyre_build.runtime.buffers import DTYPES
 from vyre_build.runtime.calls import host_type
+from vyre_build.runtime.debug import append_records
 from vyre_build.runtime.device import Device, Job, choose_adapter
 from vyre_build.runtime.profile import CooperativeMatrixType, DeviceProfile, features_of
 
@@ -139,6 +140,7 @@ class _Pipeline(NamedTuple):
     info: DescriptorInfo
     buffers: dict[int, tuple[str, np.dtype[Any], bool]]  # binding -> name, dtype, written
     scalars: tuple[tuple[str, str, int], ...]  # name, struct format, offset in the block
+    debug: int | None = None  # the debug buffer's binding (a debug build; runtime/debug.py)
 
 
 class _Binding:
@@ -260,7 +262,13 @@ class CpuDevice(Device):
             for b in meta.buffers
         }
         scalars = tuple((b.name, _UNPACK[b.dtype], b.offset or 0) for b in meta.scalars)
-        return _Pipeline(desc, info, buffers, scalars)
+        debug = meta.debug.binding if meta.debug is not None else None
+        if info.debug_binding != debug:  # the buffer the runtime binds is the one it writes
+            raise DeviceError(
+                f"Kernel {meta.id!r}: the .kdesc has its debug buffer at binding "
+                f"{info.debug_binding}, the metadata at {debug} (rebuild both together)"
+            )
+        return _Pipeline(desc, info, buffers, scalars, debug)
 
     def _bind(
         self,
@@ -289,6 +297,7 @@ class CpuDevice(Device):
         for binding, (name, dtype, _) in pipe.buffers.items():
             handle, nbytes = entry.bound[binding]
             views[name] = handle[:nbytes].view(dtype)
+        records: list[Any] | None = [] if pipe.debug is not None else None
         out = self._execute(
             pipe.desc,
             views,
@@ -297,7 +306,11 @@ class CpuDevice(Device):
             info=pipe.info,
             subgroup_size=self.subgroup_size,
             max_steps=self.max_steps,
+            debug=records,
         )
+        if records and pipe.debug in entry.bound:  # as the GPU writes them (runtime/debug.py)
+            handle, nbytes = entry.bound[pipe.debug]
+            append_records(handle[:nbytes].view(np.uint32), records)
         for name, _, written in pipe.buffers.values():
             if written:
                 views[name][:] = out[name].reshape(-1)

@@ -23,6 +23,7 @@ import numpy as np
 
 from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, KernelMeta
 from vyre_build.errors import DeviceError, DispatchError
+from vyre_build.runtime import debug
 from vyre_build.runtime.buffers import DTYPES, Batch, DeviceBuffer
 from vyre_build.runtime.calls import Plan, is_shape, split_dispatch
 from vyre_build.features import COOPERATIVE_MATRIX
@@ -67,6 +68,8 @@ def layout_of(meta: KernelMeta) -> list[tuple[int, str]]:
     kinds = [(b.binding, b.access or "r") for b in meta.buffers]
     if meta.uniform is not None:
         kinds.append((meta.uniform.binding, "u"))
+    if meta.debug is not None and meta.debug.binding is not None:
+        kinds.append((meta.debug.binding, "rw"))  # the debug buffer (runtime/debug.py)
     return sorted(kinds)
 
 
@@ -402,6 +405,7 @@ class Device:
             results: dict[str, DeviceBuffer] = {}
             out = into
             bound, oneoff = [], False
+            debug_buffer = None
             try:  # temporaries are released however this ends (in a batch: at its end)
                 for arg in plan.buffers:
                     value = args[arg.name]
@@ -416,6 +420,9 @@ class Device:
                     oneoff = oneoff or buf.borrowed or arg.name in temps
                     results[arg.name] = buf
                     bound.append((arg.binding, buf._live(), buf.nbytes))
+                # A debug build's kernel gets a fresh debug buffer per call (runtime/debug.py).
+                debug_buffer = debug.attach(self, kernel.meta, bound)
+                oneoff = oneoff or debug_buffer is not None
                 jobs: list[Job] = []  # an empty grid dispatches nothing; outputs keep contents
                 if all(plan.workgroups):
                     # Only calls on persistent buffers reuse binding sets; temporaries die now.
@@ -438,6 +445,12 @@ class Device:
                     for n in plan.written
                     if n in temps and isinstance(value := args[n], np.ndarray)
                 ]
+                if batch is not None and debug_buffer is not None:  # reported at once
+                    pending, batch.pending = batch.pending + jobs, []
+                    batch.write_backs.extend(back)
+                    self._submit(pending, True)
+                    debug.read_back(self, kernel.meta, debug_buffer)
+                    return out
                 if batch is not None:
                     batch.pending.extend(jobs)
                     batch.write_backs.extend(back)
@@ -447,11 +460,15 @@ class Device:
                     return out
                 self._flush(jobs, ctx)
                 self._write_back(back)
+                if debug_buffer is not None:
+                    debug.read_back(self, kernel.meta, debug_buffer)
                 for name, buf in temps.items():
                     if out.get(name) is buf:  # a length or shape: a new array
                         out[name] = buf.read()
                 return out
             finally:
+                if debug_buffer is not None:  # read back (or the call failed): not needed
+                    self._free(debug_buffer)
                 for name, buf in temps.items():  # deferred to the batch's end inside one
                     if batch is None or name not in out:
                         buf.release()

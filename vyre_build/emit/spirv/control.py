@@ -114,6 +114,8 @@ class ControlFlow:
             return self.h_loop(kop, body)
         if kind == "vyre.coop.store":
             return self.h_coop_store(kop, body)
+        if kind.startswith("vyre.debug."):
+            return self.h_debug(kop, body)
         loop = self.loops[-1]
         if kind == "vyre.break":
             loop.broke = True

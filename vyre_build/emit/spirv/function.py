@@ -19,6 +19,7 @@ from vyre_build.descriptor.ops import op_key
 from vyre_build.descriptor.types import MATRICES, TYPES
 from vyre_build.emit.spirv import grammar as g
 from vyre_build.emit.spirv.control import CONTROL_NONE, ControlFlow, Loop
+from vyre_build.emit.spirv.debug import DebugOps
 from vyre_build.emit.spirv.matrices import CoopOps
 from vyre_build.emit.spirv.memory import MemoryOps
 from vyre_build.emit.spirv.module import OP, SpirvModule
@@ -61,7 +62,7 @@ _COOP_EXPRS = {
 }
 
 
-class FunctionWriter(MemoryOps, ControlFlow, CoopOps):
+class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps):
     """Emits the `main` compute function of one descriptor into `module` (`vmm`: the
     module uses the Vulkan memory model, as cooperative matrices need)."""
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
+from vyre_build.emit.wgsl.debug import debug_declarations
 from vyre_build.emit.wgsl.function import FunctionWriter
 from vyre_build.emit.wgsl.helpers import HELPER_CALL, HELPERS
 from vyre_build.errors import EmitError
@@ -62,6 +63,8 @@ def emit_wgsl(
     if any("f16" in w.info.features for _, w in writers):
         out += ["enable f16;", ""]
     out += decls
+    if info.debug_binding is not None:  # a debug build (emit/wgsl/debug.py)
+        out += debug_declarations(info.debug_binding)
     out += [h + "\n" for h in _helpers(used)]
     for k, (name, (wx, wy, wz), _, lines, inputs) in enumerate(written):
         if k:

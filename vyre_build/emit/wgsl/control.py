@@ -42,6 +42,8 @@ class ControlRules:
 
     def op_OpaqueNode(self, op, body, depth):
         kind = op.kind.args[0]
+        if kind.startswith("vyre.debug."):
+            return self.debug_op(op, body, depth)
         if kind == "vyre.loop":
             self.emit(depth, "loop {")
             self.child(body, op.operands[0], depth + 1)

@@ -13,6 +13,7 @@ import struct
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, KernelOp, Variant
 from vyre_build.descriptor.ops import op_key
 from vyre_build.emit.wgsl.control import ControlRules
+from vyre_build.emit.wgsl.debug import DebugRules
 from vyre_build.emit.wgsl.memory import MemoryRules
 from vyre_build.emit.wgsl.helpers import HELPER_CALL
 from vyre_build.emit.wgsl.values import COMPONENTS, I32_MIN, RULES, wgsl_type
@@ -55,7 +56,7 @@ def literal(lit: Variant) -> str:
     return "true" if v else "false"
 
 
-class FunctionWriter(MemoryRules, ControlRules):
+class FunctionWriter(MemoryRules, ControlRules, DebugRules):
     """Writes the statements of `main` into `self.lines` (see module docstring)."""
 
     def __init__(
