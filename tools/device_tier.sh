@@ -59,9 +59,11 @@ record() {  # record TITLE COMMAND RESULT-LINES
 
 part_gpu() {
     local log=$OUT_DIR/gpu_tier.log
-    local cmd="python3 -m pytest -q -n 8 -p no:cacheprovider tests/gpu tests/conformance/test_cases.py tests/unit/test_spirv_vulkan.py -k 'not cpu'"
-    python3 -m pytest -q -n 8 -p no:cacheprovider tests/gpu tests/conformance/test_cases.py \
-        tests/unit/test_spirv_vulkan.py -k "not cpu" -rfEx >"$log" 2>&1
+    local cmd="python3 -m pytest -q -n 8 --timeout 120 -p no:cacheprovider tests/gpu tests/conformance/test_cases.py tests/unit/test_spirv_vulkan.py -k 'not cpu'"
+    # --timeout (pytest-timeout): a kernel that never ends on a real GPU fails its test
+    python3 -m pytest -q -n 8 --timeout 120 -p no:cacheprovider tests/gpu \
+        tests/conformance/test_cases.py tests/unit/test_spirv_vulkan.py -k "not cpu" -rfEx \
+        >"$log" 2>&1
     local rc=$?
     record "GPU tests, wgpu and Vulkan (rc $rc)" "$cmd" "$(grep -E '^(FAILED|ERROR|XFAIL|XPASS)|passed|failed' "$log" | tail -40)"
     tail -25 "$log"
