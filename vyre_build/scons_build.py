@@ -1,5 +1,6 @@
 """What one SCons build shares across its nodes: the cache store and its limits, the
-remote tier, the worker processes, the scan of kernel files (memo and parses), and the
+remote tier, the worker processes, the scan of kernel files (memo and parses), what each
+kernel step did (its line, the `[n/N]` progress and the summary line at the end), and the
 end of the build. The tool (`scons_tool`) asks here; nothing here defines builders.
 
 Everything is per process (one SCons run), memoised under one lock: SCons calls emitters
@@ -13,7 +14,10 @@ import os
 import sys
 import threading
 
+import SCons.Action
 import SCons.Errors
+import SCons.Node
+import SCons.Node.FS
 import SCons.Script
 
 from vyre_build.artifacts import VARIANTS_FILES
@@ -21,7 +25,14 @@ from vyre_build.build_parse import PARSE_ONCE_COMPILER, ParsedFile, Parses
 from vyre_build.build_step import DEFAULT_COMPILER, compiler_identity, load_compiler
 from vyre_build.cache.scan import ScanMemo
 from vyre_build.cache.store import Store
-from vyre_build.config import CACHE_DIR_ENV, ConfigError, load_config, parse_size
+from vyre_build.config import (
+    CACHE_DIR_ENV,
+    CONSTRUCTION_VARIABLES,
+    ConfigError,
+    load_config,
+    parse_size,
+    write_build_settings,
+)
 from vyre_build.errors import VyreError
 from vyre_build.files import canonical_json
 
@@ -29,10 +40,22 @@ lock = threading.RLock()
 state: dict[tuple, object] = {}
 _stores: dict[str, Store] = {}
 _limits: dict[str, tuple] = {}
+_settings: dict[str, dict] = {}
 _remotes: dict[tuple, object] = {}
 _pools: dict[tuple, object] = {}
 _scan_memos: list[ScanMemo] = []
 MIN_WORKER_SCAN = 16  # fewer unscanned files are parsed in the build process
+PROGRESS_MIN = 10  # a build of fewer kernel steps prints no [n/N]
+STEP_WORDS = {
+    "compiled": "compiled",
+    "local": "local hit",
+    "remote": "remote hit",
+    "failed": "failed",
+}
+_steps = {"compiled": 0, "local": 0, "remote": 0, "failed": 0}
+_kernel_groups: list[list] = []  # the targets of every VyreKernel call, in call order
+_plan: dict = {}
+print_lock = threading.RLock()  # one line at a time, steps counted in print order
 
 
 def var(env, name: str) -> str:
@@ -241,7 +264,20 @@ def store_of(env) -> Store | None:
             except VyreError as exc:
                 fatal(f"vyre cache: {exc}")
             _limits[root] = cache_limits(env)
+            _settings[root] = construction_settings(env)
         return _stores[root]
+
+
+def construction_settings(env) -> dict:
+    """{construction variable: value} of the settings this build's SConstruct set (those
+    that differ from their defaults), recorded in the cache for `vyre-build cache config`."""
+    defaults = dict(state.get("defaults") or {}, VYRELINKOUTPUTS=False, VYREWORKERS="")
+    out = {}
+    for name in CONSTRUCTION_VARIABLES:
+        value = env.get(name)
+        if name in defaults and value != defaults[name]:
+            out[name] = value if isinstance(value, (str, int, float, bool)) else str(value)
+    return out
 
 
 def cache_limits(env) -> tuple[int | None, float | None]:
@@ -301,11 +337,131 @@ def pool_of(env):
         return _pools[(size, compiler)]
 
 
+def note_kernel(targets) -> None:
+    """Remember the outputs of one VyreKernel call (the emitter's), for the progress total."""
+    with lock:
+        _kernel_groups.append(list(targets))
+
+
+def _command_line_roots(env) -> list | None:
+    """The nodes this build was asked for, when that is not the whole tree: the command
+    line's targets, else the Default() ones; None for a build of everything."""
+    names = list(SCons.Script.COMMAND_LINE_TARGETS)
+    if not names:
+        return list(SCons.Script.DEFAULT_TARGETS) or None
+    roots = []
+    for name in names:
+        node = None
+        for lookup in SCons.Node.arg2nodes_lookups:  # aliases first, as SCons looks them up
+            node = lookup(name, curdir=os.getcwd())
+            if node is not None:
+                break
+        roots.append(node if node is not None else env.Entry(os.path.abspath(name)))
+    return roots
+
+
+def _requested_groups(env) -> list[list]:
+    """The VyreKernel outputs among what this build was asked for (explicit dependencies
+    followed: a bundle, an alias, a directory)."""
+    roots = _command_line_roots(env)
+    if roots is None:
+        return list(_kernel_groups)
+    member = {id(t): i for i, group in enumerate(_kernel_groups) for t in group}
+    hit: set[int] = set()
+    seen: set[int] = set()
+    dirs: list[str] = []
+    todo = list(roots)
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(node) in member:
+            hit.add(member[id(node)])
+            continue
+        if isinstance(node, SCons.Node.FS.Dir):
+            dirs.append(node.abspath.rstrip(os.sep) + os.sep)
+        todo.extend(node.children(scan=0))
+    for i, group in enumerate(_kernel_groups):
+        if any(group[0].abspath.startswith(d) for d in dirs):
+            hit.add(i)
+    return [_kernel_groups[i] for i in sorted(hit)]
+
+
+def _out_of_date(group) -> bool:
+    """SCons's own verdict on one kernel step, asked early (for the progress total); a
+    step with a built input is counted as to run (its input cannot be hashed yet)."""
+    first = group[0]
+    if not all(t.exists() for t in group):
+        return True
+    if any(child.has_builder() for child in first.children()):
+        return True
+    return bool(first.changed())
+
+
+def _total(env) -> int:
+    """How many kernel steps this build runs, decided when the first one starts."""
+    if "total" not in _plan:
+        try:
+            groups = _requested_groups(env)
+            _plan["up_to_date"] = sum(1 for g in groups if not _out_of_date(g))
+            _plan["total"] = len(groups) - _plan["up_to_date"]
+        except Exception:  # noqa: BLE001 - only the [n/N] depends on it; no progress then
+            _plan["total"], _plan["up_to_date"] = 0, 0
+    return _plan["total"]
+
+
+def step_done(env, status: str) -> str:
+    """Count one kernel step ("compiled", "local", "remote", "failed"); its progress text
+    ("[3/33] " on a build of PROGRESS_MIN steps or more, else "")."""
+    with lock:
+        total = _total(env)
+        _steps[status] += 1
+        n = sum(_steps.values())
+    return f"[{n}/{max(n, total)}] " if max(n, total) >= PROGRESS_MIN else ""
+
+
+def say(line: str) -> None:
+    """One whole line on stdout (job threads print in turn)."""
+    with print_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def summary_line() -> str | None:
+    """`vyre: 33 kernel files: 2 compiled, 31 cache hits (29 remote)`, Bazel's last line;
+    None when no kernel step ran."""
+    c = dict(_steps)
+    ran = sum(c.values())
+    if not ran:
+        return None
+    hits = c["local"] + c["remote"]
+    parts = []
+    if c["compiled"]:
+        parts.append(f"{c['compiled']} compiled")
+    if hits:
+        remote = f" ({c['remote']} remote)" if c["remote"] else ""
+        parts.append(f"{_plural(hits, 'cache hit')}{remote}")
+    if c["failed"]:
+        parts.append(f"{c['failed']} failed")
+    fresh = _plan.get("up_to_date", 0)
+    if fresh:
+        parts.append(f"{fresh} up to date")
+    return f"vyre: {_plural(ran + fresh, 'kernel file')}: {', '.join(parts)}"
+
+
 @atexit.register
 def finish_build() -> None:
     """Drain uploads, stop the workers, record this build's counters and history, keep the
     scan memo; then apply the cache limits."""
     label = " ".join(sys.argv[1:])
+    line = summary_line()
+    if line is not None and SCons.Action.print_actions:
+        say(line)
     with lock:
         pools, remotes = list(_pools.values()), list(_remotes.values())
         _pools.clear()
@@ -322,6 +478,11 @@ def finish_build() -> None:
             store.finish_build(label, extra, *_limits.get(root, (None, None)))
         except VyreError as exc:
             print(f"vyre cache: warning: {exc}", file=sys.stderr)
+        if store.writable and root in _settings and "project" in state:
+            try:
+                write_build_settings(root, state["project"], _settings[root])
+            except OSError:  # only `cache config` reads it; the build's outcome stands
+                pass
         extra = {}  # the remote's counters go with the first store
 
 
@@ -331,7 +492,7 @@ def defaults(env) -> dict:
         cfg = load_config(project_of(env))
     except ConfigError as exc:
         fatal(str(exc))
-    return {
+    state["defaults"] = found = {
         "VYRECACHEDIR": cfg.cache_dir,
         "VYRECACHEMAXSIZE": "unlimited" if cfg.max_size is None else cfg.max_size,
         "VYRECACHEMAXAGE": "" if cfg.max_age_s is None else cfg.max_age_s / 86400.0,
@@ -339,3 +500,4 @@ def defaults(env) -> dict:
         "VYREREMOTECACHEMODE": cfg.remote_mode or "",
         "VYREREMOTECACHETIMEOUT": cfg.remote_timeout_s,
     }
+    return dict(found)
