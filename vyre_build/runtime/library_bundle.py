@@ -150,7 +150,7 @@ def split_kernels(
         return args[0], args[1:]
     if args and not isinstance(args[0], (np.ndarray, DeviceBuffer)):
         raise DispatchError(
-            f"library.{fn}: the first argument must be a Bundle (or a mapping of kernel id -> "
-            f"Kernel) or the array itself, got {type(args[0]).__name__}"
+            f"library.{fn}: kernels must be a Bundle or a mapping of kernel id -> Kernel, "
+            f"got {type(args[0]).__name__}"
         )
     return default_library(), args
