@@ -1,0 +1,123 @@
+"""End to end: the wheel as a user installs it, in a fresh venv outside the repo.
+
+The wheel is built from this checkout (`pip wheel`, setuptools' build folder kept out of
+build/, which is SCons's), installed with --no-deps into a venv of its own; the venv
+reaches the dependencies (numpy, SCons, mypy, ...) through a .pth line to this test run's
+site-packages, which holds no vyre_build of its own (an editable install's finder there is
+not run: .pth files of an added directory are not processed). Then, with nothing of the
+checkout on the path: `library.reduce(x)` with no bundle on the cpu backend and on
+Vulkan (lavapipe in CI), `scons` on a project of its own, and `mypy --strict` on a kernel
+file against the installed stub.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+from scons_helpers import REPO, steps, write_tree
+
+pytestmark = [pytest.mark.scons, pytest.mark.slow]
+
+KERNEL = """\
+from vyre_build.lang import Buffer, f32, global_id, kernel, rw
+
+
+@kernel(workgroup_size=64)
+def saxpy(x: Buffer[f32], y: Buffer[f32, "rw"], a: f32) -> None:
+    i = global_id().x
+    if i < len(y):
+        y[i] = a * x[i] + y[i]
+"""
+
+REDUCE = """\
+import numpy as np
+import vyre_build
+from vyre_build.runtime import library
+
+x = np.arange(1, 1001, dtype=np.float32)
+print(vyre_build.__file__)
+print(library.reduce(x), library.reduce(x, "max"), library.scan(np.ones(5, np.uint32))[-1])
+"""
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory) -> tuple[Path, dict]:
+    """(the venv's python, the environment to run it in) with the built wheel installed."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    out = tmp / "dist"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "-w", str(out), str(REPO)], check=True)
+    (wheel,) = out.glob("vyre_build-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "vyre_build/_library/lib_reduce.py" in names and "vyre_build/lang.pyi" in names
+    assert not (REPO / "build" / "lib").exists()  # setuptools kept out of SCons's build/
+    env_dir = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    python = env_dir / "bin" / "python"
+    subprocess.run([*pip, "--python", str(python), "install", "--no-deps", str(wheel)], check=True)
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    deps = sorted({sysconfig.get_paths()["purelib"], *site.getsitepackages()})
+    Path(purelib, "test-deps.pth").write_text("".join(f"{d}\n" for d in deps))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VYRE_", "PYTHON"))}
+    env.update(XDG_CACHE_HOME=str(tmp / "xdg-cache"), VYRE_CONFIG=os.devnull + ".none")
+    env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return python, env
+
+
+def run(python: Path, env: dict, cwd: Path, *args: str, **extra: str):
+    return subprocess.run(
+        [str(python), *args],
+        cwd=cwd,
+        env={**env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("which", ["cpu", "vulkan"])
+def test_library_reduce_runs_from_the_wheel_with_no_bundle(venv, tmp_path, which):
+    python, env = venv
+    (tmp_path / "use.py").write_text(REDUCE)
+    proc = run(python, env, tmp_path, "use.py", VYRE_BACKEND=which)
+    assert proc.returncode == 0, proc.stderr
+    where, values = proc.stdout.splitlines()
+    assert where.startswith(str(python.parent.parent)) and not where.startswith(str(REPO))
+    assert values == "500500.0 1000.0 5"
+
+
+def test_scons_builds_a_project_of_its_own_with_the_installed_tool(venv, tmp_path):
+    python, env = venv
+    root = write_tree(tmp_path / "proj", n=3)
+    proc = run(python, env, root, "-m", "SCons", "-Q", VYRE_CACHE_DIR=str(tmp_path / "cache"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert steps(proc) == {f"kernels/k{i}.py": "compiled" for i in range(3)}
+    assert proc.stdout.splitlines()[-1] == "vyre: 3 kernel files: 3 compiled"
+    assert (root / "dist" / "kernels.vyrebundle").is_file()
+
+
+def test_mypy_strict_checks_a_kernel_file_against_the_installed_stub(venv, tmp_path):
+    python, env = venv
+    (tmp_path / "saxpy.py").write_text(KERNEL)
+    wrong = KERNEL.replace("y[i] = a * x[i] + y[i]", "y[i] = global_id()")
+    (tmp_path / "wrong.py").write_text(wrong)
+    args = ("-m", "mypy", "--strict", "--no-incremental", "--no-error-summary")
+    ok = run(python, env, tmp_path, *args, "saxpy.py")
+    assert (ok.returncode, ok.stdout) == (0, ""), ok.stdout + ok.stderr
+    bad = run(python, env, tmp_path, *args, "wrong.py")
+    assert bad.stdout == textwrap.dedent("""\
+        wrong.py:8: error: Incompatible types in assignment (expression has type "_Ids", target has type "float")  [assignment]
+        """)
