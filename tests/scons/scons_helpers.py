@@ -183,11 +183,11 @@ def vyre(root: Path, cache: Path | None, *args: str):
     )
 
 
-def cache_cli(cache: Path | None, *args: str, check: bool = True, cwd=None):
+def cache_cli(cache: Path | None, *args: str, check: bool = True, cwd=None, env=None):
     where = ["--cache-dir", str(cache)] if cache is not None else []
     proc = subprocess.run(
         [sys.executable, "-m", "vyre_build", "cache", *args, *where],
-        env=scons_env(cache),
+        env=scons_env(cache, **(env or {})),
         cwd=cwd,
         capture_output=True,
         text=True,
