@@ -4,10 +4,10 @@ The wheel carries the library's kernel sources (vyre_build/_library/: kernels/li
 their variants, copied by setup.py at wheel-build time); a source checkout or an editable
 install uses kernels/ itself. The first call without a bundle compiles them once into a
 bundle in the user cache, `$XDG_CACHE_HOME/vyre/library/<hash>/library.vyrebundle`
-(default ~/.cache/vyre/...; about a second), named by a hash of the sources and of the
-compiler's identity, so that a new version or an edited kernel builds a new one and an old
-one is never served; later calls, in any process, open it. This is the one place the
-runtime imports the compiler, and only on that first call. The bundle is opened on the
+(default ~/.cache/vyre/...), named by a hash of those sources and of every source file of
+the package (the compiler's included, read as files), so that a new version or an edited
+kernel builds a new one and an old one is never served; later calls, in any process, open
+it. This is the one place the runtime imports the compiler, and only to build the bundle. The bundle is opened on the
 default device (`$VYRE_BACKEND`, else wgpu), once per backend and process.
 
 Guarantees: the bundle is written atomically under a file lock (concurrent first calls
@@ -59,14 +59,29 @@ def _files(src: str) -> list[str]:
     return sorted(n for n in os.listdir(src) if re.fullmatch(r"lib_\w+\.py", n))
 
 
+def _package_files(package: str) -> list[str]:
+    """Every source file of the installed package (the compiler's among them), sorted."""
+    found = []
+    for where, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "_library"))
+        found += [os.path.join(where, f) for f in files if f.endswith((".py", ".pyi", ".json"))]
+    return sorted(found)
+
+
 def library_bundle_path() -> str:
-    """The library bundle of this install, built into the user cache if it is not there."""
+    """The library bundle of this install, built into the user cache if it is not there.
+    Its name hashes the library's sources and every source file of the package (a
+    superset of the compiler's identity, read as files: the compiler is not imported)."""
     import blake3
 
-    from vyre_build.build_step import compiler_identity
-
     src = library_sources()
-    digest = blake3.blake3(json.dumps(compiler_identity(), sort_keys=True).encode())
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    digest = blake3.blake3()
+    for path in _package_files(package):
+        with open(path, "rb") as f:
+            data = f.read()
+        rel = os.path.relpath(path, package)
+        digest.update(f"\0{rel}\0{len(data)}\0".encode() + data)
     for name in [*_files(src), "variants.yaml"]:
         with open(os.path.join(src, name), "rb") as f:
             data = f.read()
