@@ -82,6 +82,7 @@ def test_kernels_given_by_keyword_or_first_and_a_bad_first_argument():
 def test_an_install_without_the_library_sources_says_so(monkeypatch, tmp_path):
     # A package directory with neither _library/ (a wheel's) nor ../kernels (a checkout's).
     package = tmp_path / "site" / "vyre_build"
+    package.mkdir(parents=True)
     monkeypatch.setattr(library_bundle, "__file__", str(package / "runtime" / "library_bundle.py"))
     with pytest.raises(DispatchError) as info:
         library_bundle.library_sources()
