@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import sys
+from pathlib import Path
 
 import pytest
 from scons_helpers import (
@@ -18,6 +21,9 @@ from scons_helpers import (
     steps,
     write_tree,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from nginx_server import PASSWORD, USER, nginx_fixture  # noqa: E402, F401 - fixture
 
 pytestmark = pytest.mark.scons
 
@@ -252,3 +258,26 @@ def test_ccache_options_stats_zero_clear_and_max_size(project):
     assert both.stderr == (
         "vyre-build cache: give either a ccache option or the subcommand 'ls', not both\n"
     )
+
+
+def test_a_clone_says_remote_hit_per_step_and_counts_them(nginx, tmp_path):
+    ci = write_tree(tmp_path / "ci", n=12)
+    auth = {"VYRE_REMOTE_CACHE": nginx.url(), "VYRE_REMOTE_CACHE_AUTH": f"{USER}:{PASSWORD}"}
+    run_scons(ci, tmp_path / "ci-cache", env=auth)
+    dev = tmp_path / "dev"
+    shutil.copytree(ci / "kernels", dev / "kernels")
+    shutil.copy(ci / "SConstruct", dev / "SConstruct")
+    remote = {"VYRE_REMOTE_CACHE": nginx.url()}
+    proc = run_scons(dev, tmp_path / "dev-cache", "-j2", env=remote)
+    assert steps(proc) == {f"kernels/k{i}.py": "remote hit" for i in range(12)}
+    counted = [line.split("]")[0] for line in proc.stdout.splitlines() if "] " in line]
+    assert counted == [f"vyre: [{n}/12" for n in range(1, 13)]
+    assert proc.stdout.splitlines()[-1] == "vyre: 12 kernel files: 12 cache hits (12 remote)"
+    # A clean rebuild: the remote hits were kept locally.
+    run_scons(dev, tmp_path / "dev-cache", "-c")
+    k3 = dev / "kernels" / "k3.py"
+    k3.write_text(k3.read_text().replace("x[i] * 4", "x[i] * 40"))
+    mixed = run_scons(dev, tmp_path / "dev-cache", env=remote)
+    assert steps(mixed)["kernels/k3.py"] == "compiled"
+    assert steps(mixed)["kernels/k4.py"] == "local hit"
+    assert mixed.stdout.splitlines()[-1] == "vyre: 12 kernel files: 1 compiled, 11 cache hits"
