@@ -1,4 +1,5 @@
-"""End to end: the wheel as a user installs it, in a fresh venv outside the repo.
+"""End to end: the wheel as a user installs it, in a fresh venv outside the repo (and the
+README's editable install, which mypy must see through).
 
 The wheel is built from this checkout (`pip wheel`, setuptools' build folder kept out of
 build/, which is SCons's), installed with --no-deps into a venv of its own; the venv
@@ -48,21 +49,17 @@ print(library.reduce(x), library.reduce(x, "max"), library.scan(np.ones(5, np.ui
 """
 
 
-@pytest.fixture(scope="module")
-def venv(tmp_path_factory) -> tuple[Path, dict]:
-    """(the venv's python, the environment to run it in) with the built wheel installed."""
-    tmp = tmp_path_factory.mktemp("wheel")
-    out = tmp / "dist"
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "-w", str(out), str(REPO)], check=True)
-    (wheel,) = out.glob("vyre_build-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
-    assert "vyre_build/_library/lib_reduce.py" in names and "vyre_build/lang.pyi" in names
-    assert not (REPO / "build" / "lib").exists()  # setuptools kept out of SCons's build/
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+
+
+def fresh_venv(tmp: Path, *install: str) -> tuple[Path, dict]:
+    """A venv in `tmp` with `pip install --no-deps INSTALL` of this checkout done, its
+    dependencies reached through this run's site-packages; (its python, an environment
+    with nothing of the checkout or of the developer's settings)."""
     env_dir = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
     python = env_dir / "bin" / "python"
-    subprocess.run([*pip, "--python", str(python), "install", "--no-deps", str(wheel)], check=True)
+    subprocess.run([*PIP, "--python", str(python), "install", "--no-deps", *install], check=True)
     purelib = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,
@@ -75,6 +72,19 @@ def venv(tmp_path_factory) -> tuple[Path, dict]:
     env.update(XDG_CACHE_HOME=str(tmp / "xdg-cache"), VYRE_CONFIG=os.devnull + ".none")
     env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     return python, env
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory) -> tuple[Path, dict]:
+    """(the venv's python, the environment to run it in) with the built wheel installed."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    out = tmp / "dist"
+    subprocess.run([*PIP, "wheel", "--no-deps", "-w", str(out), str(REPO)], check=True)
+    (wheel,) = out.glob("vyre_build-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "vyre_build/_library/lib_reduce.py" in names and "vyre_build/lang.pyi" in names
+    assert not (REPO / "build" / "lib").exists()  # setuptools kept out of SCons's build/
+    return fresh_venv(tmp, str(wheel))
 
 
 def run(python: Path, env: dict, cwd: Path, *args: str, **extra: str):
@@ -121,3 +131,17 @@ def test_mypy_strict_checks_a_kernel_file_against_the_installed_stub(venv, tmp_p
     assert bad.stdout == textwrap.dedent("""\
         wrong.py:8: error: Incompatible types in assignment (expression has type "_Ids", target has type "float")  [assignment]
         """)
+
+
+def test_mypy_finds_the_language_in_the_readmes_editable_install(tmp_path):
+    # README: pip install -e . --config-settings editable_mode=compat (a plain path entry;
+    # setuptools' default import-hook finder is invisible to mypy).
+    python, env = fresh_venv(tmp_path, "-e", str(REPO), "--config-settings", "editable_mode=compat")
+    kernels = tmp_path / "proj" / "kernels"
+    kernels.mkdir(parents=True)
+    (kernels / "saxpy.py").write_text(KERNEL)
+    args = ("-m", "mypy", "--strict", "--no-incremental", "--no-error-summary", "kernels/")
+    proc = run(python, env, kernels.parent, *args)
+    assert (proc.returncode, proc.stdout) == (0, ""), proc.stdout + proc.stderr
+    where = run(python, env, tmp_path, "-c", "import vyre_build; print(vyre_build.__file__)")
+    assert where.stdout == f"{REPO / 'vyre_build' / '__init__.py'}\n"
