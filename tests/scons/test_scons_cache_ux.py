@@ -281,3 +281,19 @@ def test_a_clone_says_remote_hit_per_step_and_counts_them(nginx, tmp_path):
     assert steps(mixed)["kernels/k3.py"] == "compiled"
     assert steps(mixed)["kernels/k4.py"] == "local hit"
     assert mixed.stdout.splitlines()[-1] == "vyre: 12 kernel files: 1 compiled, 11 cache hits"
+
+
+def test_a_failed_step_says_failed_and_the_summary_counts_it(project):
+    root, cache = project
+    k1 = root / "kernels" / "k1.py"
+    k1.write_text(k1.read_text().replace("mix_b(x[i])", "mix_b(x[i]) + nope"))
+    proc = run_scons(root, cache, "-k", check=False)
+    assert proc.returncode == 2
+    assert steps(proc) == {
+        "kernels/k0.py": "compiled",
+        "kernels/k1.py": "failed",
+        "kernels/k2.py": "compiled",
+        "kernels/k3.py": "compiled",
+    }
+    assert proc.stdout.splitlines()[-1] == "vyre: 4 kernel files: 3 compiled, 1 failed"
+    assert "error: unknown name 'nope'" in proc.stderr

@@ -404,7 +404,12 @@ def register(subparsers) -> None:
         ("-p", "--show-config", "config"),
     ):
         ccache.add_argument(
-            short, long, dest="alias", action="store_const", const=name, help=f"= {name}"
+            short,
+            long,
+            dest="alias",
+            action="store_const",
+            const=name,
+            help=f"as ccache {short}: the same as `cache {name}`",
         )
     ccache.add_argument(
         "-M",
