@@ -386,7 +386,11 @@ def _set_line(lines: list[str], header: str, key: str, line: str) -> list[str]:
     )
     for i in range(start + 1, end):
         if re.match(r"^\s*" + re.escape(key) + r"\s*=", lines[i]):
-            return [*lines[:i], line, *lines[i + 1 :]]
+            # The line's own comment stays: `max-size = "1G"  # CI runners are small`.
+            value = r"""\s*=\s*("[^"]*"|'[^']*'|[^#\s]+)\s*(#.*)?$"""
+            kept = re.match(r"^\s*" + re.escape(key) + value, lines[i])
+            comment = f"  {kept.group(2)}" if kept and kept.group(2) else ""
+            return [*lines[:i], line + comment, *lines[i + 1 :]]
     last = max([i for i in range(start, end) if lines[i].strip()] or [start])
     return [*lines[: last + 1], line, *lines[last + 1 :]]
 
@@ -427,6 +431,7 @@ def set_file_max_size(path: str, where: str, text: str) -> None:
             f'edit it by hand: max-size = "{text}" in [{where}cache]'
         )
     try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         atomic_write(path, new.encode())
     except OSError as exc:
         raise ConfigError(f"cannot write config file {path}: {exc.strerror or exc}") from None

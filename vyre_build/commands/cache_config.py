@@ -25,6 +25,7 @@ from vyre_build.config import (
     set_file_max_size,
     user_config_path,
 )
+from vyre_build.config import _has_tool_vyre  # the test load_config itself makes
 
 __all__ = ["describe", "set_max_size"]
 
@@ -106,24 +107,15 @@ def config_lines(rows: list[dict]) -> list[str]:
 
 def config_file_for(cfg: CacheConfig) -> tuple[str, str]:
     """(path, table prefix) of the file `-M` writes: the project's vyre.toml, or its
-    pyproject.toml when that holds the project's [tool.vyre] (and no vyre.toml exists),
-    else the per-user file outside any project."""
+    pyproject.toml when that holds the project's [tool.vyre] and no vyre.toml exists (the
+    file load_config reads), else, outside any project, the per-user file."""
     if cfg.project_root is None:
         return user_config_path(), ""
     toml = os.path.join(cfg.project_root, "vyre.toml")
     pyproject = os.path.join(cfg.project_root, "pyproject.toml")
-    source = cfg.sources.get("max_size", "")
-    if not os.path.exists(toml) and (
-        source.endswith(f" of {pyproject}") or os.path.isfile(pyproject) and _has_tool(pyproject)
-    ):
+    if not os.path.exists(toml) and _has_tool_vyre(pyproject):
         return pyproject, "tool.vyre."
     return toml, ""
-
-
-def _has_tool(path: str) -> bool:
-    from vyre_build.config import _has_tool_vyre
-
-    return _has_tool_vyre(path)
 
 
 def set_max_size(text: str) -> tuple[list[str], dict]:
