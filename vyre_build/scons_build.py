@@ -361,15 +361,16 @@ def _command_line_roots(env) -> list | None:
 
 
 def _requested_groups(env) -> list[list]:
-    """The VyreKernel outputs among what this build was asked for (explicit dependencies
-    followed: a bundle, an alias, a directory)."""
+    """The VyreKernel outputs among what this build was asked for, and what those need:
+    explicit sources and dependencies followed (a bundle, an alias), a directory's
+    entries. Reads node attributes only: a job thread must not scan nodes or fill their
+    memos, which SCons's main thread owns."""
     roots = _command_line_roots(env)
     if roots is None:
         return list(_kernel_groups)
     member = {id(t): i for i, group in enumerate(_kernel_groups) for t in group}
     hit: set[int] = set()
     seen: set[int] = set()
-    dirs: list[str] = []
     todo = list(roots)
     while todo:
         node = todo.pop()
@@ -378,44 +379,37 @@ def _requested_groups(env) -> list[list]:
         seen.add(id(node))
         if id(node) in member:
             hit.add(member[id(node)])
-            continue
-        if isinstance(node, SCons.Node.FS.Dir):
-            dirs.append(node.abspath.rstrip(os.sep) + os.sep)
-        todo.extend(node.children(scan=0))
-    for i, group in enumerate(_kernel_groups):
-        if any(group[0].abspath.startswith(d) for d in dirs):
-            hit.add(i)
+        elif isinstance(node, SCons.Node.FS.Dir):
+            todo.extend(n for name, n in node.entries.items() if name not in (".", ".."))
+        else:
+            todo.extend([*(node.sources or ()), *(node.depends or ())])
     return [_kernel_groups[i] for i in sorted(hit)]
 
 
-def _out_of_date(group) -> bool:
-    """SCons's own verdict on one kernel step, asked early (for the progress total); a
-    step with a built input is counted as to run (its input cannot be hashed yet)."""
-    first = group[0]
-    if not all(t.exists() for t in group):
-        return True
-    if any(child.has_builder() for child in first.children()):
-        return True
-    return bool(first.changed())
+def plan(env, up_to_date) -> int:
+    """How many kernel steps this build runs, estimated when the first one starts (each
+    step calls this first): the requested ones that `up_to_date(group)` does not find up
+    to date."""
+    with lock:
+        return _total(env, up_to_date)
 
 
-def _total(env) -> int:
-    """How many kernel steps this build runs, decided when the first one starts."""
+def _total(env, up_to_date) -> int:
     if "total" not in _plan:
         try:
             groups = _requested_groups(env)
-            _plan["up_to_date"] = sum(1 for g in groups if not _out_of_date(g))
-            _plan["total"] = len(groups) - _plan["up_to_date"]
+            _plan["requested"] = len(groups)
+            _plan["total"] = sum(1 for g in groups if not up_to_date(g))
         except Exception:  # noqa: BLE001 - only the [n/N] depends on it; no progress then
-            _plan["total"], _plan["up_to_date"] = 0, 0
+            _plan["total"], _plan["requested"] = 0, 0
     return _plan["total"]
 
 
-def step_done(env, status: str) -> str:
+def step_done(env, status: str, up_to_date) -> str:
     """Count one kernel step ("compiled", "local", "remote", "failed"); its progress text
     ("[3/33] " on a build of PROGRESS_MIN steps or more, else "")."""
     with lock:
-        total = _total(env)
+        total = _total(env, up_to_date)
         _steps[status] += 1
         n = sum(_steps.values())
     return f"[{n}/{max(n, total)}] " if max(n, total) >= PROGRESS_MIN else ""
@@ -448,7 +442,7 @@ def summary_line() -> str | None:
         parts.append(f"{_plural(hits, 'cache hit')}{remote}")
     if c["failed"]:
         parts.append(f"{c['failed']} failed")
-    fresh = _plan.get("up_to_date", 0)
+    fresh = max(0, _plan.get("requested", 0) - ran)  # asked for, and SCons ran no step
     if fresh:
         parts.append(f"{fresh} up to date")
     return f"vyre: {_plural(ran + fresh, 'kernel file')}: {', '.join(parts)}"

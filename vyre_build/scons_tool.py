@@ -58,12 +58,14 @@ from vyre_build.build_step import (
     TARGET_SUFFIXES,
     build_kernel_file,
     compiler_identity,
+    compute_key,
     load_compiler,
     normalize_targets,
     output_names,
     split_output_name,
     with_tools,
 )
+from vyre_build.cache.history import output_name
 from vyre_build.errors import VyreError
 from vyre_build.files import canonical_json
 
@@ -170,7 +172,7 @@ def step_line(env, target, source, status: str) -> None:
     """Count one finished kernel step (`build.step_done`) and print its $VYRECOMSTR
     (through $PRINT_CMD_LINE_FUNC if set), in step order under -jN."""
     with build.print_lock:
-        progress = build.step_done(env, status)
+        progress = build.step_done(env, status, up_to_date)
         if not getattr(_shown, "value", True):
             return
         step = build.STEP_WORDS[status]
@@ -186,6 +188,34 @@ def step_line(env, target, source, status: str) -> None:
 
 
 ERROR_SUFFIX = ".vyre-error"
+
+
+def up_to_date(group) -> bool:
+    """Whether the step of one VyreKernel call's outputs `group` will not run, judged
+    without SCons (whose verdict needs node scans that only its main thread may make):
+    every output exists and the store's history says it was last built from the key the
+    step would have now. Only the [n/N] estimate rests on it; no store: False."""
+    first = group[0]
+    env = first.get_build_env()
+    store = build.store_of(env)
+    if store is None or first.name.endswith(ERROR_SUFFIX) or not first.sources:
+        return False
+    if not all(os.path.isfile(t.abspath) for t in group):
+        return False
+    src = first.sources[0]
+    compiler, path = build.compiler_of(env), build.source_path(src)
+    options = _options(env)
+    identity = with_tools(compiler_identity(compiler), options, compiler)
+    try:
+        key = compute_key(path, kernel_deps(env, src), _targets(env), options, identity)[0]
+    except (VyreError, OSError):
+        return False
+    project = build.project_of(env)
+    stems = build.scan_file(env, src)["stems"]
+    return all(
+        store.history(output_name(first.dir.abspath, stem, project))[-1:] == [key.key]
+        for stem in stems
+    )
 
 
 def kernel_emitter(target, source, env):
@@ -227,6 +257,7 @@ def skipped_notes(info: dict, targets) -> list[str]:
 
 def kernel_action(target, source, env):
     """Build one kernel file through the cache tiers (a miss in a worker, or in-process)."""
+    build.plan(env, up_to_date)  # before this step writes anything
     src = source[0]
     if target[0].name.endswith(ERROR_SUFFIX):
         step_line(env, target, source, "failed")
