@@ -174,6 +174,19 @@ def test_long_builds_count_n_of_N_and_a_set_vyrecomstr_wins(tmp_path):
         f"compiled kernels/k{i}.py -> build" for i in range(12)
     )
     assert proc.stdout.splitlines()[-1] == "vyre: 12 kernel files: 12 compiled"
+    # N counts the steps to run, not the kernel files: 10 of 12 lost their outputs.
+    for i in range(2, 12):
+        (root / "build" / f"k{i}.wgsl").unlink()
+    part = run_scons(root, cache, "-j2")
+    counted = [line.split("]")[0] for line in part.stdout.splitlines() if "] " in line]
+    assert counted == [f"vyre: [{n}/10" for n in range(1, 11)]
+    assert part.stdout.splitlines()[-1] == "vyre: 12 kernel files: 10 cache hits, 2 up to date"
+    # What the command line asks for, and what it needs: k2 itself, and dist/ (the
+    # bundle, which needs every kernel).
+    k2 = root / "kernels" / "k2.py"
+    k2.write_text(k2.read_text().replace("x[i] * 3", "x[i] * 30"))
+    asked = run_scons(root, cache, "build/k2.wgsl", "dist")
+    assert asked.stdout.splitlines()[-1] == "vyre: 12 kernel files: 1 compiled, 11 up to date"
     # Only the asked-for kernel counts: one of one is no long build.
     run_scons(root, cache, "-c")
     one = run_scons(root, cache, "build/k3.wgsl")
