@@ -386,6 +386,15 @@ def _requested_groups(env) -> list[list]:
     return [_kernel_groups[i] for i in sorted(hit)]
 
 
+def latest_keys(store: Store) -> dict[str, str]:
+    """The store's history of this project as the build began (read once per build)."""
+    with lock:
+        key = ("latest", store.root)
+        if key not in state:
+            state[key] = store.builds.latest()
+        return state[key]
+
+
 def plan(env, up_to_date) -> int:
     """How many kernel steps this build runs, estimated when the first one starts (each
     step calls this first): the requested ones that `up_to_date(group)` does not find up

@@ -211,10 +211,10 @@ def up_to_date(group) -> bool:
     except (VyreError, OSError):
         return False
     project = build.project_of(env)
-    stems = build.scan_file(env, src)["stems"]
+    latest = build.latest_keys(store)
     return all(
-        store.history(output_name(first.dir.abspath, stem, project))[-1:] == [key.key]
-        for stem in stems
+        latest.get(output_name(first.dir.abspath, stem, project)) == key.key
+        for stem in build.scan_file(env, src)["stems"]
     )
 
 
