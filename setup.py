@@ -19,7 +19,13 @@ KERNELS = os.path.join(HERE, "kernels")
 
 def library_files() -> dict[str, bytes]:
     """{name: bytes} of the library's kernel sources and their variants (kernels/)."""
-    names = sorted(n for n in os.listdir(KERNELS) if re.fullmatch(r"lib_\w+\.py", n))
+    found = os.listdir(KERNELS) if os.path.isdir(KERNELS) else []
+    names = sorted(n for n in found if re.fullmatch(r"lib_\w+\.py", n))
+    if "lib_reduce.py" not in names or "variants.yaml" not in found:
+        raise SystemExit(
+            f"setup.py: {KERNELS} lacks the library's kernel sources (lib_*.py, "
+            "variants.yaml), which the wheel carries; build it from a checkout or the sdist"
+        )
     files = {}
     for name in names:
         with open(os.path.join(KERNELS, name), "rb") as f:
