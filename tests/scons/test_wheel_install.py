@@ -47,6 +47,11 @@ x = np.arange(1, 1001, dtype=np.float32)
 print(vyre_build.__file__)
 print(library.reduce(x), library.reduce(x, "max"), library.scan(np.ones(5, np.uint32))[-1])
 """
+BACKEND = """\
+from vyre_build.runtime.library_bundle import default_library
+
+print(default_library().device.backend)
+"""
 
 
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
@@ -98,13 +103,14 @@ def run(python: Path, env: dict, cwd: Path, *args: str, **extra: str):
     )
 
 
-@pytest.mark.parametrize("which", ["cpu", "vulkan"])
+@pytest.mark.parametrize("which", ["cpu", "vulkan", ""])  # "": unset, the default (wgpu)
 def test_library_reduce_runs_from_the_wheel_with_no_bundle(venv, tmp_path, which):
     python, env = venv
-    (tmp_path / "use.py").write_text(REDUCE)
-    proc = run(python, env, tmp_path, "use.py", VYRE_BACKEND=which)
+    (tmp_path / "use.py").write_text(REDUCE + BACKEND)
+    proc = run(python, env, tmp_path, "use.py", **({"VYRE_BACKEND": which} if which else {}))
     assert proc.returncode == 0, proc.stderr
-    where, values = proc.stdout.splitlines()
+    where, values, backend = proc.stdout.splitlines()
+    assert backend == (which or "wgpu")
     assert where.startswith(str(python.parent.parent)) and not where.startswith(str(REPO))
     assert values == "500500.0 1000.0 5"
 
