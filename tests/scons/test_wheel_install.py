@@ -8,12 +8,14 @@ site-packages, which holds no vyre_build of its own (an editable install's finde
 not run: .pth files of an added directory are not processed). Then, with nothing of the
 checkout on the path: `library.reduce(x)` with no bundle on the cpu backend and on
 Vulkan (lavapipe in CI), `scons` on a project of its own, and `mypy --strict` on a kernel
-file against the installed stub.
+file against the installed stub (and pyright, where it is installed).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -151,3 +153,28 @@ def test_mypy_finds_the_language_in_the_readmes_editable_install(tmp_path):
     assert (proc.returncode, proc.stdout) == (0, ""), proc.stdout + proc.stderr
     where = run(python, env, tmp_path, "-c", "import vyre_build; print(vyre_build.__file__)")
     assert where.stdout == f"{REPO / 'vyre_build' / '__init__.py'}\n"
+
+
+@pytest.mark.skipif(shutil.which("pyright") is None, reason="pyright (npm) is not installed")
+def test_pyright_resolves_the_installed_stub_and_warns_only_on_a_star_import(venv, tmp_path):
+    python, env = venv
+    (tmp_path / "named.py").write_text(KERNEL)
+    (tmp_path / "star.py").write_text(KERNEL.replace("Buffer, f32, global_id, kernel, rw", "*", 1))
+
+    def diagnostics() -> list[tuple[str, str, str | None]]:
+        proc = subprocess.run(
+            ["pyright", "--outputjson", "--pythonpath", str(python), "named.py", "star.py"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        found = json.loads(proc.stdout)["generalDiagnostics"]
+        return [(Path(d["file"]).name, d["severity"], d.get("rule")) for d in found]
+
+    assert diagnostics() == [("star.py", "warning", "reportWildcardImportFromLibrary")]
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.pyright]\nreportWildcardImportFromLibrary = false\n"
+    )
+    assert diagnostics() == []  # the README's setting for star imports
