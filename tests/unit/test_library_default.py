@@ -94,3 +94,17 @@ def test_an_install_without_the_library_sources_says_so(monkeypatch, tmp_path):
     (tmp_path / "site" / "kernels").mkdir(parents=True)
     (tmp_path / "site" / "kernels" / "lib_reduce.py").write_text("")
     assert library_bundle.library_sources() == str(tmp_path / "site" / "kernels")
+
+
+def test_device_buffers_choose_the_device_the_library_runs_on(tmp_path, monkeypatch):
+    from vyre_build.runtime import get_device
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("VYRE_BACKEND", raising=False)  # the default would be wgpu
+    cpu = get_device("cpu")
+    x = cpu.buffer(np.arange(1, 1001, dtype=np.float32))
+    out = cpu.buffer((1,), "f32")
+    assert library.reduce(x, out=out) is out and out.read()[0] == 500500.0
+    assert library_bundle.default_library(cpu).device is cpu
+    sums = library.scan(np.ones(3, np.uint32), out=cpu.buffer((3,), "u32"))  # out= decides
+    assert sums.read().tolist() == [1, 2, 3]

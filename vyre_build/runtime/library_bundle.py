@@ -8,7 +8,8 @@ bundle in the user cache, `$XDG_CACHE_HOME/vyre/library/<hash>/library.vyrebundl
 the package (the compiler's included, read as files), so that a new version or an edited
 kernel builds a new one and an old one is never served; later calls, in any process, open
 it. This is the one place the runtime imports the compiler, and only to build the bundle. The bundle is opened on the
-default device (`$VYRE_BACKEND`, else wgpu), once per backend and process.
+device of the call's first DeviceBuffer, else the default device (`$VYRE_BACKEND`, else
+wgpu), once per device and process.
 
 Guarantees: the bundle is written atomically under a file lock (concurrent first calls
 build it once); the same sources and compiler give the same bytes. Measured by
@@ -29,11 +30,12 @@ from typing import Any
 
 from vyre_build.errors import DispatchError
 from vyre_build.runtime.bundles import Bundle
+from vyre_build.runtime.device import Device
 
 __all__ = ["default_library", "library_bundle_path", "library_sources"]
 
 _lock = threading.Lock()
-_open: dict[str, Bundle] = {}
+_open: dict[int, Bundle] = {}  # id(device) -> its bundle (which keeps the device alive)
 
 
 def library_sources() -> str:
@@ -132,18 +134,18 @@ def _build(src: str, path: str) -> None:
     write_bundle(path, entries)
 
 
-def default_library() -> Bundle:
-    """The library bundle opened on the default device ($VYRE_BACKEND, else wgpu), one per
-    backend and process."""
+def default_library(device: Device | None = None) -> Bundle:
+    """The library bundle opened on `device` (default: the default device, $VYRE_BACKEND,
+    else wgpu), one per device and process."""
     from vyre_build.runtime import get_device, open_bundle
 
-    device = get_device()
+    dev = device if device is not None else get_device()
     with _lock:
-        found = _open.get(device.backend)
-        if found is None or found.device is not device:
+        found = _open.get(id(dev))
+        if found is None or found.device is not dev:
             # Built here from the package's own sources: no signature to check.
-            found = open_bundle(library_bundle_path(), device=device, trusted_keys=False)
-            _open[device.backend] = found
+            found = open_bundle(library_bundle_path(), device=dev, trusted_keys=False)
+            _open[id(dev)] = found
         return found
 
 
@@ -168,4 +170,6 @@ def split_kernels(
             f"library.{fn}: kernels must be a Bundle or a mapping of kernel id -> Kernel, "
             f"got {type(args[0]).__name__}"
         )
-    return default_library(), args
+    # On the device of the first DeviceBuffer given (an array argument or out=), if any.
+    given = [v for v in (*args, *kwargs.values()) if isinstance(v, DeviceBuffer)]
+    return default_library(given[0].device if given else None), args
