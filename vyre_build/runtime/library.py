@@ -12,7 +12,8 @@ and layer_norm over numpy arrays or DeviceBuffers.
 
 Each function takes the kernels as a Bundle (or any mapping of kernel id -> Kernel, such as
 a dict of `load_kernel` results) as its optional first argument; without it, the library
-that ships with the package, on the default device ($VYRE_BACKEND; library_bundle.py).
+that ships with the package, on the device of the first DeviceBuffer given, else the
+default device ($VYRE_BACKEND; library_bundle.py).
 It finds its kernels by id (LIBRARY_KERNELS), picks the
 grids, keeps its small temporaries per device and thread, and runs its passes in one
 `device.batch()`, or in the caller's open batch (the result must then go to `out=`, a
