@@ -49,7 +49,10 @@ __all__ = [
     "format_size",
     "load_config",
     "parse_size",
+    "read_build_settings",
     "redact_url",
+    "set_file_max_size",
+    "write_build_settings",
 ]
 
 CACHE_DIR_ENV = "VYRE_CACHE_DIR"
@@ -327,3 +330,118 @@ def _convert(name: str, value, source: str):
             raise bad(" or ".join(REMOTE_MODES))
         return value
     raise RuntimeError(f"no conversion for setting {name}")
+
+
+# --- what a build's SConstruct set (for `vyre-build cache config`) ----------------------
+# construction variable -> the setting it overrides
+CONSTRUCTION_VARIABLES = {
+    "VYRECACHEDIR": "cache_dir",
+    "VYRECACHEMAXSIZE": "max_size",
+    "VYRECACHEMAXAGE": "max_age",
+    "VYREREMOTECACHE": "remote_url",
+    "VYREREMOTECACHEMODE": "remote_mode",
+    "VYREREMOTECACHETIMEOUT": "remote_timeout",
+    "VYRELINKOUTPUTS": "link_outputs",
+    "VYREWORKERS": "workers",
+}
+
+
+def build_settings_path(cache_root: str, project_root: str) -> str:
+    """Where a cache keeps the construction variables the last build of a project set."""
+    from vyre_build.cache.key import content_hash
+
+    return os.path.join(cache_root, "settings", content_hash(project_root.encode())[:32] + ".json")
+
+
+def write_build_settings(cache_root: str, project_root: str, settings: dict) -> None:
+    """Record {construction variable: value} that a build's SConstruct set (only when it
+    changed: a null build writes nothing)."""
+    import json
+
+    from vyre_build.files import atomic_write
+
+    path = build_settings_path(cache_root, project_root)
+    data = json.dumps({"project": project_root, "set": settings}, indent=1, sort_keys=True)
+    if read_build_settings(cache_root, project_root) == settings:
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    atomic_write(path, data.encode())
+
+
+def read_build_settings(cache_root: str, project_root: str | None) -> dict | None:
+    """The construction variables the last build of `project_root` set, or None."""
+    import json
+
+    if project_root is None:
+        return None
+    try:
+        with open(build_settings_path(cache_root, project_root), "rb") as f:
+            doc = json.loads(f.read(MAX_CONFIG_BYTES))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(doc, dict) and doc.get("project") == project_root
+    return doc["set"] if ok and isinstance(doc.get("set"), dict) else None
+
+
+def _set_line(lines: list[str], header: str, key: str, line: str) -> list[str]:
+    """`lines` with `key = ...` of table `header` replaced by `line` (or added to it, or
+    the table appended)."""
+    head = re.compile(r"^\s*\[\s*" + re.escape(header).replace(r"\.", r"\s*\.\s*") + r"\s*\]")
+    start = next((i for i, text in enumerate(lines) if head.match(text)), None)
+    if start is None:
+        tail = [""] if lines and lines[-1].strip() else []
+        return [*lines, *tail, f"[{header}]", line]
+    end = next(
+        (i for i in range(start + 1, len(lines)) if re.match(r"^\s*\[", lines[i])), len(lines)
+    )
+    for i in range(start + 1, end):
+        if re.match(r"^\s*" + re.escape(key) + r"\s*=", lines[i]):
+            # The line's own comment stays: `max-size = "1G"  # CI runners are small`.
+            value = r"""\s*=\s*("[^"]*"|'[^']*'|[^#\s]+)\s*(#.*)?$"""
+            kept = re.match(r"^\s*" + re.escape(key) + value, lines[i])
+            comment = f"  {kept.group(2)}" if kept and kept.group(2) else ""
+            return [*lines[:i], line + comment, *lines[i + 1 :]]
+    last = max([i for i in range(start, end) if lines[i].strip()] or [start])
+    return [*lines[: last + 1], line, *lines[last + 1 :]]
+
+
+def set_file_max_size(path: str, where: str, text: str) -> None:
+    """Set `max-size` of the [cache] table (under `where`: "" or "tool.vyre.") of the TOML
+    file `path` (created if absent) to `text`, leaving every other line as it was; checked
+    by reading the file back, else ConfigError (nothing written)."""
+    from vyre_build.files import atomic_write
+
+    old_doc = _load_toml(path) if os.path.exists(path) else {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            old = f.read()
+    except FileNotFoundError:
+        old = ""
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    lines = _set_line(old.splitlines(), f"{where}cache", "max-size", f'max-size = "{text}"')
+    new = "\n".join(lines) + "\n"
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    expect = dict(old_doc)
+    node = expect
+    for part in [*where.rstrip(".").split("."), "cache"] if where else ["cache"]:
+        node[part] = dict(node.get(part, {}))
+        node = node[part]
+    node["max-size"] = text
+    try:
+        ok = tomllib.loads(new) == expect
+    except tomllib.TOMLDecodeError:
+        ok = False
+    if not ok:
+        raise ConfigError(
+            f"cannot set max-size in {path} without changing its other settings; "
+            f'edit it by hand: max-size = "{text}" in [{where}cache]'
+        )
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        atomic_write(path, new.encode())
+    except OSError as exc:
+        raise ConfigError(f"cannot write config file {path}: {exc.strerror or exc}") from None

@@ -1,6 +1,7 @@
 """What one SCons build shares across its nodes: the cache store and its limits, the
 remote tier, the worker processes, the compile budget, the scan of kernel files (memo and
-parses), and the end of the build. The tool (`scons_tool`) asks here; nothing here
+parses), what each kernel step did (its line, the `[n/N]` progress and the summary line at
+the end), and the end of the build. The tool (`scons_tool`) asks here; nothing here
 defines builders.
 
 Everything is per process (one SCons run), memoised under one lock: SCons calls emitters
@@ -14,7 +15,10 @@ import os
 import sys
 import threading
 
+import SCons.Action
 import SCons.Errors
+import SCons.Node
+import SCons.Node.FS
 import SCons.Script
 
 from vyre_build.artifacts import VARIANTS_FILES
@@ -24,10 +28,12 @@ from vyre_build.cache.scan import ScanMemo
 from vyre_build.cache.store import Store
 from vyre_build.config import (
     CACHE_DIR_ENV,
+    CONSTRUCTION_VARIABLES,
     DEFAULT_REMOTE_MAX_BLOB,
     ConfigError,
     load_config,
     parse_size,
+    write_build_settings,
 )
 from vyre_build.errors import VyreError
 from vyre_build.files import canonical_json
@@ -36,10 +42,22 @@ lock = threading.RLock()
 state: dict[tuple, object] = {}
 _stores: dict[str, Store] = {}
 _limits: dict[str, tuple] = {}
+_settings: dict[str, dict] = {}
 _remotes: dict[tuple, object] = {}
 _pools: dict[tuple, object] = {}
 _scan_memos: list[ScanMemo] = []
 MIN_WORKER_SCAN = 16  # fewer unscanned files are parsed in the build process
+PROGRESS_MIN = 10  # a build of fewer kernel steps prints no [n/N]
+STEP_WORDS = {
+    "compiled": "compiled",
+    "local": "local hit",
+    "remote": "remote hit",
+    "failed": "failed",
+}
+_steps = {"compiled": 0, "local": 0, "remote": 0, "failed": 0}
+_kernel_groups: list[list] = []  # the targets of every VyreKernel call, in call order
+_plan: dict = {}
+print_lock = threading.RLock()  # one line at a time, steps counted in print order
 
 
 def var(env, name: str) -> str:
@@ -248,7 +266,20 @@ def store_of(env) -> Store | None:
             except VyreError as exc:
                 fatal(f"vyre cache: {exc}")
             _limits[root] = cache_limits(env)
+            _settings[root] = construction_settings(env)
         return _stores[root]
+
+
+def construction_settings(env) -> dict:
+    """{construction variable: value} of the settings this build's SConstruct set (those
+    that differ from their defaults), recorded in the cache for `vyre-build cache config`."""
+    defaults = dict(state.get("defaults") or {}, VYRELINKOUTPUTS=False, VYREWORKERS="")
+    out = {}
+    for name in CONSTRUCTION_VARIABLES:
+        value = env.get(name)
+        if name in defaults and value != defaults[name]:
+            out[name] = value if isinstance(value, (str, int, float, bool)) else str(value)
+    return out
 
 
 def cache_limits(env) -> tuple[int | None, float | None]:
@@ -332,11 +363,134 @@ def pool_of(env):
         return _pools[(size, compiler)]
 
 
+def note_kernel(targets) -> None:
+    """Remember the outputs of one VyreKernel call (the emitter's), for the progress total."""
+    with lock:
+        _kernel_groups.append(list(targets))
+
+
+def _command_line_roots(env) -> list | None:
+    """The nodes this build was asked for, when that is not the whole tree: the command
+    line's targets, else the Default() ones; None for a build of everything."""
+    names = list(SCons.Script.COMMAND_LINE_TARGETS)
+    if not names:
+        return list(SCons.Script.DEFAULT_TARGETS) or None
+    roots = []
+    for name in names:
+        node = None
+        for lookup in SCons.Node.arg2nodes_lookups:  # aliases first, as SCons looks them up
+            node = lookup(name, curdir=os.getcwd())
+            if node is not None:
+                break
+        roots.append(node if node is not None else env.Entry(os.path.abspath(name)))
+    return roots
+
+
+def _requested_groups(env) -> list[list]:
+    """The VyreKernel outputs among what this build was asked for, and what those need:
+    explicit sources and dependencies followed (a bundle, an alias), a directory's
+    entries. Reads node attributes only: a job thread must not scan nodes or fill their
+    memos, which SCons's main thread owns."""
+    roots = _command_line_roots(env)
+    if roots is None:
+        return list(_kernel_groups)
+    member = {id(t): i for i, group in enumerate(_kernel_groups) for t in group}
+    hit: set[int] = set()
+    seen: set[int] = set()
+    todo = list(roots)
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(node) in member:
+            hit.add(member[id(node)])
+        elif isinstance(node, SCons.Node.FS.Dir):
+            todo.extend(n for name, n in node.entries.items() if name not in (".", ".."))
+        else:
+            todo.extend([*(node.sources or ()), *(node.depends or ())])
+    return [_kernel_groups[i] for i in sorted(hit)]
+
+
+def latest_keys(store: Store) -> dict[str, str]:
+    """The store's history of this project as the build began (read once per build)."""
+    with lock:
+        key = ("latest", store.root)
+        if key not in state:
+            state[key] = store.builds.latest()
+        return state[key]
+
+
+def plan(env, up_to_date) -> int:
+    """How many kernel steps this build runs, estimated when the first one starts (each
+    step calls this first): the requested ones that `up_to_date(group)` does not find up
+    to date."""
+    with lock:
+        return _total(env, up_to_date)
+
+
+def _total(env, up_to_date) -> int:
+    if "total" not in _plan:
+        try:
+            groups = _requested_groups(env)
+            _plan["requested"] = len(groups)
+            _plan["total"] = sum(1 for g in groups if not up_to_date(g))
+        except Exception:  # noqa: BLE001 - only the [n/N] depends on it; no progress then
+            _plan["total"], _plan["requested"] = 0, 0
+    return _plan["total"]
+
+
+def step_done(env, status: str, up_to_date) -> str:
+    """Count one kernel step ("compiled", "local", "remote", "failed"); its progress text
+    ("[3/33] " on a build of PROGRESS_MIN steps or more, else "")."""
+    with lock:
+        total = _total(env, up_to_date)
+        _steps[status] += 1
+        n = sum(_steps.values())
+    return f"[{n}/{max(n, total)}] " if max(n, total) >= PROGRESS_MIN else ""
+
+
+def say(line: str) -> None:
+    """One whole line on stdout (job threads print in turn)."""
+    with print_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def summary_line() -> str | None:
+    """`vyre: 33 kernel files: 2 compiled, 31 cache hits (29 remote)`, Bazel's last line;
+    None when no kernel step ran."""
+    c = dict(_steps)
+    ran = sum(c.values())
+    if not ran:
+        return None
+    hits = c["local"] + c["remote"]
+    parts = []
+    if c["compiled"]:
+        parts.append(f"{c['compiled']} compiled")
+    if hits:
+        remote = f" ({c['remote']} remote)" if c["remote"] else ""
+        parts.append(f"{_plural(hits, 'cache hit')}{remote}")
+    if c["failed"]:
+        parts.append(f"{c['failed']} failed")
+    fresh = max(0, _plan.get("requested", 0) - ran)  # asked for, and SCons ran no step
+    if fresh:
+        parts.append(f"{fresh} up to date")
+    return f"vyre: {_plural(ran + fresh, 'kernel file')}: {', '.join(parts)}"
+
+
 @atexit.register
 def finish_build() -> None:
     """Drain uploads, stop the workers, record this build's counters and history, keep the
     scan memo; then apply the cache limits."""
     label = " ".join(sys.argv[1:])
+    line = summary_line()
+    if line is not None and SCons.Action.print_actions:
+        say(line)
     with lock:
         pools, remotes = list(_pools.values()), list(_remotes.values())
         _pools.clear()
@@ -353,6 +507,11 @@ def finish_build() -> None:
             store.finish_build(label, extra, *_limits.get(root, (None, None)))
         except VyreError as exc:
             print(f"vyre cache: warning: {exc}", file=sys.stderr)
+        if store.writable and root in _settings and "project" in state:
+            try:
+                write_build_settings(root, state["project"], _settings[root])
+            except OSError:  # only `cache config` reads it; the build's outcome stands
+                pass
         extra = {}  # the remote's counters go with the first store
 
 
@@ -362,7 +521,7 @@ def defaults(env) -> dict:
         cfg = load_config(project_of(env))
     except ConfigError as exc:
         fatal(str(exc))
-    return {
+    state["defaults"] = found = {
         "VYRECACHEDIR": cfg.cache_dir,
         "VYRECACHEMAXSIZE": "unlimited" if cfg.max_size is None else cfg.max_size,
         "VYRECACHEMAXAGE": "" if cfg.max_age_s is None else cfg.max_age_s / 86400.0,
@@ -373,3 +532,4 @@ def defaults(env) -> dict:
             "unlimited" if cfg.remote_max_blob is None else cfg.remote_max_blob
         ),
     }
+    return dict(found)

@@ -35,7 +35,11 @@ worker processes under -jN (build_pool), in-process under -j1. Construction vari
                       default the VYRESIGNKEY environment variable (a relative path there is
                       taken from the SConstruct's folder, as "#path"); the SConstruct's own
                       value wins over the environment's
-    VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines
+    VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines;
+                      a kernel's line is printed when its step is done, with $VYRESTEP
+                      (compiled, local hit, remote hit, failed) and $VYREPROGRESS ("[n/N] "
+                      on builds of 10 steps or more); the build ends with one summary line
+                      (`vyre: 33 kernel files: 2 compiled, 31 cache hits (29 remote)`)
 Action signatures include the targets, the options and the compiler identity (varlist),
 so changing any of them rebuilds.
 """
@@ -45,11 +49,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 
 import SCons.Action
 import SCons.Builder
 import SCons.Errors
 import SCons.Scanner
+import SCons.Subst
 
 import vyre_build.scons_build as build
 from vyre_build.build_step import (
@@ -58,16 +64,20 @@ from vyre_build.build_step import (
     TARGET_SUFFIXES,
     build_kernel_file,
     compiler_identity,
+    compute_key,
     load_compiler,
     normalize_targets,
     output_names,
     split_output_name,
     with_tools,
 )
+from vyre_build.cache.history import output_name
 from vyre_build.errors import VyreError
 from vyre_build.files import canonical_json
 
 __all__ = ["exists", "generate", "toolpath"]
+
+_NULL = SCons.Action._null  # SCons's "not given" for an action's show/execute
 
 
 def toolpath() -> str:
@@ -144,18 +154,93 @@ def _signature(targets, options, compiler) -> str:
     return text
 
 
+_shown = threading.local()  # whether SCons shows this job's command line (not under -s)
+
+
 class _KernelAction(SCons.Action.FunctionAction):
     """The kernel action; its signature is the function's code plus `_signature` of the
     environment as it is at build time, joined directly (SCons substitutes a varlist
-    through its expander several times per node, which a large build pays for)."""
+    through its expander several times per node, which a large build pays for).
+
+    Its line ($VYRECOMSTR) is printed when the step is done, not before as SCons prints
+    one, so that it can say what the step did ($VYRESTEP: compiled, local hit, remote hit,
+    failed) and where the build is ($VYREPROGRESS: "[n/N] "); under -n, before, as SCons
+    does ($VYRESTEP "compile")."""
 
     def get_presig(self, target, source, env, executor=None):
         options = _with_debug(env, env.get("VYREOPTIONS"))
         sig = _signature(env.get("VYRETARGETS"), options, build.compiler_of(env))
         return bytes(self.funccontents) + sig.encode()
 
+    def __call__(
+        self,
+        target,
+        source,
+        env,
+        exitstatfunc=_NULL,
+        presub=_NULL,
+        show=_NULL,
+        execute=_NULL,
+        chdir=_NULL,
+        executor=None,
+    ):
+        show = SCons.Action.print_actions if show is _NULL else show
+        execute = SCons.Action.execute_actions if execute is _NULL else execute
+        if execute:
+            _shown.value, show = show, False
+        return super().__call__(
+            target, source, env, exitstatfunc, presub, show, execute, chdir, executor
+        )
+
+
+def step_line(env, target, source, status: str) -> None:
+    """Count one finished kernel step (`build.step_done`) and print its $VYRECOMSTR
+    (through $PRINT_CMD_LINE_FUNC if set), in step order under -jN."""
+    with build.print_lock:
+        progress = build.step_done(env, status, up_to_date)
+        if not getattr(_shown, "value", True):
+            return
+        step = build.STEP_WORDS[status]
+        done = env.Override({"VYRESTEP": step, "VYREPROGRESS": progress})
+        line = done.subst("$VYRECOMSTR", SCons.Subst.SUBST_RAW, target, source)
+        if not line:
+            return
+        print_func = env.get("PRINT_CMD_LINE_FUNC")
+        if print_func:
+            print_func(line, target, source, env)
+        else:
+            build.say(line)
+
 
 ERROR_SUFFIX = ".vyre-error"
+
+
+def up_to_date(group) -> bool:
+    """Whether the step of one VyreKernel call's outputs `group` will not run, judged
+    without SCons (whose verdict needs node scans that only its main thread may make):
+    every output exists and the store's history says it was last built from the key the
+    step would have now. Only the [n/N] estimate rests on it; no store: False."""
+    first = group[0]
+    env = first.get_build_env()
+    store = build.store_of(env)
+    if store is None or first.name.endswith(ERROR_SUFFIX) or not first.sources:
+        return False
+    if not all(os.path.isfile(t.abspath) for t in group):
+        return False
+    src = first.sources[0]
+    compiler, path = build.compiler_of(env), build.source_path(src)
+    options = _options(env)
+    identity = with_tools(compiler_identity(compiler), options, compiler)
+    try:
+        key = compute_key(path, kernel_deps(env, src), _targets(env), options, identity)[0]
+    except (VyreError, OSError):
+        return False
+    project = build.project_of(env)
+    latest = build.latest_keys(store)
+    return all(
+        latest.get(output_name(first.dir.abspath, stem, project)) == key.key
+        for stem in build.scan_file(env, src)["stems"]
+    )
 
 
 def kernel_emitter(target, source, env):
@@ -174,9 +259,11 @@ def kernel_emitter(target, source, env):
             f"{source[0].srcnode()} defines no @kernel; a helper-only file needs no "
             "VyreKernel call (VyreKernelDir skips such files)"
         )
+    outs = [out_dir.File(n) for n in names]
+    build.note_kernel(outs)
     # Depend on the kernel in the source tree: with VariantDir(duplicate=0) SCons's
     # --debug=explain misreports a changed variant-dir source as removed and re-added.
-    return [out_dir.File(n) for n in names], [s.srcnode() for s in source]
+    return outs, [s.srcnode() for s in source]
 
 
 def kernel_scan(node, env, path=()):
@@ -195,8 +282,10 @@ def skipped_notes(info: dict, targets) -> list[str]:
 
 def kernel_action(target, source, env):
     """Build one kernel file through the cache tiers (a miss in a worker, or in-process)."""
+    build.plan(env, up_to_date)  # before this step writes anything
     src = source[0]
     if target[0].name.endswith(ERROR_SUFFIX):
+        step_line(env, target, source, "failed")
         print(src.read(), file=sys.stderr)  # the Value the emitter put in for the file
         return 1
     compiler, path = build.compiler_of(env), build.source_path(src)
@@ -207,7 +296,7 @@ def kernel_action(target, source, env):
         if folder != "." and not folder.startswith(".."):
             options = {**options, "debug_dir": folder.replace(os.sep, "/")}
     try:
-        build_kernel_file(
+        result = build_kernel_file(
             path,
             target[0].dir.abspath,
             store=build.store_of(env),
@@ -226,10 +315,12 @@ def kernel_action(target, source, env):
             budget=build.budget_of(env),
         )
     except VyreError as exc:
+        step_line(env, target, source, "failed")
         print(str(exc), file=sys.stderr)
         return 1
+    step_line(env, target, source, result.tier or "compiled")
     for line in skipped_notes(build.scan_file(env, src), _targets(env)):
-        print(line)
+        build.say(line)
     return 0
 
 
@@ -325,7 +416,9 @@ def generate(env) -> None:
         VYRELINKOUTPUTS=False,
         VYREWORKERS="",
         VYRECOM=kernel_com,
-        VYRECOMSTR="vyre: compile $SOURCE -> ${TARGET.dir}",
+        VYRECOMSTR="vyre: ${VYREPROGRESS}${VYRESTEP} $SOURCE -> ${TARGET.dir}",
+        VYRESTEP="compile",
+        VYREPROGRESS="",
         VYREBUNDLECOM=bundle_com,
         VYREBUNDLECOMSTR="vyre: bundle $TARGET",
         VYRESIGNKEY=_sign_key_from_environment(),

@@ -145,14 +145,26 @@ def start_build(root: Path, cache: Path, *args: str, stderr=subprocess.PIPE, **e
         start_new_session=True,
     )
     for line in proc.stdout:
-        if line.startswith("vyre: compile "):
+        if STEP_LINE.match(line):
             break
     return proc, time.monotonic()
 
 
+STEP_LINE = re.compile(
+    r"^vyre: (?:\[\d+/\d+\] )?(compiled|local hit|remote hit|failed|compile) (\S+) -> ", re.M
+)
+
+
+def steps(proc) -> dict[str, str]:
+    """{kernel file: what its step did} of a scons run (the default $VYRECOMSTR lines;
+    "compile" under -n)."""
+    return {m.group(2): m.group(1) for m in STEP_LINE.finditer(proc.stdout)}
+
+
 def compiled(proc) -> list[str]:
-    """Kernel files that a scons run compiled (from the default $VYRECOMSTR lines)."""
-    return sorted(re.findall(r"^vyre: compile (\S+) ->", proc.stdout, re.M))
+    """Kernel files whose step a scons run ran (compiled or a cache hit: SCons found them
+    out of date), from the default $VYRECOMSTR lines."""
+    return sorted(steps(proc))
 
 
 def bundled(proc) -> bool:
@@ -171,11 +183,11 @@ def vyre(root: Path, cache: Path | None, *args: str):
     )
 
 
-def cache_cli(cache: Path | None, *args: str, check: bool = True, cwd=None):
+def cache_cli(cache: Path | None, *args: str, check: bool = True, cwd=None, env=None):
     where = ["--cache-dir", str(cache)] if cache is not None else []
     proc = subprocess.run(
         [sys.executable, "-m", "vyre_build", "cache", *args, *where],
-        env=scons_env(cache),
+        env=scons_env(cache, **(env or {})),
         cwd=cwd,
         capture_output=True,
         text=True,

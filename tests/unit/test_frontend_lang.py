@@ -54,6 +54,34 @@ def test_stub_types_exactly_the_frontends_names():
     )
 
 
+def stub_docstrings() -> dict[str, str | None]:
+    """{name: its one-line doc} of every top-level name of the stub: a function's or class's
+    docstring (an overloaded function's on its first overload), or the string right after
+    an assignment (an attribute docstring, which pyright and pylance show on hover)."""
+    tree = ast.parse(open(STUB, encoding="utf-8").read())
+    docs: dict[str, str | None] = {}
+    for i, node in enumerate(tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            if docs.get(node.name) is None:
+                docs[node.name] = ast.get_docstring(node)
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            after = tree.body[i + 1] if i + 1 < len(tree.body) else None
+            is_doc = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+            docs[node.targets[0].id] = after.value.value if is_doc else None
+    return docs
+
+
+def test_every_name_of_the_stub_has_a_one_line_doc():
+    docs = stub_docstrings()
+    _, listed = stub_names()
+    undocumented = sorted(n for n in listed if not docs.get(n))
+    assert undocumented == [], f"lang.pyi names without a docstring: {undocumented}"
+    multi = sorted(n for n in listed if "\n" in docs[n])
+    assert multi == [], f"lang.pyi docstrings of more than one line: {multi}"
+    assert docs["global_id"] == "This invocation's index in the whole grid (.x, .y, .z)."
+    assert docs["f32"] == "32-bit float."
+
+
 def test_named_imports_work_at_run_time():
     from vyre_build.lang import bool_, round, rw, vec4f  # noqa: F401
 

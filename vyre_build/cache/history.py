@@ -66,6 +66,11 @@ class History:
             for name in names:
                 self._pending[name] = self._merge(self._pending.get(name, []), [key])
 
+    def latest(self) -> dict[str, str]:
+        """{output name: the key it was last built from} as of the last build written, in
+        one read (for judging many outputs at once)."""
+        return {name: keys[-1] for name, keys in self._read().items() if keys}
+
     def keys(self, name: str) -> list[str]:
         """Keys `name` was built from, oldest first, this build's included."""
         keys = self._read().get(name, [])

@@ -12,12 +12,16 @@
                               entry from its recorded inputs and reports differing bytes
     gc [--max-size N] [--max-age D]   evict least-recently-used entries past the limits
                               (default: the configured ones, 5G), remove stale temp files
+    config                    every setting, its value and where it came from
+ccache's options do the same: -s (stats), -z (zero), -C (clear), -p (config), and
+-M SIZE sets the size limit in the project's vyre.toml (0: unlimited).
 Every subcommand takes --json (machine-readable output on stdout) and --cache-dir; the
 cache is found as SCons finds it (vyre_build.config), from anywhere inside the project.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -374,20 +378,98 @@ def cmd_gc(args) -> int:
     return 0
 
 
+def cmd_config(args) -> int:
+    from vyre_build.commands.cache_config import config_lines, describe
+
+    cfg = load_config()
+    if args.cache_dir:
+        cache_dir, source = os.path.abspath(args.cache_dir), "--cache-dir"
+    else:
+        cache_dir, source = cfg.cache_dir, cfg.sources["cache_dir"]
+    rows = describe(cfg, cache_dir, source)
+    _emit(args, {"settings": rows}, config_lines(rows))
+    return 0
+
+
+def cmd_max_size(args) -> int:
+    from vyre_build.commands.cache_config import set_max_size
+
+    lines, data = set_max_size(args.set_max_size)
+    _emit(args, data, lines)
+    return 0
+
+
+# ccache's options -> the subcommand each one is
+ALIASES = {"stats": cmd_stats, "zero": cmd_zero, "clear": cmd_clear, "config": cmd_config}
+
+
+def cmd_alias(args) -> int:
+    """`cache -s/-z/-C/-p/-M SIZE`, ccache's spelling of a subcommand."""
+    if args.set_max_size is not None:
+        return cmd_max_size(args)
+    if args.alias is None:
+        raise CacheError(
+            "vyre-build cache: give a subcommand (stats, zero, clear, ls, show, why, verify, "
+            "gc, config) or one of ccache's options -s, -z, -C, -p, -M SIZE; see --help"
+        )
+    return ALIASES[args.alias](args)
+
+
+def _only_subcommand(func):
+    """`func` refusing a ccache option given with a subcommand (`cache -s ls`)."""
+
+    def run(args) -> int:
+        if args.alias is not None or args.set_max_size is not None:
+            raise CacheError(
+                f"vyre-build cache: give either a ccache option or the subcommand "
+                f"{args.cache_command!r}, not both"
+            )
+        return func(args)
+
+    return run
+
+
 def register(subparsers) -> None:
     parser = add_command(subparsers, "cache")
-    sub = parser.add_subparsers(dest="cache_command", required=True, metavar="SUBCOMMAND")
+    sub = parser.add_subparsers(dest="cache_command", metavar="SUBCOMMAND")
+    ccache = parser.add_mutually_exclusive_group()
+    for short, long, name in (
+        ("-s", "--show-stats", "stats"),
+        ("-z", "--zero-stats", "zero"),
+        ("-C", "--clear", "clear"),
+        ("-p", "--show-config", "config"),
+    ):
+        ccache.add_argument(
+            short,
+            long,
+            dest="alias",
+            action="store_const",
+            const=name,
+            help=f"as ccache {short}: the same as `cache {name}`",
+        )
+    ccache.add_argument(
+        "-M",
+        "--max-size",
+        dest="set_max_size",
+        metavar="SIZE",
+        help="set the size limit (e.g. 10G; 0: unlimited) in the project's vyre.toml",
+    )
+    parser.set_defaults(func=cmd_alias, alias=None, set_max_size=None)
+    where_help = (
+        f"cache directory (default ${CACHE_DIR_ENV}, the config files, "
+        "else cache/ at the project root)"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON on stdout")
+    parser.add_argument("--cache-dir", default=None, help=where_help)
 
     def add(name, func, help_text):
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--json", action="store_true", help="print JSON on stdout")
+        # SUPPRESS: `cache --json stats` keeps what the cache parser read.
         p.add_argument(
-            "--cache-dir",
-            default=None,
-            help=f"cache directory (default ${CACHE_DIR_ENV}, the config files, "
-            "else cache/ at the project root)",
+            "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON on stdout"
         )
-        p.set_defaults(func=func)
+        p.add_argument("--cache-dir", default=argparse.SUPPRESS, help=where_help)
+        p.set_defaults(func=_only_subcommand(func))
         return p
 
     add("stats", cmd_stats, "hits, misses and hit rates per tier, size and limit, entries")
@@ -416,6 +498,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--max-age", type=float, default=None, help="evict entries not used for this many days"
     )
+    add("config", cmd_config, "every setting, its value and where it came from")
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m vyre_build cache` is the entry

@@ -7,10 +7,11 @@ reference (.kdesc: no GPU driver needed).
 
 Imports only numpy, blake3 (through the bundle reader), vyre_build.bundle/.errors/.files/
 .artifacts/.features and the backend in use (the cpu one: vyre_build.descriptor and
-.reference); never the compiler. Backend: the `backend` argument, else env VYRE_BACKEND,
-else "wgpu". Any thread may use a device. Before a GPU backend loads its driver, an
-unset or unusable XDG_RUNTIME_DIR is pointed at a private temporary folder (Mesa prints
-an error per driver load without one). Guide: docs/runtime.md.
+.reference); never the compiler (but once per environment, to build the library that
+`library.*` uses without a bundle: library_bundle.py). Backend: the `backend` argument,
+else env VYRE_BACKEND, else "wgpu". Any thread may use a device. Before a GPU backend loads
+its driver, an unset or unusable XDG_RUNTIME_DIR is pointed at a private temporary folder
+(Mesa prints an error per driver load without one). Guide: docs/runtime.md.
 """
 
 from __future__ import annotations

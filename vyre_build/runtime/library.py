@@ -3,14 +3,18 @@ and layer_norm over numpy arrays or DeviceBuffers.
 
     from vyre_build.runtime import library, open_bundle
 
+    total = library.reduce(x, op="sum")  # a numpy scalar, on the default device
     with open_bundle("dist/kernels.vyrebundle") as bundle:
-        total = library.reduce(bundle, x, op="sum")  # a numpy scalar
+        total = library.reduce(bundle, x, op="sum")  # the same, with the kernels given
         prefix = library.scan(bundle, x, exclusive=True)  # a numpy array
         c = library.matmul(bundle, a, b)
         h = library.matmul_f16(bundle, a16, b16)  # tensor cores: Vulkan or cpu
 
 Each function takes the kernels as a Bundle (or any mapping of kernel id -> Kernel, such as
-a dict of `load_kernel` results), finds its kernels by id (LIBRARY_KERNELS), picks the
+a dict of `load_kernel` results) as its optional first argument; without it, the library
+that ships with the package, on the device of the first DeviceBuffer given, else the
+default device ($VYRE_BACKEND; library_bundle.py).
+It finds its kernels by id (LIBRARY_KERNELS), picks the
 grids, keeps its small temporaries per device and thread, and runs its passes in one
 `device.batch()`, or in the caller's open batch (the result must then go to `out=`, a
 DeviceBuffer). Wrong kernels, types, shapes and sizes are refused with a DispatchError
@@ -23,12 +27,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from vyre_build.runtime.buffers import DeviceBuffer
 from vyre_build.runtime.kernel import Kernel
+from vyre_build.runtime.library_bundle import split_kernels
 from vyre_build.runtime.library_call import (
     MISS,
     Array,
@@ -92,13 +97,21 @@ def kernel_ids() -> tuple[str, ...]:
 # -- reduce and scan -----------------------------------------------------------------------
 
 
+@overload
 def reduce(
     kernels: Mapping[str, Kernel], x: Array, op: str = "sum", *, out: DeviceBuffer | None = None
-) -> Any:
+) -> Any: ...
+
+
+@overload
+def reduce(x: Array, op: str = "sum", *, out: DeviceBuffer | None = None) -> Any: ...
+
+
+def reduce(*args: Any, **kwargs: Any) -> Any:
     """Reduce every value of `x` to one: its sum (integers wrap), minimum or maximum.
 
     Arguments:
-        kernels: a Bundle (or a mapping of id -> Kernel) holding lib_reduce.{op}_{type}.
+        kernels: optional: a Bundle (or a mapping of id -> Kernel) holding lib_reduce.{op}_{type}.
         x: a float32, int32 or uint32 numpy array or DeviceBuffer, any shape.
         op: "sum", "min" or "max" (NaNs are not propagated, as on GPUs).
         out: a DeviceBuffer of shape (1,) and x's type to write the result into.
@@ -106,6 +119,14 @@ def reduce(
         The result as a numpy scalar of x's type, or `out` when given. An f32 sum is the
         same on every run on one device: partials in a fixed order, no float atomics.
     """
+    kernels, rest = split_kernels("reduce", args, kwargs)
+    return _reduce(kernels, *rest, **kwargs)
+
+
+def _reduce(
+    kernels: Mapping[str, Kernel], x: Array, op: str = "sum", *, out: DeviceBuffer | None = None
+) -> Any:
+    """`reduce` with its kernels given."""
     if op not in _OPS:
         raise fail("reduce", f"op must be 'sum', 'min' or 'max', got {op!r}")
     kind = kind_of("reduce", "x", x, _NUMERIC)
@@ -137,14 +158,22 @@ def reduce(
     return out if out is not None else res.read()[0]
 
 
+@overload
 def scan(
     kernels: Mapping[str, Kernel], x: Array, *, exclusive: bool = False, out: Out = None
-) -> Any:
+) -> Any: ...
+
+
+@overload
+def scan(x: Array, *, exclusive: bool = False, out: Out = None) -> Any: ...
+
+
+def scan(*args: Any, **kwargs: Any) -> Any:
     """The prefix sums of `x` in flat (C) order over the whole array: inclusive
     (out[i] = x[0] + ... + x[i]) or exclusive (x[0] + ... + x[i-1], out[0] = 0).
 
     Arguments:
-        kernels: a Bundle (or a mapping of id -> Kernel) holding lib_scan_sums.{type} and
+        kernels: optional: a Bundle (or a mapping of id -> Kernel) holding lib_scan_sums.{type} and
             lib_scan_block.{type}.
         x: a float32, int32 or uint32 numpy array or DeviceBuffer, any shape (integer sums
             wrap, as numpy's cumsum in that dtype).
@@ -153,6 +182,14 @@ def scan(
     Returns:
         The sums as a numpy array of x's shape, or `out` when given.
     """
+    kernels, rest = split_kernels("scan", args, kwargs)
+    return _scan(kernels, *rest, **kwargs)
+
+
+def _scan(
+    kernels: Mapping[str, Kernel], x: Array, *, exclusive: bool = False, out: Out = None
+) -> Any:
+    """`scan` with its kernels given."""
     if not isinstance(exclusive, bool):
         raise fail("scan", f"exclusive must be True or False, got {exclusive!r}")
     kind = kind_of("scan", "x", x, _NUMERIC)
@@ -211,17 +248,31 @@ def _matmul_sizes(fn: str, a: Array, b: Array, kind: str) -> tuple[int, int, int
     return m, k, n
 
 
-def matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None) -> Any:
+@overload
+def matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None) -> Any: ...
+
+
+@overload
+def matmul(a: Array, b: Array, *, out: Out = None) -> Any: ...
+
+
+def matmul(*args: Any, **kwargs: Any) -> Any:
     """C = A @ B in f32 (fp32 FMAs, no TF32), row-major, any sizes.
 
     Arguments:
-        kernels: a Bundle (or a mapping of id -> Kernel) holding lib_matmul.f32.
+        kernels: optional: a Bundle (or a mapping of id -> Kernel) holding lib_matmul.f32.
         a: float32 of shape (M, K), a numpy array or a DeviceBuffer made with that shape.
         b: float32 of shape (K, N), likewise.
         out: a float32 array or DeviceBuffer of shape (M, N) to write C into.
     Returns:
         C as a numpy array of shape (M, N), or `out` when given.
     """
+    kernels, rest = split_kernels("matmul", args, kwargs)
+    return _matmul(kernels, *rest, **kwargs)
+
+
+def _matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None) -> Any:
+    """`matmul` with its kernels given."""
     m, k, n = _matmul_sizes("matmul", a, b, "f32")
     call = Call("matmul", kernels, ["lib_matmul.f32"])
     if isinstance(out, DeviceBuffer) and call.replay((), (a, b, out)) is not MISS:
@@ -244,12 +295,20 @@ F16_BLOCK = 64  # the side of the block of C one workgroup (one subgroup) comput
 F16_WG = 32  # its workgroup size
 
 
-def matmul_f16(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None) -> Any:
+@overload
+def matmul_f16(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None) -> Any: ...
+
+
+@overload
+def matmul_f16(a: Array, b: Array, *, out: Out = None) -> Any: ...
+
+
+def matmul_f16(*args: Any, **kwargs: Any) -> Any:
     """C = A @ B with float16 A and B and float32 accumulation, on cooperative matrices
     (tensor cores): a Vulkan device with VK_KHR_cooperative_matrix, or the cpu reference.
 
     Arguments:
-        kernels: a Bundle (or a mapping of id -> Kernel) holding lib_matmul_f16.
+        kernels: optional: a Bundle (or a mapping of id -> Kernel) holding lib_matmul_f16.
         a: float16 of shape (M, K); b: float16 of shape (K, N). numpy arrays of any shape
             are padded with zeros on the host to the kernel's multiples (M of 16, N of 64,
             K of 16); a DeviceBuffer must have such a shape already.
@@ -257,6 +316,12 @@ def matmul_f16(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = 
     Returns:
         C as a float32 numpy array of shape (M, N), or `out` when given.
     """
+    kernels, rest = split_kernels("matmul_f16", args, kwargs)
+    return _matmul_f16(kernels, *rest, **kwargs)
+
+
+def _matmul_f16(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None) -> Any:
+    """`matmul_f16` with its kernels given."""
     m, k, n = _matmul_sizes("matmul_f16", a, b, "f16")
     sides = {"a": ((m, k), (0, 2)), "b": ((k, n), (2, 1))}
     for name, value in (("a", a), ("b", b)):
@@ -339,17 +404,31 @@ def _row_kernel(fn: str, cols: int) -> tuple[str, int]:
     return f"lib_{fn}{suffix}.f32", wg
 
 
-def softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any:
+@overload
+def softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any: ...
+
+
+@overload
+def softmax(x: Array, *, out: Out = None) -> Any: ...
+
+
+def softmax(*args: Any, **kwargs: Any) -> Any:
     """Softmax along the last axis: exp(x - max) / sum(exp(x - max)) per row.
 
     Arguments:
-        kernels: a Bundle (or a mapping of id -> Kernel) holding the kernel for x's row
+        kernels: optional: a Bundle (or a mapping of id -> Kernel) holding the kernel for x's row
             length (`row_kernel("softmax", cols)`: lib_softmax_w32.f32 or .f32).
         x: float32, a numpy array or DeviceBuffer of any shape (its last axis is a row).
         out: a float32 array or DeviceBuffer of x's shape to write the result into.
     Returns:
         The result as a numpy array of x's shape, or `out` when given.
     """
+    kernels, rest = split_kernels("softmax", args, kwargs)
+    return _softmax(kernels, *rest, **kwargs)
+
+
+def _softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any:
+    """`softmax` with its kernels given."""
     kind_of("softmax", "x", x, ("f32",))
     rows, cols = _rows("softmax", x)
     kid, wg = _row_kernel("softmax", cols)
@@ -365,6 +444,7 @@ def softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any:
     return call.result(ob, out, rows * cols, shape_of(x))
 
 
+@overload
 def layer_norm(
     kernels: Mapping[str, Kernel],
     x: Array,
@@ -373,12 +453,21 @@ def layer_norm(
     eps: float = 1e-5,
     *,
     out: Out = None,
-) -> Any:
+) -> Any: ...
+
+
+@overload
+def layer_norm(
+    x: Array, gamma: Array, beta: Array, eps: float = 1e-5, *, out: Out = None
+) -> Any: ...
+
+
+def layer_norm(*args: Any, **kwargs: Any) -> Any:
     """Layer norm along the last axis: (x - mean) / sqrt(var + eps) * gamma + beta per
     row, with the biased variance (as torch.nn.functional.layer_norm).
 
     Arguments:
-        kernels: a Bundle (or a mapping of id -> Kernel) holding the kernel for x's row
+        kernels: optional: a Bundle (or a mapping of id -> Kernel) holding the kernel for x's row
             length (`row_kernel("layer_norm", cols)`: lib_layer_norm_w32.f32 or .f32).
         x: float32, a numpy array or DeviceBuffer of any shape (its last axis is a row).
         gamma, beta: float32 of shape (cols,), numpy arrays or DeviceBuffers.
@@ -387,6 +476,20 @@ def layer_norm(
     Returns:
         The result as a numpy array of x's shape, or `out` when given.
     """
+    kernels, rest = split_kernels("layer_norm", args, kwargs)
+    return _layer_norm(kernels, *rest, **kwargs)
+
+
+def _layer_norm(
+    kernels: Mapping[str, Kernel],
+    x: Array,
+    gamma: Array,
+    beta: Array,
+    eps: float = 1e-5,
+    *,
+    out: Out = None,
+) -> Any:
+    """`layer_norm` with its kernels given."""
     kind_of("layer_norm", "x", x, ("f32",))
     rows, cols = _rows("layer_norm", x)
     for name, value in (("gamma", gamma), ("beta", beta)):

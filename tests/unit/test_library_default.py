@@ -1,0 +1,110 @@
+"""`library.*` without a bundle: the package's own library, built once into the user cache
+from the shipped kernel sources, opened on the default device ($VYRE_BACKEND), and from
+then on used without importing the compiler (test_runtime_isolation's guard)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+from test_runtime_isolation import FORBIDDEN_CPU, ROOT, run_guarded
+
+from vyre_build.errors import DispatchError
+from vyre_build.runtime import library, library_bundle
+
+USE = """
+    import numpy as np
+    from vyre_build.runtime import library
+    from vyre_build.runtime.library_bundle import default_library, library_bundle_path
+
+    x = np.arange(1, 1001, dtype=np.float32)
+    r = np.arange(24, dtype=np.float32).reshape(4, 6)
+    report(
+        sum=float(library.reduce(x)),
+        max=float(library.reduce(x, "max")),
+        scan=library.scan(np.ones(6, np.int32), exclusive=True).tolist(),
+        softmax_rows=[round(float(v), 5) for v in library.softmax(r).sum(axis=1)],
+        backend=default_library().device.backend,
+        path=library_bundle_path(),
+    )
+"""
+
+
+def test_without_a_bundle_on_the_default_device_then_with_no_compiler(tmp_path):
+    env = {"XDG_CACHE_HOME": str(tmp_path), "VYRE_BACKEND": "cpu"}
+    first = run_guarded(USE, env, forbidden=())  # builds the bundle: the compiler runs
+    again = run_guarded(USE, env, forbidden=FORBIDDEN_CPU)  # opens it: no compiler at all
+    assert first == again
+    assert first["leaked"] == [] and first["backend"] == "cpu"
+    assert (first["sum"], first["max"], first["scan"]) == (500500.0, 1000.0, [0, 1, 2, 3, 4, 5])
+    assert first["softmax_rows"] == [1.0, 1.0, 1.0, 1.0]
+    assert first["path"].startswith(os.path.join(str(tmp_path), "vyre", "library", ""))
+    assert sorted(os.listdir(os.path.dirname(first["path"]))) == [
+        "library.vyrebundle",
+        "library.vyrebundle.lock",
+    ]
+
+
+def test_the_bundle_is_named_by_its_sources_and_the_same_sources_give_the_same_bytes(
+    tmp_path, monkeypatch
+):
+    src = tmp_path / "src"
+    shutil.copytree(os.path.join(ROOT, "kernels"), src)
+    monkeypatch.setattr(library_bundle, "library_sources", lambda: str(src))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a"))
+    one = library_bundle.library_bundle_path()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "b"))
+    two = library_bundle.library_bundle_path()
+    assert open(one, "rb").read() == open(two, "rb").read()  # deterministic
+    with open(src / "lib_reduce.py", "a") as f:
+        f.write("# edited\n")
+    three = library_bundle.library_bundle_path()
+    assert os.path.dirname(three) != os.path.dirname(two) and os.path.isfile(three)
+
+
+def test_kernels_given_by_keyword_or_first_and_a_bad_first_argument():
+    x = np.ones(4, np.float32)
+    with pytest.raises(DispatchError) as info:
+        library.reduce("dist/kernels.vyrebundle", x)
+    assert str(info.value) == (
+        "library.reduce: kernels must be a Bundle or a mapping of kernel id -> Kernel, got str"
+    )
+    with pytest.raises(DispatchError) as info:
+        library.reduce(kernels={}, x=x)
+    assert str(info.value) == (
+        "library.reduce: no kernel 'lib_reduce.sum_f32' in the kernels given (build "
+        "kernels/lib_reduce.py into them)"
+    )
+
+
+def test_an_install_without_the_library_sources_says_so(monkeypatch, tmp_path):
+    # A package directory with neither _library/ (a wheel's) nor ../kernels (a checkout's).
+    package = tmp_path / "site" / "vyre_build"
+    package.mkdir(parents=True)
+    monkeypatch.setattr(library_bundle, "__file__", str(package / "runtime" / "library_bundle.py"))
+    with pytest.raises(DispatchError) as info:
+        library_bundle.library_sources()
+    assert str(info.value) == (
+        f"library: this install of vyre_build has no library kernel sources "
+        f"({package / '_library'} is missing); reinstall the wheel, or pass a bundle built "
+        "from kernels/lib_*.py as the first argument"
+    )
+    (tmp_path / "site" / "kernels").mkdir(parents=True)
+    (tmp_path / "site" / "kernels" / "lib_reduce.py").write_text("")
+    assert library_bundle.library_sources() == str(tmp_path / "site" / "kernels")
+
+
+def test_device_buffers_choose_the_device_the_library_runs_on(tmp_path, monkeypatch):
+    from vyre_build.runtime import get_device
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("VYRE_BACKEND", raising=False)  # the default would be wgpu
+    cpu = get_device("cpu")
+    x = cpu.buffer(np.arange(1, 1001, dtype=np.float32))
+    out = cpu.buffer((1,), "f32")
+    assert library.reduce(x, out=out) is out and out.read()[0] == 500500.0
+    assert library_bundle.default_library(cpu).device is cpu
+    sums = library.scan(np.ones(3, np.uint32), out=cpu.buffer((3,), "u32"))  # out= decides
+    assert sums.read().tolist() == [1, 2, 3]
