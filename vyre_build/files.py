@@ -1,10 +1,13 @@
-"""The two byte-level conventions every writer shares: atomic file writes and canonical JSON.
+"""The byte-level conventions every writer shares: atomic file writes and canonical JSON,
+and what a file that is not a regular one is called in messages.
 
 - `atomic_write`: a temp file in the destination's directory, then `os.replace`, so a
   reader, or a process killed at any point, sees the old file or the whole new one.
   Temp names start with `.tmp.` (what `cache gc` recognises as a leftover of a kill).
 - `canonical_json`: sorted keys, no whitespace, UTF-8, no NaN: one byte string per value,
   whatever the dict order. Every hashed or shipped JSON document uses it.
+- `file_kind`: "a FIFO", "a directory", ... for a mode that is not a regular file's (the
+  kernel tree's reader and the pipeline cache refuse such files by name).
 
 Errors are plain `OSError`s; each caller words them in its own error type.
 """
@@ -15,9 +18,24 @@ import contextlib
 import itertools
 import json
 import os
+import stat
 import threading
 
-__all__ = ["TMP_PREFIX", "atomic_write", "canonical_json"]
+__all__ = ["TMP_PREFIX", "atomic_write", "canonical_json", "file_kind"]
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a file of `mode` (st_mode) that is not a regular file is, for a message."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
 
 TMP_PREFIX = ".tmp."
 _counter = itertools.count()

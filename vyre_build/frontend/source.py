@@ -9,6 +9,7 @@ import stat
 from dataclasses import dataclass, field
 
 from vyre_build.errors import KernelError
+from vyre_build.files import file_kind
 from vyre_build.frontend.limits import MAX_SOURCE_BYTES
 
 
@@ -43,15 +44,6 @@ class Refusal(Exception):
     fix: str
 
 
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
 def inside(real: str, root: str) -> bool:
     """`real` (a resolved path) lies under the resolved directory `root`."""
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
@@ -75,7 +67,7 @@ def check_tree_file(path: str, shown: str, root: str) -> tuple[str, os.stat_resu
             f"cannot read {shown}: {_reason(exc)}", "check that the file exists"
         ) from None
     if not stat.S_ISREG(st.st_mode):
-        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+        kind = file_kind(st.st_mode)
         raise Refusal(
             f"{shown} is {kind}, not a kernel source",
             "kernel files and variants YAMLs must be regular files",

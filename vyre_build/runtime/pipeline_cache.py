@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Callable, Iterator
 import blake3
 
-from vyre_build.files import atomic_write
+from vyre_build.files import atomic_write, file_kind
 
 MAGIC = b"VYREPLC1"
 _HEAD = len(MAGIC) + 32
@@ -41,13 +41,6 @@ _OPEN = (
     | getattr(os, "O_NOCTTY", 0)
     | getattr(os, "O_CLOEXEC", 0)
     | getattr(os, "O_BINARY", 0)
-)
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
 )
 _OFF = ("0", "off", "false", "no", "none")
 # VkPipelineCacheHeaderVersionOne: headerSize, headerVersion, vendorID, deviceID, UUID.
@@ -91,7 +84,7 @@ def _kind(mode: int) -> str | None:
     # None for a regular file, else what the file is.
     if stat.S_ISREG(mode):
         return None
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return file_kind(mode)
 
 
 @contextlib.contextmanager
