@@ -163,8 +163,8 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen, SubgroupGen):
         out-of-bounds access it makes is what the run wants to exercise. Every such index,
         not only those the facts know constant: the frontend also folds what they do not
         track (`u32(0) ** 0` is 1: seed 40's programs 9, 108, 4798 and 5863 on the H200)."""
-        if b.role not in ("shared", "shatomic", "local") or e.frozen or e.tag == "id":
-            return e
+        if b.role not in ("shared", "shatomic", "local") or e.frozen or e.fmt in ("gid", "lid"):
+            return e  # `workgroup_size().x` is an id too, and a constant
         gid = self.id_text("gid")
         zero = f"({gid} - {gid})" if e.ty == "u32" else f"(i32({gid}) - i32({gid}))"
         return E(e.ty, f"({{0}} + {zero})", (e,), tag="+")
