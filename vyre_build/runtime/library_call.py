@@ -184,7 +184,14 @@ class Call:
             return _Step(copies[n], args, grid)
 
     def run(self, steps: list[_Step]) -> None:
-        with self.batch():
+        """Dispatch `steps` in the caller's open batch, else in a batch of their own that
+        submits them together at its end (one command encoder, one submit per call)."""
+        if self.in_batch():
+            for s in steps:
+                s.kernel.dispatch(s.args, grid=s.grid)
+            return
+        with self.device.batch() as batch:
+            batch.chunk = len(steps) + 1  # no chunk goes before the batch's end
             for s in steps:
                 s.kernel.dispatch(s.args, grid=s.grid)
 
