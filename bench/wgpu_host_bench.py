@@ -6,7 +6,9 @@ revision, each in its own process, their rounds interleaved.
 
 Each case calls one library function `--calls` times on the default library (wgpu, the
 first adapter: lavapipe here) and waits once at the end: wall time per call, host
-included, which at small sizes is mostly host time (the dispatches are tiny).
+included ("wall"), and the CPU time of the calling thread per call ("host": the host
+cost itself; lavapipe runs the dispatches on threads of its own, and a wait for them
+costs no CPU time of the caller, so the GPU time of lavapipe's dispatches is not in it).
 "reduce"/"scan": on DeviceBuffers with out= (an application keeping its data on the
 device); "reduce np"/"scan np": a numpy array in, a numpy result out. Each figure is the
 median of --rounds rounds, each round a fresh process per side after a warm-up of 20
@@ -32,7 +34,8 @@ CASES = ("reduce", "scan", "reduce np", "scan np")
 
 
 def worker(sizes: list[int], calls: int) -> dict[str, float]:
-    """Seconds per call of each case and size, in the vyre_build first on sys.path."""
+    """Seconds per call of each case and size, in the vyre_build first on sys.path: wall
+    time and the calling thread's CPU time."""
     import numpy as np
 
     from vyre_build.runtime import get_device, library
@@ -55,11 +58,12 @@ def worker(sizes: list[int], calls: int) -> dict[str, float]:
             for _ in range(20):
                 call()
             dev.wait()
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             for _ in range(calls):
                 call()
             dev.wait()
-            times[f"{case} {n}"] = (time.perf_counter() - start) / calls
+            times[f"{case} {n} wall"] = (time.perf_counter() - start) / calls
+            times[f"{case} {n} host"] = (time.thread_time() - cpu) / calls
     return times
 
 
@@ -105,7 +109,7 @@ def main() -> None:
         before = statistics.median(r[key] for r in runs["base"])
         after = statistics.median(r[key] for r in runs["this"])
         print(
-            f"  {key:>16}: {before * 1e6:8.1f} us -> {after * 1e6:8.1f} us per call, "
+            f"  {key:>21}: {before * 1e6:8.1f} us -> {after * 1e6:8.1f} us per call, "
             f"ratio {before / after:.2f}x"
         )
 

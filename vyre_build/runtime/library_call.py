@@ -93,6 +93,7 @@ class Call:
                 f"{type(kernels).__name__}",
             )
         self.fn = fn
+        self._uploads = 0  # numbers this call's uploads (each its own kept buffer)
         self.k: dict[str, Kernel] = {}
         for kid in ids:
             if kid not in kernels:
@@ -252,14 +253,30 @@ class Call:
         flat = np.ascontiguousarray(value).reshape(-1)
         if flat.size % 4:
             flat = np.concatenate([flat, np.zeros(-flat.size % 4, flat.dtype)])
+        self._uploads += 1
+        if self.keeps(flat.nbytes):  # into this thread's kept buffer: no buffer made
+            kept = self.scratch(f"upload {self._uploads}", _KINDS[flat.dtype], flat.size)
+            kept.write(flat)
+            return kept, True
         return self.device.buffer(flat), True
+
+    def keeps(self, nbytes: int) -> bool:
+        """Whether an upload or result of `nbytes` goes through a kept scratch buffer: a
+        small one (at most KEPT_BYTES), outside the caller's batch, on a device whose
+        writes are ordered with its submissions (wgpu), so that rewriting it while an
+        earlier call's dispatches still read it is safe."""
+        ordered = getattr(self.device, "ordered_writes", False)
+        return bool(ordered) and nbytes <= KEPT_BYTES and not self.in_batch()
 
     def target(self, out: Out, kind: str, count: int) -> tuple[DeviceBuffer, bool]:
         """(the DeviceBuffer the result is written to, whether as vec4s): `out` itself when
         it is a DeviceBuffer, else a new one padded to whole vec4s."""
         if isinstance(out, DeviceBuffer):
             return out, out.count % 4 == 0
-        return self.device.buffer(-(-count // 4) * 4, kind), True
+        padded = -(-count // 4) * 4
+        if self.keeps(padded * 4):  # read back before this call returns
+            return self.scratch("result", kind, padded), True
+        return self.device.buffer(padded, kind), True
 
     def pair(
         self, buf: DeviceBuffer, vec: bool, kind: str, written: bool
@@ -306,6 +323,9 @@ class Call:
 _SCRATCH: weakref.WeakKeyDictionary[Device, collections.OrderedDict[tuple[Any, ...], DeviceBuffer]]
 _SCRATCH = weakref.WeakKeyDictionary()
 _SCRATCH_KEPT = 32
+# Arrays up to this size are uploaded into kept buffers, and results read back through
+# them, where Call.keeps says so (larger ones cost more to move than to allocate).
+KEPT_BYTES = 1 << 20
 _SCRATCH_LOCK = threading.Lock()
 
 

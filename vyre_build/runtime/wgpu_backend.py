@@ -123,6 +123,10 @@ class WgpuDevice(Device):
     """
 
     backend = "wgpu"
+    # Buffer writes (queue.write_buffer) are ordered with submissions: work submitted before
+    # a write sees the old contents, so a buffer can be rewritten while that work is in
+    # flight (library calls upload small arrays into kept buffers: library_call.py).
+    ordered_writes = True
 
     def __init__(self, adapter: Any = None, *, device: Any = None):
         super().__init__()
@@ -291,7 +295,9 @@ class WgpuDevice(Device):
         encoder = self.device.create_command_encoder()
         encoder.copy_buffer_to_buffer(handle, 0, self._staging, 0, size)
         self.queue.submit([encoder.finish()])
-        self._staging.map_sync(wgpu.MapMode.READ, 0, size)
+        # As queue.read_buffer does: "READ_NOSYNC", for map_async's own empty submission
+        # (which makes a mapped buffer see earlier writes) is not needed after the copy.
+        self._staging.map_async("READ_NOSYNC", 0, size).sync_wait()
         try:
             return bytes(self._staging.read_mapped(0, size, copy=False))
         finally:
