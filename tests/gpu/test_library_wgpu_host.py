@@ -154,12 +154,22 @@ def test_threads_each_get_their_own_kept_buffers(lib):
 
     def work(seed: int) -> None:
         rng = np.random.default_rng(seed)
+        # DeviceBuffers of the same shapes in every thread: the same recipes' step kernels
+        # but each thread's own copies, so no thread replays another's plan.
+        xb, prefix, total = dev.buffer(3001, "u32"), dev.buffer(3001, "u32"), dev.buffer(1, "u32")
         for _ in range(20):
             x = rng.integers(0, 100, 3001).astype(np.uint32)
             if not np.array_equal(library.scan(lib, x), np.cumsum(x, dtype=np.uint32)):
                 errors.append(f"scan in thread {seed}")
             if library.reduce(lib, x) != x.sum():
                 errors.append(f"reduce in thread {seed}")
+            xb.write(x)
+            library.scan(lib, xb, out=prefix)
+            library.reduce(lib, xb, out=total)
+            if not np.array_equal(prefix.read(), np.cumsum(x, dtype=np.uint32)):
+                errors.append(f"scan of buffers in thread {seed}")
+            if total.read()[0] != x.sum():
+                errors.append(f"reduce of buffers in thread {seed}")
 
     threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
     for t in threads:
@@ -196,3 +206,28 @@ def test_large_arrays_are_not_kept(lib):
     groups, held = dev.made["bind_groups"], len(dev._buffers)
     assert library.reduce(lib, x) == n
     assert dev.made["bind_groups"] > groups and len(dev._buffers) == held
+
+
+def test_replayed_calls_run_their_kept_plans(lib, monkeypatch):
+    # A call like an earlier one on the same DeviceBuffers dispatches the plans its first
+    # run made: no step goes through Kernel.dispatch (its argument checks) again.
+    from vyre_build.runtime.kernel import Kernel
+
+    dev = lib.device
+    x = (np.arange(20001) % 3).astype(np.uint32)
+    xb, prefix, total = dev.buffer(x), dev.buffer(20001, "u32"), dev.buffer(1, "u32")
+    library.scan(lib, xb, out=prefix)
+    library.reduce(lib, xb, out=total)
+    checked = []
+    dispatch = Kernel.dispatch
+    monkeypatch.setattr(
+        Kernel, "dispatch", lambda k, *a, **kw: checked.append(k.id) or dispatch(k, *a, **kw)
+    )
+    for _ in range(5):
+        library.scan(lib, xb, out=prefix)
+        library.reduce(lib, xb, out=total)
+    assert checked == []
+    np.testing.assert_array_equal(prefix.read(), np.cumsum(x, dtype=np.uint32))
+    assert total.read()[0] == x.sum()
+    library.scan(lib, xb, exclusive=True, out=prefix)  # another call: planned afresh
+    assert checked == ["lib_scan_sums.u32", "lib_scan_block.u32", "lib_scan_block.u32"]
