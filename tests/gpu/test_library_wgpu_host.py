@@ -233,3 +233,26 @@ def test_replayed_calls_run_their_kept_plans(lib, monkeypatch):
     assert total.read()[0] == x.sum()
     library.scan(lib, xb, exclusive=True, out=prefix)  # another call: planned afresh
     assert checked == ["lib_scan_sums.u32", "lib_scan_block.u32", "lib_scan_block.u32"]
+
+
+def test_the_bench_compares_with_a_base_revision(device):
+    # bench/wgpu_host_bench.py: one line per case and size, the figures never asserted.
+    import subprocess
+    import sys
+
+    root = os.path.dirname(KERNELS)
+    script = os.path.join(root, "bench", "wgpu_host_bench.py")
+    args = ["--base", "HEAD", "--rounds", "1", "--calls", "2", "--sizes", "8"]
+    proc = subprocess.run(
+        [sys.executable, script, *args], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == (
+        "wgpu host cost per library call: HEAD vs this tree, median of 1 rounds of 2 calls"
+    )
+    names = [line.split(":")[0].strip() for line in lines[1:]]
+    assert names == [
+        f"{c} 8 {m}" for c in ("reduce", "scan", "reduce np", "scan np") for m in ("wall", "host")
+    ]
+    assert all(" us -> " in line and line.endswith("x") for line in lines[1:])
