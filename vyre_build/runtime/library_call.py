@@ -19,7 +19,7 @@ import numpy.typing as npt
 from vyre_build.errors import DispatchError
 from vyre_build.runtime.buffers import DTYPES, NP_NAMES, DeviceBuffer
 from vyre_build.runtime.device import Device
-from vyre_build.runtime.kernel import Kernel
+from vyre_build.runtime.kernel import CallResult, Kernel
 
 Array = Union[npt.NDArray[Any], DeviceBuffer]
 Out = Union[npt.NDArray[Any], DeviceBuffer, None]
@@ -93,6 +93,7 @@ class Call:
                 f"{type(kernels).__name__}",
             )
         self.fn = fn
+        self._uploads = 0  # numbers this call's uploads (each its own kept buffer)
         self.k: dict[str, Kernel] = {}
         for kid in ids:
             if kid not in kernels:
@@ -176,17 +177,35 @@ class Call:
     def step(self, kid: str, n: int, args: dict[str, Any], grid: int | tuple[int, int]) -> _Step:
         """Dispatch `n` of the call, on its own copy of kernel `kid` (a Kernel keeps the
         plan of its last dispatch: one per step keeps every step's)."""
-        kernel = self.k[kid]
+        kernel, key = self.k[kid], (threading.get_ident(), n)
         with _SCRATCH_LOCK:
             copies = _CLONES.setdefault(kernel, {})
-            if n not in copies:
-                copies[n] = Kernel(kernel.device, kernel.meta, kernel.code)
-            return _Step(copies[n], args, grid)
+            if key not in copies:
+                copies[key] = Kernel(kernel.device, kernel.meta, kernel.code)
+            return _Step(copies[key], args, grid)
 
     def run(self, steps: list[_Step]) -> None:
-        with self.batch():
-            for s in steps:
-                s.kernel.dispatch(s.args, grid=s.grid)
+        """Dispatch `steps` in the caller's open batch, else in a batch of their own that
+        submits them together at its end (one command encoder, one submit per call).
+        A step without a plan gets the one its dispatch made (kept in `steps`, for the
+        recipe); a step with one, a replayed step, runs it as it is."""
+        if self.in_batch():
+            self._dispatch(steps)
+            return
+        with self.device.batch() as batch:
+            batch.chunk = len(steps) + 1  # no chunk goes before the batch's end
+            self._dispatch(steps)
+
+    def _dispatch(self, steps: list[_Step]) -> None:
+        for i, s in enumerate(steps):
+            if s.plan is not None:  # planned for these very buffers and scalars
+                self.device.run(s.kernel, s.plan, s.args, CallResult()._of(s.kernel))
+                continue
+            s.kernel.dispatch(s.args, grid=s.grid)
+            # The step's kernel is this thread's own copy, so its last plan is this one's
+            # (None when the dispatch was not one Kernel keeps a plan of).
+            last = s.kernel._last
+            steps[i] = s._replace(plan=None if last is None else last[2])
 
     def _key(self, params: tuple[Any, ...], buffers: tuple[Any, ...]) -> tuple[Any, ...]:
         kernels = tuple(id(k) for k in self.k.values())
@@ -245,14 +264,30 @@ class Call:
         flat = np.ascontiguousarray(value).reshape(-1)
         if flat.size % 4:
             flat = np.concatenate([flat, np.zeros(-flat.size % 4, flat.dtype)])
+        self._uploads += 1
+        if self.keeps(flat.nbytes):  # into this thread's kept buffer: no buffer made
+            kept = self.scratch(f"upload {self._uploads}", _KINDS[flat.dtype], flat.size)
+            kept.write(flat)
+            return kept, True
         return self.device.buffer(flat), True
+
+    def keeps(self, nbytes: int) -> bool:
+        """Whether an upload or result of `nbytes` goes through a kept scratch buffer: a
+        small one (at most KEPT_BYTES), outside the caller's batch, on a device whose
+        writes are ordered with its submissions (wgpu), so that rewriting it while an
+        earlier call's dispatches still read it is safe."""
+        ordered = getattr(self.device, "ordered_writes", False)
+        return bool(ordered) and nbytes <= KEPT_BYTES and not self.in_batch()
 
     def target(self, out: Out, kind: str, count: int) -> tuple[DeviceBuffer, bool]:
         """(the DeviceBuffer the result is written to, whether as vec4s): `out` itself when
         it is a DeviceBuffer, else a new one padded to whole vec4s."""
         if isinstance(out, DeviceBuffer):
             return out, out.count % 4 == 0
-        return self.device.buffer(-(-count // 4) * 4, kind), True
+        padded = -(-count // 4) * 4
+        if self.keeps(padded * 4):  # read back before this call returns
+            return self.scratch("result", kind, padded), True
+        return self.device.buffer(padded, kind), True
 
     def pair(
         self, buf: DeviceBuffer, vec: bool, kind: str, written: bool
@@ -299,15 +334,19 @@ class Call:
 _SCRATCH: weakref.WeakKeyDictionary[Device, collections.OrderedDict[tuple[Any, ...], DeviceBuffer]]
 _SCRATCH = weakref.WeakKeyDictionary()
 _SCRATCH_KEPT = 32
+# Arrays up to this size are uploaded into kept buffers, and results read back through
+# them, where Call.keeps says so (larger ones cost more to move than to allocate).
+KEPT_BYTES = 1 << 20
 _SCRATCH_LOCK = threading.Lock()
 
 
 class _Step(NamedTuple):
-    """One dispatch of a library call."""
+    """One dispatch of a library call (`plan`: its dispatch's, once made)."""
 
     kernel: Kernel
     args: dict[str, Any]
     grid: int | tuple[int, int]
+    plan: Any = None
 
 
 class _Slot(NamedTuple):
@@ -317,9 +356,11 @@ class _Slot(NamedTuple):
 
 
 # Recipes of earlier calls on DeviceBuffers, by (thread, function, parameters, kernels,
-# buffers): a call like one of them runs its steps again with no checks or planning (the
-# steps' kernels are per-step copies, so each keeps the plan of its own dispatch).
+# buffers): a call like one of them runs its steps again with no checks or planning (each
+# step keeps its dispatch's plan; the steps' kernels are per-thread, per-step copies, so
+# each keeps the plan of its own dispatch, which no other thread's call replaces).
 _RECIPES: collections.OrderedDict[tuple[Any, ...], tuple[Any, ...]] = collections.OrderedDict()
 _RECIPES_KEPT = 64
 MISS = object()
-_CLONES: weakref.WeakKeyDictionary[Kernel, dict[int, Kernel]] = weakref.WeakKeyDictionary()
+_CLONES: weakref.WeakKeyDictionary[Kernel, dict[tuple[int, int], Kernel]]
+_CLONES = weakref.WeakKeyDictionary()

@@ -38,6 +38,8 @@ _LAYOUT_TYPE = {
 _LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size")  # asked for in full
 _FEATURES = ("subgroup", "shader-f16", "timestamp-query")  # asked for when the adapter has them
 _QUERY = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+_STAGING = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+_UNIFORMS_KEPT = 16  # pooled uniform buffers per size (those of one-off bind groups)
 # WGSL's `subgroups` extension: every class but clustered operations.
 _WGSL_SUBGROUP_OPS = tuple(op for op in SUBGROUP_FEATURES if op != "subgroup_clustered")
 
@@ -100,6 +102,16 @@ def adapter_profiles() -> list[DeviceProfile]:
     return [profile_of(a, a.features, a.limits) for a in wgpu.gpu.enumerate_adapters_sync()]
 
 
+class _Set:
+    """A kept or one-off binding set: the bind group, its uniform buffer (None without a
+    uniform block) and the bytes last written into that buffer."""
+
+    __slots__ = ("group", "ubuf", "uniform")
+
+    def __init__(self, group: Any, ubuf: Any, uniform: bytes | None):
+        self.group, self.ubuf, self.uniform = group, ubuf, uniform
+
+
 class WgpuDevice(Device):
     """A wgpu device; buffers are wgpu storage buffers, pipelines use explicit layouts.
 
@@ -111,6 +123,10 @@ class WgpuDevice(Device):
     """
 
     backend = "wgpu"
+    # Buffer writes (queue.write_buffer) are ordered with submissions: work submitted before
+    # a write sees the old contents, so a buffer can be rewritten while that work is in
+    # flight (library calls upload small arrays into kept buffers: library_call.py).
+    ordered_writes = True
 
     def __init__(self, adapter: Any = None, *, device: Any = None):
         super().__init__()
@@ -160,6 +176,10 @@ class WgpuDevice(Device):
         self.max_workgroup_count = self.profile.max_workgroup_count
         self.max_buffer_bytes = self.profile.max_storage_buffer_binding
         self._buffers: dict[int, Any] = {}  # our own, destroyed by close()
+        self._uniforms: dict[int, list[Any]] = {}  # size -> free uniform buffers
+        self._staging: Any = None  # the kept MAP_READ buffer reads go through
+        # What this device created, by kind (tests check that repeated calls reuse).
+        self.made = {"bind_groups": 0, "uniform_buffers": 0, "staging_buffers": 0}
         # Timestamp queries (device.timing): a query set of two and the buffer they resolve to.
         self._queries: Any = None
         if "timestamp-query" in {str(f) for f in device.features}:
@@ -258,8 +278,30 @@ class WgpuDevice(Device):
         size = min(-(-nbytes // 4) * 4, int(handle.size))
         if not handle.usage & wgpu.BufferUsage.COPY_SRC:
             raise DispatchError("the GPUBuffer has no COPY_SRC usage, so it cannot be read back")
-        raw = self._guard("wgpu buffer read failed", self.queue.read_buffer, handle, 0, size)
-        return bytes(raw)[:nbytes]
+        raw: bytes = self._guard("wgpu buffer read failed", self._read, handle, size)
+        return raw[:nbytes]
+
+    def _read(self, handle: Any, size: int) -> bytes:
+        # queue.read_buffer makes and destroys a staging buffer per read: a kept one
+        # (grown to powers of two) is copied into, mapped, read and unmapped instead.
+        if self._staging is None or int(self._staging.size) < size:
+            if self._staging is not None:
+                self._staging.destroy()
+            self._staging = None
+            self._staging = self.device.create_buffer(
+                size=max(256, 1 << (size - 1).bit_length()), usage=_STAGING
+            )
+            self.made["staging_buffers"] += 1
+        encoder = self.device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(handle, 0, self._staging, 0, size)
+        self.queue.submit([encoder.finish()])
+        # As queue.read_buffer does: "READ_NOSYNC", for map_async's own empty submission
+        # (which makes a mapped buffer see earlier writes) is not needed after the copy.
+        self._staging.map_async("READ_NOSYNC", 0, size).sync_wait()
+        try:
+            return bytes(self._staging.read_mapped(0, size, copy=False))
+        finally:
+            self._staging.unmap()
 
     def _free(self, handle: Any) -> None:
         self._buffers.pop(id(handle), None)
@@ -306,12 +348,7 @@ class WgpuDevice(Device):
         ]
         ubuf = None
         if uniform is not None:
-            ubuf = self._guard(
-                "wgpu uniform upload failed",
-                self.device.create_buffer_with_data,
-                data=uniform,
-                usage=_UNIFORM,
-            )
+            ubuf = self._uniform_buffer(uniform)
             entries.append(
                 {
                     "binding": uniform_binding,
@@ -324,14 +361,40 @@ class WgpuDevice(Device):
             layout=pipeline[1],
             entries=entries,
         )
-        return group, ubuf
+        self.made["bind_groups"] += 1
+        return _Set(group, ubuf, uniform)
+
+    def _uniform_buffer(self, uniform: bytes) -> Any:
+        # A pooled uniform buffer of this size with `uniform` written into it, else a new
+        # one. Reuse is safe: queue.write_buffer is ordered after the work already
+        # submitted (which saw the old contents) and before the next submission.
+        pool = self._uniforms.get(len(uniform))
+        if pool:
+            ubuf = pool.pop()
+            self._guard("wgpu uniform upload failed", self.queue.write_buffer, ubuf, 0, uniform)
+            return ubuf
+        self.made["uniform_buffers"] += 1
+        return self._guard(
+            "wgpu uniform upload failed",
+            self.device.create_buffer_with_data,
+            data=uniform,
+            usage=_UNIFORM,
+        )
 
     def _set_uniform(self, entry: Any, uniform: bytes) -> None:
-        self._guard("wgpu uniform upload failed", self.queue.write_buffer, entry[1], 0, uniform)
+        if entry.uniform == uniform:  # the buffer holds these bytes already
+            return
+        self._guard("wgpu uniform upload failed", self.queue.write_buffer, entry.ubuf, 0, uniform)
+        entry.uniform = uniform
 
     def _unbind(self, entry: Any) -> None:
-        if entry[1] is not None:
-            entry[1].destroy()
+        # The bind group goes; its uniform buffer back to the pool (destroyed past the cap).
+        if entry.ubuf is not None:
+            pool = self._uniforms.setdefault(int(entry.ubuf.size), [])
+            if len(pool) < _UNIFORMS_KEPT:
+                pool.append(entry.ubuf)
+            else:
+                entry.ubuf.destroy()
 
     def _submit(self, jobs: list[Job], final: bool) -> None:
         # Reads wait for submitted work, so the last chunk needs no wait of its own.
@@ -359,7 +422,7 @@ class WgpuDevice(Device):
             if new_pipe:
                 cpass.set_pipeline(pipe[0])
             if new_group:
-                cpass.set_bind_group(0, entry[0])
+                cpass.set_bind_group(0, entry.group)
             cpass.dispatch_workgroups(x, y, z)
         cpass.end()
         if final and self._stamped:
@@ -380,6 +443,13 @@ class WgpuDevice(Device):
         for buf in list(self._buffers.values()):
             buf.destroy()
         self._buffers.clear()
+        for pool in self._uniforms.values():
+            for ubuf in pool:
+                ubuf.destroy()
+        self._uniforms.clear()
+        if self._staging is not None:
+            self._staging.destroy()
+            self._staging = None
         if self._queries is not None:
             self._queries.destroy()
             self._stamps.destroy()
