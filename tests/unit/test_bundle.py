@@ -827,3 +827,31 @@ def test_compile_kernel_misspelt_suggests_the_kernel(tmp_path, capsys):
         "'reduce_sum_f32'? kernels: block_min_max, reduce_sum, reduce_sum_f32\n"
     )
     assert os.listdir(tmp_path) == []
+
+
+def test_opening_decodes_no_metadata_until_it_is_used():
+    r = read_bundle_bytes(GOOD, "t.vyrebundle")
+    assert r.ids == ["add.f32", "add.i32", "saxpy"] and r._metas == {}
+    assert r.kernel_meta("saxpy").id == "saxpy"
+    assert list(r._metas) == ["saxpy"]
+    assert r.entry("add.i32").meta == ENTRIES[2]["meta"]
+    assert list(r._metas) == ["saxpy", "add.i32"]
+
+
+@pytest.mark.parametrize(
+    "provenance",
+    [
+        # a nested value spelling the text between two records
+        {"x": [{"a": 1}, {"artifacts": {"q": 1}, "id": "zzz", "meta": {}}]},
+        {"x": [[{"a": 1}], {"artifacts": {}}], "y": '"},{"artifacts":{"\\\\'},
+        {"x": '}],"version":2}'},  # the tail's text, in a string
+    ],
+)
+def test_metadata_that_spells_a_record_boundary_is_read_as_written(provenance):
+    doc = manifest_of(GOOD)
+    doc["kernels"][0]["meta"]["provenance"] = provenance
+    r = read_bundle_bytes(with_manifest(GOOD, doc), "t.vyrebundle")
+    assert r.ids == ["add.f32", "add.i32", "saxpy"]
+    assert [r._record(i)["artifacts"] for i in r.ids] == [k["artifacts"] for k in doc["kernels"]]
+    assert [r._meta(i) for i in r.ids] == [k["meta"] for k in doc["kernels"]]
+    assert r.verify() == []
