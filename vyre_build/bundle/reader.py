@@ -361,7 +361,7 @@ class BundleReader:
             start = m.end()
             end = text.find(_NEXT_RECORD, start, last)
             end = last if end < 0 else end
-            if text[start] not in "{[":
+            if end <= start or text[start] not in "{[":
                 return None
             metas.append(text[start:end])
             records[ident] = {"id": ident, "artifacts": arts}
