@@ -843,6 +843,8 @@ def test_opening_decodes_no_metadata_until_it_is_used():
     [
         # a nested value spelling the text between two records
         {"x": [{"a": 1}, {"artifacts": {"q": 1}, "id": "zzz", "meta": {}}]},
+        {"x": [{"a": 1}, {"artifacts": {}, "id": "aaa", "meta": {}}]},  # a record head
+        {"x": [{"a": 1}, {"artifacts": {}, "id": "add.f33", "meta": {"a": 1}}]},
         {"x": [[{"a": 1}], {"artifacts": {}}], "y": '"},{"artifacts":{"\\\\'},
         {"x": '}],"version":2}'},  # the tail's text, in a string
     ],

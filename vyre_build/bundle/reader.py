@@ -107,10 +107,7 @@ _PADDING_WINDOW = 64 << 10  # padding runs this close are read in one call (read
 
 # The canonical manifest (files.canonical_json of the writer's document): the root object
 # holds "format", "kernels", "version" in that order; each record "artifacts", "id",
-# "meta"; each index entry "blake3", "offset", "size". A record's metadata object runs to
-# the first `},{"artifacts":{` after it (the last one's to `}],"version":`): no string
-# holds that text (its quotes would be escaped), and `_all_balanced` proves that no nested
-# value of the metadata does, so the split is the document's.
+# "meta"; each index entry "blake3", "offset", "size" (split by _canonical_records).
 _CANON_HEAD = '{"format":' + json.dumps(FORMAT_NAME) + ',"kernels":['
 _CANON_TAIL = re.compile(r'\],"version":(0|[1-9][0-9]{0,8})\}')
 _CANON_INDEX = r'"([^"\\{}]*+)":\{"blake3":"([0-9a-f]{64})","offset":(0|[1-9][0-9]*+),"size":(0|[1-9][0-9]*+)\}'
@@ -312,20 +309,47 @@ class BundleReader:
         """The records by id of a manifest in the writer's canonical layout, each kernel's
         "meta" left undecoded (its span in `_spans`, decoded by `_meta`), with every check
         `_check_manifest` makes of the rest; None when `text` is not in that layout (the
-        caller then decodes it whole, and its errors are the full decoder's)."""
+        caller then decodes it whole, and its errors are the full decoder's).
+
+        First the split, checking nothing: a record's metadata runs to the next
+        `},{"artifacts":{` (the last one's to `}],"version":`); no string holds that text
+        (its quotes would be escaped). The split is the document's when every metadata
+        span's brackets outside strings pair up, nested at most _META_LEVELS deep
+        (`_all_balanced`): a cut inside a value, where a nested value spells that text,
+        leaves one unpaired. Only then are the records checked, so a record head spelt
+        inside a metadata record is never taken for one."""
         if not text.startswith(_CANON_HEAD):
             return None
-        records: dict[str, dict] = {}
-        spans: dict[str, tuple[int, int]] = {}
-        metas: list[str] = []
-        ranges: list[tuple[int, int, str, str]] = []
-        previous, suffixes, pos = None, set(), len(_CANON_HEAD)
+        heads: list[re.Match[str]] = []
+        cuts: list[tuple[int, int]] = []
+        pos = len(_CANON_HEAD)
         last = text.rfind(_LAST_RECORD)  # the last record's closing brace
         match_record = _CANON_RECORD.match
         while last > pos and text.startswith("{", pos):
             m = match_record(text, pos)
             if m is None:
                 return None
+            start = m.end()
+            end = text.find(_NEXT_RECORD, start, last)
+            end = last if end < 0 else end
+            if end <= start or text[start] not in "{[":
+                return None
+            heads.append(m)
+            cuts.append((start, end))
+            if end == last:
+                pos = last + 1  # at the tail's "]"
+                break
+            pos = end + 2  # past "},": at the next record's "{"
+        tail = _CANON_TAIL.fullmatch(text, pos)
+        if tail is None:
+            return None
+        if not _all_balanced([text[a:b] for a, b in cuts], _META_LEVELS):
+            return None
+        records: dict[str, dict] = {}
+        spans: dict[str, tuple[int, int]] = {}
+        ranges: list[tuple[int, int, str, str]] = []
+        previous, suffixes = None, set()
+        for m, cut in zip(heads, cuts):
             ident = m.group(10)
             try:
                 check_id(ident)
@@ -358,21 +382,8 @@ class BundleReader:
                     ranges.append((off, off + size, ident, suffix))
             if len(arts) != found:  # a duplicated suffix: the full decoder names it
                 return None
-            start = m.end()
-            end = text.find(_NEXT_RECORD, start, last)
-            end = last if end < 0 else end
-            if end <= start or text[start] not in "{[":
-                return None
-            metas.append(text[start:end])
             records[ident] = {"id": ident, "artifacts": arts}
-            spans[ident] = (start, end)
-            if end == last:
-                pos = last + 1  # at the tail's "]"
-                break
-            pos = end + 2  # past "},": at the next record's "{"
-        tail = _CANON_TAIL.fullmatch(text, pos)
-        if tail is None or not _all_balanced(metas, _META_LEVELS):
-            return None
+            spans[ident] = cut
         if int(tail.group(1)) != self.version:
             raise self._fail(
                 f"manifest version {int(tail.group(1))!r} does not match the header's "
@@ -389,6 +400,7 @@ class BundleReader:
         if meta is None:
             start, end = self._spans[ident]
             meta = self._decode(self._text[start:end], f"kernel {ident!r} metadata")
+
             self._check_record_meta(ident, meta)
             meta = self._metas.setdefault(ident, meta)
         return meta
