@@ -114,9 +114,11 @@ def test_the_uniform_patch_leaves_what_it_cannot_read():
     assert vulkan_pipelines._patch_uniform(code, 5, 8) is None
     assert vulkan_pipelines._patch_uniform(code, 2, 1) is None
     assert vulkan_pipelines._patch_uniform(b"\0" * len(code), 2, 8) is None
-    overrun = ((3 << 16) | 1).to_bytes(4, "little")  # a 3-word instruction, one word left
-    assert vulkan_pipelines._patch_uniform(code + overrun, 2, 8) is None
-    assert vulkan_pipelines._patch_uniform(code + bytes(4), 2, 8) is None  # a 0-word one
+    head = code[:20]  # the module header, then a capability running past the end
+    assert (
+        vulkan_pipelines._patch_uniform(head + ((3 << 16) | 17).to_bytes(4, "little"), 2, 8) is None
+    )
+    assert vulkan_pipelines._patch_uniform(head + bytes(4), 2, 8) is None  # a 0-word one
     assert vulkan_pipelines._patch_uniform(code[:-2], 2, 8) is None
 
 
