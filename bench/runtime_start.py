@@ -2,6 +2,14 @@
 a cold and a warm persisted pipeline cache (and with only the driver's own cache), the
 compile-from-source path, and `bundle.warm()` of the whole tree.
 
+Run alone, it prints the two start-up figures of issue 23 for the code under --root
+(default: this checkout), so that two checkouts can be compared on one machine:
+
+    python bench/runtime_start.py [--backend vulkan|wgpu] [--repeat N] [--root DIR]
+
+`bundle.warm()` of the tree with a warm pipeline cache and the driver's cache off (with the
+Vulkan layouts it made), and the open of a bundle of 100 kernels (in this process).
+
 Every figure is the median over `repeat` fresh processes (after one discarded run that
 writes bytecode caches and primes whichever cache the configuration keeps warm). "Driver
 cache off" sets __GL_SHADER_DISK_CACHE=0 (NVIDIA) and MESA_SHADER_CACHE_DISABLE=true
@@ -50,9 +58,11 @@ y = kern(x=x, y=np.ones(1000, np.float32), a=2.0).array("y")
 t5 = time.perf_counter()
 assert y[999] == 1999.0
 loaded = getattr(dev, "cache_loaded", 0)
+layouts = len(getattr(dev, "layouts", ()))
 dev.close()  # saves the persisted pipeline cache: not timed
 print(json.dumps({"inside": t5 - t0, "imports": t1 - t0, "device": t2 - t1, "open": t3 - t2,
-                  "load": t4 - t3, "dispatch": t5 - t4, "created": created, "loaded": loaded}))
+                  "load": t4 - t3, "dispatch": t5 - t4, "created": created, "loaded": loaded,
+                  "layouts": layouts}))
 """
 PHASES = (
     ("interpreter start", "start"),
@@ -206,3 +216,47 @@ def startup(
     if warm is not None and "warm(), cold" in results:
         w, c = results["warm(), warm pipeline cache"], results["warm(), cold"]
         say(f"[{backend}] bundle.warm() cold / warm pipeline cache: {c['load'] / w['load']:.1f}x")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`bundle.warm()` of the tree (warm pipeline cache, driver cache off) and the open of a
+    bundle of 100 kernels, medians over fresh processes / rounds, for the code of --root."""
+    import argparse
+
+    p = argparse.ArgumentParser(description="bundle.warm() and bundle open, for one checkout")
+    p.add_argument("--backend", default="vulkan", choices=("vulkan", "wgpu"))
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    a = p.parse_args(argv)
+    root = os.path.abspath(a.root)
+    sys.path.insert(0, root)
+    sys.path.insert(1, os.path.join(root, "bench"))
+    import runtime_bench  # the bundles it builds: the tree's kernels, and 100 of them
+
+    with tempfile.TemporaryDirectory(prefix="vyre-start-") as tmp:
+        tree, hundred = os.path.join(tmp, "tree.vyrebundle"), os.path.join(tmp, "h.vyrebundle")
+        count = len(runtime_bench.build_bundle(tree, count=0))
+        runtime_bench.build_bundle(hundred)
+        base = {"root": root, "backend": a.backend, "bundle": tree, "mode": "warm"}
+        base["cache"] = os.path.join(tmp, "plc")
+        runs = [_fresh(base, DRIVER_OFF) for _ in range(a.repeat + 1)][1:]
+        r = _medians(runs)
+        each = ", ".join(f"{x['load'] * 1e3:.2f}" for x in runs)
+        print(
+            f"[{a.backend}] bundle.warm() of the tree's {count} kernels, warm pipeline cache, "
+            f"driver cache off, median of {a.repeat}: {r['load'] * 1e3:.2f} ms "
+            f"(runs {each}; "
+            f"{r['layouts']:.0f} layouts on the device)"
+        )
+        from vyre_build.runtime import open_bundle
+
+        def once() -> None:
+            open_bundle(hundred, device=None).close()
+
+        t = runtime_bench.median_time(once, max(a.repeat, 20) * 5)
+        print(f"bundle open (100 kernels): {t * 1e3:.3f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

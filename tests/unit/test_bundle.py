@@ -409,7 +409,10 @@ def _art(doc, i=0, suffix=".wgsl") -> dict:
             lambda d: d["kernels"][0].update(id="../../etc/x"),
             "kernel id '../../etc/x' is not a safe",
         ),
-        (lambda d: d["kernels"][0].update(id="add.i32"), "carries metadata of 'add.f32'"),
+        (
+            lambda d: d["kernels"][0].update(id="add.i32"),
+            "manifest kernel 'add.i32' is out of order or duplicated (after 'add.i32')",
+        ),
         (lambda d: d["kernels"].reverse(), "manifest kernel 'add.i32' is out of order"),
         (
             lambda d: d["kernels"][1].update(d["kernels"][0]),
@@ -443,6 +446,71 @@ def _art(doc, i=0, suffix=".wgsl") -> dict:
 )
 def test_refuses_bad_manifest(edit, message):
     assert message in refused(_edit(edit))
+
+
+@pytest.mark.parametrize("canonical", [True, False])
+def test_metadata_is_decoded_and_checked_on_first_use(canonical):
+    """A canonical manifest's metadata records are decoded on first use, with the checks
+    of a whole decode; any other layout is decoded whole at open and refused there."""
+    doc = manifest_of(GOOD)
+    doc["kernels"][0]["id"] = "add.f16"  # still in order: its meta says add.f32
+    doc["kernels"][2]["meta"]["grid"] = "@@"  # replaced below by text no decoder accepts
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    text = text.replace('"grid":"@@"', '"grid":[1 2],"grid":3')
+    if not canonical:
+        text = text.replace(',"kernels":', ', "kernels":')
+        message = "bad JSON in the manifest: Expecting ',' delimiter"
+        assert message in refused(with_manifest(GOOD, text.encode()))
+        return
+    r = read_bundle_bytes(with_manifest(GOOD, text.encode()), "t.vyrebundle")
+    assert r.ids == ["add.f16", "add.i32", "saxpy"]
+    assert r.kernel_meta("add.i32").id == "add.i32"
+    with pytest.raises(BundleError) as info:
+        r.kernel_meta("add.f16")
+    assert str(info.value) == (
+        "t.vyrebundle: manifest kernel 'add.f16' carries metadata of 'add.f32'"
+    )
+    with pytest.raises(BundleError) as info:
+        r.entry("saxpy")
+    assert str(info.value).startswith(
+        "t.vyrebundle: bad JSON in the manifest (kernel 'saxpy' metadata): Expecting ',' "
+        "delimiter: line 1 column "
+    )
+    assert r.verify() == [
+        "t.vyrebundle: manifest kernel 'add.f16' carries metadata of 'add.f32'",
+        str(info.value),
+    ]
+
+
+@pytest.mark.parametrize(
+    "meta, message",
+    [
+        ('{"a":1,"a":2}', "duplicate key 'a'"),
+        ('{"a":NaN}', "non-JSON number NaN"),
+        ("[1]", "'meta' must be a dict, got list"),
+    ],
+)
+def test_a_lazily_decoded_record_gets_the_whole_decoders_checks(meta, message):
+    doc = manifest_of(GOOD)
+    doc["kernels"][1]["meta"] = "@@"
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":")).replace('"@@"', meta)
+    r = read_bundle_bytes(with_manifest(GOOD, text.encode()), "t.vyrebundle")
+    assert r.kernel_meta("add.f32").id == "add.f32"
+    with pytest.raises(BundleError) as info:
+        r.kernel_meta("add.i32")
+    assert message in str(info.value)
+
+
+def test_a_canonical_record_nested_past_the_limit_is_refused_at_open():
+    doc = manifest_of(GOOD)
+    doc["kernels"][1]["meta"]["deep"] = "@@"
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    for levels, ok in ((28, True), (29, False)):  # the meta object is the fourth level
+        data = with_manifest(GOOD, text.replace('"@@"', "[" * levels + "]" * levels).encode())
+        if ok:
+            assert read_bundle_bytes(data).kernel_meta("add.i32").id == "add.i32"
+        else:
+            assert "bad JSON in the manifest: nested deeper than 32 levels" in refused(data)
 
 
 def test_artifact_corruption_is_lazy_and_named(tmp_path):
@@ -759,3 +827,33 @@ def test_compile_kernel_misspelt_suggests_the_kernel(tmp_path, capsys):
         "'reduce_sum_f32'? kernels: block_min_max, reduce_sum, reduce_sum_f32\n"
     )
     assert os.listdir(tmp_path) == []
+
+
+def test_opening_decodes_no_metadata_until_it_is_used():
+    r = read_bundle_bytes(GOOD, "t.vyrebundle")
+    assert r.ids == ["add.f32", "add.i32", "saxpy"] and r._metas == {}
+    assert r.kernel_meta("saxpy").id == "saxpy"
+    assert list(r._metas) == ["saxpy"]
+    assert r.entry("add.i32").meta == ENTRIES[2]["meta"]
+    assert list(r._metas) == ["saxpy", "add.i32"]
+
+
+@pytest.mark.parametrize(
+    "provenance",
+    [
+        # a nested value spelling the text between two records
+        {"x": [{"a": 1}, {"artifacts": {"q": 1}, "id": "zzz", "meta": {}}]},
+        {"x": [{"a": 1}, {"artifacts": {}, "id": "aaa", "meta": {}}]},  # a record head
+        {"x": [{"a": 1}, {"artifacts": {}, "id": "add.f33", "meta": {"a": 1}}]},
+        {"x": [[{"a": 1}], {"artifacts": {}}], "y": '"},{"artifacts":{"\\\\'},
+        {"x": '}],"version":2}'},  # the tail's text, in a string
+    ],
+)
+def test_metadata_that_spells_a_record_boundary_is_read_as_written(provenance):
+    doc = manifest_of(GOOD)
+    doc["kernels"][0]["meta"]["provenance"] = provenance
+    r = read_bundle_bytes(with_manifest(GOOD, doc), "t.vyrebundle")
+    assert r.ids == ["add.f32", "add.i32", "saxpy"]
+    assert [r._record(i)["artifacts"] for i in r.ids] == [k["artifacts"] for k in doc["kernels"]]
+    assert [r._meta(i) for i in r.ids] == [k["meta"] for k in doc["kernels"]]
+    assert r.verify() == []

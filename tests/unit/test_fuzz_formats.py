@@ -424,3 +424,30 @@ def test_bundle_version_constant_is_checked():
     result = try_bundle(struct.pack("<8sIIQQQII32s", *fields) + BUNDLE[HEADER_SIZE:])
     assert isinstance(result, BundleError)
     assert f"unsupported bundle version {VERSION + 1}" in str(result)
+
+
+# Text that looks like the manifest's own structure, to mix into generated values.
+STRUCTURAL = st.sampled_from(
+    ['},{"artifacts":{', '}],"version":2}', '"', "\\", "{", "}", "[", "]", "|", "é", "artifacts"]
+)
+PIECES = st.lists(STRUCTURAL | st.characters(), max_size=6).map("".join)
+SPELLING = st.recursive(
+    st.none() | st.integers() | PIECES,
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(PIECES | STRUCTURAL, c, max_size=4),
+    max_leaves=12,
+)
+
+
+@FUZZ
+@given(SPELLING, st.integers(0, 1))
+def test_bundle_metadata_is_read_as_written_whatever_it_spells(value, kernel):
+    """The canonical split (each record's metadata decoded on first use) reads what the
+    writer wrote, whatever a metadata value spells, as decoding the manifest whole does."""
+    doc = json.loads(json.dumps(MANIFEST))
+    doc["kernels"][kernel]["meta"]["provenance"] = value
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    with read_bundle_bytes(_rehashed(text.encode())) as r:
+        assert r.ids == [k["id"] for k in doc["kernels"]]
+        assert [r.entry(i).meta for i in r.ids] == [k["meta"] for k in doc["kernels"]]
+        assert [r.entry(i).artifacts for i in r.ids] == [k["artifacts"] for k in doc["kernels"]]
+        assert r.verify() == []

@@ -1,4 +1,13 @@
-"""Bundle reader: lazy, bounds-checked, hash-verified."""
+"""Bundle reader: lazy, bounds-checked, hash-verified.
+
+Opening costs what is used: the header, the signature block, the manifest's hash and, of
+the manifest, the kernel ids and artifact indexes. A manifest in the writer's canonical
+layout is split into its records by anchored regular expressions (C speed) and each
+kernel's metadata is decoded, with every check of a full decode (duplicate keys, NaN,
+depth, the record's shape), on its first use (`kernel_meta`, `entry`, `verify`); any
+other manifest is decoded and checked whole at open, as before (docs/bundle-format.md,
+"What the reader checks").
+"""
 
 from __future__ import annotations
 
@@ -8,6 +17,7 @@ import io
 import itertools
 import json
 import os
+import re
 import threading
 from typing import Any, BinaryIO
 
@@ -28,7 +38,9 @@ from vyre_build.bundle.format import (
     SIGNATURE_SIZE,
     VERSION,
     _HEADER,
+    _EMPTY_PAIR_RE,
     _HEX64_RE,
+    _JSON_STRING_RE,
     _check_meta,
     _hash,
     _too_deep,
@@ -93,8 +105,45 @@ _INDEX_KEYS = {"offset", "size", "blake3"}
 _PADDING_WINDOW = 64 << 10  # padding runs this close are read in one call (reader._padding)
 
 
+# The canonical manifest (files.canonical_json of the writer's document): the root object
+# holds "format", "kernels", "version" in that order; each record "artifacts", "id",
+# "meta"; each index entry "blake3", "offset", "size" (split by _canonical_records).
+_CANON_HEAD = '{"format":' + json.dumps(FORMAT_NAME) + ',"kernels":['
+_CANON_TAIL = re.compile(r'\],"version":(0|[1-9][0-9]{0,8})\}')
+_CANON_INDEX = r'"([^"\\{}]*+)":\{"blake3":"([0-9a-f]{64})","offset":(0|[1-9][0-9]*+),"size":(0|[1-9][0-9]*+)\}'
+_CANON_RECORD = re.compile(
+    r'\{"artifacts":\{((?:' + _CANON_INDEX + r")(?:," + _CANON_INDEX + r')*+)?\},"id":"([^"\\]*+)",'
+    r'"meta":'
+)
+_NEXT_RECORD = '},{"artifacts":{'
+_LAST_RECORD = '}],"version":'
+_META_LEVELS = MAX_JSON_DEPTH - 3  # the metadata object is the fourth level of the document
+_CANON_INDEX_RE = re.compile(_CANON_INDEX)
+
+
 def _what(ident: str, suffix: str) -> str:
     return f"kernel {ident!r} artifact {suffix!r}"
+
+
+_BRACKETS_AND_BARS = {c: None for c in range(128) if chr(c) not in "[]{}|"}
+
+
+def _all_balanced(spans: list[str], levels: int) -> bool:
+    """Whether the brackets outside strings of every one of `spans` pair up, each nested
+    at most `levels` deep (C-speed passes over all of them at once: a "|" between spans
+    stays when every span's strings close in it, and each pass peels one level)."""
+    joined = "|".join(spans)
+    if "\\" in joined:
+        outside = _JSON_STRING_RE.sub("", joined)
+    else:  # no escapes: every quote bounds a string, so even pieces lie outside them
+        outside = "".join(joined.split('"')[::2])
+    brackets = outside.translate(_BRACKETS_AND_BARS)
+    bars = "|" * (len(spans) - 1)
+    for _ in range(levels):
+        if brackets == bars:
+            return True
+        brackets = _EMPTY_PAIR_RE.sub("", brackets)
+    return brackets == bars
 
 
 def _is_int(v: object) -> bool:
@@ -106,7 +155,8 @@ class BundleReader:
 
     Opening checks the header, the signature when keys are pinned (before anything else
     is read), and the manifest (bounds, alignment, overlaps, hash), and with keys pinned
-    that the padding between artifacts, which no hash covers, is zero; `read_artifact` reads
+    that the padding between artifacts, which no hash covers, is zero; each kernel's
+    metadata record is decoded and checked on its first use; `read_artifact` reads
     and verifies artifact bytes on first use, then serves them from memory. `signature`
     is the Signature block (None when unsigned), `signer` the trusted PublicKey that
     signed it (None when no keys were pinned). Safe to share between threads. Use as a
@@ -122,6 +172,8 @@ class BundleReader:
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str], bytes] = {}
         self._checked: dict[str, KernelMeta] = {}
+        self._metas: dict[str, dict] = {}  # decoded metadata records by id (_meta)
+        self._spans: dict[str, tuple[int, int]] = {}  # undecoded ones: spans of _text
         try:
             self._open()
         except BaseException:
@@ -215,21 +267,13 @@ class BundleReader:
             text = manifest.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise self._fail(f"bad UTF-8 in the manifest at byte {m_off + exc.start}") from None
-        try:
-            doc = json.loads(
-                text, object_pairs_hook=_unique_object, parse_constant=_reject_constant
-            )
-        except RecursionError:
-            raise self._fail("bad JSON in the manifest: nested too deeply") from None
-        except ValueError as exc:
-            raise self._fail(f"bad JSON in the manifest: {exc}") from None
-        if _too_deep(text):
-            raise self._fail(
-                f"bad JSON in the manifest: nested deeper than {MAX_JSON_DEPTH} levels"
-            )
+        self._text = text
+        records = self._canonical_records(text, m_off)
+        if records is None:  # not the writer's layout: decode and check it whole
+            records = self._check_manifest(self._decode(text, "the manifest"), m_off)
         self._manifest_offset = m_off
         self._manifest_bytes = manifest
-        self._records = self._check_manifest(doc, m_off)
+        self._records = records
         if len(self._records) != n_kernels:
             raise self._fail(
                 f"header kernel count {n_kernels} does not match the manifest's "
@@ -242,6 +286,142 @@ class BundleReader:
             )
         if self._trusted is not None:
             self._check_padding(m_off)
+
+    def _decode(self, text: str, what: str) -> Any:
+        """`text` decoded as strict JSON (no duplicate keys, no NaN, at most
+        MAX_JSON_DEPTH levels); `what` names it in the errors."""
+        where = "" if what == "the manifest" else f" ({what})"
+        try:
+            doc = json.loads(
+                text, object_pairs_hook=_unique_object, parse_constant=_reject_constant
+            )
+        except RecursionError:
+            raise self._fail(f"bad JSON in the manifest{where}: nested too deeply") from None
+        except ValueError as exc:
+            raise self._fail(f"bad JSON in the manifest{where}: {exc}") from None
+        if what == "the manifest" and _too_deep(text):
+            raise self._fail(
+                f"bad JSON in the manifest: nested deeper than {MAX_JSON_DEPTH} levels"
+            )
+        return doc
+
+    def _canonical_records(self, text: str, data_end: int) -> dict[str, dict] | None:
+        """The records by id of a manifest in the writer's canonical layout, each kernel's
+        "meta" left undecoded (its span in `_spans`, decoded by `_meta`), with every check
+        `_check_manifest` makes of the rest; None when `text` is not in that layout (the
+        caller then decodes it whole, and its errors are the full decoder's).
+
+        First the split, checking nothing: a record's metadata runs to the next
+        `},{"artifacts":{` (the last one's to `}],"version":`); no string holds that text
+        (its quotes would be escaped). The split is the document's when every metadata
+        span's brackets outside strings pair up, nested at most _META_LEVELS deep
+        (`_all_balanced`): a cut inside a value, where a nested value spells that text,
+        leaves one unpaired. Only then are the records checked, so a record head spelt
+        inside a metadata record is never taken for one."""
+        if not text.startswith(_CANON_HEAD):
+            return None
+        heads: list[re.Match[str]] = []
+        cuts: list[tuple[int, int]] = []
+        pos = len(_CANON_HEAD)
+        last = text.rfind(_LAST_RECORD)  # the last record's closing brace
+        match_record = _CANON_RECORD.match
+        while last > pos and text.startswith("{", pos):
+            m = match_record(text, pos)
+            if m is None:
+                return None
+            start = m.end()
+            end = text.find(_NEXT_RECORD, start, last)
+            end = last if end < 0 else end
+            if end <= start or text[start] not in "{[":
+                return None
+            heads.append(m)
+            cuts.append((start, end))
+            if end == last:
+                pos = last + 1  # at the tail's "]"
+                break
+            pos = end + 2  # past "},": at the next record's "{"
+        tail = _CANON_TAIL.fullmatch(text, pos)
+        if tail is None:
+            return None
+        if not _all_balanced([text[a:b] for a, b in cuts], _META_LEVELS):
+            return None
+        records: dict[str, dict] = {}
+        spans: dict[str, tuple[int, int]] = {}
+        ranges: list[tuple[int, int, str, str]] = []
+        previous, suffixes = None, set()
+        for m, cut in zip(heads, cuts):
+            ident = m.group(10)
+            try:
+                check_id(ident)
+            except BundleError as exc:
+                raise self._fail(f"in the manifest: {exc}") from None
+            if previous is not None and ident <= previous:
+                raise self._fail(
+                    f"manifest kernel {ident!r} is out of order or duplicated (after {previous!r})"
+                )
+            previous = ident
+            arts: dict[str, dict] = {}
+            found = 0
+            if m.group(1) is not None:
+                for a in _CANON_INDEX_RE.finditer(m.group(1)):
+                    suffix, digest, off_text, size_text = a.groups()
+                    found += 1
+                    if suffix not in suffixes:
+                        try:
+                            suffixes.add(check_suffix(suffix))
+                        except BundleError as exc:
+                            raise self._fail(f"manifest kernel {ident!r}: {exc}") from None
+                    off, size = int(off_text), int(size_text)
+                    if off < HEADER_SIZE or off % ALIGN or off + size > data_end:
+                        raise self._fail(
+                            f"index out of bounds: {_what(ident, suffix)} at bytes "
+                            f"{off}..{off + size} must be {ALIGN}-aligned within the "
+                            f"data region {HEADER_SIZE}..{data_end}"
+                        )
+                    arts[suffix] = {"blake3": digest, "offset": off, "size": size}
+                    ranges.append((off, off + size, ident, suffix))
+            if len(arts) != found:  # a duplicated suffix: the full decoder names it
+                return None
+            records[ident] = {"id": ident, "artifacts": arts}
+            spans[ident] = cut
+        if int(tail.group(1)) != self.version:
+            raise self._fail(
+                f"manifest version {int(tail.group(1))!r} does not match the header's "
+                f"{self.version}"
+            )
+        self._check_overlaps(ranges)
+        self._spans = spans
+        return records
+
+    def _meta(self, ident: str) -> dict:
+        """The manifest record of kernel `ident`'s metadata, decoded and checked (JSON,
+        shape, `meta.id`) on first use. Do not modify it."""
+        meta = self._metas.get(ident)
+        if meta is None:
+            start, end = self._spans[ident]
+            meta = self._decode(self._text[start:end], f"kernel {ident!r} metadata")
+
+            self._check_record_meta(ident, meta)
+            meta = self._metas.setdefault(ident, meta)
+        return meta
+
+    def _check_record_meta(self, ident: str, meta: object) -> None:
+        try:
+            meta_id = _check_meta(meta, f"manifest kernel {ident!r}", writing=False)
+        except BundleError as exc:
+            raise self._fail(f"in the manifest: {exc}") from None
+        if meta_id != ident:
+            raise self._fail(f"manifest kernel {ident!r} carries metadata of {meta_id!r}")
+
+    def _check_overlaps(self, ranges: list[tuple[int, int, str, str]]) -> None:
+        ranges.sort()
+        self._ranges = ranges
+        for (s0, e0, i0, x0), (s1, e1, i1, x1) in itertools.pairwise(ranges):
+            if s1 < e0:
+                raise self._fail(
+                    f"overlapping ranges: {_what(i0, x0)} at bytes {s0}..{e0} and "
+                    f"{_what(i1, x1)} at bytes {s1}..{e1}"
+                )
 
     def _check_padding(self, m_off: int) -> None:
         """With keys pinned, the only bytes that no signed hash covers are the padding
@@ -310,11 +490,10 @@ class BundleReader:
                 raise self._fail(f"manifest kernel {n} must have exactly 'id', 'meta', 'artifacts'")
             try:
                 ident = check_id(rec["id"])
-                meta_id = _check_meta(rec["meta"], f"manifest kernel {ident!r}", writing=False)
             except BundleError as exc:
                 raise self._fail(f"in the manifest: {exc}") from None
-            if meta_id != ident:
-                raise self._fail(f"manifest kernel {ident!r} carries metadata of {meta_id!r}")
+            self._check_record_meta(ident, rec["meta"])
+            self._metas[ident] = rec["meta"]
             if previous is not None and ident <= previous:
                 raise self._fail(
                     f"manifest kernel {ident!r} is out of order or duplicated (after {previous!r})"
@@ -351,15 +530,8 @@ class BundleReader:
                         f"{_what(ident, suffix)}: blake3 {digest!r} is not 64 lowercase hex digits"
                     )
                 ranges.append((off, off + size, ident, suffix))
-            records[ident] = rec
-        ranges.sort()
-        self._ranges = ranges
-        for (s0, e0, i0, x0), (s1, e1, i1, x1) in itertools.pairwise(ranges):
-            if s1 < e0:
-                raise self._fail(
-                    f"overlapping ranges: {_what(i0, x0)} at bytes {s0}..{e0} and "
-                    f"{_what(i1, x1)} at bytes {s1}..{e1}"
-                )
+            records[ident] = {"id": ident, "artifacts": arts}
+        self._check_overlaps(ranges)
         return records
 
     # -- queries --
@@ -406,7 +578,7 @@ class BundleReader:
             raise self._fail(f"kernel name and variant must be strings, got {name!r}, {variant!r}")
         rec = self._record(kernel_id(name, variant))
         self.kernel_meta(rec["id"])
-        meta = copy.deepcopy(rec["meta"])
+        meta = copy.deepcopy(self._meta(rec["id"]))
         return BundleEntry(
             rec["id"], meta["name"], meta["variant"], meta, copy.deepcopy(rec["artifacts"])
         )
@@ -416,7 +588,7 @@ class BundleReader:
         naming the field when malformed). Its `record` is the manifest's: do not modify it."""
         checked = self._checked.get(ident)
         if checked is None:
-            meta = self._record(ident)["meta"]
+            meta = self._meta(self._record(ident)["id"])
             checked = self._checked[ident] = check_metadata(meta, f"{self.path}: kernel {ident!r}")
         return checked
 
@@ -448,8 +620,8 @@ class BundleReader:
         """Re-read and check every byte; return the problems found (empty when sound).
 
         Checks each artifact's blake3 (re-read from disk, not from the cache), that the
-        padding between ranges is zero and no bytes lie outside a range, that the
-        manifest is in canonical form and, in a signed bundle, that the signature is valid
+        padding between ranges is zero and no bytes lie outside a range, each kernel's
+        metadata (decoded if no use did yet), that the manifest is in canonical form and, in a signed bundle, that the signature is valid
         for the public key in its block (whether that key is trusted is `signer`'s job).
         """
         problems = []
@@ -482,8 +654,16 @@ class BundleReader:
                     f"bytes {off}..{off + size}"
                 )
             pos = max(pos, off + size)
-        canonical = canonical_json(json.loads(self._manifest_bytes))
-        if canonical != self._manifest_bytes:
+        undecoded = []
+        for ident in self._records:  # each kernel's metadata, decoded now if it was not
+            try:
+                self._meta(ident)
+            except BundleError as exc:
+                undecoded.append(str(exc))
+        problems += undecoded
+        if not undecoded and canonical_json(self._decode(self._text, "the manifest")) != (
+            self._manifest_bytes
+        ):
             problems.append("manifest is not in canonical JSON form (sorted keys, no spaces)")
         sig = self.signature
         if sig is not None and not signing.verify_signature(

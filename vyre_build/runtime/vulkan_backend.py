@@ -201,9 +201,10 @@ class VulkanDevice(Device):
             self.profile = vulkan_profile.without_optional(self.profile)
             self.dev = self._create(vulkan_profile.Enable())
         self.queue = vk.vkGetDeviceQueue(self.dev, self.family, 0)
-        # (pipeline layout, set layout, (storage, uniform) descriptors) per binding
-        # signature, shared by every pipeline
-        self.layouts: dict[tuple[tuple[int, bool], ...], tuple[Any, Any, tuple[int, int]]] = {}
+        # (pipeline layout, set layout, (storage, uniform) descriptors): the shared one
+        # ("shared") and one per binding signature that does not fit it (vulkan_pipelines)
+        self.layouts: dict[object, tuple[Any, Any, tuple[int, int]]] = {}
+        self.shared_slots = 0
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         self.mem_flags = [mem.memoryTypes[i].propertyFlags for i in range(mem.memoryTypeCount)]
         local = [f for f in self.mem_flags if f & _LOCAL]
@@ -221,9 +222,9 @@ class VulkanDevice(Device):
         self.fence = self._new("fence", "Fence")
         self._live_bufs: dict[int, _Buf] = {}  # every buffer made, freed by close()
         self.pipeline_cache = vulkan_pipelines.open_cache(self, props, pipeline_cache)
-        # The driver's one-time pipeline-layout set-up (4-5 ms on NVIDIA without its disk
-        # cache) belongs to the device, not to whichever kernel is loaded first.
-        vulkan_pipelines.first_layout(self)
+        # The shared layout; the driver's one-time pipeline-layout set-up (4-5 ms on NVIDIA
+        # without its disk cache) belongs to the device, not to whichever kernel is loaded first.
+        vulkan_pipelines.first_layout(self, props.limits)
         # Command buffers of the submissions since the last wait (only the last one of
         # those carries the fence), with their submit infos; allocated as needed.
         self._ring: list[tuple[Any, Any]] = []
@@ -641,7 +642,8 @@ class VulkanDevice(Device):
             (b, h.buffer, n, _STORAGE_SET) for b, h, n in bound
         ]
         if ubuf is not None and uniform is not None:
-            targets.append((uniform_binding, ubuf.buffer, len(uniform), _UNIFORM_SET))
+            # the binding the pipeline's code has it at (the shared layout's slot)
+            targets.append((pipeline[4], ubuf.buffer, len(uniform), _UNIFORM_SET))
         infos = [
             [vk.VkDescriptorBufferInfo(buffer=buf, offset=0, range=n)] for _, buf, n, _ in targets
         ]
@@ -694,7 +696,7 @@ class VulkanDevice(Device):
             self._broken, self._fence_pending = None, False  # nothing runs: _free may free
             for buf in list(self._live_bufs.values()):
                 self._free(buf)
-            for pipe, _, _, _ in self._pipelines.values():
+            for pipe, *_ in self._pipelines.values():
                 vk.vkDestroyPipeline(self.dev, pipe, None)
             for layout, set_layout, _ in self.layouts.values():
                 vk.vkDestroyPipelineLayout(self.dev, layout, None)

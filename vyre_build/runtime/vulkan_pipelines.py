@@ -3,6 +3,7 @@ VkPipelineCache persisted across processes through pipeline_cache.PipelineCacheF
 
 from __future__ import annotations
 
+import array
 import atexit
 import contextlib
 import weakref
@@ -109,51 +110,159 @@ def _save_at_exit() -> None:
                 save_cache(dev)
 
 
-def first_layout(dev: VulkanDevice) -> None:
-    """Make the layout of the commonest signature (two storage buffers and the uniform
-    block) at device creation: the driver's first vkCreatePipelineLayout pays a one-time
-    set-up there, and the layout stays for the kernels that have that signature."""
-    _signature(dev, [(0, "r"), (1, "rw"), (2, "u")])
+# Storage slots of the shared layout (docs/runtime.md, "Vulkan layouts"): bindings
+# 0.._SHARED_SLOTS-1 are storage buffers and the uniform block is at binding _SHARED_SLOTS.
+_SHARED_SLOTS = 8
+_SHARED = "shared"
+_MAGIC, _OP_DECORATE, _BINDING = 0x07230203, 71, 33  # SPIR-V: OpDecorate, Decoration Binding
+# The opcodes that may come before the first type: mode setting (capabilities to execution
+# modes), debug (strings, names, lines, processed) and annotations (decorations).
+_PREAMBLE = frozenset(
+    (
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+        8,
+        10,
+        11,
+        14,
+        15,
+        16,
+        17,
+        317,
+        330,
+        331,
+        71,
+        72,
+        73,
+        74,
+        75,
+        332,
+        5632,
+        5633,
+    )
+)
 
 
-def _layouts(dev: VulkanDevice, meta: KernelMeta) -> tuple[Any, Any, tuple[int, int]]:
-    """(pipeline layout, set layout, (storage, uniform) descriptors of a set) of a kernel's
-    binding signature: made once per device (every kernel with the same bindings shares
-    them; NVIDIA's first one costs 0.4-5 ms)."""
-    return _signature(dev, layout_of(meta))
+def first_layout(dev: VulkanDevice, limits: Any) -> None:
+    """Make the shared layout at device creation: the driver's first
+    vkCreatePipelineLayout pays a one-time set-up there, and most kernels use it. Its
+    storage slots are _SHARED_SLOTS, fewer where the device's limits (`limits`:
+    VkPhysicalDeviceLimits) allow fewer storage buffers in a set or a stage."""
+    slots = min(
+        _SHARED_SLOTS,
+        int(limits.maxPerStageDescriptorStorageBuffers),
+        int(limits.maxDescriptorSetStorageBuffers),
+        int(limits.maxPerStageResources) - 1,
+    )
+    dev.shared_slots = slots
+    kinds = [(b, "rw") for b in range(slots)] + [(slots, "u")]
+    dev.layouts[_SHARED] = _make_layout(dev, kinds)
 
 
-def _signature(dev: VulkanDevice, kinds: list[tuple[int, str]]) -> tuple[Any, Any, tuple[int, int]]:
+def _shared_fits(dev: VulkanDevice, kinds: list[tuple[int, str]]) -> bool:
+    """Whether a kernel's bindings fit the shared layout: every storage binding below its
+    slots and at most one uniform block (moved to the slot past them, _patch_uniform)."""
+    slots = getattr(dev, "shared_slots", 0)
+    return (
+        _SHARED in dev.layouts
+        and all(b < slots for b, a in kinds if a != "u")
+        and sum(a == "u" for _, a in kinds) <= 1
+    )
+
+
+def _patch_uniform(code: bytes, binding: int, to: int) -> bytes | None:
+    """`code` with every OpDecorate Binding `binding` (the uniform block: one variable
+    per entry point of a module) made `to`, or None when there is none, binding `to` is
+    taken, or the module is not one this parser reads (then the kernel keeps a layout of
+    its own). Every variable is in set 0 (docs/descriptor-conventions.md), and the
+    metadata gives binding `binding` to the uniform block, so no storage buffer has it.
+    Only the instructions before the first type are walked (decorations come before
+    types in SPIR-V's logical layout): some 50 a module, not the whole of it."""
+    if binding == to:
+        return code
+    if len(code) % 4 or len(code) < 20:
+        return None
+    words = array.array("I", code)
+    if words[0] != _MAGIC:  # the other byte order: not worth a second parser
+        return None
+    at, found, end = 5, [], len(words)
+    while at < end:
+        count, op = words[at] >> 16, words[at] & 0xFFFF
+        if op not in _PREAMBLE:
+            break
+        if count == 0 or at + count > end:
+            return None
+        if op == _OP_DECORATE and count == 4 and words[at + 2] == _BINDING:
+            if words[at + 3] == binding:
+                found.append(at + 3)
+            elif words[at + 3] == to:
+                return None  # the slot is taken (not our emitters' output)
+        at += count
+    if not found:
+        return None
+    for k in found:
+        words[k] = to
+    return words.tobytes()
+
+
+def _layouts(
+    dev: VulkanDevice, meta: KernelMeta, code: bytes
+) -> tuple[bytes, tuple[Any, Any, tuple[int, int], int | None]]:
+    """(code to create the pipeline from, (pipeline layout, set layout, (storage, uniform)
+    descriptors of a set, the binding its uniform block is written at)) of a kernel. A
+    kernel whose bindings fit uses the device's shared layout, its uniform block moved to
+    the shared slot in the code given to the driver; any other kernel gets the layout of
+    its binding signature, made once per device (NVIDIA's first one costs 0.4-5 ms)."""
+    kinds = layout_of(meta)
+    uniform = next((b for b, a in kinds if a == "u"), None)
+    if _shared_fits(dev, kinds):
+        slot = dev.shared_slots
+        patched = code if uniform is None else _patch_uniform(code, uniform, slot)
+        if patched is not None:
+            return patched, (*dev.layouts[_SHARED], None if uniform is None else slot)
     key = tuple((b, a == "u") for b, a in kinds)
     found = dev.layouts.get(key)
     if found is None:
-        entries = [
-            vk.VkDescriptorSetLayoutBinding(
-                binding=b,
-                descriptorType=_UNIFORM_SET if a == "u" else _STORAGE_SET,
-                descriptorCount=1,
-                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
-            )
-            for b, a in kinds
-        ]
-        set_layout = dev._new("descriptor set layout", "DescriptorSetLayout", pBindings=entries)
-        try:
-            layout = dev._new("pipeline layout", "PipelineLayout", pSetLayouts=[set_layout])
-        except DeviceError:
-            vk.vkDestroyDescriptorSetLayout(dev.dev, set_layout, None)
-            raise
-        uniform = sum(u for _, u in key)
-        found = dev.layouts[key] = (layout, set_layout, (len(key) - uniform, uniform))
-    return found
+        found = dev.layouts[key] = _make_layout(dev, kinds)
+    return code, (*found, uniform)
+
+
+def _make_layout(
+    dev: VulkanDevice, kinds: list[tuple[int, str]]
+) -> tuple[Any, Any, tuple[int, int]]:
+    """A set layout of `kinds` ((binding, access); "u": the uniform block, any other a
+    storage buffer, read-only ones too: NonWritable is the shader's business) and its
+    pipeline layout, with the descriptors a set of it takes."""
+    entries = [
+        vk.VkDescriptorSetLayoutBinding(
+            binding=b,
+            descriptorType=_UNIFORM_SET if a == "u" else _STORAGE_SET,
+            descriptorCount=1,
+            stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+        )
+        for b, a in kinds
+    ]
+    set_layout = dev._new("descriptor set layout", "DescriptorSetLayout", pBindings=entries)
+    try:
+        layout = dev._new("pipeline layout", "PipelineLayout", pSetLayouts=[set_layout])
+    except DeviceError:
+        vk.vkDestroyDescriptorSetLayout(dev.dev, set_layout, None)
+        raise
+    uniform = sum(a == "u" for _, a in kinds)
+    return layout, set_layout, (len(kinds) - uniform, uniform)
 
 
 def create_pipelines(
     dev: VulkanDevice,
     kernels: list[tuple[KernelMeta, bytes, str]],
     base: tuple[int, int, int] | None,
-) -> list[tuple[Any, Any, Any, tuple[int, int]]]:
-    """(pipeline, pipeline layout, set layout, (storage, uniform) descriptors of its set)
-    of each (kernel, SPIR-V, entry point), created in one driver call (`base`: the base
+) -> list[tuple[Any, Any, Any, tuple[int, int], int | None]]:
+    """(pipeline, pipeline layout, set layout, (storage, uniform) descriptors of its set,
+    the binding its uniform block is written at) of each (kernel, SPIR-V, entry point), created in one driver call (`base`: the base
     workgroup of a split dispatch's piece, set through the modules' specialization
     constants 0-2, docs/descriptor-conventions.md). When the driver refuses the batch,
     each is created alone, so that the error names its kernel."""
@@ -177,12 +286,14 @@ def _create(
     dev: VulkanDevice,
     kernels: list[tuple[KernelMeta, bytes, str]],
     base: tuple[int, int, int] | None,
-) -> list[tuple[Any, Any, Any, tuple[int, int]]]:
+) -> list[tuple[Any, Any, Any, tuple[int, int], int | None]]:
     """The pipelines of `kernels` in one vkCreateComputePipelines, its create-infos built
     as plain cffi arrays (the `vulkan` package's per-struct wrappers cost more than the
     driver does once its pipeline cache is warm)."""
     ffi, lib = vk.ffi, vk.lib
-    made = [_layouts(dev, meta) for meta, _, _ in kernels]
+    laid = [_layouts(dev, meta, code) for meta, code, _ in kernels]
+    kernels = [(meta, code, entry) for (meta, _, entry), (code, _) in zip(kernels, laid)]
+    made = [found for _, found in laid]
     modules: dict[bytes, Any] = {}  # one shader module per code: a kernel's entries share it
     keep: list[Any] = []  # every buffer the create-infos point into, alive until the call
     try:
@@ -221,7 +332,7 @@ def _create(
             )
             keep += [entries, data]
         infos = ffi.new("VkComputePipelineCreateInfo[]", len(kernels))
-        for k, ((_, code, entry), (layout, _, _)) in enumerate(zip(kernels, made)):
+        for k, ((_, code, entry), (layout, *_)) in enumerate(zip(kernels, made)):
             name = ffi.new("char[]", entry.encode("utf-8"))
             keep.append(name)
             info = infos[k]
@@ -242,7 +353,7 @@ def _create(
                 if pipes[k] != ffi.NULL:
                     lib.vkDestroyPipeline(dev.dev, pipes[k], ffi.NULL)
         dev._check("compute pipeline creation", "vkCreateComputePipelines", result)
-    finally:  # layouts stay: the device keeps them for every kernel of their signature
+    finally:  # layouts stay: the device keeps them for every kernel that uses them
         for m in modules.values():
             lib.vkDestroyShaderModule(dev.dev, m, ffi.NULL)
     return [(pipes[k], *found) for k, found in enumerate(made)]
