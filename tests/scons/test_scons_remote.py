@@ -85,10 +85,15 @@ def test_a_server_stopped_mid_build_costs_one_warning(nginx, tmp_path):
     nginx.stop()  # the build is at its first kernel: the other 39 meet a dead server
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    assert [line for line in err.splitlines() if line] == [
-        f"vyre cache: warning: remote cache {nginx.url()} is unreachable (Connection "
-        "refused); this build goes on with the local cache only"
-    ]
+    # One warning; its reason depends on where the stop caught the exchange: a refused
+    # connection, or one the stopping server reset mid-request.
+    (line,) = [line for line in err.splitlines() if line]
+    reasons = ("Connection refused", "the connection was closed (ConnectionResetError)")
+    assert line in [
+        f"vyre cache: warning: remote cache {nginx.url()} is unreachable ({why}); this build "
+        "goes on with the local cache only"
+        for why in reasons
+    ], line
     stats = last_build(tmp_path / "cache")
     assert stats["remote_errors"] >= 1 and stats["misses"] == 40
     assert outputs(root) == outputs(reference)
