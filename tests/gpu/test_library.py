@@ -24,22 +24,24 @@ NP = {"u32": np.uint32, "i32": np.int32, "f32": np.float32}
 SIZES = (1, 3, 4, 5, 1023, 1024, 1025, 4099, 20001)
 
 
-@pytest.fixture(scope="module")
-def lib_bundle(tmp_path_factory):
-    """kernels/lib_*.py compiled for every backend into one bundle."""
+def build_library(path, files=LIB_FILES, targets=("wgsl", "spirv", "kdesc")):
+    """kernels/`files` compiled for `targets` into one bundle at `path` (returned)."""
     from vyre_build.bundle import write_bundle
     from vyre_build.compiler import compile_file
 
     entries = []
-    for file in LIB_FILES:
-        for k in compile_file(
-            os.path.join(KERNELS, file), root=KERNELS, targets=("wgsl", "spirv", "kdesc")
-        ):
+    for file in files:
+        for k in compile_file(os.path.join(KERNELS, file), root=KERNELS, targets=targets):
             arts = {s: b for s, b in k.artifacts.items() if s != ".meta.json"}
             entries.append({"meta": k.meta, "artifacts": arts})
-    path = tmp_path_factory.mktemp("lib") / "lib.vyrebundle"
     write_bundle(path, entries)
     return path
+
+
+@pytest.fixture(scope="module")
+def lib_bundle(tmp_path_factory):
+    """kernels/lib_*.py compiled for every backend into one bundle."""
+    return build_library(tmp_path_factory.mktemp("lib") / "lib.vyrebundle")
 
 
 @pytest.fixture

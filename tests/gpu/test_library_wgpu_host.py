@@ -6,12 +6,16 @@ own values, with calls in flight, across threads and inside batches."""
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 import numpy as np
 import pytest
 
 from vyre_build.runtime import library, open_bundle
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_library import build_library  # noqa: E402
 from vyre_build.runtime.library_call import KEPT_BYTES
 
 pytestmark = pytest.mark.backends("wgpu")
@@ -22,17 +26,8 @@ KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__)
 @pytest.fixture(scope="module")
 def lib_path(tmp_path_factory):
     """kernels/lib_reduce.py and lib_scan.py compiled to WGSL into one bundle."""
-    from vyre_build.bundle import write_bundle
-    from vyre_build.compiler import compile_file
-
-    entries = []
-    for file in ("lib_reduce.py", "lib_scan.py"):
-        for k in compile_file(os.path.join(KERNELS, file), root=KERNELS, targets=("wgsl",)):
-            arts = {s: b for s, b in k.artifacts.items() if s != ".meta.json"}
-            entries.append({"meta": k.meta, "artifacts": arts})
     path = tmp_path_factory.mktemp("lib") / "lib.vyrebundle"
-    write_bundle(path, entries)
-    return path
+    return build_library(path, ("lib_reduce.py", "lib_scan.py"), ("wgsl",))
 
 
 @pytest.fixture

@@ -6,11 +6,10 @@ on the same DeviceBuffers runs again without checks or planning)."""
 from __future__ import annotations
 
 import collections
-import contextlib
 import math
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple, Union
 
 import numpy as np
@@ -162,15 +161,6 @@ class Call:
 
     def in_batch(self) -> bool:
         return self.device._current_batch() is not None
-
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
-        """The caller's open batch, else a new one, waited for on exit."""
-        if self.in_batch():
-            yield
-        else:
-            with self.device.batch():
-                yield
 
     # -- steps --
 
