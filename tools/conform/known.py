@@ -31,6 +31,12 @@ KNOWN = {
             "helper with nested early returns and a stepped loop",
             "wgpu_pipeline_segfault",
         ),
+        Known(
+            "nvidia-nested-max-negate",
+            "NVIDIA's shader compiler (Vulkan driver 580.159.04; all three GPU paths)",
+            "max(x, max(min(p, x), -x)) of i32s computed as if without the negation",
+            "nvidia_nested_max_negate",
+        ),
     )
 }
 
