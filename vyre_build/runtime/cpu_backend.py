@@ -48,17 +48,24 @@ _ACCESS = {"ReadOnly": "r", "WriteOnly": "w", "ReadWrite": "rw"}
 _WIDE = 2**32 - 1  # per-axis workgroup counts: any grid of u32 global ids fits
 
 
+def _given_or_env(value: object, arg: str, env: str) -> tuple[str, object]:
+    """(where it came from, the value): `value` as given (named `arg`), else the variable
+    `env` (an int where its text is digits, else the text, for the caller's message), else
+    None when that is unset or empty."""
+    if value is not None:
+        return arg, value
+    text = os.environ.get(env)
+    if not text:
+        return env, None
+    return env, int(text) if text.strip().isdigit() else text
+
+
 def subgroup_size_of(size: object = None) -> int:
     """The subgroup size a cpu device runs: `size`, else $VYRE_CPU_SUBGROUP_SIZE, else 32;
     DeviceError unless it is a power of two from 1 to 128."""
-    where = "subgroup_size"
+    where, size = _given_or_env(size, "subgroup_size", "VYRE_CPU_SUBGROUP_SIZE")
     if size is None:
-        text = os.environ.get("VYRE_CPU_SUBGROUP_SIZE")
-        if not text:
-            return DEFAULT_SUBGROUP_SIZE
-        where, size = "VYRE_CPU_SUBGROUP_SIZE", text
-        if text.strip().isdigit():
-            size = int(text)
+        return DEFAULT_SUBGROUP_SIZE
     if type(size) is not int or size not in _SUBGROUP_SIZES:
         raise DeviceError(f"{where} must be a power of two from 1 to 128, got {size!r}")
     return size
@@ -68,14 +75,9 @@ def max_steps_of(steps: object = None) -> int | None:
     """The step budget of a cpu device's dispatches: `steps`, else $VYRE_CPU_MAX_STEPS,
     else None (no budget); DeviceError unless it is a positive integer. A step is one loop
     iteration of one invocation (vyre_build.reference.execute)."""
-    where = "max_steps"
+    where, steps = _given_or_env(steps, "max_steps", "VYRE_CPU_MAX_STEPS")
     if steps is None:
-        text = os.environ.get("VYRE_CPU_MAX_STEPS")
-        if not text:
-            return None
-        where, steps = "VYRE_CPU_MAX_STEPS", text
-        if text.strip().isdigit():
-            steps = int(text)
+        return None
     if type(steps) is not int or steps < 1:
         raise DeviceError(
             f"{where} must be a positive whole number of steps (loop iterations summed over "
