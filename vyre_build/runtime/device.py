@@ -103,8 +103,8 @@ class Device:
     max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)
     max_buffer_bytes = 2**27
     # Whether the backend can split a dispatch past max_workgroup_count: each piece runs a
-    # pipeline specialised for its base workgroup (the emitters' vyre_wg_base constants).
-    dispatch_base = False
+    # pipeline specialised for its base workgroup (the SPIR-V emitter's vyre_wg_base specialization constants; see Grids in docs/runtime.md).
+    splits_dispatches = False
     # Whether the backend runs the coarse entry points of `meta.coarse` (the cpu one does not).
     coarse_entries = True
     timing = False

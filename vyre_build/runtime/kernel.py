@@ -237,7 +237,7 @@ class Kernel:
         # Why a dispatch of this kernel past the device's per-axis limit cannot be split.
         if self._no_split is None:
             why = None
-            if not self.device.dispatch_base:
+            if not self.device.splits_dispatches:
                 why = f"the {self.device.backend} backend cannot split a dispatch"
             else:
                 why = split_refusal_of_code(self.code)

@@ -152,7 +152,7 @@ class VulkanDevice(Device):
     """
 
     backend = "vulkan"
-    dispatch_base = True
+    splits_dispatches = True
     cache_file: PipelineCacheFile | None
     cache_loaded = 0  # bytes of persisted cache the device started with
 
