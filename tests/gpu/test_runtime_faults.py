@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_runtime import load  # noqa: E402
+from test_runtime import _PROLOGUE, _TYPES, load  # noqa: E402
 
 from vyre_build.errors import DeviceError  # noqa: E402
 
@@ -43,33 +43,20 @@ SPIN_META = {
     ],
     "uniform": {"binding": 1, "size": 16},
 }
-SPIN_SPVASM = """\
-OpCapability Shader
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main" %gid
-OpExecutionMode %main LocalSize 32 1 1
-OpDecorate %gid BuiltIn GlobalInvocationId
-OpDecorate %rarr ArrayStride 4
-OpMemberDecorate %sbuf 0 Offset 0
-OpDecorate %sbuf Block
-OpDecorate %params Block
+SPIN_SPVASM = (
+    _PROLOGUE.format(wg=32)
+    + """\
 OpMemberDecorate %params 0 Offset 0
 OpDecorate %out DescriptorSet 0
 OpDecorate %out Binding 0
 OpDecorate %p DescriptorSet 0
 OpDecorate %p Binding 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%uint = OpTypeInt 32 0
-%bool = OpTypeBool
-%v3u = OpTypeVector %uint 3
-%pv3u = OpTypePointer Input %v3u
-%c0 = OpConstant %uint 0
-%c1 = OpConstant %uint 1
+"""
+    + _TYPES
+    + """\
 %cA = OpConstant %uint 1664525
 %cC = OpConstant %uint 1013904223
 %cI = OpConstant %uint 50000
-%gid = OpVariable %pv3u Input
 %rarr = OpTypeRuntimeArray %uint
 %sbuf = OpTypeStruct %rarr
 %psbuf = OpTypePointer StorageBuffer %sbuf
@@ -123,6 +110,7 @@ OpBranch %end
 OpReturn
 OpFunctionEnd
 """
+)
 
 
 @pytest.fixture
