@@ -68,7 +68,10 @@ def worker(sizes: list[int], calls: int) -> dict[str, float]:
 
 
 def side(tree: str, sizes: str, calls: int) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": tree, "VYRE_BACKEND": "wgpu"}
+    # the tree first; what the caller's PYTHONPATH holds (e.g. the device tier's
+    # dependencies) after it
+    path = os.pathsep.join(p for p in (tree, os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "VYRE_BACKEND": "wgpu"}
     args = [sys.executable, os.path.abspath(__file__), "--worker", "--sizes", sizes]
     done = subprocess.run(
         [*args, "--calls", str(calls)], env=env, cwd=tree, capture_output=True, text=True
