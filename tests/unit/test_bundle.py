@@ -501,16 +501,37 @@ def test_a_lazily_decoded_record_gets_the_whole_decoders_checks(meta, message):
     assert message in str(info.value)
 
 
-def test_a_canonical_record_nested_past_the_limit_is_refused_at_open():
+def test_a_canonical_record_nested_past_the_limit_is_refused_before_it_is_served():
     doc = manifest_of(GOOD)
     doc["kernels"][1]["meta"]["deep"] = "@@"
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     for levels, ok in ((28, True), (29, False)):  # the meta object is the fourth level
         data = with_manifest(GOOD, text.replace('"@@"', "[" * levels + "]" * levels).encode())
+        r = read_bundle_bytes(data, "t.vyrebundle")  # the open decodes no metadata
         if ok:
-            assert read_bundle_bytes(data).kernel_meta("add.i32").id == "add.i32"
-        else:
-            assert "bad JSON in the manifest: nested deeper than 32 levels" in refused(data)
+            assert r.kernel_meta("add.i32").id == "add.i32"
+            continue
+        # nor is any record after it served: the split is proven in order
+        for ident in ("add.i32", "saxpy"):
+            with pytest.raises(BundleError) as info:
+                r.kernel_meta(ident)
+            assert str(info.value) == (
+                "t.vyrebundle: bad JSON in the manifest: nested deeper than 32 levels"
+            )
+        assert r.kernel_meta("add.f32").id == "add.f32"  # the record before it is whole
+
+
+def test_a_string_left_open_in_metadata_never_yields_the_record_it_swallows():
+    # not JSON: the first record's string runs into the next head, which the count of
+    # heads cannot tell from a real one; no record at or after it is served
+    doc = manifest_of(GOOD)
+    doc["kernels"][0]["meta"]["provenance"] = "@@"
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":")).replace('"@@"', '"open')
+    r = read_bundle_bytes(with_manifest(GOOD, text.encode()), "t.vyrebundle")
+    for ident in ("add.f32", "add.i32", "saxpy"):
+        with pytest.raises(BundleError) as info:
+            r.kernel_meta(ident)
+        assert str(info.value).startswith("t.vyrebundle: bad JSON in the manifest: ")
 
 
 def test_artifact_corruption_is_lazy_and_named(tmp_path):

@@ -40,6 +40,8 @@ from vyre_build.bundle.format import (
     _HEADER,
     _EMPTY_PAIR_RE,
     _HEX64_RE,
+    _ID_RE,
+    _MAX_NAME,
     _JSON_STRING_RE,
     _check_meta,
     _hash,
@@ -123,6 +125,13 @@ _CANON_INDEX_RE = re.compile(_CANON_INDEX)
 
 def _what(ident: str, suffix: str) -> str:
     return f"kernel {ident!r} artifact {suffix!r}"
+
+
+_RECORD_KEY = '"artifacts":{'  # in every record head; in no string (its quotes)
+
+
+def _safe_id(ident: str) -> bool:  # check_id's test without building its error
+    return len(ident) <= _MAX_NAME and _ID_RE.fullmatch(ident) is not None
 
 
 _BRACKETS_AND_BARS = {c: None for c in range(128) if chr(c) not in "[]{}|"}
@@ -268,7 +277,7 @@ class BundleReader:
         except UnicodeDecodeError as exc:
             raise self._fail(f"bad UTF-8 in the manifest at byte {m_off + exc.start}") from None
         self._text = text
-        records = self._canonical_records(text, m_off)
+        records = self._canonical_records(text, m_off, n_kernels)
         if records is None:  # not the writer's layout: decode and check it whole
             records = self._check_manifest(self._decode(text, "the manifest"), m_off)
         self._manifest_offset = m_off
@@ -305,92 +314,101 @@ class BundleReader:
             )
         return doc
 
-    def _canonical_records(self, text: str, data_end: int) -> dict[str, dict] | None:
+    def _canonical_records(
+        self, text: str, data_end: int, n_kernels: int
+    ) -> dict[str, dict] | None:
         """The records by id of a manifest in the writer's canonical layout, each kernel's
         "meta" left undecoded (its span in `_spans`, decoded by `_meta`), with every check
         `_check_manifest` makes of the rest; None when `text` is not in that layout (the
         caller then decodes it whole, and its errors are the full decoder's).
 
         First the split, checking nothing: a record's metadata runs to the next
-        `},{"artifacts":{` (the last one's to `}],"version":`); no string holds that text
-        (its quotes would be escaped). The split is the document's when every metadata
-        span's brackets outside strings pair up, nested at most _META_LEVELS deep
-        (`_all_balanced`): a cut inside a value, where a nested value spells that text,
-        leaves one unpaired. Only then are the records checked, so a record head spelt
-        inside a metadata record is never taken for one."""
-        if not text.startswith(_CANON_HEAD):
+        `},{"artifacts":{` (the last one's to `}],"version":`). No string holds the text
+        `"artifacts":{` (a quote inside a string is escaped), so outside the record heads
+        only a metadata object with an "artifacts" key holding an object spells it. When
+        the text holds it exactly as many times as the header counts kernels (one C-speed
+        count), JSON in the writer's layout has no other: no metadata record holds a cut.
+        Otherwise (a metadata record spelling a head, which the writer's metadata never
+        does, or a header that miscounts) the manifest is decoded whole and read as
+        written or refused with the full decoder's reason.
+
+        What the count cannot see is a manifest that is not JSON (a string left open in
+        one metadata record swallowing the next head): before any metadata record is
+        served, `_meta` proves that it and every record before it pair their brackets
+        outside strings, nested at most _META_LEVELS deep (`_all_balanced`, C-speed), and
+        refuses the bundle with the full decoder's reason where they do not."""
+        if not text.startswith(_CANON_HEAD) or text.count(_RECORD_KEY) != n_kernels:
             return None
-        heads: list[re.Match[str]] = []
-        cuts: list[tuple[int, int]] = []
+        # every "artifacts":{ is a record head now: find them all in one C-speed pass
         pos = len(_CANON_HEAD)
-        last = text.rfind(_LAST_RECORD)  # the last record's closing brace
-        match_record = _CANON_RECORD.match
-        while last > pos and text.startswith("{", pos):
-            m = match_record(text, pos)
-            if m is None:
+        heads = list(_CANON_RECORD.finditer(text, pos))
+        if len(heads) != n_kernels:  # a head that is not in the canonical layout
+            return None
+        cuts: list[tuple[int, int]] = []
+        for m, after in zip(heads, heads[1:]):
+            if m.start() != pos or not text.startswith("},", after.start() - 2):
                 return None
-            start = m.end()
-            end = text.find(_NEXT_RECORD, start, last)
-            end = last if end < 0 else end
-            if end <= start or text[start] not in "{[":
+            cuts.append((m.end(), after.start() - 2))
+            pos = after.start()
+        if heads:
+            last = text.rfind(_LAST_RECORD)  # the last record's closing brace
+            if heads[-1].start() != pos or last < heads[-1].end():
                 return None
-            heads.append(m)
-            cuts.append((start, end))
-            if end == last:
-                pos = last + 1  # at the tail's "]"
-                break
-            pos = end + 2  # past "},": at the next record's "{"
+            cuts.append((heads[-1].end(), last))
+            pos = last + 1  # at the tail's "]"
+        if any(end <= start or text[start] not in "{[" for start, end in cuts):
+            return None
         tail = _CANON_TAIL.fullmatch(text, pos)
         if tail is None:
             return None
-        if not _all_balanced([text[a:b] for a, b in cuts], _META_LEVELS):
-            return None
-        records: dict[str, dict] = {}
-        spans: dict[str, tuple[int, int]] = {}
-        ranges: list[tuple[int, int, str, str]] = []
-        previous, suffixes = None, set()
-        for m, cut in zip(heads, cuts):
-            ident = m.group(10)
-            try:
-                check_id(ident)
-            except BundleError as exc:
-                raise self._fail(f"in the manifest: {exc}") from None
-            if previous is not None and ident <= previous:
+        ids = [m.group(10) for m in heads]
+        for ident in ids:
+            if not _safe_id(ident):
+                try:
+                    check_id(ident)
+                except BundleError as exc:
+                    raise self._fail(f"in the manifest: {exc}") from None
+        for previous, ident in itertools.pairwise(ids):
+            if ident <= previous:
                 raise self._fail(
                     f"manifest kernel {ident!r} is out of order or duplicated (after {previous!r})"
                 )
-            previous = ident
-            arts: dict[str, dict] = {}
-            found = 0
-            if m.group(1) is not None:
-                for a in _CANON_INDEX_RE.finditer(m.group(1)):
-                    suffix, digest, off_text, size_text = a.groups()
-                    found += 1
-                    if suffix not in suffixes:
-                        try:
-                            suffixes.add(check_suffix(suffix))
-                        except BundleError as exc:
-                            raise self._fail(f"manifest kernel {ident!r}: {exc}") from None
-                    off, size = int(off_text), int(size_text)
-                    if off < HEADER_SIZE or off % ALIGN or off + size > data_end:
-                        raise self._fail(
-                            f"index out of bounds: {_what(ident, suffix)} at bytes "
-                            f"{off}..{off + size} must be {ALIGN}-aligned within the "
-                            f"data region {HEADER_SIZE}..{data_end}"
-                        )
-                    arts[suffix] = {"blake3": digest, "offset": off, "size": size}
-                    ranges.append((off, off + size, ident, suffix))
-            if len(arts) != found:  # a duplicated suffix: the full decoder names it
+        records: dict[str, dict] = {}
+        ranges: list[tuple[int, int, str, str]] = []
+        bodies = [m.group(1) or "" for m in heads]
+        # each index entry holds one '{"blake3":"' (no suffix holds a quote or a brace)
+        flat = _CANON_INDEX_RE.findall("|".join(bodies))
+        entries = iter(flat)
+        for ident, body in zip(ids, bodies):
+            found = list(itertools.islice(entries, body.count('{"blake3":"')))
+            if len({f[0] for f in found}) != len(found):  # the full decoder names it
                 return None
-            records[ident] = {"id": ident, "artifacts": arts}
-            spans[ident] = cut
+            # the index as found: `_artifacts` builds its dicts on first use
+            records[ident] = {"id": ident, "artifacts": found}
+            ranges += [(int(o), int(o) + int(z), ident, x) for x, _, o, z in found]
+        suffixes = {f[0] for f in flat}
+        for suffix in sorted(suffixes):
+            try:
+                check_suffix(suffix)
+            except BundleError as exc:
+                ident = next(i for i in ids if suffix in self._artifacts(i, records))
+                raise self._fail(f"manifest kernel {ident!r}: {exc}") from None
+        for off, end, ident, suffix in ranges:
+            if off < HEADER_SIZE or off % ALIGN or end > data_end:
+                raise self._fail(
+                    f"index out of bounds: {_what(ident, suffix)} at bytes "
+                    f"{off}..{end} must be {ALIGN}-aligned within the "
+                    f"data region {HEADER_SIZE}..{data_end}"
+                )
         if int(tail.group(1)) != self.version:
             raise self._fail(
                 f"manifest version {int(tail.group(1))!r} does not match the header's "
                 f"{self.version}"
             )
         self._check_overlaps(ranges)
-        self._spans = spans
+        self._spans = dict(zip(ids, cuts))
+        self._order = {ident: i for i, ident in enumerate(ids)}
+        self._proven = 0  # metadata spans proven to be whole (_prove_split)
         return records
 
     def _meta(self, ident: str) -> dict:
@@ -399,11 +417,26 @@ class BundleReader:
         meta = self._metas.get(ident)
         if meta is None:
             start, end = self._spans[ident]
+            self._prove_split(ident)
             meta = self._decode(self._text[start:end], f"kernel {ident!r} metadata")
 
             self._check_record_meta(ident, meta)
             meta = self._metas.setdefault(ident, meta)
         return meta
+
+    def _prove_split(self, ident: str) -> None:
+        """That the cuts up to kernel `ident`'s are the document's (`_canonical_records`):
+        the metadata spans up to and including its own pair their brackets; proven once,
+        in order, so each span is scanned at most once whatever is used."""
+        upto = self._order[ident] + 1
+        done = self._proven
+        if upto <= done:
+            return
+        spans = [self._text[a:b] for a, b in list(self._spans.values())[done:upto]]
+        if not _all_balanced(spans, _META_LEVELS):
+            self._decode(self._text, "the manifest")  # raises the full decoder's reason
+            raise self._fail("bad JSON in the manifest: a metadata record is cut short")
+        self._proven = max(self._proven, upto)
 
     def _check_record_meta(self, ident: str, meta: object) -> None:
         try:
@@ -555,7 +588,18 @@ class BundleReader:
                 else self._near_misses(ident)
             )
             raise self._fail(f"no kernel {ident!r} in the bundle{hint}")
+        self._artifacts(ident)
         return rec
+
+    def _artifacts(self, ident: str, records: dict[str, dict] | None = None) -> dict:
+        """Kernel `ident`'s artifact index (suffix -> {"blake3", "offset", "size"}), built
+        on first use from the entries the canonical split found (all checked at open)."""
+        rec = (self._records if records is None else records)[ident]
+        arts = rec["artifacts"]
+        if type(arts) is list:
+            arts = {x: {"blake3": d, "offset": int(o), "size": int(z)} for x, d, o, z in arts}
+            rec["artifacts"] = arts
+        return arts
 
     def _near_misses(self, ident: str) -> str:
         """What a lookup of an unknown `ident` says after "no kernel ...": the closest ids
@@ -604,7 +648,7 @@ class BundleReader:
             return cached
         info = self._record(ident)["artifacts"].get(suffix)
         if info is None:
-            have = ", ".join(sorted(self._records[ident]["artifacts"])) or "none"
+            have = ", ".join(sorted(self._artifacts(ident))) or "none"
             raise self._fail(f"kernel {ident!r} has no {suffix!r} artifact (it has {have})")
         data = self._read_at(info["offset"], info["size"])
         if _hash(data) != info["blake3"]:
@@ -628,8 +672,8 @@ class BundleReader:
         pos = HEADER_SIZE
         ranges = sorted(
             (info["offset"], info["size"], ident, suffix)
-            for ident, rec in self._records.items()
-            for suffix, info in rec["artifacts"].items()
+            for ident in self._records
+            for suffix, info in self._artifacts(ident).items()
         )
         for off, size, ident, suffix in ranges + [(self._manifest_offset, 0, None, None)]:
             gap = off - pos
@@ -647,7 +691,7 @@ class BundleReader:
             except BundleError as exc:
                 problems.append(str(exc))
                 break
-            want = self._records[ident]["artifacts"][suffix]["blake3"]
+            want = self._artifacts(ident)[suffix]["blake3"]
             if _hash(data) != want:
                 problems.append(
                     f"kernel {ident!r} artifact {suffix!r}: blake3 mismatch at "
