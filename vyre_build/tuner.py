@@ -65,16 +65,18 @@ def _run(kernels: Any, tunable: dict, choice: Choice, args: dict[str, Any]) -> d
     """One call of `choice` on `kernels` with `args`: {output name: numpy array}."""
     forced = Forced(kernels, choice)
     case = tunable["case"]
+    # Fresh copies: a call may write its results into the arrays it was given.
+    args = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
     if tunable["library"] is not None:
         from vyre_build.runtime import library
 
         result = getattr(library, tunable["library"])(forced, **args)
-        return {"result": np.asarray(result)}
+        return {"result": np.array(result.read() if hasattr(result, "read") else result)}
     kernel = forced[choice.kernel]
     grid = case.get("grid")
     res = kernel(**args, **({"grid": tuple(grid)} if grid else {}))
     names = case.get("check") or sorted(res)
-    return {n: np.asarray(res[n]) if not hasattr(res[n], "read") else res[n].read() for n in names}
+    return {n: np.array(res[n].read() if hasattr(res[n], "read") else res[n]) for n in names}
 
 
 def _differs(got: dict[str, Any], want: dict[str, Any], tolerance: float) -> str | None:
@@ -98,9 +100,11 @@ def _differs(got: dict[str, Any], want: dict[str, Any], tolerance: float) -> str
         err = np.where(np.isnan(o) | np.isnan(r), 0.0, np.abs(o - r))
         allowed = tolerance * max(1.0, float(np.nanmax(np.abs(r), initial=0.0)))
         if nan.any() or (err.size and err.max() > allowed):
-            i = int(np.flatnonzero(nan)[0]) if nan.any() else int(err.argmax())
+            bad = np.flatnonzero(nan | (err > allowed))
+            i = int(bad[0])
             return (
-                f"{name}: differs from the reference by {err[i]:.3g} at flat index {i} "
+                f"{name}: {bad.size} of {r.size} values differ from the reference, the first "
+                f"at flat index {i} by {err[i]:.3g} "
                 f"({o[i]:.6g} instead of {r[i]:.6g}; allowed {allowed:.3g})"
             )
     return None

@@ -130,3 +130,52 @@ def _write_into_bundle(path: str, record: dict, key) -> None:
             "records": merge_records(reader.tuning["records"], [record]),
         }
     write_bundle(path, entries, sign_key=key, tuning=tuning)
+
+
+def show_tuning(args: argparse.Namespace) -> int:
+    """`bundle show BUNDLE [--device]`: the tunables and records, or this device's picks."""
+    with read_bundle(args.bundle) as reader:
+        tuning = reader.tuning
+    tunables, records = tuning["tunables"], tuning["records"]
+    if args.device:
+        from vyre_build.runtime import get_device
+        from vyre_build.runtime.tuning import choose, device_identity
+
+        backend = args.backend or os.environ.get("VYRE_BACKEND") or "wgpu"
+        profile = get_device(backend, args.adapter).profile
+        picks = {name: choose(tuning, name, profile) for name in sorted(tunables)}
+        if args.json:
+            doc = {
+                "device": device_identity(profile),
+                "picks": {n: c._asdict() for n, c in picks.items() if c is not None},
+            }
+            print(canonical_json(doc).decode("utf-8"))
+            return 0
+        print(f"device     {device_text(device_identity(profile))}")
+        for name, c in picks.items():
+            assert c is not None
+            why = f"{c.how} match: the record of {c.device}" if c.device else c.how
+            print(f"tuned      {name}: {c.candidate} ({why})")
+        if not tunables:
+            print(f"{args.bundle} declares no tunables")
+        return 0
+    if args.json:
+        print(canonical_json({"bundle": args.bundle, **tuning}).decode("utf-8"))
+        return 0
+    for name, t in sorted(tunables.items()):
+        what = f"library.{t['library']}" if t["library"] else "kernels"
+        cands = ", ".join(
+            c + (f" ({k['kernel']})" if k["kernel"] and not t["library"] else "")
+            for c, k in t["candidates"].items()
+        )
+        print(f"tunable    {name} ({what}): {cands}; default {t['default']}")
+    for rec in records:
+        print(f"record     {device_text(rec['device'])}, {rec['clock']} clock")
+        for name, pick in sorted(rec["picks"].items()):
+            times = ", ".join(f"{c} {s * 1e3:.4g} ms" for c, s in sorted(pick["seconds"].items()))
+            dropped = "".join(f"; {c} dropped: {why}" for c, why in sorted(pick["dropped"].items()))
+            print(f"  {name}: {pick['candidate']} ({times}{dropped})")
+        for name, why in sorted(rec["untuned"].items()):
+            print(f"  {name}: not tuned: {why}")
+    print(f"{len(tunables)} tunable(s), {len(records)} tuning record(s) in {args.bundle}")
+    return 0
