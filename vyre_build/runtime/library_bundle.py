@@ -145,13 +145,13 @@ def _build(src: str, path: str) -> None:
     write_bundle(path, entries, tuning=_tuning(src))
 
 
-def _tuning(src: str) -> dict:
+def _tuning(src: str) -> dict[str, Any]:
     """The tuning data of the library: tuning.yaml's tunables, tuning/*.json's records."""
     from vyre_build.bundle.tuning import merge_records, read_records
     from vyre_build.frontend.tuning_yaml import load_tuning
 
-    tunables: dict = {}
-    records: list = []
+    tunables: dict[str, Any] = {}
+    records: list[dict[str, Any]] = []
     for name in _tuning_files(src):
         path = os.path.join(src, name)
         if name == "tuning.yaml":
