@@ -332,7 +332,7 @@ TUNING_SUFFIX = ".tuning.json"
 def tuning_sources(env, source) -> list:
     """VyreTuning's sources: files as given, a directory as its *.yaml and *.json files."""
     out = []
-    for node in env.arg2nodes(source, env.fs.Entry):
+    for node in env.arg2nodes(source if isinstance(source, list) else [source], env.fs.Entry):
         path = node.srcnode().abspath
         if os.path.isdir(path):
             names = sorted(n for n in os.listdir(path) if n.endswith((".yaml", ".yml", ".json")))
@@ -370,11 +370,12 @@ def tuning_action(target, source, env):
     return 0
 
 
-def _tuning_emitter(target, source, env):
-    name = str(target[0])
-    if not name.endswith(TUNING_SUFFIX):
-        target = [env.File(name.removesuffix(".json") + TUNING_SUFFIX)]
-    return target, tuning_sources(env, source)
+def vyre_tuning(env, target, source):
+    """`env.VyreTuning(target, sources)`: tuning.yaml files and record files (or folders of
+    them, read when the SConstruct is) -> `<target>.tuning.json`, a VyreBundle source."""
+    name = str(target)
+    name = name if name.endswith(TUNING_SUFFIX) else name.removesuffix(".json") + TUNING_SUFFIX
+    return env._VyreTuning(name, tuning_sources(env, source))
 
 
 def bundle_tuning(source, ids: set[str]) -> dict | None:
@@ -526,9 +527,8 @@ def generate(env) -> None:
     env["BUILDERS"]["VyreBundle"] = SCons.Builder.Builder(
         action="$VYREBUNDLECOM", suffix=".vyrebundle"
     )
-    env["BUILDERS"]["VyreTuning"] = SCons.Builder.Builder(
-        action="$VYRETUNINGCOM", emitter=_tuning_emitter
-    )
+    env["BUILDERS"]["_VyreTuning"] = SCons.Builder.Builder(action="$VYRETUNINGCOM")
+    env.AddMethod(vyre_tuning, "VyreTuning")
     env.AddMethod(kernel_dir, "VyreKernelDir")
 
 
