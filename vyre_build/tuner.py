@@ -140,10 +140,14 @@ def tune_bundle(
     rounds: int = 7,
     time_limit: float | None = None,
     progress: Callable[[str], None] = lambda line: None,
+    only: list[str] | None = None,
 ) -> dict:
-    """Tune every tunable of `bundle` (an open Bundle on the device to tune) against
-    `reference` (the same bundle open on the cpu backend); return the tuning record."""
+    """Tune every tunable of `bundle` (an open Bundle on the device to tune; `only`: those
+    named) against `reference` (the same bundle open on the cpu backend); return the
+    tuning record."""
     tunables = bundle.reader.tuning["tunables"]
+    if only is not None:
+        tunables = {n: t for n, t in tunables.items() if n in only}
     device = bundle.device
     deadline = None if time_limit is None else time.monotonic() + time_limit
     picks: dict[str, dict] = {}

@@ -136,6 +136,16 @@ def test_match_prefers_the_exact_device_then_another_driver_then_none():
     assert (
         len(again) == 3 and match(again, exact["device"])[0]["picks"]["scale"]["candidate"] == "bad"
     )
+    # a record of other tunables for the same device keeps this one's pick
+    other = _record("x")
+    other["picks"] = {"reduce": other["picks"].pop("scale")}
+    other["untuned"] = {"scan": "the time limit ran out"}
+    merged = match(merge_records(again, [other]), exact["device"])[0]
+    assert {n: p["candidate"] for n, p in merged["picks"].items()} == {
+        "reduce": "x",
+        "scale": "bad",
+    }
+    assert merged["untuned"] == {"scan": "the time limit ran out"}
 
 
 def test_the_runtime_takes_its_devices_record_and_ignores_another_devices(tmp_path):
@@ -281,6 +291,16 @@ def test_tune_time_limit_reports_what_was_not_tuned(tmp_path, capsys):
     assert "scale: not tuned: the time limit (1e-09 s) ran out before it was tuned" in out
     assert main(["tune", str(path), "--backend", "cpu", "--rounds", "0"]) == 1
     assert capsys.readouterr().err == "error: --rounds must be at least 1, got 0\n"
+
+
+def test_tune_only_names_tunables_of_the_bundle(tmp_path, capsys):
+    path = tuning_bundle(tmp_path)
+    assert main(["tune", str(path), "--backend", "cpu", "--only", "scale,matmul"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: --only matmul: {path} has no such tunable (it has scale)\n"
+    )
+    assert main(["tune", str(path), "--backend", "cpu", "--only", "scale", "--rounds", "1"]) == 0
+    assert "tuning 1 tunable(s) on cpu: " in capsys.readouterr().err
 
 
 def test_tune_refuses_a_bundle_without_tunables(tmp_path, capsys):

@@ -12,8 +12,8 @@ Guarantees:
 - `check_tuning` accepts exactly this shape (JSON data, names safe as kernel ids) and
   raises BundleError naming the JSON path of the first thing wrong; the writer and the
   reader both run it, so a bundle never carries tuning data the runtime cannot use.
-- `merge_records` keeps one record per device (the newer replaces the older of the same
-  DEVICE_KEYS) and sorts them, so merging is deterministic and idempotent.
+- `merge_records` keeps one record per device (DEVICE_KEYS), the newer entry of each
+  tunable winning, and sorts them, so merging is deterministic and idempotent.
 - `match` picks a device's record: the exact device, else the same backend, vendor and
   device with another driver (or subgroup size), else none (the tunable's default).
 
@@ -273,9 +273,17 @@ def _sort_key(rec: dict) -> tuple:
 
 
 def merge_records(old: list[dict], new: list[dict]) -> list[dict]:
-    """`old` with each record of `new` added, replacing a record of the same device."""
+    """`old` with each record of `new` merged in: a new device's record is added; for a
+    device already there, each tunable the new record tuned (or failed to) replaces the
+    old record's entry for it, and the others' entries are kept."""
     out = {device_key(r["device"]): r for r in old}
     for r in new:
+        was = out.get(device_key(r["device"]))
+        if was is not None:
+            names = set(r["picks"]) | set(r["untuned"])
+            picks = {n: p for n, p in was["picks"].items() if n not in names}
+            untuned = {n: w for n, w in was["untuned"].items() if n not in names}
+            r = {**r, "picks": {**picks, **r["picks"]}, "untuned": {**untuned, **r["untuned"]}}
         out[device_key(r["device"])] = r
     return sorted(out.values(), key=_sort_key)
 

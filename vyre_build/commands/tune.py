@@ -36,6 +36,11 @@ def register(subparsers) -> None:
         "--record", metavar="FILE", help="merge the record into FILE, not into the bundle"
     )
     p.add_argument("--sign-key", metavar="KEYFILE", help="re-sign the bundle with this secret key")
+    p.add_argument(
+        "--only",
+        metavar="NAME[,NAME]",
+        help="tune these tunables only (the record's other entries for this device are kept)",
+    )
     p.add_argument("--json", action="store_true", help="print the record as JSON")
     p.set_defaults(func=cmd_tune)
 
@@ -61,6 +66,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 f"{args.bundle}: declares no tunables: nothing to tune (declare them in the kernel "
                 "tree's tuning.yaml and build the bundle with them: docs/tuning.md)"
             )
+        only = args.only.split(",") if args.only else None
+        unknown = sorted(set(only or ()) - set(reader.tuning["tunables"]))
+        if unknown:
+            raise VyreError(
+                f"error: --only {unknown[0]}: {args.bundle} has no such tunable (it has "
+                f"{', '.join(sorted(reader.tuning['tunables']))})"
+            )
         if args.record is None and reader.signature is not None and key is None:
             raise VyreError(
                 f"{args.bundle}: refusing to write a record into a bundle signed by key id "
@@ -75,10 +87,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
         open_bundle(args.bundle, device=get_device("cpu"), trusted_keys=False) as reference,
     ):
         say(
-            f"tuning {len(bundle.reader.tuning['tunables'])} tunable(s) on {device_text(_identity(device))}"
+            f"tuning {len(only or bundle.reader.tuning['tunables'])} tunable(s) on {device_text(_identity(device))}"
         )
         record = tune_bundle(
-            bundle, reference, rounds=args.rounds, time_limit=args.time_limit, progress=say
+            bundle,
+            reference,
+            rounds=args.rounds,
+            time_limit=args.time_limit,
+            progress=say,
+            only=only,
         )
     if args.record is not None:
         old = read_records(args.record) if os.path.exists(args.record) else []
