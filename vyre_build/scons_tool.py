@@ -37,7 +37,8 @@ worker processes under -jN (build_pool), in-process under -j1. Construction vari
                       default the VYRESIGNKEY environment variable (a relative path there is
                       taken from the SConstruct's folder, as "#path"); the SConstruct's own
                       value wins over the environment's
-    VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines;
+    VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR,
+    VYRETUNINGCOM / VYRETUNINGCOMSTR   actions and their lines;
                       a kernel's line is printed when its step is done, with $VYRESTEP
                       (compiled, local hit, remote hit, failed) and $VYREPROGRESS ("[n/N] "
                       on builds of 10 steps or more); the build ends with one summary line
