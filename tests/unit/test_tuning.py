@@ -313,3 +313,74 @@ def test_tune_refuses_a_bundle_without_tunables(tmp_path, capsys):
     write_bundle(path, entries)
     assert main(["tune", str(path), "--backend", "cpu"]) == 1
     assert capsys.readouterr().err.startswith(f"{path}: declares no tunables: nothing to tune")
+
+
+def _library_bundle(tmp_path, names, picks):
+    """A bundle of the library kernels `names`, their tunables, and a cpu record of `picks`."""
+    from vyre_build.runtime.library_bundle import library_bundle_path
+
+    with read_bundle(library_bundle_path()) as r:
+        entries = [
+            {"meta": e.meta, "artifacts": {s: r.read_artifact(e.id, s) for s in e.artifacts}}
+            for e in r.entries()
+            if e.name in names
+        ]
+        tunables = r.tuning["tunables"]
+    rec = _record()
+    rec["device"] = device_identity(get_device("cpu").profile)
+    rec["picks"] = {
+        n: {"candidate": c, "seconds": {c: 1e-3}, "dropped": {}} for n, c in picks.items()
+    }
+    path = tmp_path / "lib.vyrebundle"
+    write_bundle(path, entries, tuning={"tunables": tunables, "records": [rec]})
+    return path
+
+
+def test_the_library_functions_run_their_picked_candidate(tmp_path, monkeypatch):
+    import numpy as np
+
+    from vyre_build.runtime import library
+    from vyre_build.runtime.library_call import Call
+
+    path = _library_bundle(
+        tmp_path,
+        ("lib_reduce", "lib_softmax", "lib_softmax_w32"),
+        {"reduce": "p64", "softmax": "wide"},
+    )
+    ran = []
+    step = Call.step
+    monkeypatch.setattr(
+        Call,
+        "step",
+        lambda self, kid, n, args, grid: ran.append((kid, grid)) or step(self, kid, n, args, grid),
+    )
+    x = np.ones(1 << 20, np.float32)
+    with open_bundle(path, backend="cpu") as b:
+        assert library.reduce(b, x) == 1 << 20
+        assert ran == [("lib_reduce.sum_f32", 64 * 256), ("lib_reduce.sum_f32", 256)]
+        ran.clear()
+        rows = np.zeros((2, 1024), np.float32)
+        np.testing.assert_allclose(library.softmax(b, rows), np.full((2, 1024), 1 / 1024))
+        assert ran == [("lib_softmax.f32", 2 * 256)]  # "wide": not the 32-wide short-row kernel
+    ran.clear()
+    kernels = {k: v for k, v in open_bundle(path, backend="cpu").items()}  # no tuning data
+    library.reduce(kernels, x)
+    assert ran[0] == ("lib_reduce.sum_f32", 256 * 256)  # the default: 1M values need 256
+
+
+def test_a_tuned_bundle_opens_lazily_and_a_non_canonical_manifest_reads_the_same(tmp_path):
+    path = tuning_bundle(tmp_path)
+    with read_bundle(path) as r:
+        assert r._metas == {}  # the canonical split: metadata decoded on first use
+        tuning = r.tuning
+    data = path.read_bytes()
+    m_off, m_size = _manifest_span(data)
+    loose = json.dumps(json.loads(data[m_off : m_off + m_size]), indent=1).encode()
+    header = bytearray(data[:80])
+    struct.pack_into("<Q", header, 16, m_off + len(loose))
+    struct.pack_into("<Q", header, 32, len(loose))
+    header[48:80] = blake3.blake3(loose).digest()
+    other = tmp_path / "loose.vyrebundle"
+    other.write_bytes(bytes(header) + data[80:m_off] + loose)
+    with read_bundle(other) as r:
+        assert r.tuning == tuning and r.ids == ["scale.bad", "scale.plain", "scale.twice"]
