@@ -164,7 +164,7 @@ def tune_bundle(
         default = _choice(name, tunable, tunable["default"])
         try:
             want = _run(reference, tunable, default, args)
-        except VyreError as exc:
+        except (VyreError, TypeError, ValueError) as exc:  # a case it cannot take
             untuned[name] = (
                 f"the reference (cpu backend, candidate {tunable['default']!r}) failed: {exc}"
             )
@@ -191,7 +191,7 @@ def tune_bundle(
                     )
                     seconds[cname] = secs
                     clocks.add(clock)
-            except VyreError as exc:
+            except (VyreError, TypeError, ValueError) as exc:
                 why = f"failed: {exc}"
             if why is not None:
                 dropped[cname] = why

@@ -96,6 +96,11 @@ def test_the_library_tunables_load_and_default_to_their_first_candidate():
             "kernels/tuning.yaml:8:1",
             "tunables 'r1' and 'r2' both tune library.reduce",
         ),
+        (
+            "s:\n  library: scan\n" + CASE + "  candidates:\n    a: {kernel: lib_scan.f32}\n",
+            "kernels/tuning.yaml:7:8",
+            "library.scan takes no kernel (only matmul's candidates name one)",
+        ),
         ("k: &a {}\n", "kernels/tuning.yaml:1:4", "YAML anchors and aliases"),
     ],
 )
@@ -301,6 +306,24 @@ def test_tune_only_names_tunables_of_the_bundle(tmp_path, capsys):
     )
     assert main(["tune", str(path), "--backend", "cpu", "--only", "scale", "--rounds", "1"]) == 0
     assert "tuning 1 tunable(s) on cpu: " in capsys.readouterr().err
+
+
+def test_a_case_the_kernel_cannot_take_leaves_the_tunable_untuned(tmp_path, capsys):
+    path = tuning_bundle(tmp_path)
+    with read_bundle(path) as r:
+        entries = [
+            {"meta": e.meta, "artifacts": {s: r.read_artifact(e.id, s) for s in e.artifacts}}
+            for e in r.entries()
+        ]
+        tuning = copy.deepcopy(r.tuning)
+    tuning["tunables"]["scale"]["case"]["inputs"]["z"] = 1.0
+    write_bundle(path, entries, tuning=tuning)
+    assert main(["tune", str(path), "--backend", "cpu"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(
+        "scale: not tuned: the reference (cpu backend, candidate 'plain') failed: "
+    )
+    assert "'z'" in out[0]
 
 
 def test_tune_refuses_a_bundle_without_tunables(tmp_path, capsys):

@@ -191,6 +191,8 @@ def _tunable(src: Source, key, node) -> dict:
                 why = None
                 if t["library"] is not None:
                     why = check_library_params(str(t["library"]), params)
+                    if why is None and kernel is not None and t["library"] != "matmul":
+                        why = f"library.{t['library']} takes no kernel (only matmul's candidates name one)"
                 elif params:
                     why = (
                         f"candidate '{shown(ck.value)}' sets {', '.join(sorted(params))}: a kernel "
