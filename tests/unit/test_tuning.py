@@ -326,6 +326,19 @@ def test_a_case_the_kernel_cannot_take_leaves_the_tunable_untuned(tmp_path, caps
     assert "'z'" in out[0]
 
 
+def test_tune_refuses_a_bad_record_file_before_it_runs(tmp_path, capsys):
+    path = tuning_bundle(tmp_path)
+    (tmp_path / "bad.json").write_text("{}")
+    assert (
+        main(["tune", str(path), "--backend", "cpu", "--record", str(tmp_path / "bad.json")]) == 1
+    )
+    out, err = capsys.readouterr()
+    assert err == (
+        f'{tmp_path / "bad.json"}: not a tuning record file (expected {{"format": "vyretuning", '
+        '"records": [...]}, as `vyre-build tune --record` writes)\n'
+    )
+
+
 def test_tune_refuses_a_bundle_without_tunables(tmp_path, capsys):
     path = tuning_bundle(tmp_path)
     with read_bundle(path) as r:

@@ -79,6 +79,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 f"{reader.signature.key_id} without a key: its signature would no longer hold; "
                 "give --sign-key KEYFILE to re-sign it, or --record FILE to keep the record aside"
             )
+    # a record file that cannot be merged into is refused before anything runs
+    old = read_records(args.record) if args.record and os.path.exists(args.record) else []
     backend = args.backend or os.environ.get("VYRE_BACKEND") or "wgpu"
     device = get_device(backend, args.adapter)
     say = lambda line: print(line, file=sys.stderr, flush=True)
@@ -98,7 +100,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
             only=only,
         )
     if args.record is not None:
-        old = read_records(args.record) if os.path.exists(args.record) else []
         write_file(args.record, record_file_bytes(merge_records(old, [record])))
         where = args.record
     else:
