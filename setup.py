@@ -41,6 +41,9 @@ def library_files() -> dict[str, bytes]:
         if keep and not line.startswith("#"):
             kept.append(line)
     files["variants.yaml"] = "".join(kept).encode("utf-8")
+    if os.path.isfile(os.path.join(KERNELS, "tuning.yaml")):  # the tunables (docs/tuning.md)
+        with open(os.path.join(KERNELS, "tuning.yaml"), "rb") as f:
+            files["tuning.yaml"] = f.read()
     return files
 
 

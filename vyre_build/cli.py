@@ -16,7 +16,7 @@ from vyre_build import __version__
 from vyre_build.commands.helptext import PROGRAM, PROGRAM_EPILOG, fill_descriptions
 from vyre_build.errors import VyreError
 
-COMMANDS = ("compile", "cache", "bundle", "key", "run", "devices")
+COMMANDS = ("compile", "cache", "bundle", "key", "run", "devices", "tune")
 
 
 def build_parser() -> argparse.ArgumentParser:

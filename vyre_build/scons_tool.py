@@ -11,8 +11,10 @@ Load it from an SConstruct (works for an installed package; the tool lives in it
     env.VyreBundle("dist/kernels.vyrebundle", outs)
 
 Builders: `VyreKernel(source)` (one kernel file -> `<stem>.wgsl/.spv/.kdesc/.meta.json`
-per kernel and variant, in the directory of the target, default beside the source) and
-`VyreBundle(target, sources)`. An emitter declares every output (from one parse of the
+per kernel and variant, in the directory of the target, default beside the source),
+`VyreTuning(target, sources)` (a `tuning.yaml` of tunables and tuning record files, or a
+directory of them, -> one `<target>.tuning.json`: docs/tuning.md) and
+`VyreBundle(target, sources)` (kernel outputs, and `.tuning.json` files carried along). An emitter declares every output (from one parse of the
 file, which the compile reuses: build_parse), so `scons -c` removes them and `-n` shows
 them; a scanner follows kernel imports and the variants YAML. Cache misses compile in
 worker processes under -jN (build_pool), in-process under -j1. Construction variables
@@ -35,7 +37,8 @@ worker processes under -jN (build_pool), in-process under -j1. Construction vari
                       default the VYRESIGNKEY environment variable (a relative path there is
                       taken from the SConstruct's folder, as "#path"); the SConstruct's own
                       value wins over the environment's
-    VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR   actions and their lines;
+    VYRECOM / VYRECOMSTR, VYREBUNDLECOM / VYREBUNDLECOMSTR,
+    VYRETUNINGCOM / VYRETUNINGCOMSTR   actions and their lines;
                       a kernel's line is printed when its step is done, with $VYRESTEP
                       (compiled, local hit, remote hit, failed) and $VYREPROGRESS ("[n/N] "
                       on builds of 10 steps or more); the build ends with one summary line
@@ -324,11 +327,90 @@ def kernel_action(target, source, env):
     return 0
 
 
+TUNING_SUFFIX = ".tuning.json"
+
+
+def tuning_sources(env, source) -> list:
+    """VyreTuning's sources: files as given, a directory as its *.yaml and *.json files."""
+    out = []
+    for node in env.arg2nodes(source if isinstance(source, list) else [source], env.fs.Entry):
+        path = node.srcnode().abspath
+        if os.path.isdir(path):
+            names = sorted(n for n in os.listdir(path) if n.endswith((".yaml", ".yml", ".json")))
+            out.extend(env.File(os.path.join(path, n)) for n in names)
+        else:
+            out.append(env.File(node))
+    return out
+
+
+def tuning_action(target, source, env):
+    """Check and merge tuning declarations (YAML) and records (JSON) into one file."""
+    from vyre_build.bundle.tuning import check_tuning, merge_records, read_records
+    from vyre_build.frontend.tuning_yaml import load_tuning
+
+    tunables: dict = {}
+    records: list = []
+    try:
+        for node in source:
+            path = str(node.srcnode())
+            if node.name.endswith(".json"):
+                records = merge_records(records, read_records(node.srcnode().abspath))
+                continue
+            with open(node.srcnode().abspath, encoding="utf-8") as f:
+                found = load_tuning(path, f.read())
+            for name in found:
+                if name in tunables:
+                    raise VyreError(f"{path}: tunable '{name}' is declared in two tuning files")
+            tunables.update(found)
+        data = canonical_json(check_tuning({"tunables": tunables, "records": records}))
+    except (VyreError, OSError, UnicodeDecodeError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    with open(target[0].abspath, "wb") as f:
+        f.write(data + b"\n")
+    return 0
+
+
+def vyre_tuning(env, target, source):
+    """`env.VyreTuning(target, sources)`: tuning.yaml files and record files (or folders of
+    them, read when the SConstruct is) -> `<target>.tuning.json`, a VyreBundle source."""
+    name = str(target)
+    name = name if name.endswith(TUNING_SUFFIX) else name.removesuffix(".json") + TUNING_SUFFIX
+    return env._VyreTuning(name, tuning_sources(env, source))
+
+
+def bundle_tuning(source, ids: set[str]) -> dict | None:
+    """The tuning data of the `.tuning.json` sources of a bundle, merged (None: none);
+    VyreError when a candidate names a kernel the bundle lacks."""
+    from vyre_build.bundle.tuning import merge_records
+
+    found = [n for n in source if n.name.endswith(TUNING_SUFFIX)]
+    if not found:
+        return None
+    tunables: dict = {}
+    records: list = []
+    for node in found:
+        with open(node.abspath, "rb") as f:
+            doc = json.loads(f.read())
+        tunables.update(doc["tunables"])
+        records = merge_records(records, doc["records"])
+    for name, t in sorted(tunables.items()):
+        for cname, cand in t["candidates"].items():
+            if cand["kernel"] is not None and cand["kernel"] not in ids:
+                raise VyreError(
+                    f"vyre: tunable '{name}' candidate '{cname}' runs kernel '{cand['kernel']}', "
+                    "which is not among the bundle's kernels (build its kernel file into it)"
+                )
+    return {"tunables": tunables, "records": records}
+
+
 def bundle_entries(source) -> list[dict]:
     """The bundle entries ({"meta", "artifacts"}) of kernel outputs, grouped per directory
     and stem; VyreError naming a source that is not a kernel output or lacks its metadata."""
     groups: dict[tuple[str, str], dict[str, bytes]] = {}
     for node in source:
+        if node.name.endswith(TUNING_SUFFIX):
+            continue
         parts = split_output_name(node.name)
         if parts is None:
             raise VyreError(f"vyre: {node} is not a kernel output (.wgsl/.spv/.kdesc/.meta.json)")
@@ -352,12 +434,18 @@ def bundle_action(target, source, env):
 
     try:
         entries = bundle_entries(source)
+        tuning = bundle_tuning(source, {e["meta"].get("id") for e in entries})
     except VyreError as exc:
         print(str(exc), file=sys.stderr)
         return 1
     key = env.subst("$VYRESIGNKEY")
     try:
-        write_bundle(target[0].abspath, entries, sign_key=env.File(key).abspath if key else None)
+        write_bundle(
+            target[0].abspath,
+            entries,
+            sign_key=env.File(key).abspath if key else None,
+            tuning=tuning,
+        )
     except VyreError as exc:
         print(f"{target[0]}: {exc}", file=sys.stderr)
         return 1
@@ -422,6 +510,8 @@ def generate(env) -> None:
         VYREBUNDLECOM=bundle_com,
         VYREBUNDLECOMSTR="vyre: bundle $TARGET",
         VYRESIGNKEY=_sign_key_from_environment(),
+        VYRETUNINGCOM=SCons.Action.Action(tuning_action, "$VYRETUNINGCOMSTR"),
+        VYRETUNINGCOMSTR="vyre: tuning $TARGET",
         **build.defaults(env),
     )
     env["_VYRESIGNID"] = _sign_key_id
@@ -438,6 +528,8 @@ def generate(env) -> None:
     env["BUILDERS"]["VyreBundle"] = SCons.Builder.Builder(
         action="$VYREBUNDLECOM", suffix=".vyrebundle"
     )
+    env["BUILDERS"]["_VyreTuning"] = SCons.Builder.Builder(action="$VYRETUNINGCOM")
+    env.AddMethod(vyre_tuning, "VyreTuning")
     env.AddMethod(kernel_dir, "VyreKernelDir")
 
 

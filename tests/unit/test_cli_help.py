@@ -31,6 +31,7 @@ def test_the_program_help_says_what_the_tool_is_and_shows_examples(capsys, monke
         "    key       make Ed25519 key pairs that sign bundles",
         "    run       dispatch one kernel of a bundle on .npy inputs",
         "    devices   list the adapters of every runtime backend, with features and limits",
+        "    tune      measure every tunable's candidates on this device and record the fastest",
     ]
     assert out.endswith(
         "  vyre-build devices                                 the adapters kernels can run on\n"

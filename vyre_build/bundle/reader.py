@@ -111,7 +111,8 @@ _PADDING_WINDOW = 64 << 10  # padding runs this close are read in one call (read
 # holds "format", "kernels", "version" in that order; each record "artifacts", "id",
 # "meta"; each index entry "blake3", "offset", "size" (split by _canonical_records).
 _CANON_HEAD = '{"format":' + json.dumps(FORMAT_NAME) + ',"kernels":['
-_CANON_TAIL = re.compile(r'\],"version":(0|[1-9][0-9]{0,8})\}')
+_CANON_TAIL = re.compile(r'\](?:,"tuning":(\{.*\}))?,"version":(0|[1-9][0-9]{0,8})\}', re.S)
+_TUNING_AFTER = '}],"tuning":{'  # the last record's end, when tuning data follows
 _CANON_INDEX = r'"([^"\\{}]*+)":\{"blake3":"([0-9a-f]{64})","offset":(0|[1-9][0-9]*+),"size":(0|[1-9][0-9]*+)\}'
 _CANON_RECORD = re.compile(
     r'\{"artifacts":\{((?:' + _CANON_INDEX + r")(?:," + _CANON_INDEX + r')*+)?\},"id":"([^"\\]*+)",'
@@ -196,6 +197,7 @@ class BundleReader:
         self._size = size
         self._trusted = trusted
         self.version, self.signature, self.signer = VERSION, None, None
+        self.tuning: dict = {"tunables": {}, "records": []}  # the manifest's tuning data
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str], bytes] = {}
         self._checked: dict[str, KernelMeta] = {}
@@ -314,6 +316,15 @@ class BundleReader:
         if self._trusted is not None:
             self._check_padding(m_off)
 
+    def _set_tuning(self, doc: object) -> None:
+        """Check the manifest's tuning data (bundle/tuning.py) and keep it as `tuning`."""
+        from vyre_build.bundle.tuning import check_tuning
+
+        try:
+            self.tuning = check_tuning(doc)
+        except BundleError as exc:
+            raise self._fail(f"in the manifest: {exc}") from None
+
     def _decode(self, text: str, what: str) -> Any:
         """`text` decoded as strict JSON (no duplicate keys, no NaN, at most
         MAX_JSON_DEPTH levels); `what` names it in the errors."""
@@ -369,7 +380,8 @@ class BundleReader:
             cuts.append((m.end(), after.start() - 2))
             pos = after.start()
         if heads:
-            last = text.rfind(_LAST_RECORD)  # the last record's closing brace
+            last = text.rfind(_TUNING_AFTER)  # the last record's closing brace
+            last = text.rfind(_LAST_RECORD) if last < 0 else last
             if heads[-1].start() != pos or last < heads[-1].end():
                 return None
             cuts.append((heads[-1].end(), last))
@@ -418,11 +430,19 @@ class BundleReader:
                     f"{off}..{end} must be {ALIGN}-aligned within the "
                     f"data region {HEADER_SIZE}..{data_end}"
                 )
-        if int(tail.group(1)) != self.version:
+        if int(tail.group(2)) != self.version:
             raise self._fail(
-                f"manifest version {int(tail.group(1))!r} does not match the header's "
+                f"manifest version {int(tail.group(2))!r} does not match the header's "
                 f"{self.version}"
             )
+        if tail.group(1) is not None:
+            try:
+                tuning = json.loads(
+                    tail.group(1), object_pairs_hook=_unique_object, parse_constant=_reject_constant
+                )
+            except (ValueError, RecursionError):
+                return None  # not the writer's split: the full decoder names the problem
+            self._set_tuning(tuning)
         self._check_overlaps(ranges)
         self._spans = dict(zip(ids, cuts))
         self._order = {ident: i for i, ident in enumerate(ids)}
@@ -529,10 +549,11 @@ class BundleReader:
                 f"manifest version {doc.get('version')!r} does not match the header's "
                 f"{self.version}"
             )
-        if set(doc) != {"format", "version", "kernels"}:
-            raise self._fail(
-                f"manifest has unknown keys {sorted(set(doc) - {'format', 'version', 'kernels'})}"
-            )
+        known = {"format", "version", "kernels", "tuning"}
+        if not {"format", "version", "kernels"} <= set(doc) <= known:
+            raise self._fail(f"manifest has unknown keys {sorted(set(doc) - known)}")
+        if "tuning" in doc:
+            self._set_tuning(doc["tuning"])
         kernels = doc["kernels"]
         if not isinstance(kernels, list):
             raise self._fail("manifest 'kernels' must be a list")

@@ -246,8 +246,10 @@ def rebuild_and_compare(
     if same and reader.version == VERSION:  # the writer writes only the current version
         with open(reader.path, "rb") as f:
             shipped = unsigned_bytes(f.read())
+        # Tuning data is measured, not compiled: carried as the bundle holds it.
         fresh = encode_bundle(
-            {"meta": r["meta"], "artifacts": r["artifacts"]} for r in rebuilt.values()
+            ({"meta": r["meta"], "artifacts": r["artifacts"]} for r in rebuilt.values()),
+            tuning=reader.tuning,
         )
         identical = shipped == fresh
     return {

@@ -67,10 +67,16 @@ def _secret_key(sign_key):
     raise BundleError(f"sign_key must be a secret key file or a SecretKey, got {sign_key!r}")
 
 
-def encode_bundle(entries: Iterable[dict], *, sign_key=None) -> bytes:
+def encode_bundle(entries: Iterable[dict], *, sign_key=None, tuning=None) -> bytes:
     """The bundle bytes for `entries` (see `write_bundle`); identical for any entry order."""
     key = _secret_key(sign_key)  # a bad key file is refused before any work
     kernels = _normalize(entries)
+    doc: dict = {"format": FORMAT_NAME, "version": VERSION}
+    if tuning is not None:
+        from vyre_build.bundle.tuning import check_tuning
+
+        if check_tuning(tuning)["tunables"] or tuning["records"]:
+            doc["tuning"] = copy.deepcopy(tuning)
     body = bytearray()
     pos = HEADER_SIZE
     records = []
@@ -89,7 +95,7 @@ def encode_bundle(entries: Iterable[dict], *, sign_key=None) -> bytes:
     pad = _align(pos) - pos
     body += b"\0" * pad
     manifest_offset = pos + pad
-    manifest = canonical_json({"format": FORMAT_NAME, "version": VERSION, "kernels": records})
+    manifest = canonical_json({**doc, "kernels": records})
     file_size = manifest_offset + len(manifest) + (SIGNATURE_SIZE if key else 0)
     header = _HEADER.pack(
         MAGIC,
@@ -109,7 +115,9 @@ def encode_bundle(entries: Iterable[dict], *, sign_key=None) -> bytes:
     return header + bytes(body) + manifest + signature_block(header, key)
 
 
-def write_bundle(out_path: str | os.PathLike, entries: Iterable[dict], *, sign_key=None) -> int:
+def write_bundle(
+    out_path: str | os.PathLike, entries: Iterable[dict], *, sign_key=None, tuning=None
+) -> int:
     """Write a bundle of `entries` to `out_path` atomically; return the bytes written.
 
     Arguments:
@@ -118,12 +126,14 @@ def write_bundle(out_path: str | os.PathLike, entries: Iterable[dict], *, sign_k
             "provenance"), "artifacts": {suffix: bytes}}, e.g. {".wgsl", ".spv", ".kdesc"}.
         sign_key: a secret key file (`vyre-build key generate`) or `SecretKey`: the bundle
             is signed with it (Ed25519, deterministic); None writes it unsigned.
+        tuning: the manifest's "tuning" object ({"tunables", "records"}: bundle/tuning.py),
+            or None (none; also when both are empty).
     Returns:
         the size of the written file. The bytes are identical for the same entries in any
         order. Duplicate ids, unsafe names or suffixes, and absolute paths or time stamps
         in provenance raise BundleError before anything is written.
     """
-    data = encode_bundle(entries, sign_key=sign_key)
+    data = encode_bundle(entries, sign_key=sign_key, tuning=tuning)
     out_path = os.fspath(out_path)
     try:
         os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)

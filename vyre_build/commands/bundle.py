@@ -35,9 +35,22 @@ def register(subparsers) -> None:
     p.add_argument("bundle")
     p.set_defaults(func=cmd_ls)
 
-    p = sub.add_parser("show", help="show one kernel's metadata and artifacts")
+    p = sub.add_parser(
+        "show", help="show one kernel's metadata and artifacts, or the bundle's tuning records"
+    )
     p.add_argument("bundle")
-    p.add_argument("kernel", metavar="KERNEL[.VARIANT]")
+    p.add_argument(
+        "kernel", metavar="KERNEL[.VARIANT]", nargs="?", help="omitted: the tunables and records"
+    )
+    p.add_argument(
+        "--device",
+        action="store_true",
+        help="what each tunable runs on this device (--backend, --adapter) and why",
+    )
+    p.add_argument(
+        "--backend", choices=("wgpu", "vulkan", "cpu"), help="with --device: default $VYRE_BACKEND"
+    )
+    p.add_argument("--adapter", help="with --device: adapter index or name substring")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser(
@@ -169,6 +182,10 @@ def _fmt_debug(table: dict) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    if args.kernel is None or args.device:
+        from vyre_build.commands.tune import show_tuning
+
+        return show_tuning(args)
     with read_bundle(args.bundle) as reader:
         e = reader.entry(args.kernel)
     if args.json:
@@ -344,7 +361,8 @@ def cmd_sign(args: argparse.Namespace) -> int:
             {"meta": e.meta, "artifacts": {s: reader.read_artifact(e.id, s) for s in e.artifacts}}
             for e in reader.entries()
         ]
-    size = write_bundle(out, entries, sign_key=key)
+        tuning = reader.tuning  # the tuning data is kept, and signed with the rest
+    size = write_bundle(out, entries, sign_key=key, tuning=tuning)
     replaced = (
         f"; replaced the signature by key id {before.key_id}"
         if before is not None and before.public != key.public.raw

@@ -114,6 +114,22 @@ examples:
   vyre-build devices
   vyre-build devices --backend vulkan --json""",
     ),
+    "tune": Text(
+        "measure every tunable's candidates on this device and record the fastest",
+        """\
+Run every candidate of every tunable of BUNDLE (kernels/tuning.yaml, docs/tuning.md) on
+the device, check each result against the cpu reference on the tunable's case (a wrong
+candidate is dropped and reported, never chosen), time it with the device's timestamps
+(median of --rounds after a warm-up) and write a tuning record keyed by the device
+profile. By default the record is merged into BUNDLE, which is rewritten atomically (a
+signed bundle needs --sign-key, and is re-signed with it); --record FILE merges it into
+FILE instead. --time-limit bounds the run: what was not tuned is reported.""",
+        """\
+examples:
+  vyre-build tune dist/kernels.vyrebundle --backend vulkan
+  vyre-build tune dist/kernels.vyrebundle --sign-key keys/release.key --time-limit 600
+  vyre-build tune dist/kernels.vyrebundle --record tuning/h200.json""",
+    ),
 }
 
 

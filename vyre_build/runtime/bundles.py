@@ -11,6 +11,7 @@ from vyre_build.bundle import BundleReader, kernel_id
 from vyre_build.errors import BundleError, DeviceError, VyreError
 from vyre_build.runtime.device import Device
 from vyre_build.runtime.kernel import Kernel
+from vyre_build.runtime.tuning import Choice, choose
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -35,7 +36,11 @@ class Warmed(NamedTuple):
 class Bundle(Mapping[str, Kernel]):
     """An opened .vyrebundle (a context manager): kernel id ("saxpy", "add.f32") -> Kernel.
     A kernel's metadata and shader are read and verified on first use, its pipeline made
-    on its first call (or by `warm()`); all are kept for the bundle's lifetime."""
+    on its first call (or by `warm()`); all are kept for the bundle's lifetime.
+
+    The name of a kernel tunable (docs/tuning.md) that is not itself a kernel id looks up
+    the candidate picked for this device (`bundle["scale"].variant`: which one;
+    `bundle.tuned("scale")`: how it was picked)."""
 
     def __init__(self, reader: BundleReader, device: Device | Callable[[], Device]):
         self.reader = reader
@@ -44,6 +49,7 @@ class Bundle(Mapping[str, Kernel]):
         self._lock = threading.Lock()
         self.ids: list[str] = reader.ids  # sorted kernel ids
         self._known = frozenset(self.ids)
+        self._choices: dict[str, Choice | None] = {}
 
     @property
     def device(self) -> Device:
@@ -74,11 +80,31 @@ class Bundle(Mapping[str, Kernel]):
         if found is not None:
             return found
         if kid not in self:
+            tunable = self.reader.tuning["tunables"].get(kid) if isinstance(kid, str) else None
+            if tunable is not None and tunable["library"] is None:
+                choice = self.tuned(kid)
+                if choice is not None and choice.kernel in self._known:
+                    return self._load(choice.kernel)
             try:
                 self.reader.entry(kid)  # its message names the variants or the kernels
             except BundleError as exc:
                 raise KernelNotFound(str(exc)) from None
         return self._load(kid)
+
+    def tuned(self, name: str) -> Choice | None:
+        """The pick of tunable `name` for this bundle's device (docs/tuning.md: the exact
+        device's record, else the same device with another driver, else the default), or
+        None when the bundle declares no such tunable. Nothing is measured here."""
+        if name not in self._choices:
+            self._choices[name] = choose(self.reader.tuning, name, self.device.profile)
+        return self._choices[name]
+
+    def tunable_for(self, library: str) -> str | None:
+        """The name of the tunable of library function `library` (e.g. "reduce"), or None."""
+        names = sorted(
+            n for n, t in self.reader.tuning["tunables"].items() if t["library"] == library
+        )
+        return names[0] if names else None
 
     def kernel(self, name: str, variant: str | None = None) -> Kernel:
         """The kernel `name` (and `variant`), loaded on first use."""

@@ -169,6 +169,7 @@ class Kernel:
         self.refusal = refusal
         self.device, self.meta, self.code = device, meta, code
         self.name, self.id = meta.name, meta.id
+        self.variant: str | None = meta.variant  # e.g. the candidate a tuned lookup picked
         self.bindings: tuple[Binding, ...] = meta.bindings
         self.workgroup_size = meta.workgroup_size
         self._last: tuple[dict[str, object], object, Plan] | None = None

@@ -34,6 +34,7 @@ import numpy as np
 from vyre_build.runtime.buffers import DeviceBuffer
 from vyre_build.runtime.kernel import Kernel
 from vyre_build.runtime.library_bundle import split_kernels
+from vyre_build.runtime.library_tuning import library_choice
 from vyre_build.runtime.library_call import (
     MISS,
     Array,
@@ -132,7 +133,9 @@ def _reduce(
     kind = kind_of("reduce", "x", x, _NUMERIC)
     kid = f"lib_reduce.{op}_{kind}"
     call = Call("reduce", kernels, [kid])
-    res: Any = call.replay((), (x, out)) if out is not None or not call.in_batch() else MISS
+    partials = library_choice(kernels, "reduce")[1]["partials"]  # tuned: docs/tuning.md
+    tuned = (partials,)
+    res: Any = call.replay(tuned, (x, out)) if out is not None or not call.in_batch() else MISS
     if res is MISS:
         n = call.place("x", x)
         call.output(out, kind, (1,), arrays=False)
@@ -140,7 +143,7 @@ def _reduce(
         x4, xs = call.pair(xb, vin, kind, False)
         res = out if out is not None else call.scratch("reduce", kind, 1)
         vectors = n // 4 if vin else n
-        groups = min(MAX_PARTIALS, -(-vectors // (WG * 4)))
+        groups = min(partials, -(-vectors // (WG * 4)))
         first = dict(x4=x4, x=xs, n=n, vin=int(vin))
         if groups <= 1:
             steps = [call.step(kid, 0, {**first, "partials": res, "stride": WG}, WG)]
@@ -154,7 +157,7 @@ def _reduce(
                 call.step(kid, 1, last, WG),
             ]
         call.run(steps)
-        call.remember((), (x, out), steps, res)
+        call.remember(tuned, (x, out), steps, res)
     return out if out is not None else res.read()[0]
 
 
@@ -195,13 +198,14 @@ def _scan(
     kind = kind_of("scan", "x", x, _NUMERIC)
     sums_id, block_id = f"lib_scan_sums.{kind}", f"lib_scan_block.{kind}"
     call = Call("scan", kernels, [sums_id, block_id])
-    if isinstance(out, DeviceBuffer) and call.replay((exclusive,), (x, out)) is not MISS:
+    max_blocks = library_choice(kernels, "scan")[1]["blocks"]  # tuned: docs/tuning.md
+    if isinstance(out, DeviceBuffer) and call.replay((exclusive, max_blocks), (x, out)) is not MISS:
         return out
     n = call.place("x", x)
     shape = shape_of(x)
     call.output(out, kind, shape)
     vectors = -(-n // 4)
-    per_block = max(1, -(-vectors // (WG * MAX_BLOCKS)))
+    per_block = max(1, -(-vectors // (WG * max_blocks)))
     blocks = -(-vectors // (WG * per_block))
     xb, vin = call.upload(x)
     ob, vout = call.target(out, kind, n)
@@ -226,7 +230,7 @@ def _scan(
             call.step(block_id, 2, {**data, "offsets": offsets}, blocks * WG),
         ]
     call.run(steps)
-    call.remember((exclusive,), (x, out), steps, None)
+    call.remember((exclusive, max_blocks), (x, out), steps, None)
     return call.result(ob, out, n, shape)
 
 
@@ -274,8 +278,10 @@ def matmul(*args: Any, **kwargs: Any) -> Any:
 def _matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None) -> Any:
     """`matmul` with its kernels given."""
     m, k, n = _matmul_sizes("matmul", a, b, "f32")
-    call = Call("matmul", kernels, ["lib_matmul.f32"])
-    if isinstance(out, DeviceBuffer) and call.replay((), (a, b, out)) is not MISS:
+    tuned_kid, tuned = library_choice(kernels, "matmul")  # docs/tuning.md
+    kid, tile, wg = tuned_kid or "lib_matmul.f32", tuned["tile"], tuned["wg"]
+    call = Call("matmul", kernels, [kid])
+    if isinstance(out, DeviceBuffer) and call.replay((tile, wg), (a, b, out)) is not MISS:
         return out
     call.place("a", a)
     call.place("b", b)
@@ -283,10 +289,10 @@ def _matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = Non
     ab, _ = call.upload(a)
     bb, _ = call.upload(b)
     cb = out if isinstance(out, DeviceBuffer) else call.device.buffer((m, n), "f32")
-    grid = (-(-n // TILE) * WG, -(-m // TILE))
-    steps = [call.step("lib_matmul.f32", 0, dict(a=ab, b=bb, c=cb, M=m, N=n, K=k), grid)]
+    grid = (-(-n // tile) * wg, -(-m // tile))
+    steps = [call.step(kid, 0, dict(a=ab, b=bb, c=cb, M=m, N=n, K=k), grid)]
     call.run(steps)
-    call.remember((), (a, b, out), steps, None)
+    call.remember((tile, wg), (a, b, out), steps, None)
     return call.result(cb, out, m * n, (m, n))
 
 
@@ -398,9 +404,11 @@ def row_kernel(fn: str, cols: int) -> str:
     return _row_kernel(fn, cols)[0]
 
 
-def _row_kernel(fn: str, cols: int) -> tuple[str, int]:
-    # (kernel id, workgroup size) of `fn` for rows of `cols` values.
-    suffix, wg = next(((s, w) for longest, s, w in SHORT_ROWS if cols <= longest), ("", WG))
+def _row_kernel(fn: str, cols: int, short_rows: int | None = None) -> tuple[str, int]:
+    # (kernel id, workgroup size) of `fn` for rows of `cols` values; `short_rows`: a tuned
+    # longest row for the short-row kernel (docs/tuning.md), else SHORT_ROWS's.
+    shorts = SHORT_ROWS if short_rows is None else ((short_rows, *SHORT_ROWS[0][1:]),)
+    suffix, wg = next(((s, w) for longest, s, w in shorts if cols <= longest), ("", WG))
     return f"lib_{fn}{suffix}.f32", wg
 
 
@@ -431,7 +439,7 @@ def _softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any
     """`softmax` with its kernels given."""
     kind_of("softmax", "x", x, ("f32",))
     rows, cols = _rows("softmax", x)
-    kid, wg = _row_kernel("softmax", cols)
+    kid, wg = _row_kernel("softmax", cols, library_choice(kernels, "softmax")[1]["short_rows"])
     call = Call("softmax", kernels, [kid])
     if isinstance(out, DeviceBuffer) and call.replay((), (x, out)) is not MISS:
         return out
@@ -500,7 +508,8 @@ def _layer_norm(
             )
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 3e38:
         raise fail("layer_norm", f"eps must be a finite float >= 0, got {eps!r}")
-    kid, wg = _row_kernel("layer_norm", cols)
+    short_rows = library_choice(kernels, "layer_norm")[1]["short_rows"]
+    kid, wg = _row_kernel("layer_norm", cols, short_rows)
     call = Call("layer_norm", kernels, [kid])
     buffers = (x, gamma, beta, out)
     if isinstance(out, DeviceBuffer) and call.replay((float(eps),), buffers) is not MISS:

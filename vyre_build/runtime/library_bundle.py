@@ -61,6 +61,17 @@ def _files(src: str) -> list[str]:
     return sorted(n for n in os.listdir(src) if re.fullmatch(r"lib_\w+\.py", n))
 
 
+def _tuning_files(src: str) -> list[str]:
+    """The tuning declarations (tuning.yaml) and records (tuning/*.json) of `src`, if any."""
+    records = os.path.join(src, "tuning")
+    found = (
+        sorted(f"tuning/{n}" for n in os.listdir(records) if n.endswith(".json"))
+        if os.path.isdir(records)
+        else []
+    )
+    return (["tuning.yaml"] if os.path.isfile(os.path.join(src, "tuning.yaml")) else []) + found
+
+
 def _package_files(package: str) -> list[str]:
     """Every source file of the installed package (the compiler's among them), sorted."""
     found = []
@@ -84,7 +95,7 @@ def library_bundle_path() -> str:
             data = f.read()
         rel = os.path.relpath(path, package)
         digest.update(f"\0{rel}\0{len(data)}\0".encode() + data)
-    for name in [*_files(src), "variants.yaml"]:
+    for name in [*_files(src), "variants.yaml", *_tuning_files(src)]:
         with open(os.path.join(src, name), "rb") as f:
             data = f.read()
         digest.update(f"\0{name}\0{len(data)}\0".encode() + data)
@@ -131,7 +142,24 @@ def _build(src: str, path: str) -> None:
     for _, files in sorted(groups.items()):
         meta = json.loads(files.pop(META_SUFFIX))
         entries.append({"meta": meta, "artifacts": files})
-    write_bundle(path, entries)
+    write_bundle(path, entries, tuning=_tuning(src))
+
+
+def _tuning(src: str) -> dict[str, Any]:
+    """The tuning data of the library: tuning.yaml's tunables, tuning/*.json's records."""
+    from vyre_build.bundle.tuning import merge_records, read_records
+    from vyre_build.frontend.tuning_yaml import load_tuning
+
+    tunables: dict[str, Any] = {}
+    records: list[dict[str, Any]] = []
+    for name in _tuning_files(src):
+        path = os.path.join(src, name)
+        if name == "tuning.yaml":
+            with open(path, encoding="utf-8") as f:
+                tunables = load_tuning(path, f.read())
+        else:
+            records = merge_records(records, read_records(path))
+    return {"tunables": tunables, "records": records}
 
 
 def default_library(device: Device | None = None) -> Bundle:

@@ -1,0 +1,168 @@
+"""Tuned vs default vs torch: the library's fp32 matmul on the candidate a tuning record
+picked for this device, on the tunable's default candidate, and torch.matmul (TF32 off).
+
+    python3 bench/tuning_bench.py --tune               # the H200 run: tune, then every shape
+    python3 bench/tuning_bench.py --quick              # small shapes, a smoke run (lavapipe)
+    python3 bench/tuning_bench.py --bundle dist/kernels.vyrebundle --shapes 4096x4096x4096
+
+BUNDLE (default: the library bundle of this install, copied to --work so that --tune does
+not rewrite the user cache) carries the tunables of kernels/tuning.yaml; --tune runs
+`vyre-build tune` on it for --backend first (its record is merged into the copy). Shapes
+are MxKxN (A is M x K, B is K x N). Ours: one library.matmul on DeviceBuffers (out= given)
+per call, timed by the device's timestamps around `number` calls (Device.timing), median
+of --rounds rounds after a warm-up; torch: CUDA events likewise. Each line gives the
+candidate each side ran, TFLOP/s (2*M*N*K), tuned/default (> 1: tuning paid) and
+torch/tuned (> 1: faster than torch). Results are compared with torch's (numpy's without
+torch) and the line says so. Nothing is asserted: the numbers are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+from vyre_build.runtime import get_device, library, open_bundle  # noqa: E402
+from vyre_build.runtime.library_bundle import library_bundle_path  # noqa: E402
+from vyre_build.runtime.tuning import Choice, Forced  # noqa: E402
+
+SHAPES = "2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x11008x4096,512x4096x4096"
+QUICK = "128x128x128,256x512x128"
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+
+
+def _shape(text: str) -> tuple[int, int, int]:
+    try:
+        m, k, n = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise SystemExit(
+            f"tuning_bench: shape {text!r} is not MxKxN (e.g. 4096x11008x4096)"
+        ) from None
+    return m, k, n
+
+
+def _ours(dev, kernels, a, b, out, number: int, rounds: int) -> float:
+    times = []
+    for r in range(rounds + 1):  # round 0: warm-up
+        with dev.batch():
+            for _ in range(number):
+                library.matmul(kernels, a, b, out=out)
+        if r:
+            times.append(dev.gpu_seconds / number if dev.gpu_seconds else float("nan"))
+    return statistics.median(times)
+
+
+def _torch_time(torch, a, b, number: int, rounds: int) -> float:
+    out = torch.empty((a.shape[0], b.shape[1]), device="cuda", dtype=torch.float32)
+    times = []
+    for r in range(rounds + 1):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(number):
+            torch.matmul(a, b, out=out)
+        end.record()
+        torch.cuda.synchronize()
+        if r:
+            times.append(start.elapsed_time(end) / 1e3 / number)
+    return statistics.median(times)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bundle", help="a bundle with the matmul tunable (default: the library's)")
+    p.add_argument("--work", default=os.path.join(ROOT, "build", "tuning_bench"))
+    p.add_argument("--backend", default="vulkan")
+    p.add_argument("--tune", action="store_true", help="run `vyre-build tune` on it first")
+    p.add_argument("--shapes", default=None, help=f"MxKxN,... (default {SHAPES})")
+    p.add_argument("--quick", action="store_true", help=f"shapes {QUICK}, 1 round")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--number", type=int, default=3, help="calls per timed round")
+    args = p.parse_args()
+    shapes = [_shape(s) for s in (args.shapes or (QUICK if args.quick else SHAPES)).split(",")]
+    rounds = 1 if args.quick else args.rounds
+    os.makedirs(args.work, exist_ok=True)
+    path = os.path.join(args.work, "tuned.vyrebundle")
+    shutil.copyfile(args.bundle or library_bundle_path(), path)
+    if args.tune:
+        cmd = [sys.executable, "-m", "vyre_build", "tune", path, "--backend", args.backend]
+        cmd += ["--only", "matmul"]
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        done = subprocess.run(cmd, env=env, text=True, capture_output=True)
+        sys.stderr.write(done.stderr)
+        say(done.stdout.rstrip())
+        if done.returncode:
+            return done.returncode
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            torch = None
+    except ImportError:
+        torch = None
+    if torch is not None:
+        torch.backends.cuda.matmul.allow_tf32 = False
+    dev = get_device(args.backend)
+    dev.timing = True
+    bundle = open_bundle(path, device=dev, trusted_keys=False)
+    tuned = bundle.tuned("matmul")
+    if tuned is None:
+        raise SystemExit(f"tuning_bench: {path} declares no matmul tunable (kernels/tuning.yaml)")
+    t = bundle.reader.tuning["tunables"]["matmul"]
+    cand = t["candidates"][t["default"]]
+    default = Forced(
+        bundle, Choice("matmul", t["default"], cand["kernel"], cand["params"], "forced", None)
+    )
+    say(
+        f"{args.backend}: {dev.name}; tuned pick {tuned.candidate} ({tuned.how}), default {t['default']}"
+    )
+    say(
+        f"torch: {torch.cuda.get_device_name() if torch else 'absent (results checked against numpy)'}"
+    )
+    say(f"{'shape MxKxN':<18} {'tuned TF/s':>10} {'default TF/s':>12} {'torch TF/s':>10} "
+        f"{'tuned/default':>13} {'torch/tuned':>11}  check")  # fmt: skip
+    rng = np.random.default_rng(0)
+    for m, k, n in shapes:
+        a_np = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+        b_np = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+        a, b, out = dev.buffer(a_np), dev.buffer(b_np), dev.buffer((m, n), "f32")
+        t_tuned = _ours(dev, bundle, a, b, out, args.number, rounds)
+        got = out.read().reshape(m, n)
+        t_default = _ours(dev, default, a, b, out, args.number, rounds)
+        flops = 2.0 * m * n * k
+        if torch is not None:
+            ta, tb = torch.from_numpy(a_np).cuda(), torch.from_numpy(b_np).cuda()
+            t_torch = _torch_time(torch, ta, tb, args.number, rounds)
+            want = torch.matmul(ta, tb).cpu().numpy()
+        else:
+            t_torch = float("nan")
+            want = (
+                a_np.astype(np.float64) @ b_np.astype(np.float64) if m * n * k <= 1 << 30 else None
+            )
+        if want is None:
+            check = "not checked (no torch; too large for numpy here)"
+        else:
+            err = float(np.abs(got - want).max() / max(1.0, float(np.abs(want).max())))
+            check = f"{'ok' if err < 1e-4 else 'MISMATCH'} vs {'torch' if torch else 'numpy'} (rel {err:.1e})"
+        say(
+            f"{f'{m}x{k}x{n}':<18} {flops / t_tuned / 1e12:>10.2f} {flops / t_default / 1e12:>12.2f} "
+            f"{flops / t_torch / 1e12:>10.2f} {t_default / t_tuned:>12.2f}x {t_torch / t_tuned:>10.2f}x  {check}"
+        )
+    bundle.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
