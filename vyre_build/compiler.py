@@ -247,6 +247,8 @@ def compile_file(
             "variant_values": dict(prog.variant_values),
             "provenance": provenance,
         }
+        if prog.shared_bytes is not None:  # a requirement the runtime checks; else 16 KiB
+            meta["shared_bytes"] = prog.shared_bytes
         if debug:  # the runtime reads the debug buffer back and reports by this table
             meta["debug"] = {"binding": info.debug_binding, "sites": sites}
         entries = () if debug else _coarse_entries(desc, info, meta)

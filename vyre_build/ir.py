@@ -364,6 +364,7 @@ class Program:
     grid: tuple = ()  # int | parameter name, per axis
     variant_values: tuple = field(default=())  # ((name, value-as-text), ...)
     any_length: tuple = ()  # read-only buffers not held to the grid's length (metadata only)
+    shared_bytes: int | None = None  # @kernel(shared_bytes=N): the declared cap (metadata only)
 
     @property
     def id(self) -> str:

@@ -54,6 +54,7 @@ __all__ = [
     "log2",
     "max",
     "min",
+    "num_subgroups",
     "num_workgroups",
     "popcount",
     "r",
@@ -79,6 +80,7 @@ __all__ = [
     "subgroup_broadcast_first",
     "subgroup_elect",
     "subgroup_exclusive_add",
+    "subgroup_id",
     "subgroup_inclusive_add",
     "subgroup_invocation_id",
     "subgroup_max",
@@ -439,6 +441,12 @@ def subgroup_size() -> builtins.int:
 
 def subgroup_invocation_id() -> builtins.int:
     """This invocation's lane in its subgroup (0 .. subgroup_size() - 1)."""
+
+def subgroup_id() -> builtins.int:
+    """This invocation's subgroup in its workgroup (0 .. num_subgroups() - 1)."""
+
+def num_subgroups() -> builtins.int:
+    """The number of subgroups of a workgroup (the last may have fewer lanes)."""
 
 def subgroup_add(v: _N, /) -> _N:
     """The sum of v over the active invocations of the subgroup."""

@@ -30,6 +30,8 @@ from vyre_build.errors import DescriptorFormatError
 
 VISIBILITY = {"r": "ReadOnly", "w": "WriteOnly", "rw": "ReadWrite"}
 _SUBGROUP_IDS = {"subgroup_size": "SubgroupSize", "subgroup_invocation_id": "SubgroupLocalId"}
+# Ids the schema has no variant for: OpaqueExpr with no operands (descriptor-conventions.md).
+_SUBGROUP_EXPRS = {"subgroup_id": "vyre.subgroup_id", "num_subgroups": "vyre.num_subgroups"}
 # The schema's own subgroup kinds; the other subgroup ops are OpaqueExpr vyre.subgroup.
 _SUBGROUP_KINDS = {
     "add": Variant("SubgroupAdd"),
@@ -397,6 +399,8 @@ class Lowerer:
         if isinstance(e, ir.Builtin):
             if e.kind in _SUBGROUP_IDS:
                 return self.op(body, Variant(_SUBGROUP_IDS[e.kind]))
+            if e.kind in _SUBGROUP_EXPRS:
+                return self.op(body, opaque_expr(_SUBGROUP_EXPRS[e.kind]))
             if e.kind == "num_workgroups":
                 return self.op(body, opaque_expr("vyre.num_workgroups"), (e.axis,))
             return self.op(body, Variant(_AXIS_OPS[e.kind]), (e.axis,))

@@ -88,7 +88,7 @@ def test_the_metadata_records_it_and_the_artifacts_are_unchanged(tmp_path):
             ", any_lenght=1",
             "4:39",
             "unknown @kernel option 'any_lenght'",
-            "options are workgroup_size, grid, variants and any_length",
+            "options are workgroup_size, grid, variants, any_length and shared_bytes",
         ),
     ],
 )

@@ -380,7 +380,7 @@ def test_the_library_functions_run_their_picked_candidate(tmp_path, monkeypatch)
 
     path = _library_bundle(
         tmp_path,
-        ("lib_reduce", "lib_softmax", "lib_softmax_w32"),
+        ("lib_reduce", "lib_softmax", "lib_softmax_warp"),
         {"reduce": "p64", "softmax": "wide"},
     )
     ran = []
@@ -397,7 +397,7 @@ def test_the_library_functions_run_their_picked_candidate(tmp_path, monkeypatch)
         ran.clear()
         rows = np.zeros((2, 1024), np.float32)
         np.testing.assert_allclose(library.softmax(b, rows), np.full((2, 1024), 1 / 1024))
-        assert ran == [("lib_softmax.f32", 2 * 256)]  # "wide": not the 32-wide short-row kernel
+        assert ran == [("lib_softmax.f32", 2 * 256)]  # "wide": not the subgroup-per-row kernel
     ran.clear()
     kernels = {k: v for k, v in open_bundle(path, backend="cpu").items()}  # no tuning data
     library.reduce(kernels, x)

@@ -47,6 +47,8 @@ MAX_GRID_INVOCATIONS = 2**32 - 1  # a global id is a u32
 MAX_UNIFORM_BYTES = 65536  # what wgpu allows a uniform binding; Vulkan guarantees 16384
 MAX_BINDINGS = 1024
 MAX_FEATURES, MAX_FEATURE_NAME = 256, 128
+# Shared memory: what every device offers (Vulkan's minimum), and the most a kernel declares.
+PORTABLE_SHARED_BYTES, MAX_SHARED_BYTES = 16384, 1 << 20
 
 GridEntry = Union[int, str]
 
@@ -126,6 +128,9 @@ class KernelMeta:
     coarse: Coarse | None
     record: dict[str, Any] = field(compare=False, repr=False)
     debug: DebugTable | None = None  # a debug build's site table
+    # The workgroup memory the kernel may use: @kernel(shared_bytes=N), else the portable
+    # 16 KiB (absent from the record); the runtime refuses it on a device with less.
+    shared_bytes: int = PORTABLE_SHARED_BYTES
 
     @property
     def buffers(self) -> tuple[Binding, ...]:
@@ -414,4 +419,10 @@ def check_metadata(meta: object, where: str) -> KernelMeta:
         coarse=c.coarse(meta.get("coarse")),
         record=meta,
         debug=c.debug(meta.get("debug"), set(owner)),
+        shared_bytes=c.int_in(
+            "shared_bytes",
+            meta.get("shared_bytes", PORTABLE_SHARED_BYTES),
+            PORTABLE_SHARED_BYTES,
+            MAX_SHARED_BYTES,
+        ),
     )

@@ -47,6 +47,7 @@ ENTRY = "main_x4"  # the coarse entry point's name in the WGSL and SPIR-V module
 _SUBGROUP_KINDS = frozenset(
     {"SubgroupAdd", "SubgroupBallot", "SubgroupShuffle", "SubgroupLocalId", "SubgroupSize"}
 )
+_SUBGROUP_EXPRS = ("vyre.subgroup", "vyre.subgroup_id", "vyre.num_subgroups")
 _REFUSED = frozenset(
     {"Barrier", "Atomic", "LocalInvocationId", "WorkgroupId", "LoadShared", "StoreShared"}
 )
@@ -104,7 +105,7 @@ def coarsenable(desc: KernelDescriptor, info: DescriptorInfo) -> bool:
         elif name == "MatrixMma":
             return False
         elif name in _SUBGROUP_KINDS or (
-            name == "OpaqueExpr" and op.kind.args[1] == "vyre.subgroup"
+            name == "OpaqueExpr" and op.kind.args[1] in _SUBGROUP_EXPRS
         ):
             return False  # lanes of a subgroup are other elements in the coarse entry
         elif name == "Return" and in_loop:

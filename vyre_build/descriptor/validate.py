@@ -60,6 +60,8 @@ OPAQUE_ARITY = {
     "vyre.break": (0,),
     "vyre.continue": (0,),
     "vyre.num_workgroups": (1,),
+    "vyre.subgroup_id": (0,),
+    "vyre.num_subgroups": (0,),
     "vyre.bitcast": (1,),
     "vyre.vec": (2, 4),
     "vyre.extract": (1,),
@@ -480,6 +482,11 @@ class _Checker:
         if kind == "vyre.num_workgroups":  # its operand is an axis, not a value
             if payload or op.operands[0] > 2:
                 self.fail(op, "vyre.num_workgroups takes an axis 0, 1 or 2 and no payload")
+            return "u32"
+        if kind in ("vyre.subgroup_id", "vyre.num_subgroups"):
+            if payload:
+                self.fail(op, f"{kind} takes no payload, got {payload.hex()}")
+            self.features.add("subgroup_basic")
             return "u32"
         if kind == mx.LOAD:  # its first operand is a slot, not a value
             return self.coop_access(op, scopes, "load", self.matrix_payload(op, payload))

@@ -19,7 +19,15 @@ from vyre_build.frontend.control import ControlChecker
 from vyre_build.frontend.coop import CoopChecker
 from vyre_build.frontend.debug import DebugChecker
 from vyre_build.frontend.expressions import ExprChecker
-from vyre_build.frontend.limits import MAX_BLOCK_NESTING, MAX_NESTING, MAX_OPERATIONS, shown
+from vyre_build.frontend.limits import (
+    LOCAL_ARRAY_BYTES,
+    MAX_BLOCK_NESTING,
+    MAX_NESTING,
+    MAX_OPERATIONS,
+    MAX_SHARED_BYTES,
+    PORTABLE_SHARED_BYTES,
+    shown,
+)
 from vyre_build.frontend.module import KernelDef, KernelModule
 from vyre_build.frontend.names import ALL_BUILTINS, TYPE_NAMES
 from vyre_build.frontend.parsing import BLOCKS_FIX, NESTING_FIX
@@ -66,6 +74,10 @@ _AUG = {
     ast.LShift,
     ast.RShift,
 }
+
+
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
 
 
 def _element_bytes(ty: str) -> int:
@@ -318,6 +330,7 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker, Debug
     # -- the kernel -------------------------------------------------------------------
     def check(self) -> ir.Program:
         fn = self.kdef.node
+        self.declared_shared = self.shared_declaration()
         a = fn.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
             raise self.err(
@@ -397,6 +410,7 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker, Debug
                 )
             ),
             any_length=free,
+            shared_bytes=self.declared_shared,
         )
         prog.validate()
         check_uniformity(prog, self.where)
@@ -563,16 +577,26 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker, Debug
             )
         nbytes = n.value * _element_bytes(ty)
         total = nbytes + (self.shared_bytes() if kind == "shared" else 0)
-        if total > 16384:
-            what = (
-                "workgroup memory (all shared arrays of a kernel)"
-                if kind == "shared"
-                else "a local array (per invocation)"
-            )
+        cap = LOCAL_ARRAY_BYTES
+        if kind == "shared":
+            cap = self.declared_shared or PORTABLE_SHARED_BYTES
+        if total > cap:
+            what = "a local array (per invocation)"
+            fix = "use fewer or smaller elements"
+            if kind == "shared" and self.declared_shared is None:
+                what = "workgroup memory (all shared arrays of a kernel; the portable default)"
+                fix = (
+                    "use fewer or smaller elements, or declare more with "
+                    f"@kernel(shared_bytes={_round_up(total, 1024)}) (the runtime then refuses "
+                    "the kernel on a device with less)"
+                )
+            elif kind == "shared":
+                what = "workgroup memory the kernel declares (shared_bytes)"
+                fix = f"use fewer or smaller elements, or declare more (up to {MAX_SHARED_BYTES})"
             raise self.err(
                 call.args[1],
-                f"{kind} memory limit exceeded: {total} bytes, more than the 16384 bytes of {what}",
-                "use fewer or smaller elements",
+                f"{kind} memory limit exceeded: {total} bytes, more than the {cap} bytes of {what}",
+                fix,
             )
         name = target.id
         if name in self.frame.vars or name in self.frame.arrays or name in self.frame.scalars:
@@ -582,6 +606,38 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker, Debug
             irname, ty, n.value, "shared" if kind == "shared" else "local"
         )
         self.frame.arrays[name] = irname
+
+    def shared_declaration(self) -> int | None:
+        """The value of @kernel(shared_bytes=...), folded with the module's constants and
+        this variant's (a variant may set it), or None where the kernel declares none."""
+        node = self.kdef.shared_bytes
+        if node is None:
+            return None
+        module = self.frames[0].module
+        env = dict(module.constants)
+        for name, value in self.variant_env.items():
+            if isinstance(value, ir.Const):
+                env[name] = value
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id in self.variant_env:
+                self.used_variant_params.add(sub.id)
+        if isinstance(node, ast.Name) and node.id not in env:
+            raise self.err(
+                node,
+                f"shared_bytes names '{shown(node.id)}', which is neither a module constant "
+                "nor a parameter of this variant",
+                "write a number of bytes, e.g. shared_bytes=49152, or a constant",
+            )
+        got = module.folder.fold(node, env)
+        if got.ty != "int" or not PORTABLE_SHARED_BYTES <= got.value <= MAX_SHARED_BYTES:
+            value = got.value if got.ty == "int" else f"{got.value!r} ({got.ty})"
+            raise self.err(
+                node,
+                f"shared_bytes must be an integer from {PORTABLE_SHARED_BYTES} (the portable "
+                f"default) to {MAX_SHARED_BYTES}, got {value}",
+                "write the bytes of shared memory the kernel needs, e.g. shared_bytes=49152",
+            )
+        return got.value
 
     def shared_bytes(self) -> int:
         return sum(

@@ -21,6 +21,11 @@ MAX_FILE_OPERATIONS = 1_000_000  # operations of one file's kernels, times their
 MAX_FOLD_STEPS = 100_000  # constant-folding steps at the top level of one file
 MAX_YAML_NESTING = 16  # collections inside one another in a variants YAML
 INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # an integer constant while folding: 64 bits
+# Workgroup (shared) memory of one kernel: the Vulkan minimum unless the kernel declares more
+# with @kernel(shared_bytes=N); then the runtime refuses it on a device with less.
+PORTABLE_SHARED_BYTES = 16384
+MAX_SHARED_BYTES = 1 << 20  # what a declaration may ask for (no GPU has more)
+LOCAL_ARRAY_BYTES = 16384  # one local array, per invocation
 
 
 def shown(text: str, width: int = 40) -> str:

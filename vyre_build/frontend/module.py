@@ -44,6 +44,7 @@ class KernelDef:
     variants: dict[str, dict]  # variant name -> {param: Const | type name}
     variants_node: object  # where variants were declared (for errors)
     any_length: tuple = ()  # ((name, node), ...): buffers not held to the grid's length
+    shared_bytes: object = None  # the @kernel(shared_bytes=...) expression (checker.py folds it)
 
 
 @dataclass
@@ -316,7 +317,13 @@ class ModuleLoader:
         fn = call.func if call else deco
         if not (isinstance(fn, ast.Name) and fn.id == "kernel"):
             raise src.error(deco, "unknown decorator", "kernels are declared with @kernel(...)")
-        opts = {"workgroup_size": None, "grid": None, "variants": None, "any_length": None}
+        opts = {
+            "workgroup_size": None,
+            "grid": None,
+            "variants": None,
+            "any_length": None,
+            "shared_bytes": None,
+        }
         if call is not None:
             if call.args:
                 raise src.error(
@@ -329,7 +336,7 @@ class ModuleLoader:
                     raise src.error(
                         kw.value,
                         f"unknown @kernel option '{kw.arg}'",
-                        "options are workgroup_size, grid, variants and any_length",
+                        "options are workgroup_size, grid, variants, any_length and shared_bytes",
                     )
                 opts[kw.arg] = kw.value
         wg = self._workgroup_size(mod, opts["workgroup_size"])
@@ -339,7 +346,7 @@ class ModuleLoader:
         )
         free = self._any_length(mod, opts["any_length"])
         mod.kernels[node.name] = KernelDef(
-            node.name, node, wg, grid, variants, opts["variants"], free
+            node.name, node, wg, grid, variants, opts["variants"], free, opts["shared_bytes"]
         )
 
     def _workgroup_size(self, mod, node) -> tuple[int, int, int]:

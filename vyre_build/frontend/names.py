@@ -62,7 +62,9 @@ SUBGROUP_OPS = {
     "subgroup_shuffle_down": "shuffle_down",
     "subgroup_elect": "elect",
 }
-SUBGROUP_IDS = ("subgroup_size", "subgroup_invocation_id")  # u32 values, no arguments
+# u32 values, no arguments: lanes per subgroup, this lane, this subgroup of the workgroup
+# and how many the workgroup has (descriptor: OpaqueExpr vyre.subgroup_id / vyre.num_subgroups).
+SUBGROUP_IDS = ("subgroup_size", "subgroup_invocation_id", "subgroup_id", "num_subgroups")
 # Cooperative matrices (frontend/coop.py): loads by the use they make, then the others.
 COOP_LOADS = {"coop_load_a": "a", "coop_load_b": "b", "coop_load_acc": "acc"}
 COOP_BUILTINS = (*COOP_LOADS, "coop_fill", "coop_mma", "coop_store")

@@ -591,6 +591,10 @@ def _step_opaque_expr(m, op, body):
     if kind == "vyre.num_workgroups":
         value = m.builtins[kind][op.operands[0]]
         return (lambda mm, mask: value), op.result
+    if kind in ("vyre.subgroup_id", "vyre.num_subgroups"):
+        sg = m.subgroups
+        value = sg.subgroup_id if kind == "vyre.subgroup_id" else m.full(sg.count)
+        return (lambda mm, mask: value), op.result
     if kind == "vyre.bitcast":
         return _value(m, op, ("Bitcast", ty))
     if kind == "vyre.subgroup":

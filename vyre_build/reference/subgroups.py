@@ -47,6 +47,8 @@ class Subgroups:
         self.col = (local % size).astype(np.intp)  # the lane's index in its subgroup
         self.row = (lane // per * rows_per_group + local // size).astype(np.intp)
         self.lane_id = self.col.astype(np.uint32)
+        self.subgroup_id = (local // size).astype(np.uint32)  # this subgroup of the workgroup
+        self.count = np.uint32(rows_per_group)  # subgroups per workgroup (the last may be short)
 
     def grid(self, value: np.ndarray, fill, mask: np.ndarray) -> np.ndarray:
         """(rows, size[, n]) with each active lane's value at its place, `fill` elsewhere."""

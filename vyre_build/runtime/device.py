@@ -281,7 +281,8 @@ class Device:
     # -- kernels --
 
     def check_kernel(self, meta: KernelMeta) -> None:
-        """DeviceError unless this device can run `meta`: its features and workgroup size."""
+        """DeviceError unless this device can run `meta`: its features, workgroup size and
+        declared shared memory."""
         missing = missing_features(meta.features, self.profile.features)
         if missing:
             raise DeviceError(
@@ -301,6 +302,12 @@ class Device:
             raise DeviceError(
                 f"Kernel {meta.id!r} has {invocations} invocations per workgroup, more than "
                 f"the {self.backend} device {self.name} allows ({p.max_workgroup_invocations})"
+            )
+        if meta.shared_bytes > p.max_shared_memory:
+            raise DeviceError(
+                f"Kernel {meta.id!r} declares {meta.shared_bytes} bytes of shared memory "
+                f"(shared_bytes), more than the {self.backend} device {self.name} allows "
+                f"({p.max_shared_memory})"
             )
         size = p.subgroup_size
         if COOPERATIVE_MATRIX in meta.features and size and invocations % size:

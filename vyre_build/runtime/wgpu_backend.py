@@ -35,7 +35,13 @@ _LAYOUT_TYPE = {
     "rw": wgpu.BufferBindingType.storage,
     "u": wgpu.BufferBindingType.uniform,
 }
-_LIMITS = ("max-storage-buffer-binding-size", "max-buffer-size")  # asked for in full
+# Asked for in full (the shared memory a kernel may declare with shared_bytes, too).
+_LIMITS = (
+    "max-storage-buffer-binding-size",
+    "max-buffer-size",
+    "max-compute-workgroup-storage-size",
+)
+_BUFFER_LIMITS = _LIMITS[:2]
 _FEATURES = ("subgroup", "shader-f16", "timestamp-query")  # asked for when the adapter has them
 _QUERY = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
 _STAGING = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
@@ -92,7 +98,7 @@ def profile_of(adapter: Any, features: Any, limits: Any) -> DeviceProfile:
         max_workgroup_invocations=int(limits["max-compute-invocations-per-workgroup"]),
         max_workgroup_count=(count, count, count),
         max_shared_memory=int(limits["max-compute-workgroup-storage-size"]),
-        max_storage_buffer_binding=int(min(limits[k] for k in _LIMITS)),
+        max_storage_buffer_binding=int(min(limits[k] for k in _BUFFER_LIMITS)),
         features=features_of(ops, f16, f16, ()),
     )
 

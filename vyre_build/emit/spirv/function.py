@@ -236,6 +236,15 @@ class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps):
         m.emit(self.prologue, "OpIAdd", v3, out, raw, base)
         return out
 
+    def num_subgroups(self) -> int:
+        """ceil(workgroup invocations / SubgroupSize), not the NumSubgroups builtin: lavapipe
+        reports floor() for a workgroup that is not a multiple (12 invocations, 8 lanes: 1)."""
+        per = self.desc.workgroup_size[0] * self.desc.workgroup_size[1]
+        per *= self.desc.workgroup_size[2]
+        size = self.builtin_scalar("SubgroupSize")
+        top = self.op("OpIAdd", "u32", size, self.const("u32", per - 1))
+        return self.op("OpUDiv", "u32", top, size)
+
     def builtin_scalar(self, name: str) -> int:
         """A scalar u32 input builtin (LocalInvocationIndex), loaded once in the entry block."""
         got = self._builtin_vals.get((name, -1))
@@ -298,6 +307,10 @@ class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps):
         ty = self.info.types[kop.result]
         if kind == "vyre.num_workgroups":
             return self.builtin(BUILTINS[kind], kop.operands[0])
+        if kind == "vyre.subgroup_id":
+            return self.builtin_scalar("SubgroupId")
+        if kind == "vyre.num_subgroups":  # ceil(invocations / SubgroupSize): see below
+            return self.num_subgroups()
         if kind == "vyre.bitcast":
             return self.rule(kop, ("Bitcast", ty))
         if kind == "vyre.subgroup":

@@ -83,7 +83,11 @@ def emit_wgsl(
 
 def _subgroup_inputs(inputs: set[str]) -> str:
     """The entry point's subgroup builtin parameters, only those the body reads."""
-    spelled = {"sgid": "subgroup_invocation_id", "sgsz": "subgroup_size"}
+    spelled = {
+        "sgid": "subgroup_invocation_id",
+        "sgsz": "subgroup_size",
+        "sgix": "subgroup_id",
+    }
     return "".join(f", @builtin({spelled[n]}) {n}: u32" for n in sorted(inputs))
 
 

@@ -74,7 +74,7 @@ class FunctionWriter(MemoryRules, ControlRules, DebugRules):
         self.lines: list[str] = []
         self.loops: list[tuple[str, str]] = []  # (loop_var, WGSL variable) of enclosing for loops
         self.helpers: set[str] = set()  # `_vy_*` helper functions the templates used call
-        self.inputs: set[str] = set()  # subgroup builtins the entry point takes: sgid, sgsz
+        self.inputs: set[str] = set()  # subgroup builtins the entry point takes: sgid, sgsz, ...
         self.loop_count = 0
 
     def write(self) -> tuple[list[str], list[str]]:
@@ -159,6 +159,13 @@ class FunctionWriter(MemoryRules, ControlRules, DebugRules):
         ty = self.info.types[op.result]
         if kind == "vyre.num_workgroups":
             self._builtin(op, depth, kind)
+        elif kind == "vyre.subgroup_id":  # naga's @builtin(subgroup_id)
+            self.inputs.add("sgix")
+            self.bind(op, depth, "sgix")
+        elif kind == "vyre.num_subgroups":  # derived, as in the SPIR-V (emit/spirv/function.py)
+            self.inputs.add("sgsz")
+            wx, wy, wz = self.desc.workgroup_size
+            self.bind(op, depth, f"(({wx * wy * wz - 1}u + sgsz) / sgsz)")
         elif kind == "vyre.subgroup":
             self.value(op, depth, op_key(op.kind))
         elif kind == "vyre.bitcast":
