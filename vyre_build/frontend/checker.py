@@ -19,6 +19,7 @@ from vyre_build.frontend.control import ControlChecker
 from vyre_build.frontend.coop import CoopChecker
 from vyre_build.frontend.debug import DebugChecker
 from vyre_build.frontend.expressions import ExprChecker
+from vyre_build.frontend.memory_order import MemoryOrderChecker
 from vyre_build.frontend.limits import MAX_BLOCK_NESTING, MAX_NESTING, MAX_OPERATIONS, shown
 from vyre_build.frontend.module import KernelDef, KernelModule
 from vyre_build.frontend.names import ALL_BUILTINS, TYPE_NAMES
@@ -101,7 +102,9 @@ class Frame:
     effects: bool = False
 
 
-class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker, DebugChecker):
+class KernelChecker(
+    ExprChecker, CallChecker, CoopChecker, ControlChecker, DebugChecker, MemoryOrderChecker
+):
     def __init__(
         self,
         module: KernelModule,
@@ -523,7 +526,7 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker, Debug
         if isinstance(e, ir.Atomic):
             self.frame.effects = True
             self.block.append(ir.Eval(e))
-        elif isinstance(e, ir.CoopStore):
+        elif isinstance(e, (ir.CoopStore, ir.Fence)):
             self.block.append(e)
 
     def stmt_Assign(self, node, top=False):
