@@ -31,7 +31,9 @@ from typing import Any, overload
 
 import numpy as np
 
+from vyre_build.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
 from vyre_build.runtime.buffers import DeviceBuffer
+from vyre_build.runtime.device import Device
 from vyre_build.runtime.kernel import Kernel
 from vyre_build.runtime.library_bundle import split_kernels
 from vyre_build.runtime.library_call import (
@@ -51,6 +53,7 @@ __all__ = [
     "matmul",
     "matmul_f16",
     "reduce",
+    "reduce_kernel",
     "row_kernel",
     "scan",
     "softmax",
@@ -73,7 +76,7 @@ _NUMERIC = ("f32", "i32", "u32")
 _OPS = ("sum", "min", "max")
 # The kernel ids each function uses ({op}: the reduction, {t}: the element type).
 LIBRARY_KERNELS = {
-    "reduce": ("lib_reduce.{op}_{t}",),
+    "reduce": ("lib_reduce.{op}_{t}", "lib_reduce_once.{op}_{t}"),
     "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}"),
     "matmul": ("lib_matmul.f32",),
     "matmul_f16": ("lib_matmul_f16",),
@@ -123,6 +126,35 @@ def reduce(*args: Any, **kwargs: Any) -> Any:
     return _reduce(kernels, *rest, **kwargs)
 
 
+# The device features the single passes need (their device-scope release/acquire).
+SINGLE_PASS_FEATURES = frozenset({VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE})
+
+
+def reduce_kernel(device: Device, op: str = "sum", dtype: str = "f32") -> str:
+    """The kernel id that `reduce` runs on `device`: the single pass (lib_reduce_once, one
+    dispatch: the last workgroup to finish combines the partials, found with a device-scope
+    acq_rel ticket) where the device has the Vulkan memory model with device scope
+    (SINGLE_PASS_FEATURES: Vulkan devices that offer it, the cpu reference), else the two
+    passes of lib_reduce (wgpu: WGSL has no release/acquire). A Bundle without the single-pass
+    kernel (built from an older tree) gets the two passes.
+
+    Arguments:
+        device: a runtime Device.
+        op: "sum", "min" or "max".
+        dtype: "f32", "i32" or "u32".
+    Returns:
+        The kernel id, e.g. "lib_reduce_once.sum_f32" or "lib_reduce.sum_f32".
+    """
+    if not isinstance(device, Device):
+        raise fail("reduce_kernel", f"device must be a Device, got {type(device).__name__}")
+    if op not in _OPS:
+        raise fail("reduce_kernel", f"op must be 'sum', 'min' or 'max', got {op!r}")
+    if dtype not in _NUMERIC:
+        raise fail("reduce_kernel", f"dtype must be 'f32', 'i32' or 'u32', got {dtype!r}")
+    once = SINGLE_PASS_FEATURES <= device.profile.features
+    return f"lib_reduce{'_once' if once else ''}.{op}_{dtype}"
+
+
 def _reduce(
     kernels: Mapping[str, Kernel], x: Array, op: str = "sum", *, out: DeviceBuffer | None = None
 ) -> Any:
@@ -131,6 +163,9 @@ def _reduce(
         raise fail("reduce", f"op must be 'sum', 'min' or 'max', got {op!r}")
     kind = kind_of("reduce", "x", x, _NUMERIC)
     kid = f"lib_reduce.{op}_{kind}"
+    once = _single_pass(kernels, kid, reduce_kernel, op, kind)
+    if once is not None:
+        return _reduce_once(kernels, once, x, kind, out)
     call = Call("reduce", kernels, [kid])
     res: Any = call.replay((), (x, out)) if out is not None or not call.in_batch() else MISS
     if res is MISS:
@@ -153,6 +188,39 @@ def _reduce(
                 call.step(kid, 0, {**first, "partials": parts, "stride": stride}, stride),
                 call.step(kid, 1, last, WG),
             ]
+        call.run(steps)
+        call.remember((), (x, out), steps, res)
+    return out if out is not None else res.read()[0]
+
+
+def _single_pass(kernels: Mapping[str, Kernel], kid: str, choose: Any, *args: Any) -> str | None:
+    # The single-pass kernel id `choose` picks for the device of kernels[kid], when it is not
+    # `kid` and the mapping holds it; None otherwise (Call refuses a missing `kid`).
+    found = kernels.get(kid) if isinstance(kernels, Mapping) else None
+    if not isinstance(found, Kernel):
+        return None
+    chosen: str = choose(found.device, *args)
+    return chosen if chosen != kid and isinstance(kernels.get(chosen), Kernel) else None
+
+
+def _reduce_once(
+    kernels: Mapping[str, Kernel], kid: str, x: Array, kind: str, out: DeviceBuffer | None
+) -> Any:
+    # `reduce` in one dispatch of lib_reduce_once (see reduce_kernel).
+    call = Call("reduce", kernels, [kid])
+    res: Any = call.replay((), (x, out)) if out is not None or not call.in_batch() else MISS
+    if res is MISS:
+        n = call.place("x", x)
+        call.output(out, kind, (1,), arrays=False)
+        xb, vin = call.upload(x)
+        x4, xs = call.pair(xb, vin, kind, False)
+        res = out if out is not None else call.scratch("reduce", kind, 1)
+        vectors = n // 4 if vin else n
+        groups = max(1, min(MAX_PARTIALS, -(-vectors // (WG * 4))))
+        parts = call.scratch("partials", kind, groups)
+        ticket = call.scratch("reduce ticket", "u32", 1)  # 0, and set back to 0 by each call
+        args = dict(x4=x4, x=xs, partials=parts, ticket=ticket, out=res, n=n, vin=int(vin))
+        steps = [call.step(kid, 0, {**args, "stride": groups * WG}, groups * WG)]
         call.run(steps)
         call.remember((), (x, out), steps, res)
     return out if out is not None else res.read()[0]

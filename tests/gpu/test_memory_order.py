@@ -1,0 +1,150 @@
+"""Memory scopes and orders on real dispatches, and the single-pass library reduce, against
+numpy: Vulkan (lavapipe here) and the cpu reference run them; wgpu has no WGSL for them
+(its atomics are relaxed) and keeps the two-pass reduce. Every expectation about a device
+comes from its own profile."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from vyre_build.compiler import compile_file
+from vyre_build.errors import DeviceError
+from vyre_build.runtime import library, load_kernel, open_bundle
+from vyre_build.runtime.library import SINGLE_PASS_FEATURES
+
+from test_library import build_library, values
+
+CODE = {"vulkan": lambda k: {"spirv": k.spirv}, "cpu": lambda k: {"kdesc": k.kdesc}}
+
+TICKET = """
+from vyre_build.lang import *
+
+@kernel(workgroup_size=64)
+def ticket_sum(x: Buffer[u32], parts: Buffer[u32, "rw"], ticket: Buffer[u32, "rw"],
+               out: Buffer[u32, "w"]):
+    s = shared(u32, 64)
+    last = shared(u32, 1)
+    lid = local_id().x
+    g = num_workgroups().x
+    s[lid] = x[global_id().x]
+    barrier()
+    if lid == 0:
+        acc: u32 = 0
+        for j in range(64):
+            acc += s[j]
+        atomic_store(parts, workgroup_id().x, acc)
+        t = atomic_add(ticket, 0, 1, scope="device", order="acq_rel")
+        last[0] = u32(t == g - 1)
+    storage_barrier()
+    if last[0] == 1 and lid == 0:
+        atomic_load(ticket, 0, order="acquire")
+        tot: u32 = 0
+        for w in range(g):
+            tot += atomic_load(parts, w)
+        out[0] = tot
+        atomic_store(ticket, 0, 0)
+"""
+
+
+@pytest.fixture(scope="module")
+def ticket(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ticket") / "ticket.py"
+    path.write_text(TICKET)
+    return compile_file(str(path))[0]
+
+
+def test_ticket_kernel_has_no_wgsl_and_needs_the_memory_model(ticket):
+    assert ticket.wgsl is None and "wgsl" in ticket.meta["skipped"]
+    assert ticket.meta["features"] == sorted(SINGLE_PASS_FEATURES)
+
+
+@pytest.mark.parametrize("groups", [1, 2, 37, 300])
+def test_last_workgroup_sees_every_release(ticket, backend, groups):
+    if backend == "wgpu":
+        pytest.skip("no WGSL: the kernel needs release/acquire (checked above)")
+    kernel = load_kernel(ticket.meta, backend=backend, **CODE[backend](ticket))
+    x = np.arange(64 * groups, dtype=np.uint32) * np.uint32(2654435761)
+    t = np.zeros(1, np.uint32)
+    for _ in range(2):  # the ticket is set back to 0: a second run needs no clear
+        got = kernel(x=x, parts=np.zeros(groups, np.uint32), ticket=t, out=1, grid=64 * groups)
+        assert got["out"][0] == x.sum(dtype=np.uint32)
+        assert got["ticket"][0] == 0
+        t = got["ticket"]
+
+
+def test_a_device_without_the_memory_model_refuses_the_kernel(ticket, device, monkeypatch):
+    if device.backend == "wgpu":
+        pytest.skip("no SPIR-V or descriptor path on wgpu")
+    less = device.profile.features - SINGLE_PASS_FEATURES
+    monkeypatch.setattr(device, "profile", dataclasses.replace(device.profile, features=less))
+    with pytest.raises(DeviceError) as info:
+        load_kernel(ticket.meta, device=device, **CODE[device.backend](ticket))
+    assert str(info.value) == (
+        "Kernel 'ticket_sum' needs vulkan_memory_model, vulkan_memory_model_device_scope, "
+        f"which the {device.backend} device {device.name} does not offer"
+    )
+
+
+# -- the single-pass library reduce ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lib_bundle(tmp_path_factory):
+    return build_library(tmp_path_factory.mktemp("lib1") / "lib.vyrebundle", ("lib_reduce.py",))
+
+
+@pytest.fixture
+def lib(backend, lib_bundle):
+    with open_bundle(lib_bundle, backend=backend) as bundle:
+        yield bundle
+
+
+def test_reduce_kernel_names_the_path_the_profile_allows(lib):
+    dev = lib.device
+    once = SINGLE_PASS_FEATURES <= dev.profile.features
+    assert library.reduce_kernel(dev, "max", "i32") == (
+        "lib_reduce_once.max_i32" if once else "lib_reduce.max_i32"
+    )
+    if dev.backend == "wgpu":  # WGSL cannot express the ticket's release/acquire
+        assert not once
+
+
+def sizes(dev):
+    sg = dev.profile.subgroup_size or 32
+    wg = 256
+    return sorted({1, 7, sg - 1, sg + 1, wg - 1, wg + 1, 4 * wg - 1, 4 * wg + 1, 1 << 20})
+
+
+@pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
+def test_reduce_matches_numpy_at_odd_sizes(lib, kind):
+    for n in sizes(lib.device):
+        x = values(kind, n, seed=n)
+        for op in ("sum", "min", "max"):
+            got = library.reduce(lib, x, op)
+            where = f"{library.reduce_kernel(lib.device, op, kind)} n={n}"
+            if op != "sum":
+                assert got == getattr(np, op)(x), where
+            elif kind == "f32":
+                assert abs(float(got) - float(x.astype(np.float64).sum())) <= 1e-6 * n, where
+            else:
+                assert got == x.sum(dtype=x.dtype), where
+
+
+def test_single_pass_reduce_needs_no_clear_between_calls_in_one_batch(lib):
+    dev = lib.device
+    xs = [values("u32", n, seed=n) for n in (5, 4099, 70001)]
+    outs = [dev.buffer(1, "u32") for _ in xs]
+    with dev.batch():
+        for x, out in zip(xs, outs):
+            library.reduce(lib, dev.buffer(x), "sum", out=out)
+    for x, out in zip(xs, outs):
+        assert out.read()[0] == x.sum(dtype=np.uint32)
+
+
+def test_single_pass_f32_sum_is_the_same_every_run(lib):
+    x = values("f32", 300001, seed=3, lo=-1e4, hi=1e4)
+    first = library.reduce(lib, x, "sum")
+    assert all(library.reduce(lib, x, "sum").tobytes() == first.tobytes() for _ in range(3))
