@@ -56,6 +56,7 @@ __all__ = [
     "reduce_kernel",
     "row_kernel",
     "scan",
+    "scan_kernels",
     "softmax",
 ]
 
@@ -77,7 +78,7 @@ _OPS = ("sum", "min", "max")
 # The kernel ids each function uses ({op}: the reduction, {t}: the element type).
 LIBRARY_KERNELS = {
     "reduce": ("lib_reduce.{op}_{t}", "lib_reduce_once.{op}_{t}"),
-    "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}"),
+    "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}", "lib_scan_once.{t}"),
     "matmul": ("lib_matmul.f32",),
     "matmul_f16": ("lib_matmul_f16",),
     "softmax": ("lib_softmax.f32", "lib_softmax_w32.f32"),
@@ -254,6 +255,74 @@ def scan(*args: Any, **kwargs: Any) -> Any:
     return _scan(kernels, *rest, **kwargs)
 
 
+# Vendors whose Vulkan drivers run a dispatch's started workgroups to completion while
+# others wait on them (docs/runtime.md, "Forward progress"): NVIDIA, AMD.
+FORWARD_PROGRESS_VENDORS = frozenset({0x10DE, 0x1002})
+SCAN_ITEMS = 4  # lib_scan_once: vec4s per invocation per tile (kernels/lib_scan.py ITEMS)
+
+
+def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
+    """The kernel ids that `scan` runs on `device`, in dispatch order: the single pass with
+    decoupled look-back (lib_scan_once) where the device has the Vulkan memory model with
+    device scope and gives forward progress between workgroups (a Vulkan device of
+    FORWARD_PROGRESS_VENDORS, or the cpu reference, whose schedule gives it), else
+    reduce-then-scan (lib_scan_sums, lib_scan_block: wgpu, lavapipe/llvmpipe and every other
+    device). A Bundle without the single-pass kernel gets reduce-then-scan.
+
+    Arguments:
+        device: a runtime Device.
+        dtype: "f32", "i32" or "u32".
+    Returns:
+        The ids, e.g. ("lib_scan_once.f32",) or ("lib_scan_sums.f32", "lib_scan_block.f32").
+    """
+    if not isinstance(device, Device):
+        raise fail("scan_kernels", f"device must be a Device, got {type(device).__name__}")
+    if dtype not in _NUMERIC:
+        raise fail("scan_kernels", f"dtype must be 'f32', 'i32' or 'u32', got {dtype!r}")
+    p = device.profile
+    progress = p.backend == "cpu" or (
+        p.backend == "vulkan" and p.vendor_id in FORWARD_PROGRESS_VENDORS
+    )
+    if progress and SINGLE_PASS_FEATURES <= p.features:
+        return (f"lib_scan_once.{dtype}",)
+    return (f"lib_scan_sums.{dtype}", f"lib_scan_block.{dtype}")
+
+
+def _scan_once_kernel(device: Device, kind: str) -> str:
+    return scan_kernels(device, kind)[0]
+
+
+def _scan_once(
+    kernels: Mapping[str, Kernel], kid: str, x: Array, kind: str, exclusive: bool, out: Out
+) -> Any:
+    # `scan` in one dispatch of lib_scan_once (see scan_kernels).
+    call = Call("scan", kernels, [kid])
+    if isinstance(out, DeviceBuffer) and call.replay((exclusive,), (x, out)) is not MISS:
+        return out
+    n = call.place("x", x)
+    shape = shape_of(x)
+    call.output(out, kind, shape)
+    vectors = -(-n // 4)
+    tiles = -(-vectors // (WG * SCAN_ITEMS))
+    xb, vin = call.upload(x)
+    ob, vout = call.target(out, kind, n)
+    x4, xs = call.pair(xb, vin, kind, False)
+    o4, os_ = call.pair(ob, vout, kind, True)
+    args = dict(x4=x4, x=xs, out4=o4, out=os_, n=n, vin=int(vin), vout=int(vout))
+    args.update(
+        agg=call.scratch("scan aggregates", kind, tiles),
+        pre=call.scratch("scan prefixes", kind, tiles),
+        flags=call.scratch("scan flags", "u32", tiles),
+        ctl=call.scratch("scan control", "u32", 2),  # next tile, epoch: kept across calls
+        tiles=tiles,
+        exclusive=int(exclusive),
+    )
+    steps = [call.step(kid, 0, args, tiles * WG)]
+    call.run(steps)
+    call.remember((exclusive,), (x, out), steps, None)
+    return call.result(ob, out, n, shape)
+
+
 def _scan(
     kernels: Mapping[str, Kernel], x: Array, *, exclusive: bool = False, out: Out = None
 ) -> Any:
@@ -262,6 +331,9 @@ def _scan(
         raise fail("scan", f"exclusive must be True or False, got {exclusive!r}")
     kind = kind_of("scan", "x", x, _NUMERIC)
     sums_id, block_id = f"lib_scan_sums.{kind}", f"lib_scan_block.{kind}"
+    once = _single_pass(kernels, block_id, _scan_once_kernel, kind)
+    if once is not None:
+        return _scan_once(kernels, once, x, kind, exclusive, out)
     call = Call("scan", kernels, [sums_id, block_id])
     if isinstance(out, DeviceBuffer) and call.replay((exclusive,), (x, out)) is not MISS:
         return out
