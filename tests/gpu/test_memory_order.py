@@ -15,7 +15,7 @@ from vyre_build.errors import DeviceError
 from vyre_build.runtime import library, load_kernel, open_bundle
 from vyre_build.runtime.library import SINGLE_PASS_FEATURES
 
-from test_library import build_library, values
+from test_library import assert_scan, build_library, values
 
 CODE = {"vulkan": lambda k: {"spirv": k.spirv}, "cpu": lambda k: {"kdesc": k.kdesc}}
 
@@ -148,3 +148,65 @@ def test_single_pass_f32_sum_is_the_same_every_run(lib):
     x = values("f32", 300001, seed=3, lo=-1e4, hi=1e4)
     first = library.reduce(lib, x, "sum")
     assert all(library.reduce(lib, x, "sum").tobytes() == first.tobytes() for _ in range(3))
+
+
+# -- the single-pass scan (decoupled look-back) --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scan_bundle(tmp_path_factory):
+    return build_library(tmp_path_factory.mktemp("scan1") / "lib.vyrebundle", ("lib_scan.py",))
+
+
+@pytest.fixture
+def scan_lib(backend, scan_bundle):
+    with open_bundle(scan_bundle, backend=backend) as bundle:
+        yield bundle
+
+
+def test_scan_kernels_take_the_look_back_only_with_forward_progress(scan_lib):
+    p = scan_lib.device.profile
+    progress = p.backend == "cpu" or (
+        p.backend == "vulkan" and p.vendor_id in library.FORWARD_PROGRESS_VENDORS
+    )
+    once = progress and SINGLE_PASS_FEATURES <= p.features
+    want = ("lib_scan_once.i32",) if once else ("lib_scan_sums.i32", "lib_scan_block.i32")
+    assert library.scan_kernels(scan_lib.device, "i32") == want
+    if p.backend == "vulkan" and "llvmpipe" in scan_lib.device.name:
+        assert not once  # lavapipe runs workgroups on a few threads: no forward progress
+
+
+@pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
+def test_scan_matches_numpy_at_odd_sizes(scan_lib, kind):
+    tile = 256 * 4 * library.SCAN_ITEMS  # values per look-back tile
+    for n in sizes(scan_lib.device) + [tile - 1, tile + 1, 5 * tile + 3]:
+        x = values(kind, n, seed=n)
+        for exclusive in (False, True):
+            where = f"{library.scan_kernels(scan_lib.device, kind)} n={n} excl={exclusive}"
+            assert_scan(library.scan(scan_lib, x, exclusive=exclusive), x, exclusive, where)
+
+
+def test_look_back_across_reference_chunks(monkeypatch, scan_bundle):
+    """A chunk of 2 workgroups: most tiles find their predecessors' prefixes published by an
+    earlier chunk, the others walk back over aggregates of their own chunk."""
+    import vyre_build.reference as reference
+
+    monkeypatch.setattr(reference, "CHUNK_LANES", 512)
+    with open_bundle(scan_bundle, backend="cpu") as bundle:
+        assert library.scan_kernels(bundle.device, "u32") == ("lib_scan_once.u32",)
+        for n in (4096 * 7 + 5, 4096 * 2):
+            x = values("u32", n, seed=n)
+            assert_scan(library.scan(bundle, x), x, False, f"n={n}")
+
+
+def test_look_back_needs_no_clear_between_calls(scan_lib):
+    dev = scan_lib.device
+    xs = [values("i32", n, seed=n) for n in (9000, 9000, 5, 40000)]
+    outs = [dev.buffer(x.shape, "i32") for x in xs]
+    with dev.batch():
+        for x, out in zip(xs, outs):
+            library.scan(scan_lib, dev.buffer(x), out=out)
+    for x, out in zip(xs, outs):
+        assert_scan(out.read(), x, False, f"n={x.size}")
+    again = library.scan(scan_lib, xs[0], exclusive=True)  # a later call, new epoch
+    assert_scan(again, xs[0], True, "again")

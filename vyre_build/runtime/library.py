@@ -195,13 +195,16 @@ def _reduce(
 
 
 def _single_pass(kernels: Mapping[str, Kernel], kid: str, choose: Any, *args: Any) -> str | None:
-    # The single-pass kernel id `choose` picks for the device of kernels[kid], when it is not
-    # `kid` and the mapping holds it; None otherwise (Call refuses a missing `kid`).
+    # The single-pass kernel id `choose` (reduce_kernel or scan_kernels) picks for the device
+    # of kernels[kid] when that is a single pass the mapping holds; None otherwise (then the
+    # multi-pass path runs, and Call refuses a missing `kid`).
     found = kernels.get(kid) if isinstance(kernels, Mapping) else None
     if not isinstance(found, Kernel):
         return None
-    chosen: str = choose(found.device, *args)
-    return chosen if chosen != kid and isinstance(kernels.get(chosen), Kernel) else None
+    picked = choose(found.device, *args)
+    chosen: str = picked if isinstance(picked, str) else picked[0]
+    single = chosen.split(".")[0] in ("lib_reduce_once", "lib_scan_once")
+    return chosen if single and isinstance(kernels.get(chosen), Kernel) else None
 
 
 def _reduce_once(
@@ -288,10 +291,6 @@ def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
     return (f"lib_scan_sums.{dtype}", f"lib_scan_block.{dtype}")
 
 
-def _scan_once_kernel(device: Device, kind: str) -> str:
-    return scan_kernels(device, kind)[0]
-
-
 def _scan_once(
     kernels: Mapping[str, Kernel], kid: str, x: Array, kind: str, exclusive: bool, out: Out
 ) -> Any:
@@ -331,7 +330,7 @@ def _scan(
         raise fail("scan", f"exclusive must be True or False, got {exclusive!r}")
     kind = kind_of("scan", "x", x, _NUMERIC)
     sums_id, block_id = f"lib_scan_sums.{kind}", f"lib_scan_block.{kind}"
-    once = _single_pass(kernels, block_id, _scan_once_kernel, kind)
+    once = _single_pass(kernels, block_id, scan_kernels, kind)
     if once is not None:
         return _scan_once(kernels, once, x, kind, exclusive, out)
     call = Call("scan", kernels, [sums_id, block_id])
