@@ -75,9 +75,8 @@ class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedOps):
         self.m = module
         self.vmm = vmm
         # storage accesses are NonPrivate where a storage barrier or an order synchronises them
-        self.storage_sync = vmm and (
-            _has_storage_barrier(desc.body) or VULKAN_MEMORY_MODEL in info.features
-        )
+        self.ordered = VULKAN_MEMORY_MODEL in info.features
+        self.storage_sync = vmm and (_has_storage_barrier(desc.body) or self.ordered)
         self.coop_views: dict[int, tuple[int, int]] = {}
         self.desc = desc
         self.info = info

@@ -172,13 +172,15 @@ class MemoryOps:
             return self.op(
                 "OpAtomicLoad", info.ty, ptr, self.scope(info), self.const("u32", RELAXED)
             )
-        return self.op("OpLoad", info.ty, ptr, *self.access(_STORAGE[info.slot.memory_class]))
+        mem = self.access(_STORAGE[info.slot.memory_class], info.slot.visibility)
+        return self.op("OpLoad", info.ty, ptr, *mem)
 
     def store_element(self, info: SlotInfo, ptr: int, value: int) -> None:
         if info.atomic:
             self.inst("OpAtomicStore", ptr, self.scope(info), self.const("u32", RELAXED), value)
         else:
-            self.inst("OpStore", ptr, value, *self.access(_STORAGE[info.slot.memory_class]))
+            mem = self.access(_STORAGE[info.slot.memory_class], info.slot.visibility)
+            self.inst("OpStore", ptr, value, *mem)
 
     # --- handlers ----------------------------------------------------------------------
 
