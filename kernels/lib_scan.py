@@ -19,8 +19,9 @@ inclusive prefix (status 2); publishes its own inclusive prefix; and scans its t
 the exclusive one: about 2n bytes moved instead of 3n. Flags carry the call's epoch (the
 high 30 bits), so the previous call's flags read as not ready and nothing is cleared: the
 workgroup that draws the last tile sets the counter back to 0 and the epoch one up for the
-next call (ctl[0]: the next tile, ctl[1]: the epoch; a flag could be misread only if its
-tile went unused for 2^30 calls). The look-back adds aggregates in an order that depends
+next call. Both live in the flags buffer itself (flags[tiles]: the next tile, flags[tiles +
+1]: the epoch), so the flags and their epoch are made and dropped together; a flag could be
+misread only after 2^30 calls on one buffer. The look-back adds aggregates in an order that depends
 on timing, so f32 results may differ in the last bits from run to run (integers are exact).
 """
 from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, kernel,
@@ -111,8 +112,7 @@ EPOCH = 0x3FFFFFFF  # the epoch bits a flag keeps (above its 2 status bits)
 @kernel(workgroup_size=WG, grid=1)
 def lib_scan_once(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
                   agg: Buffer[T, "rw"], pre: Buffer[T, "rw"], flags: Buffer[u32, "rw"],
-                  ctl: Buffer[u32, "rw"], n: u32, vin: u32, vout: u32, tiles: u32,
-                  exclusive: u32):
+                  n: u32, vin: u32, vout: u32, tiles: u32, exclusive: u32):
     totals = shared(T, 2 * WG)
     marks = shared(u32, WG)
     drawn = shared(u32, 2)
@@ -123,12 +123,13 @@ def lib_scan_once(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     size = subgroup_size()
     z = zero_of()
     if lid == 0:
-        e = atomic_load(ctl, 1, scope="device")
+        # flags[tiles]: the next tile to draw; flags[tiles + 1]: the call's epoch
+        e = atomic_load(flags, tiles + 1, scope="device")
         # acq_rel: the epoch load above stays before the draw, the reset below after it
-        d = atomic_add(ctl, 0, 1, scope="device", order="acq_rel")
+        d = atomic_add(flags, tiles, 1, scope="device", order="acq_rel")
         if d == tiles - 1:  # every tile is drawn: ready the next call
-            atomic_store(ctl, 0, 0, scope="device")
-            atomic_store(ctl, 1, e + 1, scope="device")
+            atomic_store(flags, tiles, 0, scope="device")
+            atomic_store(flags, tiles + 1, e + 1, scope="device")
         drawn[0] = d
         drawn[1] = e
     rank = subgroup_rank(marks)  # its barriers also publish `drawn`

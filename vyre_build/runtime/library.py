@@ -311,8 +311,8 @@ def _scan_once(
     args.update(
         agg=call.scratch("scan aggregates", kind, tiles),
         pre=call.scratch("scan prefixes", kind, tiles),
-        flags=call.scratch("scan flags", "u32", tiles),
-        ctl=call.scratch("scan control", "u32", 2),  # next tile, epoch: kept across calls
+        # a flag per tile, then the next tile and the epoch: kept across calls, together
+        flags=call.scratch("scan flags", "u32", tiles + 2),
         tiles=tiles,
         exclusive=int(exclusive),
     )
