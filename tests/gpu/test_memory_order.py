@@ -210,3 +210,34 @@ def test_look_back_needs_no_clear_between_calls(scan_lib):
         assert_scan(out.read(), x, False, f"n={x.size}")
     again = library.scan(scan_lib, xs[0], exclusive=True)  # a later call, new epoch
     assert_scan(again, xs[0], True, "again")
+
+
+def test_path_queries_refuse_bad_arguments():
+    from vyre_build.errors import DispatchError
+    from vyre_build.runtime import get_device
+
+    dev = get_device("cpu")
+    reduce_kernel, scan_kernels = library.reduce_kernel, library.scan_kernels
+    cases = [
+        ("reduce_kernel", lambda: reduce_kernel("cpu"), "device must be a Device, got str"),
+        (
+            "reduce_kernel",
+            lambda: reduce_kernel(dev, "mean"),
+            "op must be 'sum', 'min' or 'max', got 'mean'",
+        ),
+        (
+            "reduce_kernel",
+            lambda: reduce_kernel(dev, "sum", "f64"),
+            "dtype must be 'f32', 'i32' or 'u32', got 'f64'",
+        ),
+        ("scan_kernels", lambda: scan_kernels(None), "device must be a Device, got NoneType"),
+        (
+            "scan_kernels",
+            lambda: scan_kernels(dev, "u8"),
+            "dtype must be 'f32', 'i32' or 'u32', got 'u8'",
+        ),
+    ]
+    for fn, call, message in cases:
+        with pytest.raises(DispatchError) as info:
+            call()
+        assert str(info.value) == f"library.{fn}: {message}"
