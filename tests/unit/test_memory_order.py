@@ -268,3 +268,10 @@ def test_validation_refuses_bad_memory_extensions(kind, operands, memory, why):
     with pytest.raises(DescriptorFormatError) as info:
         validate(_slot_desc(kind, operands, memory=memory))
     assert str(info.value).endswith(why), str(info.value)
+
+
+def test_a_bare_fence_is_device_scope_acq_rel(tmp_path):
+    k = build(tmp_path, "fence()\nout[0] = 1\n", targets=("kdesc", "spirv"))
+    kinds = [op.kind for op in ops(decode(k.kdesc))]
+    assert Variant("OpaqueNode", ("vyre.fence", b"\x00\x03")) in kinds
+    assert k.meta["features"] == ["vulkan_memory_model", "vulkan_memory_model_device_scope"]

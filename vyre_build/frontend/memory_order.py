@@ -49,7 +49,7 @@ class MemoryOrderChecker:
     def memory_keywords(self, node, name: str, kind: str, arr: str | None):
         """(scope or None, order) of call `node` of builtin `name` (`kind`: rmw, load,
         store or fence) on array `arr` (None for a fence)."""
-        scope, order = None, "fence-default" if kind == "fence" else "relaxed"
+        scope, order = None, None
         for kw in node.keywords:
             if kw.arg not in ("scope", "order"):
                 what = f"'{kw.arg}'" if kw.arg is not None else "**"
@@ -92,9 +92,9 @@ class MemoryOrderChecker:
                     raise self.err(v, f'{name}() cannot have order="{v.value}"', _ORDER_FIX[kind])
                 order = v.value
         if kind == "fence":
-            return scope or "device", "acq_rel" if order == "fence-default" else order
+            return scope or "device", order or "acq_rel"
         natural = "workgroup" if arr in self.arrays else "device"
-        return (None if scope in (None, natural) else scope), order
+        return (None if scope in (None, natural) else scope), order or "relaxed"
 
     def memory_array(self, node, name: str):
         """(array name, element type) of the first argument of an atomic-style builtin."""
