@@ -186,15 +186,17 @@ def test_scan_matches_numpy_at_odd_sizes(scan_lib, kind):
             assert_scan(library.scan(scan_lib, x, exclusive=exclusive), x, exclusive, where)
 
 
-def test_look_back_across_reference_chunks(monkeypatch, scan_bundle):
-    """A chunk of 2 workgroups: most tiles find their predecessors' prefixes published by an
-    earlier chunk, the others walk back over aggregates of their own chunk."""
+@pytest.mark.parametrize("per_chunk", [2, 40])
+def test_look_back_across_reference_chunks(monkeypatch, scan_bundle, per_chunk):
+    """Chunks of `per_chunk` workgroups: a chunk's first tile finds its predecessor's prefix
+    published by an earlier chunk, the others walk back over the aggregates of their own
+    chunk (40: walks of up to 39 tiles, past one look-back window of LOOK = 16)."""
     import vyre_build.reference as reference
 
-    monkeypatch.setattr(reference, "CHUNK_LANES", 512)
+    monkeypatch.setattr(reference, "CHUNK_LANES", 256 * per_chunk)
     with open_bundle(scan_bundle, backend="cpu") as bundle:
         assert library.scan_kernels(bundle.device, "u32") == ("lib_scan_once.u32",)
-        for n in (4096 * 7 + 5, 4096 * 2):
+        for n in (4096 * 45 + 5, 4096 * 2):
             x = values("u32", n, seed=n)
             assert_scan(library.scan(bundle, x), x, False, f"n={n}")
 
