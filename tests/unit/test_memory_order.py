@@ -275,3 +275,18 @@ def test_a_bare_fence_is_device_scope_acq_rel(tmp_path):
     kinds = [op.kind for op in ops(decode(k.kdesc))]
     assert Variant("OpaqueNode", ("vyre.fence", b"\x00\x03")) in kinds
     assert k.meta["features"] == ["vulkan_memory_model", "vulkan_memory_model_device_scope"]
+
+
+def test_the_scan_names_the_missing_wgsl_before_compiling(tmp_path):
+    from vyre_build.compiler import skipped_targets
+
+    (tmp_path / "k.py").write_text(
+        source("h(out)\n", sig=SIG).replace(
+            "@kernel",
+            'def h(b: Buffer[u32, "rw"]):\n    fence(scope="workgroup", order="release")\n\n\n'
+            "@kernel",
+        )
+    )
+    (tmp_path / "plain.py").write_text(source('atomic_add(out, 0, 1, scope="workgroup")\n'))
+    assert skipped_targets(str(tmp_path / "k.py")) == {"k": {"wgsl": ORDERED_SPIRV_ONLY}}
+    assert skipped_targets(str(tmp_path / "plain.py")) == {}
