@@ -21,6 +21,13 @@ lib_norm_warp.py; issue 22's shapes 4096x1024, 8192x2048 and 16384x4096 by defau
 softmax_256 and layer_norm_256 force lib_norm.py's 256-wide kernel on the same shapes:
 
     python3 bench/library_bench.py --cases softmax,layer_norm,softmax_256,layer_norm_256
+
+Reduce and scan run at 1M, 16.7M and 268M values (issue 23: single passes); each line ends
+with the kernels the library picked on that device (library.reduce_kernel, scan_kernels:
+the single pass with the Vulkan memory model, the look-back scan where the device also
+gives forward progress, docs/runtime.md), so one run shows which path each figure is:
+
+    python3 bench/library_bench.py --cases reduce_sum_f32,reduce_sum_u32,scan_f32,scan_i32
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from vyre_build.compiler import compile_file  # noqa: E402
+from vyre_build.errors import DeviceError  # noqa: E402
 from vyre_build.runtime import get_device, library, load_kernel  # noqa: E402
 
 KERNELS = os.path.join(ROOT, "kernels")
@@ -67,6 +75,7 @@ class Case:
     work: Callable[[Any], tuple[float, str]]  # size -> (amount per call, unit)
     rtol: float  # |ours - reference| <= rtol * max |reference| (0: exact)
     kernel: Callable[[Any], str] | None = None  # size -> the kernel id our call runs
+    path: Callable[[Any, Any], str] | None = None  # (device, size) -> the kernels it runs
 
 
 # -- the cases ------------------------------------------------------------------------------
@@ -207,7 +216,7 @@ def _shape(text: str) -> tuple[int, int]:
     return int(rows), int(cols)
 
 
-M16, M268 = 16_777_216, 268_435_456
+M1, M16, M268 = 1_048_576, 16_777_216, 268_435_456
 # Issue 12's and 22's row shapes (1024 values: the subgroup-per-row kernel; 4096: the
 # 256-wide one) and 2048 values, past the short kernel's threshold; softmax_256 and layer_norm_256
 # run every shape on the 256-wide kernel, to compare.
@@ -217,7 +226,7 @@ CASES = [
     *(
         Case(
             f"reduce_sum_{k}",
-            (M16, M268),
+            (M1, M16, M268),
             (1 << 16, 1_000_003),
             int,
             _vector(k),
@@ -226,13 +235,14 @@ CASES = [
             lambda d: np.array([d["x"].sum(dtype=d["x"].dtype)]),
             _bytes(4),
             1e-5 if k == "f32" else 0.0,
+            path=lambda dev, n, k=k: library.reduce_kernel(dev, "sum", k),
         )
         for k in ("f32", "u32")
     ),
     *(
         Case(
             f"scan_{k}",
-            (M16, M268),
+            (M1, M16, M268),
             (1 << 16, 1_000_003),
             int,
             _vector(k),
@@ -241,6 +251,7 @@ CASES = [
             lambda d: np.cumsum(d["x"], dtype=np.float64 if d["x"].dtype == np.float32 else None),
             _bytes(8),
             1e-4 if k == "f32" else 0.0,
+            path=lambda dev, n, k=k: " + ".join(library.scan_kernels(dev, k)),
         )
         for k in ("f32", "i32")
     ),
@@ -333,12 +344,18 @@ def calls_for(run: Callable[[], Any], wait: Callable[[], Any], budget: float = 0
 
 
 def kernels_for(dev, compiled) -> dict:
-    return {
-        k.stem: load_kernel(
-            k.meta, device=dev, **{CODE[dev.backend]: getattr(k, CODE[dev.backend])}
-        )
-        for k in compiled
-    }
+    # Every kernel the device can run: the single passes have no WGSL, and need the Vulkan
+    # memory model (the library then takes the multi-pass path: library.reduce_kernel).
+    out = {}
+    for k in compiled:
+        code = getattr(k, CODE[dev.backend])
+        if code is None:
+            continue
+        try:
+            out[k.stem] = load_kernel(k.meta, device=dev, **{CODE[dev.backend]: code})
+        except DeviceError:
+            continue
+    return out
 
 
 def agree(ours: np.ndarray, want: np.ndarray, rtol: float) -> tuple[bool, float]:
@@ -386,6 +403,8 @@ def run_case(case: Case, size, backends, lib, torch, args) -> None:
             line += f" | {torch_line} ({ref_time * 1e6:9.1f} us) ratio {ref_time / ours:6.3f}x"
         line += f"   {'matches ' + ('torch' if torch else 'numpy') if ok else 'MISMATCH'}"
         line += "" if ok else f" (max error {err:.3g})"
+        if case.path is not None:  # the path the library picks on this device
+            line += f"   [{case.path(dev, size)}]"
         say(line + (f"   [{case.kernel(size)}]" if case.kernel else ""))
         del call, out
 

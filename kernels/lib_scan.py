@@ -7,14 +7,26 @@ vyre_build.runtime.library.scan: reduce-then-scan in three dispatches.
    WG vec4s per step (a vec4's own prefix, subgroup_inclusive_add across lanes, subgroup
    totals through shared memory across subgroups), the next step's vec4 loaded before
    the current one is scanned.
-Integer sums wrap; variants.yaml binds T and V per type. There is no single-pass
-decoupled look-back: WGSL's atomics are relaxed and its storageBarrier orders only within
-a workgroup (no device-scope release/acquire to publish a block's sum), and nothing
-guarantees forward progress between workgroups (the CPU reference runs a chunk's
-workgroups in lockstep, lavapipe runs them on a few threads), so a waiting workgroup could
-spin forever.
+Integer sums wrap; variants.yaml binds T and V per type.
+
+lib_scan_once is the single pass with decoupled look-back, for devices that give
+forward progress between workgroups (library.scan_kernels; docs/runtime.md, "Forward
+progress"): a workgroup draws its tile (ITEMS * WG vec4s, held in registers) from a
+device-scope counter, so every tile before it belongs to a workgroup that has started;
+publishes its total (aggregate, status 1) with a release store of its flag; walks back
+over its predecessors, LOOK at a time (their flags as relaxed loads in flight together,
+then an acquire fence, then their values), adding aggregates until it finds an inclusive
+prefix (status 2); publishes its own inclusive prefix; and scans its tile from
+the exclusive one: about 2n bytes moved instead of 3n. Flags carry the call's epoch (the
+high 30 bits), so the previous call's flags read as not ready and nothing is cleared: the
+workgroup that draws the last tile sets the counter back to 0 and the epoch one up for the
+next call. Both live in the flags buffer itself (flags[tiles]: the next tile, flags[tiles +
+1]: the epoch), so the flags and their epoch are made and dropped together; a flag could be
+misread only after 2^30 calls on one buffer. The look-back adds aggregates in an order that depends
+on timing, so f32 results may differ in the last bits from run to run (integers are exact).
 """
-from vyre_build.lang import (Buffer, barrier, kernel, local_id, shared, subgroup_add,
+from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, fence,
+                             kernel, local_array, local_id, shared, subgroup_add,
                              subgroup_inclusive_add, subgroup_invocation_id, subgroup_size, u32,
                              workgroup_id)
 
@@ -93,3 +105,112 @@ def lib_scan_block(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffe
         store4(out4, out, q, n, vout, r)
         carry += whole
         v = ahead
+
+
+ITEMS = 4  # lib_scan_once: vec4s per invocation per tile (a tile is ITEMS * WG vec4s)
+EPOCH = 0x3FFFFFFF  # the epoch bits a flag keeps (above its 2 status bits)
+LOOK = 16  # predecessors one look-back step reads at once
+
+
+@kernel(workgroup_size=WG, grid=1)
+def lib_scan_once(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
+                  agg: Buffer[T, "rw"], pre: Buffer[T, "rw"], flags: Buffer[u32, "rw"],
+                  n: u32, vin: u32, vout: u32, tiles: u32, exclusive: u32):
+    totals = shared(T, 2 * WG)
+    marks = shared(u32, WG)
+    drawn = shared(u32, 2)
+    prefix = shared(T, 1)
+    held = local_array(V, ITEMS)
+    seen = local_array(u32, LOOK)
+    aggs = local_array(T, LOOK)
+    pres = local_array(T, LOOK)
+    lid = local_id().x
+    lane = subgroup_invocation_id()
+    size = subgroup_size()
+    z = zero_of()
+    if lid == 0:
+        # flags[tiles]: the next tile to draw; flags[tiles + 1]: the call's epoch
+        e = atomic_load(flags, tiles + 1, scope="device")
+        # acq_rel: the epoch load above stays before the draw, the reset below after it
+        d = atomic_add(flags, tiles, 1, scope="device", order="acq_rel")
+        if d == tiles - 1:  # every tile is drawn: ready the next call
+            atomic_store(flags, tiles, 0, scope="device")
+            atomic_store(flags, tiles + 1, e + 1, scope="device")
+        drawn[0] = d
+        drawn[1] = e
+    rank = subgroup_rank(marks)  # its barriers also publish `drawn`
+    groups = (u32(WG) + size - 1) // size
+    tile = drawn[0]
+    tag = (drawn[1] & EPOCH) << 2
+    first = tile * ITEMS * WG + rank * size + lane
+    t = z
+    for k in range(u32(ITEMS)):
+        v = load4(x4, x, first + k * WG, n, vin)
+        held[k] = v
+        t += v.x + v.y + v.z + v.w
+    whole = wg_sum(t, totals)
+    if lid == 0:
+        excl = z
+        if tile == 0:
+            pre[0] = whole
+            atomic_store(flags, 0, tag | 2, scope="device", order="release")
+        else:
+            agg[tile] = whole
+            atomic_store(flags, tile, tag | 1, scope="device", order="release")
+            # look back LOOK predecessors at a time: their flags (relaxed loads, all in
+            # flight), one acquire fence (it pairs with the releases those loads read), their
+            # values, then a fold in registers from the nearest: an inclusive prefix ends the
+            # walk, an aggregate is added and passed, a flag not yet set ends the window
+            j = tile  # the walk has added every tile from j up to this one
+            while j != 0:
+                for w in range(u32(LOOK)):
+                    seen[w] = atomic_load(flags, j - 1 - w, scope="device")  # 0 past tile 0
+                fence(scope="device", order="acquire")
+                for w in range(u32(LOOK)):
+                    aggs[w] = agg[j - 1 - w]
+                    pres[w] = pre[j - 1 - w]
+                stop: u32 = 0
+                for w in range(u32(LOOK)):
+                    if stop == 0:
+                        if seen[w] == (tag | 2):
+                            excl = pres[w] + excl
+                            j = u32(0)
+                            stop = 1
+                        elif seen[w] == (tag | 1):
+                            excl = aggs[w] + excl
+                            j -= 1
+                        else:
+                            stop = 1
+            pre[tile] = excl + whole
+            atomic_store(flags, tile, tag | 2, scope="device", order="release")
+        prefix[0] = excl
+    barrier()
+    carry = prefix[0]
+    for k in range(u32(ITEMS)):
+        q = first + k * WG
+        v = held[k]
+        s1 = v.x
+        s2 = s1 + v.y
+        s3 = s2 + v.z
+        t = s3 + v.w
+        incl = subgroup_inclusive_add(t)
+        half = (k % 2) * WG
+        if lane == size - 1:
+            totals[half + rank] = incl
+        barrier()
+        below = z
+        whole = z
+        c: u32 = 0
+        while c < groups:
+            j = c + lane
+            w = totals[half + j] if j < groups else z
+            below += subgroup_add(w if j < rank else z)
+            whole += subgroup_add(w)
+            c += size
+        pre_k = carry + below + incl - t
+        if exclusive != 0:
+            r = V(pre_k, pre_k + s1, pre_k + s2, pre_k + s3)
+        else:
+            r = V(pre_k + s1, pre_k + s2, pre_k + s3, pre_k + t)
+        store4(out4, out, q, n, vout, r)
+        carry += whole

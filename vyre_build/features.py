@@ -28,6 +28,8 @@ __all__ = [
     "FEATURES",
     "STORAGE_16BIT",
     "SUBGROUP_FEATURES",
+    "VULKAN_MEMORY_MODEL",
+    "VULKAN_MEMORY_MODEL_DEVICE_SCOPE",
     "cooperative_matrix",
     "is_feature",
     "parse_cooperative_matrix",
@@ -47,7 +49,18 @@ SUBGROUP_FEATURES = (
 F16 = "f16"
 STORAGE_16BIT = "storage_16bit"
 COOPERATIVE_MATRIX = "cooperative_matrix"
-FEATURES = frozenset((*SUBGROUP_FEATURES, F16, STORAGE_16BIT, COOPERATIVE_MATRIX))
+VULKAN_MEMORY_MODEL = "vulkan_memory_model"
+VULKAN_MEMORY_MODEL_DEVICE_SCOPE = "vulkan_memory_model_device_scope"
+FEATURES = frozenset(
+    (
+        *SUBGROUP_FEATURES,
+        F16,
+        STORAGE_16BIT,
+        COOPERATIVE_MATRIX,
+        VULKAN_MEMORY_MODEL,
+        VULKAN_MEMORY_MODEL_DEVICE_SCOPE,
+    )
+)
 # Matrix component types, as metadata and profiles spell them.
 COMPONENT_TYPES = ("f16", "bf16", "f32", "f64", "s8", "u8", "s16", "u16", "s32", "u32")
 # What the compiler's cooperative matrices may be (descriptor.types builds its types from

@@ -181,9 +181,14 @@ class Atomic:
     op: str  # descriptor AtomicOp name
     array: str
     index: object
-    args: tuple  # (value,) or (expected, value)
+    args: tuple  # (value,) or (expected, value); () for "Load"; (value,) for "Store"
     ty: str
     site: Site | None = _site()
+    # Memory scope and order (frontend/memory_order.py): scope None is the array's own
+    # (device for a buffer, workgroup for a shared array); op "Load" / "Store" are
+    # atomic_load / atomic_store (a Store is only ever the expression of an Eval).
+    scope: str | None = None
+    order: str = "relaxed"
 
 
 @dataclass(frozen=True)
@@ -317,6 +322,14 @@ class Return:
 @dataclass(frozen=True)
 class Barrier:
     storage: bool = False
+
+
+@dataclass(frozen=True)
+class Fence:
+    """`fence(scope=..., order=...)`: a memory barrier without an execution barrier."""
+
+    scope: str
+    order: str
 
 
 @dataclass(frozen=True)
@@ -465,7 +478,7 @@ class _Validator:
             ty = self.expr(s.value)
             if ty not in MATRICES or element(self.element(s.array)) != element(ty):
                 self.fail(f"cooperative store of {ty} into {s.array}")
-        elif not isinstance(s, (Return, Barrier)):
+        elif not isinstance(s, (Return, Barrier, Fence)):
             self.fail(f"unknown statement {s!r}")
 
     def bool(self, e):

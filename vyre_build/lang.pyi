@@ -3,7 +3,7 @@
 # the frontend's table (vyre_build/frontend/names.py): every name there is typed here.
 # Scalars are Python's own numbers, so literals, arithmetic and casts type-check.
 import builtins
-from typing import Any, Callable, Generic, Iterator, TypeVar, overload
+from typing import Any, Callable, Generic, Iterator, Literal, TypeVar, overload
 
 from typing_extensions import Self
 from typing_extensions import TypeVar as _DefaultTypeVar
@@ -15,9 +15,11 @@ __all__ = [
     "atomic_and",
     "atomic_compare_exchange",
     "atomic_exchange",
+    "atomic_load",
     "atomic_max",
     "atomic_min",
     "atomic_or",
+    "atomic_store",
     "atomic_sub",
     "atomic_xor",
     "barrier",
@@ -37,6 +39,7 @@ __all__ = [
     "ctz",
     "exp",
     "exp2",
+    "fence",
     "f16",
     "f32",
     "floor",
@@ -385,43 +388,98 @@ def range(stop: builtins.int, /) -> Iterator[builtins.int]:
 def range(
     start: builtins.int, stop: builtins.int, step: builtins.int = 1, /
 ) -> Iterator[builtins.int]: ...
+
+# Memory scopes and orders: an array's own scope (device for a buffer, workgroup for a
+# shared array) and "relaxed" unless given; an order other than relaxed, or a fence, makes
+# the kernel SPIR-V only (WGSL's atomics are relaxed).
+_Scope = Literal["device", "workgroup"]
+_Order = Literal["relaxed", "acquire", "release", "acq_rel"]
+
 def atomic_add(
-    buf: Buffer[builtins.int, Any], index: builtins.int, value: builtins.int, /
+    buf: Buffer[builtins.int, Any],
+    index: builtins.int,
+    value: builtins.int,
+    /,
+    *,
+    scope: _Scope = "device",
+    order: _Order = "relaxed",
 ) -> builtins.int:
     """Atomically add value to buf[index]; returns the old value."""
 
 def atomic_sub(
-    buf: Buffer[builtins.int, Any], index: builtins.int, value: builtins.int, /
+    buf: Buffer[builtins.int, Any],
+    index: builtins.int,
+    value: builtins.int,
+    /,
+    *,
+    scope: _Scope = "device",
+    order: _Order = "relaxed",
 ) -> builtins.int:
     """Atomically subtract value from buf[index]; returns the old value."""
 
 def atomic_or(
-    buf: Buffer[builtins.int, Any], index: builtins.int, value: builtins.int, /
+    buf: Buffer[builtins.int, Any],
+    index: builtins.int,
+    value: builtins.int,
+    /,
+    *,
+    scope: _Scope = "device",
+    order: _Order = "relaxed",
 ) -> builtins.int:
     """Atomically OR value into buf[index]; returns the old value."""
 
 def atomic_and(
-    buf: Buffer[builtins.int, Any], index: builtins.int, value: builtins.int, /
+    buf: Buffer[builtins.int, Any],
+    index: builtins.int,
+    value: builtins.int,
+    /,
+    *,
+    scope: _Scope = "device",
+    order: _Order = "relaxed",
 ) -> builtins.int:
     """Atomically AND value into buf[index]; returns the old value."""
 
 def atomic_xor(
-    buf: Buffer[builtins.int, Any], index: builtins.int, value: builtins.int, /
+    buf: Buffer[builtins.int, Any],
+    index: builtins.int,
+    value: builtins.int,
+    /,
+    *,
+    scope: _Scope = "device",
+    order: _Order = "relaxed",
 ) -> builtins.int:
     """Atomically XOR value into buf[index]; returns the old value."""
 
 def atomic_min(
-    buf: Buffer[builtins.int, Any], index: builtins.int, value: builtins.int, /
+    buf: Buffer[builtins.int, Any],
+    index: builtins.int,
+    value: builtins.int,
+    /,
+    *,
+    scope: _Scope = "device",
+    order: _Order = "relaxed",
 ) -> builtins.int:
     """Atomically set buf[index] to the smaller of it and value; returns the old value."""
 
 def atomic_max(
-    buf: Buffer[builtins.int, Any], index: builtins.int, value: builtins.int, /
+    buf: Buffer[builtins.int, Any],
+    index: builtins.int,
+    value: builtins.int,
+    /,
+    *,
+    scope: _Scope = "device",
+    order: _Order = "relaxed",
 ) -> builtins.int:
     """Atomically set buf[index] to the larger of it and value; returns the old value."""
 
 def atomic_exchange(
-    buf: Buffer[builtins.int, Any], index: builtins.int, value: builtins.int, /
+    buf: Buffer[builtins.int, Any],
+    index: builtins.int,
+    value: builtins.int,
+    /,
+    *,
+    scope: _Scope = "device",
+    order: _Order = "relaxed",
 ) -> builtins.int:
     """Atomically set buf[index] to value; returns the old value."""
 
@@ -431,8 +489,39 @@ def atomic_compare_exchange(
     expected: builtins.int,
     value: builtins.int,
     /,
+    *,
+    scope: _Scope = "device",
+    order: _Order = "relaxed",
 ) -> builtins.int:
     """Atomically set buf[index] to value if it equals expected; returns the old value."""
+
+def atomic_load(
+    buf: Buffer[builtins.int, Any],
+    index: builtins.int,
+    /,
+    *,
+    scope: _Scope = "device",
+    order: Literal["relaxed", "acquire"] = "relaxed",
+) -> builtins.int:
+    """Atomically read buf[index]; order="acquire" sees what a release before it published."""
+
+def atomic_store(
+    buf: Buffer[builtins.int, Any],
+    index: builtins.int,
+    value: builtins.int,
+    /,
+    *,
+    scope: _Scope = "device",
+    order: Literal["relaxed", "release"] = "relaxed",
+) -> None:
+    """Atomically write value to buf[index]; order="release" publishes the writes before it."""
+
+def fence(
+    *,
+    scope: _Scope = "device",
+    order: Literal["acquire", "release", "acq_rel"] = "acq_rel",
+) -> None:
+    """A memory barrier without an execution barrier (SPIR-V OpMemoryBarrier)."""
 
 # Subgroups: a value from every active invocation of the subgroup (32 lanes on NVIDIA, 8 on
 # lavapipe: never assume a size). Reductions and scans return the kind they take.

@@ -25,6 +25,7 @@ from vyre_build.descriptor import (
     validate,
 )
 from vyre_build.descriptor import matrices
+from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.types import datatype as dtype
 from vyre_build.errors import DescriptorFormatError
 
@@ -177,6 +178,10 @@ class Lowerer:
         body.ops.append(KernelOp(kind, tuple(operands), rid))
         return rid
 
+    def atomic(self, body: _Body, e: ir.Atomic, operands) -> int | None:
+        kind, result = _atomic_kind(e, e.array not in self.buffer_names)
+        return self.op(body, kind, operands, result=result)
+
     def lit(self, body: _Body, ty: str, value) -> int:
         key = _lit_key(ty, value)
         b = body
@@ -264,6 +269,9 @@ class Lowerer:
             )
         elif isinstance(s, ir.Eval):
             self.expr(body, s.expr)
+        elif isinstance(s, ir.Fence):
+            kind = Variant("OpaqueNode", (mo.FENCE, mo.payload(mo.FENCE, s.scope, s.order)))
+            self.op(body, kind, (), result=False)
         elif isinstance(s, ir.DebugPrint):
             ids, fmt, types = [], [], []
             for part in s.parts:
@@ -459,9 +467,21 @@ class Lowerer:
             idx = self.expr(body, e.index)
             self.bounds(body, e, idx, "atomic")
             vals = tuple(self.expr(body, a) for a in e.args)
-            kind = Variant("Atomic", (Variant(e.op), "Relaxed"))
-            return self.op(body, kind, (self.slot_of[e.array], idx) + vals)
+            return self.atomic(body, e, (self.slot_of[e.array], idx) + vals)
         raise RuntimeError(f"lowering: unknown expression {e!r}")
+
+
+def _atomic_kind(e: ir.Atomic, shared: bool) -> tuple[Variant, bool]:
+    """(descriptor kind, has a result) of an atomic (descriptor/memory_order.py): the schema's
+    Atomic{op, Relaxed} at the slot's own scope and relaxed order, else an extension."""
+    scope = e.scope or ("workgroup" if shared else "device")
+    if e.op == "Load":
+        return opaque_expr(mo.LOAD, mo.payload(mo.LOAD, scope, e.order)), True
+    if e.op == "Store":
+        return Variant("OpaqueNode", (mo.STORE, mo.payload(mo.STORE, scope, e.order))), False
+    if e.scope is None and e.order == "relaxed":
+        return Variant("Atomic", (Variant(e.op), "Relaxed")), True
+    return opaque_expr(mo.ATOMIC, mo.payload(mo.ATOMIC, scope, e.order, e.op)), True
 
 
 def lower(prog: ir.Program, sites: list | None = None) -> tuple[KernelDescriptor, DescriptorInfo]:

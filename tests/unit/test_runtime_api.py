@@ -264,6 +264,8 @@ def test_feature_vocabulary():
         "subgroup_shuffle",
         "subgroup_shuffle_relative",
         "subgroup_vote",
+        "vulkan_memory_model",
+        "vulkan_memory_model_device_scope",
     ]
     name = cooperative_matrix("f16", "f32", 16, 8, 16)
     assert name == "cooperative_matrix.f16.f32.16x8x16"

@@ -280,6 +280,10 @@ def skip_reason(backend: str, prog, compiled) -> str | None:
     if backend == "wgpu-spirv" and prog.uses_cas:
         # tests/unit/test_spirv_vulkan.py::test_wgpu_spirv_input_compare_exchange (xfail)
         return "naga's SPIR-V reader rejects a used OpAtomicCompareExchange result"
+    if backend in ("wgpu", "wgpu-x4") and compiled.wgsl is None:
+        return f"no WGSL: {compiled.meta.get('skipped', {}).get('wgsl', 'skipped')}"
+    if backend == "wgpu-spirv" and "vulkan_memory_model" in compiled.meta.get("features", ()):
+        return "naga's SPIR-V reader has no Vulkan memory model (memory orders, fences)"
     if backend == "wgpu-spirv" and "subgroup_elect(" in prog.source():
         return "naga's SPIR-V reader has no OpGroupNonUniformElect"
     if (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from vyre_build.descriptor.memory_order import access_of
 from vyre_build.descriptor import decode_datatype, validate
 from vyre_build.descriptor.ops import OPS, op_key
 from vyre_build.descriptor.types import type_of
@@ -78,6 +79,10 @@ def rows(desc) -> Counter:
                 key = (family, type_of(decode_datatype(kind.args[2])))
             elif kind.name == "OpaqueExpr" and kind.args[1] == "vyre.extract":
                 key = ("Extract", "")
+            elif kind.name == "OpaqueExpr" and kind.args[1] == "vyre.atomic":  # memory_order
+                slot = next(s for s in desc.slots if s.slot == op.operands[0])
+                acc = access_of(kind.args[1], kind.args[2])
+                key, operands = ("Atomic", acc.op), (info.slot_types[slot.slot],)
             if key is not None and (key, operands) in OPS:
                 found[(key, operands)] += 1
         for child in body.children:

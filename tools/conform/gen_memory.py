@@ -10,6 +10,10 @@ from .prog import E, Facts, S
 from .values import Val
 
 ATOMIC_OPS = ["add", "sub", "or", "and", "xor", "min", "max"]
+# Memory scopes and orders (frontend/memory_order.py): the same results at every scope and
+# order in a race-free program, so they vary the code (SPIR-V under the Vulkan memory model,
+# no WGSL for an order) and never the values.
+ORDERS = ["acquire", "release", "acq_rel"]
 
 
 class MemoryGen:
@@ -49,23 +53,59 @@ class MemoryGen:
             if r.random() < 0.6:
                 idx = E(idx.ty, f"({{0}} % {b.size})", (idx,), tag="%")
             v = self.iexpr(b.ty, False, r.randint(0, 2))
-            call = f"atomic_{b.ops[0]}({b.name}, {{0}}, {{1}})"
+            call = f"atomic_{b.ops[0]}({b.name}, {{0}}, {{1}}{self.memory_keywords(True)})"
             return [S("atomic", call, (idx, v), tag=f"atomic:accs:{b.ops[0]}", target=b.name)]
         b = r.choice(accd)
         idx = self.own_index(b)
+        if r.random() < 0.15:
+            return self.atomic_load_store(b, idx)
         op = r.choice(ATOMIC_OPS + ["exchange", "compare_exchange"])
         v = self.iexpr(b.ty, False, r.randint(0, 2))
         if op == "compare_exchange":
             self.uses_cas = True
             expected = self.iexpr(b.ty, False, 1)
-            args, call = (idx, expected, v), f"atomic_{op}({b.name}, {{0}}, {{1}}, {{2}})"
+            kw = self.memory_keywords(True)
+            args, call = (idx, expected, v), f"atomic_{op}({b.name}, {{0}}, {{1}}, {{2}}{kw})"
         else:
-            args, call = (idx, v), f"atomic_{op}({b.name}, {{0}}, {{1}})"
+            args, call = (
+                (idx, v),
+                f"atomic_{op}({b.name}, {{0}}, {{1}}{self.memory_keywords(True)})",
+            )
         if r.random() < 0.6:  # the old value of an own cell is deterministic
             name = self.fresh("t")
             self.scopes[-1].append(Val(name, b.ty, Facts(), "let"))
             return [S("assign", f"{name} = {call}", args, tag=f"atomic:old:{op}", target=b.name)]
         return [S("atomic", call, args, tag=f"atomic:accd:{op}", target=b.name)]
+
+    def memory_keywords(self, buffer: bool, kind: str = "rmw") -> str:
+        """Random scope= / order= keywords of an atomic ("" most of the time: today's form)."""
+        r, out = self.r, ""
+        if r.random() < 0.2:
+            out += f', scope="{r.choice(["device", "workgroup"]) if buffer else "workgroup"}"'
+        if r.random() < 0.15:
+            orders = {"rmw": ["relaxed", *ORDERS], "load": ["relaxed", "acquire"]}.get(
+                kind, ["relaxed", "release"]
+            )
+            out += f', order="{r.choice(orders)}"'
+        return out
+
+    def atomic_load_store(self, b, idx) -> list:
+        """atomic_store to / atomic_load of an invocation's own cell (deterministic)."""
+        r = self.r
+        if r.random() < 0.5:
+            v = self.iexpr(b.ty, False, r.randint(0, 2))
+            kw = self.memory_keywords(True, "store")
+            call = f"atomic_store({b.name}, {{0}}, {{1}}{kw})"
+            return [S("atomic", call, (idx, v), tag="atomic:store", target=b.name)]
+        name = self.fresh("t")
+        self.scopes[-1].append(Val(name, b.ty, Facts(), "let"))
+        call = f"{name} = atomic_load({b.name}, {{0}}{self.memory_keywords(True, 'load')})"
+        return [S("assign", call, (idx,), tag="atomic:load", target=b.name)]
+
+    def fence(self) -> S:
+        """fence(...): orders memory, changes no value."""
+        scope, order = self.r.choice(["device", "workgroup"]), self.r.choice(ORDERS)
+        return S("atomic", f'fence(scope="{scope}", order="{order}")', (), tag="fence")
 
     def shared_round(self, ctx: Ctx) -> list:
         """barrier; sh[lid] = v; barrier; t = sh[j]: a race-free exchange (or atomics)."""
@@ -80,7 +120,7 @@ class MemoryGen:
             v = self.iexpr(b.ty, False, r.randint(0, 2))
             write = S(
                 "atomic",
-                f"atomic_{b.ops[0]}({b.name}, {{0}}, {{1}})",
+                f"atomic_{b.ops[0]}({b.name}, {{0}}, {{1}}{self.memory_keywords(False)})",
                 (idx, v),
                 tag="shared_atomic",
             )

@@ -145,7 +145,7 @@ class StmtGen:
             if shared and self.barrier_ok(ctx) and r.random() < 0.55:
                 return self.shared_round(ctx)
             if any(b.role in ("accs", "accd") for b in self.bufs):
-                return self.atomic(ctx)
+                return [self.fence()] if r.random() < 0.08 else self.atomic(ctx)
         if k < 0.96 and ctx.helper is None and any(b.role == "local" for b in self.bufs):
             return [self.local_store(ctx)]
         return [self.let(ctx)]

@@ -38,6 +38,8 @@ from vyre_build.descriptor.matrices import COOP_EXPRS
 from vyre_build.descriptor.types import datatype, vector_of
 from vyre_build.descriptor.validate import validate
 
+from vyre_build.descriptor import memory_order as mo
+
 __all__ = ["FACTOR", "ENTRY", "coarsenable", "coarsen"]
 
 FACTOR = 4
@@ -100,8 +102,10 @@ def coarsenable(desc: KernelDescriptor, info: DescriptorInfo) -> bool:
             return False
         elif name == "OpaqueExpr" and op.kind.args[1] in ("vyre.num_workgroups", *COOP_EXPRS):
             return False
-        elif name == "OpaqueNode" and op.kind.args[0] == "vyre.coop.store":
+        elif name == "OpaqueNode" and op.kind.args[0] in ("vyre.coop.store", *mo.NODES):
             return False
+        elif name == "OpaqueExpr" and op.kind.args[1] in mo.EXPRS:
+            return False  # memory-ordered ops: descriptor.memory_order
         elif name == "MatrixMma":
             return False
         elif name in _SUBGROUP_KINDS or (

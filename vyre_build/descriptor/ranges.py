@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 from vyre_build.descriptor.codec import KernelBody, KernelDescriptor
 
+from vyre_build.descriptor import memory_order as mo
+
 __all__ = ["Proofs", "analyze"]
 
 U32 = (0, (1 << 32) - 1)
@@ -366,6 +368,8 @@ class _Analysis:
 
     def check(self, op, scope) -> None:
         name = op.kind.name
+        if mo.access(op) is not None and op.operands:  # an ordered atomic: as Atomic
+            name = "Atomic"
         if name not in ("LoadGlobal", "LoadShared", "StoreGlobal", "StoreShared", "Atomic"):
             return
         slot, index = op.operands[0], op.operands[1]
@@ -429,7 +433,8 @@ def _unzeroed(desc: KernelDescriptor, flat: dict[int, tuple]) -> set[int]:
         out = set()
         name = op.kind.name
         coop = name == "OpaqueExpr" and op.kind.args[1] == "vyre.coop.load"
-        if (name in ("LoadShared", "Atomic") or coop) and op.operands[0] in shared:
+        ordered = mo.access(op) is not None and bool(op.operands)  # descriptor.memory_order
+        if (name in ("LoadShared", "Atomic") or coop or ordered) and op.operands[0] in shared:
             out.add(op.operands[0])
         for child in _children(op):
             for sub in b.children[child].ops:

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from vyre_build.descriptor.codec import KernelBody, KernelDescriptor, decode_datatype
 from vyre_build.descriptor import matrices as mx
+from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.facts import DescriptorInfo, uniform_block
 from vyre_build.descriptor.ops import OPS, SUBGROUP_FEATURE, op_key
 from vyre_build.descriptor.ranges import analyze
 from vyre_build.descriptor.types import MATRICES, TYPES, VECTORS, literal_type, type_of
 from vyre_build.errors import DescriptorFormatError
+from vyre_build.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
 
 __all__ = ["validate"]
 
@@ -70,6 +72,11 @@ OPAQUE_ARITY = {
     mx.FILL: (1,),
     mx.MMA: (3,),
     mx.STORE: (4,),
+    # Memory scopes and orders (descriptor/memory_order.py): payload [(op,) scope, order].
+    mo.ATOMIC: (3, 4),
+    mo.LOAD: (2,),
+    mo.STORE: (3,),
+    mo.FENCE: (0,),
     # Debug builds (docs/descriptor-conventions.md, "Debug builds"): payload = site id.
     "vyre.debug.print": tuple(range(MAX_DEBUG_VALUES + 1)),
     "vyre.debug.assert": tuple(range(1, MAX_DEBUG_VALUES + 2)),
@@ -105,6 +112,7 @@ class _Checker:
         self.features: set[str] = set()
         self.coop_slots: set[int] = set()  # slots cooperative loads/stores use
         self.debug_sites: set[int] = set()  # site ids of vyre.debug.* ops
+        self.device_fence = False  # a vyre.fence at device scope
 
     def error(self, msg: str) -> DescriptorFormatError:
         return DescriptorFormatError(f"descriptor {self.d.id!r}: {msg}")
@@ -137,7 +145,7 @@ class _Checker:
             uniform=uniform_block(d.slots, self.slot_types),
             constants=self.constants,
             proofs=analyze(d, self.types, self.slot_types),
-            features=self.type_features() | frozenset(self.features),
+            features=self.type_features() | frozenset(self.features) | self.model_features(),
             debug_binding=self.debug_binding(),
         )
 
@@ -388,6 +396,57 @@ class _Checker:
         self.atomic.add(s.slot)
         return self.typed(op, ("Atomic", aop.name), (ty,))
 
+    # --- memory scopes and orders (descriptor.memory_order) ------------------------------
+    def model_features(self) -> frozenset:
+        """vulkan_memory_model where an op has an order or is a fence, and its device scope
+        where such a kernel has a device-scope op (an atomic on a buffer, a device fence)."""
+        if VULKAN_MEMORY_MODEL not in self.features:
+            return frozenset()
+        device = (
+            self.device_fence
+            or bool(self.debug_sites)  # the debug buffer's atomics are device-scope
+            or any(self.slots[n].memory_class == "Global" for n in self.atomic)
+        )
+        return frozenset({VULKAN_MEMORY_MODEL_DEVICE_SCOPE} if device else ())
+
+    def memory_op(self, op, scopes, kind: str, payload: bytes) -> str | None:
+        """A vyre.atomic / .load / .store / vyre.fence: payload, orders, slot, scope, types."""
+        acc = mo.access_of(kind, payload)
+        if acc is None:
+            self.fail(op, f"{kind} payload {payload.hex()!r} is not [(op,) scope, order]")
+        if acc.order not in mo.ALLOWED[kind]:
+            self.fail(op, f"{kind} cannot have order {acc.order}")
+        if acc.order != "relaxed" or kind == mo.FENCE:
+            self.features.add(VULKAN_MEMORY_MODEL)
+        if kind == mo.FENCE:
+            self.device_fence |= acc.scope == "device"
+            return None
+        s = self.slot(op, op.operands[0], ("Global", "Shared"))
+        if s.memory_class == "Global" and s.visibility != "ReadWrite":
+            self.fail(op, f"{kind} on a {s.visibility} buffer")
+        if s.memory_class == "Shared" and acc.scope == "device":
+            self.fail(op, f"{kind} at device scope on shared slot {s.slot} {s.name!r}")
+        self.index(op, scopes)
+        ty = self.slot_types[s.slot]
+        if ty not in ("u32", "i32"):
+            self.fail(op, f"{kind} on slot {s.slot} {s.name!r} of {ty}, not u32 or i32")
+        for i in range(2, len(op.operands)):
+            got = self.val(op, scopes, i)
+            if got != ty:
+                self.fail(
+                    op, f"value operand {i} has type {got}, slot {s.slot} {s.name!r} holds {ty}"
+                )
+        if kind == mo.ATOMIC and (len(op.operands) == 4) != (acc.op == "CompareExchange"):
+            self.fail(
+                op, f"{kind} {acc.op} takes {4 if acc.op == 'CompareExchange' else 3} operands"
+            )
+        if s.slot in self.coop_slots:
+            self.fail(op, f"{kind} on slot {s.slot} {s.name!r}, which cooperative matrices use")
+        self.atomic.add(s.slot)
+        if kind == mo.ATOMIC:
+            return self.typed(op, ("Atomic", acc.op), (ty,))
+        return ty if kind == mo.LOAD else None
+
     # --- cooperative matrices (descriptor.matrices) -------------------------------------
     def matrix_payload(self, op, payload: bytes) -> str:
         kind = op.kind.args[1]
@@ -459,6 +518,10 @@ class _Checker:
         kind, payload = op.kind.args
         if kind.startswith("vyre.debug."):
             return self.debug_op(op, ctx)
+        if kind in mo.EXPRS:
+            self.fail(op, f"{kind} is an OpaqueExpr, not an OpaqueNode")
+        if kind in mo.NODES:
+            return self.memory_op(op, ctx[1], kind, payload)
         if payload:
             self.fail(op, f"OpaqueNode {kind!r} takes no payload, got {payload.hex()}")
         o = op.operands
@@ -488,6 +551,10 @@ class _Checker:
                 self.fail(op, f"{kind} takes no payload, got {payload.hex()}")
             self.features.add("subgroup_basic")
             return "u32"
+        if kind in mo.NODES:
+            self.fail(op, f"{kind} is an OpaqueNode, not an OpaqueExpr")
+        if kind in mo.EXPRS:  # its first operand is a slot, not a value
+            return self.memory_op(op, scopes, kind, payload)
         if kind == mx.LOAD:  # its first operand is a slot, not a value
             return self.coop_access(op, scopes, "load", self.matrix_payload(op, payload))
         if kind == mx.MMA:

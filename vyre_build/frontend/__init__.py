@@ -18,6 +18,7 @@ __all__ = [
     "instances",
     "wgsl_refusal",
     "SPIRV_ONLY",
+    "ORDERED_SPIRV_ONLY",
     "ModuleLoader",
     "KernelModule",
 ]
@@ -60,12 +61,35 @@ def instances(
 
 
 SPIRV_ONLY = "needs cooperative matrices: SPIR-V only"
+ORDERED_SPIRV_ONLY = (
+    "needs memory ordering (an acquire/release atomic or a fence), which WGSL's relaxed "
+    "atomics cannot express: SPIR-V only"
+)
+
+
+def _orders_memory(node) -> bool:
+    """Whether call `node` is fence() or an atomic with a literal order other than relaxed."""
+    import ast
+
+    from vyre_build.frontend.names import ATOMICS, MEMORY_BUILTINS
+
+    name = node.func.id
+    if name == "fence":
+        return True
+    if name not in ATOMICS and name not in MEMORY_BUILTINS:
+        return False
+    return any(
+        kw.arg == "order" and isinstance(kw.value, ast.Constant) and kw.value.value != "relaxed"
+        for kw in node.keywords
+    )
 
 
 def wgsl_refusal(module: KernelModule, kernel: str) -> str | None:
     """Why kernel `kernel` gets no WGSL artifact (SPIRV_ONLY), or None. Decided from the
     syntax alone, the same at scan and at compile time: the kernel or a helper it calls
-    calls a cooperative-matrix builtin (WGSL has no cooperative matrices)."""
+    calls a cooperative-matrix builtin (WGSL has no cooperative matrices), or `fence()`, or
+    an atomic with an order other than "relaxed" (WGSL's atomics are relaxed and it has no
+    fence: frontend/memory_order.py)."""
     import ast
 
     from vyre_build.frontend.names import COOP_BUILTINS
@@ -82,6 +106,8 @@ def wgsl_refusal(module: KernelModule, kernel: str) -> str | None:
                 name = node.func.id
                 if name in COOP_BUILTINS:
                     return SPIRV_ONLY
+                if _orders_memory(node):
+                    return ORDERED_SPIRV_ONLY
                 if name in mod.helpers:
                     todo.append(mod.helpers[name])
     return None

@@ -20,12 +20,16 @@ from vyre_build.frontend.names import (
     F32_UNARY,
     ID_BUILTINS,
     INT_UNARY,
+    MEMORY_BUILTINS,
     OTHER_BUILTINS,
     STATEMENT_BUILTINS,
     SUBGROUP_IDS,
     SUBGROUP_OPS,
     TYPE_NAMES,
 )
+
+
+MEMORY_KEYWORDS = frozenset(ATOMICS) | frozenset(MEMORY_BUILTINS)
 
 
 def _always_returns(stmts) -> bool:
@@ -45,7 +49,12 @@ class CallChecker:
     """Mixin: call expressions for KernelChecker."""
 
     def expr_Call(self, node, statement: bool = False):
-        if node.keywords:
+        # scope= / order= of the memory builtins (frontend/memory_order.py)
+        if node.keywords and not (
+            isinstance(node.func, ast.Name)
+            and node.func.id in MEMORY_KEYWORDS
+            and node.func.id not in self.frame.module.helpers
+        ):
             raise self.err(
                 node.keywords[0].value,
                 "keyword arguments are not supported in kernels",
@@ -72,6 +81,8 @@ class CallChecker:
             return result
         if name in TYPE_NAMES:
             return self.cast(node, name)
+        if name in MEMORY_BUILTINS:
+            return self.builtin_memory(node, name, statement)
         if isinstance(self.variant_env.get(name), str):
             self.used_variant_params.add(name)
             return self.cast(node, self.variant_env[name])
@@ -374,23 +385,8 @@ class CallChecker:
     def builtin_atomic(self, node, name):
         n = 4 if name == "atomic_compare_exchange" else 3
         self.nargs(node, name, n)
-        arr = self.array_name(node.args[0])
-        ty = self.element_type(arr)
-        decl = self.arrays.get(arr)
-        if decl is not None and decl.space == "local":
-            raise self.err(
-                node.args[0],
-                f"atomics need a buffer or a shared array; '{arr}' is local",
-                "use a plain read-modify-write on local arrays",
-            )
-        if decl is None:
-            self.check_access(node.args[0], arr, "atomic")
-        if ty not in ir.INTEGER:
-            raise self.err(
-                node.args[0],
-                f"atomics need an i32 or u32 array; '{node.args[0].id}' holds {ty}",
-                'declare it Buffer[u32, "rw"] or Buffer[i32, "rw"]',
-            )
+        arr, ty = self.memory_array(node, name)
+        scope, order = self.memory_keywords(node, name, "rmw", arr)
         idx = self.index(node.args[1])
         vals = tuple(self.typed(a, ty) for a in node.args[2:])
         if name == "atomic_sub":
@@ -403,7 +399,7 @@ class CallChecker:
                 "move it into an if statement",
             )
         self.check_const_index(ast.Subscript(node.args[0], node.args[1]), arr, idx)
-        return ir.Atomic(ATOMICS[name], arr, idx, vals, ty, self.site(node))
+        return ir.Atomic(ATOMICS[name], arr, idx, vals, ty, self.site(node), scope, order)
 
     # -- helpers --------------------------------------------------------------------
     def inline(self, call, module, fn: ast.FunctionDef, statement: bool):

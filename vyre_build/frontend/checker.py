@@ -28,6 +28,7 @@ from vyre_build.frontend.limits import (
     PORTABLE_SHARED_BYTES,
     shown,
 )
+from vyre_build.frontend.memory_order import MemoryOrderChecker
 from vyre_build.frontend.module import KernelDef, KernelModule
 from vyre_build.frontend.names import ALL_BUILTINS, TYPE_NAMES
 from vyre_build.frontend.parsing import BLOCKS_FIX, NESTING_FIX
@@ -113,7 +114,9 @@ class Frame:
     effects: bool = False
 
 
-class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker, DebugChecker):
+class KernelChecker(
+    ExprChecker, CallChecker, CoopChecker, ControlChecker, DebugChecker, MemoryOrderChecker
+):
     def __init__(
         self,
         module: KernelModule,
@@ -537,7 +540,7 @@ class KernelChecker(ExprChecker, CallChecker, CoopChecker, ControlChecker, Debug
         if isinstance(e, ir.Atomic):
             self.frame.effects = True
             self.block.append(ir.Eval(e))
-        elif isinstance(e, ir.CoopStore):
+        elif isinstance(e, (ir.CoopStore, ir.Fence)):
             self.block.append(e)
 
     def stmt_Assign(self, node, top=False):

@@ -40,6 +40,11 @@ ATOMICS = {
     "atomic_exchange": "Exchange",
     "atomic_compare_exchange": "CompareExchange",
 }
+# Memory scopes and orders (frontend/memory_order.py): every atomic_* call takes them as
+# keywords; atomic_load / atomic_store / fence are the other memory builtins.
+MEMORY_BUILTINS = ("atomic_load", "atomic_store", "fence")
+MEMORY_SCOPES = ("device", "workgroup")
+MEMORY_ORDERS = ("relaxed", "acquire", "release", "acq_rel")
 ID_BUILTINS = ("global_id", "local_id", "workgroup_id", "num_workgroups", "workgroup_size")
 # Subgroup builtins: name -> the op's name in the descriptor's op table ("Subgroup", op).
 SUBGROUP_OPS = {
@@ -88,6 +93,7 @@ ALL_BUILTINS = frozenset(
     | set(F32_PRED)
     | set(INT_UNARY)
     | set(ATOMICS)
+    | set(MEMORY_BUILTINS)
     | set(ID_BUILTINS)
     | set(SUBGROUP_OPS)
     | set(SUBGROUP_IDS)

@@ -17,6 +17,19 @@ chunk, zeroed for each workgroup; scratch is (lanes, N). Atomics apply lane by l
 order (a rank loop: each pass updates every cell at most once; a cell that many lanes hit
 in one op is folded with numpy's accumulate, a compare-exchange by a search per success).
 
+Memory scopes and orders (descriptor.memory_order): every memory op of every lane is applied
+to the one copy of memory when its step runs, so the machine's execution is sequentially
+consistent: one total order of all memory operations that keeps each invocation's program
+order, every load reading the latest store before it in that order. Such an execution is
+allowed by the Vulkan memory model whatever the scopes and orders (each acquire reads a
+value that its release wrote before it; a fence only forbids reorderings that never
+happen here), so vyre.atomic runs as Atomic, vyre.atomic.load / .store as loads and stores
+of the slot, and vyre.fence does nothing. A kernel that waits for another workgroup
+(a spin on a flag) ends here only if the workgroup it waits for is in the same chunk and
+has written before the wait, or in an earlier chunk (chunks run in workgroup order): the
+forward progress the single-pass library kernels assume (docs/runtime.md, "Forward
+progress").
+
 Contended loops (`Machine.run_loop`): lockstep lets one lane per cell win each iteration of
 a retry loop (a compare-exchange loop, a spin lock), so N contending lanes would take N
 iterations over all N lanes. A loop with no barrier, subgroup or matrix op inside (its
@@ -43,6 +56,7 @@ import numpy as np
 
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
 from vyre_build.descriptor import matrices as mx
+from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.ops import op_key
 from vyre_build.descriptor.types import TYPES
 from vyre_build.errors import DispatchError
@@ -505,12 +519,12 @@ def _reads(op) -> tuple:
     if name == "StructuredForLoop":
         return o[:2]
     if name == "OpaqueNode":
-        return o[1:] if op.kind.args[0] == mx.STORE else ()
+        return o[1:] if op.kind.args[0] in (mx.STORE, mo.STORE) else ()
     if name == "OpaqueExpr":
         kind = op.kind.args[1]
         if kind == "vyre.num_workgroups":
             return ()
-        return o[1:] if kind == mx.LOAD else o
+        return o[1:] if kind in (mx.LOAD, *mo.EXPRS) else o
     return o
 
 
@@ -519,7 +533,9 @@ def _read_atomics(body) -> frozenset:
     reads, atomics = set(), set()
     for op in _walk([body]):
         reads.update(_reads(op))
-        if op.kind.name == "Atomic":
+        if op.kind.name == "Atomic" or (
+            op.kind.name == "OpaqueExpr" and op.kind.args[1] == mo.ATOMIC
+        ):
             atomics.add(op.result)
     return frozenset(atomics & reads)
 
@@ -603,6 +619,10 @@ def _step_opaque_expr(m, op, body):
         return _value(m, op, ("Construct", ty))
     if kind in _COOP_STEPS:
         return _COOP_STEPS[kind](m, op)
+    if kind == mo.ATOMIC:
+        return _step_atomic(m, op, body, mo.access(op).op)
+    if kind == mo.LOAD:
+        return _step_load(m, op, body)
     (a,), k = op.operands, payload[0]  # vyre.extract
     return (lambda mm, mask: mm.vals[a][:, k]), op.result
 
@@ -684,8 +704,9 @@ def _step_store(m, op, body):
     return store, None
 
 
-def _step_atomic(m, op, body):
-    aop, ty = op.kind.args[0].name, m.info.types[op.result]
+def _step_atomic(m, op, body, aop=None):
+    # aop: the AtomicOp of a vyre.atomic (its scope and order: the module docstring)
+    aop, ty = aop or op.kind.args[0].name, m.info.types[op.result]
     slot, index, *args = op.operands
     read = op.result in m.read_atomics
 
@@ -727,6 +748,10 @@ def _step_node(m, op, body):
         return coop.step_store(m, op)
     if kind.startswith("vyre.debug."):
         return step_debug(m, op)
+    if kind == mo.STORE:
+        return _step_store(m, op, body)
+    if kind == mo.FENCE:
+        return (lambda mm, mask: False), None  # every op is already in one total order
     if kind == "vyre.break":
 
         def brk(mm, mask):

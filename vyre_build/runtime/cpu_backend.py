@@ -121,7 +121,7 @@ def profile_of(subgroup_size: int) -> DeviceProfile:
         max_workgroup_count=(_WIDE, _WIDE, _WIDE),
         max_shared_memory=1 << 30,
         max_storage_buffer_binding=1 << 32,
-        features=features_of(SUBGROUP_FEATURES, True, True, matrices),
+        features=features_of(SUBGROUP_FEATURES, True, True, matrices, True, True),
     )
 
 

@@ -31,7 +31,9 @@ from typing import Any, overload
 
 import numpy as np
 
+from vyre_build.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
 from vyre_build.runtime.buffers import DeviceBuffer
+from vyre_build.runtime.device import Device
 from vyre_build.runtime.kernel import Kernel
 from vyre_build.runtime.library_bundle import split_kernels
 from vyre_build.runtime.library_tuning import library_choice
@@ -52,8 +54,10 @@ __all__ = [
     "matmul",
     "matmul_f16",
     "reduce",
+    "reduce_kernel",
     "row_kernel",
     "scan",
+    "scan_kernels",
     "softmax",
 ]
 
@@ -73,8 +77,8 @@ _NUMERIC = ("f32", "i32", "u32")
 _OPS = ("sum", "min", "max")
 # The kernel ids each function uses ({op}: the reduction, {t}: the element type).
 LIBRARY_KERNELS = {
-    "reduce": ("lib_reduce.{op}_{t}",),
-    "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}"),
+    "reduce": ("lib_reduce.{op}_{t}", "lib_reduce_once.{op}_{t}"),
+    "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}", "lib_scan_once.{t}"),
     "matmul": ("lib_matmul.f32",),
     "matmul_f16": ("lib_matmul_f16",),
     "softmax": ("lib_softmax.f32", "lib_softmax_warp.f32"),
@@ -123,6 +127,44 @@ def reduce(*args: Any, **kwargs: Any) -> Any:
     return _reduce(kernels, *rest, **kwargs)
 
 
+# The device features the single passes need (their device-scope release/acquire).
+SINGLE_PASS_FEATURES = frozenset({VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE})
+
+
+def reduce_kernel(device: Device, op: str = "sum", dtype: str = "f32") -> str:
+    """The kernel id that `reduce` runs on `device`: the single pass (lib_reduce_once, one
+    dispatch: the last workgroup to finish combines the partials, found with a device-scope
+    acq_rel ticket) where the device has the Vulkan memory model with device scope
+    (SINGLE_PASS_FEATURES: GPU Vulkan devices that offer it, the cpu reference), else the
+    two passes of lib_reduce (wgpu: WGSL has no release/acquire; lavapipe, where the memory
+    model's modules run about 3x slower). A Bundle without the single-pass
+    kernel (built from an older tree) gets the two passes.
+
+    Arguments:
+        device: a runtime Device.
+        op: "sum", "min" or "max".
+        dtype: "f32", "i32" or "u32".
+    Returns:
+        The kernel id, e.g. "lib_reduce_once.sum_f32" or "lib_reduce.sum_f32".
+    """
+    if not isinstance(device, Device):
+        raise fail("reduce_kernel", f"device must be a Device, got {type(device).__name__}")
+    if op not in _OPS:
+        raise fail("reduce_kernel", f"op must be 'sum', 'min' or 'max', got {op!r}")
+    if dtype not in _NUMERIC:
+        raise fail("reduce_kernel", f"dtype must be 'f32', 'i32' or 'u32', got {dtype!r}")
+    once = SINGLE_PASS_FEATURES <= device.profile.features and _single_pass_pays(device)
+    return f"lib_reduce{'_once' if once else ''}.{op}_{dtype}"
+
+
+def _single_pass_pays(device: Device) -> bool:
+    # A Vulkan driver on the CPU (lavapipe) runs modules under the Vulkan memory model about
+    # 3x slower (lib_reduce_once 22 ms, the two passes 7.4 ms, 2^20 f32 here): it keeps the
+    # two passes. The cpu reference takes the single pass (it is the judge of both).
+    p = device.profile
+    return p.backend == "cpu" or p.device_type != "CPU"
+
+
 def _reduce(
     kernels: Mapping[str, Kernel], x: Array, op: str = "sum", *, out: DeviceBuffer | None = None
 ) -> Any:
@@ -131,6 +173,9 @@ def _reduce(
         raise fail("reduce", f"op must be 'sum', 'min' or 'max', got {op!r}")
     kind = kind_of("reduce", "x", x, _NUMERIC)
     kid = f"lib_reduce.{op}_{kind}"
+    once = _single_pass(kernels, kid, reduce_kernel, op, kind)
+    if once is not None:
+        return _reduce_once(kernels, once, x, kind, out)
     call = Call("reduce", kernels, [kid])
     partials = library_choice(kernels, "reduce")[1]["partials"]  # tuned: docs/tuning.md
     tuned = (partials,)
@@ -157,6 +202,42 @@ def _reduce(
             ]
         call.run(steps)
         call.remember(tuned, (x, out), steps, res)
+    return out if out is not None else res.read()[0]
+
+
+def _single_pass(kernels: Mapping[str, Kernel], kid: str, choose: Any, *args: Any) -> str | None:
+    # The single-pass kernel id `choose` (reduce_kernel or scan_kernels) picks for the device
+    # of kernels[kid] when that is a single pass the mapping holds; None otherwise (then the
+    # multi-pass path runs, and Call refuses a missing `kid`).
+    found = kernels.get(kid) if isinstance(kernels, Mapping) else None
+    if not isinstance(found, Kernel):
+        return None
+    picked = choose(found.device, *args)
+    chosen: str = picked if isinstance(picked, str) else picked[0]
+    single = chosen.split(".")[0] in ("lib_reduce_once", "lib_scan_once")
+    return chosen if single and isinstance(kernels.get(chosen), Kernel) else None
+
+
+def _reduce_once(
+    kernels: Mapping[str, Kernel], kid: str, x: Array, kind: str, out: DeviceBuffer | None
+) -> Any:
+    # `reduce` in one dispatch of lib_reduce_once (see reduce_kernel).
+    call = Call("reduce", kernels, [kid])
+    res: Any = call.replay((), (x, out)) if out is not None or not call.in_batch() else MISS
+    if res is MISS:
+        n = call.place("x", x)
+        call.output(out, kind, (1,), arrays=False)
+        xb, vin = call.upload(x)
+        x4, xs = call.pair(xb, vin, kind, False)
+        res = out if out is not None else call.scratch("reduce", kind, 1)
+        vectors = n // 4 if vin else n
+        groups = max(1, min(MAX_PARTIALS, -(-vectors // (WG * 4))))
+        parts = call.scratch("partials", kind, groups)
+        ticket = call.scratch("reduce ticket", "u32", 1)  # 0, and set back to 0 by each call
+        args = dict(x4=x4, x=xs, partials=parts, ticket=ticket, out=res, n=n, vin=int(vin))
+        steps = [call.step(kid, 0, {**args, "stride": groups * WG}, groups * WG)]
+        call.run(steps)
+        call.remember((), (x, out), steps, res)
     return out if out is not None else res.read()[0]
 
 
@@ -188,6 +269,70 @@ def scan(*args: Any, **kwargs: Any) -> Any:
     return _scan(kernels, *rest, **kwargs)
 
 
+# Vendors whose Vulkan drivers run a dispatch's started workgroups to completion while
+# others wait on them (docs/runtime.md, "Forward progress"): NVIDIA, AMD.
+FORWARD_PROGRESS_VENDORS = frozenset({0x10DE, 0x1002})
+SCAN_ITEMS = 4  # lib_scan_once: vec4s per invocation per tile (kernels/lib_scan.py ITEMS)
+
+
+def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
+    """The kernel ids that `scan` runs on `device`, in dispatch order: the single pass with
+    decoupled look-back (lib_scan_once) where the device has the Vulkan memory model with
+    device scope and gives forward progress between workgroups (a Vulkan device of
+    FORWARD_PROGRESS_VENDORS, or the cpu reference, whose schedule gives it), else
+    reduce-then-scan (lib_scan_sums, lib_scan_block: wgpu, lavapipe/llvmpipe and every other
+    device). A Bundle without the single-pass kernel gets reduce-then-scan.
+
+    Arguments:
+        device: a runtime Device.
+        dtype: "f32", "i32" or "u32".
+    Returns:
+        The ids, e.g. ("lib_scan_once.f32",) or ("lib_scan_sums.f32", "lib_scan_block.f32").
+    """
+    if not isinstance(device, Device):
+        raise fail("scan_kernels", f"device must be a Device, got {type(device).__name__}")
+    if dtype not in _NUMERIC:
+        raise fail("scan_kernels", f"dtype must be 'f32', 'i32' or 'u32', got {dtype!r}")
+    p = device.profile
+    progress = p.backend == "cpu" or (
+        p.backend == "vulkan" and p.vendor_id in FORWARD_PROGRESS_VENDORS
+    )
+    if progress and SINGLE_PASS_FEATURES <= p.features:
+        return (f"lib_scan_once.{dtype}",)
+    return (f"lib_scan_sums.{dtype}", f"lib_scan_block.{dtype}")
+
+
+def _scan_once(
+    kernels: Mapping[str, Kernel], kid: str, x: Array, kind: str, exclusive: bool, out: Out
+) -> Any:
+    # `scan` in one dispatch of lib_scan_once (see scan_kernels).
+    call = Call("scan", kernels, [kid])
+    if isinstance(out, DeviceBuffer) and call.replay((exclusive,), (x, out)) is not MISS:
+        return out
+    n = call.place("x", x)
+    shape = shape_of(x)
+    call.output(out, kind, shape)
+    vectors = -(-n // 4)
+    tiles = -(-vectors // (WG * SCAN_ITEMS))
+    xb, vin = call.upload(x)
+    ob, vout = call.target(out, kind, n)
+    x4, xs = call.pair(xb, vin, kind, False)
+    o4, os_ = call.pair(ob, vout, kind, True)
+    args = dict(x4=x4, x=xs, out4=o4, out=os_, n=n, vin=int(vin), vout=int(vout))
+    args.update(
+        agg=call.scratch("scan aggregates", kind, tiles),
+        pre=call.scratch("scan prefixes", kind, tiles),
+        # a flag per tile, then the next tile and the epoch: kept across calls, together
+        flags=call.scratch("scan flags", "u32", tiles + 2),
+        tiles=tiles,
+        exclusive=int(exclusive),
+    )
+    steps = [call.step(kid, 0, args, tiles * WG)]
+    call.run(steps)
+    call.remember((exclusive,), (x, out), steps, None)
+    return call.result(ob, out, n, shape)
+
+
 def _scan(
     kernels: Mapping[str, Kernel], x: Array, *, exclusive: bool = False, out: Out = None
 ) -> Any:
@@ -196,6 +341,9 @@ def _scan(
         raise fail("scan", f"exclusive must be True or False, got {exclusive!r}")
     kind = kind_of("scan", "x", x, _NUMERIC)
     sums_id, block_id = f"lib_scan_sums.{kind}", f"lib_scan_block.{kind}"
+    once = _single_pass(kernels, block_id, scan_kernels, kind)
+    if once is not None:
+        return _scan_once(kernels, once, x, kind, exclusive, out)
     call = Call("scan", kernels, [sums_id, block_id])
     max_blocks = library_choice(kernels, "scan")[1]["blocks"]  # tuned: docs/tuning.md
     if isinstance(out, DeviceBuffer) and call.replay((exclusive, max_blocks), (x, out)) is not MISS:

@@ -27,8 +27,10 @@ _KINDS = {v: k for k, v in DTYPES.items()}
 # The kernel file that defines each library kernel (named in a missing kernel's refusal).
 _FILES = {
     "lib_reduce": "lib_reduce.py",
+    "lib_reduce_once": "lib_reduce.py",
     "lib_scan_sums": "lib_scan.py",
     "lib_scan_block": "lib_scan.py",
+    "lib_scan_once": "lib_scan.py",
     "lib_matmul": "lib_matmul.py",
     "lib_matmul_f16": "lib_matmul_f16.py",
     "lib_softmax": "lib_norm.py",

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from vyre_build.features import (
+    VULKAN_MEMORY_MODEL,
+    VULKAN_MEMORY_MODEL_DEVICE_SCOPE,
     COOPERATIVE_MATRIX,
     SUBGROUP_FEATURES,
     cooperative_matrix,
@@ -138,9 +140,17 @@ def features_of(
     f16: bool,
     storage_16bit: bool,
     cooperative_matrices: tuple[CooperativeMatrixType, ...],
+    memory_model: bool = False,
+    memory_model_device_scope: bool = False,
 ) -> frozenset[str]:
-    """The feature names a device with these capabilities (all enabled) offers."""
+    """The feature names a device with these capabilities (all enabled) offers
+    (`memory_model`, `memory_model_device_scope`: Vulkan's vulkanMemoryModel and
+    vulkanMemoryModelDeviceScope, or the reference's equivalent)."""
     names = {op for op in subgroup_operations if op in SUBGROUP_FEATURES}
+    names |= {VULKAN_MEMORY_MODEL} if memory_model else set()
+    names |= (
+        {VULKAN_MEMORY_MODEL_DEVICE_SCOPE} if memory_model and memory_model_device_scope else set()
+    )
     names |= {"f16"} if f16 else set()
     names |= {"storage_16bit"} if storage_16bit else set()
     shapes = {c.feature for c in cooperative_matrices if c.feature is not None}

@@ -194,7 +194,7 @@ class VulkanDevice(Device):
             # A driver that lists a feature and then refuses it: run without the optional ones.
             warnings.warn(
                 f"vyre_build: {self.name}: {exc}; the device is made without f16, 16-bit "
-                "storage and cooperative matrices",
+                "storage, cooperative matrices and the Vulkan memory model",
                 RuntimeWarning,
                 stacklevel=2,
             )

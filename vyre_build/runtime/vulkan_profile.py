@@ -1,7 +1,8 @@
 """What a Vulkan physical device offers, and the features and extensions a device is created
 with so that kernels can use them: subgroups (nothing to enable; their operations and
 stages are checked), shaderFloat16 and storageBuffer16BitAccess (Vulkan 1.1/1.2 feature
-chains), VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 where the device has them."""
+chains), vulkanMemoryModel and vulkanMemoryModelDeviceScope (Vulkan 1.2: the
+vulkan_memory_model features of memory-ordered kernels), VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 where the device has them."""
 
 from __future__ import annotations
 
@@ -257,7 +258,14 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
         max_workgroup_count=_xyz(limits.maxComputeWorkGroupCount),
         max_shared_memory=int(limits.maxComputeSharedMemorySize),
         max_storage_buffer_binding=int(limits.maxStorageBufferRange),
-        features=features_of(operations, f16, storage16, matrices),
+        features=features_of(
+            operations,
+            f16,
+            storage16,
+            matrices,
+            bool(enable.vulkan12.get("vulkanMemoryModel")),
+            bool(enable.vulkan12.get("vulkanMemoryModelDeviceScope")),
+        ),
     )
     return profile, enable
 

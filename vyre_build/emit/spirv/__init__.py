@@ -17,7 +17,11 @@ from vyre_build.emit.spirv.function import FunctionWriter
 from vyre_build.emit.spirv.module import SpirvModule
 from vyre_build.emit.spirv.values import SUBGROUP_CAPABILITY
 from vyre_build.errors import EmitError
-from vyre_build.features import COOPERATIVE_MATRIX
+from vyre_build.features import (
+    COOPERATIVE_MATRIX,
+    VULKAN_MEMORY_MODEL,
+    VULKAN_MEMORY_MODEL_DEVICE_SCOPE,
+)
 
 __all__ = ["emit_spirv"]
 
@@ -57,12 +61,17 @@ def emit_spirv(
     for feature, capability in SUBGROUP_CAPABILITY.items():
         if feature in features:
             m.capability(capability)
-    vmm = COOPERATIVE_MATRIX in features  # SPV_KHR_cooperative_matrix needs this model
-    if vmm:
+    coop = COOPERATIVE_MATRIX in features  # SPV_KHR_cooperative_matrix needs this model
+    vmm = coop or VULKAN_MEMORY_MODEL in features  # and so do memory orders (emit/spirv/ordered)
+    if coop:
         m.capability("CooperativeMatrixKHR")
+    if vmm:
         m.capability("VulkanMemoryModel")
+    if coop or VULKAN_MEMORY_MODEL_DEVICE_SCOPE in features:
         m.capability("VulkanMemoryModelDeviceScope")
+    if coop:
         m.extension("SPV_KHR_cooperative_matrix")
+    if vmm:
         m.extension("SPV_KHR_vulkan_memory_model")
     m.set_memory_model("Logical", "Vulkan" if vmm else "GLSL450")
     for name, d, i in (("main", desc, info), *entries):

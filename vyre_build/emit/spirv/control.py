@@ -116,6 +116,8 @@ class ControlFlow:
             return self.h_coop_store(kop, body)
         if kind.startswith("vyre.debug."):
             return self.h_debug(kop, body)
+        if kind in ("vyre.atomic.store", "vyre.fence"):  # descriptor.memory_order
+            return self.h_memory_node(kop, body)
         loop = self.loops[-1]
         if kind == "vyre.break":
             loop.broke = True

@@ -15,6 +15,7 @@ from __future__ import annotations
 import struct
 
 from vyre_build.descriptor import DescriptorInfo, F32Bits, KernelDescriptor, KernelOp
+from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.ops import op_key
 from vyre_build.descriptor.types import MATRICES, TYPES
 from vyre_build.emit.spirv import grammar as g
@@ -23,8 +24,10 @@ from vyre_build.emit.spirv.debug import DebugOps
 from vyre_build.emit.spirv.matrices import CoopOps
 from vyre_build.emit.spirv.memory import MemoryOps
 from vyre_build.emit.spirv.module import OP, SpirvModule
+from vyre_build.emit.spirv.ordered import OrderedOps
 from vyre_build.emit.spirv.values import RULES
 from vyre_build.errors import EmitError
+from vyre_build.features import VULKAN_MEMORY_MODEL
 
 __all__ = ["FunctionWriter"]
 
@@ -62,7 +65,7 @@ _COOP_EXPRS = {
 }
 
 
-class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps):
+class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedOps):
     """Emits the `main` compute function of one descriptor into `module` (`vmm`: the
     module uses the Vulkan memory model, as cooperative matrices need)."""
 
@@ -71,7 +74,9 @@ class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps):
     ):
         self.m = module
         self.vmm = vmm
-        self.storage_sync = vmm and _has_storage_barrier(desc.body)
+        # storage accesses are NonPrivate where a storage barrier or an order synchronises them
+        self.ordered = VULKAN_MEMORY_MODEL in info.features
+        self.storage_sync = vmm and (_has_storage_barrier(desc.body) or self.ordered)
         self.coop_views: dict[int, tuple[int, int]] = {}
         self.desc = desc
         self.info = info
@@ -319,6 +324,8 @@ class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps):
             return self.rule(kop, ("Construct", ty))
         if kind in _COOP_EXPRS:
             return _COOP_EXPRS[kind](self, kop, body)
+        if kind in mo.EXPRS:
+            return self.h_memory_expr(kop, body)
         return self.op("OpCompositeExtract", ty, self.vals[kop.operands[0]], payload[0])
 
     HANDLERS = {

@@ -39,13 +39,20 @@ class CoopOps:
             c("u32", g.COOPERATIVEMATRIXUSE[_USE[use]]),
         )
 
-    def access(self, storage: str) -> tuple[int, ...]:
+    def access(self, storage: str, visibility: str | None = None) -> tuple[int, ...]:
         """The memory-access operands of a load/store through a `storage` pointer: workgroup
         memory is always shared between invocations; storage buffers only where a
-        storage_barrier() orders them (NonPrivate there costs caching on NVIDIA)."""
-        if self.vmm and (
-            storage == "Workgroup" or (storage == "StorageBuffer" and self.storage_sync)
-        ):
+        storage_barrier() or a memory order synchronises them (NonPrivate there costs
+        caching on NVIDIA), and in a memory-ordered kernel (emit/spirv/ordered.py) only
+        ReadWrite buffers (`visibility`): nothing in the dispatch writes a read-only one or
+        reads a write-only one, so their accesses need no ordering."""
+        if not self.vmm:
+            return ()
+        if storage == "Workgroup":
+            return (NON_PRIVATE,)
+        if storage == "StorageBuffer" and self.storage_sync:
+            if self.ordered and visibility is not None and visibility != "ReadWrite":
+                return ()
             return (NON_PRIVATE,)
         return ()
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vyre_build.descriptor import BindingSlot, KernelBody, KernelOp
+from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.types import MATRICES, TYPES
 from vyre_build.emit.spirv import grammar as g
 from vyre_build.emit.spirv.control import CONTROL_NONE
@@ -171,13 +172,15 @@ class MemoryOps:
             return self.op(
                 "OpAtomicLoad", info.ty, ptr, self.scope(info), self.const("u32", RELAXED)
             )
-        return self.op("OpLoad", info.ty, ptr, *self.access(_STORAGE[info.slot.memory_class]))
+        mem = self.access(_STORAGE[info.slot.memory_class], info.slot.visibility)
+        return self.op("OpLoad", info.ty, ptr, *mem)
 
     def store_element(self, info: SlotInfo, ptr: int, value: int) -> None:
         if info.atomic:
             self.inst("OpAtomicStore", ptr, self.scope(info), self.const("u32", RELAXED), value)
         else:
-            self.inst("OpStore", ptr, value, *self.access(_STORAGE[info.slot.memory_class]))
+            mem = self.access(_STORAGE[info.slot.memory_class], info.slot.visibility)
+            self.inst("OpStore", ptr, value, *mem)
 
     # --- handlers ----------------------------------------------------------------------
 
@@ -236,8 +239,9 @@ class MemoryOps:
     def h_length(self, kop: KernelOp, body: KernelBody):
         return self.length(self.slots[kop.operands[0]])
 
-    def h_atomic(self, kop: KernelOp, body: KernelBody):
-        op_name = kop.kind.args[0].name
+    def h_atomic(self, kop: KernelOp, body: KernelBody, acc=None):
+        # acc: the Access of a vyre.atomic (emit/spirv/ordered.py), None for Atomic{op, Relaxed}
+        op_name = kop.kind.args[0].name if acc is None else acc.op
         ops = kop.operands
         info = self.slots[ops[0]]
         opname = ATOMICS.get((op_name, info.ty))
@@ -253,11 +257,17 @@ class MemoryOps:
             self.inst("OpStore", result, self.zero(info.ty))
         guard = self.guarded(kop, info, idx)
         ptr = self.element_ptr(info, idx)
-        scope, relaxed = self.scope(info), self.const("u32", RELAXED)
-        if op_name == "CompareExchange":
-            old = self.op(opname, info.ty, ptr, scope, relaxed, relaxed, args[1], args[0])
+        if acc is None:
+            scope, relaxed = self.scope(info), self.const("u32", RELAXED)
+            equal = unequal = relaxed
         else:
-            old = self.op(opname, info.ty, ptr, scope, relaxed, args[0])
+            scope, equal = self.ordering(acc)
+            keep = "acquire" if acc.order in ("acquire", "acq_rel") else "relaxed"
+            unequal = self.ordering(mo.Access(acc.kind, acc.op, acc.scope, keep))[1]
+        if op_name == "CompareExchange":
+            old = self.op(opname, info.ty, ptr, scope, equal, unequal, args[1], args[0])
+        else:
+            old = self.op(opname, info.ty, ptr, scope, equal, args[0])
         if guard is None:
             return old
         self.inst("OpStore", result, old)

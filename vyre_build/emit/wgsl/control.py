@@ -44,6 +44,8 @@ class ControlRules:
         kind = op.kind.args[0]
         if kind.startswith("vyre.debug."):
             return self.debug_op(op, body, depth)
+        if kind in ("vyre.atomic.store", "vyre.fence"):  # descriptor.memory_order
+            return self.ordered(op, body, depth)
         if kind == "vyre.loop":
             self.emit(depth, "loop {")
             self.child(body, op.operands[0], depth + 1)

@@ -15,6 +15,7 @@ from vyre_build.descriptor.ops import op_key
 from vyre_build.emit.wgsl.control import ControlRules
 from vyre_build.emit.wgsl.debug import DebugRules
 from vyre_build.emit.wgsl.memory import MemoryRules
+from vyre_build.emit.wgsl.ordered import OrderedRules
 from vyre_build.emit.wgsl.helpers import HELPER_CALL
 from vyre_build.emit.wgsl.values import COMPONENTS, I32_MIN, RULES, wgsl_type
 from vyre_build.errors import EmitError
@@ -56,7 +57,7 @@ def literal(lit: Variant) -> str:
     return "true" if v else "false"
 
 
-class FunctionWriter(MemoryRules, ControlRules, DebugRules):
+class FunctionWriter(MemoryRules, ControlRules, DebugRules, OrderedRules):
     """Writes the statements of `main` into `self.lines` (see module docstring)."""
 
     def __init__(
@@ -157,7 +158,9 @@ class FunctionWriter(MemoryRules, ControlRules, DebugRules):
     def op_OpaqueExpr(self, op, body, depth):
         kind = op.kind.args[1]
         ty = self.info.types[op.result]
-        if kind == "vyre.num_workgroups":
+        if kind in ("vyre.atomic", "vyre.atomic.load"):  # descriptor.memory_order
+            self.ordered(op, body, depth)
+        elif kind == "vyre.num_workgroups":
             self._builtin(op, depth, kind)
         elif kind == "vyre.subgroup_id":  # naga's @builtin(subgroup_id)
             self.inputs.add("sgix")

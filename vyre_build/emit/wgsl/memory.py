@@ -193,12 +193,14 @@ class MemoryRules:
 
     op_StoreShared = op_StoreGlobal
 
-    def op_Atomic(self, op, body, depth):
+    def op_Atomic(self, op, body, depth, name=None):
+        # name: the AtomicOp of a relaxed vyre.atomic (emit/wgsl/ordered.py)
+        name = name or op.kind.args[0].name
         s = self.slots[op.operands[0]]
         ty = self.info.slot_types[s.slot]
-        fn = RULES.get((("Atomic", op.kind.args[0].name), (ty,)))
+        fn = RULES.get((("Atomic", name), (ty,)))
         if fn is None:
-            raise self.fail(op, f"no WGSL rule for atomic {op.kind.args[0].name} on {ty}")
+            raise self.fail(op, f"no WGSL rule for atomic {name} on {ty}")
         args = [f"_v{o}" for o in op.operands[2:]]
         ref, ok = self.write_target(s, op.operands[1])
         call = (

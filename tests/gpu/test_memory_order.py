@@ -1,0 +1,257 @@
+"""Memory scopes and orders on real dispatches, and the single-pass library reduce, against
+numpy: Vulkan (lavapipe here) and the cpu reference run them; wgpu has no WGSL for them
+(its atomics are relaxed) and keeps the two-pass reduce. Every expectation about a device
+comes from its own profile."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from vyre_build.compiler import compile_file
+from vyre_build.errors import DeviceError
+from vyre_build.runtime import library, load_kernel, open_bundle
+from vyre_build.runtime.library import SINGLE_PASS_FEATURES
+
+from test_library import assert_scan, build_library, values
+
+CODE = {"vulkan": lambda k: {"spirv": k.spirv}, "cpu": lambda k: {"kdesc": k.kdesc}}
+
+TICKET = """
+from vyre_build.lang import *
+
+@kernel(workgroup_size=64)
+def ticket_sum(x: Buffer[u32], parts: Buffer[u32, "rw"], ticket: Buffer[u32, "rw"],
+               out: Buffer[u32, "w"]):
+    s = shared(u32, 64)
+    last = shared(u32, 1)
+    lid = local_id().x
+    g = num_workgroups().x
+    s[lid] = x[global_id().x]
+    barrier()
+    if lid == 0:
+        acc: u32 = 0
+        for j in range(64):
+            acc += s[j]
+        atomic_store(parts, workgroup_id().x, acc)
+        t = atomic_add(ticket, 0, 1, scope="device", order="acq_rel")
+        last[0] = u32(t == g - 1)
+    storage_barrier()
+    if last[0] == 1 and lid == 0:
+        atomic_load(ticket, 0, order="acquire")
+        tot: u32 = 0
+        for w in range(g):
+            tot += atomic_load(parts, w)
+        out[0] = tot
+        atomic_store(ticket, 0, 0)
+"""
+
+
+@pytest.fixture(scope="module")
+def ticket(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ticket") / "ticket.py"
+    path.write_text(TICKET)
+    return compile_file(str(path))[0]
+
+
+def test_ticket_kernel_has_no_wgsl_and_needs_the_memory_model(ticket):
+    assert ticket.wgsl is None and "wgsl" in ticket.meta["skipped"]
+    assert ticket.meta["features"] == sorted(SINGLE_PASS_FEATURES)
+
+
+@pytest.mark.parametrize("groups", [1, 2, 37, 300])
+def test_last_workgroup_sees_every_release(ticket, backend, groups):
+    if backend == "wgpu":
+        pytest.skip("no WGSL: the kernel needs release/acquire (checked above)")
+    kernel = load_kernel(ticket.meta, backend=backend, **CODE[backend](ticket))
+    x = np.arange(64 * groups, dtype=np.uint32) * np.uint32(2654435761)
+    t = np.zeros(1, np.uint32)
+    for _ in range(2):  # the ticket is set back to 0: a second run needs no clear
+        got = kernel(x=x, parts=np.zeros(groups, np.uint32), ticket=t, out=1, grid=64 * groups)
+        assert got["out"][0] == x.sum(dtype=np.uint32)
+        assert got["ticket"][0] == 0
+        t = got["ticket"]
+
+
+def test_a_device_without_the_memory_model_refuses_the_kernel(ticket, device, monkeypatch):
+    if device.backend == "wgpu":
+        pytest.skip("no SPIR-V or descriptor path on wgpu")
+    less = device.profile.features - SINGLE_PASS_FEATURES
+    monkeypatch.setattr(device, "profile", dataclasses.replace(device.profile, features=less))
+    with pytest.raises(DeviceError) as info:
+        load_kernel(ticket.meta, device=device, **CODE[device.backend](ticket))
+    assert str(info.value) == (
+        "Kernel 'ticket_sum' needs vulkan_memory_model, vulkan_memory_model_device_scope, "
+        f"which the {device.backend} device {device.name} does not offer"
+    )
+
+
+# -- the single-pass library reduce ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lib_bundle(tmp_path_factory):
+    return build_library(tmp_path_factory.mktemp("lib1") / "lib.vyrebundle", ("lib_reduce.py",))
+
+
+@pytest.fixture
+def lib(backend, lib_bundle):
+    with open_bundle(lib_bundle, backend=backend) as bundle:
+        yield bundle
+
+
+def test_reduce_kernel_names_the_path_the_profile_allows(lib):
+    dev = lib.device
+    p = dev.profile
+    pays = p.backend == "cpu" or p.device_type != "CPU"  # lavapipe keeps the two passes
+    once = SINGLE_PASS_FEATURES <= p.features and pays
+    assert library.reduce_kernel(dev, "max", "i32") == (
+        "lib_reduce_once.max_i32" if once else "lib_reduce.max_i32"
+    )
+    if dev.backend == "wgpu":  # WGSL cannot express the ticket's release/acquire
+        assert not once
+
+
+def sizes(dev):
+    sg = dev.profile.subgroup_size or 32
+    wg = 256
+    return sorted({1, 7, sg - 1, sg + 1, wg - 1, wg + 1, 4 * wg - 1, 4 * wg + 1, 1 << 20})
+
+
+@pytest.mark.parametrize("forced", [False, True], ids=["picked", "single-pass"])
+@pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
+def test_reduce_matches_numpy_at_odd_sizes(lib, kind, forced, monkeypatch):
+    """The path the library picks, and (forced) the single pass wherever the device has the
+    memory model: lavapipe keeps the two passes for speed, but runs the single pass right."""
+    if forced:
+        if not SINGLE_PASS_FEATURES <= lib.device.profile.features:
+            pytest.skip("the device has no Vulkan memory model (wgpu): no single pass")
+        monkeypatch.setattr(library, "_single_pass_pays", lambda device: True)
+        assert library.reduce_kernel(lib.device, "sum", kind).startswith("lib_reduce_once.")
+    for n in sizes(lib.device):
+        x = values(kind, n, seed=n)
+        for op in ("sum", "min", "max"):
+            got = library.reduce(lib, x, op)
+            where = f"{library.reduce_kernel(lib.device, op, kind)} n={n}"
+            if op != "sum":
+                assert got == getattr(np, op)(x), where
+            elif kind == "f32":
+                assert abs(float(got) - float(x.astype(np.float64).sum())) <= 1e-6 * n, where
+            else:
+                assert got == x.sum(dtype=x.dtype), where
+
+
+def test_single_pass_reduce_needs_no_clear_between_calls_in_one_batch(lib, monkeypatch):
+    dev = lib.device
+    monkeypatch.setattr(library, "_single_pass_pays", lambda device: True)
+    xs = [values("u32", n, seed=n) for n in (5, 4099, 70001)]
+    outs = [dev.buffer(1, "u32") for _ in xs]
+    with dev.batch():
+        for x, out in zip(xs, outs):
+            library.reduce(lib, dev.buffer(x), "sum", out=out)
+    for x, out in zip(xs, outs):
+        assert out.read()[0] == x.sum(dtype=np.uint32)
+
+
+def test_single_pass_f32_sum_is_the_same_every_run(lib, monkeypatch):
+    monkeypatch.setattr(library, "_single_pass_pays", lambda device: True)
+    x = values("f32", 300001, seed=3, lo=-1e4, hi=1e4)
+    first = library.reduce(lib, x, "sum")
+    assert all(library.reduce(lib, x, "sum").tobytes() == first.tobytes() for _ in range(3))
+
+
+# -- the single-pass scan (decoupled look-back) --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scan_bundle(tmp_path_factory):
+    return build_library(tmp_path_factory.mktemp("scan1") / "lib.vyrebundle", ("lib_scan.py",))
+
+
+@pytest.fixture
+def scan_lib(backend, scan_bundle):
+    with open_bundle(scan_bundle, backend=backend) as bundle:
+        yield bundle
+
+
+def test_scan_kernels_take_the_look_back_only_with_forward_progress(scan_lib):
+    p = scan_lib.device.profile
+    progress = p.backend == "cpu" or (
+        p.backend == "vulkan" and p.vendor_id in library.FORWARD_PROGRESS_VENDORS
+    )
+    once = progress and SINGLE_PASS_FEATURES <= p.features
+    want = ("lib_scan_once.i32",) if once else ("lib_scan_sums.i32", "lib_scan_block.i32")
+    assert library.scan_kernels(scan_lib.device, "i32") == want
+    if p.backend == "vulkan" and "llvmpipe" in scan_lib.device.name:
+        assert not once  # lavapipe runs workgroups on a few threads: no forward progress
+
+
+@pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
+def test_scan_matches_numpy_at_odd_sizes(scan_lib, kind):
+    tile = 256 * 4 * library.SCAN_ITEMS  # values per look-back tile
+    for n in sizes(scan_lib.device) + [tile - 1, tile + 1, 5 * tile + 3]:
+        x = values(kind, n, seed=n)
+        for exclusive in (False, True):
+            where = f"{library.scan_kernels(scan_lib.device, kind)} n={n} excl={exclusive}"
+            assert_scan(library.scan(scan_lib, x, exclusive=exclusive), x, exclusive, where)
+
+
+@pytest.mark.parametrize("per_chunk", [2, 40])
+def test_look_back_across_reference_chunks(monkeypatch, scan_bundle, per_chunk):
+    """Chunks of `per_chunk` workgroups: a chunk's first tile finds its predecessor's prefix
+    published by an earlier chunk, the others walk back over the aggregates of their own
+    chunk (40: walks of up to 39 tiles, past one look-back window of LOOK = 16)."""
+    import vyre_build.reference as reference
+
+    monkeypatch.setattr(reference, "CHUNK_LANES", 256 * per_chunk)
+    with open_bundle(scan_bundle, backend="cpu") as bundle:
+        assert library.scan_kernels(bundle.device, "u32") == ("lib_scan_once.u32",)
+        for n in (4096 * 45 + 5, 4096 * 2):
+            x = values("u32", n, seed=n)
+            assert_scan(library.scan(bundle, x), x, False, f"n={n}")
+
+
+def test_look_back_needs_no_clear_between_calls(scan_lib):
+    dev = scan_lib.device
+    xs = [values("i32", n, seed=n) for n in (9000, 9000, 5, 40000)]
+    outs = [dev.buffer(x.shape, "i32") for x in xs]
+    with dev.batch():
+        for x, out in zip(xs, outs):
+            library.scan(scan_lib, dev.buffer(x), out=out)
+    for x, out in zip(xs, outs):
+        assert_scan(out.read(), x, False, f"n={x.size}")
+    again = library.scan(scan_lib, xs[0], exclusive=True)  # a later call, new epoch
+    assert_scan(again, xs[0], True, "again")
+
+
+def test_path_queries_refuse_bad_arguments():
+    from vyre_build.errors import DispatchError
+    from vyre_build.runtime import get_device
+
+    dev = get_device("cpu")
+    reduce_kernel, scan_kernels = library.reduce_kernel, library.scan_kernels
+    cases = [
+        ("reduce_kernel", lambda: reduce_kernel("cpu"), "device must be a Device, got str"),
+        (
+            "reduce_kernel",
+            lambda: reduce_kernel(dev, "mean"),
+            "op must be 'sum', 'min' or 'max', got 'mean'",
+        ),
+        (
+            "reduce_kernel",
+            lambda: reduce_kernel(dev, "sum", "f64"),
+            "dtype must be 'f32', 'i32' or 'u32', got 'f64'",
+        ),
+        ("scan_kernels", lambda: scan_kernels(None), "device must be a Device, got NoneType"),
+        (
+            "scan_kernels",
+            lambda: scan_kernels(dev, "u8"),
+            "dtype must be 'f32', 'i32' or 'u32', got 'u8'",
+        ),
+    ]
+    for fn, call, message in cases:
+        with pytest.raises(DispatchError) as info:
+            call()
+        assert str(info.value) == f"library.{fn}: {message}"

@@ -1,0 +1,31 @@
+"""Memory scopes and orders in the WGSL emitter (a mixin of `function.FunctionWriter`).
+
+WGSL's atomics are relaxed and it has no fence, so only the relaxed forms of
+`descriptor.memory_order` have WGSL: vyre.atomic as the op's atomic builtin,
+vyre.atomic.load as atomicLoad, vyre.atomic.store as atomicStore, with the bounds rules of
+`memory` (a workgroup-scope atomic on a buffer is written at WGSL's storage scope, which
+is wider: still a legal execution). An order, or a fence, is an EmitError; the compiler
+never asks for it (frontend.wgsl_refusal records why such a kernel has no WGSL).
+"""
+
+from __future__ import annotations
+
+from vyre_build.descriptor import memory_order as mo
+
+
+class OrderedRules:
+    """vyre.atomic, vyre.atomic.load, vyre.atomic.store (relaxed); vyre.fence refused."""
+
+    def ordered(self, op, body, depth) -> None:
+        acc = mo.access(op)
+        if acc.kind == mo.FENCE or acc.order != "relaxed":
+            what = "a fence" if acc.kind == mo.FENCE else f"order {acc.order}"
+            raise self.fail(
+                op, f"WGSL has no {what}: its atomics are relaxed (emit SPIR-V for this kernel)"
+            )
+        if acc.kind == mo.ATOMIC:
+            self.op_Atomic(op, body, depth, acc.op)
+        elif acc.kind == mo.LOAD:
+            self.op_LoadGlobal(op, body, depth)
+        else:
+            self.op_StoreGlobal(op, body, depth)
