@@ -1,5 +1,5 @@
 """A tunable test kernel with three candidates (one deliberately wrong) and its bundle,
-for the tuning tests (tests/unit/test_tuning.py, tests/gpu/test_tuning.py)."""
+for the tuning tests (tests/unit/test_tuning.py, tests/gpu/test_tuning_dispatch.py)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The frontend caps a kernel's shared arrays at the declared value (else 16384), the metadata
 records a declaration (and only then: every other record and artifact is unchanged), the
 metadata checker reads it (absent: 16384) and the runtime refuses the kernel on a device
-with less. The runs on lavapipe are in tests/gpu/test_shared_bytes.py.
+with less. The runs on lavapipe are in tests/gpu/test_shared_bytes_dispatch.py.
 """
 
 from __future__ import annotations
