@@ -9,7 +9,8 @@
 #
 #   bash tools/device_tier.sh gpu                 # GPU tests, both backends (about 3 min)
 #   bash tools/device_tier.sh conformance SEED N  # N programs of SEED at subgroup size 32
-#   bash tools/device_tier.sh bench               # the library, codegen and start-up benches
+#   bash tools/device_tier.sh bench               # library, matmul, tuning and start-up benches
+#   bash tools/device_tier.sh codegen             # bench/codegen_bench.py
 #   bash tools/device_tier.sh grid                # a 70,000-workgroup y grid on both backends
 #
 # Each part appends its summary to $OUT/device_tier.md (or bench/device_tier.md without $OUT)
@@ -85,12 +86,20 @@ part_conformance() {
 part_bench() {
     local log=$OUT_DIR/bench.log
     {
-        timeout 200 python3 bench/library_bench.py
-        timeout 100 python3 bench/runtime_start.py
-        timeout 150 python3 bench/codegen_bench.py --rounds 3
+        timeout 240 python3 bench/library_bench.py --backends vulkan,wgpu --rounds 3
+        timeout 120 python3 bench/coop_bench.py
+        timeout 150 python3 bench/tuning_bench.py --tune
+        timeout 60 python3 bench/runtime_start.py
     } >"$log" 2>&1
-    record "benchmarks" "bench/library_bench.py; bench/runtime_start.py; bench/codegen_bench.py --rounds 3" "$(grep -E 'x |ratio|ms' "$log" | tail -60)"
-    tail -60 "$log"
+    record "benchmarks" "bench/library_bench.py --backends vulkan,wgpu --rounds 3; bench/coop_bench.py; bench/tuning_bench.py --tune; bench/runtime_start.py" "$(grep -E 'x |ratio|ms' "$log" | tail -80)"
+    tail -80 "$log"
+}
+
+part_codegen() {
+    local log=$OUT_DIR/codegen.log
+    timeout 300 python3 bench/codegen_bench.py --rounds 3 >"$log" 2>&1
+    record "codegen" "bench/codegen_bench.py --rounds 3" "$(grep -E 'x |ratio|ms' "$log" | tail -40)"
+    tail -40 "$log"
 }
 
 part_grid() {
@@ -106,9 +115,10 @@ case "${1:-}" in
 gpu) part_gpu ;;
 conformance) part_conformance "${2:-20}" "${3:-10000}" ;;
 bench) part_bench ;;
+codegen) part_codegen ;;
 grid) part_grid ;;
 *)
-    echo "usage: tools/device_tier.sh gpu|conformance SEED N|bench|grid" >&2
+    echo "usage: tools/device_tier.sh gpu|conformance SEED N|bench|codegen|grid" >&2
     exit 2
     ;;
 esac
