@@ -6,7 +6,8 @@ strict xfails, so a fix turns them red until the mark (and its entry in
 tools/conform/known.py) is removed. Each case runs compile-only, on the CPU reference and
 on wgpu/WGSL, Vulkan/SPIR-V and wgpu/SPIR-V (lavapipe); a case marked COARSE (an
 elementwise kernel) also through its coarse entry, on the reference and on wgpu/WGSL; one
-marked DEFAULT_GRID is called with the metadata's grid, so the runtime may pick that entry.
+marked DEFAULT_GRID is called with the metadata's grid, so the runtime may pick that entry;
+one marked NO_WGSL (a kernel WGSL cannot express) is checked on wgpu/WGSL by getting none.
 """
 
 from __future__ import annotations
@@ -120,6 +121,10 @@ def run_stage(name: str, stage: str, tmp: str) -> None:
         return
     (compiled,) = compile_file(str(tmp_path / f"{name}.py"), text=case.SOURCE)
     if stage == "compile":
+        return
+    if stage in ("wgpu", "wgpu-x4") and hasattr(case, "NO_WGSL"):
+        # a kernel WGSL cannot express (e.g. memory ordering): its check is that none is made
+        assert compiled.wgsl is None, f"{name}: WGSL was made for a kernel that needs SPIR-V"
         return
     lanes = getattr(case, "SUBGROUP_SIZE", 8)  # the reference's; a GPU runs its own
     if stage not in CPU:

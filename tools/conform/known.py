@@ -32,6 +32,13 @@ KNOWN = {
             "wgpu_pipeline_segfault",
         ),
         Known(
+            "lavapipe-memory-barrier-suspends",
+            "Mesa lavapipe (llvmpipe's coroutine subgroups; Vulkan and wgpu/SPIR-V)",
+            "an invocation reaching a memory barrier (fence) in a loop after others of its "
+            "workgroup returned loses its later writes",
+            "lavapipe_memory_barrier_suspends",
+        ),
+        Known(
             "nvidia-nested-max-negate",
             "NVIDIA's shader compiler (Vulkan driver 580.159.04; all three GPU paths)",
             "max(x, max(min(p, x), -x)) of i32s computed as if without the negation",
