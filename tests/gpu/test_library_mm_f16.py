@@ -1,0 +1,152 @@
+"""library.matmul_f16 (kernels/lib_mm_f16.py: staged cooperative-matrix tiles) against numpy.
+
+Inputs are small integers over 4 and 2 (exact in f16), so every product and every partial
+sum is exact in f32 and the result must equal numpy's f64 product bit for bit (for f16
+output: that product rounded once to f16). Sizes hit every edge of the kernel's 128 x 128
+block and 32-deep K step (1 x 1 x 1, odd sizes, K and N not multiples of 4: the scalar
+load path), batches with a shared operand, subgroups narrower than 32. The reference is
+slow, so sizes stay small; the devices without cooperative matrices (lavapipe, wgpu)
+refuse the kernel by name.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from vyre_build.errors import DeviceError, DispatchError
+from vyre_build.runtime import get_device, library, open_bundle
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_library import build_library  # noqa: E402
+
+SIZES = [(1, 1, 1), (17, 33, 15), (130, 70, 47), (128, 128, 64), (40, 136, 36)]
+
+
+@pytest.fixture(scope="module")
+def mm_bundle(tmp_path_factory):
+    path = tmp_path_factory.mktemp("mm_f16") / "mm.vyrebundle"
+    return build_library(path, ("lib_mm_f16.py",), targets=("spirv", "kdesc"))
+
+
+def values(rng, shape, scale):
+    return (rng.integers(-4, 5, shape) / scale).astype(np.float16)
+
+
+def product(a, b, out_dtype="float32"):
+    exact = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    return exact.astype(np.float32 if out_dtype == "float32" else np.float16)
+
+
+def runs(bundle, kid):
+    needed = bundle.reader.kernel_meta(kid).features
+    return all(f in bundle.device.profile.features for f in needed)
+
+
+@pytest.mark.parametrize("out_dtype", ["float32", "float16"])
+@pytest.mark.parametrize("m, n, k", SIZES)
+def test_matmul_f16_matches_numpy_or_is_refused(backend, mm_bundle, m, n, k, out_dtype):
+    rng = np.random.default_rng(m * 7 + n * 3 + k)
+    a, b = values(rng, (m, k), 4), values(rng, (k, n), 2)
+    with open_bundle(mm_bundle, backend=backend) as bundle:
+        kid = "lib_mm_f16." + out_dtype.replace("float", "f")
+        if not runs(bundle, kid):  # lavapipe and wgpu: refused by name
+            with pytest.raises(DeviceError, match="needs cooperative_matrix"):
+                library.matmul_f16(bundle, a, b, out_dtype=out_dtype)
+            return
+        got = library.matmul_f16(bundle, a, b, out_dtype=out_dtype)
+        assert got.dtype == np.dtype(out_dtype) and got.shape == (m, n)
+        np.testing.assert_array_equal(got, product(a, b, out_dtype))
+
+
+def test_batches_and_a_shared_operand_on_the_reference(mm_bundle):
+    """A batch of 3 on both sides, then a 2-D b shared by a batched a, then a 2-D a shared
+    by a batched b: each entry is its own product (grid z, batch strides, stride 0)."""
+    rng = np.random.default_rng(3)
+    a, b = values(rng, (3, 20, 40), 4), values(rng, (3, 40, 36), 2)
+    with open_bundle(mm_bundle, device=get_device("cpu")) as bundle:
+        got = library.matmul_f16(bundle, a, b)
+        assert got.shape == (3, 20, 36)
+        np.testing.assert_array_equal(got, product(a, b))
+        np.testing.assert_array_equal(library.matmul_f16(bundle, a, b[1]), product(a, b[1]))
+        half = library.matmul_f16(bundle, a[2], b, out_dtype="float16")
+        np.testing.assert_array_equal(half, product(a[2], b, "float16"))
+
+
+def test_device_buffers_in_and_out_take_the_scalar_path_where_rows_are_not_vec4s(mm_bundle):
+    """DeviceBuffers of any shape run as they are (no padding): 33 halves of b's rows and a
+    buffer of an odd length are read through the scalar path; out= is written in place and
+    nothing past C is touched (its own length)."""
+    rng = np.random.default_rng(5)
+    a, b = values(rng, (9, 7), 4), values(rng, (7, 33), 2)
+    dev = get_device("cpu")
+    with open_bundle(mm_bundle, device=dev) as bundle:
+        out = dev.buffer((9, 33), "f32")
+        assert library.matmul_f16(bundle, dev.buffer(a), dev.buffer(b), out=out) is out
+        np.testing.assert_array_equal(out.read().reshape(9, 33), product(a, b))
+        # the same call again replays its dispatch on the same buffers: same values
+        assert library.matmul_f16(bundle, dev.buffer(a), dev.buffer(b), out=out) is out
+        np.testing.assert_array_equal(out.read().reshape(9, 33), product(a, b))
+
+
+def test_subgroups_narrower_than_32_compute_the_same_values(mm_bundle):
+    """With 8 lanes, 16 subgroups share the 4 quarters of a block: equal stores."""
+    rng = np.random.default_rng(8)
+    a, b = values(rng, (130, 47), 4), values(rng, (47, 70), 2)
+    with open_bundle(mm_bundle, device=get_device("cpu", subgroup_size=8)) as bundle:
+        np.testing.assert_array_equal(library.matmul_f16(bundle, a, b), product(a, b))
+
+
+def test_subgroups_wider_than_32_are_refused(mm_bundle):
+    a = np.ones((4, 4), np.float16)
+    with open_bundle(mm_bundle, device=get_device("cpu", subgroup_size=64)) as bundle:
+        with pytest.raises(DispatchError) as info:
+            library.matmul_f16(bundle, a, a)
+    assert str(info.value) == (
+        "library.matmul_f16: the device (cpu: vyre reference (CPU)) has subgroups of 64 "
+        "invocations; "
+        "lib_mm_f16 needs 4 subgroups per workgroup of 128 (subgroups of at most 32): use "
+        "library.matmul on float32 values there"
+    )
+
+
+@pytest.mark.parametrize(
+    "a, b, kwargs, message",
+    [
+        ((2, 3, 4, 5), (5, 6), {}, "a must be 2-D or 3-D (a batch), got shape (2, 3, 4, 5)"),
+        (
+            (3, 4),
+            (5, 6),
+            {},
+            "a is (3, 4) and b is (5, 6): a's columns (4) must equal b's rows (5)",
+        ),
+        (
+            (2, 3, 4),
+            (3, 4, 6),
+            {},
+            "a is (2, 3, 4) and b is (3, 4, 6): their batches (2 and 3) must be equal",
+        ),
+        (
+            (3, 4),
+            (4, 6),
+            {"out_dtype": "bfloat16"},
+            "out_dtype must be 'float32' or 'float16', got 'bfloat16'",
+        ),
+    ],
+)
+def test_bad_arguments_are_refused_by_name(mm_bundle, a, b, kwargs, message):
+    with open_bundle(mm_bundle, device=get_device("cpu")) as bundle:
+        with pytest.raises(DispatchError) as info:
+            library.matmul_f16(bundle, np.ones(a, np.float16), np.ones(b, np.float16), **kwargs)
+    assert str(info.value) == "library.matmul_f16: " + message
+
+
+def test_a_batch_past_the_grid_limit_is_refused(mm_bundle, monkeypatch):
+    monkeypatch.setattr(library, "MAX_BATCH", 2)
+    with open_bundle(mm_bundle, device=get_device("cpu")) as bundle:
+        with pytest.raises(DispatchError) as info:
+            library.matmul_f16(bundle, np.ones((3, 2, 2), np.float16), np.ones((2, 2), np.float16))
+    assert str(info.value) == "library.matmul_f16: a batch of 3 is more than 2 (split it)"
