@@ -280,10 +280,15 @@ def _matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = Non
     call.place("b", b)
     call.output(out, "f32", (m, n))
     ab, _ = call.upload(a)
-    bb, _ = call.upload(b)
+    bb, b_vec = call.upload(b)
     cb = out if isinstance(out, DeviceBuffer) else call.device.buffer((m, n), "f32")
+    # vec4 loads of B's rows and stores of C's: rows of a multiple of 4 values
+    vb, vc = b_vec and n % 4 == 0, cb.count % 4 == 0 and n % 4 == 0
+    b4, _ = call.pair(bb, vb, "f32", False)
+    c4, cs = call.pair(cb, vc, "f32", True)
     grid = (-(-n // TILE) * WG, -(-m // TILE))
-    steps = [call.step("lib_matmul.f32", 0, dict(a=ab, b=bb, c=cb, M=m, N=n, K=k), grid)]
+    args = dict(a=ab, b=bb, b4=b4, c=cs, c4=c4, M=m, N=n, K=k, vb=int(vb), vc=int(vc))
+    steps = [call.step("lib_matmul.f32", 0, args, grid)]
     call.run(steps)
     call.remember((), (a, b, out), steps, None)
     return call.result(cb, out, m * n, (m, n))
