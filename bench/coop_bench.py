@@ -2,7 +2,7 @@
 --old adds kernels/lib_matmul_f16.py, fragments straight from buffers) against torch fp16.
 
     python bench/coop_bench.py [--quick] [--sizes 2048,4096,8192] [--batched 64x512]
-                               [--rounds 5] [--old] [--backend vulkan|cpu]
+                               [--rounds 5] [--old] [--glsl] [--backend vulkan|cpu]
 
 Vulkan only (WGSL has no cooperative matrices). Ours: GPU timestamps around a batch of
 library calls on DeviceBuffers (time_ours: median of rounds); torch: CUDA events around the
@@ -11,7 +11,10 @@ f32 accumulation inside cuBLAS). Each size runs both outputs: f32 (ours only: to
 half matmul gives f16) and f16, the like-for-like line. Prints TFLOP/s of each and the
 ratio torch time / ours (issue 22's target: >= 0.5x at 4096 and 8192). Outputs are
 checked against torch's in float32 (|diff| <= 1e-2 * |C|max). --quick: small sizes on any
-device with the features (the cpu reference runs it too: --backend cpu).
+device with the features (the cpu reference runs it too: --backend cpu). --glsl: the same
+design hand-written in GLSL (bench/glsl/mm_f16.comp, prebuilt with glslang 13), with 8-byte
+and with 16-byte (WIDE) global loads: what the language costs, and what wider loads would
+give.
 """
 
 from __future__ import annotations
@@ -42,6 +45,19 @@ def old_kernel(dev, k, a, b, n):
     return (lambda: kern(**call)), call["c"]
 
 
+def glsl_kernel(dev, meta, name, a, b, n):
+    """A call of bench/glsl/prebuilt/`name`.spv (mm_f16.comp: lib_mm_f16.f32's bindings;
+    n a multiple of 128) on `a` and `b`."""
+    from vyre_build.runtime import load_kernel
+
+    with open(os.path.join(HERE, "glsl", "prebuilt", name + ".spv"), "rb") as f:
+        kern = load_kernel(meta, device=dev, spirv=f.read())
+    c, h = dev.buffer(n * n, "f32"), dev.buffer(4, "f16")
+    call = dict(a=a, a4=a, b=b, b4=b, c=c, h=h, M=n, N=n, K=n, sa=0, sb=0, sc=0, va=1, vb=1)
+    call.update(gx=n, gy=n // 128, gz=1)
+    return (lambda: kern(**call)), c
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -49,6 +65,9 @@ def main(argv=None) -> int:
     ap.add_argument("--batched", default="64x512", help="ZxN: Z products of N x N x N ('' none)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--old", action="store_true", help="also time kernels/lib_matmul_f16.py")
+    ap.add_argument(
+        "--glsl", action="store_true", help="also time bench/glsl/mm_f16.comp (and its WIDE build)"
+    )
     ap.add_argument("--backend", default="vulkan", choices=("vulkan", "cpu"))
     args = ap.parse_args(argv)
     from vyre_build.runtime import get_device, library
@@ -57,8 +76,9 @@ def main(argv=None) -> int:
     dev.timing = True
     from vyre_build.runtime import load_kernel
 
-    kernels = {}
+    kernels, meta = {}, None
     for k in compile_file(os.path.join(KERNELS, "lib_mm_f16.py"), root=KERNELS):
+        meta = k.meta if k.stem.endswith(".f32") else meta
         code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
         kernels[k.stem] = load_kernel(k.meta, device=dev, **code)
     (old,) = compile_file(os.path.join(KERNELS, "lib_matmul_f16.py"), root=KERNELS)
@@ -86,7 +106,9 @@ def main(argv=None) -> int:
             out = dev.buffer(shape, "f32" if out_dtype == "float32" else "f16")
             runs.append(("lib_mm_f16." + out.dtype, out_dtype, out))
         if args.old and z == 1 and n % 64 == 0:
-            runs.append(("lib_matmul_f16", None, None))
+            runs.append(("lib_matmul_f16", "old", None))
+        if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
+            runs += [("glsl mm_f16", "mm_f16", None), ("glsl mm_f16_wide", "mm_f16_wide", None)]
         th = want = None
         if have_torch:
             ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
@@ -96,8 +118,10 @@ def main(argv=None) -> int:
         else:
             want = np.matmul(a.astype(np.float32), b.astype(np.float32))
         for stem, out_dtype, out in runs:
-            if out_dtype is None:
+            if out_dtype == "old":
                 call, out = old_kernel(dev, old, da, db, n)
+            elif out_dtype.startswith("mm_f16"):
+                call, out = glsl_kernel(dev, meta, out_dtype, da, db, n)
             else:
 
                 def call(out=out, out_dtype=out_dtype, da=da, db=db):
