@@ -9,6 +9,11 @@ them (zero included), to a fixpoint. An access is proved in bounds when its inde
 below the slot's length for every execution: below `len(buf)` by a fact for a storage
 buffer, below N by its interval for a Shared/Scratch array of N elements.
 
+A cooperative-matrix load or store of a Shared array (descriptor.matrices) is proved in
+place when its stride is a constant, its offset's interval is non-negative, the fragment
+rule holds at the interval's top, and the offset is a known multiple of the rule's
+alignment (a power of two followed through literals, + - * << & and select).
+
 A Shared array needs no zeroing on entry when every read of it comes after a covering
 store (element `flat local id`, every element below N written) and then a barrier at
 the top of the same or an enclosing body: a barrier stands in uniform control flow, so
