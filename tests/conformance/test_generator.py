@@ -36,6 +36,8 @@ PROGRAMS = 350
 
 # Constructs the generator claims, with the least count over the CI run's 350 programs.
 CLAIMS = {
+    "stmt:subgroup_if": 20,
+    "subgroup_id": 10,
     "stmt:if": 300,
     "stmt:ifelse": 100,
     "stmt:elif": 50,

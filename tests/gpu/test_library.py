@@ -18,7 +18,8 @@ from vyre_build.errors import DispatchError
 from vyre_build.runtime import get_device, library, open_bundle
 
 KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "kernels")
-LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_short.py")
+LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_short.py",
+             "lib_norm_warp.py")  # fmt: skip
 NP = {"u32": np.uint32, "i32": np.int32, "f32": np.float32}
 # Lengths around vec4s (4), workgroups (256 invocations = 1024 values) and several blocks.
 SIZES = (1, 3, 4, 5, 1023, 1024, 1025, 4099, 20001)
@@ -211,7 +212,7 @@ def test_matmul_device_buffers(lib):
 
 # -- softmax and layer norm -----------------------------------------------------------------
 
-# Rows of every kernel (library.row_kernel): _w32 up to 1024 values, the 256-wide one past
+# Rows of every kernel (library.row_kernel): _warp up to 1024 values, the 256-wide one past
 # that; around the threshold, whole vec4s or not, a single value.
 ROW_SHAPES = [(1, 1), (3, 5), (7,), (2, 3, 12), (2, 1023), (5, 1024), (3, 1025), (2, 1028),
               (2, 2047), (2, 2048), (2, 2049), (2, 3001), (3, 4100)]  # fmt: skip
@@ -220,7 +221,7 @@ ROW_SHAPES = [(1, 1), (3, 5), (7,), (2, 3, 12), (2, 1023), (5, 1024), (3, 1025),
 def test_row_shapes_reach_every_row_kernel():
     for fn in ("softmax", "layer_norm"):
         used = {library.row_kernel(fn, shape[-1]) for shape in ROW_SHAPES}
-        assert used == {f"lib_{fn}{s}.f32" for s in ("_w32", "")}
+        assert used == {f"lib_{fn}{s}.f32" for s in ("_warp", "")}
 
 
 def want_softmax(x):
@@ -377,7 +378,7 @@ def test_refusals_that_need_the_kernels(lib, backend):
 
 
 @pytest.mark.backends("cpu")
-@pytest.mark.parametrize("lanes", [1, 4, 8, 32, 64, 128])
+@pytest.mark.parametrize("lanes", [1, 2, 4, 8, 16, 32, 64, 128])
 def test_no_kernel_assumes_a_subgroup_size(backend, lib_bundle, lanes):
     """The cpu reference at every subgroup size a device may have (8 on lavapipe, 32 on
     NVIDIA), on lengths that are not multiples of 4, of 32 or of a workgroup."""
@@ -390,13 +391,18 @@ def test_no_kernel_assumes_a_subgroup_size(backend, lib_bundle, lanes):
         assert_scan(library.scan(lib, f), f, False, f"f32 scan at {lanes} lanes")
         a, b = values("f32", (33, 37), seed=1), values("f32", (37, 29), seed=2)
         np.testing.assert_allclose(library.matmul(lib, a, b), a @ b, rtol=1e-5, atol=1e-5)
-        for cols in (5, 37, 100, 1023, 2051, 2052):  # each row kernel: _w32, the 256-wide one
-            rows = values("f32", (3, cols), seed=cols)
+        # each row kernel (_warp: registers at cols <= 32 lanes, strided past; the 256-wide
+        # one), on more rows than one workgroup holds at 32 lanes
+        for cols in (5, 37, 100, 257, 1023, 1024, 2051, 2052):
+            rows = values("f32", (11, cols), seed=cols)
             got = library.softmax(lib, rows)
             np.testing.assert_allclose(got, want_softmax(rows), rtol=2e-5)
             ones, zeros = np.ones(cols, np.float32), np.zeros(cols, np.float32)
             got = library.layer_norm(lib, rows, ones, zeros)
             np.testing.assert_allclose(got, want_layer_norm(rows, 1, 0, 1e-5), rtol=0, atol=2e-5)
+            flat = np.full((11, cols), 0.1, np.float32)  # a constant row: exactly beta
+            got = library.layer_norm(lib, flat, ones, np.full(cols, 0.5, np.float32))
+            np.testing.assert_array_equal(got, np.full((11, cols), 0.5, np.float32))
 
 
 # -- fp16 matmul on cooperative matrices -------------------------------------------------

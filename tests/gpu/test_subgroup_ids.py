@@ -60,3 +60,37 @@ def test_the_spirv_declares_the_builtins_and_validates(tmp_path):
     spirv_val(k.spirv, tmp_path, "ids")
     assert "@builtin(subgroup_id) sgix: u32" in k.wgsl
     assert "((63u + sgsz) / sgsz)" in k.wgsl  # num_subgroups(), derived
+
+
+BRANCHES = """
+@kernel(workgroup_size=64)
+def branches(x: Buffer[f32], out: Buffer[f32, "w"]):
+    i = global_id().x
+    s = subgroup_id()
+    v = x[i]
+    if s % 2 == 0:  # subgroup-uniform control: each subgroup takes one side
+        v = subgroup_add(v)
+    else:
+        v = subgroup_max(v) * 2.0
+    if subgroup_any(v > 40.0):
+        v += subgroup_broadcast_first(x[i])
+    for r in range(s, num_subgroups()):
+        v += subgroup_min(x[r])
+    out[i] = v
+"""
+
+
+def test_subgroup_operations_under_subgroup_uniform_control(device, tmp_path):
+    k = build(tmp_path, BRANCHES, "branches.py")
+    assert k.wgsl is not None  # naga takes subgroup ops under such control
+    n = 256
+    x = np.random.default_rng(11).integers(-8, 9, n).astype(np.float32)  # exact in any order
+    got = load_kernel(k.meta, device=device, **_code(device, k))(x=x, out=n)
+    want = execute(
+        k.descriptor,
+        {"x": x, "out": np.zeros(n, np.float32)},
+        {},
+        (n // 64, 1, 1),
+        subgroup_size=subgroup_size(device, tmp_path),
+    )
+    np.testing.assert_array_equal(np.asarray(got["out"]), want["out"])

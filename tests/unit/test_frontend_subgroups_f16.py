@@ -80,10 +80,13 @@ def test_subgroup_ops_only_in_uniform_control_flow(tmp_path):
     assert e.message == (
         "subgroup_add() is in non-uniform control flow: the condition at "
         f"{tmp_path / 'k.py'}:7:5 (`if i < 3:`) depends on global_id(), so some "
-        "invocations of the workgroup may not reach it"
+        "invocations of the subgroup may not reach it"
     )
-    assert e.fix.startswith(
-        "guard the work, not the subgroup operation: move the subgroup operation"
+    assert e.fix == (
+        "guard the work, not the subgroup operation: move the subgroup operation out of the "
+        "branch so every invocation of the subgroup reaches it (scalars, constants, len(buf), "
+        "workgroup_id(), num_workgroups(), subgroup_id(), num_subgroups() and the results of "
+        "subgroup reductions and broadcasts are uniform within a subgroup)"
     )
 
 

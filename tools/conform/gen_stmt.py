@@ -7,6 +7,7 @@ construction.
   leading and a trailing barrier and read only after the trailing one.
 - Barriers only in uniform control flow: not under a condition on ids or loaded values,
   not in a loop that such a condition can leave early, not after a return under one.
+  Subgroup ops there too, and under a condition uniform within a subgroup (gen_subgroup).
 - Every for loop counts its trips (a pinned guard): more than Python's range() would make
   sets a bit of `chk` and breaks, so a miscompiled bound or step terminates and shows up.
   While loops carry a pinned fuel counter in their condition.
@@ -137,6 +138,8 @@ class StmtGen:
                 return [self.early_return(ctx)]
         if ctx.helper is None and k < 0.92:
             if self.barrier_ok(ctx) and r.random() < 0.45:
+                if not deep and r.random() < 0.35:
+                    return [self.subgroup_if(ctx)]
                 return self.subgroup_let(ctx)
             shared = [b for b in self.bufs if b.role in ("shared", "shatomic")]
             if shared and self.barrier_ok(ctx) and r.random() < 0.55:

@@ -1,6 +1,8 @@
 """Subgroup operations, defined on every device whatever its subgroup size.
 
-Like barriers they appear only in uniform control flow (gen_stmt.barrier_ok). Their
+They appear in uniform control flow (gen_stmt.barrier_ok) and, one level down, under a
+condition uniform within each subgroup only (`subgroup_if`: on subgroup_id(),
+num_subgroups() or a subgroup reduction or vote), where a barrier may not go. Their
 results depend on the size (8 on lavapipe, 32 on NVIDIA): the reference runs with the
 size given (--subgroup-size). Each op is used so that its result is defined:
 - a shuffle or broadcast reads lane L only where L is a lane of the subgroup that is
@@ -11,6 +13,8 @@ size given (--subgroup-size). Each op is used so that its result is defined:
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from .prog import E, Facts, S
 from .values import Val
@@ -48,6 +52,56 @@ class SubgroupGen:
             self.scopes[-1].append(Val(name, e.ty, e.facts, "let"))
             out.append(S("assign", f"{name} = {{0}}", (e,), tag="subgroup"))
         return out
+
+    def subgroup_cond(self) -> E:
+        """A condition that is the same in every invocation of a subgroup, not of a workgroup."""
+        r = self.r
+        k = r.random()
+        if k < 0.35:
+            m = r.choice([2, 3])
+            return E(
+                "bool",
+                f"(subgroup_id() % u32({m}) == u32({r.randrange(m)}))",
+                (),
+                tag="subgroup_id",
+            )
+        if k < 0.5:  # the last subgroup is partial where the workgroup size is not a multiple
+            return E("bool", "(subgroup_id() + u32(1) < num_subgroups())", (), tag="subgroup_id")
+        if k < 0.75:
+            vote = r.choice(["any", "all"])
+            return E(
+                "bool", f"subgroup_{vote}({{0}})", (self.bexpr(False, 2),), tag=f"subgroup_{vote}"
+            )
+        op = r.choice(["max", "min", "and", "or", "xor", "add"])
+        v = self.iexpr("u32", False, 2)
+        return E(
+            "bool",
+            f"(subgroup_{op}({{0}}) % u32(3) != u32({r.randrange(3)}))",
+            (v,),
+            tag=f"subgroup_{op}",
+        )
+
+    def subgroup_if(self, ctx) -> S:
+        """`if <subgroup-uniform>:` holding subgroup ops (and other statements after them)."""
+        r = self.r
+        sub = replace(ctx, uni=False, depth=ctx.depth + 1)
+
+        def branch(n: int) -> list:
+            self.scopes.append([])
+            try:
+                # a return under divergent control, even in the other branch, ends it
+                out = [] if self.nonuni_returned else self.subgroup_let(sub, r.randint(1, 3))
+                for _ in range(n):
+                    out.extend(self.statement(sub))
+                return out
+            finally:
+                self.scopes.pop()
+
+        c = self.subgroup_cond()
+        then = branch(r.randint(1, 3))
+        if r.random() < 0.5:
+            return S("if", "", (c,), (then,), tag="subgroup_if")
+        return S("if", "", (c,), (then, branch(r.randint(0, 2))), tag="subgroup_if")
 
     def combos(self) -> list:
         lane_ops = [] if self.elementwise else LANE_OPS  # a lane read needs the local id

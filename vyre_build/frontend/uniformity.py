@@ -1,4 +1,5 @@
-"""Uniformity: barriers only where every invocation of the workgroup reaches them.
+"""Uniformity: barriers only where every invocation of the workgroup reaches them, and
+subgroup operations only where every invocation of the subgroup does.
 
 Follows WGSL's uniformity analysis on the checked IR (helpers inlined). A value is
 non-uniform when it depends on an invocation id (`global_id()`, `local_id()`), on a load
@@ -10,8 +11,18 @@ loop body, and in every later iteration). A loop is left together: after it, con
 as before it. Scalars, constants, `len(buf)`, `workgroup_id()` and `num_workgroups()`
 are uniform, and so is a load from a read-only buffer at a uniform index.
 
-`barrier()` and `storage_barrier()` under non-uniform control are errors naming the
-barrier (file:line:col, caret) and the branch that made control non-uniform.
+Two levels: a value is *subgroup-uniform* when it is the same in every invocation of a
+subgroup but may differ between subgroups: `subgroup_id()`, the results of the subgroup
+reductions, votes and broadcasts (add, min, max, and, or, xor, all, any, ballot,
+broadcast, broadcast_first), and what is computed only from those and uniform values
+(`num_subgroups()` is uniform). Control under a condition, loop bound or exit that is
+subgroup-uniform is subgroup-uniform: every invocation of a subgroup goes the same way.
+
+The workgroup rule: `barrier()` and `storage_barrier()` need uniform control. The subgroup
+rule: subgroup operations and cooperative-matrix operations need subgroup-uniform control,
+and a cooperative matrix's offset, stride and fill value must be subgroup-uniform (the
+subgroup loads, stores or fills one matrix together). A breach is an error naming the
+operation (file:line:col, caret), the rule, and the branch or value that breaks it.
 """
 
 from __future__ import annotations
@@ -23,7 +34,24 @@ from vyre_build import ir
 
 __all__ = ["check_uniformity"]
 
-_UNIFORM_BUILTINS = ("workgroup_id", "num_workgroups", "subgroup_size")
+_UNIFORM_BUILTINS = ("workgroup_id", "num_workgroups", "subgroup_size", "num_subgroups")
+SUBGROUP = "subgroup"  # Cause.scope of a value uniform within each subgroup only
+# Subgroup ops whose result is the same in every invocation of the subgroup.
+_SUBGROUP_UNIFORM = frozenset(
+    (
+        "add",
+        "min",
+        "max",
+        "and",
+        "or",
+        "xor",
+        "all",
+        "any",
+        "ballot",
+        "broadcast",
+        "broadcast_first",
+    )
+)
 _SUBGROUP_NAMES = {
     "add": "subgroup_add",
     "min": "subgroup_min",
@@ -77,13 +105,47 @@ def _subgroup_in(e) -> str | None:
     return None
 
 
+_SUBGROUP_FIX = (
+    "scalars, constants, len(buf), workgroup_id(), num_workgroups(), subgroup_id(), "
+    "num_subgroups() and the results of subgroup reductions and broadcasts are uniform within "
+    "a subgroup"
+)
+
+
+def _coop_args(e):
+    """(operation name, what, expression) for each operand of a cooperative-matrix op in
+    expression or statement `e` that must be subgroup-uniform (not inside nested blocks)."""
+    if isinstance(e, (ir.CoopLoad, ir.CoopStore)):
+        name = _subgroup_in(e) if isinstance(e, ir.CoopLoad) else "coop_store"
+        yield name, "offset", e.offset
+        yield name, "stride", e.stride
+    elif isinstance(e, ir.CoopFill):
+        yield "coop_fill", "value", e.value
+    if isinstance(e, tuple):
+        for x in e:
+            yield from _coop_args(x)
+        return
+    for f in getattr(e, "__dataclass_fields__", ()):
+        if f not in ("then", "orelse", "body", "continuing"):
+            yield from _coop_args(getattr(e, f))
+
+
 @dataclass(frozen=True)
 class Cause:
-    """Why something is non-uniform: what it depends on, and the statement that branched."""
+    """Why something is non-uniform: what it depends on, and the statement that branched.
+    `scope` is SUBGROUP where it is uniform within each subgroup (not across the workgroup)."""
 
     why: str  # "global_id()", "a load from writable buffer 'y'", ...
     where: tuple | None = None  # (Source, ast node) of the branching if or loop
     via: str = ""  # "return", "break", "continue": an exit under that branch
+    scope: str = "invocation"
+
+
+def worse(a: Cause | None, b: Cause | None) -> Cause | None:
+    """The less uniform of two causes (`a` where they are as uniform)."""
+    if a is None or (a.scope == SUBGROUP and b is not None and b.scope != SUBGROUP):
+        return b
+    return a
 
 
 class _Loop:
@@ -105,6 +167,8 @@ class _Analysis:
         if isinstance(e, (ir.Const, ir.Param, ir.Length)):
             return None
         if isinstance(e, ir.Builtin):
+            if e.kind == "subgroup_id":
+                return Cause("subgroup_id()", scope=SUBGROUP)
             return None if e.kind in _UNIFORM_BUILTINS else Cause(f"{e.kind}()")
         if isinstance(e, ir.Var):
             return state.get(e.name)
@@ -119,82 +183,85 @@ class _Analysis:
             a = self.arrays.get(e.array)
             if a is not None and a.space == "shared":
                 return Cause(f"a load from shared array '{e.array}'")
-            return state.get(("array", e.array)) or self.value(e.index, state)
+            return worse(state.get(("array", e.array)), self.value(e.index, state))
         if isinstance(e, ir.Atomic):
             return Cause(f"the result of {e.op.lower()} on '{e.array}'")
-        if isinstance(e, ir.Subgroup):  # the same within a subgroup, not across the workgroup
-            return Cause(f"{_SUBGROUP_NAMES[e.op]}()")
+        if isinstance(e, ir.Subgroup):  # a reduction: the same within a subgroup, no more
+            scope = SUBGROUP if e.op in _SUBGROUP_UNIFORM else "invocation"
+            return Cause(f"{_SUBGROUP_NAMES[e.op]}()", scope=scope)
+        got = None
         for f in ("a", "b", "c", "cond", "if_true", "if_false", "index"):
             sub = getattr(e, f, None)
             if sub is not None and not isinstance(sub, (str, int, float, bool)):
-                got = self.value(sub, state)
-                if got is not None:
+                got = worse(got, self.value(sub, state))
+                if got is not None and got.scope != SUBGROUP:
                     return got
         for sub in getattr(e, "args", ()) or ():
-            got = self.value(sub, state)
-            if got is not None:
+            got = worse(got, self.value(sub, state))
+            if got is not None and got.scope != SUBGROUP:
                 return got
-        return None
+        return got
 
     # --- statements --------------------------------------------------------------------
     def block(self, stmts, state: dict, control: Cause | None, loops: list) -> Cause | None:
         """Walk `stmts` under `control`; returns the control the block ends with."""
         for s in stmts:
-            if self.returned is not None and control is None:
-                control = self.returned
-            if loops and loops[-1].cause is not None and control is None:
-                control = loops[-1].cause
+            if self.returned is not None:
+                control = worse(control, self.returned)
+            if loops and loops[-1].cause is not None:
+                control = worse(control, loops[-1].cause)
             control = self.stmt(s, state, control, loops)
         return control
 
     def branch_cause(self, node, what: Cause) -> Cause:
         got = self.where.get(id(node))
-        return Cause(what.why, got[:2] if got else None)
+        return Cause(what.why, got[:2] if got else None, scope=what.scope)
 
     def stmt(self, s, state, control, loops):  # noqa: C901 - one branch per statement
-        if control is not None:
+        if control is not None and control.scope != SUBGROUP:
             name = _subgroup_in(s)
             if name is not None:
                 raise self.barrier_error(s, control, f"{name}()")
+        for name, what, arg in _coop_args(s):
+            got = self.value(arg, state)
+            if got is not None and got.scope != SUBGROUP:
+                raise self.operand_error(s, f"{name}()", what, got)
         if isinstance(s, ir.Assign):
-            got = self.value(s.value, state) or control
+            got = worse(self.value(s.value, state), control)
             state[s.var] = got
         elif isinstance(s, ir.Store):
             if s.array not in self.buffers and s.array in self.arrays:
                 if self.arrays[s.array].space == "local":
                     key = ("array", s.array)
-                    state[key] = (
-                        state.get(key)
-                        or self.value(s.value, state)
-                        or self.value(s.index, state)
-                        or control
-                    )
+                    got = worse(state.get(key), self.value(s.value, state))
+                    state[key] = worse(worse(got, self.value(s.index, state)), control)
         elif isinstance(s, ir.Barrier):
             # States only grow less uniform, so an error in a fixpoint pass is final.
             if control is not None:
                 raise self.barrier_error(s, control)
         elif isinstance(s, ir.If):
             cond = self.value(s.cond, state)
-            inner = control or (self.branch_cause(s, cond) if cond is not None else None)
+            inner = worse(control, self.branch_cause(s, cond) if cond is not None else None)
             # (an assignment under non-uniform control is non-uniform: see Assign)
             then_state, else_state = dict(state), dict(state)
             self.block(s.then, then_state, inner, loops)
             self.block(s.orelse, else_state, inner, loops)
             for k in set(then_state) | set(else_state):
-                state[k] = then_state.get(k) or else_state.get(k)
+                state[k] = worse(then_state.get(k), else_state.get(k))
         elif isinstance(s, ir.For):
-            bounds = self.value(s.lo, state) or self.value(s.hi, state)
-            inner = control or (self.branch_cause(s, bounds) if bounds is not None else None)
+            bounds = worse(self.value(s.lo, state), self.value(s.hi, state))
+            inner = worse(control, self.branch_cause(s, bounds) if bounds is not None else None)
             self.loop(s, s.body, (), state, inner, loops, loop_var=s.var)
         elif isinstance(s, ir.Loop):
             self.loop(s, s.body, s.continuing, state, control, loops)
         elif isinstance(s, ir.Return):
-            if control is not None and self.returned is None:
-                self.returned = Cause(control.why, control.where, control.via or "return")
+            if control is not None and worse(self.returned, control) is not self.returned:
+                via = control.via or "return"
+                self.returned = Cause(control.why, control.where, via, control.scope)
         elif isinstance(s, (ir.Break, ir.Continue)):
-            if loops and control is not None and loops[-1].cause is None:
+            if loops and control is not None and worse(loops[-1].cause, control) is control:
                 via = control.via or type(s).__name__.lower()
-                loops[-1].cause = Cause(control.why, control.where, via)
+                loops[-1].cause = Cause(control.why, control.where, via, control.scope)
         return control
 
     def loop(self, node, body, continuing, state, control, loops, loop_var=None):
@@ -205,21 +272,23 @@ class _Analysis:
             cause_before = info.cause
             if loop_var is not None:
                 state[("loop", loop_var)] = control
-            start = control if single else (control or info.cause)
+            start = control if single else worse(control, info.cause)
             inner = dict(state)
             self.block(body, inner, start, loops + [info])
-            self.block(continuing, inner, start or info.cause, loops + [info])
+            self.block(continuing, inner, worse(start, info.cause), loops + [info])
             for k, v in inner.items():
-                state[k] = state.get(k) or v
+                state[k] = worse(state.get(k), v)
             if single or (state == before and info.cause is cause_before):
                 break
 
     def barrier_error(self, s, control: Cause, name: str | None = None):
         """The error for a barrier (or, with `name`, a subgroup op) under `control`."""
-        src, node = self.where.get(id(s), (None, None, None))[:2]
         if name is None:
             name = "storage_barrier()" if s.storage else "barrier()"
-        reason = f"control depends on {control.why}"
+        depends = control.why
+        if control.scope == SUBGROUP:  # only a barrier is refused under such control
+            depends += ", which is uniform within a subgroup but not across the workgroup"
+        reason = f"control depends on {depends}"
         if control.where is not None:
             bsrc, bnode = control.where
             line = bnode.lineno
@@ -227,22 +296,49 @@ class _Analysis:
             at = f"{bsrc.path}:{line}:{bnode.col_offset + 1} (`{text}`)"
             if control.via and not isinstance(bnode, ast.While):
                 reason = (
-                    f"a {control.via} follows the condition at {at}, which depends on {control.why}"
+                    f"a {control.via} follows the condition at {at}, which depends on {depends}"
                 )
             elif isinstance(bnode, ast.For):
-                reason = f"the loop bounds at {at} depend on {control.why}"
+                reason = f"the loop bounds at {at} depend on {depends}"
             else:
-                reason = f"the condition at {at} depends on {control.why}"
+                reason = f"the condition at {at} depends on {depends}"
+        if "barrier" in name:
+            message = (
+                f"{name} is in non-uniform control flow: {reason}, so some invocations of the "
+                "workgroup may not reach it"
+            )
+            fix = (
+                "guard the work, not the barrier: move the barrier out of the branch so every "
+                "invocation reaches it (conditions on scalars, constants, len(buf), "
+                "workgroup_id() and num_workgroups() are uniform)"
+            )
+            if control.scope == SUBGROUP:
+                fix += (
+                    "; a barrier needs the whole workgroup, a subgroup_id() branch holds a subgroup"
+                )
+        else:
+            message = (
+                f"{name} is in non-uniform control flow: {reason}, so some invocations of the "
+                "subgroup may not reach it"
+            )
+            fix = (
+                "guard the work, not the subgroup operation: move the subgroup operation out "
+                f"of the branch so every invocation of the subgroup reaches it ({_SUBGROUP_FIX})"
+            )
+        return self.error_at(s, message, fix)
+
+    def operand_error(self, s, name: str, what: str, cause: Cause):
+        """The error for a cooperative matrix's `what` (offset, stride, value) not uniform
+        within the subgroup."""
         message = (
-            f"{name} is in non-uniform control flow: {reason}, so some invocations of the "
-            "workgroup may not reach it"
+            f"{name}'s {what} depends on {cause.why}, which differs between the invocations "
+            "of a subgroup: the subgroup handles one matrix together, so they must agree"
         )
-        what = "barrier" if "barrier" in name else "subgroup operation"
-        fix = (
-            f"guard the work, not the {what}: move the {what} out of the branch so every "
-            "invocation reaches it (conditions on scalars, constants, len(buf), workgroup_id() "
-            "and num_workgroups() are uniform)"
-        )
+        fix = f"compute the {what} from values uniform within the subgroup ({_SUBGROUP_FIX})"
+        return self.error_at(s, message, fix)
+
+    def error_at(self, s, message: str, fix: str):
+        src, node = self.where.get(id(s), (None, None, None))[:2]
         if src is None:
             from vyre_build.errors import KernelError
 

@@ -60,14 +60,14 @@ TILE = 128  # lib_matmul: the side of the block of C one workgroup computes
 MAX_PARTIALS = 1024  # reduce: workgroups of the first pass (about one wave on an H200)
 MAX_BLOCKS = 1024  # scan: blocks (one wave on an H200; their sums scanned in one step)
 MAX_ROWS = 65535  # softmax, layer_norm: workgroups per dispatch (WebGPU's per-axis limit)
-# softmax, layer_norm: (longest row, kernel suffix, its workgroup size) of the short-row
-# kernels (lib_norm_short.py: one row per workgroup, 8 vec4s per invocation in registers,
-# read once); longer rows go to lib_norm.py (256 invocations per row), which moves a
-# 4096-value row at HBM bandwidth (H200: 1.3x torch) but leaves short rows latency-bound.
-# Rows up to 1024 values: one 32-wide workgroup per row. Longer rows: the 256-wide kernel,
-# which a 64-wide short kernel did not beat at 2048 values on the H200 (1.08x vs 1.01x of
-# torch for softmax, 1.18x vs 0.87x for layer norm).
-SHORT_ROWS = ((1024, "_w32", 32),)
+# softmax, layer_norm: (longest row, kernel suffix, rows per workgroup) of the short-row
+# kernels (lib_norm_warp.py: one subgroup per row, several rows per 256-wide workgroup, 8
+# vec4s per lane in registers at 32 lanes, read once); longer rows go to lib_norm.py (256
+# invocations per row), which moves a 4096-value row at HBM bandwidth (H200: 1.3x torch)
+# but leaves short rows latency-bound. The one-row-per-32-wide-workgroup kernels of
+# lib_norm_short.py (0.40-0.60x torch at 4096x1024 on the H200: too few rows in flight)
+# stay in the bundle, unused here, for bench/library_bench.py to compare.
+SHORT_ROWS = ((1024, "_warp", 8),)  # 8 rows per workgroup where subgroups have 32 lanes
 _NUMERIC = ("f32", "i32", "u32")
 _OPS = ("sum", "min", "max")
 # The kernel ids each function uses ({op}: the reduction, {t}: the element type).
@@ -76,8 +76,8 @@ LIBRARY_KERNELS = {
     "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}"),
     "matmul": ("lib_matmul.f32",),
     "matmul_f16": ("lib_mm_f16.f32", "lib_mm_f16.f16"),
-    "softmax": ("lib_softmax.f32", "lib_softmax_w32.f32"),
-    "layer_norm": ("lib_layer_norm.f32", "lib_layer_norm_w32.f32"),
+    "softmax": ("lib_softmax.f32", "lib_softmax_warp.f32"),
+    "layer_norm": ("lib_layer_norm.f32", "lib_layer_norm_warp.f32"),
 }
 
 
@@ -412,14 +412,15 @@ def _rows(fn: str, x: Array) -> tuple[int, int]:
 
 
 def row_kernel(fn: str, cols: int) -> str:
-    """The kernel id that softmax or layer_norm runs for rows of `cols` values: a short-row
-    kernel (lib_norm_short.py) up to 1,024 values, lib_norm.py's past that (SHORT_ROWS).
+    """The kernel id that softmax or layer_norm runs for rows of `cols` values: the
+    subgroup-per-row kernel (lib_norm_warp.py) up to 1,024 values, lib_norm.py's past that
+    (SHORT_ROWS).
 
     Arguments:
         fn: "softmax" or "layer_norm".
         cols: the row length (x's last axis), at least 1.
     Returns:
-        The kernel id, e.g. "lib_softmax_w32.f32" for rows of 1024 values.
+        The kernel id, e.g. "lib_softmax_warp.f32" for rows of 1024 values.
     """
     if fn not in ("softmax", "layer_norm"):
         raise fail("row_kernel", f"fn must be 'softmax' or 'layer_norm', got {fn!r}")
@@ -429,9 +430,9 @@ def row_kernel(fn: str, cols: int) -> str:
 
 
 def _row_kernel(fn: str, cols: int) -> tuple[str, int]:
-    # (kernel id, workgroup size) of `fn` for rows of `cols` values.
-    suffix, wg = next(((s, w) for longest, s, w in SHORT_ROWS if cols <= longest), ("", WG))
-    return f"lib_{fn}{suffix}.f32", wg
+    # (kernel id, rows per workgroup) of `fn` for rows of `cols` values.
+    suffix, per = next(((s, p) for longest, s, p in SHORT_ROWS if cols <= longest), ("", 1))
+    return f"lib_{fn}{suffix}.f32", per
 
 
 @overload
@@ -447,7 +448,7 @@ def softmax(*args: Any, **kwargs: Any) -> Any:
 
     Arguments:
         kernels: optional: a Bundle (or a mapping of id -> Kernel) holding the kernel for x's row
-            length (`row_kernel("softmax", cols)`: lib_softmax_w32.f32 or .f32).
+            length (`row_kernel("softmax", cols)`: lib_softmax_warp.f32 or .f32).
         x: float32, a numpy array or DeviceBuffer of any shape (its last axis is a row).
         out: a float32 array or DeviceBuffer of x's shape to write the result into.
     Returns:
@@ -461,13 +462,13 @@ def _softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any
     """`softmax` with its kernels given."""
     kind_of("softmax", "x", x, ("f32",))
     rows, cols = _rows("softmax", x)
-    kid, wg = _row_kernel("softmax", cols)
+    kid, per = _row_kernel("softmax", cols)
     call = Call("softmax", kernels, [kid])
     if isinstance(out, DeviceBuffer) and call.replay((), (x, out)) is not MISS:
         return out
     call.place("x", x)
     call.output(out, "f32", shape_of(x))
-    args, grid, ob = _row_args(call, x, out, rows, cols, wg)
+    args, grid, ob = _row_args(call, x, out, rows, cols, per)
     steps = [call.step(kid, 0, args, grid)]
     call.run(steps)
     call.remember((), (x, out), steps, None)
@@ -498,7 +499,7 @@ def layer_norm(*args: Any, **kwargs: Any) -> Any:
 
     Arguments:
         kernels: optional: a Bundle (or a mapping of id -> Kernel) holding the kernel for x's row
-            length (`row_kernel("layer_norm", cols)`: lib_layer_norm_w32.f32 or .f32).
+            length (`row_kernel("layer_norm", cols)`: lib_layer_norm_warp.f32 or .f32).
         x: float32, a numpy array or DeviceBuffer of any shape (its last axis is a row).
         gamma, beta: float32 of shape (cols,), numpy arrays or DeviceBuffers.
         eps: added to the variance; a finite float >= 0.
@@ -530,7 +531,7 @@ def _layer_norm(
             )
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 3e38:
         raise fail("layer_norm", f"eps must be a finite float >= 0, got {eps!r}")
-    kid, wg = _row_kernel("layer_norm", cols)
+    kid, per = _row_kernel("layer_norm", cols)
     call = Call("layer_norm", kernels, [kid])
     buffers = (x, gamma, beta, out)
     if isinstance(out, DeviceBuffer) and call.replay((float(eps),), buffers) is not MISS:
@@ -538,7 +539,7 @@ def _layer_norm(
     for name, value in (("x", x), ("gamma", gamma), ("beta", beta)):
         call.place(name, value)
     call.output(out, "f32", shape_of(x))
-    args, grid, ob = _row_args(call, x, out, rows, cols, wg)
+    args, grid, ob = _row_args(call, x, out, rows, cols, per)
     for name, value in (("gamma", gamma), ("beta", beta)):
         buf, vec = call.upload(value)
         args[name + "4"], args[name] = call.pair(buf, vec, "f32", False)
@@ -549,15 +550,16 @@ def _layer_norm(
 
 
 def _row_args(
-    call: Call, x: Array, out: Out, rows: int, cols: int, wg: int
+    call: Call, x: Array, out: Out, rows: int, cols: int, per: int
 ) -> tuple[dict[str, Any], int, DeviceBuffer]:
     # A row kernel's arguments over x (vec4 bindings when rows are whole vec4s), its grid
-    # (one workgroup of `wg` per row, up to MAX_ROWS), and the buffer the result goes to.
+    # (a workgroup of WG per `per` rows, up to MAX_ROWS workgroups; the kernel takes the
+    # rest `row_stride` workgroups' rows apart), and the buffer the result goes to.
     vec = cols % 4 == 0
     xb, _ = call.upload(x)
     ob, _ = call.target(out, "f32", rows * cols)
     x4, xs = call.pair(xb, vec, "f32", False)
     o4, os_ = call.pair(ob, vec, "f32", True)
-    stride = min(rows, MAX_ROWS)
+    stride = min(-(-rows // per), MAX_ROWS)
     args = dict(x4=x4, x=xs, out4=o4, out=os_, rows=rows, cols=cols, vec=int(vec))
-    return {**args, "row_stride": stride}, stride * wg, ob
+    return {**args, "row_stride": stride}, stride * WG, ob

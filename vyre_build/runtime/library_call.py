@@ -38,6 +38,8 @@ _FILES = {
     "lib_softmax_w64": "lib_norm_short.py",
     "lib_layer_norm_w32": "lib_norm_short.py",
     "lib_layer_norm_w64": "lib_norm_short.py",
+    "lib_softmax_warp": "lib_norm_warp.py",
+    "lib_layer_norm_warp": "lib_norm_warp.py",
 }
 
 
