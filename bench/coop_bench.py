@@ -1,5 +1,5 @@
 """fp16 cooperative-matrix matmul (library.matmul_f16: kernels/lib_mm_f16.py, staged tiles;
---old adds kernels/lib_matmul_f16.py, fragments straight from buffers) against torch fp16.
+--old adds bench/kernels/lib_matmul_f16.py, the previous library kernel: fragments straight from buffers) against torch fp16.
 
     python bench/coop_bench.py [--quick] [--sizes 2048,4096,8192] [--batched 64x512]
                                [--rounds 5] [--old] [--glsl] [--backend vulkan|cpu]
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="2048,4096,8192")
     ap.add_argument("--batched", default="64x512", help="ZxN: Z products of N x N x N ('' none)")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--old", action="store_true", help="also time kernels/lib_matmul_f16.py")
+    ap.add_argument("--old", action="store_true", help="also time bench/kernels/lib_matmul_f16.py")
     ap.add_argument(
         "--glsl", action="store_true", help="also time bench/glsl/mm_f16.comp (and its WIDE build)"
     )
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
         meta = k.meta if k.stem.endswith(".f32") else meta
         code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
         kernels[k.stem] = load_kernel(k.meta, device=dev, **code)
-    (old,) = compile_file(os.path.join(KERNELS, "lib_matmul_f16.py"), root=KERNELS)
+    (old,) = compile_file(os.path.join(HERE, "kernels", "lib_matmul_f16.py"), root=HERE)
     try:
         import torch
 
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
         if args.old and z == 1 and n % 64 == 0:
             runs.append(("lib_matmul_f16", "old", None))
         if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
-            runs += [("glsl mm_f16", "mm_f16", None), ("glsl mm_f16_wide", "mm_f16_wide", None)]
+            runs += [("glsl.mm_f16", "mm_f16", None), ("glsl.mm_f16_wide", "mm_f16_wide", None)]
         th = want = None
         if have_torch:
             ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
