@@ -16,7 +16,8 @@ a kernel must move (read the input once, write the output once), TFLOP/s 2*M*N*K
 Every result is compared with torch's (numpy's without torch) and the line says so.
 Targets (issue 12): reduce >= 1.0x, scan >= 1.2x, matmul >= 0.75x, softmax and layer
 norm >= 1.0x. Softmax and layer norm lines end with the kernel that ran
-(library.row_kernel: rows up to 1024 values take the short-row kernel);
+(library.row_kernel: rows up to 1024 values take the subgroup-per-row kernel,
+lib_norm_warp.py; issue 22's shapes 4096x1024, 8192x2048 and 16384x4096 by default);
 softmax_256 and layer_norm_256 force lib_norm.py's 256-wide kernel on the same shapes:
 
     python3 bench/library_bench.py --cases softmax,layer_norm,softmax_256,layer_norm_256
@@ -42,7 +43,7 @@ from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.runtime import get_device, library, load_kernel  # noqa: E402
 
 KERNELS = os.path.join(ROOT, "kernels")
-LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_short.py")
+LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_warp.py")
 CODE = {"wgpu": "wgsl", "vulkan": "spirv", "cpu": "kdesc"}
 
 
@@ -207,8 +208,8 @@ def _shape(text: str) -> tuple[int, int]:
 
 
 M16, M268 = 16_777_216, 268_435_456
-# Issue 12's row shapes (1024 values: the 32-wide short-row kernel; 4096: the 256-wide
-# one) and 2048 values, past the short kernel's threshold; softmax_256 and layer_norm_256
+# Issue 12's and 22's row shapes (1024 values: the subgroup-per-row kernel; 4096: the
+# 256-wide one) and 2048 values, past the short kernel's threshold; softmax_256 and layer_norm_256
 # run every shape on the 256-wide kernel, to compare.
 ROW_SIZES = ((4096, 1024), (8192, 2048), (16384, 4096))
 ROW_QUICK = ((64, 1024), (33, 1000), (16, 2047), (9, 3001))

@@ -1,7 +1,7 @@
 """Library row softmax and layer norm over a rows x cols f32 matrix (rows of any length),
 for vyre_build.runtime.library.softmax / layer_norm on rows past 2,048 values (shorter
-rows: lib_norm_short.py, whose few invocations per row keep short rows from being
-latency-bound).
+rows: lib_norm_warp.py, one subgroup per row, several rows per workgroup, which keeps
+short rows from being latency-bound).
 
 One workgroup per row (rows past the grid taken `row_stride` apart), subgroup reductions
 then shared memory across subgroups (lib_common). With `vec` set (cols % 4 == 0) rows

@@ -10,26 +10,93 @@ and sums are one subgroup_max / subgroup_add each.
 
 Where the row fits in eight vec4s per lane (cols <= 32 * subgroup_size(): every row here
 at 32 lanes or more), lane l keeps vec4s q = l + k * subgroup_size(), k = 0..7, in
-registers (eight named locals, as lib_norm_short.py): a subgroup's loads are contiguous, the
-row is read once and written once. At smaller subgroups (lavapipe, the cpu backend's 1..16)
+registers (eight named locals, not a local array in a loop, so that they stay in
+registers whatever the driver unrolls): a subgroup's loads are contiguous, the row is read once and written once. At smaller subgroups (lavapipe, the cpu backend's 1..16)
 the lanes stride through the row instead, reading it once per pass (softmax: max, sum,
 write; layer norm: mean, variance, write), so every subgroup size is correct.
 
-Softmax: exp(x - max) / sum. Layer norm: values less the row's first value (a constant row
-has deviations of exactly 0, as lib_norm_short.py), their mean, the sum of squared
-deviations from it, then (x - mean) * rsqrt(var + eps) * gamma + beta. With `vec` set
+Softmax: exp(x - max) / sum. Layer norm: values less the row's first value (so a constant
+row has deviations of exactly 0: a mean computed by division is not exact, and GPUs divide
+to 2.5 ulp, which made a constant row come out as beta +- gamma on the H200), their mean,
+the sum of squared deviations from it, then (x - mean) * rsqrt(var + eps) * gamma + beta. With `vec` set
 (cols % 4 == 0) rows move as vec4s through x4/out4, else as scalars through x/out (the host
 binds the unused pair to small scratch buffers). variants.yaml binds T and V.
 """
-from vyre_build.lang import (Buffer, f32, kernel, max, num_subgroups, rsqrt, subgroup_add,
-                             subgroup_id, subgroup_invocation_id, subgroup_max, subgroup_size,
-                             u32, workgroup_id)
+from vyre_build.lang import (Buffer, bitcast, f32, kernel, max, num_subgroups, rsqrt,
+                             subgroup_add, subgroup_id, subgroup_invocation_id, subgroup_max,
+                             subgroup_size, u32, workgroup_id)
 
+from .lib_common import put4
 from .lib_norm import exp4
-from .lib_norm_short import first, inside, load, max4, neg_inf, scaled, store, sum4
 
 REGS = 8  # vec4s per lane in the register path
 WG = 256
+
+
+def neg_inf() -> T:
+    # fills softmax's slots past the row: exp(-inf - max) is exactly 0
+    return bitcast(T, u32(0xFF800000))
+
+
+def load(x4: Buffer[V], x: Buffer[T], row: u32, q: u32, cols: u32, vec: u32, fill: T) -> V:
+    """Values 4q .. 4q+3 of the row (`fill` past its end): one vec4 load when rows are
+    whole vec4s, else scalar loads."""
+    r = V(fill)
+    if vec != 0:
+        if 4 * q < cols:
+            r = x4[row * (cols // 4) + q]
+    else:
+        i = row * cols + 4 * q
+        c = 4 * q
+        r = V(x[i] if c < cols else fill, x[i + 1] if c + 1 < cols else fill,
+              x[i + 2] if c + 2 < cols else fill, x[i + 3] if c + 3 < cols else fill)
+    return r
+
+
+def store(out4: Buffer[V, "w"], out: Buffer[T, "w"], row: u32, q: u32, cols: u32, vec: u32,
+          r: V) -> None:
+    """Values 4q .. 4q+3 of the row, those before its end."""
+    if vec != 0:
+        if 4 * q < cols:
+            out4[row * (cols // 4) + q] = r
+    else:
+        put4(out, row * cols + 4 * q, row * cols + cols, r)
+
+
+def first(x4: Buffer[V], x: Buffer[T], row: u32, cols: u32, vec: u32) -> T:
+    """The row's first value (through x4 when rows are whole vec4s: x is then scratch)."""
+    r = T(0.0)
+    if vec != 0:
+        r = x4[row * (cols // 4)].x
+    else:
+        r = x[row * cols]
+    return r
+
+
+def inside(d: V, q: u32, cols: u32) -> V:
+    """d (vec4 q of the row) with the components past the row's end set to 0."""
+    c = 4 * q
+    z = T(0.0)
+    return V(d.x if c < cols else z, d.y if c + 1 < cols else z, d.z if c + 2 < cols else z,
+             d.w if c + 3 < cols else z)
+
+
+def max4(v: V) -> T:
+    return max(max(v.x, v.y), max(v.z, v.w))
+
+
+def sum4(v: V) -> T:
+    return (v.x + v.y) + (v.z + v.w)
+
+
+def scaled(out4: Buffer[V, "w"], out: Buffer[T, "w"], gamma4: Buffer[V], gamma: Buffer[T],
+           beta4: Buffer[V], beta: Buffer[T], row: u32, q: u32, cols: u32, vec: u32, d: V,
+           r: T) -> None:
+    """Store d * r * gamma + beta at vec4 q of the row (d: its values less the mean)."""
+    z = T(0.0)
+    g = load(gamma4, gamma, 0, q, cols, vec, z)
+    b = load(beta4, beta, 0, q, cols, vec, z)
+    store(out4, out, row, q, cols, vec, d * r * g + b)
 
 
 def softmax_regs(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],

@@ -18,8 +18,7 @@ from vyre_build.errors import DispatchError
 from vyre_build.runtime import get_device, library, open_bundle
 
 KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "kernels")
-LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_short.py",
-             "lib_norm_warp.py")  # fmt: skip
+LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_warp.py")
 NP = {"u32": np.uint32, "i32": np.int32, "f32": np.float32}
 # Lengths around vec4s (4), workgroups (256 invocations = 1024 values) and several blocks.
 SIZES = (1, 3, 4, 5, 1023, 1024, 1025, 4099, 20001)

@@ -64,9 +64,8 @@ MAX_ROWS = 65535  # softmax, layer_norm: workgroups per dispatch (WebGPU's per-a
 # kernels (lib_norm_warp.py: one subgroup per row, several rows per 256-wide workgroup, 8
 # vec4s per lane in registers at 32 lanes, read once); longer rows go to lib_norm.py (256
 # invocations per row), which moves a 4096-value row at HBM bandwidth (H200: 1.3x torch)
-# but leaves short rows latency-bound. The one-row-per-32-wide-workgroup kernels of
-# lib_norm_short.py (0.40-0.60x torch at 4096x1024 on the H200: too few rows in flight)
-# stay in the bundle, unused here, for bench/library_bench.py to compare.
+# but leaves short rows latency-bound. They replace lib_norm_short.py's one row per
+# 32-wide workgroup (0.40-0.60x torch at 4096x1024 on the H200: too few rows in flight).
 SHORT_ROWS = ((1024, "_warp", 8),)  # 8 rows per workgroup where subgroups have 32 lanes
 _NUMERIC = ("f32", "i32", "u32")
 _OPS = ("sum", "min", "max")

@@ -33,10 +33,6 @@ _FILES = {
     "lib_mm_f16": "lib_mm_f16.py",
     "lib_softmax": "lib_norm.py",
     "lib_layer_norm": "lib_norm.py",
-    "lib_softmax_w32": "lib_norm_short.py",
-    "lib_softmax_w64": "lib_norm_short.py",
-    "lib_layer_norm_w32": "lib_norm_short.py",
-    "lib_layer_norm_w64": "lib_norm_short.py",
     "lib_softmax_warp": "lib_norm_warp.py",
     "lib_layer_norm_warp": "lib_norm_warp.py",
 }
