@@ -2,7 +2,7 @@
 --old adds bench/kernels/lib_matmul_f16.py, the previous library kernel: fragments straight from buffers) against torch fp16.
 
     python bench/coop_bench.py [--quick] [--sizes 2048,4096,8192] [--batched 64x512]
-                               [--rounds 5] [--old] [--glsl] [--backend vulkan|cpu]
+                               [--rounds 5] [--old] [--wide] [--glsl] [--backend vulkan|cpu]
 
 Vulkan only (WGSL has no cooperative matrices). Ours: GPU timestamps around a batch of
 library calls on DeviceBuffers (time_ours: median of rounds); torch: CUDA events around the
@@ -14,7 +14,8 @@ checked against torch's in float32 (|diff| <= 1e-2 * |C|max). --quick: small siz
 device with the features (the cpu reference runs it too: --backend cpu). --glsl: the same
 design hand-written in GLSL (bench/glsl/mm_f16.comp, prebuilt with glslang 13), with 8-byte
 and with 16-byte (WIDE) global loads: what the language costs, and what wider loads would
-give.
+give. --wide: bench/kernels/mm_f16_wide.py, a 128 x 256 block of 8 subgroups (16-deep K
+steps), the candidate that moves a third less from L2 per FLOP.
 """
 
 from __future__ import annotations
@@ -58,6 +59,19 @@ def glsl_kernel(dev, meta, name, a, b, n):
     return (lambda: kern(**call)), c
 
 
+def wide_call(dev, kern, a, b, out, shape):
+    """A call of bench/kernels/mm_f16_wide.py (128 x 256 blocks) on `a` and `b` into `out`
+    (its variant's type), with the library's scalars for `shape` ((n, n) or (z, n, n))."""
+    z, n = (shape[0] if len(shape) == 3 else 1), shape[-1]
+    sink = dev.buffer(4, "f16" if out.dtype == "f32" else "f32")
+    c, h = (out, sink) if out.dtype == "f32" else (sink, out)
+    stride = n * n if z > 1 else 0
+    call = dict(a=a, a4=a, b=b, b4=b, c=c, h=h, M=n, N=n, K=n, sa=stride, sb=stride, sc=n * n)
+    call.update(va=int(n % 4 == 0), vb=int(n % 4 == 0), gx=-(-n // 256) * 256, gy=-(-n // 128))
+    call.update(gz=z)
+    return lambda: kern(**call)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -65,6 +79,9 @@ def main(argv=None) -> int:
     ap.add_argument("--batched", default="64x512", help="ZxN: Z products of N x N x N ('' none)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--old", action="store_true", help="also time bench/kernels/lib_matmul_f16.py")
+    ap.add_argument(
+        "--wide", action="store_true", help="also time bench/kernels/mm_f16_wide.py (128 x 256)"
+    )
     ap.add_argument(
         "--glsl", action="store_true", help="also time bench/glsl/mm_f16.comp (and its WIDE build)"
     )
@@ -81,6 +98,10 @@ def main(argv=None) -> int:
         meta = k.meta if k.stem.endswith(".f32") else meta
         code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
         kernels[k.stem] = load_kernel(k.meta, device=dev, **code)
+    wide = {}
+    for k in compile_file(os.path.join(HERE, "kernels", "mm_f16_wide.py"), root=HERE):
+        code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
+        wide[k.stem] = load_kernel(k.meta, device=dev, **code)
     (old,) = compile_file(os.path.join(HERE, "kernels", "lib_matmul_f16.py"), root=HERE)
     try:
         import torch
@@ -107,6 +128,9 @@ def main(argv=None) -> int:
             runs.append(("lib_mm_f16." + out.dtype, out_dtype, out))
         if args.old and z == 1 and n % 64 == 0:
             runs.append(("lib_matmul_f16", "old", None))
+        if args.wide:
+            # fresh outputs: the check must see what this kernel wrote
+            runs += [(f"mm_f16_wide.{t}", "wide", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
             runs += [("glsl.mm_f16", "mm_f16", None), ("glsl.mm_f16_wide", "mm_f16_wide", None)]
         th = want = None
@@ -120,6 +144,8 @@ def main(argv=None) -> int:
         for stem, out_dtype, out in runs:
             if out_dtype == "old":
                 call, out = old_kernel(dev, old, da, db, n)
+            elif out_dtype == "wide":
+                call = wide_call(dev, wide[stem], da, db, out, shape)
             elif out_dtype.startswith("mm_f16"):
                 call, out = glsl_kernel(dev, meta, out_dtype, da, db, n)
             else:
