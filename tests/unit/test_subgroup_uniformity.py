@@ -2,13 +2,16 @@
 cooperative-matrix operations (and be a matrix's offset, stride and fill value); barriers
 keep the workgroup rule. Each refusal checks the exact message, which names the rule.
 The SPIR-V of what compiles passes spirv-val; runs on devices: tests/gpu/test_subgroup_ids.py.
+Also: subgroup_id() / num_subgroups() in the descriptor and on the reference at every size.
 """
 
 from __future__ import annotations
 
 import subprocess
 import textwrap
+from dataclasses import replace
 
+import numpy as np
 import pytest
 from spirv_tools import missing, pinned
 
@@ -191,3 +194,47 @@ def test_a_matrix_operand_that_differs_within_a_subgroup_is_refused(tmp_path, bo
         "len(buf), workgroup_id(), num_workgroups(), subgroup_id(), num_subgroups() and the "
         "results of subgroup reductions and broadcasts are uniform within a subgroup)"
     )
+
+
+IDS = """\
+from vyre_build.lang import *
+
+
+@kernel(workgroup_size=96)
+def ids(out: Buffer[u32, "w"]):
+    out[global_id().x] = subgroup_id() * 65536 + num_subgroups() * 256 + subgroup_invocation_id()
+"""
+
+
+@pytest.mark.parametrize("size", [1, 2, 4, 8, 16, 32, 64, 128])
+def test_the_reference_numbers_subgroups_by_local_index_at_any_size(tmp_path, size):
+    from vyre_build.reference import execute
+
+    path = tmp_path / "ids.py"
+    path.write_text(IDS)
+    (k,) = compile_file(str(path), targets=("kdesc",))
+    got = execute(
+        k.descriptor, {"out": np.zeros(192, np.uint32)}, {}, (2, 1, 1), subgroup_size=size
+    )["out"]
+    local = np.arange(192) % 96  # 96 invocations: the last subgroup is short at 64 and 128
+    want = (local // size) * 65536 + (-(-96 // size)) * 256 + local % size
+    np.testing.assert_array_equal(got, want.astype(np.uint32))
+
+
+def test_the_descriptor_carries_them_as_opaque_exprs(tmp_path):
+    from vyre_build.descriptor import KernelOp, Variant, decode, encode, validate
+    from vyre_build.errors import DescriptorFormatError
+
+    path = tmp_path / "ids.py"
+    path.write_text(IDS)
+    (k,) = compile_file(str(path), targets=("kdesc",))
+    kinds = {op.kind.args[1] for op in k.descriptor.body.ops if op.kind.name == "OpaqueExpr"}
+    assert kinds == {"vyre.subgroup_id", "vyre.num_subgroups"}
+    assert decode(encode(k.descriptor)) == k.descriptor
+    assert validate(k.descriptor).features == {"subgroup_basic"}
+    ops = list(k.descriptor.body.ops)
+    n = next(i for i, op in enumerate(ops) if op.kind.name == "OpaqueExpr")
+    ops[n] = KernelOp(Variant("OpaqueExpr", (0, ops[n].kind.args[1], b"\x01")), (), ops[n].result)
+    bad = replace(k.descriptor, body=replace(k.descriptor.body, ops=tuple(ops)))
+    with pytest.raises(DescriptorFormatError, match="takes no payload, got 01"):
+        validate(bad)

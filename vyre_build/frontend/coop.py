@@ -8,8 +8,9 @@
 
 Fragments are row-major: element (r, k) is at offset + r * stride + k, counted in scalars
 also in a buffer or shared array of vectors (vec4h: four f16 each). The whole subgroup
-holds a matrix together, so these calls are subgroup operations: only in uniform control
-flow, with the same arguments in every invocation. The fragment rule
+holds a matrix together, so these calls are subgroup operations: only in control flow
+uniform within the subgroup, with an offset, stride and fill value uniform within it
+(frontend/uniformity.py checks both: a tile chosen by subgroup_id() is fine). The fragment rule
 (`descriptor.matrices`) gives a load that does not fit a zero matrix and drops such a store.
 """
 
