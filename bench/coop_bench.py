@@ -1,14 +1,17 @@
-"""fp16 cooperative-matrix matmul (library.matmul_f16: kernels/lib_mm_f16.py, staged tiles;
---old adds bench/kernels/lib_matmul_f16.py, the previous library kernel: fragments straight from buffers) against torch fp16.
+"""fp16 cooperative-matrix matmul against torch fp16: library.matmul_f16 as it routes
+(matmul_f16.f32: kernels/lib_matmul_f16.py, fragments straight from buffers, for the shapes it
+fits; matmul_f16.f16: kernels/lib_mm_f16.py, staged tiles) and the staged f32 kernel alone
+(lib_mm_f16.f32).
 
     python bench/coop_bench.py [--quick] [--sizes 2048,4096,8192] [--batched 64x512]
-                               [--rounds 5] [--old] [--wide] [--glsl] [--backend vulkan|cpu]
+                               [--rounds 5] [--wide] [--glsl] [--backend vulkan|cpu]
 
 Vulkan only (WGSL has no cooperative matrices). Ours: GPU timestamps around a batch of
 library calls on DeviceBuffers (time_ours: median of rounds); torch: CUDA events around the
 same number of `torch.matmul` (`torch.bmm` for the batch) on half tensors (tensor cores,
 f32 accumulation inside cuBLAS). Each size runs both outputs: f32 (ours only: torch's
-half matmul gives f16) and f16, the like-for-like line. Prints TFLOP/s of each and the
+half matmul gives f16) and f16, the like-for-like line, then the staged kernel with f32
+output. Prints TFLOP/s of each and the
 ratio torch time / ours (issue 22's target: >= 0.5x at 4096 and 8192). Outputs are
 checked against torch's in float32 (|diff| <= 1e-2 * |C|max). --quick: small sizes on any
 device with the features (the cpu reference runs it too: --backend cpu). --glsl: the same
@@ -35,15 +38,7 @@ from library_bench import time_ours, time_torch  # noqa: E402
 
 from vyre_build.compiler import compile_file  # noqa: E402
 
-
-def old_kernel(dev, k, a, b, n):
-    """A call of lib_matmul_f16 (64 x 64 blocks straight from buffers; n a multiple of 64)."""
-    from vyre_build.runtime import load_kernel
-
-    code = {"kdesc": k.kdesc} if dev.backend == "cpu" else {"spirv": k.spirv}
-    kern = load_kernel(k.meta, device=dev, **code)
-    call = dict(a=a, b=b, c=dev.buffer(n * n, "f32"), m=n, n=n, k=n, gx=n // 64 * 32, gy=n // 64)
-    return (lambda: kern(**call)), call["c"]
+LIB = ("lib_mm_f16.py", "lib_matmul_f16.py")  # library.matmul_f16's kernels
 
 
 def glsl_kernel(dev, meta, name, a, b, n):
@@ -59,15 +54,16 @@ def glsl_kernel(dev, meta, name, a, b, n):
     return (lambda: kern(**call)), c
 
 
-def wide_call(dev, kern, a, b, out, shape):
-    """A call of bench/kernels/mm_f16_wide.py (128 x 256 blocks) on `a` and `b` into `out`
-    (its variant's type), with the library's scalars for `shape` ((n, n) or (z, n, n))."""
+def staged_call(dev, kern, a, b, out, shape, width):
+    """A call of a staged kernel (kernels/lib_mm_f16.py: blocks `width` = 128 wide;
+    bench/kernels/mm_f16_wide.py: 256) on `a` and `b` into `out` (its variant's type), with
+    the library's scalars for `shape` ((n, n) or (z, n, n))."""
     z, n = (shape[0] if len(shape) == 3 else 1), shape[-1]
     sink = dev.buffer(4, "f16" if out.dtype == "f32" else "f32")
     c, h = (out, sink) if out.dtype == "f32" else (sink, out)
     stride = n * n if z > 1 else 0
     call = dict(a=a, a4=a, b=b, b4=b, c=c, h=h, M=n, N=n, K=n, sa=stride, sb=stride, sc=n * n)
-    call.update(va=int(n % 4 == 0), vb=int(n % 4 == 0), gx=-(-n // 256) * 256, gy=-(-n // 128))
+    call.update(va=int(n % 4 == 0), vb=int(n % 4 == 0), gx=-(-n // width) * width, gy=-(-n // 128))
     call.update(gz=z)
     return lambda: kern(**call)
 
@@ -78,7 +74,6 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="2048,4096,8192")
     ap.add_argument("--batched", default="64x512", help="ZxN: Z products of N x N x N ('' none)")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--old", action="store_true", help="also time bench/kernels/lib_matmul_f16.py")
     ap.add_argument(
         "--wide", action="store_true", help="also time bench/kernels/mm_f16_wide.py (128 x 256)"
     )
@@ -94,15 +89,15 @@ def main(argv=None) -> int:
     from vyre_build.runtime import load_kernel
 
     kernels, meta = {}, None
-    for k in compile_file(os.path.join(KERNELS, "lib_mm_f16.py"), root=KERNELS):
-        meta = k.meta if k.stem.endswith(".f32") else meta
+    found = [compile_file(os.path.join(KERNELS, f), root=KERNELS) for f in LIB]
+    for k in found[0] + found[1]:
+        meta = k.meta if k.stem == "lib_mm_f16.f32" else meta
         code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
         kernels[k.stem] = load_kernel(k.meta, device=dev, **code)
     wide = {}
     for k in compile_file(os.path.join(HERE, "kernels", "mm_f16_wide.py"), root=HERE):
         code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
         wide[k.stem] = load_kernel(k.meta, device=dev, **code)
-    (old,) = compile_file(os.path.join(HERE, "kernels", "lib_matmul_f16.py"), root=HERE)
     try:
         import torch
 
@@ -122,14 +117,13 @@ def main(argv=None) -> int:
         da, db = dev.buffer(a), dev.buffer(b)
         flop = 2.0 * z * n**3
         number = 1 if args.quick else max(1, int(2e12 / flop))
+        # each run its own output: the check must see what that kernel wrote
         runs = []
         for out_dtype in ("float32", "float16"):
             out = dev.buffer(shape, "f32" if out_dtype == "float32" else "f16")
-            runs.append(("lib_mm_f16." + out.dtype, out_dtype, out))
-        if args.old and z == 1 and n % 64 == 0:
-            runs.append(("lib_matmul_f16", "old", None))
+            runs.append(("matmul_f16." + out.dtype, out_dtype, out))
+        runs.append(("lib_mm_f16.f32", "staged", dev.buffer(shape, "f32")))
         if args.wide:
-            # fresh outputs: the check must see what this kernel wrote
             runs += [(f"mm_f16_wide.{t}", "wide", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
             runs += [("glsl.mm_f16", "mm_f16", None), ("glsl.mm_f16_wide", "mm_f16_wide", None)]
@@ -142,10 +136,10 @@ def main(argv=None) -> int:
         else:
             want = np.matmul(a.astype(np.float32), b.astype(np.float32))
         for stem, out_dtype, out in runs:
-            if out_dtype == "old":
-                call, out = old_kernel(dev, old, da, db, n)
+            if out_dtype == "staged":
+                call = staged_call(dev, kernels[stem], da, db, out, shape, 128)
             elif out_dtype == "wide":
-                call = wide_call(dev, wide[stem], da, db, out, shape)
+                call = staged_call(dev, wide[stem], da, db, out, shape, 256)
             elif out_dtype.startswith("mm_f16"):
                 call, out = glsl_kernel(dev, meta, out_dtype, da, db, n)
             else:

@@ -412,8 +412,7 @@ def f16_bundle(tmp_path_factory):
     from vyre_build.bundle import write_bundle
     from vyre_build.compiler import compile_file
 
-    bench = os.path.join(os.path.dirname(KERNELS), "bench", "kernels")  # no library kernel now
-    (k,) = compile_file(os.path.join(bench, "lib_matmul_f16.py"), root=bench)
+    (k,) = compile_file(os.path.join(KERNELS, "lib_matmul_f16.py"), root=KERNELS)
     arts = {s: b for s, b in k.artifacts.items() if s != ".meta.json"}
     assert ".wgsl" not in arts
     path = tmp_path_factory.mktemp("f16") / "f16.vyrebundle"

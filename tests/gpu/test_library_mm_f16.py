@@ -29,7 +29,7 @@ SIZES = [(1, 1, 1), (17, 33, 15), (130, 70, 47), (128, 128, 64), (40, 136, 36)]
 @pytest.fixture(scope="module")
 def mm_bundle(tmp_path_factory):
     path = tmp_path_factory.mktemp("mm_f16") / "mm.vyrebundle"
-    return build_library(path, ("lib_mm_f16.py",), targets=("spirv", "kdesc"))
+    return build_library(path, ("lib_mm_f16.py", "lib_matmul_f16.py"), targets=("spirv", "kdesc"))
 
 
 def values(rng, shape, scale):
@@ -53,7 +53,9 @@ def test_matmul_f16_matches_numpy_or_is_refused(backend, mm_bundle, m, n, k, out
     a, b = values(rng, (m, k), 4), values(rng, (k, n), 2)
     with open_bundle(mm_bundle, backend=backend) as bundle:
         kid = "lib_mm_f16." + out_dtype.replace("float", "f")
-        if not runs(bundle, kid):  # lavapipe and wgpu: refused by name
+        if not runs(bundle, kid) or not runs(
+            bundle, "lib_matmul_f16"
+        ):  # lavapipe and wgpu: refused by name
             with pytest.raises(DeviceError, match="needs cooperative_matrix"):
                 library.matmul_f16(bundle, a, b, out_dtype=out_dtype)
             return
@@ -107,9 +109,8 @@ def test_subgroups_wider_than_32_are_refused(mm_bundle):
             library.matmul_f16(bundle, a, a)
     assert str(info.value) == (
         "library.matmul_f16: the device (cpu: vyre reference (CPU)) has subgroups of 64 "
-        "invocations; "
-        "lib_mm_f16 needs 4 subgroups per workgroup of 128 (subgroups of at most 32): use "
-        "library.matmul on float32 values there"
+        "invocations; lib_mm_f16.f32 needs subgroups of at most 32: use library.matmul on "
+        "float32 values there"
     )
 
 
@@ -186,3 +187,33 @@ def test_the_wide_block_candidate_matches_numpy_on_the_reference(z, m, n, k, out
     a, b = values(rng, (z, m, k), 4), values(rng, (z, k, n), 2)
     got = wide_call(dev, load_kernel(meta, device=dev, kdesc=kdesc), a, b, out_dtype)
     np.testing.assert_array_equal(got, product(a, b, out_dtype))
+
+
+@pytest.mark.parametrize(
+    "a, b, out_dtype, kid",
+    [
+        ((48, 32), (32, 128), "float32", "lib_matmul_f16"),  # whole fragments: direct
+        ((2, 64, 16), (16, 64), "float32", "lib_matmul_f16"),  # a batch of whole blocks
+        ((2, 48, 16), (16, 64), "float32", "lib_mm_f16.f32"),  # rows would spill into z + 1
+        ((48, 32), (32, 120), "float32", "lib_mm_f16.f32"),  # N not a multiple of 64
+        ((48, 32), (32, 128), "float16", "lib_mm_f16.f16"),  # f16 output: staged only
+    ],
+)
+def test_each_shape_runs_the_kernel_that_fits_it(mm_bundle, a, b, out_dtype, kid):
+    """lib_matmul_f16 (faster on the H200) takes the f32-output shapes it fits, lib_mm_f16
+    the rest: a mapping without the other kernel still runs the call, and both give
+    numpy's exact product; without the one that fits, the refusal names it."""
+    rng = np.random.default_rng(len(a) + a[-1])
+    x, y = values(rng, a, 4), values(rng, b, 2)
+    with open_bundle(mm_bundle, device=get_device("cpu")) as bundle:
+        only = {kid: bundle[kid]}
+        got = library.matmul_f16(only, x, y, out_dtype=out_dtype)
+        np.testing.assert_array_equal(got, product(x, y, out_dtype))
+        other = {k: bundle[k] for k in bundle if k != kid}
+        with pytest.raises(DispatchError) as info:
+            library.matmul_f16(other, x, y, out_dtype=out_dtype)
+    where = "lib_matmul_f16.py" if kid == "lib_matmul_f16" else "lib_mm_f16.py"
+    assert str(info.value) == (
+        f"library.matmul_f16: no kernel {kid!r} in the kernels given (build kernels/{where} "
+        "into them)"
+    )

@@ -48,7 +48,7 @@ def tree(tmp_path, monkeypatch):
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "helper.py").write_text(HELPER)
     (tmp_path / "kernels" / "dbl.py").write_text(KERNEL)
-    shutil.copy(os.path.join(ROOT, "bench", "kernels", "lib_matmul_f16.py"), tmp_path / "kernels")
+    shutil.copy(os.path.join(ROOT, "kernels", "lib_matmul_f16.py"), tmp_path / "kernels")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -294,7 +294,7 @@ def test_every_library_kernel_debug_build_passes_spirv_val(tmp_path):
         for ck in compile_file(path, root=kernels, targets=("spirv",), options={"debug": True}):
             spirv_val(ck.spirv, tmp_path, ck.stem)
             count += 1
-    assert count == 64
+    assert count == 65
 
 
 @needs_val

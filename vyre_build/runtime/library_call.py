@@ -30,6 +30,7 @@ _FILES = {
     "lib_scan_sums": "lib_scan.py",
     "lib_scan_block": "lib_scan.py",
     "lib_matmul": "lib_matmul.py",
+    "lib_matmul_f16": "lib_matmul_f16.py",
     "lib_mm_f16": "lib_mm_f16.py",
     "lib_softmax": "lib_norm.py",
     "lib_layer_norm": "lib_norm.py",
