@@ -4,7 +4,7 @@ fits; matmul_f16.f16: kernels/lib_mm_f16.py, staged tiles) and the staged f32 ke
 (lib_mm_f16.f32).
 
     python bench/coop_bench.py [--quick] [--sizes 2048,4096,8192] [--batched 64x512]
-                               [--rounds 5] [--wide] [--glsl] [--backend vulkan|cpu]
+                               [--rounds 5] [--wide] [--scalar] [--glsl] [--backend vulkan|cpu]
 
 Vulkan only (WGSL has no cooperative matrices). Ours: GPU timestamps around a batch of
 library calls on DeviceBuffers (time_ours: median of rounds); torch: CUDA events around the
@@ -18,7 +18,8 @@ device with the features (the cpu reference runs it too: --backend cpu). --glsl:
 design hand-written in GLSL (bench/glsl/mm_f16.comp, prebuilt with glslang 13), with 8-byte
 and with 16-byte (WIDE) global loads: what the language costs, and what wider loads would
 give. --wide: bench/kernels/mm_f16_wide.py, a 128 x 256 block of 8 subgroups (16-deep K
-steps), the candidate that moves a third less from L2 per FLOP.
+steps), the candidate that moves a third less from L2 per FLOP. --scalar:
+bench/kernels/mm_f16_scalar.py, lib_mm_f16 with f16 (not vec4h) shared panels, as llama.cpp.
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ def main(argv=None) -> int:
         "--wide", action="store_true", help="also time bench/kernels/mm_f16_wide.py (128 x 256)"
     )
     ap.add_argument(
+        "--scalar", action="store_true", help="also time bench/kernels/mm_f16_scalar.py"
+    )
+    ap.add_argument(
         "--glsl", action="store_true", help="also time bench/glsl/mm_f16.comp (and its WIDE build)"
     )
     ap.add_argument("--backend", default="vulkan", choices=("vulkan", "cpu"))
@@ -94,10 +98,11 @@ def main(argv=None) -> int:
         meta = k.meta if k.stem == "lib_mm_f16.f32" else meta
         code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
         kernels[k.stem] = load_kernel(k.meta, device=dev, **code)
-    wide = {}
-    for k in compile_file(os.path.join(HERE, "kernels", "mm_f16_wide.py"), root=HERE):
-        code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
-        wide[k.stem] = load_kernel(k.meta, device=dev, **code)
+    wide = {}  # the bench/kernels/ candidates
+    for f in ("mm_f16_wide.py", "mm_f16_scalar.py"):
+        for k in compile_file(os.path.join(HERE, "kernels", f), root=HERE):
+            code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
+            wide[k.stem] = load_kernel(k.meta, device=dev, **code)
     try:
         import torch
 
@@ -125,6 +130,8 @@ def main(argv=None) -> int:
         runs.append(("lib_mm_f16.f32", "staged", dev.buffer(shape, "f32")))
         if args.wide:
             runs += [(f"mm_f16_wide.{t}", "wide", dev.buffer(shape, t)) for t in ("f32", "f16")]
+        if args.scalar:
+            runs += [(f"mm_f16_scalar.{t}", "scalar", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
             runs += [("glsl.mm_f16", "mm_f16", None), ("glsl.mm_f16_wide", "mm_f16_wide", None)]
         th = want = None
@@ -140,6 +147,8 @@ def main(argv=None) -> int:
                 call = staged_call(dev, kernels[stem], da, db, out, shape, 128)
             elif out_dtype == "wide":
                 call = staged_call(dev, wide[stem], da, db, out, shape, 256)
+            elif out_dtype == "scalar":
+                call = staged_call(dev, wide[stem], da, db, out, shape, 128)
             elif out_dtype.startswith("mm_f16"):
                 call, out = glsl_kernel(dev, meta, out_dtype, da, db, n)
             else:

@@ -153,9 +153,10 @@ def test_a_batch_past_the_grid_limit_is_refused(mm_bundle, monkeypatch):
     assert str(info.value) == "library.matmul_f16: a batch of 3 is more than 2 (split it)"
 
 
-def wide_call(dev, kernel, a, b, out_dtype):
-    """bench/kernels/mm_f16_wide.py (128 x 256 blocks) on the reference, as coop_bench calls
-    it: the library's bindings and scalars, grid x in blocks of 256."""
+def candidate_call(dev, kernel, a, b, out_dtype, width):
+    """A bench/kernels/ candidate (mm_f16_wide.py: 128 x 256 blocks, mm_f16_scalar.py: 128 x
+    128) on the reference, as coop_bench calls it: the library's bindings and scalars, grid x
+    in blocks of `width`."""
     z, m, k = a.shape
     n = b.shape[-1]
     half = out_dtype == "float16"
@@ -163,29 +164,28 @@ def wide_call(dev, kernel, a, b, out_dtype):
     h = dev.buffer(z * m * n if half else 4, "f16")
     # uploaded as the library does: flat, padded to whole vec4s
     da, db = (dev.buffer(np.resize(x.ravel(), -(-x.size // 4) * 4)) for x in (a, b))
-    gx, gy = -(-n // 256) * 256, -(-m // 128)
+    gx, gy = -(-n // width) * width, -(-m // 128)
     kernel(a=da, a4=da, b=db, b4=db, c=c, h=h, M=m, N=n, K=k, sa=m * k, sb=k * n, sc=m * n,
            va=int(k % 4 == 0), vb=int(n % 4 == 0), gx=gx, gy=gy, gz=z)  # fmt: skip
     return (h if half else c).read().reshape(z, m, n)
 
 
+@pytest.mark.parametrize("name, width", [("mm_f16_wide", 256), ("mm_f16_scalar", 128)])
 @pytest.mark.parametrize("out_dtype", ["float32", "float16"])
 @pytest.mark.parametrize("z, m, n, k", [(1, 1, 1, 1), (1, 130, 70, 47), (2, 20, 300, 40)])
-def test_the_wide_block_candidate_matches_numpy_on_the_reference(z, m, n, k, out_dtype):
+def test_the_bench_candidates_match_numpy_on_the_reference(z, m, n, k, out_dtype, name, width):
     from vyre_build.compiler import compile_file
     from vyre_build.runtime import load_kernel
 
     bench = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "bench")
-    found = compile_file(os.path.join(bench, "kernels", "mm_f16_wide.py"), root=bench)
+    found = compile_file(os.path.join(bench, "kernels", name + ".py"), root=bench)
     (meta, kdesc) = next(
-        (x.meta, x.kdesc)
-        for x in found
-        if x.stem == "mm_f16_wide." + out_dtype.replace("float", "f")
+        (x.meta, x.kdesc) for x in found if x.stem == name + "." + out_dtype.replace("float", "f")
     )
     dev = get_device("cpu")
     rng = np.random.default_rng(z + m + n + k)
     a, b = values(rng, (z, m, k), 4), values(rng, (z, k, n), 2)
-    got = wide_call(dev, load_kernel(meta, device=dev, kdesc=kdesc), a, b, out_dtype)
+    got = candidate_call(dev, load_kernel(meta, device=dev, kdesc=kdesc), a, b, out_dtype, width)
     np.testing.assert_array_equal(got, product(a, b, out_dtype))
 
 
