@@ -23,7 +23,7 @@ from vyre_build.runtime import get_device, library, open_bundle
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_library import build_library  # noqa: E402
 
-SIZES = [(1, 1, 1), (17, 33, 15), (130, 70, 47), (128, 128, 64), (40, 136, 36)]
+SIZES = [(1, 1, 1), (17, 33, 15), (130, 70, 47), (128, 128, 64), (40, 136, 36), (128, 132, 96)]
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +172,9 @@ def candidate_call(dev, kernel, a, b, out_dtype, width):
 
 @pytest.mark.parametrize("name, width", [("mm_f16_wide", 256), ("mm_f16_scalar", 128)])
 @pytest.mark.parametrize("out_dtype", ["float32", "float16"])
-@pytest.mark.parametrize("z, m, n, k", [(1, 1, 1, 1), (1, 130, 70, 47), (2, 20, 300, 40)])
+@pytest.mark.parametrize(
+    "z, m, n, k", [(1, 1, 1, 1), (1, 130, 70, 47), (2, 20, 300, 40), (1, 128, 256, 64)]
+)
 def test_the_bench_candidates_match_numpy_on_the_reference(z, m, n, k, out_dtype, name, width):
     from vyre_build.compiler import compile_file
     from vyre_build.runtime import load_kernel
