@@ -1,22 +1,32 @@
-"""fp16 cooperative-matrix matmul (kernels/lib_matmul_f16.py) against torch fp16 on the GPU.
+"""fp16 cooperative-matrix matmul against torch fp16: library.matmul_f16 as it routes
+(matmul_f16.f32: kernels/lib_matmul_f16.py, fragments straight from buffers, for the shapes it
+fits; matmul_f16.f16: kernels/lib_mm_f16.py, staged tiles) and the staged f32 kernel alone
+(lib_mm_f16.f32).
 
-    python bench/coop_bench.py [--quick] [--sizes 4096,8192] [--rounds 5]
+    python bench/coop_bench.py [--quick] [--sizes 2048,4096,8192] [--batched 64x512]
+                               [--rounds 5] [--wide] [--scalar] [--glsl] [--backend vulkan|cpu]
 
 Vulkan only (WGSL has no cooperative matrices). Ours: GPU timestamps around a batch of
-dispatches (Device.timing), median of rounds; torch: CUDA events around the same number of
-`torch.matmul` on half tensors (tensor cores, f32 accumulation inside cuBLAS). Prints
-TFLOP/s of each and the ratio torch time / ours (target >= 0.5x). Outputs are checked
-against torch's in float32 (|diff| <= 1e-2 * |C|max). --quick: a small size, any device
-with the features (the cpu reference runs it too: --backend cpu).
+library calls on DeviceBuffers (time_ours: median of rounds); torch: CUDA events around the
+same number of `torch.matmul` (`torch.bmm` for the batch) on half tensors (tensor cores,
+f32 accumulation inside cuBLAS). Each size runs both outputs: f32 (ours only: torch's
+half matmul gives f16) and f16, the like-for-like line, then the staged kernel with f32
+output. Prints TFLOP/s of each and the
+ratio torch time / ours (issue 22's target: >= 0.5x at 4096 and 8192). Outputs are
+checked against torch's in float32 (|diff| <= 1e-2 * |C|max). --quick: small sizes on any
+device with the features (the cpu reference runs it too: --backend cpu). --glsl: the same
+design hand-written in GLSL (bench/glsl/mm_f16.comp, prebuilt with glslang 13), with 8-byte
+and with 16-byte (WIDE) global loads: what the language costs, and what wider loads would
+give. --wide: bench/kernels/mm_f16_wide.py, a 128 x 256 block of 8 subgroups (16-deep K
+steps), the candidate that moves a third less from L2 per FLOP. --scalar:
+bench/kernels/mm_f16_scalar.py, lib_mm_f16 with f16 (not vec4h) shared panels, as llama.cpp.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -24,27 +34,75 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join(os.path.dirname(HERE), "kernels")
 sys.path.insert(0, HERE)
 
-from codegen_bench import gpu_time, say  # noqa: E402
-from library_bench import time_torch  # noqa: E402
+from codegen_bench import say  # noqa: E402
+from library_bench import time_ours, time_torch  # noqa: E402
 
 from vyre_build.compiler import compile_file  # noqa: E402
+
+LIB = ("lib_mm_f16.py", "lib_matmul_f16.py")  # library.matmul_f16's kernels
+
+
+def glsl_kernel(dev, meta, name, a, b, n):
+    """A call of bench/glsl/prebuilt/`name`.spv (mm_f16.comp: lib_mm_f16.f32's bindings;
+    n a multiple of 128) on `a` and `b`."""
+    from vyre_build.runtime import load_kernel
+
+    with open(os.path.join(HERE, "glsl", "prebuilt", name + ".spv"), "rb") as f:
+        kern = load_kernel(meta, device=dev, spirv=f.read())
+    c, h = dev.buffer(n * n, "f32"), dev.buffer(4, "f16")
+    call = dict(a=a, a4=a, b=b, b4=b, c=c, h=h, M=n, N=n, K=n, sa=0, sb=0, sc=0, va=1, vb=1)
+    call.update(gx=n, gy=n // 128, gz=1)
+    return (lambda: kern(**call)), c
+
+
+def staged_call(dev, kern, a, b, out, shape, width):
+    """A call of a staged kernel (kernels/lib_mm_f16.py: blocks `width` = 128 wide;
+    bench/kernels/mm_f16_wide.py: 256) on `a` and `b` into `out` (its variant's type), with
+    the library's scalars for `shape` ((n, n) or (z, n, n))."""
+    z, n = (shape[0] if len(shape) == 3 else 1), shape[-1]
+    sink = dev.buffer(4, "f16" if out.dtype == "f32" else "f32")
+    c, h = (out, sink) if out.dtype == "f32" else (sink, out)
+    stride = n * n if z > 1 else 0
+    call = dict(a=a, a4=a, b=b, b4=b, c=c, h=h, M=n, N=n, K=n, sa=stride, sb=stride, sc=n * n)
+    call.update(va=int(n % 4 == 0), vb=int(n % 4 == 0), gx=-(-n // width) * width, gy=-(-n // 128))
+    call.update(gz=z)
+    return lambda: kern(**call)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", default="2048,4096,8192")
+    ap.add_argument("--batched", default="64x512", help="ZxN: Z products of N x N x N ('' none)")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument(
+        "--wide", action="store_true", help="also time bench/kernels/mm_f16_wide.py (128 x 256)"
+    )
+    ap.add_argument(
+        "--scalar", action="store_true", help="also time bench/kernels/mm_f16_scalar.py"
+    )
+    ap.add_argument(
+        "--glsl", action="store_true", help="also time bench/glsl/mm_f16.comp (and its WIDE build)"
+    )
     ap.add_argument("--backend", default="vulkan", choices=("vulkan", "cpu"))
     args = ap.parse_args(argv)
-    from vyre_build.runtime import get_device, load_kernel
+    from vyre_build.runtime import get_device, library
 
     dev = get_device(args.backend)
     dev.timing = True
-    sizes = [128] if args.quick else [int(s) for s in args.sizes.split(",")]
-    found = {
-        k.stem: k for k in compile_file(os.path.join(KERNELS, "lib_matmul_f16.py"), root=KERNELS)
-    }
+    from vyre_build.runtime import load_kernel
+
+    kernels, meta = {}, None
+    found = [compile_file(os.path.join(KERNELS, f), root=KERNELS) for f in LIB]
+    for k in found[0] + found[1]:
+        meta = k.meta if k.stem == "lib_mm_f16.f32" else meta
+        code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
+        kernels[k.stem] = load_kernel(k.meta, device=dev, **code)
+    wide = {}  # the bench/kernels/ candidates
+    for f in ("mm_f16_wide.py", "mm_f16_scalar.py"):
+        for k in compile_file(os.path.join(HERE, "kernels", f), root=HERE):
+            code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
+            wide[k.stem] = load_kernel(k.meta, device=dev, **code)
     try:
         import torch
 
@@ -52,49 +110,63 @@ def main(argv=None) -> int:
     except ImportError:
         torch, have_torch = None, False
     say(f"fp16 cooperative-matrix matmul on {dev.name} (subgroup {dev.profile.subgroup_size})")
-    for stem, k in sorted(found.items()):
-        code = {"vulkan": {"spirv": k.spirv}, "cpu": {"kdesc": k.kdesc}}[args.backend]
-        kern = load_kernel(k.meta, device=dev, **code)
-        for n in sizes:
-            rng = np.random.default_rng(n)
-            a = rng.standard_normal((n, n)).astype(np.float16)
-            b = rng.standard_normal((n, n)).astype(np.float16)
-            vec = {x["name"]: x["dtype"] == "vec4h" for x in k.meta["bindings"]}
-            tile = 64  # C block per workgroup
-            call = dict(
-                a=dev.buffer(a.reshape(-1, 4) if vec["a"] else a.ravel()),
-                b=dev.buffer(b.reshape(-1, 4) if vec["b"] else b.ravel()),
-                c=dev.buffer(n * n, "f32"),
-                m=n,
-                n=n,
-                k=n,
-                gx=n // tile * 32,
-                gy=n // tile,
-            )
-            number = 1 if args.quick else max(1, int(2e12 / (2 * n**3)))
-            t0 = time.perf_counter()
-            gpu_time(dev, kern, call, 1)  # warm-up (and the pipeline)
-            times = [gpu_time(dev, kern, call, number) for _ in range(args.rounds)]
-            wall = (time.perf_counter() - t0) / (args.rounds * number + 1)
-            ours = statistics.median(times) if times[0] is not None else wall
-            flop = 2.0 * n**3
-            got = np.asarray(kern(**{**call, "c": n * n}).array("c")).reshape(n, n)
-            line = f"  {stem:<18} n={n:<6} ours {flop / ours / 1e12:7.1f} TFLOP/s"
-            if have_torch:
-                ta = torch.from_numpy(a).cuda()
-                tb = torch.from_numpy(b).cuda()
-                want = torch.matmul(ta.float(), tb.float()).cpu().numpy()
-                th = time_torch(
-                    torch, lambda ta=ta, tb=tb: torch.matmul(ta, tb), number, args.rounds
-                )
-                ok = np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+    cases = [(1, n) for n in ([128] if args.quick else [int(s) for s in args.sizes.split(",")])]
+    if args.batched:
+        z, n = (int(x) for x in args.batched.split("x"))
+        cases.append((2, 128) if args.quick else (z, n))
+    for z, n in cases:
+        rng = np.random.default_rng(n + z)
+        shape = (z, n, n) if z > 1 else (n, n)
+        a = rng.standard_normal(shape).astype(np.float16)
+        b = rng.standard_normal(shape).astype(np.float16)
+        da, db = dev.buffer(a), dev.buffer(b)
+        flop = 2.0 * z * n**3
+        number = 1 if args.quick else max(1, int(2e12 / flop))
+        # each run its own output: the check must see what that kernel wrote
+        runs = []
+        for out_dtype in ("float32", "float16"):
+            out = dev.buffer(shape, "f32" if out_dtype == "float32" else "f16")
+            runs.append(("matmul_f16." + out.dtype, out_dtype, out))
+        runs.append(("lib_mm_f16.f32", "staged", dev.buffer(shape, "f32")))
+        if args.wide:
+            runs += [(f"mm_f16_wide.{t}", "wide", dev.buffer(shape, t)) for t in ("f32", "f16")]
+        if args.scalar:
+            runs += [(f"mm_f16_scalar.{t}", "scalar", dev.buffer(shape, t)) for t in ("f32", "f16")]
+        if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
+            runs += [("glsl.mm_f16", "mm_f16", None), ("glsl.mm_f16_wide", "mm_f16_wide", None)]
+        th = want = None
+        if have_torch:
+            ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+            mm = torch.bmm if z > 1 else torch.matmul
+            want = mm(ta.float(), tb.float()).cpu().numpy()
+            th = time_torch(torch, lambda mm=mm, ta=ta, tb=tb: mm(ta, tb), number, args.rounds)
+        else:
+            want = np.matmul(a.astype(np.float32), b.astype(np.float32))
+        for stem, out_dtype, out in runs:
+            if out_dtype == "staged":
+                call = staged_call(dev, kernels[stem], da, db, out, shape, 128)
+            elif out_dtype == "wide":
+                call = staged_call(dev, wide[stem], da, db, out, shape, 256)
+            elif out_dtype == "scalar":
+                call = staged_call(dev, wide[stem], da, db, out, shape, 128)
+            elif out_dtype.startswith("mm_f16"):
+                call, out = glsl_kernel(dev, meta, out_dtype, da, db, n)
+            else:
+
+                def call(out=out, out_dtype=out_dtype, da=da, db=db):
+                    library.matmul_f16(kernels, da, db, out=out, out_dtype=out_dtype)
+
+            ours, _ = time_ours(dev, call, number, args.rounds)
+            got = out.read().astype(np.float32).reshape(shape)
+            ok = np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+            size = f"n={n}" if z == 1 else f"n={z}x{n}"
+            line = f"  {stem:<18} {size:<8} ours {flop / ours / 1e12:7.1f} TFLOP/s"
+            if th is not None:
                 line += (
                     f"   torch fp16 {flop / th / 1e12:7.1f} TFLOP/s   ratio {th / ours:.3f}x"
                     f"   ({'matches torch' if ok else 'MISMATCH'})"
                 )
             else:
-                want = a.astype(np.float32) @ b.astype(np.float32)
-                ok = np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
                 line += f"   (no torch; {'matches numpy' if ok else 'MISMATCH'})"
             say(line)
     return 0

@@ -1,5 +1,6 @@
 """fp16 matrix multiply on cooperative matrices (tensor cores) with f32 accumulation:
-C (m x n, f32) = A (m x k, f16) x B (k x n, f16), all row-major.
+C[z] (m x n, f32) = A[z] (m x k, f16) x B[z] (k x n, f16), all row-major, a batch z on the
+grid's third axis (batch strides sa, sb, sc in elements; 0 shares that operand).
 
 One subgroup-sized workgroup computes a 64 x 64 block of C as 4 x 4 fragments of 16 x 16
 (16 accumulators; each A and B fragment loaded once per step and used four times). On a
@@ -7,19 +8,22 @@ device with a subgroup smaller than 32 (the reference's own choice) several subg
 compute the same block and store equal values; the runtime refuses a device whose
 subgroup is wider than the workgroup.
 
-Shapes: m a multiple of 16, n of 64, k of 16 (library.matmul_f16 pads numpy inputs); a
-fragment past the end of a buffer loads zeros and is not stored (the fragment rule).
+Shapes: m a multiple of 16, n of 64, k of 16 (library.matmul_f16 runs this kernel for such
+shapes with f32 output, lib_mm_f16 for the others); a fragment past the end of a buffer
+loads zeros and is not stored (the fragment rule). Measured on the H200 (2026-12-02): 42
+TFLOP/s at 4096, 2.2x the staged lib_mm_f16 there, hence the split.
 """
 
 from vyre_build.lang import (Buffer, coop_fill, coop_load_a, coop_load_b, coop_mma, coop_store,
                              f16, f32, kernel, u32, workgroup_id)
 
 
-@kernel(workgroup_size=32, grid=("gx", "gy"))
+@kernel(workgroup_size=32, grid=("gx", "gy", "gz"))
 def lib_matmul_f16(a: Buffer[f16], b: Buffer[f16], c: Buffer[f32, "w"], m: u32, n: u32, k: u32,
-                   gx: u32, gy: u32):
+                   sa: u32, sb: u32, sc: u32, gx: u32, gy: u32, gz: u32):
     row = workgroup_id().y * 64
     col = workgroup_id().x * 64
+    z = workgroup_id().z
     c00 = coop_fill(f32, 16, 16, 0.0)
     c01 = coop_fill(f32, 16, 16, 0.0)
     c02 = coop_fill(f32, 16, 16, 0.0)
@@ -37,12 +41,12 @@ def lib_matmul_f16(a: Buffer[f16], b: Buffer[f16], c: Buffer[f32, "w"], m: u32, 
     c32 = coop_fill(f32, 16, 16, 0.0)
     c33 = coop_fill(f32, 16, 16, 0.0)
     for kk in range(0, k, 16):
-        oa = row * k + kk
+        oa = z * sa + row * k + kk
         a0 = coop_load_a(a, oa, k, 16, 16)
         a1 = coop_load_a(a, oa + 16 * k, k, 16, 16)
         a2 = coop_load_a(a, oa + 32 * k, k, 16, 16)
         a3 = coop_load_a(a, oa + 48 * k, k, 16, 16)
-        ob = kk * n + col
+        ob = z * sb + kk * n + col
         b0 = coop_load_b(b, ob, n, 16, 16)
         b1 = coop_load_b(b, ob + 16, n, 16, 16)
         b2 = coop_load_b(b, ob + 32, n, 16, 16)
@@ -63,7 +67,7 @@ def lib_matmul_f16(a: Buffer[f16], b: Buffer[f16], c: Buffer[f32, "w"], m: u32, 
         c31 = coop_mma(a3, b1, c31)
         c32 = coop_mma(a3, b2, c32)
         c33 = coop_mma(a3, b3, c33)
-    o = row * n + col
+    o = z * sc + row * n + col
     coop_store(c00, c, o, n)
     coop_store(c01, c, o + 16, n)
     coop_store(c02, c, o + 32, n)

@@ -420,32 +420,7 @@ def f16_bundle(tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize("m, k, n", [(16, 16, 64), (5, 3, 7), (70, 40, 130)])
-def test_matmul_f16_matches_numpy_or_is_refused(backend, f16_bundle, m, k, n):
-    rng = np.random.default_rng(m + k + n)
-    a = (rng.integers(-4, 5, (m, k)) / 4).astype(np.float16)
-    b = (rng.integers(-4, 5, (k, n)) / 2).astype(np.float16)
-    with open_bundle(f16_bundle, backend=backend) as bundle:
-        dev = bundle.device
-        needed = bundle.reader.kernel_meta("lib_matmul_f16").features
-        missing = [f for f in needed if f not in dev.profile.features]
-        if missing:  # lavapipe and wgpu: refused by name, feature and device
-            from vyre_build.errors import DeviceError
-
-            with pytest.raises(DeviceError, match="needs cooperative_matrix"):
-                library.matmul_f16(bundle, a, b)
-            return
-        got = library.matmul_f16(bundle, a, b)
-        assert got.dtype == np.float32 and got.shape == (m, n)
-        # small integers and halves: every product and sum exact in f32
-        np.testing.assert_array_equal(got, a.astype(np.float64) @ b.astype(np.float64))
-        if m % 16 == 0 and n % 64 == 0 and k % 16 == 0:
-            out = dev.buffer((m, n), "f32")
-            assert library.matmul_f16(bundle, dev.buffer(a), dev.buffer(b), out=out) is out
-            np.testing.assert_array_equal(out.read(), got)
-        else:
-            with pytest.raises(DispatchError, match="must be multiples of 16, 64 and 16"):
-                library.matmul_f16(bundle, dev.buffer(a), dev.buffer(b))
+# library.matmul_f16 (lib_mm_f16) itself: test_library_mm_f16.py
 
 
 def test_a_bundle_holding_the_f16_matmul_iterates_on_every_device(backend, f16_bundle):

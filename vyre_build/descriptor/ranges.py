@@ -9,6 +9,11 @@ them (zero included), to a fixpoint. An access is proved in bounds when its inde
 below the slot's length for every execution: below `len(buf)` by a fact for a storage
 buffer, below N by its interval for a Shared/Scratch array of N elements.
 
+A cooperative-matrix load or store of a Shared array (descriptor.matrices) is proved in
+place when its stride is a constant, its offset's interval is non-negative, the fragment
+rule holds at the interval's top, and the offset is a known multiple of the rule's
+alignment (a power of two followed through literals, + - * << & and select).
+
 A Shared array needs no zeroing on entry when every read of it comes after a covering
 store (element `flat local id`, every element below N written) and then a barrier at
 the top of the same or an enclosing body: a barrier stands in uniform control flow, so
@@ -23,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vyre_build.descriptor.codec import KernelBody, KernelDescriptor
+from vyre_build.descriptor.matrices import LOAD, STORE, alignment, in_place
+from vyre_build.descriptor.types import MATRICES, TYPES
 
 from vyre_build.descriptor import memory_order as mo
 
@@ -31,6 +38,7 @@ __all__ = ["Proofs", "analyze"]
 U32 = (0, (1 << 32) - 1)
 I32 = (-(1 << 31), (1 << 31) - 1)
 FULL = {"u32": U32, "i32": I32}
+_CAP = 1 << 31  # multiple(): the factor of 0, and the most any value is known to have
 _WIDEN_AFTER = 8  # fixpoint passes before an unstable slot range goes to the full type
 
 
@@ -94,6 +102,7 @@ class _Analysis:
             if s.memory_class in ("Shared", "Scratch") and slot_types[s.slot] in FULL
         }
         self.defs: dict[int, object] = {}  # SSA id -> defining op
+        self.lits: dict[int, int] = {}  # SSA id -> the value of an integer literal
         self.alias: dict[int, int] = {}  # a local's reload -> the value it holds
         self._writes: dict[int, frozenset] = {}  # id(body) -> Scratch slots stored inside
         self.flat: dict[int, tuple] = {}  # SSA id -> affine form in local ids (cx, cy, cz, c0)
@@ -286,6 +295,7 @@ class _Analysis:
         rng = lambda i: self.range(scope, o[i]) or FULL.get(self.types.get(o[i]), U32)  # noqa: E731
         if name == "Literal":
             v = b.literals[o[0]].args[0]
+            self.lits[op.result] = v
             return (v, v)
         if name == "LocalInvocationId":
             self.flat[op.result] = tuple(1 if k == o[0] else 0 for k in range(3)) + (0,)
@@ -366,10 +376,65 @@ class _Analysis:
             return (max(al, bl), max(ah, bh))
         return FULL[ty]
 
+    def multiple(self, vid, depth: int = 0) -> int:
+        """A power of two that integer value `vid` is known to be a multiple of (1 when
+        nothing is known): literals, and what + - * << & and select keep of them."""
+        op = self.defs.get(self.canon(vid))
+        if op is None or depth > 64:
+            return 1
+        name, o = op.kind.name, op.operands
+        if name == "Literal":
+            v = self.lits.get(op.result, 0)
+            if op.result not in self.lits:
+                return 1
+            return _CAP if v == 0 else min(_CAP, v & -v)
+        if name == "Select":
+            return min(self.multiple(o[1], depth + 1), self.multiple(o[2], depth + 1))
+        if name == "Cast" and self.types.get(o[0]) in FULL:
+            return self.multiple(o[0], depth + 1)
+        if name != "BinOpKind":
+            return 1
+        bop = op.kind.args[0].name
+        if bop in ("Add", "Sub"):
+            return min(self.multiple(o[0], depth + 1), self.multiple(o[1], depth + 1))
+        if bop == "Mul":
+            return min(_CAP, self.multiple(o[0], depth + 1) * self.multiple(o[1], depth + 1))
+        if bop == "BitAnd":
+            return max(self.multiple(o[0], depth + 1), self.multiple(o[1], depth + 1))
+        if bop == "Shl":
+            r = self.base.get(o[1])
+            if r is not None and r[0] == r[1] and 0 <= r[0] < 32:
+                return min(_CAP, self.multiple(o[0], depth + 1) << r[0])
+        return 1
+
+    def check_fragment(self, op, scope) -> None:
+        """A cooperative load/store of a Shared array proved to fit (the fragment rule
+        of descriptor.matrices holds for every offset in its range): its guard goes."""
+        o = op.operands
+        s = self.slots[o[0]]
+        if s.memory_class == "Global":
+            return
+        ty = self.types[op.result] if op.kind.name == "OpaqueExpr" else self.types[o[3]]
+        off, stride = self.range(scope, o[1]), self.range(scope, o[2])
+        if off is None or stride is None or stride[0] != stride[1] or off[0] < 0:
+            return
+        _, rows, cols = MATRICES[ty]
+        align = alignment(TYPES[ty].element, cols)
+        length = s.element_count * TYPES[self.slot_types[o[0]]].count
+        if self.multiple(o[1]) % align == 0 and in_place(length, off[1], stride[0], ty):
+            self.proved.add(id(op))
+
     def check(self, op, scope) -> None:
         name = op.kind.name
         if mo.access(op) is not None and op.operands:  # an ordered atomic: as Atomic
             name = "Atomic"
+        if (
+            name == "OpaqueExpr"
+            and op.kind.args[1] == LOAD
+            or (name == "OpaqueNode" and op.kind.args[0] == STORE)
+        ):
+            self.check_fragment(op, scope)
+            return
         if name not in ("LoadGlobal", "LoadShared", "StoreGlobal", "StoreShared", "Atomic"):
             return
         slot, index = op.operands[0], op.operands[1]

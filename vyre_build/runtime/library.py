@@ -8,7 +8,7 @@ and layer_norm over numpy arrays or DeviceBuffers.
         total = library.reduce(bundle, x, op="sum")  # the same, with the kernels given
         prefix = library.scan(bundle, x, exclusive=True)  # a numpy array
         c = library.matmul(bundle, a, b)
-        h = library.matmul_f16(bundle, a16, b16)  # tensor cores: Vulkan or cpu
+        h = library.matmul_f16(bundle, a16, b16)  # tensor cores: Vulkan or cpu; any sizes, batched
 
 Each function takes the kernels as a Bundle (or any mapping of kernel id -> Kernel, such as
 a dict of `load_kernel` results) as its optional first argument; without it, the library
@@ -29,7 +29,6 @@ import math
 from collections.abc import Mapping
 from typing import Any, overload
 
-import numpy as np
 
 from vyre_build.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
 from vyre_build.runtime.buffers import DeviceBuffer
@@ -80,7 +79,7 @@ LIBRARY_KERNELS = {
     "reduce": ("lib_reduce.{op}_{t}", "lib_reduce_once.{op}_{t}"),
     "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}", "lib_scan_once.{t}"),
     "matmul": ("lib_matmul.f32",),
-    "matmul_f16": ("lib_matmul_f16",),
+    "matmul_f16": ("lib_matmul_f16", "lib_mm_f16.f32", "lib_mm_f16.f16"),
     "softmax": ("lib_softmax.f32", "lib_softmax_warp.f32"),
     "layer_norm": ("lib_layer_norm.f32", "lib_layer_norm_warp.f32"),
 }
@@ -434,93 +433,140 @@ def _matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = Non
     call.place("b", b)
     call.output(out, "f32", (m, n))
     ab, _ = call.upload(a)
-    bb, _ = call.upload(b)
+    bb, b_vec = call.upload(b)
     cb = out if isinstance(out, DeviceBuffer) else call.device.buffer((m, n), "f32")
+    # vec4 loads of B's rows and stores of C's: rows of a multiple of 4 values
+    vb, vc = b_vec and n % 4 == 0, cb.count % 4 == 0 and n % 4 == 0
+    b4, _ = call.pair(bb, vb, "f32", False)
+    c4, cs = call.pair(cb, vc, "f32", True)
     grid = (-(-n // tile) * wg, -(-m // tile))
-    steps = [call.step(kid, 0, dict(a=ab, b=bb, c=cb, M=m, N=n, K=k), grid)]
+    args = dict(a=ab, b=bb, b4=b4, c=cs, c4=c4, M=m, N=n, K=k, vb=int(vb), vc=int(vc))
+    steps = [call.step(kid, 0, args, grid)]
     call.run(steps)
     call.remember((tile, wg), (a, b, out), steps, None)
     return call.result(cb, out, m * n, (m, n))
 
 
-F16_TILE = (16, 64, 16)  # lib_matmul_f16: M, N and K are multiples of these (its fragments)
-F16_BLOCK = 64  # the side of the block of C one workgroup (one subgroup) computes
-F16_WG = 32  # its workgroup size
+# lib_matmul_f16 (64 x 64 blocks of one 32-wide workgroup, fragments straight from the
+# buffers) runs the f32-output shapes it fits: on the H200 it ran 42 TFLOP/s at 4096, 2.2x
+# the staged lib_mm_f16 (whose 128 x 128 blocks take every other shape and f16 output).
+DIRECT_TILE = (16, 64, 16)  # M, N, K multiples it needs (M of 64 in a batch)
+DIRECT_BLOCK, DIRECT_WG = 64, 32
+F16_BLOCK = 128  # lib_mm_f16: the side of the block of C one workgroup computes
+F16_WG = 128  # its workgroup size: 4 subgroups of 32
+F16_WIDEST = 32  # the widest subgroup it runs on (4 subgroups per workgroup)
+MAX_BATCH = 65535  # matmul_f16: workgroups on the grid's z axis (one per batch entry)
+_F16_OUT = {"float32": "f32", "float16": "f16"}
 
 
 @overload
-def matmul_f16(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None) -> Any: ...
+def matmul_f16(
+    kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None, out_dtype: str = ...
+) -> Any: ...
 
 
 @overload
-def matmul_f16(a: Array, b: Array, *, out: Out = None) -> Any: ...
+def matmul_f16(a: Array, b: Array, *, out: Out = None, out_dtype: str = ...) -> Any: ...
 
 
 def matmul_f16(*args: Any, **kwargs: Any) -> Any:
     """C = A @ B with float16 A and B and float32 accumulation, on cooperative matrices
     (tensor cores): a Vulkan device with VK_KHR_cooperative_matrix, or the cpu reference.
+    Any sizes (edges are handled in the kernel, nothing is padded on the host), and batched:
+    a leading batch axis on either operand (a 2-D operand is shared by every batch entry).
 
     Arguments:
-        kernels: optional: a Bundle (or a mapping of id -> Kernel) holding lib_matmul_f16.
-        a: float16 of shape (M, K); b: float16 of shape (K, N). numpy arrays of any shape
-            are padded with zeros on the host to the kernel's multiples (M of 16, N of 64,
-            K of 16); a DeviceBuffer must have such a shape already.
-        out: a float32 array or DeviceBuffer of shape (M, N) to write C into.
+        kernels: optional: a Bundle (or a mapping of id -> Kernel) holding lib_mm_f16.f32
+            (float32 output) or lib_mm_f16.f16 (float16 output).
+        a: float16 of shape (M, K) or (Z, M, K); b: float16 of shape (K, N) or (Z, K, N);
+            numpy arrays or DeviceBuffers made with those shapes.
+        out: an array or DeviceBuffer of shape (M, N) (or (Z, M, N)) and out_dtype to
+            write C into.
+        out_dtype: "float32" (the default) or "float16" (the f32 sums rounded once).
     Returns:
-        C as a float32 numpy array of shape (M, N), or `out` when given.
+        C as a numpy array of shape (M, N) or (Z, M, N), or `out` when given.
     """
     kernels, rest = split_kernels("matmul_f16", args, kwargs)
     return _matmul_f16(kernels, *rest, **kwargs)
 
 
-def _matmul_f16(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None) -> Any:
-    """`matmul_f16` with its kernels given."""
-    m, k, n = _matmul_sizes("matmul_f16", a, b, "f16")
-    sides = {"a": ((m, k), (0, 2)), "b": ((k, n), (2, 1))}
+def _f16_sizes(a: Array, b: Array) -> tuple[int, int, int, int, bool, bool]:
+    # (Z, M, K, N, a batched, b batched) of A @ B, batched or not.
+    fn = "matmul_f16"
     for name, value in (("a", a), ("b", b)):
-        shape, axes = sides[name]
-        if isinstance(value, DeviceBuffer) and any(s % F16_TILE[x] for s, x in zip(shape, axes)):
-            raise fail(
-                "matmul_f16",
-                f"{name} is a DeviceBuffer of shape {shape}: M, N and K must be multiples of "
-                f"{F16_TILE[0]}, {F16_TILE[1]} and {F16_TILE[2]} (pass numpy arrays to pad)",
-            )
-    call = Call("matmul_f16", kernels, ["lib_matmul_f16"])
-    if isinstance(out, DeviceBuffer) and call.replay((), (a, b, out)) is not MISS:
+        kind_of(fn, name, value, ("f16",))
+        if len(shape_of(value)) not in (2, 3):
+            raise fail(fn, f"{name} must be 2-D or 3-D (a batch), got shape {shape_of(value)}")
+    sa, sb = shape_of(a), shape_of(b)
+    (m, k), (k2, n) = sa[-2:], sb[-2:]
+    if k != k2:
+        raise fail(fn, f"a is {sa} and b is {sb}: a's columns ({k}) must equal b's rows ({k2})")
+    za, zb = (s[0] if len(s) == 3 else None for s in (sa, sb))
+    if za is not None and zb is not None and za != zb:
+        raise fail(fn, f"a is {sa} and b is {sb}: their batches ({za} and {zb}) must be equal")
+    z = za or zb or 1
+    if z > MAX_BATCH:
+        raise fail(fn, f"a batch of {z} is more than {MAX_BATCH} (split it)")
+    return z, m, k, n, za is not None, zb is not None
+
+
+def _matmul_f16(
+    kernels: Mapping[str, Kernel],
+    a: Array,
+    b: Array,
+    *,
+    out: Out = None,
+    out_dtype: str = "float32",
+) -> Any:
+    """`matmul_f16` with its kernels given."""
+    if out_dtype not in _F16_OUT:
+        raise fail("matmul_f16", f"out_dtype must be 'float32' or 'float16', got {out_dtype!r}")
+    z, m, k, n, za, zb = _f16_sizes(a, b)
+    kind = _F16_OUT[out_dtype]
+    # rows past M of one batch entry are the next entry's: a batch needs whole blocks
+    rows = DIRECT_BLOCK if za or zb else DIRECT_TILE[0]
+    direct = kind == "f32" and m % rows == 0 and n % DIRECT_TILE[1] == 0
+    direct = direct and k % DIRECT_TILE[2] == 0
+    kid = "lib_matmul_f16" if direct else f"lib_mm_f16.{kind}"
+    call = Call("matmul_f16", kernels, [kid])
+    if isinstance(out, DeviceBuffer) and call.replay((kind,), (a, b, out)) is not MISS:
         return out
-    call.place("a", a)
-    call.place("b", b)
-    call.output(out, "f32", (m, n))
-    pm, pn, pk = (-(-s // t) * t for s, t in zip((m, n, k), F16_TILE))
-    if isinstance(out, DeviceBuffer) and (pm, pn) != (m, n):
+    width = call.device.profile.subgroup_size
+    if width is not None and width > F16_WIDEST:
         raise fail(
             "matmul_f16",
-            f"out is a DeviceBuffer of shape {(m, n)}: as a DeviceBuffer, M and N must be "
-            f"multiples of {F16_TILE[0]} and {F16_TILE[1]} (or pass out= an array)",
+            f"the device ({call.where()}) has subgroups of {width} invocations; {kid} needs "
+            f"subgroups of at most {F16_WIDEST}: use library.matmul on float32 values there",
         )
-
-    def padded(value: Array, rows: int, cols: int) -> DeviceBuffer:
-        if isinstance(value, DeviceBuffer):
-            return value
-        full = np.zeros((rows, cols), np.float16)
-        full[: value.shape[0], : value.shape[1]] = value
-        return call.device.buffer(full)
-
-    ab, bb = padded(a, pm, pk), padded(b, pk, pn)
-    cb = out if isinstance(out, DeviceBuffer) else call.device.buffer((pm, pn), "f32")
-    # one workgroup of F16_WG invocations per block of C
-    grid = (-(-pn // F16_BLOCK) * F16_WG, -(-pm // F16_BLOCK))
-    args = dict(a=ab, b=bb, c=cb, m=pm, n=pn, k=pk, gx=grid[0], gy=grid[1])
-    steps = [call.step("lib_matmul_f16", 0, args, grid)]
+    call.place("a", a)
+    call.place("b", b)
+    shape = (z, m, n) if za or zb else (m, n)
+    call.output(out, kind, shape)
+    ab, a_vec = call.upload(a)
+    bb, b_vec = call.upload(b)
+    cb = out if isinstance(out, DeviceBuffer) else call.device.buffer(shape, kind)
+    sink = call.scratch("sink", "f16" if kind == "f32" else "f32", 4)
+    c, h = (cb, sink) if kind == "f32" else (sink, cb)
+    grid = (-(-n // F16_BLOCK) * F16_WG, -(-m // F16_BLOCK), z)
+    if direct:
+        grid = (n // DIRECT_BLOCK * DIRECT_WG, -(-m // DIRECT_BLOCK), z)
+        args: dict[str, Any] = dict(a=ab, b=bb, c=cb, m=m, n=n, k=k, gx=grid[0], gy=grid[1])
+        args.update(sa=m * k if za else 0, sb=k * n if zb else 0, sc=m * n, gz=z)
+        steps = [call.step(kid, 0, args, grid)]
+        call.run(steps)
+        call.remember((kind,), (a, b, out), steps, None)
+        return call.result(cb, out, z * m * n, shape)
+    zero = call.scratch("zero", "f16", 4)  # the vec4h binding of an operand without vec4s
+    args = dict(a=ab, a4=ab if a_vec else zero, b=bb, b4=bb if b_vec else zero)
+    args.update(c=c, h=h)
+    args.update(M=m, N=n, K=k, sa=m * k if za else 0, sb=k * n if zb else 0, sc=m * n)
+    # vec4h loads need whole vec4s: rows (and batch entries) of a multiple of 4 halves
+    args.update(va=int(a_vec and k % 4 == 0), vb=int(b_vec and n % 4 == 0))
+    args.update(gx=grid[0], gy=grid[1], gz=grid[2])
+    steps = [call.step(kid, 0, args, grid)]
     call.run(steps)
-    call.remember((), (a, b, out), steps, None)
-    if cb is out:
-        return out
-    values = cb.read().reshape(pm, pn)[:m, :n]
-    if isinstance(out, np.ndarray):
-        out[...] = values
-        return out
-    return np.ascontiguousarray(values)
+    call.remember((kind,), (a, b, out), steps, None)
+    return call.result(cb, out, z * m * n, shape)
 
 
 # -- row softmax and layer norm ------------------------------------------------------------

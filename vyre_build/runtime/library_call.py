@@ -33,6 +33,7 @@ _FILES = {
     "lib_scan_once": "lib_scan.py",
     "lib_matmul": "lib_matmul.py",
     "lib_matmul_f16": "lib_matmul_f16.py",
+    "lib_mm_f16": "lib_mm_f16.py",
     "lib_softmax": "lib_norm.py",
     "lib_layer_norm": "lib_norm.py",
     "lib_softmax_warp": "lib_norm_warp.py",
@@ -164,7 +165,7 @@ class Call:
 
     # -- steps --
 
-    def step(self, kid: str, n: int, args: dict[str, Any], grid: int | tuple[int, int]) -> _Step:
+    def step(self, kid: str, n: int, args: dict[str, Any], grid: int | tuple[int, ...]) -> _Step:
         """Dispatch `n` of the call, on its own copy of kernel `kid` (a Kernel keeps the
         plan of its last dispatch: one per step keeps every step's)."""
         kernel, key = self.k[kid], (threading.get_ident(), n)
@@ -335,7 +336,7 @@ class _Step(NamedTuple):
 
     kernel: Kernel
     args: dict[str, Any]
-    grid: int | tuple[int, int]
+    grid: int | tuple[int, ...]
     plan: Any = None
 
 

@@ -59,9 +59,12 @@ class CoopOps:
     def barrier_semantics(self, sem: int) -> int:
         return sem | AVAILABLE_VISIBLE if self.vmm else sem
 
-    def in_place(self, info, off_ssa: int, stride_ssa: int, ty: str) -> int | bool:
+    def in_place(self, kop, info, off_ssa: int, stride_ssa: int, ty: str) -> int | bool:
         """The fragment rule in u32 arithmetic that cannot overflow (see descriptor.matrices):
-        decided here when offset, stride and the slot's length are constants."""
+        decided here when offset, stride and the slot's length are constants, or when the
+        range analysis proved every offset of a shared array's fragment fits."""
+        if self.info.in_bounds(kop):
+            return True
         _, rows, cols = MATRICES[ty]
         comps = TYPES[info.ty].count  # a slot of vectors holds count scalars per element
         consts = self.info.constants
@@ -151,7 +154,7 @@ class CoopOps:
         info, ty = self.slots[number], self.info.types[kop.result]
         offset, stride = self.vals[off_ssa], self.vals[stride_ssa]
         tid = self.tid(ty)
-        ok = self.in_place(info, off_ssa, stride_ssa, ty)
+        ok = self.in_place(kop, info, off_ssa, stride_ssa, ty)
         if ok is False:
             return self.zero(ty)
         var = None
@@ -173,7 +176,7 @@ class CoopOps:
         number, off_ssa, stride_ssa, value = kop.operands
         info, ty = self.slots[number], self.info.types[value]
         offset, stride = self.vals[off_ssa], self.vals[stride_ssa]
-        ok = self.in_place(info, off_ssa, stride_ssa, ty)
+        ok = self.in_place(kop, info, off_ssa, stride_ssa, ty)
         if ok is False:
             return None  # a store that can never fit does nothing
         merge = self.guard(ok)
