@@ -33,7 +33,9 @@ from vyre_build.files import canonical_json
 __all__ = [
     "DEVICE_KEYS",
     "FILLS",
+    "LIBRARY_KERNELS",
     "LIBRARY_TUNABLES",
+    "check_library_kernel",
     "check_library_params",
     "check_record",
     "check_tuning",
@@ -67,6 +69,13 @@ LIBRARY_TUNABLES: dict[str, dict[str, tuple[int, int, int]]] = {
     "softmax": {"short_rows": (0, 1024, 1024)},
     "layer_norm": {"short_rows": (0, 1024, 1024)},
     "matmul": {"tile": (4, 1024, 128), "wg": (1, 1024, 256)},
+    "matmul_f16": {},  # its candidates name a kernel only (LIBRARY_KERNELS)
+}
+# The library functions whose candidates name the kernel they run: fn -> the kernel ids
+# allowed (None: any kernel id). The others' candidates name none.
+LIBRARY_KERNELS: dict[str, tuple[str, ...] | None] = {
+    "matmul": None,
+    "matmul_f16": ("lib_matmul_f16", "lib_mm_f16.f32"),
 }
 
 
@@ -80,11 +89,25 @@ def check_library_params(fn: str, params: dict[str, Any]) -> str | None:
         )
     for name, value in params.items():
         if name not in known:
-            return f"library.{fn} has no parameter '{name}' (it has {', '.join(sorted(known))})"
+            has = ", ".join(sorted(known)) or "none"
+            return f"library.{fn} has no parameter '{name}' (it has {has})"
         low, high, _ = known[name]
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             return f"library.{fn} parameter '{name}' must be an integer in {low}..{high}, got {value!r}"
     return None
+
+
+def check_library_kernel(fn: str, kernel: str | None) -> str | None:
+    """Why a candidate of library function `fn` cannot name `kernel`, or None when it can."""
+    if fn not in LIBRARY_KERNELS:
+        if kernel is None:
+            return None
+        named = " and ".join(f"{f}'s" for f in sorted(LIBRARY_KERNELS))
+        return f"library.{fn} takes no kernel (only {named} candidates name one)"
+    allowed = LIBRARY_KERNELS[fn]
+    if kernel is None or allowed is None or kernel in allowed:
+        return None
+    return f"library.{fn} cannot run kernel '{kernel}' (its candidates name {', '.join(allowed)})"
 
 
 def _fail(where: str, what: str) -> BundleError:
