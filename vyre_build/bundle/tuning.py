@@ -12,6 +12,8 @@ Guarantees:
 - `check_tuning` accepts exactly this shape (JSON data, names safe as kernel ids) and
   raises BundleError naming the JSON path of the first thing wrong; the writer and the
   reader both run it, so a bundle never carries tuning data the runtime cannot use.
+- A library tunable's candidates name a kernel only where LIBRARY_KERNELS lets them, and
+  only a kernel it lists (matmul_f16: lib_matmul_f16 or lib_mm_f16.f32).
 - `merge_records` keeps one record per device (DEVICE_KEYS), the newer entry of each
   tunable winning, and sorts them, so merging is deterministic and idempotent.
 - `match` picks a device's record: the exact device, else the same backend, vendor and
@@ -205,6 +207,9 @@ def check_tunable(name: str, t: Any, where: str) -> None:
             raise _fail(cw, "names no kernel (a kernel tunable runs one kernel per candidate)")
         if kernel is not None and (type(kernel) is not str or not _ID.match(kernel)):
             raise _fail(f"{cw}.kernel", f"{kernel!r} is not a kernel id (name or name.variant)")
+        why = check_library_kernel(library, kernel) if library in LIBRARY_TUNABLES else None
+        if why is not None:
+            raise _fail(f"{cw}.kernel", why)
         params = cand["params"]
         if type(params) is not dict:
             raise _fail(f"{cw}.params", "must be an object")
