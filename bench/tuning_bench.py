@@ -113,10 +113,8 @@ def _section(dev, bundle, torch, section: str, shapes, number: int, rounds: int)
         f"{section} (library.{name}): tuned pick {tuned.candidate} ({tuned.how}), default "
         f"{t['default']}"
     )
-    say(f"{'shape MxKxN':<18} {'tuned TF/s':>10} {'default TF/s':>12} {'torch TF/s':>10} "
-        f"{'tuned/default':>13} {'torch/tuned':>11}  check")  # fmt: skip
     rng = np.random.default_rng(0)
-    for m, k, n in shapes:
+    for row, (m, k, n) in enumerate(shapes):
         a_np = rng.uniform(-1, 1, (m, k)).astype(dtype)
         b_np = rng.uniform(-1, 1, (k, n)).astype(dtype)
         a, b, out = dev.buffer(a_np), dev.buffer(b_np), dev.buffer((m, n), "f32")
@@ -125,6 +123,9 @@ def _section(dev, bundle, torch, section: str, shapes, number: int, rounds: int)
         except VyreError as exc:
             say(f"{section}: skipped on this device: {exc}")
             return
+        if row == 0:  # the header once the device has run it
+            say(f"{'shape MxKxN':<18} {'tuned TF/s':>10} {'default TF/s':>12} {'torch TF/s':>10} "
+                f"{'tuned/default':>13} {'torch/tuned':>11}  check")  # fmt: skip
         got = out.read().reshape(m, n)
         t_default = _ours(dev, fn, default, a, b, out, number, rounds)
         flops = 2.0 * m * n * k
