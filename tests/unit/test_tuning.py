@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import struct
 
 import blake3
@@ -37,11 +38,17 @@ CASE = "  case:\n    inputs:\n      x: {shape: [64], dtype: f32, fill: uniform}\
 def test_the_library_tunables_load_and_default_to_their_first_candidate():
     with open(os.path.join(KERNELS, "tuning.yaml"), encoding="utf-8") as f:
         tunables = load_tuning("kernels/tuning.yaml", f.read())
-    assert sorted(tunables) == ["layer_norm", "matmul", "reduce", "scan", "softmax"]
+    assert sorted(tunables) == ["layer_norm", "matmul", "matmul_f16", "reduce", "scan", "softmax"]
     assert tunables["reduce"]["default"] == "p1024"
     assert tunables["reduce"]["candidates"]["p256"] == {"kernel": None, "params": {"partials": 256}}
     assert tunables["matmul"]["candidates"]["tile128"]["kernel"] == "lib_matmul.f32"
     assert tunables["reduce"]["case"]["tolerance"] == 1e-4
+    assert tunables["matmul_f16"]["default"] == "direct"  # today's shape rule
+    assert tunables["matmul_f16"]["candidates"] == {
+        "direct": {"kernel": "lib_matmul_f16", "params": {}},
+        "staged": {"kernel": "lib_mm_f16.f32", "params": {}},
+    }
+    assert tunables["matmul_f16"]["case"]["inputs"]["a"]["dtype"] == "f16"
     check_tuning({"tunables": tunables, "records": []})
 
 
@@ -99,7 +106,22 @@ def test_the_library_tunables_load_and_default_to_their_first_candidate():
         (
             "s:\n  library: scan\n" + CASE + "  candidates:\n    a: {kernel: lib_scan.f32}\n",
             "kernels/tuning.yaml:7:8",
-            "library.scan takes no kernel (only matmul's candidates name one)",
+            "library.scan takes no kernel (only matmul's and matmul_f16's candidates name one)",
+        ),
+        (
+            "m:\n  library: matmul_f16\n"
+            + CASE
+            + "  candidates:\n    a: {kernel: lib_mm_f16.f16}\n",
+            "kernels/tuning.yaml:7:8",
+            "library.matmul_f16 cannot run kernel 'lib_mm_f16.f16' (its candidates name "
+            "lib_matmul_f16, lib_mm_f16.f32)",
+        ),
+        (
+            "m:\n  library: matmul_f16\n"
+            + CASE
+            + "  candidates:\n    a: {kernel: lib_matmul_f16, tile: 64}\n",
+            "kernels/tuning.yaml:7:8",
+            "library.matmul_f16 has no parameter 'tile' (it has none)",
         ),
         ("k: &a {}\n", "kernels/tuning.yaml:1:4", "YAML anchors and aliases"),
     ],
@@ -420,3 +442,77 @@ def test_a_tuned_bundle_opens_lazily_and_a_non_canonical_manifest_reads_the_same
     other.write_bytes(bytes(header) + data[80:m_off] + loose)
     with read_bundle(other) as r:
         assert r.tuning == tuning and r.ids == ["scale.bad", "scale.plain", "scale.twice"]
+
+
+def test_matmul_f16_runs_its_picked_kernel_where_the_shape_allows_it(tmp_path, monkeypatch):
+    import numpy as np
+
+    from vyre_build.runtime import library
+    from vyre_build.runtime.library_call import Call
+
+    ran = []
+    step = Call.step
+    monkeypatch.setattr(
+        Call,
+        "step",
+        lambda self, kid, n, args, grid: ran.append((kid, grid)) or step(self, kid, n, args, grid),
+    )
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, (64, 32)).astype(np.float16)
+    b = rng.uniform(-1, 1, (32, 64)).astype(np.float16)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    odd = rng.uniform(-1, 1, (40, 32)).astype(np.float16)  # M = 40: not the unstaged kernel's
+    names = ("lib_matmul_f16", "lib_mm_f16")
+    staged = _library_bundle(tmp_path, names, {"matmul_f16": "staged"})
+    with open_bundle(staged, backend="cpu") as bundle:
+        assert bundle.tuned("matmul_f16").kernel == "lib_mm_f16.f32"
+        np.testing.assert_allclose(library.matmul_f16(bundle, a, b), want, rtol=0, atol=1e-5)
+        assert ran == [("lib_mm_f16.f32", (128, 1, 1))]  # the shape rule would take the unstaged
+        ran.clear()
+        got = library.matmul_f16(bundle, a, b, out_dtype="float16")
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-2)
+        assert ran == [("lib_mm_f16.f16", (128, 1, 1))]  # f16 output: always its own kernel
+    ran.clear()
+    (tmp_path / "lib.vyrebundle").rename(tmp_path / "staged.vyrebundle")
+    direct = _library_bundle(tmp_path, names, {"matmul_f16": "direct"})
+    with open_bundle(direct, backend="cpu") as bundle:
+        np.testing.assert_allclose(library.matmul_f16(bundle, a, b), want, rtol=0, atol=1e-5)
+        assert ran == [("lib_matmul_f16", (32, 1, 1))]
+        ran.clear()
+        got = library.matmul_f16(bundle, odd, b)
+        np.testing.assert_allclose(got, odd.astype(np.float64) @ b, rtol=0, atol=1e-5)
+        assert ran == [("lib_mm_f16.f32", (128, 1, 1))]  # the unstaged kernel cannot take it
+    ran.clear()
+    library.matmul_f16(dict(open_bundle(direct, backend="cpu").items()), a, b)  # no tuning data
+    assert ran == [("lib_matmul_f16", (32, 1, 1))]  # the default: today's shape rule
+
+
+def test_a_matmul_f16_candidate_naming_another_kernel_is_refused_by_the_writer(tmp_path):
+    from vyre_build.runtime.library_bundle import library_bundle_path
+
+    with read_bundle(library_bundle_path()) as r:
+        tunables = copy.deepcopy(r.tuning["tunables"])
+    tunables["matmul_f16"]["candidates"]["staged"]["kernel"] = "lib_matmul.f32"
+    with pytest.raises(BundleError) as info:
+        write_bundle(tmp_path / "x.vyrebundle", [], tuning={"tunables": tunables, "records": []})
+    assert str(info.value) == (
+        "tuning data: tuning.tunables.matmul_f16.candidates.staged.kernel: library.matmul_f16 "
+        "cannot run kernel 'lib_matmul.f32' (its candidates name lib_matmul_f16, lib_mm_f16.f32)"
+    )
+
+
+def test_tune_picks_a_matmul_f16_kernel_on_the_cpu_backend(tmp_path, capsys):
+    from vyre_build.runtime.library_bundle import library_bundle_path
+
+    path = tmp_path / "lib.vyrebundle"
+    shutil.copyfile(library_bundle_path(), path)
+    assert (
+        main(["tune", str(path), "--backend", "cpu", "--only", "matmul_f16", "--rounds", "1"]) == 0
+    )
+    err = capsys.readouterr().err
+    assert "[1/1] matmul_f16: direct " in err and "[1/1] matmul_f16: staged " in err
+    with read_bundle(path) as r:
+        (rec,) = r.tuning["records"]
+    pick = rec["picks"]["matmul_f16"]
+    assert sorted(pick["seconds"]) == ["direct", "staged"] and pick["dropped"] == {}
+    assert pick["candidate"] == min(pick["seconds"], key=pick["seconds"].get)

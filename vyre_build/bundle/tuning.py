@@ -12,6 +12,8 @@ Guarantees:
 - `check_tuning` accepts exactly this shape (JSON data, names safe as kernel ids) and
   raises BundleError naming the JSON path of the first thing wrong; the writer and the
   reader both run it, so a bundle never carries tuning data the runtime cannot use.
+- A library tunable's candidates name a kernel only where LIBRARY_KERNELS lets them, and
+  only a kernel it lists (matmul_f16: lib_matmul_f16 or lib_mm_f16.f32).
 - `merge_records` keeps one record per device (DEVICE_KEYS), the newer entry of each
   tunable winning, and sorts them, so merging is deterministic and idempotent.
 - `match` picks a device's record: the exact device, else the same backend, vendor and
@@ -33,7 +35,9 @@ from vyre_build.files import canonical_json
 __all__ = [
     "DEVICE_KEYS",
     "FILLS",
+    "LIBRARY_KERNELS",
     "LIBRARY_TUNABLES",
+    "check_library_kernel",
     "check_library_params",
     "check_record",
     "check_tuning",
@@ -67,6 +71,13 @@ LIBRARY_TUNABLES: dict[str, dict[str, tuple[int, int, int]]] = {
     "softmax": {"short_rows": (0, 1024, 1024)},
     "layer_norm": {"short_rows": (0, 1024, 1024)},
     "matmul": {"tile": (4, 1024, 128), "wg": (1, 1024, 256)},
+    "matmul_f16": {},  # its candidates name a kernel only (LIBRARY_KERNELS)
+}
+# The library functions whose candidates name the kernel they run: fn -> the kernel ids
+# allowed (None: any kernel id). The others' candidates name none.
+LIBRARY_KERNELS: dict[str, tuple[str, ...] | None] = {
+    "matmul": None,
+    "matmul_f16": ("lib_matmul_f16", "lib_mm_f16.f32"),
 }
 
 
@@ -80,11 +91,25 @@ def check_library_params(fn: str, params: dict[str, Any]) -> str | None:
         )
     for name, value in params.items():
         if name not in known:
-            return f"library.{fn} has no parameter '{name}' (it has {', '.join(sorted(known))})"
+            has = ", ".join(sorted(known)) or "none"
+            return f"library.{fn} has no parameter '{name}' (it has {has})"
         low, high, _ = known[name]
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             return f"library.{fn} parameter '{name}' must be an integer in {low}..{high}, got {value!r}"
     return None
+
+
+def check_library_kernel(fn: str, kernel: str | None) -> str | None:
+    """Why a candidate of library function `fn` cannot name `kernel`, or None when it can."""
+    if fn not in LIBRARY_KERNELS:
+        if kernel is None:
+            return None
+        named = " and ".join(f"{f}'s" for f in sorted(LIBRARY_KERNELS))
+        return f"library.{fn} takes no kernel (only {named} candidates name one)"
+    allowed = LIBRARY_KERNELS[fn]
+    if kernel is None or allowed is None or kernel in allowed:
+        return None
+    return f"library.{fn} cannot run kernel '{kernel}' (its candidates name {', '.join(allowed)})"
 
 
 def _fail(where: str, what: str) -> BundleError:
@@ -182,6 +207,9 @@ def check_tunable(name: str, t: Any, where: str) -> None:
             raise _fail(cw, "names no kernel (a kernel tunable runs one kernel per candidate)")
         if kernel is not None and (type(kernel) is not str or not _ID.match(kernel)):
             raise _fail(f"{cw}.kernel", f"{kernel!r} is not a kernel id (name or name.variant)")
+        why = check_library_kernel(library, kernel) if library in LIBRARY_TUNABLES else None
+        if why is not None:
+            raise _fail(f"{cw}.kernel", why)
         params = cand["params"]
         if type(params) is not dict:
             raise _fail(f"{cw}.params", "must be an object")

@@ -25,7 +25,13 @@ import math
 
 import yaml
 
-from vyre_build.bundle.tuning import FILLS, LIBRARY_TUNABLES, check_library_params, check_tunable
+from vyre_build.bundle.tuning import (
+    FILLS,
+    LIBRARY_TUNABLES,
+    check_library_kernel,
+    check_library_params,
+    check_tunable,
+)
 from vyre_build.errors import BundleError
 from vyre_build.frontend.limits import shown
 from vyre_build.frontend.source import Source
@@ -191,8 +197,8 @@ def _tunable(src: Source, key, node) -> dict:
                 why = None
                 if t["library"] is not None:
                     why = check_library_params(str(t["library"]), params)
-                    if why is None and kernel is not None and t["library"] != "matmul":
-                        why = f"library.{t['library']} takes no kernel (only matmul's candidates name one)"
+                    if why is None:
+                        why = check_library_kernel(str(t["library"]), kernel)
                 elif params:
                     why = (
                         f"candidate '{shown(ck.value)}' sets {', '.join(sorted(params))}: a kernel "

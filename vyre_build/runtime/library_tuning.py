@@ -9,6 +9,8 @@ its range and its default (the value the function uses with no tunable or no rec
   kernel (0: every row goes to the 256-wide one);
 - matmul `tile` and `wg`: the side of the block of C one workgroup computes and its
   workgroup size, for the candidate's `kernel` (default lib_matmul.f32, 128 and 256).
+- matmul_f16: no parameters; the candidate's `kernel` (lib_matmul_f16, the default, or
+  lib_mm_f16.f32) is the f32-output kernel it runs where the shape allows it.
 
 `library_choice(kernels, fn)` gives (kernel id or None, params): the tunable of `fn` in a
 Bundle (or what `tune` forces), its pick for the device, with the defaults filled in; a
