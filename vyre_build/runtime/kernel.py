@@ -96,13 +96,17 @@ class CallResult(dict[str, Union[npt.NDArray[Any], DeviceBuffer]]):
 
 def split_refusal_of_code(code: str | bytes) -> str | None:
     """Why a dispatch of this shader cannot be split into pieces, or None. A piece starts at
-    its base workgroup through the vyre_wg_base specialization constants (SPIR-V SpecId
-    0-2) that the SPIR-V emitter declares: a shader that reads workgroup or global ids
-    without them would run every piece as the first; one that reads num_workgroups() would
-    see one piece's count instead of the whole grid's."""
-    if isinstance(code, str):  # WGSL: no backend splits it today (wgpu_backend.py)
+    its base workgroup through the vyre_wg_base constants that the emitters declare (SPIR-V:
+    specialization constants SpecId 0-2; WGSL: overrides vyre_wg_base_x/y/z): a shader
+    that reads workgroup or global ids without them would run every piece as the first;
+    one that reads num_workgroups() would see one piece's count instead of the whole
+    grid's."""
+    if isinstance(code, str):  # WGSL (emit/wgsl: the entry's builtins are named so)
         if code.count("nwg") > code.count("nwg: vec3<u32>"):  # past the entry parameters
             return "the kernel reads num_workgroups(), so the dispatch cannot be split"
+        ids = "@builtin(global_invocation_id)" in code or "@builtin(workgroup_id)" in code
+        if ids and not all(f"override vyre_wg_base_{a}: u32" in code for a in "xyz"):
+            return _NO_BASE.format("overrides (vyre_wg_base_x/y/z: u32)", "WGSL")
         return None
     words = np.frombuffer(code, dtype="<u4")
     at, builtins, spec_ids = 5, set(), set()  # after the header
@@ -119,13 +123,13 @@ def split_refusal_of_code(code: str | bytes) -> str | None:
     if _NUM_WORKGROUPS in builtins:
         return "the kernel reads num_workgroups(), so the dispatch cannot be split"
     if builtins & _IDS and not {0, 1, 2} <= spec_ids:
-        return _NO_BASE.format("specialization constants (SpecId 0-2)")
+        return _NO_BASE.format("specialization constants (SpecId 0-2)", "SPIR-V")
     return None
 
 
 _NO_BASE = (
     "the shader reads workgroup ids without the vyre_wg_base {} that vyre_build's "
-    "SPIR-V emitter declares, so the dispatch cannot be split"
+    "{} emitter declares, so the dispatch cannot be split"
 )
 
 

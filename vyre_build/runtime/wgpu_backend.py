@@ -123,6 +123,9 @@ class WgpuDevice(Device):
     """
 
     backend = "wgpu"
+    # A piece of a split dispatch runs the kernel's pipeline made with the WGSL overrides
+    # vyre_wg_base_x/y/z set to its base workgroup (emit/wgsl: docs/runtime.md, "Grids").
+    splits_dispatches = True
     # Buffer writes (queue.write_buffer) are ordered with submissions: work submitted before
     # a write sees the old contents, so a buffer can be rewritten while that work is in
     # flight (library calls upload small arrays into kept buffers: library_call.py).
@@ -322,9 +325,12 @@ class WgpuDevice(Device):
                 ]
             )
             module = self.device.create_shader_module(label=meta.id, code=code)
+            stage: dict[str, Any] = {"module": module, "entry_point": entry}
+            if base is not None:  # a split dispatch's piece: the WGSL's base overrides
+                stage["constants"] = {f"vyre_wg_base_{a}": n for a, n in zip("xyz", base)}
             pipeline = self.device.create_compute_pipeline(
                 label=meta.id,
-                compute={"module": module, "entry_point": entry},
+                compute=stage,
                 layout=self.device.create_pipeline_layout(bind_group_layouts=[group_layout]),
             )
         except wgpu.GPUError as exc:

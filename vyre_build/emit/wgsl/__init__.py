@@ -22,7 +22,11 @@ from vyre_build.emit.wgsl.helpers import HELPER_CALL, HELPERS
 from vyre_build.errors import EmitError
 from vyre_build.features import COOPERATIVE_MATRIX
 
-__all__ = ["emit_wgsl"]
+__all__ = ["WORKGROUP_BASE", "emit_wgsl"]
+
+# The base workgroup of a split dispatch's piece (docs/runtime.md, "Grids"): pipeline
+# overrides the wgpu runtime sets per piece, 0 (their default) for an unsplit dispatch.
+WORKGROUP_BASE = tuple(f"override vyre_wg_base_{a}: u32 = 0u;" for a in "xyz")
 
 
 def emit_wgsl(
@@ -62,6 +66,7 @@ def emit_wgsl(
     out = [header, ""]
     if any("f16" in w.info.features for _, w in writers):
         out += ["enable f16;", ""]
+    out += [*WORKGROUP_BASE, ""]
     out += decls
     if info.debug_binding is not None:  # a debug build (emit/wgsl/debug.py)
         out += debug_declarations(info.debug_binding)
@@ -71,14 +76,25 @@ def emit_wgsl(
             out.append("")
         out.append(f"@compute @workgroup_size({wx}, {wy}, {wz})")
         out.append(
-            f"fn {name}(@builtin(global_invocation_id) gid: vec3<u32>, "
+            f"fn {name}(@builtin(global_invocation_id) _gid: vec3<u32>, "
             "@builtin(local_invocation_id) lid: vec3<u32>, "
-            "@builtin(workgroup_id) wid: vec3<u32>, "
+            "@builtin(workgroup_id) _wid: vec3<u32>, "
             f"@builtin(num_workgroups) nwg: vec3<u32>{_subgroup_inputs(inputs)}) {{"
         )
+        out += _based_ids((wx, wy, wz))
         out += lines
         out.append("}")
     return "\n".join(out) + "\n"
+
+
+def _based_ids(size: tuple[int, int, int]) -> list[str]:
+    """The entry's `wid` and `gid`: the builtins plus the split-dispatch base workgroup."""
+    base = ", ".join(f"vyre_wg_base_{a}" for a in "xyz")
+    scaled = ", ".join(f"vyre_wg_base_{a} * {n}u" for a, n in zip("xyz", size))
+    return [
+        f"    let wid: vec3<u32> = _wid + vec3<u32>({base});",
+        f"    let gid: vec3<u32> = _gid + vec3<u32>({scaled});",
+    ]
 
 
 def _subgroup_inputs(inputs: set[str]) -> str:
