@@ -5,6 +5,7 @@ application's own wgpu device and buffers. The pipeline cache: test_runtime_cach
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 
@@ -203,15 +204,20 @@ def iota(out: Buffer[u32, "w"], start: u32, step: u32):
 """
 
 
-@pytest.mark.backends("vulkan")
-def test_a_dispatch_past_the_limit_is_split_and_not_at_it(device, tmp_path, monkeypatch):
+def _load(device, tmp_path, source: str, name: str):
     from vyre_build.compiler import compile_file
     from vyre_build.runtime import load_kernel
 
-    path = tmp_path / "iota.py"
-    path.write_text(IOTA)
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
     (k,) = compile_file(str(path), root=str(tmp_path))
-    iota = load_kernel(k.meta, device=device, spirv=k.spirv)
+    code = {"wgsl": k.wgsl} if device.backend == "wgpu" else {"spirv": k.spirv}
+    return load_kernel(k.meta, device=device, **code)
+
+
+@pytest.mark.backends("wgpu", "vulkan")
+def test_a_dispatch_past_the_limit_is_split_and_not_at_it(device, tmp_path, monkeypatch):
+    iota = _load(device, tmp_path, IOTA, "iota")
     monkeypatch.setattr(device, "max_workgroup_count", (4, 65535, 65535))  # a small limit
     monkeypatch.setattr(device, "coarse_entries", False)  # the base entry: 1 element each
     jobs = _spy(device)
@@ -226,6 +232,61 @@ def test_a_dispatch_past_the_limit_is_split_and_not_at_it(device, tmp_path, monk
     with device.batch():  # in a batch too
         made = iota(out=999, start=0, step=1)["out"]
     np.testing.assert_array_equal(made.read(), np.arange(999, dtype=np.uint32))
+
+
+IDS_3D = """
+from vyre_build.lang import Buffer, global_id, kernel, u32, workgroup_id
+
+@kernel(workgroup_size=(2, 2, 2))
+def ids3(g: Buffer[u32, "w"], w: Buffer[u32, "w"], nx: u32, ny: u32):
+    x = global_id().x
+    y = global_id().y
+    z = global_id().z
+    i = (z * ny + y) * nx + x
+    g[i] = x + 100 * y + 10000 * z
+    w[i] = workgroup_id().x + 100 * workgroup_id().y + 10000 * workgroup_id().z
+"""
+
+
+def _ids_want(shape):
+    # (global id, workgroup id) values of every invocation of a (nx, ny, nz) grid of 2x2x2
+    z, y, x = np.meshgrid(*(np.arange(n, dtype=np.uint32) for n in shape[::-1]), indexing="ij")
+    return (x + 100 * y + 10000 * z).ravel(), (x // 2 + 100 * (y // 2) + 10000 * (z // 2)).ravel()
+
+
+@pytest.mark.backends("wgpu", "vulkan")
+@pytest.mark.parametrize(
+    "groups, pieces",
+    [
+        ((3, 4, 1), [(3, 4, 1)]),  # 2-D, at the limit on both axes: one dispatch
+        ((3, 5, 1), [(3, 4, 1), (3, 1, 1)]),  # 2-D, just past it on y
+        ((4, 5, 1), [(3, 4, 1), (1, 4, 1), (3, 1, 1), (1, 1, 1)]),  # past it on x and y
+        ((3, 4, 2), [(3, 4, 2)]),  # 3-D, at the limit on every axis
+        ((3, 4, 3), [(3, 4, 2), (3, 4, 1)]),  # 3-D, just past it on z
+        ((4, 5, 3), None),  # past it on every axis: 2 x 2 x 2 pieces
+    ],
+)
+def test_2d_and_3d_grids_at_and_past_the_limit_have_every_id(
+    device, tmp_path, monkeypatch, groups, pieces
+):
+    """Global and workgroup ids of every invocation, split on a lowered limit of (3, 4, 2)
+    workgroups, equal numpy's; a grid at the limit is one dispatch on the base pipeline."""
+    ids3 = _load(device, tmp_path, IDS_3D, "ids3")
+    monkeypatch.setattr(device, "max_workgroup_count", (3, 4, 2))
+    shape = tuple(2 * n for n in groups)
+    n = math.prod(shape)
+    jobs = _spy(device)
+    out = ids3(g=n, w=n, nx=shape[0], ny=shape[1], grid=shape)
+    want_g, want_w = _ids_want(shape)
+    np.testing.assert_array_equal(out.array("g"), want_g)
+    np.testing.assert_array_equal(out.array("w"), want_w)
+    counts = [j[2] for j in jobs]
+    if pieces is not None:
+        assert counts == pieces
+    else:
+        assert len(counts) == 8 and sorted(counts)[0] == (1, 1, 1)
+    assert len({id(j[0]) for j in jobs}) == len(counts)  # a pipeline per base workgroup
+    assert jobs[0][0] is ids3.pipeline  # the first piece (base 0) is the unsplit pipeline
 
 
 def test_a_kernel_reading_num_workgroups_is_not_split():

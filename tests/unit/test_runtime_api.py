@@ -357,8 +357,19 @@ def test_what_a_shader_must_declare_to_be_split_is_found_in_its_code():
     )
     head = "fn main(@builtin(global_invocation_id) gid_in: vec3<u32>, @builtin(num_workgroups) "
     wgsl = head + "nwg: vec3<u32>) {"
-    assert split_refusal_of_code(wgsl + "}") is None
-    assert split_refusal_of_code(wgsl + " let n = nwg.x; }") == nwg
+    base = "".join(f"override vyre_wg_base_{a}: u32 = 0u;\n" for a in "xyz")
+    assert split_refusal_of_code(base + wgsl + "}") is None
+    assert split_refusal_of_code(base + wgsl + " let n = nwg.x; }") == nwg
+    no_base = (
+        "the shader reads workgroup ids without the vyre_wg_base overrides "
+        "(vyre_wg_base_x/y/z: u32) that vyre_build's WGSL emitter declares, so the dispatch "
+        "cannot be split"
+    )
+    assert split_refusal_of_code(wgsl + "}") == no_base
+    assert split_refusal_of_code(base[: base.rindex("override")] + wgsl + "}") == no_base
+    wid = "fn main(@builtin(workgroup_id) w: vec3<u32>) {}"
+    assert split_refusal_of_code(wid) == no_base
+    assert split_refusal_of_code("fn main(@builtin(local_invocation_id) l: vec3<u32>) {}") is None
 
 
 def test_open_bundle_refuses_what_is_not_a_device(tmp_path):

@@ -1,5 +1,9 @@
 // vyre_build WGSL for kernel "saxpy"; generated from its descriptor, do not edit.
 
+override vyre_wg_base_x: u32 = 0u;
+override vyre_wg_base_y: u32 = 0u;
+override vyre_wg_base_z: u32 = 0u;
+
 struct Params {
     a: f32,
 }
@@ -9,12 +13,14 @@ struct Params {
 @group(0) @binding(2) var<uniform> params: Params;
 
 @compute @workgroup_size(256, 1, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let wid: vec3<u32> = _wid + vec3<u32>(vyre_wg_base_x, vyre_wg_base_y, vyre_wg_base_z);
+    let gid: vec3<u32> = _gid + vec3<u32>(vyre_wg_base_x * 256u, vyre_wg_base_y * 1u, vyre_wg_base_z * 1u);
     let _v0: u32 = gid.x;
     let _v1: u32 = arrayLength(&y);
     let _v2: bool = (_v0 < _v1);
     if _v2 {
-        let _v3: u32 = 0u;
+        var _v3: u32 = 0u;
         let _v4: f32 = params.a;
         let _v5: f32 = select(0.0f, x[min(_v0, arrayLength(&x) - 1u)], (_v0 < arrayLength(&x)));
         let _v6: f32 = (_v4 * _v5);
