@@ -232,6 +232,11 @@ def test_a_dispatch_past_the_limit_is_split_and_not_at_it(device, tmp_path, monk
     with device.batch():  # in a batch too
         made = iota(out=999, start=0, step=1)["out"]
     np.testing.assert_array_equal(made.read(), np.arange(999, dtype=np.uint32))
+    monkeypatch.setattr(device, "coarse_entries", True)  # the coarse entry (4 each), split
+    jobs.clear()
+    out = iota(out=4000, start=5, step=1).array("out")  # 1000 invocations: 32 workgroups
+    assert [j[2] for j in jobs] == [(4, 1, 1)] * 8
+    np.testing.assert_array_equal(out, 5 + np.arange(4000, dtype=np.uint32))
 
 
 IDS_3D = """
@@ -287,6 +292,40 @@ def test_2d_and_3d_grids_at_and_past_the_limit_have_every_id(
         assert len(counts) == 8 and sorted(counts)[0] == (1, 1, 1)
     assert len({id(j[0]) for j in jobs}) == len(counts)  # a pipeline per base workgroup
     assert jobs[0][0] is ids3.pipeline  # the first piece (base 0) is the unsplit pipeline
+
+
+# Literal-only expressions WGSL forbids as constant expressions (a signed shift past the
+# sign bit, integer overflow, an index past an array's end), valid at run time: naga
+# evaluates them when a module has overrides, so the WGSL emitter binds literals as vars.
+CONSTANT_TRAPS = """
+from vyre_build.lang import Buffer, f32, global_id, i32, kernel, local_array, u32
+
+@kernel(workgroup_size=4)
+def traps(out: Buffer[i32, "w"], f: Buffer[f32, "w"]):
+    i = global_id().x
+    a = i32(1) << u32(31)
+    b = i32(2147483647) + i32(1)
+    c = u32(4294967295) * u32(3)
+    la = local_array(i32, 4)
+    j = u32(91) & u32(63)
+    la[j] = 5
+    q = i32(7) // i32(0)
+    out[i] = a + b + i32(c) + la[0] + q + i32(i)
+    f[i] = f32(3.0e38) * f32(10.0)
+"""
+
+
+@pytest.mark.backends("wgpu", "vulkan")
+def test_a_split_kernel_of_literals_that_are_no_constant_expressions(device, tmp_path, monkeypatch):
+    traps = _load(device, tmp_path, CONSTANT_TRAPS, "traps")
+    monkeypatch.setattr(device, "max_workgroup_count", (4, 65535, 65535))
+    monkeypatch.setattr(device, "coarse_entries", False)  # the base entry: 1 element each
+    jobs = _spy(device)
+    out = traps(out=40, f=40)  # 10 workgroups: 3 pieces
+    assert [j[2] for j in jobs] == [(4, 1, 1), (4, 1, 1), (2, 1, 1)]
+    # MIN + MIN wraps to 0, 0xffffffff * 3 is -3 as i32, la[0] is 0, 7 // 0 is 7 (pinned)
+    np.testing.assert_array_equal(out.array("out"), 4 + np.arange(40, dtype=np.int32))
+    np.testing.assert_array_equal(out.array("f"), np.full(40, np.inf, np.float32))
 
 
 def test_a_kernel_reading_num_workgroups_is_not_split():
