@@ -325,8 +325,9 @@ def test_grid_override_and_empty_grid(backend):
         assert str(info.value) == (
             "Kernel 'iota': grid needs 312500 workgroups on axis x (10000000 invocations / 32 "
             "per workgroup), more than the device's limit of 65535 on x, and the shader reads "
-            "workgroup ids without the vyre_wg_base overrides (vyre_wg_base_x/y/z: u32) that "
-            "vyre_build's WGSL emitter declares, so the dispatch cannot be split"
+            "workgroup ids without the vyre_wg_base constant (one line `const vyre_wg_base: "
+            "vec3<u32> = vec3<u32>(0u, 0u, 0u);`) that vyre_build's WGSL emitter declares, "
+            "so the dispatch cannot be split"
         )
 
 

@@ -351,18 +351,21 @@ def test_naga_refuses_our_spirv_with_the_split_dispatch_base(wgpu_device, tmp_pa
     assert "Pipeline constant error" in str(info.value)
 
 
-def test_naga_takes_our_wgsl_of_it_with_the_split_dispatch_base_set(wgpu_device, tmp_path):
-    # The same kernel's WGSL declares the base as overrides and binds literals as `var`s,
-    # so override processing finds no constant expression to refuse (emit/wgsl).
+def test_naga_takes_our_wgsl_of_it_at_a_split_dispatch_base(wgpu_device, tmp_path):
+    # The same kernel's WGSL: its base is a plain constant that a piece's module spells
+    # (runtime/kernel.wgsl_at_base), so naga evaluates no constant expression at pipeline
+    # creation. As overrides, naga refuses it ("<< operation overflowed" and the like).
     from vyre_build.compiler import compile_file
+    from vyre_build.runtime.kernel import split_refusal_of_code, wgsl_at_base
 
     path = tmp_path / "k.py"
     path.write_text(NAGA_OVERRIDES)
     (k,) = compile_file(str(path), root=str(tmp_path))
-    module = wgpu_device.create_shader_module(code=k.wgsl)
-    for base in ({}, {"vyre_wg_base_x": 3, "vyre_wg_base_y": 65535, "vyre_wg_base_z": 1}):
+    assert split_refusal_of_code(k.wgsl) is None
+    for base in ((0, 0, 0), (3, 65535, 1)):
+        module = wgpu_device.create_shader_module(code=wgsl_at_base(k.wgsl, base))
         wgpu_device.create_compute_pipeline(
-            layout="auto", compute={"module": module, "entry_point": "main", "constants": base}
+            layout="auto", compute={"module": module, "entry_point": "main"}
         )
 
 

@@ -25,6 +25,7 @@ from vyre_build.errors import DeviceError, DispatchError
 from vyre_build.features import SUBGROUP_FEATURES
 from vyre_build.runtime.buffers import DeviceBuffer
 from vyre_build.runtime.device import Device, Job, choose_adapter, layout_of, steps
+from vyre_build.runtime.kernel import wgsl_at_base
 from vyre_build.runtime.profile import DeviceProfile, features_of
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
@@ -123,8 +124,9 @@ class WgpuDevice(Device):
     """
 
     backend = "wgpu"
-    # A piece of a split dispatch runs the kernel's pipeline made with the WGSL overrides
-    # vyre_wg_base_x/y/z set to its base workgroup (emit/wgsl: docs/runtime.md, "Grids").
+    # A piece of a split dispatch runs a pipeline of the kernel's WGSL with its constant
+    # vyre_wg_base spelling the piece's base workgroup (kernel.wgsl_at_base; docs/runtime.md,
+    # "Grids"); made once per base and kept.
     splits_dispatches = True
     # Buffer writes (queue.write_buffer) are ordered with submissions: work submitted before
     # a write sees the old contents, so a buffer can be rewritten while that work is in
@@ -324,13 +326,12 @@ class WgpuDevice(Device):
                     for b, a in layout_of(meta)
                 ]
             )
+            if base is not None:  # a split dispatch's piece: the WGSL's base line spelt
+                code = wgsl_at_base(code, base)
             module = self.device.create_shader_module(label=meta.id, code=code)
-            stage: dict[str, Any] = {"module": module, "entry_point": entry}
-            if base is not None:  # a split dispatch's piece: the WGSL's base overrides
-                stage["constants"] = {f"vyre_wg_base_{a}": n for a, n in zip("xyz", base)}
             pipeline = self.device.create_compute_pipeline(
                 label=meta.id,
-                compute=stage,
+                compute={"module": module, "entry_point": entry},
                 layout=self.device.create_pipeline_layout(bind_group_layouts=[group_layout]),
             )
         except wgpu.GPUError as exc:

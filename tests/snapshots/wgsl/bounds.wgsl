@@ -1,8 +1,6 @@
 // vyre_build WGSL for kernel "bounds"; generated from its descriptor, do not edit.
 
-override vyre_wg_base_x: u32 = 0u;
-override vyre_wg_base_y: u32 = 0u;
-override vyre_wg_base_z: u32 = 0u;
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
 
 struct Params {
     off: u32,
@@ -19,51 +17,51 @@ struct Params {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let wid: vec3<u32> = _wid + vec3<u32>(vyre_wg_base_x, vyre_wg_base_y, vyre_wg_base_z);
-    let gid: vec3<u32> = _gid + vec3<u32>(vyre_wg_base_x * 64u, vyre_wg_base_y * 1u, vyre_wg_base_z * 1u);
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
     var local: array<f32, 4> = array<f32, 4>();
     var flag: bool = bool();
     let _v0: u32 = gid.x;
-    var _v1: u32 = 0u;
+    let _v1: u32 = 0u;
     let _v2: u32 = params.off;
     let _v3: u32 = (_v0 + _v2);
     let _v4: f32 = select(0.0f, a[min(_v3, arrayLength(&a) - 1u)], (_v3 < arrayLength(&a)));
-    var _v5: u32 = 0u;
+    let _v5: u32 = 0u;
     let _v6: f32 = params.scale;
     let _v7: f32 = (_v4 * _v6);
     if (_v0 < arrayLength(&out)) { out[_v0] = _v7; }
-    var _v8: u32 = 7u;
+    let _v8: u32 = 7u;
     let _v9: u32 = (_v0 & _v8);
-    var _v10: f32 = 1.0f;
+    let _v10: f32 = 1.0f;
     let _v11: f32 = (_v7 + _v10);
     if (_v9 < 4u) { local[_v9] = _v11; }
-    var _v12: u32 = 7u;
+    let _v12: u32 = 7u;
     let _v13: u32 = (_v0 & _v12);
     let _v14: f32 = select(0.0f, local[min(_v13, 4u - 1u)], (_v13 < 4u));
     if (_v0 < arrayLength(&out2)) { out2[_v0] = _v14; }
-    var _v15: u32 = 0u;
-    var _v16: f32 = 0.5f;
+    let _v15: u32 = 0u;
+    let _v16: f32 = 0.5f;
     let _v17: bool = (_v7 > _v16);
     flag = _v17;
-    var _v18: u32 = 0u;
+    let _v18: u32 = 0u;
     let _v19: bool = flag;
-    var _v20: i32 = 1i;
-    var _v21: i32 = 0i;
+    let _v20: i32 = 1i;
+    let _v21: i32 = 0i;
     let _v22: i32 = select(_v21, _v20, _v19);
-    var _v23: u32 = 0u;
+    let _v23: u32 = 0u;
     let _v24: i32 = params.bias;
     let _v25: i32 = (_v22 + _v24);
     if (_v0 < arrayLength(&flags)) { flags[_v0] = _v25; }
-    var _v26: u32 = 0u;
+    let _v26: u32 = 0u;
     let _v27: bool = (_v0 == _v26);
     if _v27 {
-        var _v28: u32 = 0u;
+        let _v28: u32 = 0u;
         let _v29: u32 = arrayLength(&a);
         if (_v28 < arrayLength(&lens)) { lens[_v28] = _v29; }
-        var _v30: u32 = 1u;
+        let _v30: u32 = 1u;
         let _v31: u32 = 4u;
         if (_v30 < arrayLength(&lens)) { lens[_v30] = _v31; }
-        var _v32: u32 = 2u;
+        let _v32: u32 = 2u;
         let _v33: u32 = arrayLength(&out2);
         if (_v32 < arrayLength(&lens)) { lens[_v32] = _v33; }
     }

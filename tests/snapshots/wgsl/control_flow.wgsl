@@ -1,8 +1,6 @@
 // vyre_build WGSL for kernel "control_flow"; generated from its descriptor, do not edit.
 
-override vyre_wg_base_x: u32 = 0u;
-override vyre_wg_base_y: u32 = 0u;
-override vyre_wg_base_z: u32 = 0u;
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
 
 @group(0) @binding(0) var<storage, read_write> out: array<i32>;
 
@@ -13,8 +11,8 @@ fn _vy_srem(a: i32, b: i32) -> i32 {
 
 @compute @workgroup_size(32, 1, 1)
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let wid: vec3<u32> = _wid + vec3<u32>(vyre_wg_base_x, vyre_wg_base_y, vyre_wg_base_z);
-    let gid: vec3<u32> = _gid + vec3<u32>(vyre_wg_base_x * 32u, vyre_wg_base_y * 1u, vyre_wg_base_z * 1u);
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(32u, 1u, 1u);
     var acc: i32 = i32();
     var j: u32 = u32();
     var u_loop: array<i32, 4> = array<i32, 4>();
@@ -24,25 +22,25 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     if _v2 {
         return;
     }
-    var _v3: i32 = 0i;
-    var _v4: i32 = 8i;
+    let _v3: i32 = 0i;
+    let _v4: i32 = 8i;
     for (var _i0: i32 = _v3; _i0 < _v4; _i0 = _i0 + 1i) {
         let _v5: i32 = _i0;
-        var _v6: i32 = 3i;
+        let _v6: i32 = 3i;
         let _v7: i32 = _vy_srem(_v5, select(_v6, 1i, _v6 == 0i || (_v5 == (-2147483647i - 1i) && _v6 == -1i)));
-        var _v8: i32 = 0i;
+        let _v8: i32 = 0i;
         let _v9: bool = (_v7 == _v8);
         if _v9 {
             continue;
         }
-        var _v10: u32 = 0u;
+        let _v10: u32 = 0u;
         let _v11: i32 = acc;
-        var _v12: u32 = 0u;
+        let _v12: u32 = 0u;
         let _v13: i32 = (_v11 + _v5);
         acc = _v13;
     }
     loop {
-        var _v14: u32 = 0u;
+        let _v14: u32 = 0u;
         let _v15: u32 = j;
         let _v16: bool = (_v15 >= _v0);
         if _v16 {
@@ -52,17 +50,17 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
             if (_v15 < 4u) { u_loop[_v15] = _v17; }
         }
         continuing {
-            var _v18: u32 = 0u;
-            var _v19: u32 = 0u;
+            let _v18: u32 = 0u;
+            let _v19: u32 = 0u;
             let _v20: u32 = j;
-            var _v21: u32 = 2u;
+            let _v21: u32 = 2u;
             let _v22: u32 = (_v20 + _v21);
             j = _v22;
         }
     }
-    var _v23: u32 = 0u;
+    let _v23: u32 = 0u;
     let _v24: i32 = acc;
-    var _v25: u32 = 3u;
+    let _v25: u32 = 3u;
     let _v26: i32 = u_loop[_v25];
     let _v27: i32 = (_v24 + _v26);
     out[_v0] = _v27;

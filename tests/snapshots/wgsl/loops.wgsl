@@ -1,8 +1,6 @@
 // vyre_build WGSL for kernel "loops"; generated from its descriptor, do not edit.
 
-override vyre_wg_base_x: u32 = 0u;
-override vyre_wg_base_y: u32 = 0u;
-override vyre_wg_base_z: u32 = 0u;
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
 
 @group(0) @binding(0) var<storage, read_write> out1: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out2: array<u32>;
@@ -10,8 +8,8 @@ override vyre_wg_base_z: u32 = 0u;
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let wid: vec3<u32> = _wid + vec3<u32>(vyre_wg_base_x, vyre_wg_base_y, vyre_wg_base_z);
-    let gid: vec3<u32> = _gid + vec3<u32>(vyre_wg_base_x * 64u, vyre_wg_base_y * 1u, vyre_wg_base_z * 1u);
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
     var acc: u32 = u32();
     var k: u32 = u32();
     var steps: u32 = u32();
@@ -23,93 +21,93 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     if _v2 {
         return;
     }
-    var _v3: u32 = 0u;
-    var _v4: u32 = 0u;
-    var _v5: u32 = 7u;
+    let _v3: u32 = 0u;
+    let _v4: u32 = 0u;
+    let _v5: u32 = 7u;
     let _v6: u32 = (_v0 % select(_v5, 1u, _v5 == 0u));
     for (var _i0: u32 = _v4; _i0 < _v6; _i0 = _i0 + 1u) {
         let _v7: u32 = _i0;
-        var _v8: u32 = 3u;
+        let _v8: u32 = 3u;
         let _v9: bool = (_v7 == _v8);
         if _v9 {
             continue;
         }
-        var _v10: u32 = 5u;
+        let _v10: u32 = 5u;
         let _v11: bool = (_v7 == _v10);
         if _v11 {
             break;
         }
-        var _v12: u32 = 0u;
-        var _v13: u32 = 0u;
+        let _v12: u32 = 0u;
+        let _v13: u32 = 0u;
         let _v14: u32 = acc;
         let _v15: u32 = (_v14 + _v7);
         acc = _v15;
     }
     let _v16: u32 = acc;
     out1[_v0] = _v16;
-    var _v17: u32 = 1u;
+    let _v17: u32 = 1u;
     let _v18: u32 = (_v0 + _v17);
     k = _v18;
     loop {
-        var _v19: u32 = 0u;
+        let _v19: u32 = 0u;
         let _v20: u32 = k;
-        var _v21: u32 = 1u;
+        let _v21: u32 = 1u;
         let _v22: bool = (_v20 <= _v21);
         if _v22 {
             break;
         }
-        var _v23: u32 = 2u;
+        let _v23: u32 = 2u;
         let _v24: u32 = (_v20 % select(_v23, 1u, _v23 == 0u));
-        var _v25: u32 = 0u;
+        let _v25: u32 = 0u;
         let _v26: bool = (_v24 == _v25);
         if _v26 {
-            var _v27: u32 = 0u;
-            var _v28: u32 = 2u;
+            let _v27: u32 = 0u;
+            let _v28: u32 = 2u;
             let _v29: u32 = (_v20 / select(_v28, 1u, _v28 == 0u));
             k = _v29;
         } else {
-            var _v30: u32 = 0u;
-            var _v31: u32 = 3u;
+            let _v30: u32 = 0u;
+            let _v31: u32 = 3u;
             let _v32: u32 = (_v20 * _v31);
-            var _v33: u32 = 1u;
+            let _v33: u32 = 1u;
             let _v34: u32 = (_v32 + _v33);
             k = _v34;
         }
-        var _v35: u32 = 0u;
-        var _v36: u32 = 0u;
+        let _v35: u32 = 0u;
+        let _v36: u32 = 0u;
         let _v37: u32 = steps;
-        var _v38: u32 = 1u;
+        let _v38: u32 = 1u;
         let _v39: u32 = (_v37 + _v38);
         steps = _v39;
     }
     let _v40: u32 = steps;
     if (_v0 < arrayLength(&out2)) { out2[_v0] = _v40; }
-    var _v41: u32 = 3u;
+    let _v41: u32 = 3u;
     let _v42: u32 = (_v0 % select(_v41, 1u, _v41 == 0u));
     j = _v42;
     loop {
-        var _v43: u32 = 0u;
+        let _v43: u32 = 0u;
         let _v44: u32 = j;
-        var _v45: u32 = 20u;
+        let _v45: u32 = 20u;
         let _v46: bool = (_v44 >= _v45);
         if _v46 {
             break;
         }
-        var _v47: u32 = 9u;
+        let _v47: u32 = 9u;
         let _v48: bool = (_v44 == _v47);
         if _v48 {
             continue;
         }
-        var _v49: u32 = 0u;
-        var _v50: u32 = 0u;
+        let _v49: u32 = 0u;
+        let _v50: u32 = 0u;
         let _v51: u32 = acc2;
         let _v52: u32 = (_v51 + _v44);
         acc2 = _v52;
         continuing {
-            var _v53: u32 = 0u;
-            var _v54: u32 = 0u;
+            let _v53: u32 = 0u;
+            let _v54: u32 = 0u;
             let _v55: u32 = j;
-            var _v56: u32 = 3u;
+            let _v56: u32 = 3u;
             let _v57: u32 = (_v55 + _v56);
             j = _v57;
         }

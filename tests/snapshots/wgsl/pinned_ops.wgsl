@@ -1,8 +1,6 @@
 // vyre_build WGSL for kernel "pinned_ops"; generated from its descriptor, do not edit.
 
-override vyre_wg_base_x: u32 = 0u;
-override vyre_wg_base_y: u32 = 0u;
-override vyre_wg_base_z: u32 = 0u;
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
 
 @group(0) @binding(0) var<storage, read> a: array<i32>;
 @group(0) @binding(1) var<storage, read> b: array<i32>;
@@ -48,8 +46,8 @@ fn _vy_u32_to_f32(x: u32) -> f32 {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let wid: vec3<u32> = _wid + vec3<u32>(vyre_wg_base_x, vyre_wg_base_y, vyre_wg_base_z);
-    let gid: vec3<u32> = _gid + vec3<u32>(vyre_wg_base_x * 64u, vyre_wg_base_y * 1u, vyre_wg_base_z * 1u);
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
     let _v0: u32 = gid.x;
     let _v1: i32 = select(0i, a[min(_v0, arrayLength(&a) - 1u)], (_v0 < arrayLength(&a)));
     let _v2: i32 = select(0i, b[min(_v0, arrayLength(&b) - 1u)], (_v0 < arrayLength(&b)));
@@ -68,15 +66,15 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v15: i32 = select(countTrailingZeros(_v1), 32i, _v1 == 0i);
     let _v16: i32 = countOneBits(_v1);
     let _v17: f32 = _vy_i32_to_f32(_v1);
-    var _v18: f32 = 0.10000000149011612f;
-    var _v19: f32 = -0.0f;
+    let _v18: f32 = 0.10000000149011612f;
+    let _v19: f32 = -0.0f;
     let _v20: f32 = fma(_v17, _v18, _v19);
     let _v21: i32 = select(select(i32(clamp(_v20, -2147483648.0f, 2147483520.0f)), 2147483647i, _v20 >= 2147483648.0f), 0i, ((bitcast<u32>(_v20) & 0x7fffffffu) > 0x7f800000u));
-    var _v22: f32 = bitcast<f32>(0x7fc00000u);
+    let _v22: f32 = bitcast<f32>(0x7fc00000u);
     let _v23: bool = ((bitcast<u32>(_v22) & 0x7fffffffu) > 0x7f800000u);
     let _v24: i32 = select(0i, 1i, _v23);
-    var _v25: i32 = (-2147483647i - 1i);
-    var _v26: f32 = bitcast<f32>(0xff800000u);
+    let _v25: i32 = (-2147483647i - 1i);
+    let _v26: f32 = bitcast<f32>(0xff800000u);
     let _v27: i32 = bitcast<i32>(_v26);
     let _v28: i32 = (_v4 ^ _v5);
     let _v29: i32 = (_v28 ^ _v6);

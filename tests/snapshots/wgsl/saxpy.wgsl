@@ -1,8 +1,6 @@
 // vyre_build WGSL for kernel "saxpy"; generated from its descriptor, do not edit.
 
-override vyre_wg_base_x: u32 = 0u;
-override vyre_wg_base_y: u32 = 0u;
-override vyre_wg_base_z: u32 = 0u;
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
 
 struct Params {
     a: f32,
@@ -14,13 +12,13 @@ struct Params {
 
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let wid: vec3<u32> = _wid + vec3<u32>(vyre_wg_base_x, vyre_wg_base_y, vyre_wg_base_z);
-    let gid: vec3<u32> = _gid + vec3<u32>(vyre_wg_base_x * 256u, vyre_wg_base_y * 1u, vyre_wg_base_z * 1u);
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(256u, 1u, 1u);
     let _v0: u32 = gid.x;
     let _v1: u32 = arrayLength(&y);
     let _v2: bool = (_v0 < _v1);
     if _v2 {
-        var _v3: u32 = 0u;
+        let _v3: u32 = 0u;
         let _v4: f32 = params.a;
         let _v5: f32 = select(0.0f, x[min(_v0, arrayLength(&x) - 1u)], (_v0 < arrayLength(&x)));
         let _v6: f32 = (_v4 * _v5);

@@ -1,8 +1,6 @@
 // vyre_build WGSL for kernel "shared"; generated from its descriptor, do not edit.
 
-override vyre_wg_base_x: u32 = 0u;
-override vyre_wg_base_y: u32 = 0u;
-override vyre_wg_base_z: u32 = 0u;
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
 
 @group(0) @binding(0) var<storage, read> a: array<u32>;
 @group(0) @binding(1) var<storage, read_write> sums: array<u32>;
@@ -12,8 +10,8 @@ var<workgroup> t: array<u32, 8>;
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let wid: vec3<u32> = _wid + vec3<u32>(vyre_wg_base_x, vyre_wg_base_y, vyre_wg_base_z);
-    let gid: vec3<u32> = _gid + vec3<u32>(vyre_wg_base_x * 64u, vyre_wg_base_y * 1u, vyre_wg_base_z * 1u);
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
     var stride: u32 = u32();
     let _flat: u32 = lid.x + 64u * (lid.y + 1u * lid.z);
     for (var _z: u32 = _flat; _z < 8u; _z = _z + 64u) { t[_z] = 0u; }
@@ -22,24 +20,24 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v1: u32 = lid.x;
     let _v2: u32 = wid.x;
     let _v3: u32 = nwg.x;
-    var _v4: u32 = 8u;
+    let _v4: u32 = 8u;
     let _v5: u32 = (_v1 + _v4);
-    var _v6: u32 = 99u;
+    let _v6: u32 = 99u;
     if (_v5 < 8u) { t[_v5] = _v6; }
     let _v7: u32 = select(0u, a[min(_v0, arrayLength(&a) - 1u)], (_v0 < arrayLength(&a)));
     s[_v1] = _v7;
     storageBarrier();
     workgroupBarrier();
-    var _v8: u32 = 7u;
+    let _v8: u32 = 7u;
     let _v9: u32 = (_v1 & _v8);
     let _v10: u32 = t[_v9];
-    var _v11: u32 = 0u;
-    var _v12: u32 = 32u;
+    let _v11: u32 = 0u;
+    let _v12: u32 = 32u;
     stride = _v12;
     loop {
-        var _v13: u32 = 0u;
+        let _v13: u32 = 0u;
         let _v14: u32 = stride;
-        var _v15: u32 = 0u;
+        let _v15: u32 = 0u;
         let _v16: bool = (_v14 == _v15);
         if _v16 {
             break;
@@ -54,28 +52,28 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         }
         workgroupBarrier();
         continuing {
-            var _v22: u32 = 0u;
-            var _v23: u32 = 0u;
+            let _v22: u32 = 0u;
+            let _v23: u32 = 0u;
             let _v24: u32 = stride;
-            var _v25: u32 = 1u;
+            let _v25: u32 = 1u;
             let _v26: u32 = (_v24 >> (_v25 & 31u));
             stride = _v26;
         }
     }
-    var _v27: u32 = 0u;
+    let _v27: u32 = 0u;
     let _v28: bool = (_v1 == _v27);
     if _v28 {
-        var _v29: u32 = 0u;
+        let _v29: u32 = 0u;
         let _v30: u32 = s[_v29];
         if (_v2 < arrayLength(&sums)) { sums[_v2] = _v30; }
     }
-    var _v31: u32 = 1000u;
+    let _v31: u32 = 1000u;
     let _v32: u32 = (_v2 * _v31);
-    var _v33: u32 = 100u;
+    let _v33: u32 = 100u;
     let _v34: u32 = (_v3 * _v33);
     let _v35: u32 = (_v32 + _v34);
     let _v36: u32 = (_v35 + _v10);
-    var _v37: u32 = 1000u;
+    let _v37: u32 = 1000u;
     let _v38: u32 = select(0u, s[min(_v37, 64u - 1u)], (_v37 < 64u));
     let _v39: u32 = (_v36 + _v38);
     if (_v0 < arrayLength(&ids)) { ids[_v0] = _v39; }

@@ -1,8 +1,6 @@
 // vyre_build WGSL for kernel "shared_atomics"; generated from its descriptor, do not edit.
 
-override vyre_wg_base_x: u32 = 0u;
-override vyre_wg_base_y: u32 = 0u;
-override vyre_wg_base_z: u32 = 0u;
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
 
 struct Params {
     flag: u32,
@@ -17,28 +15,28 @@ var<workgroup> bins: array<atomic<u32>, 16>;
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let wid: vec3<u32> = _wid + vec3<u32>(vyre_wg_base_x, vyre_wg_base_y, vyre_wg_base_z);
-    let gid: vec3<u32> = _gid + vec3<u32>(vyre_wg_base_x * 64u, vyre_wg_base_y * 1u, vyre_wg_base_z * 1u);
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
     let _flat: u32 = lid.x + 64u * (lid.y + 1u * lid.z);
     for (var _z: u32 = _flat; _z < 16u; _z = _z + 64u) { atomicStore(&bins[_z], 0u); }
     workgroupBarrier();
     let _v0: u32 = gid.x;
     let _v1: u32 = lid.x;
     let _v2: u32 = select(0u, values[min(_v0, arrayLength(&values) - 1u)], (_v0 < arrayLength(&values)));
-    var _v3: u32 = 15u;
+    let _v3: u32 = 15u;
     let _v4: u32 = (_v2 & _v3);
-    var _v5: u32 = 1u;
+    let _v5: u32 = 1u;
     let _v6: u32 = atomicAdd(&bins[_v4], _v5);
     workgroupBarrier();
-    var _v7: u32 = 16u;
+    let _v7: u32 = 16u;
     let _v8: bool = (_v1 < _v7);
     if _v8 {
         let _v9: u32 = atomicLoad(&bins[_v1]);
         var _o10: u32 = 0u;
         if (_v1 < arrayLength(&histogram)) { _o10 = atomicAdd(&histogram[_v1], _v9); }
         let _v10: u32 = _o10;
-        var _v11: u32 = 16u;
-        var _v12: u32 = 0u;
+        let _v11: u32 = 16u;
+        let _v12: u32 = 0u;
         let _v13: u32 = nwg.x;
         var _o14: u32 = 0u;
         if (_v11 < arrayLength(&histogram)) { _o14 = atomicCompareExchangeWeak(&histogram[_v11], _v12, _v13).old_value; }

@@ -1,8 +1,6 @@
 // vyre_build WGSL for kernel "vec_casts"; generated from its descriptor, do not edit.
 
-override vyre_wg_base_x: u32 = 0u;
-override vyre_wg_base_y: u32 = 0u;
-override vyre_wg_base_z: u32 = 0u;
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
 
 @group(0) @binding(0) var<storage, read> f: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> ci: array<vec4<i32>>;
@@ -62,10 +60,10 @@ fn _vy_u32_to_f32(x: u32) -> f32 {
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let wid: vec3<u32> = _wid + vec3<u32>(vyre_wg_base_x, vyre_wg_base_y, vyre_wg_base_z);
-    let gid: vec3<u32> = _gid + vec3<u32>(vyre_wg_base_x * 64u, vyre_wg_base_y * 1u, vyre_wg_base_z * 1u);
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
     let _v0: u32 = gid.x;
-    var _v1: u32 = 16u;
+    let _v1: u32 = 16u;
     let _v2: bool = (_v0 < _v1);
     if _v2 {
         let _v3: vec4<f32> = select(vec4<f32>(), f[min(_v0, arrayLength(&f) - 1u)], (_v0 < arrayLength(&f)));

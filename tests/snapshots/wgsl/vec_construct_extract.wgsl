@@ -1,8 +1,6 @@
 // vyre_build WGSL for kernel "vec_construct_extract"; generated from its descriptor, do not edit.
 
-override vyre_wg_base_x: u32 = 0u;
-override vyre_wg_base_y: u32 = 0u;
-override vyre_wg_base_z: u32 = 0u;
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> rev: array<vec4<f32>>;
@@ -12,10 +10,10 @@ override vyre_wg_base_z: u32 = 0u;
 
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let wid: vec3<u32> = _wid + vec3<u32>(vyre_wg_base_x, vyre_wg_base_y, vyre_wg_base_z);
-    let gid: vec3<u32> = _gid + vec3<u32>(vyre_wg_base_x * 64u, vyre_wg_base_y * 1u, vyre_wg_base_z * 1u);
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
     let _v0: u32 = gid.x;
-    var _v1: u32 = 30u;
+    let _v1: u32 = 30u;
     let _v2: bool = (_v0 < _v1);
     if _v2 {
         let _v3: vec4<f32> = select(vec4<f32>(), x[min(_v0, arrayLength(&x) - 1u)], (_v0 < arrayLength(&x)));
@@ -27,7 +25,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         if (_v0 < arrayLength(&rev)) { rev[_v0] = _v8; }
         let _v9: vec2<f32> = vec2<f32>(_v5, _v6);
         if (_v0 < arrayLength(&pair)) { pair[_v0] = _v9; }
-        var _v10: u32 = 3u;
+        let _v10: u32 = 3u;
         let _v11: u32 = (_v0 * _v10);
         let _v12: vec2<u32> = vec2<u32>(_v0, _v11);
         if (_v0 < arrayLength(&ids)) { ids[_v0] = _v12; }

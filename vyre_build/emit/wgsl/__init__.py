@@ -24,9 +24,12 @@ from vyre_build.features import COOPERATIVE_MATRIX
 
 __all__ = ["WORKGROUP_BASE", "emit_wgsl"]
 
-# The base workgroup of a split dispatch's piece (docs/runtime.md, "Grids"): pipeline
-# overrides the wgpu runtime sets per piece, 0 (their default) for an unsplit dispatch.
-WORKGROUP_BASE = tuple(f"override vyre_wg_base_{a}: u32 = 0u;" for a in "xyz")
+# The base workgroup of a split dispatch's piece (docs/runtime.md, "Grids"): a plain
+# constant, 0 in the artifact; the wgpu runtime makes a piece's module with this line
+# spelling its base (runtime/kernel.py: the same line). Not an override: naga evaluates
+# every constant expression of a module with overrides at pipeline creation and refuses
+# valid kernels (a signed shift of literals past the sign bit, "<< operation overflowed").
+WORKGROUP_BASE = "const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);"
 
 
 def emit_wgsl(
@@ -66,7 +69,7 @@ def emit_wgsl(
     out = [header, ""]
     if any("f16" in w.info.features for _, w in writers):
         out += ["enable f16;", ""]
-    out += [*WORKGROUP_BASE, ""]
+    out += [WORKGROUP_BASE, ""]
     out += decls
     if info.debug_binding is not None:  # a debug build (emit/wgsl/debug.py)
         out += debug_declarations(info.debug_binding)
@@ -89,11 +92,10 @@ def emit_wgsl(
 
 def _based_ids(size: tuple[int, int, int]) -> list[str]:
     """The entry's `wid` and `gid`: the builtins plus the split-dispatch base workgroup."""
-    base = ", ".join(f"vyre_wg_base_{a}" for a in "xyz")
-    scaled = ", ".join(f"vyre_wg_base_{a} * {n}u" for a, n in zip("xyz", size))
+    wx, wy, wz = size
     return [
-        f"    let wid: vec3<u32> = _wid + vec3<u32>({base});",
-        f"    let gid: vec3<u32> = _gid + vec3<u32>({scaled});",
+        "    let wid: vec3<u32> = _wid + vyre_wg_base;",
+        f"    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>({wx}u, {wy}u, {wz}u);",
     ]
 
 

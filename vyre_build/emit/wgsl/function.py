@@ -109,12 +109,7 @@ class FunctionWriter(MemoryRules, ControlRules, DebugRules):
 
     # --- value ops ------------------------------------------------------------------
     def op_Literal(self, op, body, depth):
-        # A `var`, not a `let`: naga evaluates every constant expression of a module with
-        # overrides at pipeline creation and refuses those WGSL forbids at shader creation
-        # (a signed shift out of range, an overflow, an index past an array), valid at run
-        # time; a load of a variable is no constant expression (see the module docstring).
-        ty = wgsl_type(self.info.types[op.result])
-        self.emit(depth, f"var _v{op.result}: {ty} = {literal(body.literals[op.operands[0]])};")
+        self.bind(op, depth, literal(body.literals[op.operands[0]]))
 
     def _builtin(self, op, depth, kind):
         self.bind(op, depth, f"{_BUILTINS[kind]}.{_AXES[op.operands[0]]}")
