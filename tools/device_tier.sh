@@ -11,7 +11,7 @@
 #   bash tools/device_tier.sh conformance SEED N  # N programs of SEED at subgroup size 32
 #   bash tools/device_tier.sh bench               # library, matmul, tuning and start-up benches
 #   bash tools/device_tier.sh codegen             # bench/codegen_bench.py
-#   bash tools/device_tier.sh grid                # a 70,000-workgroup y grid on both backends
+#   bash tools/device_tier.sh grid                # split grids; a 70,000-workgroup y grid, both backends
 #
 # Each part appends its summary to $OUT/device_tier.md (or bench/device_tier.md without $OUT)
 # with the date, the device and the command; the team copies it into bench/RESULTS.md.
@@ -103,11 +103,51 @@ part_codegen() {
 }
 
 part_grid() {
-    local cmd="python3 -m pytest -q -p no:cacheprovider tests/gpu/test_runtime_device.py -k 'real_limit or past_the_limit or num_workgroups'"
-    local res
-    res=$(python3 -m pytest -q -p no:cacheprovider tests/gpu/test_runtime_device.py -k "real_limit or past_the_limit or num_workgroups" -rfE 2>&1 | tail -15)
-    record "grids past the per-axis limit" "$cmd" "$res"
+    local cmd="python3 -m pytest -q -p no:cacheprovider tests/gpu/test_runtime_device.py -k 'real_limit or past_the_limit or at_and_past or no_constant_expressions or num_workgroups'"
+    local res check rc
+    res=$(python3 -m pytest -q -p no:cacheprovider tests/gpu/test_runtime_device.py -k "real_limit or past_the_limit or at_and_past or no_constant_expressions or num_workgroups" -rfE 2>&1 | tail -15)
+    # The 70,000-workgroup y grid on each backend at the device's own limit, checked here too.
+    check=$(python3 - 2>&1 <<'EOF'
+import tempfile
+
+import numpy as np
+
+from vyre_build.compiler import compile_file
+from vyre_build.runtime import get_device, load_kernel
+
+SRC = """
+from vyre_build.lang import Buffer, global_id, kernel, u32, workgroup_id
+
+@kernel(workgroup_size=(1, 1, 1))
+def rows(out: Buffer[u32, "w"], wg: Buffer[u32, "w"]):
+    out[global_id().y] = global_id().y * 3 + 1
+    wg[workgroup_id().y] = workgroup_id().y
+"""
+root = tempfile.mkdtemp()
+open(root + "/rows.py", "w").write(SRC)
+(k,) = compile_file(root + "/rows.py", root=root)
+ny, bad = 70_000, 0
+want = np.arange(ny, dtype=np.uint32)
+for backend in ("wgpu", "vulkan"):
+    dev = get_device(backend)
+    code = {"wgsl": k.wgsl} if backend == "wgpu" else {"spirv": k.spirv}
+    out = load_kernel(k.meta, device=dev, **code)(out=ny, wg=ny, grid=(1, ny))
+    wrong = int((out.array("out") != want * 3 + 1).sum() + (out.array("wg") != want).sum())
+    bad += wrong
+    limit = dev.max_workgroup_count[1]
+    print(
+        f"{backend}: {ny} workgroups on y (limit {limit}, {-(-ny // limit)} pieces): "
+        + ("right" if not wrong else f"{wrong} of {2 * ny} values wrong")
+    )
+raise SystemExit(1 if bad else 0)
+EOF
+)
+    rc=$?
+    record "grids past the per-axis limit (70,000 y check rc $rc)" "$cmd; the 70,000-workgroup y grid on wgpu and Vulkan" "$res
+$check"
     echo "$res"
+    echo "$check"
+    return $rc
 }
 
 setup

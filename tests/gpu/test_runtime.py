@@ -319,13 +319,15 @@ def test_grid_override_and_empty_grid(backend):
         "Kernel 'iota': grid has 4294967296 invocations on axis x, more than 4294967295 "
         "(a global id is a u32)"
     )
-    if backend == "wgpu":  # Vulkan splits such a dispatch (test_split_dispatch_*)
+    if backend == "wgpu":  # a hand-written WGSL: no split-dispatch base to split it with
         with pytest.raises(DispatchError) as info:
             k(out=8, start=0, step=1, grid=10**7)
         assert str(info.value) == (
             "Kernel 'iota': grid needs 312500 workgroups on axis x (10000000 invocations / 32 "
-            "per workgroup), more than the device's limit of 65535 on x, and the wgpu backend "
-            "cannot split a dispatch"
+            "per workgroup), more than the device's limit of 65535 on x, and the shader reads "
+            "workgroup ids without the vyre_wg_base constant (one line `const vyre_wg_base: "
+            "vec3<u32> = vec3<u32>(0u, 0u, 0u);`) that vyre_build's WGSL emitter declares, "
+            "so the dispatch cannot be split"
         )
 
 

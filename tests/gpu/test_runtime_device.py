@@ -5,6 +5,7 @@ application's own wgpu device and buffers. The pipeline cache: test_runtime_cach
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 
@@ -162,11 +163,11 @@ def rows(out: Buffer[u32, "w"], w: u32):
 
 
 @pytest.mark.backends("wgpu", "vulkan")
-def test_a_grid_past_the_real_limit_on_y_is_right_or_refused(device, tmp_path):
-    """70,000 workgroups on y, past NVIDIA's and lavapipe's 65,535 (and wgpu's): on Vulkan
-    split into pieces, each a pipeline specialised for its base workgroup, and right (the
-    H200's driver ignored vkCmdDispatchBase's base: pieces after the first wrote nothing);
-    wgpu refuses it with the reason."""
+def test_a_grid_past_the_real_limit_on_y_is_split_and_right(device, tmp_path):
+    """70,000 workgroups on y, past NVIDIA's and lavapipe's 65,535 (and wgpu's): split into
+    pieces, each a pipeline made for its base workgroup (Vulkan: specialization constants;
+    wgpu: WGSL overrides), and right (the H200's driver ignored vkCmdDispatchBase's base:
+    pieces after the first wrote nothing)."""
     from vyre_build.compiler import compile_file
     from vyre_build.runtime import load_kernel
 
@@ -178,16 +179,10 @@ def test_a_grid_past_the_real_limit_on_y_is_right_or_refused(device, tmp_path):
     ny = 70_000
     want = (np.arange(ny, dtype=np.uint32) * 3 + 1).reshape(ny, 1)
     assert device.max_workgroup_count[1] < ny  # so it is split
-    if device.backend == "wgpu":  # see wgpu_backend.py: refused, never wrong
-        with pytest.raises(DispatchError) as info:
-            kernel(out=ny, w=1, grid=(1, ny))
-        assert str(info.value) == (
-            f"Kernel 'rows': grid needs {ny} workgroups on axis y ({ny} invocations / 1 per "
-            f"workgroup), more than the device's limit of {device.max_workgroup_count[1]} on "
-            "y, and the wgpu backend cannot split a dispatch"
-        )
-        return
+    jobs = _spy(device)
     got = kernel(out=ny, w=1, grid=(1, ny)).array("out").reshape(ny, 1)
+    limit = device.max_workgroup_count[1]
+    assert [j[2] for j in jobs] == [(1, limit, 1), (1, ny - limit, 1)]
     np.testing.assert_array_equal(got, want)
     got = kernel(out=2 * ny, w=2, grid=(2, ny)).array("out").reshape(ny, 2)
     np.testing.assert_array_equal(got[:, 0], want[:, 0])
@@ -209,15 +204,20 @@ def iota(out: Buffer[u32, "w"], start: u32, step: u32):
 """
 
 
-@pytest.mark.backends("vulkan")
-def test_a_dispatch_past_the_limit_is_split_and_not_at_it(device, tmp_path, monkeypatch):
+def _load(device, tmp_path, source: str, name: str):
     from vyre_build.compiler import compile_file
     from vyre_build.runtime import load_kernel
 
-    path = tmp_path / "iota.py"
-    path.write_text(IOTA)
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
     (k,) = compile_file(str(path), root=str(tmp_path))
-    iota = load_kernel(k.meta, device=device, spirv=k.spirv)
+    code = {"wgsl": k.wgsl} if device.backend == "wgpu" else {"spirv": k.spirv}
+    return load_kernel(k.meta, device=device, **code)
+
+
+@pytest.mark.backends("wgpu", "vulkan")
+def test_a_dispatch_past_the_limit_is_split_and_not_at_it(device, tmp_path, monkeypatch):
+    iota = _load(device, tmp_path, IOTA, "iota")
     monkeypatch.setattr(device, "max_workgroup_count", (4, 65535, 65535))  # a small limit
     monkeypatch.setattr(device, "coarse_entries", False)  # the base entry: 1 element each
     jobs = _spy(device)
@@ -232,6 +232,100 @@ def test_a_dispatch_past_the_limit_is_split_and_not_at_it(device, tmp_path, monk
     with device.batch():  # in a batch too
         made = iota(out=999, start=0, step=1)["out"]
     np.testing.assert_array_equal(made.read(), np.arange(999, dtype=np.uint32))
+    monkeypatch.setattr(device, "coarse_entries", True)  # the coarse entry (4 each), split
+    jobs.clear()
+    out = iota(out=4000, start=5, step=1).array("out")  # 1000 invocations: 32 workgroups
+    assert [j[2] for j in jobs] == [(4, 1, 1)] * 8
+    np.testing.assert_array_equal(out, 5 + np.arange(4000, dtype=np.uint32))
+
+
+IDS_3D = """
+from vyre_build.lang import Buffer, global_id, kernel, u32, workgroup_id
+
+@kernel(workgroup_size=(2, 2, 2))
+def ids3(g: Buffer[u32, "w"], w: Buffer[u32, "w"], nx: u32, ny: u32):
+    x = global_id().x
+    y = global_id().y
+    z = global_id().z
+    i = (z * ny + y) * nx + x
+    g[i] = x + 100 * y + 10000 * z
+    w[i] = workgroup_id().x + 100 * workgroup_id().y + 10000 * workgroup_id().z
+"""
+
+
+def _ids_want(shape):
+    # (global id, workgroup id) values of every invocation of a (nx, ny, nz) grid of 2x2x2
+    z, y, x = np.meshgrid(*(np.arange(n, dtype=np.uint32) for n in shape[::-1]), indexing="ij")
+    return (x + 100 * y + 10000 * z).ravel(), (x // 2 + 100 * (y // 2) + 10000 * (z // 2)).ravel()
+
+
+@pytest.mark.backends("wgpu", "vulkan")
+@pytest.mark.parametrize(
+    "groups, pieces",
+    [
+        ((3, 4, 1), [(3, 4, 1)]),  # 2-D, at the limit on both axes: one dispatch
+        ((3, 5, 1), [(3, 4, 1), (3, 1, 1)]),  # 2-D, just past it on y
+        ((4, 5, 1), [(3, 4, 1), (1, 4, 1), (3, 1, 1), (1, 1, 1)]),  # past it on x and y
+        ((3, 4, 2), [(3, 4, 2)]),  # 3-D, at the limit on every axis
+        ((3, 4, 3), [(3, 4, 2), (3, 4, 1)]),  # 3-D, just past it on z
+        ((4, 5, 3), None),  # past it on every axis: 2 x 2 x 2 pieces
+    ],
+)
+def test_2d_and_3d_grids_at_and_past_the_limit_have_every_id(
+    device, tmp_path, monkeypatch, groups, pieces
+):
+    """Global and workgroup ids of every invocation, split on a lowered limit of (3, 4, 2)
+    workgroups, equal numpy's; a grid at the limit is one dispatch on the base pipeline."""
+    ids3 = _load(device, tmp_path, IDS_3D, "ids3")
+    monkeypatch.setattr(device, "max_workgroup_count", (3, 4, 2))
+    shape = tuple(2 * n for n in groups)
+    n = math.prod(shape)
+    jobs = _spy(device)
+    out = ids3(g=n, w=n, nx=shape[0], ny=shape[1], grid=shape)
+    want_g, want_w = _ids_want(shape)
+    np.testing.assert_array_equal(out.array("g"), want_g)
+    np.testing.assert_array_equal(out.array("w"), want_w)
+    counts = [j[2] for j in jobs]
+    if pieces is not None:
+        assert counts == pieces
+    else:
+        assert len(counts) == 8 and sorted(counts)[0] == (1, 1, 1)
+    assert len({id(j[0]) for j in jobs}) == len(counts)  # a pipeline per base workgroup
+    assert jobs[0][0] is ids3.pipeline  # the first piece (base 0) is the unsplit pipeline
+
+
+# Literal-only expressions WGSL forbids as constant expressions (a signed shift past the
+# sign bit, integer overflow, an index past an array's end), valid at run time: naga
+# evaluates them when a module has overrides, so the WGSL emitter binds literals as vars.
+CONSTANT_TRAPS = """
+from vyre_build.lang import Buffer, f32, global_id, i32, kernel, local_array, u32
+
+@kernel(workgroup_size=4)
+def traps(out: Buffer[i32, "w"], f: Buffer[f32, "w"]):
+    i = global_id().x
+    a = i32(1) << u32(31)
+    b = i32(2147483647) + i32(1)
+    c = u32(4294967295) * u32(3)
+    la = local_array(i32, 4)
+    j = u32(91) & u32(63)
+    la[j] = 5
+    q = i32(7) // i32(0)
+    out[i] = a + b + i32(c) + la[0] + q + i32(i)
+    f[i] = f32(3.0e38) * f32(10.0)
+"""
+
+
+@pytest.mark.backends("wgpu", "vulkan")
+def test_a_split_kernel_of_literals_that_are_no_constant_expressions(device, tmp_path, monkeypatch):
+    traps = _load(device, tmp_path, CONSTANT_TRAPS, "traps")
+    monkeypatch.setattr(device, "max_workgroup_count", (4, 65535, 65535))
+    monkeypatch.setattr(device, "coarse_entries", False)  # the base entry: 1 element each
+    jobs = _spy(device)
+    out = traps(out=40, f=40)  # 10 workgroups: 3 pieces
+    assert [j[2] for j in jobs] == [(4, 1, 1), (4, 1, 1), (2, 1, 1)]
+    # MIN + MIN wraps to 0, 0xffffffff * 3 is -3 as i32, la[0] is 0, 7 // 0 is 7 (pinned)
+    np.testing.assert_array_equal(out.array("out"), 4 + np.arange(40, dtype=np.int32))
+    np.testing.assert_array_equal(out.array("f"), np.full(40, np.inf, np.float32))
 
 
 def test_a_kernel_reading_num_workgroups_is_not_split():

@@ -62,7 +62,7 @@ def run(capsys, *argv):
 def test_wgsl_on_stdout_with_the_source_line_of_each_statement(tree, capsys):
     code, out, err = run(capsys, "compile", "kernels/dbl.py", "-o", "-")
     assert code == 0 and err == "" and not os.path.exists("-")
-    body = out[out.index("fn main(") :].splitlines()[1:]
+    body = out[out.index("fn main(") :].splitlines()[3:]  # past wid's and gid's lets
     assert (
         body[:17]
         == [

@@ -25,7 +25,7 @@ from vyre_build.runtime import (
     Kernel,
 )
 from vyre_build.runtime.calls import split_dispatch, workgroup_counts
-from vyre_build.runtime.kernel import split_refusal_of_code
+from vyre_build.runtime.kernel import WGSL_BASE, split_refusal_of_code, wgsl_at_base
 from vyre_build.runtime.profile import features_of, missing_features
 
 # runtime_fakes' saxpy with y as vec4f, so that the binding table shows a vector row.
@@ -359,8 +359,28 @@ def test_what_a_shader_must_declare_to_be_split_is_found_in_its_code():
     )
     head = "fn main(@builtin(global_invocation_id) gid_in: vec3<u32>, @builtin(num_workgroups) "
     wgsl = head + "nwg: vec3<u32>) {"
-    assert split_refusal_of_code(wgsl + "}") is None
-    assert split_refusal_of_code(wgsl + " let n = nwg.x; }") == nwg
+    base = "const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);\n"
+    assert base.strip() == WGSL_BASE
+    assert split_refusal_of_code(base + wgsl + "}") is None
+    assert split_refusal_of_code(base + wgsl + " let n = nwg.x; }") == nwg
+    no_base = (
+        "the shader reads workgroup ids without the vyre_wg_base constant (one line "
+        "`const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);`) that vyre_build's WGSL "
+        "emitter declares, so the dispatch cannot be split"
+    )
+    assert split_refusal_of_code(wgsl + "}") == no_base
+    assert split_refusal_of_code(base + base + wgsl + "}") == no_base  # which one is it?
+    wid = "fn main(@builtin(workgroup_id) w: vec3<u32>) {}"
+    assert split_refusal_of_code(wid) == no_base
+    assert split_refusal_of_code("fn main(@builtin(local_invocation_id) l: vec3<u32>) {}") is None
+    at = wgsl_at_base(base + wgsl + "}", (3, 65535, 70000))
+    assert at == "const vyre_wg_base: vec3<u32> = vec3<u32>(3u, 65535u, 70000u);\n" + wgsl + "}"
+
+
+def test_the_runtime_and_the_wgsl_emitter_spell_the_split_base_alike():
+    from vyre_build.emit.wgsl import WORKGROUP_BASE
+
+    assert WORKGROUP_BASE == WGSL_BASE
 
 
 def test_open_bundle_refuses_what_is_not_a_device(tmp_path):

@@ -162,7 +162,7 @@ def without_spec_constants(spirv: bytes) -> bytes:
     unsplit dispatch. naga (wgpu 0.32) reads spec constants as overrides, and a module with
     overrides has every constant expression evaluated at pipeline creation, which refuses
     valid kernels ("Pipeline constant error: << operation overflowed", "Function [0] 'main'
-    is invalid"; tests/unit/test_spirv_vulkan.py keeps it as a strict xfail), so the
+    is invalid"; tests/unit/test_spirv_vulkan.py asserts that refusal), so the
     wgpu-spirv path reads our SPIR-V this way."""
     words = np.frombuffer(spirv, dtype="<u4").copy()
     out, at = [words[:5]], 5

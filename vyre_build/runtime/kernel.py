@@ -94,15 +94,33 @@ class CallResult(dict[str, Union[npt.NDArray[Any], DeviceBuffer]]):
         return value
 
 
+# The WGSL emitter's split-dispatch base, 0 in the artifact (emit/wgsl: the same line; a
+# test keeps the two equal): a piece's module is the WGSL with this line spelling its base.
+WGSL_BASE = "const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);"
+
+
+def wgsl_at_base(code: str, base: tuple[int, int, int]) -> str:
+    """The WGSL of a split dispatch's piece starting at workgroup `base`: `code` (which
+    split_refusal_of_code let split) with its WGSL_BASE line spelling the base. A plain
+    constant, not an override, so naga never evaluates the module's constant expressions
+    at pipeline creation (it refuses valid kernels then: docs/runtime.md, "Grids")."""
+    x, y, z = base
+    return code.replace(WGSL_BASE, f"const vyre_wg_base: vec3<u32> = vec3<u32>({x}u, {y}u, {z}u);")
+
+
 def split_refusal_of_code(code: str | bytes) -> str | None:
     """Why a dispatch of this shader cannot be split into pieces, or None. A piece starts at
-    its base workgroup through the vyre_wg_base specialization constants (SPIR-V SpecId
-    0-2) that the SPIR-V emitter declares: a shader that reads workgroup or global ids
-    without them would run every piece as the first; one that reads num_workgroups() would
-    see one piece's count instead of the whole grid's."""
-    if isinstance(code, str):  # WGSL: no backend splits it today (wgpu_backend.py)
+    its base workgroup through the vyre_wg_base constants that the emitters declare (SPIR-V:
+    specialization constants SpecId 0-2; WGSL: the WGSL_BASE line): a shader
+    that reads workgroup or global ids without them would run every piece as the first;
+    one that reads num_workgroups() would see one piece's count instead of the whole
+    grid's."""
+    if isinstance(code, str):  # WGSL (emit/wgsl: the entry's builtins are named so)
         if code.count("nwg") > code.count("nwg: vec3<u32>"):  # past the entry parameters
             return "the kernel reads num_workgroups(), so the dispatch cannot be split"
+        ids = "@builtin(global_invocation_id)" in code or "@builtin(workgroup_id)" in code
+        if ids and code.count(WGSL_BASE) != 1:
+            return _NO_BASE.format("constant (one line `" + WGSL_BASE + "`)", "WGSL")
         return None
     words = np.frombuffer(code, dtype="<u4")
     at, builtins, spec_ids = 5, set(), set()  # after the header
@@ -119,13 +137,13 @@ def split_refusal_of_code(code: str | bytes) -> str | None:
     if _NUM_WORKGROUPS in builtins:
         return "the kernel reads num_workgroups(), so the dispatch cannot be split"
     if builtins & _IDS and not {0, 1, 2} <= spec_ids:
-        return _NO_BASE.format("specialization constants (SpecId 0-2)")
+        return _NO_BASE.format("specialization constants (SpecId 0-2)", "SPIR-V")
     return None
 
 
 _NO_BASE = (
     "the shader reads workgroup ids without the vyre_wg_base {} that vyre_build's "
-    "SPIR-V emitter declares, so the dispatch cannot be split"
+    "{} emitter declares, so the dispatch cannot be split"
 )
 
 

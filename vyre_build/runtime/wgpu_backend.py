@@ -25,6 +25,7 @@ from vyre_build.errors import DeviceError, DispatchError
 from vyre_build.features import SUBGROUP_FEATURES
 from vyre_build.runtime.buffers import DeviceBuffer
 from vyre_build.runtime.device import Device, Job, choose_adapter, layout_of, steps
+from vyre_build.runtime.kernel import wgsl_at_base
 from vyre_build.runtime.profile import DeviceProfile, features_of
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
@@ -129,6 +130,10 @@ class WgpuDevice(Device):
     """
 
     backend = "wgpu"
+    # A piece of a split dispatch runs a pipeline of the kernel's WGSL with its constant
+    # vyre_wg_base spelling the piece's base workgroup (kernel.wgsl_at_base; docs/runtime.md,
+    # "Grids"); made once per base and kept.
+    splits_dispatches = True
     # Buffer writes (queue.write_buffer) are ordered with submissions: work submitted before
     # a write sees the old contents, so a buffer can be rewritten while that work is in
     # flight (library calls upload small arrays into kept buffers: library_call.py).
@@ -327,6 +332,8 @@ class WgpuDevice(Device):
                     for b, a in layout_of(meta)
                 ]
             )
+            if base is not None:  # a split dispatch's piece: the WGSL's base line spelt
+                code = wgsl_at_base(code, base)
             module = self.device.create_shader_module(label=meta.id, code=code)
             pipeline = self.device.create_compute_pipeline(
                 label=meta.id,

@@ -1,11 +1,15 @@
 // vyre_build WGSL for kernel "loops"; generated from its descriptor, do not edit.
 
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
+
 @group(0) @binding(0) var<storage, read_write> out1: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out2: array<u32>;
 @group(0) @binding(2) var<storage, read_write> out3: array<u32>;
 
 @compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
     var acc: u32 = u32();
     var k: u32 = u32();
     var steps: u32 = u32();

@@ -1,5 +1,7 @@
 // vyre_build WGSL for kernel "pinned_ops"; generated from its descriptor, do not edit.
 
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
+
 @group(0) @binding(0) var<storage, read> a: array<i32>;
 @group(0) @binding(1) var<storage, read> b: array<i32>;
 @group(0) @binding(2) var<storage, read_write> out: array<i32>;
@@ -43,7 +45,9 @@ fn _vy_u32_to_f32(x: u32) -> f32 {
 }
 
 @compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
     let _v0: u32 = gid.x;
     let _v1: i32 = select(0i, a[min(_v0, arrayLength(&a) - 1u)], (_v0 < arrayLength(&a)));
     let _v2: i32 = select(0i, b[min(_v0, arrayLength(&b) - 1u)], (_v0 < arrayLength(&b)));

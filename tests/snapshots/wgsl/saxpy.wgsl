@@ -1,5 +1,7 @@
 // vyre_build WGSL for kernel "saxpy"; generated from its descriptor, do not edit.
 
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
+
 struct Params {
     a: f32,
 }
@@ -9,7 +11,9 @@ struct Params {
 @group(0) @binding(2) var<uniform> params: Params;
 
 @compute @workgroup_size(256, 1, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(256u, 1u, 1u);
     let _v0: u32 = gid.x;
     let _v1: u32 = arrayLength(&y);
     let _v2: bool = (_v0 < _v1);

@@ -1,5 +1,7 @@
 // vyre_build WGSL for kernel "shared"; generated from its descriptor, do not edit.
 
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
+
 @group(0) @binding(0) var<storage, read> a: array<u32>;
 @group(0) @binding(1) var<storage, read_write> sums: array<u32>;
 @group(0) @binding(2) var<storage, read_write> ids: array<u32>;
@@ -7,7 +9,9 @@ var<workgroup> s: array<u32, 64>;
 var<workgroup> t: array<u32, 8>;
 
 @compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
     var stride: u32 = u32();
     let _flat: u32 = lid.x + 64u * (lid.y + 1u * lid.z);
     for (var _z: u32 = _flat; _z < 8u; _z = _z + 64u) { t[_z] = 0u; }

@@ -1,5 +1,7 @@
 // vyre_build WGSL for kernel "vec_casts"; generated from its descriptor, do not edit.
 
+const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
+
 @group(0) @binding(0) var<storage, read> f: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> ci: array<vec4<i32>>;
 @group(0) @binding(2) var<storage, read_write> cu: array<vec4<u32>>;
@@ -57,7 +59,9 @@ fn _vy_u32_to_f32(x: u32) -> f32 {
 }
 
 @compute @workgroup_size(64, 1, 1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let wid: vec3<u32> = _wid + vyre_wg_base;
+    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
     let _v0: u32 = gid.x;
     let _v1: u32 = 16u;
     let _v2: bool = (_v0 < _v1);

@@ -22,7 +22,14 @@ from vyre_build.emit.wgsl.helpers import HELPER_CALL, HELPERS
 from vyre_build.errors import EmitError
 from vyre_build.features import COOPERATIVE_MATRIX
 
-__all__ = ["emit_wgsl"]
+__all__ = ["WORKGROUP_BASE", "emit_wgsl"]
+
+# The base workgroup of a split dispatch's piece (docs/runtime.md, "Grids"): a plain
+# constant, 0 in the artifact; the wgpu runtime makes a piece's module with this line
+# spelling its base (runtime/kernel.py: the same line). Not an override: naga evaluates
+# every constant expression of a module with overrides at pipeline creation and refuses
+# valid kernels (a signed shift of literals past the sign bit, "<< operation overflowed").
+WORKGROUP_BASE = "const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);"
 
 
 def emit_wgsl(
@@ -62,6 +69,7 @@ def emit_wgsl(
     out = [header, ""]
     if any("f16" in w.info.features for _, w in writers):
         out += ["enable f16;", ""]
+    out += [WORKGROUP_BASE, ""]
     out += decls
     if info.debug_binding is not None:  # a debug build (emit/wgsl/debug.py)
         out += debug_declarations(info.debug_binding)
@@ -71,14 +79,24 @@ def emit_wgsl(
             out.append("")
         out.append(f"@compute @workgroup_size({wx}, {wy}, {wz})")
         out.append(
-            f"fn {name}(@builtin(global_invocation_id) gid: vec3<u32>, "
+            f"fn {name}(@builtin(global_invocation_id) _gid: vec3<u32>, "
             "@builtin(local_invocation_id) lid: vec3<u32>, "
-            "@builtin(workgroup_id) wid: vec3<u32>, "
+            "@builtin(workgroup_id) _wid: vec3<u32>, "
             f"@builtin(num_workgroups) nwg: vec3<u32>{_subgroup_inputs(inputs)}) {{"
         )
+        out += _based_ids((wx, wy, wz))
         out += lines
         out.append("}")
     return "\n".join(out) + "\n"
+
+
+def _based_ids(size: tuple[int, int, int]) -> list[str]:
+    """The entry's `wid` and `gid`: the builtins plus the split-dispatch base workgroup."""
+    wx, wy, wz = size
+    return [
+        "    let wid: vec3<u32> = _wid + vyre_wg_base;",
+        f"    let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>({wx}u, {wy}u, {wz}u);",
+    ]
 
 
 def _subgroup_inputs(inputs: set[str]) -> str:

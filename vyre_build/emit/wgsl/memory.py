@@ -42,7 +42,7 @@ exp exp2 floor fma inverseSqrt log log2 max min reverseBits round select sign si
 sqrt tan tanh trunc bitcast arrayLength atomicLoad atomicStore atomicAdd atomicOr
 atomicAnd atomicXor atomicMin atomicMax atomicExchange atomicCompareExchangeWeak
 workgroupBarrier storageBarrier
-main params Params gid lid wid nwg
+main params Params gid lid wid nwg vyre_wg_base
 """
 RESERVED = frozenset(_RESERVED_WORDS.split())
 
