@@ -44,5 +44,7 @@ def test_350_random_kernels_agree_on_every_backend():
     # Skips (printed above the last line): compile failures of known bugs skip every backend,
     # lavapipe's float broadcast_first abort the GPU ones, naga's gaps wgpu/SPIR-V.
     assert int(ran["reference"]) >= PROGRAMS - 5
-    assert int(ran["wgpu"]) == int(ran["vulkan"]) >= PROGRAMS * 9 // 10
+    # Vulkan also runs what WGSL cannot express (memory ordering) and skips lavapipe's
+    # known bugs; each GPU path must still run most programs
+    assert int(ran["wgpu"]) >= PROGRAMS * 9 // 10 and int(ran["vulkan"]) >= PROGRAMS * 9 // 10
     assert int(ran["wgpu-spirv"]) >= PROGRAMS * 8 // 10

@@ -19,15 +19,17 @@ from vyre_build.runtime.tuning import device_identity
 
 pytestmark = [pytest.mark.gpu, pytest.mark.backends("vulkan", "wgpu")]
 
+# A device no test machine is (these tests run on lavapipe and on the H200 alike): its
+# record must never be picked here.
 OTHER = {
     "device": {
         "backend": "vulkan",
-        "vendor_id": 0x10DE,
-        "device_id": 0x2335,
-        "adapter": "NVIDIA H200",
-        "driver": "NVIDIA",
+        "vendor_id": 0xFFFE,
+        "device_id": 0xFFFE,
+        "adapter": "Imaginary GPU 9000",
+        "driver": "imaginary",
         "driver_version": 0x8F0C0000,
-        "subgroup_size": 32,
+        "subgroup_size": 64,
     },
     "clock": "gpu",
     "picks": {"scale": {"candidate": "twice", "seconds": {"twice": 1e-6}, "dropped": {}}},
@@ -41,7 +43,7 @@ def test_tune_drops_the_wrong_candidate_and_the_runtime_picks_the_winner(
     secret, public = write_key_pair(tmp_path / "k.key", generate_key_pair("release"))
     path = tuning_bundle(tmp_path, sign_key=secret)
     # an H200's record first (from its own `tune --record`), then this device's
-    (tmp_path / "h200.json").write_text(json.dumps({"format": "vyretuning", "records": [OTHER]}))
+    (tmp_path / "other.json").write_text(json.dumps({"format": "vyretuning", "records": [OTHER]}))
     with open_bundle(path, device=device, trusted_keys=[public]) as b:
         assert b["scale"].variant == "plain"  # no record for this device: the default
         assert b.tuned("scale").how == "default"
@@ -64,7 +66,7 @@ def test_tune_drops_the_wrong_candidate_and_the_runtime_picks_the_winner(
     # several devices in one bundle: merge the H200's record in, sign again
     from vyre_build.bundle.tuning import merge_records, read_records
 
-    tuning["records"] = merge_records(tuning["records"], read_records(str(tmp_path / "h200.json")))
+    tuning["records"] = merge_records(tuning["records"], read_records(str(tmp_path / "other.json")))
     write_bundle(path, entries, sign_key=secret, tuning=tuning)
     with open_bundle(path, device=device, trusted_keys=[public]) as b:
         assert len(b.reader.tuning["records"]) == 2
