@@ -35,7 +35,8 @@ print(json.dumps({"s": time.perf_counter() - t0, "value": float(value),
 
 
 def once(cache: str, backend: str, bundle: str = "") -> dict:
-    env = {**os.environ, "XDG_CACHE_HOME": cache, "VYRE_BACKEND": backend, "PYTHONPATH": ROOT}
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "XDG_CACHE_HOME": cache, "VYRE_BACKEND": backend, "PYTHONPATH": path}
     done = subprocess.run(
         [sys.executable, "-c", CHILD, bundle], env=env, capture_output=True, text=True, check=True
     )

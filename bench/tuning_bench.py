@@ -182,7 +182,10 @@ def main() -> int:
                 f"tuning_bench: {path} declares no matmul tunable (kernels/tuning.yaml)"
             )
         cmd += ["--only", ",".join(names)]
-        env = dict(os.environ, PYTHONPATH=ROOT)
+        # this tree first, then whatever the caller's PYTHONPATH holds (the device tier's
+        # dependencies live in /tmp/site)
+        path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+        env = dict(os.environ, PYTHONPATH=path)
         done = subprocess.run(cmd, env=env, text=True, capture_output=True)
         sys.stderr.write(done.stderr)
         say(done.stdout.rstrip())
