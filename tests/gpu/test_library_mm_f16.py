@@ -194,17 +194,18 @@ def test_the_bench_candidates_match_numpy_on_the_reference(z, m, n, k, out_dtype
 @pytest.mark.parametrize(
     "a, b, out_dtype, kid",
     [
-        ((48, 32), (32, 128), "float32", "lib_matmul_f16"),  # whole fragments: direct
-        ((2, 64, 16), (16, 64), "float32", "lib_matmul_f16"),  # a batch of whole blocks
+        ((48, 32), (32, 128), "float32", "lib_mm_f16.f32"),  # whole fragments: staged too
+        ((2, 64, 16), (16, 64), "float32", "lib_mm_f16.f32"),  # a batch of whole blocks
         ((2, 48, 16), (16, 64), "float32", "lib_mm_f16.f32"),  # rows would spill into z + 1
         ((48, 32), (32, 120), "float32", "lib_mm_f16.f32"),  # N not a multiple of 64
         ((48, 32), (32, 128), "float16", "lib_mm_f16.f16"),  # f16 output: staged only
     ],
 )
 def test_each_shape_runs_the_kernel_that_fits_it(mm_bundle, a, b, out_dtype, kid):
-    """lib_matmul_f16 (faster on the H200) takes the f32-output shapes it fits, lib_mm_f16
-    the rest: a mapping without the other kernel still runs the call, and both give
-    numpy's exact product; without the one that fits, the refusal names it."""
+    """With no tuning record every shape runs the staged lib_mm_f16 (faster on the H200
+    than lib_matmul_f16, which only a record picks: tests/unit/test_tuning.py): a mapping
+    without the other kernel still runs the call and gives numpy's exact product; without
+    the staged one, the refusal names it."""
     rng = np.random.default_rng(len(a) + a[-1])
     x, y = values(rng, a, 4), values(rng, b, 2)
     with open_bundle(mm_bundle, device=get_device("cpu")) as bundle:

@@ -43,7 +43,7 @@ def test_the_library_tunables_load_and_default_to_their_first_candidate():
     assert tunables["reduce"]["candidates"]["p256"] == {"kernel": None, "params": {"partials": 256}}
     assert tunables["matmul"]["candidates"]["tile128"]["kernel"] == "lib_matmul.f32"
     assert tunables["reduce"]["case"]["tolerance"] == 1e-4
-    assert tunables["matmul_f16"]["default"] == "direct"  # today's shape rule
+    assert tunables["matmul_f16"]["default"] == "staged"  # the faster on the H200
     assert tunables["matmul_f16"]["candidates"] == {
         "direct": {"kernel": "lib_matmul_f16", "params": {}},
         "staged": {"kernel": "lib_mm_f16.f32", "params": {}},
@@ -484,7 +484,7 @@ def test_matmul_f16_runs_its_picked_kernel_where_the_shape_allows_it(tmp_path, m
         assert ran == [("lib_mm_f16.f32", (128, 1, 1))]  # the unstaged kernel cannot take it
     ran.clear()
     library.matmul_f16(dict(open_bundle(direct, backend="cpu").items()), a, b)  # no tuning data
-    assert ran == [("lib_matmul_f16", (32, 1, 1))]  # the default: today's shape rule
+    assert ran == [("lib_mm_f16.f32", (128, 1, 1))]  # the default: the staged kernel
 
 
 def test_a_matmul_f16_candidate_naming_another_kernel_is_refused_by_the_writer(tmp_path):
