@@ -39,6 +39,12 @@ KNOWN = {
             "lavapipe_memory_barrier_suspends",
         ),
         Known(
+            "nvidia-abs-nan-compare",
+            "NVIDIA's shader compiler (Vulkan driver 580.159.04; wgpu/WGSL and Vulkan)",
+            "abs(x) >= 0.0 folded to true for a NaN x (no SignedZeroInfNanPreserve asked)",
+            "nvidia_abs_nan_compare",
+        ),
+        Known(
             "nvidia-nested-max-negate",
             "NVIDIA's shader compiler (Vulkan driver 580.159.04; all three GPU paths)",
             "max(x, max(min(p, x), -x)) of i32s computed as if without the negation",
