@@ -184,8 +184,8 @@ def main() -> int:
         cmd += ["--only", ",".join(names)]
         # this tree first, then whatever the caller's PYTHONPATH holds (the device tier's
         # dependencies live in /tmp/site)
-        path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
-        env = dict(os.environ, PYTHONPATH=path)
+        pythonpath = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+        env = dict(os.environ, PYTHONPATH=pythonpath)
         done = subprocess.run(cmd, env=env, text=True, capture_output=True)
         sys.stderr.write(done.stderr)
         say(done.stdout.rstrip())

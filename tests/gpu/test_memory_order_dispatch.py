@@ -179,13 +179,34 @@ def scan_lib(backend, scan_bundle):
 def test_scan_kernels_take_the_look_back_only_with_forward_progress(scan_lib):
     p = scan_lib.device.profile
     progress = p.backend == "cpu" or (
-        p.backend == "vulkan" and p.vendor_id in library.FORWARD_PROGRESS_VENDORS
+        p.backend == "vulkan"
+        and p.vendor_id in library.FORWARD_PROGRESS_VENDORS
+        and p.vendor_id in library.LOOK_BACK_PAYS_VENDORS
     )
     once = progress and SINGLE_PASS_FEATURES <= p.features
     want = ("lib_scan_once.i32",) if once else ("lib_scan_sums.i32", "lib_scan_block.i32")
     assert library.scan_kernels(scan_lib.device, "i32") == want
     if p.backend == "vulkan" and "llvmpipe" in scan_lib.device.name:
         assert not once  # lavapipe runs workgroups on a few threads: no forward progress
+
+
+@pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
+def test_the_look_back_is_right_where_the_device_gives_forward_progress(scan_lib, kind):
+    """The look-back kernel, run directly, on a GPU that gives forward progress (the H200
+    in the device tier), though the library does not pick it there (it does not pay yet)."""
+    p = scan_lib.device.profile
+    if not (
+        p.backend == "vulkan"
+        and p.vendor_id in library.FORWARD_PROGRESS_VENDORS
+        and SINGLE_PASS_FEATURES <= p.features
+    ):
+        pytest.skip(f"{scan_lib.device.name} promises no forward progress between workgroups")
+    tile = 256 * 4 * library.SCAN_ITEMS
+    for n in [1, 7, tile - 1, tile + 1, 5 * tile + 3, 1 << 20]:
+        x = values(kind, n, seed=n)
+        for exclusive in (False, True):
+            got = library._scan_once(scan_lib, f"lib_scan_once.{kind}", x, kind, exclusive, None)
+            assert_scan(got, x, exclusive, f"look-back n={n} excl={exclusive}")
 
 
 @pytest.mark.parametrize("kind", ["f32", "u32", "i32"])

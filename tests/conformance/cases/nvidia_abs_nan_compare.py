@@ -4,8 +4,8 @@ folded as if abs could not be NaN.
 Found by: the H200 device tier (2026-12-02), tools/conformance.py --seed 51 --programs 10000
 --subgroup-size 32 --no-denormals, program 1979 (minimised by the runner to this kernel):
 with e0[0].y = NaN the reference skips the early return (a NaN compares false) and writes
-0.5; wgpu/WGSL and Vulkan/SPIR-V on the H200 return early and leave 0. wgpu taking our
-SPIR-V ran it right; lavapipe runs it right on every path.
+0.5; wgpu/WGSL and Vulkan/SPIR-V on the H200 return early and leave 0, and so does wgpu
+taking our SPIR-V (the device tier's case test); lavapipe runs it right on every path.
 Layer: NVIDIA's shader compiler (Vulkan driver 580.159.04) folding
 OpFOrdGreaterThanEqual(FAbs(x), 0.0) to true. Vulkan lets an implementation assume no NaN
 unless a module asks for SignedZeroInfNanPreserve (SPV_KHR_float_controls), and WGSL lets
@@ -35,7 +35,7 @@ def k(e0: Buffer[vec2f, "r"], o1: Buffer[f32, "w"], chk: Buffer[u32, "w"]):
     chk[gid] = chk_v
 """
 WHY = "NVIDIA's compiler folds abs(NaN) >= 0.0 to true"
-XFAIL = {"wgpu": WHY, "vulkan": WHY}
+XFAIL = {"wgpu": WHY, "vulkan": WHY, "wgpu-spirv": WHY}
 DRIVER = "NVIDIA"  # the H200's; lavapipe and the reference run it right
 
 
