@@ -40,7 +40,7 @@ KNOWN = {
         ),
         Known(
             "nvidia-abs-nan-compare",
-            "NVIDIA's shader compiler (Vulkan driver 580.159.04; wgpu/WGSL and Vulkan)",
+            "NVIDIA's shader compiler (Vulkan driver 580.159.04; all three GPU paths)",
             "abs(x) >= 0.0 folded to true for a NaN x (no SignedZeroInfNanPreserve asked)",
             "nvidia_abs_nan_compare",
         ),

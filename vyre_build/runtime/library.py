@@ -443,23 +443,19 @@ def _matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = Non
     call.place("b", b)
     call.output(out, "f32", (m, n))
     ab, _ = call.upload(a)
-    bb, b_vec = call.upload(b)
+    bb, _ = call.upload(b)
     cb = out if isinstance(out, DeviceBuffer) else call.device.buffer((m, n), "f32")
-    # vec4 loads of B's rows and stores of C's: rows of a multiple of 4 values
-    vb, vc = b_vec and n % 4 == 0, cb.count % 4 == 0 and n % 4 == 0
-    b4, _ = call.pair(bb, vb, "f32", False)
-    c4, cs = call.pair(cb, vc, "f32", True)
     grid = (-(-n // tile) * wg, -(-m // tile))
-    args = dict(a=ab, b=bb, b4=b4, c=cs, c4=c4, M=m, N=n, K=k, vb=int(vb), vc=int(vc))
-    steps = [call.step(kid, 0, args, grid)]
+    steps = [call.step(kid, 0, dict(a=ab, b=bb, c=cb, M=m, N=n, K=k), grid)]
     call.run(steps)
     call.remember((tile, wg), (a, b, out), steps, None)
     return call.result(cb, out, m * n, (m, n))
 
 
 # lib_matmul_f16 (64 x 64 blocks of one 32-wide workgroup, fragments straight from the
-# buffers) runs the f32-output shapes it fits: on the H200 it ran 42 TFLOP/s at 4096, 2.2x
-# the staged lib_mm_f16 (whose 128 x 128 blocks take every other shape and f16 output).
+# buffers) runs the f32-output shapes it fits where a tuning record picks it; the staged
+# lib_mm_f16 (128 x 128 blocks, every shape, f16 output too) is the default: on the H200
+# 97-102 TFLOP/s at 4096/8192 against the unstaged kernel's 40-42 (bench/RESULTS.md).
 DIRECT_TILE = (16, 64, 16)  # M, N, K multiples it needs (M of 64 in a batch)
 DIRECT_BLOCK, DIRECT_WG = 64, 32
 F16_BLOCK = 128  # lib_mm_f16: the side of the block of C one workgroup computes
