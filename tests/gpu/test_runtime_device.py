@@ -166,7 +166,7 @@ def rows(out: Buffer[u32, "w"], w: u32):
 def test_a_grid_past_the_real_limit_on_y_is_split_and_right(device, tmp_path):
     """70,000 workgroups on y, past NVIDIA's and lavapipe's 65,535 (and wgpu's): split into
     pieces, each a pipeline made for its base workgroup (Vulkan: specialization constants;
-    wgpu: WGSL overrides), and right (the H200's driver ignored vkCmdDispatchBase's base:
+    wgpu: the WGSL's base constant), and right (the H200's driver ignored vkCmdDispatchBase's base:
     pieces after the first wrote nothing)."""
     from vyre_build.compiler import compile_file
     from vyre_build.runtime import load_kernel
@@ -296,7 +296,7 @@ def test_2d_and_3d_grids_at_and_past_the_limit_have_every_id(
 
 # Literal-only expressions WGSL forbids as constant expressions (a signed shift past the
 # sign bit, integer overflow, an index past an array's end), valid at run time: naga
-# evaluates them when a module has overrides, so the WGSL emitter binds literals as vars.
+# evaluates them when a module has overrides, so the WGSL's split base is a plain constant.
 CONSTANT_TRAPS = """
 from vyre_build.lang import Buffer, f32, global_id, i32, kernel, local_array, u32
 

@@ -6,6 +6,14 @@ adapter has), or wraps an application's own GPUDevice, whose buffers (GPUBuffer 
 STORAGE usage) calls then take as arguments. wgpu-py has no pipeline cache API: pipeline
 creation goes through the driver's own shader cache (NVIDIA's, Mesa's) only.
 
+A dispatch past the per-axis workgroup limit is split into pieces: each runs a pipeline of
+the kernel's WGSL with its `const vyre_wg_base` line spelling the piece's base workgroup
+(kernel.wgsl_at_base), made once per base and kept; unsplit dispatches run the artifact as
+it is. A plain constant, not WGSL overrides: naga (wgpu 0.32) constant-evaluates every
+expression of a module with overrides at pipeline creation and refuses valid kernels
+(literal-only expressions WGSL forbids as constants: 31 of 150 conformance programs, "<<
+operation overflowed"); docs/runtime.md, "Grids", has the options weighed.
+
 `device.timing = True` times submissions with timestamp queries where the device has the
 "timestamp-query" feature (asked for when the adapter offers it): the first compute pass
 of a call or batch writes one at its beginning, the last at its end, and `gpu_seconds` is
