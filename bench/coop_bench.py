@@ -4,7 +4,7 @@ fits; matmul_f16.f16: kernels/lib_mm_f16.py, staged tiles) and the staged f32 ke
 (lib_mm_f16.f32).
 
     python bench/coop_bench.py [--quick] [--sizes 2048,4096,8192] [--batched 64x512]
-                               [--rounds 5] [--wide] [--scalar] [--glsl] [--backend vulkan|cpu]
+                               [--rounds 5] [--narrow] [--scalar] [--glsl] [--backend vulkan|cpu]
 
 Vulkan only (WGSL has no cooperative matrices). Ours: GPU timestamps around a batch of
 library calls on DeviceBuffers (time_ours: median of rounds); torch: CUDA events around the
@@ -17,9 +17,10 @@ checked against torch's in float32 (|diff| <= 1e-2 * |C|max). --quick: small siz
 device with the features (the cpu reference runs it too: --backend cpu). --glsl: the same
 design hand-written in GLSL (bench/glsl/mm_f16.comp, prebuilt with glslang 13), with 8-byte
 and with 16-byte (WIDE) global loads: what the language costs, and what wider loads would
-give. --wide: bench/kernels/mm_f16_wide.py, a 128 x 256 block of 8 subgroups (16-deep K
-steps), the candidate that moves a third less from L2 per FLOP. --scalar:
-bench/kernels/mm_f16_scalar.py, lib_mm_f16 with f16 (not vec4h) shared panels, as llama.cpp.
+give. --narrow: bench/kernels/mm_f16_narrow.py, the previous library kernel (a 128 x 128
+block of 4 subgroups, 32-deep K steps; lib_mm_f16 now computes 128 x 256 blocks of 8).
+--scalar: bench/kernels/mm_f16_scalar.py, the 128 x 128 design with f16 (not vec4h) shared
+panels, as llama.cpp.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ LIB = ("lib_mm_f16.py", "lib_matmul_f16.py")  # library.matmul_f16's kernels
 
 
 def glsl_kernel(dev, meta, name, a, b, n):
-    """A call of bench/glsl/prebuilt/`name`.spv (mm_f16.comp: lib_mm_f16.f32's bindings;
+    """A call of bench/glsl/prebuilt/`name`.spv (mm_f16.comp: mm_f16_narrow.f32's bindings;
     n a multiple of 128) on `a` and `b`."""
     from vyre_build.runtime import load_kernel
 
@@ -56,8 +57,8 @@ def glsl_kernel(dev, meta, name, a, b, n):
 
 
 def staged_call(dev, kern, a, b, out, shape, width):
-    """A call of a staged kernel (kernels/lib_mm_f16.py: blocks `width` = 128 wide;
-    bench/kernels/mm_f16_wide.py: 256) on `a` and `b` into `out` (its variant's type), with
+    """A call of a staged kernel (kernels/lib_mm_f16.py: blocks `width` = 256 wide;
+    bench/kernels/mm_f16_narrow.py and mm_f16_scalar.py: 128) on `a` and `b` into `out` (its variant's type), with
     the library's scalars for `shape` ((n, n) or (z, n, n))."""
     z, n = (shape[0] if len(shape) == 3 else 1), shape[-1]
     sink = dev.buffer(4, "f16" if out.dtype == "f32" else "f32")
@@ -76,7 +77,7 @@ def main(argv=None) -> int:
     ap.add_argument("--batched", default="64x512", help="ZxN: Z products of N x N x N ('' none)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument(
-        "--wide", action="store_true", help="also time bench/kernels/mm_f16_wide.py (128 x 256)"
+        "--narrow", action="store_true", help="also time bench/kernels/mm_f16_narrow.py (128 x 128)"
     )
     ap.add_argument(
         "--scalar", action="store_true", help="also time bench/kernels/mm_f16_scalar.py"
@@ -95,12 +96,12 @@ def main(argv=None) -> int:
     kernels, meta = {}, None
     found = [compile_file(os.path.join(KERNELS, f), root=KERNELS) for f in LIB]
     for k in found[0] + found[1]:
-        meta = k.meta if k.stem == "lib_mm_f16.f32" else meta
         code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
         kernels[k.stem] = load_kernel(k.meta, device=dev, **code)
-    wide = {}  # the bench/kernels/ candidates
-    for f in ("mm_f16_wide.py", "mm_f16_scalar.py"):
+    wide = {}  # the bench/kernels/ candidates (by stem)
+    for f in ("mm_f16_narrow.py", "mm_f16_scalar.py"):
         for k in compile_file(os.path.join(HERE, "kernels", f), root=HERE):
+            meta = k.meta if k.stem == "mm_f16_narrow.f32" else meta  # the GLSL's design
             code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
             wide[k.stem] = load_kernel(k.meta, device=dev, **code)
     try:
@@ -128,8 +129,8 @@ def main(argv=None) -> int:
             out = dev.buffer(shape, "f32" if out_dtype == "float32" else "f16")
             runs.append(("matmul_f16." + out.dtype, out_dtype, out))
         runs.append(("lib_mm_f16.f32", "staged", dev.buffer(shape, "f32")))
-        if args.wide:
-            runs += [(f"mm_f16_wide.{t}", "wide", dev.buffer(shape, t)) for t in ("f32", "f16")]
+        if args.narrow:
+            runs += [(f"mm_f16_narrow.{t}", "narrow", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.scalar:
             runs += [(f"mm_f16_scalar.{t}", "scalar", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
@@ -144,9 +145,9 @@ def main(argv=None) -> int:
             want = np.matmul(a.astype(np.float32), b.astype(np.float32))
         for stem, out_dtype, out in runs:
             if out_dtype == "staged":
-                call = staged_call(dev, kernels[stem], da, db, out, shape, 128)
-            elif out_dtype == "wide":
-                call = staged_call(dev, wide[stem], da, db, out, shape, 256)
+                call = staged_call(dev, kernels[stem], da, db, out, shape, 256)
+            elif out_dtype == "narrow":
+                call = staged_call(dev, wide[stem], da, db, out, shape, 128)
             elif out_dtype == "scalar":
                 call = staged_call(dev, wide[stem], da, db, out, shape, 128)
             elif out_dtype.startswith("mm_f16"):

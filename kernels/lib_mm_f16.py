@@ -2,23 +2,26 @@
 C[z] (M x N) = A[z] (M x K, f16) x B[z] (K x N, f16), row-major, any M, N, K, a batch z on
 the grid's third axis (batch strides sa, sb, sc in elements; 0 broadcasts that operand).
 
-A workgroup of WG = 128 invocations (4 subgroups of 32) computes a BM x BN = 128 x 128
-block of C; subgroup w (subgroup_id() % 4) computes the 64 x 64 quarter (w // 2, w % 2) as
-4 x 4 fragments of 16 x 16 with f32 accumulators. K goes by in steps of BK = 32: the whole
-workgroup moves A's 128 x 32 panel and B's 32 x 128 panel from global memory into shared
-memory (vec4h loads through a4 / b4, 8 per invocation per panel, where the host says so:
-va = 1 needs K, sa and a's length multiples of 4, vb = 1 the same of N, sb and b; scalar
-loads otherwise; zeros past every edge), double-buffered: the next step's panels
-are in registers while this step multiplies, one barrier per step; a block inside C with
-vec4 rows loads the steps that lie inside K without a guard. Shared rows are padded
-(A: 40 halves, B: 136 halves) so the fragment loads of a subgroup hit distinct banks.
+A workgroup of WG = 256 invocations (8 subgroups of 32) computes a BM x BN = 128 x 256
+block of C; subgroup w (subgroup_id() % 8) computes the 64 x 64 quarter (w // 4, w % 4) as
+4 x 4 fragments of 16 x 16 with f32 accumulators. K goes by in steps of BK = 16 (a 32-deep
+double-buffered pair of panels would pass 48 KiB): the whole workgroup moves A's 128 x 16
+panel (rows padded to 24 halves) and B's 16 x 256 panel (rows of 264 halves) from global
+memory into shared memory (vec4h loads through a4 / b4 where the host says so: va = 1
+needs K, sa and a's length multiples of 4, vb = 1 the same of N, sb and b; scalar loads
+otherwise; zeros past every edge), double-buffered: the next step's panels are in
+registers while this step multiplies, one barrier per step; a block inside C with vec4
+rows loads the steps that lie inside K without a guard. Against 128 x 128 blocks it moves
+a third less from L2 per FLOP; on the H200 it ran 124-141 TFLOP/s where the 128 x 128
+design (bench/kernels/mm_f16_narrow.py) ran 97-102 (bench/RESULTS.md, 2026-12-02).
 
 Stores: a block that lies inside C with N a multiple of 4 stores its f32 fragments
 straight into C; otherwise (and always for f16 output) each fragment goes through a
 16 x 16 staging area in shared memory and out by guarded scalar stores, so nothing past
 an edge is written. On a device whose subgroups are narrower than 32, several subgroups
 compute the same quarter and store equal values; subgroups wider than 32 would leave
-quarters unwritten, so library.matmul_f16 refuses such a device.
+quarters unwritten, so library.matmul_f16 refuses such a device. Grid x covers N in
+blocks of 256 (gx = ceil(N / 256) * 256), y M in blocks of 128.
 C is `c` (f32) in variant f32 and `h` (f16) in variant f16 (variants.yaml sets HALF); the
 other one is not touched (bind any small buffer of its type).
 """
@@ -28,11 +31,11 @@ from vyre_build.lang import (Buffer, barrier, coop_fill, coop_load_a, coop_load_
                              vec4h, workgroup_id)
 
 BM = 128
-BN = 128
-BK = 32
-WG = 128
-SA = 40  # padded row of A's panel, in halves (80 bytes: a multiple of 16, 20 banks apart)
-SB = 136  # padded row of B's panel, in halves (272 bytes: 68 banks, 4 apart mod 32)
+BN = 256
+BK = 16
+WG = 256
+SA = 24  # padded row of A's panel, in halves (48 bytes: a multiple of 16, 12 banks apart)
+SB = 264  # padded row of B's panel, in halves (528 bytes: 132 banks, 4 apart mod 32)
 PA = BM * SA // 4  # vec4h in one buffer of A's panel
 PB = BK * SB // 4  # vec4h in one buffer of B's panel
 ST = 20  # padded row of a staging area, in f32 (16 values + 4)
@@ -58,15 +61,15 @@ def quad(x: Buffer[f16], x4: Buffer[vec4h], base: u32, row: u32, col: u32, rows:
 def put_staged(c: Buffer[f32, "w"], h: Buffer[f16, "w"], st: Buffer[f32, "rw"], base: u32,
                m0: u32, n0: u32, i: u32, j: u32, M: u32, N: u32) -> None:
     """After a barrier: fragment (i, j) of every quarter, staged in `st`, into C with
-    guarded stores (each invocation 8 of the 4 x 256 values)."""
+    guarded stores (each invocation 8 of the 8 x 256 values)."""
     lid = local_id().x
     for t in range(u32(8)):
         e = lid + t * WG
         q = e // 256  # the quarter, hence the staging area
         r = (e // 16) % 16
         s = e % 16
-        row = m0 + (q // 2) * 64 + i * 16 + r
-        col = n0 + (q % 2) * 64 + j * 16 + s
+        row = m0 + (q // 4) * 64 + i * 16 + r
+        col = n0 + (q % 4) * 64 + j * 16 + s
         if row < M and col < N:
             v = st[q * SAREA + r * ST + s]
             if HALF == 1:
@@ -81,25 +84,26 @@ def lib_mm_f16(a: Buffer[f16], a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec
                va: u32, vb: u32, gx: u32, gy: u32, gz: u32):
     pa = shared(vec4h, 2 * PA)  # [buffer][row m][k / 4], rows of SA halves
     pb = shared(vec4h, 2 * PB)  # [buffer][row k][n / 4], rows of SB halves
-    st = shared(f32, 4 * SAREA)  # [quarter][16][ST]: the staged output fragments
+    st = shared(f32, 8 * SAREA)  # [quarter][16][ST]: the staged output fragments
     lid = local_id().x
-    w = subgroup_id() % 4
-    wm = (w // 2) * 64
-    wn = (w % 2) * 64
+    w = subgroup_id() % 8
+    wm = (w // 4) * 64
+    wn = (w % 4) * 64
     z = workgroup_id().z
     m0 = workgroup_id().y * BM
     n0 = workgroup_id().x * BN
     abase = z * sa
     bbase = z * sb
-    # what this invocation moves: A rows ar + 16 * t at k column 4 * ac; B rows br + 4 * t
-    # at n column 4 * bc (t in 0..7)
-    ar = lid // 8
-    ac = lid % 8
-    br = lid // 32
-    bc = lid % 32
-    for t in range(u32(8)):
-        pa[(ar + 16 * t) * (SA // 4) + ac] = quad(a, a4, abase, m0 + ar + 16 * t, 4 * ac, M, K,
+    # what this invocation moves: A rows ar and ar + 64 at k column 4 * ac; B rows br + 4 * t
+    # at n column 4 * bc (t in 0..3)
+    ar = lid // 4
+    ac = lid % 4
+    br = lid // 64
+    bc = lid % 64
+    for t in range(u32(2)):
+        pa[(ar + 64 * t) * (SA // 4) + ac] = quad(a, a4, abase, m0 + ar + 64 * t, 4 * ac, M, K,
                                                   va)
+    for t in range(u32(4)):
         pb[(br + 4 * t) * (SB // 4) + bc] = quad(b, b4, bbase, br + 4 * t, n0 + 4 * bc, K, N,
                                                  vb)
     barrier()
@@ -128,85 +132,52 @@ def lib_mm_f16(a: Buffer[f16], a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec
         # a block inside C whose next step lies inside K, with vec4 rows: no guards
         if fast == 1 and k1 + BK <= K:
             p0 = a4[(abase + (m0 + ar) * K + k1 + 4 * ac) // 4]
-            p1 = a4[(abase + (m0 + ar + 16) * K + k1 + 4 * ac) // 4]
-            p2 = a4[(abase + (m0 + ar + 32) * K + k1 + 4 * ac) // 4]
-            p3 = a4[(abase + (m0 + ar + 48) * K + k1 + 4 * ac) // 4]
-            p4 = a4[(abase + (m0 + ar + 64) * K + k1 + 4 * ac) // 4]
-            p5 = a4[(abase + (m0 + ar + 80) * K + k1 + 4 * ac) // 4]
-            p6 = a4[(abase + (m0 + ar + 96) * K + k1 + 4 * ac) // 4]
-            p7 = a4[(abase + (m0 + ar + 112) * K + k1 + 4 * ac) // 4]
+            p1 = a4[(abase + (m0 + ar + 64) * K + k1 + 4 * ac) // 4]
             q0 = b4[(bbase + (k1 + br) * N + n0 + 4 * bc) // 4]
             q1 = b4[(bbase + (k1 + br + 4) * N + n0 + 4 * bc) // 4]
             q2 = b4[(bbase + (k1 + br + 8) * N + n0 + 4 * bc) // 4]
             q3 = b4[(bbase + (k1 + br + 12) * N + n0 + 4 * bc) // 4]
-            q4 = b4[(bbase + (k1 + br + 16) * N + n0 + 4 * bc) // 4]
-            q5 = b4[(bbase + (k1 + br + 20) * N + n0 + 4 * bc) // 4]
-            q6 = b4[(bbase + (k1 + br + 24) * N + n0 + 4 * bc) // 4]
-            q7 = b4[(bbase + (k1 + br + 28) * N + n0 + 4 * bc) // 4]
         else:
             p0 = quad(a, a4, abase, m0 + ar, k1 + 4 * ac, M, K, va)
-            p1 = quad(a, a4, abase, m0 + ar + 16, k1 + 4 * ac, M, K, va)
-            p2 = quad(a, a4, abase, m0 + ar + 32, k1 + 4 * ac, M, K, va)
-            p3 = quad(a, a4, abase, m0 + ar + 48, k1 + 4 * ac, M, K, va)
-            p4 = quad(a, a4, abase, m0 + ar + 64, k1 + 4 * ac, M, K, va)
-            p5 = quad(a, a4, abase, m0 + ar + 80, k1 + 4 * ac, M, K, va)
-            p6 = quad(a, a4, abase, m0 + ar + 96, k1 + 4 * ac, M, K, va)
-            p7 = quad(a, a4, abase, m0 + ar + 112, k1 + 4 * ac, M, K, va)
+            p1 = quad(a, a4, abase, m0 + ar + 64, k1 + 4 * ac, M, K, va)
             q0 = quad(b, b4, bbase, k1 + br, n0 + 4 * bc, K, N, vb)
             q1 = quad(b, b4, bbase, k1 + br + 4, n0 + 4 * bc, K, N, vb)
             q2 = quad(b, b4, bbase, k1 + br + 8, n0 + 4 * bc, K, N, vb)
             q3 = quad(b, b4, bbase, k1 + br + 12, n0 + 4 * bc, K, N, vb)
-            q4 = quad(b, b4, bbase, k1 + br + 16, n0 + 4 * bc, K, N, vb)
-            q5 = quad(b, b4, bbase, k1 + br + 20, n0 + 4 * bc, K, N, vb)
-            q6 = quad(b, b4, bbase, k1 + br + 24, n0 + 4 * bc, K, N, vb)
-            q7 = quad(b, b4, bbase, k1 + br + 28, n0 + 4 * bc, K, N, vb)
-        oa = cur * (PA * 4) + wm * SA
-        ob = cur * (PB * 4) + wn
-        for kk in range(u32(2)):
-            ka = oa + kk * 16
-            kb = ob + kk * 16 * SB
-            a0 = coop_load_a(pa, ka, SA, 16, 16)
-            a1 = coop_load_a(pa, ka + 16 * SA, SA, 16, 16)
-            a2 = coop_load_a(pa, ka + 32 * SA, SA, 16, 16)
-            a3 = coop_load_a(pa, ka + 48 * SA, SA, 16, 16)
-            b0 = coop_load_b(pb, kb, SB, 16, 16)
-            b1 = coop_load_b(pb, kb + 16, SB, 16, 16)
-            b2 = coop_load_b(pb, kb + 32, SB, 16, 16)
-            b3 = coop_load_b(pb, kb + 48, SB, 16, 16)
-            c00 = coop_mma(a0, b0, c00)
-            c01 = coop_mma(a0, b1, c01)
-            c02 = coop_mma(a0, b2, c02)
-            c03 = coop_mma(a0, b3, c03)
-            c10 = coop_mma(a1, b0, c10)
-            c11 = coop_mma(a1, b1, c11)
-            c12 = coop_mma(a1, b2, c12)
-            c13 = coop_mma(a1, b3, c13)
-            c20 = coop_mma(a2, b0, c20)
-            c21 = coop_mma(a2, b1, c21)
-            c22 = coop_mma(a2, b2, c22)
-            c23 = coop_mma(a2, b3, c23)
-            c30 = coop_mma(a3, b0, c30)
-            c31 = coop_mma(a3, b1, c31)
-            c32 = coop_mma(a3, b2, c32)
-            c33 = coop_mma(a3, b3, c33)
+        ka = cur * (PA * 4) + wm * SA
+        kb = cur * (PB * 4) + wn
+        a0 = coop_load_a(pa, ka, SA, 16, 16)
+        a1 = coop_load_a(pa, ka + 16 * SA, SA, 16, 16)
+        a2 = coop_load_a(pa, ka + 32 * SA, SA, 16, 16)
+        a3 = coop_load_a(pa, ka + 48 * SA, SA, 16, 16)
+        b0 = coop_load_b(pb, kb, SB, 16, 16)
+        b1 = coop_load_b(pb, kb + 16, SB, 16, 16)
+        b2 = coop_load_b(pb, kb + 32, SB, 16, 16)
+        b3 = coop_load_b(pb, kb + 48, SB, 16, 16)
+        c00 = coop_mma(a0, b0, c00)
+        c01 = coop_mma(a0, b1, c01)
+        c02 = coop_mma(a0, b2, c02)
+        c03 = coop_mma(a0, b3, c03)
+        c10 = coop_mma(a1, b0, c10)
+        c11 = coop_mma(a1, b1, c11)
+        c12 = coop_mma(a1, b2, c12)
+        c13 = coop_mma(a1, b3, c13)
+        c20 = coop_mma(a2, b0, c20)
+        c21 = coop_mma(a2, b1, c21)
+        c22 = coop_mma(a2, b2, c22)
+        c23 = coop_mma(a2, b3, c23)
+        c30 = coop_mma(a3, b0, c30)
+        c31 = coop_mma(a3, b1, c31)
+        c32 = coop_mma(a3, b2, c32)
+        c33 = coop_mma(a3, b3, c33)
         nxa = (1 - cur) * PA
         nxb = (1 - cur) * PB
         pa[nxa + ar * (SA // 4) + ac] = p0
-        pa[nxa + (ar + 16) * (SA // 4) + ac] = p1
-        pa[nxa + (ar + 32) * (SA // 4) + ac] = p2
-        pa[nxa + (ar + 48) * (SA // 4) + ac] = p3
-        pa[nxa + (ar + 64) * (SA // 4) + ac] = p4
-        pa[nxa + (ar + 80) * (SA // 4) + ac] = p5
-        pa[nxa + (ar + 96) * (SA // 4) + ac] = p6
-        pa[nxa + (ar + 112) * (SA // 4) + ac] = p7
+        pa[nxa + (ar + 64) * (SA // 4) + ac] = p1
         pb[nxb + br * (SB // 4) + bc] = q0
         pb[nxb + (br + 4) * (SB // 4) + bc] = q1
         pb[nxb + (br + 8) * (SB // 4) + bc] = q2
         pb[nxb + (br + 12) * (SB // 4) + bc] = q3
-        pb[nxb + (br + 16) * (SB // 4) + bc] = q4
-        pb[nxb + (br + 20) * (SB // 4) + bc] = q5
-        pb[nxb + (br + 24) * (SB // 4) + bc] = q6
-        pb[nxb + (br + 28) * (SB // 4) + bc] = q7
         barrier()
     cbase = z * sc
     o = cbase + (m0 + wm) * N + n0 + wn

@@ -2,8 +2,8 @@
 
 Inputs are small integers over 4 and 2 (exact in f16), so every product and every partial
 sum is exact in f32 and the result must equal numpy's f64 product bit for bit (for f16
-output: that product rounded once to f16). Sizes hit every edge of the kernel's 128 x 128
-block and 32-deep K step (1 x 1 x 1, odd sizes, K and N not multiples of 4: the scalar
+output: that product rounded once to f16). Sizes hit every edge of the kernel's 128 x 256
+block and 16-deep K step (1 x 1 x 1, odd sizes, K and N not multiples of 4: the scalar
 load path), batches with a shared operand, subgroups narrower than 32. The reference is
 slow, so sizes stay small; the devices without cooperative matrices (lavapipe, wgpu)
 refuse the kernel by name.
@@ -23,7 +23,16 @@ from vyre_build.runtime import get_device, library, open_bundle
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_library import build_library  # noqa: E402
 
-SIZES = [(1, 1, 1), (17, 33, 15), (130, 70, 47), (128, 128, 64), (40, 136, 36), (128, 132, 96)]
+SIZES = [
+    (1, 1, 1),
+    (17, 33, 15),
+    (130, 70, 47),
+    (128, 128, 64),
+    (40, 136, 36),
+    (128, 132, 96),
+    (128, 256, 32),  # one whole block: unguarded interior loads, direct f32 stores
+    (20, 257, 16),  # one column past a block
+]
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +163,7 @@ def test_a_batch_past_the_grid_limit_is_refused(mm_bundle, monkeypatch):
 
 
 def candidate_call(dev, kernel, a, b, out_dtype, width):
-    """A bench/kernels/ candidate (mm_f16_wide.py: 128 x 256 blocks, mm_f16_scalar.py: 128 x
+    """A bench/kernels/ candidate (mm_f16_narrow.py: 128 x 128 blocks, mm_f16_scalar.py: 128 x
     128) on the reference, as coop_bench calls it: the library's bindings and scalars, grid x
     in blocks of `width`."""
     z, m, k = a.shape
@@ -170,7 +179,7 @@ def candidate_call(dev, kernel, a, b, out_dtype, width):
     return (h if half else c).read().reshape(z, m, n)
 
 
-@pytest.mark.parametrize("name, width", [("mm_f16_wide", 256), ("mm_f16_scalar", 128)])
+@pytest.mark.parametrize("name, width", [("mm_f16_narrow", 128), ("mm_f16_scalar", 128)])
 @pytest.mark.parametrize("out_dtype", ["float32", "float16"])
 @pytest.mark.parametrize(
     "z, m, n, k", [(1, 1, 1, 1), (1, 130, 70, 47), (2, 20, 300, 40), (1, 128, 256, 64)]

@@ -467,11 +467,11 @@ def test_matmul_f16_runs_its_picked_kernel_where_the_shape_allows_it(tmp_path, m
     with open_bundle(staged, backend="cpu") as bundle:
         assert bundle.tuned("matmul_f16").kernel == "lib_mm_f16.f32"
         np.testing.assert_allclose(library.matmul_f16(bundle, a, b), want, rtol=0, atol=1e-5)
-        assert ran == [("lib_mm_f16.f32", (128, 1, 1))]  # the shape rule would take the unstaged
+        assert ran == [("lib_mm_f16.f32", (256, 1, 1))]  # the shape rule would take the unstaged
         ran.clear()
         got = library.matmul_f16(bundle, a, b, out_dtype="float16")
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-2)
-        assert ran == [("lib_mm_f16.f16", (128, 1, 1))]  # f16 output: always its own kernel
+        assert ran == [("lib_mm_f16.f16", (256, 1, 1))]  # f16 output: always its own kernel
     ran.clear()
     (tmp_path / "lib.vyrebundle").rename(tmp_path / "staged.vyrebundle")
     direct = _library_bundle(tmp_path, names, {"matmul_f16": "direct"})
@@ -481,10 +481,10 @@ def test_matmul_f16_runs_its_picked_kernel_where_the_shape_allows_it(tmp_path, m
         ran.clear()
         got = library.matmul_f16(bundle, odd, b)
         np.testing.assert_allclose(got, odd.astype(np.float64) @ b, rtol=0, atol=1e-5)
-        assert ran == [("lib_mm_f16.f32", (128, 1, 1))]  # the unstaged kernel cannot take it
+        assert ran == [("lib_mm_f16.f32", (256, 1, 1))]  # the unstaged kernel cannot take it
     ran.clear()
     library.matmul_f16(dict(open_bundle(direct, backend="cpu").items()), a, b)  # no tuning data
-    assert ran == [("lib_mm_f16.f32", (128, 1, 1))]  # the default: the staged kernel
+    assert ran == [("lib_mm_f16.f32", (256, 1, 1))]  # the default: the staged kernel
 
 
 def test_a_matmul_f16_candidate_naming_another_kernel_is_refused_by_the_writer(tmp_path):

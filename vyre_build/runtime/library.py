@@ -454,13 +454,14 @@ def _matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = Non
 
 # lib_matmul_f16 (64 x 64 blocks of one 32-wide workgroup, fragments straight from the
 # buffers) runs the f32-output shapes it fits where a tuning record picks it; the staged
-# lib_mm_f16 (128 x 128 blocks, every shape, f16 output too) is the default: on the H200
-# 97-102 TFLOP/s at 4096/8192 against the unstaged kernel's 40-42 (bench/RESULTS.md).
+# lib_mm_f16 (128 x 256 blocks of 8 subgroups, every shape, f16 output too) is the default:
+# on the H200 124-141 TFLOP/s at 2048-8192 against the unstaged kernel's 40-49
+# (bench/RESULTS.md, measured as bench/kernels/mm_f16_wide.py then).
 DIRECT_TILE = (16, 64, 16)  # M, N, K multiples it needs (M of 64 in a batch)
 DIRECT_BLOCK, DIRECT_WG = 64, 32
-F16_BLOCK = 128  # lib_mm_f16: the side of the block of C one workgroup computes
-F16_WG = 128  # its workgroup size: 4 subgroups of 32
-F16_WIDEST = 32  # the widest subgroup it runs on (4 subgroups per workgroup)
+F16_BM, F16_BN = 128, 256  # lib_mm_f16: the block of C one workgroup computes (M x N)
+F16_WG = 256  # its workgroup size: 8 subgroups of 32
+F16_WIDEST = 32  # the widest subgroup it runs on (8 subgroups per workgroup)
 MAX_BATCH = 65535  # matmul_f16: workgroups on the grid's z axis (one per batch entry)
 _F16_OUT = {"float32": "f32", "float16": "f16"}
 
@@ -558,7 +559,7 @@ def _matmul_f16(
     cb = out if isinstance(out, DeviceBuffer) else call.device.buffer(shape, kind)
     sink = call.scratch("sink", "f16" if kind == "f32" else "f32", 4)
     c, h = (cb, sink) if kind == "f32" else (sink, cb)
-    grid = (-(-n // F16_BLOCK) * F16_WG, -(-m // F16_BLOCK), z)
+    grid = (-(-n // F16_BN) * F16_WG, -(-m // F16_BM), z)
     if direct:
         grid = (n // DIRECT_BLOCK * DIRECT_WG, -(-m // DIRECT_BLOCK), z)
         args: dict[str, Any] = dict(a=ab, b=bb, c=cb, m=m, n=n, k=k, gx=grid[0], gy=grid[1])
