@@ -21,7 +21,7 @@ import os
 import stat
 import threading
 
-__all__ = ["TMP_PREFIX", "atomic_write", "canonical_json", "file_kind"]
+__all__ = ["TMP_PREFIX", "atomic_write", "canonical_json", "canonical_text", "file_kind"]
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -41,11 +41,19 @@ TMP_PREFIX = ".tmp."
 _counter = itertools.count()
 
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
+def canonical_text(value) -> str:
+    """The canonical JSON text of `value` (ValueError on NaN or infinity); made once."""
+    return _CANONICAL.encode(value)
+
+
 def canonical_json(value) -> bytes:
     """The canonical UTF-8 JSON bytes of `value` (ValueError on NaN or infinity)."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return canonical_text(value).encode("utf-8")
 
 
 def temp_path(path: str) -> str:

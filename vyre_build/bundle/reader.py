@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 import blake3
 
 from vyre_build.errors import BundleError
-from vyre_build.files import canonical_json
+from vyre_build.files import canonical_json, canonical_text
 from vyre_build.bundle import signing
 from vyre_build.bundle.metadata import KernelMeta, check_metadata
 from vyre_build.bundle.format import (
@@ -157,12 +157,6 @@ def _all_balanced(spans: list[str], levels: int) -> bool:
     return brackets == bars
 
 
-# files.canonical_json's encoder (before its UTF-8 step), made once
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
-
-
 _OFFSET, _SIZE = operator.itemgetter(2), operator.itemgetter(3)  # of a found index entry
 
 
@@ -185,7 +179,7 @@ def _canonical_decode(text: str) -> Any:
     C, several times faster than the strict decoder's per-object hook."""
     try:
         value = json.loads(text)
-        again = _CANONICAL.encode(value)
+        again = canonical_text(value)
     except (ValueError, RecursionError):
         return None
     return value if again == text else None
@@ -219,7 +213,8 @@ class BundleReader:
         self._cache: dict[tuple[str, str], bytes] = {}
         self._checked: dict[str, KernelMeta] = {}
         self._metas: dict[str, dict] = {}  # decoded metadata records by id (_meta)
-        self._spans: dict[str, tuple[int, int]] = {}  # undecoded ones: spans of _text
+        self._cuts: list[tuple[int, int]] = []  # undecoded ones: spans of _text (_order)
+        self._order: dict[str, int] = {}
         try:
             self._open()
         except BaseException:
@@ -364,7 +359,7 @@ class BundleReader:
         self, text: str, data_end: int, n_kernels: int
     ) -> dict[str, dict] | None:
         """The records by id of a manifest in the writer's canonical layout, each kernel's
-        "meta" left undecoded (its span in `_spans`, decoded by `_meta`), with every check
+        "meta" left undecoded (its span in `_cuts`, decoded by `_meta`), with every check
         `_check_manifest` makes of the rest; None when `text` is not in that layout (the
         caller then decodes it whole, and its errors are the full decoder's).
 
@@ -472,7 +467,7 @@ class BundleReader:
                 return None  # not the writer's split: the full decoder names the problem
             self._set_tuning(tuning)
         self._ranges = None  # built when the padding check needs them (_ranges_of)
-        self._spans = dict(zip(ids, cuts))
+        self._cuts = cuts  # each kernel's metadata span of _text, in manifest order
         self._order = {ident: i for i, ident in enumerate(ids)}
         self._proven = 0  # metadata spans proven to be whole (_prove_split)
         return records
@@ -482,7 +477,7 @@ class BundleReader:
         shape, `meta.id`) on first use. Do not modify it."""
         meta = self._metas.get(ident)
         if meta is None:
-            start, end = self._spans[ident]
+            start, end = self._cuts[self._order[ident]]
             self._prove_split(ident)
             span = self._text[start:end]
             meta = _canonical_decode(span)
@@ -501,7 +496,7 @@ class BundleReader:
         done = self._proven
         if upto <= done:
             return
-        spans = [self._text[a:b] for a, b in list(self._spans.values())[done:upto]]
+        spans = [self._text[a:b] for a, b in self._cuts[done:upto]]
         if not _all_balanced(spans, _META_LEVELS):
             self._decode(self._text, "the manifest")  # raises the full decoder's reason
             raise self._fail("bad JSON in the manifest: a metadata record is cut short")
