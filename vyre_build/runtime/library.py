@@ -180,14 +180,8 @@ def _reduce(
     tuned = (partials,)
     res: Any = call.replay(tuned, (x, out)) if out is not None or not call.in_batch() else MISS
     if res is MISS:
-        n = call.place("x", x)
-        call.output(out, kind, (1,), arrays=False)
-        xb, vin = call.upload(x)
-        x4, xs = call.pair(xb, vin, kind, False)
-        res = out if out is not None else call.scratch("reduce", kind, 1)
-        vectors = n // 4 if vin else n
+        first, res, vectors = _reduce_input(call, x, kind, out)
         groups = min(partials, -(-vectors // (WG * 4)))
-        first = dict(x4=x4, x=xs, n=n, vin=int(vin))
         if groups <= 1:
             steps = [call.step(kid, 0, {**first, "partials": res, "stride": WG}, WG)]
         else:
@@ -202,6 +196,19 @@ def _reduce(
         call.run(steps)
         call.remember(tuned, (x, out), steps, res)
     return out if out is not None else res.read()[0]
+
+
+def _reduce_input(
+    call: Call, x: Array, kind: str, out: DeviceBuffer | None
+) -> tuple[dict[str, Any], DeviceBuffer, int]:
+    # What both reduce paths start with: x placed and uploaded (its vec4 view where it has
+    # one), the one-value result buffer, and how many loads (vec4s or values) cover x.
+    n = call.place("x", x)
+    call.output(out, kind, (1,), arrays=False)
+    xb, vin = call.upload(x)
+    x4, xs = call.pair(xb, vin, kind, False)
+    res = out if out is not None else call.scratch("reduce", kind, 1)
+    return dict(x4=x4, x=xs, n=n, vin=int(vin)), res, n // 4 if vin else n
 
 
 def _single_pass(kernels: Mapping[str, Kernel], kid: str, choose: Any, *args: Any) -> str | None:
@@ -224,16 +231,11 @@ def _reduce_once(
     call = Call("reduce", kernels, [kid])
     res: Any = call.replay((), (x, out)) if out is not None or not call.in_batch() else MISS
     if res is MISS:
-        n = call.place("x", x)
-        call.output(out, kind, (1,), arrays=False)
-        xb, vin = call.upload(x)
-        x4, xs = call.pair(xb, vin, kind, False)
-        res = out if out is not None else call.scratch("reduce", kind, 1)
-        vectors = n // 4 if vin else n
+        first, res, vectors = _reduce_input(call, x, kind, out)
         groups = max(1, min(MAX_PARTIALS, -(-vectors // (WG * 4))))
         parts = call.scratch("partials", kind, groups)
         ticket = call.scratch("reduce ticket", "u32", 1)  # 0, and set back to 0 by each call
-        args = dict(x4=x4, x=xs, partials=parts, ticket=ticket, out=res, n=n, vin=int(vin))
+        args = dict(first, partials=parts, ticket=ticket, out=res)
         steps = [call.step(kid, 0, {**args, "stride": groups * WG}, groups * WG)]
         call.run(steps)
         call.remember((), (x, out), steps, res)
