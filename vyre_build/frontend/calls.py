@@ -391,15 +391,7 @@ class CallChecker:
         vals = tuple(self.typed(a, ty) for a in node.args[2:])
         if name == "atomic_sub":
             vals = (ir.Unary("Negate", vals[0], ty),)
-        if self.cond_depth:
-            raise self.err(
-                node,
-                f"{name}() cannot be used where it would run unconditionally "
-                "(conditional expression or right side of and/or)",
-                "move it into an if statement",
-            )
-        self.check_const_index(ast.Subscript(node.args[0], node.args[1]), arr, idx)
-        return ir.Atomic(ATOMICS[name], arr, idx, vals, ty, self.site(node), scope, order)
+        return self.atomic(node, name, ATOMICS[name], arr, idx, vals, ty, scope, order)
 
     # -- helpers --------------------------------------------------------------------
     def inline(self, call, module, fn: ast.FunctionDef, statement: bool):

@@ -117,6 +117,19 @@ class MemoryOrderChecker:
             )
         return arr, ty
 
+    def atomic(self, node, name: str, op: str, arr: str, idx, vals, ty, scope, order):
+        """The ir.Atomic of every atomic builtin, once it may run here (not under a
+        conditional expression) and its constant index is checked."""
+        if self.cond_depth:
+            raise self.err(
+                node,
+                f"{name}() cannot be used where it would run unconditionally "
+                "(conditional expression or right side of and/or)",
+                "move it into an if statement",
+            )
+        self.check_const_index(ast.Subscript(node.args[0], node.args[1]), arr, idx)
+        return ir.Atomic(op, arr, idx, vals, ty, self.site(node), scope, order)
+
     def builtin_memory(self, node, name: str, statement: bool):
         """atomic_load(buf, i), atomic_store(buf, i, v) and fence(), with their keywords."""
         if name != "atomic_load" and not statement:
@@ -133,13 +146,5 @@ class MemoryOrderChecker:
         idx = self.index(node.args[1])
         args = () if kind == "load" else (self.typed(node.args[2], ty),)
         scope, order = self.memory_keywords(node, name, kind, arr)
-        if self.cond_depth:
-            raise self.err(
-                node,
-                f"{name}() cannot be used where it would run unconditionally "
-                "(conditional expression or right side of and/or)",
-                "move it into an if statement",
-            )
-        self.check_const_index(ast.Subscript(node.args[0], node.args[1]), arr, idx)
         op = "Load" if kind == "load" else "Store"
-        return ir.Atomic(op, arr, idx, args, ty, self.site(node), scope, order)
+        return self.atomic(node, name, op, arr, idx, args, ty, scope, order)
