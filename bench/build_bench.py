@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_env import tree_pythonpath  # bench/ is the script's folder
+
 REPO = Path(__file__).resolve().parents[1]
 
 VYRE_SCONSTRUCT = """\
@@ -135,7 +137,7 @@ class Timing:
 def scons(root: Path, cache: Path | None, *args: str, **env_extra: str) -> Timing:
     """Run scons in `root`; raises on failure."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VYRE_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = tree_pythonpath(str(REPO))
     env["VYRE_CACHE_DIR"] = str(cache) if cache is not None else str(root / "no-cache")
     env["VYRE_CONFIG"] = os.devnull + ".none"
     env.pop("SCONSFLAGS", None)

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+from bench_env import tree_pythonpath  # bench/ is the script's folder
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD = r"""
 import json, sys, time
@@ -35,8 +37,8 @@ print(json.dumps({"s": time.perf_counter() - t0, "value": float(value),
 
 
 def once(cache: str, backend: str, bundle: str = "") -> dict:
-    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "XDG_CACHE_HOME": cache, "VYRE_BACKEND": backend, "PYTHONPATH": path}
+    env = {**os.environ, "XDG_CACHE_HOME": cache, "VYRE_BACKEND": backend}
+    env["PYTHONPATH"] = tree_pythonpath(ROOT)
     done = subprocess.run(
         [sys.executable, "-c", CHILD, bundle], env=env, capture_output=True, text=True, check=True
     )

@@ -30,6 +30,8 @@ import statistics
 import subprocess
 import sys
 
+from bench_env import tree_pythonpath  # bench/ is the script's folder
+
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -182,10 +184,7 @@ def main() -> int:
                 f"tuning_bench: {path} declares no matmul tunable (kernels/tuning.yaml)"
             )
         cmd += ["--only", ",".join(names)]
-        # this tree first, then whatever the caller's PYTHONPATH holds (the device tier's
-        # dependencies live in /tmp/site)
-        pythonpath = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
-        env = dict(os.environ, PYTHONPATH=pythonpath)
+        env = dict(os.environ, PYTHONPATH=tree_pythonpath(ROOT))
         done = subprocess.run(cmd, env=env, text=True, capture_output=True)
         sys.stderr.write(done.stderr)
         say(done.stdout.rstrip())

@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from bench_env import tree_pythonpath  # bench/ is the script's folder
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BASE = "d47e83a"  # the tree before issue 23's host-cost work
@@ -68,10 +70,7 @@ def worker(sizes: list[int], calls: int) -> dict[str, float]:
 
 
 def side(tree: str, sizes: str, calls: int) -> dict[str, float]:
-    # the tree first; what the caller's PYTHONPATH holds (e.g. the device tier's
-    # dependencies) after it
-    path = os.pathsep.join(p for p in (tree, os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "PYTHONPATH": path, "VYRE_BACKEND": "wgpu"}
+    env = {**os.environ, "PYTHONPATH": tree_pythonpath(tree), "VYRE_BACKEND": "wgpu"}
     args = [sys.executable, os.path.abspath(__file__), "--worker", "--sizes", sizes]
     done = subprocess.run(
         [*args, "--calls", str(calls)], env=env, cwd=tree, capture_output=True, text=True
