@@ -50,6 +50,7 @@ class Bundle(Mapping[str, Kernel]):
         self.ids: list[str] = reader.ids  # sorted kernel ids
         self._known = frozenset(self.ids)
         self._choices: dict[str, Choice | None] = {}
+        self._tunable_of: dict[str, str | None] = {}  # library function -> tunable (cached)
 
     @property
     def device(self) -> Device:
@@ -100,11 +101,14 @@ class Bundle(Mapping[str, Kernel]):
         return self._choices[name]
 
     def tunable_for(self, library: str) -> str | None:
-        """The name of the tunable of library function `library` (e.g. "reduce"), or None."""
-        names = sorted(
-            n for n, t in self.reader.tuning["tunables"].items() if t["library"] == library
-        )
-        return names[0] if names else None
+        """The name of the tunable of library function `library` (e.g. "reduce"), or None;
+        looked up once per function (every library call asks)."""
+        if library not in self._tunable_of:
+            names = sorted(
+                n for n, t in self.reader.tuning["tunables"].items() if t["library"] == library
+            )
+            self._tunable_of[library] = names[0] if names else None
+        return self._tunable_of[library]
 
     def kernel(self, name: str, variant: str | None = None) -> Kernel:
         """The kernel `name` (and `variant`), loaded on first use."""
