@@ -119,7 +119,6 @@ _CANON_RECORD = re.compile(
     r'\{"artifacts":\{((?:' + _CANON_INDEX + r")(?:," + _CANON_INDEX + r')*+)?\},"id":"([^"\\]*+)",'
     r'"meta":'
 )
-_NEXT_RECORD = '},{"artifacts":{'
 _LAST_RECORD = '}],"version":'
 _META_LEVELS = MAX_JSON_DEPTH - 3  # the metadata object is the fourth level of the document
 _CANON_INDEX_RE = re.compile(_CANON_INDEX)
