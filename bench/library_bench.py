@@ -49,6 +49,7 @@ sys.path.insert(0, ROOT)
 from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.errors import DeviceError  # noqa: E402
 from vyre_build.runtime import get_device, library, load_kernel  # noqa: E402
+from vyre_build.runtime.tuning import Choice  # noqa: E402
 
 KERNELS = os.path.join(ROOT, "kernels")
 LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_warp.py")
@@ -193,20 +194,22 @@ def _long_kernel(fn):
     return lambda size: f"lib_{fn}.f32"
 
 
+class _WideRows(dict):
+    """The library's kernels with softmax's and layer norm's short_rows tuned to 0 (every
+    row on the 256-wide kernel), through the tuning interface the library reads."""
+
+    def tunable_for(self, fn: str) -> str:
+        return fn
+
+    def tuned(self, name: str) -> Choice:
+        return Choice(name, "wide", None, {"short_rows": 0}, "forced", None)
+
+
 def _long_rows(make):
     # The *_256 cases: every row on lib_norm.py's 256-wide kernel (no short-row kernels),
     # the baseline the short-row kernels and their thresholds are judged against.
     def wrapped(lib, dev, d):
-        call, out = make(lib, dev, d)
-
-        def run():
-            kept, library.SHORT_ROWS = library.SHORT_ROWS, ()
-            try:
-                return call()
-            finally:
-                library.SHORT_ROWS = kept
-
-        return run, out
+        return make(_WideRows(lib), dev, d)
 
     return wrapped
 

@@ -615,10 +615,7 @@ def row_kernel(fn: str, cols: int) -> str:
 def _row_kernel(fn: str, cols: int, short_rows: int | None = None) -> tuple[str, int]:
     # (kernel id, rows per workgroup) of `fn` for rows of `cols` values; `short_rows`: a
     # tuned longest row for the short-row kernel (docs/tuning.md), else SHORT_ROWS's.
-    # (no SHORT_ROWS at all: every row goes to the 256-wide kernel, as bench/ compares)
-    shorts = (
-        SHORT_ROWS if short_rows is None or not SHORT_ROWS else ((short_rows, *SHORT_ROWS[0][1:]),)
-    )
+    shorts = SHORT_ROWS if short_rows is None else ((short_rows, *SHORT_ROWS[0][1:]),)
     suffix, per = next(((s, p) for longest, s, p in shorts if cols <= longest), ("", 1))
     return f"lib_{fn}{suffix}.f32", per
 
