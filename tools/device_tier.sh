@@ -12,6 +12,7 @@
 #   bash tools/device_tier.sh bench               # library, matmul, tuning and start-up benches
 #   bash tools/device_tier.sh codegen             # bench/codegen_bench.py
 #   bash tools/device_tier.sh grid                # split grids; a 70,000-workgroup y grid, both backends
+#   bash tools/device_tier.sh run CMD ARGS...     # any command (a bench) in the tier's environment
 #
 # Each part appends its summary to $OUT/device_tier.md (or bench/device_tier.md without $OUT)
 # with the date, the device and the command; the team copies it into bench/RESULTS.md.
@@ -157,8 +158,12 @@ conformance) part_conformance "${2:-20}" "${3:-10000}" ;;
 bench) part_bench ;;
 codegen) part_codegen ;;
 grid) part_grid ;;
+run)
+    shift
+    "$@"
+    ;;
 *)
-    echo "usage: tools/device_tier.sh gpu|conformance SEED N|bench|codegen|grid" >&2
+    echo "usage: tools/device_tier.sh gpu|conformance SEED N|bench|codegen|grid|run CMD..." >&2
     exit 2
     ;;
 esac
