@@ -3,7 +3,7 @@
 `build_py` copies kernels/lib_*.py and their sections of kernels/variants.yaml into
 vyre_build/_library/ of the build, byte for byte (the action keys stay those of the
 checkout's files), so that `library.reduce(x)` works from an installed wheel: the first
-call compiles them once into the user cache (vyre_build.runtime.library_bundle). Nothing
+call compiles them once into the user cache (vyre_build.library.bundle). Nothing
 here needs more than the standard library. Everything else is in pyproject.toml.
 """
 

@@ -36,8 +36,8 @@ from bench_env import tree_pythonpath  # bench/ is the script's folder
 REPO = Path(__file__).resolve().parents[1]
 
 VYRE_SCONSTRUCT = """\
-import vyre_build.scons_tool
-env = Environment(tools=["vyre"], toolpath=[vyre_build.scons_tool.toolpath()])
+import vyre_build.build.scons_tool
+env = Environment(tools=["vyre"], toolpath=[vyre_build.build.scons_tool.toolpath()])
 VariantDir("build", "kernels", duplicate=0)
 env.VyreBundle("dist/kernels.vyrebundle", env.VyreKernelDir("build"))
 """

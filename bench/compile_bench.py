@@ -23,9 +23,9 @@ from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.descriptor import encode  # noqa: E402
 from vyre_build.emit.wgsl import emit_wgsl  # noqa: E402
 from vyre_build.frontend import check_module, load_module  # noqa: E402
-from vyre_build.lower import lower  # noqa: E402
+from vyre_build.frontend.lower import lower  # noqa: E402
 from vyre_build.emit.spirv import emit_spirv  # noqa: E402
-from vyre_build.features import COOPERATIVE_MATRIX  # noqa: E402
+from vyre_build.core.features import COOPERATIVE_MATRIX  # noqa: E402
 
 
 def best(fn, repeat):

@@ -87,7 +87,8 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--backend", default="vulkan", choices=("vulkan", "cpu"))
     args = ap.parse_args(argv)
-    from vyre_build.runtime import get_device, library
+    from vyre_build.runtime import get_device
+    from vyre_build import library
 
     dev = get_device(args.backend)
     dev.timing = True

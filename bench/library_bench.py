@@ -1,4 +1,4 @@
-"""Library kernels (vyre_build.runtime.library, kernels/lib_*.py) against torch on the GPU:
+"""Library kernels (vyre_build.library, kernels/lib_*.py) against torch on the GPU:
 issue 12's figures for reduce, scan, fp32 matmul, softmax and layer norm.
 
     python3 bench/library_bench.py                     # the H200 run: every case, Vulkan and wgpu
@@ -47,8 +47,9 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from vyre_build.compiler import compile_file  # noqa: E402
-from vyre_build.errors import DeviceError  # noqa: E402
-from vyre_build.runtime import get_device, library, load_kernel  # noqa: E402
+from vyre_build.core.errors import DeviceError  # noqa: E402
+from vyre_build.runtime import get_device, load_kernel  # noqa: E402
+from vyre_build import library  # noqa: E402
 from vyre_build.runtime.tuning import Choice  # noqa: E402
 
 KERNELS = os.path.join(ROOT, "kernels")

@@ -24,7 +24,8 @@ CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import numpy as np
-from vyre_build.runtime import library, open_bundle
+from vyre_build import library
+from vyre_build.runtime import open_bundle
 x = np.arange(1, 1001, dtype=np.float32)
 if sys.argv[1]:
     with open_bundle(sys.argv[1]) as bundle:

@@ -38,9 +38,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from vyre_build.errors import VyreError  # noqa: E402
-from vyre_build.runtime import get_device, library, open_bundle  # noqa: E402
-from vyre_build.runtime.library_bundle import library_bundle_path  # noqa: E402
+from vyre_build.core.errors import VyreError  # noqa: E402
+from vyre_build.runtime import get_device, open_bundle  # noqa: E402
+from vyre_build import library  # noqa: E402
+from vyre_build.library.bundle import library_bundle_path  # noqa: E402
 from vyre_build.runtime.tuning import Choice, Forced  # noqa: E402
 
 SHAPES = "2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x11008x4096,512x4096x4096"

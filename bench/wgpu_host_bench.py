@@ -40,7 +40,8 @@ def worker(sizes: list[int], calls: int) -> dict[str, float]:
     time and the calling thread's CPU time."""
     import numpy as np
 
-    from vyre_build.runtime import get_device, library
+    from vyre_build.runtime import get_device
+    from vyre_build import library
 
     dev = get_device("wgpu")
     times: dict[str, float] = {}

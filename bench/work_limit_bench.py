@@ -25,7 +25,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from vyre_build.compiler import compile_file  # noqa: E402
-from vyre_build.errors import KernelError  # noqa: E402
+from vyre_build.core.errors import KernelError  # noqa: E402
 from vyre_build.frontend import load_module  # noqa: E402
 from vyre_build.frontend.work import file_work  # noqa: E402
 

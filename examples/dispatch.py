@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from vyre_build.errors import VyreError
+from vyre_build.core.errors import VyreError
 from vyre_build.runtime import open_bundle
 
 

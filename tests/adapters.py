@@ -23,7 +23,7 @@ def no_adapter(reason: str):
 def _probe(backend: str) -> str | None:
     """None when `backend` has a usable device on a Vulkan adapter, else why not."""
     if backend not in _PROBED:
-        from vyre_build.errors import VyreError
+        from vyre_build.core.errors import VyreError
         from vyre_build.runtime import get_device, list_adapters
 
         try:

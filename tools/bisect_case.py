@@ -62,7 +62,7 @@ def variants(source: str) -> list[tuple[str, str]]:
 
 def compile_one(path: str, text: str):
     from vyre_build.compiler import compile_file
-    from vyre_build.errors import VyreError
+    from vyre_build.core.errors import VyreError
 
     try:
         (compiled,) = compile_file(path, text=text, targets=("wgsl", "spirv", "kdesc"))

@@ -14,7 +14,7 @@ import sys
 
 from vyre_build import __version__
 from vyre_build.commands.helptext import PROGRAM, PROGRAM_EPILOG, fill_descriptions
-from vyre_build.errors import VyreError
+from vyre_build.core.errors import VyreError
 
 COMMANDS = ("compile", "cache", "bundle", "key", "run", "devices", "tune")
 

@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING
 import blake3
 
 from vyre_build import __version__
-from vyre_build.artifacts import (
+from vyre_build.core.artifacts import (
     META_SUFFIX,
     TARGETS,
     VARIANTS_FILES,
     TargetError,
     normalize_targets,
 )
-from vyre_build.artifacts import TARGET_SUFFIXES as SUFFIX
-from vyre_build.errors import VyreError
-from vyre_build.files import canonical_json
+from vyre_build.core.artifacts import TARGET_SUFFIXES as SUFFIX
+from vyre_build.core.errors import VyreError
+from vyre_build.core.files import canonical_json
 
 if TYPE_CHECKING:
     from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
@@ -41,11 +41,8 @@ _PKG = os.path.dirname(os.path.abspath(__file__))
 # The compiler's own sources: any change to these changes every action key.
 _IDENTITY_PARTS = (
     "__init__.py",
-    "artifacts.py",
     "compiler.py",
-    "files.py",
-    "ir.py",
-    "lower.py",
+    "core",
     "descriptor",
     "emit",
     "frontend",
@@ -203,7 +200,7 @@ def compile_file(
     from vyre_build.descriptor import encode
     from vyre_build.frontend import check_module, load_module, wgsl_refusal
     from vyre_build.frontend.work import file_work
-    from vyre_build.lower import lower
+    from vyre_build.frontend.lower import lower
 
     targets = tuple(targets)
     options = _check_options(targets, options)
@@ -252,7 +249,7 @@ def compile_file(
         if debug:  # the runtime reads the debug buffer back and reports by this table
             meta["debug"] = {"binding": info.debug_binding, "sites": sites}
         entries = () if debug else _coarse_entries(desc, info, meta)
-        if info.features:  # the device features it needs (vyre_build.features names)
+        if info.features:  # the device features it needs (vyre_build.core.features names)
             meta["features"] = sorted(info.features)
         wgsl = spirv = None
         refusal = wgsl_refusal(module, prog.name)
@@ -281,7 +278,7 @@ def check_source(path: str, root: str | None = None) -> None:
     """Raise the KernelError compiling `path` would give if the file is not to be read at all
     (outside `root`, default its folder; not a regular file; too large). Reads nothing, so
     a caller that hashes the file first (the SCons scan) never opens a FIFO or a device."""
-    from vyre_build.errors import KernelError
+    from vyre_build.core.errors import KernelError
     from vyre_build.frontend.source import Refusal, check_tree_file
 
     root = root or os.path.dirname(os.path.abspath(path))

@@ -114,7 +114,7 @@ def run_stage(name: str, stage: str, tmp: str) -> None:
     case = load(name)
     tmp_path = pathlib.Path(tmp)
     if hasattr(case, "EXPECT_KERNEL_ERROR"):  # a user error, refused with a clear message
-        from vyre_build.errors import KernelError
+        from vyre_build.core.errors import KernelError
 
         with pytest.raises(KernelError, match=case.EXPECT_KERNEL_ERROR):
             compile_file(str(tmp_path / f"{name}.py"), text=case.SOURCE)

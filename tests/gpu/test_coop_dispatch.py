@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from vyre_build.compiler import compile_file
-from vyre_build.errors import DeviceError
+from vyre_build.core.errors import DeviceError
 from vyre_build.runtime import load_kernel
 
 # One 16x16 output tile per workgroup, straight from the buffers (M, N, K multiples of 16).

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from vyre_build.compiler import compile_file
-from vyre_build.errors import KernelAssertion
+from vyre_build.core.errors import KernelAssertion
 from vyre_build.runtime import debug as rdebug
 from vyre_build.runtime import load_kernel
 

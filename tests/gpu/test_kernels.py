@@ -158,9 +158,9 @@ def test_every_kernel_has_a_reference():
     """Each stem the tree compiles to is covered by CASES or a dedicated test above."""
     from vyre_build.compiler import list_kernels
 
-    from vyre_build.runtime.library import kernel_ids
+    from vyre_build.library import kernel_ids
 
-    # kernels/lib_*.py run through vyre_build.runtime.library: tests/gpu/test_library.py
+    # kernels/lib_*.py run through vyre_build.library: tests/gpu/test_library.py
     dedicated = {"mandelbrot", "atomic_stats", *kernel_ids()}
     stems = {
         s for f in kernel_files() for s in list_kernels(os.path.join(KERNELS, f), root=KERNELS)

@@ -1,4 +1,4 @@
-"""vyre_build.runtime.library against numpy on every backend (wgpu and Vulkan on lavapipe,
+"""vyre_build.library against numpy on every backend (wgpu and Vulkan on lavapipe,
 the cpu reference), through a bundle of kernels/lib_*.py.
 
 Sizes hit the edges: 1 element, odd lengths, lengths that are not whole vec4s or whole
@@ -14,8 +14,9 @@ import os
 import numpy as np
 import pytest
 
-from vyre_build.errors import DispatchError
-from vyre_build.runtime import get_device, library, open_bundle
+from vyre_build.core.errors import DispatchError
+from vyre_build.runtime import get_device, open_bundle
+from vyre_build import library
 
 KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "kernels")
 LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_warp.py")
@@ -426,7 +427,7 @@ def f16_bundle(tmp_path_factory):
 def test_a_bundle_holding_the_f16_matmul_iterates_on_every_device(backend, f16_bundle):
     """The README's bundle holds lib_matmul_f16: values() and items() list it on a device
     without cooperative matrices too; calling or warming it there is refused by name."""
-    from vyre_build.errors import DeviceError
+    from vyre_build.core.errors import DeviceError
 
     with open_bundle(f16_bundle, backend=backend) as bundle:
         (kernel,) = bundle.values()

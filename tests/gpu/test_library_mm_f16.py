@@ -17,8 +17,9 @@ import sys
 import numpy as np
 import pytest
 
-from vyre_build.errors import DeviceError, DispatchError
-from vyre_build.runtime import get_device, library, open_bundle
+from vyre_build.core.errors import DeviceError, DispatchError
+from vyre_build.runtime import get_device, open_bundle
+from vyre_build import library
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_library import build_library  # noqa: E402

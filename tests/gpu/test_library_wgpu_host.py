@@ -12,11 +12,12 @@ import threading
 import numpy as np
 import pytest
 
-from vyre_build.runtime import library, open_bundle
+from vyre_build import library
+from vyre_build.runtime import open_bundle
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_library import build_library  # noqa: E402
-from vyre_build.runtime.library_call import KEPT_BYTES
+from vyre_build.library.call import KEPT_BYTES
 
 pytestmark = pytest.mark.backends("wgpu")
 

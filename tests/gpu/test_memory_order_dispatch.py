@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from vyre_build.compiler import compile_file
-from vyre_build.errors import DeviceError
-from vyre_build.runtime import library, load_kernel, open_bundle
-from vyre_build.runtime.library import SINGLE_PASS_FEATURES
+from vyre_build.core.errors import DeviceError
+from vyre_build import library
+from vyre_build.runtime import load_kernel, open_bundle
+from vyre_build.library import SINGLE_PASS_FEATURES
 
 from test_library import assert_scan, build_library, values
 
@@ -248,7 +249,7 @@ def test_look_back_needs_no_clear_between_calls(scan_lib):
 
 
 def test_path_queries_refuse_bad_arguments():
-    from vyre_build.errors import DispatchError
+    from vyre_build.core.errors import DispatchError
     from vyre_build.runtime import get_device
 
     dev = get_device("cpu")

@@ -255,7 +255,7 @@ def code_for(name: str, backend: str):
 
 def artifacts(name: str, backends=("wgpu", "vulkan", "cpu")) -> dict:
     """The bundle artifacts of test kernel `name` for `backends`, by suffix."""
-    from vyre_build.artifacts import BACKEND_SUFFIX
+    from vyre_build.core.artifacts import BACKEND_SUFFIX
 
     codes = {BACKEND_SUFFIX[b]: code_for(name, b)[1] for b in backends}
     return {s: c.encode() if isinstance(c, str) else c for s, c in codes.items()}
@@ -274,7 +274,7 @@ def load(name: str, backend: str, device=None):
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from vyre_build.errors import BundleError, DeviceError, DispatchError  # noqa: E402
+from vyre_build.core.errors import BundleError, DeviceError, DispatchError  # noqa: E402
 from vyre_build.runtime import DeviceBuffer  # noqa: E402
 
 
@@ -458,8 +458,8 @@ def test_vulkan_batch_back_pressure_wait_and_timing():
     from adapters import require_adapter
 
     require_adapter("vulkan")
-    from vyre_build.runtime import vulkan_backend
-    from vyre_build.runtime.vulkan_backend import VulkanDevice
+    from vyre_build.runtime.backends.vulkan import device as vulkan_backend
+    from vyre_build.runtime.backends.vulkan.device import VulkanDevice
 
     dev = VulkanDevice()
     dev.timing = True
@@ -565,7 +565,7 @@ def test_bad_shader_code_refused(backend):
                 "buffer 'x' (0, i32, r), buffer 'y' (1, i32, rw), scalar 'a' (i32 at 0)",
             ),
         ]
-        from vyre_build.runtime.cpu_backend import CpuDevice
+        from vyre_build.runtime.backends.cpu import CpuDevice
 
         for code, bad_meta, message in refusals:  # pipelines are kept by id and code: fresh devices
             with pytest.raises(DeviceError) as info:
@@ -604,7 +604,7 @@ def test_vulkan_staging_path(monkeypatch):
     from adapters import require_adapter
 
     require_adapter("vulkan")
-    from vyre_build.runtime.vulkan_backend import VulkanDevice
+    from vyre_build.runtime.backends.vulkan.device import VulkanDevice
 
     monkeypatch.setenv("VYRE_VULKAN_STAGING", "1")
     dev = VulkanDevice()
@@ -656,7 +656,7 @@ def test_open_bundle_runs_kernels_lazily(backend, tmp_path):
 def test_bundle_without_the_backends_artifact_refused(backend, tmp_path):
     from vyre_build.runtime import open_bundle
 
-    from vyre_build.artifacts import BACKEND_SUFFIX
+    from vyre_build.core.artifacts import BACKEND_SUFFIX
 
     others = tuple(b for b in BACKEND_SUFFIX if b != backend)
     path = _bundle(tmp_path / "one.vyrebundle", backends=others)
@@ -882,8 +882,8 @@ def test_the_example_runs_on_the_tree_bundle(backend, tree_bundle):
 @pytest.mark.backends("wgpu", "vulkan")
 def test_coarse_entries_run_where_the_sizes_allow(backend, tree_bundle):
     from vyre_build.runtime import open_bundle
-    from vyre_build.runtime.vulkan_backend import VulkanDevice
-    from vyre_build.runtime.wgpu_backend import WgpuDevice
+    from vyre_build.runtime.backends.vulkan.device import VulkanDevice
+    from vyre_build.runtime.backends.wgpu import WgpuDevice
 
     device = WgpuDevice() if backend == "wgpu" else VulkanDevice(pipeline_cache=False)
     with open_bundle(tree_bundle, device=device) as bundle:
@@ -904,7 +904,7 @@ def test_wgpu_timing_with_timestamp_queries_where_the_device_has_them():
     from adapters import require_adapter
 
     require_adapter("wgpu")
-    from vyre_build.runtime.wgpu_backend import WgpuDevice
+    from vyre_build.runtime.backends.wgpu import WgpuDevice
 
     dev = WgpuDevice()
     offered = "timestamp-query" in {str(f) for f in dev.device.features}
@@ -958,7 +958,7 @@ def test_wgpu_device_without_timestamps_when_the_driver_refuses_them():
     require_adapter("wgpu")
     import wgpu
 
-    from vyre_build.runtime.wgpu_backend import WgpuDevice
+    from vyre_build.runtime.backends.wgpu import WgpuDevice
 
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     if "timestamp-query" not in adapter.features:

@@ -18,7 +18,7 @@ from test_runtime_device import bundle  # noqa: E402
 
 from vyre_build.runtime import get_device  # noqa: E402
 
-from vyre_build.errors import DeviceError  # noqa: E402
+from vyre_build.core.errors import DeviceError  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_runtime import IOTA_META, IOTA_SPVASM, SHADERS, artifacts, assemble, load  # noqa: E402
 
 from vyre_build.bundle import write_bundle  # noqa: E402
-from vyre_build.errors import DeviceError, DispatchError  # noqa: E402
+from vyre_build.core.errors import DeviceError, DispatchError  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -88,7 +88,7 @@ def test_lavapipe_profile(device):
 def lacking(device) -> list[str]:
     """Features a kernel may need that `device` does not offer (one at least on any GPU
     today: no device offers every cooperative shape)."""
-    from vyre_build.features import FEATURES
+    from vyre_build.core.features import FEATURES
 
     shapes = [
         f"cooperative_matrix.{a}.{c}.{m}x{n}x{k}"
@@ -330,7 +330,7 @@ def test_a_split_kernel_of_literals_that_are_no_constant_expressions(device, tmp
 
 def test_a_kernel_reading_num_workgroups_is_not_split():
     from vyre_build.runtime import load_kernel
-    from vyre_build.runtime.vulkan_backend import VulkanDevice
+    from vyre_build.runtime.backends.vulkan.device import VulkanDevice
 
     text = (
         IOTA_SPVASM.replace(
@@ -442,8 +442,8 @@ def test_a_device_whose_driver_refuses_an_optional_feature_is_made_without_them(
     from adapters import require_adapter
 
     require_adapter("vulkan")
-    from vyre_build.runtime import vulkan_profile
-    from vyre_build.runtime.vulkan_backend import VulkanDevice
+    from vyre_build.runtime.backends.vulkan import profile as vulkan_profile
+    from vyre_build.runtime.backends.vulkan.device import VulkanDevice
 
     real = vulkan_profile.device_create_info
 

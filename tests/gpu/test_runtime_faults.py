@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_runtime import _PROLOGUE, _TYPES, load  # noqa: E402
 
-from vyre_build.errors import DeviceError  # noqa: E402
+from vyre_build.core.errors import DeviceError  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -119,7 +119,7 @@ def vkdev():
     from adapters import require_adapter
 
     require_adapter("vulkan")
-    from vyre_build.runtime.vulkan_backend import VulkanDevice
+    from vyre_build.runtime.backends.vulkan.device import VulkanDevice
 
     dev = VulkanDevice(pipeline_cache=False)
     yield dev
@@ -163,7 +163,7 @@ def held(dev) -> dict:
 
 
 def backend_lib(monkeypatch, **fakes) -> None:
-    from vyre_build.runtime import vulkan_backend
+    from vyre_build.runtime.backends.vulkan import device as vulkan_backend
 
     monkeypatch.setattr(vulkan_backend, "_lib", Lib(**fakes))
 
@@ -215,8 +215,8 @@ def test_a_failed_query_of_the_adapters_is_a_device_error(monkeypatch, call, cod
     from adapters import require_adapter
 
     require_adapter("vulkan")
-    from vyre_build.runtime.vulkan_backend import adapter_profiles
-    from vyre_build.runtime.vulkan_results import NAMES
+    from vyre_build.runtime.backends.vulkan.device import adapter_profiles
+    from vyre_build.runtime.backends.vulkan.results import NAMES
 
     binding_returns(monkeypatch, call, lambda *args: code)
     with pytest.raises(DeviceError) as info:
@@ -228,7 +228,12 @@ def test_a_failed_query_of_the_adapters_is_a_device_error(monkeypatch, call, cod
 def test_results_are_named_from_the_header_not_the_packages_table():
     import vulkan as vk
 
-    from vyre_build.runtime.vulkan_results import VulkanCallError, code_of, describe, invoke
+    from vyre_build.runtime.backends.vulkan.results import (
+        VulkanCallError,
+        code_of,
+        describe,
+        invoke,
+    )
 
     assert vk.VK_ERROR_OUT_OF_POOL_MEMORY == 1000069000  # the package's own constant, wrong
     assert describe("vkAllocateDescriptorSets", -1000069000) == (
@@ -459,7 +464,7 @@ import numpy as np
 import vulkan as vk
 from test_runtime import assemble, load
 from test_runtime_faults import SPIN_META, SPIN_SPVASM
-from vyre_build.errors import DeviceError
+from vyre_build.core.errors import DeviceError
 from vyre_build.runtime import get_device, load_kernel
 
 dev = get_device("vulkan", pipeline_cache=False)
@@ -550,7 +555,7 @@ def test_vyre_vk_timeout_must_be_a_positive_number(monkeypatch, value):
     from adapters import require_adapter
 
     require_adapter("vulkan")
-    from vyre_build.runtime.vulkan_backend import VulkanDevice
+    from vyre_build.runtime.backends.vulkan.device import VulkanDevice
 
     monkeypatch.setenv("VYRE_VK_TIMEOUT", value)
     with pytest.raises(DeviceError) as info:

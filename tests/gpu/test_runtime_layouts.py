@@ -17,8 +17,8 @@ from test_runtime import SAXPY_META, SAXPY_SPVASM, assemble, tree_bundle  # noqa
 
 from vyre_build.runtime import get_device, load_kernel, open_bundle  # noqa: E402
 
-vulkan_backend = pytest.importorskip("vyre_build.runtime.vulkan_backend")
-from vyre_build.runtime import vulkan_pipelines  # noqa: E402
+vulkan_backend = pytest.importorskip("vyre_build.runtime.backends.vulkan.device")
+from vyre_build.runtime.backends.vulkan import pipelines as vulkan_pipelines  # noqa: E402
 
 
 def _fresh_counted(monkeypatch, tmp_path):

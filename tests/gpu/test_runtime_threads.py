@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_runtime import load  # noqa: E402
 
-from vyre_build.errors import DispatchError  # noqa: E402
+from vyre_build.core.errors import DispatchError  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -139,7 +139,7 @@ def test_descriptor_pools_grow_under_concurrent_batches_and_kept_sets():
     from adapters import require_adapter
 
     require_adapter("vulkan")
-    from vyre_build.runtime.vulkan_backend import VulkanDevice
+    from vyre_build.runtime.backends.vulkan.device import VulkanDevice
 
     device = VulkanDevice(pipeline_cache=False)
     device.pool_sets = 1

@@ -13,7 +13,7 @@ import threading
 import numpy as np
 import pytest
 
-from vyre_build.errors import DispatchError
+from vyre_build.core.errors import DispatchError
 from vyre_build.runtime import DeviceBuffer, load_kernel
 
 SOURCE = """\

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vyre_build.compiler import compile_file
-from vyre_build.errors import DeviceError
+from vyre_build.core.errors import DeviceError
 from vyre_build.runtime import load_kernel
 
 pytestmark = pytest.mark.gpu

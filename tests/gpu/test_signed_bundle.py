@@ -10,7 +10,7 @@ import pytest
 from vyre_build.bundle import write_bundle
 from vyre_build.bundle.keys import generate_key_pair, write_key_pair
 from vyre_build.compiler import compile_file
-from vyre_build.errors import BundleError
+from vyre_build.core.errors import BundleError
 from vyre_build.runtime import open_bundle
 
 pytestmark = pytest.mark.gpu

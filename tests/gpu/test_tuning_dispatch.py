@@ -13,8 +13,9 @@ from tuning_tree import tuning_bundle
 from vyre_build.bundle import read_bundle, write_bundle
 from vyre_build.bundle.keys import generate_key_pair, write_key_pair
 from vyre_build.cli import main
-from vyre_build.runtime import library, open_bundle
-from vyre_build.runtime.library_bundle import library_bundle_path
+from vyre_build import library
+from vyre_build.runtime import open_bundle
+from vyre_build.library.bundle import library_bundle_path
 from vyre_build.runtime.tuning import device_identity
 
 pytestmark = [pytest.mark.gpu, pytest.mark.backends("vulkan", "wgpu")]

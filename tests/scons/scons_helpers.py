@@ -18,8 +18,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 SCONSTRUCT = """\
-import vyre_build.scons_tool
-env = Environment(tools=["default", "vyre"], toolpath=[vyre_build.scons_tool.toolpath()])
+import vyre_build.build.scons_tool
+env = Environment(tools=["default", "vyre"], toolpath=[vyre_build.build.scons_tool.toolpath()])
 VariantDir("build", "kernels", duplicate=0)
 outs = env.VyreKernelDir("build")
 env.VyreBundle("dist/kernels.vyrebundle", outs)

@@ -110,13 +110,13 @@ def test_option_and_target_changes_rebuild(project):
 def test_tool_loads_three_documented_ways(tmp_path):
     ways = {
         "env_tool": "env = Environment()\n"
-        'env.Tool("vyre", toolpath=[vyre_build.scons_tool.toolpath()])\n',
-        "generate": "import vyre_build.scons_tool as vyre\nenv = Environment()\n"
+        'env.Tool("vyre", toolpath=[vyre_build.build.scons_tool.toolpath()])\n',
+        "generate": "import vyre_build.build.scons_tool as vyre\nenv = Environment()\n"
         "vyre.generate(env)\n",
     }
     for name, setup in ways.items():
         sconstruct = (
-            "import vyre_build.scons_tool\n"
+            "import vyre_build.build.scons_tool\n"
             + setup
             + 'VariantDir("build", "kernels", duplicate=0)\n'
             'env.VyreBundle("dist/kernels.vyrebundle", env.VyreKernelDir("build"))\n'

@@ -196,8 +196,8 @@ def test_long_builds_count_n_of_N_and_a_set_vyrecomstr_wins(tmp_path):
     ]
     (root / "SConstruct").write_text(
         SCONSTRUCT.replace(
-            "toolpath=[vyre_build.scons_tool.toolpath()])",
-            "toolpath=[vyre_build.scons_tool.toolpath()],\n"
+            "toolpath=[vyre_build.build.scons_tool.toolpath()])",
+            "toolpath=[vyre_build.build.scons_tool.toolpath()],\n"
             '                  VYRECOMSTR="KERNEL $SOURCE ($VYRESTEP)")',
         )
     )
@@ -213,8 +213,8 @@ def test_cache_config_shows_every_setting_and_its_origin(tmp_path):
     root = write_tree(tmp_path / "proj", n=1)
     root.joinpath("SConstruct").write_text(
         SCONSTRUCT.replace(
-            "toolpath=[vyre_build.scons_tool.toolpath()])",
-            "toolpath=[vyre_build.scons_tool.toolpath()],\n"
+            "toolpath=[vyre_build.build.scons_tool.toolpath()])",
+            "toolpath=[vyre_build.build.scons_tool.toolpath()],\n"
             "                  VYRECACHEMAXAGE=7, VYRELINKOUTPUTS=True)",
         )
     )

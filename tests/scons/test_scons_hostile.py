@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hostile_server import Answer, HostileServer  # noqa: E402
 
 from vyre_build.cache.record import make_record  # noqa: E402
-from vyre_build.files import canonical_json  # noqa: E402
+from vyre_build.core.files import canonical_json  # noqa: E402
 
 pytestmark = pytest.mark.scons
 

@@ -12,8 +12,8 @@ from vyre_build.bundle.keys import generate_key_pair, load_public_key, write_key
 pytestmark = pytest.mark.scons
 
 SIGNED = SCONSTRUCT.replace(
-    "toolpath=[vyre_build.scons_tool.toolpath()])",
-    "toolpath=[vyre_build.scons_tool.toolpath()],\n"
+    "toolpath=[vyre_build.build.scons_tool.toolpath()])",
+    "toolpath=[vyre_build.build.scons_tool.toolpath()],\n"
     "                  VYRESIGNKEY=ARGUMENTS.get('key', '#keys/release.key'))",
 )
 

@@ -113,8 +113,8 @@ def test_without_the_wgsl_target_nothing_is_said(tmp_path):
     root = tree(tmp_path / "proj")
     (root / "SConstruct").write_text(
         SCONSTRUCT.replace(
-            "toolpath=[vyre_build.scons_tool.toolpath()])",
-            'toolpath=[vyre_build.scons_tool.toolpath()], VYRETARGETS=["spirv"])',
+            "toolpath=[vyre_build.build.scons_tool.toolpath()])",
+            'toolpath=[vyre_build.build.scons_tool.toolpath()], VYRETARGETS=["spirv"])',
         )
     )
     proc = run_scons(root, tmp_path / "cache")

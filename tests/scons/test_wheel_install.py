@@ -43,14 +43,14 @@ def saxpy(x: Buffer[f32], y: Buffer[f32, "rw"], a: f32) -> None:
 REDUCE = """\
 import numpy as np
 import vyre_build
-from vyre_build.runtime import library
+from vyre_build import library
 
 x = np.arange(1, 1001, dtype=np.float32)
 print(vyre_build.__file__)
 print(library.reduce(x), library.reduce(x, "max"), library.scan(np.ones(5, np.uint32))[-1])
 """
 BACKEND = """\
-from vyre_build.runtime.library_bundle import default_library
+from vyre_build.library.bundle import default_library
 
 print(default_library().device.backend)
 """

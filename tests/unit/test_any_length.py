@@ -15,7 +15,7 @@ from runtime_fakes import SAXPY, plan_of
 
 from vyre_build.bundle.metadata import check_metadata
 from vyre_build.compiler import compile_file
-from vyre_build.errors import BundleError, DispatchError, KernelError
+from vyre_build.core.errors import BundleError, DispatchError, KernelError
 
 BIAS = """\
 from vyre_build.lang import *

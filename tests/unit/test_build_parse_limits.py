@@ -6,9 +6,9 @@ with its reused helpers left out gets the compiler's own refusal."""
 import pytest
 
 from vyre_build import compiler
-from vyre_build.build_parse import Parses
-from vyre_build.errors import KernelError
-from vyre_build.frontend import limits
+from vyre_build.build.parse import Parses
+from vyre_build.core.errors import KernelError
+from vyre_build.core import limits
 
 HEAD = "from vyre_build.lang import *\n"
 KERNEL = '@kernel(workgroup_size=64)\ndef {name}(o: Buffer[u32, "rw"]):\n    o[0] = {value}\n'

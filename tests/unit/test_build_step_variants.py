@@ -2,7 +2,7 @@
 
 import textwrap
 
-from vyre_build.build_step import compute_key, rebuild_record, build_kernel_file
+from vyre_build.build.step import compute_key, rebuild_record, build_kernel_file
 from vyre_build.cache.store import Store
 from vyre_build.compiler import compiler_identity, kernel_dependencies
 
@@ -60,7 +60,7 @@ def test_rebuild_from_the_recorded_section_gives_the_same_bytes(tmp_path):
 
 def test_spirv_opt_itself_is_part_of_the_key(tmp_path, monkeypatch):
     import vyre_build.compiler as compiler
-    from vyre_build.build_step import with_tools
+    from vyre_build.build.step import with_tools
 
     base = compiler_identity()
     assert with_tools(base, {}) == base

@@ -25,7 +25,7 @@ from vyre_build.bundle import (
 )
 from vyre_build.cli import main as cli_main
 from vyre_build.commands.bundle import _safe_target
-from vyre_build.errors import BundleError
+from vyre_build.core.errors import BundleError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -630,8 +630,9 @@ def test_bundle_module_imports_no_compiler():
     assert loaded == sorted(
         [
             "vyre_build",
-            "vyre_build.errors",
-            "vyre_build.files",
+            "vyre_build.core",
+            "vyre_build.core.errors",
+            "vyre_build.core.files",
             "vyre_build.bundle",
             "vyre_build.bundle.format",
             "vyre_build.bundle.keys",

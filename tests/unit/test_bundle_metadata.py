@@ -11,7 +11,7 @@ import pytest
 from vyre_build.bundle import read_bundle, write_bundle
 from vyre_build.bundle.metadata import check_metadata
 from vyre_build.cli import main as cli_main
-from vyre_build.errors import BundleError
+from vyre_build.core.errors import BundleError
 
 GOOD = {
     "name": "fill",

@@ -9,13 +9,13 @@ import shutil
 import blake3
 import pytest
 
-import vyre_build.build_step
+import vyre_build.build.step
 from vyre_build.bundle import read_bundle, write_bundle
 from vyre_build.bundle.keys import generate_key_pair, write_key_pair
-from vyre_build.bundle.rebuild import rebuild_and_compare
+from vyre_build.build.rebuild import rebuild_and_compare
 from vyre_build.cli import main as cli_main
 from vyre_build.compiler import compile_file, compiler_identity
-from vyre_build.errors import BundleError
+from vyre_build.core.errors import BundleError
 
 HELPER = """\
 from vyre_build.lang import f32
@@ -267,7 +267,7 @@ def test_cli_verify_rebuild_from_mismatch(shipped, capsys):
 def test_cli_refuses_other_compiler_without_traceback(shipped, capsys, monkeypatch):
     bundle, tree, _, _ = shipped
     other = {"version": "9.9.9", "source_hash": "11" * 32}
-    monkeypatch.setattr(vyre_build.build_step, "compiler_identity", lambda *a: other)
+    monkeypatch.setattr(vyre_build.build.step, "compiler_identity", lambda *a: other)
     assert cli_main(["bundle", "verify", bundle, "--rebuild-from", tree]) == 1
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err

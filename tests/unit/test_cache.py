@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from vyre_build.build_step import build_kernel_file, compute_key, rebuild_record
+from vyre_build.build.step import build_kernel_file, compute_key, rebuild_record
 from vyre_build.cache.history import output_name
 from vyre_build.cache.key import content_hash, diff_manifests, make_action_key
 from vyre_build.cache.stats import read_stats
 from vyre_build.cache.store import Store
-from vyre_build.errors import CacheError
+from vyre_build.core.errors import CacheError
 
 IDENT = {"version": "0.1.0", "source_hash": "ab" * 32}
 
@@ -451,7 +451,7 @@ def test_the_scons_tool_imports_no_cli_and_gc_no_store():
     import sys
 
     code = (
-        "import sys, vyre_build.scons_tool, vyre_build.cache.gc\n"
+        "import sys, vyre_build.build.scons_tool, vyre_build.cache.gc\n"
         "bad = sorted(m for m in sys.modules if m.startswith(('vyre_build.cli', "
         "'vyre_build.commands')))\n"
         "print(bad)\n"

@@ -25,9 +25,9 @@ from vyre_build.cache.record import make_record, output_set_problem
 from vyre_build.cache.remote import RemoteCache
 from vyre_build.cache.store import Store
 from vyre_build.cache.url import parse_remote_url, redact_url
-from vyre_build.config import DEFAULT_REMOTE_MAX_BLOB, ConfigError, load_config
-from vyre_build.errors import CacheError
-from vyre_build.files import canonical_json
+from vyre_build.cache.config import DEFAULT_REMOTE_MAX_BLOB, ConfigError, load_config
+from vyre_build.core.errors import CacheError
+from vyre_build.core.files import canonical_json
 
 IDENT = {"version": "0.1.0", "source_hash": "cd" * 32}
 TARGETS = ("kdesc", "spirv", "wgsl")
@@ -306,7 +306,7 @@ SAXPY_OUTPUTS = ["saxpy.kdesc", "saxpy.meta.json", "saxpy.spv", "saxpy.wgsl"]
 
 def test_a_build_treats_the_repro_record_as_a_miss_and_never_keeps_it(server, tmp_path, capsys):
     """The repro: a hash-valid remote record of saxpy that lacks saxpy.spv."""
-    from vyre_build.build_step import build_kernel_file
+    from vyre_build.build.step import build_kernel_file
 
     src = tmp_path / "kernels" / "saxpy.py"
     src.parent.mkdir()
@@ -335,7 +335,7 @@ def test_a_build_treats_the_repro_record_as_a_miss_and_never_keeps_it(server, tm
 
 
 def test_a_local_record_with_the_wrong_outputs_is_reported_by_verify_and_rebuilt(tmp_path, capsys):
-    from vyre_build.build_step import build_kernel_file
+    from vyre_build.build.step import build_kernel_file
     from vyre_build.cli import main
 
     src = tmp_path / "kernels" / "saxpy.py"
@@ -383,7 +383,7 @@ def mm(a: Buffer[f16], b: Buffer[f16], c: Buffer[f32, "w"]):
 
 def test_a_kernel_that_gets_no_wgsl_has_the_right_outputs(server, tmp_path, capsys):
     """Its metadata says it skips WGSL: no output-set check takes that for a lack."""
-    from vyre_build.build_step import build_kernel_file
+    from vyre_build.build.step import build_kernel_file
     from vyre_build.cli import main
 
     src = tmp_path / "kernels" / "mm.py"

@@ -14,8 +14,8 @@ import pytest
 from vyre_build.cache.key import content_hash, make_action_key
 from vyre_build.cache.record import make_record
 from vyre_build.cache.remote import RemoteCache
-from vyre_build.errors import CacheError
-from vyre_build.files import canonical_json
+from vyre_build.core.errors import CacheError
+from vyre_build.core.files import canonical_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nginx_server import PASSWORD, USER, BlackHole, nginx_fixture  # noqa: E402, F401 - fixture

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from vyre_build.build_step import build_kernel_file
+from vyre_build.build.step import build_kernel_file
 from vyre_build.cache.key import content_hash, make_action_key
 from vyre_build.cache.store import Store
 from vyre_build.cli import main

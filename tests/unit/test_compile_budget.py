@@ -8,14 +8,15 @@ import os
 
 import pytest
 
-from vyre_build import build_step
-from vyre_build.build_budget import BuildBudget, budget_setting, parse_budget
-from vyre_build.build_pool import WorkerPool
-from vyre_build.build_step import DEFAULT_COMPILER, build_kernel_file
+from vyre_build.build import step as build_step
+from vyre_build.build.budget import BuildBudget, budget_setting, parse_budget
+from vyre_build.build.pool import WorkerPool
+from vyre_build.build.step import DEFAULT_COMPILER, build_kernel_file
 from vyre_build.cache.store import Store
 from vyre_build.compiler import compile_file, compile_work
-from vyre_build.errors import KernelError, VyreError
-from vyre_build.frontend import checker, limits, load_module
+from vyre_build.core.errors import KernelError, VyreError
+from vyre_build.frontend import checker, load_module
+from vyre_build.core import limits
 
 HEAD = 'from vyre_build.lang import *\n\n@kernel(workgroup_size=64)\ndef big(o: Buffer[u32, "rw"], x: u32):\n'
 FIX = (
@@ -292,7 +293,7 @@ def test_workers_ask_the_build_process_for_the_one_budget(tmp_path, compiles):
 
 
 def test_the_limits_are_documented():
-    from vyre_build.build_budget import DEFAULT_BUILD_OPERATIONS
+    from vyre_build.build.budget import DEFAULT_BUILD_OPERATIONS
 
     readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
     section = readme.split("## Limits", 1)[1].split("\n## ", 1)[0]

@@ -15,7 +15,7 @@ from vyre_build.cli import main as cli_main
 from vyre_build.compiler import compile_file
 from vyre_build.emit.wgsl import emit_wgsl
 from vyre_build.frontend import check_module, load_module
-from vyre_build.lower import lower
+from vyre_build.frontend.lower import lower
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PINNED = os.path.join(os.path.dirname(sys.executable), "spirv-dis")

@@ -6,7 +6,7 @@ import os
 import pytest
 from descriptors import Kernel
 
-from vyre_build import ir
+from vyre_build.frontend import ir
 from vyre_build.frontend import SPIRV_ONLY
 from vyre_build.frontend import ORDERED_SPIRV_ONLY
 from vyre_build.compiler import compile_file, compiler_identity, kernel_dependencies, list_kernels

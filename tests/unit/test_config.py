@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from vyre_build.config import (
+from vyre_build.cache.config import (
     DEFAULT_MAX_SIZE,
     ConfigError,
     find_project_root,

@@ -1,11 +1,11 @@
-"""`cache -M SIZE` edits one line of a config file and nothing else (vyre_build.config
+"""`cache -M SIZE` edits one line of a config file and nothing else (vyre_build.cache.config
 set_file_max_size), and what a build's SConstruct set is recorded per project."""
 
 from __future__ import annotations
 
 import pytest
 
-from vyre_build.config import (
+from vyre_build.cache.config import (
     ConfigError,
     load_config,
     read_build_settings,

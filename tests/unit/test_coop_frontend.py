@@ -14,7 +14,7 @@ from vyre_build.compiler import compile_file
 from vyre_build.descriptor import Variant, decode, encode, validate
 from vyre_build.descriptor.matrices import in_place
 from vyre_build.emit.wgsl import emit_wgsl
-from vyre_build.errors import EmitError, KernelError
+from vyre_build.core.errors import EmitError, KernelError
 from vyre_build.reference import execute
 
 HEADER = "from vyre_build.lang import *\n\n"

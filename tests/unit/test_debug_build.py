@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from test_spirv import needs_val, spirv_val
-from vyre_build.build_step import build_kernel_file
+from vyre_build.build.step import build_kernel_file
 from vyre_build.bundle import write_bundle
 from vyre_build.bundle.metadata import check_metadata
 from vyre_build.cache.store import Store
@@ -22,7 +22,7 @@ from vyre_build.cli import main as cli_main
 from vyre_build.commands.compile import _display as cli_display
 from vyre_build.compiler import compile_file
 from vyre_build.descriptor import decode, validate
-from vyre_build.errors import KernelAssertion, KernelError
+from vyre_build.core.errors import KernelAssertion, KernelError
 from vyre_build.runtime import debug as rdebug
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -430,7 +430,7 @@ def test_cli_compile_debug_and_bundle_show_name_the_build(tmp_path, capsys):
 
 
 def test_a_bad_debug_record_in_metadata_is_refused_by_field():
-    from vyre_build.errors import BundleError
+    from vyre_build.core.errors import BundleError
 
     with pytest.raises(BundleError) as exc:
         _meta([{**BOUNDS, "kind": "trace"}])
@@ -445,7 +445,7 @@ def test_a_bad_debug_record_in_metadata_is_refused_by_field():
 
 
 def test_the_cpu_backend_refuses_a_kdesc_whose_debug_buffer_the_metadata_lacks(tmp_path):
-    from vyre_build.errors import DeviceError
+    from vyre_build.core.errors import DeviceError
     from vyre_build.runtime import load_kernel
 
     (debug,) = compiled(tmp_path, WITH, True, targets=("kdesc",))

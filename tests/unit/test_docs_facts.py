@@ -8,7 +8,8 @@ import os
 import re
 
 from vyre_build.frontend import check_module, load_module
-from vyre_build.runtime import get_device, library
+from vyre_build.runtime import get_device
+from vyre_build import library
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KERNELS = os.path.join(ROOT, "kernels")

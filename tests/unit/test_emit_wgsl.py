@@ -28,7 +28,7 @@ from vyre_build.descriptor import (
 )
 from vyre_build.emit.wgsl import emit_wgsl
 from vyre_build.emit.wgsl.memory import ident
-from vyre_build.errors import DescriptorFormatError
+from vyre_build.core.errors import DescriptorFormatError
 
 NP = {"U32": np.uint32, "I32": np.int32, "F32": np.float32, "Bool": np.uint32}
 

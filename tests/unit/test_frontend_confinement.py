@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from vyre_build.compiler import compile_file
-from vyre_build.errors import KernelError
+from vyre_build.core.errors import KernelError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -267,8 +267,8 @@ def test_cli_default_root_is_the_project_and_refuses_what_leaves_it(tmp_path):
 
 SCONSTRUCT = """\
 DefaultEnvironment(tools=[])  # SCons's default tools would run gcc --version
-import vyre_build.scons_tool
-env = Environment(tools=["vyre"], toolpath=[vyre_build.scons_tool.toolpath()])
+import vyre_build.build.scons_tool
+env = Environment(tools=["vyre"], toolpath=[vyre_build.build.scons_tool.toolpath()])
 VariantDir("build", "kernels", duplicate=0)
 VariantDir("build2", "kernels2", duplicate=0)
 env.VyreBundle("dist/kernels.vyrebundle", env.VyreKernelDir("build") + env.VyreKernelDir("build2"))

@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from vyre_build.compiler import compile_file
-from vyre_build.errors import KernelError
+from vyre_build.core.errors import KernelError
 
 HEAD = "from vyre_build.lang import *\n\n"
 

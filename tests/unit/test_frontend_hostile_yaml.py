@@ -5,7 +5,7 @@ import pytest
 
 from vyre_build.compiler import compile_file
 from vyre_build.descriptor import decode
-from vyre_build.errors import KernelError
+from vyre_build.core.errors import KernelError
 
 KERNEL = (
     "from vyre_build.lang import *\n"
@@ -160,7 +160,7 @@ def test_at_the_block_limit_the_descriptor_still_decodes(tmp_path):
 def test_the_build_keys_section_of_a_hostile_variants_file_is_bounded_too(tmp_path):
     # the cache key reads the variants file's section before any compile: a deep, aliased or
     # undecodable file is passed on whole (the compile then reports it), never a traceback
-    from vyre_build.build_inputs import variants_section
+    from vyre_build.build.inputs import variants_section
 
     src = tmp_path / "k.py"
     src.write_text("x = 1\n")

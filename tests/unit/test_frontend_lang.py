@@ -14,7 +14,7 @@ from test_import_graph import cycles, import_graph
 
 import vyre_build.lang as lang
 from vyre_build.compiler import compile_file
-from vyre_build.errors import KernelError
+from vyre_build.core.errors import KernelError
 from vyre_build.frontend import names
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

@@ -6,8 +6,8 @@ import os
 import pytest
 
 from vyre_build.compiler import compile_file
-from vyre_build.errors import KernelError
-from vyre_build.frontend import limits
+from vyre_build.core.errors import KernelError
+from vyre_build.core import limits
 
 HEAD = "from vyre_build.lang import *\n"
 SIG = 'o: Buffer[u32, "rw"], x: u32'

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vyre_build.compiler import compile_file
-from vyre_build.errors import KernelError
+from vyre_build.core.errors import KernelError
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "kernels")
 SEEDS = {

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from vyre_build.compiler import compile_file
-from vyre_build.errors import KernelError
+from vyre_build.core.errors import KernelError
 
 HEADER = (
     "from vyre_build.lang import *\n\n@kernel(workgroup_size=64)\n"

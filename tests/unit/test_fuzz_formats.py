@@ -29,7 +29,7 @@ from vyre_build.descriptor import (
     decode,
     encode,
 )
-from vyre_build.errors import BundleError
+from vyre_build.core.errors import BundleError
 
 FUZZ = settings(max_examples=200, deadline=500, suppress_health_check=[HealthCheck.too_slow])
 # One decode or open of a few-KB input; generous for a loaded 2-core machine.

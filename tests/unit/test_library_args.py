@@ -1,4 +1,4 @@
-"""vyre_build.runtime.library without a device: the kernel ids it uses are the ones
+"""vyre_build.library without a device: the kernel ids it uses are the ones
 kernels/lib_*.py compile to, and bad arguments are refused, with exact messages, before
 any kernel is looked up or any device is made (refusals that need the kernels:
 tests/gpu/test_library.py)."""
@@ -10,8 +10,8 @@ import os
 import numpy as np
 import pytest
 
-from vyre_build.errors import DispatchError
-from vyre_build.runtime import library
+from vyre_build.core.errors import DispatchError
+from vyre_build import library
 
 KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "kernels")
 X = np.ones(8, np.float32)

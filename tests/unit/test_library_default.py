@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 from test_runtime_isolation import FORBIDDEN_CPU, ROOT, run_guarded
 
-from vyre_build.errors import DispatchError
-from vyre_build.runtime import library, library_bundle
+from vyre_build.core.errors import DispatchError
+from vyre_build import library
+from vyre_build.library import bundle as library_bundle
 
 USE = """
     import numpy as np
-    from vyre_build.runtime import library
-    from vyre_build.runtime.library_bundle import default_library, library_bundle_path
+    from vyre_build import library
+    from vyre_build.library.bundle import default_library, library_bundle_path
 
     x = np.arange(1, 1001, dtype=np.float32)
     r = np.arange(24, dtype=np.float32).reshape(4, 6)

@@ -13,7 +13,7 @@ from vyre_build.compiler import compile_file
 from vyre_build.descriptor import KernelOp, validate
 from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.codec import Variant, decode, encode
-from vyre_build.errors import DescriptorFormatError, KernelError
+from vyre_build.core.errors import DescriptorFormatError, KernelError
 from vyre_build.frontend import ORDERED_SPIRV_ONLY
 
 HEAD = "from vyre_build.lang import *\n\n"

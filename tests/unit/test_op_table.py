@@ -22,7 +22,7 @@ from vyre_build.emit.spirv import emit_spirv
 from vyre_build.emit.spirv import values as spirv_values
 from vyre_build.emit.wgsl import emit_wgsl
 from vyre_build.emit.wgsl import values as wgsl_values
-from vyre_build.errors import EmitError
+from vyre_build.core.errors import EmitError
 
 FAMILIES = sorted({family for (family, _), _ in OPS})
 EMITTERS = {"wgsl": wgsl_values, "spirv": spirv_values}

@@ -16,7 +16,7 @@ from descriptors import Kernel
 from vyre_build import reference
 from vyre_build.compiler import compile_file
 from vyre_build.descriptor import decode
-from vyre_build.errors import DispatchError
+from vyre_build.core.errors import DispatchError
 from vyre_build.reference import machine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

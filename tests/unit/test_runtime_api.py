@@ -14,8 +14,13 @@ from runtime_fakes import SAXPY as FLAT
 
 from vyre_build.bundle import read_bundle, write_bundle
 from vyre_build.bundle.metadata import check_metadata
-from vyre_build.errors import BundleError, DeviceError, DispatchError
-from vyre_build.features import FEATURES, cooperative_matrix, is_feature, parse_cooperative_matrix
+from vyre_build.core.errors import BundleError, DeviceError, DispatchError
+from vyre_build.core.features import (
+    FEATURES,
+    cooperative_matrix,
+    is_feature,
+    parse_cooperative_matrix,
+)
 from vyre_build.runtime import (
     Bundle,
     CallResult,

@@ -14,10 +14,10 @@ import pytest
 from descriptors import Kernel
 
 from vyre_build.descriptor import encode
-from vyre_build.errors import DeviceError, DispatchError
-from vyre_build.features import FEATURES
+from vyre_build.core.errors import DeviceError, DispatchError
+from vyre_build.core.features import FEATURES
 from vyre_build.runtime import get_device, list_adapters, load_kernel, open_bundle
-from vyre_build.runtime.cpu_backend import CpuDevice
+from vyre_build.runtime.backends.cpu import CpuDevice
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
@@ -344,7 +344,7 @@ def test_the_reference_refuses_a_bad_budget():
 
 def test_a_result_name_the_call_has_not_names_the_results():
     from vyre_build.compiler import compile_file
-    from vyre_build.errors import DispatchError
+    from vyre_build.core.errors import DispatchError
     from vyre_build.runtime import ResultNotFound, load_kernel
 
     (k,) = compile_file(os.path.join(ROOT, "kernels", "saxpy.py"), targets=("kdesc",))

@@ -15,7 +15,7 @@ import warnings
 import blake3
 import pytest
 
-from vyre_build.runtime.pipeline_cache import (
+from vyre_build.runtime.backends.vulkan.pipeline_cache import (
     MAGIC,
     PipelineCacheFile,
     PipelineCacheWarning,
@@ -174,7 +174,7 @@ def test_several_processes_saving_at_once_leave_one_sound_file(tmp_path):
     script = textwrap.dedent(f"""
         import struct, sys
         sys.path.insert(0, {ROOT!r})
-        from vyre_build.runtime.pipeline_cache import PipelineCacheFile
+        from vyre_build.runtime.backends.vulkan.pipeline_cache import PipelineCacheFile
         f = PipelineCacheFile({str(tmp_path / "pipelines")!r}, 0x10DE, 0x2335, 0x91234567, bytes(range(16)))
         me = int(sys.argv[1])
         for i in range(40):
@@ -202,7 +202,7 @@ SPECIAL_SCRIPT = """
 import json, os, resource, struct, sys, warnings
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # /dev/zero read whole: MemoryError
 sys.path.insert(0, {root!r})
-from vyre_build.runtime.pipeline_cache import PipelineCacheFile
+from vyre_build.runtime.backends.vulkan.pipeline_cache import PipelineCacheFile
 directory, kind = sys.argv[1], sys.argv[2]
 f = PipelineCacheFile(directory, 0x10DE, 0x2335, 0x91234567, bytes(range(16)))
 os.makedirs(directory)

@@ -8,7 +8,7 @@ import pytest
 from runtime_fakes import plan_of
 
 from vyre_build.bundle.metadata import check_metadata
-from vyre_build.errors import BundleError, DispatchError
+from vyre_build.core.errors import BundleError, DispatchError
 
 SAXPY4 = {
     "name": "saxpy4",

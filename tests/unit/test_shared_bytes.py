@@ -14,7 +14,7 @@ from test_runtime_api import SAXPY, kernel
 
 from vyre_build.bundle.metadata import check_metadata
 from vyre_build.compiler import compile_file
-from vyre_build.errors import BundleError, DeviceError, KernelError
+from vyre_build.core.errors import BundleError, DeviceError, KernelError
 
 TILES = """\
 from vyre_build.lang import *

@@ -25,7 +25,7 @@ from vyre_build.bundle.keys import (
 )
 from vyre_build.bundle.reader import BundleReader
 from vyre_build.bundle.signing import DOMAIN, unsigned_bytes
-from vyre_build.errors import BundleError
+from vyre_build.core.errors import BundleError
 from vyre_build.runtime import open_bundle
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")

@@ -15,7 +15,7 @@ from test_signing import keys  # noqa: F401 - the fixture
 from vyre_build.bundle import encode_bundle, read_bundle, read_bundle_bytes, write_bundle
 from vyre_build.bundle.keys import generate_key_pair, load_secret_key, write_key_pair
 from vyre_build.cli import main as cli_main
-from vyre_build.errors import BundleError
+from vyre_build.core.errors import BundleError
 from vyre_build.runtime import open_bundle
 
 

@@ -3,7 +3,7 @@ what `compile_file` produces: a kernel using cooperative matrices, each of its v
 too, gets no WGSL; `artifacts.output_names` then leaves its .wgsl out."""
 
 from vyre_build import compiler
-from vyre_build.artifacts import output_names
+from vyre_build.core.artifacts import output_names
 
 SRC = """\
 from vyre_build.lang import *

@@ -21,7 +21,7 @@ from descriptors import Kernel, V
 
 from vyre_build.descriptor import SHARED_SLOT_BASE, BindingSlot, decode, encode
 from vyre_build.emit.spirv import emit_spirv, grammar
-from vyre_build.errors import DescriptorFormatError
+from vyre_build.core.errors import DescriptorFormatError
 from vyre_build.emit.spirv.module import SpirvModule, string_words
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -16,7 +16,7 @@ import pytest
 from spirv_tools import missing, pinned
 
 from vyre_build.compiler import compile_file
-from vyre_build.errors import KernelError
+from vyre_build.core.errors import KernelError
 
 HEADER = "from vyre_build.lang import *\n\n"
 SIG = (
@@ -223,7 +223,7 @@ def test_the_reference_numbers_subgroups_by_local_index_at_any_size(tmp_path, si
 
 def test_the_descriptor_carries_them_as_opaque_exprs(tmp_path):
     from vyre_build.descriptor import KernelOp, Variant, decode, encode, validate
-    from vyre_build.errors import DescriptorFormatError
+    from vyre_build.core.errors import DescriptorFormatError
 
     path = tmp_path / "ids.py"
     path.write_text(IDS)

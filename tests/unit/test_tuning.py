@@ -18,7 +18,7 @@ from vyre_build.bundle import read_bundle, write_bundle
 from vyre_build.bundle.keys import generate_key_pair, write_key_pair
 from vyre_build.bundle.tuning import check_tuning, match, merge_records
 from vyre_build.cli import main
-from vyre_build.errors import BundleError, KernelError
+from vyre_build.core.errors import BundleError, KernelError
 from vyre_build.frontend.tuning_yaml import load_tuning
 from vyre_build.runtime import get_device, open_bundle
 from vyre_build.runtime.tuning import choose, device_identity
@@ -375,7 +375,7 @@ def test_tune_refuses_a_bundle_without_tunables(tmp_path, capsys):
 
 def _library_bundle(tmp_path, names, picks):
     """A bundle of the library kernels `names`, their tunables, and a cpu record of `picks`."""
-    from vyre_build.runtime.library_bundle import library_bundle_path
+    from vyre_build.library.bundle import library_bundle_path
 
     with read_bundle(library_bundle_path()) as r:
         entries = [
@@ -397,8 +397,8 @@ def _library_bundle(tmp_path, names, picks):
 def test_the_library_functions_run_their_picked_candidate(tmp_path, monkeypatch):
     import numpy as np
 
-    from vyre_build.runtime import library
-    from vyre_build.runtime.library_call import Call
+    from vyre_build import library
+    from vyre_build.library.call import Call
 
     path = _library_bundle(
         tmp_path,
@@ -447,8 +447,8 @@ def test_a_tuned_bundle_opens_lazily_and_a_non_canonical_manifest_reads_the_same
 def test_matmul_f16_runs_its_picked_kernel_where_the_shape_allows_it(tmp_path, monkeypatch):
     import numpy as np
 
-    from vyre_build.runtime import library
-    from vyre_build.runtime.library_call import Call
+    from vyre_build import library
+    from vyre_build.library.call import Call
 
     ran = []
     step = Call.step
@@ -488,7 +488,7 @@ def test_matmul_f16_runs_its_picked_kernel_where_the_shape_allows_it(tmp_path, m
 
 
 def test_a_matmul_f16_candidate_naming_another_kernel_is_refused_by_the_writer(tmp_path):
-    from vyre_build.runtime.library_bundle import library_bundle_path
+    from vyre_build.library.bundle import library_bundle_path
 
     with read_bundle(library_bundle_path()) as r:
         tunables = copy.deepcopy(r.tuning["tunables"])
@@ -502,7 +502,7 @@ def test_a_matmul_f16_candidate_naming_another_kernel_is_refused_by_the_writer(t
 
 
 def test_tune_picks_a_matmul_f16_kernel_on_the_cpu_backend(tmp_path, capsys):
-    from vyre_build.runtime.library_bundle import library_bundle_path
+    from vyre_build.library.bundle import library_bundle_path
 
     path = tmp_path / "lib.vyrebundle"
     shutil.copyfile(library_bundle_path(), path)

@@ -14,7 +14,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUNTIME = [
     "vyre_build/runtime",
-    "vyre_build/features.py",
+    "vyre_build/core/features.py",
     "vyre_build/bundle/metadata.py",
     "vyre_build/commands/devices.py",
 ]

@@ -65,7 +65,7 @@ def written(prog) -> list:
 
 def evaluate(prog, backends, runners=None) -> Outcome:
     """Compile `prog`, run it on each of `backends`, compare with the first that ran."""
-    from vyre_build.errors import VyreError
+    from vyre_build.core.errors import VyreError
 
     runners = runners or B.RUNNERS
     try:

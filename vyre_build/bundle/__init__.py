@@ -14,7 +14,7 @@ Guarantees:
 - Every refusal raises `BundleError` with the file, the byte offset where it applies and
   the reason; no length is allocated before it is checked against the real file size.
 
-This module imports only the standard library, blake3 and `vyre_build.errors`: the
+This module imports only the standard library, blake3 and `vyre_build.core.errors`: the
 runtime loads it without the compiler.
 """
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import blake3
 
-from vyre_build.errors import BundleError
-from vyre_build.files import canonical_json
+from vyre_build.core.errors import BundleError
+from vyre_build.core.files import canonical_json
 
 MAGIC = b"VYREBNDL"
 VERSION = 2  # 2: optional signature block after the manifest (header flag FLAG_SIGNED)

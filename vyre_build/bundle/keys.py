@@ -30,8 +30,8 @@ import threading
 
 import blake3
 
-from vyre_build.errors import BundleError
-from vyre_build.files import temp_path
+from vyre_build.core.errors import BundleError
+from vyre_build.core.files import temp_path
 
 __all__ = [
     "KeyFileError",

@@ -15,7 +15,7 @@ import keyword
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from vyre_build.errors import BundleError
+from vyre_build.core.errors import BundleError
 
 __all__ = [
     "BUFFER_DTYPES",

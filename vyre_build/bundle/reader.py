@@ -24,8 +24,8 @@ from typing import Any, BinaryIO
 
 import blake3
 
-from vyre_build.errors import BundleError
-from vyre_build.files import canonical_json, canonical_text
+from vyre_build.core.errors import BundleError
+from vyre_build.core.files import canonical_json, canonical_text
 from vyre_build.bundle import signing
 from vyre_build.bundle.metadata import KernelMeta, check_metadata
 from vyre_build.bundle.format import (

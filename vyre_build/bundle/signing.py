@@ -27,7 +27,7 @@ from vyre_build.bundle.format import (
     SIGNATURE_SIZE,
 )
 from vyre_build.bundle.keys import PublicKey, SecretKey, key_id, load_public_key
-from vyre_build.errors import BundleError
+from vyre_build.core.errors import BundleError
 
 __all__ = [
     "TRUSTED_KEYS_ENV",

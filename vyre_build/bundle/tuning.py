@@ -19,7 +19,7 @@ Guarantees:
 - `match` picks a device's record: the exact device, else the same backend, vendor and
   device with another driver (or subgroup size), else none (the tunable's default).
 
-Standard library and `vyre_build.errors` only: the runtime reads it without the compiler.
+Standard library and `vyre_build.core.errors` only: the runtime reads it without the compiler.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import Any
 
 import json
 
-from vyre_build.errors import BundleError
-from vyre_build.files import canonical_json
+from vyre_build.core.errors import BundleError
+from vyre_build.core.files import canonical_json
 
 __all__ = [
     "DEVICE_KEYS",

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 
 import blake3
 
-from vyre_build.errors import BundleError
-from vyre_build.files import atomic_write, canonical_json
+from vyre_build.core.errors import BundleError
+from vyre_build.core.files import atomic_write, canonical_json
 from vyre_build.bundle.format import (
     FLAG_SIGNED,
     FORMAT_NAME,

@@ -16,7 +16,7 @@ import time
 
 from vyre_build.cache.layout import listdir, mtime, remove_entry, size_of, temp_files
 from vyre_build.cache.record import record_blobs
-from vyre_build.errors import CacheError
+from vyre_build.core.errors import CacheError
 
 __all__ = ["ORPHAN_GRACE_S", "STALE_TMP_S", "clear", "collect", "usage"]
 

@@ -15,7 +15,7 @@ import threading
 
 from vyre_build.cache.key import content_hash
 from vyre_build.cache.layout import is_hex_hash, listdir, mtime
-from vyre_build.files import canonical_json
+from vyre_build.core.files import canonical_json
 
 __all__ = ["HISTORY_DEPTH", "History", "output_name"]
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import blake3
 
-from vyre_build.errors import CacheError
-from vyre_build.files import canonical_json
+from vyre_build.core.errors import CacheError
+from vyre_build.core.files import canonical_json
 
 __all__ = [
     "MANIFEST_SCHEMA",

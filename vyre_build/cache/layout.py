@@ -20,7 +20,7 @@ import os
 import shutil
 import stat
 
-from vyre_build.files import TMP_PREFIX
+from vyre_build.core.files import TMP_PREFIX
 
 __all__ = [
     "BadEntry",

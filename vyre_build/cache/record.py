@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 
-from vyre_build.artifacts import META_SUFFIX, TARGET_SUFFIXES, split_output_name
+from vyre_build.core.artifacts import META_SUFFIX, TARGET_SUFFIXES, split_output_name
 from vyre_build.cache.key import FILE_PART_KINDS, content_hash, key_from_manifest
 from vyre_build.cache.layout import is_hex_hash
-from vyre_build.files import canonical_json
+from vyre_build.core.files import canonical_json
 
 __all__ = [
     "MAX_RECORD_BYTES",

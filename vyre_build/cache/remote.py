@@ -49,9 +49,9 @@ from vyre_build.cache.record import MAX_RECORD_BYTES, check_record, output_set_p
 from vyre_build.cache.stats import REMOTE_COUNTERS as COUNTERS
 from vyre_build.cache.transport import KeepAlive, TooBig, Unreachable
 from vyre_build.cache.url import parse_remote_url
-from vyre_build.config import DEFAULT_REMOTE_MAX_BLOB, format_size
-from vyre_build.errors import CacheError
-from vyre_build.files import canonical_json
+from vyre_build.cache.config import DEFAULT_REMOTE_MAX_BLOB, format_size
+from vyre_build.core.errors import CacheError
+from vyre_build.core.files import canonical_json
 
 __all__ = ["AUTH_ENV", "MAX_BLOB_ENV", "RemoteCache"]
 

@@ -20,11 +20,11 @@ import os
 import stat
 import threading
 
-from vyre_build.artifacts import VARIANTS_FILES
+from vyre_build.core.artifacts import VARIANTS_FILES
 from vyre_build.cache.key import content_hash
 from vyre_build.cache.layout import BadEntry, load_json, read_entry
-from vyre_build.files import canonical_json
-from vyre_build.frontend.limits import MAX_SOURCE_BYTES
+from vyre_build.core.files import canonical_json
+from vyre_build.core.limits import MAX_SOURCE_BYTES
 
 __all__ = ["ScanMemo"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 
-from vyre_build.files import canonical_json
+from vyre_build.core.files import canonical_json
 
 __all__ = [
     "COUNTERS",

@@ -45,8 +45,8 @@ from vyre_build.cache.record import (
     make_record,
     output_set_problem,
 )
-from vyre_build.errors import CacheError
-from vyre_build.files import atomic_write, canonical_json, temp_path
+from vyre_build.core.errors import CacheError
+from vyre_build.core.files import atomic_write, canonical_json, temp_path
 
 __all__ = ["AUTO_GC_INTERVAL_S", "MAX_BLOB_BYTES", "Store", "is_hex_hash", "warn"]
 

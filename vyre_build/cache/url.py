@@ -21,7 +21,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass, field
 
-from vyre_build.errors import CacheError
+from vyre_build.core.errors import CacheError
 
 __all__ = ["RemoteURL", "parse_remote_url", "redact_url"]
 

@@ -15,9 +15,9 @@ import difflib
 import os
 import re
 
-from vyre_build.artifacts import split_output_name
+from vyre_build.core.artifacts import split_output_name
 from vyre_build.cache.key import FILE_PART_KINDS, diff_manifests
-from vyre_build.errors import CacheError
+from vyre_build.core.errors import CacheError
 
 __all__ = ["explain", "resolve_output"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from vyre_build.errors import VyreError
-from vyre_build.files import atomic_write
+from vyre_build.core.errors import VyreError
+from vyre_build.core.files import atomic_write
 
 
 def output_dir(path: str, flag: str = "-o") -> str:

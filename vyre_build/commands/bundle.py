@@ -22,7 +22,7 @@ from vyre_build.bundle import (
     check_suffix,
     read_bundle,
 )
-from vyre_build.errors import BundleError
+from vyre_build.core.errors import BundleError
 from vyre_build.commands import output_dir, write_file
 from vyre_build.commands.helptext import add_command
 
@@ -256,7 +256,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             signature = _signature_json(reader)
             sig_text = _signature_text(reader)
             if args.rebuild_from is not None:
-                from vyre_build.bundle.rebuild import rebuild_and_compare
+                from vyre_build.build.rebuild import rebuild_and_compare
 
                 rebuild = rebuild_and_compare(reader, args.rebuild_from, options=options)
                 rebuild_lines = _rebuild_lines(rebuild)
@@ -312,7 +312,7 @@ def _hash_text(m: dict) -> str:
 
 def _rebuild_lines(r: dict) -> list[str]:
     """The text report of `rebuild_and_compare`."""
-    from vyre_build.bundle.rebuild import identity_text
+    from vyre_build.build.rebuild import identity_text
 
     head = f"{r['bundle']}: rebuilt from {r['source_dir']} with {identity_text(r['compiler'])}"
     kernels = [k for k in r["kernels"] if k["status"] != "not-in-bundle"]

@@ -16,7 +16,7 @@
 ccache's options do the same: -s (stats), -z (zero), -C (clear), -p (config), and
 -M SIZE sets the size limit in the project's vyre.toml (0: unlimited).
 Every subcommand takes --json (machine-readable output on stdout) and --cache-dir; the
-cache is found as SCons finds it (vyre_build.config), from anywhere inside the project.
+cache is found as SCons finds it (vyre_build.cache.config), from anywhere inside the project.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from vyre_build.build_step import rebuild_record
+from vyre_build.build.step import rebuild_record
 import vyre_build.cache.stats as cache_stats
 from vyre_build.cache.gc import STALE_TMP_S
 from vyre_build.cache.key import content_hash, manifest_parts
@@ -36,8 +36,8 @@ from vyre_build.cache.record import output_set_problem, record_blobs
 from vyre_build.cache.store import MAX_BLOB_BYTES, Store
 from vyre_build.cache.why import explain
 from vyre_build.commands.helptext import add_command
-from vyre_build.config import CACHE_DIR_ENV, format_size, load_config, parse_size
-from vyre_build.errors import CacheError
+from vyre_build.cache.config import CACHE_DIR_ENV, format_size, load_config, parse_size
+from vyre_build.core.errors import CacheError
 
 
 def _open(args) -> tuple[Store, object]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from vyre_build.config import (
+from vyre_build.cache.config import (
     CONSTRUCTION_VARIABLES,
     SETTINGS,
     CacheConfig,
@@ -25,7 +25,7 @@ from vyre_build.config import (
     set_file_max_size,
     user_config_path,
 )
-from vyre_build.config import _has_tool_vyre  # the test load_config itself makes
+from vyre_build.cache.config import _has_tool_vyre  # the test load_config itself makes
 
 __all__ = ["describe", "set_max_size"]
 

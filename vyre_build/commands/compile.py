@@ -1,6 +1,6 @@
 """`vyre-build compile FILE... [--kernel NAME] --target {wgsl,spirv,kdesc,all} -o DIR`.
 
-`-o -` prints instead of writing (vyre_build/listing.py): WGSL with the source line of each
+`-o -` prints instead of writing (vyre_build/commands/listing.py): WGSL with the source line of each
 statement as a comment (the default target there), SPIR-V as spirv-dis text; .kdesc is
 binary and only written to a folder.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import sys
 
-from vyre_build.artifacts import META_SUFFIX, TARGET_SUFFIXES, TARGETS
+from vyre_build.core.artifacts import META_SUFFIX, TARGET_SUFFIXES, TARGETS
 from vyre_build.compiler import compile_file
-from vyre_build.config import find_sconstruct_dir
+from vyre_build.cache.config import find_sconstruct_dir
 from vyre_build.commands import output_dir, write_file
 from vyre_build.commands.helptext import add_command
-from vyre_build.errors import VyreError
+from vyre_build.core.errors import VyreError
 
 
 def register(sub) -> None:
@@ -102,7 +102,7 @@ def print_listings(args) -> int:
     """`-o -`: every kernel instance's WGSL (source-line comments) and/or SPIR-V text on
     stdout, in file and then kernel order; notes on stderr."""
     from vyre_build.frontend import instances, load_module
-    from vyre_build.listing import spirv_text, wgsl_listing
+    from vyre_build.commands.listing import spirv_text, wgsl_listing
 
     asked = args.target or ["wgsl"]
     if "kdesc" in asked or "all" in asked:

@@ -11,7 +11,7 @@ import argparse
 import json
 
 from vyre_build.commands.helptext import add_command
-from vyre_build.errors import VyreError
+from vyre_build.core.errors import VyreError
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

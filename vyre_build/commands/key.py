@@ -12,7 +12,7 @@ import os
 
 from vyre_build.bundle.keys import check_comment, generate_key_pair, write_key_pair
 from vyre_build.commands.helptext import add_command
-from vyre_build.errors import VyreError
+from vyre_build.core.errors import VyreError
 
 
 def register(subparsers) -> None:

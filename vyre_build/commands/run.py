@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from vyre_build.errors import DispatchError
+from vyre_build.core.errors import DispatchError
 from vyre_build.commands import output_dir
 from vyre_build.commands.helptext import add_command
 

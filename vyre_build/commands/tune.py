@@ -1,5 +1,5 @@
 """`vyre-build tune BUNDLE`: measure every tunable's candidates on one device and record
-the winners (vyre_build/tuner.py), into the bundle or into a record file.
+the winners (vyre_build/library/tuner.py), into the bundle or into a record file.
 
 Guarantees: the bundle is rewritten atomically, with its kernels' bytes unchanged and the
 other devices' records kept (a record of the same device is replaced); a signed bundle is
@@ -17,8 +17,8 @@ from vyre_build.bundle import read_bundle
 from vyre_build.bundle.tuning import device_text, merge_records, read_records, record_file_bytes
 from vyre_build.commands import write_file
 from vyre_build.commands.helptext import add_command
-from vyre_build.errors import VyreError
-from vyre_build.files import canonical_json
+from vyre_build.core.errors import VyreError
+from vyre_build.core.files import canonical_json
 
 
 def register(subparsers) -> None:
@@ -47,7 +47,7 @@ def register(subparsers) -> None:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from vyre_build.runtime import get_device, open_bundle
-    from vyre_build.tuner import tune_bundle
+    from vyre_build.library.tuner import tune_bundle
 
     if args.rounds < 1:
         raise VyreError(f"error: --rounds must be at least 1, got {args.rounds}")

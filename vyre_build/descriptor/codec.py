@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from vyre_build.errors import DescriptorFormatError
+from vyre_build.core.errors import DescriptorFormatError
 
 __all__ = [
     "Variant",

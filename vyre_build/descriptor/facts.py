@@ -45,7 +45,7 @@ class DescriptorInfo:
     uniform: UniformBlock | None
     constants: dict[int, int] = field(default_factory=dict)  # integer literal id -> 32-bit value
     proofs: Proofs = field(default_factory=lambda: Proofs(frozenset(), frozenset()))
-    # device features the kernel needs (vyre_build.features vocabulary): subgroup_*, f16, ...
+    # device features the kernel needs (vyre_build.core.features vocabulary): subgroup_*, f16, ...
     features: frozenset[str] = frozenset()
     # the debug buffer's binding when a vyre.debug.* op is present (a debug build), else None
     debug_binding: int | None = None

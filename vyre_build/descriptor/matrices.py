@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from vyre_build.descriptor.codec import Variant
 from vyre_build.descriptor.types import MATRICES, TYPES
-from vyre_build.features import cooperative_matrix
+from vyre_build.core.features import cooperative_matrix
 
 __all__ = [
     "LOAD",

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vyre_build.descriptor.codec import Variant
-from vyre_build.errors import DescriptorFormatError
-from vyre_build.features import MATRIX_DIMS, MATRIX_ELEMENTS
+from vyre_build.core.errors import DescriptorFormatError
+from vyre_build.core.features import MATRIX_DIMS, MATRIX_ELEMENTS
 
 __all__ = [
     "ValueType",

@@ -21,8 +21,8 @@ from vyre_build.descriptor.facts import DescriptorInfo, uniform_block
 from vyre_build.descriptor.ops import OPS, SUBGROUP_FEATURE, op_key
 from vyre_build.descriptor.ranges import analyze
 from vyre_build.descriptor.types import MATRICES, TYPES, VECTORS, literal_type, type_of
-from vyre_build.errors import DescriptorFormatError
-from vyre_build.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
+from vyre_build.core.errors import DescriptorFormatError
+from vyre_build.core.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
 
 __all__ = ["validate"]
 

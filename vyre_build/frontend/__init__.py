@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from vyre_build.frontend.module import KernelModule
-    from vyre_build.ir import Program
+    from vyre_build.frontend.ir import Program
 
 __all__ = [
     "load_module",

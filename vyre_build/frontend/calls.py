@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import ast
 
-from vyre_build import ir
+from vyre_build.frontend import ir
 from vyre_build.frontend.expressions import _has_effects
-from vyre_build.frontend.limits import MAX_OPERATIONS
+from vyre_build.core.limits import MAX_OPERATIONS
 from vyre_build.frontend.names import (
     ATOMICS,
     COOP_BUILTINS,

@@ -12,14 +12,14 @@ import ast
 import difflib
 from dataclasses import dataclass, field
 
-from vyre_build import ir
+from vyre_build.frontend import ir
 from vyre_build.descriptor.types import TYPES
 from vyre_build.frontend.calls import CallChecker
 from vyre_build.frontend.control import ControlChecker
 from vyre_build.frontend.coop import CoopChecker
 from vyre_build.frontend.debug import DebugChecker
 from vyre_build.frontend.expressions import ExprChecker
-from vyre_build.frontend.limits import (
+from vyre_build.core.limits import (
     LOCAL_ARRAY_BYTES,
     MAX_BLOCK_NESTING,
     MAX_NESTING,

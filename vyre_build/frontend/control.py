@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from vyre_build import ir
+from vyre_build.frontend import ir
 from vyre_build.frontend.types import RANGES
 
 

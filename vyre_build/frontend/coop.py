@@ -16,7 +16,7 @@ uniform within the subgroup, with an offset, stride and fill value uniform withi
 
 from __future__ import annotations
 
-from vyre_build import ir
+from vyre_build.frontend import ir
 from vyre_build.descriptor.matrices import mma_shape
 from vyre_build.descriptor.types import MATRIX_DIMS, MATRIX_ELEMENTS, matrix_name
 from vyre_build.frontend.names import COOP_LOADS

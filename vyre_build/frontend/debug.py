@@ -20,7 +20,7 @@ import os
 import posixpath
 from dataclasses import fields, is_dataclass
 
-from vyre_build import ir
+from vyre_build.frontend import ir
 
 __all__ = ["DebugChecker", "MAX_DEBUG_TEXT", "MAX_DEBUG_VALUES", "PRINTABLE"]
 

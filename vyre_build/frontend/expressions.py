@@ -10,9 +10,9 @@ import ast
 import difflib
 from dataclasses import fields, is_dataclass
 
-from vyre_build import ir
+from vyre_build.frontend import ir
 from vyre_build.frontend.folding import fold_binary, int_const, literal
-from vyre_build.frontend.limits import MAX_OPERATIONS
+from vyre_build.core.limits import MAX_OPERATIONS
 from vyre_build.frontend.names import ALL_BUILTINS, ID_BUILTINS, TYPE_NAMES
 from vyre_build.frontend.types import convert_const, default_type
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import ast
 
-from vyre_build.frontend.limits import INT_MAX, INT_MIN, MAX_FOLD_STEPS, MAX_NESTING, int_text
+from vyre_build.core.limits import INT_MAX, INT_MIN, MAX_FOLD_STEPS, MAX_NESTING, int_text
 from vyre_build.frontend.source import Source
 from vyre_build.frontend.types import check_f32
-from vyre_build.ir import Const
+from vyre_build.frontend.ir import Const
 
 
 def int_const(src: Source, node, v: int) -> Const:

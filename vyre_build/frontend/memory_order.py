@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 
-from vyre_build import ir
+from vyre_build.frontend import ir
 from vyre_build.frontend.names import MEMORY_ORDERS, MEMORY_SCOPES
 
 # The orders each kind of operation allows, and what to write instead of another.

@@ -13,22 +13,22 @@ import difflib
 import os
 from dataclasses import dataclass, field
 
-from vyre_build.errors import KernelError
+from vyre_build.core.errors import KernelError
 from vyre_build.frontend.folding import ConstantFolder
-from vyre_build.frontend.limits import (
+from vyre_build.core.limits import (
     MAX_CONSTANTS,
     MAX_FILES,
     MAX_HELPERS,
     MAX_IMPORT_DEPTH,
     MAX_KERNELS,
 )
-from vyre_build.frontend.limits import shown as short
+from vyre_build.core.limits import shown as short
 from vyre_build.frontend.names import LANG_NAMES, SCALAR_NAMES, TYPE_NAMES
 from vyre_build.frontend.parsing import parse_source
 from vyre_build.frontend.source import Refusal, Source, decode_source, inside, read_tree_file
 from vyre_build.frontend.types import convert_const
 from vyre_build.frontend.variants import check_variant, yaml_variants
-from vyre_build.ir import Const
+from vyre_build.frontend.ir import Const
 
 LANG_MODULE = "vyre_build.lang"
 MAX_INVOCATIONS = 256

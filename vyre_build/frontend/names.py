@@ -5,7 +5,7 @@ which a test holds to this table)."""
 
 from __future__ import annotations
 
-from vyre_build.ir import SCALARS, TYPES
+from vyre_build.frontend.ir import SCALARS, TYPES
 
 TYPE_NAMES = TYPES  # scalars and vectors
 SCALAR_NAMES = SCALARS

@@ -10,8 +10,8 @@ import re
 import tokenize
 import warnings
 
-from vyre_build.errors import KernelError
-from vyre_build.frontend.limits import MAX_BLOCK_NESTING, MAX_NAME_BYTES, MAX_NESTING, shown
+from vyre_build.core.errors import KernelError
+from vyre_build.core.limits import MAX_BLOCK_NESTING, MAX_NAME_BYTES, MAX_NESTING, shown
 from vyre_build.frontend.source import Source
 
 NESTING_FIX = "split the expression with intermediate variables (t = a + b)"

@@ -8,9 +8,9 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from vyre_build.errors import KernelError
-from vyre_build.files import file_kind
-from vyre_build.frontend.limits import MAX_SOURCE_BYTES
+from vyre_build.core.errors import KernelError
+from vyre_build.core.files import file_kind
+from vyre_build.core.limits import MAX_SOURCE_BYTES
 
 
 @dataclass

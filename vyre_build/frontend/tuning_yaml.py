@@ -32,8 +32,8 @@ from vyre_build.bundle.tuning import (
     check_library_params,
     check_tunable,
 )
-from vyre_build.errors import BundleError
-from vyre_build.frontend.limits import shown
+from vyre_build.core.errors import BundleError
+from vyre_build.core.limits import shown
 from vyre_build.frontend.source import Source
 from vyre_build.frontend.variants import _Loader, _pos, _Refused, _at
 

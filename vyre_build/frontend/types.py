@@ -8,7 +8,7 @@ u32 never mix implicitly, nor do ints and floats (a cast is the fix).
 
 from __future__ import annotations
 
-from vyre_build.ir import Const
+from vyre_build.frontend.ir import Const
 
 RANGES = {"i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, (1 << 32) - 1)}
 F32_MAX = 3.4028234663852886e38

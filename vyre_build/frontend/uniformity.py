@@ -30,7 +30,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from vyre_build import ir
+from vyre_build.frontend import ir
 
 __all__ = ["check_uniformity"]
 
@@ -340,7 +340,7 @@ class _Analysis:
     def error_at(self, s, message: str, fix: str):
         src, node = self.where.get(id(s), (None, None, None))[:2]
         if src is None:
-            from vyre_build.errors import KernelError
+            from vyre_build.core.errors import KernelError
 
             return KernelError(message, fix=fix)
         return src.error(node, message, fix)

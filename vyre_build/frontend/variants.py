@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 import yaml
 
-from vyre_build.artifacts import VARIANTS_FILES
+from vyre_build.core.artifacts import VARIANTS_FILES
 from vyre_build.frontend.folding import int_const
-from vyre_build.frontend.limits import MAX_NAME_BYTES, MAX_YAML_NESTING, shown
+from vyre_build.core.limits import MAX_NAME_BYTES, MAX_YAML_NESTING, shown
 from vyre_build.frontend.source import Source
 from vyre_build.frontend.types import check_f32
-from vyre_build.ir import TYPES, Const
+from vyre_build.frontend.ir import TYPES, Const
 
 _VARIANT_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 

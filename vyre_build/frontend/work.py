@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 
-from vyre_build.frontend.limits import MAX_FILE_OPERATIONS, MAX_OPERATIONS
+from vyre_build.core.limits import MAX_FILE_OPERATIONS, MAX_OPERATIONS
 
 POW_EXPANSION = 16  # '**' takes a constant exponent of at most 16 (expressions.py)
 

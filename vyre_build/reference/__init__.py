@@ -37,7 +37,7 @@ import numpy as np
 
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
 from vyre_build.descriptor.types import TYPES
-from vyre_build.errors import DispatchError
+from vyre_build.core.errors import DispatchError
 from vyre_build.descriptor.matrices import uses_matrices
 from vyre_build.reference.machine import Budget, Machine
 from vyre_build.reference.matrices import CHUNK_LANES as COOP_CHUNK_LANES

@@ -59,7 +59,7 @@ from vyre_build.descriptor import matrices as mx
 from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.ops import op_key
 from vyre_build.descriptor.types import TYPES
-from vyre_build.errors import DispatchError
+from vyre_build.core.errors import DispatchError
 from vyre_build.reference import matrices as coop
 from vyre_build.reference.debug import step_debug
 from vyre_build.reference.subgroups import Subgroups

@@ -23,12 +23,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Union
 
 from vyre_build.bundle.metadata import KernelMeta, check_metadata
-from vyre_build.errors import DeviceError, DispatchError, KernelAssertion
+from vyre_build.core.errors import DeviceError, DispatchError, KernelAssertion, PipelineCacheWarning
 from vyre_build.runtime.buffers import Batch, DeviceBuffer
 from vyre_build.runtime.bundles import Bundle, KernelNotFound, Warmed
 from vyre_build.runtime.device import DEFAULT_DEVICES, Device
 from vyre_build.runtime.kernel import CallResult, Kernel, ResultNotFound
-from vyre_build.runtime.pipeline_cache import PipelineCacheWarning
 from vyre_build.runtime.profile import CooperativeMatrixType, DeviceProfile
 
 if TYPE_CHECKING:
@@ -88,12 +87,16 @@ def _runtime_dir_for_drivers() -> None:
     os.environ["XDG_RUNTIME_DIR"] = private
 
 
+# Each backend's module under vyre_build.runtime.backends (imported by name, on first use).
+_BACKEND_MODULES = {"wgpu": "wgpu", "vulkan": "vulkan.device", "cpu": "cpu"}
+
+
 def _module(name: str) -> ModuleType:
     # Lazy: the GPU stack is imported only when a device of that backend is asked for.
     if name != "cpu":
         _runtime_dir_for_drivers()
     try:
-        return importlib.import_module(f"vyre_build.runtime.{name}_backend")
+        return importlib.import_module(f"vyre_build.runtime.backends.{_BACKEND_MODULES[name]}")
     except ImportError as exc:
         need = (
             "vyre_build.reference and vyre_build.descriptor"

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vyre_build.bundle.metadata import SCALAR_DTYPES
-from vyre_build.errors import DispatchError
+from vyre_build.core.errors import DispatchError
 
 if TYPE_CHECKING:
     from types import TracebackType

@@ -6,9 +6,9 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from vyre_build.artifacts import BACKEND_SUFFIX
+from vyre_build.core.artifacts import BACKEND_SUFFIX
 from vyre_build.bundle import BundleReader, kernel_id
-from vyre_build.errors import BundleError, DeviceError, VyreError
+from vyre_build.core.errors import BundleError, DeviceError, VyreError
 from vyre_build.runtime.device import Device
 from vyre_build.runtime.kernel import Kernel
 from vyre_build.runtime.tuning import Choice, choose

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 import numpy as np
 
 from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, Binding, KernelMeta
-from vyre_build.errors import DispatchError
+from vyre_build.core.errors import DispatchError
 from vyre_build.runtime.buffers import DTYPES, NP_NAMES, DeviceBuffer
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from vyre_build.bundle.metadata import DebugSite, KernelMeta
-from vyre_build.errors import KernelAssertion
+from vyre_build.core.errors import KernelAssertion
 
 __all__ = ["DEBUG_WORDS", "MAX_REPORTS", "append_records", "format_record", "report"]
 

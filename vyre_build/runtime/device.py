@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, KernelMeta
-from vyre_build.errors import DeviceError, DispatchError
+from vyre_build.core.errors import DeviceError, DispatchError
 from vyre_build.runtime import debug
 from vyre_build.runtime.buffers import DTYPES, Batch, DeviceBuffer
 from vyre_build.runtime.calls import Plan, is_shape, split_dispatch
-from vyre_build.features import COOPERATIVE_MATRIX
+from vyre_build.core.features import COOPERATIVE_MATRIX
 from vyre_build.runtime.profile import DeviceProfile, missing_features
 
 if TYPE_CHECKING:

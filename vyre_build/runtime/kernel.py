@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vyre_build.bundle.metadata import Binding, KernelMeta
-from vyre_build.errors import DeviceError, DispatchError
+from vyre_build.core.errors import DeviceError, DispatchError
 from vyre_build.runtime.buffers import NP_NAMES, DeviceBuffer
 from vyre_build.runtime.calls import Grid, Plan, host_type, plan_call
 

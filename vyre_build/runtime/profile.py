@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from vyre_build.features import (
+from vyre_build.core.features import (
     VULKAN_MEMORY_MODEL,
     VULKAN_MEMORY_MODEL_DEVICE_SCOPE,
     COOPERATIVE_MATRIX,
@@ -52,7 +52,7 @@ class CooperativeMatrixType:
 
 @dataclass(frozen=True)
 class DeviceProfile:
-    """What one device offers kernels. `features` are the names of vyre_build.features
+    """What one device offers kernels. `features` are the names of vyre_build.core.features
     that kernels may use on it (enabled on the device); the rest describes it.
 
     Sizes are in bytes; `max_workgroup_size` and `max_workgroup_count` are per axis (x, y,

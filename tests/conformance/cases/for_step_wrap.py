@@ -1,7 +1,7 @@
 """range(lo, hi, step) with a step other than 1 wraps past the end of its type.
 
 Found by: python tools/conformance.py --seed 1 (every run: the loop guards' chk bits).
-Layer: lower (vyre_build/lower.py, for_loop): a step != 1 lowers to a scratch counter and
+Layer: lower (vyre_build/frontend/lower.py, for_loop): a step != 1 lowers to a scratch counter and
 `i = i + step` in the loop's type, tested `i < hi` (`i > hi` for a negative step). When
 the last value plus the step passes the type's end, the counter wraps to the other side
 of `hi` and the loop runs on (2^32 / step more trips, or forever), where Python's range()

@@ -16,8 +16,8 @@ from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
 from vyre_build.emit.spirv.function import FunctionWriter
 from vyre_build.emit.spirv.module import SpirvModule
 from vyre_build.emit.spirv.values import SUBGROUP_CAPABILITY
-from vyre_build.errors import EmitError
-from vyre_build.features import (
+from vyre_build.core.errors import EmitError
+from vyre_build.core.features import (
     COOPERATIVE_MATRIX,
     VULKAN_MEMORY_MODEL,
     VULKAN_MEMORY_MODEL_DEVICE_SCOPE,

@@ -26,8 +26,8 @@ from vyre_build.emit.spirv.memory import MemoryOps
 from vyre_build.emit.spirv.module import OP, SpirvModule
 from vyre_build.emit.spirv.ordered import OrderedOps
 from vyre_build.emit.spirv.values import RULES
-from vyre_build.errors import EmitError
-from vyre_build.features import VULKAN_MEMORY_MODEL
+from vyre_build.core.errors import EmitError
+from vyre_build.core.features import VULKAN_MEMORY_MODEL
 
 __all__ = ["FunctionWriter"]
 

@@ -19,8 +19,8 @@ from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
 from vyre_build.emit.wgsl.debug import debug_declarations
 from vyre_build.emit.wgsl.function import FunctionWriter
 from vyre_build.emit.wgsl.helpers import HELPER_CALL, HELPERS
-from vyre_build.errors import EmitError
-from vyre_build.features import COOPERATIVE_MATRIX
+from vyre_build.core.errors import EmitError
+from vyre_build.core.features import COOPERATIVE_MATRIX
 
 __all__ = ["WORKGROUP_BASE", "emit_wgsl"]
 
@@ -47,7 +47,7 @@ def emit_wgsl(
         entries: more entry points of the same module, as (name, descriptor, info): the
             coarse entry of descriptor.coarsen. Their bindings alias `desc`'s by number.
         notes: comment lines ("// ...") to write before ops of `desc`, by id(KernelOp)
-            (vyre_build.listing: the source line of each statement); none in artifacts.
+            (vyre_build.commands.listing: the source line of each statement); none in artifacts.
     Raises:
         EmitError for a kernel with cooperative matrices (WGSL has none).
     """

@@ -18,7 +18,7 @@ from vyre_build.emit.wgsl.memory import MemoryRules
 from vyre_build.emit.wgsl.ordered import OrderedRules
 from vyre_build.emit.wgsl.helpers import HELPER_CALL
 from vyre_build.emit.wgsl.values import COMPONENTS, I32_MIN, RULES, wgsl_type
-from vyre_build.errors import EmitError
+from vyre_build.core.errors import EmitError
 
 __all__ = ["FunctionWriter", "INDENT", "f32_literal"]
 

@@ -27,7 +27,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
-from vyre_build.artifacts import (
+from vyre_build.core.artifacts import (
     DEFAULT_TARGETS,
     META_SUFFIX,
     TARGET_SUFFIXES,
@@ -35,7 +35,7 @@ from vyre_build.artifacts import (
     output_suffixes,
     split_output_name,
 )
-from vyre_build.build_inputs import (
+from vyre_build.build.inputs import (
     action_inputs,
     compute_key,
     input_bytes,
@@ -47,8 +47,8 @@ from vyre_build.cache.history import output_name
 from vyre_build.cache.key import ActionKey, content_hash
 from vyre_build.cache.record import make_record
 from vyre_build.cache.store import Store
-from vyre_build.errors import CacheError
-from vyre_build.files import atomic_write
+from vyre_build.core.errors import CacheError
+from vyre_build.core.files import atomic_write
 
 __all__ = [
     "DEFAULT_COMPILER",

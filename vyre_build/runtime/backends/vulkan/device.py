@@ -35,10 +35,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import vulkan as vk
 
 from vyre_build.bundle.metadata import KernelMeta
-from vyre_build.errors import DeviceError
-from vyre_build.runtime import vulkan_pipelines, vulkan_profile
+from vyre_build.core.errors import DeviceError
+from vyre_build.runtime.backends.vulkan import (
+    pipelines as vulkan_pipelines,
+    profile as vulkan_profile,
+)
 from vyre_build.runtime.device import DEFAULT_DEVICES, Device, Job, choose_adapter, steps
-from vyre_build.runtime.vulkan_results import (
+from vyre_build.runtime.backends.vulkan.results import (
     DEVICE_LOST,
     FRAGMENTED_POOL,
     NOT_READY,
@@ -51,7 +54,7 @@ from vyre_build.runtime.vulkan_results import (
 )
 
 if TYPE_CHECKING:
-    from vyre_build.runtime.pipeline_cache import PipelineCacheFile
+    from vyre_build.runtime.backends.vulkan.pipeline_cache import PipelineCacheFile
 
 _HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 _LOCAL, _COMPUTE = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, vk.VK_PIPELINE_BIND_POINT_COMPUTE

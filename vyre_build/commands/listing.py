@@ -20,8 +20,8 @@ import subprocess
 import sys
 import sysconfig
 
-from vyre_build.errors import VyreError
-from vyre_build.lower import Lowerer
+from vyre_build.core.errors import VyreError
+from vyre_build.frontend.lower import Lowerer
 
 __all__ = ["MarkingLowerer", "spirv_dis", "spirv_text", "wgsl_listing"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import vulkan as vk
 
-from vyre_build.errors import DeviceError
+from vyre_build.core.errors import DeviceError
 
 # The VkResult enumerators of the binding's header, by value and by name.
 NAMES: dict[int, str] = {

@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass, field
 
 from vyre_build.cache.url import parse_remote_url, redact_url
-from vyre_build.errors import CacheError, VyreError
+from vyre_build.core.errors import CacheError, VyreError
 
 __all__ = [
     "CACHE_DIR_ENV",
@@ -358,7 +358,7 @@ def write_build_settings(cache_root: str, project_root: str, settings: dict) -> 
     changed: a null build writes nothing)."""
     import json
 
-    from vyre_build.files import atomic_write
+    from vyre_build.core.files import atomic_write
 
     path = build_settings_path(cache_root, project_root)
     data = json.dumps({"project": project_root, "set": settings}, indent=1, sort_keys=True)
@@ -409,7 +409,7 @@ def set_file_max_size(path: str, where: str, text: str) -> None:
     """Set `max-size` of the [cache] table (under `where`: "" or "tool.vyre.") of the TOML
     file `path` (created if absent) to `text`, leaving every other line as it was; checked
     by reading the file back, else ConfigError (nothing written)."""
-    from vyre_build.files import atomic_write
+    from vyre_build.core.files import atomic_write
 
     old_doc = _load_toml(path) if os.path.exists(path) else {}
     try:

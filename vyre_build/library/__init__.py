@@ -1,7 +1,8 @@
 """The library kernels of kernels/lib_*.py as one call each: reduce, scan, matmul, softmax
 and layer_norm over numpy arrays or DeviceBuffers.
 
-    from vyre_build.runtime import library, open_bundle
+    from vyre_build import library
+    from vyre_build.runtime import open_bundle
 
     total = library.reduce(x, op="sum")  # a numpy scalar, on the default device
     with open_bundle("dist/kernels.vyrebundle") as bundle:
@@ -30,13 +31,13 @@ from collections.abc import Mapping
 from typing import Any, overload
 
 
-from vyre_build.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
+from vyre_build.core.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
 from vyre_build.runtime.buffers import DeviceBuffer
 from vyre_build.runtime.device import Device
 from vyre_build.runtime.kernel import Kernel
-from vyre_build.runtime.library_bundle import split_kernels
-from vyre_build.runtime.library_tuning import library_choice
-from vyre_build.runtime.library_call import (
+from vyre_build.library.bundle import split_kernels
+from vyre_build.library.tuning import library_choice
+from vyre_build.library.call import (
     MISS,
     Array,
     Call,

@@ -87,3 +87,7 @@ class KernelAssertion(VyreError):
     def __init__(self, message: str, reports: tuple[str, ...] = (), dropped: int = 0):
         self.reports, self.dropped = reports or (message,), dropped
         super().__init__(message)
+
+
+class PipelineCacheWarning(UserWarning):
+    """A persisted pipeline cache that was ignored or could not be saved."""

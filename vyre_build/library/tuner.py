@@ -26,7 +26,7 @@ import blake3
 import numpy as np
 
 from vyre_build.bundle.tuning import check_record
-from vyre_build.errors import VyreError
+from vyre_build.core.errors import VyreError
 from vyre_build.runtime.tuning import Choice, Forced, device_identity
 
 __all__ = ["make_inputs", "tune_bundle"]
@@ -68,7 +68,7 @@ def _run(kernels: Any, tunable: dict, choice: Choice, args: dict[str, Any]) -> d
     # Fresh copies: a call may write its results into the arrays it was given.
     args = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
     if tunable["library"] is not None:
-        from vyre_build.runtime import library
+        from vyre_build import library
 
         result = getattr(library, tunable["library"])(forced, **args)
         return {"result": np.array(result.read() if hasattr(result, "read") else result)}

@@ -29,7 +29,8 @@ import warnings
 from collections.abc import Callable, Iterator
 import blake3
 
-from vyre_build.files import atomic_write, file_kind
+from vyre_build.core.errors import PipelineCacheWarning
+from vyre_build.core.files import atomic_write, file_kind
 
 MAGIC = b"VYREPLC1"
 _HEAD = len(MAGIC) + 32
@@ -45,10 +46,6 @@ _OPEN = (
 _OFF = ("0", "off", "false", "no", "none")
 # VkPipelineCacheHeaderVersionOne: headerSize, headerVersion, vendorID, deviceID, UUID.
 _VK_HEADER = struct.Struct("<IIII16s")
-
-
-class PipelineCacheWarning(UserWarning):
-    """A persisted pipeline cache that was ignored or could not be saved."""
 
 
 def user_cache_dir() -> str:

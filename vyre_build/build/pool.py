@@ -31,13 +31,13 @@ import sys
 import threading
 import traceback
 
-from vyre_build.errors import VyreError
+from vyre_build.core.errors import VyreError
 
 __all__ = ["WorkerPool", "serve"]
 
 _BOOT = (
     "import pickle, sys; sys.path[:0] = pickle.load(sys.stdin.buffer); "
-    "from vyre_build.build_pool import serve; serve()"
+    "from vyre_build.build.pool import serve; serve()"
 )
 _WARM_UP = """\
 from vyre_build.lang import Buffer, f32, global_id, kernel
@@ -175,7 +175,7 @@ class WorkerPool:
         """Run `build_step.run_step(job)` in a ready worker (else here), answering its
         charges to `budget` (the build's `BuildBudget`); merge the worker's counters,
         warnings and what it learned of the remote; raise its VyreError."""
-        from vyre_build.build_step import run_step
+        from vyre_build.build.step import run_step
 
         self._start()
         worker = self._acquire(wait=False) if self._workers else None
@@ -284,8 +284,8 @@ def _merge(reply: dict, store, remote) -> None:
 
 
 def _warm_up(compiler: str) -> None:
-    from vyre_build.build_parse import PARSE_ONCE_COMPILER
-    from vyre_build.build_step import load_compiler
+    from vyre_build.build.parse import PARSE_ONCE_COMPILER
+    from vyre_build.build.step import load_compiler
 
     module = load_compiler(compiler)
     if compiler == PARSE_ONCE_COMPILER:  # imports the frontend, lowering and emitters now
@@ -318,8 +318,8 @@ class _Serving:
 
     def scan(self, job: dict) -> dict:
         if self.parses is None:
-            from vyre_build.build_parse import Parses
-            from vyre_build.build_step import load_compiler
+            from vyre_build.build.parse import Parses
+            from vyre_build.build.step import load_compiler
 
             self.parses = Parses(load_compiler(self.compiler))
         return {"scans": [self.parses.scan_reply(p, job.get("root")) for p in job["paths"]]}
@@ -342,7 +342,7 @@ class _Serving:
         return reply
 
     def step(self, job: dict) -> dict:
-        from vyre_build.build_step import run_step
+        from vyre_build.build.step import run_step
         from vyre_build.cache.store import Store
 
         warnings: list[str] = []

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from vyre_build import artifacts
-from vyre_build.artifacts import VARIANTS_FILES
+from vyre_build.core import artifacts
+from vyre_build.core.artifacts import VARIANTS_FILES
 from vyre_build.cache.key import ActionKey, content_hash, make_action_key
-from vyre_build.errors import CacheError
+from vyre_build.core.errors import CacheError
 
 __all__ = [
     "KeyInputs",

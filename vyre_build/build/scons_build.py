@@ -21,12 +21,12 @@ import SCons.Node
 import SCons.Node.FS
 import SCons.Script
 
-from vyre_build.artifacts import VARIANTS_FILES
-from vyre_build.build_parse import PARSE_ONCE_COMPILER, ParsedFile, Parses
-from vyre_build.build_step import DEFAULT_COMPILER, compiler_identity, load_compiler
+from vyre_build.core.artifacts import VARIANTS_FILES
+from vyre_build.build.parse import PARSE_ONCE_COMPILER, ParsedFile, Parses
+from vyre_build.build.step import DEFAULT_COMPILER, compiler_identity, load_compiler
 from vyre_build.cache.scan import ScanMemo
 from vyre_build.cache.store import Store
-from vyre_build.config import (
+from vyre_build.cache.config import (
     CACHE_DIR_ENV,
     CONSTRUCTION_VARIABLES,
     DEFAULT_REMOTE_MAX_BLOB,
@@ -35,8 +35,8 @@ from vyre_build.config import (
     parse_size,
     write_build_settings,
 )
-from vyre_build.errors import VyreError
-from vyre_build.files import canonical_json
+from vyre_build.core.errors import VyreError
+from vyre_build.core.files import canonical_json
 
 lock = threading.RLock()
 state: dict[tuple, object] = {}
@@ -327,7 +327,7 @@ def remote_of(env):
 def budget_of(env):
     """The build's compile budget (build_budget), one tally per build: the limit is
     $VYREMAXBUILDOPERATIONS, else $VYRE_MAX_BUILD_OPERATIONS, else the default."""
-    from vyre_build.build_budget import BUILD_OPERATIONS_VAR, BuildBudget, budget_setting
+    from vyre_build.build.budget import BUILD_OPERATIONS_VAR, BuildBudget, budget_setting
 
     raw = env.get(BUILD_OPERATIONS_VAR)
     key = ("budget", str(raw))
@@ -357,7 +357,7 @@ def pool_of(env):
     compiler = compiler_of(env)
     with lock:
         if (size, compiler) not in _pools:
-            from vyre_build.build_pool import WorkerPool
+            from vyre_build.build.pool import WorkerPool
 
             _pools[(size, compiler)] = WorkerPool(size, compiler)
         return _pools[(size, compiler)]

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 import vulkan as vk
 
 from vyre_build.bundle.metadata import KernelMeta
-from vyre_build.errors import DeviceError
+from vyre_build.core.errors import DeviceError
 from vyre_build.runtime.device import layout_of
-from vyre_build.runtime.pipeline_cache import PipelineCacheFile, cache_dir
-from vyre_build.runtime.vulkan_results import SUCCESS
+from vyre_build.runtime.backends.vulkan.pipeline_cache import PipelineCacheFile, cache_dir
+from vyre_build.runtime.backends.vulkan.results import SUCCESS
 
 if TYPE_CHECKING:
-    from vyre_build.runtime.vulkan_backend import VulkanDevice
+    from vyre_build.runtime.backends.vulkan.device import VulkanDevice
 
 _STORAGE_SET, _UNIFORM_SET = (
     vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from vyre_build.errors import DispatchError
+from vyre_build.core.errors import DispatchError
 from vyre_build.runtime.bundles import Bundle
 from vyre_build.runtime.device import Device
 
@@ -127,8 +127,8 @@ def _locked(path: str) -> Iterator[None]:
 
 def _build(src: str, path: str) -> None:
     """Compile every library kernel file of `src` and bundle them into `path`."""
-    from vyre_build.artifacts import META_SUFFIX, split_output_name
-    from vyre_build.build_step import DEFAULT_TARGETS, compile_outputs
+    from vyre_build.core.artifacts import META_SUFFIX, split_output_name
+    from vyre_build.build.step import DEFAULT_TARGETS, compile_outputs
     from vyre_build.bundle import write_bundle
 
     groups: dict[str, dict[str, bytes]] = {}

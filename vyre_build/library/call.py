@@ -1,4 +1,4 @@
-"""The machinery of vyre_build.runtime.library: a library call's kernels and argument
+"""The machinery of vyre_build.library: a library call's kernels and argument
 checks (all made before the device is touched), its scratch buffers (kept per device and
 thread), and its recipe (the list of dispatches, kept so that a call like an earlier one
 on the same DeviceBuffers runs again without checks or planning)."""
@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, Union
 import numpy as np
 import numpy.typing as npt
 
-from vyre_build.errors import DispatchError
+from vyre_build.core.errors import DispatchError
 from vyre_build.runtime.buffers import DTYPES, NP_NAMES, DeviceBuffer
 from vyre_build.runtime.device import Device
 from vyre_build.runtime.kernel import CallResult, Kernel

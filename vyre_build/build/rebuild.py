@@ -16,12 +16,12 @@ import os
 
 import blake3
 
-from vyre_build.artifacts import META_SUFFIX, TARGET_SUFFIXES
+from vyre_build.core.artifacts import META_SUFFIX, TARGET_SUFFIXES
 from vyre_build.bundle.format import VERSION
 from vyre_build.bundle.reader import BundleReader
 from vyre_build.bundle.signing import unsigned_bytes
-from vyre_build.errors import BundleError, VyreError
-from vyre_build.files import canonical_json
+from vyre_build.core.errors import BundleError, VyreError
+from vyre_build.core.files import canonical_json
 
 __all__ = ["rebuild_and_compare"]
 
@@ -85,8 +85,8 @@ def _tree_hashes(src_dir: str) -> dict[str, str]:
 
 def _compile_tree(src_dir: str, targets: tuple, options: dict) -> tuple[dict, list[str]]:
     """{kernel id: {"file", "meta", "artifacts"}} of the tree, and the files that failed."""
-    from vyre_build.build_step import compile_outputs
-    from vyre_build.artifacts import split_output_name
+    from vyre_build.build.step import compile_outputs
+    from vyre_build.core.artifacts import split_output_name
 
     kernels: dict[str, dict] = {}
     errors: list[str] = []
@@ -196,7 +196,7 @@ def rebuild_and_compare(
         "recorded_matches"}], "errors": [files that did not compile]}.
         BundleError when the tree is not a directory or the compiler identity differs.
     """
-    from vyre_build.build_step import compiler_identity as installed_identity
+    from vyre_build.build.step import compiler_identity as installed_identity
     from vyre_build.bundle.writer import encode_bundle
 
     if not os.path.isdir(src_dir):

@@ -29,10 +29,10 @@ import pickle
 import threading
 from dataclasses import dataclass, field
 
-from vyre_build.artifacts import VARIANTS_FILES
-from vyre_build.build_inputs import cached_realpath
+from vyre_build.core.artifacts import VARIANTS_FILES
+from vyre_build.build.inputs import cached_realpath
 from vyre_build.cache.key import content_hash
-from vyre_build.frontend.limits import MAX_FILES, MAX_IMPORT_DEPTH
+from vyre_build.core.limits import MAX_FILES, MAX_IMPORT_DEPTH
 
 __all__ = ["ParsedFile", "Parses", "PARSE_ONCE_COMPILER"]
 
@@ -225,7 +225,7 @@ class Parses:
     def scan_reply(self, path: str, root: str | None = None) -> dict:
         """What a worker's scan of `path` returns: stems, deps and the pickled parse (the
         module stays here only as long as the reply is built), or the kernel error."""
-        from vyre_build.errors import VyreError
+        from vyre_build.core.errors import VyreError
 
         try:
             parsed = self.parse(path, root)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from vyre_build import ir
+from vyre_build.frontend import ir
 from vyre_build.descriptor import (
     SHARED_SLOT_BASE,
     BindingSlot,
@@ -27,7 +27,7 @@ from vyre_build.descriptor import (
 from vyre_build.descriptor import matrices
 from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.types import datatype as dtype
-from vyre_build.errors import DescriptorFormatError
+from vyre_build.core.errors import DescriptorFormatError
 
 VISIBILITY = {"r": "ReadOnly", "w": "WriteOnly", "rw": "ReadWrite"}
 _SUBGROUP_IDS = {"subgroup_size": "SubgroupSize", "subgroup_invocation_id": "SubgroupLocalId"}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 
-from vyre_build.errors import VyreError
+from vyre_build.core.errors import VyreError
 
 DEFAULT_BUILD_OPERATIONS = 10_000_000  # ten files at the per-file limit
 BUILD_OPERATIONS_ENV = "VYRE_MAX_BUILD_OPERATIONS"

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from vyre_build.bundle.metadata import KernelMeta
-from vyre_build.errors import DescriptorFormatError, DeviceError
-from vyre_build.features import MATRIX_DIMS, MATRIX_ELEMENTS, SUBGROUP_FEATURES
+from vyre_build.core.errors import DescriptorFormatError, DeviceError
+from vyre_build.core.features import MATRIX_DIMS, MATRIX_ELEMENTS, SUBGROUP_FEATURES
 from vyre_build.runtime.buffers import DTYPES
 from vyre_build.runtime.calls import host_type
 from vyre_build.runtime.debug import append_records

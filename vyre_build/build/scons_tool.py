@@ -2,10 +2,10 @@
 
 Load it from an SConstruct (works for an installed package; the tool lives in it):
 
-    import vyre_build.scons_tool
-    env = Environment(tools=["default", "vyre"], toolpath=[vyre_build.scons_tool.toolpath()])
-    # or: env.Tool("vyre", toolpath=[vyre_build.scons_tool.toolpath()])
-    # or: import vyre_build.scons_tool as vyre; vyre.generate(env)
+    import vyre_build.build.scons_tool
+    env = Environment(tools=["default", "vyre"], toolpath=[vyre_build.build.scons_tool.toolpath()])
+    # or: env.Tool("vyre", toolpath=[vyre_build.build.scons_tool.toolpath()])
+    # or: import vyre_build.build.scons_tool as vyre; vyre.generate(env)
     VariantDir("build", "kernels", duplicate=0)
     outs = env.VyreKernelDir("build")            # every kernel file of build/ (= kernels/)
     env.VyreBundle("dist/kernels.vyrebundle", outs)
@@ -18,7 +18,7 @@ directory of them, -> one `<target>.tuning.json`: docs/tuning.md) and
 file, which the compile reuses: build_parse), so `scons -c` removes them and `-n` shows
 them; a scanner follows kernel imports and the variants YAML. Cache misses compile in
 worker processes under -jN (build_pool), in-process under -j1. Construction variables
-(defaults from the environment and the config files: vyre_build.config):
+(defaults from the environment and the config files: vyre_build.cache.config):
     VYRETARGETS       targets to emit (default ["wgsl", "spirv", "kdesc"])
     VYREOPTIONS       compiler options dict (default {})
     VYREDEBUG         a debug build when 1/true/yes/on (default $VYRE_DEBUG; docs/debugging.md)
@@ -60,8 +60,8 @@ import SCons.Errors
 import SCons.Scanner
 import SCons.Subst
 
-import vyre_build.scons_build as build
-from vyre_build.build_step import (
+import vyre_build.build.scons_build as build
+from vyre_build.build.step import (
     DEFAULT_COMPILER,
     DEFAULT_TARGETS,
     TARGET_SUFFIXES,
@@ -75,8 +75,8 @@ from vyre_build.build_step import (
     with_tools,
 )
 from vyre_build.cache.history import output_name
-from vyre_build.errors import VyreError
-from vyre_build.files import canonical_json
+from vyre_build.core.errors import VyreError
+from vyre_build.core.files import canonical_json
 
 __all__ = ["exists", "generate", "toolpath"]
 

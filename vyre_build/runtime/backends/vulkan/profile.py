@@ -12,10 +12,10 @@ from typing import Any
 
 import vulkan as vk
 
-from vyre_build.errors import DeviceError
-from vyre_build.features import SUBGROUP_FEATURES
+from vyre_build.core.errors import DeviceError
+from vyre_build.core.features import SUBGROUP_FEATURES
 from vyre_build.runtime.profile import CooperativeMatrixType, DeviceProfile, features_of
-from vyre_build.runtime.vulkan_results import VulkanCallError, invoke
+from vyre_build.runtime.backends.vulkan.results import VulkanCallError, invoke
 
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
 _INSTANCE: list[Any] = []
@@ -27,7 +27,7 @@ TYPES = {
     vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "CPU",
 }
 COOP_EXT, BF16_EXT = "VK_KHR_cooperative_matrix", "VK_KHR_shader_bfloat16"
-# VkComponentTypeKHR -> the names vyre_build.features uses (bf16 and fp8 from later headers).
+# VkComponentTypeKHR -> the names vyre_build.core.features uses (bf16 and fp8 from later headers).
 _COMPONENT = {
     0: "f16",
     1: "f32",

@@ -1,0 +1,2 @@
+"""The cached build: action keys of a kernel file, the parse memo, the build step, the
+worker pool and the SCons tool (scons_tool) that drives them; the bundle rebuild check."""
