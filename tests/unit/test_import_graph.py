@@ -1,13 +1,16 @@
-"""The package's import graph has no cycles, counting imports inside functions too.
+"""The package's import graph: no cycles, and a layer order that every import keeps.
 
 Every `import` / `from ... import` in every module of vyre_build/ (module level or
-nested, TYPE_CHECKING blocks excepted) is an edge to the vyre_build module it names;
-`from pkg import name` where `name` is a submodule is an edge to that submodule.
+nested) is an edge to the vyre_build module it names; `from pkg import name` where `name`
+is a submodule is an edge to that submodule. The cycle test leaves out imports under
+`if TYPE_CHECKING:` except where it says; the layer test counts them too: a package
+imports, even for a type, only from the layers below it (LAYERS, bottom first).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -35,13 +38,16 @@ def _type_checking_lines(tree) -> set[int]:
     return lines
 
 
-def import_graph() -> dict[str, set[str]]:
+@functools.lru_cache(maxsize=2)
+def import_graph(type_level: bool = False) -> dict[str, set[str]]:
+    """Module -> the vyre_build modules it imports; `type_level`: with the imports under
+    `if TYPE_CHECKING:` too."""
     mods = _modules()
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
-        skip = _type_checking_lines(tree)
+        skip = set() if type_level else _type_checking_lines(tree)
         is_pkg = path.endswith("__init__.py")
         for node in ast.walk(tree):
             if getattr(node, "lineno", None) in skip:
@@ -120,3 +126,104 @@ def test_scons_tool_imports_no_cli_module():
             seen.add(m)
             todo.extend(g[m])
     assert not [m for m in seen if m == "vyre_build.cli" or m.startswith("vyre_build.commands")]
+
+
+# The layers, bottom first: a module imports only from its own package and from the
+# layers below its own (docs/architecture.md). Packages of one layer do not import each
+# other: emit/ and reference/ are independent judges of the same descriptor.
+LAYERS = (
+    ("vyre_build", "vyre_build.core"),  # the version; errors, files, features, artifacts, limits
+    ("vyre_build.cache",),
+    ("vyre_build.descriptor",),
+    ("vyre_build.bundle",),
+    ("vyre_build.frontend",),
+    ("vyre_build.lang",),  # the names kernel files import, over the frontend's builtins
+    ("vyre_build.emit", "vyre_build.reference"),
+    ("vyre_build.compiler",),
+    ("vyre_build.build",),
+    ("vyre_build.runtime",),
+    ("vyre_build.library",),
+    ("vyre_build.commands",),
+    ("vyre_build.cli",),
+    ("vyre_build.__main__",),
+)
+# Targets and backends: one package each, imported by nothing but their registries.
+TARGETS = ("vyre_build.emit.wgsl", "vyre_build.emit.spirv")
+BACKENDS = (
+    "vyre_build.runtime.backends.wgpu",
+    "vyre_build.runtime.backends.cpu",
+    "vyre_build.runtime.backends.vulkan",
+)
+REGISTRIES = {"vyre_build.compiler", "vyre_build.commands.listing"}
+
+
+def _package(mod: str) -> tuple[int, str]:
+    """(layer index, package) of a module: its longest LAYERS prefix."""
+    best = None
+    for i, layer in enumerate(LAYERS):
+        for pkg in layer:
+            if (mod == pkg or mod.startswith(pkg + ".")) and (
+                best is None or len(pkg) > len(best[1])
+            ):
+                best = (i, pkg)
+    assert best is not None, f"{mod} is in no layer: add its package to LAYERS"
+    return best
+
+
+def _within(mod: str, pkgs: tuple[str, ...]) -> str | None:
+    return next((p for p in pkgs if mod == p or mod.startswith(p + ".")), None)
+
+
+def test_every_module_has_a_layer():
+    for mod in import_graph():
+        _package(mod)
+
+
+def test_imports_go_down_the_layers_type_level_included():
+    bad = []
+    for mod, targets in import_graph(type_level=True).items():
+        layer, pkg = _package(mod)
+        for t in targets:
+            t_layer, t_pkg = _package(t)
+            if t_layer > layer or (t_layer == layer and t_pkg != pkg and t_pkg != "vyre_build"):
+                bad.append(f"{mod} -> {t} ({pkg} is not above {t_pkg})")
+    assert bad == []
+
+
+def test_targets_and_backends_are_imported_only_by_their_registries():
+    bad = []
+    for mod, targets in import_graph(type_level=True).items():
+        own = _within(mod, TARGETS) or _within(mod, BACKENDS)
+        for t in targets:
+            other = _within(t, TARGETS) or _within(t, BACKENDS)
+            if other and other != own and mod not in REGISTRIES:
+                bad.append(f"{mod} -> {t}")
+    assert bad == []
+
+
+def test_the_runtime_core_does_not_import_a_backend():
+    # backends import the runtime's device, buffers and calls, never the other way round
+    g = import_graph(type_level=True)
+    core = [m for m in g if m.startswith("vyre_build.runtime") and not _within(m, BACKENDS)]
+    assert [f"{m} -> {t}" for m in core for t in g[m] if _within(t, BACKENDS)] == []
+
+
+# Type-level cycles that remain (issue 21): the runtime's device, buffers, calls and kernel
+# name each other's types, and the Vulkan pipelines name the device that owns them. No new
+# one may appear.
+KNOWN_TYPE_CYCLES = [
+    [
+        "vyre_build.runtime.backends.vulkan.device",
+        "vyre_build.runtime.backends.vulkan.pipelines",
+    ],
+    [
+        "vyre_build.runtime.buffers",
+        "vyre_build.runtime.calls",
+        "vyre_build.runtime.device",
+        "vyre_build.runtime.kernel",
+    ],
+]
+
+
+def test_type_level_cycles_are_only_the_known_ones():
+    assert sorted(cycles(import_graph(type_level=True))) == KNOWN_TYPE_CYCLES

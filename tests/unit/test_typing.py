@@ -14,6 +14,10 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUNTIME = [
     "vyre_build/runtime",
+    "vyre_build/library/__init__.py",
+    "vyre_build/library/bundle.py",
+    "vyre_build/library/call.py",
+    "vyre_build/library/tuning.py",
     "vyre_build/core/features.py",
     "vyre_build/bundle/metadata.py",
     "vyre_build/commands/devices.py",
