@@ -15,7 +15,6 @@ ATOMICS = in_group("atomics")  # name -> the Atomic op (atomic_sub is an Add of 
 # The other memory builtins: atomic_load, atomic_store, fence (all take scope= / order=).
 MEMORY_BUILTINS = tuple(in_group("memory"))
 ID_BUILTINS = tuple(in_group("ids"))
-COOP_BUILTINS = tuple(in_group("coop"))
 BARRIERS = tuple(in_group("barriers"))  # statements the checker takes before any call
 ARRAY_DECLARATIONS = tuple(in_group("arrays"))  # name = shared(T, n) / local_array(T, n)
 ALL_BUILTINS = frozenset(BUILTINS)
