@@ -46,6 +46,7 @@ _IDENTITY_PARTS = (
     "files.py",
     "ir.py",
     "lower.py",
+    "core",
     "descriptor",
     "emit",
     "frontend",

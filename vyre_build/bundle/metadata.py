@@ -15,6 +15,7 @@ import keyword
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from vyre_build.core.scalars import HOST_SCALARS, VECTOR_COUNTS, vector_name
 from vyre_build.errors import BundleError
 
 __all__ = [
@@ -30,15 +31,11 @@ __all__ = [
     "check_metadata",
 ]
 
-# Host scalar types and their sizes in bytes.
-SCALAR_DTYPES = {"f32": 4, "i32": 4, "u32": 4, "f16": 2}
+# Host scalar types and their sizes in bytes (from the scalar vocabulary, core/scalars.py).
+SCALAR_DTYPES = {s.name: s.size for s in HOST_SCALARS}
 # Vector element types of buffers: (scalar type, components); a vec4f buffer is a float32
 # array holding 4 values per element.
-VECTOR_DTYPES = {
-    f"vec{n}{s}": (t, n)
-    for t, s in (("f32", "f"), ("i32", "i"), ("u32", "u"), ("f16", "h"))
-    for n in (2, 4)
-}
+VECTOR_DTYPES = {vector_name(s, n): (s.name, n) for s in HOST_SCALARS for n in VECTOR_COUNTS}
 BUFFER_DTYPES = (*SCALAR_DTYPES, *VECTOR_DTYPES)
 ACCESS = ("r", "w", "rw")
 MAX_BINDING = 2**31 - 1  # Vulkan binding numbers and WGSL @binding are u32; keep them i32-safe
