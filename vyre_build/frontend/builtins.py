@@ -32,21 +32,11 @@ __all__ = [
     "MEMORY_SCOPES",
     "ORDERS",
     "Builtin",
-    "Kind",
     "Param",
     "Signature",
     "add_builtin",
     "in_group",
 ]
-
-
-@dataclass(frozen=True)
-class Kind:
-    """What a parameter accepts or a result is: its type in the stub (mypy, IDEs) and, in
-    words, the kernel language's types it stands for."""
-
-    stub: str
-    accepts: str
 
 
 # Memory scopes and orders (frontend/memory_order.py checks them), and the orders each kind
@@ -65,43 +55,39 @@ def _literal(values: tuple[str, ...]) -> str:
     return "Literal[" + ", ".join(f'"{v}"' for v in values) + "]"
 
 
-def _words(values: tuple[str, ...]) -> str:
-    quoted = [f'"{v}"' for v in values]
-    return ", ".join(quoted[:-1]) + " or " + quoted[-1]
-
-
-# The typing vocabulary of the rows. A kind named by both a parameter and the result of a
-# signature is one type throughout the call (the stub's TypeVars _F, _N and _T).
-KINDS: dict[str, Kind] = {
-    "float": Kind("_F", "an f32 or f16, or a vector of them (the result has its type)"),
-    "float_or_scalar": Kind("_F | _Scalar", "like the first argument, or a scalar splatted"),
-    "float_scalar": Kind("builtins.float", "an f32 or f16"),
-    "numeric": Kind("_N", "an i32, u32, f32 or f16, or a vector of them"),
-    "numeric_or_scalar": Kind("_N | _Scalar", "like the first argument, or a scalar splatted"),
-    "integer": Kind("builtins.int", "an i32 or u32"),
-    "u32": Kind("builtins.int", "a u32 (an integer literal or i32 converts)"),
-    "bool": Kind("builtins.bool", "a bool"),
-    "scalar": Kind("_Scalar", "a 32-bit scalar: i32, u32 or f32"),
-    "type": Kind("type[_T]", "a type name"),
-    "float_type": Kind("type[builtins.float]", "f16 or f32"),
-    "value": Kind("_T", "a value of the type given"),
-    "array": Kind("Buffer[_T, rw]", "an array of the type given"),
-    "any_buffer": Kind("Buffer[Any, Any]", "a buffer or an array"),
-    "int_buffer": Kind("Buffer[builtins.int, Any]", "an i32 or u32 buffer or shared array"),
-    "float_buffer": Kind("Buffer[builtins.float, Any]", "an f16 or f32 buffer or shared array"),
-    "ids": Kind("_Ids", "a u32 per axis: .x, .y, .z"),
-    "ballot": Kind("vec4u", "a vec4u bit mask"),
-    "counter": Kind("Iterator[builtins.int]", "the values of a counted loop"),
-    "matrix_a": Kind("_MatrixA", "an A fragment"),
-    "matrix_b": Kind("_MatrixB", "a B fragment"),
-    "matrix_acc": Kind("_MatrixAcc", "an accumulator fragment"),
-    "matrix": Kind("_MatrixA | _MatrixB | _MatrixAcc", "any cooperative-matrix fragment"),
-    "scope": Kind("_Scope", f"a memory scope: {_words(MEMORY_SCOPES)}"),
-    "order": Kind("_Order", f"a memory order: {_words(MEMORY_ORDERS)}"),
-    "load_order": Kind(_literal(ORDERS["load"]), f"a load's order: {_words(ORDERS['load'])}"),
-    "store_order": Kind(_literal(ORDERS["store"]), f"a store's order: {_words(ORDERS['store'])}"),
-    "fence_order": Kind(_literal(ORDERS["fence"]), f"a fence's order: {_words(ORDERS['fence'])}"),
-    "none": Kind("None", "no value (a statement)"),
+# The typing vocabulary of the rows: kind -> its type in the stub (mypy, IDEs), with the
+# kernel language's types it stands for. A kind named by both a parameter and the result of
+# a signature is one type throughout the call (the stub's TypeVars _F, _N and _T).
+KINDS: dict[str, str] = {
+    "float": "_F",  # an f32 or f16, or a vector of them (the result has its type)
+    "float_or_scalar": "_F | _Scalar",  # like the first argument, or a scalar splatted to it
+    "float_scalar": "builtins.float",  # an f32 or f16
+    "numeric": "_N",  # an i32, u32, f32 or f16, or a vector of them
+    "numeric_or_scalar": "_N | _Scalar",  # like the first argument, or a scalar splatted to it
+    "integer": "builtins.int",  # an i32 or u32
+    "u32": "builtins.int",  # a u32 (an integer literal converts)
+    "bool": "builtins.bool",  # a condition
+    "scalar": "_Scalar",  # a 32-bit scalar: i32, u32 or f32
+    "type": "type[_T]",  # a type name
+    "float_type": "type[builtins.float]",  # f16 or f32
+    "value": "_T",  # a value of the type given
+    "array": "Buffer[_T, rw]",  # an array of the type given
+    "any_buffer": "Buffer[Any, Any]",  # a buffer or an array
+    "int_buffer": "Buffer[builtins.int, Any]",  # an i32 or u32 buffer or shared array
+    "float_buffer": "Buffer[builtins.float, Any]",  # an f16 or f32 buffer or shared array
+    "ids": "_Ids",  # a u32 per axis: .x, .y, .z
+    "ballot": "vec4u",  # a bit mask, one bit per lane
+    "counter": "Iterator[builtins.int]",  # the values of a counted loop
+    "matrix_a": "_MatrixA",  # cooperative-matrix fragments: A, B, accumulator, any
+    "matrix_b": "_MatrixB",
+    "matrix_acc": "_MatrixAcc",
+    "matrix": "_MatrixA | _MatrixB | _MatrixAcc",
+    "scope": "_Scope",  # one of MEMORY_SCOPES
+    "order": "_Order",  # one of MEMORY_ORDERS
+    "load_order": _literal(ORDERS["load"]),
+    "store_order": _literal(ORDERS["store"]),
+    "fence_order": _literal(ORDERS["fence"]),
+    "none": "None",  # no value: a statement
 }
 
 

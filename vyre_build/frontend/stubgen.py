@@ -198,7 +198,7 @@ PREAMBLES = {
 
 
 def _param(p: Param) -> str:
-    text = f"{p.name}: {KINDS[p.kind].stub}"
+    text = f"{p.name}: {KINDS[p.kind]}"
     return text if p.default is None else f"{text} = {p.default}"
 
 
@@ -208,7 +208,7 @@ def _function(row: Builtin, sig: Signature, first: bool) -> str:
         items.append("/")
     if sig.keywords:
         items += ["*", *(_param(p) for p in sig.keywords)]
-    text = _wrap(f"def {row.name}", items, f" -> {KINDS[sig.result].stub}:")
+    text = _wrap(f"def {row.name}", items, f" -> {KINDS[sig.result]}:")
     return text + (f'\n    """{row.doc}"""' if first else " ...")
 
 
