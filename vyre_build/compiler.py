@@ -32,6 +32,7 @@ from vyre_build.core.errors import VyreError
 from vyre_build.core.files import canonical_json
 
 if TYPE_CHECKING:
+    from vyre_build.bundle.metadata import Coarse, DebugTable
     from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
 
 # debug: a debug build (print/assert kept, out-of-bounds accesses reported; docs/debugging.md);
@@ -153,15 +154,27 @@ def binding_table(desc: KernelDescriptor, info: DescriptorInfo) -> tuple[list[di
     return bindings, {"binding": block.binding, "size": block.size}
 
 
-def _coarse_entries(desc: KernelDescriptor, info: DescriptorInfo, meta: dict) -> tuple:
-    """The coarse entry point of an elementwise kernel (descriptor.coarsen), recorded in
-    `meta["coarse"]` for the runtime, or () when the kernel does not qualify."""
+def _coarse_entries(desc: KernelDescriptor, info: DescriptorInfo) -> tuple[tuple, Coarse | None]:
+    """The coarse entry point of an elementwise kernel (descriptor.coarsen) and its record
+    for the runtime, or ((), None) when the kernel does not qualify."""
+    from vyre_build.bundle.metadata import Coarse
     from vyre_build.descriptor.coarsen import ENTRY, FACTOR, entries
 
     found = entries(desc, info)
-    if found:
-        meta["coarse"] = {"entry": ENTRY, "factor": FACTOR}
-    return found
+    return found, (Coarse(ENTRY, FACTOR) if found else None)
+
+
+def _debug_table(binding: int | None, sites: list[dict]) -> DebugTable:
+    """A debug build's site table from the lowering's rows (lists become tuples)."""
+    from vyre_build.bundle.metadata import DebugSite, DebugTable
+
+    return DebugTable(
+        binding,
+        tuple(
+            DebugSite(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()})
+            for row in sites
+        ),
+    )
 
 
 def _check_options(targets, options) -> dict:
@@ -197,6 +210,7 @@ def compile_file(
 ) -> list[CompiledKernel]:
     """Compile every kernel (and variant) of one kernel file; raises KernelError on bad source.
     `module`: the file already loaded (a build's scan), so it is not parsed again."""
+    from vyre_build.bundle.metadata import PORTABLE_SHARED_BYTES, Binding, KernelMeta, Uniform
     from vyre_build.descriptor import encode
     from vyre_build.frontend import check_module, load_module, wgsl_refusal
     from vyre_build.frontend.work import file_work
@@ -230,32 +244,31 @@ def compile_file(
         sites: list[dict] = []
         desc, info = lower(prog, sites)
         bindings, uniform = binding_table(desc, info)
-        for b in bindings:  # recorded only where declared: other records stay as they were
-            if b["name"] in prog.any_length:
-                b["any_length"] = True
-        meta = {
-            "name": prog.name,
-            "variant": prog.variant,
-            "id": prog.id,
-            "workgroup_size": list(prog.workgroup_size),
-            "grid": list(prog.grid),
-            "bindings": bindings,
-            "uniform": uniform,
-            "variant_values": dict(prog.variant_values),
-            "provenance": provenance,
-        }
-        if prog.shared_bytes is not None:  # a requirement the runtime checks; else 16 KiB
-            meta["shared_bytes"] = prog.shared_bytes
-        if debug:  # the runtime reads the debug buffer back and reports by this table
-            meta["debug"] = {"binding": info.debug_binding, "sites": sites}
-        entries = () if debug else _coarse_entries(desc, info, meta)
-        if info.features:  # the device features it needs (vyre_build.core.features names)
-            meta["features"] = sorted(info.features)
-        wgsl = spirv = None
+        entries, coarse = ((), None) if debug else _coarse_entries(desc, info)
         refusal = wgsl_refusal(module, prog.name)
-        if refusal is not None and "wgsl" in targets:
-            meta["skipped"] = {"wgsl": refusal}  # the bundle and `bundle show` carry it
-        elif "wgsl" in targets:
+        skipped = refusal is not None and "wgsl" in targets
+        meta = KernelMeta(
+            id=prog.id,
+            name=prog.name,
+            variant=prog.variant,
+            workgroup_size=prog.workgroup_size,
+            grid=tuple(prog.grid),
+            # any_length: recorded only where declared (other records stay as they were)
+            bindings=tuple(Binding(**b, any_length=b["name"] in prog.any_length) for b in bindings),
+            uniform=None if uniform is None else Uniform(**uniform),
+            features=tuple(sorted(info.features)),  # the device features it needs
+            coarse=coarse,
+            # the runtime reads the debug buffer back and reports by this table
+            debug=_debug_table(info.debug_binding, sites) if debug else None,
+            # a requirement the runtime checks; else the portable 16 KiB
+            shared_bytes=PORTABLE_SHARED_BYTES if prog.shared_bytes is None else prog.shared_bytes,
+            declares_shared_bytes=prog.shared_bytes is not None,
+            variant_values=dict(prog.variant_values),
+            provenance=provenance,
+            skipped={"wgsl": refusal} if skipped else None,  # the bundle and `bundle show`
+        ).record
+        wgsl = spirv = None
+        if "wgsl" in targets and not skipped:
             from vyre_build.emit.wgsl import emit_wgsl
 
             wgsl = emit_wgsl(desc, info, entries=entries)

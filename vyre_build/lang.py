@@ -3,18 +3,22 @@
 Kernel files are parsed, never executed, so nothing here runs at build time. Importing
 these names (`from vyre_build.lang import kernel, Buffer, f32, global_id`) keeps linters
 and IDEs quiet; calling a builtin from ordinary Python raises a clear error. The names
-come from the frontend's table (`vyre_build.frontend.names`), and their types from
-`lang.pyi` beside this file; a test holds all three to the same set.
+come from the frontend's tables (`vyre_build.frontend.names`; the builtins from the
+registry `vyre_build.frontend.builtins`, each with its row's doc as `__doc__`), and their
+types from `lang.pyi` beside this file, generated from the same registry
+(`python -m vyre_build.frontend.stubgen`); tests hold all three to the same set.
 """
 
 from __future__ import annotations
 
 from vyre_build.frontend import names as _names
+from vyre_build.frontend.builtins import BUILTINS as _BUILTINS
 
 
 class _KernelOnly:
-    def __init__(self, name: str):
+    def __init__(self, name: str, doc: str | None = None):
         self.__name__ = name
+        self.__doc__ = doc
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(
@@ -63,7 +67,7 @@ def _build() -> dict:
     out.update({t: _Type(t) for t in _names.TYPE_NAMES})
     out["bool_"] = out["bool"]
     out.update({m: _AccessMode(m) for m in _names.ACCESS_MODES})
-    out.update({b: _KernelOnly(b) for b in sorted(_names.ALL_BUILTINS)})
+    out.update({b: _KernelOnly(b, _BUILTINS[b].doc) for b in sorted(_names.ALL_BUILTINS)})
     return out
 
 

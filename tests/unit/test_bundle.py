@@ -633,6 +633,7 @@ def test_bundle_module_imports_no_compiler():
             "vyre_build.core",
             "vyre_build.core.errors",
             "vyre_build.core.files",
+            "vyre_build.core.scalars",
             "vyre_build.bundle",
             "vyre_build.bundle.format",
             "vyre_build.bundle.keys",

@@ -1,5 +1,7 @@
-"""vyre_build.lang and its stub match the frontend's table of names; the frontend modules
-import no module that imports them back (lazy imports counted); mypy accepts kernel files."""
+"""vyre_build.lang and its stub match the frontend's table of names; the stub is the text the
+builtin registry generates; each registry row's handler and arity are the ones the checker
+applies; the frontend modules import no module that imports them back (lazy imports
+counted); mypy accepts kernel files."""
 
 import ast
 import os
@@ -14,8 +16,10 @@ from test_import_graph import cycles, import_graph
 
 import vyre_build.lang as lang
 from vyre_build.compiler import compile_file
+from vyre_build.descriptor.ops import SUBGROUP_FEATURE
 from vyre_build.core.errors import KernelError
-from vyre_build.frontend import names
+from vyre_build.frontend import builtins, names, stubgen
+from vyre_build.frontend.checker import KernelChecker
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 STUB = os.path.join(REPO, "vyre_build", "lang.pyi")
@@ -80,6 +84,67 @@ def test_every_name_of_the_stub_has_a_one_line_doc():
     assert multi == [], f"lang.pyi docstrings of more than one line: {multi}"
     assert docs["global_id"] == "This invocation's index in the whole grid (.x, .y, .z)."
     assert docs["f32"] == "32-bit float."
+
+
+def test_the_committed_stub_is_the_generated_one():
+    with open(STUB, encoding="utf-8") as f:
+        committed = f.read()
+    assert committed == stubgen.generate(), (
+        "vyre_build/lang.pyi differs from the builtin registry: "
+        "run python -m vyre_build.frontend.stubgen"
+    )
+    assert stubgen.main(["--check"]) == 0
+
+
+def test_the_stub_follows_a_changed_row(monkeypatch, capsys):
+    # The drift check can fail: a row's doc (or signature) changed is a different stub.
+    row = builtins.BUILTINS["sqrt"]
+    changed = builtins.Builtin(**{**row.__dict__, "doc": "The square root, rounded."})
+    monkeypatch.setitem(builtins.BUILTINS, "sqrt", changed)
+    text = stubgen.generate()
+    assert 'def sqrt(x: _F, /) -> _F:\n    """The square root, rounded."""' in text
+    assert stubgen.main(["--check"]) == 1
+    assert "run python -m vyre_build.frontend.stubgen" in capsys.readouterr().err
+
+
+def test_every_row_is_well_formed():
+    assert set(builtins.BUILTINS) == set(names.ALL_BUILTINS)
+    for name, row in builtins.BUILTINS.items():
+        assert callable(getattr(KernelChecker, row.handler, None)), (name, row.handler)
+        assert row.group in builtins.GROUPS and row.where in builtins.WHERE, name
+        assert row.doc and "\n" not in row.doc, name
+        assert getattr(lang, name).__doc__ == row.doc
+        if row.group == "subgroups":  # the features the descriptor's validator derives
+            assert row.features == {"subgroup_basic", SUBGROUP_FEATURE[row.op]}, name
+        if row.group == "coop":
+            assert row.features == {"cooperative_matrix"}, name
+
+
+def _arity_case(row) -> str:
+    """A kernel body calling `row`'s builtin with one argument too many."""
+    args = ", ".join(["1"] * (row.arity + 1))
+    return f"{row.name}({args})" if row.where == "statement" else f"x = {row.name}({args})"
+
+
+CALLED = [r for r in builtins.BUILTINS.values() if r.where in ("value", "statement")]
+
+
+@pytest.mark.parametrize("row", CALLED, ids=[r.name for r in CALLED])
+def test_the_checker_applies_each_rows_arity(tmp_path, row):
+    src = tmp_path / "k.py"
+    src.write_text(
+        "from vyre_build.lang import *\n"
+        '@kernel\ndef k(o: Buffer[u32, "rw"]):\n'
+        f"    {_arity_case(row)}\n"
+        "    o[0] = 1\n"
+    )
+    with pytest.raises(KernelError) as info:
+        compile_file(str(src), targets=("kdesc",), display_path="k.py")
+    n = row.arity
+    assert str(info.value).splitlines()[0] == (
+        f"k.py:4:{5 + (0 if row.where == 'statement' else 4)}: error: "
+        f"{row.name}() takes {n} argument{'s' if n != 1 else ''}, got {n + 1}"
+    )
 
 
 def test_named_imports_work_at_run_time():

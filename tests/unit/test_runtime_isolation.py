@@ -93,6 +93,7 @@ def test_importing_the_runtime_pulls_in_no_compiler_and_no_gpu_stack():
 
 # What the runtime may import of vyre_build besides itself (docs/runtime.md).
 ALLOWED = (
+    "vyre_build.core",  # the shared vocabularies (scalar types): standard library only
     "vyre_build.bundle",
     "vyre_build.core.errors",
     "vyre_build.core.files",

@@ -1,6 +1,9 @@
-"""The metadata record of one kernel, checked field by field into a `KernelMeta`.
+"""The metadata record of one kernel, checked field by field into a `KernelMeta`, and a
+`KernelMeta` written back as that record.
 
-The record's layout is in docs/descriptor-conventions.md ("Metadata record"). The bundle
+The record's layout is in docs/descriptor-conventions.md ("Metadata record"). The compiler
+builds each kernel's `KernelMeta` and writes `meta.record`, which `to_record()` makes from
+the fields (`check_metadata(meta.record, ...)` gives the same KernelMeta back). The bundle
 reader checks each kernel's record when it is first read, so every tool that shows a
 kernel and the runtime that dispatches it see either a sound `KernelMeta` or one
 `BundleError` naming the kernel, the field and the bad value. Unknown keys are ignored,
@@ -15,6 +18,7 @@ import keyword
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from vyre_build.core.scalars import HOST_SCALARS, VECTOR_COUNTS, vector_name
 from vyre_build.core.errors import BundleError
 
 __all__ = [
@@ -30,15 +34,11 @@ __all__ = [
     "check_metadata",
 ]
 
-# Host scalar types and their sizes in bytes.
-SCALAR_DTYPES = {"f32": 4, "i32": 4, "u32": 4, "f16": 2}
+# Host scalar types and their sizes in bytes (from the scalar vocabulary, core/scalars.py).
+SCALAR_DTYPES = {s.name: s.size for s in HOST_SCALARS}
 # Vector element types of buffers: (scalar type, components); a vec4f buffer is a float32
 # array holding 4 values per element.
-VECTOR_DTYPES = {
-    f"vec{n}{s}": (t, n)
-    for t, s in (("f32", "f"), ("i32", "i"), ("u32", "u"), ("f16", "h"))
-    for n in (2, 4)
-}
+VECTOR_DTYPES = {vector_name(s, n): (s.name, n) for s in HOST_SCALARS for n in VECTOR_COUNTS}
 BUFFER_DTYPES = (*SCALAR_DTYPES, *VECTOR_DTYPES)
 ACCESS = ("r", "w", "rw")
 MAX_BINDING = 2**31 - 1  # Vulkan binding numbers and WGSL @binding are u32; keep them i32-safe
@@ -68,6 +68,21 @@ class Binding:
     offset: int | None = None
     any_length: bool = False
 
+    def to_record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "binding": self.binding,
+            "kind": self.kind,
+            "dtype": self.dtype,
+        }
+        if self.kind == "buffer":
+            out["access"] = self.access
+            if self.any_length:  # recorded only where declared
+                out["any_length"] = True
+        else:
+            out["offset"] = self.offset
+        return out
+
 
 @dataclass(frozen=True)
 class Uniform:
@@ -75,6 +90,9 @@ class Uniform:
 
     binding: int
     size: int
+
+    def to_record(self) -> dict[str, Any]:
+        return {"binding": self.binding, "size": self.size}
 
 
 @dataclass(frozen=True)
@@ -84,6 +102,9 @@ class Coarse:
 
     entry: str
     factor: int
+
+    def to_record(self) -> dict[str, Any]:
+        return {"entry": self.entry, "factor": self.factor}
 
 
 @dataclass(frozen=True)
@@ -103,6 +124,22 @@ class DebugSite:
     access: str = ""  # bounds: "read" | "write" | "atomic"
     array: str = ""  # bounds: the buffer or array
 
+    def to_record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "file": self.file,
+            "line": self.line,
+            "col": self.col,
+        }
+        if self.kind == "print":
+            out["format"] = list(self.format)
+        elif self.kind == "assert":
+            out.update(condition=self.condition, message=self.message, labels=list(self.labels))
+        else:
+            out.update(access=self.access, array=self.array)
+        out["types"] = list(self.types)
+        return out
+
 
 @dataclass(frozen=True)
 class DebugTable:
@@ -112,10 +149,15 @@ class DebugTable:
     binding: int | None
     sites: tuple[DebugSite, ...]
 
+    def to_record(self) -> dict[str, Any]:
+        return {"binding": self.binding, "sites": [s.to_record() for s in self.sites]}
+
 
 @dataclass(frozen=True)
 class KernelMeta:
-    """A checked metadata record. `record` is the record itself (JSON data)."""
+    """A checked metadata record. `record` is the record itself (JSON data): the one read
+    (check_metadata), or, for a KernelMeta made from its fields (the compiler's), the one
+    `to_record()` writes."""
 
     id: str
     name: str
@@ -126,11 +168,49 @@ class KernelMeta:
     uniform: Uniform | None
     features: tuple[str, ...]
     coarse: Coarse | None
-    record: dict[str, Any] = field(compare=False, repr=False)
+    record: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     debug: DebugTable | None = None  # a debug build's site table
     # The workgroup memory the kernel may use: @kernel(shared_bytes=N), else the portable
     # 16 KiB (absent from the record); the runtime refuses it on a device with less.
     shared_bytes: int = PORTABLE_SHARED_BYTES
+    declares_shared_bytes: bool = False  # the record names shared_bytes (the kernel did)
+    # Carried as the record has them (None: absent), not compared: the variant's parameter
+    # values, the provenance (format.py checks it) and {target: why} of targets not built.
+    variant_values: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    provenance: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    skipped: dict[str, str] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.record:  # made from its fields: its record is what they write
+            object.__setattr__(self, "record", self.to_record())
+
+    def to_record(self) -> dict[str, Any]:
+        """The metadata record of these fields (what the compiler writes as .meta.json:
+        absent fields and their defaults are left out exactly as it leaves them out)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "variant": self.variant,
+            "id": self.id,
+            "workgroup_size": list(self.workgroup_size),
+            "grid": list(self.grid),
+            "bindings": [b.to_record() for b in self.bindings],
+            "uniform": None if self.uniform is None else self.uniform.to_record(),
+        }
+        if self.variant_values is not None:
+            out["variant_values"] = dict(self.variant_values)
+        if self.provenance is not None:
+            out["provenance"] = self.provenance
+        if self.declares_shared_bytes:
+            out["shared_bytes"] = self.shared_bytes
+        if self.debug is not None:
+            out["debug"] = self.debug.to_record()
+        if self.coarse is not None:
+            out["coarse"] = self.coarse.to_record()
+        if self.features:
+            out["features"] = list(self.features)
+        if self.skipped is not None:
+            out["skipped"] = dict(self.skipped)
+        return out
 
     @property
     def buffers(self) -> tuple[Binding, ...]:
@@ -425,4 +505,13 @@ def check_metadata(meta: object, where: str) -> KernelMeta:
             PORTABLE_SHARED_BYTES,
             MAX_SHARED_BYTES,
         ),
+        declares_shared_bytes="shared_bytes" in meta,
+        variant_values=values,
+        provenance=_object_or_none(meta.get("provenance")),
+        skipped=_object_or_none(meta.get("skipped")),
     )
+
+
+def _object_or_none(value: object) -> dict[str, Any] | None:
+    # Carried, not checked here (format.py checks provenance; skipped is shown as text).
+    return value if isinstance(value, dict) else None

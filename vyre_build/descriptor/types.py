@@ -3,15 +3,18 @@
 A value type is named as the kernel language, the IR and the metadata name it ("u32",
 "vec4f", ...). Each `ValueType` row holds what every layer needs: the descriptor DataType
 (`Variant("U32")`, `Variant("Vec", (Variant("F32"), 4))`), the element and component count,
-the WGSL spelling, the size on the host and where the type may live (storage buffers,
-the uniform block, atomics). Adding a type is one row here (plus emitter rules for the
-ops the op table gives it; a test enforces that).
+the WGSL spelling, the size and numpy dtype on the host and where the type may live
+(storage buffers, the uniform block, atomics). The scalars' spellings come from
+`vyre_build.core.scalars` (which the runtime reads too); adding a type is one row there or
+here (plus emitter rules for the ops the op table gives it; a test enforces that).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from vyre_build.core.scalars import SCALARS as _SCALAR_ROWS
+from vyre_build.core.scalars import VECTOR_COUNTS
 from vyre_build.descriptor.codec import Variant
 from vyre_build.core.errors import DescriptorFormatError
 from vyre_build.core.features import MATRIX_DIMS, MATRIX_ELEMENTS
@@ -49,24 +52,19 @@ class ValueType:
     atomic: bool  # atomics are defined on it
     # a cooperative matrix: (use, rows, cols), use "a" | "b" | "acc"; None for other types
     matrix: tuple[str, int, int] | None = None
+    host: str = ""  # the numpy dtype name of its element on the host ("float32", "bool")
 
 
 # (name, DataType name, kind, WGSL, bytes): the scalars; vectors are derived from them below.
-_SCALARS = (
-    ("bool", "Bool", "bool", "bool", 0),
-    ("i32", "I32", "sint", "i32", 4),
-    ("u32", "U32", "uint", "u32", 4),
-    ("f32", "F32", "float", "f32", 4),
-    ("f16", "F16", "float", "f16", 2),  # WGSL `enable f16;`, SPIR-V Float16 (+16-bit storage)
-)
+_SCALARS = tuple((s.name, s.datatype, s.kind, s.wgsl, s.size) for s in _SCALAR_ROWS)
 # A vector's name: "vec" + count + this letter of its element.
-_LETTER = {"i32": "i", "u32": "u", "f32": "f", "f16": "h"}
+_LETTER = {s.name: s.letter for s in _SCALAR_ROWS if s.letter}
+_HOST = {s.name: s.host for s in _SCALAR_ROWS}
 # Cooperative matrices (VK_KHR_cooperative_matrix, subgroup scope): DataType TensorShaped
 # {element, shape [rows, cols, use]} with use 0 A, 1 B, 2 accumulator. A and B are f16;
 # accumulators f16 or f32; each side 8, 16 or 32 (features.py; the device's list decides
 # what runs).
 _USE = {"a": 0, "b": 1, "acc": 2}
-VECTOR_COUNTS = (2, 4)  # no 3-component vectors: their storage alignment differs from host packing
 
 
 def _rows() -> dict[str, ValueType]:
@@ -96,7 +94,7 @@ def _rows() -> dict[str, ValueType]:
                     rows[mname] = ValueType(
                         mname, dt, elem, 1, "matrix", "", 0, False, False, False, (use, r, c)
                     )
-    return rows
+    return {n: replace(t, host=_HOST[t.element]) for n, t in rows.items()}
 
 
 def matrix_name(use: str, elem: str, rows: int, cols: int) -> str:

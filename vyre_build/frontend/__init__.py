@@ -68,15 +68,19 @@ ORDERED_SPIRV_ONLY = (
 
 
 def _orders_memory(node) -> bool:
-    """Whether call `node` is fence() or an atomic with a literal order other than relaxed."""
+    """Whether call `node` is fence() (whose row needs the Vulkan memory model) or an atomic
+    with a literal order other than relaxed."""
     import ast
 
-    from vyre_build.frontend.names import ATOMICS, MEMORY_BUILTINS
+    from vyre_build.core.features import VULKAN_MEMORY_MODEL
+    from vyre_build.frontend.builtins import BUILTINS
 
-    name = node.func.id
-    if name == "fence":
+    row = BUILTINS.get(node.func.id)
+    if row is None:
+        return False
+    if VULKAN_MEMORY_MODEL in row.features:
         return True
-    if name not in ATOMICS and name not in MEMORY_BUILTINS:
+    if row.group not in ("atomics", "memory"):
         return False
     return any(
         kw.arg == "order" and isinstance(kw.value, ast.Constant) and kw.value.value != "relaxed"
@@ -92,7 +96,8 @@ def wgsl_refusal(module: KernelModule, kernel: str) -> str | None:
     fence: frontend/memory_order.py)."""
     import ast
 
-    from vyre_build.frontend.names import COOP_BUILTINS
+    from vyre_build.core.features import COOPERATIVE_MATRIX
+    from vyre_build.frontend.builtins import BUILTINS
 
     seen: set[int] = set()
     todo = [(module, module.kernels[kernel].node)]
@@ -104,7 +109,8 @@ def wgsl_refusal(module: KernelModule, kernel: str) -> str | None:
         for node in ast.walk(fn):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 name = node.func.id
-                if name in COOP_BUILTINS:
+                row = BUILTINS.get(name)
+                if row is not None and COOPERATIVE_MATRIX in row.features:
                     return SPIRV_ONLY
                 if _orders_memory(node):
                     return ORDERED_SPIRV_ONLY

@@ -12,22 +12,8 @@ import ast
 from vyre_build.frontend import ir
 from vyre_build.frontend.expressions import _has_effects
 from vyre_build.core.limits import MAX_OPERATIONS
-from vyre_build.frontend.names import (
-    ATOMICS,
-    COOP_BUILTINS,
-    DECL_BUILTINS,
-    F32_PRED,
-    F32_UNARY,
-    ID_BUILTINS,
-    INT_UNARY,
-    MEMORY_BUILTINS,
-    OTHER_BUILTINS,
-    STATEMENT_BUILTINS,
-    SUBGROUP_IDS,
-    SUBGROUP_OPS,
-    TYPE_NAMES,
-)
-
+from vyre_build.frontend.builtins import BUILTINS
+from vyre_build.frontend.names import ATOMICS, MEMORY_BUILTINS, TYPE_NAMES
 
 MEMORY_KEYWORDS = frozenset(ATOMICS) | frozenset(MEMORY_BUILTINS)
 
@@ -81,44 +67,36 @@ class CallChecker:
             return result
         if name in TYPE_NAMES:
             return self.cast(node, name)
-        if name in MEMORY_BUILTINS:
+        row = BUILTINS.get(name)
+        if row is not None and row.group == "memory":
             return self.builtin_memory(node, name, statement)
         if isinstance(self.variant_env.get(name), str):
             self.used_variant_params.add(name)
             return self.cast(node, self.variant_env[name])
-        method = getattr(self, "builtin_" + name, None) if name in OTHER_BUILTINS else None
-        if name in SUBGROUP_OPS:
-            method = self.builtin_subgroup
-        elif name in COOP_BUILTINS:
-            method = self.builtin_coop
-        elif name in SUBGROUP_IDS:
-            self.nargs(node, name, 0)
-            return ir.Builtin(name, 0)
-        if name in F32_UNARY or name in F32_PRED:
-            method = self.builtin_f32_unary
-        elif name in INT_UNARY:
-            method = self.builtin_int_unary
-        elif name in ATOMICS:
-            method = self.builtin_atomic
-        if name in STATEMENT_BUILTINS and not statement:
+        if row is None:
+            if name == "print":
+                raise self.err(node, "print(...) has no value", "call it as a statement of its own")
+            raise self.unknown(node.func, name, called=True)
+        # A builtin: where its row says a call may stand, then the handler the row names.
+        if row.where == "statement" and not statement:
             raise self.err(
                 node, f"{name}() is a statement, not a value", f"call it on its own line: {name}()"
             )
-        if name in ID_BUILTINS:
+        if row.where == "axis":
             raise self.err(node, f"{name}() is a vector", f"take one component: {name}().x")
-        if name in DECL_BUILTINS:
+        if row.where == "declaration":
             raise self.err(
                 node,
                 f"{name}(...) can only be assigned to a name at the top level of a kernel body",
                 f"write: tile = {name}(f32, 256)",
             )
-        if method is None and name == "print":
-            raise self.err(node, "print(...) has no value", "call it as a statement of its own")
-        if method is None:
-            raise self.unknown(node.func, name, called=True)
-        return method(node, name)
+        return getattr(self, row.handler)(node, name)
 
-    def nargs(self, node, name, n):
+    def nargs(self, node, name, n=None):
+        """A call of `name` has `n` positional arguments (None: builtin `name`'s arity, from
+        its row), else a KernelError at the call."""
+        if n is None:
+            n = BUILTINS[name].arity
         if len(node.args) != n:
             raise self.err(
                 node, f"{name}() takes {n} argument{'s' if n != 1 else ''}, got {len(node.args)}"
@@ -189,7 +167,7 @@ class CallChecker:
         )
 
     def builtin_bitcast(self, node, name):
-        self.nargs(node, name, 2)
+        self.nargs(node, name)
         t = node.args[0]
         ty = self.resolve_type(t)
         if ty not in ("i32", "u32", "f32"):
@@ -208,11 +186,13 @@ class CallChecker:
 
     # -- math ------------------------------------------------------------------------
     def builtin_f32_unary(self, node, name):
-        self.nargs(node, name, 1)
+        row = BUILTINS[name]
+        predicate = row.result == "bool"  # isnan, isinf, isfinite: of a scalar, a bool
+        self.nargs(node, name)
         a = self.expr(node.args[0])
         if a.ty == "int":
             a = self.coerce(node.args[0], a, "f32")
-        if name in F32_PRED and a.ty not in ir.FLOAT:
+        if predicate and a.ty not in ir.FLOAT:
             raise self.err(
                 node.args[0],
                 f"{name}() needs an f32 or f16, got {a.ty}",
@@ -224,12 +204,10 @@ class CallChecker:
                 f"{name}() needs an f32 or f16 (or a vector of them), got {a.ty}",
                 "convert it: f32(x)",
             )
-        if name in F32_PRED:
-            return ir.Unary(F32_PRED[name], a, "bool")
-        return ir.Unary(F32_UNARY[name], a, a.ty)
+        return ir.Unary(row.op, a, "bool" if predicate else a.ty)
 
     def builtin_int_unary(self, node, name):
-        self.nargs(node, name, 1)
+        self.nargs(node, name)
         a = self.typed(node.args[0])
         if a.ty not in ir.INTEGER:
             raise self.err(
@@ -237,7 +215,7 @@ class CallChecker:
                 f"{name}() needs an i32 or u32, got {a.ty}",
                 "reinterpret floats with bitcast(u32, x)",
             )
-        return ir.Unary(INT_UNARY[name], a, a.ty)
+        return ir.Unary(BUILTINS[name].op, a, a.ty)
 
     def numeric_args(self, node, name, n):
         self.nargs(node, name, n)
@@ -274,15 +252,11 @@ class CallChecker:
 
     def builtin_abs(self, node, name):
         (a,) = self.numeric_args(node, name, 1)
-        return a if ir.element(a.ty) == "u32" else ir.Unary("Abs", a, a.ty)
+        return a if ir.element(a.ty) == "u32" else ir.Unary(BUILTINS[name].op, a, a.ty)
 
-    def builtin_min(self, node, name):
+    def builtin_min_max(self, node, name):
         a, b = self.numeric_args(node, name, 2)
-        return ir.Binary("Min", a, b, a.ty)
-
-    def builtin_max(self, node, name):
-        a, b = self.numeric_args(node, name, 2)
-        return ir.Binary("Max", a, b, a.ty)
+        return ir.Binary(BUILTINS[name].op, a, b, a.ty)
 
     def builtin_clamp(self, node, name):
         x, lo, hi = self.numeric_args(node, name, 3)
@@ -297,7 +271,7 @@ class CallChecker:
         return ir.Fma(a, b, c, a.ty)
 
     def builtin_select(self, node, name):
-        self.nargs(node, name, 3)
+        self.nargs(node, name)
         c = self.cond(node.args[0])
         a = self.lazy(node.args[1], self.expr)
         b = self.lazy(node.args[2], self.expr)
@@ -315,21 +289,16 @@ class CallChecker:
             return ir.Splat(self.cast_scalar(an, a, ir.element(b.ty)), b.ty), b
         return a, b
 
-    def rotate(self, node, name, op):
-        self.nargs(node, name, 2)
+    def builtin_rotate(self, node, name):
+        self.nargs(node, name)
         a = self.typed(node.args[0])
         if a.ty not in ir.INTEGER:
             raise self.err(node.args[0], f"{name}() needs an i32 or u32, got {a.ty}")
-        return ir.Binary(op, a, self.as_u32(node.args[1], self.expr(node.args[1])), a.ty)
-
-    def builtin_rotl(self, node, name):
-        return self.rotate(node, name, "RotateLeft")
-
-    def builtin_rotr(self, node, name):
-        return self.rotate(node, name, "RotateRight")
+        rotated = self.as_u32(node.args[1], self.expr(node.args[1]))
+        return ir.Binary(BUILTINS[name].op, a, rotated, a.ty)
 
     def builtin_len(self, node, name):
-        self.nargs(node, name, 1)
+        self.nargs(node, name)
         arr = self.array_name(node.args[0])
         decl = self.arrays.get(arr)
         if decl is not None:
@@ -343,9 +312,18 @@ class CallChecker:
             "write: for i in range(n):",
         )
 
+    def builtin_barrier(self, node, name):
+        """barrier() / storage_barrier(), a statement (stmt_Expr calls this)."""
+        self.nargs(node, name)
+        self.block.append(ir.Barrier(storage=name == "storage_barrier"))
+
     # -- subgroups ------------------------------------------------------------------
+    def builtin_subgroup_id(self, node, name):
+        self.nargs(node, name)
+        return ir.Builtin(name, 0)
+
     def builtin_subgroup(self, node, name):
-        op = SUBGROUP_OPS[name]
+        op = BUILTINS[name].op
         if op == "elect":
             self.nargs(node, name, 0)
             return ir.Subgroup(op, (), "bool")

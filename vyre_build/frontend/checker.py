@@ -30,7 +30,12 @@ from vyre_build.core.limits import (
 )
 from vyre_build.frontend.memory_order import MemoryOrderChecker
 from vyre_build.frontend.module import KernelDef, KernelModule
-from vyre_build.frontend.names import ALL_BUILTINS, TYPE_NAMES
+from vyre_build.frontend.names import (
+    ALL_BUILTINS,
+    ARRAY_DECLARATIONS,
+    BARRIERS,
+    TYPE_NAMES,
+)
 from vyre_build.frontend.parsing import BLOCKS_FIX, NESTING_FIX
 from vyre_build.frontend.uniformity import check_uniformity
 
@@ -530,12 +535,10 @@ class KernelChecker(
             return self.debug_print(v)
         if (
             isinstance(v.func, ast.Name)
-            and v.func.id in ("barrier", "storage_barrier")
+            and v.func.id in BARRIERS
             and v.func.id not in self.frame.vars
         ):
-            self.nargs(v, v.func.id, 0)
-            self.block.append(ir.Barrier(storage=v.func.id == "storage_barrier"))
-            return
+            return self.builtin_barrier(v, v.func.id)
         e = self.expr_Call(v, statement=True)
         if isinstance(e, ir.Atomic):
             self.frame.effects = True
@@ -551,7 +554,7 @@ class KernelChecker(
         if (
             isinstance(v, ast.Call)
             and isinstance(v.func, ast.Name)
-            and v.func.id in ("shared", "local_array")
+            and v.func.id in ARRAY_DECLARATIONS
             and v.func.id not in self.frame.vars
         ):
             return self.declare_array(node, target, v, top)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from vyre_build.frontend import ir
 from vyre_build.descriptor.matrices import mma_shape
 from vyre_build.descriptor.types import MATRIX_DIMS, MATRIX_ELEMENTS, matrix_name
-from vyre_build.frontend.names import COOP_LOADS
+from vyre_build.frontend.builtins import BUILTINS
 
 _USE_TEXT = {"a": "an A matrix", "b": "a B matrix", "acc": "an accumulator"}
 _DIMS_TEXT = ", ".join(map(str, MATRIX_DIMS[:-1])) + f" or {MATRIX_DIMS[-1]}"
@@ -28,14 +28,8 @@ _DIMS_TEXT = ", ".join(map(str, MATRIX_DIMS[:-1])) + f" or {MATRIX_DIMS[-1]}"
 class CoopChecker:
     """Mixin: the coop_* builtins for KernelChecker."""
 
-    def builtin_coop(self, node, name):
-        if name in COOP_LOADS:
-            return self.coop_load(node, name, COOP_LOADS[name])
-        if name == "coop_fill":
-            return self.coop_fill(node, name)
-        if name == "coop_mma":
-            return self.coop_mma(node, name)
-        return self.coop_store(node, name)
+    def builtin_coop_load(self, node, name):
+        return self.coop_load(node, name, BUILTINS[name].op)
 
     def coop_dims(self, node, name) -> tuple[int, int]:
         dims = []

@@ -19,15 +19,10 @@ from __future__ import annotations
 import ast
 
 from vyre_build.frontend import ir
-from vyre_build.frontend.names import MEMORY_ORDERS, MEMORY_SCOPES
+from vyre_build.frontend.builtins import MEMORY_ORDERS, MEMORY_SCOPES
+from vyre_build.frontend.builtins import ORDERS as _ORDERS  # the orders each kind allows
 
-# The orders each kind of operation allows, and what to write instead of another.
-_ORDERS = {
-    "rmw": MEMORY_ORDERS,
-    "load": ("relaxed", "acquire"),
-    "store": ("relaxed", "release"),
-    "fence": ("acquire", "release", "acq_rel"),
-}
+# What to write instead of an order the kind of operation does not allow.
 _ORDER_FIX = {
     "load": 'a load is order="relaxed" or "acquire" (to publish, use atomic_store with '
     'order="release")',

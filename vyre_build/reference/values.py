@@ -14,17 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from vyre_build.descriptor.ops import OPS
-from vyre_build.descriptor.types import TYPES
+from vyre_build.descriptor.types import SCALARS, TYPES
 
 __all__ = ["RULES", "DTYPES", "dtype_of", "zeros"]
 
-DTYPES = {
-    "u32": np.dtype(np.uint32),
-    "i32": np.dtype(np.int32),
-    "f32": np.dtype(np.float32),
-    "f16": np.dtype(np.float16),
-    "bool": np.dtype(np.bool_),
-}
+DTYPES = {s: np.dtype(TYPES[s].host) for s in SCALARS}  # the host column of the vocabulary
 U32 = np.uint32
 I32_MIN = np.int32(-(2**31))
 

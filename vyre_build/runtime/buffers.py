@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vyre_build.bundle.metadata import SCALAR_DTYPES
+from vyre_build.core.scalars import HOST_SCALARS
 from vyre_build.core.errors import DispatchError
 
 if TYPE_CHECKING:
@@ -17,13 +18,11 @@ if TYPE_CHECKING:
 
     from vyre_build.runtime.device import Device, Job, WriteBack
 
+# The host dtype of each buffer scalar (little-endian, as devices store them), and its name.
 DTYPES: dict[str, np.dtype[Any]] = {
-    "f32": np.dtype("<f4"),
-    "i32": np.dtype("<i4"),
-    "u32": np.dtype("<u4"),
-    "f16": np.dtype("<f2"),
+    s.name: np.dtype(s.host).newbyteorder("<") for s in HOST_SCALARS
 }
-NP_NAMES = {"f32": "float32", "i32": "int32", "u32": "uint32", "f16": "float16"}
+NP_NAMES = {s.name: s.host for s in HOST_SCALARS}
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 
 
