@@ -9,7 +9,6 @@ memory, double-buffered (16 KiB in all, WebGPU's default limit), while the next 
 loads are already in flight in registers; one barrier per step. Loads past an edge read
 0, stores past an edge are skipped. variants.yaml binds T = f32, V = vec4f.
 """
-
 from vyre_build.lang import Buffer, barrier, fma, kernel, local_id, shared, u32, workgroup_id
 
 from .lib_common import put4
@@ -47,18 +46,10 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
     bg = lid % 32
     ar = m0 + 4 * ag
     bc = n0 + 4 * bg
-    sa[ak * 32 + ag] = V(
-        at(a, ar, ak, M, K),
-        at(a, ar + 1, ak, M, K),
-        at(a, ar + 2, ak, M, K),
-        at(a, ar + 3, ak, M, K),
-    )
-    sb[bk * 32 + bg] = V(
-        at(b, bk, bc, K, N),
-        at(b, bk, bc + 1, K, N),
-        at(b, bk, bc + 2, K, N),
-        at(b, bk, bc + 3, K, N),
-    )
+    sa[ak * 32 + ag] = V(at(a, ar, ak, M, K), at(a, ar + 1, ak, M, K), at(a, ar + 2, ak, M, K),
+                         at(a, ar + 3, ak, M, K))
+    sb[bk * 32 + bg] = V(at(b, bk, bc, K, N), at(b, bk, bc + 1, K, N), at(b, bk, bc + 2, K, N),
+                         at(b, bk, bc + 3, K, N))
     barrier()
     z = V(T(0.0))
     c00 = z

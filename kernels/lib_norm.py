@@ -12,26 +12,9 @@ Layer norm sums values and squares shifted by the row's first value (no cancella
 rows far from 0), then writes (x - mean) * rsqrt(var + eps) * gamma + beta.
 variants.yaml binds T and V.
 """
-
-from vyre_build.lang import (
-    Buffer,
-    barrier,
-    bitcast,
-    exp,
-    f32,
-    kernel,
-    local_id,
-    max,
-    rsqrt,
-    shared,
-    subgroup_add,
-    subgroup_invocation_id,
-    subgroup_max,
-    subgroup_min,
-    subgroup_size,
-    u32,
-    workgroup_id,
-)
+from vyre_build.lang import (Buffer, barrier, bitcast, exp, f32, kernel, local_id, max, rsqrt,
+                             shared, subgroup_add, subgroup_invocation_id, subgroup_max,
+                             subgroup_min, subgroup_size, u32, workgroup_id)
 
 from .lib_common import wg_sum2
 
@@ -73,16 +56,8 @@ def exp4(v: V) -> V:
 
 
 @kernel(workgroup_size=WG, grid=1)
-def lib_softmax(
-    x4: Buffer[V],
-    x: Buffer[T],
-    out4: Buffer[V, "w"],
-    out: Buffer[T, "w"],
-    rows: u32,
-    cols: u32,
-    vec: u32,
-    row_stride: u32,
-):
+def lib_softmax(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
+                rows: u32, cols: u32, vec: u32, row_stride: u32):
     slots_m = shared(T, WG)
     slots_s = shared(T, WG)
     lid = local_id().x
@@ -128,21 +103,10 @@ def lib_softmax(
 
 
 @kernel(workgroup_size=WG, grid=1)
-def lib_layer_norm(
-    x4: Buffer[V],
-    x: Buffer[T],
-    gamma4: Buffer[V],
-    gamma: Buffer[T],
-    beta4: Buffer[V],
-    beta: Buffer[T],
-    out4: Buffer[V, "w"],
-    out: Buffer[T, "w"],
-    rows: u32,
-    cols: u32,
-    vec: u32,
-    row_stride: u32,
-    eps: f32,
-):
+def lib_layer_norm(x4: Buffer[V], x: Buffer[T], gamma4: Buffer[V], gamma: Buffer[T],
+                   beta4: Buffer[V], beta: Buffer[T], out4: Buffer[V, "w"],
+                   out: Buffer[T, "w"], rows: u32, cols: u32, vec: u32, row_stride: u32,
+                   eps: f32):
     slots_a = shared(T, WG)
     slots_b = shared(T, WG)
     lid = local_id().x

@@ -22,23 +22,9 @@ the sum of squared deviations from it, then (x - mean) * rsqrt(var + eps) * gamm
 (cols % 4 == 0) rows move as vec4s through x4/out4, else as scalars through x/out (the host
 binds the unused pair to small scratch buffers). variants.yaml binds T and V.
 """
-
-from vyre_build.lang import (
-    Buffer,
-    bitcast,
-    f32,
-    kernel,
-    max,
-    num_subgroups,
-    rsqrt,
-    subgroup_add,
-    subgroup_id,
-    subgroup_invocation_id,
-    subgroup_max,
-    subgroup_size,
-    u32,
-    workgroup_id,
-)
+from vyre_build.lang import (Buffer, bitcast, f32, kernel, max, num_subgroups, rsqrt,
+                             subgroup_add, subgroup_id, subgroup_invocation_id, subgroup_max,
+                             subgroup_size, u32, workgroup_id)
 
 from .lib_common import put4
 from .lib_norm import exp4
@@ -62,18 +48,13 @@ def load(x4: Buffer[V], x: Buffer[T], row: u32, q: u32, cols: u32, vec: u32, fil
     else:
         i = row * cols + 4 * q
         c = 4 * q
-        r = V(
-            x[i] if c < cols else fill,
-            x[i + 1] if c + 1 < cols else fill,
-            x[i + 2] if c + 2 < cols else fill,
-            x[i + 3] if c + 3 < cols else fill,
-        )
+        r = V(x[i] if c < cols else fill, x[i + 1] if c + 1 < cols else fill,
+              x[i + 2] if c + 2 < cols else fill, x[i + 3] if c + 3 < cols else fill)
     return r
 
 
-def store(
-    out4: Buffer[V, "w"], out: Buffer[T, "w"], row: u32, q: u32, cols: u32, vec: u32, r: V
-) -> None:
+def store(out4: Buffer[V, "w"], out: Buffer[T, "w"], row: u32, q: u32, cols: u32, vec: u32,
+          r: V) -> None:
     """Values 4q .. 4q+3 of the row, those before its end."""
     if vec != 0:
         if 4 * q < cols:
@@ -96,12 +77,8 @@ def inside(d: V, q: u32, cols: u32) -> V:
     """d (vec4 q of the row) with the components past the row's end set to 0."""
     c = 4 * q
     z = T(0.0)
-    return V(
-        d.x if c < cols else z,
-        d.y if c + 1 < cols else z,
-        d.z if c + 2 < cols else z,
-        d.w if c + 3 < cols else z,
-    )
+    return V(d.x if c < cols else z, d.y if c + 1 < cols else z, d.z if c + 2 < cols else z,
+             d.w if c + 3 < cols else z)
 
 
 def max4(v: V) -> T:
@@ -112,20 +89,9 @@ def sum4(v: V) -> T:
     return (v.x + v.y) + (v.z + v.w)
 
 
-def scaled(
-    out4: Buffer[V, "w"],
-    out: Buffer[T, "w"],
-    gamma4: Buffer[V],
-    gamma: Buffer[T],
-    beta4: Buffer[V],
-    beta: Buffer[T],
-    row: u32,
-    q: u32,
-    cols: u32,
-    vec: u32,
-    d: V,
-    r: T,
-) -> None:
+def scaled(out4: Buffer[V, "w"], out: Buffer[T, "w"], gamma4: Buffer[V], gamma: Buffer[T],
+           beta4: Buffer[V], beta: Buffer[T], row: u32, q: u32, cols: u32, vec: u32, d: V,
+           r: T) -> None:
     """Store d * r * gamma + beta at vec4 q of the row (d: its values less the mean)."""
     z = T(0.0)
     g = load(gamma4, gamma, 0, q, cols, vec, z)
@@ -133,15 +99,8 @@ def scaled(
     store(out4, out, row, q, cols, vec, d * r * g + b)
 
 
-def softmax_regs(
-    x4: Buffer[V],
-    x: Buffer[T],
-    out4: Buffer[V, "w"],
-    out: Buffer[T, "w"],
-    row: u32,
-    cols: u32,
-    vec: u32,
-) -> None:
+def softmax_regs(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
+                 row: u32, cols: u32, vec: u32) -> None:
     s = subgroup_size()
     q = subgroup_invocation_id()
     f = neg_inf()
@@ -175,15 +134,8 @@ def softmax_regs(
     store(out4, out, row, q + 7 * s, cols, vec, v7 * inv)
 
 
-def softmax_strided(
-    x4: Buffer[V],
-    x: Buffer[T],
-    out4: Buffer[V, "w"],
-    out: Buffer[T, "w"],
-    row: u32,
-    cols: u32,
-    vec: u32,
-) -> None:
+def softmax_strided(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
+                    row: u32, cols: u32, vec: u32) -> None:
     s = subgroup_size()
     nq = (cols + 3) // 4
     f = neg_inf()
@@ -206,16 +158,8 @@ def softmax_strided(
 
 
 @kernel(workgroup_size=WG, grid=1)
-def lib_softmax_warp(
-    x4: Buffer[V],
-    x: Buffer[T],
-    out4: Buffer[V, "w"],
-    out: Buffer[T, "w"],
-    rows: u32,
-    cols: u32,
-    vec: u32,
-    row_stride: u32,
-):
+def lib_softmax_warp(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
+                     rows: u32, cols: u32, vec: u32, row_stride: u32):
     per = num_subgroups()
     row = workgroup_id().x * per + subgroup_id()
     regs = cols <= 4 * REGS * subgroup_size()
@@ -227,20 +171,9 @@ def lib_softmax_warp(
         row += row_stride * per
 
 
-def layer_norm_regs(
-    x4: Buffer[V],
-    x: Buffer[T],
-    gamma4: Buffer[V],
-    gamma: Buffer[T],
-    beta4: Buffer[V],
-    beta: Buffer[T],
-    out4: Buffer[V, "w"],
-    out: Buffer[T, "w"],
-    row: u32,
-    cols: u32,
-    vec: u32,
-    eps: f32,
-) -> None:
+def layer_norm_regs(x4: Buffer[V], x: Buffer[T], gamma4: Buffer[V], gamma: Buffer[T],
+                    beta4: Buffer[V], beta: Buffer[T], out4: Buffer[V, "w"],
+                    out: Buffer[T, "w"], row: u32, cols: u32, vec: u32, eps: f32) -> None:
     s = subgroup_size()
     q = subgroup_invocation_id()
     z = T(0.0)
@@ -276,20 +209,9 @@ def layer_norm_regs(
     scaled(out4, out, gamma4, gamma, beta4, beta, row, q + 7 * s, cols, vec, v7, r)
 
 
-def layer_norm_strided(
-    x4: Buffer[V],
-    x: Buffer[T],
-    gamma4: Buffer[V],
-    gamma: Buffer[T],
-    beta4: Buffer[V],
-    beta: Buffer[T],
-    out4: Buffer[V, "w"],
-    out: Buffer[T, "w"],
-    row: u32,
-    cols: u32,
-    vec: u32,
-    eps: f32,
-) -> None:
+def layer_norm_strided(x4: Buffer[V], x: Buffer[T], gamma4: Buffer[V], gamma: Buffer[T],
+                       beta4: Buffer[V], beta: Buffer[T], out4: Buffer[V, "w"],
+                       out: Buffer[T, "w"], row: u32, cols: u32, vec: u32, eps: f32) -> None:
     s = subgroup_size()
     nq = (cols + 3) // 4
     z = T(0.0)
@@ -316,21 +238,10 @@ def layer_norm_strided(
 
 
 @kernel(workgroup_size=WG, grid=1)
-def lib_layer_norm_warp(
-    x4: Buffer[V],
-    x: Buffer[T],
-    gamma4: Buffer[V],
-    gamma: Buffer[T],
-    beta4: Buffer[V],
-    beta: Buffer[T],
-    out4: Buffer[V, "w"],
-    out: Buffer[T, "w"],
-    rows: u32,
-    cols: u32,
-    vec: u32,
-    row_stride: u32,
-    eps: f32,
-):
+def lib_layer_norm_warp(x4: Buffer[V], x: Buffer[T], gamma4: Buffer[V], gamma: Buffer[T],
+                        beta4: Buffer[V], beta: Buffer[T], out4: Buffer[V, "w"],
+                        out: Buffer[T, "w"], rows: u32, cols: u32, vec: u32, row_stride: u32,
+                        eps: f32):
     per = num_subgroups()
     row = workgroup_id().x * per + subgroup_id()
     regs = cols <= 4 * REGS * subgroup_size()
@@ -338,5 +249,6 @@ def lib_layer_norm_warp(
         if regs:
             layer_norm_regs(x4, x, gamma4, gamma, beta4, beta, out4, out, row, cols, vec, eps)
         else:
-            layer_norm_strided(x4, x, gamma4, gamma, beta4, beta, out4, out, row, cols, vec, eps)
+            layer_norm_strided(x4, x, gamma4, gamma, beta4, beta, out4, out, row, cols, vec,
+                               eps)
         row += row_stride * per

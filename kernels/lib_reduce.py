@@ -19,30 +19,10 @@ control. Its invocation 0 writes the result and sets the ticket back to 0, so th
 call needs no clear. No workgroup
 waits for another: no forward-progress assumption.
 """
-
-from vyre_build.lang import (
-    Buffer,
-    atomic_add,
-    atomic_load,
-    atomic_store,
-    barrier,
-    bitcast,
-    global_id,
-    kernel,
-    local_id,
-    max,
-    min,
-    num_workgroups,
-    shared,
-    storage_barrier,
-    subgroup_add,
-    subgroup_invocation_id,
-    subgroup_max,
-    subgroup_min,
-    subgroup_size,
-    u32,
-    workgroup_id,
-)
+from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, bitcast,
+                             global_id, kernel, local_id, max, min, num_workgroups, shared,
+                             storage_barrier, subgroup_add, subgroup_invocation_id, subgroup_max,
+                             subgroup_min, subgroup_size, u32, workgroup_id)
 
 WG = 256
 
@@ -113,9 +93,8 @@ def share(x4: Buffer[V], x: Buffer[T], n: u32, vin: u32, stride: u32, ident: T) 
 
 
 @kernel(workgroup_size=WG, grid=1)
-def lib_reduce(
-    x4: Buffer[V], x: Buffer[T], partials: Buffer[T, "w"], n: u32, vin: u32, stride: u32
-):
+def lib_reduce(x4: Buffer[V], x: Buffer[T], partials: Buffer[T, "w"], n: u32, vin: u32,
+               stride: u32):
     slots = shared(T, WG)
     gid = global_id().x
     ident = bitcast(T, u32(IDENT))
@@ -142,16 +121,9 @@ def lib_reduce(
 
 
 @kernel(workgroup_size=WG, grid=1)
-def lib_reduce_once(
-    x4: Buffer[V],
-    x: Buffer[T],
-    partials: Buffer[T, "rw"],
-    ticket: Buffer[u32, "rw"],
-    out: Buffer[T, "w"],
-    n: u32,
-    vin: u32,
-    stride: u32,
-):
+def lib_reduce_once(x4: Buffer[V], x: Buffer[T], partials: Buffer[T, "rw"],
+                    ticket: Buffer[u32, "rw"], out: Buffer[T, "w"], n: u32, vin: u32,
+                    stride: u32):
     slots = shared(T, WG)
     last = shared(u32, 1)
     ident = bitcast(T, u32(IDENT))

@@ -25,25 +25,10 @@ next call. Both live in the flags buffer itself (flags[tiles]: the next tile, fl
 misread only after 2^30 calls on one buffer. The look-back adds aggregates in an order that depends
 on timing, so f32 results may differ in the last bits from run to run (integers are exact).
 """
-
-from vyre_build.lang import (
-    Buffer,
-    atomic_add,
-    atomic_load,
-    atomic_store,
-    barrier,
-    fence,
-    kernel,
-    local_array,
-    local_id,
-    shared,
-    subgroup_add,
-    subgroup_inclusive_add,
-    subgroup_invocation_id,
-    subgroup_size,
-    u32,
-    workgroup_id,
-)
+from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, fence,
+                             kernel, local_array, local_id, shared, subgroup_add,
+                             subgroup_inclusive_add, subgroup_invocation_id, subgroup_size, u32,
+                             workgroup_id)
 
 from .lib_common import load4, store4, subgroup_rank, wg_sum, zero_of
 
@@ -51,9 +36,8 @@ WG = 256
 
 
 @kernel(workgroup_size=WG, grid=1)
-def lib_scan_sums(
-    x4: Buffer[V], x: Buffer[T], sums: Buffer[T, "w"], n: u32, vin: u32, per_block: u32
-):
+def lib_scan_sums(x4: Buffer[V], x: Buffer[T], sums: Buffer[T, "w"], n: u32, vin: u32,
+                  per_block: u32):
     slots = shared(T, WG)
     lid = local_id().x
     b = workgroup_id().x
@@ -74,18 +58,9 @@ def lib_scan_sums(
 
 
 @kernel(workgroup_size=WG, grid=1)
-def lib_scan_block(
-    x4: Buffer[V],
-    x: Buffer[T],
-    out4: Buffer[V, "w"],
-    out: Buffer[T, "w"],
-    offsets: Buffer[T],
-    n: u32,
-    vin: u32,
-    vout: u32,
-    per_block: u32,
-    exclusive: u32,
-):
+def lib_scan_block(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
+                   offsets: Buffer[T], n: u32, vin: u32, vout: u32, per_block: u32,
+                   exclusive: u32):
     # subgroup totals, double-buffered by step so that one barrier per step suffices
     totals = shared(T, 2 * WG)
     marks = shared(u32, WG)
@@ -138,20 +113,9 @@ LOOK = 16  # predecessors one look-back step reads at once
 
 
 @kernel(workgroup_size=WG, grid=1)
-def lib_scan_once(
-    x4: Buffer[V],
-    x: Buffer[T],
-    out4: Buffer[V, "w"],
-    out: Buffer[T, "w"],
-    agg: Buffer[T, "rw"],
-    pre: Buffer[T, "rw"],
-    flags: Buffer[u32, "rw"],
-    n: u32,
-    vin: u32,
-    vout: u32,
-    tiles: u32,
-    exclusive: u32,
-):
+def lib_scan_once(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
+                  agg: Buffer[T, "rw"], pre: Buffer[T, "rw"], flags: Buffer[u32, "rw"],
+                  n: u32, vin: u32, vout: u32, tiles: u32, exclusive: u32):
     totals = shared(T, 2 * WG)
     marks = shared(u32, WG)
     drawn = shared(u32, 2)
