@@ -78,7 +78,7 @@ _OPS = ("sum", "min", "max")
 LIBRARY_KERNELS = {
     "reduce": ("lib_reduce.{op}_{t}", "lib_reduce_once.{op}_{t}"),
     "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}", "lib_scan_once.{t}"),
-    "matmul": ("lib_matmul.f32",),
+    "matmul": ("lib_matmul.f32", "lib_matmul.f32_pad", "lib_matmul.f32_64", "lib_matmul.f32_64p"),
     "matmul_f16": ("lib_matmul_f16", "lib_mm_f16.f32", "lib_mm_f16.f16"),
     "softmax": ("lib_softmax.f32", "lib_softmax_warp.f32"),
     "layer_norm": ("lib_layer_norm.f32", "lib_layer_norm_warp.f32"),
