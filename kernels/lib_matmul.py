@@ -13,11 +13,12 @@ Loads past an edge read 0, stores past an edge are skipped.
 
 The design's parameters are the module constants below (128 x 128, BK = 8, no padding: 16
 KiB of shared memory, WebGPU's default limit, the variant f32); a variant rebinds them
-(variants.yaml, beside T = f32 and V = vec4f). A panel holds one vec4 per invocation:
-16 * RM * BK and 16 * RN * BK must be 256 (RM = RN = 2 with BK = 8, RM = RN = 1 with BK =
-16). SB is the shared memory the kernel declares (`shared_bytes`: a variant with padded
-panels needs more than 16 KiB, and the runtime refuses it on a device with less). The
-library call takes the block's side from the tunable's `tile` (docs/tuning.md).
+(variants.yaml, beside T = f32 and V = vec4f). Each invocation loads one vec4 of each
+panel, so a panel may not hold more: 16 * RM * BK and 16 * RN * BK are at most 256 (BK = 8
+for 128-wide blocks, up to 16 for 64 x 64). SB is the shared memory the kernel declares
+(`shared_bytes`: a variant with padded panels may need more than 16 KiB, and the runtime
+refuses it on a device with less). The library call takes the block's rows and columns
+from the tunable's `tile_m` and `tile_n` (or its `tile`; docs/tuning.md).
 """
 from vyre_build.lang import Buffer, barrier, fma, kernel, local_id, shared, u32, workgroup_id
 
@@ -43,24 +44,28 @@ def put(c: Buffer[T, "w"], row: u32, col: u32, v: V, M: u32, N: u32) -> None:
 
 @kernel(workgroup_size=WG, grid=(1, 1), shared_bytes=SB)
 def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K: u32):
-    # A's panel: [buffer][k][m / 4 (+ PA)]; B's: [buffer][k][n / 4]. Where the two have the
-    # same shape (16 * RM + PA == 16 * RN) B's indices are A's.
-    sa = shared(V, 2 * BK * (16 * RM + PA))
-    sb = shared(V, 2 * BK * 16 * RN)
+    # A's panel: [buffer][k][WG // BK groups of 4 rows, + PA]; B's: [buffer][WG // (16 * RN)
+    # rows][16 * RN groups of 4 columns]. Where the two have the same shape (PA = 0 and
+    # 16 * RN * BK == WG) B's indices are A's.
+    sa = shared(V, 2 * BK * (WG // BK + PA))
+    sb = shared(V, 2 * WG)
     lid = local_id().x
     tx = lid % 16
     ty = (lid // 16) % 16  # the "% 16" lets the range analysis drop the checks on sa
     m0 = workgroup_id().y * (64 * RM)
     n0 = workgroup_id().x * (64 * RN)
     # what this invocation loads: A rows m0+4*ag.. at column ak, B row bk at columns n0+4*bg..
+    # (where a panel is smaller than the workgroup, 16 * RM * BK or 16 * RN * BK below 256,
+    # the invocations past it load the rows after it into the spare rows of their buffer,
+    # which no step reads: the next block's rows of A, the next step's rows of B)
     ak = lid % BK
-    ag = (lid // BK) % (16 * RM)
-    bk = (lid // (16 * RN)) % BK
+    ag = (lid // BK) % (WG // BK)
+    bk = (lid // (16 * RN)) % (WG // (16 * RN))
     bg = lid % (16 * RN)
     ar = m0 + 4 * ag
     bc = n0 + 4 * bg
-    sa[ak * (16 * RM + PA) + ag] = V(at(a, ar, ak, M, K), at(a, ar + 1, ak, M, K),
-                                     at(a, ar + 2, ak, M, K), at(a, ar + 3, ak, M, K))
+    sa[ak * (WG // BK + PA) + ag] = V(at(a, ar, ak, M, K), at(a, ar + 1, ak, M, K),
+                                   at(a, ar + 2, ak, M, K), at(a, ar + 3, ak, M, K))
     sb[bk * (16 * RN) + bg] = V(at(b, bk, bc, K, N), at(b, bk, bc + 1, K, N),
                                 at(b, bk, bc + 2, K, N), at(b, bk, bc + 3, K, N))
     barrier()
@@ -83,7 +88,7 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
     c71 = z
     steps = (K + BK - 1) // BK
     for s in range(steps):
-        cur = (s % 2) * (BK * (16 * RM + PA))
+        cur = (s % 2) * (BK * (WG // BK + PA))
         # the next step's panels, in registers while this step computes (zeros past K)
         k1 = (s + 1) * BK
         pa0 = at(a, ar, k1 + ak, M, K)
@@ -95,15 +100,15 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
         pb2 = at(b, k1 + bk, bc + 2, K, N)
         pb3 = at(b, k1 + bk, bc + 3, K, N)
         for k in range(u32(BK)):
-            row = cur + k * (16 * RM + PA)
+            row = cur + k * (WG // BK + PA)
             alo = sa[row + ty]
             if RM == 2:
                 ahi = sa[row + 16 + ty]
-            blo = sb[(row if 16 * RM + PA == 16 * RN else
-                      (s % 2) * (BK * 16 * RN) + k * (16 * RN)) + tx]
+            blo = sb[(row if PA + 16 * RN * BK == WG else
+                      (s % 2) * WG + k * (16 * RN)) + tx]
             if RN == 2:
-                bhi = sb[(row if 16 * RM + PA == 16 * RN else
-                          (s % 2) * (BK * 16 * RN) + k * (16 * RN)) + 16 + tx]
+                bhi = sb[(row if PA + 16 * RN * BK == WG else
+                          (s % 2) * WG + k * (16 * RN)) + 16 + tx]
             c00 = fma(blo, alo.x, c00)
             if RN == 2:
                 c01 = fma(bhi, alo.x, c01)
@@ -129,9 +134,9 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
                 c70 = fma(blo, ahi.w, c70)
                 if RN == 2:
                     c71 = fma(bhi, ahi.w, c71)
-        nxt = BK * (16 * RM + PA) - cur
-        sa[nxt + ak * (16 * RM + PA) + ag] = V(pa0, pa1, pa2, pa3)
-        sb[(nxt if 16 * RM + PA == 16 * RN else BK * 16 * RN - (s % 2) * (BK * 16 * RN))
+        nxt = BK * (WG // BK + PA) - cur
+        sa[nxt + ak * (WG // BK + PA) + ag] = V(pa0, pa1, pa2, pa3)
+        sb[(nxt if PA + 16 * RN * BK == WG else WG - (s % 2) * WG)
            + bk * (16 * RN) + bg] = V(pb0, pb1, pb2, pb3)
         barrier()
     r0 = m0 + 4 * ty

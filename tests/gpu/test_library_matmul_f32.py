@@ -55,18 +55,25 @@ def test_matmul_assumes_no_subgroup_size(mm_bundle, lanes):
         np.testing.assert_array_equal(library.matmul(bundle, a, b), want)
 
 
-# The variants kernels/tuning.yaml offers, with the block side each computes.
-VARIANTS = {"lib_matmul.f32_pad": 128, "lib_matmul.f32_64": 64, "lib_matmul.f32_64p": 64}
+# The variants kernels/tuning.yaml offers, with the block (rows, columns) each computes.
+VARIANTS = {
+    "lib_matmul.f32_pad": (128, 128),
+    "lib_matmul.f32_64": (64, 64),
+    "lib_matmul.f32_64p": (64, 64),
+    "lib_matmul.f32_128x64": (128, 64),
+    "lib_matmul.f32_64x128": (64, 128),
+}
 # Edges of 64- and 128-wide blocks, N not a multiple of 4, K = 1, K off the 8- and 16-deep steps.
 EDGES = [(1, 1, 1), (63, 65, 127), (65, 1, 63), (129, 17, 65), (127, 33, 129), (64, 16, 64)]
 
 
 class Pick(dict):
-    """A mapping of kernels whose matmul tunable picks `kid` with block side `tile`."""
+    """A mapping of kernels whose matmul tunable picks `kid` with blocks of `block`."""
 
-    def __init__(self, bundle, kid, tile):
+    def __init__(self, bundle, kid, block):
         super().__init__({kid: bundle[kid]})
-        self.choice = Choice("matmul", kid, kid, {"tile": tile, "wg": 256}, "forced", None)
+        params = {"tile": 128, "tile_m": block[0], "tile_n": block[1], "wg": 256}
+        self.choice = Choice("matmul", kid, kid, params, "forced", None)
 
     def tunable_for(self, fn):
         return "matmul" if fn == "matmul" else None
@@ -93,7 +100,7 @@ def test_a_variant_with_the_wrong_tile_is_wrong(mm_bundle):
     blocks partly unwritten (zeros where numpy has values)."""
     a, b, want = exact(np.random.default_rng(1), 129, 17, 130)
     with open_bundle(mm_bundle, device=get_device("cpu")) as bundle:
-        got = library.matmul(Pick(bundle, "lib_matmul.f32_64", 128), a, b)
+        got = library.matmul(Pick(bundle, "lib_matmul.f32_64", (128, 128)), a, b)
         assert not np.array_equal(got, want)
 
 
@@ -124,7 +131,7 @@ def test_tuning_refuses_the_candidates_a_device_cannot_run(mm_bundle, tmp_path):
     cands = {
         name: {"kernel": c.pop("kernel"), "params": c} for name, c in declared["candidates"].items()
     }
-    assert set(cands) == {"tile128", "tile128p", "tile64", "tile64p"}
+    assert set(cands) == {"tile128", "tile128p", "tile64", "tile64p", "tile128x64", "tile64x128"}
     case = {"inputs": {"a": {"shape": [70, 33], "dtype": "f32", "fill": "uniform"},
                        "b": {"shape": [33, 130], "dtype": "f32", "fill": "uniform"}},
             "tolerance": 1e-4}  # fmt: skip
@@ -141,10 +148,10 @@ def test_tuning_refuses_the_candidates_a_device_cannot_run(mm_bundle, tmp_path):
     with open_bundle(path, device=small) as b, open_bundle(path, device=get_device("cpu")) as ref:
         record = tune_bundle(b, ref, rounds=1)
     pick = record["picks"]["matmul"]
-    assert sorted(pick["seconds"]) == ["tile128", "tile64"]
+    assert sorted(pick["seconds"]) == ["tile128", "tile128x64", "tile64", "tile64x128"]
     for name, kid in (("tile128p", "lib_matmul.f32_pad"), ("tile64p", "lib_matmul.f32_64p")):
         assert pick["dropped"][name] == (
             f"failed: Kernel '{kid}' declares 17408 bytes of shared memory (shared_bytes), "
             f"more than the cpu device {small.name} allows (16384)"
         )
-    assert pick["candidate"] in ("tile128", "tile64")
+    assert pick["candidate"] in pick["seconds"]
