@@ -44,11 +44,11 @@ def put(c: Buffer[T, "w"], row: u32, col: u32, v: V, M: u32, N: u32) -> None:
 
 @kernel(workgroup_size=WG, grid=(1, 1), shared_bytes=SB)
 def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K: u32):
-    # A's panel: [buffer][k][WG // BK groups of 4 rows, + PA]; B's: [buffer][WG // (16 * RN)
-    # rows][16 * RN groups of 4 columns]. Where the two have the same shape (PA = 0 and
-    # 16 * RN * BK == WG) B's indices are A's.
-    sa = shared(V, 2 * BK * (WG // BK + PA))
-    sb = shared(V, 2 * WG)
+    # A's panel: [buffer][k][groups of 4 rows: 16 * RM, or WG // BK where more, + PA]; B's:
+    # [buffer][rows: BK, or WG // (16 * RN) where more][16 * RN groups of 4 columns]. Where
+    # the two have the same shape (PA = 0 and 16 * RN * BK == WG) B's indices are A's.
+    sa = shared(V, 2 * BK * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA))
+    sb = shared(V, 2 * (WG * (1 + 16 * RN * BK // (2 * WG))))
     lid = local_id().x
     tx = lid % 16
     ty = (lid // 16) % 16  # the "% 16" lets the range analysis drop the checks on sa
@@ -57,17 +57,32 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
     # what this invocation loads: A rows m0+4*ag.. at column ak, B row bk at columns n0+4*bg..
     # (where a panel is smaller than the workgroup, 16 * RM * BK or 16 * RN * BK below 256,
     # the invocations past it load the rows after it into the spare rows of their buffer,
-    # which no step reads: the next block's rows of A, the next step's rows of B)
+    # which no step reads: the next block's rows of A, the next step's rows of B; where a
+    # panel holds 512, each invocation loads a second vec4 of it, 64 rows of A further on or
+    # WG // (16 * RN) rows of B, straight into shared memory before the step computes)
     ak = lid % BK
     ag = (lid // BK) % (WG // BK)
     bk = (lid // (16 * RN)) % (WG // (16 * RN))
     bg = lid % (16 * RN)
     ar = m0 + 4 * ag
     bc = n0 + 4 * bg
-    sa[ak * (WG // BK + PA) + ag] = V(at(a, ar, ak, M, K), at(a, ar + 1, ak, M, K),
-                                   at(a, ar + 2, ak, M, K), at(a, ar + 3, ak, M, K))
+    sa[ak * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) + ag] = V(
+        at(a, ar, ak, M, K), at(a, ar + 1, ak, M, K), at(a, ar + 2, ak, M, K),
+        at(a, ar + 3, ak, M, K))
     sb[bk * (16 * RN) + bg] = V(at(b, bk, bc, K, N), at(b, bk, bc + 1, K, N),
                                 at(b, bk, bc + 2, K, N), at(b, bk, bc + 3, K, N))
+    # (the second vec4s: no helper and no new name here, so the kernel of a variant with
+    # one vec4 per panel has nothing of them, not even a declaration)
+    if 16 * RM * BK > WG:
+        sa[ak * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) + ag + WG // BK] = V(
+            a[(ar + 64) * K + ak] if ar + 64 < M and ak < K else T(0.0), a[(ar + 65) * K + ak] if ar + 65 < M and ak < K else T(0.0),
+            a[(ar + 66) * K + ak] if ar + 66 < M and ak < K else T(0.0), a[(ar + 67) * K + ak] if ar + 67 < M and ak < K else T(0.0))
+    if 16 * RN * BK > WG:
+        sb[(bk + WG // (16 * RN)) * (16 * RN) + bg] = V(
+            b[(bk + WG // (16 * RN)) * N + bc] if bk + WG // (16 * RN) < K and bc < N else T(0.0),
+            b[(bk + WG // (16 * RN)) * N + bc + 1] if bk + WG // (16 * RN) < K and bc + 1 < N else T(0.0),
+            b[(bk + WG // (16 * RN)) * N + bc + 2] if bk + WG // (16 * RN) < K and bc + 2 < N else T(0.0),
+            b[(bk + WG // (16 * RN)) * N + bc + 3] if bk + WG // (16 * RN) < K and bc + 3 < N else T(0.0))
     barrier()
     z = V(T(0.0))
     c00 = z
@@ -88,7 +103,7 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
     c71 = z
     steps = (K + BK - 1) // BK
     for s in range(steps):
-        cur = (s % 2) * (BK * (WG // BK + PA))
+        cur = (s % 2) * (BK * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA))
         # the next step's panels, in registers while this step computes (zeros past K)
         k1 = (s + 1) * BK
         pa0 = at(a, ar, k1 + ak, M, K)
@@ -99,16 +114,27 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
         pb1 = at(b, k1 + bk, bc + 1, K, N)
         pb2 = at(b, k1 + bk, bc + 2, K, N)
         pb3 = at(b, k1 + bk, bc + 3, K, N)
+        # the next step's second vec4s, into the buffer no invocation reads in this step
+        if 16 * RM * BK > WG:
+            sa[BK * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) - cur + ak * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) + ag + WG // BK] = V(
+                a[(ar + 64) * K + k1 + ak] if ar + 64 < M and k1 + ak < K else T(0.0), a[(ar + 65) * K + k1 + ak] if ar + 65 < M and k1 + ak < K else T(0.0),
+                a[(ar + 66) * K + k1 + ak] if ar + 66 < M and k1 + ak < K else T(0.0), a[(ar + 67) * K + k1 + ak] if ar + 67 < M and k1 + ak < K else T(0.0))
+        if 16 * RN * BK > WG:
+            sb[(WG * (1 + 16 * RN * BK // (2 * WG))) - (s % 2) * (WG * (1 + 16 * RN * BK // (2 * WG))) + (bk + WG // (16 * RN)) * (16 * RN) + bg] = V(
+                b[(k1 + bk + WG // (16 * RN)) * N + bc] if k1 + bk + WG // (16 * RN) < K and bc < N else T(0.0),
+                b[(k1 + bk + WG // (16 * RN)) * N + bc + 1] if k1 + bk + WG // (16 * RN) < K and bc + 1 < N else T(0.0),
+                b[(k1 + bk + WG // (16 * RN)) * N + bc + 2] if k1 + bk + WG // (16 * RN) < K and bc + 2 < N else T(0.0),
+                b[(k1 + bk + WG // (16 * RN)) * N + bc + 3] if k1 + bk + WG // (16 * RN) < K and bc + 3 < N else T(0.0))
         for k in range(u32(BK)):
-            row = cur + k * (WG // BK + PA)
+            row = cur + k * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA)
             alo = sa[row + ty]
             if RM == 2:
                 ahi = sa[row + 16 + ty]
             blo = sb[(row if PA + 16 * RN * BK == WG else
-                      (s % 2) * WG + k * (16 * RN)) + tx]
+                      (s % 2) * (WG * (1 + 16 * RN * BK // (2 * WG))) + k * (16 * RN)) + tx]
             if RN == 2:
                 bhi = sb[(row if PA + 16 * RN * BK == WG else
-                          (s % 2) * WG + k * (16 * RN)) + 16 + tx]
+                          (s % 2) * (WG * (1 + 16 * RN * BK // (2 * WG))) + k * (16 * RN)) + 16 + tx]
             c00 = fma(blo, alo.x, c00)
             if RN == 2:
                 c01 = fma(bhi, alo.x, c01)
@@ -134,9 +160,9 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
                 c70 = fma(blo, ahi.w, c70)
                 if RN == 2:
                     c71 = fma(bhi, ahi.w, c71)
-        nxt = BK * (WG // BK + PA) - cur
-        sa[nxt + ak * (WG // BK + PA) + ag] = V(pa0, pa1, pa2, pa3)
-        sb[(nxt if PA + 16 * RN * BK == WG else WG - (s % 2) * WG)
+        nxt = BK * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) - cur
+        sa[nxt + ak * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) + ag] = V(pa0, pa1, pa2, pa3)
+        sb[(nxt if PA + 16 * RN * BK == WG else (WG * (1 + 16 * RN * BK // (2 * WG))) - (s % 2) * (WG * (1 + 16 * RN * BK // (2 * WG))))
            + bk * (16 * RN) + bg] = V(pb0, pb1, pb2, pb3)
         barrier()
     r0 = m0 + 4 * ty

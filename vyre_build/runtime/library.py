@@ -85,6 +85,8 @@ LIBRARY_KERNELS = {
         "lib_matmul.f32_64p",
         "lib_matmul.f32_128x64",
         "lib_matmul.f32_64x128",
+        "lib_matmul.f32_k16",
+        "lib_matmul.f32_k16p",
     ),
     "matmul_f16": ("lib_matmul_f16", "lib_mm_f16.f32", "lib_mm_f16.f16"),
     "softmax": ("lib_softmax.f32", "lib_softmax_warp.f32"),
