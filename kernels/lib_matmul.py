@@ -8,17 +8,21 @@ shared reads of a step are conflict-free vec4s. K goes by in steps of BK: A's BM
 (stored transposed, vec4s along m; each k row padded by PA vec4s, so that the panel's stores
 do not collide in banks) and B's BK x BN panel sit in shared memory, double-buffered, while
 the next panels' loads are already in flight in registers (one vec4 of each panel per
-invocation); one barrier per step.
-Loads past an edge read 0, stores past an edge are skipped.
+invocation); one barrier per step. A panel of 512 vec4s (a 128-wide block 16 deep) gives
+each invocation a second vec4, loaded straight into the buffer no one reads in this step
+before the step computes (so it costs no registers). A panel of 128 vec4s leaves half the
+workgroup loading spare rows of its buffer that no step reads (so no load is guarded by
+the invocation's index). Loads past an edge read 0, stores past an edge are skipped.
 
 The design's parameters are the module constants below (128 x 128, BK = 8, no padding: 16
-KiB of shared memory, WebGPU's default limit, the variant f32); a variant rebinds them
-(variants.yaml, beside T = f32 and V = vec4f). Each invocation loads one vec4 of each
-panel, so a panel may not hold more: 16 * RM * BK and 16 * RN * BK are at most 256 (BK = 8
-for 128-wide blocks, up to 16 for 64 x 64). SB is the shared memory the kernel declares
-(`shared_bytes`: a variant with padded panels may need more than 16 KiB, and the runtime
-refuses it on a device with less). The library call takes the block's rows and columns
-from the tunable's `tile_m` and `tile_n` (or its `tile`; docs/tuning.md).
+KiB of shared memory, WebGPU's default limit: the variant f32); a variant rebinds them
+(variants.yaml, beside T = f32 and V = vec4f): 16 * RM * BK and 16 * RN * BK must be 128,
+256 or 512. SB is the shared memory the kernel declares (`shared_bytes`: variants with
+padded or 16-deep 128-wide panels need more than 16 KiB, and the runtime refuses them on a
+device with less). The code a variant does not use (`if` on constants) leaves nothing in
+its kernel: f32 compiles to the same SPIR-V, WGSL and descriptor as before the parameters.
+The library call takes the block's rows and columns from the matmul tunable's `tile_m`
+and `tile_n` (or its `tile`; docs/tuning.md).
 """
 from vyre_build.lang import Buffer, barrier, fma, kernel, local_id, shared, u32, workgroup_id
 
