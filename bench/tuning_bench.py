@@ -6,6 +6,7 @@ tunable's default candidate, and torch.matmul (fp32 with TF32 off; fp16 on fp16 
     python3 bench/tuning_bench.py --quick              # small shapes, a smoke run (lavapipe)
     python3 bench/tuning_bench.py --bundle dist/kernels.vyrebundle --shapes 4096x4096x4096
     python3 bench/tuning_bench.py --sections fp16      # the fp16 lines only
+    python3 bench/tuning_bench.py --candidates --sections fp32   # every candidate too
 
 BUNDLE (default: the library bundle of this install, copied to --work so that --tune does
 not rewrite the user cache) carries the tunables of kernels/tuning.yaml; --tune runs
@@ -19,6 +20,10 @@ compared with torch's fp32 product (numpy's without torch; for fp16, of the fp16
 whose products f32 holds exactly) and the line says so. A device without cooperative
 matrices (lavapipe) gets a line saying the fp16 section was skipped, and why. Nothing is
 asserted: the numbers are printed.
+
+--candidates adds, under each shape, a line per candidate of the tunable (forced, as `tune`
+runs it): its TFLOP/s, candidate/default (> 1: faster than the default) and torch/candidate,
+or the device's refusal (a candidate declaring more shared memory than the device has).
 """
 
 from __future__ import annotations
@@ -101,7 +106,15 @@ def _default(bundle, name: str) -> Forced:
     )
 
 
-def _section(dev, bundle, torch, section: str, shapes, number: int, rounds: int) -> None:
+def _forced(bundle, name: str, cname: str) -> Forced:
+    """The bundle with tunable `name` forced to candidate `cname`."""
+    cand = bundle.reader.tuning["tunables"][name]["candidates"][cname]
+    return Forced(bundle, Choice(name, cname, cand["kernel"], cand["params"], "forced", None))
+
+
+def _section(
+    dev, bundle, torch, section: str, shapes, number: int, rounds: int, every: bool = False
+) -> None:
     """The lines of one section: every shape, tuned vs default vs torch."""
     name, dtype = SECTIONS[section]
     fn = getattr(library, name)
@@ -150,6 +163,22 @@ def _section(dev, bundle, torch, section: str, shapes, number: int, rounds: int)
             f"{f'{m}x{k}x{n}':<18} {flops / t_tuned / 1e12:>10.2f} {flops / t_default / 1e12:>12.2f} "
             f"{flops / t_torch / 1e12:>10.2f} {t_default / t_tuned:>12.2f}x {t_torch / t_tuned:>10.2f}x  {check}"
         )
+        for cname in t["candidates"] if every else ():
+            try:
+                secs = _ours(dev, fn, _forced(bundle, name, cname), a, b, out, number, rounds)
+            except VyreError as exc:
+                say(f"  {cname:<16} refused: {exc}")
+                continue
+            got = out.read().reshape(m, n)
+            if want is None:
+                ok = "not checked"
+            else:
+                err = float(np.abs(got - want).max() / max(1.0, float(np.abs(want).max())))
+                ok = f"{'ok' if err < 1e-4 else 'MISMATCH'} (rel {err:.1e})"
+            say(
+                f"  {cname:<16} {flops / secs / 1e12:>8.2f} TF/s  {t_default / secs:>5.2f}x "
+                f"default  torch/it {t_torch / secs:>5.2f}x  {ok}"
+            )
 
 
 def main() -> int:
@@ -163,6 +192,9 @@ def main() -> int:
     p.add_argument("--sections", default="fp32,fp16", help="fp32, fp16 or both (the default)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--number", type=int, default=3, help="calls per timed round")
+    p.add_argument(
+        "--candidates", action="store_true", help="time every candidate of the tunable too"
+    )
     args = p.parse_args()
     shapes = [_shape(s) for s in (args.shapes or (QUICK if args.quick else SHAPES)).split(",")]
     sections = args.sections.split(",")
@@ -208,7 +240,7 @@ def main() -> int:
         f"torch: {torch.cuda.get_device_name() if torch else 'absent (results checked against numpy)'}"
     )
     for section in sections:
-        _section(dev, bundle, torch, section, shapes, args.number, rounds)
+        _section(dev, bundle, torch, section, shapes, args.number, rounds, args.candidates)
     bundle.close()
     return 0
 

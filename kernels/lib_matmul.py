@@ -1,23 +1,39 @@
 """Library f32 matmul C = A @ B (A is M x K, B is K x N, row-major, any sizes), register
 tiled, for vyre_build.library.matmul.
 
-A workgroup of 256 computes a 128 x 128 block of C, each invocation an 8 x 8 piece held
-in 16 vec4 registers: rows 4*ty.. and 64+4*ty.., columns 4*tx.. and 64+4*tx.. (tx, ty in
-0..15), so the shared reads of a step are conflict-free vec4s. K goes by in steps of 8:
-A's 128 x 8 panel (stored transposed, vec4s along m) and B's 8 x 128 panel sit in shared
-memory, double-buffered (16 KiB in all, WebGPU's default limit), while the next panels'
-loads are already in flight in registers; one barrier per step. Loads past an edge read
-0, stores past an edge are skipped. variants.yaml binds T = f32, V = vec4f.
+A workgroup of 256 invocations (tx, ty in 0..15) computes a BM x BN block of C, BM = 64 * RM
+and BN = 64 * RN: each invocation holds RM x RN pieces of 4 x 4 in vec4 registers, rows
+4*ty.. (and 64+4*ty.. when RM = 2), columns 4*tx.. (and 64+4*tx.. when RN = 2), so the
+shared reads of a step are conflict-free vec4s. K goes by in steps of BK: A's BM x BK panel
+(stored transposed, vec4s along m; each k row padded by PA vec4s, so that the panel's stores
+do not collide in banks) and B's BK x BN panel sit in shared memory, double-buffered, while
+the next panels' loads are already in flight in registers (one vec4 of each panel per
+invocation); one barrier per step. A panel of 512 vec4s (a 128-wide block 16 deep) gives
+each invocation a second vec4, loaded straight into the buffer no one reads in this step
+before the step computes (so it costs no registers). A panel of 128 vec4s leaves half the
+workgroup loading spare rows of its buffer that no step reads (so no load is guarded by
+the invocation's index). Loads past an edge read 0, stores past an edge are skipped.
+
+The design's parameters are the module constants below (128 x 128, BK = 8, no padding: 16
+KiB of shared memory, WebGPU's default limit: the variant f32); a variant rebinds them
+(variants.yaml, beside T = f32 and V = vec4f): 16 * RM * BK and 16 * RN * BK must be 128,
+256 or 512. SB is the shared memory the kernel declares (`shared_bytes`: variants with
+padded or 16-deep 128-wide panels need more than 16 KiB, and the runtime refuses them on a
+device with less). The code a variant does not use (`if` on constants) leaves nothing in
+its kernel: f32 compiles to the same SPIR-V, WGSL and descriptor as before the parameters.
+The library call takes the block's rows and columns from the matmul tunable's `tile_m`
+and `tile_n` (or its `tile`; docs/tuning.md).
 """
 from vyre_build.lang import Buffer, barrier, fma, kernel, local_id, shared, u32, workgroup_id
 
 from .lib_common import put4
 
-BM = 128
-BN = 128
-BK = 8
+RM = 2  # row groups of 4 per invocation, 64 rows apart: BM = 64 * RM
+RN = 2  # column groups of 4 per invocation, 64 columns apart: BN = 64 * RN
+BK = 8  # the depth of a step
+PA = 0  # vec4s of padding after each k row of A's panel
+SB = 16384  # the shared memory the kernel declares, in bytes
 WG = 256
-PANEL = BK * 32  # vec4s in one buffer of a panel: BK rows of 32 vec4s
 
 
 def at(m: Buffer[T], row: u32, col: u32, rows: u32, cols: u32) -> T:
@@ -30,26 +46,47 @@ def put(c: Buffer[T, "w"], row: u32, col: u32, v: V, M: u32, N: u32) -> None:
         put4(c, row * N + col, row * N + N, v)
 
 
-@kernel(workgroup_size=WG, grid=(1, 1))
+@kernel(workgroup_size=WG, grid=(1, 1), shared_bytes=SB)
 def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K: u32):
-    sa = shared(V, 2 * PANEL)  # [buffer][k][m / 4]
-    sb = shared(V, 2 * PANEL)  # [buffer][k][n / 4]
+    # A's panel: [buffer][k][groups of 4 rows: 16 * RM, or WG // BK where more, + PA]; B's:
+    # [buffer][rows: BK, or WG // (16 * RN) where more][16 * RN groups of 4 columns]. Where
+    # the two have the same shape (PA = 0 and 16 * RN * BK == WG) B's indices are A's.
+    sa = shared(V, 2 * BK * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA))
+    sb = shared(V, 2 * (WG * (1 + 16 * RN * BK // (2 * WG))))
     lid = local_id().x
     tx = lid % 16
     ty = (lid // 16) % 16  # the "% 16" lets the range analysis drop the checks on sa
-    m0 = workgroup_id().y * BM
-    n0 = workgroup_id().x * BN
+    m0 = workgroup_id().y * (64 * RM)
+    n0 = workgroup_id().x * (64 * RN)
     # what this invocation loads: A rows m0+4*ag.. at column ak, B row bk at columns n0+4*bg..
+    # (where a panel is smaller than the workgroup, 16 * RM * BK or 16 * RN * BK below 256,
+    # the invocations past it load the rows after it into the spare rows of their buffer,
+    # which no step reads: the next block's rows of A, the next step's rows of B; where a
+    # panel holds 512, each invocation loads a second vec4 of it, 64 rows of A further on or
+    # WG // (16 * RN) rows of B, straight into shared memory before the step computes)
     ak = lid % BK
-    ag = (lid // BK) % 32
-    bk = (lid // 32) % BK
-    bg = lid % 32
+    ag = (lid // BK) % (WG // BK)
+    bk = (lid // (16 * RN)) % (WG // (16 * RN))
+    bg = lid % (16 * RN)
     ar = m0 + 4 * ag
     bc = n0 + 4 * bg
-    sa[ak * 32 + ag] = V(at(a, ar, ak, M, K), at(a, ar + 1, ak, M, K), at(a, ar + 2, ak, M, K),
-                         at(a, ar + 3, ak, M, K))
-    sb[bk * 32 + bg] = V(at(b, bk, bc, K, N), at(b, bk, bc + 1, K, N), at(b, bk, bc + 2, K, N),
-                         at(b, bk, bc + 3, K, N))
+    sa[ak * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) + ag] = V(
+        at(a, ar, ak, M, K), at(a, ar + 1, ak, M, K), at(a, ar + 2, ak, M, K),
+        at(a, ar + 3, ak, M, K))
+    sb[bk * (16 * RN) + bg] = V(at(b, bk, bc, K, N), at(b, bk, bc + 1, K, N),
+                                at(b, bk, bc + 2, K, N), at(b, bk, bc + 3, K, N))
+    # (the second vec4s: no helper and no new name here, so the kernel of a variant with
+    # one vec4 per panel has nothing of them, not even a declaration)
+    if 16 * RM * BK > WG:
+        sa[ak * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) + ag + WG // BK] = V(
+            a[(ar + 64) * K + ak] if ar + 64 < M and ak < K else T(0.0), a[(ar + 65) * K + ak] if ar + 65 < M and ak < K else T(0.0),
+            a[(ar + 66) * K + ak] if ar + 66 < M and ak < K else T(0.0), a[(ar + 67) * K + ak] if ar + 67 < M and ak < K else T(0.0))
+    if 16 * RN * BK > WG:
+        sb[(bk + WG // (16 * RN)) * (16 * RN) + bg] = V(
+            b[(bk + WG // (16 * RN)) * N + bc] if bk + WG // (16 * RN) < K and bc < N else T(0.0),
+            b[(bk + WG // (16 * RN)) * N + bc + 1] if bk + WG // (16 * RN) < K and bc + 1 < N else T(0.0),
+            b[(bk + WG // (16 * RN)) * N + bc + 2] if bk + WG // (16 * RN) < K and bc + 2 < N else T(0.0),
+            b[(bk + WG // (16 * RN)) * N + bc + 3] if bk + WG // (16 * RN) < K and bc + 3 < N else T(0.0))
     barrier()
     z = V(T(0.0))
     c00 = z
@@ -70,7 +107,7 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
     c71 = z
     steps = (K + BK - 1) // BK
     for s in range(steps):
-        cur = (s % 2) * PANEL
+        cur = (s % 2) * (BK * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA))
         # the next step's panels, in registers while this step computes (zeros past K)
         k1 = (s + 1) * BK
         pa0 = at(a, ar, k1 + ak, M, K)
@@ -81,49 +118,83 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
         pb1 = at(b, k1 + bk, bc + 1, K, N)
         pb2 = at(b, k1 + bk, bc + 2, K, N)
         pb3 = at(b, k1 + bk, bc + 3, K, N)
+        # the next step's second vec4s, into the buffer no invocation reads in this step
+        if 16 * RM * BK > WG:
+            sa[BK * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) - cur + ak * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) + ag + WG // BK] = V(
+                a[(ar + 64) * K + k1 + ak] if ar + 64 < M and k1 + ak < K else T(0.0), a[(ar + 65) * K + k1 + ak] if ar + 65 < M and k1 + ak < K else T(0.0),
+                a[(ar + 66) * K + k1 + ak] if ar + 66 < M and k1 + ak < K else T(0.0), a[(ar + 67) * K + k1 + ak] if ar + 67 < M and k1 + ak < K else T(0.0))
+        if 16 * RN * BK > WG:
+            sb[(WG * (1 + 16 * RN * BK // (2 * WG))) - (s % 2) * (WG * (1 + 16 * RN * BK // (2 * WG))) + (bk + WG // (16 * RN)) * (16 * RN) + bg] = V(
+                b[(k1 + bk + WG // (16 * RN)) * N + bc] if k1 + bk + WG // (16 * RN) < K and bc < N else T(0.0),
+                b[(k1 + bk + WG // (16 * RN)) * N + bc + 1] if k1 + bk + WG // (16 * RN) < K and bc + 1 < N else T(0.0),
+                b[(k1 + bk + WG // (16 * RN)) * N + bc + 2] if k1 + bk + WG // (16 * RN) < K and bc + 2 < N else T(0.0),
+                b[(k1 + bk + WG // (16 * RN)) * N + bc + 3] if k1 + bk + WG // (16 * RN) < K and bc + 3 < N else T(0.0))
         for k in range(u32(BK)):
-            row = cur + k * 32
+            row = cur + k * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA)
             alo = sa[row + ty]
-            ahi = sa[row + 16 + ty]
-            blo = sb[row + tx]
-            bhi = sb[row + 16 + tx]
+            if RM == 2:
+                ahi = sa[row + 16 + ty]
+            blo = sb[(row if PA + 16 * RN * BK == WG else
+                      (s % 2) * (WG * (1 + 16 * RN * BK // (2 * WG))) + k * (16 * RN)) + tx]
+            if RN == 2:
+                bhi = sb[(row if PA + 16 * RN * BK == WG else
+                          (s % 2) * (WG * (1 + 16 * RN * BK // (2 * WG))) + k * (16 * RN)) + 16 + tx]
             c00 = fma(blo, alo.x, c00)
-            c01 = fma(bhi, alo.x, c01)
+            if RN == 2:
+                c01 = fma(bhi, alo.x, c01)
             c10 = fma(blo, alo.y, c10)
-            c11 = fma(bhi, alo.y, c11)
+            if RN == 2:
+                c11 = fma(bhi, alo.y, c11)
             c20 = fma(blo, alo.z, c20)
-            c21 = fma(bhi, alo.z, c21)
+            if RN == 2:
+                c21 = fma(bhi, alo.z, c21)
             c30 = fma(blo, alo.w, c30)
-            c31 = fma(bhi, alo.w, c31)
-            c40 = fma(blo, ahi.x, c40)
-            c41 = fma(bhi, ahi.x, c41)
-            c50 = fma(blo, ahi.y, c50)
-            c51 = fma(bhi, ahi.y, c51)
-            c60 = fma(blo, ahi.z, c60)
-            c61 = fma(bhi, ahi.z, c61)
-            c70 = fma(blo, ahi.w, c70)
-            c71 = fma(bhi, ahi.w, c71)
-        nxt = PANEL - cur
-        sa[nxt + ak * 32 + ag] = V(pa0, pa1, pa2, pa3)
-        sb[nxt + bk * 32 + bg] = V(pb0, pb1, pb2, pb3)
+            if RN == 2:
+                c31 = fma(bhi, alo.w, c31)
+            if RM == 2:
+                c40 = fma(blo, ahi.x, c40)
+                if RN == 2:
+                    c41 = fma(bhi, ahi.x, c41)
+                c50 = fma(blo, ahi.y, c50)
+                if RN == 2:
+                    c51 = fma(bhi, ahi.y, c51)
+                c60 = fma(blo, ahi.z, c60)
+                if RN == 2:
+                    c61 = fma(bhi, ahi.z, c61)
+                c70 = fma(blo, ahi.w, c70)
+                if RN == 2:
+                    c71 = fma(bhi, ahi.w, c71)
+        nxt = BK * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) - cur
+        sa[nxt + ak * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) + ag] = V(pa0, pa1, pa2, pa3)
+        sb[(nxt if PA + 16 * RN * BK == WG else (WG * (1 + 16 * RN * BK // (2 * WG))) - (s % 2) * (WG * (1 + 16 * RN * BK // (2 * WG))))
+           + bk * (16 * RN) + bg] = V(pb0, pb1, pb2, pb3)
         barrier()
     r0 = m0 + 4 * ty
     r1 = r0 + 64
     q0 = n0 + 4 * tx
     q1 = q0 + 64
     put(c, r0, q0, c00, M, N)
-    put(c, r0, q1, c01, M, N)
+    if RN == 2:
+        put(c, r0, q1, c01, M, N)
     put(c, r0 + 1, q0, c10, M, N)
-    put(c, r0 + 1, q1, c11, M, N)
+    if RN == 2:
+        put(c, r0 + 1, q1, c11, M, N)
     put(c, r0 + 2, q0, c20, M, N)
-    put(c, r0 + 2, q1, c21, M, N)
+    if RN == 2:
+        put(c, r0 + 2, q1, c21, M, N)
     put(c, r0 + 3, q0, c30, M, N)
-    put(c, r0 + 3, q1, c31, M, N)
-    put(c, r1, q0, c40, M, N)
-    put(c, r1, q1, c41, M, N)
-    put(c, r1 + 1, q0, c50, M, N)
-    put(c, r1 + 1, q1, c51, M, N)
-    put(c, r1 + 2, q0, c60, M, N)
-    put(c, r1 + 2, q1, c61, M, N)
-    put(c, r1 + 3, q0, c70, M, N)
-    put(c, r1 + 3, q1, c71, M, N)
+    if RN == 2:
+        put(c, r0 + 3, q1, c31, M, N)
+    if RM == 2:
+        put(c, r1, q0, c40, M, N)
+        if RN == 2:
+            put(c, r1, q1, c41, M, N)
+        put(c, r1 + 1, q0, c50, M, N)
+        if RN == 2:
+            put(c, r1 + 1, q1, c51, M, N)
+        put(c, r1 + 2, q0, c60, M, N)
+        if RN == 2:
+            put(c, r1 + 2, q1, c61, M, N)
+        put(c, r1 + 3, q0, c70, M, N)
+        if RN == 2:
+            put(c, r1 + 3, q1, c71, M, N)

@@ -42,6 +42,11 @@ def test_the_library_tunables_load_and_default_to_their_first_candidate():
     assert tunables["reduce"]["default"] == "p1024"
     assert tunables["reduce"]["candidates"]["p256"] == {"kernel": None, "params": {"partials": 256}}
     assert tunables["matmul"]["candidates"]["tile128"]["kernel"] == "lib_matmul.f32"
+    assert tunables["matmul"]["default"] == "tile128"
+    assert tunables["matmul"]["candidates"]["tile128x64"] == {
+        "kernel": "lib_matmul.f32_128x64",
+        "params": {"tile_m": 128, "tile_n": 64, "wg": 256},
+    }
     assert tunables["reduce"]["case"]["tolerance"] == 1e-4
     assert tunables["matmul_f16"]["default"] == "staged"  # the faster on the H200
     assert tunables["matmul_f16"]["candidates"] == {
@@ -122,6 +127,29 @@ def test_the_library_tunables_load_and_default_to_their_first_candidate():
             + "  candidates:\n    a: {kernel: lib_matmul_f16, tile: 64}\n",
             "kernels/tuning.yaml:7:8",
             "library.matmul_f16 has no parameter 'tile' (it has none)",
+        ),
+        (
+            "m:\n  library: matmul\n" + CASE + "  candidates:\n    a: {tile_m: 2, tile_n: 64}\n",
+            "kernels/tuning.yaml:7:8",
+            "library.matmul parameter 'tile_m' must be 0 (the tile) or an integer in 4..1024, "
+            "got 2",
+        ),
+        (
+            "m:\n  library: matmul\n" + CASE + "  candidates:\n    a: {tile_n: 2048}\n",
+            "kernels/tuning.yaml:7:8",
+            "library.matmul parameter 'tile_n' must be 0 (the tile) or an integer in 4..1024, "
+            "got 2048",
+        ),
+        (
+            "m:\n  library: matmul\n" + CASE + "  candidates:\n    a: {tile_n: true}\n",
+            "kernels/tuning.yaml:7:8",
+            "library.matmul parameter 'tile_n' must be 0 (the tile) or an integer in 4..1024, "
+            "got 'true'",
+        ),
+        (
+            "m:\n  library: matmul\n" + CASE + "  candidates:\n    a: {tile_k: 16}\n",
+            "kernels/tuning.yaml:7:8",
+            "library.matmul has no parameter 'tile_k' (it has tile, tile_m, tile_n, wg)",
         ),
         ("k: &a {}\n", "kernels/tuning.yaml:1:4", "YAML anchors and aliases"),
     ],
@@ -516,3 +544,20 @@ def test_tune_picks_a_matmul_f16_kernel_on_the_cpu_backend(tmp_path, capsys):
     pick = rec["picks"]["matmul_f16"]
     assert sorted(pick["seconds"]) == ["direct", "staged"] and pick["dropped"] == {}
     assert pick["candidate"] == min(pick["seconds"], key=pick["seconds"].get)
+
+
+def test_matmul_blocks_default_to_the_square_tile():
+    """A matmul candidate of an older bundle names `tile` and `wg` only: tile_m and tile_n
+    default to 0 (the tile), and 0 is accepted as such."""
+    from vyre_build.bundle.tuning import LIBRARY_TUNABLES, check_library_params
+    from vyre_build.library.tuning import library_choice
+
+    assert check_library_params("matmul", {"tile": 128, "wg": 256}) is None
+    assert check_library_params("matmul", {"tile": 64, "tile_m": 0, "tile_n": 128}) is None
+    assert {n: v[2] for n, v in LIBRARY_TUNABLES["matmul"].items()} == {
+        "tile": 128, "tile_m": 0, "tile_n": 0, "wg": 256
+    }  # fmt: skip
+    assert library_choice({}, "matmul") == (
+        None,
+        {"tile": 128, "tile_m": 0, "tile_n": 0, "wg": 256},
+    )

@@ -70,9 +70,16 @@ LIBRARY_TUNABLES: dict[str, dict[str, tuple[int, int, int]]] = {
     "scan": {"blocks": (1, 1024, 1024)},
     "softmax": {"short_rows": (0, 1024, 1024)},
     "layer_norm": {"short_rows": (0, 1024, 1024)},
-    "matmul": {"tile": (4, 1024, 128), "wg": (1, 1024, 256)},
+    "matmul": {
+        "tile": (4, 1024, 128),
+        "tile_m": (0, 1024, 0),
+        "tile_n": (0, 1024, 0),
+        "wg": (1, 1024, 256),
+    },
     "matmul_f16": {},  # its candidates name a kernel only (LIBRARY_KERNELS)
 }
+# matmul's block rows and columns: 0 (the default) takes `tile`, for square blocks.
+_UNSET_OR_SIDE = ("tile_m", "tile_n")
 # The library functions whose candidates name the kernel they run: fn -> the kernel ids
 # allowed (None: any kernel id). The others' candidates name none.
 LIBRARY_KERNELS: dict[str, tuple[str, ...] | None] = {
@@ -94,6 +101,14 @@ def check_library_params(fn: str, params: dict[str, Any]) -> str | None:
             has = ", ".join(sorted(known)) or "none"
             return f"library.{fn} has no parameter '{name}' (it has {has})"
         low, high, _ = known[name]
+        if name in _UNSET_OR_SIDE:  # 0 (take `tile`) or a side like tile's
+            low = known["tile"][0]
+            if type(value) is not int or (value != 0 and not low <= value <= high):
+                return (
+                    f"library.{fn} parameter '{name}' must be 0 (the tile) or an integer in "
+                    f"{low}..{high}, got {value!r}"
+                )
+            continue
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             return f"library.{fn} parameter '{name}' must be an integer in {low}..{high}, got {value!r}"
     return None

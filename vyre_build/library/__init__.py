@@ -79,7 +79,16 @@ _OPS = ("sum", "min", "max")
 LIBRARY_KERNELS = {
     "reduce": ("lib_reduce.{op}_{t}", "lib_reduce_once.{op}_{t}"),
     "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}", "lib_scan_once.{t}"),
-    "matmul": ("lib_matmul.f32",),
+    "matmul": (
+        "lib_matmul.f32",
+        "lib_matmul.f32_pad",
+        "lib_matmul.f32_64",
+        "lib_matmul.f32_64p",
+        "lib_matmul.f32_128x64",
+        "lib_matmul.f32_64x128",
+        "lib_matmul.f32_k16",
+        "lib_matmul.f32_k16p",
+    ),
     "matmul_f16": ("lib_matmul_f16", "lib_mm_f16.f32", "lib_mm_f16.f16"),
     "softmax": ("lib_softmax.f32", "lib_softmax_warp.f32"),
     "layer_norm": ("lib_layer_norm.f32", "lib_layer_norm_warp.f32"),
@@ -438,9 +447,11 @@ def _matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = Non
     """`matmul` with its kernels given."""
     m, k, n = _matmul_sizes("matmul", a, b, "f32")
     tuned_kid, tuned = library_choice(kernels, "matmul")  # docs/tuning.md
-    kid, tile, wg = tuned_kid or "lib_matmul.f32", tuned["tile"], tuned["wg"]
+    kid, wg = tuned_kid or "lib_matmul.f32", tuned["wg"]
+    # the block of C one workgroup computes: tile_m x tile_n, either one 0 meaning `tile`
+    bm, bn = tuned["tile_m"] or tuned["tile"], tuned["tile_n"] or tuned["tile"]
     call = Call("matmul", kernels, [kid])
-    if isinstance(out, DeviceBuffer) and call.replay((tile, wg), (a, b, out)) is not MISS:
+    if isinstance(out, DeviceBuffer) and call.replay((bm, bn, wg), (a, b, out)) is not MISS:
         return out
     call.place("a", a)
     call.place("b", b)
@@ -448,10 +459,10 @@ def _matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = Non
     ab, _ = call.upload(a)
     bb, _ = call.upload(b)
     cb = out if isinstance(out, DeviceBuffer) else call.device.buffer((m, n), "f32")
-    grid = (-(-n // tile) * wg, -(-m // tile))
+    grid = (-(-n // bn) * wg, -(-m // bm))
     steps = [call.step(kid, 0, dict(a=ab, b=bb, c=cb, M=m, N=n, K=k), grid)]
     call.run(steps)
-    call.remember((tile, wg), (a, b, out), steps, None)
+    call.remember((bm, bn, wg), (a, b, out), steps, None)
     return call.result(cb, out, m * n, (m, n))
 
 

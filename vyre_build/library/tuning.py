@@ -7,8 +7,10 @@ its range and its default (the value the function uses with no tunable or no rec
 - scan `blocks`: the most blocks the input is cut into (their sums scanned in one step);
 - softmax, layer_norm `short_rows`: the longest row that goes to the 32-wide short-row
   kernel (0: every row goes to the 256-wide one);
-- matmul `tile` and `wg`: the side of the block of C one workgroup computes and its
-  workgroup size, for the candidate's `kernel` (default lib_matmul.f32, 128 and 256).
+- matmul `tile`, `tile_m`, `tile_n` and `wg`: the block of C one workgroup computes
+  (`tile_m` rows by `tile_n` columns; either one 0, the default, takes the square `tile`)
+  and its workgroup size, for the candidate's `kernel` (default lib_matmul.f32, 128 and
+  256).
 - matmul_f16: no parameters; the candidate's `kernel` (lib_matmul_f16, the default, or
   lib_mm_f16.f32) is the f32-output kernel it runs where the shape allows it.
 
