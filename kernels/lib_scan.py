@@ -25,10 +25,11 @@ next call. Both live in the flags buffer itself (flags[tiles]: the next tile, fl
 misread only after 2^30 calls on one buffer. The look-back adds aggregates in an order that depends
 on timing, so f32 results may differ in the last bits from run to run (integers are exact).
 """
-from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, fence,
-                             kernel, local_array, local_id, shared, subgroup_add,
-                             subgroup_inclusive_add, subgroup_invocation_id, subgroup_size, u32,
-                             workgroup_id)
+from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, bitcast,
+                             fence, kernel, local_array, local_id, shared, subgroup_add,
+                             subgroup_broadcast_first, subgroup_exclusive_add,
+                             subgroup_inclusive_add, subgroup_invocation_id, subgroup_min,
+                             subgroup_size, u32, workgroup_id)
 
 from .lib_common import load4, store4, subgroup_rank, wg_sum, zero_of
 
@@ -214,3 +215,158 @@ def lib_scan_once(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
             r = V(pre_k + s1, pre_k + s2, pre_k + s3, pre_k + t)
         store4(out4, out, q, n, vout, r)
         carry += whole
+
+
+LOOK_ITEMS = 8  # lib_scan_look: vec4s per invocation per tile (a tile is 8 * WG vec4s)
+NONE = 0xFFFFFFFF  # lib_scan_look: "no lane" in its subgroup minima
+
+
+def sum4(v: V) -> T:
+    return v.x + v.y + v.z + v.w
+
+
+def emit(out4: Buffer[V, "w"], out: Buffer[T, "w"], q: u32, n: u32, vout: u32, v: V, pre: T,
+         exclusive: u32) -> None:
+    """Store the prefix sums of vec4 q, whose values are v and whose exclusive prefix is
+    pre."""
+    s1 = v.x
+    s2 = s1 + v.y
+    s3 = s2 + v.z
+    if exclusive != 0:
+        r = V(pre, pre + s1, pre + s2, pre + s3)
+    else:
+        r = V(pre + s1, pre + s2, pre + s3, pre + (s3 + v.w))
+    store4(out4, out, q, n, vout, r)
+
+
+@kernel(workgroup_size=WG, grid=1)
+def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
+                  state: Buffer[u32, "rw"], n: u32, vin: u32, vout: u32, tiles: u32,
+                  exclusive: u32):
+    # subgroup totals of the tile's 8 steps: steps 0-3 at [rank], steps 4-7 at [WG + rank]
+    totals = shared(V, 2 * WG)
+    marks = shared(u32, WG)
+    drawn = shared(u32, 2)
+    prefix = shared(T, 1)
+    held = local_array(V, LOOK_ITEMS)
+    lid = local_id().x
+    lane = subgroup_invocation_id()
+    size = subgroup_size()
+    z = zero_of()
+    zv = V(z)
+    if lid == 0:
+        # state[4 * tiles]: the next tile to draw; state[4 * tiles + 1]: the call's epoch
+        e = atomic_load(state, 4 * tiles + 1, scope="device")
+        # acq_rel: the epoch load above stays before the draw, the reset below after it
+        d = atomic_add(state, 4 * tiles, 1, scope="device", order="acq_rel")
+        if d == tiles - 1:  # every tile is drawn: ready the next call
+            atomic_store(state, 4 * tiles, 0, scope="device")
+            atomic_store(state, 4 * tiles + 1, e + 1, scope="device")
+        drawn[0] = d
+        drawn[1] = e
+    rank = subgroup_rank(marks)  # its barriers also publish `drawn`
+    groups = (u32(WG) + size - 1) // size
+    tile = subgroup_broadcast_first(drawn[0])  # uniform in the subgroup, as it must be for
+    tag = (drawn[1] & EPOCH) << 2  # the look-back's subgroup operations
+    first = tile * LOOK_ITEMS * WG + rank * size + lane
+    # every load of the tile in flight before any is used
+    for k in range(u32(LOOK_ITEMS)):
+        held[k] = load4(x4, x, first + k * WG, n, vin)
+    # the tile scanned before the look-back, all 8 steps at once (a vec4 of step sums per
+    # invocation and half tile): one barrier
+    ta = V(sum4(held[0]), sum4(held[1]), sum4(held[2]), sum4(held[3]))
+    tb = V(sum4(held[4]), sum4(held[5]), sum4(held[6]), sum4(held[7]))
+    ea = subgroup_exclusive_add(ta)
+    eb = subgroup_exclusive_add(tb)
+    if lane == size - 1:
+        totals[rank] = ea + ta
+        totals[WG + rank] = eb + tb
+    barrier()
+    below_a = zv
+    below_b = zv
+    whole_a = zv
+    whole_b = zv
+    c: u32 = 0
+    while c < groups:
+        j = c + lane
+        wa = totals[j] if j < groups else zv
+        wb = totals[WG + j] if j < groups else zv
+        below_a += subgroup_add(wa if j < rank else zv)
+        below_b += subgroup_add(wb if j < rank else zv)
+        whole_a += subgroup_add(wa)
+        whole_b += subgroup_add(wb)
+        c += size
+    # where each step starts in the tile, and the tile's total
+    a1 = whole_a.x
+    a2 = a1 + whole_a.y
+    a3 = a2 + whole_a.z
+    half = a3 + whole_a.w
+    b1 = half + whole_b.x
+    b2 = b1 + whole_b.y
+    b3 = b2 + whole_b.z
+    whole = b3 + whole_b.w
+    off_a = V(z, a1, a2, a3) + below_a + ea
+    off_b = V(half, b1, b2, b3) + below_b + eb
+    # the look-back, by the first subgroup: each lane reads one predecessor's flag (an
+    # acquire load where ACQUIRE is set, else a relaxed one and, once the window is ready,
+    # an acquire fence: the release store of that flag published its value), the nearest
+    # inclusive prefix ends the walk, the aggregates after it are added, then the window
+    # moves back a subgroup's width
+    if rank == 0:
+        excl = z
+        if tile == 0:
+            if lane == 0:
+                atomic_store(state, 2, bitcast(u32, whole), scope="device")
+                atomic_store(state, 0, tag | 2, scope="device", order="release")
+        else:
+            if lane == 0:
+                atomic_store(state, 4 * tile + 1, bitcast(u32, whole), scope="device")
+                atomic_store(state, 4 * tile, tag | 1, scope="device", order="release")
+            j = tile  # excl holds the totals of tiles j .. tile - 1
+            while j != 0:
+                p = j - 1 - lane  # this lane's tile, when lane < j
+                st: u32 = 2  # before tile 0: an inclusive prefix of 0
+                if lane < j:
+                    st = 0
+                busy = True
+                while busy:  # until every tile after the nearest inclusive prefix is ready
+                    if st == 0:
+                        if ACQUIRE != 0:
+                            f = atomic_load(state, 4 * p, scope="device", order="acquire")
+                        else:
+                            f = atomic_load(state, 4 * p, scope="device")
+                        if f == (tag | 2):
+                            st = 2
+                        elif f == (tag | 1):
+                            st = 1
+                    near = subgroup_min(lane if st == 2 else u32(NONE))
+                    gap = subgroup_min(lane if st == 0 else u32(NONE))
+                    busy = gap < near
+                if ACQUIRE == 0:
+                    # pairs with the release stores of the flags the relaxed loads read
+                    fence(scope="device", order="acquire")
+                v = z
+                if lane <= near and lane < j:
+                    v = bitcast(T, atomic_load(state, 4 * p + st, scope="device"))
+                excl = excl + subgroup_add(v)
+                if near != NONE:
+                    j = u32(0)
+                else:
+                    j -= size
+            if lane == 0:
+                atomic_store(state, 4 * tile + 2, bitcast(u32, excl + whole), scope="device")
+                atomic_store(state, 4 * tile, tag | 2, scope="device", order="release")
+        if lane == 0:
+            prefix[0] = excl
+    barrier()
+    carry = prefix[0]
+    off_a = off_a + V(carry)
+    off_b = off_b + V(carry)
+    emit(out4, out, first, n, vout, held[0], off_a.x, exclusive)
+    emit(out4, out, first + WG, n, vout, held[1], off_a.y, exclusive)
+    emit(out4, out, first + 2 * WG, n, vout, held[2], off_a.z, exclusive)
+    emit(out4, out, first + 3 * WG, n, vout, held[3], off_a.w, exclusive)
+    emit(out4, out, first + 4 * WG, n, vout, held[4], off_b.x, exclusive)
+    emit(out4, out, first + 5 * WG, n, vout, held[5], off_b.y, exclusive)
+    emit(out4, out, first + 6 * WG, n, vout, held[6], off_b.z, exclusive)
+    emit(out4, out, first + 7 * WG, n, vout, held[7], off_b.w, exclusive)
