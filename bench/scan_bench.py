@@ -83,9 +83,7 @@ def paths(kernels: dict, kind: str) -> list[tuple[str, str, object]]:
     rows: list[tuple[str, str, object]] = []
     for blocks in (1024, 528, 264):
         lib = _Blocks(kernels, blocks)
-        rows.append(
-            (f"rts b{blocks}", "rts", lambda x, o, lib=lib: library.scan(lib, x, out=o))
-        )
+        rows.append((f"rts b{blocks}", "rts", lambda x, o, lib=lib: library.scan(lib, x, out=o)))
     for name, kid in (
         ("once", f"lib_scan_once.{kind}"),
         ("look", f"lib_scan_look.{kind}"),
@@ -148,7 +146,6 @@ def run(dev, kernels: dict, kind: str, n: int, torch, args) -> None:
             line += f"  vs torch {ref / ours:6.3f}x"
         line += "  matches" if ok else f"  MISMATCH (max error {err:.3g})"
         say(line + f"   [{what}; library picks {picked}]")
-    del x, out
 
 
 def main(argv=None) -> int:

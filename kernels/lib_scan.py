@@ -24,6 +24,23 @@ next call. Both live in the flags buffer itself (flags[tiles]: the next tile, fl
 1]: the epoch), so the flags and their epoch are made and dropped together; a flag could be
 misread only after 2^30 calls on one buffer. The look-back adds aggregates in an order that depends
 on timing, so f32 results may differ in the last bits from run to run (integers are exact).
+
+lib_scan_look is the look-back as CUB's single-pass scan does it (Merrill and Garland,
+"Single-pass Parallel Prefix Scan with Decoupled Look-back"), replacing lib_scan_once, whose
+walk by one invocation measured 0.24x torch on the H200: a workgroup draws its tile (8,192
+values: LOOK_ITEMS vec4s per invocation, all loaded before any is used) from the same
+counter and epoch scheme, scans the whole tile in registers first (the 8 steps' vec4 sums
+through one subgroup exclusive scan and one barrier), publishes its aggregate, and then its
+first subgroup walks back a subgroup's width at a time: each lane reads one predecessor's
+flag; the window is ready when every tile after the nearest inclusive prefix has at least
+its aggregate; one subgroup_add sums the nearest inclusive prefix and the aggregates after
+it; without an inclusive prefix in the window the walk steps back. The inclusive prefix is
+published as soon as it is known, then every invocation adds the exclusive one to its
+values and stores them. A tile's status is one 16-byte slot of `state` (flag, aggregate,
+inclusive prefix; values as their u32 bits): the flag is written with a release store after
+its value, and read with a relaxed load followed, once the window is ready, by an acquire
+fence (ACQUIRE 0), or with acquire loads (ACQUIRE 1, the acquire_* variants; lavapipe runs
+that form wrong). state[4 * tiles] and state[4 * tiles + 1] hold the next tile and the epoch.
 """
 from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, bitcast,
                              fence, kernel, local_array, local_id, shared, subgroup_add,
@@ -217,7 +234,7 @@ def lib_scan_once(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
         carry += whole
 
 
-LOOK_ITEMS = 8  # lib_scan_look: vec4s per invocation per tile (a tile is 8 * WG vec4s)
+LOOK_ITEMS = 8  # lib_scan_look: vec4s per invocation per tile (8 * WG vec4s: 8192 values)
 NONE = 0xFFFFFFFF  # lib_scan_look: "no lane" in its subgroup minima
 
 
@@ -248,7 +265,6 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     marks = shared(u32, WG)
     drawn = shared(u32, 2)
     prefix = shared(T, 1)
-    held = local_array(V, LOOK_ITEMS)
     lid = local_id().x
     lane = subgroup_invocation_id()
     size = subgroup_size()
@@ -269,13 +285,20 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     tile = subgroup_broadcast_first(drawn[0])  # uniform in the subgroup, as it must be for
     tag = (drawn[1] & EPOCH) << 2  # the look-back's subgroup operations
     first = tile * LOOK_ITEMS * WG + rank * size + lane
-    # every load of the tile in flight before any is used
-    for k in range(u32(LOOK_ITEMS)):
-        held[k] = load4(x4, x, first + k * WG, n, vin)
+    # every load of the tile in flight before any is used, into registers (named values,
+    # not an array the compiler might leave in memory)
+    v0 = load4(x4, x, first, n, vin)
+    v1 = load4(x4, x, first + WG, n, vin)
+    v2 = load4(x4, x, first + 2 * WG, n, vin)
+    v3 = load4(x4, x, first + 3 * WG, n, vin)
+    v4 = load4(x4, x, first + 4 * WG, n, vin)
+    v5 = load4(x4, x, first + 5 * WG, n, vin)
+    v6 = load4(x4, x, first + 6 * WG, n, vin)
+    v7 = load4(x4, x, first + 7 * WG, n, vin)
     # the tile scanned before the look-back, all 8 steps at once (a vec4 of step sums per
     # invocation and half tile): one barrier
-    ta = V(sum4(held[0]), sum4(held[1]), sum4(held[2]), sum4(held[3]))
-    tb = V(sum4(held[4]), sum4(held[5]), sum4(held[6]), sum4(held[7]))
+    ta = V(sum4(v0), sum4(v1), sum4(v2), sum4(v3))
+    tb = V(sum4(v4), sum4(v5), sum4(v6), sum4(v7))
     ea = subgroup_exclusive_add(ta)
     eb = subgroup_exclusive_add(tb)
     if lane == size - 1:
@@ -362,11 +385,11 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     carry = prefix[0]
     off_a = off_a + V(carry)
     off_b = off_b + V(carry)
-    emit(out4, out, first, n, vout, held[0], off_a.x, exclusive)
-    emit(out4, out, first + WG, n, vout, held[1], off_a.y, exclusive)
-    emit(out4, out, first + 2 * WG, n, vout, held[2], off_a.z, exclusive)
-    emit(out4, out, first + 3 * WG, n, vout, held[3], off_a.w, exclusive)
-    emit(out4, out, first + 4 * WG, n, vout, held[4], off_b.x, exclusive)
-    emit(out4, out, first + 5 * WG, n, vout, held[5], off_b.y, exclusive)
-    emit(out4, out, first + 6 * WG, n, vout, held[6], off_b.z, exclusive)
-    emit(out4, out, first + 7 * WG, n, vout, held[7], off_b.w, exclusive)
+    emit(out4, out, first, n, vout, v0, off_a.x, exclusive)
+    emit(out4, out, first + WG, n, vout, v1, off_a.y, exclusive)
+    emit(out4, out, first + 2 * WG, n, vout, v2, off_a.z, exclusive)
+    emit(out4, out, first + 3 * WG, n, vout, v3, off_a.w, exclusive)
+    emit(out4, out, first + 4 * WG, n, vout, v4, off_b.x, exclusive)
+    emit(out4, out, first + 5 * WG, n, vout, v5, off_b.y, exclusive)
+    emit(out4, out, first + 6 * WG, n, vout, v6, off_b.z, exclusive)
+    emit(out4, out, first + 7 * WG, n, vout, v7, off_b.w, exclusive)
