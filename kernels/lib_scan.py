@@ -28,8 +28,8 @@ on timing, so f32 results may differ in the last bits from run to run (integers 
 lib_scan_look is the look-back as CUB's single-pass scan does it (Merrill and Garland,
 "Single-pass Parallel Prefix Scan with Decoupled Look-back"), replacing lib_scan_once, whose
 walk by one invocation measured 0.24x torch on the H200: a workgroup draws its tile (8,192
-values: LOOK_ITEMS vec4s per invocation, all loaded before any is used) from the same
-counter and epoch scheme, scans the whole tile in registers first (the 8 steps' vec4 sums
+values: LOOK_ITEMS vec4s per invocation, all loaded before any is used) with one relaxed
+atomic add (below), scans the whole tile in registers first (the 8 steps' vec4 sums
 through one subgroup exclusive scan and one barrier), publishes its aggregate, and then its
 first subgroup walks back a subgroup's width at a time: each lane reads one predecessor's
 flag; the window is ready when every tile after the nearest inclusive prefix has at least
@@ -40,7 +40,10 @@ values and stores them. A tile's status is one 16-byte slot of `state` (flag, ag
 inclusive prefix; values as their u32 bits): the flag is written with a release store after
 its value, and read with a relaxed load followed, once the window is ready, by an acquire
 fence (ACQUIRE 0), or with acquire loads (ACQUIRE 1, the acquire_* variants; lavapipe runs
-that form wrong). state[4 * tiles] and state[4 * tiles + 1] hold the next tile and the epoch.
+that form wrong). The tile and the epoch come from one relaxed atomic add: state[4 * tiles]
+counts the tickets of every call on the buffer, `tiles` per call, so ticket d is tile
+d % tiles of epoch d / tiles, and a flag left by the previous call carries its other
+epoch; the last ticket of a call sets the count back to 0 once it is past RESTART.
 """
 from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, bitcast,
                              fence, kernel, local_array, local_id, shared, subgroup_add,
@@ -236,6 +239,7 @@ def lib_scan_once(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
 
 LOOK_ITEMS = 8  # lib_scan_look: vec4s per invocation per tile (8 * WG vec4s: 8192 values)
 NONE = 0xFFFFFFFF  # lib_scan_look: "no lane" in its subgroup minima
+RESTART = 0x40000000  # lib_scan_look: its ticket count goes back to 0 past this (no wrap)
 
 
 def sum4(v: V) -> T:
@@ -271,15 +275,16 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     z = zero_of()
     zv = V(z)
     if lid == 0:
-        # state[4 * tiles]: the next tile to draw; state[4 * tiles + 1]: the call's epoch
-        e = atomic_load(state, 4 * tiles + 1, scope="device")
-        # acq_rel: the epoch load above stays before the draw, the reset below after it
-        d = atomic_add(state, 4 * tiles, 1, scope="device", order="acq_rel")
-        if d == tiles - 1:  # every tile is drawn: ready the next call
-            atomic_store(state, 4 * tiles, 0, scope="device")
-            atomic_store(state, 4 * tiles + 1, e + 1, scope="device")
-        drawn[0] = d
+        # state[4 * tiles] counts the tiles drawn by every call on this buffer, each call
+        # `tiles` of them: ticket d is tile d % tiles of epoch d / tiles (one relaxed add)
+        d = atomic_add(state, 4 * tiles, 1, scope="device")
+        e = d // tiles
+        drawn[0] = d - e * tiles
         drawn[1] = e
+        if d == e * tiles + tiles - 1 and d >= RESTART:
+            # the call's last ticket: the count starts again at 0 (epoch 0, unlike the
+            # epoch of the last call, which left every flag)
+            atomic_store(state, 4 * tiles, 0, scope="device")
     rank = subgroup_rank(marks)  # its barriers also publish `drawn`
     groups = (u32(WG) + size - 1) // size
     tile = subgroup_broadcast_first(drawn[0])  # uniform in the subgroup, as it must be for

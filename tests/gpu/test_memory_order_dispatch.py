@@ -259,6 +259,31 @@ def test_look_back_across_reference_chunks(monkeypatch, scan_bundle, per_chunk, 
                 assert_scan(library.scan(bundle, x), x, False, f"scan n={n}")
 
 
+def test_look_back_ticket_count_starts_again_past_restart(backend, scan_bundle):
+    """lib_scan_look draws tile and epoch from one count kept across calls (`tiles` tickets
+    a call): the last ticket of a call past RESTART (2^30) sets it back to 0, and the
+    next calls (epochs 0, 1) still find only their own flags. The cpu reference only:
+    a look-back needs forward progress, and this needs no GPU to show."""
+    from vyre_build.runtime import library_call
+
+    if backend != "cpu":
+        pytest.skip("the count's arithmetic is the same on every device: the cpu reference")
+    with open_bundle(scan_bundle, backend="cpu") as bundle:
+        dev, kid = bundle.device, "lib_scan_look.i32"
+        x = values("i32", 3 * 8192 + 5, seed=1)
+        assert_scan(library._scan_once(bundle, kid, x, "i32", False, None), x, False, "first")
+        kept = library_call._SCRATCH[dev]
+        (state,) = [b for k, b in kept.items() if k[1] == "scan look-back state"]
+        words = state.read().copy()
+        assert words[-1] == 4  # one call of 4 tiles
+        words[-1] = 4 * (1 << 28)  # a count past RESTART, after a whole call
+        state.write(words)
+        for step, exclusive in enumerate((True, False, True)):
+            got = library._scan_once(bundle, kid, x, "i32", exclusive, None)
+            assert_scan(got, x, exclusive, f"call {step} after the restart")
+            assert state.read()[-1] == 4 * step
+
+
 def test_look_back_needs_no_clear_between_calls(scan_lib):
     dev = scan_lib.device
     xs = [values("i32", n, seed=n) for n in (9000, 9000, 5, 40000)]

@@ -350,8 +350,8 @@ def _scan_once(
     args.update(tiles=tiles, exclusive=int(exclusive))
     if look == "lib_scan_look":
         # per tile its flag, aggregate and inclusive prefix (4 words: one tile's status in
-        # one 16-byte slot), then the next tile and the epoch: kept across calls, together
-        args["state"] = call.scratch("scan look-back state", "u32", 4 * tiles + 2)
+        # one 16-byte slot), then the tickets drawn: kept across calls, together
+        args["state"] = call.scratch("scan look-back state", "u32", 4 * tiles + 1)
     else:
         args.update(
             agg=call.scratch("scan aggregates", kind, tiles),
