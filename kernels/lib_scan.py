@@ -247,9 +247,9 @@ def sum4(v: V) -> T:
 
 
 def emit(out4: Buffer[V, "w"], out: Buffer[T, "w"], q: u32, n: u32, vout: u32, v: V, pre: T,
-         exclusive: u32) -> None:
+         exclusive: u32, whole: bool) -> None:
     """Store the prefix sums of vec4 q, whose values are v and whose exclusive prefix is
-    pre."""
+    pre: a plain vec4 store where `whole` (a whole tile of a vec4 view), else store4."""
     s1 = v.x
     s2 = s1 + v.y
     s3 = s2 + v.z
@@ -257,7 +257,10 @@ def emit(out4: Buffer[V, "w"], out: Buffer[T, "w"], q: u32, n: u32, vout: u32, v
         r = V(pre, pre + s1, pre + s2, pre + s3)
     else:
         r = V(pre + s1, pre + s2, pre + s3, pre + (s3 + v.w))
-    store4(out4, out, q, n, vout, r)
+    if whole:
+        out4[q] = r
+    else:
+        store4(out4, out, q, n, vout, r)
 
 
 @kernel(workgroup_size=WG, grid=1)
@@ -291,15 +294,28 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     tag = (drawn[1] & EPOCH) << 2  # the look-back's subgroup operations
     first = tile * LOOK_ITEMS * WG + rank * size + lane
     # every load of the tile in flight before any is used, into registers (named values,
-    # not an array the compiler might leave in memory)
-    v0 = load4(x4, x, first, n, vin)
-    v1 = load4(x4, x, first + WG, n, vin)
-    v2 = load4(x4, x, first + 2 * WG, n, vin)
-    v3 = load4(x4, x, first + 3 * WG, n, vin)
-    v4 = load4(x4, x, first + 4 * WG, n, vin)
-    v5 = load4(x4, x, first + 5 * WG, n, vin)
-    v6 = load4(x4, x, first + 6 * WG, n, vin)
-    v7 = load4(x4, x, first + 7 * WG, n, vin)
+    # not an array the compiler might leave in memory); a whole tile of a vec4 view with
+    # plain vec4 loads (no branch per load), the last one through load4
+    per_tile = u32(LOOK_ITEMS * WG * 4)
+    inside = n >= per_tile and tile * per_tile <= n - per_tile
+    if vin != 0 and inside:
+        v0 = x4[first]
+        v1 = x4[first + WG]
+        v2 = x4[first + 2 * WG]
+        v3 = x4[first + 3 * WG]
+        v4 = x4[first + 4 * WG]
+        v5 = x4[first + 5 * WG]
+        v6 = x4[first + 6 * WG]
+        v7 = x4[first + 7 * WG]
+    else:
+        v0 = load4(x4, x, first, n, vin)
+        v1 = load4(x4, x, first + WG, n, vin)
+        v2 = load4(x4, x, first + 2 * WG, n, vin)
+        v3 = load4(x4, x, first + 3 * WG, n, vin)
+        v4 = load4(x4, x, first + 4 * WG, n, vin)
+        v5 = load4(x4, x, first + 5 * WG, n, vin)
+        v6 = load4(x4, x, first + 6 * WG, n, vin)
+        v7 = load4(x4, x, first + 7 * WG, n, vin)
     # the tile scanned before the look-back, all 8 steps at once (a vec4 of step sums per
     # invocation and half tile): one barrier
     ta = V(sum4(v0), sum4(v1), sum4(v2), sum4(v3))
@@ -388,13 +404,14 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
             prefix[0] = excl
     barrier()
     carry = prefix[0]
+    full = vout != 0 and inside
     off_a = off_a + V(carry)
     off_b = off_b + V(carry)
-    emit(out4, out, first, n, vout, v0, off_a.x, exclusive)
-    emit(out4, out, first + WG, n, vout, v1, off_a.y, exclusive)
-    emit(out4, out, first + 2 * WG, n, vout, v2, off_a.z, exclusive)
-    emit(out4, out, first + 3 * WG, n, vout, v3, off_a.w, exclusive)
-    emit(out4, out, first + 4 * WG, n, vout, v4, off_b.x, exclusive)
-    emit(out4, out, first + 5 * WG, n, vout, v5, off_b.y, exclusive)
-    emit(out4, out, first + 6 * WG, n, vout, v6, off_b.z, exclusive)
-    emit(out4, out, first + 7 * WG, n, vout, v7, off_b.w, exclusive)
+    emit(out4, out, first, n, vout, v0, off_a.x, exclusive, full)
+    emit(out4, out, first + WG, n, vout, v1, off_a.y, exclusive, full)
+    emit(out4, out, first + 2 * WG, n, vout, v2, off_a.z, exclusive, full)
+    emit(out4, out, first + 3 * WG, n, vout, v3, off_a.w, exclusive, full)
+    emit(out4, out, first + 4 * WG, n, vout, v4, off_b.x, exclusive, full)
+    emit(out4, out, first + 5 * WG, n, vout, v5, off_b.y, exclusive, full)
+    emit(out4, out, first + 6 * WG, n, vout, v6, off_b.z, exclusive, full)
+    emit(out4, out, first + 7 * WG, n, vout, v7, off_b.w, exclusive, full)
