@@ -59,6 +59,7 @@ SIZES = (1 << 20, 1 << 24, 1 << 28)
 QUICK = (4099, 1 << 16)
 LOOK_BACK_UNSAFE = 1 << 16  # the most values a look-back runs on without forward progress
 KINDS = ("f32", "i32")
+PATHS = ("rts b1024", "rts b528", "rts b264", "look", "look acq", "once")
 
 
 class _Blocks(dict):
@@ -85,9 +86,9 @@ def paths(kernels: dict, kind: str) -> list[tuple[str, str, object]]:
         lib = _Blocks(kernels, blocks)
         rows.append((f"rts b{blocks}", "rts", lambda x, o, lib=lib: library.scan(lib, x, out=o)))
     for name, kid in (
-        ("once", f"lib_scan_once.{kind}"),
         ("look", f"lib_scan_look.{kind}"),
         ("look acq", f"lib_scan_look.acquire_{kind}"),
+        ("once", f"lib_scan_once.{kind}"),
     ):
         if kid in kernels:
             call = lambda x, o, kid=kid: library._scan_once(kernels, kid, x, kind, False, o)  # noqa: E731
@@ -131,6 +132,8 @@ def run(dev, kernels: dict, kind: str, n: int, torch, args) -> None:
     base = None
     progress = forward_progress(dev)
     for name, what, call in paths(kernels, kind):
+        if args.paths and name not in args.paths.split(","):
+            continue
         if what != "rts" and not progress and (n > LOOK_BACK_UNSAFE or "acquire" in what):
             why = "the acquire form runs wrong there" if "acquire" in what else "too large"
             say(f"  {head} {name:<16} skipped: no forward progress on this device ({why})")
@@ -154,9 +157,17 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="", help="comma list of element counts")
     ap.add_argument("--kinds", default=",".join(KINDS), help="comma list of f32, i32, u32")
     ap.add_argument("--backend", default="vulkan", help="vulkan (default) or cpu")
+    ap.add_argument(
+        "--paths", default="", help="comma list of: " + ", ".join(PATHS) + " (default: all)"
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--number", type=int, default=0, help="calls per round (default: ~30 ms)")
     args = ap.parse_args(argv)
+    unknown = set(filter(None, args.paths.split(","))) - set(PATHS)
+    if unknown:
+        ap.error(f"unknown paths {sorted(unknown)}; choose from {list(PATHS)}")
+    if args.paths and "rts b1024" not in args.paths.split(","):
+        ap.error("--paths must hold 'rts b1024': every ratio is against it")
     sizes = QUICK if args.quick else SIZES
     if args.sizes:
         sizes = tuple(int(s) for s in args.sizes.split(","))
