@@ -224,6 +224,23 @@ def test_the_look_back_is_right_where_the_device_gives_forward_progress(scan_lib
             assert_scan(got, x, exclusive, f"{kid} n={n} excl={exclusive}")
 
 
+@pytest.mark.parametrize("template", LOOK_BACKS)
+def test_a_one_tile_look_back_runs_wherever_the_memory_model_is(scan_lib, template):
+    """Up to one tile no workgroup waits for another, so the look-back kernels run without
+    forward progress: every device with the memory model (lavapipe included) runs them at
+    sizes up to one tile, several calls in a row (each a new epoch of the kept flags)."""
+    if not SINGLE_PASS_FEATURES <= scan_lib.device.profile.features:
+        pytest.skip(f"{scan_lib.device.name} lacks the Vulkan memory model")
+    for kind in ("f32", "i32", "u32"):
+        kid = template.format(t=kind)
+        tile = 256 * 4 * library.LOOK_BACK_ITEMS[kid.split(".")[0]]
+        for n in sorted({1, 2, 3, 5, 255, 1023, 1024, 1025, tile - 1, tile}):
+            x = values(kind, n, seed=n)
+            for exclusive in (False, True, False):
+                got = library._scan_once(scan_lib, kid, x, kind, exclusive, None)
+                assert_scan(got, x, exclusive, f"{kid} n={n} excl={exclusive}")
+
+
 @pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
 def test_scan_matches_numpy_at_odd_sizes(scan_lib, kind):
     tiles = {256 * 4 * items for items in library.LOOK_BACK_ITEMS.values()}  # look-back tiles
