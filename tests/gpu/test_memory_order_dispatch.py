@@ -185,6 +185,7 @@ def test_scan_kernels_take_the_look_back_only_with_forward_progress(scan_lib):
     )
     once = progress and SINGLE_PASS_FEATURES <= p.features
     look = library.LOOK_BACK_KERNEL.format(t="i32")
+    assert look in library.kernel_ids() and look in scan_lib  # a kernel the library names
     want = (look,) if once else ("lib_scan_sums.i32", "lib_scan_block.i32")
     assert library.scan_kernels(scan_lib.device, "i32") == want
     if p.backend == "vulkan" and "llvmpipe" in scan_lib.device.name:

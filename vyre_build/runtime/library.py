@@ -295,7 +295,6 @@ LOOK_BACK_PAYS_VENDORS: frozenset[int] = frozenset()
 # each kernel's vec4s per invocation per tile.
 LOOK_BACK_KERNEL = "lib_scan_look.{t}"
 LOOK_BACK_ITEMS = {"lib_scan_look": 8, "lib_scan_once": 4}  # kernels/lib_scan.py
-SCAN_ITEMS = LOOK_BACK_ITEMS["lib_scan_once"]  # lib_scan_once's (kernels/lib_scan.py ITEMS)
 
 
 def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
