@@ -24,11 +24,32 @@ next call. Both live in the flags buffer itself (flags[tiles]: the next tile, fl
 1]: the epoch), so the flags and their epoch are made and dropped together; a flag could be
 misread only after 2^30 calls on one buffer. The look-back adds aggregates in an order that depends
 on timing, so f32 results may differ in the last bits from run to run (integers are exact).
+
+lib_scan_look is the look-back as CUB's single-pass scan does it (Merrill and Garland,
+"Single-pass Parallel Prefix Scan with Decoupled Look-back"), replacing lib_scan_once, whose
+walk by one invocation measured 0.24x torch on the H200: a workgroup draws its tile (8,192
+values: LOOK_ITEMS vec4s per invocation, all loaded before any is used) with one relaxed
+atomic add (below), scans the whole tile in registers first (the 8 steps' vec4 sums
+through one subgroup exclusive scan and one barrier), publishes its aggregate, and then its
+first subgroup walks back a subgroup's width at a time: each lane reads one predecessor's
+flag; the window is ready when every tile after the nearest inclusive prefix has at least
+its aggregate; one subgroup_add sums the nearest inclusive prefix and the aggregates after
+it; without an inclusive prefix in the window the walk steps back. The inclusive prefix is
+published as soon as it is known, then every invocation adds the exclusive one to its
+values and stores them. A tile's status is one 16-byte slot of `state` (flag, aggregate,
+inclusive prefix; values as their u32 bits): the flag is written with a release store after
+its value, and read with a relaxed load followed, once the window is ready, by an acquire
+fence (ACQUIRE 0), or with acquire loads (ACQUIRE 1, the acquire_* variants; lavapipe runs
+that form wrong). The tile and the epoch come from one relaxed atomic add: state[4 * tiles]
+counts the tickets of every call on the buffer, `tiles` per call, so ticket d is tile
+d % tiles of epoch d / tiles, and a flag left by the previous call carries its other
+epoch; the last ticket of a call sets the count back to 0 once it is past RESTART.
 """
-from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, fence,
-                             kernel, local_array, local_id, shared, subgroup_add,
-                             subgroup_inclusive_add, subgroup_invocation_id, subgroup_size, u32,
-                             workgroup_id)
+from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, bitcast,
+                             fence, kernel, local_array, local_id, shared, subgroup_add,
+                             subgroup_broadcast_first, subgroup_exclusive_add,
+                             subgroup_inclusive_add, subgroup_invocation_id, subgroup_min,
+                             subgroup_size, u32, workgroup_id)
 
 from .lib_common import load4, store4, subgroup_rank, wg_sum, zero_of
 
@@ -214,3 +235,183 @@ def lib_scan_once(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
             r = V(pre_k + s1, pre_k + s2, pre_k + s3, pre_k + t)
         store4(out4, out, q, n, vout, r)
         carry += whole
+
+
+LOOK_ITEMS = 8  # lib_scan_look: vec4s per invocation per tile (8 * WG vec4s: 8192 values)
+NONE = 0xFFFFFFFF  # lib_scan_look: "no lane" in its subgroup minima
+RESTART = 0x40000000  # lib_scan_look: its ticket count goes back to 0 past this (no wrap)
+
+
+def sum4(v: V) -> T:
+    return v.x + v.y + v.z + v.w
+
+
+def emit(out4: Buffer[V, "w"], out: Buffer[T, "w"], q: u32, n: u32, vout: u32, v: V, pre: T,
+         exclusive: u32, whole: bool) -> None:
+    """Store the prefix sums of vec4 q, whose values are v and whose exclusive prefix is
+    pre: a plain vec4 store where `whole` (a whole tile of a vec4 view), else store4."""
+    s1 = v.x
+    s2 = s1 + v.y
+    s3 = s2 + v.z
+    if exclusive != 0:
+        r = V(pre, pre + s1, pre + s2, pre + s3)
+    else:
+        r = V(pre + s1, pre + s2, pre + s3, pre + (s3 + v.w))
+    if whole:
+        out4[q] = r
+    else:
+        store4(out4, out, q, n, vout, r)
+
+
+@kernel(workgroup_size=WG, grid=1)
+def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
+                  state: Buffer[u32, "rw"], n: u32, vin: u32, vout: u32, tiles: u32,
+                  exclusive: u32):
+    # subgroup totals of the tile's 8 steps: steps 0-3 at [rank], steps 4-7 at [WG + rank]
+    totals = shared(V, 2 * WG)
+    marks = shared(u32, WG)
+    drawn = shared(u32, 2)
+    prefix = shared(T, 1)
+    lid = local_id().x
+    lane = subgroup_invocation_id()
+    size = subgroup_size()
+    z = zero_of()
+    zv = V(z)
+    if lid == 0:
+        # state[4 * tiles] counts the tiles drawn by every call on this buffer, each call
+        # `tiles` of them: ticket d is tile d % tiles of epoch d / tiles (one relaxed add)
+        d = atomic_add(state, 4 * tiles, 1, scope="device")
+        e = d // tiles
+        drawn[0] = d - e * tiles
+        drawn[1] = e
+        if d == e * tiles + tiles - 1 and d >= RESTART:
+            # the call's last ticket: the count starts again at 0 (epoch 0, unlike the
+            # epoch of the last call, which left every flag)
+            atomic_store(state, 4 * tiles, 0, scope="device")
+    rank = subgroup_rank(marks)  # its barriers also publish `drawn`
+    groups = (u32(WG) + size - 1) // size
+    tile = subgroup_broadcast_first(drawn[0])  # uniform in the subgroup, as it must be for
+    tag = (drawn[1] & EPOCH) << 2  # the look-back's subgroup operations
+    first = tile * LOOK_ITEMS * WG + rank * size + lane
+    # every load of the tile in flight before any is used, into registers (named values,
+    # not an array the compiler might leave in memory); a whole tile of a vec4 view with
+    # plain vec4 loads (no branch per load), the last one through load4
+    per_tile = u32(LOOK_ITEMS * WG * 4)
+    inside = n >= per_tile and tile * per_tile <= n - per_tile
+    if vin != 0 and inside:
+        v0 = x4[first]
+        v1 = x4[first + WG]
+        v2 = x4[first + 2 * WG]
+        v3 = x4[first + 3 * WG]
+        v4 = x4[first + 4 * WG]
+        v5 = x4[first + 5 * WG]
+        v6 = x4[first + 6 * WG]
+        v7 = x4[first + 7 * WG]
+    else:
+        v0 = load4(x4, x, first, n, vin)
+        v1 = load4(x4, x, first + WG, n, vin)
+        v2 = load4(x4, x, first + 2 * WG, n, vin)
+        v3 = load4(x4, x, first + 3 * WG, n, vin)
+        v4 = load4(x4, x, first + 4 * WG, n, vin)
+        v5 = load4(x4, x, first + 5 * WG, n, vin)
+        v6 = load4(x4, x, first + 6 * WG, n, vin)
+        v7 = load4(x4, x, first + 7 * WG, n, vin)
+    # the tile scanned before the look-back, all 8 steps at once (a vec4 of step sums per
+    # invocation and half tile): one barrier
+    ta = V(sum4(v0), sum4(v1), sum4(v2), sum4(v3))
+    tb = V(sum4(v4), sum4(v5), sum4(v6), sum4(v7))
+    ea = subgroup_exclusive_add(ta)
+    eb = subgroup_exclusive_add(tb)
+    if lane == size - 1:
+        totals[rank] = ea + ta
+        totals[WG + rank] = eb + tb
+    barrier()
+    below_a = zv
+    below_b = zv
+    whole_a = zv
+    whole_b = zv
+    c: u32 = 0
+    while c < groups:
+        j = c + lane
+        wa = totals[j] if j < groups else zv
+        wb = totals[WG + j] if j < groups else zv
+        below_a += subgroup_add(wa if j < rank else zv)
+        below_b += subgroup_add(wb if j < rank else zv)
+        whole_a += subgroup_add(wa)
+        whole_b += subgroup_add(wb)
+        c += size
+    # where each step starts in the tile, and the tile's total
+    a1 = whole_a.x
+    a2 = a1 + whole_a.y
+    a3 = a2 + whole_a.z
+    half = a3 + whole_a.w
+    b1 = half + whole_b.x
+    b2 = b1 + whole_b.y
+    b3 = b2 + whole_b.z
+    whole = b3 + whole_b.w
+    off_a = V(z, a1, a2, a3) + below_a + ea
+    off_b = V(half, b1, b2, b3) + below_b + eb
+    # the look-back, by the first subgroup: each lane reads one predecessor's flag (an
+    # acquire load where ACQUIRE is set, else a relaxed one and, once the window is ready,
+    # an acquire fence: the release store of that flag published its value), the nearest
+    # inclusive prefix ends the walk, the aggregates after it are added, then the window
+    # moves back a subgroup's width
+    if rank == 0:
+        excl = z
+        if tile == 0:
+            if lane == 0:
+                atomic_store(state, 2, bitcast(u32, whole), scope="device")
+                atomic_store(state, 0, tag | 2, scope="device", order="release")
+        else:
+            if lane == 0:
+                atomic_store(state, 4 * tile + 1, bitcast(u32, whole), scope="device")
+                atomic_store(state, 4 * tile, tag | 1, scope="device", order="release")
+            j = tile  # excl holds the totals of tiles j .. tile - 1
+            while j != 0:
+                p = j - 1 - lane  # this lane's tile, when lane < j
+                st: u32 = 2  # before tile 0: an inclusive prefix of 0
+                if lane < j:
+                    st = 0
+                busy = True
+                while busy:  # until every tile after the nearest inclusive prefix is ready
+                    if st == 0:
+                        if ACQUIRE != 0:
+                            f = atomic_load(state, 4 * p, scope="device", order="acquire")
+                        else:
+                            f = atomic_load(state, 4 * p, scope="device")
+                        if f == (tag | 2):
+                            st = 2
+                        elif f == (tag | 1):
+                            st = 1
+                    near = subgroup_min(lane if st == 2 else u32(NONE))
+                    gap = subgroup_min(lane if st == 0 else u32(NONE))
+                    busy = gap < near
+                if ACQUIRE == 0:
+                    # pairs with the release stores of the flags the relaxed loads read
+                    fence(scope="device", order="acquire")
+                v = z
+                if lane <= near and lane < j:
+                    v = bitcast(T, atomic_load(state, 4 * p + st, scope="device"))
+                excl = excl + subgroup_add(v)
+                if near != NONE:
+                    j = u32(0)
+                else:
+                    j -= size
+            if lane == 0:
+                atomic_store(state, 4 * tile + 2, bitcast(u32, excl + whole), scope="device")
+                atomic_store(state, 4 * tile, tag | 2, scope="device", order="release")
+        if lane == 0:
+            prefix[0] = excl
+    barrier()
+    carry = prefix[0]
+    full = vout != 0 and inside
+    off_a = off_a + V(carry)
+    off_b = off_b + V(carry)
+    emit(out4, out, first, n, vout, v0, off_a.x, exclusive, full)
+    emit(out4, out, first + WG, n, vout, v1, off_a.y, exclusive, full)
+    emit(out4, out, first + 2 * WG, n, vout, v2, off_a.z, exclusive, full)
+    emit(out4, out, first + 3 * WG, n, vout, v3, off_a.w, exclusive, full)
+    emit(out4, out, first + 4 * WG, n, vout, v4, off_b.x, exclusive, full)
+    emit(out4, out, first + 5 * WG, n, vout, v5, off_b.y, exclusive, full)
+    emit(out4, out, first + 6 * WG, n, vout, v6, off_b.z, exclusive, full)
+    emit(out4, out, first + 7 * WG, n, vout, v7, off_b.w, exclusive, full)

@@ -185,54 +185,123 @@ def test_scan_kernels_take_the_look_back_only_with_forward_progress(scan_lib):
         and p.vendor_id in library.LOOK_BACK_PAYS_VENDORS
     )
     once = progress and SINGLE_PASS_FEATURES <= p.features
-    want = ("lib_scan_once.i32",) if once else ("lib_scan_sums.i32", "lib_scan_block.i32")
+    look = library.LOOK_BACK_KERNEL.format(t="i32")
+    assert look in library.kernel_ids() and look in scan_lib  # a kernel the library names
+    want = (look,) if once else ("lib_scan_sums.i32", "lib_scan_block.i32")
     assert library.scan_kernels(scan_lib.device, "i32") == want
     if p.backend == "vulkan" and "llvmpipe" in scan_lib.device.name:
         assert not once  # lavapipe runs workgroups on a few threads: no forward progress
 
 
+# every look-back kernel: the library's (lib_scan_look), its acquire-load form, the first one
+LOOK_BACKS = ("lib_scan_look.{t}", "lib_scan_look.acquire_{t}", "lib_scan_once.{t}")
+
+
+def look_back_sizes(kid: str) -> list[int]:
+    """Edge sizes for a look-back kernel: around one and several of its tiles, around 4096
+    (the other kernel's tile), not multiples of 4, and past 2^20."""
+    tile = 256 * 4 * library.LOOK_BACK_ITEMS[kid.split(".")[0]]
+    edges = [1, 2, 3, 7, 4095, 4096, 4097, tile - 1, tile, tile + 1, 5 * tile + 3]
+    return sorted(set(edges + [1 << 20, (1 << 20) + 3]))
+
+
+@pytest.mark.parametrize("template", LOOK_BACKS)
 @pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
-def test_the_look_back_is_right_where_the_device_gives_forward_progress(scan_lib, kind):
-    """The look-back kernel, run directly, on a GPU that gives forward progress (the H200
-    in the device tier), though the library does not pick it there (it does not pay yet)."""
+def test_the_look_back_is_right_where_the_device_gives_forward_progress(scan_lib, kind, template):
+    """Each look-back kernel, run directly, on a device that gives forward progress: the cpu
+    reference (its schedule gives it) and a GPU of FORWARD_PROGRESS_VENDORS (the H200 in
+    the device tier), though the library picks the look-back on no GPU yet. Never on
+    lavapipe, where a workgroup may wait for one that is not scheduled (docs/runtime.md)."""
     p = scan_lib.device.profile
-    if not (
-        p.backend == "vulkan"
-        and p.vendor_id in library.FORWARD_PROGRESS_VENDORS
-        and SINGLE_PASS_FEATURES <= p.features
-    ):
+    progress = p.backend == "cpu" or (
+        p.backend == "vulkan" and p.vendor_id in library.FORWARD_PROGRESS_VENDORS
+    )
+    if not (progress and SINGLE_PASS_FEATURES <= p.features):
         pytest.skip(f"{scan_lib.device.name} promises no forward progress between workgroups")
-    tile = 256 * 4 * library.SCAN_ITEMS
-    for n in [1, 7, tile - 1, tile + 1, 5 * tile + 3, 1 << 20]:
+    kid = template.format(t=kind)
+    for n in look_back_sizes(kid):
         x = values(kind, n, seed=n)
         for exclusive in (False, True):
-            got = library._scan_once(scan_lib, f"lib_scan_once.{kind}", x, kind, exclusive, None)
-            assert_scan(got, x, exclusive, f"look-back n={n} excl={exclusive}")
+            got = library._scan_once(scan_lib, kid, x, kind, exclusive, None)
+            assert_scan(got, x, exclusive, f"{kid} n={n} excl={exclusive}")
+
+
+@pytest.mark.parametrize("template", LOOK_BACKS)
+def test_a_one_tile_look_back_runs_wherever_the_memory_model_is(scan_lib, template):
+    """Up to one tile no workgroup waits for another, so the look-back kernels run without
+    forward progress: every device with the memory model (lavapipe included) runs them at
+    sizes up to one tile, several calls in a row (each a new epoch of the kept flags)."""
+    if not SINGLE_PASS_FEATURES <= scan_lib.device.profile.features:
+        pytest.skip(f"{scan_lib.device.name} lacks the Vulkan memory model")
+    for kind in ("f32", "i32", "u32"):
+        kid = template.format(t=kind)
+        tile = 256 * 4 * library.LOOK_BACK_ITEMS[kid.split(".")[0]]
+        for n in sorted({1, 2, 3, 5, 255, 1023, 1024, 1025, tile - 1, tile}):
+            x = values(kind, n, seed=n)
+            for exclusive in (False, True, False):
+                got = library._scan_once(scan_lib, kid, x, kind, exclusive, None)
+                assert_scan(got, x, exclusive, f"{kid} n={n} excl={exclusive}")
 
 
 @pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
 def test_scan_matches_numpy_at_odd_sizes(scan_lib, kind):
-    tile = 256 * 4 * library.SCAN_ITEMS  # values per look-back tile
-    for n in sizes(scan_lib.device) + [tile - 1, tile + 1, 5 * tile + 3]:
+    tiles = {256 * 4 * items for items in library.LOOK_BACK_ITEMS.values()}  # look-back tiles
+    edges = [t + d for t in sorted(tiles) for d in (-1, 1)] + [5 * max(tiles) + 3]
+    for n in sizes(scan_lib.device) + edges:
         x = values(kind, n, seed=n)
         for exclusive in (False, True):
             where = f"{library.scan_kernels(scan_lib.device, kind)} n={n} excl={exclusive}"
             assert_scan(library.scan(scan_lib, x, exclusive=exclusive), x, exclusive, where)
 
 
+@pytest.mark.parametrize("template", LOOK_BACKS)
 @pytest.mark.parametrize("per_chunk", [2, 40])
-def test_look_back_across_reference_chunks(monkeypatch, scan_bundle, per_chunk):
+def test_look_back_across_reference_chunks(monkeypatch, scan_bundle, per_chunk, template):
     """Chunks of `per_chunk` workgroups: a chunk's first tile finds its predecessor's prefix
     published by an earlier chunk, the others walk back over the aggregates of their own
-    chunk (40: walks of up to 39 tiles, past one look-back window of LOOK = 16)."""
+    chunk (40: walks of up to 39 tiles, past one look-back window: lib_scan_once's LOOK =
+    16 predecessors, lib_scan_look's subgroup of 32 lanes on the reference)."""
     import vyre_build.reference as reference
 
     monkeypatch.setattr(reference, "CHUNK_LANES", 256 * per_chunk)
     with open_bundle(scan_bundle, backend="cpu") as bundle:
-        assert library.scan_kernels(bundle.device, "u32") == ("lib_scan_once.u32",)
-        for n in (4096 * 45 + 5, 4096 * 2):
+        look = library.LOOK_BACK_KERNEL.format(t="u32")
+        assert library.scan_kernels(bundle.device, "u32") == (look,)
+        assert (bundle.device.profile.subgroup_size or 32) < 39
+        kid = template.format(t="u32")
+        tile = 256 * 4 * library.LOOK_BACK_ITEMS[kid.split(".")[0]]
+        for n in (tile * 45 + 5, tile * 2):
             x = values("u32", n, seed=n)
-            assert_scan(library.scan(bundle, x), x, False, f"n={n}")
+            got = library._scan_once(bundle, kid, x, "u32", False, None)
+            assert_scan(got, x, False, f"{kid} n={n}")
+            if kid == look:
+                assert_scan(library.scan(bundle, x), x, False, f"scan n={n}")
+
+
+def test_look_back_ticket_count_starts_again_past_restart(backend, scan_bundle):
+    """lib_scan_look draws tile and epoch from one count kept across calls (`tiles` tickets
+    a call): the last ticket of a call past RESTART (2^30) sets it back to 0, and the
+    next calls (epochs 0, 1) still find only their own flags. The cpu reference only:
+    a look-back needs forward progress, and this needs no GPU to show."""
+    from vyre_build.library import call as library_call
+
+    if backend != "cpu":
+        pytest.skip("the count's arithmetic is the same on every device: the cpu reference")
+    with open_bundle(scan_bundle, backend="cpu") as bundle:
+        dev, kid = bundle.device, "lib_scan_look.i32"
+        x = values("i32", 3 * 8192 + 5, seed=1)
+        assert_scan(library._scan_once(bundle, kid, x, "i32", False, None), x, False, "first")
+        kept = library_call._SCRATCH[dev]
+        # the slots of 4 tiles and the count (other tests may have left calls in it)
+        (state,) = [b for k, b in kept.items() if k[1:] == ("scan look-back state", "u32", 17)]
+        words = state.read().copy()
+        assert words[-1] % 4 == 0 and words[-1] > 0  # whole calls of 4 tiles
+        words[-1] = 4 * (1 << 28)  # a count past RESTART, after a whole call
+        state.write(words)
+        for step, exclusive in enumerate((True, False, True)):
+            got = library._scan_once(bundle, kid, x, "i32", exclusive, None)
+            assert_scan(got, x, exclusive, f"call {step} after the restart")
+            assert state.read()[-1] == 4 * step
 
 
 def test_look_back_needs_no_clear_between_calls(scan_lib):

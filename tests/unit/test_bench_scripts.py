@@ -38,3 +38,25 @@ def test_compile_bench_times_a_spirv_only_kernel_without_its_wgsl(tmp_path):
         "2 kernels (variants counted) in 2 files",
         "1 of them SPIR-V only (cooperative matrices): no WGSL step",
     ]
+
+
+def test_scan_bench_times_every_scan_path_and_checks_each():
+    """bench/scan_bench.py on the cpu backend (forward progress: every look-back runs): a
+    line per path, kind and size, each result checked against numpy."""
+    proc = run_bench(
+        "scan_bench.py", "--quick", "--backend", "cpu", "--rounds", "1", "--number", "1"
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "forward progress: yes" in lines
+    rows = [line.split() for line in lines if line.startswith("  ")]
+    names = ["rts b1024", "rts b528", "rts b264", "look", "look acq", "once"]
+    want = [
+        (kind, f"n={n}", name) for kind in ("f32", "i32") for n in (4099, 1 << 16) for name in names
+    ]
+    got = [
+        (r[0], r[1], " ".join(r[2:4]) if r[3] in ("b1024", "b528", "b264", "acq") else r[2])
+        for r in rows
+    ]
+    assert got == want
+    assert all("matches" in line for line in lines if line.startswith("  "))

@@ -96,7 +96,8 @@ def test_tree_compiles_to_every_target(two_builds):
     ordered = {
         f"lib_reduce_once.{op}_{t}" for op in ("sum", "min", "max") for t in ("f32", "i32", "u32")
     }
-    ordered |= {f"lib_scan_once.{t}" for t in ("f32", "i32", "u32")}
+    for t in ("f32", "i32", "u32"):
+        ordered |= {f"lib_scan_once.{t}", f"lib_scan_look.{t}", f"lib_scan_look.acquire_{t}"}
     coop = {"lib_matmul_f16", "lib_mm_f16.f16", "lib_mm_f16.f32"}
     assert skipped == {k: {"wgsl"} for k in coop | ordered}
     stems = {p[: -len(s)] for p in first for s in SUFFIXES if p.endswith(s)}

@@ -78,7 +78,13 @@ _OPS = ("sum", "min", "max")
 # The kernel ids each function uses ({op}: the reduction, {t}: the element type).
 LIBRARY_KERNELS = {
     "reduce": ("lib_reduce.{op}_{t}", "lib_reduce_once.{op}_{t}"),
-    "scan": ("lib_scan_sums.{t}", "lib_scan_block.{t}", "lib_scan_once.{t}"),
+    "scan": (
+        "lib_scan_sums.{t}",
+        "lib_scan_block.{t}",
+        "lib_scan_look.{t}",
+        "lib_scan_look.acquire_{t}",
+        "lib_scan_once.{t}",
+    ),
     "matmul": (
         "lib_matmul.f32",
         "lib_matmul.f32_pad",
@@ -287,16 +293,24 @@ FORWARD_PROGRESS_VENDORS = frozenset({0x10DE, 0x1002})
 # yet. On the H200 (driver 580.159.04, bench/RESULTS.md 2026-12-02) lib_scan_once took 237 us
 # at 16.7M f32 against 70 us for the two passes (3.5 ms against 0.83 ms at 268M): its walk
 # back (one invocation per tile, 16 predecessors per step) costs more than the third of
-# the traffic it saves. It stays right there (the device tier runs its tests), and the cpu
-# reference, which is the judge, runs it.
+# the traffic it saves. lib_scan_look (a subgroup walks back, a lane per predecessor, over
+# tiles of 8,192 values scanned before the walk) replaces it as the look-back kernel and
+# awaits its H200 figures (bench/scan_bench.py). Taking the look-back on NVIDIA is adding
+# 0x10DE here. The cpu reference, which is the judge, runs it.
 LOOK_BACK_PAYS_VENDORS: frozenset[int] = frozenset()
-SCAN_ITEMS = 4  # lib_scan_once: vec4s per invocation per tile (kernels/lib_scan.py ITEMS)
+# The look-back kernel scan_kernels names ({t}: the element type): "lib_scan_look.{t}" (its
+# walk reads flags with relaxed loads, then one acquire fence), "lib_scan_look.acquire_{t}"
+# (acquire loads of the flags, no fence; lavapipe runs that form wrong: tiles after the
+# first never finish), or "lib_scan_once.{t}" (the first design, kept for comparison); and
+# each kernel's vec4s per invocation per tile.
+LOOK_BACK_KERNEL = "lib_scan_look.{t}"
+LOOK_BACK_ITEMS = {"lib_scan_look": 8, "lib_scan_once": 4}  # kernels/lib_scan.py
 
 
 def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
     """The kernel ids that `scan` runs on `device`, in dispatch order: the single pass with
-    decoupled look-back (lib_scan_once) where the device has the Vulkan memory model with
-    device scope, gives forward progress between workgroups and the look-back pays (a
+    decoupled look-back (LOOK_BACK_KERNEL: lib_scan_look) where the device has the Vulkan
+    memory model with device scope, gives forward progress between workgroups and the look-back pays (a
     Vulkan device of FORWARD_PROGRESS_VENDORS and LOOK_BACK_PAYS_VENDORS, none so far;
     or the cpu reference, whose schedule gives it), else
     reduce-then-scan (lib_scan_sums, lib_scan_block: wgpu, lavapipe/llvmpipe and every other
@@ -306,7 +320,7 @@ def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
         device: a runtime Device.
         dtype: "f32", "i32" or "u32".
     Returns:
-        The ids, e.g. ("lib_scan_once.f32",) or ("lib_scan_sums.f32", "lib_scan_block.f32").
+        The ids, e.g. ("lib_scan_look.f32",) or ("lib_scan_sums.f32", "lib_scan_block.f32").
     """
     if not isinstance(device, Device):
         raise fail("scan_kernels", f"device must be a Device, got {type(device).__name__}")
@@ -319,14 +333,15 @@ def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
         and p.vendor_id in LOOK_BACK_PAYS_VENDORS
     )
     if progress and SINGLE_PASS_FEATURES <= p.features:
-        return (f"lib_scan_once.{dtype}",)
+        return (LOOK_BACK_KERNEL.format(t=dtype),)
     return (f"lib_scan_sums.{dtype}", f"lib_scan_block.{dtype}")
 
 
 def _scan_once(
     kernels: Mapping[str, Kernel], kid: str, x: Array, kind: str, exclusive: bool, out: Out
 ) -> Any:
-    # `scan` in one dispatch of lib_scan_once (see scan_kernels).
+    # `scan` in one dispatch of a look-back kernel, lib_scan_look or lib_scan_once (see
+    # scan_kernels).
     call = Call("scan", kernels, [kid])
     if isinstance(out, DeviceBuffer) and call.replay((exclusive,), (x, out)) is not MISS:
         return out
@@ -334,24 +349,40 @@ def _scan_once(
     shape = shape_of(x)
     call.output(out, kind, shape)
     vectors = -(-n // 4)
-    tiles = -(-vectors // (WG * SCAN_ITEMS))
+    look = kid.split(".")[0]
+    tiles = -(-vectors // (WG * LOOK_BACK_ITEMS[look]))
     xb, vin = call.upload(x)
     ob, vout = call.target(out, kind, n)
     x4, xs = call.pair(xb, vin, kind, False)
     o4, os_ = call.pair(ob, vout, kind, True)
     args = dict(x4=x4, x=xs, out4=o4, out=os_, n=n, vin=int(vin), vout=int(vout))
-    args.update(
-        agg=call.scratch("scan aggregates", kind, tiles),
-        pre=call.scratch("scan prefixes", kind, tiles),
-        # a flag per tile, then the next tile and the epoch: kept across calls, together
-        flags=call.scratch("scan flags", "u32", tiles + 2),
-        tiles=tiles,
-        exclusive=int(exclusive),
-    )
+    args.update(tiles=tiles, exclusive=int(exclusive))
+    if look == "lib_scan_look":
+        # per tile its flag, aggregate and inclusive prefix (4 words: one tile's status in
+        # one 16-byte slot), then the tickets drawn: kept across calls, together
+        args["state"] = call.scratch("scan look-back state", "u32", 4 * tiles + 1)
+    else:
+        args.update(
+            agg=call.scratch("scan aggregates", kind, tiles),
+            pre=call.scratch("scan prefixes", kind, tiles),
+            # a flag per tile, then the next tile and the epoch: kept across calls, together
+            flags=call.scratch("scan flags", "u32", tiles + 2),
+        )
     steps = [call.step(kid, 0, args, tiles * WG)]
     call.run(steps)
     call.remember((exclusive,), (x, out), steps, None)
     return call.result(ob, out, n, shape)
+
+
+def _scan_single(kernels: Mapping[str, Kernel], block_id: str, kind: str) -> str | None:
+    # The look-back kernel id scan_kernels picks for the device of kernels[block_id] when it
+    # picks one and the mapping holds it; None otherwise (then reduce-then-scan runs).
+    found = kernels.get(block_id) if isinstance(kernels, Mapping) else None
+    if not isinstance(found, Kernel):
+        return None
+    chosen = scan_kernels(found.device, kind)
+    single = len(chosen) == 1 and chosen[0].split(".")[0] in LOOK_BACK_ITEMS
+    return chosen[0] if single and isinstance(kernels.get(chosen[0]), Kernel) else None
 
 
 def _scan(
@@ -362,7 +393,7 @@ def _scan(
         raise fail("scan", f"exclusive must be True or False, got {exclusive!r}")
     kind = kind_of("scan", "x", x, _NUMERIC)
     sums_id, block_id = f"lib_scan_sums.{kind}", f"lib_scan_block.{kind}"
-    once = _single_pass(kernels, block_id, scan_kernels, kind)
+    once = _scan_single(kernels, block_id, kind)
     if once is not None:
         return _scan_once(kernels, once, x, kind, exclusive, out)
     call = Call("scan", kernels, [sums_id, block_id])

@@ -1,0 +1,198 @@
+"""The scan paths side by side (issue 23), in one run on one device, against torch.cumsum:
+
+- rts b1024: reduce-then-scan (lib_scan_sums, then lib_scan_block twice: about 3n values
+  moved), at the library's default of up to 1,024 blocks (what every GPU runs today), and
+  rts b528 / b264 at fewer, larger blocks (4 and 2 per SM on an H200), through the tuning
+  interface the library reads;
+- once: the first look-back kernel (lib_scan_once: one invocation walks back 16 predecessors
+  a step);
+- look: lib_scan_look (a subgroup walks back, a lane per predecessor; tiles of 8,192 values
+  scanned before the walk; relaxed flag loads, then one acquire fence), the library's
+  LOOK_BACK_KERNEL;
+- look acq: lib_scan_look.acquire_* (acquire loads of the flags, no fence).
+
+    python3 bench/scan_bench.py           # the H200 run: f32 and i32 at 1M, 16.7M and 268M
+    python3 bench/scan_bench.py --quick   # small sizes, a smoke run (lavapipe here)
+
+Each figure is GPU time per call from Vulkan timestamps around a batch of calls
+(library_bench.time_ours: the median of --rounds rounds after a warm-up; wall time where the
+backend has none), inclusive scan into a DeviceBuffer. Each line gives the ratio against
+torch (> 1: faster than torch) and against rts b1024 measured in the same run, and says
+whether the result matches torch's (numpy's without torch: f32 within 1e-4 of the largest
+sum, integers exactly). The look-back kernels need forward progress between workgroups
+(docs/runtime.md, "Forward progress"): on a device without it (lavapipe) they run only at
+sizes of at most LOOK_BACK_UNSAFE values, the acquire form not at all (lavapipe runs it
+wrong, library.LOOK_BACK_KERNEL), and the line says so. The last column names the kernels
+the library picks on the device (library.scan_kernels).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+from library_bench import (  # noqa: E402
+    KERNELS,
+    _vector,
+    agree,
+    calls_for,
+    kernels_for,
+    say,
+    time_ours,
+    time_torch,
+)
+
+from vyre_build.compiler import compile_file  # noqa: E402
+from vyre_build.runtime import get_device  # noqa: E402
+from vyre_build import library  # noqa: E402
+from vyre_build.library import SINGLE_PASS_FEATURES  # noqa: E402
+from vyre_build.runtime.tuning import Choice  # noqa: E402
+
+SIZES = (1 << 20, 1 << 24, 1 << 28)
+QUICK = (4099, 1 << 16)
+LOOK_BACK_UNSAFE = 1 << 16  # the most values a look-back runs on without forward progress
+KINDS = ("f32", "i32")
+PATHS = ("rts b1024", "rts b528", "rts b264", "look", "look acq", "once")
+
+
+class _Blocks(dict):
+    """The scan kernels without the look-back ones (so `scan` takes reduce-then-scan on any
+    device) with `blocks` tuned, through the tuning interface the library reads."""
+
+    def __init__(self, kernels: dict, blocks: int) -> None:
+        super().__init__((k, v) for k, v in kernels.items() if k.startswith("lib_scan_"))
+        for k in [k for k in self if k.startswith(("lib_scan_look", "lib_scan_once"))]:
+            del self[k]
+        self.blocks = blocks
+
+    def tunable_for(self, fn: str) -> str:
+        return fn
+
+    def tuned(self, name: str) -> Choice:
+        return Choice(name, f"b{self.blocks}", None, {"blocks": self.blocks}, "forced", None)
+
+
+def paths(kernels: dict, kind: str) -> list[tuple[str, str, object]]:
+    """(row name, what it runs, call(x, out)) for every path."""
+    rows: list[tuple[str, str, object]] = []
+    for blocks in (1024, 528, 264):
+        lib = _Blocks(kernels, blocks)
+        rows.append((f"rts b{blocks}", "rts", lambda x, o, lib=lib: library.scan(lib, x, out=o)))
+    for name, kid in (
+        ("look", f"lib_scan_look.{kind}"),
+        ("look acq", f"lib_scan_look.acquire_{kind}"),
+        ("once", f"lib_scan_once.{kind}"),
+    ):
+        if kid in kernels:
+            call = lambda x, o, kid=kid: library._scan_once(kernels, kid, x, kind, False, o)  # noqa: E731
+            rows.append((name, kid, call))
+    return rows
+
+
+def forward_progress(dev) -> bool:
+    # What library.scan_kernels assumes, without the LOOK_BACK_PAYS_VENDORS condition.
+    p = dev.profile
+    known = p.backend == "cpu" or (
+        p.backend == "vulkan" and p.vendor_id in library.FORWARD_PROGRESS_VENDORS
+    )
+    return known and SINGLE_PASS_FEATURES <= p.features
+
+
+def run(dev, kernels: dict, kind: str, n: int, torch, args) -> None:
+    data = _vector(kind)(np.random.default_rng(0), n)
+    x_host = data["x"]
+    moved = 8 * n  # read once, write once
+    ref, want = None, None
+    if torch is not None:
+        t = torch.from_numpy(x_host).cuda()
+        dtype = torch.float32 if kind == "f32" else torch.int32
+        out_t = torch.empty_like(t, dtype=dtype)
+        tcall = lambda: torch.cumsum(t, 0, dtype=dtype, out=out_t)  # noqa: E731
+        number = args.number or calls_for(tcall, torch.cuda.synchronize)
+        ref = time_torch(torch, tcall, number, args.rounds)
+        want = tcall().cpu().numpy()
+        del t, out_t
+        torch.cuda.empty_cache()
+    else:
+        wide = np.float64 if kind == "f32" else None
+        want = np.cumsum(x_host, dtype=wide)
+    picked = " + ".join(library.scan_kernels(dev, kind))
+    head = f"{kind} n={n:<11}"
+    if ref is not None:
+        say(f"  {head} torch            {ref * 1e6:9.1f} us {moved / ref / 1e9:8.1f} GB/s")
+    x = dev.buffer(x_host)
+    out = dev.buffer(n, kind)
+    base = None
+    progress = forward_progress(dev)
+    for name, what, call in paths(kernels, kind):
+        if args.paths and name not in args.paths.split(","):
+            continue
+        if what != "rts" and not progress and (n > LOOK_BACK_UNSAFE or "acquire" in what):
+            why = "the acquire form runs wrong there" if "acquire" in what else "too large"
+            say(f"  {head} {name:<16} skipped: no forward progress on this device ({why})")
+            continue
+        run_once = lambda call=call: call(x, out)  # noqa: E731
+        number = args.number or calls_for(run_once, dev.wait)
+        ours, _ = time_ours(dev, run_once, number, args.rounds)
+        ok, err = agree(out.read(), np.asarray(want), 1e-4 if kind == "f32" else 0.0)
+        base = ours if base is None else base
+        line = f"  {head} {name:<16} {ours * 1e6:9.1f} us {moved / ours / 1e9:8.1f} GB/s"
+        line += f"  vs rts b1024 {base / ours:6.3f}x"
+        if ref is not None:
+            line += f"  vs torch {ref / ours:6.3f}x"
+        line += "  matches" if ok else f"  MISMATCH (max error {err:.3g})"
+        say(line + f"   [{what}; library picks {picked}]")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    ap.add_argument("--sizes", default="", help="comma list of element counts")
+    ap.add_argument("--kinds", default=",".join(KINDS), help="comma list of f32, i32, u32")
+    ap.add_argument("--backend", default="vulkan", help="vulkan (default) or cpu")
+    ap.add_argument(
+        "--paths", default="", help="comma list of: " + ", ".join(PATHS) + " (default: all)"
+    )
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--number", type=int, default=0, help="calls per round (default: ~30 ms)")
+    args = ap.parse_args(argv)
+    unknown = set(filter(None, args.paths.split(","))) - set(PATHS)
+    if unknown:
+        ap.error(f"unknown paths {sorted(unknown)}; choose from {list(PATHS)}")
+    if args.paths and "rts b1024" not in args.paths.split(","):
+        ap.error("--paths must hold 'rts b1024': every ratio is against it")
+    sizes = QUICK if args.quick else SIZES
+    if args.sizes:
+        sizes = tuple(int(s) for s in args.sizes.split(","))
+    try:
+        import torch
+
+        torch = torch if torch.cuda.is_available() else None
+    except ImportError:
+        torch = None
+    dev = get_device(args.backend)
+    dev.timing = True
+    compiled = compile_file(os.path.join(KERNELS, "lib_scan.py"), root=KERNELS)
+    kernels = kernels_for(dev, compiled)
+    p = dev.profile
+    say(f"{args.backend}: {dev.name} (subgroup size {p.subgroup_size or p.subgroup_size_range})")
+    say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
+    say(f"forward progress: {'yes' if forward_progress(dev) else 'no'}")
+    start = time.perf_counter()
+    for kind in args.kinds.split(","):
+        for n in sizes:
+            run(dev, kernels, kind, n, torch, args)
+    say(f"total {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
