@@ -69,27 +69,41 @@ def workgroup_fold(v: T, slots: Buffer[T, "rw"], ident: T) -> T:
 
 
 def share(x4: Buffer[V], x: Buffer[T], n: u32, vin: u32, stride: u32, ident: T) -> T:
-    """OP over this invocation's grid-stride share of the n values (lib_reduce_once; the
-    same loop as lib_reduce's, which keeps its own copy so that its artifacts do not move)."""
+    """OP over this invocation's grid-stride share of the n values (lib_reduce_once): four
+    independent loads per trip, vec4s and then the scalar tail alike, so that a share of
+    four loads is one round trip to memory (lib_reduce keeps its two-load loop)."""
     gid = global_id().x
     nv = n // 4 if vin != 0 else u32(0)
     a = V(ident)
     b = V(ident)
-    # two independent loads per trip keep more bytes in flight
+    c = V(ident)
+    d = V(ident)
     i = gid
-    while i + stride < nv:
+    while i + 3 * stride < nv:
         a = fold(a, x4[i])
         b = fold(b, x4[i + stride])
-        i += 2 * stride
-    if i < nv:
+        c = fold(c, x4[i + 2 * stride])
+        d = fold(d, x4[i + 3 * stride])
+        i += 4 * stride
+    while i < nv:
         a = fold(a, x4[i])
-    a = fold(a, b)
+        i += stride
+    a = fold(fold(a, b), fold(c, d))
     s = fold1(fold1(a.x, a.y), fold1(a.z, a.w))
+    t = ident
+    u = ident
+    v = ident
     i = 4 * nv + gid
+    while i + 3 * stride < n:
+        s = fold1(s, x[i])
+        t = fold1(t, x[i + stride])
+        u = fold1(u, x[i + 2 * stride])
+        v = fold1(v, x[i + 3 * stride])
+        i += 4 * stride
     while i < n:
         s = fold1(s, x[i])
         i += stride
-    return s
+    return fold1(fold1(s, t), fold1(u, v))
 
 
 @kernel(workgroup_size=WG, grid=1)
@@ -139,10 +153,21 @@ def lib_reduce_once(x4: Buffer[V], x: Buffer[T], partials: Buffer[T, "rw"],
     acc = ident
     if last[0] != 0:
         atomic_load(ticket, 0, scope="device", order="acquire")
+        # four independent loads per trip: up to 1,024 partials in one round trip
+        b = ident
+        c = ident
+        d = ident
         j = lid
+        while j + 3 * WG < groups:
+            acc = fold1(acc, partials[j])
+            b = fold1(b, partials[j + WG])
+            c = fold1(c, partials[j + 2 * WG])
+            d = fold1(d, partials[j + 3 * WG])
+            j += 4 * WG
         while j < groups:
             acc = fold1(acc, partials[j])
             j += WG
+        acc = fold1(fold1(acc, b), fold1(c, d))
     whole = workgroup_fold(acc, slots, ident)
     if lid == 0 and last[0] != 0:
         out[0] = whole

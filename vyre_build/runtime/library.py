@@ -63,6 +63,7 @@ __all__ = [
 WG = 256  # the workgroup size of every library kernel
 TILE = 128  # lib_matmul: the side of the block of C one workgroup computes
 MAX_PARTIALS = 1024  # reduce: workgroups of the first pass (about one wave on an H200)
+ONCE_LOADS = 4  # reduce, single pass: vec4s (or values) per invocation, one trip of 4 loads
 MAX_BLOCKS = 1024  # scan: blocks (one wave on an H200; their sums scanned in one step)
 MAX_ROWS = 65535  # softmax, layer_norm: workgroups per dispatch (WebGPU's per-axis limit)
 # softmax, layer_norm: (longest row, kernel suffix, rows per workgroup) of the short-row
@@ -232,7 +233,7 @@ def _reduce_once(
     res: Any = call.replay((), (x, out)) if out is not None or not call.in_batch() else MISS
     if res is MISS:
         first, res, vectors = _reduce_input(call, x, kind, out)
-        groups = max(1, min(MAX_PARTIALS, -(-vectors // (WG * 4))))
+        groups = _once_groups(vectors)
         parts = call.scratch("partials", kind, groups)
         ticket = call.scratch("reduce ticket", "u32", 1)  # 0, and set back to 0 by each call
         args = dict(first, partials=parts, ticket=ticket, out=res)
@@ -240,6 +241,13 @@ def _reduce_once(
         call.run(steps)
         call.remember((), (x, out), steps, res)
     return out if out is not None else res.read()[0]
+
+
+def _once_groups(loads: int) -> int:
+    # lib_reduce_once's grid, in workgroups, for `loads` vec4s (or values): ONCE_LOADS per
+    # invocation (its share loop issues four at a time), at most MAX_PARTIALS (the last
+    # workgroup's fold then takes at most four loads per invocation).
+    return max(1, min(MAX_PARTIALS, -(-loads // (WG * ONCE_LOADS))))
 
 
 @overload
