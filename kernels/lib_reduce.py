@@ -8,13 +8,14 @@ atomics). Variants (variants.yaml) set T, its vec4 type V, OP (0 sum, 1 min, 2 m
 IDENT, the bits of OP's identity for T (infinities for f32 min/max).
 
 lib_reduce_once is the single pass (devices with the Vulkan memory model: library.reduce
-picks it, `library.reduce_kernel`): each workgroup folds its share as above and writes its
-partial; invocation 0 then takes a ticket with a device-scope acq_rel atomic add (its
+picks it, `library.reduce_kernel`): each workgroup folds its share (as above, but four
+independent loads per trip, vec4s and the scalar tail alike: the library's grid gives each
+invocation four vec4s, one round trip to memory) and writes its partial; invocation 0 then takes a ticket with a device-scope acq_rel atomic add (its
 release publishes the partial). The workgroup that draws the last ticket (G - 1) is the
 last to finish: every one of its invocations acquires the ticket (an acquire load, which
 reads the last add and so synchronises with every workgroup's release) and folds the G
-partials, strided by invocation (a fixed order: an f32 sum is the same on every run for a
-given grid); the others fold the identity, so that the fold's barriers stay in uniform
+partials, strided by invocation, four loads per trip (up to 1,024 partials in one round
+trip; a fixed order: an f32 sum is the same on every run for a given grid); the others fold the identity, so that the fold's barriers stay in uniform
 control. Its invocation 0 writes the result and sets the ticket back to 0, so the next
 call needs no clear. No workgroup
 waits for another: no forward-progress assumption.

@@ -162,6 +162,44 @@ def test_single_pass_f32_sum_is_the_same_every_run(lib, monkeypatch):
     assert all(library.reduce(lib, x, "sum").tobytes() == first.tobytes() for _ in range(3))
 
 
+def assert_reduced(got, x, op: str, where: str) -> None:
+    if op != "sum":
+        assert got == getattr(np, op)(x), where
+    elif x.dtype == np.float32:
+        assert abs(float(got) - float(x.astype(np.float64).sum())) <= 1e-6 * x.size, where
+    else:
+        assert got == x.sum(dtype=x.dtype), where
+
+
+@pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
+def test_single_pass_reduce_shares_of_many_trips(lib, kind, monkeypatch):
+    """lib_reduce_once's loops of four loads and their remainders: 3 workgroups, so each
+    invocation takes many trips (vec4s, and values where x is a DeviceBuffer of no whole
+    vec4s); then one vec4 per invocation, up to 1,024 partials, so the last workgroup's
+    fold takes four, or three and a remainder, per invocation."""
+    if not SINGLE_PASS_FEATURES <= lib.device.profile.features:
+        pytest.skip("the device has no Vulkan memory model (wgpu): no single pass")
+    dev = lib.device
+    monkeypatch.setattr(library, "_single_pass_pays", lambda device: True)
+    monkeypatch.setattr(library, "MAX_PARTIALS", 3)
+    few = (1, 2, 255, 256, 257, 1023, 1025, 4095, 4097, 3 * 4 * 256 * 4 + 5, 65539)
+    for n in few:
+        x = values(kind, n, seed=n)
+        for op in ("sum", "min", "max"):
+            assert_reduced(library.reduce(lib, x, op), x, op, f"{op} {kind} n={n}, 3 groups")
+            if n % 4:  # a DeviceBuffer of no whole vec4s: every value through the scalar loop
+                out = dev.buffer(1, kind)
+                library.reduce(lib, dev.buffer(x), op, out=out)
+                assert_reduced(out.read()[0], x, op, f"{op} {kind} n={n} scalar, 3 groups")
+    monkeypatch.setattr(library, "MAX_PARTIALS", 1024)
+    monkeypatch.setattr(library, "ONCE_LOADS", 1)
+    for groups in (767, 769, 900, 1024):
+        n = groups * 256 * 4 - 3
+        x = values(kind, n, seed=groups)
+        for op in ("sum", "min", "max"):
+            assert_reduced(library.reduce(lib, x, op), x, op, f"{op} {kind} {groups} partials")
+
+
 # -- the single-pass scan (decoupled look-back) --------------------------------------------
 
 

@@ -38,3 +38,19 @@ def test_compile_bench_times_a_spirv_only_kernel_without_its_wgsl(tmp_path):
         "2 kernels (variants counted) in 2 files",
         "1 of them SPIR-V only (cooperative matrices): no WGSL step",
     ]
+
+
+def test_reduce_bench_rows_match_numpy_on_the_reference():
+    proc = run_bench(
+        "reduce_bench.py", "--backend", "cpu", "--sizes", "4100", "--types", "u32,f32",
+        "--rounds", "1", "--number", "1",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[2] == "library picks: lib_reduce_once.sum_u32, lib_reduce_once.sum_f32"
+    for kind in ("u32", "f32"):
+        at = lines.index(f"sum {kind} n=4100")
+        names = [line.split()[0] for line in lines[at + 1 : at + 7]]
+        assert names == ["floor", "pass1", "two-pass", "old", "new", "library"]
+        checked = lines[at + 3 : at + 7]  # the rows with a result: two-pass, old, new, library
+        assert all(" matches" in line and "MISMATCH" not in line for line in checked), checked
