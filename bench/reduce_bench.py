@@ -19,7 +19,9 @@ the largest sum). The kernels are dispatched directly, with the grid the row nam
   the last workgroup folding the partials one load per trip), at the grid the library gave
   it (ceil(n / 1024) workgroups, at most 1,024);
 - new G=...: lib_reduce_once at several grids (`*`: the one library.reduce picks);
-- i32tk (u32 only): lib_reduce_once with its ticket an i32 buffer, at the library's grid;
+- i32tk (u32 only): lib_reduce_once with its ticket an i32 buffer, at the library's grid
+  (I32_TICKET);
+- lean: lib_reduce_once with a release ticket add and a plain barrier after it (LEAN);
 - library: library.reduce(x, "sum", out=...) itself (the path library.reduce_kernel names,
   at the end of the line).
 
@@ -69,27 +71,46 @@ def load(dev, path: str, root: str) -> dict[str, Any]:
     }
 
 
-def ticket_i32(dev) -> dict[str, Any]:
-    """kernels/lib_reduce.py's lib_reduce_once with an i32 ticket: in the u32 variants the
-    ticket's type is then no longer the type of x, partials and out (a test of whether a
-    compiler's type-based alias analysis is what slows sum u32 down)."""
-    path = os.path.join(KERNELS, "lib_reduce.py")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    edits = (
+# Candidates made from kernels/lib_reduce.py's lib_reduce_once by text edits, so that they
+# follow the library kernel: (row name, edits, the ticket's type, the variants built).
+I32_TICKET = (
+    "i32tk",
+    (
         ('ticket: Buffer[u32, "rw"]', 'ticket: Buffer[i32, "rw"]'),
         ("last[0] = u32(t == groups - 1)", "last[0] = u32(u32(t) == groups - 1)"),
         ("\nWG = 256\n", "\nfrom vyre_build.lang import i32\n\nWG = 256\n"),
-    )
+    ),
+    "i32",
+    ("sum_u32",),
+)
+# A release add (the last workgroup's invocations acquire with their own loads, which read
+# the last add of the ticket's release sequence) and a plain barrier for `last` (the
+# partial of the last workgroup's invocation 0 is ordered by the same release/acquire).
+LEAN = (
+    "lean",
+    (
+        ('order="acq_rel")', 'order="release")'),
+        ("    storage_barrier()\n", "    barrier()\n"),
+    ),
+    "u32",
+    ("sum_u32", "sum_i32", "sum_f32"),
+)
+
+
+def edited(dev, name: str, edits, ticket: str, stems) -> dict[str, tuple[str, Any]]:
+    """variant -> (ticket type, Kernel) of lib_reduce_once with `edits` made to its file."""
+    path = os.path.join(KERNELS, "lib_reduce.py")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
     for old, new in edits:
         if text.count(old) != 1:
-            raise SystemExit(f"reduce_bench: {old!r} is not once in {path}: update ticket_i32")
+            raise SystemExit(f"reduce_bench: {old!r} is not once in {path}: update {name}")
         text = text.replace(old, new)
     code = "spirv" if dev.backend == "vulkan" else "kdesc"
     return {
-        k.stem.split(".")[1]: load_kernel(k.meta, device=dev, **{code: getattr(k, code)})
+        k.stem.split(".")[1]: (ticket, load_kernel(k.meta, device=dev, **{code: getattr(k, code)}))
         for k in compile_file(path, root=KERNELS, text=text, kernel="lib_reduce_once")
-        if k.stem.endswith(".sum_u32")
+        if k.stem.split(".")[1] in stems
     }
 
 
@@ -99,7 +120,7 @@ def old_grid(n: int) -> int:
 
 
 def rows(
-    dev, ks: dict, old: dict, tk32: dict, kind: str, x, n: int
+    dev, ks: dict, old: dict, cands: dict, kind: str, x, n: int
 ) -> list[tuple[str, Callable, Any]]:
     """(name, call, out buffer or None) of every row of one type and size."""
     tid = f"sum_{kind}"
@@ -152,8 +173,10 @@ def rows(
     for grid in sorted({*GRIDS, picked}):
         if grid <= max(1, -(-(n // 4) // WG)):  # no workgroup without a vec4
             once(once_k, grid, f"new G={grid}{'*' if grid == picked else ''}")
-    if tid in tk32:
-        once(tk32[tid], picked, f"i32tk G={picked}*", "i32")
+    for name, kernels in cands.items():
+        if tid in kernels:
+            ticket, k = kernels[tid]
+            once(k, picked, f"{name} G={picked}*", ticket)
     res = dev.buffer(1, kind)
     out.append(("library", lambda: library.reduce(ks, x, "sum", out=res), res))
     return out
@@ -191,7 +214,7 @@ def main(argv=None) -> int:
         k.split(".")[1]: v
         for k, v in load(dev, os.path.join(HERE, "kernels", "reduce_once_old.py"), HERE).items()
     }
-    tk32 = ticket_i32(dev)
+    cands = {c[0]: edited(dev, *c) for c in (I32_TICKET, LEAN)}
     p = dev.profile
     say(f"{args.backend}: {dev.name} (subgroup size {p.subgroup_size or p.subgroup_size_range})")
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
@@ -217,7 +240,7 @@ def main(argv=None) -> int:
             x = dev.buffer(data)
             say(f"sum {kind} n={n}" + (f": torch {ref * 1e6:8.1f} us" if ref else ""))
             old_us = None
-            for name, call, out in rows(dev, ks, old, tk32, kind, x, n):
+            for name, call, out in rows(dev, ks, old, cands, kind, x, n):
                 number = args.number or calls_for(call, dev.wait)
                 gpu, wall = time_ours(dev, call, number, args.rounds)
                 line = f"  {name:<14} {gpu * 1e6:9.1f} us  {4 * n / gpu / 1e9:7.1f} GB/s"
