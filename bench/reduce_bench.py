@@ -16,12 +16,14 @@ the largest sum). The kernels are dispatched directly, with the grid the row nam
   the input (not a whole reduce);
 - two-pass: lib_reduce twice (wgpu's and lavapipe's path);
 - old: bench/kernels/reduce_once_old.py, the previous lib_reduce_once (two loads per trip,
-  the last workgroup folding the partials one load per trip), at the grid the library gave
-  it (ceil(n / 1024) workgroups, at most 1,024);
+  the last workgroup folding the partials one load per trip, an acq_rel ticket add and a
+  storage barrier after it), at the grid the library gave it (ceil(n / 1024) workgroups, at most 1,024);
 - new G=...: lib_reduce_once at several grids (`*`: the one library.reduce picks);
 - i32tk (u32 only): lib_reduce_once with its ticket an i32 buffer, at the library's grid
   (I32_TICKET);
-- lean: lib_reduce_once with a release ticket add and a plain barrier after it (LEAN);
+- acqrel: lib_reduce_once with the previous kernel's acq_rel ticket add and storage barrier
+  after it (ACQ_REL): old -> acqrel is the four loads per trip, acqrel -> new the lighter
+  synchronisation;
 - library: library.reduce(x, "sum", out=...) itself (the path library.reduce_kernel names,
   at the end of the line).
 
@@ -83,14 +85,14 @@ I32_TICKET = (
     "i32",
     ("sum_u32",),
 )
-# A release add (the last workgroup's invocations acquire with their own loads, which read
-# the last add of the ticket's release sequence) and a plain barrier for `last` (the
-# partial of the last workgroup's invocation 0 is ordered by the same release/acquire).
-LEAN = (
-    "lean",
+# The acq_rel add and storage barrier of the previous kernel on the new loads: which of the
+# two changes (four loads per trip; a release add and a plain barrier) moves the time.
+ACQ_REL = (
+    "acqrel",
     (
-        ('order="acq_rel")', 'order="release")'),
-        ("    storage_barrier()\n", "    barrier()\n"),
+        ('order="release")', 'order="acq_rel")'),
+        ("    barrier()\n    # every workgroup", "    storage_barrier()\n    # every workgroup"),
+        ("\nWG = 256\n", "\nfrom vyre_build.lang import storage_barrier\n\nWG = 256\n"),
     ),
     "u32",
     ("sum_u32", "sum_i32", "sum_f32"),
@@ -214,7 +216,7 @@ def main(argv=None) -> int:
         k.split(".")[1]: v
         for k, v in load(dev, os.path.join(HERE, "kernels", "reduce_once_old.py"), HERE).items()
     }
-    cands = {c[0]: edited(dev, *c) for c in (I32_TICKET, LEAN)}
+    cands = {c[0]: edited(dev, *c) for c in (I32_TICKET, ACQ_REL)}
     p = dev.profile
     say(f"{args.backend}: {dev.name} (subgroup size {p.subgroup_size or p.subgroup_size_range})")
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")

@@ -10,19 +10,21 @@ IDENT, the bits of OP's identity for T (infinities for f32 min/max).
 lib_reduce_once is the single pass (devices with the Vulkan memory model: library.reduce
 picks it, `library.reduce_kernel`): each workgroup folds its share (as above, but four
 independent loads per trip, vec4s and the scalar tail alike: the library's grid gives each
-invocation four vec4s, one round trip to memory) and writes its partial; invocation 0 then takes a ticket with a device-scope acq_rel atomic add (its
-release publishes the partial). The workgroup that draws the last ticket (G - 1) is the
-last to finish: every one of its invocations acquires the ticket (an acquire load, which
-reads the last add and so synchronises with every workgroup's release) and folds the G
-partials, strided by invocation, four loads per trip (up to 1,024 partials in one round
-trip; a fixed order: an f32 sum is the same on every run for a given grid); the others fold the identity, so that the fold's barriers stay in uniform
-control. Its invocation 0 writes the result and sets the ticket back to 0, so the next
-call needs no clear. No workgroup
-waits for another: no forward-progress assumption.
+invocation four vec4s, one round trip to memory) and writes its partial; invocation 0 then
+takes a ticket with a device-scope release atomic add (the release publishes the partial).
+The workgroup that draws the last ticket (G - 1) is the last to finish: every one of its
+invocations acquires the ticket (an acquire load, which reads the last add, the end of the
+release sequence of every earlier add, and so synchronises with every workgroup's release,
+its own invocation 0's included: no acquire on the add, and a plain barrier for `last`)
+and folds the G partials, strided by invocation, four loads per trip (up to 1,024 partials
+in one round trip; a fixed order: an f32 sum is the same on every run for a given grid);
+the others fold the identity, so that the fold's barriers stay in uniform control. Its
+invocation 0 writes the result and sets the ticket back to 0, so the next call needs no
+clear. No workgroup waits for another: no forward-progress assumption.
 """
 from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, bitcast,
                              global_id, kernel, local_id, max, min, num_workgroups, shared,
-                             storage_barrier, subgroup_add, subgroup_invocation_id, subgroup_max,
+                             subgroup_add, subgroup_invocation_id, subgroup_max,
                              subgroup_min, subgroup_size, u32, workgroup_id)
 
 WG = 256
@@ -147,9 +149,9 @@ def lib_reduce_once(x4: Buffer[V], x: Buffer[T], partials: Buffer[T, "rw"],
     total = workgroup_fold(share(x4, x, n, vin, stride, ident), slots, ident)
     if lid == 0:
         partials[workgroup_id().x] = total
-        t = atomic_add(ticket, 0, 1, scope="device", order="acq_rel")
+        t = atomic_add(ticket, 0, 1, scope="device", order="release")
         last[0] = u32(t == groups - 1)
-    storage_barrier()
+    barrier()
     # every workgroup folds (barriers stay in uniform control); only the last reads partials
     acc = ident
     if last[0] != 0:

@@ -48,7 +48,7 @@ def test_reduce_bench_rows_match_numpy_on_the_reference():
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[2] == "library picks: lib_reduce_once.sum_u32, lib_reduce_once.sum_f32"
-    for kind, extra in (("u32", ["i32tk", "lean"]), ("f32", ["lean"])):
+    for kind, extra in (("u32", ["i32tk", "acqrel"]), ("f32", ["acqrel"])):
         at = lines.index(f"sum {kind} n=4100")
         end = next(i for i in range(at + 1, len(lines)) if not lines[i].startswith("  "))
         rows = [line.split() for line in lines[at + 1 : end]]  # the rows are indented
