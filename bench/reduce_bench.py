@@ -191,7 +191,9 @@ def main(argv=None) -> int:
     ap.add_argument("--types", default="f32,u32,i32")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--number", type=int, default=0, help="calls per round (default: ~30 ms)")
-    ap.add_argument("--backend", default="vulkan", help="vulkan (or cpu: a check of the rows)")
+    ap.add_argument(
+        "--backend", default="vulkan", choices=("vulkan", "cpu"), help="cpu: a check of the rows"
+    )
     args = ap.parse_args(argv)
     sizes = QUICK if args.quick else SIZES
     if args.sizes:
