@@ -134,7 +134,7 @@ SINGLE_PASS_FEATURES = frozenset({VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVIC
 def reduce_kernel(device: Device, op: str = "sum", dtype: str = "f32") -> str:
     """The kernel id that `reduce` runs on `device`: the single pass (lib_reduce_once, one
     dispatch: the last workgroup to finish combines the partials, found with a device-scope
-    acq_rel ticket) where the device has the Vulkan memory model with device scope
+    ticket: release adds, acquire loads) where the device has the Vulkan memory model with device scope
     (SINGLE_PASS_FEATURES: GPU Vulkan devices that offer it, the cpu reference), else the
     two passes of lib_reduce (wgpu: WGSL has no release/acquire; lavapipe, where the memory
     model's modules run about 3x slower). A Bundle without the single-pass
