@@ -1,35 +1,40 @@
-"""Single-pass reduce (kernels/lib_reduce.py lib_reduce_once) against its previous design and
-torch, with the parts of a call timed apart (issue 23: reduce at 1M and 16.7M values).
+"""Single-pass reduce: the library's kernel (kernels/lib_reduce.py lib_reduce_once) against a
+candidate (bench/kernels/reduce_once_four.py) and torch, with the parts of a call timed apart
+(issue 23: reduce at 1M and 16.7M values).
 
     python3 bench/reduce_bench.py            # the H200 run: f32, u32, i32 at 1M, 16.7M, 268M
     python3 bench/reduce_bench.py --quick    # small sizes, a smoke run (lavapipe here)
+    python3 bench/reduce_bench.py --quick --backend cpu   # the rows on the cpu reference
 
 Every row is a sum of the same values in one run, Vulkan GPU time per call (timestamps
 around a batch of calls, so the barrier after each dispatch counts; the median of --rounds
-rounds after a warm-up round), its ratio to torch.sum (CUDA events) and to `old` where
+rounds after a warm-up round), its ratio to torch.sum (CUDA events) and to `lib_once` where
 both are given, and whether its result matches numpy (integers exactly, f32 within 1e-5 of
-the largest sum). The kernels are dispatched directly, with the grid the row names:
+the largest sum). The kernels are dispatched directly, with the grid the row names
+(`*`: the grid library.reduce gives lib_reduce_once, ceil(n / 4,096) workgroups, at most
+1,024: four vec4s per invocation):
 
 - floor: lib_reduce over no values, one workgroup: a dispatch and its barrier, what any
   one-dispatch call costs at least;
 - pass1: lib_reduce's first pass alone (G partials, no memory model, no ticket): reading
   the input (not a whole reduce);
 - two-pass: lib_reduce twice (wgpu's and lavapipe's path);
-- old: bench/kernels/reduce_once_old.py, the previous lib_reduce_once (two loads per trip,
-  the last workgroup folding the partials one load per trip, an acq_rel ticket add and a
-  storage barrier after it), at the grid the library gave it (ceil(n / 1024) workgroups, at most 1,024);
-- new G=...: lib_reduce_once at several grids (`*`: the one library.reduce picks);
-- i32tk (u32 only): lib_reduce_once with its ticket an i32 buffer, at the library's grid
+- lib_once: the library's lib_reduce_once (two loads per trip in each share, the last
+  workgroup folding the partials one load per trip, an acq_rel ticket add and a storage
+  barrier after it), what library.reduce runs on a Vulkan GPU;
+- four G=...: the candidate at several grids: four loads per trip in each share and in the
+  fold of the partials, a release ticket add and a plain barrier after it;
+- four-acqrel: the candidate with lib_once's acq_rel add and storage barrier (FOUR_ACQ_REL):
+  lib_once -> four-acqrel is the four loads per trip, four-acqrel -> four the lighter
+  synchronisation (does the release add pay?);
+- lib_once-i32tk, four-i32tk (u32 only): those kernels with their ticket an i32 buffer
   (I32_TICKET);
-- acqrel: lib_reduce_once with the previous kernel's acq_rel ticket add and storage barrier
-  after it (ACQ_REL): old -> acqrel is the four loads per trip, acqrel -> new the lighter
-  synchronisation;
 - library: library.reduce(x, "sum", out=...) itself (the path library.reduce_kernel names,
   at the end of the line).
 
 The u32 and i32 sums are the same bits (integer adds wrap), so u32 against i32 on one
 kernel shows whether a u32 gap is the element type's (issue 23: sum u32 16.7M ran 29.6 us
-against f32's 22.3 on the same kernel).
+against f32's 22.3 on lib_reduce_once).
 """
 
 from __future__ import annotations
@@ -53,10 +58,12 @@ from vyre_build.runtime import get_device, library, load_kernel  # noqa: E402
 from vyre_build.runtime.kernel import Kernel  # noqa: E402
 
 KERNELS = os.path.join(os.path.dirname(HERE), "kernels")
+LIB = os.path.join(KERNELS, "lib_reduce.py")
+FOUR = os.path.join(HERE, "kernels", "reduce_once_four.py")
 WG = library.WG
 SIZES = (1 << 20, 1 << 24, 1 << 28)
 QUICK = (1 << 16, (1 << 20) + 4)
-GRIDS = (64, 132, 256, 528, 1024)  # new's grids besides the library's (132: the H200's SMs)
+GRIDS = (64, 132, 256, 528, 1024)  # the candidate's grids besides the library's (132: H200 SMs)
 NP = {"f32": np.float32, "u32": np.uint32, "i32": np.int32}
 
 
@@ -64,69 +71,56 @@ def say(line: str = "") -> None:
     print(line, flush=True)
 
 
-def load(dev, path: str, root: str) -> dict[str, Any]:
-    code = "spirv" if dev.backend == "vulkan" else "kdesc"
-    return {
-        k.stem: load_kernel(k.meta, device=dev, **{code: getattr(k, code)})
-        for k in compile_file(path, root=root)
-        if k.stem.split(".")[1].startswith("sum_")
-    }
-
-
-# Candidates made from kernels/lib_reduce.py's lib_reduce_once by text edits, so that they
-# follow the library kernel: (row name, edits, the ticket's type, the variants built).
+# Kernels as the rows run them: (row name, file, root, kernel, edits of its text, the
+# ticket's type, the types built). Edits are made to the file's text, so that a row follows
+# its kernel.
+LIB_ONCE = ("lib_once", LIB, KERNELS, "lib_reduce_once", (), "u32", ("u32", "i32", "f32"))
+CAND = ("four", FOUR, HERE, "reduce_once_four", (), "u32", ("u32", "i32", "f32"))
 I32_TICKET = (
-    "i32tk",
-    (
-        ('ticket: Buffer[u32, "rw"]', 'ticket: Buffer[i32, "rw"]'),
-        ("last[0] = u32(t == groups - 1)", "last[0] = u32(u32(t) == groups - 1)"),
-        ("\nWG = 256\n", "\nfrom vyre_build.lang import i32\n\nWG = 256\n"),
-    ),
-    "i32",
-    ("sum_u32",),
+    ('ticket: Buffer[u32, "rw"]', 'ticket: Buffer[i32, "rw"]'),
+    ("last[0] = u32(t == groups - 1)", "last[0] = u32(u32(t) == groups - 1)"),
+    ("\nWG = 256\n", "\nfrom vyre_build.lang import i32\n\nWG = 256\n"),
 )
-# The acq_rel add and storage barrier of the previous kernel on the new loads: which of the
-# two changes (four loads per trip; a release add and a plain barrier) moves the time.
-ACQ_REL = (
-    "acqrel",
-    (
-        ('order="release")', 'order="acq_rel")'),
-        ("    barrier()\n    # every workgroup", "    storage_barrier()\n    # every workgroup"),
-        ("\nWG = 256\n", "\nfrom vyre_build.lang import storage_barrier\n\nWG = 256\n"),
-    ),
-    "u32",
-    ("sum_u32", "sum_i32", "sum_f32"),
+# lib_reduce_once's acq_rel add and storage barrier on the candidate's loads
+FOUR_ACQ_REL = (
+    ('order="release")', 'order="acq_rel")'),
+    ("    barrier()\n    # every workgroup", "    storage_barrier()\n    # every workgroup"),
+    ("\nWG = 256\n", "\nfrom vyre_build.lang import storage_barrier\n\nWG = 256\n"),
+)
+ONCE = (
+    LIB_ONCE,
+    ("lib_once-i32tk", LIB, KERNELS, "lib_reduce_once", I32_TICKET, "i32", ("u32",)),
+    CAND,
+    ("four-acqrel", FOUR, HERE, "reduce_once_four", FOUR_ACQ_REL, "u32", ("u32", "i32", "f32")),
+    ("four-i32tk", FOUR, HERE, "reduce_once_four", I32_TICKET, "i32", ("u32",)),
 )
 
 
-def edited(dev, name: str, edits, ticket: str, stems) -> dict[str, tuple[str, Any]]:
-    """variant -> (ticket type, Kernel) of lib_reduce_once with `edits` made to its file."""
-    path = os.path.join(KERNELS, "lib_reduce.py")
+def load(dev, path: str, root: str, name: str, edits=(), kinds=tuple(NP)) -> dict[str, Any]:
+    """kind -> the Kernel of `name`'s sum variant in `path`, with `edits` made to its text."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     for old, new in edits:
         if text.count(old) != 1:
-            raise SystemExit(f"reduce_bench: {old!r} is not once in {path}: update {name}")
+            raise SystemExit(f"reduce_bench: {old!r} is not once in {path}: update the edits")
         text = text.replace(old, new)
     code = "spirv" if dev.backend == "vulkan" else "kdesc"
     return {
-        k.stem.split(".")[1]: (ticket, load_kernel(k.meta, device=dev, **{code: getattr(k, code)}))
-        for k in compile_file(path, root=KERNELS, text=text, kernel="lib_reduce_once")
-        if k.stem.split(".")[1] in stems
+        k.stem.split(".")[1][4:]: load_kernel(k.meta, device=dev, **{code: getattr(k, code)})
+        for k in compile_file(path, root=root, text=text, kernel=name)
+        if k.stem.split(".")[1] in {f"sum_{t}" for t in kinds}
     }
 
 
-def old_grid(n: int) -> int:
-    # the grid the library gave the previous lib_reduce_once: 4 vec4s per invocation
+def lib_grid(n: int) -> int:
+    # library._reduce_once's grid for n values in vec4s: 4 vec4s per invocation
     return max(1, min(library.MAX_PARTIALS, -(-(n // 4) // (WG * 4))))
 
 
-def rows(
-    dev, ks: dict, old: dict, cands: dict, kind: str, x, n: int
-) -> list[tuple[str, Callable, Any]]:
-    """(name, call, out buffer or None) of every row of one type and size."""
-    tid = f"sum_{kind}"
-    lib_k, once_k, old_k = ks[f"lib_reduce.{tid}"], ks[f"lib_reduce_once.{tid}"], old[tid]
+def rows(dev, ks: dict, kind: str, x, n: int) -> list[tuple[str, Callable, Any]]:
+    """(name, call, out buffer or None) of every row of one type and size; `ks` maps a row
+    name (and "lib_reduce", "library") to kind -> Kernel or to the library's kernels."""
+    lib_k = ks["lib_reduce"][kind]
     out = []
 
     def fresh(k):  # a Kernel of its own per row: each keeps the plan of its dispatch
@@ -138,7 +132,7 @@ def rows(
     args = dict(base, partials=res, n=0, stride=WG)
     out.append(("floor", lambda k=floor, a=args: k.dispatch(a, grid=WG), None))
 
-    g = old_grid(n)
+    g = lib_grid(n)
     parts = dev.buffer(-(-g // 4) * 4, kind)
     p1 = fresh(lib_k)
     args = dict(base, partials=parts, stride=g * WG)
@@ -162,7 +156,7 @@ def rows(
     else:
         out.append(("two-pass", two, res))
 
-    def once(k, g, label, tk="u32"):
+    def once(k, g, label, tk):
         res = dev.buffer(1, kind)
         parts = dev.buffer(g, kind)
         ticket = dev.buffer(1, tk)
@@ -170,17 +164,16 @@ def rows(
         kern = fresh(k)
         out.append((label, lambda: kern.dispatch(args, grid=g * WG), res))
 
-    once(old_k, g, f"old G={g}")
-    picked = library._once_groups(n // 4)
-    for grid in sorted({*GRIDS, picked}):
-        if grid <= max(1, -(-(n // 4) // WG)):  # no workgroup without a vec4
-            once(once_k, grid, f"new G={grid}{'*' if grid == picked else ''}")
-    for name, kernels in cands.items():
-        if tid in kernels:
-            ticket, k = kernels[tid]
-            once(k, picked, f"{name} G={picked}*", ticket)
+    for name, _, _, _, _, tk, _ in ONCE:
+        if kind not in ks[name]:
+            continue
+        grids = [g]
+        if name == CAND[0]:  # the candidate at its grids, no workgroup without a vec4
+            grids = sorted({*(G for G in GRIDS if G <= max(1, -(-(n // 4) // WG))), g})
+        for grid in grids:
+            once(ks[name][kind], grid, f"{name} G={grid}{'*' if grid == g else ''}", tk)
     res = dev.buffer(1, kind)
-    out.append(("library", lambda: library.reduce(ks, x, "sum", out=res), res))
+    out.append(("library", lambda: library.reduce(ks["library"], x, "sum", out=res), res))
     return out
 
 
@@ -213,12 +206,12 @@ def main(argv=None) -> int:
         torch = None
     dev = get_device(args.backend)
     dev.timing = True
-    ks = load(dev, os.path.join(KERNELS, "lib_reduce.py"), KERNELS)
-    old = {
-        k.split(".")[1]: v
-        for k, v in load(dev, os.path.join(HERE, "kernels", "reduce_once_old.py"), HERE).items()
-    }
-    cands = {c[0]: edited(dev, *c) for c in (I32_TICKET, ACQ_REL)}
+    ks: dict[str, Any] = {"lib_reduce": load(dev, LIB, KERNELS, "lib_reduce")}
+    ks.update((c[0], load(dev, *c[1:5], c[6])) for c in ONCE)
+    ks["library"] = {
+        f"{kid}.sum_{t}": k[t] for kid, k in (("lib_reduce", ks["lib_reduce"]),
+        ("lib_reduce_once", ks["lib_once"])) for t in NP
+    }  # fmt: skip
     p = dev.profile
     say(f"{args.backend}: {dev.name} (subgroup size {p.subgroup_size or p.subgroup_size_range})")
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
@@ -243,18 +236,18 @@ def main(argv=None) -> int:
                 torch.cuda.empty_cache()
             x = dev.buffer(data)
             say(f"sum {kind} n={n}" + (f": torch {ref * 1e6:8.1f} us" if ref else ""))
-            old_us = None
-            for name, call, out in rows(dev, ks, old, cands, kind, x, n):
+            base_us = None
+            for name, call, out in rows(dev, ks, kind, x, n):
                 number = args.number or calls_for(call, dev.wait)
                 gpu, wall = time_ours(dev, call, number, args.rounds)
-                line = f"  {name:<14} {gpu * 1e6:9.1f} us  {4 * n / gpu / 1e9:7.1f} GB/s"
+                line = f"  {name:<22} {gpu * 1e6:9.1f} us  {4 * n / gpu / 1e9:7.1f} GB/s"
                 line += f"  (host-inclusive {wall * 1e6:9.1f} us)"
                 if ref is not None:
                     line += f"  vs torch {ref / gpu:6.3f}x"
-                if name.startswith("old"):
-                    old_us = gpu
-                elif old_us is not None and out is not None:
-                    line += f"  vs old {old_us / gpu:6.3f}x"
+                if name.startswith("lib_once G="):
+                    base_us = gpu
+                elif base_us is not None and out is not None:
+                    line += f"  vs lib_once {base_us / gpu:6.3f}x"
                 if out is not None:
                     rtol = 1e-5 if kind == "f32" else 0.0
                     ok, err = agree(out.read(), want, rtol)

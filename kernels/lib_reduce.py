@@ -8,23 +8,20 @@ atomics). Variants (variants.yaml) set T, its vec4 type V, OP (0 sum, 1 min, 2 m
 IDENT, the bits of OP's identity for T (infinities for f32 min/max).
 
 lib_reduce_once is the single pass (devices with the Vulkan memory model: library.reduce
-picks it, `library.reduce_kernel`): each workgroup folds its share (as above, but four
-independent loads per trip, vec4s and the scalar tail alike: the library's grid gives each
-invocation four vec4s, one round trip to memory) and writes its partial; invocation 0 then
-takes a ticket with a device-scope release atomic add (the release publishes the partial).
-The workgroup that draws the last ticket (G - 1) is the last to finish: every one of its
-invocations acquires the ticket (an acquire load, which reads the last add, the end of the
-release sequence of every earlier add, and so synchronises with every workgroup's release,
-its own invocation 0's included: no acquire on the add, and a plain barrier for `last`)
-and folds the G partials, strided by invocation, four loads per trip (up to 1,024 partials
-in one round trip; a fixed order: an f32 sum is the same on every run for a given grid);
-the others fold the identity, so that the fold's barriers stay in uniform control. Its
-invocation 0 writes the result and sets the ticket back to 0, so the next call needs no
-clear. No workgroup waits for another: no forward-progress assumption.
+picks it, `library.reduce_kernel`): each workgroup folds its share as above and writes its
+partial; invocation 0 then takes a ticket with a device-scope acq_rel atomic add (its
+release publishes the partial). The workgroup that draws the last ticket (G - 1) is the
+last to finish: every one of its invocations acquires the ticket (an acquire load, which
+reads the last add and so synchronises with every workgroup's release) and folds the G
+partials, strided by invocation (a fixed order: an f32 sum is the same on every run for a
+given grid); the others fold the identity, so that the fold's barriers stay in uniform
+control. Its invocation 0 writes the result and sets the ticket back to 0, so the next
+call needs no clear. No workgroup
+waits for another: no forward-progress assumption.
 """
 from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, bitcast,
                              global_id, kernel, local_id, max, min, num_workgroups, shared,
-                             subgroup_add, subgroup_invocation_id, subgroup_max,
+                             storage_barrier, subgroup_add, subgroup_invocation_id, subgroup_max,
                              subgroup_min, subgroup_size, u32, workgroup_id)
 
 WG = 256
@@ -72,41 +69,27 @@ def workgroup_fold(v: T, slots: Buffer[T, "rw"], ident: T) -> T:
 
 
 def share(x4: Buffer[V], x: Buffer[T], n: u32, vin: u32, stride: u32, ident: T) -> T:
-    """OP over this invocation's grid-stride share of the n values (lib_reduce_once): four
-    independent loads per trip, vec4s and then the scalar tail alike, so that a share of
-    four loads is one round trip to memory (lib_reduce keeps its two-load loop)."""
+    """OP over this invocation's grid-stride share of the n values (lib_reduce_once; the
+    same loop as lib_reduce's, which keeps its own copy so that its artifacts do not move)."""
     gid = global_id().x
     nv = n // 4 if vin != 0 else u32(0)
     a = V(ident)
     b = V(ident)
-    c = V(ident)
-    d = V(ident)
+    # two independent loads per trip keep more bytes in flight
     i = gid
-    while i + 3 * stride < nv:
+    while i + stride < nv:
         a = fold(a, x4[i])
         b = fold(b, x4[i + stride])
-        c = fold(c, x4[i + 2 * stride])
-        d = fold(d, x4[i + 3 * stride])
-        i += 4 * stride
-    while i < nv:
+        i += 2 * stride
+    if i < nv:
         a = fold(a, x4[i])
-        i += stride
-    a = fold(fold(a, b), fold(c, d))
+    a = fold(a, b)
     s = fold1(fold1(a.x, a.y), fold1(a.z, a.w))
-    t = ident
-    u = ident
-    v = ident
     i = 4 * nv + gid
-    while i + 3 * stride < n:
-        s = fold1(s, x[i])
-        t = fold1(t, x[i + stride])
-        u = fold1(u, x[i + 2 * stride])
-        v = fold1(v, x[i + 3 * stride])
-        i += 4 * stride
     while i < n:
         s = fold1(s, x[i])
         i += stride
-    return fold1(fold1(s, t), fold1(u, v))
+    return s
 
 
 @kernel(workgroup_size=WG, grid=1)
@@ -149,28 +132,17 @@ def lib_reduce_once(x4: Buffer[V], x: Buffer[T], partials: Buffer[T, "rw"],
     total = workgroup_fold(share(x4, x, n, vin, stride, ident), slots, ident)
     if lid == 0:
         partials[workgroup_id().x] = total
-        t = atomic_add(ticket, 0, 1, scope="device", order="release")
+        t = atomic_add(ticket, 0, 1, scope="device", order="acq_rel")
         last[0] = u32(t == groups - 1)
-    barrier()
+    storage_barrier()
     # every workgroup folds (barriers stay in uniform control); only the last reads partials
     acc = ident
     if last[0] != 0:
         atomic_load(ticket, 0, scope="device", order="acquire")
-        # four independent loads per trip: up to 1,024 partials in one round trip
-        b = ident
-        c = ident
-        d = ident
         j = lid
-        while j + 3 * WG < groups:
-            acc = fold1(acc, partials[j])
-            b = fold1(b, partials[j + WG])
-            c = fold1(c, partials[j + 2 * WG])
-            d = fold1(d, partials[j + 3 * WG])
-            j += 4 * WG
         while j < groups:
             acc = fold1(acc, partials[j])
             j += WG
-        acc = fold1(fold1(acc, b), fold1(c, d))
     whole = workgroup_fold(acc, slots, ident)
     if lid == 0 and last[0] != 0:
         out[0] = whole

@@ -63,7 +63,6 @@ __all__ = [
 WG = 256  # the workgroup size of every library kernel
 TILE = 128  # lib_matmul: the side of the block of C one workgroup computes
 MAX_PARTIALS = 1024  # reduce: workgroups of the first pass (about one wave on an H200)
-ONCE_LOADS = 4  # reduce, single pass: vec4s (or values) per invocation, one trip of 4 loads
 MAX_BLOCKS = 1024  # scan: blocks (one wave on an H200; their sums scanned in one step)
 MAX_ROWS = 65535  # softmax, layer_norm: workgroups per dispatch (WebGPU's per-axis limit)
 # softmax, layer_norm: (longest row, kernel suffix, rows per workgroup) of the short-row
@@ -134,7 +133,7 @@ SINGLE_PASS_FEATURES = frozenset({VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVIC
 def reduce_kernel(device: Device, op: str = "sum", dtype: str = "f32") -> str:
     """The kernel id that `reduce` runs on `device`: the single pass (lib_reduce_once, one
     dispatch: the last workgroup to finish combines the partials, found with a device-scope
-    ticket: release adds, acquire loads) where the device has the Vulkan memory model with device scope
+    acq_rel ticket) where the device has the Vulkan memory model with device scope
     (SINGLE_PASS_FEATURES: GPU Vulkan devices that offer it, the cpu reference), else the
     two passes of lib_reduce (wgpu: WGSL has no release/acquire; lavapipe, where the memory
     model's modules run about 3x slower). A Bundle without the single-pass
@@ -233,7 +232,7 @@ def _reduce_once(
     res: Any = call.replay((), (x, out)) if out is not None or not call.in_batch() else MISS
     if res is MISS:
         first, res, vectors = _reduce_input(call, x, kind, out)
-        groups = _once_groups(vectors)
+        groups = max(1, min(MAX_PARTIALS, -(-vectors // (WG * 4))))
         parts = call.scratch("partials", kind, groups)
         ticket = call.scratch("reduce ticket", "u32", 1)  # 0, and set back to 0 by each call
         args = dict(first, partials=parts, ticket=ticket, out=res)
@@ -241,13 +240,6 @@ def _reduce_once(
         call.run(steps)
         call.remember((), (x, out), steps, res)
     return out if out is not None else res.read()[0]
-
-
-def _once_groups(loads: int) -> int:
-    # lib_reduce_once's grid, in workgroups, for `loads` vec4s (or values): ONCE_LOADS per
-    # invocation (its share loop issues four at a time), at most MAX_PARTIALS (the last
-    # workgroup's fold then takes at most four loads per invocation).
-    return max(1, min(MAX_PARTIALS, -(-loads // (WG * ONCE_LOADS))))
 
 
 @overload
