@@ -105,7 +105,7 @@ def load(dev, path: str, root: str, name: str, edits=(), kinds=tuple(NP)) -> dic
             raise SystemExit(f"reduce_bench: {old!r} is not once in {path}: update the edits")
         text = text.replace(old, new)
     code = "spirv" if dev.backend == "vulkan" else "kdesc"
-    return {
+    return {  # "sum_f32" -> "f32"
         k.stem.split(".")[1][4:]: load_kernel(k.meta, device=dev, **{code: getattr(k, code)})
         for k in compile_file(path, root=root, text=text, kernel=name)
         if k.stem.split(".")[1] in {f"sum_{t}" for t in kinds}
@@ -208,10 +208,9 @@ def main(argv=None) -> int:
     dev.timing = True
     ks: dict[str, Any] = {"lib_reduce": load(dev, LIB, KERNELS, "lib_reduce")}
     ks.update((c[0], load(dev, *c[1:5], c[6])) for c in ONCE)
-    ks["library"] = {
-        f"{kid}.sum_{t}": k[t] for kid, k in (("lib_reduce", ks["lib_reduce"]),
-        ("lib_reduce_once", ks["lib_once"])) for t in NP
-    }  # fmt: skip
+    # what library.reduce is given: the library's two kernels, their sum variants
+    ks["library"] = {f"lib_reduce.sum_{t}": k for t, k in ks["lib_reduce"].items()}
+    ks["library"].update((f"lib_reduce_once.sum_{t}", k) for t, k in ks["lib_once"].items())
     p = dev.profile
     say(f"{args.backend}: {dev.name} (subgroup size {p.subgroup_size or p.subgroup_size_range})")
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
