@@ -6,6 +6,7 @@ comes from its own profile."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 import pytest
@@ -161,6 +162,105 @@ def test_single_pass_f32_sum_is_the_same_every_run(lib, monkeypatch):
     x = values("f32", 300001, seed=3, lo=-1e4, hi=1e4)
     first = library.reduce(lib, x, "sum")
     assert all(library.reduce(lib, x, "sum").tobytes() == first.tobytes() for _ in range(3))
+
+
+def assert_reduced(got, x, op: str, where: str) -> None:
+    if op != "sum":
+        assert got == getattr(np, op)(x), where
+    elif x.dtype == np.float32:
+        assert abs(float(got) - float(x.astype(np.float64).sum())) <= 1e-6 * x.size, where
+    else:
+        assert got == x.sum(dtype=x.dtype), where
+
+
+def once(kernel, x, groups: int, vin: bool, ticket) -> object:
+    """OP over x by one dispatch of a single-pass reduce kernel (lib_reduce_once, or a
+    bench/kernels/ candidate with its bindings and scalars) of `groups` workgroups, bound
+    as library.reduce binds it: x padded to whole vec4s and bound twice (vin), or only as
+    values (a zero vec4 buffer for x4). `ticket` is kept between calls (each sets it back
+    to 0, checked)."""
+    dev, kind = kernel.device, {np.float32: "f32", np.uint32: "u32", np.int32: "i32"}
+    kind = kind[x.dtype.type]
+    if vin:
+        xb = dev.buffer(np.concatenate([x, np.zeros(-x.size % 4, x.dtype)]))
+        x4 = xb
+    else:
+        xb, x4 = dev.buffer(x), dev.buffer(4, kind)
+    out = dev.buffer(1, kind)
+    args = dict(x4=x4, x=xb, partials=dev.buffer(groups, kind), ticket=ticket, out=out,
+                n=x.size, vin=int(vin), stride=groups * 256)  # fmt: skip
+    kernel.dispatch(args, grid=groups * 256)
+    assert ticket.read()[0] == 0, f"{kernel.id}: the ticket is not set back to 0"
+    return out.read()[0]
+
+
+# one vec4 per invocation: up to 1,024 partials, so that the last workgroup's fold takes
+# trips of four loads (769, 1,024) or only its remainder loop (767)
+MANY_PARTIALS = (767, 769, 1024)
+
+
+@pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
+def test_single_pass_reduce_shares_of_many_trips(lib, kind, monkeypatch):
+    """lib_reduce_once's share loops and their remainders: 3 workgroups, so each invocation
+    takes many trips (vec4s, and values where x is a DeviceBuffer of no whole vec4s); then
+    one vec4 per invocation at up to 1,024 workgroups (dispatched directly: the library's
+    grid gives each invocation four), so the last workgroup folds many partials."""
+    if not SINGLE_PASS_FEATURES <= lib.device.profile.features:
+        pytest.skip("the device has no Vulkan memory model (wgpu): no single pass")
+    dev = lib.device
+    monkeypatch.setattr(library, "_single_pass_pays", lambda device: True)
+    monkeypatch.setattr(library, "MAX_PARTIALS", 3)
+    few = (1, 2, 255, 256, 257, 1023, 1025, 4095, 4097, 3 * 4 * 256 * 4 + 5, 65539)
+    for n in few:
+        x = values(kind, n, seed=n)
+        for op in ("sum", "min", "max"):
+            assert_reduced(library.reduce(lib, x, op), x, op, f"{op} {kind} n={n}, 3 groups")
+            if n % 4:  # a DeviceBuffer of no whole vec4s: every value through the scalar loop
+                out = dev.buffer(1, kind)
+                library.reduce(lib, dev.buffer(x), op, out=out)
+                assert_reduced(out.read()[0], x, op, f"{op} {kind} n={n} scalar, 3 groups")
+    ticket = dev.buffer(np.zeros(1, np.uint32))
+    for groups in MANY_PARTIALS:
+        n = groups * 256 * 4 - 3
+        x = values(kind, n, seed=groups)
+        for op in ("sum", "min", "max"):
+            got = once(lib[f"lib_reduce_once.{op}_{kind}"], x, groups, True, ticket)
+            assert_reduced(got, x, op, f"{op} {kind} {groups} partials")
+
+
+CANDIDATES = ("reduce_once_four",)  # bench/kernels/: single-pass reduce candidates
+
+
+@pytest.fixture(scope="module")
+def candidates():
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "bench")
+    return {
+        k.stem: k
+        for name in CANDIDATES
+        for k in compile_file(os.path.join(bench, "kernels", name + ".py"), root=bench)
+    }
+
+
+@pytest.mark.parametrize("op", ["sum", "min", "max"])
+@pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
+@pytest.mark.parametrize("name", CANDIDATES)
+def test_the_bench_candidates_match_numpy(candidates, backend, name, kind, op):
+    """A bench/kernels/ candidate for lib_reduce_once (bench/reduce_bench.py times it), bound
+    as the library binds lib_reduce_once, against numpy: one workgroup, three (many trips
+    of the share loops and their remainders, vec4s and values alike) and many partials,
+    one ticket kept through every call."""
+    if backend == "wgpu":
+        pytest.skip("no WGSL: the kernel needs release/acquire")
+    found = candidates[f"{name}.{op}_{kind}"]
+    kernel = load_kernel(found.meta, backend=backend, **CODE[backend](found))
+    ticket = kernel.device.buffer(np.zeros(1, np.uint32))
+    cases = [(n, 1, vin) for n in (1, 3, 4, 5, 1023, 4097) for vin in (True, False)]
+    cases += [(n, 3, vin) for n in (3 * 4 * 256 * 4 + 5, 65539) for vin in (True, False)]
+    cases += [(g * 256 * 4 - 3, g, True) for g in (MANY_PARTIALS if op == "sum" else (769,))]
+    for n, groups, vin in cases:
+        x = values(kind, n, seed=n + groups)
+        got = once(kernel, x, groups, vin, ticket)
+        assert_reduced(got, x, op, f"{name}.{op}_{kind} n={n} groups={groups} vin={vin}")
 
 
 # -- the single-pass scan (decoupled look-back) --------------------------------------------

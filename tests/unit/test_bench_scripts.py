@@ -60,3 +60,28 @@ def test_scan_bench_times_every_scan_path_and_checks_each():
     ]
     assert got == want
     assert all("matches" in line for line in lines if line.startswith("  "))
+
+
+def test_reduce_bench_rows_match_numpy_on_the_reference():
+    proc = run_bench(
+        "reduce_bench.py", "--backend", "cpu", "--sizes", "4100", "--types", "u32,f32",
+        "--rounds", "1", "--number", "1",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[2] == "library picks: lib_reduce_once.sum_u32, lib_reduce_once.sum_f32"
+    i32tk = {"u32": ["lib_once-i32tk G=2*"], "f32": []}
+    for kind in ("u32", "f32"):
+        at = lines.index(f"sum {kind} n=4100")
+        end = next(i for i in range(at + 1, len(lines)) if not lines[i].startswith("  "))
+        rows = [line.split() for line in lines[at + 1 : end]]  # the rows are indented
+        names = [" ".join(r[:2]) if r[1].startswith("G=") else r[0] for r in rows]
+        # 4,100 values: 1,025 vec4s, the library's grid 2, the candidate's 64 and up left out
+        assert names == [
+            "floor", "pass1 G=2", "two-pass", "lib_once G=2*", *i32tk[kind], "four G=2*",
+            "four-acqrel G=2*", *(["four-i32tk G=2*"] if kind == "u32" else []), "library",
+        ]  # fmt: skip
+        # every row with a result (all but the floor and the first pass alone) matches
+        # numpy; each one after lib_once gives its ratio to it
+        assert all(r[-1 if r[0] != "library" else -2] == "matches" for r in rows[2:]), rows
+        assert all("vs lib_once" in line for line in lines[at + 5 : end]), lines[at:end]
