@@ -21,6 +21,7 @@ from vyre_build.descriptor.facts import DescriptorInfo, uniform_block
 from vyre_build.descriptor.ops import OPS, SUBGROUP_FEATURE, op_key
 from vyre_build.descriptor.ranges import analyze
 from vyre_build.descriptor.types import MATRICES, TYPES, VECTORS, literal_type, type_of
+from vyre_build.descriptor.view import decode_view
 from vyre_build.errors import DescriptorFormatError
 from vyre_build.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
 
@@ -138,15 +139,17 @@ class _Checker:
         for s in d.slots:
             self.slot_types[s.slot] = self.check_slot(s)
         self.body(d.body, [set()], loops={}, loop_depth=0, continuing=False)
+        view = decode_view(d)
         return DescriptorInfo(
             types=self.types,
             slot_types=self.slot_types,
             atomic_slots=frozenset(self.atomic),
             uniform=uniform_block(d.slots, self.slot_types),
             constants=self.constants,
-            proofs=analyze(d, self.types, self.slot_types),
+            proofs=analyze(view, self.types, self.slot_types),
             features=self.type_features() | frozenset(self.features) | self.model_features(),
             debug_binding=self.debug_binding(),
+            view=view,
         )
 
     def debug_binding(self) -> int | None:
