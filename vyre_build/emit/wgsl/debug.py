@@ -43,9 +43,9 @@ def _bits(value: str, ty: str) -> str:
 
 
 class DebugRules:
-    """op_OpaqueNode hands vyre.debug.print / .assert / .bounds to `debug_op`."""
+    """vyre.debug.print / .assert / .bounds (the walker's `debug`)."""
 
-    def debug_op(self, op, body, depth) -> None:
+    def debug(self, op, body, depth) -> None:
         kind, payload = op.kind.args
         site = int.from_bytes(payload, "little")
         o = op.operands
