@@ -206,13 +206,13 @@ def test_every_walker_handles_every_op_class():
 
 def test_a_walker_that_leaves_out_a_class_is_caught():
     class Partial(V.Walker):
-        def literal(self, op):
+        def visit_literal(self, op):
             return "lit"
 
     assert "Binary" in Partial.unhandled() and "Literal" not in Partial.unhandled()
     w = Partial()
     assert w.visit(V.decode_op(0, KernelOp(Variant("Literal"), (0,), 1), ())) == "lit"
-    with pytest.raises(TypeError, match="Partial has no method 'binary' for Binary"):
+    with pytest.raises(TypeError, match="Partial has no method 'visit_binary' for Binary"):
         w.visit(V.decode_op(1, KernelOp(Variant("BinOpKind", (Variant("Add"),)), (0, 0), 2)))
     with pytest.raises(DescriptorFormatError, match="op kind not used by vyre_build"):
         w.visit(V.decode_op(2, KernelOp(Variant("Trap", ("x",)), ())))

@@ -197,10 +197,10 @@ class _Analysis(Walker):
         """A value op the analysis knows nothing of: its type's full range."""
         self.define(op, scope, self.typed(op))
 
-    subgroup_builtin = fma = construct = extract = subgroup = opaque
-    load_uniform = coop_fill = coop_mma = opaque
+    visit_subgroup_builtin = visit_fma = visit_construct = visit_extract = visit_subgroup = opaque
+    visit_load_uniform = visit_coop_fill = visit_coop_mma = opaque
 
-    def literal(self, op, b, scope, loops) -> None:
+    def visit_literal(self, op, b, scope, loops) -> None:
         r = None
         if self.typed(op) is not None:
             v = op.value.args[0]
@@ -208,14 +208,14 @@ class _Analysis(Walker):
             r = (v, v)
         self.define(op, scope, r)
 
-    def builtin(self, op, b, scope, loops) -> None:
+    def visit_builtin(self, op, b, scope, loops) -> None:
         if op.name != "LocalInvocationId":
             return self.opaque(op, b, scope, loops)
         axis = op.axis
         self.flat[op.result] = tuple(1 if k == axis else 0 for k in range(3)) + (0,)
         self.define(op, scope, (0, self.desc.workgroup_size[axis] - 1))
 
-    def loop_index(self, op, b, scope, loops) -> None:
+    def visit_loop_index(self, op, b, scope, loops) -> None:
         r = None
         if self.typed(op) is not None:
             index, hi = loops[op.var]
@@ -229,12 +229,12 @@ class _Analysis(Walker):
         if r is not None:
             self.base[op.result] = r
 
-    def length(self, op, b, scope, loops) -> None:
+    def visit_length(self, op, b, scope, loops) -> None:
         s = self.slots[op.slot]
         n = s.element_count if s.memory_class != "Global" else None
         self.define(op, scope, (n, n) if n is not None else U32)
 
-    def cast(self, op, b, scope, loops) -> None:
+    def visit_cast(self, op, b, scope, loops) -> None:
         full = self.typed(op)
         r = None
         if full is not None:
@@ -248,25 +248,25 @@ class _Analysis(Walker):
                 r = full
         self.define(op, scope, r)
 
-    bitcast = cast
+    visit_bitcast = visit_cast
 
-    def select(self, op, b, scope, loops) -> None:
+    def visit_select(self, op, b, scope, loops) -> None:
         r = None
         if self.typed(op) is not None:
             r = _join(self.operand_range(scope, op.if_true), self.operand_range(scope, op.if_false))
         self.define(op, scope, r)
 
-    def unary(self, op, b, scope, loops) -> None:
+    def visit_unary(self, op, b, scope, loops) -> None:
         full = self.typed(op)
         r = full
         if full is not None and op.name in ("Popcount", "Clz", "Ctz"):
             r = (0, 32)
         self.define(op, scope, r)
 
-    def binary(self, op, b, scope, loops) -> None:
+    def visit_binary(self, op, b, scope, loops) -> None:
         self.define(op, scope, self.binary_range(op, scope) if self.typed(op) else None)
 
-    def load(self, op, b, scope, loops) -> None:
+    def visit_load(self, op, b, scope, loops) -> None:
         self.track_local(op, scope)
         full = self.typed(op)
         r = full
@@ -275,38 +275,40 @@ class _Analysis(Walker):
         self.define(op, scope, r)
         self.check(op, scope, "load")
 
-    def store(self, op, b, scope, loops) -> None:
+    def visit_store(self, op, b, scope, loops) -> None:
         self.track_local(op, scope)
         self.check(op, scope, "store")
 
-    def atomic(self, op, b, scope, loops) -> None:
+    def visit_atomic(self, op, b, scope, loops) -> None:
         self.define(op, scope, self.typed(op))
         self.check(op, scope, "atomic")
 
-    def ordered_atomic(self, op, b, scope, loops) -> None:  # as Atomic
+    def visit_ordered_atomic(self, op, b, scope, loops) -> None:  # as Atomic
         self.define(op, scope, self.typed(op))
         self.check(op, scope, "atomic")
 
-    def ordered_load(self, op, b, scope, loops) -> None:  # as Atomic
+    def visit_ordered_load(self, op, b, scope, loops) -> None:  # as Atomic
         self.define(op, scope, self.typed(op))
         self.check(op, scope, "atomic")
 
-    def ordered_store(self, op, b, scope, loops) -> None:  # as Atomic
+    def visit_ordered_store(self, op, b, scope, loops) -> None:  # as Atomic
         self.check(op, scope, "atomic")
 
-    def coop_load(self, op, b, scope, loops) -> None:
+    def visit_coop_load(self, op, b, scope, loops) -> None:
         self.define(op, scope, self.typed(op))
         self.check_fragment(op, scope, self.types[op.result])
 
-    def coop_store(self, op, b, scope, loops) -> None:
+    def visit_coop_store(self, op, b, scope, loops) -> None:
         self.check_fragment(op, scope, self.types[op.value])
 
     def nothing(self, op, b, scope, loops) -> None:
         """A statement with no interval, no access and no child body."""
 
-    fence = break_ = continue_ = return_ = barrier = debug = nothing
+    visit_fence = visit_break_ = visit_continue_ = visit_return_ = visit_barrier = visit_debug = (
+        nothing
+    )
 
-    def if_(self, op, b, scope, loops) -> None:
+    def visit_if_(self, op, b, scope, loops) -> None:
         then = scope.child()
         self.assume(op.cond, True, then)
         self.body(b.children[op.then], then, loops)
@@ -322,7 +324,7 @@ class _Analysis(Walker):
         for child in op.children:
             scope.forget(self.writes(b.children[child]))
 
-    def for_(self, op, b, scope, loops) -> None:
+    def visit_for_(self, op, b, scope, loops) -> None:
         lo, hi, child = op.lo, op.hi, op.body
         ty = self.types[lo]
         rl, rh = self.range(scope, lo) or FULL[ty], self.range(scope, hi) or FULL[ty]
@@ -331,7 +333,7 @@ class _Analysis(Walker):
         self.body(b.children[child], inner, {**loops, op.var: (index, hi)})
         scope.forget(self.writes(b.children[child]))
 
-    def loop(self, op, b, scope, loops) -> None:
+    def visit_loop(self, op, b, scope, loops) -> None:
         stored = frozenset().union(*(self.writes(b.children[c]) for c in op.children))
         for child in op.children:  # the back edge: no local stored in the loop keeps a value
             self.body(b.children[child], scope.child(forget=stored), loops)

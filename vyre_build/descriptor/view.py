@@ -18,7 +18,7 @@ answers `kind`, `operands` and `result` as its `KernelOp` does, and a `BodyView`
 form reads the view unchanged.
 
 `Walker` is the one dispatch over ops: a subclass defines one method per op class (its
-`method` name: `binary`, `load`, `if_` ...), and `visit(op, *args)` calls it through a table
+`method` name: `visit_binary`, `visit_load`, `visit_if_` ...), and `visit(op, *args)` calls it through a table
 built once per subclass. Every walker of the package (the emitters, the reference, the
 range analysis, coarsening, the conformance coverage) handles every class: a test holds
 them to it (tests/unit/test_op_view.py).
@@ -95,7 +95,7 @@ class OpView:
 class Literal(OpView):
     """Literal [pool index]: `value` is the LiteralValue (None: the index is out of range)."""
 
-    method: ClassVar[str] = "literal"
+    method: ClassVar[str] = "visit_literal"
     value: Any = None
 
 
@@ -104,7 +104,7 @@ class Builtin(OpView):
     """A per-axis u32 id: GlobalInvocationId, LocalInvocationId, WorkgroupId [axis], or the
     OpaqueExpr vyre.num_workgroups [axis]; `name` is that name."""
 
-    method: ClassVar[str] = "builtin"
+    method: ClassVar[str] = "visit_builtin"
     name: str = ""
     axis = _at(0, "0, 1 or 2")
 
@@ -114,7 +114,7 @@ class SubgroupBuiltin(OpView):
     """A u32 of the invocation's subgroup: SubgroupLocalId, SubgroupSize, or the OpaqueExpr
     vyre.subgroup_id / vyre.num_subgroups; `name` is that name."""
 
-    method: ClassVar[str] = "subgroup_builtin"
+    method: ClassVar[str] = "visit_subgroup_builtin"
     name: str = ""
 
 
@@ -122,7 +122,7 @@ class SubgroupBuiltin(OpView):
 class LoopIndex(OpView):
     """The index of the enclosing StructuredForLoop named `var`."""
 
-    method: ClassVar[str] = "loop_index"
+    method: ClassVar[str] = "visit_loop_index"
     var: str = ""
 
 
@@ -130,7 +130,7 @@ class LoopIndex(OpView):
 class Binary(OpView):
     """BinOpKind `name` [a, b]."""
 
-    method: ClassVar[str] = "binary"
+    method: ClassVar[str] = "visit_binary"
     name: str = ""
     a = _at(0, "left operand")
     b = _at(1, "right operand")
@@ -144,7 +144,7 @@ class Binary(OpView):
 class Unary(OpView):
     """UnOpKind `name` [a]."""
 
-    method: ClassVar[str] = "unary"
+    method: ClassVar[str] = "visit_unary"
     name: str = ""
     a = _at(0, "operand")
 
@@ -157,7 +157,7 @@ class Unary(OpView):
 class Fma(OpView):
     """Fma [a, b, c]: a * b + c."""
 
-    method: ClassVar[str] = "fma"
+    method: ClassVar[str] = "visit_fma"
     key: ClassVar[tuple] = ("Fma", "")
 
 
@@ -165,7 +165,7 @@ class Fma(OpView):
 class Select(OpView):
     """Select [cond, if_true, if_false]."""
 
-    method: ClassVar[str] = "select"
+    method: ClassVar[str] = "visit_select"
     key: ClassVar[tuple] = ("Select", "")
     cond = _at(0, "the bool condition")
     if_true = _at(1, "the value where cond holds")
@@ -176,7 +176,7 @@ class Select(OpView):
 class Cast(OpView):
     """Cast [a] to the value type `target` (None: a DataType vyre_build has no type for)."""
 
-    method: ClassVar[str] = "cast"
+    method: ClassVar[str] = "visit_cast"
     target: str | None = None
     a = _at(0, "operand")
 
@@ -189,7 +189,7 @@ class Cast(OpView):
 class Bitcast(OpView):
     """OpaqueExpr vyre.bitcast [a]: the bits of `a` as `target` (payload: its DataType)."""
 
-    method: ClassVar[str] = "bitcast"
+    method: ClassVar[str] = "visit_bitcast"
     target: str | None = None
     a = _at(0, "operand")
 
@@ -202,7 +202,7 @@ class Bitcast(OpView):
 class Construct(OpView):
     """OpaqueExpr vyre.vec [components...]: the vector `target` (payload: its DataType)."""
 
-    method: ClassVar[str] = "construct"
+    method: ClassVar[str] = "visit_construct"
     target: str | None = None
 
     @property
@@ -214,7 +214,7 @@ class Construct(OpView):
 class Extract(OpView):
     """OpaqueExpr vyre.extract [vector]: component `component` (payload: one byte)."""
 
-    method: ClassVar[str] = "extract"
+    method: ClassVar[str] = "visit_extract"
     key: ClassVar[tuple] = ("Extract", "")
     component: int | None = None
     a = _at(0, "the vector")
@@ -225,7 +225,7 @@ class Subgroup(OpView):
     """A subgroup op `name` (descriptor.ops SUBGROUP_*): SubgroupAdd, SubgroupBallot,
     SubgroupShuffle, or the OpaqueExpr vyre.subgroup (payload: the name)."""
 
-    method: ClassVar[str] = "subgroup"
+    method: ClassVar[str] = "visit_subgroup"
     name: str = ""
 
     @property
@@ -240,7 +240,7 @@ class Subgroup(OpView):
 class Load(OpView):
     """LoadGlobal / LoadShared [slot, index] (`shared`: LoadShared, Shared or Scratch)."""
 
-    method: ClassVar[str] = "load"
+    method: ClassVar[str] = "visit_load"
     shared: bool = False
     slot = _at(0, "slot number")
     element = _at(1, "element index (u32)")
@@ -250,7 +250,7 @@ class Load(OpView):
 class LoadUniform(OpView):
     """LoadConstant [slot, 0]: a member of the uniform block."""
 
-    method: ClassVar[str] = "load_uniform"
+    method: ClassVar[str] = "visit_load_uniform"
     slot = _at(0, "slot number")
 
 
@@ -258,7 +258,7 @@ class LoadUniform(OpView):
 class Length(OpView):
     """BufferLength [slot]: elements of a storage buffer, or a fixed array's count."""
 
-    method: ClassVar[str] = "length"
+    method: ClassVar[str] = "visit_length"
     slot = _at(0, "slot number")
 
 
@@ -266,7 +266,7 @@ class Length(OpView):
 class Store(OpView):
     """StoreGlobal / StoreShared [slot, index, value]."""
 
-    method: ClassVar[str] = "store"
+    method: ClassVar[str] = "visit_store"
     statement: ClassVar[bool] = True
     shared: bool = False
     slot = _at(0, "slot number")
@@ -278,7 +278,7 @@ class Store(OpView):
 class Atomic(OpView):
     """Atomic{name, ordering} [slot, index, (expected,) value]: yields the old value."""
 
-    method: ClassVar[str] = "atomic"
+    method: ClassVar[str] = "visit_atomic"
     name: str = ""
     ordering: str = ""
     slot = _at(0, "slot number")
@@ -301,7 +301,7 @@ class OrderedAtomic(OpView):
     """OpaqueExpr vyre.atomic [slot, index, (expected,) value] with its `access` (None: a
     payload that does not decode)."""
 
-    method: ClassVar[str] = "ordered_atomic"
+    method: ClassVar[str] = "visit_ordered_atomic"
     access: mo.Access | None = None
     slot = _at(0, "slot number")
     element = _at(1, "element index (u32)")
@@ -323,7 +323,7 @@ class OrderedAtomic(OpView):
 class OrderedLoad(OpView):
     """OpaqueExpr vyre.atomic.load [slot, index] with its `access`."""
 
-    method: ClassVar[str] = "ordered_load"
+    method: ClassVar[str] = "visit_ordered_load"
     access: mo.Access | None = None
     slot = _at(0, "slot number")
     element = _at(1, "element index (u32)")
@@ -333,7 +333,7 @@ class OrderedLoad(OpView):
 class OrderedStore(OpView):
     """OpaqueNode vyre.atomic.store [slot, index, value] with its `access`."""
 
-    method: ClassVar[str] = "ordered_store"
+    method: ClassVar[str] = "visit_ordered_store"
     statement: ClassVar[bool] = True
     access: mo.Access | None = None
     slot = _at(0, "slot number")
@@ -345,7 +345,7 @@ class OrderedStore(OpView):
 class Fence(OpView):
     """OpaqueNode vyre.fence [] with its `access` (scope and order)."""
 
-    method: ClassVar[str] = "fence"
+    method: ClassVar[str] = "visit_fence"
     statement: ClassVar[bool] = True
     access: mo.Access | None = None
 
@@ -357,7 +357,7 @@ class Fence(OpView):
 class CoopLoad(OpView):
     """OpaqueExpr vyre.coop.load [slot, offset, stride]: a `matrix` (payload: its DataType)."""
 
-    method: ClassVar[str] = "coop_load"
+    method: ClassVar[str] = "visit_coop_load"
     matrix: str | None = None
     slot = _at(0, "slot number")
     offset = _at(1, "first element (u32)")
@@ -368,7 +368,7 @@ class CoopLoad(OpView):
 class CoopFill(OpView):
     """OpaqueExpr vyre.coop.fill [value]: a `matrix` with every element `value`."""
 
-    method: ClassVar[str] = "coop_fill"
+    method: ClassVar[str] = "visit_coop_fill"
     matrix: str | None = None
     value = _at(0, "the element value")
 
@@ -377,7 +377,7 @@ class CoopFill(OpView):
 class CoopMma(OpView):
     """MatrixMma (`schema`) or OpaqueExpr vyre.coop.mma [a, b, c]: a x b + c."""
 
-    method: ClassVar[str] = "coop_mma"
+    method: ClassVar[str] = "visit_coop_mma"
     schema: bool = False
 
 
@@ -385,7 +385,7 @@ class CoopMma(OpView):
 class CoopStore(OpView):
     """OpaqueNode vyre.coop.store [slot, offset, stride, value]."""
 
-    method: ClassVar[str] = "coop_store"
+    method: ClassVar[str] = "visit_coop_store"
     statement: ClassVar[bool] = True
     slot = _at(0, "slot number")
     offset = _at(1, "first element (u32)")
@@ -400,7 +400,7 @@ class CoopStore(OpView):
 class If(OpView):
     """StructuredIfThen [cond, then] / StructuredIfThenElse [cond, then, else]."""
 
-    method: ClassVar[str] = "if_"
+    method: ClassVar[str] = "visit_if_"
     statement: ClassVar[bool] = True
     cond = _at(0, "the bool condition")
     then = _at(1, "the child body run where cond holds")
@@ -419,7 +419,7 @@ class If(OpView):
 class For(OpView):
     """StructuredForLoop{var} [lo, hi, body]: var from lo while below hi."""
 
-    method: ClassVar[str] = "for_"
+    method: ClassVar[str] = "visit_for_"
     statement: ClassVar[bool] = True
     var: str = ""
     lo = _at(0, "first index")
@@ -439,7 +439,7 @@ class For(OpView):
 class Loop(OpView):
     """OpaqueNode vyre.loop [body] or [body, continuing]."""
 
-    method: ClassVar[str] = "loop"
+    method: ClassVar[str] = "visit_loop"
     statement: ClassVar[bool] = True
     body = _at(0, "the child body of one iteration")
 
@@ -460,7 +460,7 @@ class Loop(OpView):
 class Break(OpView):
     """OpaqueNode vyre.break: leave the innermost loop."""
 
-    method: ClassVar[str] = "break_"
+    method: ClassVar[str] = "visit_break_"
     statement: ClassVar[bool] = True
 
 
@@ -468,7 +468,7 @@ class Break(OpView):
 class Continue(OpView):
     """OpaqueNode vyre.continue: the innermost loop's next iteration."""
 
-    method: ClassVar[str] = "continue_"
+    method: ClassVar[str] = "visit_continue_"
     statement: ClassVar[bool] = True
 
 
@@ -476,7 +476,7 @@ class Continue(OpView):
 class Return(OpView):
     """Return: the invocation ends."""
 
-    method: ClassVar[str] = "return_"
+    method: ClassVar[str] = "visit_return_"
     statement: ClassVar[bool] = True
 
 
@@ -484,7 +484,7 @@ class Return(OpView):
 class Barrier(OpView):
     """Barrier{ordering}: AcqRel (workgroup memory) or SeqCst (storage too)."""
 
-    method: ClassVar[str] = "barrier"
+    method: ClassVar[str] = "visit_barrier"
     statement: ClassVar[bool] = True
     ordering: str = ""
 
@@ -494,7 +494,7 @@ class Debug(OpView):
     """OpaqueNode vyre.debug.print / .assert / .bounds (`name`), `site` from its payload
     (None: not a 4-byte site id)."""
 
-    method: ClassVar[str] = "debug"
+    method: ClassVar[str] = "visit_debug"
     statement: ClassVar[bool] = True
     name: str = ""
     site: int | None = None
@@ -504,7 +504,7 @@ class Debug(OpView):
 class Unknown(OpView):
     """An op kind or extension vyre_build does not use (validation refuses it)."""
 
-    method: ClassVar[str] = "unknown"
+    method: ClassVar[str] = "visit_unknown"
     statement: ClassVar[bool] = True
 
 
@@ -723,7 +723,7 @@ def view_of(desc: KernelDescriptor, info) -> DescriptorView:
 class Walker:
     """One method per op class (`OpView.method`); `visit` dispatches through a table built
     once per subclass. A subclass that leaves a class unhandled fails the walker test;
-    `unknown` (an op vyre_build does not use) is an error unless a subclass handles it."""
+    `visit_unknown` (an op vyre_build does not use) is an error unless a subclass handles it."""
 
     _dispatch: ClassVar[dict[type, Any]] = {}
 
@@ -748,5 +748,5 @@ class Walker:
             ) from None
         return method(self, op, *args)
 
-    def unknown(self, op: OpView, *args):
+    def visit_unknown(self, op: OpView, *args):
         raise DescriptorFormatError(f"op kind not used by vyre_build: {op!r}")

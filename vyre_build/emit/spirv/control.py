@@ -108,23 +108,13 @@ class ControlFlow:
             self.inst("OpUnreachable")
             self.open = False
 
-    def h_opaque_node(self, kop: KernelOp, body: KernelBody):
-        kind = kop.kind.args[0]
-        if kind == "vyre.loop":
-            return self.h_loop(kop, body)
-        if kind == "vyre.coop.store":
-            return self.h_coop_store(kop, body)
-        if kind.startswith("vyre.debug."):
-            return self.h_debug(kop, body)
-        if kind in ("vyre.atomic.store", "vyre.fence"):  # descriptor.memory_order
-            return self.h_memory_node(kop, body)
+    def h_break(self, kop: KernelOp, body: KernelBody):
         loop = self.loops[-1]
-        if kind == "vyre.break":
-            loop.broke = True
-            self.branch(loop.merge)
-        else:  # vyre.continue
-            self.branch(loop.cont)
-        return None
+        loop.broke = True
+        self.branch(loop.merge)
+
+    def h_continue(self, kop: KernelOp, body: KernelBody):
+        self.branch(self.loops[-1].cont)
 
     def h_return(self, kop: KernelOp, body: KernelBody):
         self.inst("OpReturn")

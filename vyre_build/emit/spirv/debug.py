@@ -19,7 +19,7 @@ _RELAXED = 0
 
 
 class DebugOps:
-    """h_opaque_node hands vyre.debug.print / .assert / .bounds to `h_debug`."""
+    """vyre.debug.print / .assert / .bounds (the walker's `debug`)."""
 
     _debug: tuple[int, int, int] | None = None  # (variable, element pointer type, length)
 

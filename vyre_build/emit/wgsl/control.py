@@ -14,7 +14,7 @@ __all__ = ["ControlRules"]
 
 
 class ControlRules:
-    def if_(self, op, body, depth):
+    def visit_if_(self, op, body, depth):
         # StructuredIfThen [cond, then] or StructuredIfThenElse [cond, then, else].
         self.emit(depth, f"if _v{op.cond} {{")
         self.child(body, op.then, depth + 1)
@@ -23,7 +23,7 @@ class ControlRules:
             self.child(body, op.other, depth + 1)
         self.emit(depth, "}")
 
-    def for_(self, op, body, depth):
+    def visit_for_(self, op, body, depth):
         lo, hi = op.lo, op.hi
         ty = self.info.types[lo]
         var = f"_i{self.loop_count}"
@@ -38,7 +38,7 @@ class ControlRules:
         self.loops.pop()
         self.emit(depth, "}")
 
-    def loop(self, op, body, depth):
+    def visit_loop(self, op, body, depth):
         self.emit(depth, "loop {")
         self.child(body, op.body, depth + 1)
         if op.continuing is not None:
@@ -47,16 +47,16 @@ class ControlRules:
             self.emit(depth + 1, "}")
         self.emit(depth, "}")
 
-    def break_(self, op, body, depth):
+    def visit_break_(self, op, body, depth):
         self.emit(depth, "break;")
 
-    def continue_(self, op, body, depth):
+    def visit_continue_(self, op, body, depth):
         self.emit(depth, "continue;")
 
-    def return_(self, op, body, depth):
+    def visit_return_(self, op, body, depth):
         self.emit(depth, "return;")
 
-    def barrier(self, op, body, depth):
+    def visit_barrier(self, op, body, depth):
         if op.ordering == "SeqCst":
             self.emit(depth, "storageBarrier();")
         self.emit(depth, "workgroupBarrier();")

@@ -45,7 +45,7 @@ def _bits(value: str, ty: str) -> str:
 class DebugRules:
     """vyre.debug.print / .assert / .bounds (the walker's `debug`)."""
 
-    def debug(self, op, body, depth) -> None:
+    def visit_debug(self, op, body, depth) -> None:
         kind, payload = op.kind.args
         site = int.from_bytes(payload, "little")
         o = op.operands

@@ -111,13 +111,13 @@ class FunctionWriter(Walker, MemoryRules, ControlRules, DebugRules, OrderedRules
         self.emit(depth, f"let _v{op.result}: {wgsl_type(self.info.types[op.result])} = {expr};")
 
     # --- value ops ------------------------------------------------------------------
-    def literal(self, op, body, depth):
+    def visit_literal(self, op, body, depth):
         self.bind(op, depth, literal(op.value))
 
-    def builtin(self, op, body, depth):
+    def visit_builtin(self, op, body, depth):
         self.bind(op, depth, f"{_BUILTINS[op.name]}.{_AXES[op.axis]}")
 
-    def subgroup_builtin(self, op, body, depth):
+    def visit_subgroup_builtin(self, op, body, depth):
         if op.name == "SubgroupLocalId":
             self.inputs.add("sgid")
             self.bind(op, depth, "sgid")
@@ -152,20 +152,22 @@ class FunctionWriter(Walker, MemoryRules, ControlRules, DebugRules, OrderedRules
             self.inputs.add("sgid")
         self.bind(op, depth, self.rule(op, key).format(**names))
 
-    binary = unary = fma = select = cast = bitcast = subgroup = value
+    visit_binary = visit_unary = visit_fma = visit_select = visit_cast = visit_bitcast = (
+        visit_subgroup
+    ) = value
 
-    def construct(self, op, body, depth):
+    def visit_construct(self, op, body, depth):
         ty = self.info.types[op.result]
         self.rule(op, ("Construct", ty))
         parts = [f"_v{o}" for o in op.operands]
         args = parts[0] if len(set(parts)) == 1 else ", ".join(parts)  # a splat
         self.bind(op, depth, f"{wgsl_type(ty)}({args})")
 
-    def extract(self, op, body, depth):
+    def visit_extract(self, op, body, depth):
         self.rule(op, op.key)
         self.bind(op, depth, f"_v{op.a}.{COMPONENTS[op.component]}")
 
-    def loop_index(self, op, body, depth):
+    def visit_loop_index(self, op, body, depth):
         for loop_var, var in reversed(self.loops):
             if loop_var == op.var:
                 self.bind(op, depth, var)
@@ -175,4 +177,4 @@ class FunctionWriter(Walker, MemoryRules, ControlRules, DebugRules, OrderedRules
     def no_matrices(self, op, body, depth):
         raise self.fail(op, "WGSL has no cooperative matrices (emit SPIR-V for this kernel)")
 
-    coop_load = coop_fill = coop_mma = coop_store = no_matrices
+    visit_coop_load = visit_coop_fill = visit_coop_mma = visit_coop_store = no_matrices

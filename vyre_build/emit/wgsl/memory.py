@@ -157,7 +157,7 @@ class MemoryRules:
         return exact, ok
 
     # --- handlers ---------------------------------------------------------------------
-    def load(self, op, body, depth):
+    def visit_load(self, op, body, depth):
         # LoadGlobal, LoadShared, and a relaxed vyre.atomic.load (emit/wgsl/ordered.py)
         s = self.slots[op.slot]
         clamped, exact, ok = self.element(s, f"_v{op.element}")
@@ -167,13 +167,13 @@ class MemoryRules:
         zero = ZERO[self.info.slot_types[s.slot]]
         self.bind(op, depth, value if proved else f"select({zero}, {value}, {ok})")
 
-    def load_uniform(self, op, body, depth):
+    def visit_load_uniform(self, op, body, depth):
         s = self.slots[op.slot]
         member = f"{self.params}.{ident(s.name)}"
         bool_ = self.info.slot_types[s.slot] == "bool"
         self.bind(op, depth, f"({member} != 0u)" if bool_ else member)
 
-    def length(self, op, body, depth):
+    def visit_length(self, op, body, depth):
         s = self.slots[op.slot]
         name = self.names[s.slot]
         self.bind(
@@ -182,7 +182,7 @@ class MemoryRules:
             f"arrayLength(&{name})" if s.memory_class == "Global" else f"{s.element_count}u",
         )
 
-    def store(self, op, body, depth):
+    def visit_store(self, op, body, depth):
         # StoreGlobal, StoreShared, and a relaxed vyre.atomic.store (emit/wgsl/ordered.py)
         s = self.slots[op.slot]
         value = f"_v{op.value}"
@@ -191,7 +191,7 @@ class MemoryRules:
         store = f"atomicStore(&{ref}, {value});" if atomic else f"{ref} = {value};"
         self.emit(depth, store if self.info.in_bounds(op) else f"if {ok} {{ {store} }}")
 
-    def atomic(self, op, body, depth):
+    def visit_atomic(self, op, body, depth):
         # Atomic, and a relaxed vyre.atomic (emit/wgsl/ordered.py): `op.name` is the AtomicOp
         name = op.name
         s = self.slots[op.slot]

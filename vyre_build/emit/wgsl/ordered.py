@@ -24,10 +24,10 @@ class OrderedRules:
                 op, f"WGSL has no {what}: its atomics are relaxed (emit SPIR-V for this kernel)"
             )
         if isinstance(op, OrderedAtomic):
-            self.atomic(op, body, depth)
+            self.visit_atomic(op, body, depth)
         elif isinstance(op, OrderedLoad):
-            self.load(op, body, depth)
+            self.visit_load(op, body, depth)
         else:
-            self.store(op, body, depth)
+            self.visit_store(op, body, depth)
 
-    ordered_atomic = ordered_load = ordered_store = fence = ordered
+    visit_ordered_atomic = visit_ordered_load = visit_ordered_store = visit_fence = ordered
