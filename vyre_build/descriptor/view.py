@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from vyre_build.descriptor import matrices as mx
 from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.codec import KernelBody, KernelDescriptor, KernelOp, decode_datatype
+from vyre_build.descriptor.ops import SUBGROUP_KINDS
 from vyre_build.descriptor.types import type_of
 from vyre_build.errors import DescriptorFormatError
 
@@ -548,7 +549,6 @@ OP_CLASSES: tuple[type[OpView], ...] = (
 
 # --- decoding ------------------------------------------------------------------------------
 
-_SUBGROUP_KINDS = {"SubgroupAdd": "add", "SubgroupBallot": "ballot", "SubgroupShuffle": "shuffle"}
 _PLAIN = {
     "GlobalInvocationId": Builtin,
     "LocalInvocationId": Builtin,
@@ -640,8 +640,8 @@ def decode_op(index: int, op: KernelOp, literals: tuple = ()) -> OpView:
         return Select(index, op)
     if name == "Cast":
         return Cast(index, op, _type_or_none(kind.args[0]))
-    if name in _SUBGROUP_KINDS:
-        return Subgroup(index, op, _SUBGROUP_KINDS[name])
+    if name in SUBGROUP_KINDS:
+        return Subgroup(index, op, SUBGROUP_KINDS[name])
     if name == "LoadGlobal" or name == "LoadShared":
         return Load(index, op, name == "LoadShared")
     if name == "StoreGlobal" or name == "StoreShared":
