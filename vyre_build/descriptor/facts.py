@@ -52,7 +52,7 @@ class DescriptorInfo:
     # the debug buffer's binding when a vyre.debug.* op is present (a debug build), else None
     debug_binding: int | None = None
     # the descriptor's ops decoded once (descriptor.view): what every walker walks
-    view: DescriptorView | None = None
+    view: DescriptorView | None = field(default=None, compare=False, repr=False)
 
     def in_bounds(self, op: OpView | KernelOp) -> bool:
         """Whether the range analysis proved this access (a load, store, atomic or

@@ -50,8 +50,7 @@ class DebugOps:
         return self.op("OpBitcast", "u32", value)
 
     def h_debug(self, kop: KernelOp, body: KernelBody):
-        kind, payload = kop.kind.args
-        site = int.from_bytes(payload, "little")
+        kind, site = kop.name, kop.site
         o = kop.operands
         types = self.info.types
         if kind == "vyre.debug.print":

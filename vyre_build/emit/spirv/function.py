@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 
 from vyre_build.descriptor import DescriptorInfo, F32Bits, KernelDescriptor, KernelOp
-from vyre_build.descriptor.view import BodyView, OpView, Walker, view_of
+from vyre_build.descriptor.view import Barrier, BodyView, DescriptorView, OpView, Walker, view_of
 from vyre_build.descriptor.types import MATRICES, TYPES
 from vyre_build.emit.spirv import grammar as g
 from vyre_build.emit.spirv.control import CONTROL_NONE, ControlFlow, Loop
@@ -51,10 +51,8 @@ def _shape(ty: str) -> tuple[str, int]:
     return "bool", int(ty[3])
 
 
-def _has_storage_barrier(body) -> bool:
-    return any(
-        (op.kind.name == "Barrier" and op.kind.args[0] == "SeqCst") for op in body.ops
-    ) or any(_has_storage_barrier(child) for child in body.children)
+def _has_storage_barrier(view: DescriptorView) -> bool:
+    return any(isinstance(op, Barrier) and op.ordering == "SeqCst" for op in view.ops)
 
 
 _SUBGROUP_BUILTINS = {
@@ -75,12 +73,12 @@ class FunctionWriter(Walker, MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedO
         self.m = module
         self.vmm = vmm
         # storage accesses are NonPrivate where a storage barrier or an order synchronises them
+        self.view = view_of(desc, info)
         self.ordered = VULKAN_MEMORY_MODEL in info.features
-        self.storage_sync = vmm and (_has_storage_barrier(desc.body) or self.ordered)
+        self.storage_sync = vmm and (_has_storage_barrier(self.view) or self.ordered)
         self.coop_views: dict[int, tuple[int, int]] = {}
         self.desc = desc
         self.info = info
-        self.view = view_of(desc, info)
         self.vals: dict[int, int] = {}  # descriptor SSA id -> SPIR-V id
         self.const_bits: dict[int, int] = {}  # SPIR-V constant id -> its 32 bits (integers)
         self.var_words: list[int] = []

@@ -46,8 +46,7 @@ class DebugRules:
     """vyre.debug.print / .assert / .bounds (the walker's `debug`)."""
 
     def visit_debug(self, op, body, depth) -> None:
-        kind, payload = op.kind.args
-        site = int.from_bytes(payload, "little")
+        kind, site = op.name, op.site
         o = op.operands
         if kind == "vyre.debug.print":
             self.record(depth, site, [_bits(f"_v{v}", self.info.types[v]) for v in o])
