@@ -175,6 +175,19 @@ def test_facts_are_keyed_by_op_index():
 # --- the walkers ---------------------------------------------------------------------------
 
 
+# The walks over ops: each is a Walker (and so held to every op class below).
+WALKERS = {
+    "vyre_build.descriptor.validate._Checker",
+    "vyre_build.descriptor.ranges._Analysis",
+    "vyre_build.descriptor.coarsen._Refused",
+    "vyre_build.descriptor.coarsen._Copy",
+    "vyre_build.emit.wgsl.function.FunctionWriter",
+    "vyre_build.emit.spirv.function.FunctionWriter",
+    "vyre_build.reference.machine._Steps",
+    "conform.coverage._Rows",
+}
+
+
 def _walkers() -> list[type]:
     """Every Walker subclass defined by vyre_build or tools/conform."""
     for m in pkgutil.walk_packages(vyre_build.__path__, "vyre_build."):
@@ -199,7 +212,7 @@ def _walkers() -> list[type]:
 def test_every_walker_handles_every_op_class():
     walkers = _walkers()
     names = {f"{c.__module__}.{c.__qualname__}" for c in walkers}
-    assert "vyre_build.descriptor.ranges._Analysis" in names
+    assert WALKERS <= names, sorted(WALKERS - names)
     for cls in walkers:
         assert cls.unhandled() == [], f"{cls.__module__}.{cls.__qualname__}"
 
@@ -216,6 +229,12 @@ def test_a_walker_that_leaves_out_a_class_is_caught():
         w.visit(V.decode_op(1, KernelOp(Variant("BinOpKind", (Variant("Add"),)), (0, 0), 2)))
     with pytest.raises(DescriptorFormatError, match="op kind not used by vyre_build"):
         w.visit(V.decode_op(2, KernelOp(Variant("Trap", ("x",)), ())))
+
+
+def test_the_reference_reads_table_covers_every_op_class():
+    from vyre_build.reference import machine
+
+    assert set(machine._READS) == set(V.OP_CLASSES)
 
 
 def test_every_op_class_has_its_own_method_name():
