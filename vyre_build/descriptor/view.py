@@ -18,10 +18,10 @@ answers `kind`, `operands` and `result` as its `KernelOp` does, and a `BodyView`
 form reads the view unchanged.
 
 `Walker` is the one dispatch over ops: a subclass defines one method per op class (its
-`method` name: `visit_binary`, `visit_load`, `visit_if_` ...), and `visit(op, *args)` calls it through a table
-built once per subclass. Every walker of the package (the emitters, the reference, the
-range analysis, coarsening, the conformance coverage) handles every class: a test holds
-them to it (tests/unit/test_op_view.py).
+`method` name: `visit_binary`, `visit_load`, `visit_if_` ...), and `visit(op, *args)`
+calls it through a table built once per subclass. Every walker of the package (validation,
+the range analysis, coarsening, both emitters, the reference, the conformance coverage)
+handles every class: a test holds them to it (tests/unit/test_op_view.py).
 """
 
 from __future__ import annotations
