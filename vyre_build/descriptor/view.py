@@ -549,13 +549,8 @@ OP_CLASSES: tuple[type[OpView], ...] = (
 
 # --- decoding ------------------------------------------------------------------------------
 
-_PLAIN = {
-    "GlobalInvocationId": Builtin,
-    "LocalInvocationId": Builtin,
-    "WorkgroupId": Builtin,
-    "SubgroupLocalId": SubgroupBuiltin,
-    "SubgroupSize": SubgroupBuiltin,
-}
+_AXES = ("GlobalInvocationId", "LocalInvocationId", "WorkgroupId")
+_SUBGROUP_IDS = ("SubgroupLocalId", "SubgroupSize")
 
 
 def _type_or_none(datatype) -> str | None:
@@ -619,56 +614,46 @@ def _opaque_node(index: int, op: KernelOp) -> OpView:
     return Unknown(index, op)
 
 
+def _literal(index: int, op: KernelOp, literals: tuple) -> OpView:
+    o = op.operands
+    ok = len(o) == 1 and isinstance(o[0], int) and 0 <= o[0] < len(literals)
+    return Literal(index, op, literals[o[0]] if ok else None)
+
+
+# One decoder per KernelOpKind name vyre_build uses: (index, op, literal pool) -> view.
+_DECODERS = {
+    "Literal": _literal,
+    **{n: (lambda i, op, _: Builtin(i, op, op.kind.name)) for n in _AXES},
+    **{n: (lambda i, op, _: SubgroupBuiltin(i, op, op.kind.name)) for n in _SUBGROUP_IDS},
+    "LoopIndex": lambda i, op, _: LoopIndex(i, op, op.kind.args[0]),
+    "BinOpKind": lambda i, op, _: Binary(i, op, op.kind.args[0].name),
+    "UnOpKind": lambda i, op, _: Unary(i, op, op.kind.args[0].name),
+    "Fma": lambda i, op, _: Fma(i, op),
+    "Select": lambda i, op, _: Select(i, op),
+    "Cast": lambda i, op, _: Cast(i, op, _type_or_none(op.kind.args[0])),
+    **{k: (lambda i, op, _: Subgroup(i, op, SUBGROUP_KINDS[op.kind.name])) for k in SUBGROUP_KINDS},
+    "LoadGlobal": lambda i, op, _: Load(i, op, False),
+    "LoadShared": lambda i, op, _: Load(i, op, True),
+    "StoreGlobal": lambda i, op, _: Store(i, op, False),
+    "StoreShared": lambda i, op, _: Store(i, op, True),
+    "LoadConstant": lambda i, op, _: LoadUniform(i, op),
+    "BufferLength": lambda i, op, _: Length(i, op),
+    "Atomic": lambda i, op, _: Atomic(i, op, op.kind.args[0].name, op.kind.args[1]),
+    "MatrixMma": lambda i, op, _: CoopMma(i, op, True),
+    "StructuredIfThen": lambda i, op, _: If(i, op),
+    "StructuredIfThenElse": lambda i, op, _: If(i, op),
+    "StructuredForLoop": lambda i, op, _: For(i, op, op.kind.args[0]),
+    "Return": lambda i, op, _: Return(i, op),
+    "Barrier": lambda i, op, _: Barrier(i, op, op.kind.args[0]),
+    "OpaqueExpr": lambda i, op, _: _opaque_expr(i, op),
+    "OpaqueNode": lambda i, op, _: _opaque_node(i, op),
+}
+
+
 def decode_op(index: int, op: KernelOp, literals: tuple = ()) -> OpView:
     """The view of `op` numbered `index` (`literals`: its body's literal pool). Total."""
-    kind = op.kind
-    name = kind.name
-    plain = _PLAIN.get(name)
-    if plain is not None:
-        return plain(index, op, name)
-    if name == "Literal":
-        o = op.operands
-        ok = len(o) == 1 and isinstance(o[0], int) and 0 <= o[0] < len(literals)
-        return Literal(index, op, literals[o[0]] if ok else None)
-    if name == "BinOpKind":
-        return Binary(index, op, kind.args[0].name)
-    if name == "UnOpKind":
-        return Unary(index, op, kind.args[0].name)
-    if name == "Fma":
-        return Fma(index, op)
-    if name == "Select":
-        return Select(index, op)
-    if name == "Cast":
-        return Cast(index, op, _type_or_none(kind.args[0]))
-    if name in SUBGROUP_KINDS:
-        return Subgroup(index, op, SUBGROUP_KINDS[name])
-    if name == "LoadGlobal" or name == "LoadShared":
-        return Load(index, op, name == "LoadShared")
-    if name == "StoreGlobal" or name == "StoreShared":
-        return Store(index, op, name == "StoreShared")
-    if name == "LoadConstant":
-        return LoadUniform(index, op)
-    if name == "BufferLength":
-        return Length(index, op)
-    if name == "Atomic":
-        return Atomic(index, op, kind.args[0].name, kind.args[1])
-    if name == "LoopIndex":
-        return LoopIndex(index, op, kind.args[0])
-    if name == "MatrixMma":
-        return CoopMma(index, op, True)
-    if name == "StructuredIfThen" or name == "StructuredIfThenElse":
-        return If(index, op)
-    if name == "StructuredForLoop":
-        return For(index, op, kind.args[0])
-    if name == "Return":
-        return Return(index, op)
-    if name == "Barrier":
-        return Barrier(index, op, kind.args[0])
-    if name == "OpaqueExpr":
-        return _opaque_expr(index, op)
-    if name == "OpaqueNode":
-        return _opaque_node(index, op)
-    return Unknown(index, op)
+    decoder = _DECODERS.get(op.kind.name)
+    return Unknown(index, op) if decoder is None else decoder(index, op, literals)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
