@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from vyre_build.descriptor.memory_order import access_of
-from vyre_build.descriptor import decode_datatype, validate
-from vyre_build.descriptor.ops import OPS, op_key
-from vyre_build.descriptor.types import type_of
+from vyre_build.descriptor import validate
+from vyre_build.descriptor.ops import OPS
+from vyre_build.descriptor.view import Walker, view_of
 
 # Rows of descriptor.ops.OPS that no kernel-language source can produce (the frontend
 # never emits them), so no generated program can reach them. Each entry says why.
@@ -62,34 +61,44 @@ def unreachable_row(row) -> str | None:
 def rows(desc) -> Counter:
     """Op-table rows used by one descriptor (every value op, with its operand types)."""
     info = validate(desc)
+    walker = _Rows(desc, info)
     found: Counter = Counter()
-
-    def visit(body):
-        for op in body.ops:
-            kind = op.kind
-            operands = tuple(info.types.get(v, "?") for v in op.operands)
-            key = op_key(kind)
-            if kind.name == "Atomic":
-                slot = next(s for s in desc.slots if s.slot == op.operands[0])
-                key, operands = ("Atomic", kind.args[0].name), (info.slot_types[slot.slot],)
-            elif kind.name == "Cast":
-                key = ("Cast", type_of(kind.args[0]))
-            elif kind.name == "OpaqueExpr" and kind.args[1] in ("vyre.vec", "vyre.bitcast"):
-                family = "Construct" if kind.args[1] == "vyre.vec" else "Bitcast"
-                key = (family, type_of(decode_datatype(kind.args[2])))
-            elif kind.name == "OpaqueExpr" and kind.args[1] == "vyre.extract":
-                key = ("Extract", "")
-            elif kind.name == "OpaqueExpr" and kind.args[1] == "vyre.atomic":  # memory_order
-                slot = next(s for s in desc.slots if s.slot == op.operands[0])
-                acc = access_of(kind.args[1], kind.args[2])
-                key, operands = ("Atomic", acc.op), (info.slot_types[slot.slot],)
-            if key is not None and (key, operands) in OPS:
-                found[(key, operands)] += 1
-        for child in body.children:
-            visit(child)
-
-    visit(desc.body)
+    for op in view_of(desc, info).ops:
+        row = walker.visit(op)
+        if row is not None and row in OPS:
+            found[row] += 1
     return found
+
+
+class _Rows(Walker):
+    """The op-table row of an op (`visit(op)`), or None for an op outside the table."""
+
+    def __init__(self, desc, info):
+        self.info = info
+        self.slot_types = info.slot_types
+
+    def visit_row(self, op):
+        """An op-table op: its key on its operands' types."""
+        return op.key, tuple(self.info.types.get(v, "?") for v in op.operands)
+
+    visit_binary = visit_unary = visit_fma = visit_select = visit_subgroup = visit_row
+    visit_cast = visit_bitcast = visit_construct = visit_extract = visit_row
+
+    def visit_atomic(self, op):
+        """Atomic and vyre.atomic (descriptor.memory_order): the slot's element type."""
+        return op.key, (self.slot_types[op.slot],)
+
+    visit_ordered_atomic = visit_atomic
+
+    def visit_none(self, op):
+        return None
+
+    visit_literal = visit_builtin = visit_subgroup_builtin = visit_loop_index = visit_none
+    visit_load = visit_load_uniform = visit_length = visit_store = visit_none
+    visit_ordered_load = visit_ordered_store = visit_fence = visit_none
+    visit_coop_load = visit_coop_fill = visit_coop_mma = visit_coop_store = visit_none
+    visit_if_ = visit_for_ = visit_loop = visit_break_ = visit_continue_ = visit_none
+    visit_return_ = visit_barrier = visit_debug = visit_none
 
 
 def constructs(prog) -> Counter:

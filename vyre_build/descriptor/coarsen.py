@@ -34,45 +34,92 @@ from vyre_build.descriptor.codec import (
     encode_datatype,
 )
 from vyre_build.descriptor.facts import DescriptorInfo
-from vyre_build.descriptor.matrices import COOP_EXPRS
 from vyre_build.descriptor.types import datatype, vector_of
 from vyre_build.descriptor.validate import validate
-
-from vyre_build.descriptor import memory_order as mo
+from vyre_build.descriptor.view import (
+    Binary,
+    BodyView,
+    Break,
+    Builtin,
+    Continue,
+    CoopStore,
+    Debug,
+    Fence,
+    For,
+    If,
+    Length,
+    Load,
+    Loop,
+    OpView,
+    OrderedStore,
+    Return,
+    Store,
+    Unary,
+    Walker,
+    view_of,
+)
 
 __all__ = ["FACTOR", "ENTRY", "coarsenable", "coarsen"]
 
 FACTOR = 4
 ENTRY = "main_x4"  # the coarse entry point's name in the WGSL and SPIR-V modules
-# Subgroup ops and ids: a coarse invocation stands for FACTOR elements, so the lanes a
-# subgroup op combines are not the elements it combined in the base entry.
-_SUBGROUP_KINDS = frozenset(
-    {"SubgroupAdd", "SubgroupBallot", "SubgroupShuffle", "SubgroupLocalId", "SubgroupSize"}
-)
-_SUBGROUP_EXPRS = ("vyre.subgroup", "vyre.subgroup_id", "vyre.num_subgroups")
-_REFUSED = frozenset(
-    {"Barrier", "Atomic", "LocalInvocationId", "WorkgroupId", "LoadShared", "StoreShared"}
-)
+_GID = "GlobalInvocationId"
+# The OpaqueNode statements (an exit, a loop, or a side effect _stores_in does not follow).
+_NODES = (Loop, Break, Continue, CoopStore, OrderedStore, Fence, Debug)
 
 
-def _walk(body: KernelBody, in_loop: bool = False):
-    """(op, body, in_loop) for every op, nested bodies included."""
+def _walk(body: BodyView, in_loop: bool = False):
+    """(op, body, in_loop) for every op (views), nested bodies included."""
     for op in body.ops:
         yield op, body, in_loop
-        kids, loop = _children(op)
-        for k in kids:
-            yield from _walk(body.children[k], in_loop or loop)
+        for k in op.children:
+            yield from _walk(body.children[k], in_loop or op.loops)
 
 
-def _children(op) -> tuple[tuple[int, ...], bool]:
-    name = op.kind.name
-    if name in ("StructuredIfThen", "StructuredIfThenElse"):
-        return tuple(op.operands[1:]), False
-    if name == "StructuredForLoop":
-        return (op.operands[2],), True
-    if name == "OpaqueNode" and op.kind.args[0] == "vyre.loop":
-        return tuple(op.operands), True
-    return (), False
+def _within(op: OpView, body: BodyView):
+    """`op` and every op nested in it."""
+    yield op
+    for k in op.children:
+        for sub, _, _ in _walk(body.children[k]):
+            yield sub
+
+
+class _Refused(Walker):
+    """Whether an op keeps a kernel from a coarse entry (`visit(op, in_loop)`), by the
+    module docstring's rules."""
+
+    def __init__(self, slots):
+        self.slots = slots
+
+    def visit_no(self, op, in_loop) -> bool:
+        return False
+
+    def visit_yes(self, op, in_loop) -> bool:
+        return True
+
+    visit_literal = visit_loop_index = visit_binary = visit_unary = visit_fma = visit_no
+    visit_select = visit_cast = visit_bitcast = visit_construct = visit_extract = visit_no
+    visit_load_uniform = visit_length = visit_debug = visit_no
+    visit_if_ = visit_for_ = visit_loop = visit_break_ = visit_continue_ = visit_no
+    # Subgroup ops and ids: a coarse invocation stands for FACTOR elements, so the lanes a
+    # subgroup op combines are not the elements it combined in the base entry.
+    visit_subgroup = visit_subgroup_builtin = visit_yes
+    visit_barrier = visit_atomic = visit_yes
+    visit_ordered_atomic = visit_ordered_load = visit_ordered_store = visit_fence = visit_yes
+    visit_coop_load = visit_coop_fill = visit_coop_mma = visit_coop_store = visit_yes
+
+    def visit_builtin(self, op, in_loop) -> bool:
+        # global_id().x only (local and workgroup ids, workgroup counts: refused)
+        return op.name != _GID or op.axis != 0
+
+    def visit_load(self, op, in_loop) -> bool:
+        # LoadShared/StoreShared of a Scratch slot: a local, private to each copy
+        return op.shared and self.slots[op.slot].memory_class != "Scratch"
+
+    visit_store = visit_load
+
+    def visit_return_(self, op, in_loop) -> bool:
+        return in_loop
 
 
 def coarsenable(desc: KernelDescriptor, info: DescriptorInfo) -> bool:
@@ -88,34 +135,13 @@ def coarsenable(desc: KernelDescriptor, info: DescriptorInfo) -> bool:
             return False
     if not any(s.memory_class == "Global" for s in desc.slots):
         return False
-    gids = set()
-    for op, _, in_loop in _walk(desc.body):
-        name = op.kind.name
-        if name == "GlobalInvocationId":
-            if op.operands[0] != 0:
-                return False
-            gids.add(op.result)
-        elif name in _REFUSED and not (
-            name in ("LoadShared", "StoreShared")
-            and slots[op.operands[0]].memory_class == "Scratch"
-        ):
-            return False
-        elif name == "OpaqueExpr" and op.kind.args[1] in ("vyre.num_workgroups", *COOP_EXPRS):
-            return False
-        elif name == "OpaqueNode" and op.kind.args[0] in ("vyre.coop.store", *mo.NODES):
-            return False
-        elif name == "OpaqueExpr" and op.kind.args[1] in mo.EXPRS:
-            return False  # memory-ordered ops: descriptor.memory_order
-        elif name == "MatrixMma":
-            return False
-        elif name in _SUBGROUP_KINDS or (
-            name == "OpaqueExpr" and op.kind.args[1] in _SUBGROUP_EXPRS
-        ):
-            return False  # lanes of a subgroup are other elements in the coarse entry
-        elif name == "Return" and in_loop:
-            return False
-    for op, _, _ in _walk(desc.body):
-        if op.kind.name in ("LoadGlobal", "StoreGlobal") and op.operands[1] not in gids:
+    view = view_of(desc, info)
+    refused = _Refused(slots)
+    if any(refused.visit(op, in_loop) for op, _, in_loop in _walk(view.body)):
+        return False
+    gids = {op.result for op in view.ops if isinstance(op, Builtin) and op.name == _GID}
+    for op in view.ops:
+        if isinstance(op, (Load, Store)) and not op.shared and op.element not in gids:
             return False
     return True
 
@@ -128,15 +154,15 @@ class _Coarsener:
         self.next_slot = max(
             [s.slot + 1 for s in desc.slots if s.slot >= SHARED_SLOT_BASE], default=SHARED_SLOT_BASE
         )
-        self.defs = {op.result: op for op, _, _ in _walk(desc.body) if op.result is not None}
-        self.gids = {r for r, op in self.defs.items() if op.kind.name == "GlobalInvocationId"}
-        self.loaded = {
-            op.operands[0] for op, _, _ in _walk(desc.body) if op.kind.name == "LoadGlobal"
+        self.view = view_of(desc, info)
+        ops = self.view.ops
+        self.defs = {op.result: op for op in ops if op.result is not None}
+        self.gids = {
+            r for r, op in self.defs.items() if isinstance(op, Builtin) and op.name == _GID
         }
-        self.stored = {
-            op.operands[0] for op, _, _ in _walk(desc.body) if op.kind.name == "StoreGlobal"
-        }
-        self.returns = any(op.kind.name == "Return" for op, _, _ in _walk(desc.body))
+        self.loaded = {op.slot for op in ops if isinstance(op, Load) and not op.shared}
+        self.stored = {op.slot for op in ops if isinstance(op, Store) and not op.shared}
+        self.returns = any(isinstance(op, Return) for op in ops)
         self.new_slots: list[BindingSlot] = []
 
     def fresh(self) -> int:
@@ -193,7 +219,7 @@ class _Coarsener:
                 if s.memory_class == "Scratch"
             }
             copy = _Copy(self, j, elems[j], old, work, locals_, vec)
-            body = copy.body(d.body)
+            body = copy.body(self.view.body)
             if self.returns:  # a copy's `return` leaves that copy only
                 if not body.ends():  # a body that ends in a return already breaks
                     body.op(self, Variant("OpaqueNode", ("vyre.break", b"")), (), result=False)
@@ -236,30 +262,19 @@ class _Coarsener:
 
     # --- which stores happen in every copy whose elements are in bounds ----------------
     def _always_stored(self, slot: int) -> bool:
-        return self._stores_in(self.desc.body, slot)
+        return self._stores_in(self.view.body, slot)
 
-    def _stores_in(self, body: KernelBody, slot: int) -> bool:
+    def _stores_in(self, body: BodyView, slot: int) -> bool:
         for op in body.ops:
-            name = op.kind.name
-            if name == "StoreGlobal" and op.operands[0] == slot:
+            if isinstance(op, Store) and not op.shared and op.slot == slot:
                 return True
-            if name == "StructuredIfThen" and self._in_bounds(op.operands[0], True):
-                if self._stores_in(body.children[op.operands[1]], slot):
+            if isinstance(op, If) and op.other is None and self._in_bounds(op.cond, True):
+                if self._stores_in(body.children[op.then], slot):
                     return True
-            elif name in ("StructuredIfThen", "StructuredIfThenElse") and self._in_bounds(
-                op.operands[0], False
-            ):
+            elif isinstance(op, If) and self._in_bounds(op.cond, False):
                 pass  # its then-arm runs only out of bounds
-            elif name in (
-                "StructuredIfThen",
-                "StructuredIfThenElse",
-                "StructuredForLoop",
-                "OpaqueNode",
-                "Return",
-            ):
-                if any(
-                    o.kind.name in ("Return", "OpaqueNode") for o, _, _ in _walk(_single(op, body))
-                ):
+            elif isinstance(op, (If, For, Return) + _NODES):
+                if any(isinstance(o, (Return,) + _NODES) for o in _within(op, body)):
                     return False  # an exit or a loop that may skip the rest
         return False
 
@@ -267,14 +282,11 @@ class _Coarsener:
         """Whether `cond == truth` holds exactly when the invocation's element is in bounds
         of every buffer (all lengths equal: the runtime's condition for this entry)."""
         op = self.defs.get(cond)
-        if op is None:
+        if isinstance(op, Unary) and op.name == "LogicalNot":
+            return self._in_bounds(op.a, not truth)
+        if not isinstance(op, Binary):
             return False
-        name = op.kind.name
-        if name == "UnOpKind" and op.kind.args[0].name == "LogicalNot":
-            return self._in_bounds(op.operands[0], not truth)
-        if name != "BinOpKind":
-            return False
-        bop, (a, b) = op.kind.args[0].name, op.operands
+        bop, a, b = op.name, op.a, op.b
         if bop in ("And", "Or"):
             if (bop == "And") == truth:
                 return all(
@@ -292,9 +304,9 @@ class _Coarsener:
     def _always(self, cond: int, truth: bool) -> bool:
         """`0 <= gid` (u32: always true) and its mirror."""
         op = self.defs.get(cond)
-        if op is None or op.kind.name != "BinOpKind" or not truth:
+        if not isinstance(op, Binary) or not truth:
             return False
-        bop, (a, b) = op.kind.args[0].name, op.operands
+        bop, a, b = op.name, op.a, op.b
         zero = lambda x: self.info.constants.get(x) == 0  # noqa: E731
         return (bop == "Le" and zero(a) and b in self.gids) or (
             bop == "Ge" and a in self.gids and zero(b)
@@ -302,15 +314,7 @@ class _Coarsener:
 
     def _length(self, vid: int) -> bool:
         op = self.defs.get(vid)
-        return (
-            op is not None
-            and op.kind.name == "BufferLength"
-            and self.slots[op.operands[0]].memory_class == "Global"
-        )
-
-
-def _single(op, body) -> KernelBody:
-    return KernelBody((op,), body.children, ())
+        return isinstance(op, Length) and self.slots[op.slot].memory_class == "Global"
 
 
 def _bin(name: str) -> Variant:
@@ -371,8 +375,9 @@ class _Body:
         return KernelBody(tuple(self.ops), tuple(self.children), tuple(self.literals))
 
 
-class _Copy:
-    """Copy j of the body: fresh ids, gid -> e_j, storage accesses through the vec4s."""
+class _Copy(Walker):
+    """Copy j of the body: fresh ids, gid -> e_j, storage accesses through the vec4s
+    (`visit(op, src, out)`: op of body `src` into the new body `out`)."""
 
     def __init__(self, c: _Coarsener, j, elem, old, work, locals_, vec):
         self.c, self.j, self.elem = c, j, elem
@@ -382,93 +387,111 @@ class _Copy:
     def v(self, vid: int) -> int:
         return self.ids[vid]
 
-    def body(self, src: KernelBody) -> _Body:
+    def body(self, src: BodyView) -> _Body:
         out = _Body()
         for op in src.ops:
-            self.op(op, src, out)
+            self.visit(op, src, out)
         return out
 
     def define(self, op, new_id) -> None:
         if op.result is not None:
             self.ids[op.result] = new_id
 
-    def op(self, op, src: KernelBody, out: _Body) -> None:  # noqa: C901 - one branch per kind
-        c, name, o = self.c, op.kind.name, op.operands
-        if name == "GlobalInvocationId":
+    def visit_renamed(self, op, src, out) -> None:
+        """The op itself on the copy's ids."""
+        operands = tuple(self.v(x) for x in op.operands)
+        self.define(op, out.op(self.c, op.kind, operands, result=op.result is not None))
+
+    visit_binary = visit_unary = visit_fma = visit_select = visit_cast = visit_renamed
+    visit_bitcast = visit_construct = visit_extract = visit_renamed
+    # refused by coarsenable (subgroups, atomics, memory orders, matrices); kept exact
+    visit_subgroup = visit_subgroup_builtin = visit_atomic = visit_renamed
+    visit_ordered_atomic = visit_ordered_load = visit_coop_load = visit_renamed
+    visit_coop_fill = visit_coop_mma = visit_renamed
+
+    def visit_verbatim(self, op, src, out) -> None:
+        """A statement whose operands are no SSA values: as it is."""
+        out.op(self.c, op.kind, op.operands, result=False)
+
+    visit_break_ = visit_continue_ = visit_barrier = visit_debug = visit_verbatim
+    visit_fence = visit_ordered_store = visit_coop_store = visit_verbatim
+
+    def visit_builtin(self, op, src, out) -> None:
+        if op.name == _GID:
             self.ids[op.result] = self.elem
-            return
-        if name == "Literal":
-            lit = src.literals[o[0]]
-            self.define(op, out.lit(c, lit.name, lit.args[0]))
-            return
-        if name == "LoadGlobal":
-            s = o[0]
-            vec = (
-                out.op(c, Variant("LoadShared"), (self.work[s], out.lit(c, "U32", 0)))
-                if s in self.work
-                else self.old[s]
-            )
-            self.define(
-                op, out.op(c, Variant("OpaqueExpr", (0, "vyre.extract", bytes([self.j]))), (vec,))
-            )
-            return
-        if name == "StoreGlobal":
-            s, value = o[0], self.v(o[2])
-            cur = out.op(c, Variant("LoadShared"), (self.work[s], out.lit(c, "U32", 0)))
-            parts = [
-                value
-                if k == self.j
-                else out.op(c, Variant("OpaqueExpr", (0, "vyre.extract", bytes([k]))), (cur,))
-                for k in range(FACTOR)
-            ]
-            new = out.op(c, _vec(self.vec[s]), parts)
-            out.op(
-                c, Variant("StoreShared"), (self.work[s], out.lit(c, "U32", 0), new), result=False
-            )
-            return
-        if name == "BufferLength" and c.slots[o[0]].memory_class == "Global":
-            n = out.op(c, Variant("BufferLength"), (o[0],))
-            self.define(op, out.op(c, _bin("Mul"), (n, out.lit(c, "U32", FACTOR))))
-            return
-        if name == "LoadConstant":  # [uniform slot, index]
-            self.define(op, out.op(c, op.kind, (o[0], self.v(o[1]))))
-            return
-        if name in ("LoadShared", "StoreShared", "BufferLength"):  # Scratch: the copy's own
-            operands = (self.locals[o[0]],) + tuple(self.v(x) for x in o[1:])
-            self.define(op, out.op(c, op.kind, operands, result=op.result is not None))
-            return
-        if name == "Return":
-            out.op(c, Variant("OpaqueNode", ("vyre.break", b"")), (), result=False)
-            return
-        if name in ("StructuredIfThen", "StructuredIfThenElse"):
-            kids = tuple(out.child(self.body(src.children[k])) for k in o[1:])
-            out.op(c, op.kind, (self.v(o[0]),) + kids, result=False)
-            return
-        if name == "StructuredForLoop":
-            lo, hi = self.v(o[0]), self.v(o[1])
-            kid = out.child(self.body(src.children[o[2]]))
-            out.op(
-                c,
-                Variant("StructuredForLoop", (f"{op.kind.args[0]}_x{self.j}",)),
-                (lo, hi, kid),
-                result=False,
-            )
-            return
-        if name == "LoopIndex":
-            self.define(op, out.op(c, Variant("LoopIndex", (f"{op.kind.args[0]}_x{self.j}",)), ()))
-            return
-        if name == "OpaqueNode" and op.kind.args[0] == "vyre.loop":
-            kids = tuple(out.child(self.body(src.children[k])) for k in o)
-            out.op(c, op.kind, kids, result=False)
-            return
-        if name == "OpaqueNode" or name == "Barrier":
-            out.op(c, op.kind, o, result=False)
-            return
-        if name == "OpaqueExpr" and op.kind.args[1] == "vyre.num_workgroups":
-            self.define(op, out.op(c, op.kind, o))  # refused by coarsenable; kept exact
-            return
-        operands = tuple(self.v(x) for x in o)
-        self.define(op, out.op(c, op.kind, operands, result=op.result is not None))
+        else:  # refused by coarsenable; kept exact
+            self.define(op, out.op(self.c, op.kind, op.operands))
+
+    def visit_literal(self, op, src, out) -> None:
+        lit = op.value
+        self.define(op, out.lit(self.c, lit.name, lit.args[0]))
+
+    def visit_load(self, op, src, out) -> None:
+        c = self.c
+        if op.shared:
+            return self.local(op, src, out)
+        s = op.slot
+        vec = (
+            out.op(c, Variant("LoadShared"), (self.work[s], out.lit(c, "U32", 0)))
+            if s in self.work
+            else self.old[s]
+        )
+        self.define(
+            op, out.op(c, Variant("OpaqueExpr", (0, "vyre.extract", bytes([self.j]))), (vec,))
+        )
+
+    def visit_store(self, op, src, out) -> None:
+        c = self.c
+        if op.shared:
+            return self.local(op, src, out)
+        s, value = op.slot, self.v(op.value)
+        cur = out.op(c, Variant("LoadShared"), (self.work[s], out.lit(c, "U32", 0)))
+        parts = [
+            value
+            if k == self.j
+            else out.op(c, Variant("OpaqueExpr", (0, "vyre.extract", bytes([k]))), (cur,))
+            for k in range(FACTOR)
+        ]
+        new = out.op(c, _vec(self.vec[s]), parts)
+        out.op(c, Variant("StoreShared"), (self.work[s], out.lit(c, "U32", 0), new), result=False)
+
+    def visit_length(self, op, src, out) -> None:
+        c = self.c
+        if c.slots[op.slot].memory_class != "Global":
+            return self.local(op, src, out)
+        n = out.op(c, Variant("BufferLength"), (op.slot,))
+        self.define(op, out.op(c, _bin("Mul"), (n, out.lit(c, "U32", FACTOR))))
+
+    def local(self, op, src, out) -> None:
+        """A load, store or length of a Scratch slot: the copy's own."""
+        o = op.operands
+        operands = (self.locals[o[0]],) + tuple(self.v(x) for x in o[1:])
+        self.define(op, out.op(self.c, op.kind, operands, result=op.result is not None))
+
+    def visit_load_uniform(self, op, src, out) -> None:  # [uniform slot, index]
+        o = op.operands
+        self.define(op, out.op(self.c, op.kind, (o[0], self.v(o[1]))))
+
+    def visit_return_(self, op, src, out) -> None:
+        out.op(self.c, Variant("OpaqueNode", ("vyre.break", b"")), (), result=False)
+
+    def visit_if_(self, op, src, out) -> None:
+        kids = tuple(out.child(self.body(src.children[k])) for k in op.children)
+        out.op(self.c, op.kind, (self.v(op.cond),) + kids, result=False)
+
+    def visit_for_(self, op, src, out) -> None:
+        lo, hi = self.v(op.lo), self.v(op.hi)
+        kid = out.child(self.body(src.children[op.body]))
+        kind = Variant("StructuredForLoop", (f"{op.var}_x{self.j}",))
+        out.op(self.c, kind, (lo, hi, kid), result=False)
+
+    def visit_loop_index(self, op, src, out) -> None:
+        kind = Variant("LoopIndex", (f"{op.var}_x{self.j}",))
+        self.define(op, out.op(self.c, kind, ()))
+
+    def visit_loop(self, op, src, out) -> None:
+        kids = tuple(out.child(self.body(src.children[k])) for k in op.children)
+        out.op(self.c, op.kind, kids, result=False)
 
 
 def coarsen(desc: KernelDescriptor, info: DescriptorInfo) -> KernelDescriptor:

@@ -2,8 +2,9 @@
 
 `DescriptorInfo` is to a descriptor what naga's ModuleInfo is to a module: every SSA
 value's type, every slot's element type, which slots atomics touch, the uniform block's
-layout, the values of integer literals and the range analysis's proofs (the bounds
-checks and shared-memory zeroing the kernel provably does not need). Emitters take
+layout, the values of integer literals, the range analysis's proofs (the bounds
+checks and shared-memory zeroing the kernel provably does not need, keyed by op index)
+and the descriptor's decoded ops (`descriptor.view`). Emitters take
 `(desc, info)` and trust it.
 """
 
@@ -11,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vyre_build.descriptor.codec import BindingSlot
+from vyre_build.descriptor.codec import BindingSlot, KernelOp
 from vyre_build.descriptor.ranges import Proofs
+from vyre_build.descriptor.view import DescriptorView, OpView
 
 __all__ = ["DescriptorInfo", "UniformBlock", "UniformMember", "uniform_block", "UNIFORM_ALIGN"]
 
@@ -49,10 +51,16 @@ class DescriptorInfo:
     features: frozenset[str] = frozenset()
     # the debug buffer's binding when a vyre.debug.* op is present (a debug build), else None
     debug_binding: int | None = None
+    # the descriptor's ops decoded once (descriptor.view): what every walker walks
+    view: DescriptorView | None = field(default=None, compare=False, repr=False)
 
-    def in_bounds(self, op) -> bool:
-        """Whether the range analysis proved this Load/Store/Atomic's index in range."""
-        return id(op) in self.proofs.in_bounds
+    def in_bounds(self, op: OpView | KernelOp) -> bool:
+        """Whether the range analysis proved this access (a load, store, atomic or
+        cooperative fragment) in range; facts are keyed by the op's view index (a raw
+        KernelOp of this descriptor is looked up in `view`)."""
+        if not isinstance(op, OpView):
+            op = self.view.of(op)
+        return op.index in self.proofs.in_bounds
 
 
 def uniform_block(

@@ -12,14 +12,15 @@ Bitcast, Construct and Extract are the documented OpaqueExpr extensions `vyre.bi
 `vyre.vec` and `vyre.extract`. Subgroup rows are the schema's SubgroupAdd, SubgroupBallot
 and SubgroupShuffle kinds and the OpaqueExpr `vyre.subgroup` (payload: the op's name). Atomic rows take the slot's element type (the index and
 the slot are checked structurally). The pinned semantics of each row are in
-docs/descriptor-conventions.md; the emitters spell them out.
+docs/descriptor-conventions.md; the emitters spell them out. Which op of a descriptor is
+which row: `descriptor.view` decodes each op once, and a value op's `key` is its `op` here.
 """
 
 from __future__ import annotations
 
 from vyre_build.descriptor.types import FLOAT, INTEGER, NUMERIC, SCALARS, TYPES, VECTORS
 
-__all__ = ["OPS", "Row", "result_of", "op_key"]
+__all__ = ["OPS", "Row", "result_of"]
 
 Op = tuple[str, str]
 Row = tuple[Op, tuple[str, ...]]
@@ -164,26 +165,6 @@ def _table() -> dict[Row, str]:
 
 
 OPS: dict[Row, str] = _table()
-
-
-def op_key(kind) -> Op | None:
-    """The op of a KernelOpKind `Variant` for the table, or None if it is not a table op.
-
-    Cast, Bitcast and Construct carry their target type in the op (the payload decides
-    the result), so their key needs the decoded target: see `validate`.
-    """
-    name = kind.name
-    if name == "BinOpKind" or name == "UnOpKind":
-        return (name, kind.args[0].name)
-    if name == "Fma" or name == "Select":
-        return (name, "")
-    if name == "Atomic":
-        return ("Atomic", kind.args[0].name)
-    if name in SUBGROUP_KINDS:
-        return ("Subgroup", SUBGROUP_KINDS[name])
-    if name == "OpaqueExpr" and kind.args[1] == "vyre.subgroup":
-        return ("Subgroup", kind.args[2].decode("ascii", "replace"))
-    return None
 
 
 def result_of(op: Op, operands: tuple[str, ...]) -> str | None:

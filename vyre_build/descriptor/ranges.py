@@ -19,19 +19,40 @@ store (element `flat local id`, every element below N written) and then a barrie
 the top of the same or an enclosing body: a barrier stands in uniform control flow, so
 every invocation made that store, and no zero can be observed.
 
-`analyze(desc, info)` returns `Proofs`; the emitters drop exactly those checks. Sound by
-construction: every rule below is a superset of what wrapping u32/i32 arithmetic can give.
+`analyze(view, types, slot_types)` returns `Proofs`, ops named by their view index
+(`descriptor.view`); the emitters drop exactly those checks. Sound by construction: every rule below is a superset of what wrapping u32/i32 arithmetic can give.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vyre_build.descriptor.codec import KernelBody, KernelDescriptor
-from vyre_build.descriptor.matrices import LOAD, STORE, alignment, in_place
+from vyre_build.descriptor.matrices import alignment, in_place
 from vyre_build.descriptor.types import MATRICES, TYPES
-
-from vyre_build.descriptor import memory_order as mo
+from vyre_build.descriptor.view import (
+    Atomic,
+    Barrier,
+    Binary,
+    BodyView,
+    Break,
+    Cast,
+    Continue,
+    CoopLoad,
+    DescriptorView,
+    If,
+    Length,
+    Literal,
+    Load,
+    OpView,
+    OrderedAtomic,
+    OrderedLoad,
+    OrderedStore,
+    Return,
+    Select,
+    Store,
+    Unary,
+    Walker,
+)
 
 __all__ = ["Proofs", "analyze"]
 
@@ -44,19 +65,20 @@ _WIDEN_AFTER = 8  # fixpoint passes before an unstable slot range goes to the fu
 
 @dataclass(frozen=True)
 class Proofs:
-    in_bounds: frozenset[int]  # id() of the Load/Store/Atomic ops whose index is proved in range
+    in_bounds: frozenset[int]  # indices (view.OpView.index) of the accesses proved in range
     unzeroed: frozenset[int]  # Shared slots fully written before any read: no zeroing on entry
 
 
-def analyze(desc: KernelDescriptor, types: dict[int, str], slot_types: dict[int, str]) -> Proofs:
-    """The proofs for `desc` (validated; `types` and `slot_types` are its DescriptorInfo's)."""
-    a = _Analysis(desc, types, slot_types)
+def analyze(view: DescriptorView, types: dict[int, str], slot_types: dict[int, str]) -> Proofs:
+    """The proofs for a descriptor's view (validated; `types` and `slot_types` are its
+    DescriptorInfo's)."""
+    a = _Analysis(view, types, slot_types)
     for passes in range(64):
         before = dict(a.slot_ranges)
         a.run(widen=passes >= _WIDEN_AFTER)
         if a.slot_ranges == before:
             break
-    return Proofs(frozenset(a.proved), frozenset(_unzeroed(desc, a.flat)))
+    return Proofs(frozenset(a.proved), frozenset(_unzeroed(view, a.flat)))
 
 
 def _join(x, y):
@@ -91,9 +113,13 @@ class _Scope:
             self.held.pop(slot, None)
 
 
-class _Analysis:
-    def __init__(self, desc, types, slot_types):
-        self.desc, self.types, self.slot_types = desc, types, slot_types
+class _Analysis(Walker):
+    """One pass of the analysis: `visit(op, body, scope, loops)` per op (one method per op
+    class), `body` over a body's ops."""
+
+    def __init__(self, view: DescriptorView, types, slot_types):
+        desc = view.desc
+        self.view, self.desc, self.types, self.slot_types = view, desc, types, slot_types
         self.slots = {s.slot: s for s in desc.slots}
         # Locals and shared arrays start zeroed: the bottom of the fixpoint is their zero.
         self.slot_ranges: dict[int, tuple] = {
@@ -101,7 +127,7 @@ class _Analysis:
             for s in desc.slots
             if s.memory_class in ("Shared", "Scratch") and slot_types[s.slot] in FULL
         }
-        self.defs: dict[int, object] = {}  # SSA id -> defining op
+        self.defs: dict[int, OpView] = {}  # SSA id -> defining op
         self.lits: dict[int, int] = {}  # SSA id -> the value of an integer literal
         self.alias: dict[int, int] = {}  # a local's reload -> the value it holds
         self._writes: dict[int, frozenset] = {}  # id(body) -> Scratch slots stored inside
@@ -116,7 +142,7 @@ class _Analysis:
         self.alias = {}
         self.base: dict[int, tuple] = {}
         self.stored: dict[int, tuple] = {}
-        self.body(self.desc.body, _Scope({}, set()), {})
+        self.body(self.view.body, _Scope({}, set()), {})
         for slot, r in self.stored.items():
             ty = self.slot_types[slot]
             if ty not in FULL:
@@ -135,98 +161,213 @@ class _Analysis:
         got = scope.ranges.get(self.canon(vid))
         return got if got is not None else self.base.get(vid)
 
-    def writes(self, b: KernelBody) -> frozenset:
+    def writes(self, b: BodyView) -> frozenset:
         """The single-value Scratch slots (locals) stored anywhere in `b`."""
         got = self._writes.get(id(b))
         if got is None:
             out = {
-                op.operands[0]
+                op.slot
                 for op in b.ops
-                if op.kind.name == "StoreShared" and op.operands[0] in self.locals
+                if isinstance(op, Store) and op.shared and op.slot in self.locals
             }
             for child in b.children:
                 out |= self.writes(child)
             got = self._writes[id(b)] = frozenset(out)
         return got
 
-    def track_local(self, op, scope) -> None:
-        """Value numbering of locals: a reload with no store since aliases the value."""
-        name, o = op.kind.name, op.operands
-        if name == "LoadShared" and o[0] in self.locals:
-            held = scope.held.get(o[0])
-            if held is not None:
-                self.alias[op.result] = held
-            else:
-                scope.held[o[0]] = op.result
-        elif name == "StoreShared" and o[0] in self.locals:
-            scope.held[o[0]] = self.canon(o[2])
-
     # --- the walk ----------------------------------------------------------------------
-    def body(self, b: KernelBody, scope: _Scope, loops: dict) -> None:
+    def body(self, b: BodyView, scope: _Scope, loops: dict) -> None:
         for op in b.ops:
-            name = op.kind.name
-            self.track_local(op, scope)
-            if op.result is not None:
-                self.defs[op.result] = op
-                r = self.value(op, b, scope, loops)
-                if r is not None:
-                    self.base[op.result] = r
-                self.facts(op, scope)
-            self.check(op, scope)
-            o = op.operands
-            if name in ("StructuredIfThen", "StructuredIfThenElse"):
-                then = scope.child()
-                self.assume(o[0], True, then)
-                self.body(b.children[o[1]], then, loops)
-                if len(o) == 3:
-                    other = scope.child()
-                    self.assume(o[0], False, other)
-                    self.body(b.children[o[2]], other, loops)
-                # The rest of this body runs only where an arm that always exits was not taken.
-                if _exits(b.children[o[1]]):
-                    self.assume(o[0], False, scope)
-                elif len(o) == 3 and _exits(b.children[o[2]]):
-                    self.assume(o[0], True, scope)
-                for child in o[1:]:
-                    scope.forget(self.writes(b.children[child]))
-            elif name == "StructuredForLoop":
-                self.for_loop(op, b, scope, loops)
-                scope.forget(self.writes(b.children[o[2]]))
-            elif name == "OpaqueNode" and op.kind.args[0] == "vyre.loop":
-                stored = frozenset().union(*(self.writes(b.children[c]) for c in o))
-                for child in o:  # the back edge: no local stored in the loop keeps a value
-                    self.body(b.children[child], scope.child(forget=stored), loops)
-                scope.forget(stored)
+            self.visit(op, b, scope, loops)
 
-    def for_loop(self, op, b, scope, loops):
-        lo, hi, child = op.operands
+    def define(self, op: OpView, scope: _Scope, r) -> None:
+        """Record a value op: its definition, its interval `r` (None: not an integer of
+        FULL, or nothing known) and the facts it carries."""
+        self.defs[op.result] = op
+        if r is not None:
+            self.base[op.result] = r
+        if self.types.get(op.result) == "u32":
+            self.facts(op, scope)
+
+    def typed(self, op: OpView):
+        """FULL[type] of op's result, or None where it is not an integer of FULL."""
+        return FULL.get(self.types.get(op.result))
+
+    def opaque(self, op, b, scope, loops) -> None:
+        """A value op the analysis knows nothing of: its type's full range."""
+        self.define(op, scope, self.typed(op))
+
+    visit_subgroup_builtin = visit_fma = visit_construct = visit_extract = visit_subgroup = opaque
+    visit_load_uniform = visit_coop_fill = visit_coop_mma = opaque
+
+    def visit_literal(self, op, b, scope, loops) -> None:
+        r = None
+        if self.typed(op) is not None:
+            v = op.value.args[0]
+            self.lits[op.result] = v
+            r = (v, v)
+        self.define(op, scope, r)
+
+    def visit_builtin(self, op, b, scope, loops) -> None:
+        if op.name != "LocalInvocationId":
+            return self.opaque(op, b, scope, loops)
+        axis = op.axis
+        self.flat[op.result] = tuple(1 if k == axis else 0 for k in range(3)) + (0,)
+        self.define(op, scope, (0, self.desc.workgroup_size[axis] - 1))
+
+    def visit_loop_index(self, op, b, scope, loops) -> None:
+        r = None
+        if self.typed(op) is not None:
+            index, hi = loops[op.var]
+            below = {s for (v, s) in scope.below if v == hi}
+            hop = self.defs.get(hi)
+            if isinstance(hop, Length):
+                below.add(hop.slot)
+            scope.below.update((op.result, s) for s in below)
+            r = index
+        self.defs[op.result] = op  # no symbolic facts beyond those above
+        if r is not None:
+            self.base[op.result] = r
+
+    def visit_length(self, op, b, scope, loops) -> None:
+        s = self.slots[op.slot]
+        n = s.element_count if s.memory_class != "Global" else None
+        self.define(op, scope, (n, n) if n is not None else U32)
+
+    def visit_cast(self, op, b, scope, loops) -> None:
+        full = self.typed(op)
+        r = None
+        if full is not None:
+            src = self.types[op.a]
+            if src == "bool":
+                r = (0, 1)
+            elif src in FULL:
+                lo, hi = self.operand_range(scope, op.a)
+                r = (lo, hi) if full[0] <= lo and hi <= full[1] else full
+            else:
+                r = full
+        self.define(op, scope, r)
+
+    visit_bitcast = visit_cast
+
+    def visit_select(self, op, b, scope, loops) -> None:
+        r = None
+        if self.typed(op) is not None:
+            r = _join(self.operand_range(scope, op.if_true), self.operand_range(scope, op.if_false))
+        self.define(op, scope, r)
+
+    def visit_unary(self, op, b, scope, loops) -> None:
+        full = self.typed(op)
+        r = full
+        if full is not None and op.name in ("Popcount", "Clz", "Ctz"):
+            r = (0, 32)
+        self.define(op, scope, r)
+
+    def visit_binary(self, op, b, scope, loops) -> None:
+        self.define(op, scope, self.binary_range(op, scope) if self.typed(op) else None)
+
+    def visit_load(self, op, b, scope, loops) -> None:
+        self.track_local(op, scope)
+        full = self.typed(op)
+        r = full
+        if full is not None and op.shared:
+            r = self.slot_ranges.get(op.slot, full)
+        self.define(op, scope, r)
+        self.check(op, scope, "load")
+
+    def visit_store(self, op, b, scope, loops) -> None:
+        self.track_local(op, scope)
+        self.check(op, scope, "store")
+
+    def visit_atomic(self, op, b, scope, loops) -> None:
+        self.define(op, scope, self.typed(op))
+        self.check(op, scope, "atomic")
+
+    def visit_ordered_atomic(self, op, b, scope, loops) -> None:  # as Atomic
+        self.define(op, scope, self.typed(op))
+        self.check(op, scope, "atomic")
+
+    def visit_ordered_load(self, op, b, scope, loops) -> None:  # as Atomic
+        self.define(op, scope, self.typed(op))
+        self.check(op, scope, "atomic")
+
+    def visit_ordered_store(self, op, b, scope, loops) -> None:  # as Atomic
+        self.check(op, scope, "atomic")
+
+    def visit_coop_load(self, op, b, scope, loops) -> None:
+        self.define(op, scope, self.typed(op))
+        self.check_fragment(op, scope, self.types[op.result])
+
+    def visit_coop_store(self, op, b, scope, loops) -> None:
+        self.check_fragment(op, scope, self.types[op.value])
+
+    def nothing(self, op, b, scope, loops) -> None:
+        """A statement with no interval, no access and no child body."""
+
+    visit_fence = visit_break_ = visit_continue_ = visit_return_ = visit_barrier = visit_debug = (
+        nothing
+    )
+
+    def visit_if_(self, op, b, scope, loops) -> None:
+        then = scope.child()
+        self.assume(op.cond, True, then)
+        self.body(b.children[op.then], then, loops)
+        if op.other is not None:
+            other = scope.child()
+            self.assume(op.cond, False, other)
+            self.body(b.children[op.other], other, loops)
+        # The rest of this body runs only where an arm that always exits was not taken.
+        if _exits(b.children[op.then]):
+            self.assume(op.cond, False, scope)
+        elif op.other is not None and _exits(b.children[op.other]):
+            self.assume(op.cond, True, scope)
+        for child in op.children:
+            scope.forget(self.writes(b.children[child]))
+
+    def visit_for_(self, op, b, scope, loops) -> None:
+        lo, hi, child = op.lo, op.hi, op.body
         ty = self.types[lo]
         rl, rh = self.range(scope, lo) or FULL[ty], self.range(scope, hi) or FULL[ty]
         index = (rl[0], max(rl[0], rh[1] - 1))
         inner = scope.child(forget=self.writes(b.children[child]))
-        self.body(b.children[child], inner, {**loops, op.kind.args[0]: (index, hi)})
+        self.body(b.children[child], inner, {**loops, op.var: (index, hi)})
+        scope.forget(self.writes(b.children[child]))
+
+    def visit_loop(self, op, b, scope, loops) -> None:
+        stored = frozenset().union(*(self.writes(b.children[c]) for c in op.children))
+        for child in op.children:  # the back edge: no local stored in the loop keeps a value
+            self.body(b.children[child], scope.child(forget=stored), loops)
+        scope.forget(stored)
+
+    def track_local(self, op, scope) -> None:
+        """Value numbering of locals: a reload with no store since aliases the value."""
+        if not op.shared or op.slot not in self.locals:
+            return
+        if isinstance(op, Load):
+            held = scope.held.get(op.slot)
+            if held is not None:
+                self.alias[op.result] = held
+            else:
+                scope.held[op.slot] = op.result
+        else:
+            scope.held[op.slot] = self.canon(op.value)
 
     def facts(self, op, scope) -> None:
-        """Symbolic facts of a value op that never exceeds one of its operands (u32)."""
-        name, o, r = op.kind.name, op.operands, op.result
-        if name == "LoopIndex":
-            return
-        if self.types.get(r) != "u32":
-            return
-        if name == "BinOpKind":
-            bop = op.kind.args[0].name
+        """Symbolic facts of a u32 value op that never exceeds one of its operands."""
+        o, r = op.operands, op.result
+        if isinstance(op, Binary):
             keep = {
                 "Min": (0, 1),
                 "BitAnd": (0, 1),
                 "Shr": (0,),
                 "Div": (0,),
                 "Mod": (0,),
-            }.get(bop, ())
+            }.get(op.name, ())
             for i in keep:
                 if self.types[o[i]] == "u32":
                     self.inherit(scope, r, o[i])
-        elif name == "Select":
-            t, f = self.canon(o[1]), self.canon(o[2])
+        elif isinstance(op, Select):
+            t, f = self.canon(op.if_true), self.canon(op.if_false)
             common = {s for (v, s) in scope.below if v == t} & {
                 s for (v, s) in scope.below if v == f
             }
@@ -238,14 +379,11 @@ class _Analysis:
 
     def assume(self, cond: int, truth: bool, scope: _Scope) -> None:
         op = self.defs.get(cond)
-        if op is None:
+        if isinstance(op, Unary) and op.name == "LogicalNot":
+            return self.assume(op.a, not truth, scope)
+        if not isinstance(op, Binary):
             return
-        name = op.kind.name
-        if name == "UnOpKind" and op.kind.args[0].name == "LogicalNot":
-            return self.assume(op.operands[0], not truth, scope)
-        if name != "BinOpKind":
-            return
-        bop, (a, b) = op.kind.args[0].name, op.operands
+        bop, a, b = op.name, op.a, op.b
         if bop in ("And", "Or"):
             if (bop == "And") == truth:  # both hold (And true) / both fail (Or false)
                 self.assume(a, truth, scope)
@@ -282,58 +420,18 @@ class _Analysis:
             return
         bop = self.defs.get(b)
         bounds = {s for (v, s) in scope.below if v == b}
-        if strict and bop is not None and bop.kind.name == "BufferLength":
-            bounds.add(bop.operands[0])
+        if strict and isinstance(bop, Length):
+            bounds.add(bop.slot)
         scope.below.update((a, s) for s in bounds)
 
     # --- intervals -----------------------------------------------------------------------
-    def value(self, op, b, scope, loops):  # noqa: C901 - one branch per op kind
-        name, o = op.kind.name, op.operands
-        ty = self.types.get(op.result)
-        if ty not in FULL:
-            return None
-        rng = lambda i: self.range(scope, o[i]) or FULL.get(self.types.get(o[i]), U32)  # noqa: E731
-        if name == "Literal":
-            v = b.literals[o[0]].args[0]
-            self.lits[op.result] = v
-            return (v, v)
-        if name == "LocalInvocationId":
-            self.flat[op.result] = tuple(1 if k == o[0] else 0 for k in range(3)) + (0,)
-            return (0, self.desc.workgroup_size[o[0]] - 1)
-        if name == "LoopIndex":
-            index, hi = loops[op.kind.args[0]]
-            below = {s for (v, s) in scope.below if v == hi}
-            hop = self.defs.get(hi)
-            if hop is not None and hop.kind.name == "BufferLength":
-                below.add(hop.operands[0])
-            scope.below.update((op.result, s) for s in below)
-            return index
-        if name == "BufferLength":
-            s = self.slots[o[0]]
-            n = s.element_count if s.memory_class != "Global" else None
-            return (n, n) if n is not None else U32
-        if name in ("LoadShared",):
-            s = self.slots[o[0]]
-            return self.slot_ranges.get(s.slot, FULL[ty])
-        if name == "Cast" or name == "OpaqueExpr" and op.kind.args[1] == "vyre.bitcast":
-            src = self.types[o[0]]
-            if src == "bool":
-                return (0, 1)
-            if src in FULL:
-                lo, hi = rng(0)
-                return (lo, hi) if FULL[ty][0] <= lo and hi <= FULL[ty][1] else FULL[ty]
-            return FULL[ty]
-        if name == "Select":
-            return _join(rng(1), rng(2))
-        if name == "UnOpKind":
-            uop = op.kind.args[0].name
-            if uop in ("Popcount", "Clz", "Ctz"):
-                return (0, 32)
-            return FULL[ty]
-        if name != "BinOpKind":
-            return FULL[ty]
-        bop = op.kind.args[0].name
-        (al, ah), (bl, bh) = rng(0), rng(1)
+    def operand_range(self, scope, vid):
+        return self.range(scope, vid) or FULL.get(self.types.get(vid), U32)
+
+    def binary_range(self, op, scope):  # noqa: C901 - one branch per BinOp
+        ty = self.types[op.result]
+        o, bop = op.operands, op.name
+        (al, ah), (bl, bh) = self.operand_range(scope, o[0]), self.operand_range(scope, o[1])
         if bop in ("Shl", "Shr") and bh > 31:
             bl, bh = 0, 31  # the amount is taken mod 32
         fa, fb = self.flat.get(o[0]), self.flat.get(o[1])
@@ -382,19 +480,19 @@ class _Analysis:
         op = self.defs.get(self.canon(vid))
         if op is None or depth > 64:
             return 1
-        name, o = op.kind.name, op.operands
-        if name == "Literal":
+        o = op.operands
+        if isinstance(op, Literal):
             v = self.lits.get(op.result, 0)
             if op.result not in self.lits:
                 return 1
             return _CAP if v == 0 else min(_CAP, v & -v)
-        if name == "Select":
+        if isinstance(op, Select):
             return min(self.multiple(o[1], depth + 1), self.multiple(o[2], depth + 1))
-        if name == "Cast" and self.types.get(o[0]) in FULL:
+        if isinstance(op, Cast) and self.types.get(o[0]) in FULL:
             return self.multiple(o[0], depth + 1)
-        if name != "BinOpKind":
+        if not isinstance(op, Binary):
             return 1
-        bop = op.kind.args[0].name
+        bop = op.name
         if bop in ("Add", "Sub"):
             return min(self.multiple(o[0], depth + 1), self.multiple(o[1], depth + 1))
         if bop == "Mul":
@@ -407,43 +505,33 @@ class _Analysis:
                 return min(_CAP, self.multiple(o[0], depth + 1) << r[0])
         return 1
 
-    def check_fragment(self, op, scope) -> None:
-        """A cooperative load/store of a Shared array proved to fit (the fragment rule
-        of descriptor.matrices holds for every offset in its range): its guard goes."""
-        o = op.operands
-        s = self.slots[o[0]]
+    # --- proofs --------------------------------------------------------------------------
+    def check_fragment(self, op, scope, ty: str) -> None:
+        """A cooperative load/store (of matrix `ty`) of a Shared array proved to fit (the
+        fragment rule of descriptor.matrices holds for every offset in its range): its
+        guard goes."""
+        s = self.slots[op.slot]
         if s.memory_class == "Global":
             return
-        ty = self.types[op.result] if op.kind.name == "OpaqueExpr" else self.types[o[3]]
-        off, stride = self.range(scope, o[1]), self.range(scope, o[2])
+        off, stride = self.range(scope, op.offset), self.range(scope, op.stride)
         if off is None or stride is None or stride[0] != stride[1] or off[0] < 0:
             return
         _, rows, cols = MATRICES[ty]
         align = alignment(TYPES[ty].element, cols)
-        length = s.element_count * TYPES[self.slot_types[o[0]]].count
-        if self.multiple(o[1]) % align == 0 and in_place(length, off[1], stride[0], ty):
-            self.proved.add(id(op))
+        length = s.element_count * TYPES[self.slot_types[op.slot]].count
+        if self.multiple(op.offset) % align == 0 and in_place(length, off[1], stride[0], ty):
+            self.proved.add(op.index)
 
-    def check(self, op, scope) -> None:
-        name = op.kind.name
-        if mo.access(op) is not None and op.operands:  # an ordered atomic: as Atomic
-            name = "Atomic"
-        if (
-            name == "OpaqueExpr"
-            and op.kind.args[1] == LOAD
-            or (name == "OpaqueNode" and op.kind.args[0] == STORE)
-        ):
-            self.check_fragment(op, scope)
-            return
-        if name not in ("LoadGlobal", "LoadShared", "StoreGlobal", "StoreShared", "Atomic"):
-            return
-        slot, index = op.operands[0], op.operands[1]
+    def check(self, op, scope, what: str) -> None:
+        """A load, store or atomic (`what`) whose index is proved in range: its check goes.
+        A store into a Shared/Scratch slot (an atomic: into a Shared one) widens the slot's
+        stored range."""
+        slot, index = op.slot, op.element
         s = self.slots[slot]
         ty = self.slot_types[slot]
-        if ty in FULL and (
-            name == "StoreShared" or name == "Atomic" and s.memory_class != "Global"
-        ):
-            stored = self.range(scope, op.operands[2]) if name == "StoreShared" else None
+        shared_store = what == "store" and op.shared
+        if ty in FULL and (shared_store or what == "atomic" and s.memory_class != "Global"):
+            stored = self.range(scope, op.value) if shared_store else None
             self.stored[slot] = _join(self.stored.get(slot), stored or FULL[ty])
         if s.memory_class == "Global":
             ok = (self.canon(index), slot) in scope.below
@@ -451,30 +539,26 @@ class _Analysis:
             r = self.range(scope, index)
             ok = r is not None and 0 <= r[0] and r[1] < s.element_count
         if ok:
-            self.proved.add(id(op))
+            self.proved.add(op.index)
 
 
-def _exits(b: KernelBody) -> bool:
+def _exits(b: BodyView) -> bool:
     """Whether every path through `b` ends in return, break or continue."""
     if not b.ops:
         return False
     last = b.ops[-1]
-    name = last.kind.name
-    if (
-        name == "Return"
-        or name == "OpaqueNode"
-        and last.kind.args[0] in ("vyre.break", "vyre.continue")
-    ):
+    if isinstance(last, (Return, Break, Continue)):
         return True
-    if name == "StructuredIfThenElse":
-        return _exits(b.children[last.operands[1]]) and _exits(b.children[last.operands[2]])
+    if isinstance(last, If) and last.other is not None:
+        return _exits(b.children[last.then]) and _exits(b.children[last.other])
     return False
 
 
 # --- shared arrays that need no zeroing ------------------------------------------------
 
 
-def _unzeroed(desc: KernelDescriptor, flat: dict[int, tuple]) -> set[int]:
+def _unzeroed(view: DescriptorView, flat: dict[int, tuple]) -> set[int]:
+    desc = view.desc
     wx, wy, wz = desc.workgroup_size
     strides, sizes = (1, wx, wx * wy), (wx, wy, wz)
 
@@ -496,42 +580,33 @@ def _unzeroed(desc: KernelDescriptor, flat: dict[int, tuple]) -> set[int]:
     def reads(op, b) -> set[int]:
         """Shared slots op reads (itself or anything nested in it)."""
         out = set()
-        name = op.kind.name
-        coop = name == "OpaqueExpr" and op.kind.args[1] == "vyre.coop.load"
-        ordered = mo.access(op) is not None and bool(op.operands)  # descriptor.memory_order
-        if (name in ("LoadShared", "Atomic") or coop or ordered) and op.operands[0] in shared:
-            out.add(op.operands[0])
-        for child in _children(op):
+        if isinstance(op, _READS) and (op.shared if isinstance(op, Load) else True):
+            if op.slot in shared:
+                out.add(op.slot)
+        for child in op.children:
             for sub in b.children[child].ops:
                 out |= reads(sub, b.children[child])
         return out
 
-    def walk(b: KernelBody, ready: set[int]) -> None:
+    def walk(b: BodyView, ready: set[int]) -> None:
         """`ready`: slots covered and then fenced by a barrier in an enclosing body."""
         ready = set(ready)
         written: set[int] = set()
         for op in b.ops:
-            name = op.kind.name
-            if name == "StoreShared" and op.operands[0] in ok and covering(op.operands[1]):
-                written.add(op.operands[0])
-            elif name == "Barrier":
+            if isinstance(op, Store) and op.shared and op.slot in ok and covering(op.element):
+                written.add(op.slot)
+            elif isinstance(op, Barrier):
                 ready |= written
-            if _children(op):
-                for child in _children(op):
+            if op.children:
+                for child in op.children:
                     walk(b.children[child], ready)
             else:
                 bad.update(reads(op, b) - ready)
 
-    walk(desc.body, set())
+    walk(view.body, set())
     return ok - bad
 
 
-def _children(op) -> tuple[int, ...]:
-    name = op.kind.name
-    if name in ("StructuredIfThen", "StructuredIfThenElse"):
-        return tuple(op.operands[1:])
-    if name == "StructuredForLoop":
-        return (op.operands[2],)
-    if name == "OpaqueNode" and op.kind.args[0] == "vyre.loop":
-        return tuple(op.operands)
-    return ()
+# The ops that read a Shared slot (a Load only when it is LoadShared); the ordered ones
+# (descriptor.memory_order) count as reads, stores included, as atomics do.
+_READS = (Load, Atomic, CoopLoad, OrderedAtomic, OrderedLoad, OrderedStore)

@@ -14,13 +14,14 @@ Any defect raises `DescriptorFormatError` naming the descriptor, the op and the 
 
 from __future__ import annotations
 
-from vyre_build.descriptor.codec import KernelBody, KernelDescriptor, decode_datatype
+from vyre_build.descriptor.codec import KernelDescriptor, decode_datatype
 from vyre_build.descriptor import matrices as mx
 from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.facts import DescriptorInfo, uniform_block
-from vyre_build.descriptor.ops import OPS, SUBGROUP_FEATURE, op_key
+from vyre_build.descriptor.ops import OPS, SUBGROUP_FEATURE
 from vyre_build.descriptor.ranges import analyze
 from vyre_build.descriptor.types import MATRICES, TYPES, VECTORS, literal_type, type_of
+from vyre_build.descriptor.view import BodyView, Break, Continue, Return, Walker, decode_view
 from vyre_build.core.errors import DescriptorFormatError
 from vyre_build.core.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
 
@@ -95,13 +96,13 @@ def validate(desc: KernelDescriptor) -> DescriptorInfo:
 
 
 def _terminator(op) -> bool:
-    name = op.kind.name
-    return name == "Return" or (
-        name == "OpaqueNode" and op.kind.args[0] in ("vyre.break", "vyre.continue")
-    )
+    return isinstance(op, (Return, Break, Continue))
 
 
-class _Checker:
+class _Checker(Walker):
+    """The checks, one `visit_<class>(op, ctx)` per op class of the decoded view (after
+    `arity`, which reads the raw op): each returns the op's value type, or None."""
+
     def __init__(self, d: KernelDescriptor):
         self.d = d
         self.slots = {s.slot: s for s in d.slots}
@@ -137,16 +138,18 @@ class _Checker:
             raise self.error(f"slot names are not unique: {names}")
         for s in d.slots:
             self.slot_types[s.slot] = self.check_slot(s)
-        self.body(d.body, [set()], loops={}, loop_depth=0, continuing=False)
+        view = decode_view(d)
+        self.body(view.body, [set()], loops={}, loop_depth=0, continuing=False)
         return DescriptorInfo(
             types=self.types,
             slot_types=self.slot_types,
             atomic_slots=frozenset(self.atomic),
             uniform=uniform_block(d.slots, self.slot_types),
             constants=self.constants,
-            proofs=analyze(d, self.types, self.slot_types),
+            proofs=analyze(view, self.types, self.slot_types),
             features=self.type_features() | frozenset(self.features) | self.model_features(),
             debug_binding=self.debug_binding(),
+            view=view,
         )
 
     def debug_binding(self) -> int | None:
@@ -217,7 +220,7 @@ class _Checker:
         return s
 
     # --- bodies ---------------------------------------------------------------------
-    def body(self, b: KernelBody, scopes, loops, loop_depth, continuing):
+    def body(self, b: BodyView, scopes, loops, loop_depth, continuing):
         """`loop_depth` counts loops opened inside the innermost continuing block (or the
         function); `continuing` says whether that block is a loop's continuing block."""
         scope: set[int] = set()
@@ -225,7 +228,7 @@ class _Checker:
         ctx = (b, scopes, loops, loop_depth, continuing)
         for i, op in enumerate(b.ops):
             self.arity(op)
-            ty = self.op(op, ctx)
+            ty = self.visit(op, ctx)
             if _terminator(op) and i != len(b.ops) - 1:
                 self.fail(op, "break/continue/return must end its body")
             if op.result is not None:
@@ -289,92 +292,201 @@ class _Checker:
             self.fail(op, f"{what} is not defined on ({', '.join(operands)})")
         return result
 
-    def op(self, op, ctx):  # noqa: C901 - one branch per op kind
-        b, scopes = ctx[0], ctx[1]
-        name, o = op.kind.name, op.operands
-        key = op_key(op.kind)
-        if key is not None and name != "Atomic":
-            result = self.typed(op, key, tuple(self.val(op, scopes, i) for i in range(len(o))))
-            if key[0] == "Subgroup":
-                self.features.update(("subgroup_basic", SUBGROUP_FEATURE[key[1]]))
-                if key[1] == "broadcast" and o[1] not in self.constants:
-                    self.fail(op, "the lane of a subgroup broadcast must be a u32 literal")
-            return result
-        if name in ("SubgroupLocalId", "SubgroupSize"):
-            self.features.add("subgroup_basic")
-            return "u32"
-        if name == "Literal":
-            if o[0] >= len(b.literals):
-                self.fail(op, "literal pool index out of range")
-            lit = b.literals[o[0]]
-            if lit.name in ("U32", "I32") and op.result is not None:
-                self.constants[op.result] = lit.args[0] & 0xFFFFFFFF
-            return literal_type(lit)
-        if name in _BUILTINS:
-            if o[0] > 2:
-                self.fail(op, "axis must be 0, 1 or 2")
-            return "u32"
-        if name == "LoopIndex":
-            if op.kind.args[0] not in ctx[2]:
-                self.fail(op, "loop variable is not bound by an enclosing loop")
-            return ctx[2][op.kind.args[0]]
-        if name in _LOAD_CLASSES:
-            s = self.slot(op, o[0], _LOAD_CLASSES[name])
-            if s.visibility == "WriteOnly":
-                self.fail(op, f"load from write-only slot {s.slot} {s.name!r}")
-            self.index(op, scopes)
-            return self.slot_types[s.slot]
-        if name == "LoadConstant":
-            s = self.slot(op, o[0], ("Uniform",))
-            if self.val(op, scopes, 1) != "u32" or self.constants.get(o[1]) != 0:
-                self.fail(op, "the index of LoadConstant must be the u32 literal 0")
-            return self.slot_types[s.slot]
-        if name in _STORE_CLASSES:
-            s = self.slot(op, o[0], _STORE_CLASSES[name])
-            if s.visibility == "ReadOnly":
-                self.fail(op, f"store to read-only slot {s.slot} {s.name!r}")
-            self.index(op, scopes)
-            value, held = self.val(op, scopes, 2), self.slot_types[s.slot]
-            if value != held:
-                self.fail(op, f"stores a {value} into slot {s.slot} {s.name!r} of {held}")
-            return None
-        if name == "BufferLength":
-            self.slot(op, o[0], ("Global", "Shared", "Scratch"))
-            return "u32"
-        if name == "Cast":
-            try:
-                target = type_of(op.kind.args[0])
-            except DescriptorFormatError as exc:
-                self.fail(op, f"cast target: {exc}")
-            return self.typed(op, ("Cast", target), (self.val(op, scopes, 0),))
-        if name == "Atomic":
-            return self.atomic_op(op, scopes)
-        if name == "MatrixMma":
-            return self.coop_mma(op, scopes)
-        if name in ("StructuredIfThen", "StructuredIfThenElse"):
-            cond = self.val(op, scopes, 0)
-            if cond != "bool":
-                self.fail(op, f"condition has type {cond}, expected bool")
-            for idx in o[1:]:
-                self.child(op, ctx, idx)
-            return None
-        if name == "StructuredForLoop":
-            lo, hi = self.val(op, scopes, 0), self.val(op, scopes, 1)
-            if lo != hi or lo not in ("u32", "i32"):
-                self.fail(op, f"loop bounds must be one integer type, got {lo}, {hi}")
-            self.child(op, ctx, o[2], loops={**ctx[2], op.kind.args[0]: lo}, loop_depth=ctx[3] + 1)
-            return None
-        if name == "Return":
-            if ctx[4]:
-                self.fail(op, "return inside a loop's continuing block")
-            return None
-        if name == "Barrier":
-            if op.kind.args[0] not in _BARRIERS:
-                self.fail(op, f"barrier ordering {op.kind.args[0]} is not AcqRel or SeqCst")
-            return None
-        if name == "OpaqueNode":
-            return self.opaque_node(op, ctx)
-        return self.opaque_expr(op, scopes)
+    # --- one method per op class (descriptor.view) ---------------------------------------
+    def operand_types(self, op, scopes) -> tuple[str, ...]:
+        return tuple(self.val(op, scopes, i) for i in range(len(op.operands)))
+
+    def visit_value(self, op, ctx) -> str:
+        """An op-table op: its row's result on its operands' types."""
+        return self.typed(op, op.key, self.operand_types(op, ctx[1]))
+
+    visit_binary = visit_unary = visit_fma = visit_select = visit_value
+
+    def visit_subgroup(self, op, ctx) -> str:
+        result = self.visit_value(op, ctx)
+        self.features.update(("subgroup_basic", SUBGROUP_FEATURE[op.name]))
+        if op.name == "broadcast" and op.operands[1] not in self.constants:
+            self.fail(op, "the lane of a subgroup broadcast must be a u32 literal")
+        return result
+
+    def visit_subgroup_builtin(self, op, ctx) -> str:
+        if op.kind.name == "OpaqueExpr" and op.kind.args[2]:
+            self.fail(op, f"{op.name} takes no payload, got {op.kind.args[2].hex()}")
+        self.features.add("subgroup_basic")
+        return "u32"
+
+    def visit_literal(self, op, ctx) -> str:
+        if op.value is None:
+            self.fail(op, "literal pool index out of range")
+        lit = op.value
+        if lit.name in ("U32", "I32") and op.result is not None:
+            self.constants[op.result] = lit.args[0] & 0xFFFFFFFF
+        return literal_type(lit)
+
+    def visit_builtin(self, op, ctx) -> str:
+        if op.kind.name == "OpaqueExpr":  # vyre.num_workgroups: its operand is an axis
+            if op.kind.args[2] or op.axis > 2:
+                self.fail(op, "vyre.num_workgroups takes an axis 0, 1 or 2 and no payload")
+        elif op.axis > 2:
+            self.fail(op, "axis must be 0, 1 or 2")
+        return "u32"
+
+    def visit_loop_index(self, op, ctx) -> str:
+        if op.var not in ctx[2]:
+            self.fail(op, "loop variable is not bound by an enclosing loop")
+        return ctx[2][op.var]
+
+    def visit_load(self, op, ctx) -> str:
+        s = self.slot(op, op.slot, ("Shared", "Scratch") if op.shared else ("Global",))
+        if s.visibility == "WriteOnly":
+            self.fail(op, f"load from write-only slot {s.slot} {s.name!r}")
+        self.index(op, ctx[1])
+        return self.slot_types[s.slot]
+
+    def visit_load_uniform(self, op, ctx) -> str:
+        s = self.slot(op, op.slot, ("Uniform",))
+        index = op.operands[1]
+        if self.val(op, ctx[1], 1) != "u32" or self.constants.get(index) != 0:
+            self.fail(op, "the index of LoadConstant must be the u32 literal 0")
+        return self.slot_types[s.slot]
+
+    def visit_store(self, op, ctx) -> None:
+        s = self.slot(op, op.slot, ("Shared", "Scratch") if op.shared else ("Global",))
+        if s.visibility == "ReadOnly":
+            self.fail(op, f"store to read-only slot {s.slot} {s.name!r}")
+        self.index(op, ctx[1])
+        value, held = self.val(op, ctx[1], 2), self.slot_types[s.slot]
+        if value != held:
+            self.fail(op, f"stores a {value} into slot {s.slot} {s.name!r} of {held}")
+        return None
+
+    def visit_length(self, op, ctx) -> str:
+        self.slot(op, op.slot, ("Global", "Shared", "Scratch"))
+        return "u32"
+
+    def visit_cast(self, op, ctx) -> str:
+        try:
+            target = type_of(op.kind.args[0])
+        except DescriptorFormatError as exc:
+            self.fail(op, f"cast target: {exc}")
+        return self.typed(op, ("Cast", target), (self.val(op, ctx[1], 0),))
+
+    def visit_atomic(self, op, ctx) -> str:
+        return self.atomic_op(op, ctx[1])
+
+    def visit_if_(self, op, ctx) -> None:
+        cond = self.val(op, ctx[1], 0)
+        if cond != "bool":
+            self.fail(op, f"condition has type {cond}, expected bool")
+        for idx in op.children:
+            self.child(op, ctx, idx)
+        return None
+
+    def visit_for_(self, op, ctx) -> None:
+        lo, hi = self.val(op, ctx[1], 0), self.val(op, ctx[1], 1)
+        if lo != hi or lo not in ("u32", "i32"):
+            self.fail(op, f"loop bounds must be one integer type, got {lo}, {hi}")
+        self.child(op, ctx, op.body, loops={**ctx[2], op.var: lo}, loop_depth=ctx[3] + 1)
+        return None
+
+    def visit_return_(self, op, ctx) -> None:
+        if ctx[4]:
+            self.fail(op, "return inside a loop's continuing block")
+        return None
+
+    def visit_barrier(self, op, ctx) -> None:
+        if op.ordering not in _BARRIERS:
+            self.fail(op, f"barrier ordering {op.ordering} is not AcqRel or SeqCst")
+        return None
+
+    # --- the extensions (OpaqueExpr / OpaqueNode) ---------------------------------------
+    def no_payload(self, op) -> None:
+        """An OpaqueNode extension that takes no payload."""
+        payload = op.kind.args[1]
+        if payload:
+            self.fail(op, f"OpaqueNode {op.kind.args[0]!r} takes no payload, got {payload.hex()}")
+
+    def visit_loop(self, op, ctx) -> None:
+        self.no_payload(op)
+        self.child(op, ctx, op.body, loop_depth=ctx[3] + 1)
+        if op.continuing is not None:
+            # WGSL forbids return, and break/continue of this loop, inside `continuing`.
+            self.child(op, ctx, op.continuing, loop_depth=0, continuing=True)
+        return None
+
+    def visit_exit(self, op, ctx) -> None:
+        """vyre.break / vyre.continue: inside a loop, not in its continuing block."""
+        self.no_payload(op)
+        if ctx[3] == 0:
+            where = "inside a loop's continuing block" if ctx[4] else "outside a loop"
+            self.fail(op, f"{op.kind.args[0]} {where}")
+        return None
+
+    visit_break_ = visit_continue_ = visit_exit
+
+    def visit_ordered_expr(self, op, ctx):
+        _, kind, payload = op.kind.args  # its first operand is a slot, not a value
+        return self.memory_op(op, ctx[1], kind, payload)
+
+    def visit_ordered_node(self, op, ctx):
+        kind, payload = op.kind.args
+        return self.memory_op(op, ctx[1], kind, payload)
+
+    visit_ordered_atomic = visit_ordered_load = visit_ordered_expr
+    visit_ordered_store = visit_fence = visit_ordered_node
+
+    def visit_coop_load(self, op, ctx) -> str:  # its first operand is a slot, not a value
+        return self.coop_access(op, ctx[1], "load", self.matrix_payload(op, op.kind.args[2]))
+
+    def visit_coop_fill(self, op, ctx) -> str:
+        ty = self.matrix_payload(op, op.kind.args[2])
+        got = self.val(op, ctx[1], 0)
+        if got != TYPES[ty].element:
+            self.fail(op, f"{mx.FILL} of {ty} needs a {TYPES[ty].element} value, got {got}")
+        return ty
+
+    def visit_coop_mma(self, op, ctx) -> str:
+        if not op.schema and op.kind.args[2]:
+            self.fail(op, f"{mx.MMA} takes no payload, got {op.kind.args[2].hex()}")
+        return self.coop_mma(op, ctx[1])
+
+    def visit_coop_store(self, op, ctx) -> None:
+        self.no_payload(op)
+        self.coop_access(op, ctx[1], "store")
+        return None
+
+    def visit_extract(self, op, ctx) -> str:
+        operands = self.operand_types(op, ctx[1])
+        (ty,) = operands
+        if ty not in VECTORS:
+            self.fail(op, f"vyre.extract needs a vector operand, got {ty}")
+        payload = op.kind.args[2]
+        if op.component is None or op.component >= VECTORS[ty][1]:
+            self.fail(
+                op,
+                f"vyre.extract payload {payload.hex()!r} is not one component index "
+                f"below {VECTORS[ty][1]}",
+            )
+        return self.typed(op, op.key, operands)
+
+    def visit_payload_typed(self, op, ctx) -> str:
+        """vyre.bitcast / vyre.vec: the row of the type their payload names."""
+        operands = self.operand_types(op, ctx[1])
+        _, kind, payload = op.kind.args
+        try:
+            target = type_of(decode_datatype(payload))
+        except DescriptorFormatError as exc:
+            self.fail(op, f"{kind} payload {payload.hex()} is not a supported DataType: {exc}")
+        return self.typed(op, (op.key[0], target), operands)
+
+    visit_bitcast = visit_construct = visit_payload_typed
+
+    def visit_unknown(self, op, ctx):
+        """`arity` refused every kind and extension vyre_build does not use, so this is a
+        known extension in the other container."""
+        if op.kind.name == "OpaqueNode":
+            self.fail(op, f"{op.kind.args[0]} is an OpaqueExpr, not an OpaqueNode")
+        self.fail(op, f"{op.kind.args[1]} is an OpaqueNode, not an OpaqueExpr")
 
     def atomic_op(self, op, scopes) -> str:
         aop, ordering = op.kind.args
@@ -514,74 +626,4 @@ class _Checker:
                 self.fail(op, f"{kind} reports i32, u32, f32 and bool values, not {ty}")
         return None
 
-    def opaque_node(self, op, ctx):
-        kind, payload = op.kind.args
-        if kind.startswith("vyre.debug."):
-            return self.debug_op(op, ctx)
-        if kind in mo.EXPRS:
-            self.fail(op, f"{kind} is an OpaqueExpr, not an OpaqueNode")
-        if kind in mo.NODES:
-            return self.memory_op(op, ctx[1], kind, payload)
-        if payload:
-            self.fail(op, f"OpaqueNode {kind!r} takes no payload, got {payload.hex()}")
-        o = op.operands
-        if kind == mx.STORE:
-            self.coop_access(op, ctx[1], "store")
-            return None
-        if kind == "vyre.loop":
-            self.child(op, ctx, o[0], loop_depth=ctx[3] + 1)
-            if len(o) == 2:
-                # WGSL forbids return, and break/continue of this loop, inside `continuing`.
-                self.child(op, ctx, o[1], loop_depth=0, continuing=True)
-        elif ctx[3] == 0:
-            where = "inside a loop's continuing block" if ctx[4] else "outside a loop"
-            self.fail(op, f"{kind} {where}")
-        return None
-
-    def opaque_expr(self, op, scopes):
-        ext_id, kind, payload = op.kind.args
-        if ext_id != 0:
-            self.fail(op, f"OpaqueExpr extension_id must be 0, got {ext_id}")
-        if kind == "vyre.num_workgroups":  # its operand is an axis, not a value
-            if payload or op.operands[0] > 2:
-                self.fail(op, "vyre.num_workgroups takes an axis 0, 1 or 2 and no payload")
-            return "u32"
-        if kind in ("vyre.subgroup_id", "vyre.num_subgroups"):
-            if payload:
-                self.fail(op, f"{kind} takes no payload, got {payload.hex()}")
-            self.features.add("subgroup_basic")
-            return "u32"
-        if kind in mo.NODES:
-            self.fail(op, f"{kind} is an OpaqueNode, not an OpaqueExpr")
-        if kind in mo.EXPRS:  # its first operand is a slot, not a value
-            return self.memory_op(op, scopes, kind, payload)
-        if kind == mx.LOAD:  # its first operand is a slot, not a value
-            return self.coop_access(op, scopes, "load", self.matrix_payload(op, payload))
-        if kind == mx.MMA:
-            if payload:
-                self.fail(op, f"{mx.MMA} takes no payload, got {payload.hex()}")
-            return self.coop_mma(op, scopes)
-        if kind == mx.FILL:
-            ty = self.matrix_payload(op, payload)
-            got = self.val(op, scopes, 0)
-            if got != TYPES[ty].element:
-                self.fail(op, f"{mx.FILL} of {ty} needs a {TYPES[ty].element} value, got {got}")
-            return ty
-        operands = tuple(self.val(op, scopes, i) for i in range(len(op.operands)))
-        if kind == "vyre.extract":
-            (ty,) = operands
-            if ty not in VECTORS:
-                self.fail(op, f"vyre.extract needs a vector operand, got {ty}")
-            if len(payload) != 1 or payload[0] >= VECTORS[ty][1]:
-                self.fail(
-                    op,
-                    f"vyre.extract payload {payload.hex()!r} is not one component index "
-                    f"below {VECTORS[ty][1]}",
-                )
-            return self.typed(op, ("Extract", ""), operands)
-        try:
-            target = type_of(decode_datatype(payload))
-        except DescriptorFormatError as exc:
-            self.fail(op, f"{kind} payload {payload.hex()} is not a supported DataType: {exc}")
-        family = "Construct" if kind == "vyre.vec" else "Bitcast"
-        return self.typed(op, (family, target), operands)
+    visit_debug = debug_op

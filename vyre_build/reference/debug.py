@@ -35,8 +35,7 @@ def _record(mm, site: int, report: np.ndarray, values) -> None:
 
 def step_debug(m, op):
     """The step of one vyre.debug.print / .assert / .bounds op."""
-    kind, payload = op.kind.args
-    site = int.from_bytes(payload, "little")
+    kind, site = op.name, op.site  # a descriptor.view Debug op
     ids = op.operands
     if kind == "vyre.debug.print":
 

@@ -8,7 +8,8 @@ schedules a GPU may choose: barriers in uniform control flow hold by constructio
 load by every lane happens before the store that follows it.
 
 Each body is compiled once into a list of steps (a closure per op holding its operand ids
-and its rule); values that cannot change during a dispatch (literals, ids, uniforms,
+and its rule; `_Steps` is the `descriptor.view.Walker` that makes them, one method per op
+class); values that cannot change during a dispatch (literals, ids, uniforms,
 lengths) are computed once per chunk, so a loop iteration costs one call per op.
 
 Memory: storage buffers are the caller's arrays (stores and atomics write them in place,
@@ -55,10 +56,48 @@ from collections import deque
 import numpy as np
 
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor
-from vyre_build.descriptor import matrices as mx
-from vyre_build.descriptor import memory_order as mo
-from vyre_build.descriptor.ops import op_key
 from vyre_build.descriptor.types import TYPES
+from vyre_build.descriptor.view import (
+    Atomic,
+    Barrier,
+    Binary,
+    BodyView,
+    Bitcast,
+    Break,
+    Builtin,
+    Cast,
+    Construct,
+    Continue,
+    CoopFill,
+    CoopLoad,
+    CoopMma,
+    CoopStore,
+    Debug,
+    Extract,
+    Fence,
+    Fma,
+    For,
+    If,
+    Length,
+    Literal,
+    Load,
+    LoadUniform,
+    Loop,
+    LoopIndex,
+    OpView,
+    OrderedAtomic,
+    OrderedLoad,
+    OrderedStore,
+    Return,
+    Select,
+    Store,
+    Subgroup,
+    SubgroupBuiltin,
+    Unary,
+    Unknown,
+    Walker,
+    view_of,
+)
 from vyre_build.core.errors import DispatchError
 from vyre_build.reference import matrices as coop
 from vyre_build.reference.debug import step_debug
@@ -72,10 +111,9 @@ SPLIT_WINDOW = 4  # iterations of slow, contended progress before a loop is spli
 SPLIT_MIN = 256  # a loop's running lanes are not split into halves smaller than this
 TURN = 1024  # iterations a split half runs before the next half's turn
 _SEQUENTIAL = 4  # cells hit by more lanes than this in one op are folded per cell
-_COLLECTIVE = frozenset(
-    {"Barrier", "MatrixMma", "SubgroupAdd", "SubgroupBallot", "SubgroupShuffle"}
-)
-_COLLECTIVE_EXPR = frozenset({"vyre.subgroup", mx.LOAD, mx.FILL, mx.MMA})
+# Ops every invocation of a workgroup or subgroup takes part in together: a loop holding
+# one is never split.
+_COLLECTIVE = (Barrier, Subgroup, CoopLoad, CoopFill, CoopMma, CoopStore)
 _ATOMIC = {
     "Or": np.bitwise_or,
     "And": np.bitwise_and,
@@ -84,19 +122,6 @@ _ATOMIC = {
     "Max": np.maximum,
     "Exchange": lambda old, v: v,
 }
-# Ops whose value is the same for the whole dispatch: computed once per chunk.
-_INVARIANT = frozenset(
-    {
-        "Literal",
-        "GlobalInvocationId",
-        "LocalInvocationId",
-        "WorkgroupId",
-        "LoadConstant",
-        "BufferLength",
-        "SubgroupLocalId",
-        "SubgroupSize",
-    }
-)
 _AXIS_BUILTINS = ("GlobalInvocationId", "LocalInvocationId", "WorkgroupId")
 
 
@@ -128,7 +153,8 @@ class Machine:
         self.desc, self.info = desc, info
         self.budget = budget if budget is not None else Budget(desc.id, None)
         self.root, self.root_lanes, self.can_split, self.contended = self, None, True, False
-        self.read_atomics = _read_atomics(desc.body)
+        view = view_of(desc, info)
+        self.read_atomics = _read_atomics(view.body)
         self.buffers, self.uniforms = buffers, uniforms
         self.slots = {s.slot: s for s in desc.slots}
         wx, wy, wz = desc.workgroup_size
@@ -171,7 +197,7 @@ class Machine:
         self.loop_index: dict[str, np.ndarray] = {}
         self.returned = np.zeros(lanes, bool)
         self.subgroups = Subgroups(lanes, per, subgroup_size)
-        self.program = _compile(self, desc.body)
+        self.program = _compile(self, view.body)
 
     def full(self, value) -> np.ndarray:
         value = np.asarray(value)
@@ -407,12 +433,7 @@ class _LoopSpec:
             reads.update(_reads(op))
             if op.result is not None:
                 defined.add(op.result)
-            name_ = op.kind.name
-            collective = collective or name_ in _COLLECTIVE
-            if name_ == "OpaqueExpr":
-                collective = collective or op.kind.args[1] in _COLLECTIVE_EXPR
-            elif name_ == "OpaqueNode":
-                collective = collective or op.kind.args[0] == mx.STORE
+            collective = collective or isinstance(op, _COLLECTIVE)
         self.splittable = not collective
         self.outer = tuple(sorted(reads - defined | ({hi} if hi is not None else set())))
 
@@ -500,42 +521,66 @@ class _LoopRun:
 
 
 def _walk(bodies):
-    """Every op of `bodies` and of their child bodies."""
+    """Every op of `bodies` (views) and of their child bodies."""
     for b in bodies:
         for op in b.ops:
             yield op
         yield from _walk(b.children)
 
 
-def _reads(op) -> tuple:
+def _reads(op: OpView) -> tuple:
     """The operands of `op` that are SSA values (not slots, axes, pools or child bodies)."""
-    name, o = op.kind.name, op.operands
-    if name in _INVARIANT or name in ("LoopIndex", "Return", "Barrier"):
-        return ()
-    if name in ("LoadGlobal", "LoadShared", "StoreGlobal", "StoreShared", "Atomic"):
-        return o[1:]
-    if name in ("StructuredIfThen", "StructuredIfThenElse"):
-        return o[:1]
-    if name == "StructuredForLoop":
-        return o[:2]
-    if name == "OpaqueNode":
-        return o[1:] if op.kind.args[0] in (mx.STORE, mo.STORE) else ()
-    if name == "OpaqueExpr":
-        kind = op.kind.args[1]
-        if kind == "vyre.num_workgroups":
-            return ()
-        return o[1:] if kind in (mx.LOAD, *mo.EXPRS) else o
-    return o
+    got = _READS[op.__class__]
+    return op.operands[got] if got is not None else ()
 
 
-def _read_atomics(body) -> frozenset:
+_ALL, _AFTER_SLOT = slice(None), slice(1, None)
+# What of its operands each op class reads as values (None: none of them).
+_READS = {
+    Literal: None,
+    Builtin: None,
+    SubgroupBuiltin: None,
+    LoopIndex: None,
+    Binary: _ALL,
+    Unary: _ALL,
+    Fma: _ALL,
+    Select: _ALL,
+    Cast: _ALL,
+    Bitcast: _ALL,
+    Construct: _ALL,
+    Extract: _ALL,
+    Subgroup: _ALL,
+    Load: _AFTER_SLOT,
+    LoadUniform: None,
+    Length: None,
+    Store: _AFTER_SLOT,
+    Atomic: _AFTER_SLOT,
+    OrderedAtomic: _AFTER_SLOT,
+    OrderedLoad: _AFTER_SLOT,
+    OrderedStore: _AFTER_SLOT,
+    Fence: None,
+    CoopLoad: _AFTER_SLOT,
+    CoopFill: _ALL,
+    CoopMma: _ALL,
+    CoopStore: _AFTER_SLOT,
+    If: slice(0, 1),
+    For: slice(0, 2),
+    Loop: None,
+    Break: None,
+    Continue: None,
+    Return: None,
+    Barrier: None,
+    Debug: None,
+    Unknown: _ALL,
+}
+
+
+def _read_atomics(body: BodyView) -> frozenset:
     """The result ids of the atomics whose old value some op reads."""
     reads, atomics = set(), set()
     for op in _walk([body]):
         reads.update(_reads(op))
-        if op.kind.name == "Atomic" or (
-            op.kind.name == "OpaqueExpr" and op.kind.args[1] == mo.ATOMIC
-        ):
+        if isinstance(op, (Atomic, OrderedAtomic)):
             atomics.add(op.result)
     return frozenset(atomics & reads)
 
@@ -545,31 +590,13 @@ def _read_atomics(body) -> frozenset:
 # result returns True where lanes may have left (returns, breaks, continues, nested control).
 
 
-def _compile(m: Machine, body):
-    steps = []
+def _compile(m: Machine, body: BodyView):
+    steps, compiler = [], _Steps(m)
     for op in body.ops:
-        name = op.kind.name
-        if name in _INVARIANT:
-            m.vals[op.result] = _invariant(m, op, body)
-            continue
-        steps.append(_STEPS[name](m, op, body))
+        step = compiler.visit(op, body)
+        if step is not None:
+            steps.append(step)
     return steps
-
-
-def _invariant(m: Machine, op, body) -> np.ndarray:
-    name = op.kind.name
-    if name == "Literal":
-        lit = body.literals[op.operands[0]]
-        return m.full(np.asarray(lit.args[0], dtype_of(m.info.types[op.result])))
-    if name in _AXIS_BUILTINS:
-        return m.builtins[name][op.operands[0]]
-    if name == "LoadConstant":
-        return m.full(m.uniforms[op.operands[0]])
-    if name == "SubgroupLocalId":
-        return m.subgroups.lane_id
-    if name == "SubgroupSize":
-        return m.full(np.uint32(m.subgroups.size))
-    return m.full(np.uint32(m.memory[op.operands[0]][2]))  # BufferLength
 
 
 def _value(m: Machine, op, key):
@@ -585,51 +612,163 @@ def _value(m: Machine, op, key):
     return (lambda mm, mask: rule([mm.vals[o] for o in ids], types, res)), op.result
 
 
-def _step_value(m, op, body):
-    key = op_key(op.kind)
-    if key[0] == "Subgroup":
-        return _step_subgroup(m, op, key[1])
-    return _value(m, op, key)
-
-
 def _step_subgroup(m, op, name):
     ids = op.operands
     return (lambda mm, mask: mm.subgroups.apply(name, [mm.vals[o] for o in ids], mask)), op.result
 
 
-def _step_cast(m, op, body):
-    return _value(m, op, ("Cast", m.info.types[op.result]))
+def _constant(value, op):
+    """A step whose value is `value` whatever the mask."""
+    return (lambda mm, mask: value), op.result
 
 
-def _step_opaque_expr(m, op, body):
-    _, kind, payload = op.kind.args
-    ty = m.info.types[op.result]
-    if kind == "vyre.num_workgroups":
-        value = m.builtins[kind][op.operands[0]]
-        return (lambda mm, mask: value), op.result
-    if kind in ("vyre.subgroup_id", "vyre.num_subgroups"):
+class _Steps(Walker):
+    """The step of each op class on machine `m` (`visit(op, body)`); an op whose value
+    cannot change during a dispatch (a literal, an id, a uniform, a length) is computed
+    into `m.vals` here, once per chunk, and has no step (None)."""
+
+    def __init__(self, m: Machine):
+        self.m = m
+
+    def invariant(self, op, value) -> None:
+        self.m.vals[op.result] = value
+
+    def visit_literal(self, op, body):
+        m = self.m
+        self.invariant(op, m.full(np.asarray(op.value.args[0], dtype_of(m.info.types[op.result]))))
+
+    def visit_builtin(self, op, body):
+        value = self.m.builtins[op.name][op.axis]
+        if op.name in _AXIS_BUILTINS:
+            return self.invariant(op, value)
+        return _constant(value, op)  # vyre.num_workgroups
+
+    def visit_subgroup_builtin(self, op, body):
+        m, name = self.m, op.name
+        if name == "SubgroupLocalId":
+            return self.invariant(op, m.subgroups.lane_id)
+        if name == "SubgroupSize":
+            return self.invariant(op, m.full(np.uint32(m.subgroups.size)))
         sg = m.subgroups
-        value = sg.subgroup_id if kind == "vyre.subgroup_id" else m.full(sg.count)
-        return (lambda mm, mask: value), op.result
-    if kind == "vyre.bitcast":
-        return _value(m, op, ("Bitcast", ty))
-    if kind == "vyre.subgroup":
-        return _step_subgroup(m, op, payload.decode("ascii"))
-    if kind == "vyre.vec":
-        return _value(m, op, ("Construct", ty))
-    if kind in _COOP_STEPS:
-        return _COOP_STEPS[kind](m, op)
-    if kind == mo.ATOMIC:
-        return _step_atomic(m, op, body, mo.access(op).op)
-    if kind == mo.LOAD:
-        return _step_load(m, op, body)
-    (a,), k = op.operands, payload[0]  # vyre.extract
-    return (lambda mm, mask: mm.vals[a][:, k]), op.result
+        return _constant(sg.subgroup_id if name == "vyre.subgroup_id" else m.full(sg.count), op)
 
+    def visit_load_uniform(self, op, body):
+        self.invariant(op, self.m.full(self.m.uniforms[op.slot]))
 
-def _step_loop_index(m, op, body):
-    name = op.kind.args[0]
-    return (lambda mm, mask: mm.loop_index[name]), op.result
+    def visit_length(self, op, body):
+        self.invariant(op, self.m.full(np.uint32(self.m.memory[op.slot][2])))
+
+    def visit_value(self, op, body):
+        return _value(self.m, op, op.key)
+
+    visit_binary = visit_unary = visit_fma = visit_select = visit_value
+
+    def visit_typed(self, op, body):
+        """Cast, Bitcast, Construct: the rule of the row of their result type."""
+        return _value(self.m, op, (op.key[0], self.m.info.types[op.result]))
+
+    visit_cast = visit_bitcast = visit_construct = visit_typed
+
+    def visit_subgroup(self, op, body):
+        return _step_subgroup(self.m, op, op.name)
+
+    def visit_extract(self, op, body):
+        a, k = op.a, op.component
+        return (lambda mm, mask: mm.vals[a][:, k]), op.result
+
+    def visit_loop_index(self, op, body):
+        name = op.var
+        return (lambda mm, mask: mm.loop_index[name]), op.result
+
+    def visit_load(self, op, body):
+        return _step_load(self.m, op)
+
+    def visit_store(self, op, body):
+        return _step_store(self.m, op)
+
+    def visit_atomic(self, op, body):
+        return _step_atomic(self.m, op)
+
+    # Memory scopes and orders (the module docstring): as Atomic, loads and stores.
+    visit_ordered_atomic, visit_ordered_load, visit_ordered_store = (
+        visit_atomic,
+        visit_load,
+        visit_store,
+    )
+
+    def visit_fence(self, op, body):
+        return (lambda mm, mask: False), None  # every op is already in one total order
+
+    def visit_coop_load(self, op, body):
+        return coop.step_load(self.m, op)
+
+    def visit_coop_fill(self, op, body):
+        return coop.step_fill(self.m, op)
+
+    def visit_coop_mma(self, op, body):
+        return coop.step_mma(self.m, op)
+
+    def visit_coop_store(self, op, body):
+        return coop.step_store(self.m, op)
+
+    def visit_debug(self, op, body):
+        return step_debug(self.m, op)
+
+    def visit_if_(self, op, body):
+        m, cond = self.m, op.cond
+        then = _compile(m, body.children[op.then])
+        other = _compile(m, body.children[op.other]) if op.other is not None else None
+
+        def if_(mm, mask):
+            c = mm.vals[cond]
+            mm.body(then, mask & c)
+            if other is not None:
+                mm.body(other, mm.live(mask & ~c))
+            return True
+
+        return if_, None
+
+    def visit_for_(self, op, body):
+        spec = _LoopSpec(self.m, op.var, op.lo, op.hi, (body.children[op.body],))
+
+        def for_(mm, mask):
+            mm.run_loop(spec, mask)
+            return True
+
+        return for_, None
+
+    def visit_loop(self, op, body):
+        spec = _LoopSpec(self.m, None, None, None, tuple(body.children[c] for c in op.children))
+
+        def loop(mm, mask):
+            mm.run_loop(spec, mask)
+            return True
+
+        return loop, None
+
+    def visit_break_(self, op, body):
+        def brk(mm, mask):
+            mm.loops[-1].broken |= mask
+            return True
+
+        return brk, None
+
+    def visit_continue_(self, op, body):
+        def cont(mm, mask):
+            mm.loops[-1].continued |= mask
+            return True
+
+        return cont, None
+
+    def visit_return_(self, op, body):
+        def ret(mm, mask):
+            mm.returned |= mask
+            return True
+
+        return ret, None
+
+    def visit_barrier(self, op, body):
+        return (lambda mm, mask: False), None  # lockstep: every lane reaches it before any passes
 
 
 def _fixed_cells(m: Machine, slot: int, index: int):
@@ -645,8 +784,8 @@ def _scratch(m: Machine, slot: int) -> bool:
     return m.slots[slot].memory_class == "Scratch"
 
 
-def _step_load(m, op, body):
-    slot, index = op.operands
+def _step_load(m, op):
+    slot, index = op.slot, op.element
     ty = m.info.types[op.result]
     arr, base, n = m.memory[slot]
     zero = np.zeros((), dtype_of(ty))
@@ -671,8 +810,8 @@ def _step_load(m, op, body):
     return load, op.result
 
 
-def _step_store(m, op, body):
-    slot, index, value = op.operands
+def _step_store(m, op):
+    slot, index, value = op.slot, op.element, op.value
     arr, base, n = m.memory[slot]
     shape = (m.lanes,) + arr.shape[1:]
     fixed = _fixed_cells(m, slot, index)
@@ -704,115 +843,14 @@ def _step_store(m, op, body):
     return store, None
 
 
-def _step_atomic(m, op, body, aop=None):
-    # aop: the AtomicOp of a vyre.atomic (its scope and order: the module docstring)
-    aop, ty = aop or op.kind.args[0].name, m.info.types[op.result]
-    slot, index, *args = op.operands
+def _step_atomic(m, op):
+    # Atomic, or a vyre.atomic (its scope and order: the module docstring): `op.name` is the
+    # AtomicOp either way
+    aop, ty = op.name, m.info.types[op.result]
+    slot, index, args = op.slot, op.element, op.args
     read = op.result in m.read_atomics
 
     def atomic(mm, mask):
         return mm.atomic(aop, slot, mm.vals[index], [mm.vals[a] for a in args], ty, mask, read)
 
     return atomic, op.result
-
-
-def _step_if(m, op, body):
-    cond = op.operands[0]
-    then = _compile(m, body.children[op.operands[1]])
-    other = _compile(m, body.children[op.operands[2]]) if len(op.operands) == 3 else None
-
-    def if_(mm, mask):
-        c = mm.vals[cond]
-        mm.body(then, mask & c)
-        if other is not None:
-            mm.body(other, mm.live(mask & ~c))
-        return True
-
-    return if_, None
-
-
-def _step_for(m, op, body):
-    lo, hi, child = op.operands
-    spec = _LoopSpec(m, op.kind.args[0], lo, hi, (body.children[child],))
-
-    def for_(mm, mask):
-        mm.run_loop(spec, mask)
-        return True
-
-    return for_, None
-
-
-def _step_node(m, op, body):
-    kind = op.kind.args[0]
-    if kind == "vyre.coop.store":
-        return coop.step_store(m, op)
-    if kind.startswith("vyre.debug."):
-        return step_debug(m, op)
-    if kind == mo.STORE:
-        return _step_store(m, op, body)
-    if kind == mo.FENCE:
-        return (lambda mm, mask: False), None  # every op is already in one total order
-    if kind == "vyre.break":
-
-        def brk(mm, mask):
-            mm.loops[-1].broken |= mask
-            return True
-
-        return brk, None
-    if kind == "vyre.continue":
-
-        def cont(mm, mask):
-            mm.loops[-1].continued |= mask
-            return True
-
-        return cont, None
-    spec = _LoopSpec(m, None, None, None, tuple(body.children[c] for c in op.operands))
-
-    def loop(mm, mask):
-        mm.run_loop(spec, mask)
-        return True
-
-    return loop, None
-
-
-def _step_return(m, op, body):
-    def ret(mm, mask):
-        mm.returned |= mask
-        return True
-
-    return ret, None
-
-
-def _step_barrier(m, op, body):
-    return (lambda mm, mask: False), None  # lockstep: every lane reaches it before any passes
-
-
-_COOP_STEPS = {
-    "vyre.coop.load": coop.step_load,
-    "vyre.coop.fill": coop.step_fill,
-    "vyre.coop.mma": coop.step_mma,
-}
-_STEPS = {
-    "MatrixMma": lambda m, op, body: coop.step_mma(m, op),
-    "BinOpKind": _step_value,
-    "SubgroupAdd": _step_value,
-    "SubgroupBallot": _step_value,
-    "SubgroupShuffle": _step_value,
-    "UnOpKind": _step_value,
-    "Fma": _step_value,
-    "Select": _step_value,
-    "Cast": _step_cast,
-    "OpaqueExpr": _step_opaque_expr,
-    "LoopIndex": _step_loop_index,
-    "LoadGlobal": _step_load,
-    "LoadShared": _step_load,
-    "StoreGlobal": _step_store,
-    "StoreShared": _step_store,
-    "Atomic": _step_atomic,
-    "StructuredIfThen": _step_if,
-    "StructuredIfThenElse": _step_if,
-    "StructuredForLoop": _step_for,
-    "OpaqueNode": _step_node,
-    "Return": _step_return,
-    "Barrier": _step_barrier,
-}

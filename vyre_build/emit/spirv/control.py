@@ -66,7 +66,7 @@ class ControlFlow:
         self.inst("OpLoopMerge", merge, cont, CONTROL_NONE)
         self.inst("OpBranchConditional", cond, body_l, merge)
         self.open = False
-        loop_var = kop.kind.args[0]
+        loop_var = kop.var
         self.loop_vars[loop_var] = iv
         self.loops.append(Loop(merge, cont))
         self.start_block(body_l)
@@ -82,7 +82,7 @@ class ControlFlow:
         self.start_block(merge)
 
     def h_loop_index(self, kop: KernelOp, body: KernelBody):
-        return self.loop_vars[kop.kind.args[0]]
+        return self.loop_vars[kop.var]
 
     def h_loop(self, kop: KernelOp, body: KernelBody):
         children = [body.children[i] for i in kop.operands]
@@ -108,23 +108,13 @@ class ControlFlow:
             self.inst("OpUnreachable")
             self.open = False
 
-    def h_opaque_node(self, kop: KernelOp, body: KernelBody):
-        kind = kop.kind.args[0]
-        if kind == "vyre.loop":
-            return self.h_loop(kop, body)
-        if kind == "vyre.coop.store":
-            return self.h_coop_store(kop, body)
-        if kind.startswith("vyre.debug."):
-            return self.h_debug(kop, body)
-        if kind in ("vyre.atomic.store", "vyre.fence"):  # descriptor.memory_order
-            return self.h_memory_node(kop, body)
+    def h_break(self, kop: KernelOp, body: KernelBody):
         loop = self.loops[-1]
-        if kind == "vyre.break":
-            loop.broke = True
-            self.branch(loop.merge)
-        else:  # vyre.continue
-            self.branch(loop.cont)
-        return None
+        loop.broke = True
+        self.branch(loop.merge)
+
+    def h_continue(self, kop: KernelOp, body: KernelBody):
+        self.branch(self.loops[-1].cont)
 
     def h_return(self, kop: KernelOp, body: KernelBody):
         self.inst("OpReturn")
@@ -132,7 +122,7 @@ class ControlFlow:
 
     def h_barrier(self, kop: KernelOp, body: KernelBody):
         sem = g.MEMORYSEMANTICS["AcquireRelease"] | g.MEMORYSEMANTICS["WorkgroupMemory"]
-        if kop.kind.args[0] == "SeqCst":  # storageBarrier(): also order storage-buffer memory
+        if kop.ordering == "SeqCst":  # storageBarrier(): also order storage-buffer memory
             sem |= g.MEMORYSEMANTICS["UniformMemory"]
         wg = self.const("u32", g.SCOPE["Workgroup"])
         self.inst("OpControlBarrier", wg, wg, self.const("u32", self.barrier_semantics(sem)))

@@ -19,7 +19,7 @@ _RELAXED = 0
 
 
 class DebugOps:
-    """h_opaque_node hands vyre.debug.print / .assert / .bounds to `h_debug`."""
+    """vyre.debug.print / .assert / .bounds (the walker's `debug`)."""
 
     _debug: tuple[int, int, int] | None = None  # (variable, element pointer type, length)
 
@@ -50,8 +50,7 @@ class DebugOps:
         return self.op("OpBitcast", "u32", value)
 
     def h_debug(self, kop: KernelOp, body: KernelBody):
-        kind, payload = kop.kind.args
-        site = int.from_bytes(payload, "little")
+        kind, site = kop.name, kop.site
         o = kop.operands
         types = self.info.types
         if kind == "vyre.debug.print":

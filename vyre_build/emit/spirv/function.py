@@ -15,8 +15,7 @@ from __future__ import annotations
 import struct
 
 from vyre_build.descriptor import DescriptorInfo, F32Bits, KernelDescriptor, KernelOp
-from vyre_build.descriptor import memory_order as mo
-from vyre_build.descriptor.ops import op_key
+from vyre_build.descriptor.view import Barrier, BodyView, DescriptorView, OpView, Walker, view_of
 from vyre_build.descriptor.types import MATRICES, TYPES
 from vyre_build.emit.spirv import grammar as g
 from vyre_build.emit.spirv.control import CONTROL_NONE, ControlFlow, Loop
@@ -52,22 +51,21 @@ def _shape(ty: str) -> tuple[str, int]:
     return "bool", int(ty[3])
 
 
-def _has_storage_barrier(body) -> bool:
-    return any(
-        (op.kind.name == "Barrier" and op.kind.args[0] == "SeqCst") for op in body.ops
-    ) or any(_has_storage_barrier(child) for child in body.children)
+def _has_storage_barrier(view: DescriptorView) -> bool:
+    return any(isinstance(op, Barrier) and op.ordering == "SeqCst" for op in view.ops)
 
 
-_COOP_EXPRS = {
-    "vyre.coop.load": CoopOps.h_coop_load,
-    "vyre.coop.fill": CoopOps.h_coop_fill,
-    "vyre.coop.mma": CoopOps.h_coop_mma,
+_SUBGROUP_BUILTINS = {
+    "SubgroupLocalId": "SubgroupLocalInvocationId",
+    "SubgroupSize": "SubgroupSize",
+    "vyre.subgroup_id": "SubgroupId",
 }
 
 
-class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedOps):
+class FunctionWriter(Walker, MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedOps):
     """Emits the `main` compute function of one descriptor into `module` (`vmm`: the
-    module uses the Vulkan memory model, as cooperative matrices need)."""
+    module uses the Vulkan memory model, as cooperative matrices need): a
+    `descriptor.view.Walker`, one method per op class."""
 
     def __init__(
         self, module: SpirvModule, desc: KernelDescriptor, info: DescriptorInfo, vmm=False
@@ -75,8 +73,9 @@ class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedOps):
         self.m = module
         self.vmm = vmm
         # storage accesses are NonPrivate where a storage barrier or an order synchronises them
+        self.view = view_of(desc, info)
         self.ordered = VULKAN_MEMORY_MODEL in info.features
-        self.storage_sync = vmm and (_has_storage_barrier(desc.body) or self.ordered)
+        self.storage_sync = vmm and (_has_storage_barrier(self.view) or self.ordered)
         self.coop_views: dict[int, tuple[int, int]] = {}
         self.desc = desc
         self.info = info
@@ -266,18 +265,16 @@ class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedOps):
 
     # --- the walk --------------------------------------------------------------------
 
-    def body(self, body) -> None:
-        handlers = self.HANDLERS
+    def body(self, body: BodyView) -> None:
         for kop in body.ops:
             if not self.open:
                 return  # everything after a return/break/continue is unreachable
-            rv = handlers[kop.kind.name](self, kop, body)
+            rv = self.visit(kop, body)
             if rv is not None:
                 self.vals[kop.result] = rv
 
-    def h_literal(self, kop: KernelOp, body):
-        lit = body.literals[kop.operands[0]]
-        ty, value = self.info.types[kop.result], lit.args[0]
+    def h_literal(self, kop: OpView, body):
+        ty, value = self.info.types[kop.result], kop.value.args[0]
         if ty == "f32":
             return self.m.const_f32_bits(_f32_bits(value))
         cid = self.const(ty, value)
@@ -285,10 +282,10 @@ class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedOps):
             self.const_bits[cid] = value & 0xFFFFFFFF
         return cid
 
-    def h_builtin(self, kop: KernelOp, body):
-        return self.builtin(BUILTINS[kop.kind.name], kop.operands[0])
+    def h_builtin(self, kop: OpView, body):
+        return self.builtin(BUILTINS[kop.name], kop.axis)
 
-    def rule(self, kop: KernelOp, key):
+    def rule(self, kop: OpView, key):
         types = tuple(self.info.types[o] for o in kop.operands)
         rule = RULES.get((key, types))
         if rule is None:
@@ -297,69 +294,39 @@ class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedOps):
         ids = tuple(self.vals[o] for o in kop.operands)
         return rule(self, ids, types, self.info.types[kop.result])
 
-    def h_value(self, kop: KernelOp, body):
-        return self.rule(kop, op_key(kop.kind))
+    def h_value(self, kop: OpView, body):
+        """An op-table op: its rule (`kop.key` names the row)."""
+        return self.rule(kop, kop.key)
 
-    def h_subgroup_builtin(self, kop: KernelOp, body):
-        name = "SubgroupSize" if kop.kind.name == "SubgroupSize" else "SubgroupLocalInvocationId"
-        return self.builtin_scalar(name)
-
-    def h_cast(self, kop: KernelOp, body):
-        return self.rule(kop, ("Cast", self.info.types[kop.result]))
-
-    def h_opaque_expr(self, kop: KernelOp, body):
-        _, kind, payload = kop.kind.args
-        ty = self.info.types[kop.result]
-        if kind == "vyre.num_workgroups":
-            return self.builtin(BUILTINS[kind], kop.operands[0])
-        if kind == "vyre.subgroup_id":
-            return self.builtin_scalar("SubgroupId")
-        if kind == "vyre.num_subgroups":  # ceil(invocations / SubgroupSize): see below
+    def h_subgroup_builtin(self, kop: OpView, body):
+        if kop.name == "vyre.num_subgroups":  # ceil(invocations / SubgroupSize): see below
             return self.num_subgroups()
-        if kind == "vyre.bitcast":
-            return self.rule(kop, ("Bitcast", ty))
-        if kind == "vyre.subgroup":
-            return self.rule(kop, op_key(kop.kind))
-        if kind == "vyre.vec":
-            return self.rule(kop, ("Construct", ty))
-        if kind in _COOP_EXPRS:
-            return _COOP_EXPRS[kind](self, kop, body)
-        if kind in mo.EXPRS:
-            return self.h_memory_expr(kop, body)
-        return self.op("OpCompositeExtract", ty, self.vals[kop.operands[0]], payload[0])
+        return self.builtin_scalar(_SUBGROUP_BUILTINS[kop.name])
 
-    HANDLERS = {
-        "Literal": h_literal,
-        "GlobalInvocationId": h_builtin,
-        "LocalInvocationId": h_builtin,
-        "WorkgroupId": h_builtin,
-        "BinOpKind": h_value,
-        "UnOpKind": h_value,
-        "Fma": h_value,
-        "Select": h_value,
-        "SubgroupAdd": h_value,
-        "SubgroupBallot": h_value,
-        "SubgroupShuffle": h_value,
-        "SubgroupLocalId": h_subgroup_builtin,
-        "SubgroupSize": h_subgroup_builtin,
-        "Cast": h_cast,
-        "OpaqueExpr": h_opaque_expr,
-        "StructuredIfThen": ControlFlow.h_if,
-        "StructuredIfThenElse": ControlFlow.h_if,
-        "StructuredForLoop": ControlFlow.h_for,
-        "LoopIndex": ControlFlow.h_loop_index,
-        "OpaqueNode": ControlFlow.h_opaque_node,
-        "Return": ControlFlow.h_return,
-        "Barrier": ControlFlow.h_barrier,
-        "LoadGlobal": MemoryOps.h_load,
-        "LoadShared": MemoryOps.h_load,
-        "LoadConstant": MemoryOps.h_load_constant,
-        "StoreGlobal": MemoryOps.h_store,
-        "StoreShared": MemoryOps.h_store,
-        "BufferLength": MemoryOps.h_length,
-        "Atomic": MemoryOps.h_atomic,
-        "MatrixMma": CoopOps.h_coop_mma,
-    }
+    def h_typed(self, kop: OpView, body):
+        """Cast, Bitcast, Construct: the row of their result type."""
+        return self.rule(kop, (kop.key[0], self.info.types[kop.result]))
+
+    def h_extract(self, kop: OpView, body):
+        ty = self.info.types[kop.result]
+        return self.op("OpCompositeExtract", ty, self.vals[kop.operands[0]], kop.component)
+
+    # One method per op class of descriptor.view (the Walker's table).
+    visit_literal, visit_builtin, visit_subgroup_builtin = h_literal, h_builtin, h_subgroup_builtin
+    visit_binary = visit_unary = visit_fma = visit_select = visit_subgroup = h_value
+    visit_cast = visit_bitcast = visit_construct = h_typed
+    visit_extract = h_extract
+    visit_load, visit_store, visit_atomic = MemoryOps.h_load, MemoryOps.h_store, MemoryOps.h_atomic
+    visit_load_uniform, visit_length = MemoryOps.h_load_constant, MemoryOps.h_length
+    visit_ordered_atomic = visit_ordered_load = OrderedOps.h_memory_expr
+    visit_ordered_store = visit_fence = OrderedOps.h_memory_node
+    visit_coop_load, visit_coop_fill = CoopOps.h_coop_load, CoopOps.h_coop_fill
+    visit_coop_mma, visit_coop_store = CoopOps.h_coop_mma, CoopOps.h_coop_store
+    visit_if_, visit_for_, visit_loop = ControlFlow.h_if, ControlFlow.h_for, ControlFlow.h_loop
+    visit_loop_index = ControlFlow.h_loop_index
+    visit_break_, visit_continue_ = ControlFlow.h_break, ControlFlow.h_continue
+    visit_return_, visit_barrier = ControlFlow.h_return, ControlFlow.h_barrier
+    visit_debug = DebugOps.h_debug
 
     # --- the function ------------------------------------------------------------------
 
@@ -374,7 +341,7 @@ class FunctionWriter(MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedOps):
         self.label = entry
         self.open = True
         self.zero_init_shared()
-        self.body(self.desc.body)
+        self.body(self.view.body)
         if self.open:
             self.inst("OpReturn")
         out = m.functions

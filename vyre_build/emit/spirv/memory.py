@@ -241,7 +241,7 @@ class MemoryOps:
 
     def h_atomic(self, kop: KernelOp, body: KernelBody, acc=None):
         # acc: the Access of a vyre.atomic (emit/spirv/ordered.py), None for Atomic{op, Relaxed}
-        op_name = kop.kind.args[0].name if acc is None else acc.op
+        op_name = kop.name  # the AtomicOp (a vyre.atomic's from its access)
         ops = kop.operands
         info = self.slots[ops[0]]
         opname = ATOMICS.get((op_name, info.ty))

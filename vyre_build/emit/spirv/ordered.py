@@ -40,7 +40,7 @@ class OrderedOps:
         return scope, self.const("u32", SEMANTICS[acc.order])
 
     def h_memory_expr(self, kop: KernelOp, body: KernelBody):
-        acc = mo.access(kop)
+        acc = kop.access
         if acc.kind == mo.ATOMIC:
             return self.h_atomic(kop, body, acc)
         number, idx_ssa = kop.operands
@@ -59,7 +59,7 @@ class OrderedOps:
         return self.select_value(info.ty, ok, loaded, self.zero(info.ty))
 
     def h_memory_node(self, kop: KernelOp, body: KernelBody):
-        acc = mo.access(kop)
+        acc = kop.access
         scope, sem = self.ordering(acc)
         if acc.kind == mo.FENCE:
             self.inst("OpMemoryBarrier", scope, sem)

@@ -14,19 +14,17 @@ __all__ = ["ControlRules"]
 
 
 class ControlRules:
-    def op_StructuredIfThenElse(self, op, body, depth):
-        # Also StructuredIfThen: [cond, then] or [cond, then, else].
-        self.emit(depth, f"if _v{op.operands[0]} {{")
-        self.child(body, op.operands[1], depth + 1)
-        if len(op.operands) == 3:
+    def visit_if_(self, op, body, depth):
+        # StructuredIfThen [cond, then] or StructuredIfThenElse [cond, then, else].
+        self.emit(depth, f"if _v{op.cond} {{")
+        self.child(body, op.then, depth + 1)
+        if op.other is not None:
             self.emit(depth, "} else {")
-            self.child(body, op.operands[2], depth + 1)
+            self.child(body, op.other, depth + 1)
         self.emit(depth, "}")
 
-    op_StructuredIfThen = op_StructuredIfThenElse
-
-    def op_StructuredForLoop(self, op, body, depth):
-        lo, hi = op.operands[0], op.operands[1]
+    def visit_for_(self, op, body, depth):
+        lo, hi = op.lo, op.hi
         ty = self.info.types[lo]
         var = f"_i{self.loop_count}"
         self.loop_count += 1
@@ -35,32 +33,30 @@ class ControlRules:
             f"for (var {var}: {wgsl_type(ty)} = _v{lo}; {var} < _v{hi}; "
             f"{var} = {var} + {ONE[ty]}) {{",
         )
-        self.loops.append((op.kind.args[0], var))
-        self.child(body, op.operands[2], depth + 1)
+        self.loops.append((op.var, var))
+        self.child(body, op.body, depth + 1)
         self.loops.pop()
         self.emit(depth, "}")
 
-    def op_OpaqueNode(self, op, body, depth):
-        kind = op.kind.args[0]
-        if kind.startswith("vyre.debug."):
-            return self.debug_op(op, body, depth)
-        if kind in ("vyre.atomic.store", "vyre.fence"):  # descriptor.memory_order
-            return self.ordered(op, body, depth)
-        if kind == "vyre.loop":
-            self.emit(depth, "loop {")
-            self.child(body, op.operands[0], depth + 1)
-            if len(op.operands) == 2:
-                self.emit(depth + 1, "continuing {")
-                self.child(body, op.operands[1], depth + 2)
-                self.emit(depth + 1, "}")
-            self.emit(depth, "}")
-        else:  # vyre.break / vyre.continue
-            self.emit(depth, kind[5:] + ";")
+    def visit_loop(self, op, body, depth):
+        self.emit(depth, "loop {")
+        self.child(body, op.body, depth + 1)
+        if op.continuing is not None:
+            self.emit(depth + 1, "continuing {")
+            self.child(body, op.continuing, depth + 2)
+            self.emit(depth + 1, "}")
+        self.emit(depth, "}")
 
-    def op_Return(self, op, body, depth):
+    def visit_break_(self, op, body, depth):
+        self.emit(depth, "break;")
+
+    def visit_continue_(self, op, body, depth):
+        self.emit(depth, "continue;")
+
+    def visit_return_(self, op, body, depth):
         self.emit(depth, "return;")
 
-    def op_Barrier(self, op, body, depth):
-        if op.kind.args[0] == "SeqCst":
+    def visit_barrier(self, op, body, depth):
+        if op.ordering == "SeqCst":
             self.emit(depth, "storageBarrier();")
         self.emit(depth, "workgroupBarrier();")

@@ -43,11 +43,10 @@ def _bits(value: str, ty: str) -> str:
 
 
 class DebugRules:
-    """op_OpaqueNode hands vyre.debug.print / .assert / .bounds to `debug_op`."""
+    """vyre.debug.print / .assert / .bounds (the walker's `debug`)."""
 
-    def debug_op(self, op, body, depth) -> None:
-        kind, payload = op.kind.args
-        site = int.from_bytes(payload, "little")
+    def visit_debug(self, op, body, depth) -> None:
+        kind, site = op.name, op.site
         o = op.operands
         if kind == "vyre.debug.print":
             self.record(depth, site, [_bits(f"_v{v}", self.info.types[v]) for v in o])

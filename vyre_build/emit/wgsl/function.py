@@ -2,7 +2,8 @@
 
 Every value op binds `let _v<id>: T = <expr>;` with its type from `DescriptorInfo`; value
 ops take their template from `values.RULES` by (op, operand types), memory ops and control
-flow have a handler each (`memory`, `control`). The descriptor is validated, so the only
+flow have a handler each (`memory`, `control`): the writer is a `descriptor.view.Walker`
+over the descriptor's decoded ops, one method per op class. The descriptor is validated, so the only
 failure left is a row with no WGSL rule (EmitError naming the op and its operand types).
 """
 
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 import struct
 
-from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, KernelOp, Variant
-from vyre_build.descriptor.ops import op_key
+from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, Variant
+from vyre_build.descriptor.view import BodyView, OpView, Walker, view_of
 from vyre_build.emit.wgsl.control import ControlRules
 from vyre_build.emit.wgsl.debug import DebugRules
 from vyre_build.emit.wgsl.memory import MemoryRules
@@ -57,8 +58,9 @@ def literal(lit: Variant) -> str:
     return "true" if v else "false"
 
 
-class FunctionWriter(MemoryRules, ControlRules, DebugRules, OrderedRules):
-    """Writes the statements of `main` into `self.lines` (see module docstring)."""
+class FunctionWriter(Walker, MemoryRules, ControlRules, DebugRules, OrderedRules):
+    """Writes the statements of `main` into `self.lines` (see module docstring): one
+    `Walker` method per op class, `visit(op, body, depth)`."""
 
     def __init__(
         self,
@@ -68,6 +70,7 @@ class FunctionWriter(MemoryRules, ControlRules, DebugRules, OrderedRules):
         notes: dict[int, str] | None = None,
     ):
         self.desc = desc
+        self.view = view_of(desc, info)
         self.notes = notes or {}  # id(KernelOp) -> a comment line written before it
         self.prefix = prefix
         self.info = info
@@ -82,10 +85,10 @@ class FunctionWriter(MemoryRules, ControlRules, DebugRules, OrderedRules):
         """(module-scope declarations, the entry point's body lines)."""
         decls, entry_vars = self.declarations()
         self.lines = [INDENT + v for v in entry_vars + self.zero_shared()]
-        self.body(self.desc.body, depth=1)
+        self.body(self.view.body, depth=1)
         return decls, self.lines
 
-    def fail(self, op: KernelOp, why: str) -> EmitError:
+    def fail(self, op: OpView, why: str) -> EmitError:
         types = ", ".join(f"{o}: {self.info.types.get(o, '?')}" for o in op.operands)
         return EmitError(
             f"kernel {self.desc.id!r}: cannot emit WGSL for op {op.kind!r} "
@@ -95,30 +98,39 @@ class FunctionWriter(MemoryRules, ControlRules, DebugRules, OrderedRules):
     def emit(self, depth: int, line: str) -> None:
         self.lines.append(INDENT * depth + line)
 
-    def body(self, body, depth: int) -> None:
+    def body(self, body: BodyView, depth: int) -> None:
         for op in body.ops:
-            for note in self.notes.get(id(op), "").splitlines():
+            for note in self.notes.get(id(op.op), "").splitlines():
                 self.emit(depth, note)
-            handler = getattr(self, "op_" + op.kind.name)
-            handler(op, body, depth)
+            self.visit(op, body, depth)
 
-    def child(self, body, index: int, depth: int) -> None:
+    def child(self, body: BodyView, index: int, depth: int) -> None:
         self.body(body.children[index], depth)
 
-    def bind(self, op: KernelOp, depth: int, expr: str) -> None:
+    def bind(self, op: OpView, depth: int, expr: str) -> None:
         self.emit(depth, f"let _v{op.result}: {wgsl_type(self.info.types[op.result])} = {expr};")
 
     # --- value ops ------------------------------------------------------------------
-    def op_Literal(self, op, body, depth):
-        self.bind(op, depth, literal(body.literals[op.operands[0]]))
+    def visit_literal(self, op, body, depth):
+        self.bind(op, depth, literal(op.value))
 
-    def _builtin(self, op, depth, kind):
-        self.bind(op, depth, f"{_BUILTINS[kind]}.{_AXES[op.operands[0]]}")
+    def visit_builtin(self, op, body, depth):
+        self.bind(op, depth, f"{_BUILTINS[op.name]}.{_AXES[op.axis]}")
 
-    def op_GlobalInvocationId(self, op, body, depth):
-        self._builtin(op, depth, op.kind.name)
-
-    op_LocalInvocationId = op_WorkgroupId = op_GlobalInvocationId
+    def visit_subgroup_builtin(self, op, body, depth):
+        if op.name == "SubgroupLocalId":
+            self.inputs.add("sgid")
+            self.bind(op, depth, "sgid")
+        elif op.name == "SubgroupSize":
+            self.inputs.add("sgsz")
+            self.bind(op, depth, "sgsz")
+        elif op.name == "vyre.subgroup_id":  # naga's @builtin(subgroup_id)
+            self.inputs.add("sgix")
+            self.bind(op, depth, "sgix")
+        else:  # vyre.num_subgroups: derived, as in the SPIR-V (emit/spirv/function.py)
+            self.inputs.add("sgsz")
+            wx, wy, wz = self.desc.workgroup_size
+            self.bind(op, depth, f"(({wx * wy * wz - 1}u + sgsz) / sgsz)")
 
     def rule(self, op, key) -> str:
         row = (key, tuple(self.info.types[o] for o in op.operands))
@@ -130,7 +142,9 @@ class FunctionWriter(MemoryRules, ControlRules, DebugRules, OrderedRules):
             self.helpers.update(HELPER_CALL.findall(tpl))
         return tpl
 
-    def value(self, op, depth, key) -> None:
+    def value(self, op, body, depth) -> None:
+        """An op-table op: its rule's template on the operands (`op.key` names the row)."""
+        key = op.key
         names = {k: f"_v{o}" for k, o in zip("abc", op.operands)}
         if key == ("Subgroup", "broadcast"):  # WGSL wants the lane as a const-expression
             names["lane"] = f"{self.info.constants[op.operands[1]]}u"
@@ -138,52 +152,29 @@ class FunctionWriter(MemoryRules, ControlRules, DebugRules, OrderedRules):
             self.inputs.add("sgid")
         self.bind(op, depth, self.rule(op, key).format(**names))
 
-    def op_BinOpKind(self, op, body, depth):
-        self.value(op, depth, op_key(op.kind))
+    visit_binary = visit_unary = visit_fma = visit_select = visit_cast = visit_bitcast = (
+        visit_subgroup
+    ) = value
 
-    op_UnOpKind = op_Fma = op_Select = op_BinOpKind
-    op_SubgroupAdd = op_SubgroupBallot = op_SubgroupShuffle = op_BinOpKind
-
-    def op_SubgroupLocalId(self, op, body, depth):
-        self.inputs.add("sgid")
-        self.bind(op, depth, "sgid")
-
-    def op_SubgroupSize(self, op, body, depth):
-        self.inputs.add("sgsz")
-        self.bind(op, depth, "sgsz")
-
-    def op_Cast(self, op, body, depth):
-        self.value(op, depth, ("Cast", self.info.types[op.result]))
-
-    def op_OpaqueExpr(self, op, body, depth):
-        kind = op.kind.args[1]
+    def visit_construct(self, op, body, depth):
         ty = self.info.types[op.result]
-        if kind in ("vyre.atomic", "vyre.atomic.load"):  # descriptor.memory_order
-            self.ordered(op, body, depth)
-        elif kind == "vyre.num_workgroups":
-            self._builtin(op, depth, kind)
-        elif kind == "vyre.subgroup_id":  # naga's @builtin(subgroup_id)
-            self.inputs.add("sgix")
-            self.bind(op, depth, "sgix")
-        elif kind == "vyre.num_subgroups":  # derived, as in the SPIR-V (emit/spirv/function.py)
-            self.inputs.add("sgsz")
-            wx, wy, wz = self.desc.workgroup_size
-            self.bind(op, depth, f"(({wx * wy * wz - 1}u + sgsz) / sgsz)")
-        elif kind == "vyre.subgroup":
-            self.value(op, depth, op_key(op.kind))
-        elif kind == "vyre.bitcast":
-            self.value(op, depth, ("Bitcast", ty))
-        elif kind == "vyre.vec":
-            self.rule(op, ("Construct", ty))
-            parts = [f"_v{o}" for o in op.operands]
-            args = parts[0] if len(set(parts)) == 1 else ", ".join(parts)  # a splat
-            self.bind(op, depth, f"{wgsl_type(ty)}({args})")
-        else:  # vyre.extract
-            self.rule(op, ("Extract", ""))
-            self.bind(op, depth, f"_v{op.operands[0]}.{COMPONENTS[op.kind.args[2][0]]}")
+        self.rule(op, ("Construct", ty))
+        parts = [f"_v{o}" for o in op.operands]
+        args = parts[0] if len(set(parts)) == 1 else ", ".join(parts)  # a splat
+        self.bind(op, depth, f"{wgsl_type(ty)}({args})")
 
-    def op_LoopIndex(self, op, body, depth):
+    def visit_extract(self, op, body, depth):
+        self.rule(op, op.key)
+        self.bind(op, depth, f"_v{op.a}.{COMPONENTS[op.component]}")
+
+    def visit_loop_index(self, op, body, depth):
         for loop_var, var in reversed(self.loops):
-            if loop_var == op.kind.args[0]:
+            if loop_var == op.var:
                 self.bind(op, depth, var)
                 return
+
+    # --- cooperative matrices: none in WGSL (compile_file never asks: wgsl_refusal) ---------
+    def no_matrices(self, op, body, depth):
+        raise self.fail(op, "WGSL has no cooperative matrices (emit SPIR-V for this kernel)")
+
+    visit_coop_load = visit_coop_fill = visit_coop_mma = visit_coop_store = no_matrices

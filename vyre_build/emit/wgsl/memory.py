@@ -157,25 +157,24 @@ class MemoryRules:
         return exact, ok
 
     # --- handlers ---------------------------------------------------------------------
-    def op_LoadGlobal(self, op, body, depth):
-        s = self.slots[op.operands[0]]
-        clamped, exact, ok = self.element(s, f"_v{op.operands[1]}")
+    def visit_load(self, op, body, depth):
+        # LoadGlobal, LoadShared, and a relaxed vyre.atomic.load (emit/wgsl/ordered.py)
+        s = self.slots[op.slot]
+        clamped, exact, ok = self.element(s, f"_v{op.element}")
         proved = self.info.in_bounds(op)
         ref = exact if proved else clamped
         value = f"atomicLoad(&{ref})" if s.slot in self.info.atomic_slots else ref
         zero = ZERO[self.info.slot_types[s.slot]]
         self.bind(op, depth, value if proved else f"select({zero}, {value}, {ok})")
 
-    op_LoadShared = op_LoadGlobal
-
-    def op_LoadConstant(self, op, body, depth):
-        s = self.slots[op.operands[0]]
+    def visit_load_uniform(self, op, body, depth):
+        s = self.slots[op.slot]
         member = f"{self.params}.{ident(s.name)}"
         bool_ = self.info.slot_types[s.slot] == "bool"
         self.bind(op, depth, f"({member} != 0u)" if bool_ else member)
 
-    def op_BufferLength(self, op, body, depth):
-        s = self.slots[op.operands[0]]
+    def visit_length(self, op, body, depth):
+        s = self.slots[op.slot]
         name = self.names[s.slot]
         self.bind(
             op,
@@ -183,26 +182,25 @@ class MemoryRules:
             f"arrayLength(&{name})" if s.memory_class == "Global" else f"{s.element_count}u",
         )
 
-    def op_StoreGlobal(self, op, body, depth):
-        s = self.slots[op.operands[0]]
-        value = f"_v{op.operands[2]}"
-        ref, ok = self.write_target(s, op.operands[1])
+    def visit_store(self, op, body, depth):
+        # StoreGlobal, StoreShared, and a relaxed vyre.atomic.store (emit/wgsl/ordered.py)
+        s = self.slots[op.slot]
+        value = f"_v{op.value}"
+        ref, ok = self.write_target(s, op.element)
         atomic = s.slot in self.info.atomic_slots
         store = f"atomicStore(&{ref}, {value});" if atomic else f"{ref} = {value};"
         self.emit(depth, store if self.info.in_bounds(op) else f"if {ok} {{ {store} }}")
 
-    op_StoreShared = op_StoreGlobal
-
-    def op_Atomic(self, op, body, depth, name=None):
-        # name: the AtomicOp of a relaxed vyre.atomic (emit/wgsl/ordered.py)
-        name = name or op.kind.args[0].name
-        s = self.slots[op.operands[0]]
+    def visit_atomic(self, op, body, depth):
+        # Atomic, and a relaxed vyre.atomic (emit/wgsl/ordered.py): `op.name` is the AtomicOp
+        name = op.name
+        s = self.slots[op.slot]
         ty = self.info.slot_types[s.slot]
         fn = RULES.get((("Atomic", name), (ty,)))
         if fn is None:
             raise self.fail(op, f"no WGSL rule for atomic {name} on {ty}")
-        args = [f"_v{o}" for o in op.operands[2:]]
-        ref, ok = self.write_target(s, op.operands[1])
+        args = [f"_v{o}" for o in op.args]
+        ref, ok = self.write_target(s, op.element)
         call = (
             f"{fn}(&{ref}, {args[0]}, {args[1]}).old_value"
             if len(args) == 2

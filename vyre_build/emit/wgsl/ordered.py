@@ -10,22 +10,24 @@ never asks for it (frontend.wgsl_refusal records why such a kernel has no WGSL).
 
 from __future__ import annotations
 
-from vyre_build.descriptor import memory_order as mo
+from vyre_build.descriptor.view import Fence, OrderedAtomic, OrderedLoad
 
 
 class OrderedRules:
     """vyre.atomic, vyre.atomic.load, vyre.atomic.store (relaxed); vyre.fence refused."""
 
     def ordered(self, op, body, depth) -> None:
-        acc = mo.access(op)
-        if acc.kind == mo.FENCE or acc.order != "relaxed":
-            what = "a fence" if acc.kind == mo.FENCE else f"order {acc.order}"
+        acc = op.access
+        if isinstance(op, Fence) or acc.order != "relaxed":
+            what = "a fence" if isinstance(op, Fence) else f"order {acc.order}"
             raise self.fail(
                 op, f"WGSL has no {what}: its atomics are relaxed (emit SPIR-V for this kernel)"
             )
-        if acc.kind == mo.ATOMIC:
-            self.op_Atomic(op, body, depth, acc.op)
-        elif acc.kind == mo.LOAD:
-            self.op_LoadGlobal(op, body, depth)
+        if isinstance(op, OrderedAtomic):
+            self.visit_atomic(op, body, depth)
+        elif isinstance(op, OrderedLoad):
+            self.visit_load(op, body, depth)
         else:
-            self.op_StoreGlobal(op, body, depth)
+            self.visit_store(op, body, depth)
+
+    visit_ordered_atomic = visit_ordered_load = visit_ordered_store = visit_fence = ordered

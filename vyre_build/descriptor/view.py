@@ -1,0 +1,737 @@
+"""The descriptor's ops decoded once into typed views, and the one walker over them.
+
+A `KernelOp` is a schema variant plus operand ids: its meaning hides in the variant's
+name, its payload (an OpaqueExpr's extension name and bytes) and the operand positions.
+`decode_view(desc)` reads every op once into a frozen `OpView` of one class per op family
+(`Binary`, `Cast`, `Load`, `OrderedAtomic`, `CoopMma`, `If`, `Debug`, ...; `OP_CLASSES`),
+payloads decoded (cast targets as value-type names, memory-order accesses, matrix types,
+subgroup op names) and the operands named by role (`Load.slot`, `Load.element`). Every op
+knows its `index`: its position in one numbering of the descriptor's ops (each body's
+ops in order, then its children's, depth first), so facts about an op (the range
+analysis's proofs) are keyed by that index, never by `id()`.
+
+Decoding is total: any descriptor decodes (validation reads the view too), an op
+vyre_build does not use becomes `Unknown`, a payload that does not decode leaves its
+field None, and operands are read by position only when asked for. An `OpView` also
+answers `kind`, `operands` and `result` as its `KernelOp` does, and a `BodyView` answers
+`ops`, `children` and `literals` as its `KernelBody` does, so code written against the raw
+form reads the view unchanged.
+
+`Walker` is the one dispatch over ops: a subclass defines one method per op class (its
+`method` name: `visit_binary`, `visit_load`, `visit_if_` ...), and `visit(op, *args)`
+calls it through a table built once per subclass. Every walker of the package (validation,
+the range analysis, coarsening, both emitters, the reference, the conformance coverage)
+handles every class: a test holds them to it (tests/unit/test_op_view.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from vyre_build.descriptor import matrices as mx
+from vyre_build.descriptor import memory_order as mo
+from vyre_build.descriptor.codec import KernelBody, KernelDescriptor, KernelOp, decode_datatype
+from vyre_build.descriptor.ops import SUBGROUP_KINDS
+from vyre_build.descriptor.types import type_of
+from vyre_build.core.errors import DescriptorFormatError
+
+__all__ = [
+    "OP_CLASSES",
+    "OpView",
+    "BodyView",
+    "DescriptorView",
+    "Walker",
+    "decode_op",
+    "decode_view",
+    "view_of",
+]
+
+
+def _at(i: int, doc: str) -> property:
+    """The operand at position `i` (read when asked: a malformed op decodes all the same)."""
+    return property(lambda self: self.op.operands[i], doc=doc)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OpView:
+    """One decoded op: its index in the descriptor's numbering and its raw `KernelOp`."""
+
+    method: ClassVar[str] = ""  # the Walker method that handles this class
+    statement: ClassVar[bool] = False  # control flow or a side effect: no value of its own
+
+    index: int
+    op: KernelOp
+
+    @property
+    def kind(self):
+        return self.op.kind
+
+    @property
+    def operands(self) -> tuple[int, ...]:
+        return self.op.operands
+
+    @property
+    def result(self) -> int | None:
+        return self.op.result
+
+    @property
+    def children(self) -> tuple[int, ...]:
+        """The child bodies this op runs (indices into its body's children)."""
+        return ()
+
+    @property
+    def loops(self) -> bool:
+        """Whether this op's child bodies are a loop's (break and continue leave them)."""
+        return False
+
+    def __repr__(self) -> str:
+        return f"#{self.index} {self.op.kind!r} {list(self.op.operands)} -> {self.op.result}"
+
+
+# --- values ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Literal(OpView):
+    """Literal [pool index]: `value` is the LiteralValue (None: the index is out of range)."""
+
+    method: ClassVar[str] = "visit_literal"
+    value: Any = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Builtin(OpView):
+    """A per-axis u32 id: GlobalInvocationId, LocalInvocationId, WorkgroupId [axis], or the
+    OpaqueExpr vyre.num_workgroups [axis]; `name` is that name."""
+
+    method: ClassVar[str] = "visit_builtin"
+    name: str = ""
+    axis = _at(0, "0, 1 or 2")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SubgroupBuiltin(OpView):
+    """A u32 of the invocation's subgroup: SubgroupLocalId, SubgroupSize, or the OpaqueExpr
+    vyre.subgroup_id / vyre.num_subgroups; `name` is that name."""
+
+    method: ClassVar[str] = "visit_subgroup_builtin"
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LoopIndex(OpView):
+    """The index of the enclosing StructuredForLoop named `var`."""
+
+    method: ClassVar[str] = "visit_loop_index"
+    var: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Binary(OpView):
+    """BinOpKind `name` [a, b]."""
+
+    method: ClassVar[str] = "visit_binary"
+    name: str = ""
+    a = _at(0, "left operand")
+    b = _at(1, "right operand")
+
+    @property
+    def key(self):
+        return ("BinOpKind", self.name)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Unary(OpView):
+    """UnOpKind `name` [a]."""
+
+    method: ClassVar[str] = "visit_unary"
+    name: str = ""
+    a = _at(0, "operand")
+
+    @property
+    def key(self):
+        return ("UnOpKind", self.name)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Fma(OpView):
+    """Fma [a, b, c]: a * b + c."""
+
+    method: ClassVar[str] = "visit_fma"
+    key: ClassVar[tuple] = ("Fma", "")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Select(OpView):
+    """Select [cond, if_true, if_false]."""
+
+    method: ClassVar[str] = "visit_select"
+    key: ClassVar[tuple] = ("Select", "")
+    cond = _at(0, "the bool condition")
+    if_true = _at(1, "the value where cond holds")
+    if_false = _at(2, "the value where it does not")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Cast(OpView):
+    """Cast [a] to the value type `target` (None: a DataType vyre_build has no type for)."""
+
+    method: ClassVar[str] = "visit_cast"
+    target: str | None = None
+    a = _at(0, "operand")
+
+    @property
+    def key(self):
+        return ("Cast", self.target)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Bitcast(OpView):
+    """OpaqueExpr vyre.bitcast [a]: the bits of `a` as `target` (payload: its DataType)."""
+
+    method: ClassVar[str] = "visit_bitcast"
+    target: str | None = None
+    a = _at(0, "operand")
+
+    @property
+    def key(self):
+        return ("Bitcast", self.target)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Construct(OpView):
+    """OpaqueExpr vyre.vec [components...]: the vector `target` (payload: its DataType)."""
+
+    method: ClassVar[str] = "visit_construct"
+    target: str | None = None
+
+    @property
+    def key(self):
+        return ("Construct", self.target)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Extract(OpView):
+    """OpaqueExpr vyre.extract [vector]: component `component` (payload: one byte)."""
+
+    method: ClassVar[str] = "visit_extract"
+    key: ClassVar[tuple] = ("Extract", "")
+    component: int | None = None
+    a = _at(0, "the vector")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Subgroup(OpView):
+    """A subgroup op `name` (descriptor.ops SUBGROUP_*): SubgroupAdd, SubgroupBallot,
+    SubgroupShuffle, or the OpaqueExpr vyre.subgroup (payload: the name)."""
+
+    method: ClassVar[str] = "visit_subgroup"
+    name: str = ""
+
+    @property
+    def key(self):
+        return ("Subgroup", self.name)
+
+
+# --- memory ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Load(OpView):
+    """LoadGlobal / LoadShared [slot, index] (`shared`: LoadShared, Shared or Scratch)."""
+
+    method: ClassVar[str] = "visit_load"
+    shared: bool = False
+    slot = _at(0, "slot number")
+    element = _at(1, "element index (u32)")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LoadUniform(OpView):
+    """LoadConstant [slot, 0]: a member of the uniform block."""
+
+    method: ClassVar[str] = "visit_load_uniform"
+    slot = _at(0, "slot number")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Length(OpView):
+    """BufferLength [slot]: elements of a storage buffer, or a fixed array's count."""
+
+    method: ClassVar[str] = "visit_length"
+    slot = _at(0, "slot number")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Store(OpView):
+    """StoreGlobal / StoreShared [slot, index, value]."""
+
+    method: ClassVar[str] = "visit_store"
+    statement: ClassVar[bool] = True
+    shared: bool = False
+    slot = _at(0, "slot number")
+    element = _at(1, "element index (u32)")
+    value = _at(2, "the stored value")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Atomic(OpView):
+    """Atomic{name, ordering} [slot, index, (expected,) value]: yields the old value."""
+
+    method: ClassVar[str] = "visit_atomic"
+    name: str = ""
+    ordering: str = ""
+    slot = _at(0, "slot number")
+    element = _at(1, "element index (u32)")
+
+    @property
+    def args(self) -> tuple[int, ...]:
+        return self.op.operands[2:]
+
+    @property
+    def key(self):
+        return ("Atomic", self.name)
+
+
+# --- memory scopes and orders (descriptor.memory_order) ------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OrderedAtomic(OpView):
+    """OpaqueExpr vyre.atomic [slot, index, (expected,) value] with its `access` (None: a
+    payload that does not decode)."""
+
+    method: ClassVar[str] = "visit_ordered_atomic"
+    access: mo.Access | None = None
+    slot = _at(0, "slot number")
+    element = _at(1, "element index (u32)")
+
+    @property
+    def name(self) -> str:
+        return self.access.op if self.access is not None else ""
+
+    @property
+    def args(self) -> tuple[int, ...]:
+        return self.op.operands[2:]
+
+    @property
+    def key(self):
+        return ("Atomic", self.name)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OrderedLoad(OpView):
+    """OpaqueExpr vyre.atomic.load [slot, index] with its `access`."""
+
+    method: ClassVar[str] = "visit_ordered_load"
+    access: mo.Access | None = None
+    slot = _at(0, "slot number")
+    element = _at(1, "element index (u32)")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OrderedStore(OpView):
+    """OpaqueNode vyre.atomic.store [slot, index, value] with its `access`."""
+
+    method: ClassVar[str] = "visit_ordered_store"
+    statement: ClassVar[bool] = True
+    access: mo.Access | None = None
+    slot = _at(0, "slot number")
+    element = _at(1, "element index (u32)")
+    value = _at(2, "the stored value")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Fence(OpView):
+    """OpaqueNode vyre.fence [] with its `access` (scope and order)."""
+
+    method: ClassVar[str] = "visit_fence"
+    statement: ClassVar[bool] = True
+    access: mo.Access | None = None
+
+
+# --- cooperative matrices (descriptor.matrices) --------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CoopLoad(OpView):
+    """OpaqueExpr vyre.coop.load [slot, offset, stride]: a `matrix` (payload: its DataType)."""
+
+    method: ClassVar[str] = "visit_coop_load"
+    matrix: str | None = None
+    slot = _at(0, "slot number")
+    offset = _at(1, "first element (u32)")
+    stride = _at(2, "elements between rows (u32)")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CoopFill(OpView):
+    """OpaqueExpr vyre.coop.fill [value]: a `matrix` with every element `value`."""
+
+    method: ClassVar[str] = "visit_coop_fill"
+    matrix: str | None = None
+    value = _at(0, "the element value")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CoopMma(OpView):
+    """MatrixMma (`schema`) or OpaqueExpr vyre.coop.mma [a, b, c]: a x b + c."""
+
+    method: ClassVar[str] = "visit_coop_mma"
+    schema: bool = False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CoopStore(OpView):
+    """OpaqueNode vyre.coop.store [slot, offset, stride, value]."""
+
+    method: ClassVar[str] = "visit_coop_store"
+    statement: ClassVar[bool] = True
+    slot = _at(0, "slot number")
+    offset = _at(1, "first element (u32)")
+    stride = _at(2, "elements between rows (u32)")
+    value = _at(3, "the matrix")
+
+
+# --- statements --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class If(OpView):
+    """StructuredIfThen [cond, then] / StructuredIfThenElse [cond, then, else]."""
+
+    method: ClassVar[str] = "visit_if_"
+    statement: ClassVar[bool] = True
+    cond = _at(0, "the bool condition")
+    then = _at(1, "the child body run where cond holds")
+
+    @property
+    def other(self) -> int | None:
+        """The else body's child index (None: no else)."""
+        return self.op.operands[2] if len(self.op.operands) == 3 else None
+
+    @property
+    def children(self) -> tuple[int, ...]:
+        return tuple(self.op.operands[1:])
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class For(OpView):
+    """StructuredForLoop{var} [lo, hi, body]: var from lo while below hi."""
+
+    method: ClassVar[str] = "visit_for_"
+    statement: ClassVar[bool] = True
+    var: str = ""
+    lo = _at(0, "first index")
+    hi = _at(1, "bound (exclusive)")
+    body = _at(2, "the child body of one iteration")
+
+    @property
+    def children(self) -> tuple[int, ...]:
+        return (self.op.operands[2],)
+
+    @property
+    def loops(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Loop(OpView):
+    """OpaqueNode vyre.loop [body] or [body, continuing]."""
+
+    method: ClassVar[str] = "visit_loop"
+    statement: ClassVar[bool] = True
+    body = _at(0, "the child body of one iteration")
+
+    @property
+    def continuing(self) -> int | None:
+        return self.op.operands[1] if len(self.op.operands) == 2 else None
+
+    @property
+    def children(self) -> tuple[int, ...]:
+        return tuple(self.op.operands)
+
+    @property
+    def loops(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Break(OpView):
+    """OpaqueNode vyre.break: leave the innermost loop."""
+
+    method: ClassVar[str] = "visit_break_"
+    statement: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Continue(OpView):
+    """OpaqueNode vyre.continue: the innermost loop's next iteration."""
+
+    method: ClassVar[str] = "visit_continue_"
+    statement: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Return(OpView):
+    """Return: the invocation ends."""
+
+    method: ClassVar[str] = "visit_return_"
+    statement: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Barrier(OpView):
+    """Barrier{ordering}: AcqRel (workgroup memory) or SeqCst (storage too)."""
+
+    method: ClassVar[str] = "visit_barrier"
+    statement: ClassVar[bool] = True
+    ordering: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Debug(OpView):
+    """OpaqueNode vyre.debug.print / .assert / .bounds (`name`), `site` from its payload
+    (None: not a 4-byte site id)."""
+
+    method: ClassVar[str] = "visit_debug"
+    statement: ClassVar[bool] = True
+    name: str = ""
+    site: int | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Unknown(OpView):
+    """An op kind or extension vyre_build does not use (validation refuses it)."""
+
+    method: ClassVar[str] = "visit_unknown"
+    statement: ClassVar[bool] = True
+
+
+OP_CLASSES: tuple[type[OpView], ...] = (
+    Literal,
+    Builtin,
+    SubgroupBuiltin,
+    LoopIndex,
+    Binary,
+    Unary,
+    Fma,
+    Select,
+    Cast,
+    Bitcast,
+    Construct,
+    Extract,
+    Subgroup,
+    Load,
+    LoadUniform,
+    Length,
+    Store,
+    Atomic,
+    OrderedAtomic,
+    OrderedLoad,
+    OrderedStore,
+    Fence,
+    CoopLoad,
+    CoopFill,
+    CoopMma,
+    CoopStore,
+    If,
+    For,
+    Loop,
+    Break,
+    Continue,
+    Return,
+    Barrier,
+    Debug,
+    Unknown,
+)
+
+# --- decoding ------------------------------------------------------------------------------
+
+_AXES = ("GlobalInvocationId", "LocalInvocationId", "WorkgroupId")
+_SUBGROUP_IDS = ("SubgroupLocalId", "SubgroupSize")
+
+
+def _type_or_none(datatype) -> str | None:
+    try:
+        return type_of(datatype)
+    except DescriptorFormatError:
+        return None
+
+
+def _payload_type(payload: bytes) -> str | None:
+    try:
+        return type_of(decode_datatype(payload))
+    except (DescriptorFormatError, ValueError):
+        return None
+
+
+def _opaque_expr(index: int, op: KernelOp) -> OpView:
+    ext, data = op.kind.args[1], op.kind.args[2]
+    if ext in ("vyre.num_workgroups",):
+        return Builtin(index, op, ext)
+    if ext in ("vyre.subgroup_id", "vyre.num_subgroups"):
+        return SubgroupBuiltin(index, op, ext)
+    if ext == "vyre.bitcast":
+        return Bitcast(index, op, _payload_type(data))
+    if ext == "vyre.vec":
+        return Construct(index, op, _payload_type(data))
+    if ext == "vyre.extract":
+        return Extract(index, op, data[0] if len(data) == 1 else None)
+    if ext == "vyre.subgroup":
+        return Subgroup(index, op, data.decode("ascii", "replace"))
+    if ext == mx.LOAD:
+        return CoopLoad(index, op, _payload_type(data))
+    if ext == mx.FILL:
+        return CoopFill(index, op, _payload_type(data))
+    if ext == mx.MMA:
+        return CoopMma(index, op, False)
+    if ext == mo.ATOMIC:
+        return OrderedAtomic(index, op, mo.access_of(ext, data))
+    if ext == mo.LOAD:
+        return OrderedLoad(index, op, mo.access_of(ext, data))
+    return Unknown(index, op)
+
+
+def _opaque_node(index: int, op: KernelOp) -> OpView:
+    ext, data = op.kind.args
+    if ext == "vyre.loop":
+        return Loop(index, op)
+    if ext == "vyre.break":
+        return Break(index, op)
+    if ext == "vyre.continue":
+        return Continue(index, op)
+    if ext == mx.STORE:
+        return CoopStore(index, op)
+    if ext == mo.STORE:
+        return OrderedStore(index, op, mo.access_of(ext, data))
+    if ext == mo.FENCE:
+        return Fence(index, op, mo.access_of(ext, data))
+    if ext.startswith("vyre.debug."):
+        site = int.from_bytes(data, "little") if len(data) == 4 else None
+        return Debug(index, op, ext, site)
+    return Unknown(index, op)
+
+
+def _literal(index: int, op: KernelOp, literals: tuple) -> OpView:
+    o = op.operands
+    ok = len(o) == 1 and isinstance(o[0], int) and 0 <= o[0] < len(literals)
+    return Literal(index, op, literals[o[0]] if ok else None)
+
+
+# One decoder per KernelOpKind name vyre_build uses: (index, op, literal pool) -> view.
+_DECODERS = {
+    "Literal": _literal,
+    **{n: (lambda i, op, _: Builtin(i, op, op.kind.name)) for n in _AXES},
+    **{n: (lambda i, op, _: SubgroupBuiltin(i, op, op.kind.name)) for n in _SUBGROUP_IDS},
+    "LoopIndex": lambda i, op, _: LoopIndex(i, op, op.kind.args[0]),
+    "BinOpKind": lambda i, op, _: Binary(i, op, op.kind.args[0].name),
+    "UnOpKind": lambda i, op, _: Unary(i, op, op.kind.args[0].name),
+    "Fma": lambda i, op, _: Fma(i, op),
+    "Select": lambda i, op, _: Select(i, op),
+    "Cast": lambda i, op, _: Cast(i, op, _type_or_none(op.kind.args[0])),
+    **{k: (lambda i, op, _: Subgroup(i, op, SUBGROUP_KINDS[op.kind.name])) for k in SUBGROUP_KINDS},
+    "LoadGlobal": lambda i, op, _: Load(i, op, False),
+    "LoadShared": lambda i, op, _: Load(i, op, True),
+    "StoreGlobal": lambda i, op, _: Store(i, op, False),
+    "StoreShared": lambda i, op, _: Store(i, op, True),
+    "LoadConstant": lambda i, op, _: LoadUniform(i, op),
+    "BufferLength": lambda i, op, _: Length(i, op),
+    "Atomic": lambda i, op, _: Atomic(i, op, op.kind.args[0].name, op.kind.args[1]),
+    "MatrixMma": lambda i, op, _: CoopMma(i, op, True),
+    "StructuredIfThen": lambda i, op, _: If(i, op),
+    "StructuredIfThenElse": lambda i, op, _: If(i, op),
+    "StructuredForLoop": lambda i, op, _: For(i, op, op.kind.args[0]),
+    "Return": lambda i, op, _: Return(i, op),
+    "Barrier": lambda i, op, _: Barrier(i, op, op.kind.args[0]),
+    "OpaqueExpr": lambda i, op, _: _opaque_expr(i, op),
+    "OpaqueNode": lambda i, op, _: _opaque_node(i, op),
+}
+
+
+def decode_op(index: int, op: KernelOp, literals: tuple = ()) -> OpView:
+    """The view of `op` numbered `index` (`literals`: its body's literal pool). Total."""
+    decoder = _DECODERS.get(op.kind.name)
+    return Unknown(index, op) if decoder is None else decoder(index, op, literals)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BodyView:
+    """A decoded `KernelBody`: its ops' views, its children's views and its literal pool."""
+
+    ops: tuple[OpView, ...]
+    children: tuple[BodyView, ...]
+    literals: tuple
+    raw: KernelBody
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DescriptorView:
+    """A descriptor's decoded body; `ops` lists every op's view by its index."""
+
+    desc: KernelDescriptor
+    body: BodyView
+    ops: tuple[OpView, ...]
+    by_op: dict[int, OpView]  # id(KernelOp) -> its view: `of`, for callers holding raw ops
+
+    def of(self, op: KernelOp | OpView) -> OpView:
+        """The view of one of this descriptor's ops (a view is its own)."""
+        return op if isinstance(op, OpView) else self.by_op[id(op)]
+
+
+def decode_view(desc: KernelDescriptor) -> DescriptorView:
+    """Every op of `desc` decoded once (module docstring): each body's ops numbered in
+    order, then its children's, depth first."""
+    flat: list[OpView] = []
+
+    def body(b: KernelBody) -> BodyView:
+        base = len(flat)
+        lits = b.literals
+        ops = tuple(decode_op(base + i, op, lits) for i, op in enumerate(b.ops))
+        flat.extend(ops)
+        return BodyView(ops, tuple(body(c) for c in b.children), lits, b)
+
+    root = body(desc.body)
+    return DescriptorView(desc, root, tuple(flat), {id(v.op): v for v in flat})
+
+
+def view_of(desc: KernelDescriptor, info) -> DescriptorView:
+    """The view validation decoded into `info` (a DescriptorInfo), else a fresh decode."""
+    got = getattr(info, "view", None)
+    return got if got is not None and got.desc is desc else decode_view(desc)
+
+
+# --- the walker ----------------------------------------------------------------------------
+
+
+class Walker:
+    """One method per op class (`OpView.method`); `visit` dispatches through a table built
+    once per subclass. A subclass that leaves a class unhandled fails the walker test;
+    `visit_unknown` (an op vyre_build does not use) is an error unless a subclass handles it."""
+
+    _dispatch: ClassVar[dict[type, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._dispatch = {
+            c: getattr(cls, c.method) for c in OP_CLASSES if callable(getattr(cls, c.method, None))
+        }
+
+    @classmethod
+    def unhandled(cls) -> list[str]:
+        """The op classes this walker has no method for (the walker test wants none)."""
+        return [c.__name__ for c in OP_CLASSES if c not in cls._dispatch]
+
+    def visit(self, op: OpView, *args):
+        try:
+            method = self._dispatch[op.__class__]
+        except KeyError:
+            raise TypeError(
+                f"{type(self).__name__} has no method {op.method!r} for {type(op).__name__} "
+                f"({op!r})"
+            ) from None
+        return method(self, op, *args)
+
+    def visit_unknown(self, op: OpView, *args):
+        raise DescriptorFormatError(f"op kind not used by vyre_build: {op!r}")
