@@ -97,6 +97,8 @@ ALLOWED = (
     "vyre_build.errors",
     "vyre_build.files",
     "vyre_build.artifacts",
+    "vyre_build.targets",
+    "vyre_build.backends",
     "vyre_build.features",
 )
 

@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 
+from vyre_build.backends import BACKENDS
 from vyre_build.bundle import read_bundle
 from vyre_build.bundle.tuning import device_text, merge_records, read_records, record_file_bytes
 from vyre_build.commands import write_file
@@ -24,9 +25,7 @@ from vyre_build.files import canonical_json
 def register(subparsers) -> None:
     p = add_command(subparsers, "tune")
     p.add_argument("bundle")
-    p.add_argument(
-        "--backend", choices=("wgpu", "vulkan", "cpu"), help="default: $VYRE_BACKEND, else wgpu"
-    )
+    p.add_argument("--backend", choices=tuple(BACKENDS), help="default: $VYRE_BACKEND, else wgpu")
     p.add_argument("--adapter", help="adapter index or name substring (vyre-build devices)")
     p.add_argument(
         "--time-limit", type=float, metavar="S", help="stop starting candidates after S seconds"

@@ -125,6 +125,12 @@ def profile_of(subgroup_size: int) -> DeviceProfile:
     )
 
 
+def device_key(adapter: int | str | None, subgroup_size=None, max_steps=None) -> tuple:
+    """What cpu devices are shared by (vyre_build.backends): the values in effect, so that
+    a changed $VYRE_CPU_* gives a new device."""
+    return (adapter, subgroup_size_of(subgroup_size), max_steps_of(max_steps))
+
+
 def list_adapters() -> list[str]:
     """The one cpu "adapter": the reference."""
     return [ADAPTER]

@@ -1,0 +1,111 @@
+"""The runtime backends: one registered `Backend` per backend, in one table.
+
+A backend is a name ("vulkan"), the target whose artifact it runs ("spirv": its suffix
+and format come from vyre_build.targets) and its Device class, imported when a device is
+made. `vyre_build.runtime` (get_device, load_kernel, bundles) and the CLI's --backend
+choices read backends from here; adding one is its module (vyre_build/runtime/) plus one
+`BACKENDS.register(Backend(...))` line.
+
+Standard library only (devices are imported when made): the CLI imports it to list its
+choices without loading the runtime, and it is no part of the compiler's identity.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from vyre_build.targets import TARGETS, Registry, Target
+
+__all__ = ["BACKENDS", "Backend"]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One runtime backend.
+
+    name: as `backend=`, $VYRE_BACKEND and --backend name it ("vulkan").
+    target: the target whose artifact its devices run ("spirv").
+    device: "module:Class" of its Device; made as Class(adapter, **keywords given).
+    keywords: the get_device keywords its devices take besides the adapter.
+    gpu: its devices load a GPU driver (get_device prepares XDG_RUNTIME_DIR first).
+    needs: what it needs installed, for the error when its module does not import.
+    foreign: the package whose objects an application may pass as the adapter (wgpu:
+        a GPUAdapter); foreign_device: the class name of such an object that is a device,
+        passed as Class(device=...) instead.
+    key: "module:function" of (adapter, **keywords) -> the key devices are shared by
+        (default: the adapter and the keywords as given).
+    """
+
+    name: str
+    target: str
+    device: str
+    keywords: tuple[str, ...] = ()
+    gpu: bool = True
+    needs: str = ""
+    foreign: str = ""
+    foreign_device: str = ""
+    key: str = ""
+
+    @property
+    def artifact(self) -> Target:
+        """The target whose artifact it runs."""
+        return TARGETS[self.target]
+
+    @property
+    def suffix(self) -> str:
+        """The suffix of the artifact it runs (".spv")."""
+        return self.artifact.suffix
+
+    def module(self) -> ModuleType:
+        """Its module: list_adapters(), adapter_profiles() and the Device class
+        (ImportError when it, or what it needs, is missing)."""
+        return importlib.import_module(self.device.partition(":")[0])
+
+    def device_class(self) -> Any:
+        return getattr(self.module(), self.device.partition(":")[2])
+
+    def device_key(self, adapter: Any, keywords: Mapping[str, Any]) -> tuple:
+        """The key devices made with these arguments are shared by."""
+        if self.key:
+            module, _, attr = self.key.partition(":")
+            found = getattr(importlib.import_module(module), attr)(adapter, **keywords)
+            return (self.name, found)
+        return (self.name, (adapter, *(keywords[k] for k in self.keywords)))
+
+
+BACKENDS: Registry[Backend] = Registry("backend")
+# In this order: listings (vyre-build devices) and the CLI's choices follow it.
+BACKENDS.register(
+    Backend(
+        "wgpu",
+        "wgsl",
+        "vyre_build.runtime.wgpu_backend:WgpuDevice",
+        needs="the 'wgpu' Python package (pip install wgpu)",
+        foreign="wgpu",
+        foreign_device="GPUDevice",
+    )
+)
+BACKENDS.register(
+    Backend(
+        "vulkan",
+        "spirv",
+        "vyre_build.runtime.vulkan_backend:VulkanDevice",
+        keywords=("pipeline_cache",),
+        needs="the 'vulkan' Python package (pip install vulkan)",
+    )
+)
+BACKENDS.register(
+    Backend(
+        "cpu",
+        "kdesc",
+        "vyre_build.runtime.cpu_backend:CpuDevice",
+        keywords=("subgroup_size", "max_steps"),
+        gpu=False,
+        needs="vyre_build.reference and vyre_build.descriptor",
+        key="vyre_build.runtime.cpu_backend:device_key",
+    )
+)
