@@ -13,7 +13,7 @@ choices without loading the runtime, and it is no part of the compiler's identit
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -29,26 +29,28 @@ class Backend:
 
     name: as `backend=`, $VYRE_BACKEND and --backend name it ("vulkan").
     target: the target whose artifact its devices run ("spirv").
-    device: "module:Class" of its Device; made as Class(adapter, **keywords given).
+    device: its Device class, or "module:Class" naming it (imported when a device is
+        made); made as Class(adapter, **keywords given). Its module also gives
+        list_adapters() and adapter_profiles().
     keywords: the get_device keywords its devices take besides the adapter.
     gpu: its devices load a GPU driver (get_device prepares XDG_RUNTIME_DIR first).
     needs: what it needs installed, for the error when its module does not import.
     foreign: the package whose objects an application may pass as the adapter (wgpu:
         a GPUAdapter); foreign_device: the class name of such an object that is a device,
         passed as Class(device=...) instead.
-    key: "module:function" of (adapter, **keywords) -> the key devices are shared by
-        (default: the adapter and the keywords as given).
+    key: (adapter, **keywords) -> the key devices are shared by, or "module:function"
+        naming it (default: the adapter and the keywords as given).
     """
 
     name: str
     target: str
-    device: str
+    device: type | str
     keywords: tuple[str, ...] = ()
     gpu: bool = True
     needs: str = ""
     foreign: str = ""
     foreign_device: str = ""
-    key: str = ""
+    key: Callable[..., Any] | str = ""
 
     @property
     def artifact(self) -> Target:
@@ -63,18 +65,24 @@ class Backend:
     def module(self) -> ModuleType:
         """Its module: list_adapters(), adapter_profiles() and the Device class
         (ImportError when it, or what it needs, is missing)."""
-        return importlib.import_module(self.device.partition(":")[0])
+        if isinstance(self.device, str):
+            return importlib.import_module(self.device.partition(":")[0])
+        return importlib.import_module(self.device.__module__)
 
     def device_class(self) -> Any:
-        return getattr(self.module(), self.device.partition(":")[2])
+        if isinstance(self.device, str):
+            return getattr(self.module(), self.device.partition(":")[2])
+        return self.device
 
     def device_key(self, adapter: Any, keywords: Mapping[str, Any]) -> tuple:
         """The key devices made with these arguments are shared by."""
-        if self.key:
-            module, _, attr = self.key.partition(":")
-            found = getattr(importlib.import_module(module), attr)(adapter, **keywords)
-            return (self.name, found)
-        return (self.name, (adapter, *(keywords[k] for k in self.keywords)))
+        if not self.key:
+            return (self.name, (adapter, *(keywords[k] for k in self.keywords)))
+        key = self.key
+        if isinstance(key, str):
+            module, _, attr = key.partition(":")
+            key = getattr(importlib.import_module(module), attr)
+        return (self.name, key(adapter, **keywords))
 
 
 BACKENDS: Registry[Backend] = Registry("backend")
