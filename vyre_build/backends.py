@@ -86,7 +86,8 @@ class Backend:
 
 
 BACKENDS: Registry[Backend] = Registry("backend")
-# In this order: listings (vyre-build devices) and the CLI's choices follow it.
+# In this order: listings (vyre-build devices) and the CLI's choices follow it; the first
+# is the default backend (no backend= and no $VYRE_BACKEND).
 BACKENDS.register(
     Backend(
         "wgpu",

@@ -154,7 +154,9 @@ class Target:
             binary and not len(code) % self.align and bytes(code[: len(self.magic)]) == self.magic
         ):
             return f"the given {given} does not look like {self.form}"
-        return None if binary else f"{given} must be the bytes of a {self.suffix}, got {_kind(code)}"
+        return (
+            None if binary else f"{given} must be the bytes of a {self.suffix}, got {_kind(code)}"
+        )
 
 
 def _kind(value: object) -> str:
@@ -247,4 +249,3 @@ TARGETS.register(
     )
 )
 TARGETS.register(Target("kdesc", ".kdesc", emit_kdesc, offers=None, always=True))
-

@@ -25,6 +25,7 @@ from vyre_build.files import canonical_json
 
 __all__ = ["rebuild_and_compare"]
 
+
 def identity_text(identity) -> str:
     """A compiler identity as reports show it."""
     if not isinstance(identity, dict):

@@ -80,7 +80,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             )
     # a record file that cannot be merged into is refused before anything runs
     old = read_records(args.record) if args.record and os.path.exists(args.record) else []
-    backend = args.backend or os.environ.get("VYRE_BACKEND") or "wgpu"
+    backend = args.backend or os.environ.get("VYRE_BACKEND") or next(iter(BACKENDS))
     device = get_device(backend, args.adapter)
     say = lambda line: print(line, file=sys.stderr, flush=True)
     with (
@@ -158,7 +158,7 @@ def show_tuning(args: argparse.Namespace) -> int:
         from vyre_build.runtime import get_device
         from vyre_build.runtime.tuning import choose, device_identity
 
-        backend = args.backend or os.environ.get("VYRE_BACKEND") or "wgpu"
+        backend = args.backend or os.environ.get("VYRE_BACKEND") or next(iter(BACKENDS))
         profile = get_device(backend, args.adapter).profile
         picks = {name: choose(tuning, name, profile) for name in sorted(tunables)}
         if args.json:

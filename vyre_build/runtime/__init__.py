@@ -6,10 +6,11 @@ reference (.kdesc: no GPU driver needed).
     kernel = load_kernel(meta, wgsl=text)                     # or spirv=..., backend="vulkan"
 
 Imports only numpy, blake3 (through the bundle reader), vyre_build.bundle/.errors/.files/
-.artifacts/.targets/.backends/.features and the backend in use (the cpu one: vyre_build.descriptor and
-.reference); never the compiler (but once per environment, to build the library that
-`library.*` uses without a bundle: library_bundle.py). Backend (vyre_build.backends registers them): the
-`backend` argument, else env VYRE_BACKEND, else "wgpu". Any thread may use a device. Before a GPU backend loads
+.artifacts/.targets/.backends/.features and the backend in use (the cpu one:
+vyre_build.descriptor and .reference); never the compiler (but once per environment, to
+build the library that `library.*` uses without a bundle: library_bundle.py). Backends are
+registered in vyre_build.backends; which: the `backend` argument, else env VYRE_BACKEND,
+else "wgpu" (the first registered). Any thread may use a device. Before a GPU backend loads
 its driver, an unset or unusable XDG_RUNTIME_DIR is pointed at a private temporary folder
 (Mesa prints an error per driver load without one). Guide: docs/runtime.md.
 """
@@ -68,7 +69,7 @@ _REGISTRY = threading.Lock()
 
 
 def _backend_name(backend: str | None) -> str:
-    name = backend or os.environ.get("VYRE_BACKEND") or "wgpu"
+    name = backend or os.environ.get("VYRE_BACKEND") or next(iter(BACKENDS))  # the first
     if name not in BACKENDS:
         where = "backend" if backend else "VYRE_BACKEND"
         raise DeviceError(f"unknown {where} {name!r}; choose one of {', '.join(BACKENDS)}")
@@ -147,8 +148,11 @@ def get_device(
     Returns:
         The shared Device (the same one for the same arguments, until it is closed).
     """
-    given = {"pipeline_cache": pipeline_cache, "subgroup_size": subgroup_size}
-    given["max_steps"] = max_steps
+    given = {
+        "pipeline_cache": pipeline_cache,
+        "subgroup_size": subgroup_size,
+        "max_steps": max_steps,
+    }
     owner = _foreign_owner(adapter)
     if owner is not None:
         if backend not in (None, owner.name):
@@ -219,8 +223,8 @@ def load_kernel(
     checked = meta if isinstance(meta, KernelMeta) else check_metadata(meta, _meta_where(meta))
     dev = get_device(backend) if device is None else _as_device(device, backend)
     dev.check_kernel(checked)  # a kernel the device cannot run is refused before its code
-    target = BACKENDS[dev.backend].artifact  # the keyword of its code is the target's name
-    code = {"wgsl": wgsl, "spirv": spirv, "kdesc": kdesc}[target.name]
+    target = BACKENDS[dev.backend].artifact  # its code's keyword is the target's name
+    code = {"wgsl": wgsl, "spirv": spirv, "kdesc": kdesc}.get(target.name)
     if code is None:
         raise DispatchError(
             f"Kernel {checked.id!r}: the {dev.backend} backend needs {target.name}="
