@@ -74,7 +74,7 @@ class Backend:
             return getattr(self.module(), self.device.partition(":")[2])
         return self.device
 
-    def device_key(self, adapter: Any, keywords: Mapping[str, Any]) -> tuple:
+    def device_key(self, adapter: Any, keywords: Mapping[str, Any]) -> tuple[str, object]:
         """The key devices made with these arguments are shared by."""
         if not self.key:
             return (self.name, (adapter, *(keywords[k] for k in self.keywords)))

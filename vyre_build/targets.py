@@ -22,7 +22,7 @@ Standard library only, emitters imported on first use: the runtime imports this 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -46,7 +46,7 @@ NEEDS = {
 }
 
 # An emitter: (descriptor, DescriptorInfo, compiler options, coarse entry points) -> bytes.
-Emitter = Callable[[Any, Any, Mapping[str, Any], tuple], bytes]
+Emitter = Callable[[Any, Any, Mapping[str, Any], tuple[Any, ...]], bytes]
 T = TypeVar("T")
 
 
@@ -119,15 +119,18 @@ class Target:
     form: str = ""
     tools: Callable[[Mapping[str, Any]], dict[str, str]] | str | None = None
 
-    def emit(self, desc: Any, info: Any, options: Mapping[str, Any], entries: tuple) -> bytes:
+    def emit(
+        self, desc: Any, info: Any, options: Mapping[str, Any], entries: tuple[Any, ...]
+    ) -> bytes:
         """The artifact of one kernel: bytes."""
-        return _resolve(self.emitter)(desc, info, options, entries)
+        made: bytes = _resolve(self.emitter)(desc, info, options, entries)
+        return made
 
-    def lacks(self, needs) -> list[str]:
+    def lacks(self, needs: Iterable[str]) -> list[str]:
         """The features of `needs` (in its order) this target does not offer."""
         return [f for f in needs if self.offers is not None and f not in self.offers]
 
-    def refusal(self, needs) -> str | None:
+    def refusal(self, needs: Iterable[str]) -> str | None:
         """Why a kernel needing `needs` (language features, in the order its source uses
         them) gets no artifact of this target, or None: the first one it lacks."""
         missing = self.lacks(needs)
@@ -141,7 +144,8 @@ class Target:
         return f"{text}: {' or '.join(where)} only" if where else f"{text}: no target has it"
 
     def tool_identity(self, options: Mapping[str, Any]) -> dict[str, str]:
-        return _resolve(self.tools)(options) if self.tools else {}
+        found: dict[str, str] = _resolve(self.tools)(options) if self.tools else {}
+        return found
 
     def code_problem(self, code: object) -> str | None:
         """What is wrong with `code` as this target's artifact given to the runtime
@@ -149,52 +153,52 @@ class Target:
         given = f"{self.name}="
         if self.text:
             return None if isinstance(code, str) else f"{given} must be str, got {_kind(code)}"
-        binary = isinstance(code, (bytes, bytearray, memoryview))
-        if self.magic and not (
-            binary and not len(code) % self.align and bytes(code[: len(self.magic)]) == self.magic
-        ):
+        if not isinstance(code, (bytes, bytearray, memoryview)):
+            if self.magic:
+                return f"the given {given} does not look like {self.form}"
+            return f"{given} must be the bytes of a {self.suffix}, got {_kind(code)}"
+        if self.magic and (len(code) % self.align or bytes(code[: len(self.magic)]) != self.magic):
             return f"the given {given} does not look like {self.form}"
-        return (
-            None if binary else f"{given} must be the bytes of a {self.suffix}, got {_kind(code)}"
-        )
+        return None
 
 
 def _kind(value: object) -> str:
     return type(value).__name__
 
 
-def _resolve(ref: Callable | str) -> Callable:
+def _resolve(ref: Callable[..., Any] | str) -> Callable[..., Any]:
     return _imported(ref) if isinstance(ref, str) else ref
 
 
 @lru_cache(maxsize=None)
-def _imported(ref: str) -> Callable:
+def _imported(ref: str) -> Callable[..., Any]:
     module, _, attr = ref.partition(":")
-    found: Callable = getattr(importlib.import_module(module), attr)
+    found: Callable[..., Any] = getattr(importlib.import_module(module), attr)
     return found
 
 
 # -- the emitters of the registered targets (the emitter packages load on first use) --
 
 
-def emit_wgsl(desc: Any, info: Any, options: Mapping[str, Any], entries: tuple) -> bytes:
+def emit_wgsl(desc: Any, info: Any, options: Mapping[str, Any], entries: tuple[Any, ...]) -> bytes:
     from vyre_build.emit.wgsl import emit_wgsl as emit
 
     text: str = emit(desc, info, entries=entries)
     return text.encode("utf-8")
 
 
-def emit_spirv(desc: Any, info: Any, options: Mapping[str, Any], entries: tuple) -> bytes:
+def emit_spirv(desc: Any, info: Any, options: Mapping[str, Any], entries: tuple[Any, ...]) -> bytes:
     from vyre_build.emit.spirv import emit_spirv as emit
 
     binary: bytes = emit(desc, info, optimize=options.get("spirv_opt", False), entries=entries)
     return binary
 
 
-def emit_kdesc(desc: Any, info: Any, options: Mapping[str, Any], entries: tuple) -> bytes:
+def emit_kdesc(desc: Any, info: Any, options: Mapping[str, Any], entries: tuple[Any, ...]) -> bytes:
     from vyre_build.descriptor import encode
 
-    return encode(desc)  # type: ignore[no-any-return]
+    encoded: bytes = encode(desc)
+    return encoded
 
 
 def spirv_tools(options: Mapping[str, Any]) -> dict[str, str]:

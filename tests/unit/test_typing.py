@@ -15,6 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RUNTIME = [
     "vyre_build/runtime",
     "vyre_build/features.py",
+    "vyre_build/targets.py",
+    "vyre_build/backends.py",
     "vyre_build/bundle/metadata.py",
     "vyre_build/commands/devices.py",
 ]

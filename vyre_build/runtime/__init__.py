@@ -232,7 +232,7 @@ def load_kernel(
     problem = target.code_problem(code)
     if problem is not None:
         raise DispatchError(f"Kernel {checked.id!r}: {problem}")
-    kernel = Kernel(dev, checked, code if target.text else bytes(code))
+    kernel = Kernel(dev, checked, code if isinstance(code, str) else bytes(code))
     kernel.warm()
     return kernel
 
