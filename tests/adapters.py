@@ -7,9 +7,12 @@ import os
 
 import pytest
 
-# What the `backend` fixture yields; the cpu backend (the reference) needs no driver.
-BACKENDS = ("wgpu", "vulkan", "cpu")
-GPU_BACKENDS = ("wgpu", "vulkan")
+from vyre_build.core.backends import BACKENDS as REGISTERED
+
+# What the `backend` fixture yields (every registered backend); the cpu backend (the
+# reference) needs no driver.
+BACKENDS = tuple(REGISTERED)
+GPU_BACKENDS = tuple(b for b in BACKENDS if REGISTERED[b].gpu)
 _PROBED: dict = {}
 
 

@@ -1,9 +1,9 @@
-"""The compiler driver: kernel file -> per kernel and variant, WGSL / SPIR-V / .kdesc / metadata.
+"""The compiler driver: kernel file -> per kernel and variant, one artifact per target asked
+for (WGSL / SPIR-V / .kdesc: vyre_build.core.targets) and metadata.
 
 Pipeline, one direction (each step a plain data value):
-    source --frontend--> Program --lower--> KernelDescriptor --encode--> .kdesc
-                                                   |--emit_wgsl--> .wgsl
-                                                   \\--emit_spirv--> .spv
+    source --frontend--> Program --lower--> KernelDescriptor --Target.emit--> artifact
+                                                                  (one per target)
 Emitters read only the descriptor. Output is a pure function of the input files'
 contents, the variant values, the targets and the options (no paths, no times).
 Importing this module is cheap (the frontend, lowering and emitters load on first
@@ -30,6 +30,7 @@ from vyre_build.core.artifacts import (
 from vyre_build.core.artifacts import TARGET_SUFFIXES as SUFFIX
 from vyre_build.core.errors import VyreError
 from vyre_build.core.files import canonical_json
+from vyre_build.core.targets import TARGETS as REGISTERED
 
 if TYPE_CHECKING:
     from vyre_build.bundle.metadata import Coarse, DebugTable
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
 
 # debug: a debug build (print/assert kept, out-of-bounds accesses reported; docs/debugging.md);
 # debug_dir: the kernel file's folder as reports name it ("kernels"), for debug builds.
-OPTIONS = {"spirv_opt": bool, "debug": bool, "debug_dir": str}
+# The targets' own options (spirv_opt: Target.options) come first (compiler_options()).
+COMMON_OPTIONS = {"debug": bool, "debug_dir": str}
 _PKG = os.path.dirname(os.path.abspath(__file__))
 # The compiler's own sources: any change to these changes every action key.
 _IDENTITY_PARTS = (
@@ -77,38 +79,34 @@ def compiler_identity() -> dict:
     return {"version": __version__, "source_hash": h.hexdigest()}
 
 
+def compiler_options() -> dict[str, type]:
+    """The compiler options, name -> type: the registered targets' own, then COMMON_OPTIONS."""
+    found: dict[str, type] = {}
+    for target in REGISTERED.values():
+        found.update(target.options)
+    return {**found, **COMMON_OPTIONS}
+
+
 def tool_identity(options: dict | None) -> dict:
-    """External tools that `options` bring into the outputs, for action keys:
-    {"spirv-opt": "<version> blake3:<binary hash>"} when spirv_opt is on ("missing" if absent)."""
-    if not (options or {}).get("spirv_opt"):
-        return {}
-    return {"spirv-opt": _spirv_opt_identity()}
-
-
-@lru_cache(maxsize=1)
-def _spirv_opt_identity() -> str:
-    import shutil
-    import subprocess
-
-    tool = shutil.which("spirv-opt")
-    if tool is None:
-        return "missing"
-    with open(os.path.realpath(tool), "rb") as f:
-        digest = blake3.blake3(f.read()).hexdigest()
-    proc = subprocess.run([tool, "--version"], capture_output=True, text=True, check=False)
-    version = proc.stdout.splitlines()[0] if proc.stdout.strip() else "unknown version"
-    return f"{version} blake3:{digest}"
+    """External tools that `options` bring into the outputs, for action keys (each target's
+    `tool_identity`): {"spirv-opt": "<version> blake3:<binary hash>"} when spirv_opt is on
+    ("missing" if absent)."""
+    found: dict[str, str] = {}
+    for target in REGISTERED.values():
+        found.update(target.tool_identity(options or {}))
+    return found
 
 
 @dataclass(frozen=True)
 class CompiledKernel:
+    """One kernel (or variant) compiled: `outputs` maps artifact suffix -> bytes, one per
+    target made (the .kdesc always); `artifacts` adds the metadata file."""
+
     name: str
     variant: str | None
     descriptor: KernelDescriptor
     meta: dict
-    kdesc: bytes
-    wgsl: str | None = None
-    spirv: bytes | None = None
+    outputs: dict[str, bytes]
 
     @property
     def stem(self) -> str:
@@ -116,12 +114,21 @@ class CompiledKernel:
 
     @property
     def artifacts(self) -> dict[str, bytes]:
-        out = {SUFFIX["kdesc"]: self.kdesc, META_SUFFIX: canonical_json(self.meta) + b"\n"}
-        if self.wgsl is not None:
-            out[SUFFIX["wgsl"]] = self.wgsl.encode("utf-8")
-        if self.spirv is not None:
-            out[SUFFIX["spirv"]] = self.spirv
-        return out
+        return {**self.outputs, META_SUFFIX: canonical_json(self.meta) + b"\n"}
+
+    # The artifacts of the built-in targets, by name (None where not made).
+    @property
+    def kdesc(self) -> bytes:
+        return self.outputs[SUFFIX["kdesc"]]
+
+    @property
+    def wgsl(self) -> str | None:
+        text = self.outputs.get(SUFFIX["wgsl"])
+        return None if text is None else text.decode("utf-8")
+
+    @property
+    def spirv(self) -> bytes | None:
+        return self.outputs.get(SUFFIX["spirv"])
 
 
 def binding_table(desc: KernelDescriptor, info: DescriptorInfo) -> tuple[list[dict], dict | None]:
@@ -183,11 +190,12 @@ def _check_options(targets, options) -> dict:
     except TargetError as exc:
         raise VyreError(str(exc)) from None
     options = dict(options or {})
+    known = compiler_options()
     for k, v in options.items():
-        if k not in OPTIONS or not isinstance(v, OPTIONS[k]):
+        if k not in known or not isinstance(v, known[k]):
             raise VyreError(
                 f"unknown or mistyped compiler option {k}={v!r}; options: "
-                + ", ".join(f"{n} ({t.__name__})" for n, t in OPTIONS.items())
+                + ", ".join(f"{n} ({t.__name__})" for n, t in known.items())
             )
     return options
 
@@ -211,13 +219,14 @@ def compile_file(
     """Compile every kernel (and variant) of one kernel file; raises KernelError on bad source.
     `module`: the file already loaded (a build's scan), so it is not parsed again."""
     from vyre_build.bundle.metadata import PORTABLE_SHARED_BYTES, Binding, KernelMeta, Uniform
-    from vyre_build.descriptor import encode
-    from vyre_build.frontend import check_module, load_module, wgsl_refusal
+    from vyre_build.frontend import check_module, kernel_needs, load_module
     from vyre_build.frontend.work import file_work
     from vyre_build.frontend.lower import lower
 
     targets = tuple(targets)
     options = _check_options(targets, options)
+    # the targets made, in registry order: those asked for and those made always (.kdesc)
+    made = [t for t in REGISTERED.values() if t.always or t.name in targets]
     if module is None:
         module = load_module(path, root=root, text=text, display_path=display_path)
     if kernel is not None and kernel not in module.kernels:
@@ -238,6 +247,7 @@ def compile_file(
     provenance = {"compiler": compiler_identity(), "source": main_hash, "imports": sorted(sources)}
     file_work(module)  # refuses a file past MAX_FILE_OPERATIONS before any variant compiles
     out = []
+    needs: dict[str, tuple[str, ...]] = {}  # kernel -> the language features it needs
     debug = options.get("debug", False)
     where = options.get("debug_dir", "") if debug else ""
     for prog in check_module(module, kernel, debug=debug, debug_dir=where):
@@ -245,8 +255,16 @@ def compile_file(
         desc, info = lower(prog, sites)
         bindings, uniform = binding_table(desc, info)
         entries, coarse = ((), None) if debug else _coarse_entries(desc, info)
-        refusal = wgsl_refusal(module, prog.name)
-        skipped = refusal is not None and "wgsl" in targets
+        if prog.name not in needs:
+            needs[prog.name] = kernel_needs(module, prog.name)
+        outputs: dict[str, bytes] = {}
+        skipped: dict[str, str] = {}
+        for target in made:
+            refusal = target.refusal(needs[prog.name])
+            if refusal is not None:
+                skipped[target.name] = refusal
+            else:
+                outputs[target.suffix] = target.emit(desc, info, options, entries)
         meta = KernelMeta(
             id=prog.id,
             name=prog.name,
@@ -265,20 +283,9 @@ def compile_file(
             declares_shared_bytes=prog.shared_bytes is not None,
             variant_values=dict(prog.variant_values),
             provenance=provenance,
-            skipped={"wgsl": refusal} if skipped else None,  # the bundle and `bundle show`
+            skipped=skipped or None,  # the bundle and `bundle show` carry it
         ).record
-        wgsl = spirv = None
-        if "wgsl" in targets and not skipped:
-            from vyre_build.emit.wgsl import emit_wgsl
-
-            wgsl = emit_wgsl(desc, info, entries=entries)
-        if "spirv" in targets:
-            from vyre_build.emit.spirv import emit_spirv
-
-            spirv = emit_spirv(
-                desc, info, optimize=options.get("spirv_opt", False), entries=entries
-            )
-        out.append(CompiledKernel(prog.name, prog.variant, desc, meta, encode(desc), wgsl, spirv))
+        out.append(CompiledKernel(prog.name, prog.variant, desc, meta, outputs))
     return out
 
 
@@ -313,18 +320,21 @@ def list_kernels(path: str, root: str | None = None, module=None) -> list[str]:
 
 def skipped_targets(path: str, root: str | None = None, module=None) -> dict[str, dict[str, str]]:
     """{stem: {target: why}} for the kernels of a kernel file that get no artifact of a
-    target, from parsing alone (as compile_file decides): a kernel using cooperative
-    matrices gets no WGSL."""
-    from vyre_build.frontend import instances, load_module, wgsl_refusal
+    registered target, from parsing alone (as compile_file decides: the language features
+    the kernel needs that the target lacks): a kernel using cooperative matrices gets no
+    WGSL."""
+    from vyre_build.frontend import instances, kernel_needs, load_module
 
     module = module if module is not None else load_module(path, root=root)
-    why: dict[str, str | None] = {}
+    why: dict[str, dict[str, str]] = {}
     out = {}
     for name, v, _ in instances(module):
         if name not in why:
-            why[name] = wgsl_refusal(module, name)
-        if why[name] is not None:
-            out[name if v is None else f"{name}.{v}"] = {"wgsl": why[name]}
+            needs = kernel_needs(module, name)
+            refusals = {t.name: t.refusal(needs) for t in REGISTERED.values()}
+            why[name] = {t: r for t, r in refusals.items() if r is not None}
+        if why[name]:
+            out[name if v is None else f"{name}.{v}"] = dict(why[name])
     return out
 
 

@@ -255,9 +255,9 @@ def code_for(name: str, backend: str):
 
 def artifacts(name: str, backends=("wgpu", "vulkan", "cpu")) -> dict:
     """The bundle artifacts of test kernel `name` for `backends`, by suffix."""
-    from vyre_build.core.artifacts import BACKEND_SUFFIX
+    from vyre_build.core.backends import BACKENDS
 
-    codes = {BACKEND_SUFFIX[b]: code_for(name, b)[1] for b in backends}
+    codes = {BACKENDS[b].suffix: code_for(name, b)[1] for b in backends}
     return {s: c.encode() if isinstance(c, str) else c for s, c in codes.items()}
 
 
@@ -656,11 +656,11 @@ def test_open_bundle_runs_kernels_lazily(backend, tmp_path):
 def test_bundle_without_the_backends_artifact_refused(backend, tmp_path):
     from vyre_build.runtime import open_bundle
 
-    from vyre_build.core.artifacts import BACKEND_SUFFIX
+    from vyre_build.core.backends import BACKENDS
 
-    others = tuple(b for b in BACKEND_SUFFIX if b != backend)
+    others = tuple(b for b in BACKENDS if b != backend)
     path = _bundle(tmp_path / "one.vyrebundle", backends=others)
-    suffix = BACKEND_SUFFIX[backend]
+    suffix = BACKENDS[backend].suffix
     with (
         open_bundle(path, backend=backend) as bundle,
         pytest.raises(BundleError, match=f"kernel 'iota' has no '\\{suffix}' artifact \\(it has "),

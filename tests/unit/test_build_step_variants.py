@@ -59,13 +59,13 @@ def test_rebuild_from_the_recorded_section_gives_the_same_bytes(tmp_path):
 
 
 def test_spirv_opt_itself_is_part_of_the_key(tmp_path, monkeypatch):
-    import vyre_build.compiler as compiler
+    import vyre_build.core.targets as targets
     from vyre_build.build.step import with_tools
 
     base = compiler_identity()
     assert with_tools(base, {}) == base
-    monkeypatch.setattr(compiler, "_spirv_opt_identity", lambda: "v2024.1 blake3:aa")
+    monkeypatch.setattr(targets, "_spirv_opt_identity", lambda: "v2024.1 blake3:aa")
     first = with_tools(base, {"spirv_opt": True})
-    monkeypatch.setattr(compiler, "_spirv_opt_identity", lambda: "v2025.5 blake3:bb")
+    monkeypatch.setattr(targets, "_spirv_opt_identity", lambda: "v2025.5 blake3:bb")
     second = with_tools(base, {"spirv_opt": True})
     assert first["tools"] == {"spirv-opt": "v2024.1 blake3:aa"} and first != second

@@ -7,8 +7,6 @@ import pytest
 from descriptors import Kernel
 
 from vyre_build.frontend import ir
-from vyre_build.frontend import SPIRV_ONLY
-from vyre_build.frontend import ORDERED_SPIRV_ONLY
 from vyre_build.compiler import compile_file, compiler_identity, kernel_dependencies, list_kernels
 from vyre_build.descriptor import (
     BindingSlot,
@@ -22,6 +20,12 @@ from vyre_build.descriptor.coarsen import entries
 from vyre_build.emit.wgsl import emit_wgsl
 from vyre_build.frontend import check_module, load_module
 from vyre_build.emit.spirv import emit_spirv
+
+SPIRV_ONLY = "needs cooperative matrices: SPIR-V only"
+ORDERED_SPIRV_ONLY = (
+    "needs memory ordering (an acquire/release atomic or a fence), which WGSL's relaxed "
+    "atomics cannot express: SPIR-V only"
+)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "kernels"))
 KERNEL_FILES = sorted(glob.glob(os.path.join(ROOT, "*.py")))

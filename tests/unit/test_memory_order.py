@@ -14,7 +14,12 @@ from vyre_build.descriptor import KernelOp, validate
 from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.codec import Variant, decode, encode
 from vyre_build.core.errors import DescriptorFormatError, KernelError
-from vyre_build.frontend import ORDERED_SPIRV_ONLY
+
+# What a kernel that orders memory gets instead of WGSL (metadata "skipped").
+ORDERED_SPIRV_ONLY = (
+    "needs memory ordering (an acquire/release atomic or a fence), which WGSL's relaxed "
+    "atomics cannot express: SPIR-V only"
+)
 
 HEAD = "from vyre_build.lang import *\n\n"
 SIG = 'out: Buffer[u32, "rw"], c: Buffer[i32, "rw"]'

@@ -19,6 +19,8 @@ RUNTIME = [
     "vyre_build/library/call.py",
     "vyre_build/library/tuning.py",
     "vyre_build/core/features.py",
+    "vyre_build/core/targets.py",
+    "vyre_build/core/backends.py",
     "vyre_build/bundle/metadata.py",
     "vyre_build/commands/devices.py",
 ]

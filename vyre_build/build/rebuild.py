@@ -25,8 +25,6 @@ from vyre_build.core.files import canonical_json
 
 __all__ = ["rebuild_and_compare"]
 
-_TARGET_OF = {suffix: target for target, suffix in TARGET_SUFFIXES.items()}
-
 
 def identity_text(identity) -> str:
     """A compiler identity as reports show it."""
@@ -211,7 +209,8 @@ def rebuild_and_compare(
         )
     entries = reader.entries()
     suffixes = {s for e in entries for s in e.artifacts}
-    targets = tuple(sorted(_TARGET_OF[s] for s in suffixes if s in _TARGET_OF))
+    target_of = {suffix: target for target, suffix in TARGET_SUFFIXES.items()}
+    targets = tuple(sorted(target_of[s] for s in suffixes if s in target_of))
     rebuilt, errors = _compile_tree(src_dir, targets, dict(options or {}))
     tree = _tree_hashes(src_dir)
     kernels, mismatches = [], []

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 
+from vyre_build.core.backends import BACKENDS
 from vyre_build.bundle import (
     VERSION,
     BundleEntry,
@@ -48,7 +49,7 @@ def register(subparsers) -> None:
         help="what each tunable runs on this device (--backend, --adapter) and why",
     )
     p.add_argument(
-        "--backend", choices=("wgpu", "vulkan", "cpu"), help="with --device: default $VYRE_BACKEND"
+        "--backend", choices=tuple(BACKENDS), help="with --device: default $VYRE_BACKEND"
     )
     p.add_argument("--adapter", help="with --device: adapter index or name substring")
     p.set_defaults(func=cmd_show)
@@ -101,7 +102,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("bundle")
     p.add_argument(
-        "--backend", choices=("wgpu", "vulkan"), help="default: $VYRE_BACKEND, else wgpu"
+        "--backend",
+        choices=tuple(b for b in BACKENDS if BACKENDS[b].gpu),
+        help="default: $VYRE_BACKEND, else wgpu",
     )
     p.add_argument("--adapter", help="adapter index or name substring (vyre-build devices)")
     p.set_defaults(func=cmd_warm)
@@ -448,8 +451,7 @@ def cmd_warm(args: argparse.Namespace) -> int:
         warmed = bundle.warm()
     seconds = time.perf_counter() - start
     saved = device.save_pipeline_cache()
-    cache = getattr(device, "cache_file", None)
-    where = cache.path if cache is not None else None
+    where, loaded = device.pipeline_cache_state()
     if args.json:
         _print_json(
             {
@@ -461,7 +463,7 @@ def cmd_warm(args: argparse.Namespace) -> int:
                 "skipped": warmed.skipped,
                 "seconds": round(seconds, 6),
                 "pipeline_cache": where,
-                "cache_loaded": getattr(device, "cache_loaded", 0),
+                "cache_loaded": loaded,
                 "saved": saved,
             }
         )

@@ -25,7 +25,7 @@ def register(sub) -> None:
     p.add_argument(
         "--target",
         action="append",
-        choices=TARGETS + ("all",),
+        choices=(*TARGETS, "all"),
         help="what to emit (repeatable; default all)",
     )
     p.add_argument(
@@ -67,7 +67,7 @@ def run(args) -> int:
     if args.out == "-":
         return print_listings(args)
     targets = args.target or ["all"]
-    targets = TARGETS if "all" in targets else tuple(t for t in TARGETS if t in targets)
+    targets = tuple(t for t in TARGETS if "all" in targets or t in targets)
     options = {"spirv_opt": True} if args.spirv_opt else {}
     if args.debug:
         options["debug"] = True

@@ -10,19 +10,20 @@ from __future__ import annotations
 import argparse
 import json
 
+from vyre_build.core.backends import BACKENDS
 from vyre_build.commands.helptext import add_command
 from vyre_build.core.errors import VyreError
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = add_command(subparsers, "devices")
-    p.add_argument("--backend", choices=("wgpu", "vulkan", "cpu"), help="only this backend")
+    p.add_argument("--backend", choices=tuple(BACKENDS), help="only this backend")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from vyre_build.runtime import BACKENDS, adapter_profiles
+    from vyre_build.runtime import adapter_profiles
 
     report: dict[str, dict[str, object]] = {}
     found = 0

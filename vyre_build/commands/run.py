@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from vyre_build.core.backends import BACKENDS
 from vyre_build.core.errors import DispatchError
 from vyre_build.commands import output_dir
 from vyre_build.commands.helptext import add_command
@@ -47,9 +48,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--grid", metavar="X[,Y[,Z]]", help="invocations per axis, overriding the kernel's grid"
     )
-    p.add_argument(
-        "--backend", choices=("wgpu", "vulkan", "cpu"), help="default: $VYRE_BACKEND, else wgpu"
-    )
+    p.add_argument("--backend", choices=tuple(BACKENDS), help="default: $VYRE_BACKEND, else wgpu")
     p.add_argument("--adapter", help="adapter index or name substring (see --list-adapters)")
     p.add_argument("--out", metavar="DIR", help="directory for the NAME.npy outputs")
     p.add_argument(

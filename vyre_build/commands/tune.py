@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 
+from vyre_build.core.backends import BACKENDS
 from vyre_build.bundle import read_bundle
 from vyre_build.bundle.tuning import device_text, merge_records, read_records, record_file_bytes
 from vyre_build.commands import write_file
@@ -24,9 +25,7 @@ from vyre_build.core.files import canonical_json
 def register(subparsers) -> None:
     p = add_command(subparsers, "tune")
     p.add_argument("bundle")
-    p.add_argument(
-        "--backend", choices=("wgpu", "vulkan", "cpu"), help="default: $VYRE_BACKEND, else wgpu"
-    )
+    p.add_argument("--backend", choices=tuple(BACKENDS), help="default: $VYRE_BACKEND, else wgpu")
     p.add_argument("--adapter", help="adapter index or name substring (vyre-build devices)")
     p.add_argument(
         "--time-limit", type=float, metavar="S", help="stop starting candidates after S seconds"
@@ -81,7 +80,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             )
     # a record file that cannot be merged into is refused before anything runs
     old = read_records(args.record) if args.record and os.path.exists(args.record) else []
-    backend = args.backend or os.environ.get("VYRE_BACKEND") or "wgpu"
+    backend = args.backend or os.environ.get("VYRE_BACKEND") or next(iter(BACKENDS))
     device = get_device(backend, args.adapter)
     say = lambda line: print(line, file=sys.stderr, flush=True)
     with (
@@ -159,7 +158,7 @@ def show_tuning(args: argparse.Namespace) -> int:
         from vyre_build.runtime import get_device
         from vyre_build.runtime.tuning import choose, device_identity
 
-        backend = args.backend or os.environ.get("VYRE_BACKEND") or "wgpu"
+        backend = args.backend or os.environ.get("VYRE_BACKEND") or next(iter(BACKENDS))
         profile = get_device(backend, args.adapter).profile
         picks = {name: choose(tuning, name, profile) for name in sorted(tunables)}
         if args.json:

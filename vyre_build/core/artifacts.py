@@ -1,18 +1,22 @@
 """Artifact names: the targets, their file suffixes, and the variants file name.
 
-One kernel (or variant) with id `<stem>` produces `<stem>.wgsl`, `<stem>.spv`,
-`<stem>.kdesc` (the targets asked for) and always `<stem>.meta.json`. The compiler, the
-build step, the CLI, the bundle and the runtime all read these names from here.
+One kernel (or variant) with id `<stem>` produces `<stem><suffix>` for each target asked
+for (`.wgsl`, `.spv`, `.kdesc`: vyre_build.core.targets registers them) and always
+`<stem>.meta.json`. The compiler, the build step, the CLI, the bundle and the runtime all
+read these names from here; they follow the target registry as it is when read.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from vyre_build.core.targets import TARGETS as _REGISTERED
 
 __all__ = [
     "TARGETS",
     "DEFAULT_TARGETS",
     "TARGET_SUFFIXES",
     "META_SUFFIX",
-    "BACKEND_SUFFIX",
     "VARIANTS_FILES",
     "TargetError",
     "normalize_targets",
@@ -21,12 +25,28 @@ __all__ = [
     "split_output_name",
 ]
 
-TARGET_SUFFIXES = {"wgsl": ".wgsl", "spirv": ".spv", "kdesc": ".kdesc"}
-TARGETS = tuple(TARGET_SUFFIXES)
+
+class _Suffixes(Mapping[str, str]):
+    """Target name -> artifact suffix, of the targets registered now."""
+
+    def __getitem__(self, name: str) -> str:
+        return _REGISTERED[name].suffix
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_REGISTERED)
+
+    def __len__(self) -> int:
+        return len(_REGISTERED)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+TARGET_SUFFIXES: Mapping[str, str] = _Suffixes()
+# The target names (a live view of the registry: iterate it, or test `in`), in order.
+TARGETS = _REGISTERED
 DEFAULT_TARGETS = TARGETS
 META_SUFFIX = ".meta.json"
-# The artifact each runtime backend dispatches.
-BACKEND_SUFFIX = {"wgpu": ".wgsl", "vulkan": ".spv", "cpu": ".kdesc"}
 # Looked up beside a kernel file, in this order (the first that exists is read).
 VARIANTS_FILES = ("variants.yaml", "variants.yml")
 

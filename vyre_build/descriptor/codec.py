@@ -25,6 +25,7 @@ __all__ = [
     "KernelDescriptor",
     "DescriptorError",
     "encode",
+    "emit_target",
     "decode",
     "SHARED_SLOT_BASE",
     "ENUMS",
@@ -516,3 +517,8 @@ def decode_datatype(payload: bytes) -> Variant:
     if r.pos != len(payload):
         r.fail("trailing bytes after the DataType")
     return t
+
+
+def emit_target(desc: KernelDescriptor, info, options, entries) -> bytes:
+    """The .kdesc target's emitter (vyre_build.core.targets): the descriptor's encoding."""
+    return encode(desc)

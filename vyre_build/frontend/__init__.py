@@ -16,9 +16,7 @@ __all__ = [
     "load_module",
     "check_module",
     "instances",
-    "wgsl_refusal",
-    "SPIRV_ONLY",
-    "ORDERED_SPIRV_ONLY",
+    "kernel_needs",
     "ModuleLoader",
     "KernelModule",
 ]
@@ -60,13 +58,6 @@ def instances(
     return out
 
 
-SPIRV_ONLY = "needs cooperative matrices: SPIR-V only"
-ORDERED_SPIRV_ONLY = (
-    "needs memory ordering (an acquire/release atomic or a fence), which WGSL's relaxed "
-    "atomics cannot express: SPIR-V only"
-)
-
-
 def _orders_memory(node) -> bool:
     """Whether call `node` is fence() (whose row needs the Vulkan memory model) or an atomic
     with a literal order other than relaxed."""
@@ -88,17 +79,20 @@ def _orders_memory(node) -> bool:
     )
 
 
-def wgsl_refusal(module: KernelModule, kernel: str) -> str | None:
-    """Why kernel `kernel` gets no WGSL artifact (SPIRV_ONLY), or None. Decided from the
-    syntax alone, the same at scan and at compile time: the kernel or a helper it calls
-    calls a cooperative-matrix builtin (WGSL has no cooperative matrices), or `fence()`, or
-    an atomic with an order other than "relaxed" (WGSL's atomics are relaxed and it has no
-    fence: frontend/memory_order.py)."""
+def kernel_needs(module: KernelModule, kernel: str) -> tuple[str, ...]:
+    """The language features (vyre_build.core.targets.NEEDS) kernel `kernel` needs of a target,
+    in the order its source first uses them: a target lacking one makes no artifact of it
+    (Target.refusal). Decided from the syntax alone, the same at scan and at compile time:
+    the kernel or a helper it calls calls a cooperative-matrix builtin (COOPERATIVE_MATRIX),
+    or `fence()`, or an atomic with an order other than "relaxed" (MEMORY_ORDER:
+    frontend/memory_order.py)."""
     import ast
 
-    from vyre_build.core.features import COOPERATIVE_MATRIX
+    from vyre_build.core.features import COOPERATIVE_MATRIX as COOPERATIVE_MATRIX_FEATURE
     from vyre_build.frontend.builtins import BUILTINS
+    from vyre_build.core.targets import COOPERATIVE_MATRIX, MEMORY_ORDER
 
+    needs: dict[str, None] = {}
     seen: set[int] = set()
     todo = [(module, module.kernels[kernel].node)]
     while todo:
@@ -110,13 +104,13 @@ def wgsl_refusal(module: KernelModule, kernel: str) -> str | None:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 name = node.func.id
                 row = BUILTINS.get(name)
-                if row is not None and COOPERATIVE_MATRIX in row.features:
-                    return SPIRV_ONLY
-                if _orders_memory(node):
-                    return ORDERED_SPIRV_ONLY
-                if name in mod.helpers:
+                if row is not None and COOPERATIVE_MATRIX_FEATURE in row.features:
+                    needs.setdefault(COOPERATIVE_MATRIX)
+                elif _orders_memory(node):
+                    needs.setdefault(MEMORY_ORDER)
+                elif name in mod.helpers:
                     todo.append(mod.helpers[name])
-    return None
+    return tuple(needs)
 
 
 def check_module(

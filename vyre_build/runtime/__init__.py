@@ -6,22 +6,22 @@ reference (.kdesc: no GPU driver needed).
     kernel = load_kernel(meta, wgsl=text)                     # or spirv=..., backend="vulkan"
 
 Imports only numpy, blake3 (through the bundle reader), vyre_build.bundle/.errors/.files/
-.artifacts/.features and the backend in use (the cpu one: vyre_build.descriptor and
-.reference); never the compiler (but once per environment, to build the library that
-`library.*` uses without a bundle: library_bundle.py). Backend: the `backend` argument,
-else env VYRE_BACKEND, else "wgpu". Any thread may use a device. Before a GPU backend loads
+.artifacts/.targets/.backends/.features and the backend in use (the cpu one:
+vyre_build.descriptor and .reference); never the compiler (but once per environment, to
+build the library that `library.*` uses without a bundle: library_bundle.py). Backends are
+registered in vyre_build.core.backends; which: the `backend` argument, else env VYRE_BACKEND,
+else "wgpu" (the first registered). Any thread may use a device. Before a GPU backend loads
 its driver, an unset or unusable XDG_RUNTIME_DIR is pointed at a private temporary folder
 (Mesa prints an error per driver load without one). Guide: docs/runtime.md.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Union
 
+from vyre_build.core.backends import BACKENDS, Backend
 from vyre_build.bundle.metadata import KernelMeta, check_metadata
 from vyre_build.core.errors import DeviceError, DispatchError, KernelAssertion, PipelineCacheWarning
 from vyre_build.runtime.buffers import Batch, DeviceBuffer
@@ -55,7 +55,12 @@ __all__ = [
     "open_bundle",
 ]
 
-BACKENDS = ("wgpu", "vulkan", "cpu")  # in the order they are listed
+# get_device keywords a device takes only where its backend lists them (others ignore
+# pipeline_cache=): what a device of another backend has instead, for the error.
+_OWN_KEYWORDS = {
+    "subgroup_size": "'s subgroup size is its driver's",
+    "max_steps": " has no step budget",
+}
 # An adapter: an index into list_adapters, a substring of a description, None for the
 # default, or (wgpu) an application's GPUAdapter or GPUDevice.
 Adapter = Union[int, str, None, Any]
@@ -63,11 +68,23 @@ _REGISTRY = threading.Lock()
 
 
 def _backend_name(backend: str | None) -> str:
-    name = backend or os.environ.get("VYRE_BACKEND") or "wgpu"
+    name = backend or os.environ.get("VYRE_BACKEND") or next(iter(BACKENDS))  # the first
     if name not in BACKENDS:
         where = "backend" if backend else "VYRE_BACKEND"
         raise DeviceError(f"unknown {where} {name!r}; choose one of {', '.join(BACKENDS)}")
     return name
+
+
+def _backend(name: str) -> Backend:
+    # Lazy: the GPU stack is imported only when a device of that backend is asked for.
+    backend = BACKENDS[name]
+    if backend.gpu:
+        _runtime_dir_for_drivers()
+    try:
+        backend.module()
+    except ImportError as exc:
+        raise DeviceError(f"the {name} backend needs {backend.needs}: {exc}") from exc
+    return backend
 
 
 def _runtime_dir_for_drivers() -> None:
@@ -87,39 +104,22 @@ def _runtime_dir_for_drivers() -> None:
     os.environ["XDG_RUNTIME_DIR"] = private
 
 
-# Each backend's module under vyre_build.runtime.backends (imported by name, on first use).
-_BACKEND_MODULES = {"wgpu": "wgpu", "vulkan": "vulkan.device", "cpu": "cpu"}
-
-
-def _module(name: str) -> ModuleType:
-    # Lazy: the GPU stack is imported only when a device of that backend is asked for.
-    if name != "cpu":
-        _runtime_dir_for_drivers()
-    try:
-        return importlib.import_module(f"vyre_build.runtime.backends.{_BACKEND_MODULES[name]}")
-    except ImportError as exc:
-        need = (
-            "vyre_build.reference and vyre_build.descriptor"
-            if name == "cpu"
-            else f"the '{name}' Python package (pip install {name})"
-        )
-        raise DeviceError(f"the {name} backend needs {need}: {exc}") from exc
-
-
-def _is_wgpu_object(value: object) -> bool:
-    return type(value).__module__.split(".")[0] == "wgpu"
+def _foreign_owner(value: object) -> Backend | None:
+    """The backend an application's own object (a wgpu GPUAdapter or GPUDevice) is of."""
+    package = type(value).__module__.split(".")[0]
+    return next((b for b in BACKENDS.values() if b.foreign and b.foreign == package), None)
 
 
 def list_adapters(backend: str | None = None) -> list[str]:
     """Descriptions of the adapters `backend` can use, in the order `adapter=` indexes."""
-    adapters: list[str] = _module(_backend_name(backend)).list_adapters()
+    adapters: list[str] = _backend(_backend_name(backend)).module().list_adapters()
     return adapters
 
 
 def adapter_profiles(backend: str | None = None) -> list[DeviceProfile]:
     """The DeviceProfile of every adapter of `backend`, in list_adapters' order, as a
     device made on it would have (no device is created)."""
-    profiles: list[DeviceProfile] = _module(_backend_name(backend)).adapter_profiles()
+    profiles: list[DeviceProfile] = _backend(_backend_name(backend)).module().adapter_profiles()
     return profiles
 
 
@@ -147,38 +147,39 @@ def get_device(
     Returns:
         The shared Device (the same one for the same arguments, until it is closed).
     """
-    if _is_wgpu_object(adapter):
-        if backend not in (None, "wgpu"):
+    given = {
+        "pipeline_cache": pipeline_cache,
+        "subgroup_size": subgroup_size,
+        "max_steps": max_steps,
+    }
+    owner = _foreign_owner(adapter)
+    if owner is not None:
+        if backend not in (None, owner.name):
             raise DeviceError(
-                f"a wgpu {type(adapter).__name__} needs backend='wgpu', not {backend!r}"
+                f"a {owner.name} {type(adapter).__name__} needs backend='{owner.name}', "
+                f"not {backend!r}"
             )
-        key: tuple[str, object] = ("wgpu", id(adapter))
+    chosen = BACKENDS[owner.name if owner is not None else _backend_name(backend)]
+    for keyword, instead in _OWN_KEYWORDS.items():
+        if given[keyword] is not None and keyword not in chosen.keywords:
+            takers = [b.name for b in BACKENDS.values() if keyword in b.keywords]
+            raise DeviceError(
+                f"{keyword}= is for the {' or '.join(takers)} backend; a {chosen.name} "
+                f"device{instead}"
+            )
+    keywords = {k: given[k] for k in chosen.keywords}
+    if owner is not None:
+        key: tuple[str, object] = (owner.name, id(adapter))
     else:
-        key = (_backend_name(backend), (adapter, pipeline_cache, subgroup_size))
-    if subgroup_size is not None and key[0] != "cpu":
-        raise DeviceError(
-            f"subgroup_size= is for the cpu backend; a {key[0]} device's subgroup size "
-            "is its driver's"
-        )
-    if max_steps is not None and key[0] != "cpu":
-        raise DeviceError(
-            f"max_steps= is for the cpu backend; a {key[0]} device has no step budget"
-        )
-    if key[0] == "cpu":  # the values in effect, so that a changed $VYRE_CPU_* counts
-        cpu = _module("cpu")
-        key = ("cpu", (adapter, cpu.subgroup_size_of(subgroup_size), cpu.max_steps_of(max_steps)))
+        key = (_backend(chosen.name) if chosen.key else chosen).device_key(adapter, keywords)
     with _REGISTRY:
         found = DEFAULT_DEVICES.get(key)
         if found is None:
-            mod = _module(key[0])
-            if key[0] == "cpu":
-                found = mod.CpuDevice(adapter, subgroup_size=subgroup_size, max_steps=max_steps)
-            elif key[0] == "vulkan":
-                found = mod.VulkanDevice(adapter, pipeline_cache=pipeline_cache)
-            elif _is_wgpu_object(adapter) and type(adapter).__name__ == "GPUDevice":
-                found = mod.WgpuDevice(device=adapter)
+            make = _backend(chosen.name).device_class()
+            if owner is not None and type(adapter).__name__ == owner.foreign_device:
+                found = make(device=adapter)
             else:
-                found = mod.WgpuDevice(adapter)
+                found = make(adapter, **keywords)
             DEFAULT_DEVICES[key] = found
         device: Device = found
     return device
@@ -192,7 +193,7 @@ def _as_device(device: object, backend: str | None) -> Device:
                 f"backend={backend!r} but the device given is a {device.backend} device"
             )
         return device
-    if _is_wgpu_object(device):
+    if _foreign_owner(device) is not None:
         return get_device(backend, device)
     raise DeviceError(
         f"device= must be a vyre_build Device or a wgpu GPUDevice/GPUAdapter, got "
@@ -221,31 +222,16 @@ def load_kernel(
     checked = meta if isinstance(meta, KernelMeta) else check_metadata(meta, _meta_where(meta))
     dev = get_device(backend) if device is None else _as_device(device, backend)
     dev.check_kernel(checked)  # a kernel the device cannot run is refused before its code
-    given = {"wgpu": ("wgsl=", wgsl), "vulkan": ("spirv=", spirv), "cpu": ("kdesc=", kdesc)}
-    need, code = given[dev.backend]
+    target = BACKENDS[dev.backend].artifact  # its code's keyword is the target's name
+    code = {"wgsl": wgsl, "spirv": spirv, "kdesc": kdesc}.get(target.name)
     if code is None:
-        raise DispatchError(f"Kernel {checked.id!r}: the {dev.backend} backend needs {need}")
-    if dev.backend == "cpu":
-        if not isinstance(code, (bytes, bytearray, memoryview)):
-            raise DispatchError(
-                f"Kernel {checked.id!r}: kdesc= must be the bytes of a .kdesc, got "
-                f"{type(code).__name__}"
-            )
-        code = bytes(code)
-    elif dev.backend == "vulkan":
-        if (
-            not isinstance(code, (bytes, bytearray, memoryview))
-            or len(code) % 4
-            or bytes(code[:4]) != b"\x03\x02\x23\x07"
-        ):
-            raise DispatchError(
-                f"Kernel {checked.id!r}: the given spirv= does not look like a "
-                "SPIR-V module (little-endian, magic 0x07230203)"
-            )
-        code = bytes(code)
-    elif not isinstance(code, str):
-        raise DispatchError(f"Kernel {checked.id!r}: wgsl= must be str, got {type(code).__name__}")
-    kernel = Kernel(dev, checked, code)
+        raise DispatchError(
+            f"Kernel {checked.id!r}: the {dev.backend} backend needs {target.name}="
+        )
+    problem = target.code_problem(code)
+    if problem is not None:
+        raise DispatchError(f"Kernel {checked.id!r}: {problem}")
+    kernel = Kernel(dev, checked, code if isinstance(code, str) else bytes(code))
     kernel.warm()
     return kernel
 

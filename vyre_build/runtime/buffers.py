@@ -59,21 +59,28 @@ class DeviceBuffer:
         )
 
     @property
+    def native(self) -> Any:
+        """The backend's own buffer behind this one (Device.native_buffer: a wgpu
+        `GPUBuffer`, a `VkBuffer` handle, the cpu backend's numpy bytes)."""
+        return self.device.native_buffer(self._live())
+
+    @property
     def wgpu_buffer(self) -> Any:
         """The wgpu `GPUBuffer` behind this buffer (wgpu devices only)."""
-        if self.device.backend != "wgpu":
-            raise DispatchError(f"DeviceBuffer.wgpu_buffer: this is a {self.device.backend} buffer")
-        return self._live()
+        return self._native_of("wgpu")
 
     @property
     def vulkan_buffer(self) -> Any:
         """The `VkBuffer` handle behind this buffer (Vulkan devices only; the runtime owns
         it: see docs/runtime.md on sharing)."""
-        if self.device.backend != "vulkan":
+        return self._native_of("vulkan")
+
+    def _native_of(self, backend: str) -> Any:
+        if self.device.backend != backend:
             raise DispatchError(
-                f"DeviceBuffer.vulkan_buffer: this is a {self.device.backend} buffer"
+                f"DeviceBuffer.{backend}_buffer: this is a {self.device.backend} buffer"
             )
-        return self._live().buffer
+        return self.native
 
     def _live(self, op: str = "") -> Any:
         # A read or write inside this thread's batch would not be ordered with its dispatches.

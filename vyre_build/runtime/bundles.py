@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from vyre_build.core.artifacts import BACKEND_SUFFIX
+from vyre_build.core.backends import BACKENDS
 from vyre_build.bundle import BundleReader, kernel_id
 from vyre_build.core.errors import BundleError, DeviceError, VyreError
 from vyre_build.runtime.device import Device
@@ -131,14 +131,16 @@ class Bundle(Mapping[str, Kernel]):
             except DeviceError as exc:  # refused when called or warmed, not when listed
                 found = self._kernels[kid] = Kernel(device, meta, b"", refusal=str(exc))
                 return found
-            suffix = BACKEND_SUFFIX[device.backend]
-            raw = self.reader.read_artifact(kid, suffix)  # names what the kernel has instead
+            target = BACKENDS[device.backend].artifact
+            raw = self.reader.read_artifact(kid, target.suffix)  # names what it has instead
             code: str | bytes = raw
-            if suffix == ".wgsl":
+            if target.text:
                 try:
                     code = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise BundleError(f"bundle kernel {kid!r}: .wgsl is not UTF-8: {exc}") from exc
+                    raise BundleError(
+                        f"bundle kernel {kid!r}: {target.suffix} is not UTF-8: {exc}"
+                    ) from exc
             found = self._kernels[kid] = Kernel(device, meta, code)
             return found
 

@@ -278,6 +278,15 @@ class Device:
         loaded or saved (Vulkan; also done on close and at exit); True if written."""
         return False
 
+    def native_buffer(self, handle: Any) -> Any:
+        """The backend's own buffer object of a buffer handle (DeviceBuffer.native)."""
+        return handle
+
+    def pipeline_cache_state(self) -> tuple[str | None, int]:
+        """(the persisted pipeline cache file, or None where there is none; the bytes of
+        it the device started with)."""
+        return None, 0
+
     # -- kernels --
 
     def check_kernel(self, meta: KernelMeta) -> None:

@@ -23,7 +23,7 @@ from vyre_build.core.features import (
     VULKAN_MEMORY_MODEL_DEVICE_SCOPE,
 )
 
-__all__ = ["emit_spirv"]
+__all__ = ["emit_spirv", "emit_target"]
 
 
 def emit_spirv(
@@ -104,3 +104,9 @@ def run_spirv_opt(binary: bytes) -> bytes:
             f"{proc.stderr.decode('utf-8', 'replace').strip()}"
         )
     return proc.stdout
+
+
+def emit_target(desc: KernelDescriptor, info, options, entries) -> bytes:
+    """The SPIR-V target's emitter (vyre_build.core.targets); option `spirv_opt` runs
+    spirv-opt on the module."""
+    return emit_spirv(desc, info, optimize=options.get("spirv_opt", False), entries=entries)

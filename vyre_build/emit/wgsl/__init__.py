@@ -22,7 +22,7 @@ from vyre_build.emit.wgsl.helpers import HELPER_CALL, HELPERS
 from vyre_build.core.errors import EmitError
 from vyre_build.core.features import COOPERATIVE_MATRIX
 
-__all__ = ["WORKGROUP_BASE", "emit_wgsl"]
+__all__ = ["WORKGROUP_BASE", "emit_target", "emit_wgsl"]
 
 # The base workgroup of a split dispatch's piece (docs/runtime.md, "Grids"): a plain
 # constant, 0 in the artifact; the wgpu runtime makes a piece's module with this line
@@ -119,3 +119,8 @@ def _helpers(used: set[str]) -> list[str]:
             wanted.add(name)
             todo |= set(HELPER_CALL.findall(HELPERS[name]))
     return [HELPERS[n] for n in sorted(wanted)]
+
+
+def emit_target(desc: KernelDescriptor, info, options, entries) -> bytes:
+    """The WGSL target's emitter (vyre_build.core.targets): the module as UTF-8."""
+    return emit_wgsl(desc, info, entries=entries).encode("utf-8")

@@ -5,7 +5,8 @@ WGSL's atomics are relaxed and it has no fence, so only the relaxed forms of
 vyre.atomic.load as atomicLoad, vyre.atomic.store as atomicStore, with the bounds rules of
 `memory` (a workgroup-scope atomic on a buffer is written at WGSL's storage scope, which
 is wider: still a legal execution). An order, or a fence, is an EmitError; the compiler
-never asks for it (frontend.wgsl_refusal records why such a kernel has no WGSL).
+never asks for it (the WGSL target lacks MEMORY_ORDER: vyre_build.core.targets; Target.refusal
+records why such a kernel has no WGSL).
 """
 
 from __future__ import annotations

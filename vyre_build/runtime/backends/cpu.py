@@ -125,6 +125,14 @@ def profile_of(subgroup_size: int) -> DeviceProfile:
     )
 
 
+def device_key(
+    adapter: int | str | None, subgroup_size: object = None, max_steps: object = None
+) -> tuple[int | str | None, int, int | None]:
+    """What cpu devices are shared by (vyre_build.core.backends): the values in effect, so that
+    a changed $VYRE_CPU_* gives a new device."""
+    return (adapter, subgroup_size_of(subgroup_size), max_steps_of(max_steps))
+
+
 def list_adapters() -> list[str]:
     """The one cpu "adapter": the reference."""
     return [ADAPTER]

@@ -567,6 +567,12 @@ class VulkanDevice(Device):
         with self._lock:
             return vulkan_pipelines.save_cache(self)
 
+    def native_buffer(self, handle: Any) -> Any:
+        return handle.buffer
+
+    def pipeline_cache_state(self) -> tuple[str | None, int]:
+        return (self.cache_file.path if self.cache_file is not None else None, self.cache_loaded)
+
     def _allocate_set(self, set_layout: Any, need: tuple[int, int]) -> tuple[_Pool, Any]:
         # A descriptor set of `set_layout` (`need`: its storage and uniform descriptors):
         # from the pools with room in turn, starting at the last one used; else from a new

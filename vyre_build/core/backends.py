@@ -1,0 +1,120 @@
+"""The runtime backends: one registered `Backend` per backend, in one table.
+
+A backend is a name ("vulkan"), the target whose artifact it runs ("spirv": its suffix
+and format come from vyre_build.core.targets) and its Device class, imported when a device is
+made. `vyre_build.runtime` (get_device, load_kernel, bundles) and the CLI's --backend
+choices read backends from here; adding one is its module (vyre_build/runtime/) plus one
+`BACKENDS.register(Backend(...))` line.
+
+Standard library only (devices are imported when made): the CLI imports it to list its
+choices without loading the runtime, and it is no part of the compiler's identity.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from vyre_build.core.targets import TARGETS, Registry, Target
+
+__all__ = ["BACKENDS", "Backend"]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One runtime backend.
+
+    name: as `backend=`, $VYRE_BACKEND and --backend name it ("vulkan").
+    target: the target whose artifact its devices run ("spirv").
+    device: its Device class, or "module:Class" naming it (imported when a device is
+        made); made as Class(adapter, **keywords given). Its module also gives
+        list_adapters() and adapter_profiles().
+    keywords: the get_device keywords its devices take besides the adapter.
+    gpu: its devices load a GPU driver (get_device prepares XDG_RUNTIME_DIR first).
+    needs: what it needs installed, for the error when its module does not import.
+    foreign: the package whose objects an application may pass as the adapter (wgpu:
+        a GPUAdapter); foreign_device: the class name of such an object that is a device,
+        passed as Class(device=...) instead.
+    key: (adapter, **keywords) -> the key devices are shared by, or "module:function"
+        naming it (default: the adapter and the keywords as given).
+    """
+
+    name: str
+    target: str
+    device: type | str
+    keywords: tuple[str, ...] = ()
+    gpu: bool = True
+    needs: str = ""
+    foreign: str = ""
+    foreign_device: str = ""
+    key: Callable[..., Any] | str = ""
+
+    @property
+    def artifact(self) -> Target:
+        """The target whose artifact it runs."""
+        return TARGETS[self.target]
+
+    @property
+    def suffix(self) -> str:
+        """The suffix of the artifact it runs (".spv")."""
+        return self.artifact.suffix
+
+    def module(self) -> ModuleType:
+        """Its module: list_adapters(), adapter_profiles() and the Device class
+        (ImportError when it, or what it needs, is missing)."""
+        if isinstance(self.device, str):
+            return importlib.import_module(self.device.partition(":")[0])
+        return importlib.import_module(self.device.__module__)
+
+    def device_class(self) -> Any:
+        if isinstance(self.device, str):
+            return getattr(self.module(), self.device.partition(":")[2])
+        return self.device
+
+    def device_key(self, adapter: Any, keywords: Mapping[str, Any]) -> tuple[str, object]:
+        """The key devices made with these arguments are shared by."""
+        if not self.key:
+            return (self.name, (adapter, *(keywords[k] for k in self.keywords)))
+        key = self.key
+        if isinstance(key, str):
+            module, _, attr = key.partition(":")
+            key = getattr(importlib.import_module(module), attr)
+        return (self.name, key(adapter, **keywords))
+
+
+BACKENDS: Registry[Backend] = Registry("backend")
+# In this order: listings (vyre-build devices) and the CLI's choices follow it; the first
+# is the default backend (no backend= and no $VYRE_BACKEND).
+BACKENDS.register(
+    Backend(
+        "wgpu",
+        "wgsl",
+        "vyre_build.runtime.backends.wgpu:WgpuDevice",
+        needs="the 'wgpu' Python package (pip install wgpu)",
+        foreign="wgpu",
+        foreign_device="GPUDevice",
+    )
+)
+BACKENDS.register(
+    Backend(
+        "vulkan",
+        "spirv",
+        "vyre_build.runtime.backends.vulkan.device:VulkanDevice",
+        keywords=("pipeline_cache",),
+        needs="the 'vulkan' Python package (pip install vulkan)",
+    )
+)
+BACKENDS.register(
+    Backend(
+        "cpu",
+        "kdesc",
+        "vyre_build.runtime.backends.cpu:CpuDevice",
+        keywords=("subgroup_size", "max_steps"),
+        gpu=False,
+        needs="vyre_build.reference and vyre_build.descriptor",
+        key="vyre_build.runtime.backends.cpu:device_key",
+    )
+)
