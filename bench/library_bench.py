@@ -52,7 +52,14 @@ from vyre_build.runtime import get_device, library, load_kernel  # noqa: E402
 from vyre_build.runtime.tuning import Choice  # noqa: E402
 
 KERNELS = os.path.join(ROOT, "kernels")
-LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_warp.py")
+LIB_FILES = (
+    "lib_reduce.py",
+    "lib_scan.py",
+    "lib_matmul.py",
+    "lib_norm.py",
+    "lib_norm_warp.py",
+    "lib_norm_flat.py",
+)
 CODE = {"wgpu": "wgsl", "vulkan": "spirv", "cpu": "kdesc"}
 
 
