@@ -13,7 +13,10 @@ reads, as `vyre-build tune` does):
          (index clamped into the row, a select past its end), gamma/beta in one block;
   _pair  kernels/lib_norm_flat.py: two rows per subgroup, 16 loads in flight per lane;
   wide   kernels/lib_norm.py, one 256-wide workgroup per row (short_rows 0).
-Each line: GPU microseconds per call (Vulkan timestamps around a batch of calls, median of
+First, per shape, a copy of the same bytes (bench/kernels/copy_rows.py, one dispatch per
+call as the library's; torch: Tensor.copy_): the floor of this runtime at that size, L2
+residency and gaps between calls included, so a design near it is as fast as one dispatch
+moving those bytes can be. Each line: GPU microseconds per call (Vulkan timestamps around a batch of calls, median of
 --rounds), GB/s of the bytes that must move (read x once, write once), the ratio against
 _warp measured in the same run and against torch (> 1: faster), and whether the result
 matches torch (numpy without torch). The winner is the design to name in
@@ -35,6 +38,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from library_bench import (  # noqa: E402
+    CODE,
     KERNELS,
     LIB_FILES,
     _layer_norm_ours,
@@ -53,7 +57,7 @@ from library_bench import (  # noqa: E402
 )
 
 from vyre_build.compiler import compile_file  # noqa: E402
-from vyre_build.runtime import get_device, library  # noqa: E402
+from vyre_build.runtime import get_device, library, load_kernel  # noqa: E402
 from vyre_build.runtime.tuning import Choice  # noqa: E402
 
 SHAPES = ((4096, 1024), (16384, 1024), (4096, 512), (8192, 768), (1024, 1024))
@@ -63,6 +67,12 @@ FUNCS = {
     "softmax": (_softmax_ours, _torch_softmax, _softmax_want, 1e-5),
     "layer_norm": (_layer_norm_ours, _torch_layer_norm, _layer_norm_want, 1e-4),
 }
+
+
+def code_of(compiled, dev) -> dict:
+    """The load_kernel argument of `compiled`'s code for `dev`'s backend."""
+    name = CODE[dev.backend]
+    return {name: getattr(compiled, name)}
 
 
 class Forced(dict):
@@ -80,6 +90,39 @@ class Forced(dict):
             return Choice(name, "wide", None, {"short_rows": 0}, "forced", None)
         kid = f"lib_{name}{self.design}.f32"
         return Choice(name, self.design, kid, {"short_rows": 1024}, "forced", None)
+
+
+def floor(shape, backends, lib, floors, torch, args) -> None:
+    """The same bytes copied (bench/kernels/copy_rows.py; torch: Tensor.copy_): what one
+    dispatch moving them costs at this size, L2 residency and gaps between calls included."""
+    x = _rows_data(np.random.default_rng(0), shape)["x"]
+    nbytes = 8 * x.size
+    if torch is not None:
+        t = torch.from_numpy(x).cuda()
+        o = torch.empty_like(t)
+        call = lambda: o.copy_(t)  # noqa: E731
+        ref = time_torch(
+            torch, call, args.number or calls_for(call, torch.cuda.synchronize), args.rounds
+        )
+        say(
+            f"  copy       {str(shape):<13} torch        {ref * 1e6:8.1f} us {nbytes / ref / 1e9:7.1f} GB/s"
+        )
+        del t, o, call
+    for backend in backends:
+        dev, _ = lib[backend]
+        xb, ob = dev.buffer(x.reshape(-1, 4)), dev.buffer(x.size // 4 * 4, "f32")
+        grid = min(-(-x.size // 4 // 256), 65535) * 256
+
+        def call(k=floors[backend], a={"x4": xb, "out4": ob}, g=grid):  # noqa: B006
+            return k.dispatch(a, grid=g)
+
+        gpu, _ = time_ours(dev, call, args.number or calls_for(call, dev.wait), args.rounds)
+        ok = np.array_equal(ob.read().reshape(-1), x.reshape(-1))
+        say(
+            f"  [{backend:<6}] copy       {str(shape):<13} floor  {gpu * 1e6:8.1f} us "
+            f"{nbytes / gpu / 1e9:7.1f} GB/s  {'matches' if ok else 'MISMATCH'}  [copy_rows4]"
+        )
+        del call
 
 
 def run_shape(fn, shape, backends, lib, torch, args) -> None:
@@ -135,6 +178,7 @@ def main(argv=None) -> int:
     ap.add_argument("--funcs", default="softmax,layer_norm")
     ap.add_argument("--backends", default="vulkan")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--no-floor", action="store_true", help="skip the copy of the same bytes")
     ap.add_argument("--number", type=int, default=0, help="calls per round (default: ~30 ms)")
     args = ap.parse_args(argv)
     shapes = QUICK if args.quick else SHAPES
@@ -160,7 +204,13 @@ def main(argv=None) -> int:
         p = dev.profile
         say(f"{b}: {dev.name} (subgroup size {p.subgroup_size or p.subgroup_size_range})")
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
+    bench_kernels = os.path.join(HERE, "kernels")
+    (copy,) = compile_file(os.path.join(bench_kernels, "copy_rows.py"), root=bench_kernels)
+    floors = {b: load_kernel(copy.meta, device=lib[b][0], **code_of(copy, lib[b][0])) for b in lib}
     start = time.perf_counter()
+    for shape in shapes:
+        if not args.no_floor and shape[1] % 4 == 0:
+            floor(shape, list(lib), lib, floors, torch, args)
     for fn in funcs:
         for shape in shapes:
             run_shape(fn, shape, list(lib), lib, torch, args)
