@@ -218,8 +218,8 @@ def test_matmul_device_buffers(lib):
 
 # -- softmax and layer norm -----------------------------------------------------------------
 
-# Rows of every kernel (library.row_kernel): _warp up to 1024 values, the 256-wide one past
-# that; around the threshold, whole vec4s or not, a single value.
+# Rows of every kernel (library.row_kernel): the short-row one (SHORT_ROWS) up to 1024
+# values, the 256-wide one past that; around the threshold, whole vec4s or not, one value.
 ROW_SHAPES = [(1, 1), (3, 5), (7,), (2, 3, 12), (2, 1023), (5, 1024), (3, 1025), (2, 1028),
               (2, 2047), (2, 2048), (2, 2049), (2, 3001), (3, 4100)]  # fmt: skip
 
@@ -227,7 +227,7 @@ ROW_SHAPES = [(1, 1), (3, 5), (7,), (2, 3, 12), (2, 1023), (5, 1024), (3, 1025),
 def test_row_shapes_reach_every_row_kernel():
     for fn in ("softmax", "layer_norm"):
         used = {library.row_kernel(fn, shape[-1]) for shape in ROW_SHAPES}
-        assert used == {f"lib_{fn}{s}.f32" for s in ("_warp", "")}
+        assert used == {f"lib_{fn}{s}.f32" for s in (library.SHORT_ROWS[0][1], "")}
 
 
 def want_softmax(x):

@@ -71,11 +71,12 @@ MAX_ROWS = 65535  # softmax, layer_norm: workgroups per dispatch (WebGPU's per-a
 # invocations per row), which moves a 4096-value row at HBM bandwidth (H200: 1.3x torch)
 # but leaves short rows latency-bound. They replace lib_norm_short.py's one row per
 # 32-wide workgroup (0.40-0.60x torch at 4096x1024 on the H200: too few rows in flight).
-SHORT_ROWS = ((1024, "_warp", 8),)  # 8 rows per workgroup where subgroups have 32 lanes
-# The short-row designs a tuning candidate may name (kernel suffix: rows per workgroup at 32
-# lanes): _warp (lib_norm_warp.py), _flat (lib_norm_flat.py: the same rows with straight-line
-# loads) and _pair (lib_norm_flat.py: two rows per subgroup). SHORT_ROWS's suffix is the
-# default; bench/norm_bench.py times them side by side.
+# SHORT_ROWS: (longest row, kernel suffix) of the short-row kernel that runs with no tuning
+# record; the suffix is one of SHORT_DESIGNS (kernel suffix: rows per workgroup at 32 lanes),
+# the designs a tuning candidate may name: _warp (lib_norm_warp.py), _flat (lib_norm_flat.py:
+# the same rows with straight-line loads) and _pair (lib_norm_flat.py: two rows per
+# subgroup). bench/norm_bench.py times them side by side; the default is this one word.
+SHORT_ROWS = ((1024, "_warp"),)
 SHORT_DESIGNS = {"_warp": 8, "_flat": 8, "_pair": 16}
 _NUMERIC = ("f32", "i32", "u32")
 _OPS = ("sum", "min", "max")
@@ -623,12 +624,11 @@ def _row_kernel(
     # (kernel id, rows per workgroup) of `fn` for rows of `cols` values; `short_rows`: a
     # tuned longest row for the short-row kernel (docs/tuning.md), else SHORT_ROWS's;
     # `kernel`: a tuned short-row kernel (one of SHORT_DESIGNS), else SHORT_ROWS's.
-    shorts = SHORT_ROWS if short_rows is None else ((short_rows, *SHORT_ROWS[0][1:]),)
-    suffix, per = next(((s, p) for longest, s, p in shorts if cols <= longest), ("", 1))
+    shorts = SHORT_ROWS if short_rows is None else ((short_rows, SHORT_ROWS[0][1]),)
+    suffix = next((s for longest, s in shorts if cols <= longest), "")
     if suffix and kernel is not None:
         suffix = kernel[len(f"lib_{fn}") : -len(".f32")]
-        per = SHORT_DESIGNS[suffix]
-    return f"lib_{fn}{suffix}.f32", per
+    return f"lib_{fn}{suffix}.f32", SHORT_DESIGNS.get(suffix, 1)
 
 
 @overload
