@@ -16,10 +16,11 @@ reads, as `vyre-build tune` does):
 First, per shape, a copy of the same bytes (bench/kernels/copy_rows.py, one dispatch per
 call as the library's; torch: Tensor.copy_): the floor of this runtime at that size, L2
 residency and gaps between calls included, so a design near it is as fast as one dispatch
-moving those bytes can be. Each line: GPU microseconds per call (Vulkan timestamps around a batch of calls, median of
---rounds), GB/s of the bytes that must move (read x once, write once), the ratio against
-_warp measured in the same run and against torch (> 1: faster), and whether the result
-matches torch (numpy without torch). The winner is the design to name in
+moving those bytes can be. Each line: GPU microseconds per call (Vulkan timestamps around
+a batch of calls, median of --rounds), GB/s of the bytes that must move (read x once,
+write once), the ratio against _warp measured in the same run and against torch (> 1:
+faster), and whether the result matches torch (numpy without torch); _warp runs again
+last ("_warp'"), so the spread of its two figures shows the drift within one shape. The winner is the design to name in
 vyre_build/runtime/library.py SHORT_ROWS (one line) or as the tuning candidate
 kernels/tuning.yaml gives it (flat1024, pair1024).
 """
@@ -62,7 +63,7 @@ from vyre_build.runtime.tuning import Choice  # noqa: E402
 
 SHAPES = ((4096, 1024), (16384, 1024), (4096, 512), (8192, 768), (1024, 1024))
 QUICK = ((64, 1024), (33, 1000), (9, 32), (70, 5))
-DESIGNS = (*library.SHORT_DESIGNS, "wide")
+DESIGNS = (*library.SHORT_DESIGNS, "wide", "_warp'")  # _warp' : _warp again, for drift
 FUNCS = {
     "softmax": (_softmax_ours, _torch_softmax, _softmax_want, 1e-5),
     "layer_norm": (_layer_norm_ours, _torch_layer_norm, _layer_norm_want, 1e-4),
@@ -80,7 +81,7 @@ class Forced(dict):
 
     def __init__(self, kernels, design):
         super().__init__(kernels)
-        self.design = design
+        self.design = design.rstrip("'")
 
     def tunable_for(self, fn):
         return fn
@@ -157,8 +158,8 @@ def run_shape(fn, shape, backends, lib, torch, args) -> None:
             kid = library._row_kernel(
                 fn,
                 shape[1],
-                0 if design == "wide" else 1024,
-                None if design == "wide" else forced.tuned(fn).kernel,
+                0 if forced.design == "wide" else 1024,
+                None if forced.design == "wide" else forced.tuned(fn).kernel,
             )[0]
             line = (
                 f"  [{backend:<6}] {fn:<10} {str(shape):<13} {design:<6} {gpu * 1e6:8.1f} us "
