@@ -352,6 +352,13 @@ def test_every_short_row_design_matches_numpy(lib, suffix, cols):
         check_design(lib, suffix, cols, rows)
 
 
+@pytest.mark.parametrize("suffix", list(library.SHORT_DESIGNS))
+def test_every_short_row_design_takes_more_rows_than_one_dispatch(lib, monkeypatch, suffix):
+    monkeypatch.setattr(library, "MAX_ROWS", 1)  # one workgroup: the loop over rows
+    for cols in (5, 8, 1024):
+        check_design(lib, suffix, cols, 37)
+
+
 @pytest.mark.parametrize("lanes", [1, 4, 32, 64])
 @pytest.mark.parametrize("suffix", list(library.SHORT_DESIGNS))
 def test_every_short_row_design_at_any_subgroup_size(lib_bundle, lanes, suffix):
