@@ -295,9 +295,10 @@ def lib_softmax_pair(
         if row + 1 < rows and vec != 0 and cols <= 4 * REGS * subgroup_size():
             softmax_vec2(x4, out4, row, cols)
         else:
-            softmax_row(x4, x, out4, out, row, cols, vec)
-            if row + 1 < rows:
-                softmax_row(x4, x, out4, out, row + 1, cols, vec)
+            one = row
+            while one < min(row + 2, rows):  # one copy of the row code, not two
+                softmax_row(x4, x, out4, out, one, cols, vec)
+                one += 1
         row += 2 * row_stride * per
 
 
@@ -609,9 +610,8 @@ def lib_layer_norm_pair(
         if row + 1 < rows and vec != 0 and cols <= 4 * REGS * subgroup_size():
             layer_norm_vec2(x4, gamma4, beta4, out4, row, cols, eps)
         else:
-            layer_norm_row(x4, x, gamma4, gamma, beta4, beta, out4, out, row, cols, vec, eps)
-            if row + 1 < rows:
-                layer_norm_row(
-                    x4, x, gamma4, gamma, beta4, beta, out4, out, row + 1, cols, vec, eps
-                )
+            one = row
+            while one < min(row + 2, rows):  # one copy of the row code, not two
+                layer_norm_row(x4, x, gamma4, gamma, beta4, beta, out4, out, one, cols, vec, eps)
+                one += 1
         row += 2 * row_stride * per
