@@ -18,7 +18,8 @@ Targets (issue 12): reduce >= 1.0x, scan >= 1.2x, matmul >= 0.75x, softmax and l
 norm >= 1.0x. Softmax and layer norm lines end with the kernel that ran
 (library.row_kernel: rows up to 1024 values take the subgroup-per-row kernel,
 lib_norm_warp.py; issue 22's shapes 4096x1024, 8192x2048 and 16384x4096 by default);
-softmax_256 and layer_norm_256 force lib_norm.py's 256-wide kernel on the same shapes:
+softmax_256 and layer_norm_256 force lib_norm.py's 256-wide kernel on the same shapes (the
+short-row designs side by side, and a copy of the same bytes: bench/norm_bench.py):
 
     python3 bench/library_bench.py --cases softmax,layer_norm,softmax_256,layer_norm_256
 
@@ -53,7 +54,14 @@ from vyre_build import library  # noqa: E402
 from vyre_build.runtime.tuning import Choice  # noqa: E402
 
 KERNELS = os.path.join(ROOT, "kernels")
-LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_warp.py")
+LIB_FILES = (
+    "lib_reduce.py",
+    "lib_scan.py",
+    "lib_matmul.py",
+    "lib_norm.py",
+    "lib_norm_warp.py",
+    "lib_norm_flat.py",
+)
 CODE = {"wgpu": "wgsl", "vulkan": "spirv", "cpu": "kdesc"}
 
 

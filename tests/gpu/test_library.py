@@ -19,7 +19,14 @@ from vyre_build.runtime import get_device, open_bundle
 from vyre_build import library
 
 KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "kernels")
-LIB_FILES = ("lib_reduce.py", "lib_scan.py", "lib_matmul.py", "lib_norm.py", "lib_norm_warp.py")
+LIB_FILES = (
+    "lib_reduce.py",
+    "lib_scan.py",
+    "lib_matmul.py",
+    "lib_norm.py",
+    "lib_norm_warp.py",
+    "lib_norm_flat.py",
+)
 NP = {"u32": np.uint32, "i32": np.int32, "f32": np.float32}
 # Lengths around vec4s (4), workgroups (256 invocations = 1024 values) and several blocks.
 SIZES = (1, 3, 4, 5, 1023, 1024, 1025, 4099, 20001)
@@ -212,8 +219,8 @@ def test_matmul_device_buffers(lib):
 
 # -- softmax and layer norm -----------------------------------------------------------------
 
-# Rows of every kernel (library.row_kernel): _warp up to 1024 values, the 256-wide one past
-# that; around the threshold, whole vec4s or not, a single value.
+# Rows of every kernel (library.row_kernel): the short-row one (SHORT_ROWS) up to 1024
+# values, the 256-wide one past that; around the threshold, whole vec4s or not, one value.
 ROW_SHAPES = [(1, 1), (3, 5), (7,), (2, 3, 12), (2, 1023), (5, 1024), (3, 1025), (2, 1028),
               (2, 2047), (2, 2048), (2, 2049), (2, 3001), (3, 4100)]  # fmt: skip
 
@@ -221,7 +228,7 @@ ROW_SHAPES = [(1, 1), (3, 5), (7,), (2, 3, 12), (2, 1023), (5, 1024), (3, 1025),
 def test_row_shapes_reach_every_row_kernel():
     for fn in ("softmax", "layer_norm"):
         used = {library.row_kernel(fn, shape[-1]) for shape in ROW_SHAPES}
-        assert used == {f"lib_{fn}{s}.f32" for s in ("_warp", "")}
+        assert used == {f"lib_{fn}{s}.f32" for s in (library.SHORT_ROWS[0][1], "")}
 
 
 def want_softmax(x):
@@ -292,6 +299,75 @@ def test_layer_norm_of_constant_rows_is_beta(lib, cols):
     gamma, beta = values("f32", cols, seed=1), values("f32", cols, seed=2)
     got = library.layer_norm(lib, x, gamma, beta, eps=1e-5)
     np.testing.assert_array_equal(got, np.broadcast_to(beta, x.shape))
+
+
+class _Design(dict):
+    """The library's kernels with softmax's and layer norm's short-row kernel tuned to
+    `suffix` (library.SHORT_DESIGNS), through the tuning interface the library reads."""
+
+    def __init__(self, kernels, suffix):
+        super().__init__(kernels)
+        self.suffix = suffix
+
+    def tunable_for(self, fn):
+        return fn
+
+    def tuned(self, name):
+        from vyre_build.runtime.tuning import Choice
+
+        kid = f"lib_{name}{self.suffix}.f32"
+        return Choice(name, self.suffix, kid, {"short_rows": 1024}, "forced", None)
+
+
+# Every short-row design at the edges of vec4s, of subgroups (8, 32 lanes), of the
+# registers (1024 at 32 lanes) and of the rows per workgroup (8 or 16 at 32 lanes, 32 or
+# 64 at lavapipe's 8): row counts 1, 7, 9 and one past several workgroups.
+DESIGN_COLS = (1, 3, 4, 5, 31, 32, 33, 1023, 1024)
+DESIGN_ROWS = (1, 7, 9, 70)
+
+
+def check_design(lib, suffix, cols, rows):
+    """Softmax and layer norm of every design against numpy, constant rows exactly beta."""
+    kernels = _Design(lib, suffix)
+    assert library._row_kernel("softmax", cols, 1024, f"lib_softmax{suffix}.f32")[0] == (
+        f"lib_softmax{suffix}.f32"
+    )
+    x = values("f32", (rows, cols), seed=cols * 100 + rows, lo=-20, hi=20)
+    got = library.softmax(kernels, x)
+    np.testing.assert_allclose(got, want_softmax(x), rtol=2e-5, atol=1e-7)
+    x = values("f32", (rows, cols), seed=cols, lo=-3, hi=5) + np.float32(100)
+    gamma = values("f32", cols, seed=1, lo=0.5, hi=2)
+    beta = values("f32", cols, seed=2)
+    got = library.layer_norm(kernels, x, gamma, beta, eps=1e-5)
+    np.testing.assert_allclose(got, want_layer_norm(x, gamma, beta, 1e-5), rtol=0, atol=2e-4)
+    flat = np.empty((rows, cols), np.float32)
+    flat[:] = np.array([7.25, -(2.0**20), 0.1, 7.3], np.float32)[np.arange(rows) % 4, None]
+    got = library.layer_norm(kernels, flat, gamma, beta, eps=1e-5)
+    np.testing.assert_array_equal(got, np.broadcast_to(beta, flat.shape))
+
+
+@pytest.mark.parametrize("suffix", list(library.SHORT_DESIGNS))
+@pytest.mark.parametrize("cols", DESIGN_COLS)
+def test_every_short_row_design_matches_numpy(lib, suffix, cols):
+    for rows in DESIGN_ROWS:
+        check_design(lib, suffix, cols, rows)
+
+
+@pytest.mark.parametrize("suffix", list(library.SHORT_DESIGNS))
+def test_every_short_row_design_takes_more_rows_than_one_dispatch(lib, monkeypatch, suffix):
+    monkeypatch.setattr(library, "MAX_ROWS", 1)  # one workgroup: the loop over rows
+    for cols in (5, 8, 1024):
+        check_design(lib, suffix, cols, 37)
+
+
+@pytest.mark.parametrize("lanes", [1, 4, 32, 64])
+@pytest.mark.parametrize("suffix", list(library.SHORT_DESIGNS))
+def test_every_short_row_design_at_any_subgroup_size(lib_bundle, lanes, suffix):
+    """The cpu reference at subgroup sizes where rows fit the registers (32, 64 lanes: up
+    to 1024 and 2048 values) and where they do not (1, 4): the strided path."""
+    with open_bundle(lib_bundle, device=get_device("cpu", subgroup_size=lanes)) as lib:
+        for cols in (1, 5, 33, 1024) if lanes < 32 else DESIGN_COLS:
+            check_design(lib, suffix, cols, 9 if lanes < 32 else 37)
 
 
 def test_row_kernels_on_device_buffers(lib):

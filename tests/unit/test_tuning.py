@@ -111,7 +111,7 @@ def test_the_library_tunables_load_and_default_to_their_first_candidate():
         (
             "s:\n  library: scan\n" + CASE + "  candidates:\n    a: {kernel: lib_scan.f32}\n",
             "kernels/tuning.yaml:7:8",
-            "library.scan takes no kernel (only matmul's and matmul_f16's candidates name one)",
+            "library.scan takes no kernel (only layer_norm's, matmul's, matmul_f16's and softmax's candidates name one)",
         ),
         (
             "m:\n  library: matmul_f16\n"

@@ -85,6 +85,9 @@ _UNSET_OR_SIDE = ("tile_m", "tile_n")
 LIBRARY_KERNELS: dict[str, tuple[str, ...] | None] = {
     "matmul": None,
     "matmul_f16": ("lib_matmul_f16", "lib_mm_f16.f32"),
+    # the kernel of rows up to `short_rows` values (runtime/library.py SHORT_DESIGNS)
+    "softmax": tuple(f"lib_softmax_{d}.f32" for d in ("warp", "flat", "pair")),
+    "layer_norm": tuple(f"lib_layer_norm_{d}.f32" for d in ("warp", "flat", "pair")),
 }
 
 
@@ -119,7 +122,8 @@ def check_library_kernel(fn: str, kernel: str | None) -> str | None:
     if fn not in LIBRARY_KERNELS:
         if kernel is None:
             return None
-        named = " and ".join(f"{f}'s" for f in sorted(LIBRARY_KERNELS))
+        names = [f"{f}'s" for f in sorted(LIBRARY_KERNELS)]
+        named = ", ".join(names[:-1]) + " and " + names[-1]
         return f"library.{fn} takes no kernel (only {named} candidates name one)"
     allowed = LIBRARY_KERNELS[fn]
     if kernel is None or allowed is None or kernel in allowed:

@@ -72,7 +72,13 @@ MAX_ROWS = 65535  # softmax, layer_norm: workgroups per dispatch (WebGPU's per-a
 # invocations per row), which moves a 4096-value row at HBM bandwidth (H200: 1.3x torch)
 # but leaves short rows latency-bound. They replace lib_norm_short.py's one row per
 # 32-wide workgroup (0.40-0.60x torch at 4096x1024 on the H200: too few rows in flight).
-SHORT_ROWS = ((1024, "_warp", 8),)  # 8 rows per workgroup where subgroups have 32 lanes
+# SHORT_ROWS: (longest row, kernel suffix) of the short-row kernel that runs with no tuning
+# record; the suffix is one of SHORT_DESIGNS (kernel suffix: rows per workgroup at 32 lanes),
+# the designs a tuning candidate may name: _warp (lib_norm_warp.py), _flat (lib_norm_flat.py:
+# the same rows with straight-line loads) and _pair (lib_norm_flat.py: two rows per
+# subgroup). bench/norm_bench.py times them side by side; the default is this one word.
+SHORT_ROWS = ((1024, "_warp"),)
+SHORT_DESIGNS = {"_warp": 8, "_flat": 8, "_pair": 16}
 _NUMERIC = ("f32", "i32", "u32")
 _OPS = ("sum", "min", "max")
 # The kernel ids each function uses ({op}: the reduction, {t}: the element type).
@@ -96,8 +102,8 @@ LIBRARY_KERNELS = {
         "lib_matmul.f32_k16p",
     ),
     "matmul_f16": ("lib_matmul_f16", "lib_mm_f16.f32", "lib_mm_f16.f16"),
-    "softmax": ("lib_softmax.f32", "lib_softmax_warp.f32"),
-    "layer_norm": ("lib_layer_norm.f32", "lib_layer_norm_warp.f32"),
+    "softmax": tuple(f"lib_softmax{s}.f32" for s in ("", *SHORT_DESIGNS)),
+    "layer_norm": tuple(f"lib_layer_norm{s}.f32" for s in ("", *SHORT_DESIGNS)),
 }
 
 
@@ -655,12 +661,17 @@ def row_kernel(fn: str, cols: int) -> str:
     return _row_kernel(fn, cols)[0]
 
 
-def _row_kernel(fn: str, cols: int, short_rows: int | None = None) -> tuple[str, int]:
+def _row_kernel(
+    fn: str, cols: int, short_rows: int | None = None, kernel: str | None = None
+) -> tuple[str, int]:
     # (kernel id, rows per workgroup) of `fn` for rows of `cols` values; `short_rows`: a
-    # tuned longest row for the short-row kernel (docs/tuning.md), else SHORT_ROWS's.
-    shorts = SHORT_ROWS if short_rows is None else ((short_rows, *SHORT_ROWS[0][1:]),)
-    suffix, per = next(((s, p) for longest, s, p in shorts if cols <= longest), ("", 1))
-    return f"lib_{fn}{suffix}.f32", per
+    # tuned longest row for the short-row kernel (docs/tuning.md), else SHORT_ROWS's;
+    # `kernel`: a tuned short-row kernel (one of SHORT_DESIGNS), else SHORT_ROWS's.
+    shorts = SHORT_ROWS if short_rows is None else ((short_rows, SHORT_ROWS[0][1]),)
+    suffix = next((s for longest, s in shorts if cols <= longest), "")
+    if suffix and kernel is not None:
+        suffix = kernel[len(f"lib_{fn}") : -len(".f32")]
+    return f"lib_{fn}{suffix}.f32", SHORT_DESIGNS.get(suffix, 1)
 
 
 @overload
@@ -690,7 +701,8 @@ def _softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any
     """`softmax` with its kernels given."""
     kind_of("softmax", "x", x, ("f32",))
     rows, cols = _rows("softmax", x)
-    kid, per = _row_kernel("softmax", cols, library_choice(kernels, "softmax")[1]["short_rows"])
+    tuned, params = library_choice(kernels, "softmax")
+    kid, per = _row_kernel("softmax", cols, params["short_rows"], tuned)
     call = Call("softmax", kernels, [kid])
     if isinstance(out, DeviceBuffer) and call.replay((), (x, out)) is not MISS:
         return out
@@ -759,8 +771,8 @@ def _layer_norm(
             )
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 3e38:
         raise fail("layer_norm", f"eps must be a finite float >= 0, got {eps!r}")
-    short_rows = library_choice(kernels, "layer_norm")[1]["short_rows"]
-    kid, per = _row_kernel("layer_norm", cols, short_rows)
+    tuned, params = library_choice(kernels, "layer_norm")
+    kid, per = _row_kernel("layer_norm", cols, params["short_rows"], tuned)
     call = Call("layer_norm", kernels, [kid])
     buffers = (x, gamma, beta, out)
     if isinstance(out, DeviceBuffer) and call.replay((float(eps),), buffers) is not MISS:

@@ -38,6 +38,10 @@ _FILES = {
     "lib_layer_norm": "lib_norm.py",
     "lib_softmax_warp": "lib_norm_warp.py",
     "lib_layer_norm_warp": "lib_norm_warp.py",
+    "lib_softmax_flat": "lib_norm_flat.py",
+    "lib_layer_norm_flat": "lib_norm_flat.py",
+    "lib_softmax_pair": "lib_norm_flat.py",
+    "lib_layer_norm_pair": "lib_norm_flat.py",
 }
 
 
