@@ -151,6 +151,13 @@ def _show(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+# Buffer bindings checked in full (_Checker._binding), by (name, binding, dtype, access,
+# any_length) with each value of the type the check demands (an int binding, a bool
+# any_length: True == 1 cannot alias), so a repeat skips the check and the construction.
+_BINDINGS: dict[tuple[str, int, str, str, bool], Binding] = {}
+_MAX_KEPT_BINDINGS = 4096
+
+
 class _Checker:
     def __init__(self, where: str):
         self.where = where
@@ -176,6 +183,32 @@ class _Checker:
         return value
 
     def binding(self, n: int, entry: object) -> Binding:
+        # The common record passes in one test per field, naming nothing; any other goes
+        # through _binding, which names the field that fails. Checked entries give the
+        # same (frozen) Binding, kept in _BINDINGS: kernels repeat their parameters.
+        if type(entry) is dict:
+            name, kind, number = entry.get("name"), entry.get("kind"), entry.get("binding")
+            if (
+                kind == "buffer"
+                and type(name) is str
+                and type(number) is int
+                and 0 <= number <= MAX_BINDING
+            ):
+                dtype, access = entry.get("dtype"), entry.get("access")
+                free = entry.get("any_length", False)
+                key = (name, number, dtype, access, free)
+                if (
+                    type(dtype) is str
+                    and type(access) is str
+                    and type(free) is bool
+                    and (not free or access == "r")
+                ):
+                    found = _BINDINGS.get(key)
+                    if found is not None:
+                        return found
+        return self._binding(n, entry)
+
+    def _binding(self, n: int, entry: object) -> Binding:
         at = f"bindings[{n}]"
         if not isinstance(entry, dict):
             raise self.fail(at, f"must be an object, got {_show(entry)}")
@@ -198,7 +231,10 @@ class _Checker:
                     f"is true but buffer {name!r} has access {access!r}; only read-only "
                     "buffers are held to the grid's length",
                 )
-            return Binding(name, kind, number, dtype, access=access, any_length=free)
+            made = Binding(name, kind, number, dtype, access=access, any_length=free)
+            if type(number) is int and len(_BINDINGS) < _MAX_KEPT_BINDINGS:
+                _BINDINGS[name, number, dtype, access, free] = made
+            return made
         dtype = self.one_of(f"{at}.dtype", entry.get("dtype"), tuple(SCALAR_DTYPES))
         offset = entry.get("offset")
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0 or offset % 4:

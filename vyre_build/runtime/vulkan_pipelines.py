@@ -283,9 +283,11 @@ def create_pipelines(
 
 
 # Pipelines per driver call when a batch is spread over threads, and the most threads: the
-# driver's work per pipeline (0.2-0.4 ms on NVIDIA even from a warm pipeline cache) runs
-# with the GIL released, so a bundle's warm() takes a fraction of the serial time.
-_PER_THREAD, _THREADS = 8, 8
+# driver's work per pipeline runs with the GIL released, so where it compiles (a cold
+# cache, lavapipe) a bundle's warm() takes a fraction of the serial time. From a warm
+# cache NVIDIA's driver serialises (H200, driver 580, the tree's 77 pipelines: 12.2 ms in
+# one call, 11.1 ms on 4 threads, 24-43 ms on 8), hence at most 4.
+_PER_THREAD, _THREADS = 8, 4
 
 
 def _create_in_parallel(dev: VulkanDevice, infos: Any, pipes: Any, count: int) -> int:
