@@ -50,15 +50,40 @@ class _CountingQueue:
         return getattr(self.queue, name)
 
 
+class _CountingSubmit:
+    """wgpu-native's wgpuQueueSubmit as the device's native recorder calls it, counted."""
+
+    def __init__(self, submit):
+        self.submit, self.submits = submit, 0
+
+    def __call__(self, *args):
+        self.submits += 1
+        return self.submit(*args)
+
+
 @pytest.fixture
 def counted(device):
-    """The device with its queue's submissions counted."""
-    queue = device.queue
+    """The device with its submissions counted: those of its native recorder (every call
+    without timing, where wgpu-py's native backend is there) and of its queue."""
+    queue, native = device.queue, device._native
     device.queue = _CountingQueue(queue)
+    if native is not None:
+        native.submit_fn = _CountingSubmit(native.submit_fn)
     try:
-        yield device.queue
+        yield _Submits(device.queue, native)
     finally:
         device.queue = queue
+        if native is not None:
+            native.submit_fn = native.submit_fn.submit
+
+
+class _Submits:
+    def __init__(self, queue, native):
+        self.queue, self.native = queue, native
+
+    @property
+    def submits(self) -> int:
+        return self.queue.submits + (0 if self.native is None else self.native.submit_fn.submits)
 
 
 def made(dev):
@@ -251,3 +276,29 @@ def test_the_bench_compares_with_a_base_revision(device):
         f"{c} 8 {m}" for c in ("reduce", "scan", "reduce np", "scan np") for m in ("wall", "host")
     ]
     assert all(" us -> " in line and line.endswith("x") for line in lines[1:])
+
+
+def test_the_native_recorder_gives_what_the_public_api_gives(lib):
+    # Calls recorded through wgpu-native's functions (the default on wgpu-py's native
+    # backend) and through wgpu-py's wrapper objects give the same results, in turn on one
+    # device, with the same kept buffers and bind groups.
+    dev = lib.device
+    assert dev._native is not None  # wgpu-py's native backend: the recorder is there
+    rng = np.random.default_rng(5)
+    host = rng.random(50001, dtype=np.float32)
+    xb, prefix, total = dev.buffer(host), dev.buffer(50001, "f32"), dev.buffer(1, "f32")
+    native = dev._native
+    results = []
+    try:
+        for recorder in (native, None, native):
+            dev._native = recorder
+            library.scan(lib, xb, out=prefix)
+            library.reduce(lib, xb, out=total)
+            results.append((prefix.read(), total.read()))
+    finally:
+        dev._native = native
+    for scanned, summed in results[1:]:
+        np.testing.assert_array_equal(scanned, results[0][0])
+        np.testing.assert_array_equal(summed, results[0][1])
+    np.testing.assert_allclose(results[0][0], np.cumsum(host, dtype=np.float64), rtol=1e-4)
+    np.testing.assert_allclose(results[0][1][0], host.sum(dtype=np.float64), rtol=1e-5)

@@ -127,6 +127,76 @@ class _Set:
         self.group, self.ubuf, self.uniform = group, ubuf, uniform
 
 
+class _Native:
+    """A call's commands recorded through wgpu-native's C functions themselves (wgpu-py's
+    own `libf`, which raises a wgpu error the way the wrapper methods do): an encoder, a
+    pass, its dispatches and a submit with no wrapper objects, descriptor structs or
+    release bookkeeping per call (those cost more host time than wgpu-native itself for a
+    library call: issue 23). Made only where wgpu-py's native backend has every function
+    used; otherwise the public API records (WgpuDevice._record)."""
+
+    def __init__(self, device: Any):
+        from wgpu.backends.wgpu_native import _api
+
+        ffi, lib, libf = _api.ffi, _api.lib, _api.libf
+        if not isinstance(device, _api.GPUDevice):
+            raise TypeError("not a wgpu-native device")
+        self.device_id, self.queue_id = device._internal, device.queue._internal
+        self.ffi, self.lib, self.libf = ffi, lib, libf
+        self.create_encoder = libf.wgpuDeviceCreateCommandEncoder
+        self.begin_pass = libf.wgpuCommandEncoderBeginComputePass
+        self.set_pipeline = libf.wgpuComputePassEncoderSetPipeline
+        self.set_group = libf.wgpuComputePassEncoderSetBindGroup
+        self.dispatch = libf.wgpuComputePassEncoderDispatchWorkgroups
+        self.end_pass = libf.wgpuComputePassEncoderEnd
+        self.finish = libf.wgpuCommandEncoderFinish
+        self.submit_fn = libf.wgpuQueueSubmit
+        self.release_pass = lib.wgpuComputePassEncoderRelease
+        self.release_encoder = lib.wgpuCommandEncoderRelease
+        self.release_commands = lib.wgpuCommandBufferRelease
+        # Descriptors with empty labels, made once (what wgpu-py's methods fill per call).
+        empty = _api.to_c_string_view("")
+        self.encoder_desc = ffi.new("WGPUCommandEncoderDescriptor *", {"label": empty})
+        self.pass_desc = ffi.new(
+            "WGPUComputePassDescriptor *", {"label": empty, "timestampWrites": ffi.NULL}
+        )
+        self.commands_desc = ffi.new("WGPUCommandBufferDescriptor *", {"label": empty})
+        self.commands = ffi.new("WGPUCommandBuffer[1]")
+
+    def record(self, jobs: list[Job]) -> None:
+        """One encoder, one compute pass, `jobs`' dispatches, one submit."""
+        null = self.ffi.NULL
+        encoder = self.create_encoder(self.device_id, self.encoder_desc)
+        try:
+            cpass = self.begin_pass(encoder, self.pass_desc)
+            try:
+                for pipe, entry, (x, y, z), new_pipe, new_group in steps(jobs):
+                    if new_pipe:
+                        self.set_pipeline(cpass, pipe[0]._internal)
+                    if new_group:
+                        self.set_group(cpass, 0, entry.group._internal, 0, null)
+                    self.dispatch(cpass, x, y, z)
+                self.end_pass(cpass)
+            finally:
+                self.release_pass(cpass)
+            commands = self.finish(encoder, self.commands_desc)
+        finally:
+            self.release_encoder(encoder)
+        try:
+            self.commands[0] = commands
+            self.submit_fn(self.queue_id, 1, self.commands)
+        finally:
+            self.release_commands(commands)
+
+
+def _native(device: Any) -> _Native | None:
+    # The native recorder of `device`, or None where wgpu-py's internals differ.
+    try:
+        return _Native(device)
+    except Exception:  # noqa: BLE001 - any mismatch: the public API records instead
+        return None
+
+
 class WgpuDevice(Device):
     """A wgpu device; buffers are wgpu storage buffers, pipelines use explicit layouts.
 
@@ -212,6 +282,7 @@ class WgpuDevice(Device):
                 "wgpu buffer allocation failed", device.create_buffer, size=16, usage=_QUERY
             )
         self._stamped = False  # the first pass of this submission wrote its start time
+        self._native = _native(device)  # None: every call recorded through wgpu-py's API
 
     def _guard(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         # fn(*args, **kwargs), a wgpu error raised as "{what} on <adapter>: <error>".
@@ -430,6 +501,9 @@ class WgpuDevice(Device):
             self.gpu_seconds = max(end - start, 0) * 1e-9
 
     def _record(self, jobs: list[Job], final: bool) -> None:
+        if self._native is not None and not self.timing and not self._stamped:
+            self._native.record(jobs)
+            return
         encoder = self.device.create_command_encoder()
         writes: dict[str, Any] | None = None
         if self.timing and self._queries is not None and not self._stamped:
