@@ -290,6 +290,11 @@ def test_the_reader_checks_each_kernel_once(tmp_path, monkeypatch):
         ("bindings.1.any_length", True, "'bindings[1].any_length' is true but buffer 'out'"),
         ("bindings.0.access", "x", "'bindings[0].access' must be one of r, w, rw"),
         ("bindings.0.name", "class", "'bindings[0].name' must be a parameter name"),
+        ("bindings.2.offset", False, "'bindings[2].offset' must be a non-negative multiple"),
+        ("bindings.2.offset", 0.0, "'bindings[2].offset' must be a non-negative multiple"),
+        ("bindings.2.binding", 2.0, "'bindings[2].binding' must be an integer"),
+        ("bindings.2.dtype", "f64", "'bindings[2].dtype' must be one of"),
+        ("bindings.3.offset", 6, "'bindings[3].offset' must be a non-negative multiple"),
     ],
 )
 def test_a_binding_checked_before_does_not_let_a_look_alike_through(path, value, problem):

@@ -151,10 +151,11 @@ def _show(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-# Buffer bindings checked in full (_Checker._binding), by (name, binding, dtype, access,
-# any_length) with each value of the type the check demands (an int binding, a bool
-# any_length: True == 1 cannot alias), so a repeat skips the check and the construction.
-_BINDINGS: dict[tuple[str, int, str, str, bool], Binding] = {}
+# Bindings checked in full (_Checker._binding), by ("buffer", name, binding, dtype,
+# access, any_length) or ("scalar", name, binding, dtype, offset), each value of the type
+# the check demands (str names, int binding and offset, a bool any_length: True == 1 and
+# 1.0 == 1 cannot alias), so a repeat skips the check and the construction.
+_BINDINGS: dict[tuple[Any, ...], Binding] = {}
 _MAX_KEPT_BINDINGS = 4096
 
 
@@ -188,24 +189,20 @@ class _Checker:
         # same (frozen) Binding, kept in _BINDINGS: kernels repeat their parameters.
         if type(entry) is dict:
             name, kind, number = entry.get("name"), entry.get("kind"), entry.get("binding")
-            if (
-                kind == "buffer"
-                and type(name) is str
-                and type(number) is int
-                and 0 <= number <= MAX_BINDING
-            ):
-                dtype, access = entry.get("dtype"), entry.get("access")
-                free = entry.get("any_length", False)
-                key = (name, number, dtype, access, free)
-                if (
-                    type(dtype) is str
-                    and type(access) is str
-                    and type(free) is bool
-                    and (not free or access == "r")
-                ):
-                    found = _BINDINGS.get(key)
-                    if found is not None:
-                        return found
+            dtype = entry.get("dtype")
+            if type(name) is str and type(number) is int and type(dtype) is str:
+                if kind == "buffer":
+                    access, free = entry.get("access"), entry.get("any_length", False)
+                    if type(access) is str and type(free) is bool:
+                        found = _BINDINGS.get((kind, name, number, dtype, access, free))
+                        if found is not None:
+                            return found
+                elif kind == "scalar":
+                    offset = entry.get("offset")
+                    if type(offset) is int:
+                        found = _BINDINGS.get((kind, name, number, dtype, offset))
+                        if found is not None:
+                            return found
         return self._binding(n, entry)
 
     def _binding(self, n: int, entry: object) -> Binding:
@@ -232,8 +229,8 @@ class _Checker:
                     "buffers are held to the grid's length",
                 )
             made = Binding(name, kind, number, dtype, access=access, any_length=free)
-            if type(number) is int and len(_BINDINGS) < _MAX_KEPT_BINDINGS:
-                _BINDINGS[name, number, dtype, access, free] = made
+            if type(name) is str and type(number) is int and len(_BINDINGS) < _MAX_KEPT_BINDINGS:
+                _BINDINGS[kind, name, number, dtype, access, free] = made
             return made
         dtype = self.one_of(f"{at}.dtype", entry.get("dtype"), tuple(SCALAR_DTYPES))
         offset = entry.get("offset")
@@ -241,7 +238,10 @@ class _Checker:
             raise self.fail(
                 f"{at}.offset", f"must be a non-negative multiple of 4, got {_show(offset)}"
             )
-        return Binding(name, kind, number, dtype, offset=offset)
+        made = Binding(name, kind, number, dtype, offset=offset)
+        if type(name) is str and type(number) is int and len(_BINDINGS) < _MAX_KEPT_BINDINGS:
+            _BINDINGS[kind, name, number, dtype, offset] = made
+        return made
 
     def uniform(self, value: object, scalars: list[Binding]) -> Uniform | None:
         if value is None:
