@@ -11,7 +11,9 @@ import threading
 
 import numpy as np
 import pytest
+import wgpu
 
+from vyre_build.errors import DeviceError
 from vyre_build.runtime import library, open_bundle
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -302,3 +304,31 @@ def test_the_native_recorder_gives_what_the_public_api_gives(lib):
         np.testing.assert_array_equal(summed, results[0][1])
     np.testing.assert_allclose(results[0][0], np.cumsum(host, dtype=np.float64), rtol=1e-4)
     np.testing.assert_allclose(results[0][1][0], host.sum(dtype=np.float64), rtol=1e-5)
+
+
+@pytest.mark.parametrize("recorder", ["native", "public"])
+def test_a_wgpu_error_while_recording_is_a_device_error_and_the_device_goes_on(lib, recorder):
+    # A bind group of another layout than the pipeline's: wgpu-native reports it while the
+    # pass is recorded; both recorders raise it (as DeviceError through the device's
+    # guard), and the next call runs.
+    from types import SimpleNamespace
+
+    dev = lib.device
+    gpu = dev.device
+    shader = gpu.create_shader_module(
+        code="@group(0) @binding(0) var<storage, read_write> a: array<u32>;\n"
+        "@compute @workgroup_size(1) fn main() { a[0] = 1u; }"
+    )
+    pipe = gpu.create_compute_pipeline(layout="auto", compute={"module": shader})
+    group = gpu.create_bind_group(layout=gpu.create_bind_group_layout(entries=[]), entries=[])
+    jobs = [((pipe,), SimpleNamespace(group=group), (1, 1, 1))]
+    native = dev._native
+    dev._native = native if recorder == "native" else None
+    try:
+        with pytest.raises(DeviceError, match="wgpu dispatch failed on .*") as info:
+            dev._submit(jobs, True)
+    finally:
+        dev._native = native
+    assert isinstance(info.value.__cause__, wgpu.GPUValidationError)
+    x = np.arange(1000, dtype=np.uint32)
+    assert library.reduce(lib, dev.buffer(x)) == x.sum()

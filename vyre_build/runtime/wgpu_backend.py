@@ -128,29 +128,33 @@ class _Set:
 
 
 class _Native:
-    """A call's commands recorded through wgpu-native's C functions themselves (wgpu-py's
-    own `libf`, which raises a wgpu error the way the wrapper methods do): an encoder, a
-    pass, its dispatches and a submit with no wrapper objects, descriptor structs or
-    release bookkeeping per call (those cost more host time than wgpu-native itself for a
-    library call: issue 23). Made only where wgpu-py's native backend has every function
-    used; otherwise the public API records (WgpuDevice._record)."""
+    """A call's commands recorded through wgpu-native's C functions themselves: an encoder,
+    a pass, its dispatches and a submit with no wrapper objects, descriptor structs or
+    release bookkeeping per call, and wgpu-py's error capture once around them all instead
+    of once per function (those cost more host time than wgpu-native itself for a library
+    call: issue 23). A wgpu error raised in that capture is raised as wgpu-py's methods
+    raise it (GPUValidationError, ...). Made only where wgpu-py's native backend has every
+    function and helper used; otherwise the public API records (WgpuDevice._record)."""
 
     def __init__(self, device: Any):
-        from wgpu.backends.wgpu_native import _api
+        from wgpu.backends.wgpu_native import _api, _helpers
 
-        ffi, lib, libf = _api.ffi, _api.lib, _api.libf
+        ffi, lib = _api.ffi, _api.lib
         if not isinstance(device, _api.GPUDevice):
             raise TypeError("not a wgpu-native device")
         self.device_id, self.queue_id = device._internal, device.queue._internal
-        self.ffi, self.lib, self.libf = ffi, lib, libf
-        self.create_encoder = libf.wgpuDeviceCreateCommandEncoder
-        self.begin_pass = libf.wgpuCommandEncoderBeginComputePass
-        self.set_pipeline = libf.wgpuComputePassEncoderSetPipeline
-        self.set_group = libf.wgpuComputePassEncoderSetBindGroup
-        self.dispatch = libf.wgpuComputePassEncoderDispatchWorkgroups
-        self.end_pass = libf.wgpuComputePassEncoderEnd
-        self.finish = libf.wgpuCommandEncoderFinish
-        self.submit_fn = libf.wgpuQueueSubmit
+        self.ffi, self.errors = ffi, _api.error_handler
+        self.error_types = _helpers.ERROR_TYPES
+        if not all(callable(getattr(self.errors, f, None)) for f in ("capture", "release")):
+            raise TypeError("wgpu-py's error handler differs")
+        self.create_encoder = lib.wgpuDeviceCreateCommandEncoder
+        self.begin_pass = lib.wgpuCommandEncoderBeginComputePass
+        self.set_pipeline = lib.wgpuComputePassEncoderSetPipeline
+        self.set_group = lib.wgpuComputePassEncoderSetBindGroup
+        self.dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
+        self.end_pass = lib.wgpuComputePassEncoderEnd
+        self.finish = lib.wgpuCommandEncoderFinish
+        self.submit_fn = lib.wgpuQueueSubmit
         self.release_pass = lib.wgpuComputePassEncoderRelease
         self.release_encoder = lib.wgpuCommandEncoderRelease
         self.release_commands = lib.wgpuCommandBufferRelease
@@ -164,7 +168,34 @@ class _Native:
         self.commands = ffi.new("WGPUCommandBuffer[1]")
 
     def record(self, jobs: list[Job]) -> None:
-        """One encoder, one compute pass, `jobs`' dispatches, one submit."""
+        """One encoder, one compute pass, `jobs`' dispatches, one submit. A wgpu error
+        reported while encoding is raised before anything is submitted (wgpu-native aborts
+        the process on a submit of an invalid command buffer); of several, the last one
+        (wgpu-py logs the others)."""
+        commands = self._guarded(self._encode, jobs)
+        try:
+            self.commands[0] = commands
+            self._guarded(self.submit_fn, self.queue_id, 1, self.commands)
+        finally:
+            self.release_commands(commands)
+
+    def _guarded(self, fn: Any, *args: Any) -> Any:
+        # fn(*args) inside one wgpu-py error capture; the error reported meanwhile raised.
+        errors = self.errors
+        errors.capture("vyre")
+        try:
+            result = fn(*args)
+        finally:
+            caught = errors.release("vyre")
+        if caught is not None:
+            if fn == self._encode and result is not None:
+                self.release_commands(result)
+            kind, message = caught
+            raise self.error_types.get(kind, wgpu.GPUError)(message)
+        return result
+
+    def _encode(self, jobs: list[Job]) -> Any:
+        # The finished command buffer of `jobs` (the encoder and pass released).
         null = self.ffi.NULL
         encoder = self.create_encoder(self.device_id, self.encoder_desc)
         try:
@@ -179,14 +210,9 @@ class _Native:
                 self.end_pass(cpass)
             finally:
                 self.release_pass(cpass)
-            commands = self.finish(encoder, self.commands_desc)
+            return self.finish(encoder, self.commands_desc)
         finally:
             self.release_encoder(encoder)
-        try:
-            self.commands[0] = commands
-            self.submit_fn(self.queue_id, 1, self.commands)
-        finally:
-            self.release_commands(commands)
 
 
 def _native(device: Any) -> _Native | None:
