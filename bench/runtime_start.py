@@ -6,9 +6,15 @@ Run alone, it prints the two start-up figures of issue 23 for the code under --r
 (default: this checkout), so that two checkouts can be compared on one machine:
 
     python bench/runtime_start.py [--backend vulkan|wgpu] [--repeat N] [--root DIR]
+        [--base REV] [--threads 1,4,8]
 
 `bundle.warm()` of the tree with a warm pipeline cache and the driver's cache off (with the
 Vulkan layouts it made), and the open of a bundle of 100 kernels (in this process).
+
+With --base REV, the same figures for that revision's vyre_build (git archive), the
+processes of both interleaved, and their ratios; the warm() line splits off the driver's
+vkCreateComputePipelines (Vulkan). --threads: warm() with those most-threads settings of
+Vulkan pipeline creation (vulkan_pipelines._THREADS), to choose it on a device.
 
 Every figure is the median over `repeat` fresh processes (after one discarded run that
 writes bytecode caches and primes whichever cache the configuration keeps warm). "Driver
@@ -35,6 +41,21 @@ sys.path.insert(0, cfg["root"])
 import numpy as np
 from vyre_build.runtime import get_device, load_kernel, open_bundle
 t1 = time.perf_counter()
+driver = [0.0, 0.0]  # the pipeline creation call: wall and this thread's CPU seconds
+if cfg["backend"] == "vulkan":
+    from vyre_build.runtime import vulkan_pipelines as vp
+    if cfg.get("threads") and hasattr(vp, "_THREADS"):
+        vp._THREADS = cfg["threads"]
+    timed = getattr(vp, "_create_in_parallel", None)
+    if timed is not None:  # the driver's vkCreateComputePipelines, timed apart
+        def _timed(*a, _f=timed):
+            t, c = time.perf_counter(), time.thread_time()
+            try:
+                return _f(*a)
+            finally:
+                driver[0] += time.perf_counter() - t
+                driver[1] += time.thread_time() - c
+        vp._create_in_parallel = _timed
 dev = get_device(cfg["backend"], pipeline_cache=cfg["cache"])
 t2 = time.perf_counter()
 created = 0
@@ -49,7 +70,10 @@ else:
     bundle = open_bundle(cfg["bundle"], device=dev)
     t3 = time.perf_counter()
     if cfg["mode"] == "warm":
+        driver[:] = [0.0, 0.0]
+        tw, cw = time.perf_counter(), time.thread_time()
         created = bundle.warm().created
+        warm_s, warm_cpu = time.perf_counter() - tw, time.thread_time() - cw
     kern = bundle["saxpy"]
     kern.warm()
 t4 = time.perf_counter()
@@ -62,7 +86,25 @@ layouts = len(getattr(dev, "layouts", ()))
 dev.close()  # saves the persisted pipeline cache: not timed
 print(json.dumps({"inside": t5 - t0, "imports": t1 - t0, "device": t2 - t1, "open": t3 - t2,
                   "load": t4 - t3, "dispatch": t5 - t4, "created": created, "loaded": loaded,
-                  "layouts": layouts}))
+                  "layouts": layouts, "driver": driver[0],
+                  "warm": warm_s if cfg["mode"] == "warm" else 0.0,
+                  "python_cpu": warm_cpu - driver[1] if cfg["mode"] == "warm" else 0.0}))
+"""
+OPEN_CHILD = r"""
+import json, statistics, sys, time
+cfg = json.loads(sys.argv[1])
+sys.path.insert(0, cfg["root"])
+from vyre_build.runtime import open_bundle
+def once():
+    open_bundle(cfg["bundle"], device=None).close()
+for _ in range(20):
+    once()
+rounds = []
+for _ in range(cfg["rounds"]):
+    t = time.perf_counter()
+    once()
+    rounds.append(time.perf_counter() - t)
+print(json.dumps({"median": statistics.median(rounds), "best": min(rounds)}))
 """
 PHASES = (
     ("interpreter start", "start"),
@@ -218,15 +260,47 @@ def startup(
         say(f"[{backend}] bundle.warm() cold / warm pipeline cache: {c['load'] / w['load']:.1f}x")
 
 
+def _open_times(root: str, bundle: str, rounds: int) -> dict:
+    """Median and best seconds of opening `bundle` (no device) in a fresh process running
+    the vyre_build of `root`, over `rounds` opens after 20 discarded ones."""
+    full = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cfg = json.dumps({"root": root, "bundle": bundle, "rounds": rounds})
+    done = subprocess.run(
+        [sys.executable, "-c", OPEN_CHILD, cfg], capture_output=True, text=True, env=full
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"bundle open child failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _base_tree(rev: str, into: str) -> str:
+    """vyre_build/ of revision `rev` of this checkout, `git archive`d into `into`."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    archive = subprocess.run(
+        ["git", "-C", here, "archive", rev, "vyre_build"], capture_output=True, check=True
+    ).stdout
+    os.makedirs(into, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+    return into
+
+
 def main(argv: list[str] | None = None) -> int:
     """`bundle.warm()` of the tree (warm pipeline cache, driver cache off) and the open of a
-    bundle of 100 kernels, medians over fresh processes / rounds, for the code of --root."""
+    bundle of 100 kernels, medians over fresh processes / rounds, for the code of --root,
+    and with --base for that revision too (interleaved, same bundles: ratios of one run)."""
     import argparse
 
     p = argparse.ArgumentParser(description="bundle.warm() and bundle open, for one checkout")
     p.add_argument("--backend", default="vulkan", choices=("vulkan", "wgpu"))
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p.add_argument("--base", default="", help="a git revision to compare with (git archive)")
+    p.add_argument(
+        "--threads",
+        default="",
+        help="Vulkan: also warm() with these most-threads settings of pipeline creation "
+        "(comma list, e.g. 1,4,8), this tree only",
+    )
     a = p.parse_args(argv)
     root = os.path.abspath(a.root)
     sys.path.insert(0, root)
@@ -237,24 +311,66 @@ def main(argv: list[str] | None = None) -> int:
         tree, hundred = os.path.join(tmp, "tree.vyrebundle"), os.path.join(tmp, "h.vyrebundle")
         count = len(runtime_bench.build_bundle(tree, count=0))
         runtime_bench.build_bundle(hundred)
-        base = {"root": root, "backend": a.backend, "bundle": tree, "mode": "warm"}
-        base["cache"] = os.path.join(tmp, "plc")
-        runs = [_fresh(base, DRIVER_OFF) for _ in range(a.repeat + 1)][1:]
-        r = _medians(runs)
-        each = ", ".join(f"{x['load'] * 1e3:.2f}" for x in runs)
-        print(
-            f"[{a.backend}] bundle.warm() of the tree's {count} kernels, warm pipeline cache, "
-            f"driver cache off, median of {a.repeat}: {r['load'] * 1e3:.2f} ms "
-            f"(runs {each}; "
-            f"{r['layouts']:.0f} layouts on the device)"
-        )
-        from vyre_build.runtime import open_bundle
-
-        def once() -> None:
-            open_bundle(hundred, device=None).close()
-
-        t = runtime_bench.median_time(once, max(a.repeat, 20) * 5)
-        print(f"bundle open (100 kernels): {t * 1e3:.3f} ms")
+        sides = {"this": root}
+        if a.base:
+            sides["base"] = _base_tree(a.base, os.path.join(tmp, "base"))
+        warm_runs: dict[str, list] = {k: [] for k in sides}
+        open_runs: dict[str, list] = {k: [] for k in sides}
+        for i in range(a.repeat + 1):  # interleaved; the first of each side discarded
+            for side, where in sides.items():
+                cfg = {"root": where, "backend": a.backend, "bundle": tree, "mode": "warm"}
+                cfg["cache"] = os.path.join(tmp, f"plc-{side}")
+                run = _fresh(cfg, DRIVER_OFF)
+                if i:
+                    warm_runs[side].append(run)
+        for _ in range(3):
+            for side, where in sides.items():
+                open_runs[side].append(_open_times(where, hundred, max(a.repeat, 20) * 5))
+        for side in sides:
+            r = _medians(warm_runs[side])
+            each = ", ".join(f"{x['warm'] * 1e3:.2f}" for x in warm_runs[side])
+            split = (
+                f"; driver's vkCreateComputePipelines {r['driver'] * 1e3:.2f} ms, the rest "
+                f"(Python, shader modules) {(r['warm'] - r['driver']) * 1e3:.2f} ms, of it "
+                f"CPU time of the calling thread {r['python_cpu'] * 1e3:.2f} ms"
+                if r["driver"]
+                else ""
+            )
+            print(
+                f"[{a.backend}] {side}: bundle.warm() of the tree's {count} kernels, warm "
+                f"pipeline cache, driver cache off, median of {a.repeat}: "
+                f"{r['warm'] * 1e3:.2f} ms (runs {each}; {r['created']:.0f} pipelines, "
+                f"{r['layouts']:.0f} layouts on the device{split}) (target <= 10 ms)"
+            )
+            o = statistics.median(x["median"] for x in open_runs[side])
+            best = min(x["best"] for x in open_runs[side])
+            print(
+                f"[{a.backend}] {side}: bundle open (100 kernels): {o * 1e3:.3f} ms median "
+                f"(best {best * 1e3:.3f} ms; target <= 1 ms)"
+            )
+        if a.base:
+            w = {k: _medians(v) for k, v in warm_runs.items()}
+            o = {k: statistics.median(x["median"] for x in v) for k, v in open_runs.items()}
+            print(
+                f"[{a.backend}] {a.base} -> this tree: warm() {w['base']['warm'] * 1e3:.2f} -> "
+                f"{w['this']['warm'] * 1e3:.2f} ms ({w['base']['warm'] / w['this']['warm']:.2f}x"
+                f"), without the driver's pipeline creation "
+                f"{(w['base']['warm'] - w['base']['driver']) * 1e3:.2f} -> "
+                f"{(w['this']['warm'] - w['this']['driver']) * 1e3:.2f} ms (CPU "
+                f"{w['base']['python_cpu'] * 1e3:.2f} -> {w['this']['python_cpu'] * 1e3:.2f} "
+                f"ms: {w['base']['python_cpu'] / w['this']['python_cpu']:.2f}x); bundle open "
+                f"{o['base'] * 1e3:.3f} -> {o['this'] * 1e3:.3f} ms "
+                f"({o['base'] / o['this']:.2f}x)"
+            )
+        for threads in [int(t) for t in a.threads.split(",") if t] * (a.backend == "vulkan"):
+            cfg = {"root": root, "backend": a.backend, "bundle": tree, "mode": "warm"}
+            cfg.update(cache=os.path.join(tmp, "plc-this"), threads=threads)
+            r = _medians([_fresh(cfg, DRIVER_OFF) for _ in range(a.repeat)])
+            print(
+                f"[{a.backend}] this, pipeline creation on at most {threads} threads: "
+                f"warm() {r['warm'] * 1e3:.2f} ms, of which vkCreateComputePipelines "
+                f"{r['driver'] * 1e3:.2f} ms"
+            )
     return 0
 
 

@@ -11,7 +11,9 @@ import threading
 
 import numpy as np
 import pytest
+import wgpu
 
+from vyre_build.core.errors import DeviceError
 from vyre_build import library
 from vyre_build.runtime import open_bundle
 
@@ -51,15 +53,40 @@ class _CountingQueue:
         return getattr(self.queue, name)
 
 
+class _CountingSubmit:
+    """wgpu-native's wgpuQueueSubmit as the device's native recorder calls it, counted."""
+
+    def __init__(self, submit):
+        self.submit, self.submits = submit, 0
+
+    def __call__(self, *args):
+        self.submits += 1
+        return self.submit(*args)
+
+
 @pytest.fixture
 def counted(device):
-    """The device with its queue's submissions counted."""
-    queue = device.queue
+    """The device with its submissions counted: those of its native recorder (every call
+    without timing, where wgpu-py's native backend is there) and of its queue."""
+    queue, native = device.queue, device._native
     device.queue = _CountingQueue(queue)
+    if native is not None:
+        native.submit_fn = _CountingSubmit(native.submit_fn)
     try:
-        yield device.queue
+        yield _Submits(device.queue, native)
     finally:
         device.queue = queue
+        if native is not None:
+            native.submit_fn = native.submit_fn.submit
+
+
+class _Submits:
+    def __init__(self, queue, native):
+        self.queue, self.native = queue, native
+
+    @property
+    def submits(self) -> int:
+        return self.queue.submits + (0 if self.native is None else self.native.submit_fn.submits)
 
 
 def made(dev):
@@ -252,3 +279,57 @@ def test_the_bench_compares_with_a_base_revision(device):
         f"{c} 8 {m}" for c in ("reduce", "scan", "reduce np", "scan np") for m in ("wall", "host")
     ]
     assert all(" us -> " in line and line.endswith("x") for line in lines[1:])
+
+
+def test_the_native_recorder_gives_what_the_public_api_gives(lib):
+    # Calls recorded through wgpu-native's functions (the default on wgpu-py's native
+    # backend) and through wgpu-py's wrapper objects give the same results, in turn on one
+    # device, with the same kept buffers and bind groups.
+    dev = lib.device
+    assert dev._native is not None  # wgpu-py's native backend: the recorder is there
+    rng = np.random.default_rng(5)
+    host = rng.random(50001, dtype=np.float32)
+    xb, prefix, total = dev.buffer(host), dev.buffer(50001, "f32"), dev.buffer(1, "f32")
+    native = dev._native
+    results = []
+    try:
+        for recorder in (native, None, native):
+            dev._native = recorder
+            library.scan(lib, xb, out=prefix)
+            library.reduce(lib, xb, out=total)
+            results.append((prefix.read(), total.read()))
+    finally:
+        dev._native = native
+    for scanned, summed in results[1:]:
+        np.testing.assert_array_equal(scanned, results[0][0])
+        np.testing.assert_array_equal(summed, results[0][1])
+    np.testing.assert_allclose(results[0][0], np.cumsum(host, dtype=np.float64), rtol=1e-4)
+    np.testing.assert_allclose(results[0][1][0], host.sum(dtype=np.float64), rtol=1e-5)
+
+
+@pytest.mark.parametrize("recorder", ["native", "public"])
+def test_a_wgpu_error_while_recording_is_a_device_error_and_the_device_goes_on(lib, recorder):
+    # A bind group of another layout than the pipeline's: wgpu-native reports it while the
+    # pass is recorded; both recorders raise it (as DeviceError through the device's
+    # guard), and the next call runs.
+    from types import SimpleNamespace
+
+    dev = lib.device
+    gpu = dev.device
+    shader = gpu.create_shader_module(
+        code="@group(0) @binding(0) var<storage, read_write> a: array<u32>;\n"
+        "@compute @workgroup_size(1) fn main() { a[0] = 1u; }"
+    )
+    pipe = gpu.create_compute_pipeline(layout="auto", compute={"module": shader})
+    group = gpu.create_bind_group(layout=gpu.create_bind_group_layout(entries=[]), entries=[])
+    jobs = [((pipe,), SimpleNamespace(group=group), (1, 1, 1))]
+    native = dev._native
+    dev._native = native if recorder == "native" else None
+    try:
+        with pytest.raises(DeviceError, match="wgpu dispatch failed on .*") as info:
+            dev._submit(jobs, True)
+    finally:
+        dev._native = native
+    assert isinstance(info.value.__cause__, wgpu.GPUValidationError)
+    x = np.arange(1000, dtype=np.uint32)
+    assert library.reduce(lib, dev.buffer(x)) == x.sum()

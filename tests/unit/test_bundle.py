@@ -501,6 +501,39 @@ def test_a_lazily_decoded_record_gets_the_whole_decoders_checks(meta, message):
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "meta, message",
+    [
+        ('{"a":1,"a":2}', "duplicate key 'a'"),
+        ('{"a":NaN}', "non-JSON number NaN"),
+        ("[1]", "'meta' must be a dict, got list"),
+        ('{"a":1},{"b":2}', "Extra data"),  # two values in one span: the count changes
+        ('{"deep":' + "[" * 29 + "]" * 29 + "}", "nested deeper than 32 levels"),
+    ],
+)
+def test_a_batch_decode_refuses_what_each_records_own_decode_refuses(meta, message):
+    # Bundle.warm() decodes the records in one pass (decode_metas); a bad record keeps
+    # nothing of the batch it spoils, and its use names the problem as before
+    doc = manifest_of(GOOD)
+    doc["kernels"][1]["meta"] = "@@"
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":")).replace('"@@"', meta)
+    r = read_bundle_bytes(with_manifest(GOOD, text.encode()), "t.vyrebundle")
+    r.decode_metas(r.ids)
+    assert r.kernel_meta("add.f32").id == "add.f32"
+    with pytest.raises(BundleError) as info:
+        r.kernel_meta("add.i32")
+    assert message in str(info.value)
+
+
+def test_a_batch_decode_gives_each_records_own_decode():
+    one, batch = (read_bundle_bytes(GOOD, "t.vyrebundle") for _ in range(2))
+    batch.decode_metas(["saxpy", "add.i32", "nothing such", "add.f32"])
+    assert sorted(batch._metas) == sorted(batch.ids)
+    for ident in one.ids:
+        assert batch.kernel_meta(ident) == one.kernel_meta(ident)
+        assert batch.entry(ident) == one.entry(ident)
+
+
 def test_a_canonical_record_nested_past_the_limit_is_refused_before_it_is_served():
     doc = manifest_of(GOOD)
     doc["kernels"][1]["meta"]["deep"] = "@@"

@@ -279,3 +279,29 @@ def test_the_reader_checks_each_kernel_once(tmp_path, monkeypatch):
             reader.entry("fill.u32")
         assert reader.kernel_meta("fill.u32").id == "fill.u32"
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    "path, value, problem",
+    [
+        ("bindings.0.binding", True, "'bindings[0].binding' must be an integer"),
+        ("bindings.0.binding", 0.0, "'bindings[0].binding' must be an integer"),
+        ("bindings.0.any_length", 1, "'bindings[0].any_length' must be true or false"),
+        ("bindings.1.any_length", True, "'bindings[1].any_length' is true but buffer 'out'"),
+        ("bindings.0.access", "x", "'bindings[0].access' must be one of r, w, rw"),
+        ("bindings.0.name", "class", "'bindings[0].name' must be a parameter name"),
+        ("bindings.2.offset", False, "'bindings[2].offset' must be a non-negative multiple"),
+        ("bindings.2.offset", 0.0, "'bindings[2].offset' must be a non-negative multiple"),
+        ("bindings.2.binding", 2.0, "'bindings[2].binding' must be an integer"),
+        ("bindings.2.dtype", "f64", "'bindings[2].dtype' must be one of"),
+        ("bindings.3.offset", 6, "'bindings[3].offset' must be a non-negative multiple"),
+    ],
+)
+def test_a_binding_checked_before_does_not_let_a_look_alike_through(path, value, problem):
+    # checked buffer bindings are kept by value and type (True == 1 == 1.0 in a dict key)
+    first = check_metadata(copy.deepcopy(GOOD), "k")
+    again = check_metadata(copy.deepcopy(GOOD), "k")
+    assert again.bindings == first.bindings
+    with pytest.raises(BundleError) as info:
+        check_metadata(edited(path, value), "k")
+    assert problem in str(info.value)

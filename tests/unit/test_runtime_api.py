@@ -154,6 +154,36 @@ def test_warm_skips_what_the_device_cannot_run_unless_asked_by_name(tmp_path):
         Bundle(read_bundle(path), dev).warm(["mm"])
 
 
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        ('{"a":1,"a":2}', "duplicate key 'a'"),
+        ("[1]", "'meta' must be a dict, got list"),
+        ('{"a":1},{"b":2}', "Extra data"),
+    ],
+)
+def test_warm_skips_a_corrupt_metadata_record_with_its_reason(tmp_path, bad, reason):
+    # warm() decodes the records in one pass; a corrupt one spoils none of the others and
+    # is refused with what its own decode says, before anything of it is used
+    import json
+
+    from test_bundle import manifest_of, with_manifest
+
+    add = [{**SAXPY, "name": "add", "variant": v, "id": f"add.{v}"} for v in ("f32", "i32")]
+    data = open(make_bundle(tmp_path, [*add, SAXPY]), "rb").read()
+    doc = manifest_of(data)
+    doc["kernels"][1]["meta"] = "@@"
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":")).replace('"@@"', bad)
+    path = tmp_path / "bad.vyrebundle"
+    path.write_bytes(with_manifest(data, text.encode()))
+    dev = Fake()
+    warmed = Bundle(read_bundle(path), dev).warm()
+    assert warmed.kernels == ("add.f32", "saxpy") and warmed.created == 2
+    assert list(warmed.skipped) == ["add.i32"] and reason in warmed.skipped["add.i32"]
+    with pytest.raises(BundleError, match=reason):
+        Bundle(read_bundle(path), dev).warm(["add.i32", "saxpy"])
+
+
 def test_a_kernel_the_device_cannot_run_is_refused_before_anything_is_read(tmp_path, monkeypatch):
     needs = ["subgroup_clustered", "cooperative_matrix.f16.f32.16x8x16", "warp_magic"]
     path = make_bundle(tmp_path, [{**SAXPY, "features": needs}])

@@ -231,6 +231,14 @@ def _show(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+# Bindings checked in full (_Checker._binding), by ("buffer", name, binding, dtype,
+# access, any_length) or ("scalar", name, binding, dtype, offset), each value of the type
+# the check demands (str names, int binding and offset, a bool any_length: True == 1 and
+# 1.0 == 1 cannot alias), so a repeat skips the check and the construction.
+_BINDINGS: dict[tuple[Any, ...], Binding] = {}
+_MAX_KEPT_BINDINGS = 4096
+
+
 class _Checker:
     def __init__(self, where: str):
         self.where = where
@@ -256,6 +264,28 @@ class _Checker:
         return value
 
     def binding(self, n: int, entry: object) -> Binding:
+        # The common record passes in one test per field, naming nothing; any other goes
+        # through _binding, which names the field that fails. Checked entries give the
+        # same (frozen) Binding, kept in _BINDINGS: kernels repeat their parameters.
+        if type(entry) is dict:
+            name, kind, number = entry.get("name"), entry.get("kind"), entry.get("binding")
+            dtype = entry.get("dtype")
+            if type(name) is str and type(number) is int and type(dtype) is str:
+                if kind == "buffer":
+                    access, free = entry.get("access"), entry.get("any_length", False)
+                    if type(access) is str and type(free) is bool:
+                        found = _BINDINGS.get((kind, name, number, dtype, access, free))
+                        if found is not None:
+                            return found
+                elif kind == "scalar":
+                    offset = entry.get("offset")
+                    if type(offset) is int:
+                        found = _BINDINGS.get((kind, name, number, dtype, offset))
+                        if found is not None:
+                            return found
+        return self._binding(n, entry)
+
+    def _binding(self, n: int, entry: object) -> Binding:
         at = f"bindings[{n}]"
         if not isinstance(entry, dict):
             raise self.fail(at, f"must be an object, got {_show(entry)}")
@@ -278,14 +308,20 @@ class _Checker:
                     f"is true but buffer {name!r} has access {access!r}; only read-only "
                     "buffers are held to the grid's length",
                 )
-            return Binding(name, kind, number, dtype, access=access, any_length=free)
+            made = Binding(name, kind, number, dtype, access=access, any_length=free)
+            if type(name) is str and type(number) is int and len(_BINDINGS) < _MAX_KEPT_BINDINGS:
+                _BINDINGS[kind, name, number, dtype, access, free] = made
+            return made
         dtype = self.one_of(f"{at}.dtype", entry.get("dtype"), tuple(SCALAR_DTYPES))
         offset = entry.get("offset")
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0 or offset % 4:
             raise self.fail(
                 f"{at}.offset", f"must be a non-negative multiple of 4, got {_show(offset)}"
             )
-        return Binding(name, kind, number, dtype, offset=offset)
+        made = Binding(name, kind, number, dtype, offset=offset)
+        if type(name) is str and type(number) is int and len(_BINDINGS) < _MAX_KEPT_BINDINGS:
+            _BINDINGS[kind, name, number, dtype, offset] = made
+        return made
 
     def uniform(self, value: object, scalars: list[Binding]) -> Uniform | None:
         if value is None:

@@ -487,6 +487,36 @@ class BundleReader:
             meta = self._metas.setdefault(ident, meta)
         return meta
 
+    def decode_metas(self, idents: list[str]) -> None:
+        """Decode the metadata records of `idents` not decoded yet in one pass (what
+        `Bundle.warm()` asks for): their spans, proven whole as `_meta` proves them, are
+        decoded as one JSON array and re-encoded once, so each record gets the checks of
+        `_meta` (canonical JSON: no duplicate key, NaN or infinity; the record's shape
+        and id) for one C call instead of one per kernel. Where the batch is not
+        canonical, nothing is kept: each record's first use decodes it alone and names
+        its problem. Unknown ids are left to that use too."""
+        todo = sorted(
+            {i for i in idents if i in self._order and i not in self._metas},
+            key=self._order.__getitem__,
+        )
+        if len(todo) < 2:
+            return
+        try:
+            self._prove_split(todo[-1])
+        except BundleError:  # the records before the bad one are still served alone
+            return
+        cuts = map(self._cuts.__getitem__, map(self._order.__getitem__, todo))
+        metas = _canonical_decode("[" + ",".join(self._text[a:b] for a, b in cuts) + "]")
+        # a span holding more than one value (or none) changes the count: each its own then
+        if type(metas) is not list or len(metas) != len(todo):
+            return
+        for ident, meta in zip(todo, metas):
+            try:
+                self._check_record_meta(ident, meta)
+            except BundleError:  # refused, with this reason, where it is used
+                continue
+            self._metas.setdefault(ident, meta)
+
     def _prove_split(self, ident: str) -> None:
         """That the cuts up to kernel `ident`'s are the document's (`_canonical_records`):
         the metadata spans up to and including its own pair their brackets; proven once,

@@ -25,17 +25,21 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
+
+import numpy as np
 
 from vyre_build.core.errors import DispatchError
 from vyre_build.runtime.bundles import Bundle
+from vyre_build.runtime.buffers import DeviceBuffer
 from vyre_build.runtime.device import Device
 
 __all__ = ["default_library", "library_bundle_path", "library_sources"]
 
 _lock = threading.Lock()
 _open: dict[int, Bundle] = {}  # id(device) -> its bundle (which keeps the device alive)
+_ARRAYS = (np.ndarray, DeviceBuffer)  # what a library call's data arguments are
 
 
 def library_sources() -> str:
@@ -167,6 +171,10 @@ def default_library(device: Device | None = None) -> Bundle:
     else wgpu), one per device and process."""
     from vyre_build.runtime import get_device, open_bundle
 
+    if device is not None:  # the bundle of a device met before: no lock needed to read it
+        found = _open.get(id(device))
+        if found is not None and found._device is device:
+            return found
     dev = device if device is not None else get_device()
     with _lock:
         found = _open.get(id(dev))
@@ -183,21 +191,17 @@ def split_kernels(
     """(kernels, the other positional arguments) of a library call that may omit its
     bundle: a first argument that is a Mapping is the kernels, else the default library's
     are used and every argument shifts by one."""
-    from collections.abc import Mapping
-
-    import numpy as np
-
-    from vyre_build.runtime.buffers import DeviceBuffer
-
     if "kernels" in kwargs:
         return kwargs.pop("kernels"), args
-    if args and isinstance(args[0], Mapping):
-        return args[0], args[1:]
-    if args and not isinstance(args[0], (np.ndarray, DeviceBuffer)):
+    # An array or DeviceBuffer first (the commonest call, tested first: the Mapping test
+    # goes through the ABC machinery) means the default library.
+    if args and not isinstance(args[0], _ARRAYS):
+        if isinstance(args[0], Mapping):
+            return args[0], args[1:]
         raise DispatchError(
             f"library.{fn}: kernels must be a Bundle or a mapping of kernel id -> Kernel, "
             f"got {type(args[0]).__name__}"
         )
     # On the device of the first DeviceBuffer given (an array argument or out=), if any.
-    given = [v for v in (*args, *kwargs.values()) if isinstance(v, DeviceBuffer)]
-    return default_library(given[0].device if given else None), args
+    given = next((v for v in (*args, *kwargs.values()) if isinstance(v, DeviceBuffer)), None)
+    return default_library(None if given is None else given.device), args

@@ -158,6 +158,7 @@ class Bundle(Mapping[str, Kernel]):
             Warmed(kernels, created, skipped).
         """
         chosen = list(self.ids if ids is None else ids)
+        self.reader.decode_metas([k for k in chosen if k not in self._kernels])
         kernels, skipped = [], {}
         for kid in chosen:
             try:

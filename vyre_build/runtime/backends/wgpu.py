@@ -127,6 +127,102 @@ class _Set:
         self.group, self.ubuf, self.uniform = group, ubuf, uniform
 
 
+class _Native:
+    """A call's commands recorded through wgpu-native's C functions themselves: an encoder,
+    a pass, its dispatches and a submit with no wrapper objects, descriptor structs or
+    release bookkeeping per call, and wgpu-py's error capture once around them all instead
+    of once per function (those cost more host time than wgpu-native itself for a library
+    call: issue 23). A wgpu error raised in that capture is raised as wgpu-py's methods
+    raise it (GPUValidationError, ...). Made only where wgpu-py's native backend has every
+    function and helper used; otherwise the public API records (WgpuDevice._record)."""
+
+    def __init__(self, device: Any):
+        from wgpu.backends.wgpu_native import _api, _helpers
+
+        ffi, lib = _api.ffi, _api.lib
+        if not isinstance(device, _api.GPUDevice):
+            raise TypeError("not a wgpu-native device")
+        self.device_id, self.queue_id = device._internal, device.queue._internal
+        self.ffi, self.errors = ffi, _api.error_handler
+        self.error_types = _helpers.ERROR_TYPES
+        if not all(callable(getattr(self.errors, f, None)) for f in ("capture", "release")):
+            raise TypeError("wgpu-py's error handler differs")
+        self.create_encoder = lib.wgpuDeviceCreateCommandEncoder
+        self.begin_pass = lib.wgpuCommandEncoderBeginComputePass
+        self.set_pipeline = lib.wgpuComputePassEncoderSetPipeline
+        self.set_group = lib.wgpuComputePassEncoderSetBindGroup
+        self.dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
+        self.end_pass = lib.wgpuComputePassEncoderEnd
+        self.finish = lib.wgpuCommandEncoderFinish
+        self.submit_fn = lib.wgpuQueueSubmit
+        self.release_pass = lib.wgpuComputePassEncoderRelease
+        self.release_encoder = lib.wgpuCommandEncoderRelease
+        self.release_commands = lib.wgpuCommandBufferRelease
+        # Descriptors with empty labels, made once (what wgpu-py's methods fill per call).
+        empty = _api.to_c_string_view("")
+        self.encoder_desc = ffi.new("WGPUCommandEncoderDescriptor *", {"label": empty})
+        self.pass_desc = ffi.new(
+            "WGPUComputePassDescriptor *", {"label": empty, "timestampWrites": ffi.NULL}
+        )
+        self.commands_desc = ffi.new("WGPUCommandBufferDescriptor *", {"label": empty})
+        self.commands = ffi.new("WGPUCommandBuffer[1]")
+
+    def record(self, jobs: list[Job]) -> None:
+        """One encoder, one compute pass, `jobs`' dispatches, one submit. A wgpu error
+        reported while encoding is raised before anything is submitted (wgpu-native aborts
+        the process on a submit of an invalid command buffer); of several, the last one
+        (wgpu-py logs the others)."""
+        commands = self._guarded(self._encode, jobs)
+        try:
+            self.commands[0] = commands
+            self._guarded(self.submit_fn, self.queue_id, 1, self.commands)
+        finally:
+            self.release_commands(commands)
+
+    def _guarded(self, fn: Any, *args: Any) -> Any:
+        # fn(*args) inside one wgpu-py error capture; the error reported meanwhile raised.
+        errors = self.errors
+        errors.capture("vyre")
+        try:
+            result = fn(*args)
+        finally:
+            caught = errors.release("vyre")
+        if caught is not None:
+            if fn == self._encode and result is not None:
+                self.release_commands(result)
+            kind, message = caught
+            raise self.error_types.get(kind, wgpu.GPUError)(message)
+        return result
+
+    def _encode(self, jobs: list[Job]) -> Any:
+        # The finished command buffer of `jobs` (the encoder and pass released).
+        null = self.ffi.NULL
+        encoder = self.create_encoder(self.device_id, self.encoder_desc)
+        try:
+            cpass = self.begin_pass(encoder, self.pass_desc)
+            try:
+                for pipe, entry, (x, y, z), new_pipe, new_group in steps(jobs):
+                    if new_pipe:
+                        self.set_pipeline(cpass, pipe[0]._internal)
+                    if new_group:
+                        self.set_group(cpass, 0, entry.group._internal, 0, null)
+                    self.dispatch(cpass, x, y, z)
+                self.end_pass(cpass)
+            finally:
+                self.release_pass(cpass)
+            return self.finish(encoder, self.commands_desc)
+        finally:
+            self.release_encoder(encoder)
+
+
+def _native(device: Any) -> _Native | None:
+    # The native recorder of `device`, or None where wgpu-py's internals differ.
+    try:
+        return _Native(device)
+    except Exception:  # noqa: BLE001 - any mismatch: the public API records instead
+        return None
+
+
 class WgpuDevice(Device):
     """A wgpu device; buffers are wgpu storage buffers, pipelines use explicit layouts.
 
@@ -212,6 +308,7 @@ class WgpuDevice(Device):
                 "wgpu buffer allocation failed", device.create_buffer, size=16, usage=_QUERY
             )
         self._stamped = False  # the first pass of this submission wrote its start time
+        self._native = _native(device)  # None: every call recorded through wgpu-py's API
 
     def _guard(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         # fn(*args, **kwargs), a wgpu error raised as "{what} on <adapter>: <error>".
@@ -430,6 +527,9 @@ class WgpuDevice(Device):
             self.gpu_seconds = max(end - start, 0) * 1e-9
 
     def _record(self, jobs: list[Job], final: bool) -> None:
+        if self._native is not None and not self.timing and not self._stamped:
+            self._native.record(jobs)
+            return
         encoder = self.device.create_command_encoder()
         writes: dict[str, Any] | None = None
         if self.timing and self._queries is not None and not self._stamped:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import array
 import atexit
-import concurrent.futures
 import contextlib
 import os
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -283,9 +283,11 @@ def create_pipelines(
 
 
 # Pipelines per driver call when a batch is spread over threads, and the most threads: the
-# driver's work per pipeline (0.2-0.4 ms on NVIDIA even from a warm pipeline cache) runs
-# with the GIL released, so a bundle's warm() takes a fraction of the serial time.
-_PER_THREAD, _THREADS = 8, 8
+# driver's work per pipeline runs with the GIL released, so where it compiles (a cold
+# cache, lavapipe) a bundle's warm() takes a fraction of the serial time. From a warm
+# cache NVIDIA's driver serialises (H200, driver 580, the tree's 77 pipelines: 12.2 ms in
+# one call, 11.1 ms on 4 threads, 24-43 ms on 8), hence at most 4.
+_PER_THREAD, _THREADS = 8, 4
 
 
 def _create_in_parallel(dev: VulkanDevice, infos: Any, pipes: Any, count: int) -> int:
@@ -309,8 +311,28 @@ def _create_in_parallel(dev: VulkanDevice, infos: Any, pipes: Any, count: int) -
             )
         )
 
-    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        results = list(pool.map(piece, range(0, count, step)))
+    # Plain threads, the calling one included: an executor's module costs about 1 ms to
+    # import on first use, which would be paid inside the first warm().
+    starts = range(0, count, step)
+    results: list[Any] = [SUCCESS] * len(starts)
+
+    def run(k: int) -> None:
+        try:
+            results[k] = piece(starts[k])
+        except BaseException as exc:  # noqa: BLE001 - raised in the calling thread below
+            results[k] = exc
+
+    helpers = [threading.Thread(target=run, args=(k,)) for k in range(1, len(starts))]
+    for t in helpers:
+        t.start()
+    try:
+        run(0)
+    finally:
+        for t in helpers:
+            t.join()
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
     return next((r for r in results if r != SUCCESS), SUCCESS)
 
 
