@@ -58,7 +58,16 @@ class Pool:
         proc = self.ctx.Process(
             target=_serve, args=(child, self.setup, self.handler, fault), daemon=True
         )
-        proc.start()
+        # Ctrl-C waits until the worker has its start data: a KeyboardInterrupt inside
+        # start() would leave the spawned child reading a pipe no one writes to, and its
+        # EOFError traceback would reach the user (seen under load, when a worker was
+        # recycled as the run was interrupted). A started worker ignores Ctrl-C and ends
+        # quietly when its pipe closes.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            proc.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         child.close()
         return {"proc": proc, "conn": parent, "task": None, "since": 0.0, "done": 0, "fault": fault}
 
