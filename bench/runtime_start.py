@@ -43,7 +43,10 @@ from vyre_build.runtime import get_device, load_kernel, open_bundle
 t1 = time.perf_counter()
 driver = [0.0, 0.0]  # the pipeline creation call: wall and this thread's CPU seconds
 if cfg["backend"] == "vulkan":
-    from vyre_build.runtime import vulkan_pipelines as vp
+    try:  # the layered tree's module, else (--base of an older revision) the flat one's
+        from vyre_build.runtime.backends.vulkan import pipelines as vp
+    except ImportError:
+        from vyre_build.runtime import vulkan_pipelines as vp
     if cfg.get("threads") and hasattr(vp, "_THREADS"):
         vp._THREADS = cfg["threads"]
     timed = getattr(vp, "_create_in_parallel", None)
