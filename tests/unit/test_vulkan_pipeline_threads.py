@@ -1,4 +1,4 @@
-"""Vulkan pipeline creation spread over threads (vulkan_pipelines._create_in_parallel):
+"""Vulkan pipeline creation spread over threads (pipelines._create_in_parallel):
 every create-info goes to exactly one driver call, a failing slice's VkResult comes back,
 and an exception in a helper thread is raised in the caller's."""
 
