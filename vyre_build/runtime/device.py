@@ -50,7 +50,7 @@ _Scalar = TypeVar("_Scalar", bound=np.generic)
 # the pipeline specialised for its base workgroup).
 Job = tuple[Any, Any, tuple[int, int, int]]
 # (temporary buffer, the caller's numpy array, the call's result, name) of a write-back.
-WriteBack = tuple["DeviceBuffer", "npt.NDArray[Any]", dict[str, Any], str]
+WriteBack = tuple["DeviceBuffer", npt.NDArray[Any], dict[str, Any], str]
 _Result = TypeVar("_Result", bound=dict[str, Any])
 # Devices made by get_device, by (backend, adapter key): shared, dropped when closed.
 DEFAULT_DEVICES: dict[tuple[str, object], Device] = {}
