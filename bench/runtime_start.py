@@ -85,7 +85,7 @@ y = kern(x=x, y=np.ones(1000, np.float32), a=2.0).array("y")
 t5 = time.perf_counter()
 assert y[999] == 1999.0
 loaded = getattr(dev, "cache_loaded", 0)
-layouts = len(getattr(dev, "layouts", ()))
+layouts = len(getattr(getattr(dev, "pipelines", dev), "layouts", ()))  # older trees: dev.layouts
 dev.close()  # saves the persisted pipeline cache: not timed
 print(json.dumps({"inside": t5 - t0, "imports": t1 - t0, "device": t2 - t1, "open": t3 - t2,
                   "load": t4 - t3, "dispatch": t5 - t4, "created": created, "loaded": loaded,
