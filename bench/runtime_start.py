@@ -43,7 +43,10 @@ from vyre_build.runtime import get_device, load_kernel, open_bundle
 t1 = time.perf_counter()
 driver = [0.0, 0.0]  # the pipeline creation call: wall and this thread's CPU seconds
 if cfg["backend"] == "vulkan":
-    from vyre_build.runtime import vulkan_pipelines as vp
+    try:  # the layered tree's module, else (--base of an older revision) the flat one's
+        from vyre_build.runtime.backends.vulkan import pipelines as vp
+    except ImportError:
+        from vyre_build.runtime import vulkan_pipelines as vp
     if cfg.get("threads") and hasattr(vp, "_THREADS"):
         vp._THREADS = cfg["threads"]
     timed = getattr(vp, "_create_in_parallel", None)
@@ -82,7 +85,7 @@ y = kern(x=x, y=np.ones(1000, np.float32), a=2.0).array("y")
 t5 = time.perf_counter()
 assert y[999] == 1999.0
 loaded = getattr(dev, "cache_loaded", 0)
-layouts = len(getattr(dev, "layouts", ()))
+layouts = len(getattr(getattr(dev, "pipelines", dev), "layouts", ()))  # older trees: dev.layouts
 dev.close()  # saves the persisted pipeline cache: not timed
 print(json.dumps({"inside": t5 - t0, "imports": t1 - t0, "device": t2 - t1, "open": t3 - t2,
                   "load": t4 - t3, "dispatch": t5 - t4, "created": created, "loaded": loaded,

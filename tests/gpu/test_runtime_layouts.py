@@ -68,7 +68,7 @@ def test_the_tree_warms_with_the_one_shared_layout(monkeypatch, tmp_path, tree_b
         # one per binding signature, before)
         assert made == {"descriptor set layout": 1, "pipeline layout": 1}
         assert calls == made
-        assert list(dev.layouts) == ["shared"]
+        assert list(dev.pipelines.layouts) == ["shared"]
         y = bundle["saxpy"](x=np.arange(100, dtype=np.float32), y=np.ones(100, np.float32), a=3.0)
         np.testing.assert_array_equal(y.array("y"), 3 * np.arange(100, dtype=np.float32) + 1)
     finally:
@@ -94,11 +94,11 @@ def test_every_binding_layout_computes_saxpy(monkeypatch, tmp_path, x, y, p, sha
         got = k(x=xs, y=np.full(1000, 2, np.float32), a=0.5).array("y")
         np.testing.assert_array_equal(got, 0.5 * xs + 2)
         if shared:
-            assert list(dev.layouts) == ["shared"]
+            assert list(dev.pipelines.layouts) == ["shared"]
             assert calls == {"descriptor set layout": 1, "pipeline layout": 1}
         else:
             key = ((0, False), (2, True), (9, False))
-            assert list(dev.layouts) == ["shared", key]
+            assert list(dev.pipelines.layouts) == ["shared", key]
             assert calls == {"descriptor set layout": 2, "pipeline layout": 2}
     finally:
         dev.close()
@@ -128,20 +128,26 @@ def test_a_device_allowing_fewer_storage_buffers_gets_fewer_slots(monkeypatch):
         maxDescriptorSetStorageBuffers = 96
         maxPerStageResources = 128
 
+    class Props:
+        limits = Limits()
+
     made = []
-
-    class Dev:
-        def __init__(self):
-            self.layouts = {}
-
-    dev = Dev()
     monkeypatch.setattr(
-        vulkan_pipelines,
+        vulkan_pipelines.Pipelines,
         "_make_layout",
-        lambda d, kinds: made.append(kinds) or ("pl", "sl", (4, 1)),
+        lambda self, kinds: made.append(kinds) or ("pl", "sl", (4, 1)),
     )
-    vulkan_pipelines.first_layout(dev, Limits())
-    assert dev.shared_slots == 4
+    created = []  # no persisted cache: one empty pipeline cache, through the device's `new`
+    pipes = vulkan_pipelines.Pipelines(
+        "vkdevice",
+        lambda what, kind, **f: created.append(kind) or "cache",
+        None,
+        None,
+        Props(),
+        False,
+    )
+    assert created == ["PipelineCache"] and pipes.cache == "cache" and pipes.cache_file is None
+    assert pipes.shared_slots == 4
     assert made == [[(0, "rw"), (1, "rw"), (2, "rw"), (3, "rw"), (4, "u")]]
-    assert vulkan_pipelines._shared_fits(dev, [(0, "r"), (3, "rw"), (9, "u")])
-    assert not vulkan_pipelines._shared_fits(dev, [(0, "r"), (4, "rw"), (5, "u")])
+    assert pipes._shared_fits([(0, "r"), (3, "rw"), (9, "u")])
+    assert not pipes._shared_fits([(0, "r"), (4, "rw"), (5, "u")])

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from vyre_build.bundle.metadata import check_metadata
-from vyre_build.runtime.calls import Plan, plan_call
+from vyre_build.runtime.calls import plan_call
+from vyre_build.runtime.device import Plan
 
 
 class FakeDevice:

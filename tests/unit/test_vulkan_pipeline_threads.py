@@ -1,4 +1,4 @@
-"""Vulkan pipeline creation spread over threads (vulkan_pipelines._create_in_parallel):
+"""Vulkan pipeline creation spread over threads (pipelines._create_in_parallel):
 every create-info goes to exactly one driver call, a failing slice's VkResult comes back,
 and an exception in a helper thread is raised in the caller's."""
 
@@ -22,6 +22,7 @@ class _Lib:
         self.fail_at, self.raise_at = fail_at, raise_at
 
     def vkCreateComputePipelines(self, dev, cache, n, infos, alloc, pipes):  # noqa: N802
+        assert (dev, cache) == ("dev", "cache")
         with self.lock:
             self.calls.append((infos, n, pipes))
             self.threads.add(threading.get_ident())
@@ -34,8 +35,7 @@ def _run(monkeypatch, lib: _Lib, count: int, threads: int) -> int:
     monkeypatch.setattr(vp, "vk", SimpleNamespace(lib=lib, ffi=SimpleNamespace(NULL=None)))
     monkeypatch.setattr(vp, "_THREADS", threads)
     monkeypatch.setattr(vp.os, "cpu_count", lambda: 64)
-    dev = SimpleNamespace(dev="dev", pipeline_cache="cache")
-    return vp._create_in_parallel(dev, 0, 1000, count)
+    return vp._create_in_parallel("dev", "cache", 0, 1000, count)
 
 
 @pytest.mark.parametrize("count, threads", [(1, 4), (8, 4), (9, 4), (77, 4), (96, 8), (200, 3)])

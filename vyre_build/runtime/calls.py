@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import Any, Union
 
 import numpy as np
 
 from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, Binding, KernelMeta
 from vyre_build.core.errors import DispatchError
-from vyre_build.runtime.buffers import DTYPES, NP_NAMES, DeviceBuffer
-
-if TYPE_CHECKING:
-    from vyre_build.runtime.device import Device
+from vyre_build.runtime.device import (
+    DTYPES,
+    NP_NAMES,
+    BufferArg,
+    Device,
+    DeviceBuffer,
+    Plan,
+    is_shape,
+)
 
 _PACK = {"f32": "<f", "i32": "<i", "u32": "<I", "f16": "<e"}
 _INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "u32": (0, 2**32 - 1)}
@@ -22,35 +27,6 @@ _FLOAT_MAX = {"f32": float(np.finfo(np.float32).max), "f16": float(np.finfo(np.f
 _MAX_INVOCATIONS = 2**32 - 1  # per axis: a global id is a u32
 Grid = Union[int, tuple[int, ...], None]
 Scalar = Union[int, float]
-
-
-class BufferArg(NamedTuple):
-    """One storage-buffer binding of a call: `source` is a numpy array, a DeviceBuffer, or
-    None for a "w" buffer the runtime allocates (zero-filled) with `shape`; `dtype` is the
-    host scalar type and `elements` the number of kernel elements (vectors count once)."""
-
-    name: str
-    binding: int
-    dtype: str
-    access: str
-    source: np.ndarray[Any, Any] | DeviceBuffer | None
-    elements: int
-    shape: tuple[int, ...]
-
-
-class Plan(NamedTuple):
-    """A checked call: buffers in binding order, the packed uniform block, workgroup counts
-    per axis, the names of the buffers the kernel writes (what a call returns), whether
-    the counts exceed the device's per-axis limits (the backend splits it), and the entry
-    point dispatched ("main", or the coarse one where the sizes allow)."""
-
-    buffers: tuple[BufferArg, ...]
-    uniform_binding: int | None
-    uniform: bytes | None
-    workgroups: tuple[int, int, int]
-    written: tuple[str, ...]
-    split: bool
-    entry: str
 
 
 def _fail(kid: str, message: str, arg: str | None = None) -> DispatchError:
@@ -65,15 +41,6 @@ def _describe(value: object) -> str:
     if isinstance(dtype, np.dtype):
         return str(dtype) if dtype.isnative else dtype.str
     return type(value).__name__
-
-
-def is_shape(shape: object) -> bool:
-    """A non-empty tuple of positive ints."""
-    return (
-        isinstance(shape, tuple)
-        and bool(shape)
-        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape)
-    )
 
 
 def _check_device_buffer(kid: str, b: Binding, value: DeviceBuffer, device: Device) -> None:
@@ -313,23 +280,6 @@ def workgroup_counts(
                 )
             split = True
     return (counts[0], counts[1], counts[2]), split
-
-
-def split_dispatch(
-    counts: tuple[int, int, int], limits: tuple[int, int, int]
-) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
-    """(base workgroup, workgroup counts) of each piece of a dispatch of `counts` workgroups
-    cut to at most `limits` per axis, x fastest."""
-    ranges = [
-        [(b, min(limit, total - b)) for b in range(0, total, limit)]
-        for total, limit in zip(counts, limits)
-    ]
-    return [
-        ((bx, by, bz), (nx, ny, nz))
-        for bz, nz in ranges[2]
-        for by, ny in ranges[1]
-        for bx, nx in ranges[0]
-    ]
 
 
 def plan_call(

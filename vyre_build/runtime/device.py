@@ -1,6 +1,9 @@
 """What every backend shares: the Device (buffers, batches, binding-set reuse, dispatch,
-thread safety). A backend subclasses `Device`, sets `backend`, `name`, `profile` and the
-limits, and implements the hooks below; nothing else is backend-specific.
+thread safety), and what it hands out and takes: DeviceBuffer and Batch, which name the
+Device that owns them (hence one module: no other module of the runtime is named by this
+one's types), and the Plan of a call (made by calls.py) that Device.run dispatches. A
+backend subclasses `Device`, sets `backend`, `name`, `profile` and the limits, and
+implements the hooks below; nothing else is backend-specific.
 
     _alloc(nbytes, data) -> handle        _upload(handle, data)    _download(handle, nbytes)
     _free(handle)                         _pipeline(meta, code, base, entry) -> pipeline
@@ -17,33 +20,37 @@ from __future__ import annotations
 import collections
 import math
 import threading
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, KernelMeta
 from vyre_build.core.errors import DeviceError, DispatchError
-from vyre_build.runtime import debug
-from vyre_build.runtime.buffers import DTYPES, Batch, DeviceBuffer
-from vyre_build.runtime.calls import Plan, is_shape, split_dispatch
 from vyre_build.core.features import COOPERATIVE_MATRIX
+from vyre_build.core.scalars import HOST_SCALARS
+from vyre_build.runtime import debug
 from vyre_build.runtime.profile import DeviceProfile, missing_features
 
 if TYPE_CHECKING:
-    import numpy.typing as npt
-
-    from vyre_build.runtime.kernel import Kernel
+    from types import TracebackType
 
 _KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars per batch
 # A batch submits its dispatches in chunks of 1, 2, 4, ... up to this many, so the GPU
 # starts on the first while later ones are still being recorded.
 _CHUNK_MAX = 16
+# The host dtype of each buffer scalar (little-endian, as devices store them), and its name.
+DTYPES: dict[str, np.dtype[Any]] = {
+    s.name: np.dtype(s.host).newbyteorder("<") for s in HOST_SCALARS
+}
+NP_NAMES = {s.name: s.host for s in HOST_SCALARS}
 _KIND = {v: k for k, v in DTYPES.items()}
+_Scalar = TypeVar("_Scalar", bound=np.generic)
 # (pipeline, binding set, workgroup counts) of one dispatch (a split dispatch's piece has
 # the pipeline specialised for its base workgroup).
 Job = tuple[Any, Any, tuple[int, int, int]]
 # (temporary buffer, the caller's numpy array, the call's result, name) of a write-back.
-WriteBack = tuple[DeviceBuffer, "npt.NDArray[Any]", dict[str, Any], str]
+WriteBack = tuple["DeviceBuffer", npt.NDArray[Any], dict[str, Any], str]
 _Result = TypeVar("_Result", bound=dict[str, Any])
 # Devices made by get_device, by (backend, adapter key): shared, dropped when closed.
 DEFAULT_DEVICES: dict[tuple[str, object], Device] = {}
@@ -79,6 +86,72 @@ def steps(jobs: list[Job]) -> Any:
     for pipe, entry, groups in jobs:
         yield pipe, entry, groups, pipe is not last_pipe, entry is not last_entry
         last_pipe, last_entry = pipe, entry
+
+
+def is_shape(shape: object) -> bool:
+    """A non-empty tuple of positive ints."""
+    return (
+        isinstance(shape, tuple)
+        and bool(shape)
+        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape)
+    )
+
+
+def split_dispatch(
+    counts: tuple[int, int, int], limits: tuple[int, int, int]
+) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
+    """(base workgroup, workgroup counts) of each piece of a dispatch of `counts` workgroups
+    cut to at most `limits` per axis, x fastest."""
+    ranges = [
+        [(b, min(limit, total - b)) for b in range(0, total, limit)]
+        for total, limit in zip(counts, limits)
+    ]
+    return [
+        ((bx, by, bz), (nx, ny, nz))
+        for bz, nz in ranges[2]
+        for by, ny in ranges[1]
+        for bx, nx in ranges[0]
+    ]
+
+
+class BufferArg(NamedTuple):
+    """One storage-buffer binding of a call: `source` is a numpy array, a DeviceBuffer, or
+    None for a "w" buffer the runtime allocates (zero-filled) with `shape`; `dtype` is the
+    host scalar type and `elements` the number of kernel elements (vectors count once)."""
+
+    name: str
+    binding: int
+    dtype: str
+    access: str
+    source: np.ndarray[Any, Any] | DeviceBuffer | None
+    elements: int
+    shape: tuple[int, ...]
+
+
+class Plan(NamedTuple):
+    """A checked call: buffers in binding order, the packed uniform block, workgroup counts
+    per axis, the names of the buffers the kernel writes (what a call returns), whether
+    the counts exceed the device's per-axis limits (the backend splits it), and the entry
+    point dispatched ("main", or the coarse one where the sizes allow)."""
+
+    buffers: tuple[BufferArg, ...]
+    uniform_binding: int | None
+    uniform: bytes | None
+    workgroups: tuple[int, int, int]
+    written: tuple[str, ...]
+    split: bool
+    entry: str
+
+
+class Dispatched(Protocol):
+    """What Device.run reads of the kernel it dispatches (kernel.py's Kernel, made with
+    a device: the refusal it may carry was raised before its plan was made)."""
+
+    @property
+    def meta(self) -> KernelMeta: ...
+
+    @property
+    def code(self) -> str | bytes: ...
 
 
 class _Direct:
@@ -406,17 +479,21 @@ class Device:
             while ctx.oneoff:
                 self._unbind(ctx.oneoff.pop())
 
-    def run(self, kernel: Kernel, plan: Plan, args: dict[str, object], into: _Result) -> _Result:
-        """Dispatch `plan`, checked for `args`; put the written buffers into `into` and
-        return it (Kernel.__call__). A numpy array passed for a written buffer receives the
-        result and is what `into` holds for it: now, or inside a batch when the batch ends
-        (until then `into` holds the DeviceBuffer that the batch's dispatches write)."""
+    def run(
+        self, kernel: Dispatched, plan: Plan, args: dict[str, object], into: _Result
+    ) -> _Result:
+        """Dispatch `plan` of `kernel`, checked for `args`; put the written buffers into
+        `into` and return it (Kernel.__call__). A numpy array passed for a written buffer
+        receives the result and is what `into` holds for it: now, or inside a batch when
+        the batch ends (until then `into` holds the DeviceBuffer that the batch's
+        dispatches write)."""
         with self._lock:
             self._check_open()
             self._collect()
             batch = self._current_batch()
             ctx = batch if batch is not None else self._direct
-            pipeline = kernel._pipeline(None, plan.entry)
+            meta, code = kernel.meta, kernel.code
+            pipeline = self.pipeline(meta, code, None, plan.entry)
             temps: dict[str, DeviceBuffer] = {}
             results: dict[str, DeviceBuffer] = {}
             out = into
@@ -437,7 +514,7 @@ class Device:
                     results[arg.name] = buf
                     bound.append((arg.binding, buf._live(), buf.nbytes))
                 # A debug build's kernel gets a fresh debug buffer per call (runtime/debug.py).
-                debug_buffer = debug.attach(self, kernel.meta, bound)
+                debug_buffer = debug.attach(self, meta, bound)
                 oneoff = oneoff or debug_buffer is not None
                 jobs: list[Job] = []  # an empty grid dispatches nothing; outputs keep contents
                 if all(plan.workgroups):
@@ -449,7 +526,11 @@ class Device:
                     if plan.split:  # each piece on the pipeline specialised for its base
                         pieces = split_dispatch(plan.workgroups, self.max_workgroup_count)
                         jobs += [
-                            (kernel._pipeline(b if any(b) else None, plan.entry), entry, counts)
+                            (
+                                self.pipeline(meta, code, b if any(b) else None, plan.entry),
+                                entry,
+                                counts,
+                            )
                             for b, counts in pieces
                         ]
                     else:
@@ -465,7 +546,7 @@ class Device:
                     pending, batch.pending = batch.pending + jobs, []
                     batch.write_backs.extend(back)
                     self._submit(pending, True)
-                    debug.read_back(self, kernel.meta, debug_buffer)
+                    debug.read_back(self, meta, debug_buffer)
                     return out
                 if batch is not None:
                     batch.pending.extend(jobs)
@@ -477,7 +558,7 @@ class Device:
                 self._flush(jobs, ctx)
                 self._write_back(back)
                 if debug_buffer is not None:
-                    debug.read_back(self, kernel.meta, debug_buffer)
+                    debug.read_back(self, meta, debug_buffer)
                 for name, buf in temps.items():
                     if out.get(name) is buf:  # a length or shape: a new array
                         out[name] = buf.read()
@@ -541,3 +622,177 @@ class Device:
 
     def _close(self) -> None:
         raise NotImplementedError
+
+
+class DeviceBuffer:
+    """A storage buffer on one device: `count` elements of `dtype` ("f32", "i32", "u32",
+    "f16") in `shape`, `nbytes` bytes. Read it back with `.read()`; a read-only one (access
+    "r") is refused where a kernel writes. A borrowed buffer (an application's wgpu
+    GPUBuffer) is never freed by the runtime."""
+
+    def __init__(
+        self,
+        device: Device,
+        handle: Any,
+        dtype: str,
+        shape: tuple[int, ...],
+        access: str,
+        *,
+        borrowed: bool = False,
+    ):
+        self.device, self.handle, self.dtype = device, handle, dtype
+        self.shape, self.access, self.released = shape, access, False
+        self.borrowed = borrowed
+        self.count = math.prod(shape)
+        self.nbytes = self.count * SCALAR_DTYPES[dtype]
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __repr__(self) -> str:
+        state = " released" if self.released else " borrowed" if self.borrowed else ""
+        return (
+            f"<DeviceBuffer {NP_NAMES[self.dtype]}{list(self.shape)} access={self.access!r}"
+            f"{state} on {self.device.backend}>"
+        )
+
+    @property
+    def native(self) -> Any:
+        """The backend's own buffer behind this one (Device.native_buffer: a wgpu
+        `GPUBuffer`, a `VkBuffer` handle, the cpu backend's numpy bytes)."""
+        return self.device.native_buffer(self._live())
+
+    @property
+    def wgpu_buffer(self) -> Any:
+        """The wgpu `GPUBuffer` behind this buffer (wgpu devices only)."""
+        return self._native_of("wgpu")
+
+    @property
+    def vulkan_buffer(self) -> Any:
+        """The `VkBuffer` handle behind this buffer (Vulkan devices only; the runtime owns
+        it: see docs/runtime.md on sharing)."""
+        return self._native_of("vulkan")
+
+    def _native_of(self, backend: str) -> Any:
+        if self.device.backend != backend:
+            raise DispatchError(
+                f"DeviceBuffer.{backend}_buffer: this is a {self.device.backend} buffer"
+            )
+        return self.native
+
+    def _live(self, op: str = "") -> Any:
+        # A read or write inside this thread's batch would not be ordered with its dispatches.
+        if op and self.device._current_batch() is not None:
+            raise DispatchError(
+                f"DeviceBuffer.{op}() inside device.batch(): {op} before or "
+                "after the batch (it is submitted when the `with` block ends)"
+            )
+        if self.released:
+            raise DispatchError("DeviceBuffer was released; create a new one")
+        self.device._check_open()
+        return self.handle
+
+    @overload
+    def read(self) -> npt.NDArray[Any]: ...
+
+    @overload
+    def read(self, dtype: type[_Scalar]) -> npt.NDArray[_Scalar]: ...
+
+    def read(self, dtype: type[np.generic] | None = None) -> npt.NDArray[Any]:
+        """A new numpy array of the buffer's contents (waits for submitted dispatches);
+        with `dtype` (np.float32, ...) typed as such, DispatchError if it is another."""
+        if dtype is not None and np.dtype(dtype) != DTYPES[self.dtype]:
+            raise DispatchError(
+                f"DeviceBuffer.read: the buffer holds {NP_NAMES[self.dtype]}, not {np.dtype(dtype)}"
+            )
+        with self.device._lock:
+            raw = self.device._download(self._live("read"), self.nbytes)
+        flat: npt.NDArray[Any] = np.frombuffer(raw, dtype=DTYPES[self.dtype])
+        shaped: npt.NDArray[Any] = flat.reshape(self.shape).copy()
+        return shaped
+
+    def write(self, array: npt.NDArray[Any]) -> None:
+        """Overwrite the whole buffer with `array` (same dtype and element count)."""
+        if (
+            not isinstance(array, np.ndarray)
+            or array.dtype != DTYPES[self.dtype]
+            or array.size != self.count
+        ):
+            got = (
+                f"{array.dtype}[{array.size}]"
+                if isinstance(array, np.ndarray)
+                else type(array).__name__
+            )
+            raise DispatchError(
+                f"DeviceBuffer.write: expected a {NP_NAMES[self.dtype]} array "
+                f"of {self.count} elements, got {got}"
+            )
+        with self.device._lock:
+            self.device._upload(self._live("write"), np.ascontiguousarray(array).tobytes())
+
+    def release(self) -> None:
+        """Free the device memory now, or when the batches open on the device end."""
+        if not self.released:
+            self.released = True
+            with self.device._lock:
+                self.device._release(self.handle, self.borrowed)
+
+    def __del__(self) -> None:
+        # Collection may happen in any thread, inside the device's own critical sections:
+        # hand the handle over; the next device operation frees it.
+        if not getattr(self, "released", True):
+            self.released = True
+            try:
+                self.device._garbage.append((self.handle, self.borrowed))
+            except Exception:  # noqa: S110 - at interpreter shutdown: nothing left to free
+                pass
+
+
+class Batch:
+    """Dispatches made in `with device.batch():` by the thread that opened it: submitted in
+    growing chunks as they are made, waited for on exit (with an exception, only what was
+    already submitted runs). Other threads' calls meanwhile go straight to the device.
+    On a clean exit, each numpy array passed for a written buffer receives its result."""
+
+    def __init__(self, device: Device):
+        self.device, self.chunk = device, 1
+        self.pending: list[Job] = []
+        self.write_backs: list[WriteBack] = []  # in call order: a later call's result wins
+        self.busy: list[int] = []  # ids of kept binding sets this batch's dispatches use
+        self.oneoff: list[Any] = []  # one-off binding sets, unbound when the batch ends
+        self.thread: int | None = None
+
+    def __enter__(self) -> Batch:
+        device = self.device
+        with device._lock:
+            device._check_open()
+            if device._current_batch() is not None:
+                raise DispatchError("device.batch() blocks cannot be nested")
+            if self.thread is not None:
+                raise DispatchError("a device.batch() object can be entered once")
+            self.thread, self.chunk = threading.get_ident(), 1
+            device._local.batch = self
+            device._open_batches += 1
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        device = self.device
+        if self.thread != threading.get_ident():
+            raise DispatchError(
+                "device.batch() belongs to the thread that opened it; leave it in that thread"
+            )
+        with device._lock:
+            device._local.batch = None
+            try:
+                device._flush(self.pending if exc_type is None else [], self)
+                if exc_type is None:
+                    device._write_back(self.write_backs)
+            finally:
+                self.pending, self.write_backs = [], []
+                device._open_batches -= 1
+                device._collect()

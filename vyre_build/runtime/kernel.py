@@ -7,18 +7,15 @@ import functools
 import inspect
 import math
 import weakref
-from typing import TYPE_CHECKING, Any, TypeVar, Union, overload
+from typing import Any, TypeVar, Union, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from vyre_build.bundle.metadata import Binding, KernelMeta
 from vyre_build.core.errors import DeviceError, DispatchError
-from vyre_build.runtime.buffers import NP_NAMES, DeviceBuffer
-from vyre_build.runtime.calls import Grid, Plan, host_type, plan_call
-
-if TYPE_CHECKING:
-    from vyre_build.runtime.device import Device
+from vyre_build.runtime.calls import Grid, host_type, plan_call
+from vyre_build.runtime.device import NP_NAMES, Device, DeviceBuffer, Plan
 
 _NUM_WORKGROUPS = 24  # SPIR-V BuiltIn NumWorkgroups
 _OP_DECORATE, _BUILTIN, _SPEC_ID = 71, 11, 1  # OpDecorate; decorations BuiltIn, SpecId

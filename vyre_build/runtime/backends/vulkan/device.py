@@ -3,8 +3,9 @@ memory is host-visible and coherent (lavapipe, integrated GPUs) buffers are mapp
 else they are device-local, with transfers through a staging buffer (forced by
 VYRE_VULKAN_STAGING=1). The cffi structs free their nested data when collected, so a
 nested create-info stays in a variable until the call that reads it; array counts are
-taken from the lists given. Pipelines: vulkan_pipelines.py; what the device offers and
-is created with: vulkan_profile.py; VkResults as errors: vulkan_results.py.
+taken from the lists given. Pipelines, their layouts and the pipeline cache: the device's
+`pipelines` (pipelines.py); what the device offers and is created with: profile.py;
+VkResults as errors: results.py.
 
 Guarantees:
 - Every Vulkan call that can fail raises a DeviceError naming what failed, the call and
@@ -26,20 +27,21 @@ Guarantees:
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import math
 import os
 import time
 import warnings
+import weakref
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import vulkan as vk
 
 from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.core.errors import DeviceError
-from vyre_build.runtime.backends.vulkan import (
-    pipelines as vulkan_pipelines,
-    profile as vulkan_profile,
-)
+from vyre_build.runtime.backends.vulkan import profile as vulkan_profile
+from vyre_build.runtime.backends.vulkan.pipelines import Pipelines
 from vyre_build.runtime.device import DEFAULT_DEVICES, Device, Job, choose_adapter, steps
 from vyre_build.runtime.backends.vulkan.results import (
     DEVICE_LOST,
@@ -76,6 +78,8 @@ _POOL_SETS, _POOL_STORAGE, _WAIT_S, _SPIN_S, _RING_MAX = 64, 8, 120.0, 0.02, 64
 _POOL_SETS_MAX = 1 << 16  # pool_sets is clamped to 1.._POOL_SETS_MAX
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
 _NEW_ONE = "close it and get a new one with get_device"
+# Devices whose persisted pipeline cache is saved at exit, unless they were closed first.
+_PERSISTED: weakref.WeakSet[VulkanDevice] = weakref.WeakSet()
 
 
 # The cffi library the device calls directly, looked up at each use: tests put a proxy
@@ -156,8 +160,6 @@ class VulkanDevice(Device):
 
     backend = "vulkan"
     splits_dispatches = True
-    cache_file: PipelineCacheFile | None
-    cache_loaded = 0  # bytes of persisted cache the device started with
 
     def __init__(
         self,
@@ -204,10 +206,6 @@ class VulkanDevice(Device):
             self.profile = vulkan_profile.without_optional(self.profile)
             self.dev = self._create(vulkan_profile.Enable())
         self.queue = vk.vkGetDeviceQueue(self.dev, self.family, 0)
-        # (pipeline layout, set layout, (storage, uniform) descriptors): the shared one
-        # ("shared") and one per binding signature that does not fit it (vulkan_pipelines)
-        self.layouts: dict[object, tuple[Any, Any, tuple[int, int]]] = {}
-        self.shared_slots = 0
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         self.mem_flags = [mem.memoryTypes[i].propertyFlags for i in range(mem.memoryTypeCount)]
         local = [f for f in self.mem_flags if f & _LOCAL]
@@ -224,10 +222,12 @@ class VulkanDevice(Device):
         )
         self.fence = self._new("fence", "Fence")
         self._live_bufs: dict[int, _Buf] = {}  # every buffer made, freed by close()
-        self.pipeline_cache = vulkan_pipelines.open_cache(self, props, pipeline_cache)
-        # The shared layout; the driver's one-time pipeline-layout set-up (4-5 ms on NVIDIA
-        # without its disk cache) belongs to the device, not to whichever kernel is loaded first.
-        vulkan_pipelines.first_layout(self, props.limits)
+        # The layouts (the shared one made now), the pipeline cache and pipeline creation.
+        self.pipelines = Pipelines(
+            self.dev, self._new, self._vk, self._check, props, pipeline_cache
+        )
+        if self.pipelines.cache_file is not None:
+            _PERSISTED.add(self)
         # Command buffers of the submissions since the last wait (only the last one of
         # those carries the fence), with their submit infos; allocated as needed.
         self._ring: list[tuple[Any, Any]] = []
@@ -265,6 +265,16 @@ class VulkanDevice(Device):
             )
             self._tick_s = float(limits.timestampPeriod) * 1e-9
             self._tick_mask, self._stamps = (1 << bits) - 1, vk.ffi.new("uint64_t[2]")
+
+    @property
+    def cache_file(self) -> PipelineCacheFile | None:
+        """The persisted pipeline cache's file, or None where there is none."""
+        return self.pipelines.cache_file
+
+    @property
+    def cache_loaded(self) -> int:
+        """The bytes of persisted pipeline cache the device started with."""
+        return self.pipelines.cache_loaded
 
     def _create(self, enable: vulkan_profile.Enable) -> Any:
         keep: list[Any] = []  # the create-info's nested structs, read by vkCreateDevice
@@ -558,14 +568,20 @@ class VulkanDevice(Device):
     def _pipeline(
         self, meta: KernelMeta, code: Any, base: tuple[int, int, int] | None, entry: str
     ) -> Any:
-        return vulkan_pipelines.create_pipelines(self, [(meta, code, entry)], base)[0]
+        return self.pipelines.create([(meta, code, entry)], base)[0]
 
     def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
-        return vulkan_pipelines.create_pipelines(self, kernels, None)
+        return self.pipelines.create(kernels, None)
 
     def save_pipeline_cache(self) -> bool:
+        # Only if pipelines were added since the last load or save, on a usable device.
         with self._lock:
-            return vulkan_pipelines.save_cache(self)
+            if self.closed or self._broken is not None or not self._pipelines_added:
+                return False
+            saved = self.pipelines.save()
+            if saved:
+                self._pipelines_added = 0
+            return saved
 
     def native_buffer(self, handle: Any) -> Any:
         return handle.buffer
@@ -707,14 +723,11 @@ class VulkanDevice(Device):
                 self._free(buf)
             for pipe, *_ in self._pipelines.values():
                 vk.vkDestroyPipeline(self.dev, pipe, None)
-            for layout, set_layout, _ in self.layouts.values():
-                vk.vkDestroyPipelineLayout(self.dev, layout, None)
-                vk.vkDestroyDescriptorSetLayout(self.dev, set_layout, None)
+            self.pipelines.close()  # the layouts and the pipeline cache
             for pool in self._pools:  # frees the sets left in them
                 vk.vkDestroyDescriptorPool(self.dev, pool.handle, None)
             if self._queries is not None:
                 vk.vkDestroyQueryPool(self.dev, self._queries, None)
-            vk.vkDestroyPipelineCache(self.dev, self.pipeline_cache, None)
             vk.vkDestroyFence(self.dev, self.fence, None)
             vk.vkDestroyCommandPool(self.dev, self.cmd_pool, None)
             vk.vkDestroyDevice(self.dev, None)
@@ -762,3 +775,10 @@ class VulkanDevice(Device):
             lib.vkCmdPipelineBarrier(cmd, _STAGE, _STAGE, 0, 1, self._barriers[0], 0, null, 0, null)
         if final and self._stamped:
             lib.vkCmdWriteTimestamp(cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)
+
+
+@atexit.register
+def _save_at_exit() -> None:
+    for dev in list(_PERSISTED):
+        with contextlib.suppress(Exception):
+            dev.save_pipeline_cache()

@@ -1,15 +1,15 @@
 """Vulkan compute pipelines: their layouts, creation (many in one driver call), and the
-VkPipelineCache persisted across processes through pipeline_cache.PipelineCacheFile."""
+VkPipelineCache persisted across processes through pipeline_cache.PipelineCacheFile, as
+`Pipelines`, an object the VulkanDevice owns and makes with what it uses of the device."""
 
 from __future__ import annotations
 
 import array
-import atexit
 import contextlib
 import os
 import threading
-import weakref
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import vulkan as vk
 
@@ -19,95 +19,13 @@ from vyre_build.runtime.device import layout_of
 from vyre_build.runtime.backends.vulkan.pipeline_cache import PipelineCacheFile, cache_dir
 from vyre_build.runtime.backends.vulkan.results import SUCCESS
 
-if TYPE_CHECKING:
-    from vyre_build.runtime.backends.vulkan.device import VulkanDevice
-
 _STORAGE_SET, _UNIFORM_SET = (
     vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
     vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
 )
-# Devices whose persisted cache is saved at exit, unless they were closed first.
-_PERSISTED: weakref.WeakSet[VulkanDevice] = weakref.WeakSet()
-
-
-def open_cache(dev: VulkanDevice, props: Any, setting: str | os.PathLike[str] | bool | None) -> Any:
-    """The device's VkPipelineCache, seeded from the persisted file when there is one."""
-    directory = cache_dir(setting)
-    dev.cache_file = None
-    blob = None
-    if directory is not None:
-        dev.cache_file = PipelineCacheFile(
-            directory,
-            int(props.vendorID),
-            int(props.deviceID),
-            int(props.driverVersion),
-            bytes(props.pipelineCacheUUID),
-        )
-        blob = dev.cache_file.load()
-        _PERSISTED.add(dev)
-    if blob:
-        data = vk.ffi.from_buffer(blob)
-        info = vk.VkPipelineCacheCreateInfo(initialDataSize=len(blob), pInitialData=data)
-        with contextlib.suppress(DeviceError):  # a blob the driver refuses: start empty
-            cache = dev._vk("pipeline cache", vk.vkCreatePipelineCache, dev.dev, info, None)
-            dev.cache_loaded = len(blob)
-            return cache
-    return dev._new("pipeline cache", "PipelineCache")
-
-
-def cache_data(dev: VulkanDevice, cache: Any) -> bytes:
-    """vkGetPipelineCacheData of `cache` (the size query, then the bytes)."""
-    size = vk.ffi.new("size_t*")
-    read = "vkGetPipelineCacheData"
-    dev._check(
-        "pipeline cache read",
-        read,
-        vk.lib.vkGetPipelineCacheData(dev.dev, cache, size, vk.ffi.NULL),
-    )
-    buf = vk.ffi.new("char[]", size[0])
-    dev._check(
-        "pipeline cache read", read, vk.lib.vkGetPipelineCacheData(dev.dev, cache, size, buf)
-    )
-    return bytes(vk.ffi.buffer(buf, size[0]))
-
-
-def save_cache(dev: VulkanDevice) -> bool:
-    """Save the device's pipeline cache if pipelines were added since the last load/save."""
-    if dev.cache_file is None or dev.closed or dev._broken is not None or not dev._pipelines_added:
-        return False
-
-    def merge(blob: bytes) -> None:
-        # Another process saved pipelines meanwhile: keep theirs too.
-        data = vk.ffi.from_buffer(blob)
-        info = vk.VkPipelineCacheCreateInfo(initialDataSize=len(blob), pInitialData=data)
-        try:
-            theirs = dev._vk("pipeline cache", vk.vkCreatePipelineCache, dev.dev, info, None)
-        except DeviceError:
-            return
-        srcs = vk.ffi.new("VkPipelineCache[1]", [theirs])
-        try:
-            dev._check(
-                "pipeline cache merge",
-                "vkMergePipelineCaches",
-                vk.lib.vkMergePipelineCaches(dev.dev, dev.pipeline_cache, 1, srcs),
-            )
-        except DeviceError:
-            pass  # save ours alone
-        finally:
-            vk.vkDestroyPipelineCache(dev.dev, theirs, None)
-
-    saved = dev.cache_file.save(lambda: cache_data(dev, dev.pipeline_cache), merge)
-    if saved:
-        dev._pipelines_added = 0
-    return saved
-
-
-@atexit.register
-def _save_at_exit() -> None:
-    for dev in list(_PERSISTED):
-        with contextlib.suppress(Exception):
-            with dev._lock:
-                save_cache(dev)
+# A created pipeline: (pipeline, pipeline layout, set layout, (storage, uniform)
+# descriptors of its set, the binding its uniform block is written at).
+Made = tuple[Any, Any, Any, tuple[int, int], int | None]
 
 
 # Storage slots of the shared layout (docs/runtime.md, "Vulkan layouts"): bindings
@@ -147,31 +65,291 @@ _PREAMBLE = frozenset(
 )
 
 
-def first_layout(dev: VulkanDevice, limits: Any) -> None:
-    """Make the shared layout at device creation: the driver's first
-    vkCreatePipelineLayout pays a one-time set-up there, and most kernels use it. Its
-    storage slots are _SHARED_SLOTS, fewer where the device's limits (`limits`:
-    VkPhysicalDeviceLimits) allow fewer storage buffers in a set or a stage."""
-    slots = min(
-        _SHARED_SLOTS,
-        int(limits.maxPerStageDescriptorStorageBuffers),
-        int(limits.maxDescriptorSetStorageBuffers),
-        int(limits.maxPerStageResources) - 1,
-    )
-    dev.shared_slots = slots
-    kinds = [(b, "rw") for b in range(slots)] + [(slots, "u")]
-    dev.layouts[_SHARED] = _make_layout(dev, kinds)
+class Pipelines:
+    """The pipelines side of one VulkanDevice, an object the device owns: its layouts
+    (`layouts`: the shared one, "shared", and one per binding signature that does not fit
+    it), its VkPipelineCache (`cache`, seeded from and saved to `cache_file`: `cache_loaded`
+    bytes were loaded) and pipeline creation. Made with what it uses of the device, passed
+    in: the VkDevice `device`; `new(what, kind, **fields)`, vkCreate<kind> with its errors
+    raised as the device's DeviceError named `what`; `call(what, fn, *args)`, a `vulkan`
+    package call raising the same; `check(what, call, result)`, a direct call's VkResult
+    checked; the physical device's properties `props`; the `setting` of the persisted
+    cache (pipeline_cache.cache_dir). Every method runs under the device's lock."""
 
+    def __init__(
+        self,
+        device: Any,
+        new: Callable[..., Any],
+        call: Callable[..., Any],
+        check: Callable[[str, str, int], None],
+        props: Any,
+        setting: str | os.PathLike[str] | bool | None,
+    ):
+        self.device, self._new, self._vk, self._check = device, new, call, check
+        # (pipeline layout, set layout, (storage, uniform) descriptors) by key
+        self.layouts: dict[object, tuple[Any, Any, tuple[int, int]]] = {}
+        self.shared_slots = 0
+        self.cache_file: PipelineCacheFile | None = None
+        self.cache_loaded = 0  # bytes of persisted cache the device started with
+        self.cache = self._open_cache(props, setting)
+        # The shared layout; the driver's one-time pipeline-layout set-up (4-5 ms on NVIDIA
+        # without its disk cache) belongs to the device, not to whichever kernel is loaded
+        # first.
+        self._first_layout(props.limits)
 
-def _shared_fits(dev: VulkanDevice, kinds: list[tuple[int, str]]) -> bool:
-    """Whether a kernel's bindings fit the shared layout: every storage binding below its
-    slots and at most one uniform block (moved to the slot past them, _patch_uniform)."""
-    slots = getattr(dev, "shared_slots", 0)
-    return (
-        _SHARED in dev.layouts
-        and all(b < slots for b, a in kinds if a != "u")
-        and sum(a == "u" for _, a in kinds) <= 1
-    )
+    def close(self) -> None:
+        """Destroy the layouts and the pipeline cache (the device destroys its pipelines
+        first, then this, then itself)."""
+        for layout, set_layout, _ in self.layouts.values():
+            vk.vkDestroyPipelineLayout(self.device, layout, None)
+            vk.vkDestroyDescriptorSetLayout(self.device, set_layout, None)
+        self.layouts.clear()
+        vk.vkDestroyPipelineCache(self.device, self.cache, None)
+
+    # -- the pipeline cache --
+
+    def _open_cache(self, props: Any, setting: str | os.PathLike[str] | bool | None) -> Any:
+        # The VkPipelineCache, seeded from the persisted file when there is one.
+        directory = cache_dir(setting)
+        blob = None
+        if directory is not None:
+            self.cache_file = PipelineCacheFile(
+                directory,
+                int(props.vendorID),
+                int(props.deviceID),
+                int(props.driverVersion),
+                bytes(props.pipelineCacheUUID),
+            )
+            blob = self.cache_file.load()
+        if blob:
+            data = vk.ffi.from_buffer(blob)
+            info = vk.VkPipelineCacheCreateInfo(initialDataSize=len(blob), pInitialData=data)
+            with contextlib.suppress(DeviceError):  # a blob the driver refuses: start empty
+                cache = self._vk(
+                    "pipeline cache", vk.vkCreatePipelineCache, self.device, info, None
+                )
+                self.cache_loaded = len(blob)
+                return cache
+        return self._new("pipeline cache", "PipelineCache")
+
+    def _cache_data(self, cache: Any) -> bytes:
+        # vkGetPipelineCacheData of `cache` (the size query, then the bytes).
+        size = vk.ffi.new("size_t*")
+        read = "vkGetPipelineCacheData"
+        self._check(
+            "pipeline cache read",
+            read,
+            vk.lib.vkGetPipelineCacheData(self.device, cache, size, vk.ffi.NULL),
+        )
+        buf = vk.ffi.new("char[]", size[0])
+        self._check(
+            "pipeline cache read",
+            read,
+            vk.lib.vkGetPipelineCacheData(self.device, cache, size, buf),
+        )
+        return bytes(vk.ffi.buffer(buf, size[0]))
+
+    def save(self) -> bool:
+        """Write the pipeline cache to its file, merged with what another process saved
+        meanwhile (PipelineCacheFile.save); False where there is no file or it was not
+        written. The device decides when (pipelines added, the device usable)."""
+        if self.cache_file is None:
+            return False
+
+        def merge(blob: bytes) -> None:
+            # Another process saved pipelines meanwhile: keep theirs too.
+            data = vk.ffi.from_buffer(blob)
+            info = vk.VkPipelineCacheCreateInfo(initialDataSize=len(blob), pInitialData=data)
+            try:
+                theirs = self._vk(
+                    "pipeline cache", vk.vkCreatePipelineCache, self.device, info, None
+                )
+            except DeviceError:
+                return
+            srcs = vk.ffi.new("VkPipelineCache[1]", [theirs])
+            try:
+                self._check(
+                    "pipeline cache merge",
+                    "vkMergePipelineCaches",
+                    vk.lib.vkMergePipelineCaches(self.device, self.cache, 1, srcs),
+                )
+            except DeviceError:
+                pass  # save ours alone
+            finally:
+                vk.vkDestroyPipelineCache(self.device, theirs, None)
+
+        return self.cache_file.save(lambda: self._cache_data(self.cache), merge)
+
+    # -- layouts --
+
+    def _first_layout(self, limits: Any) -> None:
+        # Make the shared layout at device creation: the driver's first
+        # vkCreatePipelineLayout pays a one-time set-up there, and most kernels use it. Its
+        # storage slots are _SHARED_SLOTS, fewer where the device's limits (`limits`:
+        # VkPhysicalDeviceLimits) allow fewer storage buffers in a set or a stage.
+        slots = min(
+            _SHARED_SLOTS,
+            int(limits.maxPerStageDescriptorStorageBuffers),
+            int(limits.maxDescriptorSetStorageBuffers),
+            int(limits.maxPerStageResources) - 1,
+        )
+        self.shared_slots = slots
+        kinds = [(b, "rw") for b in range(slots)] + [(slots, "u")]
+        self.layouts[_SHARED] = self._make_layout(kinds)
+
+    def _shared_fits(self, kinds: list[tuple[int, str]]) -> bool:
+        # Whether a kernel's bindings fit the shared layout: every storage binding below its
+        # slots and at most one uniform block (moved to the slot past them, _patch_uniform).
+        return (
+            _SHARED in self.layouts
+            and all(b < self.shared_slots for b, a in kinds if a != "u")
+            and sum(a == "u" for _, a in kinds) <= 1
+        )
+
+    def _layouts(
+        self, meta: KernelMeta, code: bytes
+    ) -> tuple[bytes, tuple[Any, Any, tuple[int, int], int | None]]:
+        # (code to create the pipeline from, (pipeline layout, set layout, (storage, uniform)
+        # descriptors of a set, the binding its uniform block is written at)) of a kernel. A
+        # kernel whose bindings fit uses the shared layout, its uniform block moved to the
+        # shared slot in the code given to the driver; any other kernel gets the layout of
+        # its binding signature, made once per device (NVIDIA's first one costs 0.4-5 ms).
+        kinds = layout_of(meta)
+        uniform = next((b for b, a in kinds if a == "u"), None)
+        if self._shared_fits(kinds):
+            slot = self.shared_slots
+            patched = code if uniform is None else _patch_uniform(code, uniform, slot)
+            if patched is not None:
+                return patched, (*self.layouts[_SHARED], None if uniform is None else slot)
+        key = tuple((b, a == "u") for b, a in kinds)
+        found = self.layouts.get(key)
+        if found is None:
+            found = self.layouts[key] = self._make_layout(kinds)
+        return code, (*found, uniform)
+
+    def _make_layout(self, kinds: list[tuple[int, str]]) -> tuple[Any, Any, tuple[int, int]]:
+        # A set layout of `kinds` ((binding, access); "u": the uniform block, any other a
+        # storage buffer, read-only ones too: NonWritable is the shader's business) and its
+        # pipeline layout, with the descriptors a set of it takes.
+        entries = [
+            vk.VkDescriptorSetLayoutBinding(
+                binding=b,
+                descriptorType=_UNIFORM_SET if a == "u" else _STORAGE_SET,
+                descriptorCount=1,
+                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+            )
+            for b, a in kinds
+        ]
+        set_layout = self._new("descriptor set layout", "DescriptorSetLayout", pBindings=entries)
+        try:
+            layout = self._new("pipeline layout", "PipelineLayout", pSetLayouts=[set_layout])
+        except DeviceError:
+            vk.vkDestroyDescriptorSetLayout(self.device, set_layout, None)
+            raise
+        uniform = sum(a == "u" for _, a in kinds)
+        return layout, set_layout, (len(kinds) - uniform, uniform)
+
+    # -- pipelines --
+
+    def create(
+        self,
+        kernels: list[tuple[KernelMeta, bytes, str]],
+        base: tuple[int, int, int] | None,
+    ) -> list[Made]:
+        """(pipeline, pipeline layout, set layout, (storage, uniform) descriptors of its
+        set, the binding its uniform block is written at) of each (kernel, SPIR-V, entry
+        point), created in one driver call (`base`: the base workgroup of a split
+        dispatch's piece, set through the modules' specialization constants 0-2,
+        docs/descriptor-conventions.md). When the driver refuses the batch, each is
+        created alone, so that the error names its kernel."""
+        if len(kernels) > 1:
+            try:
+                return self._create(kernels, base)
+            except DeviceError:
+                pass
+        out = []
+        for meta, code, entry in kernels:
+            try:
+                out += self._create([(meta, code, entry)], base)
+            except DeviceError as exc:
+                raise DeviceError(
+                    f"Kernel {meta.id!r}: the Vulkan driver refused the shader or its layout: {exc}"
+                ) from exc
+        return out
+
+    def _create(
+        self,
+        kernels: list[tuple[KernelMeta, bytes, str]],
+        base: tuple[int, int, int] | None,
+    ) -> list[Made]:
+        """The pipelines of `kernels` in one vkCreateComputePipelines, its create-infos built
+        as plain cffi arrays (the `vulkan` package's per-struct wrappers cost more than the
+        driver does once its pipeline cache is warm)."""
+        ffi, lib = vk.ffi, vk.lib
+        laid = [self._layouts(meta, code) for meta, code, _ in kernels]
+        kernels = [(meta, code, entry) for (meta, _, entry), (code, _) in zip(kernels, laid)]
+        made = [found for _, found in laid]
+        modules: dict[bytes, Any] = {}  # one shader module per code: a kernel's entries share it
+        keep: list[Any] = []  # every buffer the create-infos point into, alive until the call
+        try:
+            for _, code, _ in kernels:
+                if code not in modules:
+                    words = ffi.from_buffer(code)
+                    info = ffi.new(
+                        "VkShaderModuleCreateInfo*",
+                        {
+                            "sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                            "codeSize": len(code),
+                            "pCode": ffi.cast("uint32_t*", words),
+                        },
+                    )
+                    out = ffi.new("VkShaderModule*")
+                    self._check(
+                        "shader module creation",
+                        "vkCreateShaderModule",
+                        lib.vkCreateShaderModule(self.device, info, ffi.NULL, out),
+                    )
+                    keep.append(words)
+                    modules[code] = out[0]
+            spec = ffi.NULL
+            if base is not None:  # specialization constants 0, 1, 2: the base workgroup
+                entries = ffi.new("VkSpecializationMapEntry[3]")
+                for axis in range(3):
+                    entries[axis].constantID, entries[axis].offset, entries[axis].size = (
+                        axis,
+                        4 * axis,
+                        4,
+                    )
+                data = ffi.new("uint32_t[3]", list(base))
+                spec = ffi.new(
+                    "VkSpecializationInfo*",
+                    {"mapEntryCount": 3, "pMapEntries": entries, "dataSize": 12, "pData": data},
+                )
+                keep += [entries, data]
+            infos = ffi.new("VkComputePipelineCreateInfo[]", len(kernels))
+            for k, ((_, code, entry), (layout, *_)) in enumerate(zip(kernels, made)):
+                name = ffi.new("char[]", entry.encode("utf-8"))
+                keep.append(name)
+                info = infos[k]
+                info.sType = vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO
+                info.flags = 0
+                info.stage.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO
+                info.stage.stage = vk.VK_SHADER_STAGE_COMPUTE_BIT
+                info.stage.module = modules[code]
+                info.stage.pName = name
+                info.stage.pSpecializationInfo = spec
+                info.layout = layout
+            pipes = ffi.new("VkPipeline[]", len(kernels))
+            result = _create_in_parallel(self.device, self.cache, infos, pipes, len(kernels))
+            if result != SUCCESS:  # those that were made before the failure go too
+                for k in range(len(kernels)):
+                    if pipes[k] != ffi.NULL:
+                        lib.vkDestroyPipeline(self.device, pipes[k], ffi.NULL)
+            self._check("compute pipeline creation", "vkCreateComputePipelines", result)
+        finally:  # layouts stay, for every kernel that uses them
+            for m in modules.values():
+                lib.vkDestroyShaderModule(self.device, m, ffi.NULL)
+        return [(pipes[k], *found) for k, found in enumerate(made)]
 
 
 def _patch_uniform(code: bytes, binding: int, to: int) -> bytes | None:
@@ -209,79 +387,6 @@ def _patch_uniform(code: bytes, binding: int, to: int) -> bytes | None:
     return words.tobytes()
 
 
-def _layouts(
-    dev: VulkanDevice, meta: KernelMeta, code: bytes
-) -> tuple[bytes, tuple[Any, Any, tuple[int, int], int | None]]:
-    """(code to create the pipeline from, (pipeline layout, set layout, (storage, uniform)
-    descriptors of a set, the binding its uniform block is written at)) of a kernel. A
-    kernel whose bindings fit uses the device's shared layout, its uniform block moved to
-    the shared slot in the code given to the driver; any other kernel gets the layout of
-    its binding signature, made once per device (NVIDIA's first one costs 0.4-5 ms)."""
-    kinds = layout_of(meta)
-    uniform = next((b for b, a in kinds if a == "u"), None)
-    if _shared_fits(dev, kinds):
-        slot = dev.shared_slots
-        patched = code if uniform is None else _patch_uniform(code, uniform, slot)
-        if patched is not None:
-            return patched, (*dev.layouts[_SHARED], None if uniform is None else slot)
-    key = tuple((b, a == "u") for b, a in kinds)
-    found = dev.layouts.get(key)
-    if found is None:
-        found = dev.layouts[key] = _make_layout(dev, kinds)
-    return code, (*found, uniform)
-
-
-def _make_layout(
-    dev: VulkanDevice, kinds: list[tuple[int, str]]
-) -> tuple[Any, Any, tuple[int, int]]:
-    """A set layout of `kinds` ((binding, access); "u": the uniform block, any other a
-    storage buffer, read-only ones too: NonWritable is the shader's business) and its
-    pipeline layout, with the descriptors a set of it takes."""
-    entries = [
-        vk.VkDescriptorSetLayoutBinding(
-            binding=b,
-            descriptorType=_UNIFORM_SET if a == "u" else _STORAGE_SET,
-            descriptorCount=1,
-            stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
-        )
-        for b, a in kinds
-    ]
-    set_layout = dev._new("descriptor set layout", "DescriptorSetLayout", pBindings=entries)
-    try:
-        layout = dev._new("pipeline layout", "PipelineLayout", pSetLayouts=[set_layout])
-    except DeviceError:
-        vk.vkDestroyDescriptorSetLayout(dev.dev, set_layout, None)
-        raise
-    uniform = sum(a == "u" for _, a in kinds)
-    return layout, set_layout, (len(kinds) - uniform, uniform)
-
-
-def create_pipelines(
-    dev: VulkanDevice,
-    kernels: list[tuple[KernelMeta, bytes, str]],
-    base: tuple[int, int, int] | None,
-) -> list[tuple[Any, Any, Any, tuple[int, int], int | None]]:
-    """(pipeline, pipeline layout, set layout, (storage, uniform) descriptors of its set,
-    the binding its uniform block is written at) of each (kernel, SPIR-V, entry point), created in one driver call (`base`: the base
-    workgroup of a split dispatch's piece, set through the modules' specialization
-    constants 0-2, docs/descriptor-conventions.md). When the driver refuses the batch,
-    each is created alone, so that the error names its kernel."""
-    if len(kernels) > 1:
-        try:
-            return _create(dev, kernels, base)
-        except DeviceError:
-            pass
-    out = []
-    for meta, code, entry in kernels:
-        try:
-            out += _create(dev, [(meta, code, entry)], base)
-        except DeviceError as exc:
-            raise DeviceError(
-                f"Kernel {meta.id!r}: the Vulkan driver refused the shader or its layout: {exc}"
-            ) from exc
-    return out
-
-
 # Pipelines per driver call when a batch is spread over threads, and the most threads: the
 # driver's work per pipeline runs with the GIL released, so where it compiles (a cold
 # cache, lavapipe) a bundle's warm() takes a fraction of the serial time. From a warm
@@ -290,25 +395,21 @@ def create_pipelines(
 _PER_THREAD, _THREADS = 8, 4
 
 
-def _create_in_parallel(dev: VulkanDevice, infos: Any, pipes: Any, count: int) -> int:
-    """vkCreateComputePipelines over `count` create-infos, in slices on up to _THREADS
+def _create_in_parallel(device: Any, cache: Any, infos: Any, pipes: Any, count: int) -> int:
+    """vkCreateComputePipelines on `device` through `cache` over `count` create-infos, in slices on up to _THREADS
     threads (the pipeline cache is made without EXTERNALLY_SYNCHRONIZED, so the driver
     guards it); the first failing VkResult, else SUCCESS. Every slot of `pipes` is
     written (VK_NULL_HANDLE where a slice failed)."""
     lib, ffi = vk.lib, vk.ffi
     threads = min(_THREADS, os.cpu_count() or 1, -(-count // _PER_THREAD))
     if threads <= 1:
-        return int(
-            lib.vkCreateComputePipelines(dev.dev, dev.pipeline_cache, count, infos, ffi.NULL, pipes)
-        )
+        return int(lib.vkCreateComputePipelines(device, cache, count, infos, ffi.NULL, pipes))
     step = -(-count // threads)
 
     def piece(start: int) -> int:
         n = min(step, count - start)
         return int(
-            lib.vkCreateComputePipelines(
-                dev.dev, dev.pipeline_cache, n, infos + start, ffi.NULL, pipes + start
-            )
+            lib.vkCreateComputePipelines(device, cache, n, infos + start, ffi.NULL, pipes + start)
         )
 
     # Plain threads, the calling one included: an executor's module costs about 1 ms to
@@ -334,78 +435,3 @@ def _create_in_parallel(dev: VulkanDevice, infos: Any, pipes: Any, count: int) -
         if isinstance(r, BaseException):
             raise r
     return next((r for r in results if r != SUCCESS), SUCCESS)
-
-
-def _create(
-    dev: VulkanDevice,
-    kernels: list[tuple[KernelMeta, bytes, str]],
-    base: tuple[int, int, int] | None,
-) -> list[tuple[Any, Any, Any, tuple[int, int], int | None]]:
-    """The pipelines of `kernels` in one vkCreateComputePipelines, its create-infos built
-    as plain cffi arrays (the `vulkan` package's per-struct wrappers cost more than the
-    driver does once its pipeline cache is warm)."""
-    ffi, lib = vk.ffi, vk.lib
-    laid = [_layouts(dev, meta, code) for meta, code, _ in kernels]
-    kernels = [(meta, code, entry) for (meta, _, entry), (code, _) in zip(kernels, laid)]
-    made = [found for _, found in laid]
-    modules: dict[bytes, Any] = {}  # one shader module per code: a kernel's entries share it
-    keep: list[Any] = []  # every buffer the create-infos point into, alive until the call
-    try:
-        for _, code, _ in kernels:
-            if code not in modules:
-                words = ffi.from_buffer(code)
-                info = ffi.new(
-                    "VkShaderModuleCreateInfo*",
-                    {
-                        "sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                        "codeSize": len(code),
-                        "pCode": ffi.cast("uint32_t*", words),
-                    },
-                )
-                out = ffi.new("VkShaderModule*")
-                dev._check(
-                    "shader module creation",
-                    "vkCreateShaderModule",
-                    lib.vkCreateShaderModule(dev.dev, info, ffi.NULL, out),
-                )
-                keep.append(words)
-                modules[code] = out[0]
-        spec = ffi.NULL
-        if base is not None:  # specialization constants 0, 1, 2: the base workgroup
-            entries = ffi.new("VkSpecializationMapEntry[3]")
-            for axis in range(3):
-                entries[axis].constantID, entries[axis].offset, entries[axis].size = (
-                    axis,
-                    4 * axis,
-                    4,
-                )
-            data = ffi.new("uint32_t[3]", list(base))
-            spec = ffi.new(
-                "VkSpecializationInfo*",
-                {"mapEntryCount": 3, "pMapEntries": entries, "dataSize": 12, "pData": data},
-            )
-            keep += [entries, data]
-        infos = ffi.new("VkComputePipelineCreateInfo[]", len(kernels))
-        for k, ((_, code, entry), (layout, *_)) in enumerate(zip(kernels, made)):
-            name = ffi.new("char[]", entry.encode("utf-8"))
-            keep.append(name)
-            info = infos[k]
-            info.sType = vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO
-            info.flags = 0
-            info.stage.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO
-            info.stage.stage = vk.VK_SHADER_STAGE_COMPUTE_BIT
-            info.stage.module = modules[code]
-            info.stage.pName = name
-            info.stage.pSpecializationInfo = spec
-            info.layout = layout
-        pipes = ffi.new("VkPipeline[]", len(kernels))
-        result = _create_in_parallel(dev, infos, pipes, len(kernels))
-        if result != SUCCESS:  # those that were made before the failure go too
-            for k in range(len(kernels)):
-                if pipes[k] != ffi.NULL:
-                    lib.vkDestroyPipeline(dev.dev, pipes[k], ffi.NULL)
-        dev._check("compute pipeline creation", "vkCreateComputePipelines", result)
-    finally:  # layouts stay: the device keeps them for every kernel that uses them
-        for m in modules.values():
-            lib.vkDestroyShaderModule(dev.dev, m, ffi.NULL)
-    return [(pipes[k], *found) for k, found in enumerate(made)]
