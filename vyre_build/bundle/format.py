@@ -10,6 +10,7 @@ import blake3
 
 from vyre_build.core.errors import BundleError
 from vyre_build.core.files import canonical_json
+from vyre_build.core.targets import WGSL
 
 MAGIC = b"VYREBNDL"
 VERSION = 2  # 2: optional signature block after the manifest (header flag FLAG_SIGNED)
@@ -82,7 +83,7 @@ def check_suffix(suffix: object) -> str:
     """Return `suffix` if it is a safe artifact suffix such as ".wgsl", else raise BundleError."""
     if not isinstance(suffix, str) or len(suffix) > _MAX_SUFFIX or not _SUFFIX_RE.fullmatch(suffix):
         raise BundleError(
-            f"artifact name {suffix!r} is not a safe suffix: it must look like '.wgsl' or "
+            f"artifact name {suffix!r} is not a safe suffix: it must look like '{WGSL.suffix}' or "
             f"'.meta.json' (dot-separated letters, digits, _ -, at most {_MAX_SUFFIX} characters)"
         )
     return suffix
