@@ -186,7 +186,7 @@ def _single_pass_pays(device: Device) -> bool:
     # two passes. A backend with no GPU driver (the cpu reference, the judge of both) takes
     # the single pass.
     p = device.profile
-    return not BACKENDS[p.backend].gpu or p.device_type != "CPU"
+    return not BACKENDS[device.backend].gpu or p.device_type != "CPU"
 
 
 def _reduce(
@@ -336,7 +336,7 @@ def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
     if dtype not in _NUMERIC:
         raise fail("scan_kernels", f"dtype must be 'f32', 'i32' or 'u32', got {dtype!r}")
     p = device.profile
-    backend = BACKENDS[p.backend]
+    backend = BACKENDS[device.backend]
     # The vendor's word counts for a backend whose code can say release/acquire (Vulkan's
     # SPIR-V; not wgpu's WGSL); a backend that gives forward progress itself (the cpu
     # reference) needs none.
