@@ -27,9 +27,9 @@ from vyre_build.core.artifacts import (
     TargetError,
     normalize_targets,
 )
-from vyre_build.core.artifacts import TARGET_SUFFIXES as SUFFIX
 from vyre_build.core.errors import VyreError
 from vyre_build.core.files import canonical_json
+from vyre_build.core.targets import KDESC, SPIRV, WGSL
 from vyre_build.core.targets import TARGETS as REGISTERED
 
 if TYPE_CHECKING:
@@ -119,16 +119,16 @@ class CompiledKernel:
     # The artifacts of the built-in targets, by name (None where not made).
     @property
     def kdesc(self) -> bytes:
-        return self.outputs[SUFFIX["kdesc"]]
+        return self.outputs[KDESC.suffix]
 
     @property
     def wgsl(self) -> str | None:
-        text = self.outputs.get(SUFFIX["wgsl"])
+        text = self.outputs.get(WGSL.suffix)
         return None if text is None else text.decode("utf-8")
 
     @property
     def spirv(self) -> bytes | None:
-        return self.outputs.get(SUFFIX["spirv"])
+        return self.outputs.get(SPIRV.suffix)
 
 
 def binding_table(desc: KernelDescriptor, info: DescriptorInfo) -> tuple[list[dict], dict | None]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PKG = os.path.join(ROOT, "vyre_build")
@@ -222,3 +223,112 @@ def test_no_type_level_cycles():
     # the runtime's Device, DeviceBuffer, Batch and Plan share device.py (they name each
     # other); the Vulkan pipelines are an object the device makes with what it uses of it
     assert cycles(import_graph(type_level=True)) == []
+
+
+# -- names: a registered target or backend is spelled only in its own package and in its
+# registry (vyre_build/core/targets.py, backends.py); everywhere else its name, suffix and
+# title come from the registered objects (WGSL.suffix, BACKENDS.default.name, REFERENCE,
+# Backend.title), and policies read capabilities (Backend.gpu, forward_progress,
+# Target.offers), so that a new target or backend is its package and one registry line.
+
+NAME_REGISTRIES = ("vyre_build.core.targets", "vyre_build.core.backends")
+# Modules that may name targets or backends anyway, each with its reason; a stale entry
+# (one the module no longer needs) fails too.
+NAMES_ALLOWED = {
+    # The CLI's help pages: prose and example command lines ("--backend vulkan"), read as
+    # docstrings and docs/*.md are; the list of backends it gives is BACKENDS'.
+    "vyre_build.commands.helptext": {"wgsl", ".wgsl", "spirv", ".kdesc", "wgpu", "vulkan", "cpu"},
+}
+
+
+def _home(ref: object, base: str) -> str:
+    """The package a registered object's code lives in: emit/<t>/, runtime/backends/<b>,
+    or the module its "module:name" reference names."""
+    module = ref.partition(":")[0] if isinstance(ref, str) else ref.__module__
+    if module.startswith(base + "."):
+        return ".".join(module.split(".")[: base.count(".") + 2])
+    return module
+
+
+def registered_names() -> dict[str, str]:
+    """Each registered target's and backend's name, and each target's suffix -> the
+    package that may spell it."""
+    from vyre_build.core.backends import BACKENDS
+    from vyre_build.core.targets import TARGETS
+
+    homes = {}
+    for t in TARGETS.values():
+        homes[t.name] = homes[t.suffix] = _home(t.emitter, "vyre_build.emit")
+    for b in BACKENDS.values():
+        homes[b.name] = _home(b.device, "vyre_build.runtime.backends")
+    return homes
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                found.add(id(first.value))
+    return found
+
+
+def names_in(source: str, names) -> list[tuple[int, str]]:
+    """(line, name) for each of `names` a string constant of `source` equals or holds as a
+    word: every string but docstrings, f-string text and messages included. A word is
+    bounded by anything but letters, digits, "_" and "-", so that "vulkan_memory_model"
+    (a device feature), "spirv-opt" (a tool) and "spirv_opt" (an option) are other words,
+    while ".wgsl", "--backend vulkan" and "(cpu backend" name one."""
+    pattern = re.compile(
+        r"(?<![\w-])("
+        + "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+        + r")(?![\w-])"
+    )
+    tree = ast.parse(source)
+    skip = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            found.extend((node.lineno, word) for word in pattern.findall(node.value))
+    return sorted(found)
+
+
+def test_names_in_sees_strings_messages_and_f_strings_not_docstrings():
+    source = '''
+"""Module docstring: wgsl and vulkan may be named here."""
+def f(x):
+    """So may spirv here."""
+    if x == "vulkan":
+        raise ValueError(f"the {x} is not a .spv file; try --backend cpu")
+    return {"spirv_opt": 1, "tool": "spirv-opt", "feature": "vulkan_memory_model"}
+'''
+    names = ("wgsl", "spirv", ".spv", "vulkan", "cpu")
+    assert names_in(source, names) == [(5, "vulkan"), (6, ".spv"), (6, "cpu")]
+
+
+def test_target_and_backend_names_appear_only_in_their_packages_and_registries():
+    homes = registered_names()
+    assert {"wgsl", ".spv", "kdesc", "wgpu", "vulkan", "cpu"} <= set(homes)
+    assert homes["spirv"] == "vyre_build.emit.spirv"
+    assert homes["vulkan"] == "vyre_build.runtime.backends.vulkan"
+    assert homes["kdesc"] == "vyre_build.descriptor.codec"
+    bad, used = [], {}
+    for mod, path in sorted(_modules().items()):
+        if mod in NAME_REGISTRIES:
+            continue
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        for line, name in names_in(source, homes):
+            if _within(mod, (homes[name],)):
+                continue
+            if name in NAMES_ALLOWED.get(mod, ()):
+                used.setdefault(mod, set()).add(name)
+                continue
+            bad.append(f"{os.path.relpath(path, ROOT)}:{line}: {name!r}")
+    assert bad == []
+    assert used == NAMES_ALLOWED  # no stale allowance

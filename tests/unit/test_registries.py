@@ -228,3 +228,21 @@ def test_registering_a_name_twice_is_refused():
     with pytest.raises(ValueError, match="backend 'cpu' is registered already"):
         BACKENDS.register(Backend("cpu", "kdesc", CpuDevice))
     assert sys.modules[ToyDevice.__module__] is sys.modules[__name__]
+
+
+def test_library_policies_read_backend_capabilities_not_names():
+    # The reference under another name: the library's choices follow what its Backend
+    # says (forward_progress, gpu), not the name "cpu".
+    from vyre_build import library
+
+    look = (library.LOOK_BACK_KERNEL.format(t="i32"),)
+    two = ("lib_scan_sums.i32", "lib_scan_block.i32")
+    for progress, want in ((True, look), (False, two)):
+        toy = Backend("toy", "kdesc", ToyDevice, gpu=False, forward_progress=progress)
+        with BACKENDS.added(toy):
+            dev = runtime.get_device("toy")
+            try:
+                assert library.scan_kernels(dev, "i32") == want
+                assert library.reduce_kernel(dev, "sum", "f32") == "lib_reduce_once.sum_f32"
+            finally:
+                dev.close()

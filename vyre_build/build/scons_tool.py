@@ -64,6 +64,7 @@ import vyre_build.build.scons_build as build
 from vyre_build.build.step import (
     DEFAULT_COMPILER,
     DEFAULT_TARGETS,
+    META_SUFFIX,
     TARGET_SUFFIXES,
     build_kernel_file,
     compiler_identity,
@@ -413,7 +414,8 @@ def bundle_entries(source) -> list[dict]:
             continue
         parts = split_output_name(node.name)
         if parts is None:
-            raise VyreError(f"vyre: {node} is not a kernel output (.wgsl/.spv/.kdesc/.meta.json)")
+            kinds = "/".join([*TARGET_SUFFIXES.values(), META_SUFFIX])
+            raise VyreError(f"vyre: {node} is not a kernel output ({kinds})")
         with open(node.abspath, "rb") as f:
             groups.setdefault((node.dir.abspath, parts[0]), {})[parts[1]] = f.read()
     entries = []

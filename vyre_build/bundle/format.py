@@ -81,8 +81,10 @@ def check_id(ident: object, what: str = "kernel id") -> str:
 def check_suffix(suffix: object) -> str:
     """Return `suffix` if it is a safe artifact suffix such as ".wgsl", else raise BundleError."""
     if not isinstance(suffix, str) or len(suffix) > _MAX_SUFFIX or not _SUFFIX_RE.fullmatch(suffix):
+        from vyre_build.core.targets import WGSL  # for the example (reading loads no targets)
+
         raise BundleError(
-            f"artifact name {suffix!r} is not a safe suffix: it must look like '.wgsl' or "
+            f"artifact name {suffix!r} is not a safe suffix: it must look like '{WGSL.suffix}' or "
             f"'.meta.json' (dot-separated letters, digits, _ -, at most {_MAX_SUFFIX} characters)"
         )
     return suffix

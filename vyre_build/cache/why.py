@@ -18,6 +18,7 @@ import re
 from vyre_build.core.artifacts import split_output_name
 from vyre_build.cache.key import FILE_PART_KINDS, diff_manifests
 from vyre_build.core.errors import CacheError
+from vyre_build.core.targets import WGSL
 
 __all__ = ["explain", "resolve_output"]
 
@@ -68,7 +69,7 @@ def _find(store, what: str, cwd: str | None) -> tuple[str | None, list[str], obj
             return name, history.keys(name), history
     raise CacheError(
         f"{what!r} is neither a key in the cache nor an output built through it "
-        "(no build of it is recorded); give an output path such as build/saxpy.wgsl"
+        f"(no build of it is recorded); give an output path such as build/saxpy{WGSL.suffix}"
     )
 
 

@@ -104,7 +104,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "--backend",
         choices=tuple(b for b in BACKENDS if BACKENDS[b].gpu),
-        help="default: $VYRE_BACKEND, else wgpu",
+        help=f"default: $VYRE_BACKEND, else {BACKENDS.default.name}",
     )
     p.add_argument("--adapter", help="adapter index or name substring (vyre-build devices)")
     p.set_defaults(func=cmd_warm)

@@ -38,6 +38,7 @@ from vyre_build.cache.why import explain
 from vyre_build.commands.helptext import add_command
 from vyre_build.cache.config import CACHE_DIR_ENV, format_size, load_config, parse_size
 from vyre_build.core.errors import CacheError
+from vyre_build.core.targets import WGSL
 
 
 def _open(args) -> tuple[Store, object]:
@@ -480,7 +481,9 @@ def register(subparsers) -> None:
         "key", help="a key or a unique prefix of one (>= 4 hex digits)"
     )
     p = add("why", cmd_why, "what changed between the last two builds of an output")
-    p.add_argument("target", help="an output path or stem (e.g. build/saxpy.wgsl), or a key")
+    p.add_argument(
+        "target", help=f"an output path or stem (e.g. build/saxpy{WGSL.suffix}), or a key"
+    )
     p.add_argument(
         "other",
         nargs="?",

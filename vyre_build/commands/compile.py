@@ -16,6 +16,7 @@ from vyre_build.cache.config import find_sconstruct_dir
 from vyre_build.commands import output_dir, write_file
 from vyre_build.commands.helptext import add_command
 from vyre_build.core.errors import VyreError
+from vyre_build.core.targets import KDESC, SPIRV, WGSL
 
 
 def register(sub) -> None:
@@ -104,11 +105,11 @@ def print_listings(args) -> int:
     from vyre_build.frontend import instances, load_module
     from vyre_build.commands.listing import spirv_text, wgsl_listing
 
-    asked = args.target or ["wgsl"]
-    if "kdesc" in asked or "all" in asked:
+    asked = args.target or [WGSL.name]
+    if KDESC.name in asked or "all" in asked:
         raise VyreError(
-            "error: -o - prints WGSL and SPIR-V as text; a .kdesc is binary: write it with "
-            "-o DIR (or ask for --target wgsl / --target spirv)"
+            f"error: -o - prints WGSL and SPIR-V as text; a {KDESC.suffix} is binary: write it "
+            f"with -o DIR (or ask for --target {WGSL.name} / --target {SPIRV.name})"
         )
     targets = tuple(t for t in TARGETS if t in asked)
     options = {"spirv_opt": True} if args.spirv_opt else {}
@@ -121,7 +122,7 @@ def print_listings(args) -> int:
         kernels = compile_file(
             path,
             root=root,
-            targets=tuple(sorted({*targets, "spirv"})),
+            targets=tuple(sorted({*targets, SPIRV.name})),
             options=options,
             kernel=args.kernel,
             display_path=shown,
@@ -136,16 +137,20 @@ def print_listings(args) -> int:
         for k, (name, variant, env) in zip(kernels, instances(module, args.kernel)):
             if (k.name, k.variant) != (name, variant):  # both in instances' order
                 raise RuntimeError(f"listing: {k.stem} is not {name}.{variant}")
-            wgsl_skipped = "wgsl" in k.meta.get("skipped", {})
-            spirv = "spirv" in targets or (wgsl_skipped and args.target is None)
-            if "wgsl" in targets and wgsl_skipped:
-                also = "; its SPIR-V follows" if spirv else "; --target spirv prints its SPIR-V"
+            wgsl_skipped = WGSL.name in k.meta.get("skipped", {})
+            spirv = SPIRV.name in targets or (wgsl_skipped and args.target is None)
+            if WGSL.name in targets and wgsl_skipped:
+                also = (
+                    "; its SPIR-V follows"
+                    if spirv
+                    else f"; --target {SPIRV.name} prints its SPIR-V"
+                )
                 print(
                     f"note: {shown}: kernel {k.meta['id']!r} has no WGSL "
-                    f"({k.meta['skipped']['wgsl']}){also}",
+                    f"({k.meta['skipped'][WGSL.name]}){also}",
                     file=sys.stderr,
                 )
-            elif "wgsl" in targets:
+            elif WGSL.name in targets:
                 printed.append(wgsl_listing(module, name, variant, env))
             if spirv:
                 printed.append(

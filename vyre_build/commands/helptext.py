@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import NamedTuple
 
+from vyre_build.core.backends import BACKENDS
+
 PROGRAM = """\
 Compile GPU kernels written in Python ahead of time (to WGSL, SPIR-V and .kdesc), pack
 them into signed bundles, and run them on wgpu, Vulkan or the cpu reference backend.
@@ -103,8 +105,8 @@ examples:
     ),
     "devices": Text(
         "list the adapters of every runtime backend, with features and limits",
-        """\
-List every adapter of every runtime backend (wgpu, vulkan, cpu) with its profile: its
+        f"""\
+List every adapter of every runtime backend ({", ".join(BACKENDS)}) with its profile: its
 identity, subgroup size and operations, 16-bit types, cooperative-matrix shapes, limits
 and features, which are what kernels are checked against. No device is created. A
 backend that cannot be used (its package or driver missing) is listed with the reason;

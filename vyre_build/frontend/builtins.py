@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vyre_build.core.backends import BACKENDS
 from vyre_build.core.features import (
     COOPERATIVE_MATRIX,
     SUBGROUP_FEATURES,
     VULKAN_MEMORY_MODEL,
 )
+from vyre_build.core.targets import COOPERATIVE_MATRIX as NEEDS_COOP
 
 __all__ = [
     "BUILTINS",
@@ -435,6 +437,10 @@ for _name, _op, _params, _result, _feature, _doc in (
 
 # -- cooperative matrices -------------------------------------------------------------------
 _COOP = (COOPERATIVE_MATRIX,)
+# How the docs name the backends whose code can say a cooperative-matrix product.
+_COOP_BACKENDS = " and ".join(
+    b.title for b in BACKENDS.values() if not b.artifact.lacks((NEEDS_COOP,))
+)
 _LOAD = _p("buf: float_buffer, offset: integer, stride: integer, rows: integer, cols: integer")
 for _name, _use, _result, _doc in (
     ("coop_load_a", "a", "matrix_a",
@@ -453,7 +459,7 @@ add_builtin(
 add_builtin(
     "coop_mma", "coop", "coop_mma", "CoopMma",
     _p("a: matrix_a, b: matrix_b, c: matrix_acc"), "matrix_acc",
-    "The cooperative matrix product a x b + c (tensor cores; Vulkan and cpu).", features=_COOP,
+    f"The cooperative matrix product a x b + c (tensor cores; {_COOP_BACKENDS}).", features=_COOP,
 )
 add_builtin(
     "coop_store", "coop", "coop_store", "CoopStore",

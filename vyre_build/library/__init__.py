@@ -31,9 +31,10 @@ from collections.abc import Mapping
 from typing import Any, overload
 
 
+from vyre_build.core.backends import BACKENDS
 from vyre_build.core.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
-from vyre_build.runtime.buffers import DeviceBuffer
-from vyre_build.runtime.device import Device
+from vyre_build.core.targets import MEMORY_ORDER
+from vyre_build.runtime.device import Device, DeviceBuffer
 from vyre_build.runtime.kernel import Kernel
 from vyre_build.library.bundle import split_kernels
 from vyre_build.library.tuning import library_choice
@@ -181,9 +182,10 @@ def reduce_kernel(device: Device, op: str = "sum", dtype: str = "f32") -> str:
 def _single_pass_pays(device: Device) -> bool:
     # A Vulkan driver on the CPU (lavapipe) runs modules under the Vulkan memory model about
     # 3x slower (lib_reduce_once 22 ms, the two passes 7.4 ms, 2^20 f32 here): it keeps the
-    # two passes. The cpu reference takes the single pass (it is the judge of both).
+    # two passes. A backend with no GPU driver (the cpu reference, the judge of both) takes
+    # the single pass.
     p = device.profile
-    return p.backend == "cpu" or p.device_type != "CPU"
+    return not BACKENDS[device.backend].gpu or p.device_type != "CPU"
 
 
 def _reduce(
@@ -333,8 +335,12 @@ def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
     if dtype not in _NUMERIC:
         raise fail("scan_kernels", f"dtype must be 'f32', 'i32' or 'u32', got {dtype!r}")
     p = device.profile
-    progress = p.backend == "cpu" or (
-        p.backend == "vulkan"
+    backend = BACKENDS[device.backend]
+    # The vendor's word counts for a backend whose code can say release/acquire (Vulkan's
+    # SPIR-V; not wgpu's WGSL); a backend that gives forward progress itself (the cpu
+    # reference) needs none.
+    progress = backend.forward_progress or (
+        not backend.artifact.lacks((MEMORY_ORDER,))
         and p.vendor_id in FORWARD_PROGRESS_VENDORS
         and p.vendor_id in LOOK_BACK_PAYS_VENDORS
     )

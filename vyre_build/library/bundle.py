@@ -32,8 +32,7 @@ import numpy as np
 
 from vyre_build.core.errors import DispatchError
 from vyre_build.runtime.bundles import Bundle
-from vyre_build.runtime.buffers import DeviceBuffer
-from vyre_build.runtime.device import Device
+from vyre_build.runtime.device import Device, DeviceBuffer
 
 __all__ = ["default_library", "library_bundle_path", "library_sources"]
 

@@ -26,6 +26,7 @@ import blake3
 import numpy as np
 
 from vyre_build.bundle.tuning import check_record
+from vyre_build.core.backends import REFERENCE
 from vyre_build.core.errors import VyreError
 from vyre_build.runtime.tuning import Choice, Forced, device_identity
 
@@ -166,7 +167,8 @@ def tune_bundle(
             want = _run(reference, tunable, default, args)
         except (VyreError, TypeError, ValueError) as exc:  # a case it cannot take
             untuned[name] = (
-                f"the reference (cpu backend, candidate {tunable['default']!r}) failed: {exc}"
+                f"the reference ({REFERENCE.name} backend, candidate {tunable['default']!r}) failed: "
+                f"{exc}"
             )
             progress(f"{head}: not tuned ({untuned[name]})")
             continue

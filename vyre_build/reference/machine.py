@@ -98,6 +98,7 @@ from vyre_build.descriptor.view import (
     Walker,
     view_of,
 )
+from vyre_build.core.backends import REFERENCE
 from vyre_build.core.errors import DispatchError
 from vyre_build.reference import matrices as coop
 from vyre_build.reference.debug import step_debug
@@ -363,7 +364,8 @@ class Budget:
             raise DispatchError(
                 f"Kernel {self.kernel!r}: the dispatch ran past its budget of {self.limit} "
                 "steps (a step is one loop iteration of one invocation): it may never end; "
-                'raise the budget with get_device("cpu", max_steps=N) or VYRE_CPU_MAX_STEPS=N'
+                f'raise the budget with get_device("{REFERENCE.name}", max_steps=N) or '
+                "VYRE_CPU_MAX_STEPS=N"
             )
 
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Union
 from vyre_build.core.backends import BACKENDS, Backend
 from vyre_build.bundle.metadata import KernelMeta, check_metadata
 from vyre_build.core.errors import DeviceError, DispatchError, KernelAssertion, PipelineCacheWarning
-from vyre_build.runtime.buffers import Batch, DeviceBuffer
+from vyre_build.core.targets import KDESC, SPIRV, WGSL
+from vyre_build.runtime.device import DEFAULT_DEVICES, Batch, Device, DeviceBuffer
 from vyre_build.runtime.bundles import Bundle, KernelNotFound, Warmed
-from vyre_build.runtime.device import DEFAULT_DEVICES, Device
 from vyre_build.runtime.kernel import CallResult, Kernel, ResultNotFound
 from vyre_build.runtime.profile import CooperativeMatrixType, DeviceProfile
 
@@ -68,7 +68,7 @@ _REGISTRY = threading.Lock()
 
 
 def _backend_name(backend: str | None) -> str:
-    name = backend or os.environ.get("VYRE_BACKEND") or next(iter(BACKENDS))  # the first
+    name = backend or os.environ.get("VYRE_BACKEND") or BACKENDS.default.name
     if name not in BACKENDS:
         where = "backend" if backend else "VYRE_BACKEND"
         raise DeviceError(f"unknown {where} {name!r}; choose one of {', '.join(BACKENDS)}")
@@ -195,10 +195,12 @@ def _as_device(device: object, backend: str | None) -> Device:
         return device
     if _foreign_owner(device) is not None:
         return get_device(backend, device)
-    raise DeviceError(
-        f"device= must be a vyre_build Device or a wgpu GPUDevice/GPUAdapter, got "
-        f"{type(device).__name__}"
+    foreign = "".join(
+        f" or a {b.foreign} {b.foreign_device}/{b.foreign_adapter}"
+        for b in BACKENDS.values()
+        if b.foreign
     )
+    raise DeviceError(f"device= must be a vyre_build Device{foreign}, got {type(device).__name__}")
 
 
 def load_kernel(
@@ -223,7 +225,7 @@ def load_kernel(
     dev = get_device(backend) if device is None else _as_device(device, backend)
     dev.check_kernel(checked)  # a kernel the device cannot run is refused before its code
     target = BACKENDS[dev.backend].artifact  # its code's keyword is the target's name
-    code = {"wgsl": wgsl, "spirv": spirv, "kdesc": kdesc}.get(target.name)
+    code = {WGSL.name: wgsl, SPIRV.name: spirv, KDESC.name: kdesc}.get(target.name)
     if code is None:
         raise DispatchError(
             f"Kernel {checked.id!r}: the {dev.backend} backend needs {target.name}="

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, KernelMeta
+from vyre_build.core.backends import VULKAN, WGPU
 from vyre_build.core.errors import DeviceError, DispatchError
 from vyre_build.core.features import COOPERATIVE_MATRIX
 from vyre_build.core.scalars import HOST_SCALARS
@@ -665,13 +666,13 @@ class DeviceBuffer:
     @property
     def wgpu_buffer(self) -> Any:
         """The wgpu `GPUBuffer` behind this buffer (wgpu devices only)."""
-        return self._native_of("wgpu")
+        return self._native_of(WGPU.name)
 
     @property
     def vulkan_buffer(self) -> Any:
         """The `VkBuffer` handle behind this buffer (Vulkan devices only; the runtime owns
         it: see docs/runtime.md on sharing)."""
-        return self._native_of("vulkan")
+        return self._native_of(VULKAN.name)
 
     def _native_of(self, backend: str) -> Any:
         if self.device.backend != backend:

@@ -22,10 +22,10 @@ import numpy as np
 from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.core.errors import DescriptorFormatError, DeviceError
 from vyre_build.core.features import MATRIX_DIMS, MATRIX_ELEMENTS, SUBGROUP_FEATURES
-from vyre_build.runtime.buffers import DTYPES
+from vyre_build.core.targets import KDESC
+from vyre_build.runtime.device import DTYPES, Device, Job, choose_adapter
 from vyre_build.runtime.calls import host_type
 from vyre_build.runtime.debug import append_records
-from vyre_build.runtime.device import Device, Job, choose_adapter
 from vyre_build.runtime.profile import CooperativeMatrixType, DeviceProfile, features_of
 
 if TYPE_CHECKING:
@@ -250,20 +250,20 @@ class CpuDevice(Device):
             info = self._validate(desc)
         except DescriptorFormatError as exc:
             raise DeviceError(
-                f"Kernel {meta.id!r}: the cpu backend refused the .kdesc: {exc}"
+                f"Kernel {meta.id!r}: the cpu backend refused the {KDESC.suffix}: {exc}"
             ) from exc
         if desc.id != meta.id:
-            raise DeviceError(f"Kernel {meta.id!r}: the .kdesc is kernel {desc.id!r}")
+            raise DeviceError(f"Kernel {meta.id!r}: the {KDESC.suffix} is kernel {desc.id!r}")
         stated, implied = _rows(meta, desc, info)
         if stated != implied:
             raise DeviceError(
-                f"Kernel {meta.id!r}: the .kdesc does not match the metadata: it has "
+                f"Kernel {meta.id!r}: the {KDESC.suffix} does not match the metadata: it has "
                 f"{', '.join(sorted(implied - stated)) or 'nothing more'} where the metadata "
                 f"has {', '.join(sorted(stated - implied)) or 'nothing more'}"
             )
         if tuple(desc.workgroup_size) != tuple(meta.workgroup_size):
             raise DeviceError(
-                f"Kernel {meta.id!r}: the .kdesc has workgroup size "
+                f"Kernel {meta.id!r}: the {KDESC.suffix} has workgroup size "
                 f"{'x'.join(map(str, desc.workgroup_size))}, the metadata "
                 f"{'x'.join(map(str, meta.workgroup_size))}"
             )
@@ -275,7 +275,7 @@ class CpuDevice(Device):
         debug = meta.debug.binding if meta.debug is not None else None
         if info.debug_binding != debug:  # the buffer the runtime binds is the one it writes
             raise DeviceError(
-                f"Kernel {meta.id!r}: the .kdesc has its debug buffer at binding "
+                f"Kernel {meta.id!r}: the {KDESC.suffix} has its debug buffer at binding "
                 f"{info.debug_binding}, the metadata at {debug} (rebuild both together)"
             )
         return _Pipeline(desc, info, buffers, scalars, debug)
