@@ -5,7 +5,8 @@ block, scratch locals, opaque extensions for loops/break/continue) and passes
 `descriptor.validate`. Debug statements and sites (a debug build's Program only) become
 the `vyre.debug.*` ops, each naming its row of the site table `Lowerer.sites` (the
 metadata's `debug.sites`); a Program without them lowers exactly as before. A local assigned once, whose every use it dominates
-lexically, becomes a plain SSA value; every other local becomes a Scratch slot.
+lexically, becomes a plain SSA value; every other local becomes a Scratch slot. The ops are
+built with the one descriptor builder (`descriptor.builder`), literals interned per scope.
 """
 
 from __future__ import annotations
