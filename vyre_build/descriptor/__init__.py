@@ -3,6 +3,7 @@
 - `codec`: the data types and the `.kdesc` codec (shared/spec/kernel-descriptor.md, to the byte);
 - `types`: the value-type vocabulary (one row per type, every spelling of it);
 - `ops`: the op table, (op, operand types) -> result type;
+- `builder`: the one way to build a descriptor op by op (lowering, coarsening, the tests);
 - `validate` -> `facts.DescriptorInfo`: structure checked once, facts computed once.
 How vyre_build uses the schema: docs/descriptor-conventions.md.
 """

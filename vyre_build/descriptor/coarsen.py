@@ -24,15 +24,8 @@ as the four invocations of the original would be (docs/descriptor-conventions.md
 
 from __future__ import annotations
 
-from vyre_build.descriptor.codec import (
-    SHARED_SLOT_BASE,
-    BindingSlot,
-    KernelBody,
-    KernelDescriptor,
-    KernelOp,
-    Variant,
-    encode_datatype,
-)
+from vyre_build.descriptor.builder import BodyBuilder, KernelBuilder
+from vyre_build.descriptor.codec import SHARED_SLOT_BASE, BindingSlot, KernelDescriptor, Variant
 from vyre_build.descriptor.facts import DescriptorInfo
 from vyre_build.descriptor.types import datatype, vector_of
 from vyre_build.descriptor.validate import validate
@@ -150,9 +143,14 @@ class _Coarsener:
     def __init__(self, desc: KernelDescriptor, info: DescriptorInfo):
         self.desc, self.info = desc, info
         self.slots = {s.slot: s for s in desc.slots}
-        self.next_id = max(info.types, default=-1) + 1
-        self.next_slot = max(
-            [s.slot + 1 for s in desc.slots if s.slot >= SHARED_SLOT_BASE], default=SHARED_SLOT_BASE
+        self.kernel = KernelBuilder(
+            f"{desc.id}+x{FACTOR}",
+            desc.workgroup_size,
+            first_id=max(info.types, default=-1) + 1,
+            first_private=max(
+                [s.slot + 1 for s in desc.slots if s.slot >= SHARED_SLOT_BASE],
+                default=SHARED_SLOT_BASE,
+            ),
         )
         self.view = view_of(desc, info)
         ops = self.view.ops
@@ -163,33 +161,19 @@ class _Coarsener:
         self.loaded = {op.slot for op in ops if isinstance(op, Load) and not op.shared}
         self.stored = {op.slot for op in ops if isinstance(op, Store) and not op.shared}
         self.returns = any(isinstance(op, Return) for op in ops)
-        self.new_slots: list[BindingSlot] = []
-
-    def fresh(self) -> int:
-        r = self.next_id
-        self.next_id += 1
-        return r
 
     def scratch(self, ty: str, name: str, count: int = 1) -> int:
-        slot = self.next_slot
-        self.next_slot += 1
-        self.new_slots.append(BindingSlot(slot, datatype(ty), count, "Scratch", "ReadWrite", name))
-        return slot
+        return self.kernel.local("Scratch", datatype(ty), count, name)
 
     # --- the new descriptor ---------------------------------------------------------
     def run(self) -> KernelDescriptor:
-        d = self.desc
-        out = _Body()
-        gid = out.op(self, Variant("GlobalInvocationId"), (0,))
-        base = out.op(self, _bin("Mul"), (gid, out.lit(self, "U32", FACTOR)))
-        elems = [base] + [
-            out.op(self, _bin("Add"), (base, out.lit(self, "U32", j))) for j in range(1, FACTOR)
-        ]
+        d, out = self.desc, self.kernel.body
+        gid = out.gid(0)
+        base = out.bin("Mul", gid, out.u32(FACTOR))
+        elems = [base] + [out.bin("Add", base, out.u32(j)) for j in range(1, FACTOR)]
         vec = {s: vector_of(self.info.slot_types[s], FACTOR) for s in self.loaded | self.stored}
         full = {s for s in self.stored if s not in self.loaded and self._always_stored(s)}
-        old = {
-            s: out.op(self, Variant("LoadGlobal"), (s, gid)) for s in sorted(vec) if s not in full
-        }
+        old = {s: out.load(s, gid) for s in sorted(vec) if s not in full}
         work = {}
         zero = None
         for s in sorted(self.stored):
@@ -199,17 +183,12 @@ class _Coarsener:
                     zero = {}
                 ty = self.info.slot_types[s]
                 if ty not in zero:
-                    z = out.lit(self, ty.upper(), 0.0 if ty == "f32" else 0)
-                    zero[ty] = out.op(self, _vec(vec[s]), (z,) * FACTOR)
+                    z = out.lit(ty.upper(), 0.0 if ty == "f32" else 0)
+                    zero[ty] = out.vec(datatype(vec[s]), *(z,) * FACTOR)
                 start = zero[ty]
             else:
                 start = old[s]
-            out.op(
-                self,
-                Variant("StoreShared"),
-                (work[s], out.lit(self, "U32", 0), start),
-                result=False,
-            )
+            out.store(work[s], out.u32(0), start)
         for j in range(FACTOR):
             locals_ = {  # each copy its own locals and local arrays, of their sizes
                 s.slot: self.scratch(
@@ -219,46 +198,25 @@ class _Coarsener:
                 if s.memory_class == "Scratch"
             }
             copy = _Copy(self, j, elems[j], old, work, locals_, vec)
-            body = copy.body(self.view.body)
             if self.returns:  # a copy's `return` leaves that copy only
+                body = out.loop()
+                copy.body(self.view.body, body)
                 if not body.ends():  # a body that ends in a return already breaks
-                    body.op(self, Variant("OpaqueNode", ("vyre.break", b"")), (), result=False)
-                out.op(
-                    self,
-                    Variant("OpaqueNode", ("vyre.loop", b"")),
-                    (out.child(body),),
-                    result=False,
-                )
+                    body.brk()
             else:
-                out.extend(body)
+                copy.body(self.view.body, out)
         for s in sorted(self.stored):
-            value = out.op(self, Variant("LoadShared"), (work[s], out.lit(self, "U32", 0)))
-            out.op(self, Variant("StoreGlobal"), (s, gid, value), result=False)
-        slots = []
+            out.store(s, gid, out.load(work[s], out.u32(0)))
         for s in d.slots:
             if s.memory_class == "Global":
                 vis = s.visibility
                 if s.slot in vec and s.slot not in full and vis == "WriteOnly":
                     vis = "ReadWrite"  # its old contents are read back (see module docstring)
-                slots.append(
-                    BindingSlot(
-                        s.slot,
-                        datatype(vector_of(self.info.slot_types[s.slot], FACTOR)),
-                        None,
-                        "Global",
-                        vis,
-                        s.name,
-                    )
-                )
+                ty = datatype(vector_of(self.info.slot_types[s.slot], FACTOR))
+                self.kernel.slots.append(BindingSlot(s.slot, ty, None, "Global", vis, s.name))
             elif s.memory_class != "Scratch":
-                slots.append(s)
-        slots += self.new_slots
-        return KernelDescriptor(
-            f"{d.id}+x{FACTOR}",
-            tuple(sorted(slots, key=lambda s: s.slot)),
-            d.workgroup_size,
-            out.freeze(),
-        )
+                self.kernel.slots.append(s)
+        return self.kernel.build()
 
     # --- which stores happen in every copy whose elements are in bounds ----------------
     def _always_stored(self, slot: int) -> bool:
@@ -317,67 +275,9 @@ class _Coarsener:
         return isinstance(op, Length) and self.slots[op.slot].memory_class == "Global"
 
 
-def _bin(name: str) -> Variant:
-    return Variant("BinOpKind", (Variant(name),))
-
-
-def _vec(ty: str) -> Variant:
-    return Variant("OpaqueExpr", (0, "vyre.vec", encode_datatype(datatype(ty))))
-
-
-class _Body:
-    def __init__(self):
-        self.ops: list[KernelOp] = []
-        self.children: list[KernelBody] = []
-        self.literals: list[Variant] = []
-
-    def op(self, c: _Coarsener, kind: Variant, operands, result: bool = True):
-        rid = c.fresh() if result else None
-        self.ops.append(KernelOp(kind, tuple(operands), rid))
-        return rid
-
-    def lit(self, c: _Coarsener, name: str, value):
-        self.literals.append(Variant(name, (value,)))
-        return self.op(c, Variant("Literal"), (len(self.literals) - 1,))
-
-    def child(self, b: _Body) -> int:
-        self.children.append(b.freeze())
-        return len(self.children) - 1
-
-    def extend(self, b: _Body) -> None:
-        """Append `b`'s ops here (children and literals re-indexed)."""
-        lits, kids = len(self.literals), len(self.children)
-        for op in b.ops:
-            operands = op.operands
-            name = op.kind.name
-            if name == "Literal":
-                operands = (operands[0] + lits,)
-            elif name in ("StructuredIfThen", "StructuredIfThenElse"):
-                operands = (operands[0],) + tuple(x + kids for x in operands[1:])
-            elif name == "StructuredForLoop":
-                operands = operands[:2] + (operands[2] + kids,)
-            elif name == "OpaqueNode" and op.kind.args[0] == "vyre.loop":
-                operands = tuple(x + kids for x in operands)
-            self.ops.append(KernelOp(op.kind, operands, op.result))
-        self.literals += b.literals
-        self.children += b.children
-
-    def ends(self) -> bool:
-        """Whether the body ends in a break, continue or return (nothing may follow)."""
-        if not self.ops:
-            return False
-        last = self.ops[-1].kind
-        return last.name == "Return" or (
-            last.name == "OpaqueNode" and last.args[0] in ("vyre.break", "vyre.continue")
-        )
-
-    def freeze(self) -> KernelBody:
-        return KernelBody(tuple(self.ops), tuple(self.children), tuple(self.literals))
-
-
 class _Copy(Walker):
     """Copy j of the body: fresh ids, gid -> e_j, storage accesses through the vec4s
-    (`visit(op, src, out)`: op of body `src` into the new body `out`)."""
+    (`visit(op, src, out)`: op of body `src` appended to the body `out` being built)."""
 
     def __init__(self, c: _Coarsener, j, elem, old, work, locals_, vec):
         self.c, self.j, self.elem = c, j, elem
@@ -387,11 +287,16 @@ class _Copy(Walker):
     def v(self, vid: int) -> int:
         return self.ids[vid]
 
-    def body(self, src: BodyView) -> _Body:
-        out = _Body()
+    def body(self, src: BodyView, out: BodyBuilder) -> None:
+        """Every op of `src`, copied into `out`."""
         for op in src.ops:
             self.visit(op, src, out)
-        return out
+
+    def child(self, src: BodyView, k: int, out: BodyBuilder) -> int:
+        """Child body `k` of `src`, copied into a new child of `out`: its index there."""
+        index, body = out.child()
+        self.body(src.children[k], body)
+        return index
 
     def define(self, op, new_id) -> None:
         if op.result is not None:
@@ -400,7 +305,7 @@ class _Copy(Walker):
     def visit_renamed(self, op, src, out) -> None:
         """The op itself on the copy's ids."""
         operands = tuple(self.v(x) for x in op.operands)
-        self.define(op, out.op(self.c, op.kind, operands, result=op.result is not None))
+        self.define(op, out.op(op.kind, *operands, value=op.result is not None))
 
     visit_binary = visit_unary = visit_fma = visit_select = visit_cast = visit_renamed
     visit_bitcast = visit_construct = visit_extract = visit_renamed
@@ -411,7 +316,7 @@ class _Copy(Walker):
 
     def visit_verbatim(self, op, src, out) -> None:
         """A statement whose operands are no SSA values: as it is."""
-        out.op(self.c, op.kind, op.operands, result=False)
+        out.op(op.kind, *op.operands, value=False)
 
     visit_break_ = visit_continue_ = visit_barrier = visit_debug = visit_verbatim
     visit_fence = visit_ordered_store = visit_coop_store = visit_verbatim
@@ -420,78 +325,63 @@ class _Copy(Walker):
         if op.name == _GID:
             self.ids[op.result] = self.elem
         else:  # refused by coarsenable; kept exact
-            self.define(op, out.op(self.c, op.kind, op.operands))
+            self.define(op, out.op(op.kind, *op.operands))
 
     def visit_literal(self, op, src, out) -> None:
         lit = op.value
-        self.define(op, out.lit(self.c, lit.name, lit.args[0]))
+        self.define(op, out.lit(lit.name, lit.args[0]))
 
     def visit_load(self, op, src, out) -> None:
-        c = self.c
         if op.shared:
             return self.local(op, src, out)
         s = op.slot
-        vec = (
-            out.op(c, Variant("LoadShared"), (self.work[s], out.lit(c, "U32", 0)))
-            if s in self.work
-            else self.old[s]
-        )
-        self.define(
-            op, out.op(c, Variant("OpaqueExpr", (0, "vyre.extract", bytes([self.j]))), (vec,))
-        )
+        vec = out.load(self.work[s], out.u32(0)) if s in self.work else self.old[s]
+        self.define(op, out.extract(vec, self.j))
 
     def visit_store(self, op, src, out) -> None:
-        c = self.c
         if op.shared:
             return self.local(op, src, out)
         s, value = op.slot, self.v(op.value)
-        cur = out.op(c, Variant("LoadShared"), (self.work[s], out.lit(c, "U32", 0)))
-        parts = [
-            value
-            if k == self.j
-            else out.op(c, Variant("OpaqueExpr", (0, "vyre.extract", bytes([k]))), (cur,))
-            for k in range(FACTOR)
-        ]
-        new = out.op(c, _vec(self.vec[s]), parts)
-        out.op(c, Variant("StoreShared"), (self.work[s], out.lit(c, "U32", 0), new), result=False)
+        cur = out.load(self.work[s], out.u32(0))
+        parts = [value if k == self.j else out.extract(cur, k) for k in range(FACTOR)]
+        new = out.vec(datatype(self.vec[s]), *parts)
+        out.store(self.work[s], out.u32(0), new)
 
     def visit_length(self, op, src, out) -> None:
-        c = self.c
-        if c.slots[op.slot].memory_class != "Global":
+        if self.c.slots[op.slot].memory_class != "Global":
             return self.local(op, src, out)
-        n = out.op(c, Variant("BufferLength"), (op.slot,))
-        self.define(op, out.op(c, _bin("Mul"), (n, out.lit(c, "U32", FACTOR))))
+        n = out.length(op.slot)
+        self.define(op, out.bin("Mul", n, out.u32(FACTOR)))
 
     def local(self, op, src, out) -> None:
         """A load, store or length of a Scratch slot: the copy's own."""
         o = op.operands
         operands = (self.locals[o[0]],) + tuple(self.v(x) for x in o[1:])
-        self.define(op, out.op(self.c, op.kind, operands, result=op.result is not None))
+        self.define(op, out.op(op.kind, *operands, value=op.result is not None))
 
     def visit_load_uniform(self, op, src, out) -> None:  # [uniform slot, index]
         o = op.operands
-        self.define(op, out.op(self.c, op.kind, (o[0], self.v(o[1]))))
+        self.define(op, out.op(op.kind, o[0], self.v(o[1])))
 
     def visit_return_(self, op, src, out) -> None:
-        out.op(self.c, Variant("OpaqueNode", ("vyre.break", b"")), (), result=False)
+        out.brk()
 
     def visit_if_(self, op, src, out) -> None:
-        kids = tuple(out.child(self.body(src.children[k])) for k in op.children)
-        out.op(self.c, op.kind, (self.v(op.cond),) + kids, result=False)
+        kids = tuple(self.child(src, k, out) for k in op.children)
+        out.op(op.kind, self.v(op.cond), *kids, value=False)
 
     def visit_for_(self, op, src, out) -> None:
         lo, hi = self.v(op.lo), self.v(op.hi)
-        kid = out.child(self.body(src.children[op.body]))
+        kid = self.child(src, op.body, out)
         kind = Variant("StructuredForLoop", (f"{op.var}_x{self.j}",))
-        out.op(self.c, kind, (lo, hi, kid), result=False)
+        out.op(kind, lo, hi, kid, value=False)
 
     def visit_loop_index(self, op, src, out) -> None:
-        kind = Variant("LoopIndex", (f"{op.var}_x{self.j}",))
-        self.define(op, out.op(self.c, kind, ()))
+        self.define(op, out.loop_index(f"{op.var}_x{self.j}"))
 
     def visit_loop(self, op, src, out) -> None:
-        kids = tuple(out.child(self.body(src.children[k])) for k in op.children)
-        out.op(self.c, op.kind, kids, result=False)
+        kids = tuple(self.child(src, k, out) for k in op.children)
+        out.op(op.kind, *kids, value=False)
 
 
 def coarsen(desc: KernelDescriptor, info: DescriptorInfo) -> KernelDescriptor:
