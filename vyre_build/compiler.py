@@ -50,6 +50,8 @@ _IDENTITY_PARTS = (
     "emit",
     "frontend",
 )
+# ... less what only the runtime reads: a backend row changes no artifact.
+_NOT_IDENTITY = ("core/backends.py",)
 
 
 @lru_cache(maxsize=1)
@@ -72,6 +74,8 @@ def compiler_identity() -> dict:
         )
         for path in sorted(files):
             rel = os.path.relpath(path, _PKG).replace(os.sep, "/")
+            if rel in _NOT_IDENTITY:
+                continue
             with open(path, "rb") as f:
                 data = f.read()
             h.update(f"{rel}\0{len(data)}\0".encode())
@@ -349,7 +353,7 @@ def load_kernel_file(path: str, root: str | None = None):
 def compile_work(path: str, root: str | None = None, module=None) -> int:
     """About how many operations compiling a kernel file takes (each kernel's, helpers
     inlined, times its variants), from parsing alone: what a build charges to its budget
-    (build_budget) before compiling the file. Raises the KernelError `compile_file` gives
+    (build.budget) before compiling the file. Raises the KernelError `compile_file` gives
     a file past the per-file limit."""
     from vyre_build.frontend.work import file_work
 

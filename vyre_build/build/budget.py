@@ -4,7 +4,7 @@ One kernel file is bounded by the frontend's limits (MAX_FILE_OPERATIONS: its ke
 operations times their variants); a `BuildBudget` bounds their sum over one build, so a
 tree of many files at that limit cannot take unbounded time either. A build step charges
 a file's count (the compiler's `compile_work`, from its parse) just before it compiles the
-file, whether in the build process or in a worker (`build_pool` asks the build process,
+file, whether in the build process or in a worker (`build.pool` asks the build process,
 which holds the one budget); a cache hit compiles nothing and charges nothing. A charge
 that passes the budget refuses that file before any of its variants compiles.
 

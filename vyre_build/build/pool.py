@@ -1,9 +1,9 @@
 """Persistent build workers, so that `scons -jN` hashes, compiles and writes in parallel.
 
 SCons runs its jobs in threads of one process, where Python code holds the GIL; a
-`WorkerPool` hands each build step (`build_step.run_step`: key, local and remote lookup,
+`WorkerPool` hands each build step (`build.step.run_step`: key, local and remote lookup,
 compile, store, write the outputs, queue the upload) and the cold scan of kernel files
-(`build_parse`) to N worker processes started once per build (`python -c`; the compiler
+(`build.parse`) to N worker processes started once per build (`python -c`; the compiler
 imported and warmed up once). The SCons thread waits on a pipe meanwhile, with the GIL
 released, and merges the worker's counters and warnings into the build's store and
 remote (each once-per-build warning is said once, whichever process met it first).
@@ -12,7 +12,7 @@ Protocol: pickles over the worker's stdin and a private copy of its stdout (its 
 stdout goes to stderr, so nothing it prints can corrupt a reply). A worker says it is
 ready after its warm-up; until then steps run in the build process, so a small build
 never waits for workers. A step about to compile asks the build process, which holds the
-build's one compile budget (`build_budget`), and waits for its answer: {"charge": n} on
+build's one compile budget (`build.budget`), and waits for its answer: {"charge": n} on
 the private stdout, {} or {"error"} back on stdin. A worker exits at EOF, so it never
 outlives the build; it ignores SIGINT (Ctrl-C stops SCons, which closes it). A worker
 that dies is reported once and its step run in the build process instead (a charge it
@@ -172,7 +172,7 @@ class WorkerPool:
         return None
 
     def run(self, job: dict, store, remote, budget=None) -> dict:
-        """Run `build_step.run_step(job)` in a ready worker (else here), answering its
+        """Run `build.step.run_step(job)` in a ready worker (else here), answering its
         charges to `budget` (the build's `BuildBudget`); merge the worker's counters,
         warnings and what it learned of the remote; raise its VyreError."""
         from vyre_build.build.step import run_step

@@ -183,7 +183,7 @@ def rebuild_and_compare(
         reader: the open bundle (read from a file: the whole file is compared).
         src_dir: the kernel tree (its top-level kernel files are compiled).
         options: compiler options the bundle was built with (default none).
-        compiler_identity: the installed compiler's identity (default: build_step's).
+        compiler_identity: the installed compiler's identity (default: build.step's).
     Returns:
         {"bundle", "source_dir", "compiler", "targets", "identical" (the whole file,
         signature aside; None for a version 1 bundle, compared kernel by kernel only),

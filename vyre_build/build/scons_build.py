@@ -189,7 +189,7 @@ def scan_file(env, node, root: str | None = None) -> dict:
 def scan_in_workers(env, nodes, root: str) -> None:
     """Scan the files of the kernel tree `root` that the memo cannot answer in the compile
     workers, in parallel (a cold -jN build); their parses wait, pickled, for the compiles
-    (build_parse)."""
+    (build.parse)."""
     compiler = compiler_of(env)
     parses, pool = parses_of(compiler), pool_of(env)
     if parses is None or pool is None:
@@ -325,7 +325,7 @@ def remote_of(env):
 
 
 def budget_of(env):
-    """The build's compile budget (build_budget), one tally per build: the limit is
+    """The build's compile budget (build.budget), one tally per build: the limit is
     $VYREMAXBUILDOPERATIONS, else $VYRE_MAX_BUILD_OPERATIONS, else the default."""
     from vyre_build.build.budget import BUILD_OPERATIONS_VAR, BuildBudget, budget_setting
 

@@ -4,7 +4,7 @@
 variants YAML (by content), the targets, the options and the compiler identity; then
 looks the key up locally, then on the remote (a remote hit is kept locally); on a hit it
 writes the stored outputs without importing or running the compiler; on a miss it
-charges the file's compile work to the build's budget (`build_budget`), compiles, stores
+charges the file's compile work to the build's budget (`build.budget`), compiles, stores
 the outputs and the input files as blobs, writes the outputs and queues the upload. The
 step (`run_step`) runs in-process, or in a worker process of a `WorkerPool`, so that -jN
 builds do their hashing, compiling and writing in parallel.
@@ -124,7 +124,7 @@ def compile_outputs(
 ) -> dict[str, bytes]:
     """Compile `source` (no cache): {`<stem><suffix>`: bytes} for every kernel and variant;
     `root` is the kernel tree (nothing outside it is read; default the source's folder).
-    `module`: the file as the build's scan loaded it (see build_parse), if the compiler
+    `module`: the file as the build's scan loaded it (see build.parse), if the compiler
     takes one."""
     mod = load_compiler(compiler)
     extra = {"module": module} if module is not None and _takes_module_arg(compiler) else {}
@@ -250,7 +250,7 @@ def _module(job: dict, found):
 
 
 def run_step(job: dict, store: Store | None, remote=None, budget=None) -> dict:
-    """One build step, in the build process or in a worker (`build_pool`): the key, the
+    """One build step, in the build process or in a worker (`build.pool`): the key, the
     local store, the remote (a hit kept locally), else charge the build's `budget` (a
     `BuildBudget`, or a worker's line to the build's) and compile and store; the outputs
     written; the upload queued. `job` holds plain values (see build_kernel_file).

@@ -3,11 +3,12 @@
 A backend is a name ("vulkan"), the target whose artifact it runs ("spirv": its suffix
 and format come from vyre_build.core.targets) and its Device class, imported when a device is
 made. `vyre_build.runtime` (get_device, load_kernel, bundles) and the CLI's --backend
-choices read backends from here; adding one is its module (vyre_build/runtime/) plus one
-`BACKENDS.register(Backend(...))` line.
+choices read backends from here; adding one is its module (vyre_build/runtime/backends/)
+plus one `BACKENDS.register(Backend(...))` line.
 
 Standard library only (devices are imported when made): the CLI imports it to list its
-choices without loading the runtime, and it is no part of the compiler's identity.
+choices without loading the runtime, and it is no part of the compiler's identity
+(compiler._NOT_IDENTITY).
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ payloads decoded (cast targets as value-type names, memory-order accesses, matri
 subgroup op names) and the operands named by role (`Load.slot`, `Load.element`). Every op
 knows its `index`: its position in one numbering of the descriptor's ops (each body's
 ops in order, then its children's, depth first), so facts about an op (the range
-analysis's proofs) are keyed by that index, never by `id()`.
+analysis's proofs) are keyed by that index. (`DescriptorView.of` finds the view of a raw
+`KernelOp` by its `id()`, only for callers that still hold raw ops, such as
+bench/codegen_bench.py; facts never are.)
 
 Decoding is total: any descriptor decodes (validation reads the view too), an op
 vyre_build does not use becomes `Unknown`, a payload that does not decode leaves its

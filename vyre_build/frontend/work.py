@@ -5,9 +5,9 @@ kernels' operations (expressions and statements, each helper call counting the h
 inlined size, as `calls.inline_size` counts them) times their variants. `file_work` gives
 that count, reading only the syntax trees (linear in the file: each helper is sized once),
 and refuses a file whose count passes MAX_FILE_OPERATIONS (README: "Limits"): the compiler
-asks it before checking the first kernel, a build's scan (build_parse) before declaring the
+asks it before checking the first kernel, a build's scan (build.parse) before declaring the
 file's outputs, and a build step before charging the file to the build-wide budget
-(`build_budget`); the count is kept on the module, so these count once. A plain load does
+(`build.budget`); the count is kept on the module, so these count once. A plain load does
 not count.
 
 The count is an upper bound of what the checker counts for a kernel, within a small

@@ -14,14 +14,14 @@ and layer_norm over numpy arrays or DeviceBuffers.
 Each function takes the kernels as a Bundle (or any mapping of kernel id -> Kernel, such as
 a dict of `load_kernel` results) as its optional first argument; without it, the library
 that ships with the package, on the device of the first DeviceBuffer given, else the
-default device ($VYRE_BACKEND; library_bundle.py).
+default device ($VYRE_BACKEND; library/bundle.py).
 It finds its kernels by id (LIBRARY_KERNELS), picks the
 grids, keeps its small temporaries per device and thread, and runs its passes in one
 `device.batch()`, or in the caller's open batch (the result must then go to `out=`, a
 DeviceBuffer). Wrong kernels, types, shapes and sizes are refused with a DispatchError
 before anything reaches the device. A call like an earlier one on the same DeviceBuffers
 (out= included) runs that call's dispatches again without checking or planning them.
-The machinery (checks, scratch buffers, recipes): library_call.py.
+The machinery (checks, scratch buffers, recipes): library/call.py.
 """
 
 from __future__ import annotations

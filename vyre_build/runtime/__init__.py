@@ -8,7 +8,7 @@ reference (.kdesc: no GPU driver needed).
 Imports only numpy, blake3 (through the bundle reader), vyre_build.bundle/.errors/.files/
 .artifacts/.targets/.backends/.features and the backend in use (the cpu one:
 vyre_build.descriptor and .reference); never the compiler (but once per environment, to
-build the library that `library.*` uses without a bundle: library_bundle.py). Backends are
+build the library that `library.*` uses without a bundle: library/bundle.py). Backends are
 registered in vyre_build.core.backends; which: the `backend` argument, else env VYRE_BACKEND,
 else "wgpu" (the first registered). Any thread may use a device. Before a GPU backend loads
 its driver, an unset or unusable XDG_RUNTIME_DIR is pointed at a private temporary folder
