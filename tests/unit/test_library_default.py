@@ -84,7 +84,7 @@ def test_an_install_without_the_library_sources_says_so(monkeypatch, tmp_path):
     # A package directory with neither _library/ (a wheel's) nor ../kernels (a checkout's).
     package = tmp_path / "site" / "vyre_build"
     package.mkdir(parents=True)
-    monkeypatch.setattr(library_bundle, "__file__", str(package / "runtime" / "library/bundle.py"))
+    monkeypatch.setattr(library_bundle, "__file__", str(package / "library" / "bundle.py"))
     with pytest.raises(DispatchError) as info:
         library_bundle.library_sources()
     assert str(info.value) == (
