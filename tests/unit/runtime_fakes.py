@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from vyre_build.bundle.metadata import check_metadata
 from vyre_build.runtime.calls import plan_call
-from vyre_build.runtime.device import Plan
+from vyre_build.runtime.plan import Plan
 
 
 class FakeDevice:

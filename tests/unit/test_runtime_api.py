@@ -30,7 +30,7 @@ from vyre_build.runtime import (
     Kernel,
 )
 from vyre_build.runtime.calls import workgroup_counts
-from vyre_build.runtime.device import split_dispatch
+from vyre_build.runtime.plan import split_dispatch
 from vyre_build.runtime.kernel import WGSL_BASE, split_refusal_of_code, wgsl_at_base
 from vyre_build.runtime.profile import features_of, missing_features
 

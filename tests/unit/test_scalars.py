@@ -10,7 +10,7 @@ from vyre_build.bundle import metadata
 from vyre_build.core import scalars
 from vyre_build.descriptor.types import SCALARS, TYPES, VECTORS
 from vyre_build.reference import values
-from vyre_build.runtime import device as runtime_device
+from vyre_build.runtime import plan as runtime_plan
 
 
 def test_host_order_lists_exactly_the_host_shareable_scalars():
@@ -38,11 +38,11 @@ def test_metadata_runtime_and_reference_read_the_column():
     for name, (elem, n) in metadata.VECTOR_DTYPES.items():
         assert VECTORS[name] == (elem, n)
     for name, size in metadata.SCALAR_DTYPES.items():
-        dt = runtime_device.DTYPES[name]
+        dt = runtime_plan.DTYPES[name]
         assert dt == np.dtype(TYPES[name].host) and dt.itemsize == size
         assert dt.str[0] in "<|"  # little-endian, as devices store it
-        assert runtime_device.NP_NAMES[name] == TYPES[name].host == str(dt)
-    assert list(runtime_device.DTYPES) == list(metadata.SCALAR_DTYPES)
+        assert runtime_plan.NP_NAMES[name] == TYPES[name].host == str(dt)
+    assert list(runtime_plan.DTYPES) == list(metadata.SCALAR_DTYPES)
     for name in SCALARS:
         assert values.DTYPES[name] == np.dtype(TYPES[name].host)
     assert values.DTYPES["bool"] == np.dtype(np.bool_)

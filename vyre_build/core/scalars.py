@@ -2,7 +2,7 @@
 language's name, the descriptor DataType, the WGSL spelling, the bytes per element on the
 host and the host (numpy) dtype. The type vocabulary (`vyre_build.descriptor.types`) builds
 its scalar and vector rows from these; the metadata reader (`bundle/metadata.py`), the
-runtime's buffers (`runtime/device.py`) and the CPU reference (`reference/values.py`) read
+runtime's buffer dtypes (`runtime/plan.py`) and the CPU reference (`reference/values.py`) read
 their host sizes and dtypes from here instead of tables of their own.
 
 Standard library only: the runtime imports it without the compiler (and without numpy's

@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from vyre_build.core.errors import DispatchError
-from vyre_build.runtime.device import DTYPES, NP_NAMES, Device, DeviceBuffer
+from vyre_build.runtime.device import Device, DeviceBuffer
+from vyre_build.runtime.plan import DTYPES, NP_NAMES
 from vyre_build.runtime.kernel import CallResult, Kernel
 
 Array = Union[npt.NDArray[Any], DeviceBuffer]

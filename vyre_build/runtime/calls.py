@@ -11,15 +11,8 @@ import numpy as np
 
 from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, Binding, KernelMeta
 from vyre_build.core.errors import DispatchError
-from vyre_build.runtime.device import (
-    DTYPES,
-    NP_NAMES,
-    BufferArg,
-    Device,
-    DeviceBuffer,
-    Plan,
-    is_shape,
-)
+from vyre_build.runtime.device import Device, DeviceBuffer
+from vyre_build.runtime.plan import DTYPES, NP_NAMES, BufferArg, Plan, is_shape
 
 _PACK = {"f32": "<f", "i32": "<i", "u32": "<I", "f16": "<e"}
 _INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "u32": (0, 2**32 - 1)}

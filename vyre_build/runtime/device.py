@@ -1,7 +1,8 @@
 """What every backend shares: the Device (buffers, batches, binding-set reuse, dispatch,
 thread safety), and what it hands out and takes: DeviceBuffer and Batch, which name the
 Device that owns them (hence one module: no other module of the runtime is named by this
-one's types), and the Plan of a call (made by calls.py) that Device.run dispatches. A
+one's types). The Plan that Device.run dispatches, and the pure checks and tables, are
+plan.py's; the checks of a kernel against the device's profile, profile.py's. A
 backend subclasses `Device`, sets `backend`, `name`, `profile` and the limits, and
 implements the hooks below; nothing else is backend-specific.
 
@@ -20,18 +21,25 @@ from __future__ import annotations
 import collections
 import math
 import threading
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
 
-from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, KernelMeta
+from vyre_build.bundle.metadata import SCALAR_DTYPES, KernelMeta
 from vyre_build.core.backends import VULKAN, WGPU
 from vyre_build.core.errors import DeviceError, DispatchError
-from vyre_build.core.features import COOPERATIVE_MATRIX
-from vyre_build.core.scalars import HOST_SCALARS
 from vyre_build.runtime import debug
-from vyre_build.runtime.profile import DeviceProfile, missing_features
+from vyre_build.runtime.plan import (
+    DTYPES,
+    NP_NAMES,
+    Dispatched,
+    Job,
+    Plan,
+    buffer_spec,
+    split_dispatch,
+)
+from vyre_build.runtime.profile import DeviceProfile, check_kernel
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -40,119 +48,12 @@ _KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars
 # A batch submits its dispatches in chunks of 1, 2, 4, ... up to this many, so the GPU
 # starts on the first while later ones are still being recorded.
 _CHUNK_MAX = 16
-# The host dtype of each buffer scalar (little-endian, as devices store them), and its name.
-DTYPES: dict[str, np.dtype[Any]] = {
-    s.name: np.dtype(s.host).newbyteorder("<") for s in HOST_SCALARS
-}
-NP_NAMES = {s.name: s.host for s in HOST_SCALARS}
-_KIND = {v: k for k, v in DTYPES.items()}
 _Scalar = TypeVar("_Scalar", bound=np.generic)
-# (pipeline, binding set, workgroup counts) of one dispatch (a split dispatch's piece has
-# the pipeline specialised for its base workgroup).
-Job = tuple[Any, Any, tuple[int, int, int]]
 # (temporary buffer, the caller's numpy array, the call's result, name) of a write-back.
 WriteBack = tuple["DeviceBuffer", npt.NDArray[Any], dict[str, Any], str]
 _Result = TypeVar("_Result", bound=dict[str, Any])
 # Devices made by get_device, by (backend, adapter key): shared, dropped when closed.
 DEFAULT_DEVICES: dict[tuple[str, object], Device] = {}
-
-
-def choose_adapter(api: str, items: list[Any], names: list[str], adapter: int | str) -> Any:
-    """`items[adapter]` for an index, else the first whose name contains `adapter`."""
-    if isinstance(adapter, int) and not isinstance(adapter, bool):
-        if not 0 <= adapter < len(items):
-            raise DeviceError(
-                f"{api} adapter index {adapter} is out of range; there are {len(items)}: {names}"
-            )
-        return items[adapter]
-    for item, name in zip(items, names):
-        if str(adapter).lower() in name.lower():
-            return item
-    raise DeviceError(f"no {api} adapter matches {adapter!r}; there are: {names}")
-
-
-def layout_of(meta: KernelMeta) -> list[tuple[int, str]]:
-    """(binding, access) of every binding in a kernel's set, sorted; "u" for the uniform."""
-    kinds = [(b.binding, b.access or "r") for b in meta.buffers]
-    if meta.uniform is not None:
-        kinds.append((meta.uniform.binding, "u"))
-    if meta.debug is not None and meta.debug.binding is not None:
-        kinds.append((meta.debug.binding, "rw"))  # the debug buffer (runtime/debug.py)
-    return sorted(kinds)
-
-
-def steps(jobs: list[Job]) -> Any:
-    """Each job as (pipeline, set, workgroups, pipeline changed, set changed)."""
-    last_pipe = last_entry = None
-    for pipe, entry, groups in jobs:
-        yield pipe, entry, groups, pipe is not last_pipe, entry is not last_entry
-        last_pipe, last_entry = pipe, entry
-
-
-def is_shape(shape: object) -> bool:
-    """A non-empty tuple of positive ints."""
-    return (
-        isinstance(shape, tuple)
-        and bool(shape)
-        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape)
-    )
-
-
-def split_dispatch(
-    counts: tuple[int, int, int], limits: tuple[int, int, int]
-) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
-    """(base workgroup, workgroup counts) of each piece of a dispatch of `counts` workgroups
-    cut to at most `limits` per axis, x fastest."""
-    ranges = [
-        [(b, min(limit, total - b)) for b in range(0, total, limit)]
-        for total, limit in zip(counts, limits)
-    ]
-    return [
-        ((bx, by, bz), (nx, ny, nz))
-        for bz, nz in ranges[2]
-        for by, ny in ranges[1]
-        for bx, nx in ranges[0]
-    ]
-
-
-class BufferArg(NamedTuple):
-    """One storage-buffer binding of a call: `source` is a numpy array, a DeviceBuffer, or
-    None for a "w" buffer the runtime allocates (zero-filled) with `shape`; `dtype` is the
-    host scalar type and `elements` the number of kernel elements (vectors count once)."""
-
-    name: str
-    binding: int
-    dtype: str
-    access: str
-    source: np.ndarray[Any, Any] | DeviceBuffer | None
-    elements: int
-    shape: tuple[int, ...]
-
-
-class Plan(NamedTuple):
-    """A checked call: buffers in binding order, the packed uniform block, workgroup counts
-    per axis, the names of the buffers the kernel writes (what a call returns), whether
-    the counts exceed the device's per-axis limits (the backend splits it), and the entry
-    point dispatched ("main", or the coarse one where the sizes allow)."""
-
-    buffers: tuple[BufferArg, ...]
-    uniform_binding: int | None
-    uniform: bytes | None
-    workgroups: tuple[int, int, int]
-    written: tuple[str, ...]
-    split: bool
-    entry: str
-
-
-class Dispatched(Protocol):
-    """What Device.run reads of the kernel it dispatches (kernel.py's Kernel, made with
-    a device: the refusal it may carry was raised before its plan was made)."""
-
-    @property
-    def meta(self) -> KernelMeta: ...
-
-    @property
-    def code(self) -> str | bytes: ...
 
 
 class _Direct:
@@ -259,36 +160,7 @@ class Device:
         Returns:
             The DeviceBuffer (freed by `release()` or when collected).
         """
-        content = None
-        shape: tuple[int, ...]
-        if isinstance(data, np.ndarray):
-            kind = _KIND.get(data.dtype)
-            if kind is None or dtype not in (None, kind):
-                raise DispatchError(
-                    f"Device.buffer: array must be float32, int32, uint32 or float16"
-                    f"{' matching dtype=' + repr(dtype) if dtype else ''}, "
-                    f"got {data.dtype}"
-                )
-            if data.size == 0:
-                raise DispatchError(
-                    "Device.buffer: array is empty; a storage buffer needs >= 1 element"
-                )
-            dtype, shape, content = kind, tuple(data.shape), np.ascontiguousarray(data).tobytes()
-        else:
-            given = (data,) if isinstance(data, int) and not isinstance(data, bool) else data
-            if dtype not in SCALAR_DTYPES and dtype not in VECTOR_DTYPES:
-                raise DispatchError(
-                    f"Device.buffer: dtype must be f32, i32, u32, f16 or a vector "
-                    f"type (vec4f, ...) when allocating by length, got {dtype!r}"
-                )
-            if not is_shape(given) or not isinstance(given, tuple):
-                raise DispatchError(
-                    f"Device.buffer: expected a numpy array, a positive length "
-                    f"or a shape, got {data!r}"
-                )
-            shape = given
-            dtype, per = VECTOR_DTYPES.get(dtype, (dtype, 1))
-            shape += (per,) if per > 1 else ()
+        dtype, shape, content = buffer_spec(data, dtype)
         nbytes = math.prod(shape) * SCALAR_DTYPES[dtype]
         if content is None and nbytes > self.max_buffer_bytes:  # arrays: checked when bound
             raise DispatchError(
@@ -366,40 +238,7 @@ class Device:
     def check_kernel(self, meta: KernelMeta) -> None:
         """DeviceError unless this device can run `meta`: its features, workgroup size and
         declared shared memory."""
-        missing = missing_features(meta.features, self.profile.features)
-        if missing:
-            raise DeviceError(
-                f"Kernel {meta.id!r} needs {', '.join(missing)}, which the {self.backend} "
-                f"device {self.name} does not offer"
-            )
-        p = self.profile
-        wg = meta.workgroup_size
-        for axis, (side, most) in enumerate(zip(wg, p.max_workgroup_size)):
-            if side > most:
-                raise DeviceError(
-                    f"Kernel {meta.id!r} has workgroup size {side} on {'xyz'[axis]}, more than "
-                    f"the {self.backend} device {self.name} allows ({most})"
-                )
-        invocations = math.prod(wg)
-        if invocations > p.max_workgroup_invocations:
-            raise DeviceError(
-                f"Kernel {meta.id!r} has {invocations} invocations per workgroup, more than "
-                f"the {self.backend} device {self.name} allows ({p.max_workgroup_invocations})"
-            )
-        if meta.shared_bytes > p.max_shared_memory:
-            raise DeviceError(
-                f"Kernel {meta.id!r} declares {meta.shared_bytes} bytes of shared memory "
-                f"(shared_bytes), more than the {self.backend} device {self.name} allows "
-                f"({p.max_shared_memory})"
-            )
-        size = p.subgroup_size
-        if COOPERATIVE_MATRIX in meta.features and size and invocations % size:
-            # a cooperative matrix needs every invocation of its subgroup
-            raise DeviceError(
-                f"Kernel {meta.id!r} uses cooperative matrices with {invocations} invocations "
-                f"per workgroup, not a multiple of the subgroup size {size} of the "
-                f"{self.backend} device {self.name}"
-            )
+        check_kernel(meta, self.profile, f"the {self.backend} device {self.name}")
 
     def pipeline(
         self,

@@ -15,7 +15,8 @@ import numpy.typing as npt
 from vyre_build.bundle.metadata import Binding, KernelMeta
 from vyre_build.core.errors import DeviceError, DispatchError
 from vyre_build.runtime.calls import Grid, host_type, plan_call
-from vyre_build.runtime.device import NP_NAMES, Device, DeviceBuffer, Plan
+from vyre_build.runtime.device import Device, DeviceBuffer
+from vyre_build.runtime.plan import NP_NAMES, Plan
 
 _NUM_WORKGROUPS = 24  # SPIR-V BuiltIn NumWorkgroups
 _OP_DECORATE, _BUILTIN, _SPEC_ID = 71, 11, 1  # OpDecorate; decorations BuiltIn, SpecId

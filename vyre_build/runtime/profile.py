@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
+from vyre_build.bundle.metadata import KernelMeta
+from vyre_build.core.errors import DeviceError
 from vyre_build.core.features import (
     VULKAN_MEMORY_MODEL,
     VULKAN_MEMORY_MODEL_DEVICE_SCOPE,
@@ -15,7 +18,7 @@ from vyre_build.core.features import (
     is_feature,
 )
 
-__all__ = ["CooperativeMatrixType", "DeviceProfile", "missing_features"]
+__all__ = ["CooperativeMatrixType", "DeviceProfile", "check_kernel", "missing_features"]
 
 
 @dataclass(frozen=True)
@@ -165,3 +168,39 @@ def missing_features(needed: tuple[str, ...], offered: frozenset[str]) -> list[s
         for name in needed
         if name not in offered
     ]
+
+
+def check_kernel(meta: KernelMeta, profile: DeviceProfile, device: str) -> None:
+    """DeviceError unless a device of `profile` can run `meta`: its features, workgroup
+    size and declared shared memory; the messages name the device as `device` ("the wgpu
+    device NAME")."""
+    missing = missing_features(meta.features, profile.features)
+    if missing:
+        raise DeviceError(
+            f"Kernel {meta.id!r} needs {', '.join(missing)}, which {device} does not offer"
+        )
+    wg = meta.workgroup_size
+    for axis, (side, most) in enumerate(zip(wg, profile.max_workgroup_size)):
+        if side > most:
+            raise DeviceError(
+                f"Kernel {meta.id!r} has workgroup size {side} on {'xyz'[axis]}, more than "
+                f"{device} allows ({most})"
+            )
+    invocations = math.prod(wg)
+    if invocations > profile.max_workgroup_invocations:
+        raise DeviceError(
+            f"Kernel {meta.id!r} has {invocations} invocations per workgroup, more than "
+            f"{device} allows ({profile.max_workgroup_invocations})"
+        )
+    if meta.shared_bytes > profile.max_shared_memory:
+        raise DeviceError(
+            f"Kernel {meta.id!r} declares {meta.shared_bytes} bytes of shared memory "
+            f"(shared_bytes), more than {device} allows ({profile.max_shared_memory})"
+        )
+    size = profile.subgroup_size
+    if COOPERATIVE_MATRIX in meta.features and size and invocations % size:
+        # a cooperative matrix needs every invocation of its subgroup
+        raise DeviceError(
+            f"Kernel {meta.id!r} uses cooperative matrices with {invocations} invocations "
+            f"per workgroup, not a multiple of the subgroup size {size} of {device}"
+        )

@@ -23,9 +23,11 @@ from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.core.errors import DescriptorFormatError, DeviceError
 from vyre_build.core.features import MATRIX_DIMS, MATRIX_ELEMENTS, SUBGROUP_FEATURES
 from vyre_build.core.targets import KDESC
-from vyre_build.runtime.device import DTYPES, Device, Job, choose_adapter
+from vyre_build.runtime.backends.common import choose_adapter
+from vyre_build.runtime.device import Device
 from vyre_build.runtime.calls import host_type
 from vyre_build.runtime.debug import append_records
+from vyre_build.runtime.plan import DTYPES, Job
 from vyre_build.runtime.profile import CooperativeMatrixType, DeviceProfile, features_of
 
 if TYPE_CHECKING:

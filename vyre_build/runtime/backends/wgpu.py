@@ -31,8 +31,10 @@ import wgpu
 from vyre_build.bundle.metadata import SCALAR_DTYPES, KernelMeta
 from vyre_build.core.errors import DeviceError, DispatchError
 from vyre_build.core.features import SUBGROUP_FEATURES
-from vyre_build.runtime.device import Device, DeviceBuffer, Job, choose_adapter, layout_of, steps
+from vyre_build.runtime.backends.common import choose_adapter, layout_of, steps
+from vyre_build.runtime.device import Device, DeviceBuffer
 from vyre_build.runtime.kernel import wgsl_at_base
+from vyre_build.runtime.plan import Job
 from vyre_build.runtime.profile import DeviceProfile, features_of
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST

@@ -42,7 +42,9 @@ from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.core.errors import DeviceError
 from vyre_build.runtime.backends.vulkan import profile as vulkan_profile
 from vyre_build.runtime.backends.vulkan.pipelines import Pipelines
-from vyre_build.runtime.device import DEFAULT_DEVICES, Device, Job, choose_adapter, steps
+from vyre_build.runtime.backends.common import choose_adapter, steps
+from vyre_build.runtime.device import DEFAULT_DEVICES, Device
+from vyre_build.runtime.plan import Job
 from vyre_build.runtime.backends.vulkan.results import (
     DEVICE_LOST,
     FRAGMENTED_POOL,

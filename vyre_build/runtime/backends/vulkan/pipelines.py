@@ -15,7 +15,7 @@ import vulkan as vk
 
 from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.core.errors import DeviceError
-from vyre_build.runtime.device import layout_of
+from vyre_build.runtime.backends.common import layout_of
 from vyre_build.runtime.backends.vulkan.pipeline_cache import PipelineCacheFile, cache_dir
 from vyre_build.runtime.backends.vulkan.results import SUCCESS
 
