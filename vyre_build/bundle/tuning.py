@@ -29,6 +29,7 @@ from typing import Any
 
 import json
 
+from vyre_build.core.scalars import HOST_ORDER
 from vyre_build.core.errors import BundleError
 from vyre_build.core.files import canonical_json
 
@@ -56,7 +57,7 @@ DEVICE_KEYS = ("backend", "vendor_id", "device_id", "adapter", "driver", "driver
 NEAR_KEYS = ("backend", "vendor_id", "device_id")
 RECORD_FORMAT = "vyretuning"  # a record file: {"format": RECORD_FORMAT, "records": [...]}
 FILLS = ("zeros", "ones", "range", "uniform", "normal")
-DTYPES = ("f32", "i32", "u32", "f16")
+DTYPES = HOST_ORDER  # the scalar types a case array may have
 _NAME = re.compile(r"^[A-Za-z0-9_]{1,100}$")
 _ID = re.compile(r"^[A-Za-z0-9_]{1,100}(\.[A-Za-z0-9_]{1,100})?$")
 _MAX_ELEMENTS = 1 << 28  # a case's array: at most 256 Mi elements

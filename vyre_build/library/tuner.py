@@ -28,11 +28,10 @@ import numpy as np
 from vyre_build.bundle.tuning import check_record
 from vyre_build.core.backends import REFERENCE
 from vyre_build.core.errors import VyreError
+from vyre_build.runtime.plan import DTYPES
 from vyre_build.runtime.tuning import Choice, Forced, device_identity
 
 __all__ = ["make_inputs", "tune_bundle"]
-
-_NP = {"f32": np.float32, "i32": np.int32, "u32": np.uint32, "f16": np.float16}
 
 
 def make_inputs(name: str, case: dict) -> dict[str, Any]:
@@ -44,7 +43,7 @@ def make_inputs(name: str, case: dict) -> dict[str, Any]:
         if not isinstance(spec, dict):
             out[arg] = spec
             continue
-        shape, dtype, fill = tuple(spec["shape"]), _NP[spec["dtype"]], spec["fill"]
+        shape, dtype, fill = tuple(spec["shape"]), DTYPES[spec["dtype"]], spec["fill"]
         count = int(np.prod(shape))
         if fill == "zeros":
             values = np.zeros(shape)
