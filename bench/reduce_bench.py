@@ -23,10 +23,9 @@ the largest sum). The kernels are dispatched directly, with the grid the row nam
   workgroup folding the partials one load per trip, an acq_rel ticket add and a storage
   barrier after it), what library.reduce runs on a Vulkan GPU;
 - four G=...: the candidate at several grids: four loads per trip in each share and in the
-  fold of the partials, a release ticket add and a plain barrier after it;
-- four-acqrel: the candidate with lib_once's acq_rel add and storage barrier (FOUR_ACQ_REL):
-  lib_once -> four-acqrel is the four loads per trip, four-acqrel -> four the lighter
-  synchronisation (does the release add pay?);
+  fold of the partials, a release ticket add and a storage barrier after it;
+- four-acqrel: the candidate with lib_once's acq_rel add (FOUR_ACQ_REL): lib_once ->
+  four-acqrel is the four loads per trip, four-acqrel -> four the release add (does it pay?);
 - lib_once-i32tk, four-i32tk (u32 only): those kernels with their ticket an i32 buffer
   (I32_TICKET);
 - library: library.reduce(x, "sum", out=...) itself (the path library.reduce_kernel names,
@@ -82,12 +81,8 @@ I32_TICKET = (
     ("last[0] = u32(t == groups - 1)", "last[0] = u32(u32(t) == groups - 1)"),
     ("\nWG = 256\n", "\nfrom vyre_build.lang import i32\n\nWG = 256\n"),
 )
-# lib_reduce_once's acq_rel add and storage barrier on the candidate's loads
-FOUR_ACQ_REL = (
-    ('order="release")', 'order="acq_rel")'),
-    ("    barrier()\n    # every workgroup", "    storage_barrier()\n    # every workgroup"),
-    ("\nWG = 256\n", "\nfrom vyre_build.lang import storage_barrier\n\nWG = 256\n"),
-)
+# lib_reduce_once's acq_rel add on the candidate's loads (both have its storage barrier)
+FOUR_ACQ_REL = (('order="release")', 'order="acq_rel")'),)
 ONCE = (
     LIB_ONCE,
     ("lib_once-i32tk", LIB, KERNELS, "lib_reduce_once", I32_TICKET, "i32", ("u32",)),

@@ -49,8 +49,15 @@ def put(c: Buffer[T, "w"], row: u32, col: u32, v: V, M: u32, N: u32) -> None:
 @kernel(workgroup_size=WG, grid=(1, 1), shared_bytes=SB)
 def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K: u32):
     # A's panel: [buffer][k][groups of 4 rows: 16 * RM, or WG // BK where more, + PA]; B's:
-    # [buffer][rows: BK, or WG // (16 * RN) where more][16 * RN groups of 4 columns]. Where
-    # the two have the same shape (PA = 0 and 16 * RN * BK == WG) B's indices are A's.
+    # [buffer][rows: BK, or WG // (16 * RN) where more][16 * RN groups of 4 columns]. B's
+    # indices are A's (`row`, `nxt`) where the two have the same shape: B's panel is one vec4
+    # per invocation (16 * RN * BK == WG: buffers of WG vec4s in rows of 16 * RN) and A's rows
+    # are as long as B's (A's row stride WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA is
+    # 16 * RN, so its buffers are BK * 16 * RN = WG vec4s too). Not so for RM = 2, RN = 1,
+    # BK = 16 (rows of 32 vec4s in A's panel, 16 in B's), nor with padding. (The stride is
+    # spelt out, not a module constant: those are folded with the module's values, not a
+    # variant's. The 512-vec4 panels of RM = RN = 2, BK = 16 have the same shape as well but
+    # keep B's own indices, as before.)
     sa = shared(V, 2 * BK * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA))
     sb = shared(V, 2 * (WG * (1 + 16 * RN * BK // (2 * WG))))
     lid = local_id().x
@@ -134,10 +141,10 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
             alo = sa[row + ty]
             if RM == 2:
                 ahi = sa[row + 16 + ty]
-            blo = sb[(row if PA + 16 * RN * BK == WG else
+            blo = sb[(row if 16 * RN * BK == WG and WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA == 16 * RN else
                       (s % 2) * (WG * (1 + 16 * RN * BK // (2 * WG))) + k * (16 * RN)) + tx]
             if RN == 2:
-                bhi = sb[(row if PA + 16 * RN * BK == WG else
+                bhi = sb[(row if 16 * RN * BK == WG and WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA == 16 * RN else
                           (s % 2) * (WG * (1 + 16 * RN * BK // (2 * WG))) + k * (16 * RN)) + 16 + tx]
             c00 = fma(blo, alo.x, c00)
             if RN == 2:
@@ -166,7 +173,7 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
                     c71 = fma(bhi, ahi.w, c71)
         nxt = BK * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) - cur
         sa[nxt + ak * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA) + ag] = V(pa0, pa1, pa2, pa3)
-        sb[(nxt if PA + 16 * RN * BK == WG else (WG * (1 + 16 * RN * BK // (2 * WG))) - (s % 2) * (WG * (1 + 16 * RN * BK // (2 * WG))))
+        sb[(nxt if 16 * RN * BK == WG and WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA == 16 * RN else (WG * (1 + 16 * RN * BK // (2 * WG))) - (s % 2) * (WG * (1 + 16 * RN * BK // (2 * WG))))
            + bk * (16 * RN) + bg] = V(pb0, pb1, pb2, pb3)
         barrier()
     r0 = m0 + 4 * ty

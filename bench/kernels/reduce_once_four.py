@@ -6,13 +6,16 @@ kernel. Two changes from it:
   scalar tail alike) and in the last workgroup's fold of the partials (up to 1,024 partials
   in one round trip at 256 invocations), where lib_reduce_once takes two and one: at the
   library's grid (four vec4s per invocation) a share is one round trip to memory;
-- a release ticket add (lib_reduce_once: acq_rel) and a plain barrier after it
-  (lib_reduce_once: storage_barrier). The last workgroup still synchronises with every
-  workgroup's release, its own invocation 0's included: each of its invocations does an
-  acquire load of the ticket after the barrier, which reads the last add, the end of the
-  release sequence of every earlier add (atomic read-modify-writes continue it). The bench
-  times this kernel with the acq_rel add and storage barrier put back too, so the run tells
-  the two changes apart.
+- a release ticket add (lib_reduce_once: acq_rel), with lib_reduce_once's storage barrier
+  after it. The last workgroup still synchronises with every workgroup's release, its own
+  invocation 0's included: each of its invocations does an acquire load of the ticket after
+  the barrier, and the storage barrier makes invocation 0's add happen before those loads,
+  so they read the last add, the end of the release sequence of every earlier add (atomic
+  read-modify-writes continue it). The barrier must be storage_barrier(): barrier() orders
+  workgroup memory only (SPIR-V: no UniformMemory semantics), not the ticket in a storage
+  buffer, so a load after it may read an earlier add and miss later workgroups' partials.
+  The bench times this kernel with the acq_rel add put back too, so the run tells the two
+  changes apart.
 
 Same bindings, scalars and grid as lib_reduce_once (the bench dispatches both the same
 way), the same fixed order of the partials (an f32 sum is the same on every run for a given
@@ -21,8 +24,8 @@ Variants: sum, min, max over u32, i32, f32 (kernels/variants.yaml's lib_reduce_o
 """
 from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, bitcast,
                              global_id, kernel, local_id, max, min, num_workgroups, shared,
-                             subgroup_add, subgroup_invocation_id, subgroup_max,
-                             subgroup_min, subgroup_size, u32, workgroup_id)
+                             storage_barrier, subgroup_add, subgroup_invocation_id,
+                             subgroup_max, subgroup_min, subgroup_size, u32, workgroup_id)
 from vyre_build.lang import f32, i32, vec4f, vec4i, vec4u
 
 WG = 256
@@ -130,7 +133,7 @@ def reduce_once_four(x4: Buffer[V], x: Buffer[T], partials: Buffer[T, "rw"],
         partials[workgroup_id().x] = total
         t = atomic_add(ticket, 0, 1, scope="device", order="release")
         last[0] = u32(t == groups - 1)
-    barrier()
+    storage_barrier()  # the ticket is storage memory: barrier() would not order the add
     # every workgroup folds (barriers stay in uniform control); only the last reads partials
     acc = ident
     if last[0] != 0:

@@ -104,6 +104,44 @@ def test_every_variant_is_exact(backend, mm_bundle, kid, m, k, n):
         np.testing.assert_array_equal(out.read().reshape(m, n), want)
 
 
+@pytest.fixture(scope="module")
+def deep_tall_bundle(tmp_path_factory):
+    """A copy of kernels/lib_matmul.py with one variant the docstring allows but the tree
+    does not declare: RM = 2, RN = 1, BK = 16 (A's panel 512 vec4s in rows of 32, B's 256 in
+    rows of 16: the panels differ in shape, so B keeps its own indices)."""
+    import shutil
+
+    from vyre_build.bundle import write_bundle
+    from vyre_build.compiler import compile_file
+
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "kernels")
+    root = tmp_path_factory.mktemp("mmdeep")
+    for name in ("lib_matmul.py", "lib_common.py"):
+        shutil.copy(os.path.join(src, name), root / name)
+    (root / "variants.yaml").write_text(
+        "lib_matmul.py:\n  lib_matmul:\n"
+        "    f32_128x64_k16: {T: f32, V: vec4f, RN: 1, BK: 16, SB: 24576}\n"
+    )
+    compiled = compile_file(str(root / "lib_matmul.py"), root=str(root))
+    entries = [
+        {"meta": k.meta, "artifacts": {s: b for s, b in k.artifacts.items() if s != ".meta.json"}}
+        for k in compiled
+    ]
+    assert [e["meta"]["id"] for e in entries] == ["lib_matmul.f32_128x64_k16"]
+    path = root / "deep.vyrebundle"
+    write_bundle(path, entries)
+    return path
+
+
+@pytest.mark.parametrize("m, k, n", EDGES)
+def test_a_128x64_block_16_deep_is_exact(backend, deep_tall_bundle, m, k, n):
+    kid = "lib_matmul.f32_128x64_k16"
+    a, b, want = exact(np.random.default_rng(m + 3 * k + 5 * n), m, k, n)
+    with open_bundle(deep_tall_bundle, backend=backend) as bundle:
+        assert bundle[kid].meta.shared_bytes == 24576  # 16 KiB of A's panel, 8 of B's
+        np.testing.assert_array_equal(library.matmul(Pick(bundle, kid, (128, 64)), a, b), want)
+
+
 def test_a_variant_with_the_wrong_tile_is_wrong(mm_bundle):
     """The check above can fail: the 64-wide kernel run on a 128-wide grid leaves C's
     blocks partly unwritten (zeros where numpy has values)."""

@@ -312,7 +312,7 @@ def test_a_wgpu_error_while_recording_is_a_device_error_and_the_device_goes_on(l
     # A bind group of another layout than the pipeline's: wgpu-native reports it while the
     # pass is recorded; both recorders raise it (as DeviceError through the device's
     # guard), and the next call runs.
-    from types import SimpleNamespace
+    from vyre_build.runtime.backends.wgpu import _Set
 
     dev = lib.device
     gpu = dev.device
@@ -322,7 +322,7 @@ def test_a_wgpu_error_while_recording_is_a_device_error_and_the_device_goes_on(l
     )
     pipe = gpu.create_compute_pipeline(layout="auto", compute={"module": shader})
     group = gpu.create_bind_group(layout=gpu.create_bind_group_layout(entries=[]), entries=[])
-    jobs = [((pipe,), SimpleNamespace(group=group), (1, 1, 1))]
+    jobs = [((pipe,), _Set(group, None, None), (1, 1, 1))]
     native = dev._native
     dev._native = native if recorder == "native" else None
     try:

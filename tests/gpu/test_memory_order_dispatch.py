@@ -241,6 +241,42 @@ def candidates():
     }
 
 
+def barriers(kernel) -> list[str]:
+    """The orderings of a compiled kernel's barriers ("AcqRel": barrier(), "SeqCst":
+    storage_barrier(), which alone orders storage-buffer memory), in descriptor order."""
+    found = []
+
+    def walk(body):
+        found.extend(op.kind.args[0] for op in body.ops if op.kind.name == "Barrier")
+        for child in body.children:
+            walk(child)
+
+    walk(kernel.descriptor.body)
+    return found
+
+
+@pytest.mark.parametrize("name", CANDIDATES)
+def test_the_bench_candidates_order_the_ticket_as_the_library_does(candidates, name):
+    """Each candidate's barriers are lib_reduce_once's: a storage barrier after the ticket
+    add, without which the last workgroup's acquire loads of the ticket are not ordered
+    after its invocation 0's add (a plain barrier orders workgroup memory only)."""
+    kernels = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "kernels")
+    lib = {
+        k.stem.split(".")[1]: barriers(k)
+        for k in compile_file(
+            os.path.join(kernels, "lib_reduce.py"),
+            root=kernels,
+            targets=("kdesc",),
+            kernel="lib_reduce_once",
+        )
+    }
+    assert lib["sum_f32"] == ["AcqRel", "SeqCst", "AcqRel"]
+    got = {
+        stem.split(".")[1]: barriers(k) for stem, k in candidates.items() if stem.startswith(name)
+    }
+    assert got == lib
+
+
 @pytest.mark.parametrize("op", ["sum", "min", "max"])
 @pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
 @pytest.mark.parametrize("name", CANDIDATES)

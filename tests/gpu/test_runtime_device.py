@@ -425,6 +425,88 @@ def test_an_applications_wgpu_device_and_buffers(tmp_path):
     np.testing.assert_array_equal(got, 5 * x + 1)
 
 
+# An application that destroys (or maps) its own GPUBuffer while a dispatch using it still
+# waits to be submitted: wgpu-native aborts the process on such a submission, so this runs
+# in a subprocess whose exit status and printed outcomes are checked.
+_MISUSE = """
+import json, sys
+import numpy as np, wgpu
+from vyre_build.core.errors import DispatchError
+from vyre_build.runtime import get_device, open_bundle
+
+path, recorder = sys.argv[1], sys.argv[2]
+app = wgpu.gpu.request_adapter_sync().request_device_sync()
+dev = get_device(adapter=app)
+assert dev._native is not None  # wgpu-py's native backend: the native recorder is there
+if recorder == "public":
+    dev._native = None
+usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+x0, y0 = np.arange(64, dtype=np.float32), np.full(64, 100, np.float32)
+made = lambda v: app.create_buffer_with_data(data=v.tobytes(), usage=usage)
+x_app, y_app = made(x0), made(y0)
+seen = {}
+
+def outcome(key, fn):
+    try:
+        fn()
+        seen[key] = "ran"
+    except DispatchError as exc:
+        seen[key] = str(exc)
+
+def batch():
+    with dev.batch():
+        for _ in range(2):  # the first is submitted at once, the second waits
+            saxpy(x=x, y=y, a=1.0)
+        x_app.destroy()
+        saxpy(x=y, y=y, a=1.0)  # the chunk submitted now holds the destroyed buffer
+
+with open_bundle(path, device=app) as b:
+    saxpy = b["saxpy"]
+    x, y = dev.wrap(x_app, "f32"), dev.wrap(y_app, "f32")
+    outcome("batch", batch)
+    seen["y"] = y.read().tolist()  # only the first dispatch ran
+    outcome("call", lambda: saxpy(x=x, y=y, a=1.0))
+    outcome("read", x.read)
+    m_app = app.create_buffer(size=256, usage=usage, mapped_at_creation=True)
+    outcome("mapped", lambda: saxpy(x=m_app, y=y, a=1.0))
+    m_app.write_mapped(np.ones(64, np.float32).tobytes())
+    m_app.unmap()
+    outcome("unmapped", lambda: saxpy(x=m_app, y=y, a=2.0))
+    seen["y2"] = y.read().tolist()
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("recorder", ["native", "public"])
+def test_an_application_buffer_destroyed_or_mapped_before_submission_is_refused(tmp_path, recorder):
+    from adapters import require_adapter
+    from test_runtime import python
+
+    require_adapter("wgpu")
+    script = tmp_path / "misuse.py"
+    script.write_text(_MISUSE)
+    done = python(str(script), str(bundle(tmp_path / "b.vyrebundle")), recorder)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    refused = (
+        "the application's GPUBuffer passed as 'x' is refused by wgpu (Buffer with '' label "
+        "has been destroyed): a wrapped buffer must outlive the dispatches that use it "
+        '(docs/runtime.md, "The application\'s own device")'
+    )
+    waiting = "; neither this dispatch nor those waiting with it were submitted"
+    assert seen["batch"] == f"Kernel 'saxpy': {refused}{waiting}"
+    x0, y0 = np.arange(64, dtype=np.float32), np.full(64, 100, np.float32)
+    np.testing.assert_array_equal(seen["y"], y0 + x0)
+    assert seen["call"] == f"Kernel 'saxpy': {refused}{waiting}"
+    assert seen["read"] == "DeviceBuffer.read: " + refused.replace(" passed as 'x'", "")
+    assert seen["mapped"] == (
+        "Kernel 'saxpy': the application's GPUBuffer passed as 'x' is mapped (unmap it "
+        f"before a dispatch or read uses it){waiting}"
+    )
+    assert seen["unmapped"] == "ran"
+    np.testing.assert_array_equal(seen["y2"], y0 + x0 + 2)
+
+
 @pytest.mark.backends("wgpu", "vulkan")
 def test_device_buffers_expose_their_backend_buffer(device):
     buf = device.buffer(4, "f32")

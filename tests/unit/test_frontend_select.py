@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 
 import numpy as np
+import pytest
 
 from vyre_build.compiler import compile_file
 from vyre_build.reference import execute
@@ -73,3 +74,28 @@ def test_a_constant_condition_picks_its_arm(tmp_path):
     (k,) = compile_file(str(path), targets=("kdesc",))
     kinds = [op.kind.name for op in k.descriptor.body.ops]
     assert "Select" not in kinds and ops(k.descriptor, "Min") == 1 and ops(k.descriptor, "Add") == 0
+
+
+@pytest.mark.parametrize(
+    "cond, first",
+    [
+        ("OP == 1 and W == 2", True),
+        ("OP == 1 and W == 3", False),
+        ("OP == 0 or W == 2", True),
+        ("OP == 0 or not W == 2", False),
+        ("0 < OP < W", True),
+        ("0 < W < OP", False),
+    ],
+)
+def test_and_or_and_chains_of_constant_conditions_pick_their_arm(tmp_path, cond, first):
+    path = tmp_path / "c.py"
+    path.write_text(
+        "from vyre_build.lang import *\n\nOP = 1\nW = 2\n\n@kernel(workgroup_size=64)\n"
+        'def k(x: Buffer[f32], out: Buffer[f32, "w"]):\n'
+        "    i = global_id().x\n"
+        f"    out[i] = x[i] + 1.0 if {cond} else min(x[i], 1.0)\n"
+    )
+    (k,) = compile_file(str(path), targets=("kdesc",))
+    kinds = [op.kind.name for op in k.descriptor.body.ops]
+    assert "Select" not in kinds
+    assert (ops(k.descriptor, "Add"), ops(k.descriptor, "Min")) == ((1, 0) if first else (0, 1))

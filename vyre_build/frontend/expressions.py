@@ -459,7 +459,7 @@ class ExprChecker:
         out = self.cond(node.values[0])
         for v in node.values[1:]:
             rhs = self.lazy(v, self.cond)
-            out = ir.Binary(op, out, rhs, "bool")
+            out = _bool_op(op, out, rhs)
         return out
 
     def expr_Compare(self, node):
@@ -485,7 +485,7 @@ class ExprChecker:
                 cmp = ir.Const("bool", _CMP_FOLD[op](a.value, b.value))
             else:
                 cmp = ir.Binary(op, a, b, "bool")
-            out = cmp if out is None else ir.Binary("And", out, cmp, "bool")
+            out = cmp if out is None else _bool_op("And", out, cmp)
             left, left_node = right, right_node
         return out
 
@@ -499,6 +499,14 @@ class ExprChecker:
         a = self.coerce(node.body, a, want)
         b = self.coerce(node.orelse, b, a.ty)
         return select(c, a, b)
+
+
+def _bool_op(op: str, a, b):
+    """`a and b` / `a or b` (op "And" / "Or"); two constants give a constant, so that a
+    condition on module constants and variant parameters picks its arm (select below)."""
+    if isinstance(a, ir.Const) and isinstance(b, ir.Const):
+        return ir.Const("bool", (a.value and b.value) if op == "And" else (a.value or b.value))
+    return ir.Binary(op, a, b, "bool")
 
 
 def select(c, a, b):

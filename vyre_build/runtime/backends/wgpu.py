@@ -120,12 +120,22 @@ def adapter_profiles() -> list[DeviceProfile]:
 
 class _Set:
     """A kept or one-off binding set: the bind group, its uniform buffer (None without a
-    uniform block) and the bytes last written into that buffer."""
+    uniform block), the bytes last written into that buffer, and the (argument name,
+    GPUBuffer) of each application buffer it binds, with the kernel's id (checked before
+    each submission of the set: WgpuDevice._check_borrowed)."""
 
-    __slots__ = ("group", "ubuf", "uniform")
+    __slots__ = ("group", "ubuf", "uniform", "borrowed", "kernel")
 
-    def __init__(self, group: Any, ubuf: Any, uniform: bytes | None):
+    def __init__(
+        self,
+        group: Any,
+        ubuf: Any,
+        uniform: bytes | None,
+        borrowed: tuple[tuple[str, Any], ...] = (),
+        kernel: str = "",
+    ):
         self.group, self.ubuf, self.uniform = group, ubuf, uniform
+        self.borrowed, self.kernel = borrowed, kernel
 
 
 class _Native:
@@ -159,6 +169,8 @@ class _Native:
         self.release_pass = lib.wgpuComputePassEncoderRelease
         self.release_encoder = lib.wgpuCommandEncoderRelease
         self.release_commands = lib.wgpuCommandBufferRelease
+        self.create_group = lib.wgpuDeviceCreateBindGroup
+        self.release_group = lib.wgpuBindGroupRelease
         # Descriptors with empty labels, made once (what wgpu-py's methods fill per call).
         empty = _api.to_c_string_view("")
         self.encoder_desc = ffi.new("WGPUCommandEncoderDescriptor *", {"label": empty})
@@ -167,6 +179,15 @@ class _Native:
         )
         self.commands_desc = ffi.new("WGPUCommandBufferDescriptor *", {"label": empty})
         self.commands = ffi.new("WGPUCommandBuffer[1]")
+        # A probe's bind group: the first 4 bytes of one buffer (WgpuDevice._probe).
+        self.probe_entry = ffi.new(
+            "WGPUBindGroupEntry *",
+            {"binding": 0, "offset": 0, "size": 4, "sampler": ffi.NULL, "textureView": ffi.NULL},
+        )
+        self.probe_desc = ffi.new(
+            "WGPUBindGroupDescriptor *",
+            {"label": empty, "entryCount": 1, "entries": self.probe_entry},
+        )
 
     def record(self, jobs: list[Job]) -> None:
         """One encoder, one compute pass, `jobs`' dispatches, one submit. A wgpu error
@@ -179,6 +200,24 @@ class _Native:
             self._guarded(self.submit_fn, self.queue_id, 1, self.commands)
         finally:
             self.release_commands(commands)
+
+    def probe(self, layout: Any, buffer: Any) -> None:
+        """Create and release a bind group of `layout` holding `buffer`; raise the wgpu
+        error that creation reports (a destroyed buffer's, ...)."""
+        self.probe_entry.buffer = buffer._internal
+        self.probe_desc.layout = layout._internal
+        group = self.ffi.NULL
+        errors = self.errors
+        errors.capture("vyre")
+        try:
+            group = self.create_group(self.device_id, self.probe_desc)
+        finally:
+            caught = errors.release("vyre")
+            if group != self.ffi.NULL:
+                self.release_group(group)
+        if caught is not None:
+            kind, message = caught
+            raise self.error_types.get(kind, wgpu.GPUError)(message)
 
     def _guarded(self, fn: Any, *args: Any) -> Any:
         # fn(*args) inside one wgpu-py error capture; the error reported meanwhile raised.
@@ -294,6 +333,7 @@ class WgpuDevice(Device):
         self._buffers: dict[int, Any] = {}  # our own, destroyed by close()
         self._uniforms: dict[int, list[Any]] = {}  # size -> free uniform buffers
         self._staging: Any = None  # the kept MAP_READ buffer reads go through
+        self._probe_layout: Any = None  # one read-only storage binding (_probe)
         # What this device created, by kind (tests check that repeated calls reuse).
         self.made = {"bind_groups": 0, "uniform_buffers": 0, "staging_buffers": 0}
         # Timestamp queries (device.timing): a query set of two and the buffer they resolve to.
@@ -358,6 +398,67 @@ class WgpuDevice(Device):
             )
         return DeviceBuffer(self, buffer, dtype, shape, "r" if read_only else "rw", borrowed=True)
 
+    def _check_borrowed(self, entries: list[_Set]) -> None:
+        # wgpu-native aborts the process when a submission holds a destroyed or mapped
+        # buffer (wgpuQueueSubmit's errors are fatal), and an application can destroy or
+        # map its own GPUBuffer between a call and the submission of its dispatch (inside
+        # device.batch(), where dispatches wait in chunks): each application buffer that
+        # `entries` bind is checked first, and a DispatchError names the first unusable one.
+        seen: set[int] = set()
+        for entry in entries:
+            if id(entry) in seen:
+                continue
+            seen.add(id(entry))
+            for name, buffer in entry.borrowed:
+                if id(buffer) in seen:
+                    continue
+                seen.add(id(buffer))
+                problem = self._unusable(buffer)
+                if problem:
+                    raise DispatchError(
+                        f"Kernel {entry.kernel!r}: the application's GPUBuffer passed as "
+                        f"{name!r} {problem}; neither this dispatch nor those waiting with "
+                        "it were submitted"
+                    )
+
+    def _unusable(self, buffer: Any) -> str:
+        # Why the application's GPUBuffer `buffer` cannot be submitted, or "".
+        state = str(buffer.map_state)
+        if state != "unmapped":
+            return f"is {state} (unmap it before a dispatch or read uses it)"
+        if buffer._internal is None:
+            return "was released"
+        try:
+            self._probe(buffer)
+        except wgpu.GPUError as exc:
+            lines = str(exc).strip().splitlines() or [type(exc).__name__]
+            return (
+                f"is refused by wgpu ({lines[-1].strip()}): a wrapped buffer must outlive "
+                'the dispatches that use it (docs/runtime.md, "The application\'s own device")'
+            )
+        return ""
+
+    def _probe(self, buffer: Any) -> None:
+        # A bind group of `buffer`'s first 4 bytes created and dropped: wgpu validates the
+        # buffer as a submission would (a destroyed one is refused) but reports the error.
+        if self._probe_layout is None:
+            self._probe_layout = self.device.create_bind_group_layout(
+                entries=[
+                    {
+                        "binding": 0,
+                        "visibility": wgpu.ShaderStage.COMPUTE,
+                        "buffer": {"type": wgpu.BufferBindingType.read_only_storage},
+                    }
+                ]
+            )
+        if self._native is not None:
+            self._native.probe(self._probe_layout, buffer)
+        else:
+            self.device.create_bind_group(
+                layout=self._probe_layout,
+                entries=[{"binding": 0, "resource": {"buffer": buffer, "offset": 0, "size": 4}}],
+            )
+
     def adopt(self, value: object, dtype: str, access: str) -> DeviceBuffer | None:
         if not isinstance(value, wgpu.GPUBuffer):
             return None
@@ -395,6 +496,8 @@ class WgpuDevice(Device):
         size = min(-(-nbytes // 4) * 4, int(handle.size))
         if not handle.usage & wgpu.BufferUsage.COPY_SRC:
             raise DispatchError("the GPUBuffer has no COPY_SRC usage, so it cannot be read back")
+        if id(handle) not in self._buffers and (problem := self._unusable(handle)):
+            raise DispatchError(f"DeviceBuffer.read: the application's GPUBuffer {problem}")
         raw: bytes = self._guard("wgpu buffer read failed", self._read, handle, size)
         return raw[:nbytes]
 
@@ -450,7 +553,7 @@ class WgpuDevice(Device):
             raise DeviceError(
                 f"Kernel {meta.id!r}: wgpu refused the shader or its layout on {self.name}: {exc}"
             ) from exc
-        return pipeline, group_layout
+        return pipeline, group_layout, meta
 
     def _bind(
         self,
@@ -474,14 +577,21 @@ class WgpuDevice(Device):
                     "resource": {"buffer": ubuf, "offset": 0, "size": len(uniform)},
                 }
             )
-        group = self._guard(
-            "wgpu bind group creation failed",
-            self.device.create_bind_group,
-            layout=pipeline[1],
-            entries=entries,
-        )
+        entry = _Set(None, ubuf, uniform)
+        borrowed = [(b, h) for b, h, _ in bound if id(h) not in self._buffers]
+        if borrowed:  # the application's buffers, by argument name
+            meta: KernelMeta = pipeline[2]
+            names = {x.binding: x.name for x in meta.bindings}
+            entry.borrowed = tuple((names.get(b, f"binding {b}"), h) for b, h in borrowed)
+            entry.kernel = meta.id
+        try:
+            entry.group = self.device.create_bind_group(layout=pipeline[1], entries=entries)
+        except wgpu.GPUError as exc:
+            self._unbind(entry)
+            self._check_borrowed([entry])  # an application buffer's fault: named
+            raise DeviceError(f"wgpu bind group creation failed on {self.name}: {exc}") from exc
         self.made["bind_groups"] += 1
-        return _Set(group, ubuf, uniform)
+        return entry
 
     def _uniform_buffer(self, uniform: bytes) -> Any:
         # A pooled uniform buffer of this size with `uniform` written into it, else a new
@@ -520,6 +630,7 @@ class WgpuDevice(Device):
         if final and not self._stamped:
             self.gpu_seconds = None
         if jobs or (final and self._stamped):
+            self._check_borrowed([entry for _, entry, _ in jobs if entry.borrowed])
             self._guard("wgpu dispatch failed", self._record, jobs, final)
         if final and self._stamped:
             self._stamped = False

@@ -399,7 +399,9 @@ def _create_in_parallel(device: Any, cache: Any, infos: Any, pipes: Any, count: 
     """vkCreateComputePipelines on `device` through `cache` over `count` create-infos, in slices on up to _THREADS
     threads (the pipeline cache is made without EXTERNALLY_SYNCHRONIZED, so the driver
     guards it); the first failing VkResult, else SUCCESS. Every slot of `pipes` is
-    written (VK_NULL_HANDLE where a slice failed)."""
+    written (VK_NULL_HANDLE where a slice failed). Where a slice raised, the pipelines the
+    others made are destroyed (their slots set back to VK_NULL_HANDLE) before the exception
+    is raised in the calling thread."""
     lib, ffi = vk.lib, vk.ffi
     threads = min(_THREADS, os.cpu_count() or 1, -(-count // _PER_THREAD))
     if threads <= 1:
@@ -431,7 +433,11 @@ def _create_in_parallel(device: Any, cache: Any, infos: Any, pipes: Any, count: 
     finally:
         for t in helpers:
             t.join()
-    for r in results:
-        if isinstance(r, BaseException):
-            raise r
+    raised = next((r for r in results if isinstance(r, BaseException)), None)
+    if raised is not None:
+        for k in range(count):
+            if pipes[k] != ffi.NULL:
+                lib.vkDestroyPipeline(device, pipes[k], ffi.NULL)
+                pipes[k] = ffi.NULL
+        raise raised
     return next((r for r in results if r != SUCCESS), SUCCESS)
