@@ -1,4 +1,12 @@
-"""The op table: every legal (op, operand types) of a value op and its result type.
+"""The value-op vocabulary and the op table: every legal (op, operand types) and its result.
+
+`VOCABULARY` holds one row per BinOpKind / UnOpKind op (`ValueOp`: the op, its typing
+class in `TYPINGS`, the kernel-language builtin that is this op where there is a plain one,
+its one-line doc). The table's rows of those two families are the vocabulary over its
+typing classes, and frontend/builtins.py makes the value-op builtins from it (so lang.pyi
+too): a new such op is its vocabulary row plus one rule in each of emit/wgsl/values.py,
+emit/spirv/values.py and reference/values.py. Its name must be a variant of the schema's
+BinOp / UnOp, whose lists shared/spec/kernel-descriptor.md fixes (codec.ENUMS spells them).
 
 Validation types every value op by looking its row up here, and both emitters keep one
 rule per row (a test asserts each row has a rule in both, and no emitter rule is
@@ -10,10 +18,11 @@ outside the table). A row key is `(op, operand types)`, where `op` is `(family, 
 
 Bitcast, Construct and Extract are the documented OpaqueExpr extensions `vyre.bitcast`,
 `vyre.vec` and `vyre.extract`. Subgroup rows are the schema's SubgroupAdd, SubgroupBallot
-and SubgroupShuffle kinds and the OpaqueExpr `vyre.subgroup` (payload: the op's name). Atomic rows take the slot's element type (the index and
-the slot are checked structurally). The pinned semantics of each row are in
-docs/descriptor-conventions.md; the emitters spell them out. Which op of a descriptor is
-which row: `descriptor.view` decodes each op once, and a value op's `key` is its `op` here.
+and SubgroupShuffle kinds and the OpaqueExpr `vyre.subgroup` (payload: the op's name).
+Atomic rows take the slot's element type (the index and the slot are checked
+structurally). The pinned semantics of each row are in docs/descriptor-conventions.md;
+the emitters spell them out. Which op of a descriptor is which row: `descriptor.view`
+decodes each op once, and a value op's `key` is its `op` here.
 """
 
 from __future__ import annotations
