@@ -148,7 +148,7 @@ VOCABULARY: tuple[ValueOp, ...] = (
     _bin("Mul", "numeric", "a * b (integers wrap)."),
     _bin("Div", "numeric_float_vectors", "a / b (pinned: integer x / 0 == x, MIN / -1 == MIN)."),
     _bin("Mod", "numeric_scalar", "The remainder of a / b (pinned: integer x % 0 == 0)."),
-    _bin("AbsDiff", "numeric_scalar", "|a - b| without overflow."),
+    _bin("AbsDiff", "numeric_scalar", "|a - b|: the larger minus the smaller (integers wrap)."),
     _bin("Lt", "compare", "a < b."),
     _bin("Gt", "compare", "a > b."),
     _bin("Le", "compare", "a <= b."),

@@ -216,24 +216,18 @@ def _p(spec: str) -> tuple[Param, ...]:
 # called, by the op's family and the builtin's typing class: its group, the checker method,
 # its parameters and the result's kind. A builtin whose (family, typing class) is not here
 # needs its shape (and, if no handler fits, a handler in the checker) added.
+# fmt: off
 OP_SHAPES: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("UnOpKind", "float"): ("float_math", "builtin_f32_unary", "x: float", "float"),
-    ("UnOpKind", "predicate"): (
-        "float_predicates",
-        "builtin_f32_unary",
-        "x: float_scalar",
-        "bool",
-    ),
+    ("UnOpKind", "predicate"): ("float_predicates", "builtin_f32_unary", "x: float_scalar", "bool"),
     ("UnOpKind", "numeric_signed"): ("numeric", "builtin_abs", "x: numeric", "numeric"),
     ("BinOpKind", "numeric"): (
-        "numeric",
-        "builtin_min_max",
-        "a: numeric, b: numeric_or_scalar",
-        "numeric",
+        "numeric", "builtin_min_max", "a: numeric, b: numeric_or_scalar", "numeric"
     ),
     ("UnOpKind", "integer"): ("bit_counts", "builtin_int_unary", "x: integer", "integer"),
     ("BinOpKind", "shift"): ("rotates", "builtin_rotate", "x: integer, n: u32", "integer"),
 }
+# fmt: on
 
 
 def add_op_builtins(vocabulary: tuple[ValueOp, ...] = VOCABULARY) -> list[Builtin]:
