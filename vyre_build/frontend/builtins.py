@@ -1,4 +1,4 @@
-"""The kernel language's builtins: one row per builtin, the single place a builtin is spelled.
+"""The kernel language's builtins: one row per builtin, the single registry of builtins.
 
 Each row (`Builtin`) gives a builtin's name, the `KernelChecker` method that checks a call
 of it (`handler`) and the IR op that method emits for it (`op`), its typing rule (the
@@ -9,9 +9,13 @@ the name sets of frontend/names.py, `vyre_build.lang` (one object per builtin, i
 `__doc__`) and `vyre_build/lang.pyi`, which `python -m vyre_build.frontend.stubgen` writes
 from them (a test holds the committed stub to the generated text).
 
-Adding a builtin: one `add_builtin(...)` call here (a second call with the same name adds
-an overload, as Warp's `add_builtin` does), plus its handler in the checker if no existing
-handler covers it. A kind a parameter or result names must be in `KINDS`.
+The builtins that are one value op (sqrt, isnan, abs, min, max, popcount, rotl, ...) are
+spelled once, in the op vocabulary (`descriptor.ops.VOCABULARY`: the op, its typing class,
+the builtin's name and doc); `add_op_builtins` makes their rows, each called as `OP_SHAPES`
+says for its op's family and typing class. Adding such a builtin: its vocabulary row.
+Adding any other builtin: one `add_builtin(...)` call here (a second call with the same
+name adds an overload, as Warp's `add_builtin` does), plus its handler in the checker if no
+existing handler covers it. A kind a parameter or result names must be in `KINDS`.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from vyre_build.core.features import (
     VULKAN_MEMORY_MODEL,
 )
 from vyre_build.core.targets import COOPERATIVE_MATRIX as NEEDS_COOP
+from vyre_build.descriptor.ops import VOCABULARY, ValueOp
 
 __all__ = [
     "BUILTINS",
@@ -32,11 +37,13 @@ __all__ = [
     "KINDS",
     "MEMORY_ORDERS",
     "MEMORY_SCOPES",
+    "OP_SHAPES",
     "ORDERS",
     "Builtin",
     "Param",
     "Signature",
     "add_builtin",
+    "add_op_builtins",
     "in_group",
 ]
 
@@ -205,6 +212,42 @@ def _p(spec: str) -> tuple[Param, ...]:
     return tuple(out)
 
 
+# How the builtin of a value op (a row of descriptor.ops.VOCABULARY that names a builtin) is
+# called, by the op's family and the builtin's typing class: its group, the checker method,
+# its parameters and the result's kind. A builtin whose (family, typing class) is not here
+# needs its shape (and, if no handler fits, a handler in the checker) added.
+# fmt: off
+OP_SHAPES: dict[tuple[str, str], tuple[str, str, str, str]] = {
+    ("UnOpKind", "float"): ("float_math", "builtin_f32_unary", "x: float", "float"),
+    ("UnOpKind", "predicate"): ("float_predicates", "builtin_f32_unary", "x: float_scalar", "bool"),
+    ("UnOpKind", "numeric_signed"): ("numeric", "builtin_abs", "x: numeric", "numeric"),
+    ("BinOpKind", "numeric"): (
+        "numeric", "builtin_min_max", "a: numeric, b: numeric_or_scalar", "numeric"
+    ),
+    ("UnOpKind", "integer"): ("bit_counts", "builtin_int_unary", "x: integer", "integer"),
+    ("BinOpKind", "shift"): ("rotates", "builtin_rotate", "x: integer, n: u32", "integer"),
+}
+# fmt: on
+
+
+def add_op_builtins(vocabulary: tuple[ValueOp, ...] = VOCABULARY) -> list[Builtin]:
+    """Register the builtin of every row of `vocabulary` that names one, in its order."""
+    rows = []
+    for op in vocabulary:
+        if op.builtin is None:
+            continue
+        typing = op.builtin_typing or op.typing
+        shape = OP_SHAPES.get((op.family, typing))
+        if shape is None:
+            raise ValueError(
+                f"builtin {op.builtin}: no call shape for a {op.family} op of typing class "
+                f"{typing!r} (frontend/builtins.py OP_SHAPES)"
+            )
+        group, handler, params, result = shape
+        rows.append(add_builtin(op.builtin, group, handler, op.name, _p(params), result, op.doc))
+    return rows
+
+
 # The rows, one call per builtin, kept one row to a line where a row fits (formatter off).
 # fmt: off
 # -- ids ---------------------------------------------------------------------------------
@@ -238,50 +281,12 @@ add_builtin(
     where="statement",
 )
 
-# -- math ----------------------------------------------------------------------------------
-_X_FLOAT = _p("x: float")
-for _name, _op, _doc in (
-    ("sqrt", "Sqrt", "The square root of x, per component."),
-    ("exp", "Exp", "e raised to x, per component."),
-    ("exp2", "Exp2", "2 raised to x, per component."),
-    ("log", "Log", "The natural logarithm of x, per component."),
-    ("log2", "Log2", "The base-2 logarithm of x, per component."),
-    ("sin", "Sin", "The sine of x (radians), per component."),
-    ("cos", "Cos", "The cosine of x (radians), per component."),
-    ("tan", "Tan", "The tangent of x (radians), per component."),
-    ("tanh", "Tanh", "The hyperbolic tangent of x, per component."),
-    ("rsqrt", "InverseSqrt", "1 / sqrt(x), per component."),
-    ("floor", "Floor", "The largest integer value not greater than x, per component."),
-    ("ceil", "Ceil", "The smallest integer value not less than x, per component."),
-    ("round", "Round", "x rounded to the nearest integer value, ties to even, per component."),
-    ("trunc", "Trunc", "x with its fraction dropped (toward zero), per component."),
-    ("sign", "Sign", "-1, 0 or 1 by the sign of x, per component."),
-):
-    add_builtin(_name, "float_math", "builtin_f32_unary", _op, _X_FLOAT, "float", _doc)
+# -- math, numeric, bits: the builtins of the op vocabulary (descriptor.ops.VOCABULARY) ----
+add_op_builtins()
 add_builtin(
     "fma", "fma", "builtin_fma", "Fma",
     _p("a: float, b: float_or_scalar, c: float_or_scalar"), "float",
     "a * b + c with one rounding, per component.",
-)
-for _name, _op, _doc in (
-    ("isnan", "IsNan", "True when x is NaN."),
-    ("isinf", "IsInf", "True when x is +inf or -inf."),
-    ("isfinite", "IsFinite", "True when x is neither infinite nor NaN."),
-):
-    add_builtin(
-        _name, "float_predicates", "builtin_f32_unary", _op, _p("x: float_scalar"), "bool", _doc
-    )
-add_builtin(
-    "abs", "numeric", "builtin_abs", "Abs", _p("x: numeric"), "numeric",
-    "The absolute value, per component of a vector.",
-)
-add_builtin(
-    "min", "numeric", "builtin_min_max", "Min", _p("a: numeric, b: numeric_or_scalar"), "numeric",
-    "The smaller of a and b, per component (NaN is not propagated).",
-)
-add_builtin(
-    "max", "numeric", "builtin_min_max", "Max", _p("a: numeric, b: numeric_or_scalar"), "numeric",
-    "The larger of a and b, per component (NaN is not propagated).",
 )
 add_builtin(
     "clamp", "numeric", "builtin_clamp", "Min",
@@ -292,23 +297,6 @@ add_builtin(
     "select", "numeric", "builtin_select", "Select",
     _p("cond: bool, if_true: numeric, if_false: numeric_or_scalar"), "numeric",
     "if_true when cond, else if_false (both evaluated; no branch).",
-)
-
-# -- bits ----------------------------------------------------------------------------------
-for _name, _op, _doc in (
-    ("popcount", "Popcount", "The number of set bits of a 32-bit integer."),
-    ("clz", "Clz", "The number of leading zero bits of a 32-bit integer."),
-    ("ctz", "Ctz", "The number of trailing zero bits of a 32-bit integer."),
-    ("reverse_bits", "ReverseBits", "A 32-bit integer with its bit order reversed."),
-):
-    add_builtin(_name, "bit_counts", "builtin_int_unary", _op, _p("x: integer"), "integer", _doc)
-add_builtin(
-    "rotl", "rotates", "builtin_rotate", "RotateLeft", _p("x: integer, n: u32"), "integer",
-    "A 32-bit integer rotated left by n bits.",
-)
-add_builtin(
-    "rotr", "rotates", "builtin_rotate", "RotateRight", _p("x: integer, n: u32"), "integer",
-    "A 32-bit integer rotated right by n bits.",
 )
 
 # -- buffers, casts, loops -----------------------------------------------------------------

@@ -20,6 +20,7 @@ import sys
 from vyre_build.frontend import ir
 from vyre_build.frontend.builtins import (
     BUILTINS,
+    GROUPS,
     KINDS,
     MEMORY_ORDERS,
     MEMORY_SCOPES,
@@ -215,7 +216,8 @@ def _function(row: Builtin, sig: Signature, first: bool) -> str:
 def _builtins() -> str:
     out: list[str] = []
     seen: set[str] = set()
-    for row in BUILTINS.values():
+    order = list(GROUPS)  # group by group in GROUPS' order, each in registry order
+    for row in sorted(BUILTINS.values(), key=lambda row: order.index(row.group)):
         comment = ""  # a preamble of comments only sits right above the group's first def
         if row.group not in seen:
             seen.add(row.group)

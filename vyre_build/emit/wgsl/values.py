@@ -10,7 +10,7 @@ Construct and Extract are built by the emitter from the type table (no template)
 
 from __future__ import annotations
 
-from vyre_build.descriptor.ops import FLOAT_MATH, FLOAT_SCALAR_MATH, OPS
+from vyre_build.descriptor.ops import OPS
 from vyre_build.descriptor.types import FLOAT, INTEGER, NUMERIC, TYPES, VECTORS
 from vyre_build.emit.wgsl.helpers import HELPERS
 
@@ -163,10 +163,9 @@ for _t in INTEGER:
     _un("Clz", _t, f"select(countLeadingZeros({{a}}), {_w}, {{a}} == {ZERO[_t]})")
     _un("Ctz", _t, f"select(countTrailingZeros({{a}}), {_w}, {{a}} == {ZERO[_t]})")
     _un("ReverseBits", _t, "reverseBits({a})")
-for _op in FLOAT_MATH + FLOAT_SCALAR_MATH:
-    if _op in _MATH:
-        for _t in FLOAT:
-            _un(_op, _t, f"{_MATH[_op]}({{a}})")
+for _op, _fn in _MATH.items():  # the float math ops that are one WGSL builtin
+    for _t in FLOAT:
+        _un(_op, _t, f"{_fn}({{a}})")
 
 # Casts. Truncate toward zero, saturate (2147483520 is the largest f32 below 2^31), NaN -> 0.
 for _t in ("bool", *NUMERIC):
@@ -222,8 +221,9 @@ for _k, (_e, _n) in VECTORS.items():
         _bin("Div", _k, "({a} / {b})")
         _un("Negate", _k, "(-{a})")
         _un("Abs", _k, "abs({a})")
-        for _op in FLOAT_MATH:
-            _un(_op, _k, RULES[(("UnOpKind", _op), (_e,))])
+        for _op in _MATH:  # where the table has it on vectors: the scalar rule
+            if (("UnOpKind", _op), (_k,)) in OPS:
+                _un(_op, _k, RULES[(("UnOpKind", _op), (_e,))])
     else:
         _bin("BitAnd", _k, "({a} & {b})")
         _bin("BitOr", _k, "({a} | {b})")
