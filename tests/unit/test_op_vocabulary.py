@@ -13,6 +13,7 @@ then stop at the rule they lack.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from vyre_build.compiler import compile_file
@@ -148,3 +149,9 @@ def test_a_new_op_is_its_vocabulary_row_plus_one_rule_per_target(monkeypatch, tm
     with pytest.raises(EmitError, match="no SPIR-V rule for UnOpKind Unpack4Low on \\(u32\\)"):
         emit_spirv(desc, info)
     assert not set(new) & set(reference_values.RULES)  # the reference's rule: none yet
+    from vyre_build.core.errors import DispatchError
+    from vyre_build.runtime import load_kernel
+
+    run = load_kernel(kernel.meta, kdesc=kernel.outputs[".kdesc"], backend="cpu")
+    with pytest.raises(DispatchError, match="no rule for UnOpKind Unpack4Low on \\(u32\\)"):
+        run(x=np.zeros(64, np.uint32), o=64)

@@ -604,7 +604,10 @@ def _compile(m: Machine, body: BodyView):
 def _value(m: Machine, op, key):
     ids = op.operands
     types = tuple(m.info.types[o] for o in ids)
-    rule, res = RULES[(key, types)], m.info.types[op.result]
+    rule, res = RULES.get((key, types)), m.info.types[op.result]
+    if rule is None:  # an op-table row without its reference rule (reference/values.py)
+        name = " ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)) if k)
+        raise DispatchError(f"the cpu reference has no rule for {name} on ({', '.join(types)})")
     if len(ids) == 1:
         (a,) = ids
         return (lambda mm, mask: rule((mm.vals[a],), types, res)), op.result
