@@ -18,15 +18,11 @@ from __future__ import annotations
 import ast
 from collections import ChainMap
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from vyre_build.core.errors import KernelError
 from vyre_build.core.limits import shown
 from vyre_build.frontend.ir import Const
 from vyre_build.frontend.types import convert_const
-
-if TYPE_CHECKING:
-    from vyre_build.frontend.module import KernelModule
 
 
 @dataclass(frozen=True)
@@ -52,20 +48,21 @@ def _key(env: dict) -> tuple:
     )
 
 
-def effective(module: KernelModule, env: dict, kernel: str, variant: str) -> VariantConstants:
-    """The constants of `module` as kernel `kernel`'s variant `variant` (bindings `env`)
-    sees them; one object per file and distinct bindings."""
+def effective(module, env: dict, kernel: str, variant: str) -> VariantConstants:
+    """The constants of `module` (a module.KernelModule) as kernel `kernel`'s variant
+    `variant` (bindings `env`) sees them: one object per file and distinct bindings,
+    shared by the instances that bind the same values."""
     key = _key(env)
     got = module.variant_constants.get(key)
     if got is None:
         got = module.variant_constants[key] = VariantConstants(module, env)
-    got.names = (kernel, variant)  # errors name the instance that first needs a value
+    got.names = (kernel, variant)  # errors name the instance being checked
     return got
 
 
 @dataclass
 class VariantConstants:
-    module: KernelModule
+    module: object  # the module.KernelModule of the kernel's file
     env: dict  # the variant's bindings: name -> Const or type name
     names: tuple = ("", "")  # (kernel, variant) for messages
     depends: dict = field(default_factory=dict)  # defined name -> bound names it reads (all)
