@@ -16,6 +16,7 @@ from vyre_build.frontend import ir
 from vyre_build.descriptor.types import TYPES
 from vyre_build.frontend.calls import CallChecker
 from vyre_build.frontend.control import ControlChecker
+from vyre_build.frontend.constants import effective
 from vyre_build.frontend.coop import CoopChecker
 from vyre_build.frontend.debug import DebugChecker
 from vyre_build.frontend.expressions import ExprChecker
@@ -137,6 +138,7 @@ class KernelChecker(
         self.variant = variant
         self.variant_env = {k: v for k, v in env.items()}
         self.used_variant_params: set[str] = set()
+        self.variant_constants = None  # this file's constants under the variant, when asked
         self.workgroup_size = kdef.workgroup_size
         self.buffers: dict[str, ir.BufferParam] = {}
         self.arrays: dict[str, ir.ArrayDecl] = {}
@@ -179,6 +181,21 @@ class KernelChecker(
             self.next_suffix[base] = n + 1
         self.names.add(name)
         return name
+
+    def module_constant(self, module, name: str):
+        """Module constant `name` of `module` as this kernel instance sees it: a constant of
+        the kernel's own file that reads a name the variant binds is refolded with the
+        variant's bindings (frontend/constants.py); any other keeps its folded value."""
+        if self.variant_env and module is self.frames[0].module:
+            if self.variant_constants is None:
+                self.variant_constants = effective(
+                    module, self.variant_env, self.kdef.name, self.variant
+                )
+            value, bound = self.variant_constants.lookup(name)
+            if value is not None:
+                self.used_variant_params |= bound
+                return value
+        return module.constants.get(name)
 
     # -- limits -----------------------------------------------------------------------
     def too_large(self, node, helper: str | None = None):
@@ -627,6 +644,8 @@ class KernelChecker(
         for sub in ast.walk(node):
             if isinstance(sub, ast.Name) and sub.id in self.variant_env:
                 self.used_variant_params.add(sub.id)
+            elif isinstance(sub, ast.Name) and sub.id in module.constants:
+                env[sub.id] = self.module_constant(module, sub.id)
         if isinstance(node, ast.Name) and node.id not in env:
             raise self.err(
                 node,

@@ -209,7 +209,7 @@ class ExprChecker:
         if name in self.variant_env:
             self.used_variant_params.add(name)
             return self.variant_env[name]
-        return self.frame.module.constants.get(name)
+        return self.module_constant(self.frame.module, name)
 
     def unknown(self, node, name, called=False):
         """The error for an unknown `name`, with the closest known name as the fix. A name

@@ -43,9 +43,9 @@ class ConstantFolder:
         self.src = src
         self.steps = 0
 
-    def fold(self, node, env: dict[str, Const], depth: int = 0) -> Const:
-        """Evaluate a module-level constant expression (ints, floats, + - * // % << >> & | ^ ~)."""
-        src = self.src
+    def count(self, node, depth: int = 0) -> None:
+        """One step of this file's constant work, at `node`: refused past MAX_FOLD_STEPS
+        steps (a variant's refolding counts too: constants.py) or MAX_NESTING levels."""
         self.steps += 1
         if self.steps > MAX_FOLD_STEPS or depth > MAX_NESTING:
             what = (
@@ -53,7 +53,12 @@ class ConstantFolder:
                 if self.steps > MAX_FOLD_STEPS
                 else f"constant expression nested deeper than {MAX_NESTING} levels"
             )
-            raise src.error(node, what + " (the limit)", "use fewer or simpler constants")
+            raise self.src.error(node, what + " (the limit)", "use fewer or simpler constants")
+
+    def fold(self, node, env: dict[str, Const], depth: int = 0) -> Const:
+        """Evaluate a module-level constant expression (ints, floats, + - * // % << >> & | ^ ~)."""
+        src = self.src
+        self.count(node, depth)
         if isinstance(node, ast.Constant):
             c = literal(src, node)
             if c is not None:

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 
 from vyre_build.core.errors import KernelError
+from vyre_build.frontend.constants import ConstDef, reads_of
 from vyre_build.frontend.folding import ConstantFolder
 from vyre_build.core.limits import (
     MAX_CONSTANTS,
@@ -59,6 +60,9 @@ class KernelModule:
     folder: ConstantFolder  # folds this file's top-level constants (and counts the work)
     sizes: dict[str, int] = field(default_factory=dict)  # helper -> inlined size (calls.py)
     work: int | None = None  # operations x variants of its kernels, once counted (work.py)
+    # name -> ConstDef of each constant defined here (not imported): what a variant refolds
+    const_defs: dict = field(default_factory=dict)
+    variant_constants: dict = field(default_factory=dict)  # bindings -> VariantConstants
 
 
 class ModuleLoader:
@@ -299,6 +303,10 @@ class ModuleLoader:
         if name in mod.constants or name in mod.helpers or name in mod.kernels:
             raise src.error(node, f"'{name}' is defined twice", "give each definition its own name")
         mod.constants[name] = value
+        ty = node.annotation.id if isinstance(node, ast.AnnAssign) else None
+        mod.const_defs[name] = ConstDef(
+            len(mod.const_defs), node, node.value, ty, reads_of(node.value)
+        )
         self._check_count(mod, node, "constants")
 
     def _function(self, mod: KernelModule, node: ast.FunctionDef) -> None:
