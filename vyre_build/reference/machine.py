@@ -607,7 +607,7 @@ def _value(m: Machine, op, key):
     rule, res = RULES.get((key, types)), m.info.types[op.result]
     if rule is None:  # an op-table row without its reference rule (reference/values.py)
         name = " ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)) if k)
-        raise DispatchError(f"the cpu reference has no rule for {name} on ({', '.join(types)})")
+        raise DispatchError(f"the reference has no rule for {name} on ({', '.join(types)})")
     if len(ids) == 1:
         (a,) = ids
         return (lambda mm, mask: rule((mm.vals[a],), types, res)), op.result
