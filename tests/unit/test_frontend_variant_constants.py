@@ -230,3 +230,115 @@ def test_helpers_see_their_own_files_constants(tmp_path):
     )
     # A helper of the kernel's file follows the variant; lib.py's helper reads lib.py's PANEL.
     assert written(tmp_path, src, files={"lib.py": lib}) == {"k.v": [512, 256, 0]}
+
+
+WORKGROUP = """\
+from vyre_build.lang import *
+
+WG = 64
+GRID = WG * 3
+
+
+@kernel(workgroup_size=(WG, 1), grid=GRID{variants})
+def k(out: Buffer[u32, "w"]):
+    i = global_id().x
+    out[i] = local_id().x * 1000 + workgroup_id().x + workgroup_size().x * 100000
+"""
+
+
+def test_workgroup_size_and_grid_follow_the_variant(tmp_path):
+    src = WORKGROUP.format(variants=', variants={"small": {"WG": 4}, "odd": {"WG": 3}}')
+    (tmp_path / "k.py").write_text(src)
+    got = {}
+    for k in compile_file(str(tmp_path / "k.py"), targets=("kdesc",)):
+        got[k.stem] = (k.meta["workgroup_size"], k.meta["grid"])
+        kern = load_kernel(k.meta, kdesc=k.kdesc, device=CpuDevice())
+        wg = k.meta["workgroup_size"][0]
+        values = kern(out=16).array("out", np.uint32).tolist()
+        # Invocation i of the grid (3 * WG of them) is local id i % WG of workgroup i // WG;
+        # past the grid nothing is written.
+        want = [(i % wg) * 1000 + i // wg + wg * 100000 for i in range(3 * wg)]
+        assert values == want + [0] * (16 - 3 * wg)
+    # WG is read only by the decorator (and GRID), and counts as used.
+    assert got == {"k.odd": ([3, 1, 1], [9]), "k.small": ([4, 1, 1], [12])}
+    # Without variants, or where no variant binds WG, the module's values stand.
+    (tmp_path / "m.py").write_text(WORKGROUP.format(variants=""))
+    (k,) = compile_file(str(tmp_path / "m.py"), targets=("kdesc",))
+    assert (k.meta["workgroup_size"], k.meta["grid"]) == ([64, 1, 1], [192])
+
+
+def test_variants_yaml_sets_the_workgroup_size_the_same_way(tmp_path):
+    (tmp_path / "variants.yaml").write_text("k.py:\n  k:\n    small: {WG: 4}\n")
+    (tmp_path / "k.py").write_text(WORKGROUP.format(variants=""))
+    (k,) = compile_file(str(tmp_path / "k.py"), targets=("kdesc",))
+    assert (k.stem, k.meta["workgroup_size"], k.meta["grid"]) == ("k.small", [4, 1, 1], [12])
+
+
+@pytest.mark.parametrize(
+    ("binding", "col", "message", "fix"),
+    [
+        (
+            '"WG": 512',
+            24,
+            "workgroup size (512, 1, 1) (512 invocations) exceeds the portable limit of 256 "
+            "invocations (per axis (256, 256, 64)) (workgroup_size under variant 'v' of kernel "
+            "'k', which sets WG = 512)",
+            "use at most 256 invocations, e.g. (16, 16), or change WG in variant 'v'",
+        ),
+        (
+            '"WG": 0',
+            25,
+            "workgroup size entries must be positive integers, got 0 (workgroup_size under "
+            "variant 'v' of kernel 'k', which sets WG = 0)",
+            "write e.g. workgroup_size=(16, 16), or change WG in variant 'v'",
+        ),
+        (
+            '"GRID": 4294967296',
+            38,
+            "grid entry 4294967296 is out of range: invocations per axis are 1 .. 4294967295 "
+            "(grid under variant 'v' of kernel 'k', which sets GRID = 4294967296)",
+            "give a positive count that fits in u32, or change GRID in variant 'v'",
+        ),
+        (
+            '"WG": f32',
+            25,
+            "'WG' is a type (f32), not a number (workgroup_size under variant 'v' of kernel 'k')",
+            "bind a number to WG in variant 'v', or give the type parameter a name "
+            "workgroup_size does not read",
+        ),
+    ],
+)
+def test_a_decorator_error_only_under_a_variant_names_it(tmp_path, binding, col, message, fix):
+    err = error_of(tmp_path, WORKGROUP.format(variants=f', variants={{"v": {{{binding}}}}}'))
+    assert (err.path, err.line, err.col) == ("k.py", 7, col)
+    assert (err.message, err.fix) == (message, fix)
+    assert str(err).splitlines()[1] == "    " + WORKGROUP.splitlines()[6].format(
+        variants=f', variants={{"v": {{{binding}}}}}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("first", "imported"),
+    [
+        ("X = 1", "BK as X"),
+        ("BK = 1", "BK"),
+        ("def X() -> u32:\n    return u32(1)", "BK as X"),
+        ("X = 1", "helper as X"),
+        ('@kernel(grid=1)\ndef X(out: Buffer[u32, "w"]):\n    out[0] = u32(1)', "BK as X"),
+    ],
+)
+def test_an_import_cannot_replace_a_name_already_defined(tmp_path, first, imported):
+    lib = "from vyre_build.lang import *\nBK = 8\ndef helper() -> u32:\n    return u32(2)\n"
+    src = f"from vyre_build.lang import *\n{first}\nfrom .lib import {imported}\n"
+    err = error_of(tmp_path, src, files={"lib.py": lib})
+    line = 2 + first.count("\n") + 1
+    name = imported.split()[-1]
+    assert (err.path, err.line, err.col) == ("k.py", line, 18)
+    assert (err.message, err.fix) == (
+        f"'{name}' is defined twice",
+        "give each definition its own name",
+    )
+    assert str(err).splitlines()[1:3] == [
+        f"    from .lib import {imported}",
+        "                     " + "^" + "~" * (len(imported) - 1),
+    ]

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections import ChainMap
 from dataclasses import dataclass, field
 
 from vyre_build.frontend import ir
 from vyre_build.descriptor.types import TYPES
 from vyre_build.frontend.calls import CallChecker
 from vyre_build.frontend.control import ControlChecker
+from vyre_build.core.errors import KernelError
 from vyre_build.frontend.constants import effective
 from vyre_build.frontend.coop import CoopChecker
 from vyre_build.frontend.debug import DebugChecker
@@ -30,7 +32,12 @@ from vyre_build.core.limits import (
     shown,
 )
 from vyre_build.frontend.memory_order import MemoryOrderChecker
-from vyre_build.frontend.module import KernelDef, KernelModule
+from vyre_build.frontend.module import (
+    KernelDef,
+    KernelModule,
+    fold_grid,
+    fold_workgroup_size,
+)
 from vyre_build.frontend.names import (
     ALL_BUILTINS,
     ARRAY_DECLARATIONS,
@@ -187,15 +194,74 @@ class KernelChecker(
         the kernel's own file that reads a name the variant binds is refolded with the
         variant's bindings (frontend/constants.py); any other keeps its folded value."""
         if self.variant_env and module is self.frames[0].module:
-            if self.variant_constants is None:
-                self.variant_constants = effective(
-                    module, self.variant_env, self.kdef.name, self.variant
-                )
-            value, bound = self.variant_constants.lookup(name)
+            value, bound = self.own_constant(name)
             if value is not None:
                 self.used_variant_params |= bound
                 return value
         return module.constants.get(name)
+
+    def own_constant(self, name: str) -> tuple:
+        """(value under the variant, bound names it reads) of constant `name` of the kernel's
+        file where it reads a name the variant binds; (None, empty) where it does not."""
+        if self.variant_constants is None:
+            self.variant_constants = effective(
+                self.frames[0].module, self.variant_env, self.kdef.name, self.variant
+            )
+        return self.variant_constants.lookup(name)
+
+    def decorator_option(self, what: str, node, folded, fold):
+        """The @kernel option `what` (expression `node`, `folded` with the module's
+        constants at load) as this instance sees it: folded again by `fold` (module.py's
+        fold_workgroup_size or fold_grid) where the variant binds a name it reads, directly or
+        through constants of the kernel's file; an error only the variant's values cause
+        names the variant."""
+        if node is None or not self.variant_env:
+            return folded
+        module = self.frames[0].module
+        local: dict = {}
+        bound: set[str] = set()
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.Name):
+                continue
+            if sub.id in self.variant_env:
+                value = self.variant_env[sub.id]
+                if isinstance(value, str):
+                    raise self.err(
+                        sub,
+                        f"'{sub.id}' is a type ({value}), not a number "
+                        f"({what} under variant '{self.variant}' of kernel '{self.kdef.name}')",
+                        f"bind a number to {sub.id} in variant '{self.variant}', or give the "
+                        f"type parameter a name {what} does not read",
+                    )
+                local[sub.id] = value
+                bound.add(sub.id)
+            elif sub.id in module.const_defs:
+                value, reads = self.own_constant(sub.id)
+                if value is not None:
+                    local[sub.id] = value
+                    bound |= reads
+        if not bound:
+            return folded
+        self.used_variant_params |= bound
+        try:
+            return fold(module, node, ChainMap(local, module.constants))
+        except KernelError as e:
+            sets = ", ".join(
+                f"{k} = {shown(repr(v.value))}"
+                for k, v in sorted(self.variant_env.items())
+                if k in bound
+            )
+            change = f"change {', '.join(sorted(bound))} in variant '{self.variant}'"
+            raise KernelError(
+                f"{e.message} ({what} under variant '{self.variant}' of kernel "
+                f"'{self.kdef.name}', which sets {sets})",
+                e.path,
+                e.line,
+                e.col,
+                e.source_line,
+                f"{e.fix}, or {change}" if e.fix else change,
+                e.end_col,
+            ) from None
 
     # -- limits -----------------------------------------------------------------------
     def too_large(self, node, helper: str | None = None):
@@ -356,6 +422,15 @@ class KernelChecker(
     def check(self) -> ir.Program:
         fn = self.kdef.node
         self.declared_shared = self.shared_declaration()
+        self.workgroup_size = self.decorator_option(
+            "workgroup_size",
+            self.kdef.workgroup_size_node,
+            self.kdef.workgroup_size,
+            fold_workgroup_size,
+        )
+        self.grid_entries = self.decorator_option(
+            "grid", self.kdef.grid_node, self.kdef.grid, fold_grid
+        )
         a = fn.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
             raise self.err(
@@ -477,7 +552,7 @@ class KernelChecker(
 
     def grid(self, params) -> tuple:
         names = {p.name: p for p in params}
-        grid = self.kdef.grid
+        grid = self.grid_entries
         for entry in grid:
             if isinstance(entry, int):
                 if entry < 1:

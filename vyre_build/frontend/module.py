@@ -46,6 +46,10 @@ class KernelDef:
     variants_node: object  # where variants were declared (for errors)
     any_length: tuple = ()  # ((name, node), ...): buffers not held to the grid's length
     shared_bytes: object = None  # the @kernel(shared_bytes=...) expression (checker.py folds it)
+    # The @kernel(workgroup_size=...) and grid=... expressions: an instance whose variant
+    # binds a name they read, directly or through this file's constants, folds them again.
+    workgroup_size_node: object = None
+    grid_node: object = None
 
 
 @dataclass
@@ -63,6 +67,74 @@ class KernelModule:
     # name -> ConstDef of each constant defined here (not imported): what a variant refolds
     const_defs: dict = field(default_factory=dict)
     variant_constants: dict = field(default_factory=dict)  # bindings -> VariantConstants
+
+
+def fold_workgroup_size(mod: KernelModule, node, env) -> tuple[int, int, int]:
+    """The @kernel(workgroup_size=...) expression `node` folded with constants `env`
+    (the module's, or a variant's: checker.py): three sizes within the portable limits."""
+    src = mod.source
+    if node is None:
+        return (64, 1, 1)
+    items = node.elts if isinstance(node, ast.Tuple) else [node]
+    if not 1 <= len(items) <= 3:
+        raise src.error(node, "workgroup_size has 1 to 3 entries")
+    sizes = []
+    for item in items:
+        c = mod.folder.fold(item, env)
+        if c.ty != "int" or c.value < 1:
+            raise src.error(
+                item,
+                f"workgroup size entries must be positive integers, got {c.value!r}",
+                "write e.g. workgroup_size=(16, 16)",
+            )
+        sizes.append(c.value)
+    sizes += [1] * (3 - len(sizes))
+    total = sizes[0] * sizes[1] * sizes[2]
+    if total > MAX_INVOCATIONS or any(s > m for s, m in zip(sizes, MAX_WG)):
+        raise src.error(
+            node,
+            f"workgroup size {tuple(sizes)} ({total} invocations) exceeds "
+            f"the portable limit of {MAX_INVOCATIONS} invocations "
+            f"(per axis {MAX_WG})",
+            "use at most 256 invocations, e.g. (16, 16)",
+        )
+    return tuple(sizes)
+
+
+def fold_grid(mod: KernelModule, node, env) -> tuple:
+    """The @kernel(grid=...) expression `node`, its numbers folded with constants `env`:
+    per axis an int, or a parameter name (a string)."""
+    src = mod.source
+    if node is None:
+        return ()
+    items = node.elts if isinstance(node, ast.Tuple) else [node]
+    out = []
+    for item in items:
+        if isinstance(item, ast.Constant) and isinstance(item.value, str):
+            out.append(item.value)
+        elif not (
+            isinstance(item, ast.Constant) and isinstance(item.value, (bool, float))
+        ) and isinstance(item, (ast.Constant, ast.Name, ast.BinOp)):
+            c = mod.folder.fold(item, env)
+            if c.ty != "int":
+                raise src.error(item, "grid entries are ints or parameter names as strings")
+            if not 1 <= c.value <= 0xFFFFFFFF:
+                raise src.error(
+                    item,
+                    f"grid entry {c.value} is out of range: invocations per axis are 1 .. "
+                    "4294967295",
+                    "give a positive count that fits in u32",
+                )
+            out.append(c.value)
+        else:
+            raise src.error(
+                item,
+                "grid entries are ints or parameter names as strings",
+                'write e.g. grid=("cols", "rows")',
+            )
+    if not 1 <= len(out) <= 3:
+        raise src.error(node, "grid has 1 to 3 entries")
+    return tuple(out)
 
 
 class ModuleLoader:
@@ -278,6 +350,10 @@ class ModuleLoader:
                     "import a helper function or a constant",
                 )
             local = alias.asname or alias.name
+            if local in mod.constants or local in mod.helpers or local in mod.kernels:
+                raise src.error(
+                    alias, f"'{local}' is defined twice", "give each definition its own name"
+                )
             if alias.name in other.constants:
                 mod.constants[local] = other.constants[alias.name]
                 self._check_count(mod, node, "constants")
@@ -347,77 +423,24 @@ class ModuleLoader:
                         "options are workgroup_size, grid, variants, any_length and shared_bytes",
                     )
                 opts[kw.arg] = kw.value
-        wg = self._workgroup_size(mod, opts["workgroup_size"])
-        grid = self._grid(mod, opts["grid"])
+        wg = fold_workgroup_size(mod, opts["workgroup_size"], mod.constants)
+        grid = fold_grid(mod, opts["grid"], mod.constants)
         variants = (
             self._variants_literal(mod, opts["variants"]) if opts["variants"] is not None else {}
         )
         free = self._any_length(mod, opts["any_length"])
         mod.kernels[node.name] = KernelDef(
-            node.name, node, wg, grid, variants, opts["variants"], free, opts["shared_bytes"]
+            node.name,
+            node,
+            wg,
+            grid,
+            variants,
+            opts["variants"],
+            free,
+            opts["shared_bytes"],
+            opts["workgroup_size"],
+            opts["grid"],
         )
-
-    def _workgroup_size(self, mod, node) -> tuple[int, int, int]:
-        src, env = mod.source, mod.constants
-        if node is None:
-            return (64, 1, 1)
-        items = node.elts if isinstance(node, ast.Tuple) else [node]
-        if not 1 <= len(items) <= 3:
-            raise src.error(node, "workgroup_size has 1 to 3 entries")
-        sizes = []
-        for item in items:
-            c = mod.folder.fold(item, env)
-            if c.ty != "int" or c.value < 1:
-                raise src.error(
-                    item,
-                    f"workgroup size entries must be positive integers, got {c.value!r}",
-                    "write e.g. workgroup_size=(16, 16)",
-                )
-            sizes.append(c.value)
-        sizes += [1] * (3 - len(sizes))
-        total = sizes[0] * sizes[1] * sizes[2]
-        if total > MAX_INVOCATIONS or any(s > m for s, m in zip(sizes, MAX_WG)):
-            raise src.error(
-                node,
-                f"workgroup size {tuple(sizes)} ({total} invocations) exceeds "
-                f"the portable limit of {MAX_INVOCATIONS} invocations "
-                f"(per axis {MAX_WG})",
-                "use at most 256 invocations, e.g. (16, 16)",
-            )
-        return tuple(sizes)
-
-    def _grid(self, mod, node) -> tuple:
-        src, env = mod.source, mod.constants
-        if node is None:
-            return ()
-        items = node.elts if isinstance(node, ast.Tuple) else [node]
-        out = []
-        for item in items:
-            if isinstance(item, ast.Constant) and isinstance(item.value, str):
-                out.append(item.value)
-            elif not (
-                isinstance(item, ast.Constant) and isinstance(item.value, (bool, float))
-            ) and isinstance(item, (ast.Constant, ast.Name, ast.BinOp)):
-                c = mod.folder.fold(item, env)
-                if c.ty != "int":
-                    raise src.error(item, "grid entries are ints or parameter names as strings")
-                if not 1 <= c.value <= 0xFFFFFFFF:
-                    raise src.error(
-                        item,
-                        f"grid entry {c.value} is out of range: invocations per axis are 1 .. "
-                        "4294967295",
-                        "give a positive count that fits in u32",
-                    )
-                out.append(c.value)
-            else:
-                raise src.error(
-                    item,
-                    "grid entries are ints or parameter names as strings",
-                    'write e.g. grid=("cols", "rows")',
-                )
-        if not 1 <= len(out) <= 3:
-            raise src.error(node, "grid has 1 to 3 entries")
-        return tuple(out)
 
     def _any_length(self, mod, node) -> tuple:
         # any_length="bias" or ("bias", "table"): parameter names as string literals.
