@@ -39,6 +39,13 @@ KNOWN = {
             "lavapipe_memory_barrier_suspends",
         ),
         Known(
+            "lavapipe-release-store-in-loop",
+            "Mesa lavapipe, most likely (Vulkan; not yet run on another driver)",
+            "a release atomic_store in a loop that one invocation runs and breaks out of "
+            "loses another invocation's later plain store",
+            "lavapipe_release_store_in_loop",
+        ),
+        Known(
             "nvidia-abs-nan-compare",
             "NVIDIA's shader compiler (Vulkan driver 580.159.04; all three GPU paths)",
             "abs(x) >= 0.0 folded to true for a NaN x (no SignedZeroInfNanPreserve asked)",
