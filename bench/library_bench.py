@@ -47,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
+from bench_env import cuda_torch  # noqa: E402  (bench/ is the script's folder)
 from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.core.errors import DeviceError  # noqa: E402
 from vyre_build.runtime import get_device, load_kernel  # noqa: E402
@@ -436,12 +437,7 @@ def main(argv=None) -> int:
     unknown = set(filter(None, args.cases.split(","))) - {c.name for c in CASES}
     if unknown:
         ap.error(f"unknown cases {sorted(unknown)}; choose from {[c.name for c in CASES]}")
-    try:
-        import torch
-
-        torch = torch if torch.cuda.is_available() else None
-    except ImportError:
-        torch = None
+    torch = cuda_torch()
     if torch is not None:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False

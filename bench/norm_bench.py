@@ -38,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
+from bench_env import cuda_torch  # noqa: E402
 from library_bench import (  # noqa: E402
     CODE,
     KERNELS,
@@ -190,12 +191,7 @@ def main(argv=None) -> int:
     unknown = set(funcs) - set(FUNCS)
     if unknown:
         ap.error(f"unknown --funcs {sorted(unknown)}; choose from {sorted(FUNCS)}")
-    try:
-        import torch
-
-        torch = torch if torch.cuda.is_available() else None
-    except ImportError:
-        torch = None
+    torch = cuda_torch()
     norm = [f for f in LIB_FILES if f.startswith("lib_norm")]
     compiled = [k for f in norm for k in compile_file(os.path.join(KERNELS, f), root=KERNELS)]
     lib = {}

@@ -50,6 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
+from bench_env import cuda_torch  # noqa: E402
 from library_bench import agree, calls_for, time_ours, time_torch  # noqa: E402
 
 from vyre_build.compiler import compile_file  # noqa: E402
@@ -194,12 +195,7 @@ def main(argv=None) -> int:
         ap.error(f"--types: choose from {sorted(NP)}")
     if args.quick:
         args.rounds, args.number = min(args.rounds, 2), args.number or 3
-    try:
-        import torch
-
-        torch = torch if torch.cuda.is_available() else None
-    except ImportError:
-        torch = None
+    torch = cuda_torch()
     dev = get_device(args.backend)
     dev.timing = True
     ks: dict[str, Any] = {"lib_reduce": load(dev, LIB, KERNELS, "lib_reduce")}

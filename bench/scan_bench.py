@@ -39,6 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
+from bench_env import cuda_torch  # noqa: E402
 from library_bench import (  # noqa: E402
     KERNELS,
     _vector,
@@ -172,12 +173,7 @@ def main(argv=None) -> int:
     sizes = QUICK if args.quick else SIZES
     if args.sizes:
         sizes = tuple(int(s) for s in args.sizes.split(","))
-    try:
-        import torch
-
-        torch = torch if torch.cuda.is_available() else None
-    except ImportError:
-        torch = None
+    torch = cuda_torch()
     dev = get_device(args.backend)
     dev.timing = True
     compiled = compile_file(os.path.join(KERNELS, "lib_scan.py"), root=KERNELS)

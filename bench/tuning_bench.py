@@ -35,7 +35,7 @@ import statistics
 import subprocess
 import sys
 
-from bench_env import tree_pythonpath  # bench/ is the script's folder
+from bench_env import cuda_torch, tree_pythonpath  # bench/ is the script's folder
 
 import numpy as np
 
@@ -223,13 +223,7 @@ def main() -> int:
         say(done.stdout.rstrip())
         if done.returncode:
             return done.returncode
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            torch = None
-    except ImportError:
-        torch = None
+    torch = cuda_torch()
     if torch is not None:
         torch.backends.cuda.matmul.allow_tf32 = False
     dev = get_device(args.backend)
