@@ -112,6 +112,13 @@ def _forced(bundle, name: str, cname: str) -> Forced:
     return Forced(bundle, Choice(name, cname, cand["kernel"], cand["params"], "forced", None))
 
 
+def _check(got, want, against: str = "") -> str:
+    """'ok' or 'MISMATCH' (`against` after it), and the largest error relative to the
+    largest magnitude of `want` (at least 1): within 1e-4 is ok."""
+    err = float(np.abs(got - want).max() / max(1.0, float(np.abs(want).max())))
+    return f"{'ok' if err < 1e-4 else 'MISMATCH'}{against} (rel {err:.1e})"
+
+
 def _section(
     dev, bundle, torch, section: str, shapes, number: int, rounds: int, every: bool = False
 ) -> None:
@@ -157,8 +164,7 @@ def _section(
         if want is None:
             check = "not checked (no torch; too large for numpy here)"
         else:
-            err = float(np.abs(got - want).max() / max(1.0, float(np.abs(want).max())))
-            check = f"{'ok' if err < 1e-4 else 'MISMATCH'} vs {'torch' if torch else 'numpy'} (rel {err:.1e})"
+            check = _check(got, want, f" vs {'torch' if torch else 'numpy'}")
         say(
             f"{f'{m}x{k}x{n}':<18} {flops / t_tuned / 1e12:>10.2f} {flops / t_default / 1e12:>12.2f} "
             f"{flops / t_torch / 1e12:>10.2f} {t_default / t_tuned:>12.2f}x {t_torch / t_tuned:>10.2f}x  {check}"
@@ -173,8 +179,7 @@ def _section(
             if want is None:
                 ok = "not checked"
             else:
-                err = float(np.abs(got - want).max() / max(1.0, float(np.abs(want).max())))
-                ok = f"{'ok' if err < 1e-4 else 'MISMATCH'} (rel {err:.1e})"
+                ok = _check(got, want)
             say(
                 f"  {cname:<16} {flops / secs / 1e12:>8.2f} TF/s  {t_default / secs:>5.2f}x "
                 f"default  torch/it {t_torch / secs:>5.2f}x  {ok}"
