@@ -356,6 +356,16 @@ def calls_for(run: Callable[[], Any], wait: Callable[[], Any], budget: float = 0
 # -- the run --------------------------------------------------------------------------------
 
 
+def timed_device(backend: str):
+    """get_device(backend) with its timestamps on (Device.timing), after a line naming it and
+    its subgroup size."""
+    dev = get_device(backend)
+    dev.timing = True
+    p = dev.profile
+    say(f"{backend}: {dev.name} (subgroup size {p.subgroup_size or p.subgroup_size_range})")
+    return dev
+
+
 def kernels_for(dev, compiled) -> dict:
     # Every kernel the device can run: the single passes have no WGSL, and need the Vulkan
     # memory model (the library then takes the multi-pass path: library.reduce_kernel).
@@ -445,11 +455,8 @@ def main(argv=None) -> int:
     backends = args.backends.split(",")
     lib = {}
     for b in backends:
-        dev = get_device(b)
-        dev.timing = True
+        dev = timed_device(b)
         lib[b] = (dev, kernels_for(dev, compiled))
-        p = dev.profile
-        say(f"{b}: {dev.name} (subgroup size {p.subgroup_size or p.subgroup_size_range})")
     say(
         f"torch: {torch.cuda.get_device_name() if torch else 'absent (results checked against numpy)'}"
     )

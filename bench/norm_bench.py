@@ -56,10 +56,11 @@ from library_bench import (  # noqa: E402
     say,
     time_ours,
     time_torch,
+    timed_device,
 )
 
 from vyre_build.compiler import compile_file  # noqa: E402
-from vyre_build.runtime import get_device, load_kernel  # noqa: E402
+from vyre_build.runtime import load_kernel  # noqa: E402
 from vyre_build import library  # noqa: E402
 from vyre_build.runtime.tuning import Choice  # noqa: E402
 
@@ -196,11 +197,8 @@ def main(argv=None) -> int:
     compiled = [k for f in norm for k in compile_file(os.path.join(KERNELS, f), root=KERNELS)]
     lib = {}
     for b in args.backends.split(","):
-        dev = get_device(b)
-        dev.timing = True
+        dev = timed_device(b)
         lib[b] = (dev, kernels_for(dev, compiled))
-        p = dev.profile
-        say(f"{b}: {dev.name} (subgroup size {p.subgroup_size or p.subgroup_size_range})")
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     bench_kernels = os.path.join(HERE, "kernels")
     (copy,) = compile_file(os.path.join(bench_kernels, "copy_rows.py"), root=bench_kernels)

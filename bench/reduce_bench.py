@@ -51,10 +51,10 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from bench_env import cuda_torch  # noqa: E402
-from library_bench import agree, calls_for, time_ours, time_torch  # noqa: E402
+from library_bench import agree, calls_for, time_ours, time_torch, timed_device  # noqa: E402
 
 from vyre_build.compiler import compile_file  # noqa: E402
-from vyre_build.runtime import get_device, load_kernel  # noqa: E402
+from vyre_build.runtime import load_kernel  # noqa: E402
 from vyre_build import library  # noqa: E402
 from vyre_build.runtime.kernel import Kernel  # noqa: E402
 
@@ -196,15 +196,12 @@ def main(argv=None) -> int:
     if args.quick:
         args.rounds, args.number = min(args.rounds, 2), args.number or 3
     torch = cuda_torch()
-    dev = get_device(args.backend)
-    dev.timing = True
+    dev = timed_device(args.backend)
     ks: dict[str, Any] = {"lib_reduce": load(dev, LIB, KERNELS, "lib_reduce")}
     ks.update((c[0], load(dev, *c[1:5], c[6])) for c in ONCE)
     # what library.reduce is given: the library's two kernels, their sum variants
     ks["library"] = {f"lib_reduce.sum_{t}": k for t, k in ks["lib_reduce"].items()}
     ks["library"].update((f"lib_reduce_once.sum_{t}", k) for t, k in ks["lib_once"].items())
-    p = dev.profile
-    say(f"{args.backend}: {dev.name} (subgroup size {p.subgroup_size or p.subgroup_size_range})")
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     say("library picks: " + ", ".join(library.reduce_kernel(dev, "sum", t) for t in types))
     start = time.perf_counter()

@@ -49,10 +49,10 @@ from library_bench import (  # noqa: E402
     say,
     time_ours,
     time_torch,
+    timed_device,
 )
 
 from vyre_build.compiler import compile_file  # noqa: E402
-from vyre_build.runtime import get_device  # noqa: E402
 from vyre_build import library  # noqa: E402
 from vyre_build.library import SINGLE_PASS_FEATURES  # noqa: E402
 from vyre_build.runtime.tuning import Choice  # noqa: E402
@@ -174,12 +174,9 @@ def main(argv=None) -> int:
     if args.sizes:
         sizes = tuple(int(s) for s in args.sizes.split(","))
     torch = cuda_torch()
-    dev = get_device(args.backend)
-    dev.timing = True
+    dev = timed_device(args.backend)
     compiled = compile_file(os.path.join(KERNELS, "lib_scan.py"), root=KERNELS)
     kernels = kernels_for(dev, compiled)
-    p = dev.profile
-    say(f"{args.backend}: {dev.name} (subgroup size {p.subgroup_size or p.subgroup_size_range})")
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     say(f"forward progress: {'yes' if forward_progress(dev) else 'no'}")
     start = time.perf_counter()
