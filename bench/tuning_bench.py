@@ -49,6 +49,8 @@ from vyre_build import library  # noqa: E402
 from vyre_build.library.bundle import library_bundle_path  # noqa: E402
 from vyre_build.runtime.tuning import Choice, Forced  # noqa: E402
 
+from library_bench import time_torch  # noqa: E402  (bench/ is the script's folder)
+
 SHAPES = "2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x11008x4096,512x4096x4096"
 QUICK = "128x128x128,256x512x128"
 
@@ -80,18 +82,7 @@ def _ours(dev, fn, kernels, a, b, out, number: int, rounds: int) -> float:
 
 def _torch_time(torch, a, b, number: int, rounds: int) -> float:
     out = torch.empty((a.shape[0], b.shape[1]), device="cuda", dtype=a.dtype)
-    times = []
-    for r in range(rounds + 1):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        for _ in range(number):
-            torch.matmul(a, b, out=out)
-        end.record()
-        torch.cuda.synchronize()
-        if r:
-            times.append(start.elapsed_time(end) / 1e3 / number)
-    return statistics.median(times)
+    return time_torch(torch, lambda: torch.matmul(a, b, out=out), number, rounds)
 
 
 SECTIONS = {"fp32": ("matmul", np.float32), "fp16": ("matmul_f16", np.float16)}
