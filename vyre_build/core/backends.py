@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from vyre_build.core.targets import TARGETS, Registry, Target
+from vyre_build.core.targets import TARGETS, Registry, Target, _resolve
 
 __all__ = ["BACKENDS", "Backend", "REFERENCE", "VULKAN", "WGPU"]
 
@@ -82,19 +82,13 @@ class Backend:
         return importlib.import_module(self.device.__module__)
 
     def device_class(self) -> Any:
-        if isinstance(self.device, str):
-            return getattr(self.module(), self.device.partition(":")[2])
-        return self.device
+        return _resolve(self.device)
 
     def device_key(self, adapter: Any, keywords: Mapping[str, Any]) -> tuple[str, object]:
         """The key devices made with these arguments are shared by."""
         if not self.key:
             return (self.name, (adapter, *(keywords[k] for k in self.keywords)))
-        key = self.key
-        if isinstance(key, str):
-            module, _, attr = key.partition(":")
-            key = getattr(importlib.import_module(module), attr)
-        return (self.name, key(adapter, **keywords))
+        return (self.name, _resolve(self.key)(adapter, **keywords))
 
 
 BACKENDS: Registry[Backend] = Registry("backend")

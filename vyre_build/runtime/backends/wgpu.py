@@ -194,7 +194,7 @@ class _Native:
         reported while encoding is raised before anything is submitted (wgpu-native aborts
         the process on a submit of an invalid command buffer); of several, the last one
         (wgpu-py logs the others)."""
-        commands = self._guarded(self._encode, jobs)
+        commands = self._guarded(self._encode, jobs, release=self.release_commands)
         try:
             self.commands[0] = commands
             self._guarded(self.submit_fn, self.queue_id, 1, self.commands)
@@ -206,21 +206,14 @@ class _Native:
         error that creation reports (a destroyed buffer's, ...)."""
         self.probe_entry.buffer = buffer._internal
         self.probe_desc.layout = layout._internal
-        group = self.ffi.NULL
-        errors = self.errors
-        errors.capture("vyre")
-        try:
-            group = self.create_group(self.device_id, self.probe_desc)
-        finally:
-            caught = errors.release("vyre")
-            if group != self.ffi.NULL:
-                self.release_group(group)
-        if caught is not None:
-            kind, message = caught
-            raise self.error_types.get(kind, wgpu.GPUError)(message)
+        release = self.release_group
+        group = self._guarded(self.create_group, self.device_id, self.probe_desc, release=release)
+        if group != self.ffi.NULL:
+            release(group)
 
-    def _guarded(self, fn: Any, *args: Any) -> Any:
-        # fn(*args) inside one wgpu-py error capture; the error reported meanwhile raised.
+    def _guarded(self, fn: Any, *args: Any, release: Any = None) -> Any:
+        # fn(*args) inside one wgpu-py error capture; the error reported meanwhile raised
+        # (what fn made, released first by `release`).
         errors = self.errors
         errors.capture("vyre")
         try:
@@ -228,8 +221,8 @@ class _Native:
         finally:
             caught = errors.release("vyre")
         if caught is not None:
-            if fn == self._encode and result is not None:
-                self.release_commands(result)
+            if release is not None and result != self.ffi.NULL:
+                release(result)
             kind, message = caught
             raise self.error_types.get(kind, wgpu.GPUError)(message)
         return result
