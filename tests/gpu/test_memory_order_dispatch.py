@@ -14,6 +14,7 @@ import pytest
 from vyre_build.compiler import compile_file
 from vyre_build.core.errors import DeviceError
 from vyre_build import library
+from vyre_build.library import picks
 from vyre_build.runtime import load_kernel, open_bundle
 from vyre_build.library import SINGLE_PASS_FEATURES
 
@@ -130,7 +131,7 @@ def test_reduce_matches_numpy_at_odd_sizes(lib, kind, forced, monkeypatch):
     if forced:
         if not SINGLE_PASS_FEATURES <= lib.device.profile.features:
             pytest.skip("the device has no Vulkan memory model (wgpu): no single pass")
-        monkeypatch.setattr(library, "_single_pass_pays", lambda device: True)
+        monkeypatch.setattr(picks, "_single_pass_pays", lambda device: True)
         assert library.reduce_kernel(lib.device, "sum", kind).startswith("lib_reduce_once.")
     for n in sizes(lib.device):
         x = values(kind, n, seed=n)
@@ -147,7 +148,7 @@ def test_reduce_matches_numpy_at_odd_sizes(lib, kind, forced, monkeypatch):
 
 def test_single_pass_reduce_needs_no_clear_between_calls_in_one_batch(lib, monkeypatch):
     dev = lib.device
-    monkeypatch.setattr(library, "_single_pass_pays", lambda device: True)
+    monkeypatch.setattr(picks, "_single_pass_pays", lambda device: True)
     xs = [values("u32", n, seed=n) for n in (5, 4099, 70001)]
     outs = [dev.buffer(1, "u32") for _ in xs]
     with dev.batch():
@@ -158,7 +159,7 @@ def test_single_pass_reduce_needs_no_clear_between_calls_in_one_batch(lib, monke
 
 
 def test_single_pass_f32_sum_is_the_same_every_run(lib, monkeypatch):
-    monkeypatch.setattr(library, "_single_pass_pays", lambda device: True)
+    monkeypatch.setattr(picks, "_single_pass_pays", lambda device: True)
     x = values("f32", 300001, seed=3, lo=-1e4, hi=1e4)
     first = library.reduce(lib, x, "sum")
     assert all(library.reduce(lib, x, "sum").tobytes() == first.tobytes() for _ in range(3))
@@ -208,7 +209,7 @@ def test_single_pass_reduce_shares_of_many_trips(lib, kind, monkeypatch):
     if not SINGLE_PASS_FEATURES <= lib.device.profile.features:
         pytest.skip("the device has no Vulkan memory model (wgpu): no single pass")
     dev = lib.device
-    monkeypatch.setattr(library, "_single_pass_pays", lambda device: True)
+    monkeypatch.setattr(picks, "_single_pass_pays", lambda device: True)
     monkeypatch.setattr(library, "MAX_PARTIALS", 3)
     few = (1, 2, 255, 256, 257, 1023, 1025, 4095, 4097, 3 * 4 * 256 * 4 + 5, 65539)
     for n in few:

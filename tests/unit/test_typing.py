@@ -17,6 +17,7 @@ RUNTIME = [
     "vyre_build/library/__init__.py",
     "vyre_build/library/bundle.py",
     "vyre_build/library/call.py",
+    "vyre_build/library/picks.py",
     "vyre_build/library/tuning.py",
     "vyre_build/core/features.py",
     "vyre_build/core/targets.py",

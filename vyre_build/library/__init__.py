@@ -31,13 +31,34 @@ from collections.abc import Mapping
 from typing import Any, overload
 
 
-from vyre_build.core.backends import BACKENDS
-from vyre_build.core.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
-from vyre_build.core.targets import MEMORY_ORDER
+from vyre_build.runtime.bundles import register_picks
 from vyre_build.runtime.device import Device, DeviceBuffer
 from vyre_build.runtime.kernel import Kernel
 from vyre_build.library.bundle import split_kernels
 from vyre_build.library.tuning import library_choice
+from vyre_build.library.picks import (  # the names read as library.X: picks.py's
+    FORWARD_PROGRESS_VENDORS as FORWARD_PROGRESS_VENDORS,
+    LIBRARY_KERNELS,
+    LOOK_BACK_ITEMS,
+    LOOK_BACK_KERNEL as LOOK_BACK_KERNEL,
+    LOOK_BACK_PAYS_VENDORS as LOOK_BACK_PAYS_VENDORS,
+    SHORT_DESIGNS as SHORT_DESIGNS,
+    SHORT_ROWS as SHORT_ROWS,
+    SINGLE_PASS_FEATURES as SINGLE_PASS_FEATURES,
+    _NUMERIC,
+    _OPS,
+    _row_kernel as _row_kernel,
+    f16_runs,
+    kernel_ids,
+    library_picks,
+    matmul_runs,
+    reduce_kernel,
+    reduce_runs,
+    row_kernel,
+    row_runs,
+    scan_kernels,
+    scan_runs,
+)
 from vyre_build.library.call import (
     MISS,
     Array,
@@ -67,57 +88,9 @@ TILE = 128  # lib_matmul: the side of the block of C one workgroup computes
 MAX_PARTIALS = 1024  # reduce: workgroups of the first pass (about one wave on an H200)
 MAX_BLOCKS = 1024  # scan: blocks (one wave on an H200; their sums scanned in one step)
 MAX_ROWS = 65535  # softmax, layer_norm: workgroups per dispatch (WebGPU's per-axis limit)
-# softmax, layer_norm: (longest row, kernel suffix, rows per workgroup) of the short-row
-# kernels (lib_norm_warp.py: one subgroup per row, several rows per 256-wide workgroup, 8
-# vec4s per lane in registers at 32 lanes, read once); longer rows go to lib_norm.py (256
-# invocations per row), which moves a 4096-value row at HBM bandwidth (H200: 1.3x torch)
-# but leaves short rows latency-bound. They replace lib_norm_short.py's one row per
-# 32-wide workgroup (0.40-0.60x torch at 4096x1024 on the H200: too few rows in flight).
-# SHORT_ROWS: (longest row, kernel suffix) of the short-row kernel that runs with no tuning
-# record; the suffix is one of SHORT_DESIGNS (kernel suffix: rows per workgroup at 32 lanes),
-# the designs a tuning candidate may name: _warp (lib_norm_warp.py), _flat (lib_norm_flat.py:
-# the same rows with straight-line loads) and _pair (lib_norm_flat.py: two rows per
-# subgroup). bench/norm_bench.py times them side by side; the default is this one word.
-SHORT_ROWS = ((1024, "_warp"),)
-SHORT_DESIGNS = {"_warp": 8, "_flat": 8, "_pair": 16}
-_NUMERIC = ("f32", "i32", "u32")
-_OPS = ("sum", "min", "max")
-# The kernel ids each function uses ({op}: the reduction, {t}: the element type).
-LIBRARY_KERNELS = {
-    "reduce": ("lib_reduce.{op}_{t}", "lib_reduce_once.{op}_{t}"),
-    "scan": (
-        "lib_scan_sums.{t}",
-        "lib_scan_block.{t}",
-        "lib_scan_look.{t}",
-        "lib_scan_look.acquire_{t}",
-        "lib_scan_once.{t}",
-    ),
-    "matmul": (
-        "lib_matmul.f32",
-        "lib_matmul.f32_pad",
-        "lib_matmul.f32_64",
-        "lib_matmul.f32_64p",
-        "lib_matmul.f32_128x64",
-        "lib_matmul.f32_64x128",
-        "lib_matmul.f32_k16",
-        "lib_matmul.f32_k16p",
-    ),
-    "matmul_f16": ("lib_matmul_f16", "lib_mm_f16.f32", "lib_mm_f16.f16"),
-    "softmax": tuple(f"lib_softmax{s}.f32" for s in ("", *SHORT_DESIGNS)),
-    "layer_norm": tuple(f"lib_layer_norm{s}.f32" for s in ("", *SHORT_DESIGNS)),
-}
-
-
-def kernel_ids() -> tuple[str, ...]:
-    """Every kernel id the functions here use, sorted (e.g. for `bundle.warm(...)`)."""
-    ids = {
-        template.format(op=op, t=t)
-        for templates in LIBRARY_KERNELS.values()
-        for template in templates
-        for op in _OPS
-        for t in _NUMERIC
-    }
-    return tuple(sorted(ids))
+# Which kernel each function runs on a device (reduce_kernel, scan_kernels, row_kernel,
+# the tuned picks) is library/picks.py's, which Bundle.warm() asks too:
+register_picks("library", library_picks)
 
 
 # -- reduce and scan -----------------------------------------------------------------------
@@ -149,45 +122,6 @@ def reduce(*args: Any, **kwargs: Any) -> Any:
     return _reduce(kernels, *rest, **kwargs)
 
 
-# The device features the single passes need (their device-scope release/acquire).
-SINGLE_PASS_FEATURES = frozenset({VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE})
-
-
-def reduce_kernel(device: Device, op: str = "sum", dtype: str = "f32") -> str:
-    """The kernel id that `reduce` runs on `device`: the single pass (lib_reduce_once, one
-    dispatch: the last workgroup to finish combines the partials, found with a device-scope
-    acq_rel ticket) where the device has the Vulkan memory model with device scope
-    (SINGLE_PASS_FEATURES: GPU Vulkan devices that offer it, the cpu reference), else the
-    two passes of lib_reduce (wgpu: WGSL has no release/acquire; lavapipe, where the memory
-    model's modules run about 3x slower). A Bundle without the single-pass
-    kernel (built from an older tree) gets the two passes.
-
-    Arguments:
-        device: a runtime Device.
-        op: "sum", "min" or "max".
-        dtype: "f32", "i32" or "u32".
-    Returns:
-        The kernel id, e.g. "lib_reduce_once.sum_f32" or "lib_reduce.sum_f32".
-    """
-    if not isinstance(device, Device):
-        raise fail("reduce_kernel", f"device must be a Device, got {type(device).__name__}")
-    if op not in _OPS:
-        raise fail("reduce_kernel", f"op must be 'sum', 'min' or 'max', got {op!r}")
-    if dtype not in _NUMERIC:
-        raise fail("reduce_kernel", f"dtype must be 'f32', 'i32' or 'u32', got {dtype!r}")
-    once = SINGLE_PASS_FEATURES <= device.profile.features and _single_pass_pays(device)
-    return f"lib_reduce{'_once' if once else ''}.{op}_{dtype}"
-
-
-def _single_pass_pays(device: Device) -> bool:
-    # A Vulkan driver on the CPU (lavapipe) runs modules under the Vulkan memory model about
-    # 3x slower (lib_reduce_once 22 ms, the two passes 7.4 ms, 2^20 f32 here): it keeps the
-    # two passes. A backend with no GPU driver (the cpu reference, the judge of both) takes
-    # the single pass.
-    p = device.profile
-    return not BACKENDS[device.backend].gpu or p.device_type != "CPU"
-
-
 def _reduce(
     kernels: Mapping[str, Kernel], x: Array, op: str = "sum", *, out: DeviceBuffer | None = None
 ) -> Any:
@@ -196,8 +130,9 @@ def _reduce(
         raise fail("reduce", f"op must be 'sum', 'min' or 'max', got {op!r}")
     kind = kind_of("reduce", "x", x, _NUMERIC)
     kid = f"lib_reduce.{op}_{kind}"
-    once = _single_pass(kernels, kid, reduce_kernel, op, kind)
-    if once is not None:
+    device = _device_of(kernels, kid)
+    once = kid if device is None else reduce_runs(kernels, device, op, kind)
+    if once != kid:
         return _reduce_once(kernels, once, x, kind, out)
     call = Call("reduce", kernels, [kid])
     partials = library_choice(kernels, "reduce")[1]["partials"]  # tuned: docs/tuning.md
@@ -235,17 +170,11 @@ def _reduce_input(
     return dict(x4=x4, x=xs, n=n, vin=int(vin)), res, n // 4 if vin else n
 
 
-def _single_pass(kernels: Mapping[str, Kernel], kid: str, choose: Any, *args: Any) -> str | None:
-    # The single-pass kernel id `choose` (reduce_kernel or scan_kernels) picks for the device
-    # of kernels[kid] when that is a single pass the mapping holds; None otherwise (then the
-    # multi-pass path runs, and Call refuses a missing `kid`).
+def _device_of(kernels: Mapping[str, Kernel], kid: str) -> Device | None:
+    # The device of kernels[kid], where the mapping holds that Kernel; None otherwise (then
+    # the multi-pass path runs, and Call refuses the missing `kid`).
     found = kernels.get(kid) if isinstance(kernels, Mapping) else None
-    if not isinstance(found, Kernel):
-        return None
-    picked = choose(found.device, *args)
-    chosen: str = picked if isinstance(picked, str) else picked[0]
-    single = chosen.split(".")[0] in ("lib_reduce_once", "lib_scan_once")
-    return chosen if single and isinstance(kernels.get(chosen), Kernel) else None
+    return found.device if isinstance(found, Kernel) else None
 
 
 def _reduce_once(
@@ -294,61 +223,6 @@ def scan(*args: Any, **kwargs: Any) -> Any:
     return _scan(kernels, *rest, **kwargs)
 
 
-# Vendors whose Vulkan drivers run a dispatch's started workgroups to completion while
-# others wait on them (docs/runtime.md, "Forward progress"): NVIDIA, AMD.
-FORWARD_PROGRESS_VENDORS = frozenset({0x10DE, 0x1002})
-# Of those, the vendors where the look-back was measured faster than reduce-then-scan: none
-# yet. On the H200 (driver 580.159.04, bench/RESULTS.md 2026-12-02) lib_scan_once took 237 us
-# at 16.7M f32 against 70 us for the two passes (3.5 ms against 0.83 ms at 268M): its walk
-# back (one invocation per tile, 16 predecessors per step) costs more than the third of
-# the traffic it saves. lib_scan_look (a subgroup walks back, a lane per predecessor, over
-# tiles of 8,192 values scanned before the walk) replaces it as the look-back kernel and
-# awaits its H200 figures (bench/scan_bench.py). Taking the look-back on NVIDIA is adding
-# 0x10DE here. The cpu reference, which is the judge, runs it.
-LOOK_BACK_PAYS_VENDORS: frozenset[int] = frozenset()
-# The look-back kernel scan_kernels names ({t}: the element type): "lib_scan_look.{t}" (its
-# walk reads flags with relaxed loads, then one acquire fence), "lib_scan_look.acquire_{t}"
-# (acquire loads of the flags, no fence; lavapipe runs that form wrong: tiles after the
-# first never finish), or "lib_scan_once.{t}" (the first design, kept for comparison); and
-# each kernel's vec4s per invocation per tile.
-LOOK_BACK_KERNEL = "lib_scan_look.{t}"
-LOOK_BACK_ITEMS = {"lib_scan_look": 8, "lib_scan_once": 4}  # kernels/lib_scan.py
-
-
-def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
-    """The kernel ids that `scan` runs on `device`, in dispatch order: the single pass with
-    decoupled look-back (LOOK_BACK_KERNEL: lib_scan_look) where the device has the Vulkan
-    memory model with device scope, gives forward progress between workgroups and the look-back pays (a
-    Vulkan device of FORWARD_PROGRESS_VENDORS and LOOK_BACK_PAYS_VENDORS, none so far;
-    or the cpu reference, whose schedule gives it), else
-    reduce-then-scan (lib_scan_sums, lib_scan_block: wgpu, lavapipe/llvmpipe and every other
-    device). A Bundle without the single-pass kernel gets reduce-then-scan.
-
-    Arguments:
-        device: a runtime Device.
-        dtype: "f32", "i32" or "u32".
-    Returns:
-        The ids, e.g. ("lib_scan_look.f32",) or ("lib_scan_sums.f32", "lib_scan_block.f32").
-    """
-    if not isinstance(device, Device):
-        raise fail("scan_kernels", f"device must be a Device, got {type(device).__name__}")
-    if dtype not in _NUMERIC:
-        raise fail("scan_kernels", f"dtype must be 'f32', 'i32' or 'u32', got {dtype!r}")
-    p = device.profile
-    backend = BACKENDS[device.backend]
-    # The vendor's word counts for a backend whose code can say release/acquire (Vulkan's
-    # SPIR-V; not wgpu's WGSL); a backend that gives forward progress itself (the cpu
-    # reference) needs none.
-    progress = backend.forward_progress or (
-        not backend.artifact.lacks((MEMORY_ORDER,))
-        and p.vendor_id in FORWARD_PROGRESS_VENDORS
-        and p.vendor_id in LOOK_BACK_PAYS_VENDORS
-    )
-    if progress and SINGLE_PASS_FEATURES <= p.features:
-        return (LOOK_BACK_KERNEL.format(t=dtype),)
-    return (f"lib_scan_sums.{dtype}", f"lib_scan_block.{dtype}")
-
-
 def _scan_once(
     kernels: Mapping[str, Kernel], kid: str, x: Array, kind: str, exclusive: bool, out: Out
 ) -> Any:
@@ -386,17 +260,6 @@ def _scan_once(
     return call.result(ob, out, n, shape)
 
 
-def _scan_single(kernels: Mapping[str, Kernel], block_id: str, kind: str) -> str | None:
-    # The look-back kernel id scan_kernels picks for the device of kernels[block_id] when it
-    # picks one and the mapping holds it; None otherwise (then reduce-then-scan runs).
-    found = kernels.get(block_id) if isinstance(kernels, Mapping) else None
-    if not isinstance(found, Kernel):
-        return None
-    chosen = scan_kernels(found.device, kind)
-    single = len(chosen) == 1 and chosen[0].split(".")[0] in LOOK_BACK_ITEMS
-    return chosen[0] if single and isinstance(kernels.get(chosen[0]), Kernel) else None
-
-
 def _scan(
     kernels: Mapping[str, Kernel], x: Array, *, exclusive: bool = False, out: Out = None
 ) -> Any:
@@ -405,9 +268,10 @@ def _scan(
         raise fail("scan", f"exclusive must be True or False, got {exclusive!r}")
     kind = kind_of("scan", "x", x, _NUMERIC)
     sums_id, block_id = f"lib_scan_sums.{kind}", f"lib_scan_block.{kind}"
-    once = _scan_single(kernels, block_id, kind)
-    if once is not None:
-        return _scan_once(kernels, once, x, kind, exclusive, out)
+    device = _device_of(kernels, block_id)
+    runs = (sums_id, block_id) if device is None else scan_runs(kernels, device, kind)
+    if len(runs) == 1:  # the look-back
+        return _scan_once(kernels, runs[0], x, kind, exclusive, out)
     call = Call("scan", kernels, [sums_id, block_id])
     max_blocks = library_choice(kernels, "scan")[1]["blocks"]  # tuned: docs/tuning.md
     if isinstance(out, DeviceBuffer) and call.replay((exclusive, max_blocks), (x, out)) is not MISS:
@@ -489,8 +353,8 @@ def matmul(*args: Any, **kwargs: Any) -> Any:
 def _matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None) -> Any:
     """`matmul` with its kernels given."""
     m, k, n = _matmul_sizes("matmul", a, b, "f32")
-    tuned_kid, tuned = library_choice(kernels, "matmul")  # docs/tuning.md
-    kid, wg = tuned_kid or "lib_matmul.f32", tuned["wg"]
+    kid, tuned = matmul_runs(kernels)  # docs/tuning.md
+    wg = tuned["wg"]
     # the block of C one workgroup computes: tile_m x tile_n, either one 0 meaning `tile`
     bm, bn = tuned["tile_m"] or tuned["tile"], tuned["tile_n"] or tuned["tile"]
     call = Call("matmul", kernels, [kid])
@@ -589,14 +453,12 @@ def _matmul_f16(
     kind = _F16_OUT[out_dtype]
     # rows past M of one batch entry are the next entry's: a batch needs whole blocks
     rows = DIRECT_BLOCK if za or zb else DIRECT_TILE[0]
-    direct = kind == "f32" and m % rows == 0 and n % DIRECT_TILE[1] == 0
-    direct = direct and k % DIRECT_TILE[2] == 0
+    fits = m % rows == 0 and n % DIRECT_TILE[1] == 0 and k % DIRECT_TILE[2] == 0
     # the staged kernel by default (H200: 97-102 TFLOP/s against the unstaged one's 40-49,
     # bench/RESULTS.md); the unstaged one where a tuning record picks it (docs/tuning.md)
     # and it fits; f16 output always the staged lib_mm_f16.f16
-    tuned_kid = library_choice(kernels, "matmul_f16")[0] if kind == "f32" else None
-    direct = direct and tuned_kid == "lib_matmul_f16"
-    kid = "lib_matmul_f16" if direct else f"lib_mm_f16.{kind}"
+    kid = f16_runs(kernels, kind, fits)
+    direct = kid == "lib_matmul_f16"
     call = Call("matmul_f16", kernels, [kid])
     if isinstance(out, DeviceBuffer) and call.replay((kind,), (a, b, out)) is not MISS:
         return out
@@ -649,37 +511,6 @@ def _rows(fn: str, x: Array) -> tuple[int, int]:
     return math.prod(shape[:-1]), shape[-1]
 
 
-def row_kernel(fn: str, cols: int) -> str:
-    """The kernel id that softmax or layer_norm runs for rows of `cols` values: the
-    subgroup-per-row kernel (lib_norm_warp.py) up to 1,024 values, lib_norm.py's past that
-    (SHORT_ROWS).
-
-    Arguments:
-        fn: "softmax" or "layer_norm".
-        cols: the row length (x's last axis), at least 1.
-    Returns:
-        The kernel id, e.g. "lib_softmax_warp.f32" for rows of 1024 values.
-    """
-    if fn not in ("softmax", "layer_norm"):
-        raise fail("row_kernel", f"fn must be 'softmax' or 'layer_norm', got {fn!r}")
-    if isinstance(cols, bool) or not isinstance(cols, int) or cols < 1:
-        raise fail("row_kernel", f"cols must be an integer >= 1, got {cols!r}")
-    return _row_kernel(fn, cols)[0]
-
-
-def _row_kernel(
-    fn: str, cols: int, short_rows: int | None = None, kernel: str | None = None
-) -> tuple[str, int]:
-    # (kernel id, rows per workgroup) of `fn` for rows of `cols` values; `short_rows`: a
-    # tuned longest row for the short-row kernel (docs/tuning.md), else SHORT_ROWS's;
-    # `kernel`: a tuned short-row kernel (one of SHORT_DESIGNS), else SHORT_ROWS's.
-    shorts = SHORT_ROWS if short_rows is None else ((short_rows, SHORT_ROWS[0][1]),)
-    suffix = next((s for longest, s in shorts if cols <= longest), "")
-    if suffix and kernel is not None:
-        suffix = kernel[len(f"lib_{fn}") : -len(".f32")]
-    return f"lib_{fn}{suffix}.f32", SHORT_DESIGNS.get(suffix, 1)
-
-
 @overload
 def softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any: ...
 
@@ -707,8 +538,7 @@ def _softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any
     """`softmax` with its kernels given."""
     kind_of("softmax", "x", x, ("f32",))
     rows, cols = _rows("softmax", x)
-    tuned, params = library_choice(kernels, "softmax")
-    kid, per = _row_kernel("softmax", cols, params["short_rows"], tuned)
+    kid, per = row_runs(kernels, "softmax", cols)
     call = Call("softmax", kernels, [kid])
     if isinstance(out, DeviceBuffer) and call.replay((), (x, out)) is not MISS:
         return out
@@ -777,8 +607,7 @@ def _layer_norm(
             )
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 3e38:
         raise fail("layer_norm", f"eps must be a finite float >= 0, got {eps!r}")
-    tuned, params = library_choice(kernels, "layer_norm")
-    kid, per = _row_kernel("layer_norm", cols, params["short_rows"], tuned)
+    kid, per = row_runs(kernels, "layer_norm", cols)
     call = Call("layer_norm", kernels, [kid])
     buffers = (x, gamma, beta, out)
     if isinstance(out, DeviceBuffer) and call.replay((float(eps),), buffers) is not MISS:

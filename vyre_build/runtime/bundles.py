@@ -26,11 +26,38 @@ class KernelNotFound(BundleError, KeyError):
 
 class Warmed(NamedTuple):
     """What `Bundle.warm()` did: the kernels whose pipelines exist now, how many pipelines
-    it created (the others existed), and the kernels skipped with the reason."""
+    it created (the others existed), the kernels skipped as the device cannot run them
+    (with the reason), and those left out as no pick for this device runs them (with the
+    pick that passes them over; `warm(all=True)` warms them too)."""
 
     kernels: tuple[str, ...]
     created: int
     skipped: dict[str, str]
+    unpicked: dict[str, str]
+
+
+class Pick(NamedTuple):
+    """One choice among a bundle's kernels on its device: of the kernel ids `among`, the
+    calls of `by` (e.g. "tunable 'scale'", "library.reduce (sum, f32)") run only `runs`
+    there. Ids the bundle lacks are ignored."""
+
+    by: str
+    among: tuple[str, ...]
+    runs: tuple[str, ...]
+
+
+# What the code above the runtime that chooses among a bundle's kernels per device (the
+# library: library/picks.py, registered when vyre_build.library is imported) picks on a
+# bundle's device: name -> (bundle -> its Picks). The runtime names none of it.
+Picker = Callable[["Bundle"], Iterable[Pick]]
+_PICKERS: dict[str, Picker] = {}
+
+
+def register_picks(name: str, picker: Picker) -> None:
+    """Register (or replace) `picker`, a function of a Bundle giving the Picks that code
+    above the runtime makes on its device, so that `Bundle.warm()` leaves out what none of
+    them runs. The library registers its own (library/picks.py)."""
+    _PICKERS[name] = picker
 
 
 class Bundle(Mapping[str, Kernel]):
@@ -149,15 +176,52 @@ class Bundle(Mapping[str, Kernel]):
         cooperative-matrix kernel on a device without them, are refused when called)."""
         return [kid for kid in self.ids if self[kid].refusal is None]
 
-    def warm(self, ids: Iterable[str] | None = None) -> Warmed:
-        """Create the pipelines of `ids` (default: every kernel) in one call, so that no
-        first call pays for one. A kernel the device cannot run, or without this backend's
-        artifact, is skipped (with `ids` given: raises instead).
+    def picks(self) -> list[Pick]:
+        """Every choice among this bundle's kernels on its device: each kernel tunable's
+        (docs/tuning.md: its candidates, of which the pick runs), then those of the
+        registered pickers (the library's once vyre_build.library is imported: which of
+        its kernels its functions run here)."""
+        out = []
+        for name, tunable in sorted(self.reader.tuning["tunables"].items()):
+            choice = self.tuned(name) if tunable["library"] is None else None
+            if choice is not None and choice.kernel is not None:
+                among = tuple(c["kernel"] for c in tunable["candidates"].values())
+                out.append(Pick(f"tunable {name!r} ({choice.how})", among, (choice.kernel,)))
+        for _, picker in sorted(_PICKERS.items()):
+            out += picker(self)
+        return out
+
+    def unpicked(self) -> dict[str, str]:
+        """The kernels of this bundle that no pick on its device runs (`picks()`: another
+        candidate of a tunable, a library kernel this device is never given), each with
+        the pick that passes it over; sorted by id. `warm()` leaves them out. A pick that
+        runs none of the bundle's kernels (a bundle holding only a library kernel, to be
+        called directly) passes none over."""
+        picks = [p for p in self.picks() if any(kid in self._known for kid in p.runs)]
+        runs = {kid for p in picks for kid in p.runs}
+        out: dict[str, str] = {}
+        for p in picks:
+            why = f"{p.by} runs {', '.join(p.runs)} on this device"
+            for kid in p.among:
+                if kid in self._known and kid not in runs:
+                    out.setdefault(kid, why)
+        return dict(sorted(out.items()))
+
+    def warm(self, ids: Iterable[str] | None = None, *, all: bool = False) -> Warmed:
+        """Create in one call the pipelines of the kernels this device may be asked to run,
+        so that no first call pays for one: every kernel but those `unpicked()` names (the
+        candidates no pick here runs). `all=True`: every kernel; `ids`: those kernels.
+        A kernel the device cannot run, or without this backend's artifact, is skipped
+        (with `ids` given: raises instead).
 
         Returns:
-            Warmed(kernels, created, skipped).
+            Warmed(kernels, created, skipped, unpicked): `unpicked` is empty with `all` or
+            `ids`.
         """
-        chosen = list(self.ids if ids is None else ids)
+        if ids is not None and all:
+            raise BundleError(f"{self.reader.path}: warm() takes ids or all=True, not both")
+        unpicked = {} if ids is not None or all else self.unpicked()
+        chosen = list((k for k in self.ids if k not in unpicked) if ids is None else ids)
         self.reader.decode_metas([k for k in chosen if k not in self._kernels])
         kernels, skipped = [], {}
         for kid in chosen:
@@ -170,7 +234,7 @@ class Bundle(Mapping[str, Kernel]):
                     raise
                 skipped[kid] = str(exc)
         created = self.device.warm([(k.meta, k.code) for k in kernels])
-        return Warmed(tuple(k.id for k in kernels), created, skipped)
+        return Warmed(tuple(k.id for k in kernels), created, skipped, unpicked)
 
     def close(self) -> None:
         """Close the bundle file (the device stays open: it may be shared)."""

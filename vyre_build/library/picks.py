@@ -1,0 +1,303 @@
+"""Which library kernel each library function runs, per device and tuning record: the one
+place that decides it, asked by the functions' calls (library/__init__.py) and by
+`Bundle.warm()` (through `library_picks`, which the library registers with the runtime when
+it is imported), so that warm() creates the pipelines of the kernels the calls will run on
+that device and leaves out the others (docs/runtime.md, "Warming").
+
+- reduce: the single pass (lib_reduce_once) or the two passes (lib_reduce), by the device
+  (`reduce_kernel`);
+- scan: the look-back (LOOK_BACK_KERNEL) or reduce-then-scan (lib_scan_sums,
+  lib_scan_block), by the device (`scan_kernels`); lib_scan_once and
+  lib_scan_look.acquire are run by no call (kept for comparison);
+- matmul: the tuned candidate's kernel, else lib_matmul.f32 (library/tuning.py);
+- matmul_f16: lib_mm_f16.f32 and .f16, and lib_matmul_f16 where a record picks it;
+- softmax, layer_norm: the short-row kernel (SHORT_ROWS, or the tuned one) up to the tuned
+  longest short row, lib_{fn}.f32 past it (`row_kernel`).
+
+A mapping of kernels without the kernel a device would take (a bundle built from an older
+tree) gets what it holds: the two passes, reduce-then-scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vyre_build.core.backends import BACKENDS
+from vyre_build.core.features import VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE
+from vyre_build.core.targets import MEMORY_ORDER
+from vyre_build.library.call import fail
+from vyre_build.library.tuning import library_choice
+from vyre_build.runtime.bundles import Bundle, Pick
+from vyre_build.runtime.device import Device
+
+__all__ = [
+    "LIBRARY_KERNELS",
+    "f16_runs",
+    "kernel_ids",
+    "library_picks",
+    "matmul_runs",
+    "reduce_kernel",
+    "reduce_runs",
+    "row_kernel",
+    "row_runs",
+    "scan_kernels",
+    "scan_runs",
+]
+
+# softmax, layer_norm: (longest row, kernel suffix, rows per workgroup) of the short-row
+# kernels (lib_norm_warp.py: one subgroup per row, several rows per 256-wide workgroup, 8
+# vec4s per lane in registers at 32 lanes, read once); longer rows go to lib_norm.py (256
+# invocations per row), which moves a 4096-value row at HBM bandwidth (H200: 1.3x torch)
+# but leaves short rows latency-bound. They replace lib_norm_short.py's one row per
+# 32-wide workgroup (0.40-0.60x torch at 4096x1024 on the H200: too few rows in flight).
+# SHORT_ROWS: (longest row, kernel suffix) of the short-row kernel that runs with no tuning
+# record; the suffix is one of SHORT_DESIGNS (kernel suffix: rows per workgroup at 32 lanes),
+# the designs a tuning candidate may name: _warp (lib_norm_warp.py), _flat (lib_norm_flat.py:
+# the same rows with straight-line loads) and _pair (lib_norm_flat.py: two rows per
+# subgroup). bench/norm_bench.py times them side by side; the default is this one word.
+SHORT_ROWS = ((1024, "_warp"),)
+SHORT_DESIGNS = {"_warp": 8, "_flat": 8, "_pair": 16}
+_NUMERIC = ("f32", "i32", "u32")
+_OPS = ("sum", "min", "max")
+# The kernel ids each function uses ({op}: the reduction, {t}: the element type).
+LIBRARY_KERNELS = {
+    "reduce": ("lib_reduce.{op}_{t}", "lib_reduce_once.{op}_{t}"),
+    "scan": (
+        "lib_scan_sums.{t}",
+        "lib_scan_block.{t}",
+        "lib_scan_look.{t}",
+        "lib_scan_look.acquire_{t}",
+        "lib_scan_once.{t}",
+    ),
+    "matmul": (
+        "lib_matmul.f32",
+        "lib_matmul.f32_pad",
+        "lib_matmul.f32_64",
+        "lib_matmul.f32_64p",
+        "lib_matmul.f32_128x64",
+        "lib_matmul.f32_64x128",
+        "lib_matmul.f32_k16",
+        "lib_matmul.f32_k16p",
+    ),
+    "matmul_f16": ("lib_matmul_f16", "lib_mm_f16.f32", "lib_mm_f16.f16"),
+    "softmax": tuple(f"lib_softmax{s}.f32" for s in ("", *SHORT_DESIGNS)),
+    "layer_norm": tuple(f"lib_layer_norm{s}.f32" for s in ("", *SHORT_DESIGNS)),
+}
+
+
+def kernel_ids() -> tuple[str, ...]:
+    """Every kernel id the functions here use, sorted (e.g. for `bundle.warm(...)`)."""
+    ids = {
+        template.format(op=op, t=t)
+        for templates in LIBRARY_KERNELS.values()
+        for template in templates
+        for op in _OPS
+        for t in _NUMERIC
+    }
+    return tuple(sorted(ids))
+
+
+# The device features the single passes need (their device-scope release/acquire).
+SINGLE_PASS_FEATURES = frozenset({VULKAN_MEMORY_MODEL, VULKAN_MEMORY_MODEL_DEVICE_SCOPE})
+
+
+def reduce_kernel(device: Device, op: str = "sum", dtype: str = "f32") -> str:
+    """The kernel id that `reduce` runs on `device`: the single pass (lib_reduce_once, one
+    dispatch: the last workgroup to finish combines the partials, found with a device-scope
+    acq_rel ticket) where the device has the Vulkan memory model with device scope
+    (SINGLE_PASS_FEATURES: GPU Vulkan devices that offer it, the cpu reference), else the
+    two passes of lib_reduce (wgpu: WGSL has no release/acquire; lavapipe, where the memory
+    model's modules run about 3x slower). A Bundle without the single-pass
+    kernel (built from an older tree) gets the two passes.
+
+    Arguments:
+        device: a runtime Device.
+        op: "sum", "min" or "max".
+        dtype: "f32", "i32" or "u32".
+    Returns:
+        The kernel id, e.g. "lib_reduce_once.sum_f32" or "lib_reduce.sum_f32".
+    """
+    if not isinstance(device, Device):
+        raise fail("reduce_kernel", f"device must be a Device, got {type(device).__name__}")
+    if op not in _OPS:
+        raise fail("reduce_kernel", f"op must be 'sum', 'min' or 'max', got {op!r}")
+    if dtype not in _NUMERIC:
+        raise fail("reduce_kernel", f"dtype must be 'f32', 'i32' or 'u32', got {dtype!r}")
+    once = SINGLE_PASS_FEATURES <= device.profile.features and _single_pass_pays(device)
+    return f"lib_reduce{'_once' if once else ''}.{op}_{dtype}"
+
+
+def _single_pass_pays(device: Device) -> bool:
+    # A Vulkan driver on the CPU (lavapipe) runs modules under the Vulkan memory model about
+    # 3x slower (lib_reduce_once 22 ms, the two passes 7.4 ms, 2^20 f32 here): it keeps the
+    # two passes. A backend with no GPU driver (the cpu reference, the judge of both) takes
+    # the single pass.
+    p = device.profile
+    return not BACKENDS[device.backend].gpu or p.device_type != "CPU"
+
+
+# Vendors whose Vulkan drivers run a dispatch's started workgroups to completion while
+# others wait on them (docs/runtime.md, "Forward progress"): NVIDIA, AMD.
+FORWARD_PROGRESS_VENDORS = frozenset({0x10DE, 0x1002})
+# Of those, the vendors where the look-back was measured faster than reduce-then-scan: none
+# yet. On the H200 (driver 580.159.04, bench/RESULTS.md 2026-12-02) lib_scan_once took 237 us
+# at 16.7M f32 against 70 us for the two passes (3.5 ms against 0.83 ms at 268M): its walk
+# back (one invocation per tile, 16 predecessors per step) costs more than the third of
+# the traffic it saves. lib_scan_look (a subgroup walks back, a lane per predecessor, over
+# tiles of 8,192 values scanned before the walk) replaces it as the look-back kernel and
+# awaits its H200 figures (bench/scan_bench.py). Taking the look-back on NVIDIA is adding
+# 0x10DE here. The cpu reference, which is the judge, runs it.
+LOOK_BACK_PAYS_VENDORS: frozenset[int] = frozenset()
+# The look-back kernel scan_kernels names ({t}: the element type): "lib_scan_look.{t}" (its
+# walk reads flags with relaxed loads, then one acquire fence), "lib_scan_look.acquire_{t}"
+# (acquire loads of the flags, no fence; lavapipe runs that form wrong: tiles after the
+# first never finish), or "lib_scan_once.{t}" (the first design, kept for comparison); and
+# each kernel's vec4s per invocation per tile.
+LOOK_BACK_KERNEL = "lib_scan_look.{t}"
+LOOK_BACK_ITEMS = {"lib_scan_look": 8, "lib_scan_once": 4}  # kernels/lib_scan.py
+
+
+def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
+    """The kernel ids that `scan` runs on `device`, in dispatch order: the single pass with
+    decoupled look-back (LOOK_BACK_KERNEL: lib_scan_look) where the device has the Vulkan
+    memory model with device scope, gives forward progress between workgroups and the look-back pays (a
+    Vulkan device of FORWARD_PROGRESS_VENDORS and LOOK_BACK_PAYS_VENDORS, none so far;
+    or the cpu reference, whose schedule gives it), else
+    reduce-then-scan (lib_scan_sums, lib_scan_block: wgpu, lavapipe/llvmpipe and every other
+    device). A Bundle without the single-pass kernel gets reduce-then-scan.
+
+    Arguments:
+        device: a runtime Device.
+        dtype: "f32", "i32" or "u32".
+    Returns:
+        The ids, e.g. ("lib_scan_look.f32",) or ("lib_scan_sums.f32", "lib_scan_block.f32").
+    """
+    if not isinstance(device, Device):
+        raise fail("scan_kernels", f"device must be a Device, got {type(device).__name__}")
+    if dtype not in _NUMERIC:
+        raise fail("scan_kernels", f"dtype must be 'f32', 'i32' or 'u32', got {dtype!r}")
+    p = device.profile
+    backend = BACKENDS[device.backend]
+    # The vendor's word counts for a backend whose code can say release/acquire (Vulkan's
+    # SPIR-V; not wgpu's WGSL); a backend that gives forward progress itself (the cpu
+    # reference) needs none.
+    progress = backend.forward_progress or (
+        not backend.artifact.lacks((MEMORY_ORDER,))
+        and p.vendor_id in FORWARD_PROGRESS_VENDORS
+        and p.vendor_id in LOOK_BACK_PAYS_VENDORS
+    )
+    if progress and SINGLE_PASS_FEATURES <= p.features:
+        return (LOOK_BACK_KERNEL.format(t=dtype),)
+    return (f"lib_scan_sums.{dtype}", f"lib_scan_block.{dtype}")
+
+
+def row_kernel(fn: str, cols: int) -> str:
+    """The kernel id that softmax or layer_norm runs for rows of `cols` values: the
+    subgroup-per-row kernel (lib_norm_warp.py) up to 1,024 values, lib_norm.py's past that
+    (SHORT_ROWS).
+
+    Arguments:
+        fn: "softmax" or "layer_norm".
+        cols: the row length (x's last axis), at least 1.
+    Returns:
+        The kernel id, e.g. "lib_softmax_warp.f32" for rows of 1024 values.
+    """
+    if fn not in ("softmax", "layer_norm"):
+        raise fail("row_kernel", f"fn must be 'softmax' or 'layer_norm', got {fn!r}")
+    if isinstance(cols, bool) or not isinstance(cols, int) or cols < 1:
+        raise fail("row_kernel", f"cols must be an integer >= 1, got {cols!r}")
+    return _row_kernel(fn, cols)[0]
+
+
+def _row_kernel(
+    fn: str, cols: int, short_rows: int | None = None, kernel: str | None = None
+) -> tuple[str, int]:
+    # (kernel id, rows per workgroup) of `fn` for rows of `cols` values; `short_rows`: a
+    # tuned longest row for the short-row kernel (docs/tuning.md), else SHORT_ROWS's;
+    # `kernel`: a tuned short-row kernel (one of SHORT_DESIGNS), else SHORT_ROWS's.
+    shorts = SHORT_ROWS if short_rows is None else ((short_rows, SHORT_ROWS[0][1]),)
+    suffix = next((s for longest, s in shorts if cols <= longest), "")
+    if suffix and kernel is not None:
+        suffix = kernel[len(f"lib_{fn}") : -len(".f32")]
+    return f"lib_{fn}{suffix}.f32", SHORT_DESIGNS.get(suffix, 1)
+
+
+# -- what a call runs: asked by the call and by library_picks ------------------------------
+
+
+def reduce_runs(kernels: Mapping[str, Any], device: Device, op: str, kind: str) -> str:
+    """The kernel id `reduce` (op, kind) runs from `kernels` on `device`: reduce_kernel's
+    pick where the mapping holds it, else the two passes (lib_reduce)."""
+    kid = reduce_kernel(device, op, kind)
+    return kid if kid in kernels else f"lib_reduce.{op}_{kind}"
+
+
+def scan_runs(kernels: Mapping[str, Any], device: Device, kind: str) -> tuple[str, ...]:
+    """The kernel ids `scan` of `kind` runs from `kernels` on `device`, in dispatch order:
+    scan_kernels's pick where the mapping holds it, else reduce-then-scan."""
+    chosen = scan_kernels(device, kind)
+    if all(kid in kernels for kid in chosen):
+        return chosen
+    return (f"lib_scan_sums.{kind}", f"lib_scan_block.{kind}")
+
+
+def matmul_runs(kernels: Mapping[str, Any]) -> tuple[str, dict[str, int]]:
+    """(the kernel id `matmul` runs: the tuned candidate's, else lib_matmul.f32; its host
+    parameters, library/tuning.py)."""
+    tuned_kid, tuned = library_choice(kernels, "matmul")
+    return tuned_kid or "lib_matmul.f32", tuned
+
+
+def f16_runs(kernels: Mapping[str, Any], kind: str, fits: bool) -> str:
+    """The kernel id `matmul_f16` runs for output `kind` ("f32", "f16"): the unstaged
+    lib_matmul_f16 where a tuning record picks it, the output is f32 and the shape `fits`
+    it (library.DIRECT_TILE), else the staged lib_mm_f16.{kind}."""
+    direct = kind == "f32" and fits
+    direct = direct and library_choice(kernels, "matmul_f16")[0] == "lib_matmul_f16"
+    return "lib_matmul_f16" if direct else f"lib_mm_f16.{kind}"
+
+
+def row_runs(kernels: Mapping[str, Any], fn: str, cols: int) -> tuple[str, int]:
+    """(kernel id, rows per workgroup) that `fn` (softmax, layer_norm) runs for rows of
+    `cols` values: the tuned pick's (short-row kernel, longest short row), else
+    SHORT_ROWS's."""
+    tuned, params = library_choice(kernels, fn)
+    return _row_kernel(fn, cols, params["short_rows"], tuned)
+
+
+def _among(kernels: Bundle, fn: str, op: str = "sum", t: str = "f32") -> tuple[str, ...]:
+    # The kernel ids of `fn` for `op` and `t` (LIBRARY_KERNELS), and those its tunable's
+    # candidates name (a matmul candidate may name any kernel).
+    ids = [template.format(op=op, t=t) for template in LIBRARY_KERNELS[fn]]
+    name = kernels.tunable_for(fn)
+    if name is not None:
+        candidates = kernels.reader.tuning["tunables"][name]["candidates"].values()
+        ids += [c["kernel"] for c in candidates if c["kernel"] is not None]
+    return tuple(dict.fromkeys(ids))
+
+
+def library_picks(kernels: Bundle) -> list[Pick]:
+    """What the library's functions run from bundle `kernels` on its device, as their calls
+    pick it (the functions above): per function, and per op and element type where the
+    kernel depends on them, its kernels and those of them a call may run. Registered with
+    the runtime (`register_picks`), for `Bundle.warm()`."""
+    device = kernels.device
+    out = [
+        Pick(f"library.reduce ({op}, {t})", _among(kernels, "reduce", op, t),
+             (reduce_runs(kernels, device, op, t),))
+        for op in _OPS
+        for t in _NUMERIC
+    ]  # fmt: skip
+    out += [
+        Pick(f"library.scan ({t})", _among(kernels, "scan", t=t), scan_runs(kernels, device, t))
+        for t in _NUMERIC
+    ]
+    out.append(Pick("library.matmul", _among(kernels, "matmul"), (matmul_runs(kernels)[0],)))
+    f16 = {f16_runs(kernels, kind, fits) for kind in ("f32", "f16") for fits in (True, False)}
+    out.append(Pick("library.matmul_f16", _among(kernels, "matmul_f16"), tuple(sorted(f16))))
+    for fn in ("softmax", "layer_norm"):
+        longest = library_choice(kernels, fn)[1]["short_rows"]
+        rows = {row_runs(kernels, fn, cols)[0] for cols in (1, longest + 1)}
+        out.append(Pick(f"library.{fn}", _among(kernels, fn), tuple(sorted(rows))))
+    return out
