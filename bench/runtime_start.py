@@ -9,7 +9,10 @@ Run alone, it prints the two start-up figures of issue 23 for the code under --r
         [--base REV] [--threads 1,4,8]
 
 `bundle.warm()` of the tree with a warm pipeline cache and the driver's cache off (with the
-Vulkan layouts it made), and the open of a bundle of 100 kernels (in this process).
+Vulkan layouts it made; the library imported, so that warm() leaves out the candidates no
+pick on the device runs: each line says how many kernels it warmed and left unpicked),
+the same with `warm(all=True)` (every kernel, as before picks), and the open of a bundle of
+100 kernels (in this process).
 
 With --base REV, the same figures for that revision's vyre_build (git archive), the
 processes of both interleaved, and their ratios; the warm() line splits off the driver's
@@ -40,6 +43,8 @@ cfg = json.loads(sys.argv[1])
 sys.path.insert(0, cfg["root"])
 import numpy as np
 from vyre_build.runtime import get_device, load_kernel, open_bundle
+if cfg["mode"] == "warm":
+    from vyre_build import library  # its picks: what warm() leaves out (where the tree has them)
 t1 = time.perf_counter()
 driver = [0.0, 0.0]  # the pipeline creation call: wall and this thread's CPU seconds
 if cfg["backend"] == "vulkan":
@@ -61,7 +66,7 @@ if cfg["backend"] == "vulkan":
         vp._create_in_parallel = _timed
 dev = get_device(cfg["backend"], pipeline_cache=cfg["cache"])
 t2 = time.perf_counter()
-created = 0
+created, warmed, unpicked = 0, 0, 0
 if cfg["mode"] == "compile":
     from vyre_build.compiler import compile_file
     target = "wgsl" if cfg["backend"] == "wgpu" else "spirv"
@@ -75,8 +80,10 @@ else:
     if cfg["mode"] == "warm":
         driver[:] = [0.0, 0.0]
         tw, cw = time.perf_counter(), time.thread_time()
-        created = bundle.warm().created
+        w = bundle.warm(all=True) if cfg.get("all") else bundle.warm()
         warm_s, warm_cpu = time.perf_counter() - tw, time.thread_time() - cw
+        created, warmed = w.created, len(w.kernels)
+        unpicked = len(getattr(w, "unpicked", ()))
     kern = bundle["saxpy"]
     kern.warm()
 t4 = time.perf_counter()
@@ -89,6 +96,7 @@ layouts = len(getattr(getattr(dev, "pipelines", dev), "layouts", ()))  # older t
 dev.close()  # saves the persisted pipeline cache: not timed
 print(json.dumps({"inside": t5 - t0, "imports": t1 - t0, "device": t2 - t1, "open": t3 - t2,
                   "load": t4 - t3, "dispatch": t5 - t4, "created": created, "loaded": loaded,
+                  "warmed": warmed, "unpicked": unpicked,
                   "layouts": layouts, "driver": driver[0],
                   "warm": warm_s if cfg["mode"] == "warm" else 0.0,
                   "python_cpu": warm_cpu - driver[1] if cfg["mode"] == "warm" else 0.0}))
@@ -253,7 +261,8 @@ def startup(
         if label in results:
             r = results[label]
             say(
-                f"[{backend}] bundle.warm() of the tree's {tree_count} kernels, {label[8:]}: "
+                f"[{backend}] bundle.warm() of the tree ({r['warmed']:.0f} of its {tree_count} "
+                f"kernels, {r['unpicked']:.0f} unpicked), {label[8:]}: "
                 f"{(r['load']) * 1e3:.2f} ms ({r['created']:.0f} pipelines created, "
                 f"{r['loaded']:.0f} cache bytes loaded)"
                 + (" (target <= 10 ms)" if "warm pipeline" in label else "")
@@ -314,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         tree, hundred = os.path.join(tmp, "tree.vyrebundle"), os.path.join(tmp, "h.vyrebundle")
         count = len(runtime_bench.build_bundle(tree, count=0))
         runtime_bench.build_bundle(hundred)
-        sides = {"this": root}
+        sides = {"this": root, "this, warm(all=True)": root}
         if a.base:
             sides["base"] = _base_tree(a.base, os.path.join(tmp, "base"))
         warm_runs: dict[str, list] = {k: [] for k in sides}
@@ -322,13 +331,15 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(a.repeat + 1):  # interleaved; the first of each side discarded
             for side, where in sides.items():
                 cfg = {"root": where, "backend": a.backend, "bundle": tree, "mode": "warm"}
-                cfg["cache"] = os.path.join(tmp, f"plc-{side}")
+                cfg["cache"] = os.path.join(tmp, f"plc-{list(sides).index(side)}")
+                cfg["all"] = side.endswith("all=True)")
                 run = _fresh(cfg, DRIVER_OFF)
                 if i:
                     warm_runs[side].append(run)
+        opened = [k for k in sides if not k.endswith("all=True)")]  # one open per tree
         for _ in range(3):
-            for side, where in sides.items():
-                open_runs[side].append(_open_times(where, hundred, max(a.repeat, 20) * 5))
+            for side in opened:
+                open_runs[side].append(_open_times(sides[side], hundred, max(a.repeat, 20) * 5))
         for side in sides:
             r = _medians(warm_runs[side])
             each = ", ".join(f"{x['warm'] * 1e3:.2f}" for x in warm_runs[side])
@@ -340,22 +351,34 @@ def main(argv: list[str] | None = None) -> int:
                 else ""
             )
             print(
-                f"[{a.backend}] {side}: bundle.warm() of the tree's {count} kernels, warm "
-                f"pipeline cache, driver cache off, median of {a.repeat}: "
+                f"[{a.backend}] {side}: bundle.warm() of the tree ({r['warmed']:.0f} of its "
+                f"{count} kernels, {r['unpicked']:.0f} left unpicked), warm pipeline cache, "
+                f"driver cache off, median of {a.repeat}: "
                 f"{r['warm'] * 1e3:.2f} ms (runs {each}; {r['created']:.0f} pipelines, "
                 f"{r['layouts']:.0f} layouts on the device{split}) (target <= 10 ms)"
             )
+            if side not in open_runs or not open_runs[side]:
+                continue
             o = statistics.median(x["median"] for x in open_runs[side])
             best = min(x["best"] for x in open_runs[side])
             print(
                 f"[{a.backend}] {side}: bundle open (100 kernels): {o * 1e3:.3f} ms median "
                 f"(best {best * 1e3:.3f} ms; target <= 1 ms)"
             )
+        w = {k: _medians(v) for k, v in warm_runs.items()}
+        every = w["this, warm(all=True)"]
+        print(
+            f"[{a.backend}] this tree, warm(all=True) -> warm(): {every['warmed']:.0f} -> "
+            f"{w['this']['warmed']:.0f} kernels ({every['created']:.0f} -> "
+            f"{w['this']['created']:.0f} pipelines), {every['warm'] * 1e3:.2f} -> "
+            f"{w['this']['warm'] * 1e3:.2f} ms ({every['warm'] / w['this']['warm']:.2f}x)"
+        )
         if a.base:
-            w = {k: _medians(v) for k, v in warm_runs.items()}
             o = {k: statistics.median(x["median"] for x in v) for k, v in open_runs.items()}
             print(
-                f"[{a.backend}] {a.base} -> this tree: warm() {w['base']['warm'] * 1e3:.2f} -> "
+                f"[{a.backend}] {a.base} -> this tree: warm() of {w['base']['warmed']:.0f} -> "
+                f"{w['this']['warmed']:.0f} kernels ({w['base']['created']:.0f} -> "
+                f"{w['this']['created']:.0f} pipelines) {w['base']['warm'] * 1e3:.2f} -> "
                 f"{w['this']['warm'] * 1e3:.2f} ms ({w['base']['warm'] / w['this']['warm']:.2f}x"
                 f"), without the driver's pipeline creation "
                 f"{(w['base']['warm'] - w['base']['driver']) * 1e3:.2f} -> "
@@ -367,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         for threads in [int(t) for t in a.threads.split(",") if t] * (a.backend == "vulkan"):
             cfg = {"root": root, "backend": a.backend, "bundle": tree, "mode": "warm"}
-            cfg.update(cache=os.path.join(tmp, "plc-this"), threads=threads)
+            cfg.update(cache=os.path.join(tmp, "plc-0"), threads=threads)
             r = _medians([_fresh(cfg, DRIVER_OFF) for _ in range(a.repeat)])
             print(
                 f"[{a.backend}] this, pipeline creation on at most {threads} threads: "

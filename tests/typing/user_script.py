@@ -63,6 +63,8 @@ def main(argv: list[str]) -> int:
             assert_type(tripled, F32)
             assert_type(bundle.device, Device)
             assert_type(warmed.created, int)
+            assert_type(warmed.unpicked, dict[str, str])
+            assert_type(bundle.warm(all=True).kernels, tuple[str, ...])
             assert_type(profile.features, frozenset[str])
             assert_type(profile.max_workgroup_count, tuple[int, int, int])
     ok = (

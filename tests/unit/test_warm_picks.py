@@ -1,7 +1,8 @@
 """Bundle.warm() makes the pipelines of the kernels the device may be asked to run: every
 kernel but the candidates no pick on this device runs (a kernel tunable's others, and what
 a registered picker passes over), on the cpu backend (a real device, its pipelines
-counted). The library's picks on real devices: tests/gpu/test_warm_library.py."""
+counted), and a tuned library pick. The library's picks on real devices:
+tests/gpu/test_warm_library.py."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 import numpy as np
 import pytest
 
+from test_tuning import _library_bundle
 from tuning_tree import tuning_bundle
 
 from vyre_build.bundle import read_bundle, write_bundle
@@ -136,3 +138,32 @@ def test_a_registered_picker_passes_kernels_over_and_any_pick_that_runs_one_keep
             "scale.twice": "tunable 'scale' (default) runs scale.plain on this device",
         }
     dev.close()
+
+
+def test_a_tuned_pick_is_warmed_in_place_of_the_default(tmp_path):
+    """With a record picking matmul's 64 x 64 variant and the flat softmax on this device,
+    warm() makes those and not the defaults, and the calls run them."""
+    from vyre_build import library  # registers the library's picks
+
+    path = _library_bundle(
+        tmp_path,
+        ("lib_matmul", "lib_softmax", "lib_softmax_warp", "lib_softmax_flat"),
+        {"matmul": "tile64", "softmax": "flat1024"},
+    )
+    dev = _fresh_cpu()
+    try:
+        with open_bundle(path, device=dev) as bundle:
+            warmed = bundle.warm()
+            assert warmed.kernels == (
+                "lib_matmul.f32_64",
+                "lib_softmax.f32",
+                "lib_softmax_flat.f32",
+            )
+            assert "lib_matmul.f32" in warmed.unpicked and "lib_softmax_warp.f32" in warmed.unpicked
+            pipelines = len(dev._pipelines)
+            a = np.ones((70, 5), np.float32)
+            np.testing.assert_allclose(library.matmul(bundle, a, a.T), np.full((70, 70), 5.0))
+            np.testing.assert_allclose(library.softmax(bundle, np.zeros((2, 8), np.float32)), 1 / 8)
+            assert len(dev._pipelines) == pipelines
+    finally:
+        dev.close()
