@@ -21,7 +21,7 @@ a batch of calls, median of --rounds), GB/s of the bytes that must move (read x 
 write once), the ratio against _warp measured in the same run and against torch (> 1:
 faster), and whether the result matches torch (numpy without torch); _warp runs again
 last ("_warp'"), so the spread of its two figures shows the drift within one shape. The winner is the design to name in
-vyre_build/library/__init__.py SHORT_ROWS (one line) or as the tuning candidate
+vyre_build/library/picks.py SHORT_ROWS (one line) or as the tuning candidate
 kernels/tuning.yaml gives it (flat1024, pair1024).
 """
 

@@ -327,7 +327,8 @@ def main(argv: list[str] | None = None) -> int:
         if a.base:
             sides["base"] = _base_tree(a.base, os.path.join(tmp, "base"))
         warm_runs: dict[str, list] = {k: [] for k in sides}
-        open_runs: dict[str, list] = {k: [] for k in sides}
+        opened = [k for k in sides if not k.endswith("all=True)")]  # one open per tree
+        open_runs: dict[str, list] = {k: [] for k in opened}
         for i in range(a.repeat + 1):  # interleaved; the first of each side discarded
             for side, where in sides.items():
                 cfg = {"root": where, "backend": a.backend, "bundle": tree, "mode": "warm"}
@@ -336,7 +337,6 @@ def main(argv: list[str] | None = None) -> int:
                 run = _fresh(cfg, DRIVER_OFF)
                 if i:
                     warm_runs[side].append(run)
-        opened = [k for k in sides if not k.endswith("all=True)")]  # one open per tree
         for _ in range(3):
             for side in opened:
                 open_runs[side].append(_open_times(sides[side], hundred, max(a.repeat, 20) * 5))
@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['warm'] * 1e3:.2f} ms (runs {each}; {r['created']:.0f} pipelines, "
                 f"{r['layouts']:.0f} layouts on the device{split}) (target <= 10 ms)"
             )
-            if side not in open_runs or not open_runs[side]:
+            if side not in open_runs:
                 continue
             o = statistics.median(x["median"] for x in open_runs[side])
             best = min(x["best"] for x in open_runs[side])
