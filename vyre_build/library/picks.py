@@ -87,7 +87,8 @@ LIBRARY_KERNELS = {
 
 
 def kernel_ids() -> tuple[str, ...]:
-    """Every kernel id the functions here use, sorted (e.g. for `bundle.warm(...)`)."""
+    """Every kernel id the library's functions use on some device, sorted (`bundle.warm()`
+    makes those they run on its device: library_picks)."""
     ids = {
         template.format(op=op, t=t)
         for templates in LIBRARY_KERNELS.values()
