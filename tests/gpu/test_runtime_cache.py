@@ -159,6 +159,7 @@ def test_bundle_warm_command(tmp_path):
     first = json.loads(warm("--json"))
     assert first["kernels"] == ["iota", "saxpy"] and first["created"] == 2
     assert first["skipped"] == {} and first["saved"] is True and first["cache_loaded"] == 0
+    assert first["unpicked"] == {}  # no tunable, no library kernel: nothing to leave out
     assert first["pipeline_cache"].startswith(str(tmp_path / "plc" / "vk-"))
     second = json.loads(warm("--json"))  # a later process starts from the saved cache
     assert second["created"] == 2 and second["cache_loaded"] > 0
@@ -166,6 +167,9 @@ def test_bundle_warm_command(tmp_path):
     name = get_device("vulkan").name
     assert f"2 kernel(s) ready on vulkan: {name}, 2 pipeline(s) created in" in text
     assert f"pipeline cache {first['pipeline_cache']}" in text
+    assert "left out" not in text
+    every = json.loads(warm("--json", "--all"))
+    assert every["kernels"] == ["iota", "saxpy"] and every["unpicked"] == {}
 
 
 @pytest.mark.backends("wgpu", "vulkan")

@@ -98,9 +98,16 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_extract)
 
     p = sub.add_parser(
-        "warm", help="create every kernel's pipeline now, into the persisted pipeline cache"
+        "warm",
+        help="create the pipelines of the kernels this device runs now, into the persisted "
+        "pipeline cache",
     )
     p.add_argument("bundle")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="every kernel, also the candidates no pick on this device runs",
+    )
     p.add_argument(
         "--backend",
         choices=tuple(b for b in BACKENDS if BACKENDS[b].gpu),
@@ -442,13 +449,14 @@ def cmd_extract(args: argparse.Namespace) -> int:
 def cmd_warm(args: argparse.Namespace) -> int:
     import time
 
+    import vyre_build.library  # noqa: F401 - registers the library's picks (library/picks.py)
     from vyre_build.runtime import get_device, open_bundle
 
     adapter = int(args.adapter) if args.adapter and args.adapter.isdigit() else args.adapter
     device = get_device(args.backend, adapter)
     start = time.perf_counter()
     with open_bundle(args.bundle, device=device) as bundle:
-        warmed = bundle.warm()
+        warmed = bundle.warm(all=args.all)
     seconds = time.perf_counter() - start
     saved = device.save_pipeline_cache()
     where, loaded = device.pipeline_cache_state()
@@ -461,6 +469,7 @@ def cmd_warm(args: argparse.Namespace) -> int:
                 "kernels": list(warmed.kernels),
                 "created": warmed.created,
                 "skipped": warmed.skipped,
+                "unpicked": warmed.unpicked,
                 "seconds": round(seconds, 6),
                 "pipeline_cache": where,
                 "cache_loaded": loaded,
@@ -470,6 +479,11 @@ def cmd_warm(args: argparse.Namespace) -> int:
     else:
         for kid, why in sorted(warmed.skipped.items()):
             print(f"skipped {kid}: {why}")
+        if warmed.unpicked:
+            print(
+                f"left out {len(warmed.unpicked)} kernel(s) no pick on this device runs "
+                "(--all warms them too; --json lists each with its pick)"
+            )
         print(
             f"{len(warmed.kernels)} kernel(s) ready on {device.backend}: {device.name}, "
             f"{warmed.created} pipeline(s) created in {seconds * 1e3:.1f} ms"
