@@ -48,7 +48,7 @@ from vyre_build.descriptor.codec import KernelDescriptor, KernelOp, Variant
 from vyre_build.descriptor.facts import DescriptorInfo
 from vyre_build.descriptor.ops import OPS
 from vyre_build.descriptor.ranges import Proofs
-from vyre_build.descriptor.types import FLOAT, INTEGER, TYPES, datatype
+from vyre_build.descriptor.types import FLOAT, INTEGER, MATRICES, TYPES, datatype
 from vyre_build.descriptor.validate import validate
 from vyre_build.descriptor.view import BodyView, OpView, Walker, view_of
 
@@ -406,7 +406,7 @@ class _Legalizer(Walker):
 
     def visit_load(self, op, dst, src, kids) -> None:
         # LoadGlobal / LoadShared and vyre.atomic.load: the clamped index, 0 out of bounds
-        if op.index in self.safe:
+        if op.index in self.safe or self.info.slot_types[op.slot] in MATRICES:
             return self.keep(op, dst)
         self.start(op, dst)
         ty = self.info.slot_types[op.slot]
@@ -422,8 +422,9 @@ class _Legalizer(Walker):
     visit_ordered_load = visit_load
 
     def visit_store(self, op, dst, src, kids) -> None:
-        # StoreGlobal / StoreShared and vyre.atomic.store: nothing out of bounds
-        if op.index in self.safe:
+        # StoreGlobal / StoreShared and vyre.atomic.store: nothing out of bounds (a matrix
+        # local is one element, always at the literal index 0)
+        if op.index in self.safe or self.info.slot_types[op.slot] in MATRICES:
             return self.keep(op, dst)
         self.start(op, dst)
         got = self.bounds(dst, op)

@@ -19,8 +19,12 @@ store (element `flat local id`, every element below N written) and then a barrie
 the top of the same or an enclosing body: a barrier stands in uniform control flow, so
 every invocation made that store, and no zero can be observed.
 
+An integer division whose divisor's interval holds neither 0 nor (with an i32 dividend
+that may be i32::MIN) -1, a shift or rotation whose amount's interval is within [0, 31],
+and a clz/ctz whose operand's interval excludes 0 are proved safe (`Proofs.safe`).
+
 `analyze(view, types, slot_types)` returns `Proofs`, ops named by their view index
-(`descriptor.view`); the emitters drop exactly those checks. Sound by construction: every rule below is a superset of what wrapping u32/i32 arithmetic can give.
+(`descriptor.view`); `descriptor.legalize` writes no guard for exactly those. Sound by construction: every rule below is a superset of what wrapping u32/i32 arithmetic can give.
 """
 
 from __future__ import annotations
