@@ -64,7 +64,7 @@ def test_wgsl_on_stdout_with_the_source_line_of_each_statement(tree, capsys):
     assert code == 0 and err == "" and not os.path.exists("-")
     body = out[out.index("fn main(") :].splitlines()[3:]  # past wid's and gid's lets
     assert (
-        body[:17]
+        body[:24]
         == [
             "    // kernels/dbl.py:8: i = global_id().x",
             "    let _v0: u32 = gid.x;",
@@ -73,8 +73,15 @@ def test_wgsl_on_stdout_with_the_source_line_of_each_statement(tree, capsys):
             "    let _v2: bool = (_v0 < _v1);",
             "    if _v2 {",
             "        // kernels/dbl.py:10: y[i] = twice(x[i])",
-            "        let _v3: f32 = select(0.0f, x[min(_v0, arrayLength(&x) - 1u)], "
-            "(_v0 < arrayLength(&x)));",
+            # the legal form's bounds rule (descriptor.legalize): clamp, load, select
+            "        let _v5: u32 = arrayLength(&x);",
+            "        let _v6: u32 = 1u;",
+            "        let _v7: u32 = (_v5 - _v6);",
+            "        let _v8: bool = (_v0 < _v5);",
+            "        let _v9: u32 = min(_v0, _v7);",
+            "        let _v10: f32 = x[_v9];",
+            "        let _v11: f32 = 0.0f;",
+            "        let _v3: f32 = select(_v11, _v10, _v8);",
             "        // kernels/helper.py:5: w = v + v",  # a helper's lines name its own file
             "        let _v4: f32 = (_v3 + _v3);",
             "        // kernels/helper.py:6: return w",  # no code of its own: the next line's
@@ -83,7 +90,7 @@ def test_wgsl_on_stdout_with_the_source_line_of_each_statement(tree, capsys):
             "    }",
             "}",
             "",
-        ][: len(body[:17])]
+        ][: len(body[:24])]
     )
     # Without the comments, the code is the base entry point the compiler emits.
     (prog,) = check_module(load_module("kernels/dbl.py", root="kernels"))

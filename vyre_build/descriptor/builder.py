@@ -9,6 +9,10 @@ helpers spell each op family's kind and operand order once. Lowering
 (`frontend/lower.py`), coarsening (`descriptor/coarsen.py`) and the tests' hand-built
 descriptors (`tests/descriptors.py`) all build through it.
 
+Passes that rewrite a descriptor (`descriptor.legalize`) build through it too: `keep`
+appends an op of the input as it is, `seed` starts a body's pool with the input's, and
+`result=` gives a rewritten op its old id.
+
 Guarantees: `build()` returns the ops exactly as appended, the same `KernelOp` objects
 (so a caller may key notes by them), slots sorted by number. With `intern=True` a
 literal equal to one made earlier in the same body or an enclosing one (same variant,
@@ -119,16 +123,31 @@ class BodyBuilder:
         self.lits: list[Variant] = []
         self._interned: dict[tuple, int] = {}  # literal key -> its Literal op's id
 
-    def op(self, kind, *operands, value: bool = True) -> int | None:
+    def op(self, kind, *operands, value: bool = True, result: int | None = None) -> int | None:
         """Append an op of `kind` (a Variant or a payload-less kind name); `value`: whether
-        it has a result."""
-        rid = self.kernel.fresh() if value else None
+        it has a result; `result`: that result's id where it is given (a pass that rewrites
+        an op keeps its id), else the next one."""
+        rid = result if result is not None else self.kernel.fresh() if value else None
         self.ops.append(KernelOp(dt(kind), tuple(operands), rid))
         return rid
 
+    def keep(self, op: KernelOp) -> None:
+        """Append an op of another descriptor as it is (the same object: a pass copies the
+        ops it leaves alone; their result ids must stay below the kernel's `first_id`)."""
+        self.ops.append(op)
+
+    def seed(self, literals) -> None:
+        """Start this body's literal pool with `literals` (a pass rewriting a body keeps its
+        Literal ops' pool indices); new literals follow them."""
+        self.lits.extend(literals)
+
     # --- values -----------------------------------------------------------------------
-    def lit(self, ty: str, v) -> int:
-        """A literal of LiteralValue variant `ty` (U32, I32, F32, Bool)."""
+    def lit(self, ty: str, v, result: int | None = None) -> int:
+        """A literal of LiteralValue variant `ty` (U32, I32, F32, Bool); under id `result`
+        where it is given (a new pool entry: never interned)."""
+        if result is not None:
+            self.lits.append(Variant(ty, (v,)))
+            return self.op("Literal", len(self.lits) - 1, result=result)
         if not self.kernel.intern:
             self.lits.append(Variant(ty, (v,)))
             return self.op("Literal", len(self.lits) - 1)
@@ -178,21 +197,21 @@ class BodyBuilder:
     def select(self, cond, if_true, if_false):
         return self.op("Select", cond, if_true, if_false)
 
-    def cast(self, ty, a):
-        return self.op(Variant("Cast", (dt(ty),)), a)
+    def cast(self, ty, a, result: int | None = None):
+        return self.op(Variant("Cast", (dt(ty),)), a, result=result)
 
-    def expr(self, kind: str, *operands, payload: bytes = b""):
+    def expr(self, kind: str, *operands, payload: bytes = b"", result: int | None = None):
         """An OpaqueExpr of extension `kind` (a value)."""
-        return self.op(Variant("OpaqueExpr", (0, kind, payload)), *operands)
+        return self.op(Variant("OpaqueExpr", (0, kind, payload)), *operands, result=result)
 
-    def bitcast(self, ty, a):
-        return self.expr("vyre.bitcast", a, payload=encode_datatype(dt(ty)))
+    def bitcast(self, ty, a, result: int | None = None):
+        return self.expr("vyre.bitcast", a, payload=encode_datatype(dt(ty)), result=result)
 
-    def vec(self, ty, *parts):
+    def vec(self, ty, *parts, result: int | None = None):
         """vyre.vec of `parts` into `ty`: a vector DataType, or an element type name
         ("F32") for the vector of that many components."""
         ty = vt(ty, len(parts)) if isinstance(ty, str) else ty
-        return self.expr("vyre.vec", *parts, payload=encode_datatype(ty))
+        return self.expr("vyre.vec", *parts, payload=encode_datatype(ty), result=result)
 
     def splat(self, elem: str, n: int, x):
         return self.vec(elem, *([x] * n))

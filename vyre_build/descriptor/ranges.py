@@ -19,8 +19,12 @@ store (element `flat local id`, every element below N written) and then a barrie
 the top of the same or an enclosing body: a barrier stands in uniform control flow, so
 every invocation made that store, and no zero can be observed.
 
+An integer division whose divisor's interval holds neither 0 nor (with an i32 dividend
+that may be i32::MIN) -1, a shift or rotation whose amount's interval is within [0, 31],
+and a clz/ctz whose operand's interval excludes 0 are proved safe (`Proofs.safe`).
+
 `analyze(view, types, slot_types)` returns `Proofs`, ops named by their view index
-(`descriptor.view`); the emitters drop exactly those checks. Sound by construction: every rule below is a superset of what wrapping u32/i32 arithmetic can give.
+(`descriptor.view`); `descriptor.legalize` writes no guard for exactly those. Sound by construction: every rule below is a superset of what wrapping u32/i32 arithmetic can give.
 """
 
 from __future__ import annotations
@@ -67,6 +71,10 @@ _WIDEN_AFTER = 8  # fixpoint passes before an unstable slot range goes to the fu
 class Proofs:
     in_bounds: frozenset[int]  # indices (view.OpView.index) of the accesses proved in range
     unzeroed: frozenset[int]  # Shared slots fully written before any read: no zeroing on entry
+    # value ops whose pinned guard is unnecessary (descriptor.legalize): an integer divisor
+    # never 0 (nor -1 where the i32 dividend may be i32::MIN), a shift or rotation amount
+    # in [0, 31], a clz/ctz operand never 0
+    safe: frozenset[int] = frozenset()
 
 
 def analyze(view: DescriptorView, types: dict[int, str], slot_types: dict[int, str]) -> Proofs:
@@ -78,7 +86,7 @@ def analyze(view: DescriptorView, types: dict[int, str], slot_types: dict[int, s
         a.run(widen=passes >= _WIDEN_AFTER)
         if a.slot_ranges == before:
             break
-    return Proofs(frozenset(a.proved), frozenset(_unzeroed(view, a.flat)))
+    return Proofs(frozenset(a.proved), frozenset(_unzeroed(view, a.flat)), frozenset(a.safe))
 
 
 def _join(x, y):
@@ -139,6 +147,7 @@ class _Analysis(Walker):
     def run(self, widen: bool) -> None:
         self.widen = widen
         self.proved: set[int] = set()
+        self.safe: set[int] = set()
         self.alias = {}
         self.base: dict[int, tuple] = {}
         self.stored: dict[int, tuple] = {}
@@ -261,9 +270,15 @@ class _Analysis(Walker):
         r = full
         if full is not None and op.name in ("Popcount", "Clz", "Ctz"):
             r = (0, 32)
+            if op.name != "Popcount":
+                lo, hi = self.operand_range(scope, op.operands[0])
+                if lo > 0 or hi < 0:  # never 0: clz/ctz need no guard
+                    self.safe.add(op.index)
         self.define(op, scope, r)
 
     def visit_binary(self, op, b, scope, loops) -> None:
+        if self.typed(op):
+            self.check_value(op, scope)
         self.define(op, scope, self.binary_range(op, scope) if self.typed(op) else None)
 
     def visit_load(self, op, b, scope, loops) -> None:
@@ -506,6 +521,23 @@ class _Analysis(Walker):
         return 1
 
     # --- proofs --------------------------------------------------------------------------
+    def check_value(self, op, scope) -> None:
+        """An integer division, shift or rotation whose pinned guard cannot change its
+        result (descriptor.legalize): a divisor whose range holds neither 0 nor, where the
+        i32 dividend's range holds i32::MIN, -1; an amount in [0, 31]."""
+        name = op.name
+        if name in ("Div", "Mod"):
+            (al, _), (bl, bh) = [self.operand_range(scope, o) for o in op.operands]
+            if bl <= 0 <= bh:
+                return
+            if self.types[op.result] == "i32" and bl <= -1 <= bh and al <= I32[0]:
+                return
+            self.safe.add(op.index)
+        elif name in ("Shl", "Shr", "RotateLeft", "RotateRight"):
+            lo, hi = self.operand_range(scope, op.operands[1])
+            if 0 <= lo and hi <= 31:
+                self.safe.add(op.index)
+
     def check_fragment(self, op, scope, ty: str) -> None:
         """A cooperative load/store (of matrix `ty`) of a Shared array proved to fit (the
         fragment rule of descriptor.matrices holds for every offset in its range): its

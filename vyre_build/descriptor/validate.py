@@ -19,7 +19,8 @@ from vyre_build.descriptor import matrices as mx
 from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.facts import DescriptorInfo, uniform_block
 from vyre_build.descriptor.ops import OPS, SUBGROUP_FEATURE
-from vyre_build.descriptor.ranges import analyze
+from vyre_build.descriptor.ranges import Proofs
+from vyre_build.descriptor.ranges import analyze as _analyze
 from vyre_build.descriptor.types import MATRICES, TYPES, VECTORS, literal_type, type_of
 from vyre_build.descriptor.view import BodyView, Break, Continue, Return, Walker, decode_view
 from vyre_build.core.errors import DescriptorFormatError
@@ -90,9 +91,11 @@ _STORE_CLASSES = {"StoreGlobal": ("Global",), "StoreShared": ("Shared", "Scratch
 _BARRIERS = ("AcqRel", "SeqCst")
 
 
-def validate(desc: KernelDescriptor) -> DescriptorInfo:
-    """Check `desc` against the conventions; return the facts the emitters read."""
-    return _Checker(desc).run()
+def validate(desc: KernelDescriptor, *, analyze: bool = True) -> DescriptorInfo:
+    """Check `desc` against the conventions; return the facts the emitters read.
+    `analyze=False` skips the range analysis (no proofs: `descriptor.legalize` carries
+    its input's over)."""
+    return _Checker(desc).run(analyze)
 
 
 def _terminator(op) -> bool:
@@ -122,7 +125,7 @@ class _Checker(Walker):
         raise self.error(f"{op.kind!r} {list(op.operands)}: {msg}")
 
     # --- slots ----------------------------------------------------------------------
-    def run(self) -> DescriptorInfo:
+    def run(self, analyze: bool = True) -> DescriptorInfo:
         d = self.d
         wg = d.workgroup_size
         if len(wg) != 3 or not all(isinstance(w, int) and w >= 1 for w in wg):
@@ -146,7 +149,11 @@ class _Checker(Walker):
             atomic_slots=frozenset(self.atomic),
             uniform=uniform_block(d.slots, self.slot_types),
             constants=self.constants,
-            proofs=analyze(view, self.types, self.slot_types),
+            proofs=(
+                _analyze(view, self.types, self.slot_types)
+                if analyze
+                else Proofs(frozenset(), frozenset())
+            ),
             features=self.type_features() | frozenset(self.features) | self.model_features(),
             debug_binding=self.debug_binding(),
             view=view,

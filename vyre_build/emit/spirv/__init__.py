@@ -1,6 +1,8 @@
 """SPIR-V emitter: a validated KernelDescriptor -> SPIR-V 1.3 binary (Vulkan 1.1, GLCompute).
 
-Laid out like the WGSL emitter: this module assembles the module in the spec's logical
+Both emitters write the legal form of the descriptor (`descriptor.legalize`: the pinned
+semantics as ops of the descriptor). Laid out like the WGSL emitter: this module
+assembles the module in the spec's logical
 layout (`module.SpirvModule`); `function` walks the bodies; `values` holds one rule per
 row of the op table; `memory` the slots, loads, stores and atomics with the pinned
 bounds rules; `control` the structured control flow. Opcode and enumerant numbers come
@@ -13,6 +15,7 @@ import shutil
 import subprocess
 
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
+from vyre_build.descriptor.legalize import legalize
 from vyre_build.emit.spirv.function import FunctionWriter
 from vyre_build.emit.spirv.module import SpirvModule
 from vyre_build.emit.spirv.values import SUBGROUP_CAPABILITY
@@ -75,7 +78,8 @@ def emit_spirv(
         m.extension("SPV_KHR_vulkan_memory_model")
     m.set_memory_model("Logical", "Vulkan" if vmm else "GLSL450")
     for name, d, i in (("main", desc, info), *entries):
-        writer = FunctionWriter(m, d, i, vmm)
+        legal = legalize(d, i)  # the pinned rules as ops: every op below is one operation
+        writer = FunctionWriter(m, legal.desc, legal.info, vmm)
         fn = writer.write()
         m.entry_point("GLCompute", fn, name, writer.interface)
         m.execution_mode(fn, "LocalSize", *d.workgroup_size)

@@ -6,11 +6,10 @@ storage buffers as Block structs of one runtime array (ArrayStride 4 per compone
 NonReadable by visibility, set 0, binding = slot), all Uniform slots as ONE Block struct
 (member k at offset 4*k, binding = the smallest Uniform slot), Shared slots as Workgroup
 arrays (zeroed by invocation 0 then a barrier, as WGSL guarantees), Scratch slots as
-Function variables initialised with OpConstantNull. Loads out of bounds give 0 (clamp,
-load, select); stores and atomics out of bounds do nothing (under a branch); an atomic
-out of bounds returns 0 (a vector load selects with the bounds check splatted to a
-bool vector, as SPIR-V 1.3 OpSelect on vectors requires). A buffer that any Atomic
-targets is read and written with OpAtomicLoad / OpAtomicStore, like WGSL's atomic<T>.
+Function variables initialised with OpConstantNull. Every access of the legal form
+(descriptor.legalize) is in bounds: the bounds rules (a clamped index and a select, a
+write under a branch) are ops of the descriptor. A buffer that any Atomic targets is read
+and written with OpAtomicLoad / OpAtomicStore, like WGSL's atomic<T>.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ class SlotInfo:
 
 
 class MemoryOps:
-    """Slot declarations and loads/stores/atomics with the pinned bounds semantics."""
+    """Slot declarations and the loads, stores and atomics of the legal form."""
 
     def declare_slots(self) -> None:
         m = self.m
@@ -187,54 +186,17 @@ class MemoryOps:
     def h_load(self, kop: KernelOp, body: KernelBody):
         number, idx_ssa = kop.operands
         info = self.slots[number]
-        idx = self.vals[idx_ssa]
-        if self.info.in_bounds(kop):
-            return self.read(info, self.element_ptr(info, idx))
-        if self.never_in_bounds(info, idx_ssa):
-            return self.zero(info.ty)
-        n = self.length(info)
-        ok = self.op("OpULessThan", "bool", idx, n)
-        if info.scalar:
-            loaded = self.read(info, info.var)
-        else:
-            last = self.op("OpISub", "u32", n, self.const("u32", 1))
-            loaded = self.read(info, self.element_ptr(info, self.glsl("UMin", "u32", idx, last)))
-        return self.select_value(info.ty, ok, loaded, self.zero(info.ty))
+        return self.read(info, self.element_ptr(info, self.vals[idx_ssa]))
 
     def h_load_constant(self, kop: KernelOp, body: KernelBody):
         info = self.slots[kop.operands[0]]
         ptr = self.op_typed("OpAccessChain", info.ptr, info.var, self.const("u32", info.member))
         return self.op("OpLoad", info.ty, ptr)
 
-    def guarded(self, kop: KernelOp, info: SlotInfo, idx: int) -> tuple[int, int] | None:
-        """Open `if idx < len` (unless proved in range); returns (header label, merge)."""
-        if self.info.in_bounds(kop):
-            return None
-        ok = self.op("OpULessThan", "bool", idx, self.length(info))
-        header, then_l, merge = self.label, self.m.new_id(), self.m.new_id()
-        self.selection(ok, then_l, merge, merge)
-        self.start_block(then_l)
-        return header, merge
-
-    def never_in_bounds(self, info: SlotInfo, idx_ssa: int) -> bool:
-        """A constant index at or past a fixed-size array's end: the load is 0 and the store
-        does nothing, decided here (naga's SPIR-V reader rejects such an access even when
-        it is guarded)."""
-        n = info.slot.element_count
-        value = self.info.constants.get(idx_ssa)
-        return info.slot.memory_class != "Global" and value is not None and value >= n
-
     def h_store(self, kop: KernelOp, body: KernelBody):
         number, idx_ssa, val_ssa = kop.operands
         info = self.slots[number]
-        if self.never_in_bounds(info, idx_ssa):
-            return None
-        idx = self.vals[idx_ssa]
-        guard = self.guarded(kop, info, idx)
-        self.store_element(info, self.element_ptr(info, idx), self.vals[val_ssa])
-        if guard is not None:
-            self.branch(guard[1])
-            self.start_block(guard[1])
+        self.store_element(info, self.element_ptr(info, self.vals[idx_ssa]), self.vals[val_ssa])
 
     def h_length(self, kop: KernelOp, body: KernelBody):
         return self.length(self.slots[kop.operands[0]])
@@ -249,13 +211,6 @@ class MemoryOps:
             self.fail(kop, f"no SPIR-V rule for atomic {op_name} on {info.ty}")
         idx = self.vals[ops[1]]
         args = [self.vals[x] for x in ops[2:]]
-        result = None
-        if not self.info.in_bounds(kop):
-            # Out of bounds returns 0: the old value travels through a variable (no OpPhi,
-            # which naga's SPIR-V reader mishandles after a compare-exchange).
-            result = self.function_var(self.tid(info.ty))
-            self.inst("OpStore", result, self.zero(info.ty))
-        guard = self.guarded(kop, info, idx)
         ptr = self.element_ptr(info, idx)
         if acc is None:
             scope, relaxed = self.scope(info), self.const("u32", RELAXED)
@@ -265,12 +220,5 @@ class MemoryOps:
             keep = "acquire" if acc.order in ("acquire", "acq_rel") else "relaxed"
             unequal = self.ordering(mo.Access(acc.kind, acc.op, acc.scope, keep))[1]
         if op_name == "CompareExchange":
-            old = self.op(opname, info.ty, ptr, scope, equal, unequal, args[1], args[0])
-        else:
-            old = self.op(opname, info.ty, ptr, scope, equal, args[0])
-        if guard is None:
-            return old
-        self.inst("OpStore", result, old)
-        self.branch(guard[1])
-        self.start_block(guard[1])
-        return self.op("OpLoad", info.ty, result)
+            return self.op(opname, info.ty, ptr, scope, equal, unequal, args[1], args[0])
+        return self.op(opname, info.ty, ptr, scope, equal, args[0])

@@ -9,7 +9,7 @@ vulkan_memory_model; VulkanMemoryModelDeviceScope where a device-scope op is in 
   UniformMemory | WorkgroupMemory, so an order covers buffer and shared memory alike;
 - vyre.atomic -> the op's OpAtomic* (a compare-exchange's unequal semantics keep only the
   acquire part), vyre.atomic.load -> OpAtomicLoad, vyre.atomic.store -> OpAtomicStore,
-  vyre.fence -> OpMemoryBarrier; each with the pinned bounds rules of `memory`.
+  vyre.fence -> OpMemoryBarrier; in bounds, as every access of the legal form.
 In such a module every storage-buffer and workgroup access is NonPrivatePointer
 (`CoopOps.access`), so release and acquire order the plain loads and stores around them.
 """
@@ -45,18 +45,9 @@ class OrderedOps:
             return self.h_atomic(kop, body, acc)
         number, idx_ssa = kop.operands
         info = self.slots[number]
-        if self.never_in_bounds(info, idx_ssa):
-            return self.zero(info.ty)
-        idx = self.vals[idx_ssa]
         scope, sem = self.ordering(acc)
-        if self.info.in_bounds(kop):
-            return self.op("OpAtomicLoad", info.ty, self.element_ptr(info, idx), scope, sem)
-        n = self.length(info)
-        ok = self.op("OpULessThan", "bool", idx, n)
-        last = self.op("OpISub", "u32", n, self.const("u32", 1))
-        ptr = self.element_ptr(info, self.glsl("UMin", "u32", idx, last))
-        loaded = self.op("OpAtomicLoad", info.ty, ptr, scope, sem)
-        return self.select_value(info.ty, ok, loaded, self.zero(info.ty))
+        ptr = self.element_ptr(info, self.vals[idx_ssa])
+        return self.op("OpAtomicLoad", info.ty, ptr, scope, sem)
 
     def h_memory_node(self, kop: KernelOp, body: KernelBody):
         acc = kop.access
@@ -66,12 +57,6 @@ class OrderedOps:
             return None
         number, idx_ssa, val_ssa = kop.operands
         info = self.slots[number]
-        if self.never_in_bounds(info, idx_ssa):
-            return None
-        idx = self.vals[idx_ssa]
-        guard = self.guarded(kop, info, idx)
-        self.inst("OpAtomicStore", self.element_ptr(info, idx), scope, sem, self.vals[val_ssa])
-        if guard is not None:
-            self.branch(guard[1])
-            self.start_block(guard[1])
+        ptr = self.element_ptr(info, self.vals[idx_ssa])
+        self.inst("OpAtomicStore", ptr, scope, sem, self.vals[val_ssa])
         return None

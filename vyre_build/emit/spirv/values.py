@@ -1,21 +1,23 @@
-"""SPIR-V rules for the value ops: one rule per row of `descriptor.ops.OPS`.
+"""SPIR-V rules for the value ops: one rule per row of the legal form (`legalize.LEGAL_ROWS`).
 
 A rule is `rule(w, ids, types, result) -> id`: it writes the instructions for one op
 through the function writer `w` (`op`, `glsl`, `const`, `zero`, `select_value`) and
-returns the result's SPIR-V id. One core or GLSL.std.450 instruction where one suffices
-(for scalars and vectors alike); written out where the pinned semantics of
-docs/descriptor-conventions.md need more (integer div/mod by zero, i32::MIN / -1, shift
-amounts & 31, rotations, clz/ctz of 0, saturating float->int casts with NaN -> 0). No
-rule emits an instruction whose result is undefined for any input.
+returns the result's SPIR-V id. The emitter writes the legal form (descriptor.legalize),
+where the pinned semantics of docs/descriptor-conventions.md (division by zero, i32::MIN
+/ -1, shift amounts & 31, clz/ctz of 0, saturating float->int casts) are ops of the
+descriptor: each rule is one core or GLSL.std.450 instruction (for scalars and vectors
+alike), or the few a translator needs to read it right (float `!=`, clz as 31 - msb), and
+the rows legalize expands (`legalize.EXPANDED`) have none. No rule emits an instruction
+whose result is undefined for an operand the legal form gives it.
 """
 
 from __future__ import annotations
 
-from vyre_build.descriptor.ops import OPS
+from vyre_build.descriptor.legalize import LEGAL_ROWS
 from vyre_build.descriptor.types import TYPES, VECTORS, vector_of
 from vyre_build.emit.spirv import grammar as g
 
-__all__ = ["RULES", "ATOMICS", "RULE_ROWS", "bool_like", "float_to_int"]
+__all__ = ["RULES", "ATOMICS", "RULE_ROWS", "bool_like"]
 
 # (BinOp, kind) -> one core instruction.
 _KINDS = ("uint", "sint", "float", "bool")
@@ -33,7 +35,7 @@ for _op, _int, _float in (
     ("Ne", "OpINotEqual", None),  # float: !(a == b) (naga's reader orders OpFUnordNotEqual)
     ("Div", None, "OpFDiv"),
     ("Mod", None, "OpFRem"),
-):
+):  # integer Div / Mod: below, by signedness (legal form: the divisor is safe)
     if _int:
         BINARY[(_op, "uint")] = BINARY[(_op, "sint")] = _int
     if _float:
@@ -47,6 +49,9 @@ for _op, _u, _s, _f in (
     BINARY[(_op, "uint")], BINARY[(_op, "sint")], BINARY[(_op, "float")] = _u, _s, _f
 BINARY.update(
     {
+        ("Div", "uint"): "OpUDiv",
+        ("Mod", "uint"): "OpUMod",
+        ("Div", "sint"): "OpSDiv",  # i32 Mod: a - b * (a / b) in the legal form
         ("Eq", "bool"): "OpLogicalEqual",
         ("Ne", "bool"): "OpLogicalNotEqual",
         ("And", "bool"): "OpLogicalAnd",
@@ -107,11 +112,6 @@ UNARY_GLSL: dict[tuple[str, str], str] = {
 }
 UNARY_GLSL[("Sign", "sint")] = "SSign"
 
-I32_MIN = 0x80000000
-# Largest f32 values that still convert in range: 2^31 - 128 and 2^32 - 256.
-F32_I32_HI = 2147483520.0
-F32_U32_HI = 4294967040.0
-
 
 def bool_like(ty: str) -> str:
     """The boolean type with the shape of `ty`: bool, or the writer's own bool vector
@@ -128,119 +128,12 @@ def _kind(ty: str) -> str:
 
 
 def _shift(w, name: str, a: int, at: str, b: int) -> int:
-    known = w.const_bits.get(b)
-    n = (
-        w.const("u32", known & 31)
-        if known is not None
-        else w.op("OpBitwiseAnd", "u32", b, w.const("u32", 31))
-    )
+    """One shift of the legal form (the amount is below 32: descriptor.legalize)."""
     if name == "Shl":
-        return w.op("OpShiftLeftLogical", at, a, n)
-    if name == "Shr" and at == "i32":
-        return w.op("OpShiftRightArithmetic", at, a, n)
-    # Logical shifts and rotations run on u32: translators such as naga read the
-    # operand's signedness and would turn a logical shift of an i32 into an arithmetic one.
-    x = w.op("OpBitcast", "u32", a) if at == "i32" else a
-    if name == "Shr":
-        r = w.op("OpShiftRightLogical", "u32", x, n)
-    else:
-        # The complementary shift is (32 - n) & 31, so n == 0 gives x | x == x.
-        back = w.op(
-            "OpBitwiseAnd", "u32", w.op("OpISub", "u32", w.const("u32", 32), n), w.const("u32", 31)
-        )
-        first, second = (
-            ("OpShiftLeftLogical", "OpShiftRightLogical")
-            if name == "RotateLeft"
-            else ("OpShiftRightLogical", "OpShiftLeftLogical")
-        )
-        r = w.op("OpBitwiseOr", "u32", w.op(first, "u32", x, n), w.op(second, "u32", x, back))
-    return w.op("OpBitcast", "i32", r) if at == "i32" else r
-
-
-def _mul_high(w, a: int, at: str, b: int) -> int:
-    """High 32 bits of the 64-bit product from 16-bit limbs (naga's SPIR-V reader lacks OpUMulExtended)."""
+        return w.op("OpShiftLeftLogical", at, a, b)
     if at == "i32":
-        au, bu = w.op("OpBitcast", "u32", a), w.op("OpBitcast", "u32", b)
-    else:
-        au, bu = a, b
-    mask, sixteen = w.const("u32", 0xFFFF), w.const("u32", 16)
-    al, ah = w.op("OpBitwiseAnd", "u32", au, mask), w.op("OpShiftRightLogical", "u32", au, sixteen)
-    bl, bh = w.op("OpBitwiseAnd", "u32", bu, mask), w.op("OpShiftRightLogical", "u32", bu, sixteen)
-    ll, lh = w.op("OpIMul", "u32", al, bl), w.op("OpIMul", "u32", al, bh)
-    hl, hh = w.op("OpIMul", "u32", ah, bl), w.op("OpIMul", "u32", ah, bh)
-    mid = w.op(
-        "OpIAdd",
-        "u32",
-        w.op("OpShiftRightLogical", "u32", ll, sixteen),
-        w.op(
-            "OpIAdd",
-            "u32",
-            w.op("OpBitwiseAnd", "u32", lh, mask),
-            w.op("OpBitwiseAnd", "u32", hl, mask),
-        ),
-    )
-    hi = w.op(
-        "OpIAdd",
-        "u32",
-        hh,
-        w.op(
-            "OpIAdd",
-            "u32",
-            w.op("OpShiftRightLogical", "u32", lh, sixteen),
-            w.op("OpShiftRightLogical", "u32", hl, sixteen),
-        ),
-    )
-    hi = w.op("OpIAdd", "u32", hi, w.op("OpShiftRightLogical", "u32", mid, sixteen))
-    if at == "u32":
-        return hi
-    # Signed high word = unsigned high word - (a < 0 ? b : 0) - (b < 0 ? a : 0), mod 2^32.
-    zero = w.zero("u32")
-    fix_a = w.op("OpSelect", "u32", w.op("OpSLessThan", "bool", a, w.zero("i32")), bu, zero)
-    fix_b = w.op("OpSelect", "u32", w.op("OpSLessThan", "bool", b, w.zero("i32")), au, zero)
-    hi = w.op("OpISub", "u32", w.op("OpISub", "u32", hi, fix_a), fix_b)
-    return w.op("OpBitcast", "i32", hi)
-
-
-def _div_mod(w, name: str, a: int, at: str, b: int) -> int:
-    # Replace a zero (or i32::MIN / -1) divisor by 1: x / 1 == x and x % 1 == 0 are the pinned results.
-    known = w.const_bits.get(b)
-    if known is not None and known != 0 and not (at == "i32" and known == 0xFFFFFFFF):
-        safe = b  # a literal divisor that needs no guard
-    else:
-        zero, one = w.zero(at), w.const(at, 1)
-        bad = w.op("OpIEqual", "bool", b, zero)
-        if at == "i32":
-            is_min = w.op("OpIEqual", "bool", a, w.const("i32", I32_MIN))
-            is_neg1 = w.op("OpIEqual", "bool", b, w.const("i32", 0xFFFFFFFF))
-            bad = w.op("OpLogicalOr", "bool", bad, w.op("OpLogicalAnd", "bool", is_min, is_neg1))
-        safe = w.op("OpSelect", at, bad, one, b)
-    if at == "u32":
-        return w.op("OpUDiv" if name == "Div" else "OpUMod", at, a, safe)
-    q = w.op("OpSDiv", at, a, safe)
-    if name == "Div":
-        return q
-    # a - b * (a / b), not OpSRem: Vulkan leaves OpSRem undefined for negative operands
-    return w.op("OpISub", at, a, w.op("OpIMul", at, safe, q))
-
-
-def float_to_int(w, a: int, at: str, target: str, element: str) -> int:
-    """f32 (or f32 vector) `a` -> `target` with integer components `element` (i32 or u32).
-
-    NaN -> 0, clamp into range (no undefined conversion), then saturate the top.
-    """
-    cond = bool_like(at)
-    nan = w.op("OpIsNan", cond, a)
-    clean = w.op("OpSelect", at, nan, w.zero(at), a)
-    if element == "i32":
-        lo, hi, top = -2147483648.0, F32_I32_HI, 0x7FFFFFFF
-        conv = "OpConvertFToS"
-    else:
-        lo, hi, top = 0.0, F32_U32_HI, 0xFFFFFFFF
-        conv = "OpConvertFToU"
-    clamped = w.glsl("FClamp", at, clean, w.const(at, lo), w.const(at, hi))
-    value = w.op(conv, target, clamped)
-    over = w.op("OpFOrdGreaterThan", cond, clean, w.const(at, hi))
-    return w.op("OpSelect", target, over, w.const(target, top), value)
+        return w.op("OpShiftRightArithmetic", at, a, b)
+    return w.op("OpShiftRightLogical", at, a, b)
 
 
 def _widen(ty: str, element: str) -> str:
@@ -258,7 +151,7 @@ def _cast(w, a: int, at: str, target: str) -> int:
     # f16 converts through f32 (which holds every f16 exactly), as the WGSL rules do.
     if {ae, te} == {"f16", "f32"}:
         return w.op("OpFConvert", target, a)
-    if ae == "f16" and te != "bool":
+    if ae == "f16":  # to bool (to integers: through f32 in the legal form)
         return _cast(w, w.op("OpFConvert", _widen(at, "f32"), a), _widen(at, "f32"), target)
     if te == "f16" and ae != "bool":
         wide = _widen(target, "f32")
@@ -276,7 +169,8 @@ def _cast(w, a: int, at: str, target: str) -> int:
         return w.op("OpINotEqual", "bool", a, w.zero(at))
     if te == "f32":
         return w.op("OpConvertUToF" if ae == "u32" else "OpConvertSToF", target, a)
-    return float_to_int(w, a, at, target, te)
+    # f32 -> i32 / u32: a number the legal form clamped into range (descriptor.legalize)
+    return w.op("OpConvertFToS" if te == "i32" else "OpConvertFToU", target, a)
 
 
 # --- subgroups (GroupNonUniform*, scope Subgroup) -------------------------------------------
@@ -354,31 +248,13 @@ def _binary_rule(name: str, at: str):
     ext = BINARY_GLSL.get((name, k))
     if ext is not None:
         return lambda w, ids, types, res: w.glsl(ext, at, *ids)
-    if name in ("Shl", "Shr", "RotateLeft", "RotateRight"):
+    if name in ("Shl", "Shr"):
         return lambda w, ids, types, res: _shift(w, name, ids[0], at, ids[1])
-    if name in ("Div", "Mod"):
-        return lambda w, ids, types, res: _div_mod(w, name, ids[0], at, ids[1])
-    if name == "MulHigh":
-        return lambda w, ids, types, res: _mul_high(w, ids[0], at, ids[1])
-    if name == "AbsDiff" and k == "float":
-        return lambda w, ids, types, res: w.glsl("FAbs", at, w.op("OpFSub", at, *ids))
-    if name == "AbsDiff":
-        gt_op = BINARY[("Gt", k)]
-
-        def absdiff(w, ids, types, res):
-            a, b = ids
-            gt = w.op(gt_op, "bool", a, b)
-            d1 = w.op("OpISub", at, a, b)
-            d2 = w.op("OpISub", at, b, a)
-            return w.op("OpSelect", at, gt, d1, d2)
-
-        return absdiff
     return None
 
 
 def _unary_rule(name: str, at: str):  # noqa: C901 - one branch per pinned form
     k = _kind(at)
-    vector = TYPES[at].count > 1
     single = UNARY.get((name, k))
     if (
         name == "Negate" and k == "uint"
@@ -389,7 +265,7 @@ def _unary_rule(name: str, at: str):  # noqa: C901 - one branch per pinned form
     ext = UNARY_GLSL.get((name, k))
     if ext is not None:
         return lambda w, ids, types, res: w.glsl(ext, at, ids[0])
-    if name == "Clz":  # FindUMsb(0) == -1, so 31 - msb gives 32 for 0; on u32 bits (see _shift)
+    if name == "Clz":  # 31 - FindUMsb, on u32 bits (translators read the signedness)
 
         def clz(w, ids, types, res):
             x = w.op("OpBitcast", "u32", ids[0]) if at == "i32" else ids[0]
@@ -397,30 +273,10 @@ def _unary_rule(name: str, at: str):  # noqa: C901 - one branch per pinned form
             return w.op("OpBitcast", "i32", r) if at == "i32" else r
 
         return clz
-    if name == "Ctz":
-
-        def ctz(w, ids, types, res):
-            lsb = w.glsl("FindILsb", at, ids[0])
-            is0 = w.op("OpIEqual", "bool", ids[0], w.zero(at))
-            return w.op("OpSelect", at, is0, w.const(at, 32), lsb)
-
-        return ctz
+    if name == "Ctz":  # the legal form's operand is never 0
+        return lambda w, ids, types, res: w.glsl("FindILsb", at, ids[0])
     if name == "Abs" and k == "uint":
         return lambda w, ids, types, res: ids[0]
-    if name == "Abs":  # select, not SAbs: |i32::MIN| == i32::MIN (per component)
-
-        def abs_(w, ids, types, res):
-            neg = w.op("OpSLessThan", bool_like(at), ids[0], w.zero(at))
-            return w.op("OpSelect", at, neg, w.op("OpSNegate", at, ids[0]), ids[0])
-
-        return abs_
-    if name == "Sign" and k == "uint" and not vector:
-
-        def sign_u(w, ids, types, res):
-            nz = w.op("OpINotEqual", "bool", ids[0], w.zero(at))
-            return w.op("OpSelect", at, nz, w.const(at, 1), w.zero(at))
-
-        return sign_u
     if name == "IsFinite":
 
         def finite(w, ids, types, res):
@@ -461,7 +317,7 @@ def _rule(row):
     return None  # Atomic: memory.py
 
 
-RULES = {row: rule for row in OPS if (rule := _rule(row)) is not None}
+RULES = {row: rule for row in LEGAL_ROWS if (rule := _rule(row)) is not None}
 
 # Atomic rows of the op table -> instruction, written by memory.h_atomic (which also
 # orders CompareExchange's operands).

@@ -1,6 +1,8 @@
 """WGSL emitter: a validated `KernelDescriptor` -> WGSL source text.
 
-Laid out like the SPIR-V emitter: this module assembles the module (header,
+Both emitters write the legal form of the descriptor (`descriptor.legalize`: the pinned
+semantics as ops of the descriptor). Laid out like the SPIR-V emitter: this module
+assembles the module (header,
 declarations, helpers, entry point); `function` walks the bodies; `values` holds one
 template per row of the op table; `memory` the slots, loads, stores and atomics with the
 pinned bounds rules; `control` the structured control flow.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 
 from vyre_build.descriptor import DescriptorInfo, KernelDescriptor, validate
+from vyre_build.descriptor.legalize import legalize
 from vyre_build.emit.wgsl.debug import debug_declarations
 from vyre_build.emit.wgsl.function import FunctionWriter
 from vyre_build.emit.wgsl.helpers import HELPER_CALL, HELPERS
@@ -57,8 +60,11 @@ def emit_wgsl(
             f"WGSL emitter: kernel {desc.id!r} needs cooperative matrices: SPIR-V only "
             "(emit SPIR-V, and dispatch it through Vulkan)"
         )
-    writers = [("main", FunctionWriter(desc, info, notes=notes))]
-    writers += [(name, FunctionWriter(d, i, prefix=f"_{name}_")) for name, d, i in entries]
+    legal = legalize(desc, info)  # the pinned rules as ops: every op below is one operation
+    writers = [("main", FunctionWriter(legal.desc, legal.info, notes=legal.notes(notes)))]
+    for name, d, i in entries:
+        entry = legalize(d, i)
+        writers.append((name, FunctionWriter(entry.desc, entry.info, prefix=f"_{name}_")))
     written = [(name, w.desc.workgroup_size, *w.write(), w.inputs) for name, w in writers]
     decls = [line for _, _, d, _, _ in written for line in d]
     used = set().union(*(w.helpers for _, w in writers))

@@ -2,9 +2,9 @@
 
 Declarations follow the slot table of docs/descriptor-conventions.md: storage buffers
 (atomic elements where an Atomic targets them), one uniform `Params` block, workgroup
-arrays (zeroed cooperatively on entry), zero-initialised function-local scratch. Loads
-out of bounds give 0 (clamp, load, select); stores and atomics out of bounds do nothing
-(under a check); an atomic out of bounds yields 0.
+arrays (zeroed cooperatively on entry), zero-initialised function-local scratch. Every
+access of the legal form (descriptor.legalize) is in bounds: the bounds rules (a clamped
+index and a select, a write under a check) are ops of the descriptor.
 """
 
 from __future__ import annotations
@@ -132,40 +132,17 @@ class MemoryRules:
         out.append("workgroupBarrier();")
         return out
 
-    def element(self, s, index: str) -> tuple[str, str, str]:
-        """(reference to element `index` clamped in bounds, exact ref, bound check) for a slot."""
-        name = self.names[s.slot]
-        if s.memory_class == "Global":
-            length = f"arrayLength(&{name})"
-        else:
-            length = f"{s.element_count}u"
-            if s.memory_class == "Scratch" and s.element_count == 1:
-                return name, name, f"({index} < 1u)"
-        return f"{name}[min({index}, {length} - 1u)]", f"{name}[{index}]", f"({index} < {length})"
-
-    def write_target(self, s, index_id: int) -> tuple[str, str]:
-        """(reference, bound check) for a store or atomic on element `index_id` of a slot.
-
-        The reference is exact, under the check. A literal index past a fixed-size array
-        gets the clamped reference instead: naga rejects a constant out-of-range index even
-        in a branch that never runs, and the check keeps the write from happening.
-        """
-        clamped, exact, ok = self.element(s, f"_v{index_id}")
-        static = self.info.constants.get(index_id)
-        if s.memory_class != "Global" and static is not None and static >= s.element_count:
-            return clamped, ok
-        return exact, ok
+    def element(self, s, index: str) -> str:
+        """The reference to element `index` of a slot (the legal form's index is in bounds)."""
+        if s.memory_class == "Scratch" and s.element_count == 1:
+            return self.names[s.slot]
+        return f"{self.names[s.slot]}[{index}]"
 
     # --- handlers ---------------------------------------------------------------------
     def visit_load(self, op, body, depth):
         # LoadGlobal, LoadShared, and a relaxed vyre.atomic.load (emit/wgsl/ordered.py)
-        s = self.slots[op.slot]
-        clamped, exact, ok = self.element(s, f"_v{op.element}")
-        proved = self.info.in_bounds(op)
-        ref = exact if proved else clamped
-        value = f"atomicLoad(&{ref})" if s.slot in self.info.atomic_slots else ref
-        zero = ZERO[self.info.slot_types[s.slot]]
-        self.bind(op, depth, value if proved else f"select({zero}, {value}, {ok})")
+        ref = self.element(self.slots[op.slot], f"_v{op.element}")
+        self.bind(op, depth, f"atomicLoad(&{ref})" if op.slot in self.info.atomic_slots else ref)
 
     def visit_load_uniform(self, op, body, depth):
         s = self.slots[op.slot]
@@ -184,12 +161,9 @@ class MemoryRules:
 
     def visit_store(self, op, body, depth):
         # StoreGlobal, StoreShared, and a relaxed vyre.atomic.store (emit/wgsl/ordered.py)
-        s = self.slots[op.slot]
-        value = f"_v{op.value}"
-        ref, ok = self.write_target(s, op.element)
-        atomic = s.slot in self.info.atomic_slots
-        store = f"atomicStore(&{ref}, {value});" if atomic else f"{ref} = {value};"
-        self.emit(depth, store if self.info.in_bounds(op) else f"if {ok} {{ {store} }}")
+        ref, value = self.element(self.slots[op.slot], f"_v{op.element}"), f"_v{op.value}"
+        atomic = op.slot in self.info.atomic_slots
+        self.emit(depth, f"atomicStore(&{ref}, {value});" if atomic else f"{ref} = {value};")
 
     def visit_atomic(self, op, body, depth):
         # Atomic, and a relaxed vyre.atomic (emit/wgsl/ordered.py): `op.name` is the AtomicOp
@@ -200,17 +174,10 @@ class MemoryRules:
         if fn is None:
             raise self.fail(op, f"no WGSL rule for atomic {name} on {ty}")
         args = [f"_v{o}" for o in op.args]
-        ref, ok = self.write_target(s, op.element)
+        ref = self.element(s, f"_v{op.element}")
         call = (
             f"{fn}(&{ref}, {args[0]}, {args[1]}).old_value"
             if len(args) == 2
             else f"{fn}(&{ref}, {args[0]})"
         )
-        if self.info.in_bounds(op):
-            self.bind(op, depth, call)
-            return
-        old = f"_o{op.result}"
-        # Out of bounds the atomic does nothing and yields 0 (pinned).
-        self.emit(depth, f"var {old}: {wgsl_type(ty)} = {ZERO[ty]};")
-        self.emit(depth, f"if {ok} {{ {old} = {call}; }}")
-        self.bind(op, depth, old)
+        self.bind(op, depth, call)

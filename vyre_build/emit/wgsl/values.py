@@ -3,8 +3,12 @@
 A template is a `str.format` pattern over the operand expressions (`{a}`, `{b}`, `{c}`);
 the emitter substitutes names of already-bound values only, so a template may repeat an
 operand freely. A template that calls a `_vy_*` helper pulls the helper's definition
-(`helpers.HELPERS`) into the module. Every pinned semantic of
-docs/descriptor-conventions.md is spelled out here, never left to naga's polyfills.
+(`helpers.HELPERS`) into the module. The emitter writes the legal form
+(descriptor.legalize), where the pinned semantics of docs/descriptor-conventions.md are
+ops of the descriptor: each rule here is the one operation it names, and the rows
+legalize expands (`legalize.EXPANDED`) have none. What stays is WGSL's own spelling where
+it lacks an instruction or naga would change the meaning (float `!=`, NaN tests, exact
+integer -> f32 rounding), never left to naga's polyfills.
 Construct and Extract are built by the emitter from the type table (no template).
 """
 
@@ -111,30 +115,18 @@ for _t in INTEGER:
 _bin("BitXor", "bool", "({a} != {b})")  # WGSL has no ^ on bool
 _bin("And", "bool", "({a} && {b})")
 _bin("Or", "bool", "({a} || {b})")
-# Pinned: x / 0 == x, x % 0 == 0, MIN / -1 == MIN, MIN % -1 == 0 (divide by 1 instead).
-_bin("Div", "u32", "({a} / select({b}, 1u, {b} == 0u))")
-_bin("Mod", "u32", "({a} % select({b}, 1u, {b} == 0u))")
-_I32_BAD = "{b} == 0i || ({a} == " + I32_MIN + " && {b} == -1i)"
-_bin("Div", "i32", "({a} / select({b}, 1i, " + _I32_BAD + "))")
-# i32 remainder as a - b * (a / b): Vulkan leaves OpSRem (naga's `%`) undefined for negative
-# operands, and NVIDIA's driver gives other results there; OpSDiv is defined.
-_bin("Mod", "i32", "_vy_srem({a}, select({b}, 1i, " + _I32_BAD + "))")
+# Division, remainder and shifts of the legal form (descriptor.legalize): the divisor is
+# never 0 nor -1 with an i32::MIN dividend, the amount is below 32; i32 remainder and
+# rotations, MulHigh and AbsDiff never reach here (legalize writes them as other ops).
+_bin("Div", "u32", "({a} / {b})")
+_bin("Mod", "u32", "({a} % {b})")
+_bin("Div", "i32", "({a} / {b})")
 for _t in FLOAT:
     _bin("Div", _t, "({a} / {b})")
     _bin("Mod", _t, "({a} % {b})")
-    _bin("AbsDiff", _t, "abs({a} - {b})")
-_bin("AbsDiff", "u32", "select({b} - {a}, {a} - {b}, {a} > {b})")
-_bin("AbsDiff", "i32", "select({b} - {a}, {a} - {b}, {a} > {b})")
-_bin("MulHigh", "u32", "_vy_mulhi_u32({a}, {b})")
-_bin("MulHigh", "i32", "_vy_mulhi_i32({a}, {b})")
-# Shift-like ops take a u32 amount, used mod 32 (pinned).
 for _t in INTEGER:
-    _bin("Shl", _t, "({a} << ({b} & 31u))", "u32")
-    _bin("Shr", _t, "({a} >> ({b} & 31u))", "u32")  # arithmetic for i32, logical for u32
-_bin("RotateLeft", "u32", "_vy_rotl({a}, {b})")
-_bin("RotateRight", "u32", "_vy_rotl({a}, 0u - {b})")
-_bin("RotateLeft", "i32", "bitcast<i32>(_vy_rotl(bitcast<u32>({a}), {b}))", "u32")
-_bin("RotateRight", "i32", "bitcast<i32>(_vy_rotl(bitcast<u32>({a}), 0u - {b}))", "u32")
+    _bin("Shl", _t, "({a} << {b})", "u32")
+    _bin("Shr", _t, "({a} >> {b})", "u32")  # arithmetic for i32, logical for u32
 
 _un("Negate", "i32", "(0i - {a})")  # wraps: -MIN == MIN
 _un("Negate", "u32", "(0u - {a})")
@@ -145,11 +137,9 @@ _un("BitNot", "u32", "(~{a})")
 _un("BitNot", "i32", "(~{a})")
 _un("LogicalNot", "bool", "(!{a})")
 _un("BitNot", "bool", "(!{a})")
-_un("Abs", "i32", "select({a}, 0i - {a}, {a} < 0i)")  # abs(MIN) == MIN
 _un("Abs", "u32", "{a}")
 _un("Abs", "f32", "abs({a})")
 _un("Sign", "i32", "select(select(0i, 1i, {a} > 0i), -1i, {a} < 0i)")
-_un("Sign", "u32", "select(0u, 1u, {a} != 0u)")
 # f16 tests through its exact f32 value (the bit tests are the f32 ones).
 for _t, _x in (("f32", "{a}"), ("f16", "f32({a})")):
     _un("IsNan", _t, _is_nan(_x))
@@ -157,31 +147,20 @@ for _t, _x in (("f32", "{a}"), ("f16", "f32({a})")):
     _un("IsFinite", _t, f"((bitcast<u32>({_x}) & 0x7f800000u) != 0x7f800000u)")
     _un("Reciprocal", _t, f"({ONE[_t]} / {{a}})")
 for _t in INTEGER:
-    _w = "32u" if _t == "u32" else "32i"
     _un("Popcount", _t, "countOneBits({a})")
-    # Pinned clz(0) == ctz(0) == 32, written out rather than trusted to the backend.
-    _un("Clz", _t, f"select(countLeadingZeros({{a}}), {_w}, {{a}} == {ZERO[_t]})")
-    _un("Ctz", _t, f"select(countTrailingZeros({{a}}), {_w}, {{a}} == {ZERO[_t]})")
+    _un("Clz", _t, "countLeadingZeros({a})")  # the legal form's operand is never 0
+    _un("Ctz", _t, "countTrailingZeros({a})")
     _un("ReverseBits", _t, "reverseBits({a})")
 for _op, _fn in _MATH.items():  # the float math ops that are one WGSL builtin
     for _t in FLOAT:
         _un(_op, _t, f"{_fn}({{a}})")
 
-# Casts. Truncate toward zero, saturate (2147483520 is the largest f32 below 2^31), NaN -> 0.
+# Casts. f32 -> i32 / u32 converts a number the legal form has clamped into range (NaN,
+# saturation: descriptor.legalize); f16 -> integers never reach here.
 for _t in ("bool", *NUMERIC):
     _cast(_t, _t, "{a}")
-_cast(
-    "f32",
-    "i32",
-    "select(select(i32(clamp({a}, -2147483648.0f, 2147483520.0f)), 2147483647i, "
-    "{a} >= 2147483648.0f), 0i, " + _is_nan("{a}") + ")",
-)
-_cast(
-    "f32",
-    "u32",
-    "select(select(u32(clamp({a}, 0.0f, 4294967040.0f)), 4294967295u, "
-    "{a} >= 4294967296.0f), 0u, " + _is_nan("{a}") + ")",
-)
+_cast("f32", "i32", "i32({a})")
+_cast("f32", "u32", "u32({a})")
 _cast("u32", "f32", "_vy_u32_to_f32({a})")
 _cast("i32", "f32", "_vy_i32_to_f32({a})")
 _cast("i32", "u32", "bitcast<u32>({a})")
@@ -190,8 +169,7 @@ _cast("f32", "bool", "((bitcast<u32>({a}) & 0x7fffffffu) != 0u)")  # NaN -> true
 # f16 converts through f32, whose value holds every f16 exactly: one rule for each pair.
 _cast("f16", "f32", "f32({a})")
 _cast("f32", "f16", "f16({a})")
-for _t in ("i32", "u32", "bool"):
-    _cast("f16", _t, RULES[(("Cast", _t), ("f32",))].replace("{a}", "f32({a})"))
+_cast("f16", "bool", RULES[(("Cast", "bool"), ("f32",))].replace("{a}", "f32({a})"))
 for _t in ("i32", "u32"):
     _cast(_t, "f16", "f16(" + RULES[(("Cast", "f32"), (_t,))] + ")")
 for _t in INTEGER:
@@ -230,8 +208,6 @@ for _k, (_e, _n) in VECTORS.items():
         _bin("BitXor", _k, "({a} ^ {b})")
         _un("Negate", _k, f"({_z} - {{a}})")  # wraps per component
         _un("BitNot", _k, "(~{a})")
-    if _e == "i32":
-        _un("Abs", _k, f"select({{a}}, {_z} - {{a}}, {{a}} < {_z})")  # abs(MIN) == MIN
 for _t in FLOAT + tuple(v for v, (e, _) in VECTORS.items() if e in FLOAT):
     RULES[(("Fma", ""), (_t, _t, _t))] = "fma({a}, {b}, {c})"
 # Atomics: the builtin's name (the emitter writes the call, under the bounds check).
@@ -256,6 +232,8 @@ def _vector_casts() -> None:
                 _cast(src, dst, "{a}")
             elif {e1, e2} == set(INTEGER):
                 _cast(src, dst, f"bitcast<{TYPES[dst].wgsl}>({{a}})")
+            elif e1 in FLOAT and e2 in INTEGER:
+                continue  # component by component in the legal form (descriptor.legalize)
             else:
                 name = f"_vy_cast_v{n}{e1}_v{n}{e2}"
                 scalar = RULES[(("Cast", e2), (e1,))]
@@ -298,4 +276,4 @@ for _row in OPS:
     if _row[0][0] == "Subgroup":
         RULES[_row] = _SUBGROUP[_row[0][1]]
 
-RULE_ROWS = frozenset(RULES)  # every row of the op table this emitter writes
+RULE_ROWS = frozenset(RULES)  # every row of the legal form (legalize.LEGAL_ROWS) it writes

@@ -1,0 +1,288 @@
+"""The legalize pass (`descriptor.legalize`): the pinned semantics written once as ops.
+
+- the legal form means what the input means: the CPU reference (which executes the
+  pinned rules itself) gives bit-identical results on a descriptor and on its legal form,
+  for every row legalize rewrites, on edge values (0, -1, i32::MIN, amounts past 31, NaN,
+  infinities, values past the integer ranges) and on accesses out of bounds;
+- no row of `EXPANDED` survives, and every op of the legal form has a rule in both
+  emitters (they refuse the expanded rows);
+- what the range analysis proves stays as it was: a literal or proved-nonzero divisor has
+  no guard, a literal shift amount is folded, an access under `if i < len(buf)` no clamp;
+- untouched descriptors come back as they are; the pass is deterministic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from descriptors import Kernel, V, buf, dt, vt
+
+from vyre_build.compiler import compile_file
+from vyre_build.descriptor import validate
+from vyre_build.descriptor.codec import encode
+from vyre_build.descriptor.legalize import EXPANDED, LEGAL_ROWS, legalize
+from vyre_build.descriptor.ops import OPS
+from vyre_build.descriptor.types import datatype
+from vyre_build.descriptor.view import Atomic, Binary, Cast, If, Load, Store, Unary
+from vyre_build.reference import execute
+
+I32_EDGES = [0, 1, -1, 2, -2, 7, -7, 31, 32, 33, -32, 255, 1 << 30, -(1 << 31), (1 << 31) - 1]
+U32_EDGES = [0, 1, 2, 3, 7, 31, 32, 33, 63, 64, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000]
+U32_EDGES += [0xFFFFFFFF, 0xFFFFFFFE]
+F32_EDGES = [0.0, -0.0, 1.5, -1.5, 0.7, -0.7, 3e9, -3e9, 2147483520.0, 2147483648.0]
+F32_EDGES += [-2147483648.0, -2147483904.0, 4294967040.0, 4294967296.0, 123456.789]
+F32_EDGES += [np.inf, -np.inf, np.nan, 65504.0, -65504.0]
+N = 24  # invocations (one workgroup): every operand pair drawn from the edges
+
+
+def _inputs():
+    rng = np.random.default_rng(5)
+    pick = lambda edges, dtype: np.array(  # noqa: E731
+        [edges[k] for k in rng.integers(0, len(edges), N)], dtype
+    )
+    return {
+        "u32": (pick(U32_EDGES, np.uint32), pick(U32_EDGES, np.uint32)),
+        "i32": (pick(I32_EDGES, np.int32), pick(I32_EDGES, np.int32)),
+        "f32": (pick(F32_EDGES, np.float32), pick(F32_EDGES, np.float32)),
+    }
+
+
+def _rows_kernel(rows):
+    """Invocation i applies every row to operands a[i], b[i] of the row's types (f16 and
+    vectors from f32 / i32 / u32 values) and stores each result to out_<type>[i * R + k]."""
+    kb = Kernel("rows", (N, 1, 1))
+    r = kb.body
+    i = r.gid()
+    ins, outs = {}, {}
+
+    def load(t: str, which: int):
+        key = (t, which)
+        if key not in ins:
+            ins[key] = kb.buffer(datatype(t), "ReadOnly", f"{t}_{which}")
+        return r.load(ins[key], i)
+
+    def operand(t: str, which: int):
+        if t in ("u32", "i32", "f32"):
+            return load(t, which)
+        if t == "f16":
+            return r.cast(datatype("f16"), load("f32", which))
+        if t == "bool":
+            return r.bin("Lt", load("u32", which), r.u32(40))
+        n, base = int(t[3]), {"f": "f32", "i": "i32", "u": "u32", "h": "f16"}[t[4:]]
+        # components: this operand's value, then the other operand's (edges meet edges)
+        parts = [operand(base, which)] + [operand(base, 1 - which)] * (n - 1)
+        return r.vec(datatype(t), *parts)
+
+    count = len(rows)
+    for k, ((family, name), operands) in enumerate(rows):
+        args = [operand(t, j) for j, t in enumerate(operands)]
+        if family == "Cast":
+            v = r.cast(datatype(name), *args)
+        else:
+            v = r.op(V(family, (V(name),)), *args)
+        res = OPS[((family, name), operands)]
+        scalars = _components(r, v, res)
+        for c, (ty, x) in enumerate(scalars):
+            if ty not in outs:
+                outs[ty] = kb.buffer(datatype(ty), "WriteOnly", f"out_{ty}")
+            at = r.bin("Add", r.bin("Mul", i, r.u32(count * 4)), r.u32(k * 4 + c))
+            r.store(outs[ty], at, x)
+    return kb.build(), count * 4
+
+
+def _components(r, v, ty: str):
+    """(storage type, value) of each component of `v` (f16 widened to f32, bool to u32)."""
+    if ty.startswith("vec"):
+        n, base = int(ty[3]), {"f": "f32", "i": "i32", "u": "u32", "h": "f16"}[ty[4:]]
+        out = []
+        for c in range(n):
+            out += _components(r, r.extract(v, c), base)
+        return out
+    if ty == "f16":
+        return [("f32", r.cast(datatype("f32"), v))]
+    if ty == "bool":
+        return [("u32", r.select(v, r.u32(1), r.u32(0)))]
+    return [(ty, v)]
+
+
+def _run(desc, per):
+    data = _inputs()
+    buffers = {}
+    for s in desc.slots:
+        if s.visibility == "ReadOnly":
+            t, which = s.name.split("_")
+            buffers[s.name] = data[t][int(which)]
+        else:
+            buffers[s.name] = np.zeros(
+                N * per, {"u32": np.uint32, "i32": np.int32, "f32": np.float32}[s.name[4:]]
+            )
+    return execute(desc, buffers, {}, (1, 1, 1))
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return a.view(np.uint32)
+
+
+LEGALIZED_FAMILIES = (
+    [
+        [row for row in OPS if row[0] == ("BinOpKind", name) and row[1][0] in ("u32", "i32")]
+        for name in ("Div", "Mod", "Shl", "Shr", "RotateLeft", "RotateRight", "MulHigh", "AbsDiff")
+    ]
+    + [
+        [row for row in OPS if row[0][0] == "UnOpKind" and row[0][1] in names]
+        for names in (("Clz", "Ctz"), ("Abs", "Sign"))
+    ]
+    + [
+        [row for row in OPS if row[0][0] == "Cast" and row[1][0] in src]
+        for src in (("f32", "f16"), ("vec2f", "vec4f", "vec2h", "vec4h"))
+    ]
+)
+
+
+@pytest.mark.parametrize("rows", LEGALIZED_FAMILIES, ids=lambda rows: f"{rows[0][0][1]}...")
+def test_the_legal_form_gives_the_references_bits(rows):
+    desc, per = _rows_kernel(sorted(rows))
+    info = validate(desc)
+    legal = legalize(desc, info)
+    assert legal.desc is not desc, "nothing was rewritten"
+    before, after = _run(desc, per), _run(legal.desc, per)
+    for name in before:
+        np.testing.assert_array_equal(_bits(after[name]), _bits(before[name]), err_msg=name)
+
+
+def _rows_in(desc):
+    info = validate(desc)
+    return {
+        (op.key, tuple(info.types[o] for o in op.operands))
+        for op in info.view.ops
+        if isinstance(op, (Binary, Unary, Cast))
+    }
+
+
+def test_no_expanded_row_survives_and_every_legal_row_has_both_rules():
+    from vyre_build.emit.spirv.values import RULE_ROWS as SPIRV
+    from vyre_build.emit.wgsl.values import RULE_ROWS as WGSL
+
+    rows = sorted(r for r in OPS if r[0][0] in ("BinOpKind", "UnOpKind", "Cast"))
+    desc, _ = _rows_kernel(rows)
+    legal = legalize(desc)
+    present = _rows_in(legal.desc)
+    assert not present & EXPANDED, sorted(present & EXPANDED)
+    assert present <= LEGAL_ROWS <= WGSL | EXPANDED and LEGAL_ROWS - EXPANDED <= SPIRV
+
+
+def _ops(desc):
+    return validate(desc).view.ops
+
+
+def _source(tmp_path, body: str, params: str = "x: Buffer[u32], y: Buffer[u32, 'w'], n: u32"):
+    (tmp_path / "k.py").write_text(
+        "from vyre_build.lang import Buffer, u32, i32, f32, global_id, kernel\n\n\n"
+        f"@kernel(workgroup_size=64)\ndef k({params}):\n    i = global_id().x\n"
+        + "".join(f"    {line}\n" for line in body.splitlines())
+    )
+    (k,) = compile_file(str(tmp_path / "k.py"), root=str(tmp_path), targets=("kdesc",))
+    return k.descriptor
+
+
+def _eq_guards(desc) -> int:
+    return sum(isinstance(op, Binary) and op.name == "Eq" for op in _ops(desc))
+
+
+def test_what_the_range_analysis_proves_keeps_no_guard(tmp_path):
+    # a literal divisor, a divisor in [1, 7], a literal shift past 31, a proved access
+    desc = _source(
+        tmp_path,
+        "if i < len(y):\n    v = x[i]\n    y[i] = v // 4 + v % (n % 7 + 1) + (v << 35) + (v >> n)",
+    )
+    legal = legalize(desc)
+    ops = _ops(legal.desc)
+    assert _eq_guards(legal.desc) == _eq_guards(desc) == 0  # no divisor guard at all
+    masks = [op for op in ops if isinstance(op, Binary) and op.name == "BitAnd"]
+    assert len(masks) == 1  # `v >> n` only: the literal 35 is folded to 3
+    shl = next(op for op in ops if isinstance(op, Binary) and op.name == "Shl")
+    assert legal.info.constants[shl.operands[1]] == 3
+    # the load of x is proved (i < len(y) says nothing of x): clamp + select; y's store is not
+    loads = [op for op in ops if isinstance(op, Load)]
+    assert len(loads) == 1 and any(isinstance(op, Binary) and op.name == "Min" for op in ops)
+    assert not any(isinstance(op, If) for op in ops[ops.index(loads[0]) :])  # y[i]: proved
+
+
+def test_guards_where_nothing_is_proved(tmp_path):
+    desc = _source(tmp_path, "y[n] = x[i] // n")
+    legal = legalize(desc)
+    ops = _ops(legal.desc)
+    assert _eq_guards(legal.desc) == 1  # n == 0: the one u32 guard
+    store = next(op for op in ops if isinstance(op, Store))
+    assert any(isinstance(op, If) for op in ops) and store.index > 0
+    # the reference: the same bits before and after, x / 0 == x and the store dropped
+    x = np.arange(64, dtype=np.uint32) * 3
+    for n in (0, 5, 63, 64, 1000):
+        args = ({"x": x, "y": np.zeros(64, np.uint32)}, {"n": n}, (1, 1, 1))
+        a, b = execute(desc, *args), execute(legal.desc, *args)
+        np.testing.assert_array_equal(a["y"], b["y"])
+
+
+def test_atomics_out_of_bounds_return_zero_through_a_local():
+    kb = Kernel("k", (8, 1, 1), [buf(0, "U32", "c"), buf(1, "U32", "old", "WriteOnly")])
+    r = kb.body
+    i = r.gid()
+    slot_shared = kb.local("Shared", dt("U32"), 4, "s")
+    old = r.atomic("Add", 0, r.bin("Mul", i, r.u32(3)), r.u32(1))  # i*3: past len(c) for i > 1
+    sh = r.atomic("Max", slot_shared, i, i)  # 4 shared elements, 8 invocations
+    gone = r.atomic("Or", slot_shared, r.u32(9), i)  # a literal past the array: never runs
+    r.store(1, i, r.bin("Add", r.bin("Add", old, sh), gone))
+    desc = kb.build()
+    legal = legalize(desc)
+    scratch = [s for s in legal.desc.slots if s.memory_class == "Scratch"]
+    assert len(scratch) == 2 and all(s.element_count == 1 for s in scratch)
+    assert sum(isinstance(op, Atomic) for op in _ops(legal.desc)) == 2  # the literal one gone
+    args = ({"c": np.arange(5, dtype=np.uint32), "old": np.zeros(8, np.uint32)}, {}, (1, 1, 1))
+    a, b = execute(desc, *args), execute(legal.desc, *args)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name])
+    assert b["old"][7] == 0 + 0 + 0  # c out of bounds, s out of bounds, never: all 0
+
+
+def test_loads_of_fixed_arrays_and_literal_indices_past_the_end():
+    kb = Kernel("k", (4, 1, 1), [buf(0, "F32", "o", "WriteOnly")])
+    r = kb.body
+    i = r.gid()
+    s = kb.local("Shared", dt("F32"), 2, "s")
+    v = kb.local("Scratch", vt("F32", 4), 3, "v")
+    r.store(s, i, r.cast(dt("F32"), i))  # i = 2, 3: dropped
+    r.store(v, i, r.vec("F32", *([r.f32(1.5)] * 4)))
+    r.barrier()
+    past = r.load(s, r.u32(7))  # a literal past the end: 0, no access at all
+    got = r.extract(r.load(v, i), 3)
+    r.store(0, i, r.bin("Add", r.bin("Add", r.load(s, i), past), got))
+    desc = kb.build()
+    legal = legalize(desc)
+    loads = [op for op in _ops(legal.desc) if isinstance(op, Load)]
+    assert len(loads) == 2  # s[7] is a constant 0
+    a = execute(desc, {"o": np.zeros(4, np.float32)}, {}, (1, 1, 1))
+    b = execute(legal.desc, {"o": np.zeros(4, np.float32)}, {}, (1, 1, 1))
+    np.testing.assert_array_equal(a["o"], b["o"])
+    np.testing.assert_array_equal(b["o"], [1.5, 2.5, 1.5, 0.0])  # v[3], s[2], s[3]: 0
+
+
+def test_an_untouched_descriptor_comes_back_as_it_is_and_the_pass_is_deterministic(tmp_path):
+    desc = _source(tmp_path, "if i < len(y):\n    y[i] = i + n")
+    info = validate(desc)
+    legal = legalize(desc, info)
+    assert legal.desc is desc and legal.info is info and legal.origin == {}
+    other = _source(tmp_path, "y[i] = x[i] >> n")
+    a, b = legalize(other), legalize(other)
+    assert encode(a.desc) == encode(b.desc)
+    kept = {id(op) for op in other.body.ops}
+    assert any(id(op) in kept for op in a.desc.body.ops)  # ops left alone are the same objects
+
+
+def test_notes_follow_the_first_op_of_each_rewrite(tmp_path):
+    desc = _source(tmp_path, "y[i] = x[i] // n")
+    div = next(v.op for v in _ops(desc) if isinstance(v, Binary) and v.name == "Div")
+    legal = legalize(desc)
+    notes = legal.notes({id(div): "// the division"})
+    firsts = [op for op in _ops(legal.desc) if id(op.op) in notes]
+    assert firsts and all(isinstance(op, (Binary, Unary, Cast)) for op in firsts)
+    assert isinstance(firsts[0], Binary) and firsts[0].name == "Eq"  # the guard comes first
