@@ -418,6 +418,30 @@ def _art(doc, i=0, suffix=".wgsl") -> dict:
             lambda d: d["kernels"][1].update(d["kernels"][0]),
             "'add.f32' is out of order or duplicated",
         ),
+        (lambda d: d["kernels"].pop(), "header kernel count 3 does not match the manifest's 2"),
+    ],
+)
+def test_refuses_bad_manifest(edit, message):
+    assert message in refused(_edit(edit))
+
+
+def refused_at_first_use(data: bytes) -> str:
+    """The refusal of a bundle whose open succeeds (its ids are read) and whose first use
+    of any kernel's artifacts is refused, as is every later use of another kernel."""
+    r = read_bundle_bytes(data, "t.vyrebundle")
+    assert r.ids == ["add.f32", "add.i32", "saxpy"]
+    with pytest.raises(BundleError) as first:
+        r.kernel_meta("saxpy")
+    for use in (lambda: r.read_artifact("add.f32", ".wgsl"), lambda: r.entry("add.i32")):
+        with pytest.raises(BundleError) as later:
+            use()
+        assert str(later.value) == str(first.value)
+    return str(first.value)
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
         (
             lambda d: d["kernels"][0]["artifacts"].update({"/x": _art(d)}),
             "'/x' is not a safe suffix",
@@ -437,15 +461,47 @@ def _art(doc, i=0, suffix=".wgsl") -> dict:
             lambda d: _art(d, 0, ".spv").update(offset=_art(d, 0, ".kdesc")["offset"]),
             "overlapping ranges: kernel 'add.f32' artifact '.kdesc'",
         ),
-        (lambda d: d["kernels"].pop(), "header kernel count 3 does not match the manifest's 2"),
         (
             lambda d: d["kernels"][2]["artifacts"].pop(".spv"),
             "header artifact count 9 does not match the manifest's 8",
         ),
     ],
 )
-def test_refuses_bad_manifest(edit, message):
-    assert message in refused(_edit(edit))
+def test_refuses_a_bad_artifact_index_at_the_first_use_of_any(edit, message):
+    # Open reads the ids; the artifact ranges are checked as a whole before the first
+    # artifact index is served, each index in full on its kernel's first use.
+    assert message in refused_at_first_use(_edit(edit))
+
+
+def test_a_bad_index_is_refused_where_its_kernel_is_first_used():
+    # Every range sound (checked before the first use of any index), one kernel's index
+    # not the writer's: the kernels used before it are served, and it is refused, with
+    # the whole decoder's reason, at its first use and the first use of any other.
+    doc = manifest_of(GOOD)
+    doc["kernels"][2]["artifacts"]["/x"] = doc["kernels"][2]["artifacts"].pop(".spv")
+    data = with_manifest(GOOD, doc)
+    r = read_bundle_bytes(data, "t.vyrebundle")
+    assert r.read_artifact("add.f32", ".wgsl") == ENTRIES[1]["artifacts"][".wgsl"]
+    message = "t.vyrebundle: manifest kernel 'saxpy': artifact name '/x' is not a safe suffix"
+    for ident in ("saxpy", "add.i32"):
+        with pytest.raises(BundleError) as info:
+            r.kernel_meta(ident)
+        assert str(info.value).startswith(message)
+    assert r.kernel_meta("add.f32").id == "add.f32"  # what was served stays served
+    assert r.verify()[0].startswith(message)
+
+
+def test_an_index_in_another_json_form_is_read_as_written():
+    # valid JSON, not the writer's spelling: the whole decode takes over at the first use
+    doc = manifest_of(GOOD)
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    spaced = text.replace('"offset":', '"offset": ', 1)
+    r = read_bundle_bytes(with_manifest(GOOD, spaced.encode()), "t.vyrebundle")
+    assert r.ids == ["add.f32", "add.i32", "saxpy"] and r._metas == {}
+    assert r.read_artifact("saxpy", ".wgsl") == ENTRIES[0]["artifacts"][".wgsl"]
+    assert [r.entry(i).artifacts for i in r.ids] == [k["artifacts"] for k in doc["kernels"]]
+    assert [r._meta(i) for i in r.ids] == [k["meta"] for k in doc["kernels"]]
+    assert r.verify() == ["manifest is not in canonical JSON form (sorted keys, no spaces)"]
 
 
 @pytest.mark.parametrize("canonical", [True, False])
@@ -669,7 +725,9 @@ def test_bundle_module_imports_no_compiler():
             "vyre_build.core.scalars",
             "vyre_build.bundle",
             "vyre_build.bundle.format",
+            "vyre_build.bundle.integrity",
             "vyre_build.bundle.keys",
+            "vyre_build.bundle.manifest",
             "vyre_build.bundle.metadata",
             "vyre_build.bundle.reader",
             "vyre_build.bundle.signing",
