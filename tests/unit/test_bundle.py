@@ -946,10 +946,48 @@ def test_compile_kernel_misspelt_suggests_the_kernel(tmp_path, capsys):
 def test_opening_decodes_no_metadata_until_it_is_used():
     r = read_bundle_bytes(GOOD, "t.vyrebundle")
     assert r.ids == ["add.f32", "add.i32", "saxpy"] and r._metas == {}
+    assert r._arts == {} and r._ranges is None  # no artifact index read either
     assert r.kernel_meta("saxpy").id == "saxpy"
-    assert list(r._metas) == ["saxpy"]
+    assert list(r._metas) == ["saxpy"] and list(r._arts) == ["saxpy"]
+    assert len(r._ranges) == 9  # every range checked before the first index was served
     assert r.entry("add.i32").meta == ENTRIES[2]["meta"]
     assert list(r._metas) == ["saxpy", "add.i32"]
+
+
+def test_a_record_not_in_the_writers_layout_is_refused_where_it_is_first_used():
+    # a metadata record that is no object: the split cannot prove it, the whole decode
+    # names it at the record's first use (and the first use of any record after it)
+    doc = manifest_of(GOOD)
+    doc["kernels"][1]["meta"] = "abc"
+    r = read_bundle_bytes(with_manifest(GOOD, doc), "t.vyrebundle")
+    assert r.kernel_meta("add.f32").id == "add.f32"
+    message = (
+        "t.vyrebundle: in the manifest: manifest kernel 'add.i32': 'meta' must be a dict, got str"
+    )
+    for ident in ("add.i32", "saxpy"):
+        with pytest.raises(BundleError) as info:
+            r.kernel_meta(ident)
+        assert str(info.value) == message
+
+
+def test_a_file_that_cannot_be_mapped_is_read(tmp_path, monkeypatch):
+    import mmap
+
+    path = tmp_path / "k.vyrebundle"
+    write_bundle(path, ENTRIES)
+
+    def no_map(*args, **kwargs):
+        raise OSError("no mmap here")
+
+    monkeypatch.setattr(mmap, "mmap", no_map)
+    with read_bundle(path) as r:
+        assert r.read_artifact("saxpy", ".wgsl") == ENTRIES[0]["artifacts"][".wgsl"]
+        assert r.verify() == []
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 1  # in the manifest: its hash is checked on the read copy too
+    path.write_bytes(bytes(data))
+    with pytest.raises(BundleError, match="manifest hash mismatch"):
+        read_bundle(path)
 
 
 @pytest.mark.parametrize(

@@ -15,15 +15,12 @@ from __future__ import annotations
 import copy
 import difflib
 import io
-import mmap
 import os
 import threading
 
-import blake3
-
 from vyre_build.bundle import signing
 from vyre_build.bundle.format import VERSION, _hash, kernel_id
-from vyre_build.bundle.integrity import check_header, check_padding, pread
+from vyre_build.bundle.integrity import check_header, check_padding, manifest_text, pread
 from vyre_build.bundle.manifest import (
     Checked,
     balanced,
@@ -68,11 +65,12 @@ class BundleReader:
     """An open bundle. Construct with `read_bundle(path)` or `read_bundle_bytes(data)`.
 
     Opening checks the header, the signature when keys are pinned (before anything else
-    is read), the manifest's hash, its ids and every artifact range (bounds, alignment,
-    overlaps), and with keys pinned that the padding between artifacts, which no hash
-    covers, is zero; each kernel's artifact index and metadata record are parsed and
-    checked on its first use; `read_artifact` reads and verifies artifact bytes on first
-    use, then serves them from memory. `signature` is the Signature block (None when
+    is read), the manifest's hash and its ids, and with keys pinned every artifact range
+    and that the padding between artifacts, which no hash covers, is zero. The first use
+    of any kernel's artifact index checks every artifact range (bounds, alignment,
+    overlaps, count); each kernel's index and metadata record are parsed and checked on
+    its first use; `read_artifact` reads and verifies artifact bytes on first use, then
+    serves them from memory. `signature` is the Signature block (None when
     unsigned), `signer` the trusted PublicKey that signed it (None when no keys were
     pinned). Safe to share between threads. Use as a context manager or `close()`.
     """
@@ -133,46 +131,13 @@ class BundleReader:
             )
         return data
 
-    def _manifest_text(self, m_off: int, m_size: int, m_hash: bytes, file_size: int) -> str:
-        """The manifest, hashed and decoded where it lies: in memory, or in the file mapped
-        for the open (its bytes never copied; the mapping is gone when this returns).
-        Where the file cannot be mapped it is read."""
-        mapped = None
-        whole: bytes | mmap.mmap
-        if self._mem is not None:
-            whole = self._mem
-        else:
-            try:  # (the open's only access to the mapping: a file cut short in place
-                # during these microseconds would fault; the writer replaces files whole)
-                whole = mapped = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-            except (OSError, ValueError):
-                whole, m_off = self._read_at(m_off, m_size), 0
-        try:
-            with memoryview(whole) as view, view[m_off : m_off + m_size] as manifest:
-                if len(manifest) != m_size:  # the file shrank since it was measured
-                    self._read_at(self._manifest_offset, m_size)  # names the byte
-                if blake3.blake3(manifest).digest() != m_hash:
-                    raise self._fail(
-                        f"manifest hash mismatch: bytes {self._manifest_offset}..{file_size} "
-                        f"do not hash to the header's blake3 {m_hash.hex()} (corrupt bundle)"
-                    )
-                try:
-                    return str(manifest, "utf-8")
-                except UnicodeDecodeError as exc:
-                    raise self._fail(
-                        f"bad UTF-8 in the manifest at byte {self._manifest_offset + exc.start}"
-                    ) from None
-        finally:
-            if mapped is not None:
-                mapped.close()
-
     # -- opening --
 
     def _open(self) -> None:
         head = check_header(self)  # checks 1-4, and with keys pinned the signature
         m_off, n_kernels, n_artifacts = head.m_off, head.n_kernels, head.n_artifacts
         self._manifest_offset, self._counts = m_off, (n_kernels, n_artifacts)
-        self._text = text = self._manifest_text(m_off, head.m_size, head.m_hash, head.file_size)
+        self._text = text = manifest_text(self, head)
         split = split_canonical(text, n_kernels)
         if split is not None:
             check_ids(split.ids, self._fail)
@@ -216,8 +181,7 @@ class BundleReader:
         """A canonical split found a record or an index not in the writer's form at a use:
         decode and check the manifest whole, as an open of another layout does, and serve
         its records from now on, or keep its refusal for this and every later first use."""
-        if self._refusal is not None:
-            raise self._refusal
+        self._refused()
         try:
             checked = self._whole()
             if list(checked.artifacts) != self._ids:
@@ -229,6 +193,11 @@ class BundleReader:
         except BundleError as exc:
             self._refusal = exc
             raise
+
+    def _refused(self) -> None:
+        """Raise the refusal `_fall_back` kept, if any (a new error, the same message)."""
+        if self._refusal is not None:
+            raise BundleError(str(self._refusal))
 
     def _whole(self) -> Checked:
         """The manifest decoded and checked whole (any layout), or its refusal."""
@@ -275,8 +244,7 @@ class BundleReader:
         index not in the writer's form has the whole manifest decoded then (`_fall_back`)."""
         arts = self._arts.get(ident)
         if arts is None:
-            if self._refusal is not None:
-                raise self._refusal
+            self._refused()
             self._check_ranges()
             arts = self._arts.get(ident)  # every index, when the whole decode took over
             if arts is None:
