@@ -27,14 +27,14 @@ from vyre_build.bundle.format import (
     FORMAT_NAME,
     HEADER_SIZE,
     MAX_JSON_DEPTH,
-    _EMPTY_PAIR_RE,
     _HEX64_RE,
     _ID_RE,
-    _JSON_STRING_RE,
     _MAX_NAME,
     _MAX_SUFFIX,
     _SUFFIX_RE,
     _check_meta,
+    _peeled,
+    _structure,
     _too_deep,
     check_id,
     check_suffix,
@@ -249,25 +249,11 @@ def decode_canonical(text: str) -> Any:
     return value if again == text else None
 
 
-_BRACKETS_AND_BARS = {c: None for c in range(128) if chr(c) not in "[]{}|"}
-
-
 def balanced(spans: list[str], levels: int = META_LEVELS) -> bool:
     """Whether the brackets outside strings of every one of `spans` pair up, each nested
     at most `levels` deep (C-speed passes over all of them at once: a "|" between spans
     stays when every span's strings close in it, and each pass peels one level)."""
-    joined = "|".join(spans)
-    if "\\" in joined:
-        outside = _JSON_STRING_RE.sub("", joined)
-    else:  # no escapes: every quote bounds a string, so even pieces lie outside them
-        outside = "".join(joined.split('"')[::2])
-    brackets = outside.translate(_BRACKETS_AND_BARS)
-    bars = "|" * (len(spans) - 1)
-    for _ in range(levels):
-        if brackets == bars:
-            return True
-        brackets = _EMPTY_PAIR_RE.sub("", brackets)
-    return brackets == bars
+    return _peeled(_structure("|".join(spans)), b"|" * (len(spans) - 1), levels)
 
 
 # --- the whole check ------------------------------------------------------------------
