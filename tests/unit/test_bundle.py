@@ -970,6 +970,19 @@ def test_a_record_not_in_the_writers_layout_is_refused_where_it_is_first_used():
         assert str(info.value) == message
 
 
+def test_an_id_with_a_raw_newline_is_refused_and_an_escaped_id_read_as_written():
+    text = json.dumps(manifest_of(GOOD), sort_keys=True, separators=(",", ":"))
+    # not JSON (a raw newline in a string): two safe-looking lines, one unsafe id
+    raw = text.replace('"id":"add.f32","meta"', '"id":"add\nf32","meta"', 1)
+    assert "kernel id 'add\\nf32' is not a safe file name" in refused(
+        with_manifest(GOOD, raw.encode())
+    )
+    # JSON, not the writer's spelling: the whole decode reads the id as written
+    escaped = text.replace('"id":"add.f32","meta"', '"id":"add\\u002ef32","meta"', 1)
+    r = read_bundle_bytes(with_manifest(GOOD, escaped.encode()), "t.vyrebundle")
+    assert r.ids == ["add.f32", "add.i32", "saxpy"] and r.kernel_meta("add.f32").id == "add.f32"
+
+
 def test_a_file_that_cannot_be_mapped_is_read(tmp_path, monkeypatch):
     import mmap
 

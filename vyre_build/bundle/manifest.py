@@ -3,10 +3,11 @@
 A manifest in the writer's canonical layout (files.canonical_json of its document) is cut
 into its records by `split_canonical` with a few C-speed passes (a split on the record
 head, one partition per record): the kernel ids, each record's artifact index text and
-metadata text. What open needs of the indexes (every range's offset and size, each digest
-64 characters) comes from one regular-expression pass over all of them (`index_ranges`);
-a record's index is parsed in full on its first use (`parse_index`) and its metadata
-decoded on its first use (`decode_canonical`, else `decode_strict`). Any other manifest is
+metadata text. What the first use of any index needs of all of them (every range's offset
+and size, each digest) comes from one regular-expression pass (`index_ranges`); a
+record's index is parsed in full on its first use (`parse_index`) and its metadata
+decoded on its first use (`decode_canonical`, else `decode_strict`), once the split up
+to it is proven (`meta_spans`, `balanced`). Any other manifest is
 decoded whole and checked by `check_manifest` (docs/bundle-format.md, "What the reader
 checks").
 
@@ -60,8 +61,8 @@ _ENTRY = r'"([^"\\{}]*+)":\{"blake3":"([0-9a-f]{64})","offset":' + _NUMBER + ',"
 _ENTRY_RE = re.compile(_ENTRY + r"\}")
 _ENTRY_NC = _ENTRY.replace("(", "(?:") + r"\}"  # the same, capturing nothing
 _INDEX_RE = re.compile(rf"{_ENTRY_NC}(?:,{_ENTRY_NC})*+")
-# What open reads of every index entry: 64 characters of digest, the offset and the size
-# (one pass from the literal '"blake3":"' of each); hex digits and the rest at first use.
+# What index_ranges reads of every index entry: 64 characters of digest, the offset and
+# the size (one pass from the literal '"blake3":"' of each); the rest by parse_index.
 _RANGE_RE = re.compile(r'"blake3":"([^"]{64})","offset":' + _NUMBER + ',"size":' + _NUMBER + r"\}")
 _IDS_RE = re.compile(rf"{_ID_RE.pattern}(?:\n{_ID_RE.pattern})*")
 META_LEVELS = MAX_JSON_DEPTH - 3  # the metadata object is the fourth level of the document
@@ -144,10 +145,19 @@ def meta_spans(rests: list[str], last_meta: str, lo: int, hi: int) -> list[str] 
     return spans
 
 
-def check_ids(ids: list[str], fail: Fail) -> None:
-    """Every id safe, and sorted and unique (one regex pass over them all; the loop that
-    names the culprit runs only when it fails)."""
-    if ids and (max(map(len, ids)) > _MAX_NAME or _IDS_RE.fullmatch("\n".join(ids)) is None):
+def check_ids(ids: list[str], fail: Fail) -> bool:
+    """Every id of a split (its JSON text) safe, and sorted and unique: one regex pass
+    over them all (no id holds the newline between them); the loop that names the culprit
+    runs only when it fails. False when an id is spelled with an escape, which the writer
+    never writes: the caller decodes the whole manifest, which reads it as written."""
+    joined = "\n".join(ids)
+    if ids and (
+        max(map(len, ids)) > _MAX_NAME
+        or joined.count("\n") != len(ids) - 1
+        or _IDS_RE.fullmatch(joined) is None
+    ):
+        if "\\" in joined:
+            return False
         for ident in ids:
             try:
                 check_id(ident)
@@ -156,6 +166,7 @@ def check_ids(ids: list[str], fail: Fail) -> None:
     if any(map(operator.ge, ids, ids[1:])):
         previous, ident = next((a, b) for a, b in pairwise(ids) if b <= a)
         raise fail(f"manifest kernel {ident!r} is out of order or duplicated (after {previous!r})")
+    return True
 
 
 def index_ranges(indexes: list[str], n_artifacts: int, data_end: int) -> list | None:
