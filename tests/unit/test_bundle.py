@@ -488,7 +488,9 @@ def test_a_bad_index_is_refused_where_its_kernel_is_first_used():
             r.kernel_meta(ident)
         assert str(info.value).startswith(message)
     assert r.kernel_meta("add.f32").id == "add.f32"  # what was served stays served
-    assert r.verify()[0].startswith(message)
+    with pytest.raises(BundleError) as info:
+        r.verify()  # the bundle is refused, as its open once refused it
+    assert str(info.value).startswith(message)
 
 
 def test_an_index_in_another_json_form_is_read_as_written():

@@ -159,15 +159,13 @@ def check_padding(reader: Any, m_off: int) -> None:
 
 
 def verify(reader: Any) -> list[str]:
-    """BundleReader.verify(): every problem found re-reading the whole file."""
-    try:  # every index parsed: one the whole decode refuses is the only problem
-        ranges = sorted(
-            (info["offset"], info["size"], ident, suffix)
-            for ident in reader._ids
-            for suffix, info in reader._artifacts(ident).items()
-        )
-    except BundleError as exc:
-        return [str(exc)]
+    """BundleReader.verify(): every problem found re-reading the whole file. A manifest
+    refused on first use (its indexes) raises that BundleError, as its open once did."""
+    ranges = sorted(
+        (info["offset"], info["size"], ident, suffix)
+        for ident in reader._ids
+        for suffix, info in reader._artifacts(ident).items()
+    )
     problems = []
     pos = HEADER_SIZE
     for off, size, ident, suffix in ranges + [(reader._manifest_offset, 0, None, None)]:

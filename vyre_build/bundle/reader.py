@@ -412,7 +412,8 @@ class BundleReader:
         padding between ranges is zero and no bytes lie outside a range, each kernel's
         artifact index and metadata (decoded if no use did yet), that the manifest is in
         canonical form and, in a signed bundle, that the signature is valid for the
-        public key in its block (whether that key is trusted is `signer`'s job).
+        public key in its block (whether that key is trusted is `signer`'s job). Artifact
+        indexes that the manifest's checks refuse raise that BundleError.
         """
         from vyre_build.bundle.integrity import verify
 
