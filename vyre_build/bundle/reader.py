@@ -1,12 +1,12 @@
 """Bundle reader: lazy, bounds-checked, hash-verified.
 
 Opening costs what is used: the header, the signature block, the manifest's hash (the
-file mapped, the manifest hashed and decoded where it lies) and, of the manifest, the
-kernel ids and what every artifact range needs (offset, size, digest). A manifest in the
-writer's canonical layout is split into its records at C speed (bundle/manifest.py); each
-kernel's artifact index is parsed, and its metadata decoded with every check of a full
-decode (duplicate keys, NaN, depth, the record's shape), on its first use (`kernel_meta`,
-`entry`, `read_artifact`, `verify`); any other manifest is decoded and checked whole at
+file mapped, the manifest hashed and decoded where it lies) and, of a manifest in the
+writer's canonical layout, split into its records at C speed (bundle/manifest.py), the
+kernel ids. The first use of any kernel's artifact index checks every artifact range;
+each kernel's index is parsed, and its metadata decoded with every check of a full decode
+(duplicate keys, NaN, depth, the record's shape), on its first use (`kernel_meta`,
+`entry`, `read_artifact`, `verify`). Any other manifest is decoded and checked whole at
 open, as before (docs/bundle-format.md, "What the reader checks").
 """
 
