@@ -418,6 +418,30 @@ def _art(doc, i=0, suffix=".wgsl") -> dict:
             lambda d: d["kernels"][1].update(d["kernels"][0]),
             "'add.f32' is out of order or duplicated",
         ),
+        (lambda d: d["kernels"].pop(), "header kernel count 3 does not match the manifest's 2"),
+    ],
+)
+def test_refuses_bad_manifest(edit, message):
+    assert message in refused(_edit(edit))
+
+
+def refused_at_first_use(data: bytes) -> str:
+    """The refusal of a bundle whose open succeeds (its ids are read) and whose first use
+    of any kernel's artifacts is refused, as is every later use of another kernel."""
+    r = read_bundle_bytes(data, "t.vyrebundle")
+    assert r.ids == ["add.f32", "add.i32", "saxpy"]
+    with pytest.raises(BundleError) as first:
+        r.kernel_meta("saxpy")
+    for use in (lambda: r.read_artifact("add.f32", ".wgsl"), lambda: r.entry("add.i32")):
+        with pytest.raises(BundleError) as later:
+            use()
+        assert str(later.value) == str(first.value)
+    return str(first.value)
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
         (
             lambda d: d["kernels"][0]["artifacts"].update({"/x": _art(d)}),
             "'/x' is not a safe suffix",
@@ -437,15 +461,49 @@ def _art(doc, i=0, suffix=".wgsl") -> dict:
             lambda d: _art(d, 0, ".spv").update(offset=_art(d, 0, ".kdesc")["offset"]),
             "overlapping ranges: kernel 'add.f32' artifact '.kdesc'",
         ),
-        (lambda d: d["kernels"].pop(), "header kernel count 3 does not match the manifest's 2"),
         (
             lambda d: d["kernels"][2]["artifacts"].pop(".spv"),
             "header artifact count 9 does not match the manifest's 8",
         ),
     ],
 )
-def test_refuses_bad_manifest(edit, message):
-    assert message in refused(_edit(edit))
+def test_refuses_a_bad_artifact_index_at_the_first_use_of_any(edit, message):
+    # Open reads the ids; the artifact ranges are checked as a whole before the first
+    # artifact index is served, each index in full on its kernel's first use.
+    assert message in refused_at_first_use(_edit(edit))
+
+
+def test_a_bad_index_is_refused_where_its_kernel_is_first_used():
+    # Every range sound (checked before the first use of any index), one kernel's index
+    # not the writer's: the kernels used before it are served, and it is refused, with
+    # the whole decoder's reason, at its first use and the first use of any other.
+    doc = manifest_of(GOOD)
+    doc["kernels"][2]["artifacts"]["/x"] = doc["kernels"][2]["artifacts"].pop(".spv")
+    data = with_manifest(GOOD, doc)
+    r = read_bundle_bytes(data, "t.vyrebundle")
+    assert r.read_artifact("add.f32", ".wgsl") == ENTRIES[1]["artifacts"][".wgsl"]
+    message = "t.vyrebundle: manifest kernel 'saxpy': artifact name '/x' is not a safe suffix"
+    for ident in ("saxpy", "add.i32"):
+        with pytest.raises(BundleError) as info:
+            r.kernel_meta(ident)
+        assert str(info.value).startswith(message)
+    assert r.kernel_meta("add.f32").id == "add.f32"  # what was served stays served
+    with pytest.raises(BundleError) as info:
+        r.verify()  # the bundle is refused, as its open once refused it
+    assert str(info.value).startswith(message)
+
+
+def test_an_index_in_another_json_form_is_read_as_written():
+    # valid JSON, not the writer's spelling: the whole decode takes over at the first use
+    doc = manifest_of(GOOD)
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    spaced = text.replace('"offset":', '"offset": ', 1)
+    r = read_bundle_bytes(with_manifest(GOOD, spaced.encode()), "t.vyrebundle")
+    assert r.ids == ["add.f32", "add.i32", "saxpy"] and r._metas == {}
+    assert r.read_artifact("saxpy", ".wgsl") == ENTRIES[0]["artifacts"][".wgsl"]
+    assert [r.entry(i).artifacts for i in r.ids] == [k["artifacts"] for k in doc["kernels"]]
+    assert [r._meta(i) for i in r.ids] == [k["meta"] for k in doc["kernels"]]
+    assert r.verify() == ["manifest is not in canonical JSON form (sorted keys, no spaces)"]
 
 
 @pytest.mark.parametrize("canonical", [True, False])
@@ -669,7 +727,9 @@ def test_bundle_module_imports_no_compiler():
             "vyre_build.core.scalars",
             "vyre_build.bundle",
             "vyre_build.bundle.format",
+            "vyre_build.bundle.integrity",
             "vyre_build.bundle.keys",
+            "vyre_build.bundle.manifest",
             "vyre_build.bundle.metadata",
             "vyre_build.bundle.reader",
             "vyre_build.bundle.signing",
@@ -888,10 +948,61 @@ def test_compile_kernel_misspelt_suggests_the_kernel(tmp_path, capsys):
 def test_opening_decodes_no_metadata_until_it_is_used():
     r = read_bundle_bytes(GOOD, "t.vyrebundle")
     assert r.ids == ["add.f32", "add.i32", "saxpy"] and r._metas == {}
+    assert r._arts == {} and r._ranges is None  # no artifact index read either
     assert r.kernel_meta("saxpy").id == "saxpy"
-    assert list(r._metas) == ["saxpy"]
+    assert list(r._metas) == ["saxpy"] and list(r._arts) == ["saxpy"]
+    assert len(r._ranges) == 9  # every range checked before the first index was served
     assert r.entry("add.i32").meta == ENTRIES[2]["meta"]
     assert list(r._metas) == ["saxpy", "add.i32"]
+
+
+def test_a_record_not_in_the_writers_layout_is_refused_where_it_is_first_used():
+    # a metadata record that is no object: the split cannot prove it, the whole decode
+    # names it at the record's first use (and the first use of any record after it)
+    doc = manifest_of(GOOD)
+    doc["kernels"][1]["meta"] = "abc"
+    r = read_bundle_bytes(with_manifest(GOOD, doc), "t.vyrebundle")
+    assert r.kernel_meta("add.f32").id == "add.f32"
+    message = (
+        "t.vyrebundle: in the manifest: manifest kernel 'add.i32': 'meta' must be a dict, got str"
+    )
+    for ident in ("add.i32", "saxpy"):
+        with pytest.raises(BundleError) as info:
+            r.kernel_meta(ident)
+        assert str(info.value) == message
+
+
+def test_an_id_with_a_raw_newline_is_refused_and_an_escaped_id_read_as_written():
+    text = json.dumps(manifest_of(GOOD), sort_keys=True, separators=(",", ":"))
+    # not JSON (a raw newline in a string): two safe-looking lines, one unsafe id
+    raw = text.replace('"id":"add.f32","meta"', '"id":"add\nf32","meta"', 1)
+    assert "kernel id 'add\\nf32' is not a safe file name" in refused(
+        with_manifest(GOOD, raw.encode())
+    )
+    # JSON, not the writer's spelling: the whole decode reads the id as written
+    escaped = text.replace('"id":"add.f32","meta"', '"id":"add\\u002ef32","meta"', 1)
+    r = read_bundle_bytes(with_manifest(GOOD, escaped.encode()), "t.vyrebundle")
+    assert r.ids == ["add.f32", "add.i32", "saxpy"] and r.kernel_meta("add.f32").id == "add.f32"
+
+
+def test_a_file_that_cannot_be_mapped_is_read(tmp_path, monkeypatch):
+    import mmap
+
+    path = tmp_path / "k.vyrebundle"
+    write_bundle(path, ENTRIES)
+
+    def no_map(*args, **kwargs):
+        raise OSError("no mmap here")
+
+    monkeypatch.setattr(mmap, "mmap", no_map)
+    with read_bundle(path) as r:
+        assert r.read_artifact("saxpy", ".wgsl") == ENTRIES[0]["artifacts"][".wgsl"]
+        assert r.verify() == []
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 1  # in the manifest: its hash is checked on the read copy too
+    path.write_bytes(bytes(data))
+    with pytest.raises(BundleError, match="manifest hash mismatch"):
+        read_bundle(path)
 
 
 @pytest.mark.parametrize(

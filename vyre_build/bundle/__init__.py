@@ -8,9 +8,11 @@ them (offset, size, blake3 per artifact) and carries each kernel's metadata reco
 Guarantees:
 - `write_bundle` output depends only on the entries' content (sorted by id), never on
   their order, the clock or the paths; it writes atomically (temp file + `os.replace`).
-- `read_bundle` reads the header and manifest only, checks magic, version, every offset
-  and size against the file size, alignment, overlaps and the manifest hash before it
-  returns; artifact bytes are read on first use and verified by blake3 each first read.
+- `read_bundle` reads the header and manifest only and checks magic, version, sizes, the
+  manifest hash and the kernel ids before it returns; every artifact offset and size
+  (bounds, alignment, overlaps) before the first artifact index is served, each kernel's
+  index and metadata on its first use; artifact bytes are read on first use and verified
+  by blake3 each first read (docs/bundle-format.md, "What the reader checks").
 - Every refusal raises `BundleError` with the file, the byte offset where it applies and
   the reason; no length is allocated before it is checked against the real file size.
 

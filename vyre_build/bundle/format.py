@@ -34,8 +34,8 @@ _MAX_NAME = 200
 # Metadata records nest 4 deep; the cap keeps copying and printing them off the recursion limit.
 MAX_JSON_DEPTH = 32
 _JSON_STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_NOT_BRACKETS = {c: None for c in range(128) if chr(c) not in "[]{}"}
-_EMPTY_PAIR_RE = re.compile(r"\[\]|\{\}")
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}|")  # dropped (translate)
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"[]{}|')
 _MAX_SUFFIX = 32
 # Keys that would make a manifest depend on when it was built.
 _TIME_KEYS = frozenset(
@@ -94,23 +94,41 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
+def _structure(text: str) -> bytes:
+    """The brackets of JSON-like `text` outside its strings, and its "|" outside them (a
+    separator the caller put between values), in order: C-speed passes, no object per
+    string. Without escapes, when no string holds a bracket or a bar, each string's two
+    quotes are adjacent once all else is dropped (so counting '""' pairs proves it) and
+    dropping the quotes leaves exactly the structure; otherwise the strings are cut out
+    (every quote bounds one, or the string pattern finds them)."""
+    if "\\" not in text:
+        kept = text.encode("utf-8", "surrogatepass").translate(None, _NOT_STRUCTURE)
+        if kept.count(b'""') * 2 == kept.count(b'"'):
+            return kept.translate(None, b'"')
+        outside = "".join(text.split('"')[::2])
+    else:
+        outside = _JSON_STRING_RE.sub("", text)
+    return outside.encode("utf-8", "surrogatepass").translate(None, _NOT_BRACKETS)
+
+
+def _peeled(brackets: bytes, rest: bytes, limit: int) -> bool:
+    """Whether removing every innermost pair ("[]" or "{}") at most `limit` times over
+    leaves exactly `rest`: the brackets pair up, nested at most `limit` deep. Each pass
+    marks the pairs in place, then drops the marks (no pair formed within a pass)."""
+    for _ in range(limit):
+        if brackets == rest:
+            return True
+        brackets = brackets.replace(b"[]", b"..").replace(b"{}", b"..").translate(None, b".")
+    return brackets == rest
+
+
 def _too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether valid JSON `text` nests arrays/objects deeper than `limit` (C-speed passes).
 
-    Outside its strings valid JSON is ASCII, so dropping strings and non-bracket ASCII
-    leaves exactly the bracket structure; each pass peels one level of empty pairs.
+    Outside its strings valid JSON is ASCII, so its brackets outside strings are exactly
+    its structure (`_structure`); each pass peels one level of empty pairs.
     """
-    if "\\" in text:
-        outside = _JSON_STRING_RE.sub("", text)
-    else:  # no escapes: every quote bounds a string, so even pieces lie outside them
-        outside = "".join(text.split('"')[::2])
-    brackets = outside.translate(_NOT_BRACKETS)
-    for _ in range(limit):
-        if not brackets:
-            return False
-        # One regex pass removes exactly the innermost pairs (matches are on the old string).
-        brackets = _EMPTY_PAIR_RE.sub("", brackets)
-    return bool(brackets)
+    return not _peeled(_structure(text), b"", limit)
 
 
 def _hash(data: bytes | memoryview) -> str:

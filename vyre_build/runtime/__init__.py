@@ -251,8 +251,9 @@ def open_bundle(
     trusted_keys: Any = None,
 ) -> Bundle:
     """The Bundle (a context manager and a read-only Mapping of kernel id -> Kernel) of
-    the .vyrebundle at `path`, opened lazily: header and manifest now, a kernel's
-    metadata and shader on its first use, its pipeline on its first call or `warm()`.
+    the .vyrebundle at `path`, opened lazily: the header and the manifest's kernel ids
+    now, a kernel's artifact index, metadata and shader on its first use, its pipeline on
+    its first call or `warm()`.
 
     Arguments:
         backend: the backend of the default device (see get_device).
