@@ -8,7 +8,6 @@ file).
 
 from __future__ import annotations
 
-import mmap
 import os
 from typing import Any
 
@@ -100,36 +99,24 @@ def check_header(reader: Any) -> Header:
 
 
 def manifest_text(reader: Any, head: Header) -> str:
-    """Checks 5 and the UTF-8 of 6: the manifest, hashed and decoded where it lies, in
-    memory or in the file mapped for the open (its bytes never copied; the mapping is gone
-    when this returns). A file that cannot be mapped is read."""
+    """Checks 5 and the UTF-8 of 6: the manifest, read (or taken from memory) once, hashed
+    and decoded. Read rather than mapped: a file cut short in place while mapped would
+    kill the process (SIGBUS) instead of being refused, for some 50 us saved per open."""
     m_off, m_size, fail = head.m_off, head.m_size, reader._fail
-    mapped, at = None, m_off
-    whole: bytes | mmap.mmap
     if reader._mem is not None:
-        whole = reader._mem
+        manifest = memoryview(reader._mem)[m_off : m_off + m_size]
     else:
-        try:  # (the open's only access to the mapping: a file cut short in place during
-            # these microseconds would fault; the writer replaces a bundle, never edits it)
-            whole = mapped = mmap.mmap(reader._file.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):
-            whole, at = reader._read_at(m_off, m_size), 0
-    try:
-        with memoryview(whole) as view, view[at : at + m_size] as manifest:
-            if len(manifest) != m_size:  # the file shrank since it was measured
-                reader._read_at(m_off, m_size)  # names the byte
-            if blake3.blake3(manifest).digest() != head.m_hash:
-                raise fail(
-                    f"manifest hash mismatch: bytes {m_off}..{head.file_size} do not hash "
-                    f"to the header's blake3 {head.m_hash.hex()} (corrupt bundle)"
-                )
-            try:
-                return str(manifest, "utf-8")
-            except UnicodeDecodeError as exc:
-                raise fail(f"bad UTF-8 in the manifest at byte {m_off + exc.start}") from None
-    finally:
-        if mapped is not None:
-            mapped.close()
+        manifest = memoryview(reader._read_at(m_off, m_size))  # names a short file's byte
+    with manifest:
+        if blake3.blake3(manifest).digest() != head.m_hash:
+            raise fail(
+                f"manifest hash mismatch: bytes {m_off}..{head.file_size} do not hash "
+                f"to the header's blake3 {head.m_hash.hex()} (corrupt bundle)"
+            )
+        try:
+            return str(manifest, "utf-8")
+        except UnicodeDecodeError as exc:
+            raise fail(f"bad UTF-8 in the manifest at byte {m_off + exc.start}") from None
 
 
 def check_padding(reader: Any, m_off: int) -> None:

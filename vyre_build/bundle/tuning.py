@@ -64,8 +64,8 @@ _MAX_ELEMENTS = 1 << 28  # a case's array: at most 256 Mi elements
 
 
 # The host parameters of the tunable library functions: name -> (lowest, highest, default);
-# the defaults are library/__init__.py's constants (MAX_PARTIALS, MAX_BLOCKS, SHORT_ROWS, TILE,
-# WG). What each means: library/tuning.py.
+# the defaults are the library's constants (library/__init__.py MAX_PARTIALS, MAX_BLOCKS, TILE,
+# WG; library/picks.py SHORT_ROWS). What each means: library/tuning.py.
 LIBRARY_TUNABLES: dict[str, dict[str, tuple[int, int, int]]] = {
     "reduce": {"partials": (4, 1024, 1024)},
     "scan": {"blocks": (1, 1024, 1024)},
@@ -86,7 +86,7 @@ _UNSET_OR_SIDE = ("tile_m", "tile_n")
 LIBRARY_KERNELS: dict[str, tuple[str, ...] | None] = {
     "matmul": None,
     "matmul_f16": ("lib_matmul_f16", "lib_mm_f16.f32"),
-    # the kernel of rows up to `short_rows` values (library/__init__.py SHORT_DESIGNS)
+    # the kernel of rows up to `short_rows` values (library/picks.py SHORT_DESIGNS)
     "softmax": tuple(f"lib_softmax_{d}.f32" for d in ("warp", "flat", "pair")),
     "layer_norm": tuple(f"lib_layer_norm_{d}.f32" for d in ("warp", "flat", "pair")),
 }
