@@ -177,7 +177,7 @@ def _ops(desc):
 
 def _source(tmp_path, body: str, params: str = "x: Buffer[u32], y: Buffer[u32, 'w'], n: u32"):
     (tmp_path / "k.py").write_text(
-        "from vyre_build.lang import Buffer, u32, i32, f32, global_id, kernel\n\n\n"
+        "from vyre_build.lang import *\n\n\n"
         f"@kernel(workgroup_size=64)\ndef k({params}):\n    i = global_id().x\n"
         + "".join(f"    {line}\n" for line in body.splitlines())
     )
@@ -202,7 +202,7 @@ def test_what_the_range_analysis_proves_keeps_no_guard(tmp_path):
     assert len(masks) == 1  # `v >> n` only: the literal 35 is folded to 3
     shl = next(op for op in ops if isinstance(op, Binary) and op.name == "Shl")
     assert legal.info.constants[shl.operands[1]] == 3
-    # the load of x is proved (i < len(y) says nothing of x): clamp + select; y's store is not
+    # the load of x is not proved (i < len(y) says nothing of x): clamp + select; y's store is
     loads = [op for op in ops if isinstance(op, Load)]
     assert len(loads) == 1 and any(isinstance(op, Binary) and op.name == "Min" for op in ops)
     assert not any(isinstance(op, If) for op in ops[ops.index(loads[0]) :])  # y[i]: proved
@@ -211,10 +211,12 @@ def test_what_the_range_analysis_proves_keeps_no_guard(tmp_path):
 def test_guards_where_nothing_is_proved(tmp_path):
     desc = _source(tmp_path, "y[n] = x[i] // n")
     legal = legalize(desc)
-    ops = _ops(legal.desc)
     assert _eq_guards(legal.desc) == 1  # n == 0: the one u32 guard
-    store = next(op for op in ops if isinstance(op, Store))
-    assert any(isinstance(op, If) for op in ops) and store.index > 0
+    # the store runs in the child body of the new `if n < len(y)`
+    info = validate(legal.desc)
+    (guard,) = [op for op in info.view.ops if isinstance(op, If)]
+    then = info.view.body.children[guard.then]
+    assert [type(op) for op in then.ops] == [Store]
     # the reference: the same bits before and after, x / 0 == x and the store dropped
     x = np.arange(64, dtype=np.uint32) * 3
     for n in (0, 5, 63, 64, 1000):
@@ -286,3 +288,55 @@ def test_notes_follow_the_first_op_of_each_rewrite(tmp_path):
     firsts = [op for op in _ops(legal.desc) if id(op.op) in notes]
     assert firsts and all(isinstance(op, (Binary, Unary, Cast)) for op in firsts)
     assert isinstance(firsts[0], Binary) and firsts[0].name == "Eq"  # the guard comes first
+
+
+def _proofs(desc):
+    info = validate(desc)
+    by_name = lambda cls, name: [  # noqa: E731
+        op for op in info.view.ops if isinstance(op, cls) and getattr(op, "name", "") == name
+    ]
+    return info, by_name
+
+
+def test_a_one_element_local_written_past_its_end_proves_nothing(tmp_path):
+    # t[i + 1] writes nothing (t has one element), so t[0] is still 0: the division by it
+    # keeps its guard although `i > 0` holds where it runs (the value stored was i)
+    desc = _source(
+        tmp_path,
+        "t = local_array(u32, 1)\nt[i + 1] = i\nif i > 0:\n    y[i] = 100 // t[0]",
+        "y: Buffer[u32, 'w']",
+    )
+    info, named = _proofs(desc)
+    (div,) = named(Binary, "Div")
+    assert div.index not in info.proofs.safe
+    y = np.full(64, 7, np.uint32)
+    got = execute(legalize(desc).desc, {"y": y}, {}, (1, 1, 1))["y"]
+    np.testing.assert_array_equal(got[1:], 100)  # x / 0 == x
+    # nor does a store past the end keep a value that bounds a later index
+    desc = _source(
+        tmp_path,
+        "t = local_array(u32, 1)\na = shared(u32, 4)\nt[0] = u32(100)\nt[i + 1] = i\n"
+        "if i < 4:\n    a[t[0]] = u32(1)\n    y[i] = a[i]",
+        "y: Buffer[u32, 'w']",
+    )
+    info, _ = _proofs(desc)
+    shared = {s.slot for s in desc.slots if s.memory_class == "Shared"}
+    stores = [op for op in info.view.ops if isinstance(op, Store) and op.slot in shared]
+    assert stores and not any(op.index in info.proofs.in_bounds for op in stores)
+
+
+def test_proofs_of_safe_divisions_shifts_and_counts(tmp_path):
+    cases = [  # (body, op class, op name, proved safe)
+        ("y[i] = u32(i32(x[i] % 4) // -1)", Binary, "Div", True),  # [0, 3] / -1
+        ("y[i] = u32(i32(x[i]) // -1)", Binary, "Div", False),  # MIN / -1 possible
+        ("y[i] = x[i] << (n % 4 + 28)", Binary, "Shl", True),  # amount in [28, 31]
+        ("y[i] = x[i] << (n % 5 + 28)", Binary, "Shl", False),  # [28, 32]
+        ("y[i] = u32(ctz(n % 4 + 1))", Unary, "Ctz", True),  # operand in [1, 4]
+        ("y[i] = u32(ctz(n % 4))", Unary, "Ctz", False),  # 0 possible
+        ("y[i] = x[i] % (n | 1)", Binary, "Mod", False),  # | 1 proves nothing here
+    ]
+    for body, cls, name, safe in cases:
+        desc = _source(tmp_path, body)
+        info, named = _proofs(desc)
+        (op,) = named(cls, name)
+        assert (op.index in info.proofs.safe) is safe, body

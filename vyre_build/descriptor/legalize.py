@@ -24,7 +24,8 @@ reaches an emitter is one whose target instruction is defined for the operands i
   access at a literal index past a fixed array's end is gone (0, or nothing).
 
 The range analysis (`descriptor.ranges`) removes what it proves: an access proved in
-bounds and a division, shift or clz proved safe (`Proofs.safe`) stay as they are. The
+bounds and a division, shift or clz proved safe (`Proofs.safe`) get no guard (an i32 Mod
+is still written as `a - b * (a / b)`, a rotation as its shifts). The
 rows the legal form never holds are `EXPANDED`; an emitter writes `LEGAL_ROWS` only, each
 as the one instruction (or the target's own spelling of one operation) it is. The
 reference (`vyre_build.reference`) executes the descriptor *before* this pass, so it stays
@@ -111,13 +112,17 @@ def legalize(desc: KernelDescriptor, info: DescriptorInfo | None = None) -> Lega
 
 
 class _Legalizer(Walker):
-    """`visit(op, dst)` appends op's legal form to the body builder `dst`."""
+    """`visit(op, dst, src, kids)` appends op's legal form to the body builder `dst` (`src`:
+    op's body, `kids`: the builders of its children, made up front so that kept control
+    flow keeps its child indices). Run once: the legal form of a legal form may guard
+    again what a select made safe (the range analysis does not follow selects' conditions)."""
 
     def __init__(self, desc: KernelDescriptor, info: DescriptorInfo):
         self.desc, self.info = desc, info
         self.view = view_of(desc, info)
         self.types = info.types
-        self.safe = info.proofs.safe | info.proofs.in_bounds
+        self.in_bounds = info.proofs.in_bounds  # accesses proved in range
+        self.safe = info.proofs.safe  # divisions, shifts, clz/ctz proved in their domain
         self.slots = {s.slot: s for s in desc.slots}
         top = max((op.result for op in self.view.ops if op.result is not None), default=-1)
         self.kb = KernelBuilder(
@@ -125,6 +130,7 @@ class _Legalizer(Walker):
         )
         self.origin: dict[int, KernelOp] = {}
         self.changed = False
+        self._mark: tuple | None = None  # (op, body, position) of the rewrite under way
 
     def run(self) -> Legal:
         self.body(self.view.body, self.kb.body)
@@ -133,7 +139,8 @@ class _Legalizer(Walker):
         desc = self.kb.build()
         info = validate(desc, analyze=False)
         # Proofs the emitters still read: shared zeroing (by slot) and the cooperative
-        # fragments' (by op: the same KernelOp objects, renumbered in the new view).
+        # fragments' (by op: the same KernelOp objects, renumbered in the new view; the
+        # other kept accesses carry theirs too, which no emitter needs any more).
         kept = {id(op.op) for op in self.view.ops if op.index in self.info.proofs.in_bounds}
         proved = frozenset(v.index for v in info.view.ops if id(v.op) in kept)
         proofs = Proofs(proved, self.info.proofs.unzeroed)
@@ -406,7 +413,7 @@ class _Legalizer(Walker):
 
     def visit_load(self, op, dst, src, kids) -> None:
         # LoadGlobal / LoadShared and vyre.atomic.load: the clamped index, 0 out of bounds
-        if op.index in self.safe or self.info.slot_types[op.slot] in MATRICES:
+        if op.index in self.in_bounds or self.info.slot_types[op.slot] in MATRICES:
             return self.keep(op, dst)
         self.start(op, dst)
         ty = self.info.slot_types[op.slot]
@@ -424,7 +431,7 @@ class _Legalizer(Walker):
     def visit_store(self, op, dst, src, kids) -> None:
         # StoreGlobal / StoreShared and vyre.atomic.store: nothing out of bounds (a matrix
         # local is one element, always at the literal index 0)
-        if op.index in self.safe or self.info.slot_types[op.slot] in MATRICES:
+        if op.index in self.in_bounds or self.info.slot_types[op.slot] in MATRICES:
             return self.keep(op, dst)
         self.start(op, dst)
         got = self.bounds(dst, op)
@@ -436,7 +443,7 @@ class _Legalizer(Walker):
 
     def visit_atomic(self, op, dst, src, kids) -> None:
         # Atomic and vyre.atomic: nothing out of bounds, where the old value is 0
-        if op.index in self.safe:
+        if op.index in self.in_bounds:
             return self.keep(op, dst)
         self.start(op, dst)
         ty = self.info.slot_types[op.slot]

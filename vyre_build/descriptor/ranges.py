@@ -65,6 +65,7 @@ I32 = (-(1 << 31), (1 << 31) - 1)
 FULL = {"u32": U32, "i32": I32}
 _CAP = 1 << 31  # multiple(): the factor of 0, and the most any value is known to have
 _WIDEN_AFTER = 8  # fixpoint passes before an unstable slot range goes to the full type
+_MAX_PASSES = 64  # then every slot goes to its full type, for one last (sound) pass
 
 
 @dataclass(frozen=True)
@@ -81,11 +82,14 @@ def analyze(view: DescriptorView, types: dict[int, str], slot_types: dict[int, s
     """The proofs for a descriptor's view (validated; `types` and `slot_types` are its
     DescriptorInfo's)."""
     a = _Analysis(view, types, slot_types)
-    for passes in range(64):
+    for passes in range(_MAX_PASSES):
         before = dict(a.slot_ranges)
         a.run(widen=passes >= _WIDEN_AFTER)
         if a.slot_ranges == before:
             break
+    else:  # not stable yet (a long chain of locals): every slot at its type's full range
+        a.slot_ranges = {slot: FULL[slot_types[slot]] for slot in a.slot_ranges}
+        a.run(widen=True)
     return Proofs(frozenset(a.proved), frozenset(_unzeroed(view, a.flat)), frozenset(a.safe))
 
 
@@ -355,17 +359,24 @@ class _Analysis(Walker):
         scope.forget(stored)
 
     def track_local(self, op, scope) -> None:
-        """Value numbering of locals: a reload with no store since aliases the value."""
+        """Value numbering of locals: a reload with no store since aliases the value. Only
+        an access at the literal index 0 is the local's (a one-element array indexed
+        anywhere else reads 0 and writes nothing): a store elsewhere forgets the value."""
         if not op.shared or op.slot not in self.locals:
             return
+        at_zero = self.lits.get(self.canon(op.element)) == 0
         if isinstance(op, Load):
+            if not at_zero:
+                return
             held = scope.held.get(op.slot)
             if held is not None:
                 self.alias[op.result] = held
             else:
                 scope.held[op.slot] = op.result
-        else:
+        elif at_zero:
             scope.held[op.slot] = self.canon(op.value)
+        else:
+            scope.held.pop(op.slot, None)
 
     def facts(self, op, scope) -> None:
         """Symbolic facts of a u32 value op that never exceeds one of its operands."""

@@ -2,11 +2,11 @@
 
 Both emitters write the legal form of the descriptor (`descriptor.legalize`: the pinned
 semantics as ops of the descriptor). Laid out like the WGSL emitter: this module
-assembles the module in the spec's logical
-layout (`module.SpirvModule`); `function` walks the bodies; `values` holds one rule per
-row of the op table; `memory` the slots, loads, stores and atomics with the pinned
-bounds rules; `control` the structured control flow. Opcode and enumerant numbers come
-from the generated `grammar` table (tools/gen_spirv_grammar.py).
+assembles the module in the spec's logical layout (`module.SpirvModule`); `function`
+walks the bodies; `values` holds one rule per row of the legal form; `memory` the slots,
+loads, stores and atomics (in bounds in the legal form); `control` the structured control
+flow. Opcode and enumerant numbers come from the generated `grammar` table
+(tools/gen_spirv_grammar.py).
 """
 
 from __future__ import annotations

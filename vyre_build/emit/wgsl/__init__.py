@@ -2,10 +2,9 @@
 
 Both emitters write the legal form of the descriptor (`descriptor.legalize`: the pinned
 semantics as ops of the descriptor). Laid out like the SPIR-V emitter: this module
-assembles the module (header,
-declarations, helpers, entry point); `function` walks the bodies; `values` holds one
-template per row of the op table; `memory` the slots, loads, stores and atomics with the
-pinned bounds rules; `control` the structured control flow.
+assembles the module (header, declarations, helpers, entry point); `function` walks the
+bodies; `values` holds one template per row of the legal form; `memory` the slots, loads,
+stores and atomics (in bounds in the legal form); `control` the structured control flow.
 
 Guarantees: the text is a pure function of the descriptor (no dict/set-order, hash-seed,
 time or path dependence), so `emit_wgsl(decode(encode(d))) == emit_wgsl(d)`; f32 literals

@@ -1,8 +1,8 @@
 """WGSL helper functions: included in a module only when one of its templates calls them.
 
 Each helper spells out a pinned semantic WGSL has no single builtin for (exact integer
--> f32 rounding). `values._vector_casts` adds one
-helper per vector cast pair.
+-> f32 rounding). `values._vector_casts` adds one helper per vector cast pair that is
+not a bitcast (float -> int vector casts are per component in the legal form).
 """
 
 from __future__ import annotations
