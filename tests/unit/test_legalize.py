@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from descriptors import Kernel, V, buf, dt, vt
@@ -22,6 +24,7 @@ from vyre_build.descriptor import validate
 from vyre_build.descriptor.codec import encode
 from vyre_build.descriptor.legalize import EXPANDED, LEGAL_ROWS, legalize
 from vyre_build.descriptor.ops import OPS
+from vyre_build.descriptor.ranges import Proofs
 from vyre_build.descriptor.types import datatype
 from vyre_build.descriptor.view import Atomic, Binary, Cast, If, Load, Store, Unary
 from vyre_build.reference import execute
@@ -340,3 +343,30 @@ def test_proofs_of_safe_divisions_shifts_and_counts(tmp_path):
         info, named = _proofs(desc)
         (op,) = named(cls, name)
         assert (op.index in info.proofs.safe) is safe, body
+
+
+def test_literal_operands_are_judged_by_their_value_never_by_a_proof(tmp_path):
+    # On a path that cannot run, the range analysis proves anything; naga still evaluates
+    # a literal's `let` there and refuses a shift by 32+, a division by 0, a constant
+    # index past an array (found by seed 12:430): literals are decided by value.
+    def forged(desc):  # every op "proved": as on a path that cannot run
+        info = validate(desc)
+        every = frozenset(op.index for op in info.view.ops)
+        return dataclasses.replace(info, proofs=Proofs(every, frozenset(), every))
+
+    desc = _source(tmp_path, "y[i] = (x[i] << u32(2147483647)) + x[i] // u32(0)")
+    legal = legalize(desc, forged(desc))
+    shl = next(op for op in _ops(legal.desc) if isinstance(op, Binary) and op.name == "Shl")
+    assert legal.info.constants[shl.operands[1]] == 31  # 2147483647 & 31
+    assert _eq_guards(legal.desc) == 1  # the divisor 0 is guarded
+    x = np.arange(64, dtype=np.uint32)
+    args = ({"x": x, "y": np.zeros(64, np.uint32)}, {"n": 3}, (1, 1, 1))
+    np.testing.assert_array_equal(execute(desc, *args)["y"], execute(legal.desc, *args)["y"])
+    kb = Kernel("k", (4, 1, 1), [buf(0, "U32", "o", "WriteOnly")])
+    r = kb.body
+    s = kb.local("Shared", dt("U32"), 2, "s")
+    r.store(s, r.u32(5), r.u32(1))  # literal indices past the end: gone, 0
+    r.store(0, r.gid(), r.load(s, r.u32(7)))
+    desc = kb.build()
+    ops = _ops(legalize(desc, forged(desc)).desc)
+    assert not [op for op in ops if isinstance(op, (Load, Store)) and op.slot == s]

@@ -63,6 +63,10 @@ _LITERAL = {"u32": "U32", "i32": "I32", "f32": "F32", "bool": "Bool"}
 
 
 _FLOAT_TO_INT = {(f, i) for f in FLOAT for i in INTEGER}
+# Literal operands (their 32 bits, `info.constants`) that need no guard.
+_SHIFT_OK = lambda v: v < 32  # noqa: E731
+_DIVISOR_OK = lambda v: v != 0  # noqa: E731
+_DIVISOR_OK_I32 = lambda v: v not in (0, 0xFFFFFFFF)  # noqa: E731 - nor -1 (MIN / -1)
 
 
 def _expanded(row) -> bool:
@@ -209,7 +213,7 @@ class _Legalizer(Walker):
             return self.keep(op, dst)
         if name in ("Div", "Mod"):
             return self.divide(op, dst, t)
-        if name in ("Shl", "Shr") and op.index not in self.safe:
+        if name in ("Shl", "Shr") and not self.proved(op, op.operands[1], _SHIFT_OK):
             self.start(op, dst)
             amount = self.amount(dst, op.operands[1])
             dst.op(op.kind, op.operands[0], amount, result=op.result)
@@ -226,11 +230,13 @@ class _Legalizer(Walker):
         """x / 0 == x, x % 0 == 0, MIN / -1 == MIN, MIN % -1 == 0: divide by 1 instead."""
         a, b = op.operands
         signed_mod = op.name == "Mod" and t == "i32"
-        if op.index in self.safe and not signed_mod:
+        ok = _DIVISOR_OK_I32 if t == "i32" else _DIVISOR_OK
+        proved = self.proved(op, b, ok)
+        if proved and not signed_mod:
             return self.keep(op, dst)
         self.start(op, dst)
         safe = b
-        if op.index not in self.safe:
+        if not proved:
             bad = self.bin(dst, "Eq", b, self.const(dst, t, 0))
             if t == "i32":
                 is_min = self.bin(dst, "Eq", a, self.const(dst, t, I32_MIN))
@@ -243,6 +249,16 @@ class _Legalizer(Walker):
             q = self.bin(dst, "Div", a, safe)
             self.bin(dst, "Sub", a, self.bin(dst, "Mul", safe, q), result=op.result)
         self.mark()
+
+    def proved(self, op, operand: int, ok) -> bool:
+        """Whether `op` needs no guard for `operand`: a literal is judged by its value
+        (never by a proof: naga evaluates a literal's `let` and refuses a shift by 32 or a
+        division by 0 even on a path that cannot run, where the range analysis proves
+        anything), any other operand by the range analysis (`Proofs.safe`)."""
+        known = self.info.constants.get(operand)
+        if known is not None:
+            return ok(known)
+        return op.index in self.safe
 
     def amount(self, dst, b: int) -> int:
         """A u32 shift amount mod 32 (a literal folded)."""
@@ -389,19 +405,15 @@ class _Legalizer(Walker):
         dst.vec(datatype(target), *parts, result=result)
 
     # --- memory ------------------------------------------------------------------------
-    def bounds(self, dst, op, clamp: bool = False) -> tuple[int | None, int] | None:
+    def bounds(self, dst, op, clamp: bool = False) -> tuple[int | None, int]:
         """(the index clamped into range where `clamp`, the `index < length` bool) of an
-        access not proved in bounds, or None where its index is a literal past a fixed
-        array's end (never in bounds)."""
+        access not proved in bounds."""
         s = self.slots[op.slot]
         index = op.element
         if s.memory_class == "Global":
             length = dst.length(s.slot)
             last = self.bin(dst, "Sub", length, self.const(dst, "u32", 1)) if clamp else None
         else:
-            known = self.info.constants.get(index)
-            if known is not None and known >= s.element_count:
-                return None
             length = self.const(dst, "u32", s.element_count)
             last = self.const(dst, "u32", s.element_count - 1) if clamp else None
         ok = self.bin(dst, "Lt", index, length)
@@ -411,19 +423,26 @@ class _Legalizer(Walker):
             return last, ok  # the one element
         return self.bin(dst, "Min", index, last), ok
 
+    def past_the_end(self, op) -> bool:
+        """A literal index at or past a fixed array's end (decided before any proof: naga
+        refuses such an index even on a path that cannot run)."""
+        s = self.slots[op.slot]
+        known = self.info.constants.get(op.element)
+        return s.memory_class != "Global" and known is not None and known >= s.element_count
+
     def visit_load(self, op, dst, src, kids) -> None:
         # LoadGlobal / LoadShared and vyre.atomic.load: the clamped index, 0 out of bounds
+        if self.past_the_end(op):
+            self.start(op, dst)
+            self.const(dst, self.info.slot_types[op.slot], 0, result=op.result)
+            return self.mark()
         if op.index in self.in_bounds or self.info.slot_types[op.slot] in MATRICES:
             return self.keep(op, dst)
         self.start(op, dst)
         ty = self.info.slot_types[op.slot]
-        got = self.bounds(dst, op, clamp=True)
-        if got is None:
-            self.const(dst, ty, 0, result=op.result)
-        else:
-            clamped, ok = got
-            loaded = dst.op(op.kind, op.slot, clamped)
-            self.select(dst, ok, loaded, self.const(dst, ty, 0), result=op.result)
+        clamped, ok = self.bounds(dst, op, clamp=True)
+        loaded = dst.op(op.kind, op.slot, clamped)
+        self.select(dst, ok, loaded, self.const(dst, ty, 0), result=op.result)
         self.mark()
 
     visit_ordered_load = visit_load
@@ -431,33 +450,34 @@ class _Legalizer(Walker):
     def visit_store(self, op, dst, src, kids) -> None:
         # StoreGlobal / StoreShared and vyre.atomic.store: nothing out of bounds (a matrix
         # local is one element, always at the literal index 0)
+        if self.past_the_end(op):
+            self.changed = True
+            return None
         if op.index in self.in_bounds or self.info.slot_types[op.slot] in MATRICES:
             return self.keep(op, dst)
         self.start(op, dst)
-        got = self.bounds(dst, op)
-        if got is not None:
-            dst.if_(got[1]).keep(op.op)
+        dst.if_(self.bounds(dst, op)[1]).keep(op.op)
         self.mark()
 
     visit_ordered_store = visit_store
 
     def visit_atomic(self, op, dst, src, kids) -> None:
         # Atomic and vyre.atomic: nothing out of bounds, where the old value is 0
+        if self.past_the_end(op):
+            self.start(op, dst)
+            self.const(dst, self.info.slot_types[op.slot], 0, result=op.result)
+            return self.mark()
         if op.index in self.in_bounds:
             return self.keep(op, dst)
         self.start(op, dst)
         ty = self.info.slot_types[op.slot]
-        got = self.bounds(dst, op)
-        if got is None:
-            self.const(dst, ty, 0, result=op.result)
-        else:
-            old = self.kb.local("Scratch", datatype(ty), 1, f"vyre.old.{op.result}")
-            first = self.const(dst, "u32", 0)
-            dst.store(old, first, self.const(dst, ty, 0))
-            then = dst.if_(got[1])
-            value = then.op(op.kind, *op.operands)
-            then.store(old, first, value)
-            dst.op("LoadShared", old, first, result=op.result)
+        ok = self.bounds(dst, op)[1]
+        old = self.kb.local("Scratch", datatype(ty), 1, f"vyre.old.{op.result}")
+        first = self.const(dst, "u32", 0)
+        dst.store(old, first, self.const(dst, ty, 0))
+        then = dst.if_(ok)
+        then.store(old, first, then.op(op.kind, *op.operands))
+        dst.op("LoadShared", old, first, result=op.result)
         self.mark()
 
     visit_ordered_atomic = visit_atomic
