@@ -107,7 +107,7 @@ from vyre_build.core.backends import REFERENCE
 from vyre_build.core.errors import DispatchError
 from vyre_build.reference import matrices as coop
 from vyre_build.reference.debug import step_debug
-from vyre_build.reference.strict import strict_step
+from vyre_build.reference.strict import clz_results, strict_step
 from vyre_build.reference.subgroups import Subgroups
 from vyre_build.reference.values import RULES, dtype_of
 
@@ -206,6 +206,8 @@ class Machine:
         self.loop_index: dict[str, np.ndarray] = {}
         self.returned = np.zeros(lanes, bool)
         self.subgroups = Subgroups(lanes, per, subgroup_size)
+        if strict:  # a Clz / Ctz of 0: lanes whose use of its result is an error (strict.py)
+            self.clz_results, self.poison = clz_results(view, info.types), {}
         self.program = _compile(self, view.body)
 
     def full(self, value) -> np.ndarray:
@@ -250,6 +252,9 @@ class Machine:
         m.buffers, m.uniforms, m.budget = parent.buffers, parent.uniforms, parent.budget
         m.read_atomics, m.root = parent.read_atomics, parent.root
         m.can_split, m.contended, m.strict = False, False, parent.strict
+        if m.strict:
+            m.clz_results = parent.clz_results
+            m.poison = {k: (bad[lanes], op) for k, (bad, op) in parent.poison.items()}
         m.root_lanes = lanes if parent.root_lanes is None else parent.root_lanes[lanes]
         m.lanes = int(lanes.size)
         m.builtins = {k: [np.asarray(a)[lanes] for a in v] for k, v in parent.builtins.items()}
@@ -605,7 +610,7 @@ def _compile(m: Machine, body: BodyView):
     for op in body.ops:
         step = compiler.visit(op, body)
         if step is not None:
-            steps.append(strict_step(m, op, step) if m.strict else step)
+            steps.append(strict_step(m, op, step, _reads(op)) if m.strict else step)
     return steps
 
 
