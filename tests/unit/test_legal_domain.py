@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import sys
@@ -25,6 +26,7 @@ from vyre_build.core.errors import DispatchError
 from vyre_build.descriptor import validate
 from vyre_build.descriptor.legalize import legalize
 from vyre_build.descriptor.memory_order import payload
+from vyre_build.descriptor.ranges import Proofs
 from vyre_build.descriptor.types import TYPES
 from vyre_build.reference import execute
 from vyre_build.reference.values import dtype_of
@@ -334,6 +336,30 @@ def test_the_legal_form_of_the_bad_kernels_runs_strictly():
         got = execute(legalize(desc).desc, inputs, {}, (1, 1, 1), strict=True)
         want = execute(desc, inputs, {}, (1, 1, 1))
         assert all(got[k].tobytes() == want[k].tobytes() for k in want), (access, where)
+
+
+def _forged(desc):
+    """The legal form of `desc` had the range analysis 'proved' every op safe and every
+    access in bounds (the kind of bug strict mode is for): no guard but the casts'."""
+    info = validate(desc)
+    every = frozenset(op.index for op in info.view.ops)
+    forged = Proofs(every, info.proofs.unzeroed, every)
+    return legalize(desc, dataclasses.replace(info, proofs=forged)).desc
+
+
+def test_strict_catches_a_guard_legalize_dropped():
+    """With forged proofs the legal form keeps the bad operands, and strict mode finds each
+    one (a cast keeps its clamp: no proof removes it)."""
+    for _, ty, values, apply, words in VALUES:
+        desc, inputs = _unit(ty, values, apply)
+        legal = _forged(desc)
+        if ty == "f32":  # the casts (the only cases on f32)
+            execute(legal, inputs, {}, (1, 1, 1), strict=True)
+        else:  # i32 Mod is a - b * (a / b) in the legal form: its Div gets the operands
+            _raises(legal, inputs, words[0].replace("Mod(i32)", "Div(i32)"))
+    for access, where, name in MEMORY:
+        desc, inputs = _memory_kernel(access, where, guard=False)
+        _raises(_forged(desc), inputs, name, f"index {LEN}")
 
 
 # --- the legal forms of kernels/ --------------------------------------------------------
