@@ -5,6 +5,9 @@
   i32::MIN / -1, a shift by 32, clz/ctz of 0, a NaN or out-of-range float -> int cast,
   loads, stores and atomics out of bounds, memory-ordered ones too), and not when an `if`,
   a loop's break or a return keeps those lanes from executing it; off, the pinned rules;
+  a clz/ctz of 0 only where its result is used (not dropped by a select, as legalize does);
+- a legal form made with forged proofs (every op "safe") keeps the bad operands, and strict
+  mode finds them: it catches a guard legalize wrongly dropped;
 - the legal form (`descriptor.legalize`) of every kernel of kernels/ runs strictly on small
   dispatches with edge inputs (buffers shorter than the grid: accesses past the end);
 - so do the legal forms of the first programs tools/conformance.py generates (seed 1, small).
