@@ -42,7 +42,7 @@ N, BAD = 8, 5  # one workgroup of N invocations; the operand of invocation BAD i
 # --- strict mode on hand-built descriptors ---------------------------------------------
 
 
-def _unit(ty: str, values, apply, guard: str | None = None, out_ty: str = "u32"):
+def _unit(ty: str, values, apply, guard: str | None = None):
     """A kernel where invocation i computes `apply(body, kb, x)` on x = in[i] (in holds
     `values`, of element type `ty`) and stores it to out[i]; `guard`: the op runs under
     `if i != BAD` ("if"), after `if i == BAD: return` ("return"), or in a loop that the
@@ -50,7 +50,7 @@ def _unit(ty: str, values, apply, guard: str | None = None, out_ty: str = "u32")
     kb = Kernel("unit", (N, 1, 1))
     r = kb.body
     src = kb.buffer(dt(ty.upper()), "ReadOnly", "in")
-    out = kb.buffer(dt(out_ty.upper()), "ReadWrite", "out")
+    out = kb.buffer(dt("U32"), "ReadWrite", "out")
     i = r.gid()
     body = r
     if guard == "if":
@@ -64,14 +64,10 @@ def _unit(ty: str, values, apply, guard: str | None = None, out_ty: str = "u32")
     v = apply(body, kb, x)
     if v is not None:
         body.store(out, i, v)
-    inputs = {
-        "in": np.array(values, dtype_of(ty)),
-        "out": np.zeros(N, dtype_of(out_ty)),
-    }
-    return kb.build(), inputs
+    return kb.build(), {"in": np.array(values, dtype_of(ty)), "out": np.zeros(N, np.uint32)}
 
 
-def _values(good, bad, ty="u32"):
+def _values(good, bad):
     vals = [good] * N
     vals[BAD] = bad
     return vals
@@ -87,93 +83,52 @@ def _raises(desc, inputs, *words):
     return message
 
 
-def _div(name, ty, dividend):
-    lit = {"u32": "U32", "i32": "I32"}[ty]
+def _op(make, signed: bool):
+    """apply(body, kb, x): `make(body, x)` as u32 bits (`signed`: an i32, bitcast)."""
 
     def apply(b, kb, x):
-        v = b.bin(name, b.lit(lit, dividend), x)
-        return v if ty == "u32" else b.bitcast("U32", v)
+        v = make(b, x)
+        return b.bitcast("U32", v) if signed else v
 
     return apply
 
 
-# Each case: (name, element type of in, values, apply, what the message names).
-DIVIDE = [
-    ("u32 / 0", "u32", _values(3, 0), _div("Div", "u32", 7), ["Div(u32)", "divisor 0"]),
-    ("u32 % 0", "u32", _values(3, 0), _div("Mod", "u32", 7), ["Mod(u32)", "divisor 0"]),
-    ("i32 / 0", "i32", _values(-3, 0), _div("Div", "i32", 7), ["Div(i32)", "divisor 0"]),
-    (
-        "MIN / -1",
-        "i32",
-        _values(3, -1),
-        _div("Div", "i32", -(2**31)),
-        ["Div(i32)", "dividend -2147483648, divisor -1"],
-    ),
-    (
-        "MIN % -1",
-        "i32",
-        _values(-3, -1),
-        _div("Mod", "i32", -(2**31)),
-        ["Mod(i32)", "divisor -1"],
-    ),
-]
-SHIFTS = [
-    ("u32 << 32", "u32", _values(31, 32), "Shl", "U32"),
-    ("i32 >> 32", "u32", _values(0, 32), "Shr", "I32"),
-    ("u32 >> 0xFFFFFFFF", "u32", _values(1, 0xFFFFFFFF), "Shr", "U32"),
-]
+def _div(name, lit, dividend):
+    return _op(lambda b, x: b.bin(name, b.lit(lit, dividend), x), lit == "I32")
 
 
 def _shift(name, lit):
-    def apply(b, kb, x):
-        v = b.bin(name, b.lit(lit, 1), x)
-        return v if lit == "U32" else b.bitcast("U32", v)
-
-    return apply
+    return _op(lambda b, x: b.bin(name, b.lit(lit, 1), x), lit == "I32")
 
 
 def _unary(name, ty="u32"):
-    def apply(b, kb, x):
-        v = b.un(name, x)
-        return v if ty == "u32" else b.bitcast("U32", v)
-
-    return apply
+    return _op(lambda b, x: b.un(name, x), ty == "i32")
 
 
 def _cast(target):
-    def apply(b, kb, x):
-        v = b.cast(target.upper(), x)
-        return v if target == "u32" else b.bitcast("U32", v)
-
-    return apply
+    return _op(lambda b, x: b.cast(target.upper(), x), target == "i32")
 
 
-VALUES = (
-    [(n, t, v, f, w) for n, t, v, f, w in DIVIDE]
-    + [(n, t, v, _shift(op, lit), [op, "shift amount"]) for n, t, v, op, lit in SHIFTS]
-    + [
-        ("clz 0", "u32", _values(5, 0), _unary("Clz"), ["Clz(u32)", "operand 0"]),
-        ("ctz 0", "i32", _values(-5, 0), _unary("Ctz", "i32"), ["Ctz(i32)", "operand 0"]),
-        ("nan -> i32", "f32", _values(1.5, np.nan), _cast("i32"), ["Cast(f32 -> i32)", "nan"]),
-        (
-            "3e9 -> i32",
-            "f32",
-            _values(-1.5, 3e9),
-            _cast("i32"),
-            ["Cast(f32 -> i32)", "3000000000.0"],
-        ),
-        (
-            "2^31 -> i32",
-            "f32",
-            _values(2147483520.0, 2147483648.0),
-            _cast("i32"),
-            ["2147483648.0"],
-        ),
-        ("-inf -> i32", "f32", _values(-2147483648.0, -np.inf), _cast("i32"), ["-inf"]),
-        ("-1 -> u32", "f32", _values(4294967040.0, -1.0), _cast("u32"), ["Cast(f32 -> u32)"]),
-        ("2^32 -> u32", "f32", _values(0.0, 4294967296.0), _cast("u32"), ["4294967296.0"]),
-    ]
-)
+MIN = -(2**31)
+# Each case: (name, element type of in, values, apply, what the message names).
+VALUES = [
+    ("u32 / 0", "u32", _values(3, 0), _div("Div", "U32", 7), ["Div(u32)", "divisor 0"]),
+    ("u32 % 0", "u32", _values(3, 0), _div("Mod", "U32", 7), ["Mod(u32)", "divisor 0"]),
+    ("i32 / 0", "i32", _values(-3, 0), _div("Div", "I32", 7), ["Div(i32)", "divisor 0"]),
+    ("MIN / -1", "i32", _values(3, -1), _div("Div", "I32", MIN), ["dividend -2147483648, "]),
+    ("MIN % -1", "i32", _values(-3, -1), _div("Mod", "I32", MIN), ["Mod(i32)", "divisor -1"]),
+    ("u32 << 32", "u32", _values(31, 32), _shift("Shl", "U32"), ["Shl(u32)", "amount 32"]),
+    ("i32 >> 32", "u32", _values(0, 32), _shift("Shr", "I32"), ["Shr(i32)", "amount 32"]),
+    ("u32 >> -1", "u32", _values(1, 2**32 - 1), _shift("Shr", "U32"), ["amount 4294967295"]),
+    ("clz 0", "u32", _values(5, 0), _unary("Clz"), ["Clz(u32)", "operand 0"]),
+    ("ctz 0", "i32", _values(-5, 0), _unary("Ctz", "i32"), ["Ctz(i32)", "operand 0"]),
+    ("nan -> i32", "f32", _values(1.5, np.nan), _cast("i32"), ["Cast(f32 -> i32)", "nan"]),
+    ("3e9 -> i32", "f32", _values(-1.5, 3e9), _cast("i32"), ["Cast(f32 -> i32)", "3000000000.0"]),
+    ("2^31 -> i32", "f32", _values(2147483520.0, 2.0**31), _cast("i32"), ["2147483648.0"]),
+    ("-inf -> i32", "f32", _values(-(2.0**31), -np.inf), _cast("i32"), ["-inf"]),
+    ("-1 -> u32", "f32", _values(4294967040.0, -1.0), _cast("u32"), ["Cast(f32 -> u32)"]),
+    ("2^32 -> u32", "f32", _values(0.0, 2.0**32), _cast("u32"), ["4294967296.0"]),
+]
 
 
 @pytest.mark.parametrize("name,ty,values,apply,words", VALUES, ids=[c[0] for c in VALUES])
@@ -363,6 +318,34 @@ def test_strict_catches_a_guard_legalize_dropped():
     for access, where, name in MEMORY:
         desc, inputs = _memory_kernel(access, where, guard=False)
         _raises(_forged(desc), inputs, name, f"index {LEN}")
+
+
+def test_a_value_stored_past_a_local_s_end_leaves_its_guards(tmp_path):
+    """The review's finding (ranges.py took the value stored at t[i + 1] for t's, although
+    a one-element local keeps only t[0]): strict mode sees the divisor 0 and the shared
+    store out of bounds its proofs let through, and passes the legal form now."""
+    path = tmp_path / "k.py"
+    lines = [
+        "t = local_array(u32, 1)",
+        "w = local_array(u32, 1)",
+        "a = shared(u32, 4)",
+        "i = global_id().x",
+        "w[0] = u32(100)",
+        "t[i + 1] = i",
+        "w[i + 1] = i",
+        "if i > 0:",
+        "    if i < 4:",
+        "        a[w[0]] = u32(1)",
+        "    y[i] = 100 // t[0]",
+    ]
+    path.write_text(
+        "from vyre_build.lang import *\n\n\n@kernel(workgroup_size=8)\n"
+        "def k(y: Buffer[u32, 'w']):\n" + "".join(f"    {line}\n" for line in lines)
+    )
+    (k,) = compile_file(str(path), root=str(tmp_path), targets=("kdesc",))
+    y = np.zeros(8, np.uint32)
+    got = execute(legalize(k.descriptor).desc, {"y": y}, {}, (1, 1, 1), strict=True)["y"]
+    assert got[1:].tolist() == [100] * 7  # x / 0 == x
 
 
 # --- the legal forms of kernels/ --------------------------------------------------------
