@@ -27,6 +27,12 @@ Where a GPU may legitimately differ (and the conformance runner allows for it):
   the iterations of a contended retry loop, which the reference splits (machine.py) when
   lockstep would let one lane per cell win each iteration.
 
+Strict mode: `execute(..., strict=True)` runs the same semantics but raises DispatchError
+where a lane executing an op gives it an operand outside the op's defined domain (the
+operands the pinned rules above fix up: reference/strict.py has the list), naming the op,
+the lane and the value: the check of a legal form (`descriptor.legalize`), where no op may
+get one.
+
 Step budget: `max_steps` bounds a dispatch's loop iterations summed over invocations
 (DispatchError past it), a watchdog for kernels that may never end.
 """
@@ -58,6 +64,7 @@ def execute(
     subgroup_size: int = 32,
     max_steps: int | None = None,
     debug: list | None = None,
+    strict: bool = False,
 ) -> dict[str, np.ndarray]:
     """Run `desc` over `workgroups` (x, y, z) workgroup counts on the CPU.
 
@@ -76,6 +83,12 @@ def execute(
             None: no budget (a loop still ends after MAX_LOOP_ITERATIONS iterations).
         debug: a list that receives a debug build's reports, as arrays of records of u32
             words (reference/debug.py; `vyre_build.runtime.debug` formats them).
+        strict: check every op with a defined domain (reference/strict.py) before it runs:
+            DispatchError naming the op, the lane and the value where a lane executing it
+            gives an operand outside (a divisor 0, an amount >= 32, clz/ctz of 0, a float
+            -> int cast of NaN or out of range, an access out of bounds). For a legal
+            form (`descriptor.legalize`), which promises no such operand; off: the pinned
+            rules, at full speed.
     Returns:
         {name: array} with the final contents of every storage buffer, in the shape and
         dtype each was given in.
@@ -118,7 +131,9 @@ def execute(
     budget = Budget(desc.id, max_steps)
     for first in range(0, total, per_chunk):
         count = min(per_chunk, total - first)
-        machine = Machine(desc, info, arrays, uniforms, grid, first, count, subgroup_size, budget)
+        machine = Machine(
+            desc, info, arrays, uniforms, grid, first, count, subgroup_size, budget, strict
+        )
         machine.debug = debug
         machine.run()
     return {

@@ -45,6 +45,11 @@ steps, linear in the lanes (about SPLIT_MIN steps per contending invocation). A 
 whose atomics never collide on an old value it reads is never split: it runs in exactly
 the lockstep order above.
 
+Strict mode (`strict=True`, reference/strict.py): each step of an op with a defined domain
+is wrapped, when the body is compiled, in a check of the operands of the lanes of its mask
+(DispatchError on the first lane outside it); a machine that is not strict runs the same
+steps as ever.
+
 Step budget: every loop iteration run by one lane is a step; `Budget` counts them over a
 dispatch and raises DispatchError once they pass `max_steps` (None: no budget).
 """
@@ -102,6 +107,7 @@ from vyre_build.core.backends import REFERENCE
 from vyre_build.core.errors import DispatchError
 from vyre_build.reference import matrices as coop
 from vyre_build.reference.debug import step_debug
+from vyre_build.reference.strict import clz_results, strict_step
 from vyre_build.reference.subgroups import Subgroups
 from vyre_build.reference.values import RULES, dtype_of
 
@@ -150,8 +156,10 @@ class Machine:
         count: int,
         subgroup_size: int = 32,
         budget: Budget | None = None,
+        strict: bool = False,
     ):
         self.desc, self.info = desc, info
+        self.strict = strict  # check each op's operands against its domain (strict.py)
         self.budget = budget if budget is not None else Budget(desc.id, None)
         self.root, self.root_lanes, self.can_split, self.contended = self, None, True, False
         view = view_of(desc, info)
@@ -198,6 +206,8 @@ class Machine:
         self.loop_index: dict[str, np.ndarray] = {}
         self.returned = np.zeros(lanes, bool)
         self.subgroups = Subgroups(lanes, per, subgroup_size)
+        if strict:  # a Clz / Ctz of 0: lanes whose use of its result is an error (strict.py)
+            self.clz_results, self.poison = clz_results(view, info.types), {}
         self.program = _compile(self, view.body)
 
     def full(self, value) -> np.ndarray:
@@ -241,7 +251,10 @@ class Machine:
         m.desc, m.info, m.slots = parent.desc, parent.info, parent.slots
         m.buffers, m.uniforms, m.budget = parent.buffers, parent.uniforms, parent.budget
         m.read_atomics, m.root = parent.read_atomics, parent.root
-        m.can_split, m.contended = False, False
+        m.can_split, m.contended, m.strict = False, False, parent.strict
+        if m.strict:
+            m.clz_results = parent.clz_results
+            m.poison = {k: (bad[lanes], op) for k, (bad, op) in parent.poison.items()}
         m.root_lanes = lanes if parent.root_lanes is None else parent.root_lanes[lanes]
         m.lanes = int(lanes.size)
         m.builtins = {k: [np.asarray(a)[lanes] for a in v] for k, v in parent.builtins.items()}
@@ -597,7 +610,7 @@ def _compile(m: Machine, body: BodyView):
     for op in body.ops:
         step = compiler.visit(op, body)
         if step is not None:
-            steps.append(step)
+            steps.append(strict_step(m, op, step, _reads(op)) if m.strict else step)
     return steps
 
 
