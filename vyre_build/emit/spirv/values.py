@@ -273,7 +273,7 @@ def _unary_rule(name: str, at: str):  # noqa: C901 - one branch per pinned form
             return w.op("OpBitcast", "i32", r) if at == "i32" else r
 
         return clz
-    if name == "Ctz":  # the legal form's operand is never 0
+    if name == "Ctz":  # of 0 only where legalize's select drops the result
         return lambda w, ids, types, res: w.glsl("FindILsb", at, ids[0])
     if name == "Abs" and k == "uint":
         return lambda w, ids, types, res: ids[0]

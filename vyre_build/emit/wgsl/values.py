@@ -148,7 +148,7 @@ for _t, _x in (("f32", "{a}"), ("f16", "f32({a})")):
     _un("Reciprocal", _t, f"({ONE[_t]} / {{a}})")
 for _t in INTEGER:
     _un("Popcount", _t, "countOneBits({a})")
-    _un("Clz", _t, "countLeadingZeros({a})")  # the legal form's operand is never 0
+    _un("Clz", _t, "countLeadingZeros({a})")  # of 0 only where legalize's select drops it
     _un("Ctz", _t, "countTrailingZeros({a})")
     _un("ReverseBits", _t, "reverseBits({a})")
 for _op, _fn in _MATH.items():  # the float math ops that are one WGSL builtin
