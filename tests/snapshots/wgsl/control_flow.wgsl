@@ -4,11 +4,6 @@ const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
 
 @group(0) @binding(0) var<storage, read_write> out: array<i32>;
 
-fn _vy_srem(a: i32, b: i32) -> i32 {
-    // Truncated remainder without `%` (OpSRem is undefined for negative operands on Vulkan).
-    return a - b * (a / b);
-}
-
 @compute @workgroup_size(32, 1, 1)
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let wid: vec3<u32> = _wid + vyre_wg_base;
@@ -27,7 +22,9 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     for (var _i0: i32 = _v3; _i0 < _v4; _i0 = _i0 + 1i) {
         let _v5: i32 = _i0;
         let _v6: i32 = 3i;
-        let _v7: i32 = _vy_srem(_v5, select(_v6, 1i, _v6 == 0i || (_v5 == (-2147483647i - 1i) && _v6 == -1i)));
+        let _v28: i32 = (_v5 / _v6);
+        let _v29: i32 = (_v6 * _v28);
+        let _v7: i32 = (_v5 - _v29);
         let _v8: i32 = 0i;
         let _v9: bool = (_v7 == _v8);
         if _v9 {
@@ -47,7 +44,11 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
             break;
         } else {
             let _v17: i32 = bitcast<i32>(_v15);
-            if (_v15 < 4u) { u_loop[_v15] = _v17; }
+            let _v30: u32 = 4u;
+            let _v31: bool = (_v15 < _v30);
+            if _v31 {
+                u_loop[_v15] = _v17;
+            }
         }
         continuing {
             let _v18: u32 = 0u;

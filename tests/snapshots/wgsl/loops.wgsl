@@ -24,7 +24,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v3: u32 = 0u;
     let _v4: u32 = 0u;
     let _v5: u32 = 7u;
-    let _v6: u32 = (_v0 % select(_v5, 1u, _v5 == 0u));
+    let _v6: u32 = (_v0 % _v5);
     for (var _i0: u32 = _v4; _i0 < _v6; _i0 = _i0 + 1u) {
         let _v7: u32 = _i0;
         let _v8: u32 = 3u;
@@ -57,13 +57,13 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
             break;
         }
         let _v23: u32 = 2u;
-        let _v24: u32 = (_v20 % select(_v23, 1u, _v23 == 0u));
+        let _v24: u32 = (_v20 % _v23);
         let _v25: u32 = 0u;
         let _v26: bool = (_v24 == _v25);
         if _v26 {
             let _v27: u32 = 0u;
             let _v28: u32 = 2u;
-            let _v29: u32 = (_v20 / select(_v28, 1u, _v28 == 0u));
+            let _v29: u32 = (_v20 / _v28);
             k = _v29;
         } else {
             let _v30: u32 = 0u;
@@ -81,9 +81,13 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         steps = _v39;
     }
     let _v40: u32 = steps;
-    if (_v0 < arrayLength(&out2)) { out2[_v0] = _v40; }
+    let _v59: u32 = arrayLength(&out2);
+    let _v60: bool = (_v0 < _v59);
+    if _v60 {
+        out2[_v0] = _v40;
+    }
     let _v41: u32 = 3u;
-    let _v42: u32 = (_v0 % select(_v41, 1u, _v41 == 0u));
+    let _v42: u32 = (_v0 % _v41);
     j = _v42;
     loop {
         let _v43: u32 = 0u;
@@ -113,5 +117,9 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         }
     }
     let _v58: u32 = acc2;
-    if (_v0 < arrayLength(&out3)) { out3[_v0] = _v58; }
+    let _v61: u32 = arrayLength(&out3);
+    let _v62: bool = (_v0 < _v61);
+    if _v62 {
+        out3[_v0] = _v58;
+    }
 }

@@ -16,30 +16,42 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         return;
     }
     let _v3: u32 = 4u;
-    let _v4: u32 = (_v0 % select(_v3, 1u, _v3 == 0u));
+    let _v4: u32 = (_v0 % _v3);
     let _v5: u32 = 1u;
     let _v6: bool = (_v4 == _v5);
     if _v6 {
         let _v7: u32 = 10u;
-        if (_v0 < arrayLength(&out2)) { out2[_v0] = _v7; }
+        let _v23: u32 = arrayLength(&out2);
+        let _v24: bool = (_v0 < _v23);
+        if _v24 {
+            out2[_v0] = _v7;
+        }
         return;
     } else {
         let _v8: u32 = 2u;
         let _v9: bool = (_v4 == _v8);
         if _v9 {
             let _v10: u32 = 20u;
-            if (_v0 < arrayLength(&out2)) { out2[_v0] = _v10; }
+            let _v25: u32 = arrayLength(&out2);
+            let _v26: bool = (_v0 < _v25);
+            if _v26 {
+                out2[_v0] = _v10;
+            }
             return;
         }
         let _v11: u32 = 30u;
-        if (_v0 < arrayLength(&out2)) { out2[_v0] = _v11; }
+        let _v27: u32 = arrayLength(&out2);
+        let _v28: bool = (_v0 < _v27);
+        if _v28 {
+            out2[_v0] = _v11;
+        }
     }
     loop {
         let _v12: u32 = 2u;
         let _v13: u32 = (_v0 * _v12);
         out[_v0] = _v13;
         let _v14: u32 = 3u;
-        let _v15: u32 = (_v0 % select(_v14, 1u, _v14 == 0u));
+        let _v15: u32 = (_v0 % _v14);
         let _v16: u32 = 0u;
         let _v17: bool = (_v15 == _v16);
         if _v17 {

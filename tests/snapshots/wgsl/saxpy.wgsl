@@ -20,7 +20,14 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     if _v2 {
         let _v3: u32 = 0u;
         let _v4: f32 = params.a;
-        let _v5: f32 = select(0.0f, x[min(_v0, arrayLength(&x) - 1u)], (_v0 < arrayLength(&x)));
+        let _v9: u32 = arrayLength(&x);
+        let _v10: u32 = 1u;
+        let _v11: u32 = (_v9 - _v10);
+        let _v12: bool = (_v0 < _v9);
+        let _v13: u32 = min(_v0, _v11);
+        let _v14: f32 = x[_v13];
+        let _v15: f32 = 0.0f;
+        let _v5: f32 = select(_v15, _v14, _v12);
         let _v6: f32 = (_v4 * _v5);
         let _v7: f32 = y[_v0];
         let _v8: f32 = (_v6 + _v7);

@@ -23,8 +23,19 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v4: u32 = 8u;
     let _v5: u32 = (_v1 + _v4);
     let _v6: u32 = 99u;
-    if (_v5 < 8u) { t[_v5] = _v6; }
-    let _v7: u32 = select(0u, a[min(_v0, arrayLength(&a) - 1u)], (_v0 < arrayLength(&a)));
+    let _v40: u32 = 8u;
+    let _v41: bool = (_v5 < _v40);
+    if _v41 {
+        t[_v5] = _v6;
+    }
+    let _v42: u32 = arrayLength(&a);
+    let _v43: u32 = 1u;
+    let _v44: u32 = (_v42 - _v43);
+    let _v45: bool = (_v0 < _v42);
+    let _v46: u32 = min(_v0, _v44);
+    let _v47: u32 = a[_v46];
+    let _v48: u32 = 0u;
+    let _v7: u32 = select(_v48, _v47, _v45);
     s[_v1] = _v7;
     storageBarrier();
     workgroupBarrier();
@@ -56,7 +67,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
             let _v23: u32 = 0u;
             let _v24: u32 = stride;
             let _v25: u32 = 1u;
-            let _v26: u32 = (_v24 >> (_v25 & 31u));
+            let _v26: u32 = (_v24 >> _v25);
             stride = _v26;
         }
     }
@@ -65,7 +76,11 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     if _v28 {
         let _v29: u32 = 0u;
         let _v30: u32 = s[_v29];
-        if (_v2 < arrayLength(&sums)) { sums[_v2] = _v30; }
+        let _v49: u32 = arrayLength(&sums);
+        let _v50: bool = (_v2 < _v49);
+        if _v50 {
+            sums[_v2] = _v30;
+        }
     }
     let _v31: u32 = 1000u;
     let _v32: u32 = (_v2 * _v31);
@@ -74,7 +89,11 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v35: u32 = (_v32 + _v34);
     let _v36: u32 = (_v35 + _v10);
     let _v37: u32 = 1000u;
-    let _v38: u32 = select(0u, s[min(_v37, 64u - 1u)], (_v37 < 64u));
+    let _v38: u32 = 0u;
     let _v39: u32 = (_v36 + _v38);
-    if (_v0 < arrayLength(&ids)) { ids[_v0] = _v39; }
+    let _v51: u32 = arrayLength(&ids);
+    let _v52: bool = (_v0 < _v51);
+    if _v52 {
+        ids[_v0] = _v39;
+    }
 }

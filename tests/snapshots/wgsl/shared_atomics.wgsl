@@ -17,12 +17,21 @@ var<workgroup> bins: array<atomic<u32>, 16>;
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let wid: vec3<u32> = _wid + vyre_wg_base;
     let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
+    var u_vyre_2e_old_2e_10: u32 = u32();
+    var u_vyre_2e_old_2e_14: u32 = u32();
     let _flat: u32 = lid.x + 64u * (lid.y + 1u * lid.z);
     for (var _z: u32 = _flat; _z < 16u; _z = _z + 64u) { atomicStore(&bins[_z], 0u); }
     workgroupBarrier();
     let _v0: u32 = gid.x;
     let _v1: u32 = lid.x;
-    let _v2: u32 = select(0u, values[min(_v0, arrayLength(&values) - 1u)], (_v0 < arrayLength(&values)));
+    let _v16: u32 = arrayLength(&values);
+    let _v17: u32 = 1u;
+    let _v18: u32 = (_v16 - _v17);
+    let _v19: bool = (_v0 < _v16);
+    let _v20: u32 = min(_v0, _v18);
+    let _v21: u32 = values[_v20];
+    let _v22: u32 = 0u;
+    let _v2: u32 = select(_v22, _v21, _v19);
     let _v3: u32 = 15u;
     let _v4: u32 = (_v2 & _v3);
     let _v5: u32 = 1u;
@@ -32,17 +41,31 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v8: bool = (_v1 < _v7);
     if _v8 {
         let _v9: u32 = atomicLoad(&bins[_v1]);
-        var _o10: u32 = 0u;
-        if (_v1 < arrayLength(&histogram)) { _o10 = atomicAdd(&histogram[_v1], _v9); }
-        let _v10: u32 = _o10;
+        let _v23: u32 = arrayLength(&histogram);
+        let _v24: bool = (_v1 < _v23);
+        u_vyre_2e_old_2e_10 = _v22;
+        if _v24 {
+            let _v25: u32 = atomicAdd(&histogram[_v1], _v9);
+            u_vyre_2e_old_2e_10 = _v25;
+        }
+        let _v10: u32 = u_vyre_2e_old_2e_10;
         let _v11: u32 = 16u;
         let _v12: u32 = 0u;
         let _v13: u32 = nwg.x;
-        var _o14: u32 = 0u;
-        if (_v11 < arrayLength(&histogram)) { _o14 = atomicCompareExchangeWeak(&histogram[_v11], _v12, _v13).old_value; }
-        let _v14: u32 = _o14;
+        let _v26: u32 = arrayLength(&histogram);
+        let _v27: bool = (_v11 < _v26);
+        u_vyre_2e_old_2e_14 = _v22;
+        if _v27 {
+            let _v28: u32 = atomicCompareExchangeWeak(&histogram[_v11], _v12, _v13).old_value;
+            u_vyre_2e_old_2e_14 = _v28;
+        }
+        let _v14: u32 = u_vyre_2e_old_2e_14;
         let _v15: u32 = wid.x;
-        if (_v15 < arrayLength(&u_select)) { u_select[_v15] = _v14; }
+        let _v29: u32 = arrayLength(&u_select);
+        let _v30: bool = (_v15 < _v29);
+        if _v30 {
+            u_select[_v15] = _v14;
+        }
     }
     storageBarrier();
     workgroupBarrier();

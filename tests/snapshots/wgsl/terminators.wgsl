@@ -27,7 +27,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         cnt = _v9;
         let _v10: u32 = _i0;
         let _v11: u32 = 5u;
-        let _v12: u32 = (_v0 % select(_v11, 1u, _v11 == 0u));
+        let _v12: u32 = (_v0 % _v11);
         let _v13: bool = (_v10 == _v12);
         if _v13 {
             break;
@@ -46,11 +46,19 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v20: bool = (_v18 == _v19);
     if _v20 {
         let _v21: u32 = 1u;
-        if (_v0 < arrayLength(&out2)) { out2[_v0] = _v21; }
+        let _v24: u32 = arrayLength(&out2);
+        let _v25: bool = (_v0 < _v24);
+        if _v25 {
+            out2[_v0] = _v21;
+        }
         return;
     } else {
         let _v22: u32 = 2u;
-        if (_v0 < arrayLength(&out2)) { out2[_v0] = _v22; }
+        let _v26: u32 = arrayLength(&out2);
+        let _v27: bool = (_v0 < _v26);
+        if _v27 {
+            out2[_v0] = _v22;
+        }
         return;
     }
     let _v23: u32 = 777u;
