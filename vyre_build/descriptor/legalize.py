@@ -430,12 +430,16 @@ class _Legalizer(Walker):
         known = self.info.constants.get(op.element)
         return s.memory_class != "Global" and known is not None and known >= s.element_count
 
+    def zero_instead(self, op, dst) -> None:
+        """A load or atomic that is never in bounds: the value 0 under its id, no access."""
+        self.start(op, dst)
+        self.const(dst, self.info.slot_types[op.slot], 0, result=op.result)
+        self.mark()
+
     def visit_load(self, op, dst, src, kids) -> None:
         # LoadGlobal / LoadShared and vyre.atomic.load: the clamped index, 0 out of bounds
         if self.past_the_end(op):
-            self.start(op, dst)
-            self.const(dst, self.info.slot_types[op.slot], 0, result=op.result)
-            return self.mark()
+            return self.zero_instead(op, dst)
         if op.index in self.in_bounds or self.info.slot_types[op.slot] in MATRICES:
             return self.keep(op, dst)
         self.start(op, dst)
@@ -464,9 +468,7 @@ class _Legalizer(Walker):
     def visit_atomic(self, op, dst, src, kids) -> None:
         # Atomic and vyre.atomic: nothing out of bounds, where the old value is 0
         if self.past_the_end(op):
-            self.start(op, dst)
-            self.const(dst, self.info.slot_types[op.slot], 0, result=op.result)
-            return self.mark()
+            return self.zero_instead(op, dst)
         if op.index in self.in_bounds:
             return self.keep(op, dst)
         self.start(op, dst)
