@@ -53,10 +53,11 @@ KINDS = (
     "CooperativeMatrixUse",
     "CooperativeMatrixLayout",
     "CooperativeMatrixOperands",
+    "FPEncoding",
 )
 # Extension entries the emitter uses beyond core 1.3, named one by one:
-# SPV_KHR_cooperative_matrix (marked with no version) and SPV_KHR_vulkan_memory_model
-# (core in 1.5), which cooperative-matrix modules need.
+# SPV_KHR_cooperative_matrix (marked with no version), SPV_KHR_vulkan_memory_model
+# (core in 1.5), which cooperative-matrix modules need, and SPV_KHR_bfloat16.
 EXTENSION_NAMES = frozenset(
     {
         "OpTypeCooperativeMatrixKHR",
@@ -82,6 +83,10 @@ EXTENSION_NAMES = frozenset(
         "MakeAvailable",
         "MakeVisible",
         "NonPrivatePointer",
+        # SPV_KHR_bfloat16: the bf16 type and its cooperative matrices
+        "BFloat16TypeKHR",
+        "BFloat16CooperativeMatrixKHR",
+        "BFloat16KHR",
     }
 )
 
@@ -139,8 +144,8 @@ def render(core: dict, glsl: dict, provenance: str) -> str:
         ),
         (
             f"read from {provenance}; filtered to core SPIR-V "
-            f"{TARGET_VERSION[0]}.{TARGET_VERSION[1]}, SPV_KHR_cooperative_matrix and "
-            "SPV_KHR_vulkan_memory_model."
+            f"{TARGET_VERSION[0]}.{TARGET_VERSION[1]}, SPV_KHR_cooperative_matrix, "
+            "SPV_KHR_vulkan_memory_model and SPV_KHR_bfloat16."
         ),
         '"""',
         "",

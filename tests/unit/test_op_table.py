@@ -30,11 +30,27 @@ FAMILIES = sorted({family for (family, _), _ in OPS})
 EMITTERS = {"wgsl": wgsl_values, "spirv": spirv_values}
 
 
+def _touches(row, types) -> bool:
+    """Whether op-table row `row` has an operand or result of one of `types`."""
+    (family, name), operands = row
+    return bool({*operands, OPS[row]} & set(types))
+
+
 @pytest.mark.parametrize("emitter", sorted(EMITTERS))
 def test_every_row_has_a_rule_and_every_rule_a_row(emitter):
     rows = EMITTERS[emitter].RULE_ROWS
-    assert sorted(LEGAL_ROWS - rows) == [], f"{emitter}: rows of the legal form with no rule"
+    # the rows of value types a target lacks (WGSL: bf16) are the only ones it may skip
+    lacks = getattr(EMITTERS[emitter], "LACKS", frozenset())
+    legal = {row for row in LEGAL_ROWS if not _touches(row, lacks)}
+    assert sorted(legal - rows) == [], f"{emitter}: rows of the legal form with no rule"
     assert sorted(rows - LEGAL_ROWS) == [], f"{emitter}: rules for rows outside the legal form"
+    assert not any(_touches(row, lacks) for row in rows), f"{emitter}: a rule for a type it lacks"
+
+
+def test_wgsl_lacks_only_bf16_and_refuses_it():
+    assert wgsl_values.LACKS == {"bf16"} and not getattr(spirv_values, "LACKS", ())
+    with pytest.raises(EmitError, match="uses bf16, a type WGSL does not have: SPIR-V only"):
+        emit_wgsl(family_descriptor("Cast"))
 
 
 def test_the_legal_form_is_the_table_less_what_legalize_expands():
@@ -62,14 +78,15 @@ def test_every_value_type_is_an_operand_of_some_row():
 # --- one generated descriptor per family -----------------------------------------------
 
 
-def family_descriptor(family: str):
-    """Every row of `family` applied to values of its operand types, each result stored.
+def family_descriptor(family: str, lacks=frozenset()):
+    """Every row of `family` (less those touching a type of `lacks`) applied to values of
+    its operand types, each result stored.
 
     Operands come from loads of one read-only buffer per storage type (bool: a runtime
     compare), results go to one buffer per result type (bool: selected to a u32), so
     nothing folds away; atomics run on one read-write buffer per integer type.
     """
-    rows = sorted((op, operands) for op, operands in OPS if op[0] == family)
+    rows = sorted(row for row in OPS if row[0][0] == family and not _touches(row, lacks))
     kb = Kernel(f"rows_{family}", (64, 1, 1))
     r = kb.body
     i = r.gid()
@@ -125,7 +142,7 @@ def family_descriptor(family: str):
 def test_every_row_validates_and_both_emitters_write_it(family, tmp_path):
     desc = family_descriptor(family)
     info = validate(desc)
-    assert "@compute" in emit_wgsl(desc, info)
+    assert "@compute" in emit_wgsl(family_descriptor(family, wgsl_values.LACKS))
     spirv = emit_spirv(desc, info)
     if missing("spirv-val"):
         pytest.skip("spirv-val (the test extra's pinned tool) not installed; CI=true requires it")
@@ -141,7 +158,7 @@ def test_every_row_validates_and_both_emitters_write_it(family, tmp_path):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_row_passes_naga(family, wgpu_device):
-    wgpu_device.create_shader_module(code=emit_wgsl(family_descriptor(family)))
+    wgpu_device.create_shader_module(code=emit_wgsl(family_descriptor(family, wgsl_values.LACKS)))
 
 
 # --- a missing rule fails loudly -----------------------------------------------------------

@@ -6,7 +6,8 @@ empty: none); a runtime Device reports the ones it has in `Device.profile.featur
 - subgroup operation classes: `subgroup_basic`, `subgroup_vote`, `subgroup_arithmetic`,
   `subgroup_ballot`, `subgroup_shuffle`, `subgroup_shuffle_relative`, `subgroup_clustered`,
   `subgroup_quad` (Vulkan's VkSubgroupFeatureFlagBits, in compute shaders);
-- `f16` (16-bit float arithmetic), `storage_16bit` (16-bit values in storage buffers);
+- `f16` (16-bit float arithmetic), `bf16` (bfloat16 values: loads, stores, conversions,
+  VK_KHR_shader_bfloat16), `storage_16bit` (16-bit values in storage buffers);
 - `cooperative_matrix` (any cooperative-matrix type or op: VK_KHR_cooperative_matrix) and
   `cooperative_matrix.<a_type>.<acc_type>.<M>x<N>x<K>`, e.g.
   `cooperative_matrix.f16.f32.16x16x16`: A and B of `a_type`, C and the result of
@@ -23,7 +24,9 @@ __all__ = [
     "COMPONENT_TYPES",
     "COOPERATIVE_MATRIX",
     "MATRIX_DIMS",
+    "MATRIX_ACCUMULATORS",
     "MATRIX_ELEMENTS",
+    "BF16",
     "F16",
     "FEATURES",
     "STORAGE_16BIT",
@@ -47,6 +50,7 @@ SUBGROUP_FEATURES = (
     "subgroup_quad",
 )
 F16 = "f16"
+BF16 = "bf16"  # bfloat16 values (VK_KHR_shader_bfloat16 shaderBFloat16Type)
 STORAGE_16BIT = "storage_16bit"
 COOPERATIVE_MATRIX = "cooperative_matrix"
 VULKAN_MEMORY_MODEL = "vulkan_memory_model"
@@ -55,6 +59,7 @@ FEATURES = frozenset(
     (
         *SUBGROUP_FEATURES,
         F16,
+        BF16,
         STORAGE_16BIT,
         COOPERATIVE_MATRIX,
         VULKAN_MEMORY_MODEL,
@@ -64,8 +69,10 @@ FEATURES = frozenset(
 # Matrix component types, as metadata and profiles spell them.
 COMPONENT_TYPES = ("f16", "bf16", "f32", "f64", "s8", "u8", "s16", "u16", "s32", "u32")
 # What the compiler's cooperative matrices may be (descriptor.types builds its types from
-# this): A and B of f16, accumulators of f16 or f32, rows and cols 8, 16 or 32.
-MATRIX_ELEMENTS = {"a": ("f16",), "b": ("f16",), "acc": ("f16", "f32")}
+# this): A and B of f16 or bf16, accumulators of f16 or f32 (bf16 products: f32 only,
+# MATRIX_ACCUMULATORS), rows and cols 8, 16 or 32.
+MATRIX_ELEMENTS = {"a": ("f16", "bf16"), "b": ("f16", "bf16"), "acc": ("f16", "f32")}
+MATRIX_ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",)}  # A/B element -> accumulators
 MATRIX_DIMS = (8, 16, 32)
 _PREFIX = "cooperative_matrix"
 _COOP_RE = re.compile(

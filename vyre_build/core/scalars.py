@@ -31,7 +31,10 @@ class Scalar:
     wgsl: str  # WGSL type spelling
     size: int  # bytes per element in a host buffer (0: not host-shareable)
     host: str  # the numpy dtype name of a value on the host ("uint32"; "bool" for bool)
-    letter: str  # a vector's name is "vec" + count + this letter ("" for bool: no vectors)
+    letter: str  # a vector's name is "vec" + count + this letter ("": no vectors)
+    # arithmetic, comparisons and math are defined on it; bf16 is not: a storage and
+    # cooperative-matrix type that converts to and from f32 (SPV_KHR_bfloat16 has no more)
+    arith: bool = True
 
 
 SCALARS: tuple[Scalar, ...] = (
@@ -41,12 +44,16 @@ SCALARS: tuple[Scalar, ...] = (
     Scalar("f32", "F32", "float", "f32", 4, "float32", "f"),
     # WGSL `enable f16;`, SPIR-V Float16 (+16-bit storage)
     Scalar("f16", "F16", "float", "f16", 2, "float16", "h"),
+    # bfloat16 (SPIR-V BFloat16KHR; WGSL has none): 8 exponent bits like f32, 8 significant
+    # bits. numpy has no bfloat16, so the host holds its bit patterns as uint16 (an
+    # ml_dtypes.bfloat16 array is taken as those bits; runtime.bf16 converts).
+    Scalar("bf16", "BF16", "float", "", 2, "uint16", "", arith=False),
 )
 # No 3-component vectors: their storage alignment differs from host packing.
 VECTOR_COUNTS = (2, 4)
 # The scalars a host buffer or uniform may hold, in the order the metadata, its errors and
 # the runtime list them.
-HOST_ORDER = ("f32", "i32", "u32", "f16")
+HOST_ORDER = ("f32", "i32", "u32", "f16", "bf16")
 _BY_NAME = {s.name: s for s in SCALARS}
 HOST_SCALARS: tuple[Scalar, ...] = tuple(_BY_NAME[n] for n in HOST_ORDER)
 

@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 __all__ = [
+    "BFLOAT16",
     "COOPERATIVE_MATRIX",
     "KDESC",
     "MEMORY_ORDER",
@@ -43,9 +44,11 @@ __all__ = [
 # Language features a kernel's source may need: name -> what refusals say it needs.
 COOPERATIVE_MATRIX = "cooperative_matrix"  # a cooperative-matrix builtin
 MEMORY_ORDER = "memory_order"  # fence(), or an atomic with an order other than "relaxed"
+BFLOAT16 = "bfloat16"  # the bf16 type (a buffer, a shared array, a conversion)
 NEEDS = {
     COOPERATIVE_MATRIX: "needs cooperative matrices",
     MEMORY_ORDER: "needs memory ordering (an acquire/release atomic or a fence)",
+    BFLOAT16: "needs bf16 values",
 }
 
 # An emitter: (descriptor, DescriptorInfo, compiler options, coarse entry points) -> bytes.
@@ -224,7 +227,10 @@ WGSL = TARGETS.register(
         "vyre_build.emit.wgsl:emit_target",
         offers=frozenset(),
         title="WGSL",
-        notes={MEMORY_ORDER: "which WGSL's relaxed atomics cannot express"},
+        notes={
+            MEMORY_ORDER: "which WGSL's relaxed atomics cannot express",
+            BFLOAT16: "a type WGSL does not have",
+        },
         text=True,
     )
 )

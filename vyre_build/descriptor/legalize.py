@@ -177,12 +177,12 @@ class _Legalizer(Walker):
 
     # --- small builders (every constant interned per scope by the kernel builder) ---------
     def const(self, dst: BodyBuilder, ty: str, value, result: int | None = None) -> int:
-        """A constant of scalar or vector type `ty` (f16 through an f32 literal), interned
-        per scope, or made anew under id `result`."""
+        """A constant of scalar or vector type `ty` (f16 and bf16 through an f32 literal),
+        interned per scope, or made anew under id `result`."""
         element, n = TYPES[ty].element, TYPES[ty].count
         last = result if n == 1 else None
-        if element == "f16":
-            scalar = dst.cast(datatype("f16"), dst.f32(float(value)), result=last)
+        if element in ("f16", "bf16"):
+            scalar = dst.cast(datatype(element), dst.f32(float(value)), result=last)
         else:
             kind = _LITERAL[element]
             v = float(value) if kind == "F32" else bool(value) if kind == "Bool" else value

@@ -11,7 +11,7 @@ docs/descriptor-conventions.md ("Cooperative matrices") pins them:
     OpaqueNode vyre.coop.store  [slot, offset, stride, value]
 
 `slot` is a slot number (Global or Shared) holding the matrix's element type or vectors of
-it (vec4h for f16); offset and stride are u32 counts of scalar elements (a vec4h slot of n
+it (vec4h for f16; bf16 has no vectors); offset and stride are u32 counts of scalar elements (a vec4h slot of n
 elements holds 4n); rows are row-major. Every invocation of a subgroup must
 execute these ops together, with the same operands.
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from vyre_build.descriptor.codec import Variant
 from vyre_build.descriptor.types import MATRICES, TYPES
-from vyre_build.core.features import cooperative_matrix
+from vyre_build.core.features import MATRIX_ACCUMULATORS, cooperative_matrix
 
 __all__ = [
     "LOAD",
@@ -47,7 +47,7 @@ __all__ = [
 LOAD, FILL, MMA, STORE = "vyre.coop.load", "vyre.coop.fill", "vyre.coop.mma", "vyre.coop.store"
 COOP_EXPRS = (LOAD, FILL, MMA)
 FEATURE = "cooperative_matrix"  # any cooperative-matrix op: the extension itself
-_MMA_ELEMENT = {"f16": "F16", "f32": "F32"}
+_MMA_ELEMENT = {"f16": "F16", "bf16": "BF16", "f32": "F32"}
 
 
 def alignment(elem: str, cols: int) -> int:
@@ -63,6 +63,8 @@ def mma_shape(a: str, b: str, c: str) -> tuple[int, int, int] | None:
     if ma is None or mb is None or mc is None:
         return None
     if (ma[0], mb[0], mc[0]) != ("a", "b", "acc") or TYPES[a].element != TYPES[b].element:
+        return None
+    if TYPES[c].element not in MATRIX_ACCUMULATORS[TYPES[a].element]:  # bf16: f32 sums
         return None
     m, k = ma[1], ma[2]
     if mb[1] != k or mc[1] != m or mc[2] != mb[2]:

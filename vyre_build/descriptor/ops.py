@@ -29,7 +29,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vyre_build.descriptor.types import FLOAT, INTEGER, NUMERIC, SCALARS, TYPES, VECTORS
+from vyre_build.descriptor.types import (
+    FLOAT,
+    INTEGER,
+    NUMERIC,
+    SCALARS,
+    STORAGE_ONLY,
+    TYPES,
+    VECTORS,
+)
 
 __all__ = ["OPS", "Row", "TYPINGS", "Typing", "VOCABULARY", "ValueOp", "result_of", "table"]
 
@@ -219,6 +227,10 @@ def table(vocabulary: tuple[ValueOp, ...] = VOCABULARY) -> dict[Row, str]:
         add("Select", "", ("bool", t, t), t)
     for src in SCALARS:
         for dst in SCALARS:
+            # a storage type (bf16) converts to and from f32 only (the frontend goes through
+            # f32 for the others)
+            if {src, dst} & set(STORAGE_ONLY) and src != dst and "f32" not in (src, dst):
+                continue
             add("Cast", dst, (src,), dst)
     for src, (_, n) in VECTORS.items():
         for dst, (_, n2) in VECTORS.items():
@@ -231,9 +243,9 @@ def table(vocabulary: tuple[ValueOp, ...] = VOCABULARY) -> dict[Row, str]:
     for t in INTEGER:
         for name in ATOMICS:
             add("Atomic", name, (t,), t)
-    # Subgroups: 32-bit scalars and their vectors (f16 needs an extension neither target
+    # Subgroups: 32-bit scalars and their vectors (f16 and bf16 need an extension neither target
     # has by default); lanes and deltas are u32.
-    wide = [t for t in values if TYPES[t].kind != "bool" and TYPES[t].element != "f16"]
+    wide = [t for t in values if TYPES[t].element in NUMERIC and TYPES[t].element != "f16"]
     for t in wide:
         for name in SUBGROUP_REDUCE:
             add("Subgroup", name, (t,), t)

@@ -26,6 +26,7 @@ __all__ = [
     "NUMERIC",
     "INTEGER",
     "FLOAT",
+    "STORAGE_ONLY",
     "VECTORS",
     "MATRICES",
     "matrix_name",
@@ -76,7 +77,7 @@ def _rows() -> dict[str, ValueType]:
             name, Variant(dt), name, 1, kind, wgsl, size, kind != "bool", size != 2, ints
         )
     for name, dt, kind, wgsl, size in _SCALARS:
-        if kind == "bool":
+        if name not in _LETTER:  # bool, bf16: no vectors
             continue
         for n in VECTOR_COUNTS:
             vname = f"vec{n}{_LETTER[name]}"
@@ -104,9 +105,13 @@ def matrix_name(use: str, elem: str, rows: int, cols: int) -> str:
 
 TYPES: dict[str, ValueType] = _rows()
 SCALARS = tuple(t.name for t in TYPES.values() if t.count == 1 and t.matrix is None)
-NUMERIC = tuple(n for n in SCALARS if TYPES[n].kind != "bool")  # i32 u32 f32 f16
+_ARITH = {s.name for s in _SCALAR_ROWS if s.arith}  # not bf16: converts to f32 for arithmetic
+NUMERIC = tuple(n for n in SCALARS if TYPES[n].kind != "bool" and n in _ARITH)  # i32 u32 f32 f16
 INTEGER = tuple(n for n in SCALARS if TYPES[n].kind in ("uint", "sint"))  # i32 u32
-FLOAT = tuple(n for n in SCALARS if TYPES[n].kind == "float")  # f32 f16
+FLOAT = tuple(n for n in SCALARS if TYPES[n].kind == "float" and n in _ARITH)  # f32 f16
+# Storage types: values that load, store, select and convert to f32 (and cooperative-matrix
+# operands), with no arithmetic of their own.
+STORAGE_ONLY = tuple(n for n in SCALARS if n not in _ARITH and TYPES[n].kind != "bool")  # bf16
 VECTORS = {t.name: (t.element, t.count) for t in TYPES.values() if t.count > 1}
 MATRICES = {t.name: t.matrix for t in TYPES.values() if t.matrix is not None}
 _BY_DATATYPE = {t.datatype: t.name for t in TYPES.values()}

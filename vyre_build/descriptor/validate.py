@@ -167,14 +167,13 @@ class _Checker(Walker):
         return max(host, default=-1) + 1
 
     def type_features(self) -> frozenset:
-        """f16 anywhere needs shaderFloat16; f16 storage buffers 16-bit storage too."""
+        """f16 anywhere needs shaderFloat16, bf16 anywhere shaderBFloat16Type; storage
+        buffers of either 16-bit storage too."""
         out = set()
+        elements = {TYPES[t].element for t in (*self.types.values(), *self.slot_types.values())}
+        out.update(elements & {"f16", "bf16"})
         if any(
-            TYPES[t].element == "f16" for t in (*self.types.values(), *self.slot_types.values())
-        ):
-            out.add("f16")
-        if any(
-            TYPES[self.slot_types[s.slot]].element == "f16"
+            TYPES[self.slot_types[s.slot]].element in ("f16", "bf16")
             for s in self.d.slots
             if s.memory_class == "Global"
         ):

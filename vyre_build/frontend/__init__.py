@@ -85,12 +85,13 @@ def kernel_needs(module: KernelModule, kernel: str) -> tuple[str, ...]:
     (Target.refusal). Decided from the syntax alone, the same at scan and at compile time:
     the kernel or a helper it calls calls a cooperative-matrix builtin (COOPERATIVE_MATRIX),
     or `fence()`, or an atomic with an order other than "relaxed" (MEMORY_ORDER:
-    frontend/memory_order.py)."""
+    frontend/memory_order.py), or names the bf16 type anywhere, its signature included
+    (BFLOAT16)."""
     import ast
 
     from vyre_build.core.features import COOPERATIVE_MATRIX as COOPERATIVE_MATRIX_FEATURE
     from vyre_build.frontend.builtins import BUILTINS
-    from vyre_build.core.targets import COOPERATIVE_MATRIX, MEMORY_ORDER
+    from vyre_build.core.targets import BFLOAT16, COOPERATIVE_MATRIX, MEMORY_ORDER
 
     needs: dict[str, None] = {}
     seen: set[int] = set()
@@ -101,6 +102,8 @@ def kernel_needs(module: KernelModule, kernel: str) -> tuple[str, ...]:
             continue
         seen.add(id(fn))
         for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and node.id == "bf16":
+                needs.setdefault(BFLOAT16)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 name = node.func.id
                 row = BUILTINS.get(name)

@@ -118,10 +118,21 @@ class CallChecker:
             return self.coerce(node.args[0], a, ty)
         if a.ty == ty:
             return a
+        # a storage type (bf16) converts to and from f32 only: the others go through f32
+        if a.ty in ir.STORAGE_ONLY:
+            a = ir.Cast(a, "f32")
+            if ty == "f32":
+                return a
+        if ty in ir.STORAGE_ONLY and a.ty != "f32":
+            return ir.Cast(self.cast_to_f32(a), ty)
         if ty == "bool":
             zero = ir.Const(a.ty, 0.0 if a.ty in ir.FLOAT else 0)
             return ir.Binary("Ne", a, zero, "bool")
         return ir.Cast(a, ty)
+
+    @staticmethod
+    def cast_to_f32(a):
+        return a if a.ty == "f32" else ir.Cast(a, "f32")
 
     def vector(self, node, ty):
         """vec4f(x) splats a scalar or converts another 4-vector; vec4f(a, b, c, d) builds one."""

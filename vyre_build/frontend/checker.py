@@ -477,12 +477,12 @@ class KernelChecker(
                         "(uniform blocks hold 32-bit values)",
                         f"take a u32 and test it: {arg.arg}: u32 ... if {arg.arg} != 0:",
                     )
-                if ty == "f16":
+                if ty in ("f16", "bf16"):
                     raise self.err(
                         arg.annotation,
-                        f"scalar parameter '{arg.arg}' cannot be f16 "
+                        f"scalar parameter '{arg.arg}' cannot be {ty} "
                         "(uniform blocks hold 32-bit values)",
-                        f"take an f32 and convert it: {arg.arg}: f32 ... f16({arg.arg})",
+                        f"take an f32 and convert it: {arg.arg}: f32 ... {ty}({arg.arg})",
                     )
                 p = ir.ScalarParam(arg.arg, ty)
                 self.frame.scalars[arg.arg] = ir.Param(arg.arg, ty)

@@ -1,6 +1,7 @@
 """Cooperative matrices in the kernel language (a mixin of `KernelChecker`).
 
     a = coop_load_a(A, offset, stride, 16, 16)   # A fragment, rows x cols, from Buffer[f16]
+                                                 # (or Buffer[bf16]: then f32 accumulators)
     b = coop_load_b(B, offset, stride, 16, 16)
     c = coop_fill(f32, 16, 16, 0.0)              # an accumulator (or coop_load_acc)
     c = coop_mma(a, b, c)                        # c = a x b + c
@@ -18,10 +19,12 @@ from __future__ import annotations
 
 from vyre_build.frontend import ir
 from vyre_build.descriptor.matrices import mma_shape
+from vyre_build.core.features import MATRIX_ACCUMULATORS
 from vyre_build.descriptor.types import MATRIX_DIMS, MATRIX_ELEMENTS, matrix_name
 from vyre_build.frontend.builtins import BUILTINS
 
 _USE_TEXT = {"a": "an A matrix", "b": "a B matrix", "acc": "an accumulator"}
+_SUGGEST = {"a": "f16", "b": "f16", "acc": "f32"}  # what an error's fix proposes
 _DIMS_TEXT = ", ".join(map(str, MATRIX_DIMS[:-1])) + f" or {MATRIX_DIMS[-1]}"
 
 
@@ -57,7 +60,7 @@ class CoopChecker:
             raise self.err(
                 node,
                 f"{name}() makes {_USE_TEXT[use]}, whose elements are {need}; {what} is {elem}",
-                f"use a Buffer[{allowed[-1]}]" if "buffer" in what else f"use {allowed[-1]}",
+                f"use a Buffer[{_SUGGEST[use]}]" if "buffer" in what else f"use {_SUGGEST[use]}",
             )
 
     def coop_array(self, node, name, how: str) -> str:
@@ -104,9 +107,15 @@ class CoopChecker:
         a, b, c = (self.coop_matrix(arg, name) for arg in node.args)
         if mma_shape(a.ty, b.ty, c.ty) is None:
             uses = tuple(ir.MATRICES[x.ty][0] for x in (a, b, c))
+            ea, eb, ec = (ir.element(x.ty) for x in (a, b, c))
             fix = (
                 "pass an A matrix, a B matrix and an accumulator, in that order"
                 if uses != ("a", "b", "acc")
+                else f"A and B must hold one element type: convert one side's buffer to {eb}"
+                if ea != eb
+                else f"{ea} products accumulate in "
+                f"{' or '.join(MATRIX_ACCUMULATORS[ea])}: coop_fill(f32, ...) for the sum"
+                if ec not in MATRIX_ACCUMULATORS[ea]
                 else "A is MxK, B is KxN, C is MxN: load B with as many rows as A has columns"
             )
             raise self.err(node, f"coop_mma(a, b, c) cannot multiply {a.ty} x {b.ty} + {c.ty}", fix)

@@ -123,7 +123,7 @@ class DebugChecker:
         if e.ty in ir.VECTORS:
             comps = ", ".join(f"v.{c}" for c in "xyzw"[: ir.VECTORS[e.ty][1]])
             fix = f"pass its components: {comps}"
-        elif e.ty == "f16":
+        elif e.ty in ("f16", "bf16"):
             fix = "convert it: f32(x)"
         else:
             fix = "pass i32, u32, f32 or bool values"

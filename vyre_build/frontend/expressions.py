@@ -85,9 +85,24 @@ class ExprChecker:
         self.depth += 1
         try:
             self.too_deep(node)
-            return method(node)
+            return self.storage_only(node, method(node))
         finally:
             self.depth -= 1
+
+    def storage_only(self, node, e):
+        """`e`, unless it computes on a storage type (bf16: loads, stores, selects and
+        conversions to and from f32 only, as SPV_KHR_bfloat16 has it)."""
+        if isinstance(e, (ir.Binary, ir.Unary, ir.Fma)):  # (unify asks with a bare Unary)
+            operands = [e.a, getattr(e, "b", None), getattr(e, "c", None)]
+            for x in operands:
+                ty = getattr(x, "ty", None)
+                if ty in ir.STORAGE_ONLY:
+                    raise self.err(
+                        node,
+                        f"{ty} has no arithmetic, comparisons or math: it is a storage type",
+                        f"compute in f32 and convert back: {ty}(f32(x) * 2.0)",
+                    )
+        return e
 
     def typed(self, node, ty: str | None = None):
         """Check an expression and give it a concrete type (`ty` if given)."""
@@ -102,8 +117,8 @@ class ExprChecker:
         return self.coerce(node, e, ty)
 
     def coerce(self, node, e, ty: str | None):
-        if ty == "f16" and isinstance(e, ir.Const) and e.ty == "f32":  # a float literal
-            return convert_const(self.src, node, e, "f16")
+        if ty in ("f16", "bf16") and isinstance(e, ir.Const) and e.ty == "f32":  # a literal
+            return convert_const(self.src, node, e, ty)
         if e.ty == "int" and ty in ir.VECTORS:
             raise self.err(
                 node,
@@ -134,8 +149,9 @@ class ExprChecker:
                 node, f"condition must be bool, got {e.ty}", "test a component, e.g. v.x != 0.0"
             )
         if e.ty != "bool":
+            fix = "f32(x) != 0.0" if e.ty in ir.STORAGE_ONLY else "x != 0"
             raise self.err(
-                node, f"condition must be bool, got {e.ty}", "compare explicitly, e.g. x != 0"
+                node, f"condition must be bool, got {e.ty}", f"compare explicitly, e.g. {fix}"
             )
         return e
 
@@ -289,6 +305,8 @@ class ExprChecker:
 
     # -- operators ------------------------------------------------------------------
     def unify(self, node, a, b, an, bn):
+        for x in (a, b):
+            self.storage_only(node, ir.Unary("", x, x.ty))
         if a.ty == "int" and b.ty != "int":
             a = convert_const(self.src, an, a, b.ty)
         elif b.ty == "int" and a.ty != "int":

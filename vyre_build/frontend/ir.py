@@ -28,6 +28,7 @@ from vyre_build.descriptor.types import (  # noqa: F401
     MATRICES,
     NUMERIC,
     SCALARS,
+    STORAGE_ONLY,
     VECTORS,
     element,
     vector_of,

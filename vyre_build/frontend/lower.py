@@ -274,8 +274,8 @@ class Lowerer:
     # -- expressions ------------------------------------------------------------------
     def expr(self, body: BodyBuilder, e) -> int:
         if isinstance(e, ir.Const):
-            if e.ty == "f16":  # the schema has no F16 literal: an F32 one, converted
-                return body.cast(dtype("f16"), _lit(body, "f32", e.value))
+            if e.ty in ("f16", "bf16"):  # no F16/BF16 literal in the schema: F32, converted
+                return body.cast(dtype(e.ty), _lit(body, "f32", e.value))
             return _lit(body, e.ty, e.value)
         if isinstance(e, ir.Var):
             if e.name in self.ssa:

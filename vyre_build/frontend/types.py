@@ -56,6 +56,8 @@ def convert_const(src, node, c: Const, ty: str) -> Const:
                 "use a smaller value, or compute in f32",
             )
         return Const("f16", v)
+    if c.ty in ("int", "f32") and ty == "bf16":  # every f32 has a nearest bf16 (or inf)
+        return Const("bf16", float(c.value))
     raise src.error(
         node,
         f"a constant of type {c.ty} cannot be used as {ty}",

@@ -3,8 +3,8 @@
 A matrix value is an array of shape (lanes, rows, cols): every invocation holds the whole
 matrix its subgroup holds together (the invocations of a subgroup pass the same operands,
 so their copies agree). Loads and stores follow the fragment rule of
-`descriptor.matrices` per lane; a multiply-add rounds the f16 inputs' exact products and
-sums in f32 (float64 products of f16 values are exact; the sum is rounded once to f32,
+`descriptor.matrices` per lane; a multiply-add rounds the f16 or bf16 inputs' exact
+products and sums in f32 (float64 products of 16-bit values are exact; the sum is rounded once to f32,
 then to the accumulator type). A GPU's tensor cores add in their own order and
 precision: results differ by rounding, not meaning.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from vyre_build.core import bfloat16
 from vyre_build.descriptor.matrices import alignment
 from vyre_build.descriptor.types import MATRICES, TYPES
 from vyre_build.reference.values import dtype_of
@@ -73,9 +74,12 @@ def step_fill(m, op):
 def step_mma(m, op):
     a, b, c = op.operands
     dt = dtype_of(m.info.types[op.result])
+    # bf16 fragments hold bit patterns (reference.values): their values first, exactly
+    wide = bfloat16.to_f32 if TYPES[m.info.types[a]].element == "bf16" else np.asarray
 
     def mma(mm, mask):
-        prod = np.matmul(mm.vals[a].astype(np.float64), mm.vals[b].astype(np.float64))
+        pa, pb = (wide(mm.vals[x]).astype(np.float64) for x in (a, b))
+        prod = np.matmul(pa, pb)
         return (prod + mm.vals[c].astype(np.float64)).astype(np.float32).astype(dt)
 
     return mma, op.result

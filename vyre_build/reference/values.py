@@ -2,7 +2,8 @@
 
 A rule is `rule(args, types, result) -> array`: `args` are the operand arrays (shape
 (lanes,) for scalars, (lanes, n) for vectors, possibly broadcast views), `types` their
-value types, `result` the result type. Integer arithmetic is done on unsigned bit
+value types, `result` the result type. bf16 values are their uint16 bit patterns
+(`vyre_build.core.bfloat16`): only casts to and from f32 and selects touch them. Integer arithmetic is done on unsigned bit
 patterns, so it wraps exactly as the pinned semantics say (numpy's signed overflow is not
 relied on). Floats are IEEE f32 per op: numpy's float32 ufuncs round every result to f32.
 Where GPUs may legitimately differ (see `vyre_build.reference` docs): fused multiply-add
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from vyre_build.core import bfloat16
 from vyre_build.descriptor.ops import OPS
 from vyre_build.descriptor.types import SCALARS, TYPES
 
@@ -122,6 +124,10 @@ def _cast(a: np.ndarray, src: str, dst: str) -> np.ndarray:
         return a.astype(DTYPES[de])
     if {se, de} == {"i32", "u32"}:
         return a.view(DTYPES[de])
+    if se == "bf16":  # bit patterns (uint16); to f32 only, exactly
+        return bfloat16.to_f32(a)
+    if de == "bf16":  # from f32 only: round to nearest, ties to even
+        return bfloat16.from_f32(a)
     if de == "f32":
         return a.astype(np.float32)  # round to nearest even
     if de == "f16":  # through f32, as both GPU targets convert (f16 <- f32 <- integer)

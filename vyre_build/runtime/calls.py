@@ -12,7 +12,7 @@ import numpy as np
 from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, Binding, KernelMeta
 from vyre_build.core.errors import DispatchError
 from vyre_build.runtime.device import Device, DeviceBuffer
-from vyre_build.runtime.plan import DTYPES, NP_NAMES, BufferArg, Plan, is_shape
+from vyre_build.runtime.plan import DTYPES, NP_NAMES, BufferArg, Plan, host_array, is_shape
 
 _PACK = {"f32": "<f", "i32": "<i", "u32": "<I", "f16": "<e"}
 _INT_RANGE = {"i32": (-(2**31), 2**31 - 1), "u32": (0, 2**32 - 1)}
@@ -77,6 +77,7 @@ def _check_buffer(kid: str, b: Binding, value: object, device: Device) -> Buffer
             raise _fail(kid, str(exc), name) from None
         if adopted is not None:
             value = adopted
+    value = host_array(value)  # a bfloat16 array: its bits
     if isinstance(value, DeviceBuffer):
         _check_device_buffer(kid, b, value, device)
         source, count, shape = value, value.count, value.shape

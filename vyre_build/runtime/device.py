@@ -33,6 +33,7 @@ from vyre_build.runtime import debug
 from vyre_build.runtime.plan import (
     DTYPES,
     NP_NAMES,
+    host_array,
     Dispatched,
     Job,
     Plan,
@@ -553,6 +554,7 @@ class DeviceBuffer:
 
     def write(self, array: npt.NDArray[Any]) -> None:
         """Overwrite the whole buffer with `array` (same dtype and element count)."""
+        array = host_array(array)
         if (
             not isinstance(array, np.ndarray)
             or array.dtype != DTYPES[self.dtype]

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, KernelMeta
+from vyre_build.core import bfloat16
 from vyre_build.core.errors import DispatchError
 from vyre_build.core.scalars import HOST_SCALARS
 
@@ -20,8 +21,18 @@ from vyre_build.core.scalars import HOST_SCALARS
 DTYPES: dict[str, np.dtype[Any]] = {
     s.name: np.dtype(s.host).newbyteorder("<") for s in HOST_SCALARS
 }
-NP_NAMES = {s.name: s.host for s in HOST_SCALARS}
+# what messages call each host type (bf16 travels as its uint16 bit patterns)
+NP_NAMES = {s.name: s.host for s in HOST_SCALARS} | {"bf16": "bfloat16 (uint16 bits)"}
 _KIND = {v: k for k, v in DTYPES.items()}
+
+
+def host_array(value: Any) -> Any:
+    """`value`, or an ml_dtypes bfloat16 array (JAX, TensorFlow) seen as the uint16 bit
+    patterns the bf16 buffers hold (a view: writes land in the caller's array)."""
+    bits = bfloat16.as_bits(value) if isinstance(value, np.ndarray) else None
+    return value if bits is None else bits
+
+
 # (pipeline, binding set, workgroup counts) of one dispatch (a split dispatch's piece has
 # the pipeline specialised for its base workgroup).
 Job = tuple[Any, Any, tuple[int, int, int]]
@@ -42,11 +53,12 @@ def buffer_spec(
     """(host scalar type, shape, the bytes to upload or None to zero-fill) of a buffer
     made by `Device.buffer(data, dtype)`; DispatchError for arguments it refuses. A
     vector dtype allocates `data` vectors: the shape gains their component count."""
+    data = host_array(data)
     if isinstance(data, np.ndarray):
         kind = _KIND.get(data.dtype)
         if kind is None or dtype not in (None, kind):
             raise DispatchError(
-                f"Device.buffer: array must be float32, int32, uint32 or float16"
+                f"Device.buffer: array must be float32, int32, uint32, float16 or bfloat16"
                 f"{' matching dtype=' + repr(dtype) if dtype else ''}, "
                 f"got {data.dtype}"
             )
@@ -58,7 +70,7 @@ def buffer_spec(
     given = (data,) if isinstance(data, int) and not isinstance(data, bool) else data
     if dtype not in SCALAR_DTYPES and dtype not in VECTOR_DTYPES:
         raise DispatchError(
-            f"Device.buffer: dtype must be f32, i32, u32, f16 or a vector "
+            f"Device.buffer: dtype must be f32, i32, u32, f16, bf16 or a vector "
             f"type (vec4f, ...) when allocating by length, got {dtype!r}"
         )
     if not is_shape(given) or not isinstance(given, tuple):

@@ -10,6 +10,7 @@ from typing import Any
 from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.core.errors import DeviceError
 from vyre_build.core.features import (
+    BF16,
     VULKAN_MEMORY_MODEL,
     VULKAN_MEMORY_MODEL_DEVICE_SCOPE,
     COOPERATIVE_MATRIX,
@@ -145,6 +146,7 @@ def features_of(
     cooperative_matrices: tuple[CooperativeMatrixType, ...],
     memory_model: bool = False,
     memory_model_device_scope: bool = False,
+    bf16: bool = False,
 ) -> frozenset[str]:
     """The feature names a device with these capabilities (all enabled) offers
     (`memory_model`, `memory_model_device_scope`: Vulkan's vulkanMemoryModel and
@@ -155,6 +157,7 @@ def features_of(
         {VULKAN_MEMORY_MODEL_DEVICE_SCOPE} if memory_model and memory_model_device_scope else set()
     )
     names |= {"f16"} if f16 else set()
+    names |= {BF16} if bf16 else set()
     names |= {"storage_16bit"} if storage_16bit else set()
     shapes = {c.feature for c in cooperative_matrices if c.feature is not None}
     names |= shapes | ({COOPERATIVE_MATRIX} if shapes else set())

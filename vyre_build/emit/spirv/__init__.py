@@ -58,6 +58,9 @@ def emit_spirv(
     features = set(info.features).union(*(i.features for _, _, i in entries))
     if "f16" in features:
         m.capability("Float16")
+    if "bf16" in features:
+        m.capability("BFloat16TypeKHR")
+        m.extension("SPV_KHR_bfloat16")
     if "storage_16bit" in features:
         m.capability("StorageBuffer16BitAccess")
         m.extension("SPV_KHR_16bit_storage")
@@ -68,6 +71,8 @@ def emit_spirv(
     vmm = coop or VULKAN_MEMORY_MODEL in features  # and so do memory orders (emit/spirv/ordered)
     if coop:
         m.capability("CooperativeMatrixKHR")
+        if "bf16" in features:  # bf16 A and B fragments
+            m.capability("BFloat16CooperativeMatrixKHR")
     if vmm:
         m.capability("VulkanMemoryModel")
     if coop or VULKAN_MEMORY_MODEL_DEVICE_SCOPE in features:

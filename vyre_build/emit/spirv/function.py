@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 
+from vyre_build.core import bfloat16
 from vyre_build.descriptor import DescriptorInfo, F32Bits, KernelDescriptor, KernelOp
 from vyre_build.descriptor.view import Barrier, BodyView, DescriptorView, OpView, Walker, view_of
 from vyre_build.descriptor.types import MATRICES, TYPES
@@ -105,9 +106,11 @@ class FunctionWriter(Walker, MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedO
         got = self._type_ids.get(ty)
         if got is None and ty in MATRICES:
             got = self._type_ids[ty] = self.matrix_type(ty)
-        if got is None:  # f16 and vector types are declared on first use only
+        if got is None:  # f16, bf16 and vector types are declared on first use only
             element, n = _shape(ty)
-            if n == 1:  # f16
+            if ty == "bf16":
+                got = self._type_ids[ty] = self.m.type_bfloat16()
+            elif n == 1:  # f16
                 got = self._type_ids[ty] = self.m.type_float(16)
             else:
                 got = self._type_ids[ty] = self.m.type_vector(self.tid(element), n)
@@ -127,6 +130,8 @@ class FunctionWriter(Walker, MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedO
             return self.m.const_f32_bits(_f32_bits(float(value)))
         if ty == "f16":
             return self.m.const_f16_bits(struct.unpack("<H", struct.pack("<e", float(value)))[0])
+        if ty == "bf16":
+            return self.m.const_bf16_bits(bfloat16.bits_of(float(value)))
         return self.m.const_bool(bool(value))
 
     def zero(self, ty: str) -> int:

@@ -149,6 +149,10 @@ class SpirvModule:
         key = ("float",) if width == 32 else ("float", width)  # the f32 key as it always was
         return self._type(key, "OpTypeFloat", width)
 
+    def type_bfloat16(self) -> int:
+        """OpTypeFloat 16 BFloat16KHR (SPV_KHR_bfloat16)."""
+        return self._type(("bfloat16",), "OpTypeFloat", 16, g.FPENCODING["BFloat16KHR"])
+
     def type_vector(self, component: int, count: int) -> int:
         return self._type(("vec", component, count), "OpTypeVector", component, count)
 
@@ -197,6 +201,11 @@ class SpirvModule:
     def const_f16_bits(self, bits: int) -> int:
         # a 16-bit literal takes one word, its high bits zero
         return self._const(("f16", bits & 0xFFFF), "OpConstant", self.type_float(16), bits & 0xFFFF)
+
+    def const_bf16_bits(self, bits: int) -> int:
+        return self._const(
+            ("bf16", bits & 0xFFFF), "OpConstant", self.type_bfloat16(), bits & 0xFFFF
+        )
 
     def const_f32(self, value: float) -> int:
         return self.const_f32_bits(struct.unpack("<I", struct.pack("<f", value))[0])

@@ -148,8 +148,9 @@ def _cast(w, a: int, at: str, target: str) -> int:
     ae, te = TYPES[at].element, TYPES[target].element
     if ae == te:
         return a
-    # f16 converts through f32 (which holds every f16 exactly), as the WGSL rules do.
-    if {ae, te} == {"f16", "f32"}:
+    # f16 converts through f32 (which holds every f16 exactly), as the WGSL rules do; bf16
+    # converts to and from f32 only (the op table's rows; f32 -> bf16 rounds to nearest even).
+    if {ae, te} in ({"f16", "f32"}, {"bf16", "f32"}):
         return w.op("OpFConvert", target, a)
     if ae == "f16":  # to bool (to integers: through f32 in the legal form)
         return _cast(w, w.op("OpFConvert", _widen(at, "f32"), a), _widen(at, "f32"), target)

@@ -22,7 +22,7 @@ from vyre_build.emit.wgsl.debug import debug_declarations
 from vyre_build.emit.wgsl.function import FunctionWriter
 from vyre_build.emit.wgsl.helpers import HELPER_CALL, HELPERS
 from vyre_build.core.errors import EmitError
-from vyre_build.core.features import COOPERATIVE_MATRIX
+from vyre_build.core.features import BF16, COOPERATIVE_MATRIX
 
 __all__ = ["WORKGROUP_BASE", "emit_target", "emit_wgsl"]
 
@@ -51,13 +51,18 @@ def emit_wgsl(
         notes: comment lines ("// ...") to write before ops of `desc`, by id(KernelOp)
             (vyre_build.commands.listing: the source line of each statement); none in artifacts.
     Raises:
-        EmitError for a kernel with cooperative matrices (WGSL has none).
+        EmitError for a kernel with cooperative matrices or bf16 values (WGSL has neither).
     """
     info = info if info is not None else validate(desc)
     if COOPERATIVE_MATRIX in info.features:
         raise EmitError(
             f"WGSL emitter: kernel {desc.id!r} needs cooperative matrices: SPIR-V only "
             "(emit SPIR-V, and dispatch it through Vulkan)"
+        )
+    if BF16 in info.features:
+        raise EmitError(
+            f"WGSL emitter: kernel {desc.id!r} uses bf16, a type WGSL does not have: SPIR-V "
+            "only (emit SPIR-V, and dispatch it through Vulkan)"
         )
     legal = legalize(desc, info)  # the pinned rules as ops: every op below is one operation
     writers = [("main", FunctionWriter(legal.desc, legal.info, notes=legal.notes(notes)))]

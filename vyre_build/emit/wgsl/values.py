@@ -15,10 +15,20 @@ Construct and Extract are built by the emitter from the type table (no template)
 from __future__ import annotations
 
 from vyre_build.descriptor.ops import OPS
-from vyre_build.descriptor.types import FLOAT, INTEGER, NUMERIC, TYPES, VECTORS
+from vyre_build.descriptor.types import FLOAT, INTEGER, NUMERIC, STORAGE_ONLY, TYPES, VECTORS
 from vyre_build.emit.wgsl.helpers import HELPERS
 
-__all__ = ["RULES", "RULE_ROWS", "ZERO", "ONE", "I32_MIN", "wgsl_type", "COMPONENTS", "ATOMICS"]
+__all__ = [
+    "LACKS",
+    "RULES",
+    "RULE_ROWS",
+    "ZERO",
+    "ONE",
+    "I32_MIN",
+    "wgsl_type",
+    "COMPONENTS",
+    "ATOMICS",
+]
 
 COMPONENTS = "xyzw"
 ZERO = {"u32": "0u", "i32": "0i", "f32": "0.0f", "f16": "0.0h", "bool": "false"}
@@ -276,4 +286,10 @@ for _row in OPS:
     if _row[0][0] == "Subgroup":
         RULES[_row] = _SUBGROUP[_row[0][1]]
 
-RULE_ROWS = frozenset(RULES)  # every row of the legal form (legalize.LEGAL_ROWS) it writes
+# Value types WGSL has no spelling for (a kernel using one gets no WGSL: core.targets):
+# no rule touches them.
+LACKS = frozenset(STORAGE_ONLY)
+for _row in [r for r in RULES if {*r[1], OPS[r]} & LACKS]:
+    del RULES[_row]
+# every row of the legal form (legalize.LEGAL_ROWS) it writes: all but those of LACKS types
+RULE_ROWS = frozenset(RULES)

@@ -21,7 +21,12 @@ import numpy as np
 
 from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.core.errors import DescriptorFormatError, DeviceError
-from vyre_build.core.features import MATRIX_DIMS, MATRIX_ELEMENTS, SUBGROUP_FEATURES
+from vyre_build.core.features import (
+    MATRIX_ACCUMULATORS,
+    MATRIX_DIMS,
+    MATRIX_ELEMENTS,
+    SUBGROUP_FEATURES,
+)
 from vyre_build.core.targets import KDESC
 from vyre_build.runtime.backends.common import choose_adapter
 from vyre_build.runtime.device import Device
@@ -90,12 +95,11 @@ def max_steps_of(steps: object = None) -> int | None:
 
 def _matrices() -> tuple[CooperativeMatrixType, ...]:
     """Every cooperative-matrix shape the compiler makes: the reference runs them all."""
-    a_types, acc_types = MATRIX_ELEMENTS["a"], MATRIX_ELEMENTS["acc"]
     return tuple(
         CooperativeMatrixType(m, n, k, a, a, c, c)
         for m, n, k in itertools.product(MATRIX_DIMS, repeat=3)
-        for a in a_types
-        for c in acc_types
+        for a in MATRIX_ELEMENTS["a"]
+        for c in MATRIX_ACCUMULATORS[a]
     )
 
 
@@ -116,14 +120,14 @@ def profile_of(subgroup_size: int) -> DeviceProfile:
         subgroup_operations=SUBGROUP_FEATURES,
         f16=True,
         storage_16bit=True,
-        bf16=False,
+        bf16=True,
         cooperative_matrices=matrices,
         max_workgroup_size=(1 << 16, 1 << 16, 1 << 16),
         max_workgroup_invocations=1 << 16,
         max_workgroup_count=(_WIDE, _WIDE, _WIDE),
         max_shared_memory=1 << 30,
         max_storage_buffer_binding=1 << 32,
-        features=features_of(SUBGROUP_FEATURES, True, True, matrices, True, True),
+        features=features_of(SUBGROUP_FEATURES, True, True, matrices, True, True, bf16=True),
     )
 
 

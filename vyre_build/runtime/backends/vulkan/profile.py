@@ -265,6 +265,7 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
             matrices,
             bool(enable.vulkan12.get("vulkanMemoryModel")),
             bool(enable.vulkan12.get("vulkanMemoryModelDeviceScope")),
+            has_bf16,
         ),
     )
     return profile, enable
