@@ -34,6 +34,7 @@ from typing import Any, overload
 from vyre_build.runtime.bundles import register_picks
 from vyre_build.runtime.device import Device, DeviceBuffer
 from vyre_build.runtime.kernel import Kernel
+from vyre_build.runtime.plan import host_array
 from vyre_build.library.bundle import split_kernels
 from vyre_build.library.tuning import library_choice
 from vyre_build.library.picks import (  # the names read as library.X: picks.py's
@@ -74,6 +75,7 @@ __all__ = [
     "kernel_ids",
     "layer_norm",
     "matmul",
+    "matmul_bf16",
     "matmul_f16",
     "reduce",
     "reduce_kernel",
@@ -418,11 +420,12 @@ def matmul_f16(*args: Any, **kwargs: Any) -> Any:
     return _matmul_f16(kernels, *rest, **kwargs)
 
 
-def _f16_sizes(a: Array, b: Array) -> tuple[int, int, int, int, bool, bool]:
+def _f16_sizes(
+    a: Array, b: Array, fn: str = "matmul_f16", kind: str = "f16"
+) -> tuple[int, int, int, int, bool, bool]:
     # (Z, M, K, N, a batched, b batched) of A @ B, batched or not.
-    fn = "matmul_f16"
     for name, value in (("a", a), ("b", b)):
-        kind_of(fn, name, value, ("f16",))
+        kind_of(fn, name, value, (kind,))
         if len(shape_of(value)) not in (2, 3):
             raise fail(fn, f"{name} must be 2-D or 3-D (a batch), got shape {shape_of(value)}")
     sa, sb = shape_of(a), shape_of(b)
@@ -498,6 +501,94 @@ def _matmul_f16(
     call.run(steps)
     call.remember((kind,), (a, b, out), steps, None)
     return call.result(cb, out, z * m * n, shape)
+
+
+_BF16_OUT = {"float32": "f32", "bfloat16": "bf16"}
+
+
+@overload
+def matmul_bf16(
+    kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None, out_dtype: str = ...
+) -> Any: ...
+
+
+@overload
+def matmul_bf16(a: Array, b: Array, *, out: Out = None, out_dtype: str = ...) -> Any: ...
+
+
+def matmul_bf16(*args: Any, **kwargs: Any) -> Any:
+    """C = A @ B with bfloat16 A and B and float32 accumulation, on cooperative matrices
+    (tensor cores): a Vulkan device with VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16
+    (bf16 16x16x16 fragments), or the cpu reference. Any sizes (edges are handled in the
+    kernel, lib_mm_bf16), and batched like `matmul_f16`.
+
+    Arguments:
+        kernels: optional: a Bundle (or a mapping of id -> Kernel) holding lib_mm_bf16.f32
+            (float32 output) or lib_mm_bf16.bf16 (bfloat16 output).
+        a: bfloat16 of shape (M, K) or (Z, M, K); b: bfloat16 of shape (K, N) or (Z, K, N):
+            ml_dtypes.bfloat16 arrays (JAX's, TensorFlow's), uint16 arrays of bf16 bit
+            patterns (vyre_build.core.bfloat16.from_f32 makes them), or DeviceBuffers of
+            bf16.
+        out: an array or DeviceBuffer of shape (M, N) (or (Z, M, N)) and out_dtype to
+            write C into.
+        out_dtype: "float32" (the default) or "bfloat16" (the f32 sums rounded once to
+            nearest even).
+    Returns:
+        C as a numpy array of shape (M, N) or (Z, M, N) (bfloat16 output: uint16 bit
+        patterns, or the dtype of `a` where that is ml_dtypes' bfloat16), or `out` when
+        given.
+    """
+    kernels, rest = split_kernels("matmul_bf16", args, kwargs)
+    return _matmul_bf16(kernels, *rest, **kwargs)
+
+
+def _matmul_bf16(
+    kernels: Mapping[str, Kernel],
+    a: Array,
+    b: Array,
+    *,
+    out: Out = None,
+    out_dtype: str = "float32",
+) -> Any:
+    """`matmul_bf16` with its kernels given."""
+    fn = "matmul_bf16"
+    if out_dtype not in _BF16_OUT:
+        raise fail(fn, f"out_dtype must be 'float32' or 'bfloat16', got {out_dtype!r}")
+    named = getattr(a, "dtype", None)  # an ml_dtypes bfloat16 array: the result is one too
+    a, b, out = (host_array(v) for v in (a, b, out))
+    z, m, k, n, za, zb = _f16_sizes(a, b, fn, "bf16")
+    kind = _BF16_OUT[out_dtype]
+    kid = f"lib_mm_bf16.{kind}"
+    call = Call(fn, kernels, [kid])
+    if isinstance(out, DeviceBuffer) and call.replay((kind,), (a, b, out)) is not MISS:
+        return out
+    width = call.device.profile.subgroup_size
+    if width is not None and width > F16_WIDEST:
+        raise fail(
+            fn,
+            f"the device ({call.where()}) has subgroups of {width} invocations; {kid} needs "
+            f"subgroups of at most {F16_WIDEST}: use library.matmul on float32 values there",
+        )
+    call.place("a", a)
+    call.place("b", b)
+    shape = (z, m, n) if za or zb else (m, n)
+    call.output(out, kind, shape)
+    ab, _ = call.upload(a)
+    bb, _ = call.upload(b)
+    cb = out if isinstance(out, DeviceBuffer) else call.device.buffer(shape, kind)
+    sink = call.scratch("sink", "bf16" if kind == "f32" else "f32", 4)
+    c, h = (cb, sink) if kind == "f32" else (sink, cb)
+    grid = (-(-n // F16_BN) * F16_WG, -(-m // F16_BM), z)
+    args: dict[str, Any] = dict(a=ab, b=bb, c=c, h=h, M=m, N=n, K=k, sc=m * n)
+    args.update(sa=m * k if za else 0, sb=k * n if zb else 0)
+    args.update(gx=grid[0], gy=grid[1], gz=grid[2])
+    steps = [call.step(kid, 0, args, grid)]
+    call.run(steps)
+    call.remember((kind,), (a, b, out), steps, None)
+    got = call.result(cb, out, z * m * n, shape)
+    if kind == "bf16" and out is None and named is not None and named.name == "bfloat16":
+        return got.view(named)
+    return got
 
 
 # -- row softmax and layer norm ------------------------------------------------------------

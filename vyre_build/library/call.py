@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from vyre_build.core.errors import DispatchError
 from vyre_build.runtime.device import Device, DeviceBuffer
-from vyre_build.runtime.plan import DTYPES, NP_NAMES
+from vyre_build.runtime.plan import DTYPES, NP_NAMES, host_array
 from vyre_build.runtime.kernel import CallResult, Kernel
 
 Array = Union[npt.NDArray[Any], DeviceBuffer]
@@ -34,6 +34,7 @@ _FILES = {
     "lib_matmul": "lib_matmul.py",
     "lib_matmul_f16": "lib_matmul_f16.py",
     "lib_mm_f16": "lib_mm_f16.py",
+    "lib_mm_bf16": "lib_mm_bf16.py",
     "lib_softmax": "lib_norm.py",
     "lib_layer_norm": "lib_norm.py",
     "lib_softmax_warp": "lib_norm_warp.py",
@@ -64,6 +65,7 @@ def _describe(value: object) -> str:
 def kind_of(fn: str, name: str, value: object, kinds: tuple[str, ...]) -> str:
     """The element type of array argument `name`: a non-empty numpy array or a DeviceBuffer
     holding one of `kinds` (refused otherwise; nothing here needs the device)."""
+    value = host_array(value)  # a bfloat16 array: its bits
     if isinstance(value, DeviceBuffer):
         kind = value.dtype
     elif isinstance(value, np.ndarray):

@@ -11,6 +11,7 @@ that device and leaves out the others (docs/runtime.md, "Warming").
   lib_scan_look.acquire are run by no call (kept for comparison);
 - matmul: the tuned candidate's kernel, else lib_matmul.f32 (library/tuning.py);
 - matmul_f16: lib_mm_f16.f32 and .f16, and lib_matmul_f16 where a record picks it;
+- matmul_bf16: lib_mm_bf16.f32 and .bf16;
 - softmax, layer_norm: the short-row kernel (SHORT_ROWS, or the tuned one) up to the tuned
   longest short row, lib_{fn}.f32 past it (`row_kernel`).
 
@@ -81,6 +82,7 @@ LIBRARY_KERNELS = {
         "lib_matmul.f32_k16p",
     ),
     "matmul_f16": ("lib_matmul_f16", "lib_mm_f16.f32", "lib_mm_f16.f16"),
+    "matmul_bf16": ("lib_mm_bf16.f32", "lib_mm_bf16.bf16"),
     "softmax": tuple(f"lib_softmax{s}.f32" for s in ("", *SHORT_DESIGNS)),
     "layer_norm": tuple(f"lib_layer_norm{s}.f32" for s in ("", *SHORT_DESIGNS)),
 }
@@ -297,6 +299,8 @@ def library_picks(kernels: Bundle) -> list[Pick]:
     out.append(Pick("library.matmul", _among(kernels, "matmul"), (matmul_runs(kernels)[0],)))
     f16 = {f16_runs(kernels, kind, fits) for kind in ("f32", "f16") for fits in (True, False)}
     out.append(Pick("library.matmul_f16", _among(kernels, "matmul_f16"), tuple(sorted(f16))))
+    bf16 = LIBRARY_KERNELS["matmul_bf16"]  # no tuned choice: the staged kernel of each output
+    out.append(Pick("library.matmul_bf16", _among(kernels, "matmul_bf16"), bf16))
     for fn in ("softmax", "layer_norm"):
         longest = library_choice(kernels, fn)[1]["short_rows"]
         rows = {row_runs(kernels, fn, cols)[0] for cols in (1, longest + 1)}
