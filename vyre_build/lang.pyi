@@ -24,6 +24,7 @@ __all__ = [
     "atomic_sub",
     "atomic_xor",
     "barrier",
+    "bf16",
     "bitcast",
     "bool",
     "bool_",
@@ -123,6 +124,8 @@ f32 = builtins.float
 """32-bit float."""
 f16 = builtins.float
 """16-bit float (needs the device's shader-f16 feature)."""
+bf16 = builtins.float
+"""bfloat16: loads, stores, f32(x) and bf16(x) only; SPIR-V (VK_KHR_shader_bfloat16)."""
 bool_ = builtins.bool
 """The boolean type, under a name that does not shadow Python's bool."""
 

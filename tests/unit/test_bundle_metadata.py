@@ -136,12 +136,12 @@ P = "kernel 'fill.u32': metadata field "
         (
             "bindings.0.dtype",
             "f64",
-            "'bindings[0].dtype' must be one of f32, i32, u32, f16, vec2f, vec4f, vec2i, vec4i, vec2u, vec4u, vec2h, vec4h, got 'f64'",
+            "'bindings[0].dtype' must be one of f32, i32, u32, f16, bf16, vec2f, vec4f, vec2i, vec4i, vec2u, vec4u, vec2h, vec4h, got 'f64'",
         ),
         (
             "bindings.2.dtype",
             "vec4f",
-            "'bindings[2].dtype' must be one of f32, i32, u32, f16, got 'vec4f'",
+            "'bindings[2].dtype' must be one of f32, i32, u32, f16, bf16, got 'vec4f'",
         ),
         ("bindings.0.access", "x", "'bindings[0].access' must be one of r, w, rw, got 'x'"),
         ("bindings.0.access", DELETE, "'bindings[0].access' must be one of r, w, rw, got None"),

@@ -57,7 +57,7 @@ def refusal(tmp_path, body: str) -> KernelError:
         ),
         (
             "m = coop_load_a(x, 0, 16, 16, 16)\n",
-            "coop_load_a() makes an A matrix, whose elements are f16; buffer 'x' is f32",
+            "coop_load_a() makes an A matrix, whose elements are f16 or bf16; buffer 'x' is f32",
             "use a Buffer[f16]",
         ),
         (

@@ -98,7 +98,13 @@ def test_tree_compiles_to_every_target(two_builds):
     }
     for t in ("f32", "i32", "u32"):
         ordered |= {f"lib_scan_once.{t}", f"lib_scan_look.{t}", f"lib_scan_look.acquire_{t}"}
-    coop = {"lib_matmul_f16", "lib_mm_f16.f16", "lib_mm_f16.f32"}
+    coop = {
+        "lib_matmul_f16",
+        "lib_mm_f16.f16",
+        "lib_mm_f16.f32",
+        "lib_mm_bf16.bf16",
+        "lib_mm_bf16.f32",
+    }
     assert skipped == {k: {"wgsl"} for k in coop | ordered}
     stems = {p[: -len(s)] for p in first for s in SUFFIXES if p.endswith(s)}
     assert stems == expected, f"built {sorted(stems)}, the tree declares {sorted(expected)}"

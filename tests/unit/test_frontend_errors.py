@@ -190,7 +190,7 @@ CASES = {
         kernel("pass\n", sig="x: Buffer[f64]"),
         "4:17",
         "unknown type 'f64'",
-        "did you mean 'f32'? types are bool, i32, u32, f32, f16, vec2f",
+        "did you mean 'f32'? types are bool, i32, u32, f32, f16, bf16, vec2f",
         None,
     ),
     "bad_access_mode": (
@@ -449,7 +449,7 @@ CASES = {
         kernel("v: vec3h = vec3h(1.0, 2.0, 3.0)\n"),
         "5:8",
         "unknown type 'vec3h'",
-        "did you mean 'vec4h'? types are bool, i32, u32, f32, f16, "
+        "did you mean 'vec4h'? types are bool, i32, u32, f32, f16, bf16, "
         "vec2f/vec4f/vec2i/vec4i/vec2u/vec4u/vec2h/vec4h (or a variant type parameter)",
         None,
     ),
@@ -586,7 +586,7 @@ def test_exact_texts_of_a_misspelt_builtin_a_bare_syntax_error_and_an_unknown_ty
             "k.py:4:19: error: unknown type 'f64'\n"
             '    def k(out: Buffer[f64, "rw"]):\n'
             "                      ^~~\n"
-            "  fix: did you mean 'f32'? types are bool, i32, u32, f32, f16, "
+            "  fix: did you mean 'f32'? types are bool, i32, u32, f32, f16, bf16, "
             "vec2f/vec4f/vec2i/vec4i/vec2u/vec4u/vec2h/vec4h (or a variant type parameter)",
         ),
     ]

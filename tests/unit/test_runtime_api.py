@@ -289,6 +289,7 @@ def test_call_results_are_typed_by_accessor():
 
 def test_feature_vocabulary():
     assert sorted(FEATURES) == [
+        "bf16",
         "cooperative_matrix",
         "f16",
         "storage_16bit",

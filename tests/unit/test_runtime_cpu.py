@@ -44,9 +44,11 @@ def test_profile_offers_every_subgroup_class_16_bit_types_and_every_compiled_mat
     assert (p.backend, p.adapter, p.device_type) == ("cpu", "vyre reference (CPU)", "cpu")
     shapes = {m.feature for m in p.cooperative_matrices}
     assert p.features == FEATURES | shapes  # every subgroup class, f16, storage_16bit
-    # the reference runs every shape the compiler makes: 27 of f16 to f16 and to f32
-    assert len(shapes) == 54 and "cooperative_matrix.f16.f32.16x8x16" in shapes
-    assert not p.bf16
+    # the reference runs every shape the compiler makes: 27 shapes of f16 to f16 or f32, and of bf16 to f32 (bf16 products sum in f32 only)
+    assert len(shapes) == 81 and "cooperative_matrix.f16.f32.16x8x16" in shapes
+    assert "cooperative_matrix.bf16.f32.16x16x16" in shapes
+    assert not any(s.startswith("cooperative_matrix.bf16.f16") for s in shapes)
+    assert p.bf16  # bf16 values as bit patterns (core.bfloat16)
     assert (p.subgroup_size, p.subgroup_size_range) == (32, (32, 32))
     assert p.max_workgroup_count == (2**32 - 1,) * 3  # a u32 grid never needs splitting
     assert list_adapters("cpu") == ["vyre reference (CPU)"]

@@ -68,7 +68,7 @@ def test_vector_dtypes_are_buffer_only_in_metadata():
         check_metadata(bad, "kernel 'saxpy4'")
     assert str(info.value) == (
         "kernel 'saxpy4': metadata field 'bindings[3].dtype' must be one of f32, i32, u32, "
-        "f16, got 'vec4f'"
+        "f16, bf16, got 'vec4f'"
     )
     assert check_metadata(SAXPY4, "kernel 'saxpy4'").buffers[2].dtype == "vec2u"
 

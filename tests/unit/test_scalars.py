@@ -28,10 +28,10 @@ def test_every_value_type_has_its_elements_host_dtype():
 
 
 def test_metadata_runtime_and_reference_read_the_column():
-    assert metadata.SCALAR_DTYPES == {"f32": 4, "i32": 4, "u32": 4, "f16": 2}
-    assert list(metadata.SCALAR_DTYPES) == ["f32", "i32", "u32", "f16"]
+    assert metadata.SCALAR_DTYPES == {"f32": 4, "i32": 4, "u32": 4, "f16": 2, "bf16": 2}
+    assert list(metadata.SCALAR_DTYPES) == ["f32", "i32", "u32", "f16", "bf16"]
     assert metadata.BUFFER_DTYPES == (
-        *("f32", "i32", "u32", "f16"),
+        *("f32", "i32", "u32", "f16", "bf16"),
         *("vec2f", "vec4f", "vec2i", "vec4i", "vec2u", "vec4u", "vec2h", "vec4h"),
     )
     assert set(metadata.VECTOR_DTYPES) == set(VECTORS)
@@ -41,7 +41,9 @@ def test_metadata_runtime_and_reference_read_the_column():
         dt = runtime_plan.DTYPES[name]
         assert dt == np.dtype(TYPES[name].host) and dt.itemsize == size
         assert dt.str[0] in "<|"  # little-endian, as devices store it
-        assert runtime_plan.NP_NAMES[name] == TYPES[name].host == str(dt)
+        # messages call bf16 by its name and the bits the host holds
+        shown = "bfloat16 (uint16 bits)" if name == "bf16" else TYPES[name].host
+        assert runtime_plan.NP_NAMES[name] == shown and TYPES[name].host == str(dt)
     assert list(runtime_plan.DTYPES) == list(metadata.SCALAR_DTYPES)
     for name in SCALARS:
         assert values.DTYPES[name] == np.dtype(TYPES[name].host)

@@ -38,7 +38,9 @@ __all__ = [
 SCALAR_DTYPES = {s.name: s.size for s in HOST_SCALARS}
 # Vector element types of buffers: (scalar type, components); a vec4f buffer is a float32
 # array holding 4 values per element.
-VECTOR_DTYPES = {vector_name(s, n): (s.name, n) for s in HOST_SCALARS for n in VECTOR_COUNTS}
+VECTOR_DTYPES = {
+    vector_name(s, n): (s.name, n) for s in HOST_SCALARS if s.letter for n in VECTOR_COUNTS
+}
 BUFFER_DTYPES = (*SCALAR_DTYPES, *VECTOR_DTYPES)
 ACCESS = ("r", "w", "rw")
 MAX_BINDING = 2**31 - 1  # Vulkan binding numbers and WGSL @binding are u32; keep them i32-safe

@@ -42,6 +42,7 @@ TYPE_DOCS = {
     "u32": "32-bit unsigned integer (arithmetic wraps).",
     "f32": "32-bit float.",
     "f16": "16-bit float (needs the device's shader-f16 feature).",
+    "bf16": "bfloat16: loads, stores, f32(x) and bf16(x) only; SPIR-V (VK_KHR_shader_bfloat16).",
     "bool": "The boolean type (WGSL bool).",
     "bool_": "The boolean type, under a name that does not shadow Python's bool.",
 }
@@ -99,7 +100,7 @@ def _vector_bases() -> str:
 
 
 def _python_type(scalar: str) -> str:
-    return "builtins.float" if scalar in ir.FLOAT else "builtins.int"
+    return "builtins.float" if scalar in (*ir.FLOAT, *ir.STORAGE_ONLY) else "builtins.int"
 
 
 def _vectors() -> list[str]:
