@@ -1,4 +1,4 @@
-"""fp16 cooperative-matrix matmul against torch fp16: library.matmul_f16 as it routes
+"""fp16 and bf16 cooperative-matrix matmul against torch fp16 / bf16: library.matmul_f16 as it routes
 (matmul_f16.f32: kernels/lib_matmul_f16.py, fragments straight from buffers, for the shapes it
 fits; matmul_f16.f16: kernels/lib_mm_f16.py, staged tiles) and the staged f32 kernel alone
 (lib_mm_f16.f32).
@@ -20,7 +20,9 @@ and with 16-byte (WIDE) global loads: what the language costs, and what wider lo
 give. --narrow: bench/kernels/mm_f16_narrow.py, the previous library kernel (a 128 x 128
 block of 4 subgroups, 32-deep K steps; lib_mm_f16 now computes 128 x 256 blocks of 8).
 --scalar: bench/kernels/mm_f16_scalar.py, the 128 x 128 design with f16 (not vec4h) shared
-panels, as llama.cpp.
+panels, as llama.cpp. On a device with bf16 (VK_KHR_shader_bfloat16 and bf16 cooperative
+matrices) each size also runs library.matmul_bf16 (kernels/lib_mm_bf16.py, f32 and bf16
+output) against torch's bf16 matmul on the same values rounded to bf16.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from library_bench import time_ours, time_torch  # noqa: E402
 from vyre_build.compiler import compile_file  # noqa: E402
 
 LIB = ("lib_mm_f16.py", "lib_matmul_f16.py")  # library.matmul_f16's kernels
+BF16 = "lib_mm_bf16.py"  # library.matmul_bf16's
 
 
 def glsl_kernel(dev, meta, name, a, b, n):
@@ -95,8 +98,8 @@ def main(argv=None) -> int:
     from vyre_build.runtime import load_kernel
 
     kernels, meta = {}, None
-    found = [compile_file(os.path.join(KERNELS, f), root=KERNELS) for f in LIB]
-    for k in found[0] + found[1]:
+    found = [compile_file(os.path.join(KERNELS, f), root=KERNELS) for f in (*LIB, BF16)]
+    for k in found[0] + found[1] + found[2]:
         code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
         kernels[k.stem] = load_kernel(k.meta, device=dev, **code)
     wide = {}  # the bench/kernels/ candidates (by stem)
@@ -171,7 +174,52 @@ def main(argv=None) -> int:
             else:
                 line += f"   (no torch; {'matches numpy' if ok else 'MISMATCH'})"
             say(line)
+        if "bf16" in dev.profile.features:
+            bf16_case(dev, library, kernels, torch if have_torch else None, a, b, shape, number,
+                      args.rounds)  # fmt: skip
+        else:
+            say(f"  matmul_bf16: not run ({dev.name} has no bf16)")
     return 0
+
+
+def bf16_case(dev, library, kernels, torch, a, b, shape, number, rounds) -> None:
+    """library.matmul_bf16 (f32 and bf16 output) on `a` and `b` rounded to bf16, against
+    torch's bf16 matmul (f32 accumulation in cuBLAS; its output is bf16)."""
+    from vyre_build.core import bfloat16
+
+    z, n = (shape[0] if len(shape) == 3 else 1), shape[-1]
+    flop = 2.0 * z * n**3
+    a16, b16 = (bfloat16.from_f32(x.astype(np.float32)).reshape(shape) for x in (a, b))
+    fa, fb = bfloat16.to_f32(a16), bfloat16.to_f32(b16)
+    da, db = dev.buffer(a16), dev.buffer(b16)
+    th = None
+    if torch is not None:
+        ta, tb = (torch.from_numpy(x).cuda().bfloat16() for x in (fa, fb))
+        mm = torch.bmm if z > 1 else torch.matmul
+        want = mm(ta.float(), tb.float()).cpu().numpy()
+        th = time_torch(torch, lambda: mm(ta, tb), number, rounds)
+    else:
+        want = np.matmul(fa, fb)
+    for out_dtype, kind in (("float32", "f32"), ("bfloat16", "bf16")):
+        out = dev.buffer(shape, kind)
+
+        def call(out=out, out_dtype=out_dtype):
+            library.matmul_bf16(kernels, da, db, out=out, out_dtype=out_dtype)
+
+        ours, _ = time_ours(dev, call, number, rounds)
+        got = out.read().reshape(shape)
+        got = bfloat16.to_f32(got) if kind == "bf16" else got
+        ok = np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+        size = f"n={n}" if z == 1 else f"n={z}x{n}"
+        line = f"  {'matmul_bf16.' + kind:<18} {size:<8} ours {flop / ours / 1e12:7.1f} TFLOP/s"
+        if th is not None:
+            line += (
+                f"   torch bf16 {flop / th / 1e12:7.1f} TFLOP/s   ratio {th / ours:.3f}x"
+                f"   ({'matches torch' if ok else 'MISMATCH'})"
+            )
+        else:
+            line += f"   (no torch; {'matches numpy' if ok else 'MISMATCH'})"
+        say(line)
 
 
 if __name__ == "__main__":

@@ -287,7 +287,7 @@ class CallChecker:
         a = self.lazy(node.args[1], self.expr)
         b = self.lazy(node.args[2], self.expr)
         a, b = self.broadcast(node.args[1], a, node.args[2], b)
-        a, b = self.unify(node, a, b, node.args[1], node.args[2])
+        a, b = self.unify(node, a, b, node.args[1], node.args[2], arith=False)
         a = self.coerce(node.args[1], a, None)
         b = self.coerce(node.args[2], b, a.ty)
         return ir.Select(c, a, b, a.ty)

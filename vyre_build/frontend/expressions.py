@@ -304,8 +304,10 @@ class ExprChecker:
         return ir.Load(arr, idx, self.element_type(arr), self.site(node))
 
     # -- operators ------------------------------------------------------------------
-    def unify(self, node, a, b, an, bn):
-        for x in (a, b):
+    def unify(self, node, a, b, an, bn, arith: bool = True):
+        """(a, b) of one type; `arith`: operands of arithmetic or a comparison (not of a
+        select, which a storage type such as bf16 may be)."""
+        for x in (a, b) if arith else ():
             self.storage_only(node, ir.Unary("", x, x.ty))
         if a.ty == "int" and b.ty != "int":
             a = convert_const(self.src, an, a, b.ty)
@@ -513,7 +515,7 @@ class ExprChecker:
         a = self.lazy(node.body, self.expr)
         b = self.lazy(node.orelse, self.expr)
         a, b = self.broadcast(node.body, a, node.orelse, b)
-        a, b = self.unify(node, a, b, node.body, node.orelse)
+        a, b = self.unify(node, a, b, node.body, node.orelse, arith=False)
         a = self.coerce(node.body, a, want)
         b = self.coerce(node.orelse, b, a.ty)
         return select(c, a, b)
