@@ -508,7 +508,9 @@ def test_device_buffer_refusals(device):
         saxpy(x=ro, y=gone, a=1.0)
     with pytest.raises(DispatchError, match="expected a float32 array of 4 elements"):
         ro.write(np.zeros(5, np.float32))
-    with pytest.raises(DispatchError, match="dtype must be f32, i32, u32, f16 or a vector type"):
+    with pytest.raises(
+        DispatchError, match="dtype must be f32, i32, u32, f16, bf16 or a vector type"
+    ):
         device.buffer(4)
 
 
