@@ -16,19 +16,27 @@ from vyre_build.library import picks
 from vyre_build.runtime import open_bundle
 
 NUMERIC = ("f32", "i32", "u32")
-# What each device runs of kernels/lib_*.py, written out (not asked of library/picks.py):
-# lavapipe keeps the two-pass reduce (its memory-model modules run ~3x slower) and
-# reduce-then-scan (no forward progress); the cpu reference takes both single passes.
-RUNS = {
-    "vulkan": {
-        *(f"lib_reduce.{op}_{t}" for op in ("sum", "min", "max") for t in NUMERIC),
+MODEL = {"vulkan_memory_model", "vulkan_memory_model_device_scope"}
+
+
+def runs(backend, profile) -> set[str]:
+    """What a device of `profile` runs of kernels/lib_*.py, written out from the profile
+    (not asked of library/picks.py): a GPU Vulkan device with the memory model at device
+    scope takes the single-pass reduce (the H200), lavapipe keeps the two passes (its
+    memory-model modules run ~3x slower), and both keep reduce-then-scan (no vendor's
+    look-back pays yet); the cpu reference takes both single passes."""
+    if backend == "cpu":
+        return {
+            *(f"lib_reduce_once.{op}_{t}" for op in ("sum", "min", "max") for t in NUMERIC),
+            *(f"lib_scan_look.{t}" for t in NUMERIC),
+        }
+    once = "_once" if MODEL <= profile.features and profile.device_type != "CPU" else ""
+    return {
+        *(f"lib_reduce{once}.{op}_{t}" for op in ("sum", "min", "max") for t in NUMERIC),
         *(f"lib_scan_{p}.{t}" for p in ("sums", "block") for t in NUMERIC),
-    },
-    "cpu": {
-        *(f"lib_reduce_once.{op}_{t}" for op in ("sum", "min", "max") for t in NUMERIC),
-        *(f"lib_scan_look.{t}" for t in NUMERIC),
-    },
-}
+    }
+
+
 # ... and on both, the default matmul and the two row kernels of each norm
 EVERYWHERE = {"lib_matmul.f32", "lib_softmax.f32", "lib_softmax_warp.f32"}
 EVERYWHERE |= {"lib_layer_norm.f32", "lib_layer_norm_warp.f32"}
@@ -82,12 +90,17 @@ def test_warm_makes_what_the_library_runs_here_and_every_call_finds_it(
     try:
         with open_bundle(lib_bundle, device=dev) as bundle:
             warmed = bundle.warm()
-            assert set(warmed.kernels) == RUNS[backend] | EVERYWHERE
+            here = runs(backend, dev.profile)
+            assert set(warmed.kernels) == here | EVERYWHERE
             assert warmed.skipped == {}
             assert set(warmed.unpicked) == set(bundle.ids) - set(warmed.kernels)
             assert made(dev) == set(warmed.kernels) and warmed.created == len(dev._pipelines)
-            two = "lib_reduce.sum_f32" if backend == "vulkan" else "lib_reduce_once.sum_f32"
-            other = "lib_reduce_once.sum_f32" if backend == "vulkan" else "lib_reduce.sum_f32"
+            two = (
+                "lib_reduce.sum_f32" if "lib_reduce.sum_f32" in here else "lib_reduce_once.sum_f32"
+            )
+            other = (
+                "lib_reduce_once.sum_f32" if two == "lib_reduce.sum_f32" else "lib_reduce.sum_f32"
+            )
             assert warmed.unpicked[other] == f"library.reduce (sum, f32) runs {two} on this device"
             assert warmed.unpicked["lib_matmul.f32_64"] == (
                 "library.matmul runs lib_matmul.f32 on this device"
