@@ -2,30 +2,29 @@
 C[z] (M x N) = A[z] (M x K, bf16) x B[z] (K x N, bf16), row-major, any M, N, K, a batch z on
 the grid's third axis (batch strides sa, sb, sc in elements; 0 broadcasts that operand).
 
-The blocking of lib_mm_f16 (read it first): a workgroup of WG = 256 invocations (8
-subgroups of 32) computes a BM x BN = 128 x 256 block of C, subgroup w (subgroup_id() % 8)
-the 64 x 64 quarter (w // 4, w % 4) as 4 x 4 fragments of 16 x 16 with f32 accumulators,
-K in steps of BK = 16 through padded panels in shared memory (A's rows of SA = 24 values,
-B's of SB = 264), double-buffered with one barrier per step. What differs: bf16 has no
-vectors, so the panels move as scalars (A: 8 per invocation per step, B: 16; consecutive
-invocations read consecutive values, so every subgroup's loads are whole 64-byte runs),
-stored straight into the other buffer of the pair while this step multiplies (the barrier
-that ends a step orders those stores before the next step's fragment loads, and every
-read of that buffer before them); zeros past every edge.
+kernels/lib_mm_f16.py with bf16 values (read it for the design): a workgroup of WG = 256
+invocations (8 subgroups of 32) computes a BM x BN = 128 x 256 block of C, subgroup w
+(subgroup_id() % 8) the 64 x 64 quarter (w // 4, w % 4) as 4 x 4 fragments of 16 x 16 with
+f32 accumulators, K in steps of BK = 16 through padded panels in shared memory (A's rows of
+SA = 24 values, B's of SB = 264), double-buffered: the next step's panels are in registers
+(vec4bf loads through a4 / b4 where the host says so: va = 1 needs K, sa and a's length
+multiples of 4, vb = 1 the same of N, sb and b; scalar loads otherwise; zeros past every
+edge) while this step multiplies, one barrier per step. bf16 has the shape and the bytes of
+f16, so the blocking, the padding and the 48 KiB are the same; only the multiply-add's
+element type differs (bf16 products summed in f32: the only accumulator bf16 has).
 
 Stores: a block inside C with N a multiple of 4 stores its f32 fragments straight into C;
-otherwise (and always for bf16 output, rounded to nearest even from the f32 sums) each
-fragment goes through a 16 x 16 staging area in shared memory and out by guarded scalar
-stores, so nothing past an edge is written. Subgroups narrower than 32 compute a quarter
-several times over and store equal values; wider ones would leave quarters unwritten, so
-library.matmul_bf16 refuses such a device. Grid x covers N in blocks of 256
-(gx = ceil(N / 256) * 256), y M in blocks of 128. C is `c` (f32) in variant f32 and `h`
-(bf16) in variant bf16 (variants.yaml sets HALF); the other is not touched.
+otherwise (and always for bf16 output, the f32 sums rounded to nearest even) each fragment
+goes through a 16 x 16 staging area in shared memory and out by guarded scalar stores.
+Subgroups narrower than 32 compute a quarter several times over (equal stores); wider ones
+would leave quarters unwritten, so library.matmul_bf16 refuses such a device. Grid x
+covers N in blocks of 256 (gx = ceil(N / 256) * 256), y M in blocks of 128. C is `c` (f32)
+in variant f32 and `h` (bf16) in variant bf16 (variants.yaml sets HALF).
 """
 
 from vyre_build.lang import (Buffer, barrier, bf16, coop_fill, coop_load_a, coop_load_b,
                              coop_mma, coop_store, f32, kernel, local_id, shared, subgroup_id,
-                             u32, workgroup_id)
+                             u32, vec4bf, workgroup_id)
 
 BM = 128
 BN = 256
@@ -33,31 +32,26 @@ BK = 16
 WG = 256
 SA = 24  # padded row of A's panel, in values (48 bytes: a multiple of 16, 12 banks apart)
 SB = 264  # padded row of B's panel, in values (528 bytes: 132 banks, 4 apart mod 32)
-PA = BM * SA  # values in one buffer of A's panel
-PB = BK * SB  # values in one buffer of B's panel
+PA = BM * SA // 4  # vec4bf in one buffer of A's panel
+PB = BK * SB // 4  # vec4bf in one buffer of B's panel
 ST = 20  # padded row of a staging area, in f32 (16 values + 4)
 SAREA = 16 * ST  # f32 in one subgroup's staging area
 
 
-def at(x: Buffer[bf16], base: u32, row: u32, col: u32, rows: u32, cols: u32) -> bf16:
-    """x[base + row * cols + col] of a row-major rows x cols matrix; zero past its edges."""
-    v = bf16(0.0)
+def quad(x: Buffer[bf16], x4: Buffer[vec4bf], base: u32, row: u32, col: u32, rows: u32,
+         cols: u32, vec: u32) -> vec4bf:
+    """x[base + row * cols + col .. +3] (row-major rows x cols), zeros past the edges; as one
+    vec4bf load when `vec` (cols a multiple of 4, so the four are in or out together)."""
+    r = vec4bf(bf16(0.0))
     if row < rows and col < cols:
-        v = x[base + row * cols + col]
-    return v
-
-
-def panels(pa: Buffer[bf16, "rw"], pb: Buffer[bf16, "rw"], a: Buffer[bf16], b: Buffer[bf16],
-           nx: u32, abase: u32, bbase: u32, m0: u32, n0: u32, k0: u32, M: u32, N: u32,
-           K: u32) -> None:
-    """Step k0's panels into buffer nx (0 or 1) of the pair: A's rows m0.. at columns
-    k0..k0+15, B's rows k0..k0+15 at columns n0.. (this invocation's share of each)."""
-    lid = local_id().x
-    for t in range(u32(8)):
-        e = lid + t * WG  # A's value (e // 16, e % 16) of the 128 x 16 panel
-        pa[nx * PA + (e // 16) * SA + e % 16] = at(a, abase, m0 + e // 16, k0 + e % 16, M, K)
-    for t in range(u32(16)):  # B's row t, column lid of the 16 x 256 panel
-        pb[nx * PB + t * SB + lid] = at(b, bbase, k0 + t, n0 + lid, K, N)
+        i = base + row * cols + col
+        if vec == 1:
+            r = x4[i // 4]
+        else:
+            r = vec4bf(x[i], x[i + 1] if col + 1 < cols else bf16(0.0),
+                      x[i + 2] if col + 2 < cols else bf16(0.0),
+                      x[i + 3] if col + 3 < cols else bf16(0.0))
+    return r
 
 
 def put_staged(c: Buffer[f32, "w"], h: Buffer[bf16, "w"], st: Buffer[f32, "rw"], base: u32,
@@ -81,11 +75,13 @@ def put_staged(c: Buffer[f32, "w"], h: Buffer[bf16, "w"], st: Buffer[f32, "rw"],
 
 
 @kernel(workgroup_size=WG, grid=("gx", "gy", "gz"), shared_bytes=49152)
-def lib_mm_bf16(a: Buffer[bf16], b: Buffer[bf16], c: Buffer[f32, "w"], h: Buffer[bf16, "w"],
-                M: u32, N: u32, K: u32, sa: u32, sb: u32, sc: u32, gx: u32, gy: u32, gz: u32):
-    pa = shared(bf16, 2 * PA)  # [buffer][row m][k], rows of SA values
-    pb = shared(bf16, 2 * PB)  # [buffer][row k][n], rows of SB values
+def lib_mm_bf16(a: Buffer[bf16], a4: Buffer[vec4bf], b: Buffer[bf16], b4: Buffer[vec4bf],
+               c: Buffer[f32, "w"], h: Buffer[bf16, "w"], M: u32, N: u32, K: u32, sa: u32, sb: u32, sc: u32,
+               va: u32, vb: u32, gx: u32, gy: u32, gz: u32):
+    pa = shared(vec4bf, 2 * PA)  # [buffer][row m][k / 4], rows of SA halves
+    pb = shared(vec4bf, 2 * PB)  # [buffer][row k][n / 4], rows of SB halves
     st = shared(f32, 8 * SAREA)  # [quarter][16][ST]: the staged output fragments
+    lid = local_id().x
     w = subgroup_id() % 8
     wm = (w // 4) * 64
     wn = (w % 4) * 64
@@ -94,7 +90,18 @@ def lib_mm_bf16(a: Buffer[bf16], b: Buffer[bf16], c: Buffer[f32, "w"], h: Buffer
     n0 = workgroup_id().x * BN
     abase = z * sa
     bbase = z * sb
-    panels(pa, pb, a, b, 0, abase, bbase, m0, n0, 0, M, N, K)
+    # what this invocation moves: A rows ar and ar + 64 at k column 4 * ac; B rows br + 4 * t
+    # at n column 4 * bc (t in 0..3)
+    ar = lid // 4
+    ac = lid % 4
+    br = lid // 64
+    bc = lid % 64
+    for t in range(u32(2)):
+        pa[(ar + 64 * t) * (SA // 4) + ac] = quad(a, a4, abase, m0 + ar + 64 * t, 4 * ac, M, K,
+                                                  va)
+    for t in range(u32(4)):
+        pb[(br + 4 * t) * (SB // 4) + bc] = quad(b, b4, bbase, br + 4 * t, n0 + 4 * bc, K, N,
+                                                 vb)
     barrier()
     c00 = coop_fill(f32, 16, 16, 0.0)
     c01 = coop_fill(f32, 16, 16, 0.0)
@@ -112,14 +119,29 @@ def lib_mm_bf16(a: Buffer[bf16], b: Buffer[bf16], c: Buffer[f32, "w"], h: Buffer
     c31 = coop_fill(f32, 16, 16, 0.0)
     c32 = coop_fill(f32, 16, 16, 0.0)
     c33 = coop_fill(f32, 16, 16, 0.0)
+    fast = u32(1) if va == 1 and vb == 1 and m0 + BM <= M and n0 + BN <= N else u32(0)
     steps = (K + BK - 1) // BK
     for s in range(steps):
         cur = s % 2
-        # the next step's panels into the other buffer (zeros past K) while this one runs
-        if s + 1 < steps:
-            panels(pa, pb, a, b, 1 - cur, abase, bbase, m0, n0, (s + 1) * BK, M, N, K)
-        ka = cur * PA + wm * SA
-        kb = cur * PB + wn
+        # the next step's panels, in registers while this step multiplies (zeros past K)
+        k1 = (s + 1) * BK
+        # a block inside C whose next step lies inside K, with vec4 rows: no guards
+        if fast == 1 and k1 + BK <= K:
+            p0 = a4[(abase + (m0 + ar) * K + k1 + 4 * ac) // 4]
+            p1 = a4[(abase + (m0 + ar + 64) * K + k1 + 4 * ac) // 4]
+            q0 = b4[(bbase + (k1 + br) * N + n0 + 4 * bc) // 4]
+            q1 = b4[(bbase + (k1 + br + 4) * N + n0 + 4 * bc) // 4]
+            q2 = b4[(bbase + (k1 + br + 8) * N + n0 + 4 * bc) // 4]
+            q3 = b4[(bbase + (k1 + br + 12) * N + n0 + 4 * bc) // 4]
+        else:
+            p0 = quad(a, a4, abase, m0 + ar, k1 + 4 * ac, M, K, va)
+            p1 = quad(a, a4, abase, m0 + ar + 64, k1 + 4 * ac, M, K, va)
+            q0 = quad(b, b4, bbase, k1 + br, n0 + 4 * bc, K, N, vb)
+            q1 = quad(b, b4, bbase, k1 + br + 4, n0 + 4 * bc, K, N, vb)
+            q2 = quad(b, b4, bbase, k1 + br + 8, n0 + 4 * bc, K, N, vb)
+            q3 = quad(b, b4, bbase, k1 + br + 12, n0 + 4 * bc, K, N, vb)
+        ka = cur * (PA * 4) + wm * SA
+        kb = cur * (PB * 4) + wn
         a0 = coop_load_a(pa, ka, SA, 16, 16)
         a1 = coop_load_a(pa, ka + 16 * SA, SA, 16, 16)
         a2 = coop_load_a(pa, ka + 32 * SA, SA, 16, 16)
@@ -144,6 +166,14 @@ def lib_mm_bf16(a: Buffer[bf16], b: Buffer[bf16], c: Buffer[f32, "w"], h: Buffer
         c31 = coop_mma(a3, b1, c31)
         c32 = coop_mma(a3, b2, c32)
         c33 = coop_mma(a3, b3, c33)
+        nxa = (1 - cur) * PA
+        nxb = (1 - cur) * PB
+        pa[nxa + ar * (SA // 4) + ac] = p0
+        pa[nxa + (ar + 64) * (SA // 4) + ac] = p1
+        pb[nxb + br * (SB // 4) + bc] = q0
+        pb[nxb + (br + 4) * (SB // 4) + bc] = q1
+        pb[nxb + (br + 8) * (SB // 4) + bc] = q2
+        pb[nxb + (br + 12) * (SB // 4) + bc] = q3
         barrier()
     cbase = z * sc
     o = cbase + (m0 + wm) * N + n0 + wn

@@ -101,10 +101,12 @@ __all__ = [
     "tanh",
     "trunc",
     "u32",
+    "vec2bf",
     "vec2f",
     "vec2h",
     "vec2i",
     "vec2u",
+    "vec4bf",
     "vec4f",
     "vec4h",
     "vec4i",
@@ -181,6 +183,9 @@ class _IntVec:
     def __neg__(self) -> Self: ...
     def __invert__(self) -> Self: ...
 
+class _StorageVec:
+    def __init__(self, *components: _Scalar | _Vector) -> None: ...
+
 class vec2f(_FloatVec):
     """A vector of 2 f32: vec2f(x, y); components .x, .y."""
 
@@ -237,7 +242,21 @@ class vec4u(_IntVec):
     z: builtins.int
     w: builtins.int
 
-_Vector = vec2f | vec4f | vec2h | vec4h | vec2i | vec4i | vec2u | vec4u
+class vec2bf(_StorageVec):
+    """A vector of 2 bf16: vec2bf(x, y); components .x, .y."""
+
+    x: builtins.float
+    y: builtins.float
+
+class vec4bf(_StorageVec):
+    """A vector of 4 bf16: vec4bf(x, y, z, w) or vec4bf(v); components .x .. .w."""
+
+    x: builtins.float
+    y: builtins.float
+    z: builtins.float
+    w: builtins.float
+
+_Vector = vec2f | vec4f | vec2h | vec4h | vec2i | vec4i | vec2u | vec4u | vec2bf | vec4bf
 _F = TypeVar("_F", builtins.float, vec2f, vec4f, vec2h, vec4h)
 _N = TypeVar(
     "_N", builtins.int, builtins.float, vec2f, vec4f, vec2h, vec4h, vec2i, vec4i, vec2u, vec4u

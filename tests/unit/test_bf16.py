@@ -210,3 +210,31 @@ def test_the_library_kernel_names_its_feature_and_matrix_shape():
     for k in compile_file(os.path.join(kernels, "lib_mm_bf16.py"), root=kernels):
         assert "cooperative_matrix.bf16.f32.16x16x16" in k.meta["features"]
         assert "bf16" in k.meta["features"] and k.wgsl is None
+
+
+def test_bf16_vectors_load_store_and_convert_through_f32_vectors(tmp_path):
+    """vec4bf: the 8-byte loads of lib_mm_bf16; conversions to and from vec4f (others go
+    through vec4f), components, selects; arithmetic on them is refused like bf16's."""
+    src = (
+        "from vyre_build.lang import *\n\n@kernel(workgroup_size=64)\n"
+        "def k(x: Buffer[vec4bf], y: Buffer[vec4bf, 'w'], f: Buffer[vec4f, 'w'],\n"
+        "      u: Buffer[vec4i, 'w'], n: u32):\n"
+        "    i = global_id().x\n    if i < n:\n        v = x[i]\n"
+        "        y[i] = v if i % 2 == 0 else vec4bf(bf16(1.5), v.y, bf16(f32(v.z) * 2.0), v.x)\n"
+        "        f[i] = vec4f(v)\n        u[i] = vec4i(v)\n"
+    )
+    (tmp_path / "k.py").write_text(src)
+    (k,) = compile_file(str(tmp_path / "k.py"), root=str(tmp_path))
+    assert k.wgsl is None and "bf16" in k.meta["features"]
+    vals = np.array([[1.0, -2.5, 3.0, 40.0], [0.5, 7.0, -1.25, 9.0]], np.float32)
+    x = bfloat16.from_f32(vals).reshape(2, 4)
+    out = load_kernel(k.meta, device=get_device("cpu"), kdesc=k.kdesc)(
+        x=x, y=2, f=2, u=2, n=2, grid=(2,)
+    )
+    odd = np.array([1.5, 7.0, -2.5, 0.5], np.float32)
+    assert np.array_equal(out.array("y"), np.stack([x[0], bfloat16.from_f32(odd)]))
+    assert np.array_equal(out.array("f"), vals)
+    assert np.array_equal(out.array("u"), vals.astype(np.int32))
+    err = bad(tmp_path, "f[i] = f32((vec4bf(a) + vec4bf(a)).x)")
+    assert err.message == "vec4bf" + NO_ARITH[4:], str(err)
+    assert err.fix == "compute in f32 and convert back: vec4bf(vec4f(x) * 2.0)"

@@ -136,7 +136,7 @@ P = "kernel 'fill.u32': metadata field "
         (
             "bindings.0.dtype",
             "f64",
-            "'bindings[0].dtype' must be one of f32, i32, u32, f16, bf16, vec2f, vec4f, vec2i, vec4i, vec2u, vec4u, vec2h, vec4h, got 'f64'",
+            "'bindings[0].dtype' must be one of f32, i32, u32, f16, bf16, vec2f, vec4f, vec2i, vec4i, vec2u, vec4u, vec2h, vec4h, vec2bf, vec4bf, got 'f64'",
         ),
         (
             "bindings.2.dtype",

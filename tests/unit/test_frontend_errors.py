@@ -450,7 +450,7 @@ CASES = {
         "5:8",
         "unknown type 'vec3h'",
         "did you mean 'vec4h'? types are bool, i32, u32, f32, f16, bf16, "
-        "vec2f/vec4f/vec2i/vec4i/vec2u/vec4u/vec2h/vec4h (or a variant type parameter)",
+        "vec2f/vec4f/vec2i/vec4i/vec2u/vec4u/vec2h/vec4h/vec2bf/vec4bf (or a variant type parameter)",
         None,
     ),
     "python_float_type": (
@@ -587,7 +587,7 @@ def test_exact_texts_of_a_misspelt_builtin_a_bare_syntax_error_and_an_unknown_ty
             '    def k(out: Buffer[f64, "rw"]):\n'
             "                      ^~~\n"
             "  fix: did you mean 'f32'? types are bool, i32, u32, f32, f16, bf16, "
-            "vec2f/vec4f/vec2i/vec4i/vec2u/vec4u/vec2h/vec4h (or a variant type parameter)",
+            "vec2f/vec4f/vec2i/vec4i/vec2u/vec4u/vec2h/vec4h/vec2bf/vec4bf (or a variant type parameter)",
         ),
     ]
     for source, expected in cases:

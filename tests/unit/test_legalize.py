@@ -71,7 +71,7 @@ def _rows_kernel(rows):
             return r.cast(datatype(t), load("f32", which))
         if t == "bool":
             return r.bin("Lt", load("u32", which), r.u32(40))
-        n, base = int(t[3]), {"f": "f32", "i": "i32", "u": "u32", "h": "f16"}[t[4:]]
+        n, base = int(t[3]), {"f": "f32", "i": "i32", "u": "u32", "h": "f16", "bf": "bf16"}[t[4:]]
         # components: this operand's value, then the other operand's (edges meet edges)
         parts = [operand(base, which)] + [operand(base, 1 - which)] * (n - 1)
         return r.vec(datatype(t), *parts)
@@ -97,7 +97,7 @@ def _components(r, v, ty: str):
     """(storage type, value) of each component of `v` (f16, bf16 widened to f32, bool to
     u32)."""
     if ty.startswith("vec"):
-        n, base = int(ty[3]), {"f": "f32", "i": "i32", "u": "u32", "h": "f16"}[ty[4:]]
+        n, base = int(ty[3]), {"f": "f32", "i": "i32", "u": "u32", "h": "f16", "bf": "bf16"}[ty[4:]]
         out = []
         for c in range(n):
             out += _components(r, r.extract(v, c), base)

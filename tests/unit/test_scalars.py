@@ -33,6 +33,7 @@ def test_metadata_runtime_and_reference_read_the_column():
     assert metadata.BUFFER_DTYPES == (
         *("f32", "i32", "u32", "f16", "bf16"),
         *("vec2f", "vec4f", "vec2i", "vec4i", "vec2u", "vec4u", "vec2h", "vec4h"),
+        *("vec2bf", "vec4bf"),
     )
     assert set(metadata.VECTOR_DTYPES) == set(VECTORS)
     for name, (elem, n) in metadata.VECTOR_DTYPES.items():

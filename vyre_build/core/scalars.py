@@ -47,7 +47,7 @@ SCALARS: tuple[Scalar, ...] = (
     # bfloat16 (SPIR-V BFloat16KHR; WGSL has none): 8 exponent bits like f32, 8 significant
     # bits. numpy has no bfloat16, so the host holds its bit patterns as uint16 (an
     # ml_dtypes.bfloat16 array is taken as those bits; runtime.bf16 converts).
-    Scalar("bf16", "BF16", "float", "", 2, "uint16", "", arith=False),
+    Scalar("bf16", "BF16", "float", "", 2, "uint16", "bf", arith=False),
 )
 # No 3-component vectors: their storage alignment differs from host packing.
 VECTOR_COUNTS = (2, 4)

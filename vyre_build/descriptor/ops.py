@@ -63,14 +63,15 @@ class Typing:
     amount: str | None = None  # a binary op's right operand type where it is fixed (u32)
 
 
-_FLOAT_VECTORS = tuple(v for v, (e, _) in VECTORS.items() if TYPES[e].kind == "float")
+_FLOAT_VECTORS = tuple(v for v, (e, _) in VECTORS.items() if e in FLOAT)  # not bf16's
 _INT_VECTORS = tuple(v for v, (e, _) in VECTORS.items() if TYPES[e].kind in ("uint", "sint"))
 _SINT_VECTORS = tuple(v for v, (e, _) in VECTORS.items() if TYPES[e].kind == "sint")
 _SIGNED_VECTORS = tuple(v for v in VECTORS if v in _FLOAT_VECTORS + _SINT_VECTORS)
 
 # The typing classes. Vectors are componentwise (docs/descriptor-conventions.md, "Vectors").
 TYPINGS: dict[str, Typing] = {
-    "numeric": Typing(NUMERIC + tuple(VECTORS)),  # numeric scalars and every vector
+    # numeric scalars and every vector of them (not bf16's: a storage type)
+    "numeric": Typing(NUMERIC + tuple(v for v, (e, _) in VECTORS.items() if e in NUMERIC)),
     "numeric_scalar": Typing(NUMERIC),
     "numeric_float_vectors": Typing(NUMERIC + _FLOAT_VECTORS),
     "numeric_signed": Typing(NUMERIC + _SIGNED_VECTORS),  # + the float and i32 vectors
@@ -225,16 +226,20 @@ def table(vocabulary: tuple[ValueOp, ...] = VOCABULARY) -> dict[Row, str]:
     values = [t for t in TYPES if TYPES[t].matrix is None]  # matrices: descriptor.matrices
     for t in values:
         add("Select", "", ("bool", t, t), t)
+
+    def converts(src: str, dst: str) -> bool:
+        # a storage type (bf16, its vectors) converts to and from f32 (its vectors) only: the
+        # frontend goes through f32 for the others
+        se, de = TYPES[src].element, TYPES[dst].element
+        return not ({se, de} & set(STORAGE_ONLY) and se != de and "f32" not in (se, de))
+
     for src in SCALARS:
         for dst in SCALARS:
-            # a storage type (bf16) converts to and from f32 only (the frontend goes through
-            # f32 for the others)
-            if {src, dst} & set(STORAGE_ONLY) and src != dst and "f32" not in (src, dst):
-                continue
-            add("Cast", dst, (src,), dst)
+            if converts(src, dst):
+                add("Cast", dst, (src,), dst)
     for src, (_, n) in VECTORS.items():
         for dst, (_, n2) in VECTORS.items():
-            if n == n2:
+            if n == n2 and converts(src, dst):
                 add("Cast", dst, (src,), dst)
     for src in NUMERIC:
         for dst in NUMERIC:

@@ -85,14 +85,24 @@ def kernel_needs(module: KernelModule, kernel: str) -> tuple[str, ...]:
     (Target.refusal). Decided from the syntax alone, the same at scan and at compile time:
     the kernel or a helper it calls calls a cooperative-matrix builtin (COOPERATIVE_MATRIX),
     or `fence()`, or an atomic with an order other than "relaxed" (MEMORY_ORDER:
-    frontend/memory_order.py), or names the bf16 type anywhere, its signature included
-    (BFLOAT16)."""
+    frontend/memory_order.py), or names a bf16 type (bf16, vec2bf, vec4bf, or a variant
+    parameter one of its variants sets to one) anywhere, its signature included (BFLOAT16)."""
     import ast
 
     from vyre_build.core.features import COOPERATIVE_MATRIX as COOPERATIVE_MATRIX_FEATURE
     from vyre_build.frontend.builtins import BUILTINS
     from vyre_build.core.targets import BFLOAT16, COOPERATIVE_MATRIX, MEMORY_ORDER
 
+    from vyre_build.descriptor.types import STORAGE_ONLY, TYPES
+
+    # the bf16 types by name, and the variant parameters any variant of the kernel sets to one
+    storage = {t for t in TYPES if TYPES[t].element in STORAGE_ONLY and not TYPES[t].matrix}
+    storage |= {
+        param
+        for _, _, env in instances(module, kernel)
+        for param, value in env.items()
+        if isinstance(value, str) and value in storage
+    }
     needs: dict[str, None] = {}
     seen: set[int] = set()
     todo = [(module, module.kernels[kernel].node)]
@@ -102,7 +112,7 @@ def kernel_needs(module: KernelModule, kernel: str) -> tuple[str, ...]:
             continue
         seen.add(id(fn))
         for node in ast.walk(fn):
-            if isinstance(node, ast.Name) and node.id == "bf16":
+            if isinstance(node, ast.Name) and node.id in storage:
                 needs.setdefault(BFLOAT16)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 name = node.func.id

@@ -146,6 +146,14 @@ class CallChecker:
                         f"cannot convert a {a.ty} to {ty}",
                         "vectors convert only between equal component counts",
                     )
+                if a.ty == ty:
+                    return a
+                # bf16 vectors convert to and from f32 vectors only: the others through them
+                wide = ir.vector_of("f32", n)
+                if ir.element(a.ty) in ir.STORAGE_ONLY and ty != wide:
+                    a = ir.Cast(a, wide)
+                elif elem in ir.STORAGE_ONLY and ir.element(a.ty) != "f32":
+                    a = ir.Cast(a, wide)
                 return a if a.ty == ty else ir.Cast(a, ty)
             return ir.Splat(self.cast_scalar(node.args[0], a, elem), ty)
         if len(node.args) != n:
@@ -168,7 +176,7 @@ class CallChecker:
         if (
             a.ty == "int"
             or a.ty == elem
-            or (elem == "f16" and isinstance(a, ir.Const) and a.ty == "f32")
+            or (elem in ("f16", "bf16") and isinstance(a, ir.Const) and a.ty == "f32")
         ):
             return self.coerce(node, a, elem)
         raise self.err(

@@ -49,8 +49,8 @@ from vyre_build.frontend.uniformity import check_uniformity
 
 _ACCESS = ("r", "w", "rw")
 # What an unknown type's fix lists: every type of the table, the scalars, then the vectors
-# in the README's order (f, i, u, then the f16 ones h; 2 before 4).
-_VECTOR_ORDER = sorted(ir.VECTORS, key=lambda v: (v.endswith("h"), v[-1], v[3]))
+# in the README's order (f, i, u, then the f16 ones h, then bf16's; 2 before 4).
+_VECTOR_ORDER = sorted(ir.VECTORS, key=lambda v: (v.endswith("bf"), v.endswith("h"), v[-1], v[3]))
 # Python's and other languages' names of a type the language has at another width or name.
 _NEAREST_TYPE = {"float": "f32", "f64": "f32", "double": "f32", "half": "f16", "int": "i32"}
 _NEAREST_TYPE |= {"i64": "i32", "u64": "u32", "i16": "i32", "u16": "u32", "i8": "i32"}

@@ -96,11 +96,13 @@ class ExprChecker:
             operands = [e.a, getattr(e, "b", None), getattr(e, "c", None)]
             for x in operands:
                 ty = getattr(x, "ty", None)
-                if ty in ir.STORAGE_ONLY:
+                if ty in ir.TYPES and ir.element(ty) in ir.STORAGE_ONLY:
+                    n = ir.VECTORS[ty][1] if ty in ir.VECTORS else 1
+                    wide = ir.vector_of("f32", n) if n > 1 else "f32"
                     raise self.err(
                         node,
                         f"{ty} has no arithmetic, comparisons or math: it is a storage type",
-                        f"compute in f32 and convert back: {ty}(f32(x) * 2.0)",
+                        f"compute in f32 and convert back: {ty}({wide}(x) * 2.0)",
                     )
         return e
 

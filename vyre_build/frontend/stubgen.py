@@ -96,6 +96,10 @@ def _vector_bases() -> str:
         if cls == "_IntVec":
             out.append("    def __invert__(self) -> Self: ...")
         out.append("")
+    # bf16's vectors: built, read and converted, no operators (a storage type)
+    out.append("class _StorageVec:")
+    out.append("    def __init__(self, *components: _Scalar | _Vector) -> None: ...")
+    out.append("")
     return "\n".join(out)
 
 
@@ -104,8 +108,9 @@ def _python_type(scalar: str) -> str:
 
 
 def _vectors() -> list[str]:
-    """The vector types: float elements first (f32, f16), then i32, u32; 2 before 4."""
-    order = (*ir.FLOAT, *ir.INTEGER)
+    """The vector types: float elements first (f32, f16), then i32, u32, then bf16; 2
+    before 4."""
+    order = (*ir.FLOAT, *ir.INTEGER, *ir.STORAGE_ONLY)
     return sorted(ir.VECTORS, key=lambda v: (order.index(ir.VECTORS[v][0]), ir.VECTORS[v][1]))
 
 
@@ -121,7 +126,9 @@ def _vector_classes() -> str:
                 f"A vector of {n} {elem}: {name}({', '.join(axes)}) or {name}(v); "
                 f"components .x .. .{axes[-1]}."
             )
-        base = "_FloatVec" if elem in ir.FLOAT else "_IntVec"
+        base = (
+            "_FloatVec" if elem in ir.FLOAT else "_IntVec" if elem in ir.INTEGER else "_StorageVec"
+        )
         out.append(f"class {name}({base}):")
         out.append(f'    """{doc}"""')
         out.append("")
@@ -145,10 +152,11 @@ def _wrap(head: str, items: list[str], tail: str) -> str:
 def _typevars() -> str:
     vectors = _vectors()
     floats = [v for v in vectors if ir.VECTORS[v][0] in ir.FLOAT]
+    numeric = [v for v in vectors if ir.VECTORS[v][0] in ir.NUMERIC]
     lines = [
         "_Vector = " + " | ".join(vectors),
         _wrap("_F = TypeVar", ['"_F"', "builtins.float", *floats], ""),
-        _wrap("_N = TypeVar", ['"_N"', "builtins.int", "builtins.float", *vectors], ""),
+        _wrap("_N = TypeVar", ['"_N"', "builtins.int", "builtins.float", *numeric], ""),
     ]
     return "\n".join(lines) + "\n"
 

@@ -490,17 +490,40 @@ def _matmul_f16(
         call.run(steps)
         call.remember((kind,), (a, b, out), steps, None)
         return call.result(cb, out, z * m * n, shape)
-    zero = call.scratch("zero", "f16", 4)  # the vec4h binding of an operand without vec4s
-    args = dict(a=ab, a4=ab if a_vec else zero, b=bb, b4=bb if b_vec else zero)
-    args.update(c=c, h=h)
-    args.update(M=m, N=n, K=k, sa=m * k if za else 0, sb=k * n if zb else 0, sc=m * n)
-    # vec4h loads need whole vec4s: rows (and batch entries) of a multiple of 4 halves
-    args.update(va=int(a_vec and k % 4 == 0), vb=int(b_vec and n % 4 == 0))
-    args.update(gx=grid[0], gy=grid[1], gz=grid[2])
+    args = _staged_args(call, "f16", ab, a_vec, bb, b_vec, c, h, z, m, k, n, za, zb, grid)
     steps = [call.step(kid, 0, args, grid)]
     call.run(steps)
     call.remember((kind,), (a, b, out), steps, None)
     return call.result(cb, out, z * m * n, shape)
+
+
+def _staged_args(
+    call: Call,
+    elem: str,
+    ab: DeviceBuffer,
+    a_vec: bool,
+    bb: DeviceBuffer,
+    b_vec: bool,
+    c: DeviceBuffer,
+    h: DeviceBuffer,
+    z: int,
+    m: int,
+    k: int,
+    n: int,
+    za: bool,
+    zb: bool,
+    grid: tuple[int, int, int],
+) -> dict[str, Any]:
+    """The bindings and scalars of the staged 16-bit matmuls (lib_mm_f16, lib_mm_bf16) of
+    `elem` inputs: each operand also as vec4s (a4, b4) where its rows are whole vec4s."""
+    zero = call.scratch("zero", elem, 4)  # the vec4 binding of an operand without vec4s
+    args: dict[str, Any] = dict(a=ab, a4=ab if a_vec else zero, b=bb, b4=bb if b_vec else zero)
+    args.update(c=c, h=h)
+    args.update(M=m, N=n, K=k, sa=m * k if za else 0, sb=k * n if zb else 0, sc=m * n)
+    # vec4 loads need whole vec4s: rows (and batch entries) of a multiple of 4 values
+    args.update(va=int(a_vec and k % 4 == 0), vb=int(b_vec and n % 4 == 0))
+    args.update(gx=grid[0], gy=grid[1], gz=grid[2])
+    return args
 
 
 _BF16_OUT = {"float32": "f32", "bfloat16": "bf16"}
@@ -573,16 +596,20 @@ def _matmul_bf16(
     call.place("b", b)
     shape = (z, m, n) if za or zb else (m, n)
     call.output(out, kind, shape)
-    ab, _ = call.upload(a)
-    bb, _ = call.upload(b)
+    ab, a_vec = call.upload(a)
+    bb, b_vec = call.upload(b)
     cb = out if isinstance(out, DeviceBuffer) else call.device.buffer(shape, kind)
     sink = call.scratch("sink", "bf16" if kind == "f32" else "f32", 4)
     c, h = (cb, sink) if kind == "f32" else (sink, cb)
     grid = (-(-n // F16_BN) * F16_WG, -(-m // F16_BM), z)
-    args: dict[str, Any] = dict(a=ab, b=bb, c=c, h=h, M=m, N=n, K=k, sc=m * n)
-    args.update(sa=m * k if za else 0, sb=k * n if zb else 0)
-    args.update(gx=grid[0], gy=grid[1], gz=grid[2])
-    steps = [call.step(kid, 0, args, grid)]
+    steps = [
+        call.step(
+            kid,
+            0,
+            _staged_args(call, "bf16", ab, a_vec, bb, b_vec, c, h, z, m, k, n, za, zb, grid),
+            grid,
+        )
+    ]
     call.run(steps)
     call.remember((kind,), (a, b, out), steps, None)
     got = call.result(cb, out, z * m * n, shape)

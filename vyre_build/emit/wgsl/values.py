@@ -200,6 +200,8 @@ for _t in TYPES:
 # WGSL does not splat scalars in select/comparisons, so the templates use the zero vector
 # where the scalar rule uses a 0 literal.
 for _k, (_e, _n) in VECTORS.items():
+    if _e not in NUMERIC:  # bf16 vectors: no arithmetic (and no WGSL)
+        continue
     _z = ZERO[_k]
     for _op, _sym in (("Add", "+"), ("Sub", "-"), ("Mul", "*")):
         _bin(_op, _k, f"({{a}} {_sym} {{b}})")  # integer wrap is WGSL-native
@@ -236,8 +238,8 @@ def _vector_casts() -> None:
     """
     for src, (e1, n) in VECTORS.items():
         for dst, (e2, n2) in VECTORS.items():
-            if n2 != n:
-                continue
+            if n2 != n or (("Cast", dst), (src,)) not in OPS or {e1, e2} & set(STORAGE_ONLY):
+                continue  # not a row, or one of a type WGSL lacks (LACKS)
             if e1 == e2:
                 _cast(src, dst, "{a}")
             elif {e1, e2} == set(INTEGER):
@@ -288,7 +290,7 @@ for _row in OPS:
 
 # Value types WGSL has no spelling for (a kernel using one gets no WGSL: core.targets):
 # no rule touches them.
-LACKS = frozenset(STORAGE_ONLY)
+LACKS = frozenset(t for t in TYPES if TYPES[t].element in STORAGE_ONLY and not TYPES[t].matrix)
 for _row in [r for r in RULES if {*r[1], OPS[r]} & LACKS]:
     del RULES[_row]
 # every row of the legal form (legalize.LEGAL_ROWS) it writes: all but those of LACKS types
