@@ -7,7 +7,7 @@ block of C; subgroup w (subgroup_id() % 8) computes the 64 x 64 quarter (w // 4,
 4 x 4 fragments of 16 x 16 with f32 accumulators. K goes by in steps of BK = 16 (a 32-deep
 double-buffered pair of panels would pass 48 KiB): the whole workgroup moves A's 128 x 16
 panel (rows padded to 24 halves) and B's 16 x 256 panel (rows of 264 halves) from global
-memory into shared memory (vec4h loads through a4 / b4 where the host says so: va = 1
+memory into shared memory (V loads through a4 / b4 where the host says so: va = 1
 needs K, sa and a's length multiples of 4, vb = 1 the same of N, sb and b; scalar loads
 otherwise; zeros past every edge), double-buffered: the next step's panels are in
 registers while this step multiplies, one barrier per step; a block inside C with vec4
@@ -23,12 +23,14 @@ compute the same quarter and store equal values; subgroups wider than 32 would l
 quarters unwritten, so library.matmul_f16 refuses such a device. Grid x covers N in
 blocks of 256 (gx = ceil(N / 256) * 256), y M in blocks of 128.
 C is `c` (f32) in variant f32 and `h` (f16) in variant f16 (variants.yaml sets HALF); the
-other one is not touched (bind any small buffer of its type).
+other one is not touched (bind any small buffer of its type). The body is the helper
+`staged_mm`, over the element type E and its vec4 type V (variants.yaml: f16 and vec4h
+here; kernels/lib_mm_bf16.py runs it on bf16 and vec4bf).
 """
 
 from vyre_build.lang import (Buffer, barrier, coop_fill, coop_load_a, coop_load_b, coop_mma,
-                             coop_store, f16, f32, kernel, local_id, shared, subgroup_id, u32,
-                             vec4h, workgroup_id)
+                             coop_store, f32, kernel, local_id, shared, subgroup_id, u32,
+                             workgroup_id)
 
 BM = 128
 BN = 256
@@ -36,29 +38,29 @@ BK = 16
 WG = 256
 SA = 24  # padded row of A's panel, in halves (48 bytes: a multiple of 16, 12 banks apart)
 SB = 264  # padded row of B's panel, in halves (528 bytes: 132 banks, 4 apart mod 32)
-PA = BM * SA // 4  # vec4h in one buffer of A's panel
-PB = BK * SB // 4  # vec4h in one buffer of B's panel
+PA = BM * SA // 4  # vec4s (V) in one buffer of A's panel
+PB = BK * SB // 4  # vec4s (V) in one buffer of B's panel
 ST = 20  # padded row of a staging area, in f32 (16 values + 4)
 SAREA = 16 * ST  # f32 in one subgroup's staging area
 
 
-def quad(x: Buffer[f16], x4: Buffer[vec4h], base: u32, row: u32, col: u32, rows: u32,
-         cols: u32, vec: u32) -> vec4h:
+def quad(x: Buffer[E], x4: Buffer[V], base: u32, row: u32, col: u32, rows: u32,
+         cols: u32, vec: u32) -> V:
     """x[base + row * cols + col .. +3] (row-major rows x cols), zeros past the edges; as one
-    vec4h load when `vec` (cols a multiple of 4, so the four are in or out together)."""
-    r = vec4h(f16(0.0))
+    V load when `vec` (cols a multiple of 4, so the four are in or out together)."""
+    r = V(E(0.0))
     if row < rows and col < cols:
         i = base + row * cols + col
         if vec == 1:
             r = x4[i // 4]
         else:
-            r = vec4h(x[i], x[i + 1] if col + 1 < cols else f16(0.0),
-                      x[i + 2] if col + 2 < cols else f16(0.0),
-                      x[i + 3] if col + 3 < cols else f16(0.0))
+            r = V(x[i], x[i + 1] if col + 1 < cols else E(0.0),
+                      x[i + 2] if col + 2 < cols else E(0.0),
+                      x[i + 3] if col + 3 < cols else E(0.0))
     return r
 
 
-def put_staged(c: Buffer[f32, "w"], h: Buffer[f16, "w"], st: Buffer[f32, "rw"], base: u32,
+def put_staged(c: Buffer[f32, "w"], h: Buffer[E, "w"], st: Buffer[f32, "rw"], base: u32,
                m0: u32, n0: u32, i: u32, j: u32, M: u32, N: u32) -> None:
     """After a barrier: fragment (i, j) of every quarter, staged in `st`, into C with
     guarded stores (each invocation 8 of the 8 x 256 values)."""
@@ -73,18 +75,17 @@ def put_staged(c: Buffer[f32, "w"], h: Buffer[f16, "w"], st: Buffer[f32, "rw"], 
         if row < M and col < N:
             v = st[q * SAREA + r * ST + s]
             if HALF == 1:
-                h[base + row * N + col] = f16(v)
+                h[base + row * N + col] = E(v)
             else:
                 c[base + row * N + col] = v
 
 
-@kernel(workgroup_size=WG, grid=("gx", "gy", "gz"), shared_bytes=49152)
-def lib_mm_f16(a: Buffer[f16], a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec4h],
-               c: Buffer[f32, "w"], h: Buffer[f16, "w"], M: u32, N: u32, K: u32, sa: u32, sb: u32, sc: u32,
-               va: u32, vb: u32, gx: u32, gy: u32, gz: u32):
-    pa = shared(vec4h, 2 * PA)  # [buffer][row m][k / 4], rows of SA halves
-    pb = shared(vec4h, 2 * PB)  # [buffer][row k][n / 4], rows of SB halves
-    st = shared(f32, 8 * SAREA)  # [quarter][16][ST]: the staged output fragments
+def staged_mm(pa: Buffer[V, "rw"], pb: Buffer[V, "rw"], st: Buffer[f32, "rw"], a: Buffer[E],
+              a4: Buffer[V], b: Buffer[E], b4: Buffer[V], c: Buffer[f32, "w"],
+              h: Buffer[E, "w"], M: u32, N: u32, K: u32, sa: u32, sb: u32, sc: u32, va: u32,
+              vb: u32) -> None:
+    """The kernel's body past its shared arrays (pa, pb: the panel pairs; st: the staging
+    areas), for inputs of E (f16, or bf16 in lib_mm_bf16.py) with V their vec4 type."""
     lid = local_id().x
     w = subgroup_id() % 8
     wm = (w // 4) * 64
@@ -263,3 +264,13 @@ def lib_mm_f16(a: Buffer[f16], a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec
         coop_store(c33, st, so, ST)
         barrier()
         put_staged(c, h, st, cbase, m0, n0, 3, 3, M, N)
+
+
+@kernel(workgroup_size=WG, grid=("gx", "gy", "gz"), shared_bytes=49152)
+def lib_mm_f16(a: Buffer[E], a4: Buffer[V], b: Buffer[E], b4: Buffer[V],
+               c: Buffer[f32, "w"], h: Buffer[E, "w"], M: u32, N: u32, K: u32, sa: u32, sb: u32, sc: u32,
+               va: u32, vb: u32, gx: u32, gy: u32, gz: u32):
+    pa = shared(V, 2 * PA)  # [buffer][row m][k / 4], rows of SA values
+    pb = shared(V, 2 * PB)  # [buffer][row k][n / 4], rows of SB values
+    st = shared(f32, 8 * SAREA)  # [quarter][16][ST]: the staged output fragments
+    staged_mm(pa, pb, st, a, a4, b, b4, c, h, M, N, K, sa, sb, sc, va, vb)
