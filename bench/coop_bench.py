@@ -103,7 +103,7 @@ def main(argv=None) -> int:
         code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
         kernels[k.stem] = load_kernel(k.meta, device=dev, **code)
     wide = {}  # the bench/kernels/ candidates (by stem)
-    for f in ("mm_f16_narrow.py", "mm_f16_scalar.py", "mm_bf16_scalar.py"):
+    for f in ("mm_f16_narrow.py", "mm_f16_scalar.py"):
         for k in compile_file(os.path.join(HERE, "kernels", f), root=HERE):
             meta = k.meta if k.stem == "mm_f16_narrow.f32" else meta  # the GLSL's design
             code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
@@ -163,33 +163,21 @@ def main(argv=None) -> int:
 
             ours, _ = time_ours(dev, call, number, args.rounds)
             got = out.read().astype(np.float32).reshape(shape)
-            ok = np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
-            size = f"n={n}" if z == 1 else f"n={z}x{n}"
-            line = f"  {stem:<18} {size:<8} ours {flop / ours / 1e12:7.1f} TFLOP/s"
-            if th is not None:
-                line += (
-                    f"   torch fp16 {flop / th / 1e12:7.1f} TFLOP/s   ratio {th / ours:.3f}x"
-                    f"   ({'matches torch' if ok else 'MISMATCH'})"
-                )
-            else:
-                line += f"   (no torch; {'matches numpy' if ok else 'MISMATCH'})"
-            say(line)
+            report(stem, shape, ours, th, "fp16", got, want)
         if "bf16" in dev.profile.features:
             bf16_case(dev, library, kernels, torch if have_torch else None, a, b, shape, number,
-                      args.rounds, wide if args.scalar else None)  # fmt: skip
+                      args.rounds)  # fmt: skip
         else:
             say(f"  matmul_bf16: not run ({dev.name} has no bf16)")
     return 0
 
 
-def bf16_case(dev, library, kernels, torch, a, b, shape, number, rounds, wide=None) -> None:
+def bf16_case(dev, library, kernels, torch, a, b, shape, number, rounds) -> None:
     """library.matmul_bf16 (f32 and bf16 output) on `a` and `b` rounded to bf16, against
-    torch's bf16 matmul (f32 accumulation in cuBLAS; its output is bf16); with `wide` (the
-    bench/kernels/ candidates), also bench/kernels/mm_bf16_scalar.py."""
+    torch's bf16 matmul (f32 accumulation in cuBLAS; its output is bf16)."""
     from vyre_build.core import bfloat16
 
-    z, n = (shape[0] if len(shape) == 3 else 1), shape[-1]
-    flop = 2.0 * z * n**3
+    z = shape[0] if len(shape) == 3 else 1
     a16, b16 = (bfloat16.from_f32(x.astype(np.float32)).reshape(shape) for x in (a, b))
     fa, fb = bfloat16.to_f32(a16), bfloat16.to_f32(b16)
     da, db = dev.buffer(a16), dev.buffer(b16)
@@ -201,36 +189,34 @@ def bf16_case(dev, library, kernels, torch, a, b, shape, number, rounds, wide=No
         th = time_torch(torch, lambda: mm(ta, tb), number, rounds)
     else:
         want = np.matmul(fa, fb)
-    runs = [("matmul_bf16." + k, o, None) for o, k in (("float32", "f32"), ("bfloat16", "bf16"))]
-    runs += [(f"mm_bf16_scalar.{k}", None, k) for k in ("f32", "bf16")] if wide else []
-    for stem, out_dtype, scalar in runs:
-        kind = stem.rsplit(".", 1)[1]
+    for out_dtype, kind in (("float32", "f32"), ("bfloat16", "bf16")):
         out = dev.buffer(shape, kind)
 
-        def call(out=out, out_dtype=out_dtype, scalar=scalar, kind=kind, stem=stem):
-            if scalar is None:
-                library.matmul_bf16(kernels, da, db, out=out, out_dtype=out_dtype)
-                return
-            sink = dev.buffer(4, "bf16" if kind == "f32" else "f32")
-            c, h = (out, sink) if kind == "f32" else (sink, out)
-            stride = n * n if z > 1 else 0
-            wide[stem](a=da, b=db, c=c, h=h, M=n, N=n, K=n, sa=stride, sb=stride, sc=n * n,
-                       gx=-(-n // 256) * 256, gy=-(-n // 128), gz=z)  # fmt: skip
+        def call(out=out, out_dtype=out_dtype):
+            library.matmul_bf16(kernels, da, db, out=out, out_dtype=out_dtype)
 
         ours, _ = time_ours(dev, call, number, rounds)
         got = out.read().reshape(shape)
         got = bfloat16.to_f32(got) if kind == "bf16" else got
-        ok = np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
-        size = f"n={n}" if z == 1 else f"n={z}x{n}"
-        line = f"  {stem:<18} {size:<8} ours {flop / ours / 1e12:7.1f} TFLOP/s"
-        if th is not None:
-            line += (
-                f"   torch bf16 {flop / th / 1e12:7.1f} TFLOP/s   ratio {th / ours:.3f}x"
-                f"   ({'matches torch' if ok else 'MISMATCH'})"
-            )
-        else:
-            line += f"   (no torch; {'matches numpy' if ok else 'MISMATCH'})"
-        say(line)
+        report("matmul_bf16." + kind, shape, ours, th, "bf16", got, want)
+
+
+def report(stem, shape, ours, th, torch_type, got, want) -> None:
+    """One result line: TFLOP/s of ours (seconds per call `ours`) and of torch (`th`, None:
+    no torch), their ratio, and whether `got` matches `want` (|diff| <= 1e-2 |want|max)."""
+    z, n = (shape[0] if len(shape) == 3 else 1), shape[-1]
+    flop = 2.0 * z * n**3
+    ok = np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+    size = f"n={n}" if z == 1 else f"n={z}x{n}"
+    line = f"  {stem:<18} {size:<8} ours {flop / ours / 1e12:7.1f} TFLOP/s"
+    if th is not None:
+        line += (
+            f"   torch {torch_type} {flop / th / 1e12:7.1f} TFLOP/s   ratio {th / ours:.3f}x"
+            f"   ({'matches torch' if ok else 'MISMATCH'})"
+        )
+    else:
+        line += f"   (no torch; {'matches numpy' if ok else 'MISMATCH'})"
+    say(line)
 
 
 if __name__ == "__main__":

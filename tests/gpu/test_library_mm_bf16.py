@@ -135,28 +135,3 @@ def test_bad_arguments_are_refused_by_name(mm_bundle, a, b, kwargs, message):
         with pytest.raises(DispatchError) as info:
             library.matmul_bf16(bundle, x, np.ones(b, np.uint16), **kwargs)
     assert str(info.value) == "library.matmul_bf16: " + message
-
-
-@pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("z, m, n, k", [(1, 1, 1, 1), (1, 130, 70, 47), (2, 20, 300, 40)])
-def test_the_scalar_bench_candidate_matches_numpy_on_the_reference(z, m, n, k, out_dtype):
-    """bench/kernels/mm_bf16_scalar.py (the first lib_mm_bf16, coop_bench --scalar), called
-    as coop_bench calls it."""
-    from vyre_build.compiler import compile_file
-    from vyre_build.runtime import load_kernel
-
-    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "bench")
-    kind = "f32" if out_dtype == "float32" else "bf16"
-    found = compile_file(os.path.join(bench, "kernels", "mm_bf16_scalar.py"), root=bench)
-    meta, kdesc = next((x.meta, x.kdesc) for x in found if x.stem == "mm_bf16_scalar." + kind)
-    dev = get_device("cpu")
-    rng = np.random.default_rng(z + m + n + k)
-    (a, fa), (b, fb) = values(rng, (z, m, k), 4), values(rng, (z, k, n), 2)
-    c = dev.buffer(z * m * n if kind == "f32" else 4, "f32")
-    h = dev.buffer(z * m * n if kind == "bf16" else 4, "bf16")
-    load_kernel(meta, device=dev, kdesc=kdesc)(
-        a=dev.buffer(a), b=dev.buffer(b), c=c, h=h, M=m, N=n, K=k, sa=m * k, sb=k * n,
-        sc=m * n, gx=-(-n // 256) * 256, gy=-(-m // 128), gz=z,
-    )  # fmt: skip
-    got = (c if kind == "f32" else h).read().reshape(z, m, n)
-    np.testing.assert_array_equal(got, product(fa, fb, out_dtype))
