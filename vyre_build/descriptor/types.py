@@ -27,6 +27,7 @@ __all__ = [
     "INTEGER",
     "FLOAT",
     "STORAGE_ONLY",
+    "STORAGE_TYPES",
     "VECTORS",
     "MATRICES",
     "matrix_name",
@@ -112,6 +113,10 @@ FLOAT = tuple(n for n in SCALARS if TYPES[n].kind == "float" and n in _ARITH)  #
 # Storage types: values that load, store, select and convert to f32 (and cooperative-matrix
 # operands), with no arithmetic of their own.
 STORAGE_ONLY = tuple(n for n in SCALARS if n not in _ARITH and TYPES[n].kind != "bool")  # bf16
+# ... and every value type of them: bf16, vec2bf, vec4bf (not the cooperative matrices)
+STORAGE_TYPES = frozenset(
+    t for t, row in TYPES.items() if row.element in STORAGE_ONLY and row.matrix is None
+)
 VECTORS = {t.name: (t.element, t.count) for t in TYPES.values() if t.count > 1}
 MATRICES = {t.name: t.matrix for t in TYPES.values() if t.matrix is not None}
 _BY_DATATYPE = {t.datatype: t.name for t in TYPES.values()}

@@ -93,15 +93,14 @@ def kernel_needs(module: KernelModule, kernel: str) -> tuple[str, ...]:
     from vyre_build.frontend.builtins import BUILTINS
     from vyre_build.core.targets import BFLOAT16, COOPERATIVE_MATRIX, MEMORY_ORDER
 
-    from vyre_build.descriptor.types import STORAGE_ONLY, TYPES
+    from vyre_build.descriptor.types import STORAGE_TYPES
 
     # the bf16 types by name, and the variant parameters any variant of the kernel sets to one
-    storage = {t for t in TYPES if TYPES[t].element in STORAGE_ONLY and not TYPES[t].matrix}
-    storage |= {
+    storage = STORAGE_TYPES | {
         param
         for _, _, env in instances(module, kernel)
         for param, value in env.items()
-        if isinstance(value, str) and value in storage
+        if isinstance(value, str) and value in STORAGE_TYPES
     }
     needs: dict[str, None] = {}
     seen: set[int] = set()

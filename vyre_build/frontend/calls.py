@@ -118,21 +118,22 @@ class CallChecker:
             return self.coerce(node.args[0], a, ty)
         if a.ty == ty:
             return a
-        # a storage type (bf16) converts to and from f32 only: the others go through f32
-        if a.ty in ir.STORAGE_ONLY:
-            a = ir.Cast(a, "f32")
-            if ty == "f32":
-                return a
-        if ty in ir.STORAGE_ONLY and a.ty != "f32":
-            return ir.Cast(self.cast_to_f32(a), ty)
+        a = self.via_f32(a, ty)
+        if a.ty == ty:
+            return a
         if ty == "bool":
             zero = ir.Const(a.ty, 0.0 if a.ty in ir.FLOAT else 0)
             return ir.Binary("Ne", a, zero, "bool")
         return ir.Cast(a, ty)
 
     @staticmethod
-    def cast_to_f32(a):
-        return a if a.ty == "f32" else ir.Cast(a, "f32")
+    def via_f32(a, ty: str):
+        """`a`, first converted to f32 (or the f32 vector of its length) where it or `ty` is a
+        storage type and neither is that: bf16 converts to and from f32 only."""
+        wide = ir.vector_of("f32", ir.VECTORS[ty][1]) if ty in ir.VECTORS else "f32"
+        if {a.ty, ty} & ir.STORAGE_TYPES and wide not in (a.ty, ty):
+            return ir.Cast(a, wide)
+        return a
 
     def vector(self, node, ty):
         """vec4f(x) splats a scalar or converts another 4-vector; vec4f(a, b, c, d) builds one."""
@@ -148,12 +149,7 @@ class CallChecker:
                     )
                 if a.ty == ty:
                     return a
-                # bf16 vectors convert to and from f32 vectors only: the others through them
-                wide = ir.vector_of("f32", n)
-                if ir.element(a.ty) in ir.STORAGE_ONLY and ty != wide:
-                    a = ir.Cast(a, wide)
-                elif elem in ir.STORAGE_ONLY and ir.element(a.ty) != "f32":
-                    a = ir.Cast(a, wide)
+                a = self.via_f32(a, ty)
                 return a if a.ty == ty else ir.Cast(a, ty)
             return ir.Splat(self.cast_scalar(node.args[0], a, elem), ty)
         if len(node.args) != n:

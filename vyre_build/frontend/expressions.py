@@ -92,19 +92,20 @@ class ExprChecker:
     def storage_only(self, node, e):
         """`e`, unless it computes on a storage type (bf16: loads, stores, selects and
         conversions to and from f32 only, as SPV_KHR_bfloat16 has it)."""
-        if isinstance(e, (ir.Binary, ir.Unary, ir.Fma)):  # (unify asks with a bare Unary)
-            operands = [e.a, getattr(e, "b", None), getattr(e, "c", None)]
-            for x in operands:
-                ty = getattr(x, "ty", None)
-                if ty in ir.TYPES and ir.element(ty) in ir.STORAGE_ONLY:
-                    n = ir.VECTORS[ty][1] if ty in ir.VECTORS else 1
-                    wide = ir.vector_of("f32", n) if n > 1 else "f32"
-                    raise self.err(
-                        node,
-                        f"{ty} has no arithmetic, comparisons or math: it is a storage type",
-                        f"compute in f32 and convert back: {ty}({wide}(x) * 2.0)",
-                    )
+        if isinstance(e, (ir.Binary, ir.Unary, ir.Fma)):
+            for x in (e.a, getattr(e, "b", None), getattr(e, "c", None)):
+                self.no_arithmetic(node, getattr(x, "ty", None))
         return e
+
+    def no_arithmetic(self, node, ty) -> None:
+        """A KernelError at `node` if `ty` is a storage type (bf16 or its vectors)."""
+        if ty in ir.STORAGE_TYPES:
+            wide = ir.vector_of("f32", ir.VECTORS[ty][1]) if ty in ir.VECTORS else "f32"
+            raise self.err(
+                node,
+                f"{ty} has no arithmetic, comparisons or math: it is a storage type",
+                f"compute in f32 and convert back: {ty}({wide}(x) * 2.0)",
+            )
 
     def typed(self, node, ty: str | None = None):
         """Check an expression and give it a concrete type (`ty` if given)."""
@@ -151,7 +152,7 @@ class ExprChecker:
                 node, f"condition must be bool, got {e.ty}", "test a component, e.g. v.x != 0.0"
             )
         if e.ty != "bool":
-            fix = "f32(x) != 0.0" if e.ty in ir.STORAGE_ONLY else "x != 0"
+            fix = "f32(x) != 0.0" if e.ty in ir.STORAGE_TYPES else "x != 0"
             raise self.err(
                 node, f"condition must be bool, got {e.ty}", f"compare explicitly, e.g. {fix}"
             )
@@ -310,7 +311,7 @@ class ExprChecker:
         """(a, b) of one type; `arith`: operands of arithmetic or a comparison (not of a
         select, which a storage type such as bf16 may be)."""
         for x in (a, b) if arith else ():
-            self.storage_only(node, ir.Unary("", x, x.ty))
+            self.no_arithmetic(node, x.ty)
         if a.ty == "int" and b.ty != "int":
             a = convert_const(self.src, an, a, b.ty)
         elif b.ty == "int" and a.ty != "int":

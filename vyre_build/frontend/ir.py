@@ -29,6 +29,7 @@ from vyre_build.descriptor.types import (  # noqa: F401
     NUMERIC,
     SCALARS,
     STORAGE_ONLY,
+    STORAGE_TYPES,
     VECTORS,
     element,
     vector_of,

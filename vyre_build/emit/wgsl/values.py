@@ -15,7 +15,7 @@ Construct and Extract are built by the emitter from the type table (no template)
 from __future__ import annotations
 
 from vyre_build.descriptor.ops import OPS
-from vyre_build.descriptor.types import FLOAT, INTEGER, NUMERIC, STORAGE_ONLY, TYPES, VECTORS
+from vyre_build.descriptor.types import FLOAT, INTEGER, NUMERIC, STORAGE_TYPES, TYPES, VECTORS
 from vyre_build.emit.wgsl.helpers import HELPERS
 
 __all__ = [
@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 COMPONENTS = "xyzw"
+# Value types WGSL has no spelling for (a kernel using one gets no WGSL: core.targets).
+LACKS = STORAGE_TYPES
 ZERO = {"u32": "0u", "i32": "0i", "f32": "0.0f", "f16": "0.0h", "bool": "false"}
 ONE = {"u32": "1u", "i32": "1i", "f32": "1.0f", "f16": "1.0h"}
 for _v in VECTORS:
@@ -238,7 +240,7 @@ def _vector_casts() -> None:
     """
     for src, (e1, n) in VECTORS.items():
         for dst, (e2, n2) in VECTORS.items():
-            if n2 != n or (("Cast", dst), (src,)) not in OPS or {e1, e2} & set(STORAGE_ONLY):
+            if n2 != n or (("Cast", dst), (src,)) not in OPS or {src, dst} & LACKS:
                 continue  # not a row, or one of a type WGSL lacks (LACKS)
             if e1 == e2:
                 _cast(src, dst, "{a}")
@@ -288,9 +290,7 @@ for _row in OPS:
     if _row[0][0] == "Subgroup":
         RULES[_row] = _SUBGROUP[_row[0][1]]
 
-# Value types WGSL has no spelling for (a kernel using one gets no WGSL: core.targets):
-# no rule touches them.
-LACKS = frozenset(t for t in TYPES if TYPES[t].element in STORAGE_ONLY and not TYPES[t].matrix)
+# no rule touches a type of LACKS
 for _row in [r for r in RULES if {*r[1], OPS[r]} & LACKS]:
     del RULES[_row]
 # every row of the legal form (legalize.LEGAL_ROWS) it writes: all but those of LACKS types
