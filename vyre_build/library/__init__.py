@@ -461,14 +461,31 @@ def _matmul_f16(
     # bench/RESULTS.md); the unstaged one where a tuning record picks it (docs/tuning.md)
     # and it fits; f16 output always the staged lib_mm_f16.f16
     kid = f16_runs(kernels, kind, fits)
-    direct = kid == "lib_matmul_f16"
-    call = Call("matmul_f16", kernels, [kid])
+    return _matmul16("matmul_f16", "f16", kernels, kid, a, b, out, kind, (z, m, k, n, za, zb))
+
+
+def _matmul16(
+    fn: str,
+    elem: str,
+    kernels: Mapping[str, Kernel],
+    kid: str,
+    a: Array,
+    b: Array,
+    out: Out,
+    kind: str,
+    sizes: tuple[int, int, int, int, bool, bool],
+) -> Any:
+    """One call of `fn` (matmul_f16, matmul_bf16: inputs of `elem`) on kernel `kid`: the
+    staged lib_mm_f16 / lib_mm_bf16 (each operand also bound as vec4s, a4 and b4, where its
+    rows are whole vec4s), or the unstaged lib_matmul_f16; output of `kind`."""
+    z, m, k, n, za, zb = sizes
+    call = Call(fn, kernels, [kid])
     if isinstance(out, DeviceBuffer) and call.replay((kind,), (a, b, out)) is not MISS:
         return out
     width = call.device.profile.subgroup_size
     if width is not None and width > F16_WIDEST:
         raise fail(
-            "matmul_f16",
+            fn,
             f"the device ({call.where()}) has subgroups of {width} invocations; {kid} needs "
             f"subgroups of at most {F16_WIDEST}: use library.matmul on float32 values there",
         )
@@ -479,51 +496,23 @@ def _matmul_f16(
     ab, a_vec = call.upload(a)
     bb, b_vec = call.upload(b)
     cb = out if isinstance(out, DeviceBuffer) else call.device.buffer(shape, kind)
-    sink = call.scratch("sink", "f16" if kind == "f32" else "f32", 4)
-    c, h = (cb, sink) if kind == "f32" else (sink, cb)
-    grid = (-(-n // F16_BN) * F16_WG, -(-m // F16_BM), z)
-    if direct:
+    args: dict[str, Any] = dict(sa=m * k if za else 0, sb=k * n if zb else 0, sc=m * n)
+    if kid == "lib_matmul_f16":
         grid = (n // DIRECT_BLOCK * DIRECT_WG, -(-m // DIRECT_BLOCK), z)
-        args: dict[str, Any] = dict(a=ab, b=bb, c=cb, m=m, n=n, k=k, gx=grid[0], gy=grid[1])
-        args.update(sa=m * k if za else 0, sb=k * n if zb else 0, sc=m * n, gz=z)
-        steps = [call.step(kid, 0, args, grid)]
-        call.run(steps)
-        call.remember((kind,), (a, b, out), steps, None)
-        return call.result(cb, out, z * m * n, shape)
-    args = _staged_args(call, "f16", ab, a_vec, bb, b_vec, c, h, z, m, k, n, za, zb, grid)
+        args.update(a=ab, b=bb, c=cb, m=m, n=n, k=k)
+    else:
+        grid = (-(-n // F16_BN) * F16_WG, -(-m // F16_BM), z)
+        sink = call.scratch("sink", elem if kind == "f32" else "f32", 4)
+        zero = call.scratch("zero", elem, 4)  # the vec4 binding of an operand without vec4s
+        args.update(a=ab, a4=ab if a_vec else zero, b=bb, b4=bb if b_vec else zero, M=m, N=n, K=k)
+        args.update(c=cb if kind == "f32" else sink, h=sink if kind == "f32" else cb)
+        # vec4 loads need whole vec4s: rows (and batch entries) of a multiple of 4 values
+        args.update(va=int(a_vec and k % 4 == 0), vb=int(b_vec and n % 4 == 0))
+    args.update(gx=grid[0], gy=grid[1], gz=grid[2])
     steps = [call.step(kid, 0, args, grid)]
     call.run(steps)
     call.remember((kind,), (a, b, out), steps, None)
     return call.result(cb, out, z * m * n, shape)
-
-
-def _staged_args(
-    call: Call,
-    elem: str,
-    ab: DeviceBuffer,
-    a_vec: bool,
-    bb: DeviceBuffer,
-    b_vec: bool,
-    c: DeviceBuffer,
-    h: DeviceBuffer,
-    z: int,
-    m: int,
-    k: int,
-    n: int,
-    za: bool,
-    zb: bool,
-    grid: tuple[int, int, int],
-) -> dict[str, Any]:
-    """The bindings and scalars of the staged 16-bit matmuls (lib_mm_f16, lib_mm_bf16) of
-    `elem` inputs: each operand also as vec4s (a4, b4) where its rows are whole vec4s."""
-    zero = call.scratch("zero", elem, 4)  # the vec4 binding of an operand without vec4s
-    args: dict[str, Any] = dict(a=ab, a4=ab if a_vec else zero, b=bb, b4=bb if b_vec else zero)
-    args.update(c=c, h=h)
-    args.update(M=m, N=n, K=k, sa=m * k if za else 0, sb=k * n if zb else 0, sc=m * n)
-    # vec4 loads need whole vec4s: rows (and batch entries) of a multiple of 4 values
-    args.update(va=int(a_vec and k % 4 == 0), vb=int(b_vec and n % 4 == 0))
-    args.update(gx=grid[0], gy=grid[1], gz=grid[2])
-    return args
 
 
 _BF16_OUT = {"float32": "f32", "bfloat16": "bf16"}
@@ -579,40 +568,9 @@ def _matmul_bf16(
         raise fail(fn, f"out_dtype must be 'float32' or 'bfloat16', got {out_dtype!r}")
     named = getattr(a, "dtype", None)  # an ml_dtypes bfloat16 array: the result is one too
     a, b, out = (host_array(v) for v in (a, b, out))
-    z, m, k, n, za, zb = _f16_sizes(a, b, fn, "bf16")
+    sizes = _f16_sizes(a, b, fn, "bf16")
     kind = _BF16_OUT[out_dtype]
-    kid = f"lib_mm_bf16.{kind}"
-    call = Call(fn, kernels, [kid])
-    if isinstance(out, DeviceBuffer) and call.replay((kind,), (a, b, out)) is not MISS:
-        return out
-    width = call.device.profile.subgroup_size
-    if width is not None and width > F16_WIDEST:
-        raise fail(
-            fn,
-            f"the device ({call.where()}) has subgroups of {width} invocations; {kid} needs "
-            f"subgroups of at most {F16_WIDEST}: use library.matmul on float32 values there",
-        )
-    call.place("a", a)
-    call.place("b", b)
-    shape = (z, m, n) if za or zb else (m, n)
-    call.output(out, kind, shape)
-    ab, a_vec = call.upload(a)
-    bb, b_vec = call.upload(b)
-    cb = out if isinstance(out, DeviceBuffer) else call.device.buffer(shape, kind)
-    sink = call.scratch("sink", "bf16" if kind == "f32" else "f32", 4)
-    c, h = (cb, sink) if kind == "f32" else (sink, cb)
-    grid = (-(-n // F16_BN) * F16_WG, -(-m // F16_BM), z)
-    steps = [
-        call.step(
-            kid,
-            0,
-            _staged_args(call, "bf16", ab, a_vec, bb, b_vec, c, h, z, m, k, n, za, zb, grid),
-            grid,
-        )
-    ]
-    call.run(steps)
-    call.remember((kind,), (a, b, out), steps, None)
-    got = call.result(cb, out, z * m * n, shape)
+    got = _matmul16(fn, "bf16", kernels, f"lib_mm_bf16.{kind}", a, b, out, kind, sizes)
     if kind == "bf16" and out is None and named is not None and named.name == "bfloat16":
         return got.view(named)
     return got
