@@ -58,7 +58,8 @@ def as_bits(array: Any) -> Any | None:
     TensorFlow) `bfloat16` array viewed, without importing ml_dtypes; None for any other
     dtype (a uint16 array is taken as bit patterns by the caller, not here)."""
     dtype = getattr(array, "dtype", None)
-    if dtype is not None and dtype.name == "bfloat16" and dtype.itemsize == 2:
+    # kind first: numpy's own dtypes are not "V", and dtype.name costs ~2 us (a call's path)
+    if dtype is not None and dtype.kind == "V" and dtype.itemsize == 2 and dtype.name == "bfloat16":
         import numpy as np
 
         return array.view(np.uint16)
