@@ -1,0 +1,292 @@
+"""A candidate for kernels/lib_mm_f16.py (bench/coop_bench.py --k32): the library's 128 x 256
+block of 8 subgroups (each a 64 x 64 quarter of 4 x 4 fragments, f32 accumulators), with
+K in steps of BK = 32 instead of 16 through one (not two) set of padded shared panels (A's
+rows of 40 halves, B's of 264): 37 KiB with the staging areas, where a double-buffered
+32-deep pair would pass 48 KiB. The next step's panels are in registers (4 + 8 vec4h loads
+per invocation) while this step's 32 fragment products run, then two barriers: one before
+the panels are overwritten, one after. Each step's compute (2 x 16 products a subgroup) is
+twice the library kernel's, so a global load's latency is hidden behind twice the work;
+the barriers per K are the same. Edges, batches, both outputs, bindings and scalars as
+lib_mm_f16 (grid x covers N in blocks of 256).
+"""
+
+from vyre_build.lang import (Buffer, barrier, coop_fill, coop_load_a, coop_load_b, coop_mma,
+                             coop_store, f16, f32, kernel, local_id, shared, subgroup_id, u32,
+                             vec4h, workgroup_id)
+
+BM = 128
+BN = 256
+BK = 32
+WG = 256
+SA = 40  # padded row of A's panel, in halves (80 bytes: a multiple of 16, 20 banks apart)
+SB = 264  # padded row of B's panel, in halves (528 bytes: 132 banks, 4 apart mod 32)
+PA = BM * SA // 4  # vec4h in A's panel
+PB = BK * SB // 4  # vec4h in B's panel
+ST = 20  # padded row of a staging area, in f32 (16 values + 4)
+SAREA = 16 * ST  # f32 in one subgroup's staging area
+
+
+def quad(x: Buffer[f16], x4: Buffer[vec4h], base: u32, row: u32, col: u32, rows: u32,
+         cols: u32, vec: u32) -> vec4h:
+    """x[base + row * cols + col .. +3] (row-major rows x cols), zeros past the edges; as one
+    V load when `vec` (cols a multiple of 4, so the four are in or out together)."""
+    r = vec4h(f16(0.0))
+    if row < rows and col < cols:
+        i = base + row * cols + col
+        if vec == 1:
+            r = x4[i // 4]
+        else:
+            r = vec4h(x[i], x[i + 1] if col + 1 < cols else f16(0.0),
+                      x[i + 2] if col + 2 < cols else f16(0.0),
+                      x[i + 3] if col + 3 < cols else f16(0.0))
+    return r
+
+
+def put_staged(c: Buffer[f32, "w"], h: Buffer[f16, "w"], st: Buffer[f32, "rw"], base: u32,
+               m0: u32, n0: u32, i: u32, j: u32, M: u32, N: u32) -> None:
+    """After a barrier: fragment (i, j) of every quarter, staged in `st`, into C with
+    guarded stores (each invocation 8 of the 8 x 256 values)."""
+    lid = local_id().x
+    for t in range(u32(8)):
+        e = lid + t * WG
+        q = e // 256  # the quarter, hence the staging area
+        r = (e // 16) % 16
+        s = e % 16
+        row = m0 + (q // 4) * 64 + i * 16 + r
+        col = n0 + (q % 4) * 64 + j * 16 + s
+        if row < M and col < N:
+            v = st[q * SAREA + r * ST + s]
+            if HALF == 1:
+                h[base + row * N + col] = f16(v)
+            else:
+                c[base + row * N + col] = v
+
+
+
+@kernel(workgroup_size=WG, grid=("gx", "gy", "gz"), shared_bytes=49152,
+        variants={"f32": {"HALF": 0}, "f16": {"HALF": 1}})
+def mm_f16_k32(a: Buffer[f16], a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec4h],
+               c: Buffer[f32, "w"], h: Buffer[f16, "w"], M: u32, N: u32, K: u32, sa: u32,
+               sb: u32, sc: u32, va: u32, vb: u32, gx: u32, gy: u32, gz: u32):
+    pa = shared(vec4h, PA)  # [row m][k / 4], rows of SA halves
+    pb = shared(vec4h, PB)  # [row k][n / 4], rows of SB halves
+    st = shared(f32, 8 * SAREA)  # [quarter][16][ST]: the staged output fragments
+    lid = local_id().x
+    w = subgroup_id() % 8
+    wm = (w // 4) * 64
+    wn = (w % 4) * 64
+    z = workgroup_id().z
+    m0 = workgroup_id().y * BM
+    n0 = workgroup_id().x * BN
+    abase = z * sa
+    bbase = z * sb
+    # what this invocation moves: A rows ar + 32 * t (t in 0..3) at k column 4 * ac; B rows
+    # br + 4 * t (t in 0..7) at n column 4 * bc
+    ar = lid // 8
+    ac = lid % 8
+    br = lid // 64
+    bc = lid % 64
+    for t in range(u32(4)):
+        pa[(ar + 32 * t) * (SA // 4) + ac] = quad(a, a4, abase, m0 + ar + 32 * t, 4 * ac, M, K,
+                                                  va)
+    for t in range(u32(8)):
+        pb[(br + 4 * t) * (SB // 4) + bc] = quad(b, b4, bbase, br + 4 * t, n0 + 4 * bc, K, N,
+                                                 vb)
+    barrier()
+    c00 = coop_fill(f32, 16, 16, 0.0)
+    c01 = coop_fill(f32, 16, 16, 0.0)
+    c02 = coop_fill(f32, 16, 16, 0.0)
+    c03 = coop_fill(f32, 16, 16, 0.0)
+    c10 = coop_fill(f32, 16, 16, 0.0)
+    c11 = coop_fill(f32, 16, 16, 0.0)
+    c12 = coop_fill(f32, 16, 16, 0.0)
+    c13 = coop_fill(f32, 16, 16, 0.0)
+    c20 = coop_fill(f32, 16, 16, 0.0)
+    c21 = coop_fill(f32, 16, 16, 0.0)
+    c22 = coop_fill(f32, 16, 16, 0.0)
+    c23 = coop_fill(f32, 16, 16, 0.0)
+    c30 = coop_fill(f32, 16, 16, 0.0)
+    c31 = coop_fill(f32, 16, 16, 0.0)
+    c32 = coop_fill(f32, 16, 16, 0.0)
+    c33 = coop_fill(f32, 16, 16, 0.0)
+    fast = u32(1) if va == 1 and vb == 1 and m0 + BM <= M and n0 + BN <= N else u32(0)
+    steps = (K + BK - 1) // BK
+    for s in range(steps):
+        # the next step's panels, in registers while this step multiplies (zeros past K)
+        k1 = (s + 1) * BK
+        if fast == 1 and k1 + BK <= K:
+            p0 = a4[(abase + (m0 + ar) * K + k1 + 4 * ac) // 4]
+            p1 = a4[(abase + (m0 + ar + 32) * K + k1 + 4 * ac) // 4]
+            p2 = a4[(abase + (m0 + ar + 64) * K + k1 + 4 * ac) // 4]
+            p3 = a4[(abase + (m0 + ar + 96) * K + k1 + 4 * ac) // 4]
+            q0 = b4[(bbase + (k1 + br) * N + n0 + 4 * bc) // 4]
+            q1 = b4[(bbase + (k1 + br + 4) * N + n0 + 4 * bc) // 4]
+            q2 = b4[(bbase + (k1 + br + 8) * N + n0 + 4 * bc) // 4]
+            q3 = b4[(bbase + (k1 + br + 12) * N + n0 + 4 * bc) // 4]
+            q4 = b4[(bbase + (k1 + br + 16) * N + n0 + 4 * bc) // 4]
+            q5 = b4[(bbase + (k1 + br + 20) * N + n0 + 4 * bc) // 4]
+            q6 = b4[(bbase + (k1 + br + 24) * N + n0 + 4 * bc) // 4]
+            q7 = b4[(bbase + (k1 + br + 28) * N + n0 + 4 * bc) // 4]
+        else:
+            p0 = quad(a, a4, abase, m0 + ar + 0, k1 + 4 * ac, M, K, va)
+            p1 = quad(a, a4, abase, m0 + ar + 32, k1 + 4 * ac, M, K, va)
+            p2 = quad(a, a4, abase, m0 + ar + 64, k1 + 4 * ac, M, K, va)
+            p3 = quad(a, a4, abase, m0 + ar + 96, k1 + 4 * ac, M, K, va)
+            q0 = quad(b, b4, bbase, k1 + br + 0, n0 + 4 * bc, K, N, vb)
+            q1 = quad(b, b4, bbase, k1 + br + 4, n0 + 4 * bc, K, N, vb)
+            q2 = quad(b, b4, bbase, k1 + br + 8, n0 + 4 * bc, K, N, vb)
+            q3 = quad(b, b4, bbase, k1 + br + 12, n0 + 4 * bc, K, N, vb)
+            q4 = quad(b, b4, bbase, k1 + br + 16, n0 + 4 * bc, K, N, vb)
+            q5 = quad(b, b4, bbase, k1 + br + 20, n0 + 4 * bc, K, N, vb)
+            q6 = quad(b, b4, bbase, k1 + br + 24, n0 + 4 * bc, K, N, vb)
+            q7 = quad(b, b4, bbase, k1 + br + 28, n0 + 4 * bc, K, N, vb)
+        ka = wm * SA + 0
+        kb = 0 * SB + wn
+        a0 = coop_load_a(pa, ka, SA, 16, 16)
+        a1 = coop_load_a(pa, ka + 16 * SA, SA, 16, 16)
+        a2 = coop_load_a(pa, ka + 32 * SA, SA, 16, 16)
+        a3 = coop_load_a(pa, ka + 48 * SA, SA, 16, 16)
+        b0 = coop_load_b(pb, kb, SB, 16, 16)
+        b1 = coop_load_b(pb, kb + 16, SB, 16, 16)
+        b2 = coop_load_b(pb, kb + 32, SB, 16, 16)
+        b3 = coop_load_b(pb, kb + 48, SB, 16, 16)
+        c00 = coop_mma(a0, b0, c00)
+        c01 = coop_mma(a0, b1, c01)
+        c02 = coop_mma(a0, b2, c02)
+        c03 = coop_mma(a0, b3, c03)
+        c10 = coop_mma(a1, b0, c10)
+        c11 = coop_mma(a1, b1, c11)
+        c12 = coop_mma(a1, b2, c12)
+        c13 = coop_mma(a1, b3, c13)
+        c20 = coop_mma(a2, b0, c20)
+        c21 = coop_mma(a2, b1, c21)
+        c22 = coop_mma(a2, b2, c22)
+        c23 = coop_mma(a2, b3, c23)
+        c30 = coop_mma(a3, b0, c30)
+        c31 = coop_mma(a3, b1, c31)
+        c32 = coop_mma(a3, b2, c32)
+        c33 = coop_mma(a3, b3, c33)
+        ka = wm * SA + 16
+        kb = 16 * SB + wn
+        a0 = coop_load_a(pa, ka, SA, 16, 16)
+        a1 = coop_load_a(pa, ka + 16 * SA, SA, 16, 16)
+        a2 = coop_load_a(pa, ka + 32 * SA, SA, 16, 16)
+        a3 = coop_load_a(pa, ka + 48 * SA, SA, 16, 16)
+        b0 = coop_load_b(pb, kb, SB, 16, 16)
+        b1 = coop_load_b(pb, kb + 16, SB, 16, 16)
+        b2 = coop_load_b(pb, kb + 32, SB, 16, 16)
+        b3 = coop_load_b(pb, kb + 48, SB, 16, 16)
+        c00 = coop_mma(a0, b0, c00)
+        c01 = coop_mma(a0, b1, c01)
+        c02 = coop_mma(a0, b2, c02)
+        c03 = coop_mma(a0, b3, c03)
+        c10 = coop_mma(a1, b0, c10)
+        c11 = coop_mma(a1, b1, c11)
+        c12 = coop_mma(a1, b2, c12)
+        c13 = coop_mma(a1, b3, c13)
+        c20 = coop_mma(a2, b0, c20)
+        c21 = coop_mma(a2, b1, c21)
+        c22 = coop_mma(a2, b2, c22)
+        c23 = coop_mma(a2, b3, c23)
+        c30 = coop_mma(a3, b0, c30)
+        c31 = coop_mma(a3, b1, c31)
+        c32 = coop_mma(a3, b2, c32)
+        c33 = coop_mma(a3, b3, c33)
+        barrier()
+        pa[(ar) * (SA // 4) + ac] = p0
+        pa[(ar + 32) * (SA // 4) + ac] = p1
+        pa[(ar + 64) * (SA // 4) + ac] = p2
+        pa[(ar + 96) * (SA // 4) + ac] = p3
+        pb[(br) * (SB // 4) + bc] = q0
+        pb[(br + 4) * (SB // 4) + bc] = q1
+        pb[(br + 8) * (SB // 4) + bc] = q2
+        pb[(br + 12) * (SB // 4) + bc] = q3
+        pb[(br + 16) * (SB // 4) + bc] = q4
+        pb[(br + 20) * (SB // 4) + bc] = q5
+        pb[(br + 24) * (SB // 4) + bc] = q6
+        pb[(br + 28) * (SB // 4) + bc] = q7
+        barrier()
+    cbase = z * sc
+    o = cbase + (m0 + wm) * N + n0 + wn
+    if HALF == 0 and m0 + BM <= M and n0 + BN <= N and N % 4 == 0:
+        coop_store(c00, c, o, N)
+        coop_store(c01, c, o + 16, N)
+        coop_store(c02, c, o + 32, N)
+        coop_store(c03, c, o + 48, N)
+        coop_store(c10, c, o + 16 * N, N)
+        coop_store(c11, c, o + 16 * N + 16, N)
+        coop_store(c12, c, o + 16 * N + 32, N)
+        coop_store(c13, c, o + 16 * N + 48, N)
+        coop_store(c20, c, o + 32 * N, N)
+        coop_store(c21, c, o + 32 * N + 16, N)
+        coop_store(c22, c, o + 32 * N + 32, N)
+        coop_store(c23, c, o + 32 * N + 48, N)
+        coop_store(c30, c, o + 48 * N, N)
+        coop_store(c31, c, o + 48 * N + 16, N)
+        coop_store(c32, c, o + 48 * N + 32, N)
+        coop_store(c33, c, o + 48 * N + 48, N)
+    else:
+        so = w * SAREA
+        coop_store(c00, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 0, 0, M, N)
+        barrier()
+        coop_store(c01, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 0, 1, M, N)
+        barrier()
+        coop_store(c02, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 0, 2, M, N)
+        barrier()
+        coop_store(c03, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 0, 3, M, N)
+        barrier()
+        coop_store(c10, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 1, 0, M, N)
+        barrier()
+        coop_store(c11, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 1, 1, M, N)
+        barrier()
+        coop_store(c12, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 1, 2, M, N)
+        barrier()
+        coop_store(c13, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 1, 3, M, N)
+        barrier()
+        coop_store(c20, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 2, 0, M, N)
+        barrier()
+        coop_store(c21, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 2, 1, M, N)
+        barrier()
+        coop_store(c22, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 2, 2, M, N)
+        barrier()
+        coop_store(c23, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 2, 3, M, N)
+        barrier()
+        coop_store(c30, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 3, 0, M, N)
+        barrier()
+        coop_store(c31, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 3, 1, M, N)
+        barrier()
+        coop_store(c32, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 3, 2, M, N)
+        barrier()
+        coop_store(c33, st, so, ST)
+        barrier()
+        put_staged(c, h, st, cbase, m0, n0, 3, 3, M, N)
