@@ -143,15 +143,15 @@ def _single_pass_pays(device: Device) -> bool:
 # Vendors whose Vulkan drivers run a dispatch's started workgroups to completion while
 # others wait on them (docs/runtime.md, "Forward progress"): NVIDIA, AMD.
 FORWARD_PROGRESS_VENDORS = frozenset({0x10DE, 0x1002})
-# Of those, the vendors where the look-back was measured faster than reduce-then-scan: none
-# yet. On the H200 (driver 580.159.04, bench/RESULTS.md 2026-12-02) lib_scan_once took 237 us
-# at 16.7M f32 against 70 us for the two passes (3.5 ms against 0.83 ms at 268M): its walk
-# back (one invocation per tile, 16 predecessors per step) costs more than the third of
-# the traffic it saves. lib_scan_look (a subgroup walks back, a lane per predecessor, over
-# tiles of 8,192 values scanned before the walk) replaces it as the look-back kernel and
-# awaits its H200 figures (bench/scan_bench.py). Taking the look-back on NVIDIA is adding
-# 0x10DE here. The cpu reference, which is the judge, runs it.
-LOOK_BACK_PAYS_VENDORS: frozenset[int] = frozenset()
+# Of those, the vendors where the look-back was measured faster than reduce-then-scan:
+# NVIDIA. The first look-back kernel (lib_scan_once: one invocation walks back per tile)
+# lost to the two passes on the H200 (237 us against 70 us at 16.7M f32, 2026-12-02);
+# lib_scan_look (a subgroup walks back, a lane per predecessor, over tiles of 8,192 values
+# scanned before the walk) beats them on an H100 (driver 580, bench/scan_bench.py,
+# bench/RESULTS.md 2026-12-05 14:3x): f32 30.8 us against 98.0 us at 1M (3.2x), 82.2
+# against 101.8 at 16.7M (1.24x), i32 the same; at 268M 1.02-1.04x. AMD keeps the two
+# passes until a run there says otherwise. The cpu reference, the judge, runs the look-back.
+LOOK_BACK_PAYS_VENDORS: frozenset[int] = frozenset({0x10DE})
 # The look-back kernel scan_kernels names ({t}: the element type): "lib_scan_look.{t}" (its
 # walk reads flags with relaxed loads, then one acquire fence), "lib_scan_look.acquire_{t}"
 # (acquire loads of the flags, no fence; lavapipe runs that form wrong: tiles after the
@@ -164,9 +164,9 @@ LOOK_BACK_ITEMS = {"lib_scan_look": 8, "lib_scan_once": 4}  # kernels/lib_scan.p
 def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
     """The kernel ids that `scan` runs on `device`, in dispatch order: the single pass with
     decoupled look-back (LOOK_BACK_KERNEL: lib_scan_look) where the device has the Vulkan
-    memory model with device scope, gives forward progress between workgroups and the look-back pays (a
-    Vulkan device of FORWARD_PROGRESS_VENDORS and LOOK_BACK_PAYS_VENDORS, none so far;
-    or the cpu reference, whose schedule gives it), else
+    memory model with device scope, gives forward progress between workgroups and the
+    look-back pays (a Vulkan device of FORWARD_PROGRESS_VENDORS and LOOK_BACK_PAYS_VENDORS:
+    NVIDIA; or the cpu reference, whose schedule gives it), else
     reduce-then-scan (lib_scan_sums, lib_scan_block: wgpu, lavapipe/llvmpipe and every other
     device). A Bundle without the single-pass kernel gets reduce-then-scan.
 
