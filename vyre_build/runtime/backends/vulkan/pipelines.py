@@ -260,7 +260,13 @@ class Pipelines:
         as plain cffi arrays (the `vulkan` package's per-struct wrappers cost more than the
         driver does once its pipeline cache is warm)."""
         ffi, lib = vk.ffi, vk.lib
-        laid = [self._layouts(meta, code) for meta, code, _ in kernels]
+        once: dict[tuple[int, int], Any] = {}  # a kernel's entry points: laid out once
+        laid = []
+        for meta, code, _ in kernels:
+            key = (id(meta), id(code))
+            if key not in once:
+                once[key] = self._layouts(meta, code)
+            laid.append(once[key])
         codes = [code for code, _ in laid]
         made = [found for _, found in laid]
         keep: list[Any] = []  # every buffer the create-infos point into, alive until the call

@@ -1,12 +1,12 @@
 """SPIR-V patching for the Vulkan layouts: a kernel's uniform block moved to another
 binding (`patch_uniform`), reading only the module's preamble. It returns a new module or
-None (the caller then keeps the kernel's own layout); it never changes anything else."""
+None (the caller then keeps the kernel's own layout); it never changes anything else, and
+reads the module in place (host byte order: a module in the other one is left alone)."""
 
 from __future__ import annotations
 
-import array
-
 _MAGIC, _OP_DECORATE, _BINDING = 0x07230203, 71, 33  # SPIR-V: OpDecorate, Decoration Binding
+_DECORATE4 = (4 << 16) | _OP_DECORATE  # its first word with 4 words: OpDecorate %id Binding N
 # The opcodes that may come before the first type: mode setting (capabilities to execution
 # modes), debug (strings, names, lines, processed) and annotations (decorations).
 _PREAMBLE = frozenset(
@@ -51,17 +51,18 @@ def patch_uniform(code: bytes, binding: int, to: int) -> bytes | None:
         return code
     if len(code) % 4 or len(code) < 20:
         return None
-    words = array.array("I", code)
+    words = memoryview(code).cast("I")  # read in place: no copy of the whole module
     if words[0] != _MAGIC:  # the other byte order: not worth a second parser
         return None
-    at, found, end = 5, [], len(words)
+    at, found, end, preamble = 5, [], len(words), _PREAMBLE
     while at < end:
-        count, op = words[at] >> 16, words[at] & 0xFFFF
-        if op not in _PREAMBLE:
+        word = words[at]
+        if word & 0xFFFF not in preamble:
             break
+        count = word >> 16
         if count == 0 or at + count > end:
             return None
-        if op == _OP_DECORATE and count == 4 and words[at + 2] == _BINDING:
+        if word == _DECORATE4 and words[at + 2] == _BINDING:
             if words[at + 3] == binding:
                 found.append(at + 3)
             elif words[at + 3] == to:
@@ -69,6 +70,9 @@ def patch_uniform(code: bytes, binding: int, to: int) -> bytes | None:
         at += count
     if not found:
         return None
+    out = bytearray(code)
+    patched = memoryview(out).cast("I")
     for k in found:
-        words[k] = to
-    return words.tobytes()
+        patched[k] = to
+    patched.release()
+    return bytes(out)
