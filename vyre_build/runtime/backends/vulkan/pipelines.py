@@ -46,7 +46,7 @@ class Pipelines:
     cache (pipeline_cache.cache_dir); `inline_modules`, whether the device was created
     with VK_KHR_maintenance5's feature (then each pipeline stage carries its SPIR-V in a
     chained VkShaderModuleCreateInfo and no VkShaderModule is made; else one module per
-    distinct code, destroyed after the call). Every method runs under the device's lock."""
+    kernel's code, destroyed after the call). Every method runs under the device's lock."""
 
     def __init__(
         self,
@@ -291,18 +291,18 @@ class Pipelines:
         return [(pipes[k], *found) for k, found in enumerate(made)]
 
     def _modules(self, infos: Any, codes: list[bytes]) -> list[Any]:
-        """Without maintenance5: one VkShaderModule per distinct code of `codes` (a
+        """Without maintenance5: one VkShaderModule per code object of `codes` (a
         kernel's entry points share it), made from the VkShaderModuleCreateInfo that
         `_stages` chained to each stage, which then names the module instead. Returns the
         modules made (also when one fails: those made before are destroyed, then it
         raises)."""
         ffi, lib = vk.ffi, vk.lib
-        made: dict[bytes, Any] = {}
+        made: dict[int, Any] = {}  # by the code object's id, as _stages chains them
         out = ffi.new("VkShaderModule*")
         try:
             for k, code in enumerate(codes):
                 stage = infos[k].stage
-                module = made.get(code)
+                module = made.get(id(code))
                 if module is None:
                     self._check(
                         "shader module creation",
@@ -314,7 +314,7 @@ class Pipelines:
                             out,
                         ),
                     )
-                    module = made[code] = out[0]
+                    module = made[id(code)] = out[0]
                 stage.pNext, stage.module = ffi.NULL, module
         except BaseException:
             for m in made.values():
@@ -333,7 +333,7 @@ def _stages(
     """Fill the compute create-infos `infos` (all but their layouts) of the SPIR-V
     `codes` and entry points `entries`: each stage with module VK_NULL_HANDLE and a
     VkShaderModuleCreateInfo of its code chained as pNext (as VK_KHR_maintenance5 reads
-    it; one per distinct code, shared by a module's entry points), with `base`'s
+    it; one per code object, shared by a module's entry points), with `base`'s
     specialization (the base workgroup as constants 0, 1, 2) where given. Every buffer
     they point into is appended to `keep`, which must outlive their use."""
     ffi = vk.ffi
@@ -352,9 +352,10 @@ def _stages(
             {"mapEntryCount": 3, "pMapEntries": entries3, "dataSize": 12, "pData": data},
         )
         keep += [entries3, data, spec]
-    distinct = list(dict.fromkeys(codes))
+    # one per code object (a kernel's entry points share theirs): no hash of the code
+    distinct = list({id(code): code for code in codes}.values())
     module_infos = ffi.new("VkShaderModuleCreateInfo[]", len(distinct))
-    at: dict[bytes, Any] = {}
+    at: dict[int, Any] = {}
     for k, code in enumerate(distinct):
         words = ffi.from_buffer(code)
         info = module_infos[k]
@@ -362,7 +363,7 @@ def _stages(
         info.codeSize = len(code)
         info.pCode = ffi.cast("uint32_t*", words)
         keep.append(words)
-        at[code] = module_infos + k
+        at[id(code)] = module_infos + k
     names: dict[str, Any] = {}
     for name in entries:
         if name not in names:
@@ -375,7 +376,7 @@ def _stages(
         info = infos[k]
         info.sType = compute
         stage = info.stage
-        stage.sType, stage.stage, stage.pNext = shader, bit, at[code]
+        stage.sType, stage.stage, stage.pNext = shader, bit, at[id(code)]
         stage.pName, stage.pSpecializationInfo = names[entry], spec
 
 
