@@ -1,4 +1,5 @@
-"""Vulkan compute pipelines: their layouts, creation (many in one driver call), and the
+"""Vulkan compute pipelines: their layouts, creation (many in one driver call; with
+VK_KHR_maintenance5, from SPIR-V chained to each stage, no shader module made), and the
 VkPipelineCache persisted across processes through pipeline_cache.PipelineCacheFile, as
 `Pipelines`, an object the VulkanDevice owns and makes with what it uses of the device."""
 
