@@ -201,12 +201,13 @@ class VulkanDevice(Device):
             # A driver that lists a feature and then refuses it: run without the optional ones.
             warnings.warn(
                 f"vyre_build: {self.name}: {exc}; the device is made without f16, 16-bit "
-                "storage, cooperative matrices and the Vulkan memory model",
+                "storage, cooperative matrices, the Vulkan memory model and maintenance5",
                 RuntimeWarning,
                 stacklevel=2,
             )
             self.profile = vulkan_profile.without_optional(self.profile)
-            self.dev = self._create(vulkan_profile.Enable())
+            enable = vulkan_profile.Enable()
+            self.dev = self._create(enable)
         self.queue = vk.vkGetDeviceQueue(self.dev, self.family, 0)
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         self.mem_flags = [mem.memoryTypes[i].propertyFlags for i in range(mem.memoryTypeCount)]
@@ -225,8 +226,9 @@ class VulkanDevice(Device):
         self.fence = self._new("fence", "Fence")
         self._live_bufs: dict[int, _Buf] = {}  # every buffer made, freed by close()
         # The layouts (the shared one made now), the pipeline cache and pipeline creation.
+        # With maintenance5 enabled, pipelines take their SPIR-V without shader modules.
         self.pipelines = Pipelines(
-            self.dev, self._new, self._vk, self._check, props, pipeline_cache
+            self.dev, self._new, self._vk, self._check, props, pipeline_cache, enable.maintenance5
         )
         if self.pipelines.cache_file is not None:
             _PERSISTED.add(self)

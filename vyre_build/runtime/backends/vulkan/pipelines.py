@@ -1,10 +1,10 @@
-"""Vulkan compute pipelines: their layouts, creation (many in one driver call), and the
+"""Vulkan compute pipelines: their layouts, creation (many in one driver call; with
+VK_KHR_maintenance5, from SPIR-V chained to each stage, no shader module made), and the
 VkPipelineCache persisted across processes through pipeline_cache.PipelineCacheFile, as
 `Pipelines`, an object the VulkanDevice owns and makes with what it uses of the device."""
 
 from __future__ import annotations
 
-import array
 import contextlib
 import os
 import threading
@@ -18,6 +18,7 @@ from vyre_build.core.errors import DeviceError
 from vyre_build.runtime.backends.common import layout_of
 from vyre_build.runtime.backends.vulkan.pipeline_cache import PipelineCacheFile, cache_dir
 from vyre_build.runtime.backends.vulkan.results import SUCCESS
+from vyre_build.runtime.backends.vulkan.spirv_patch import patch_uniform as _patch_uniform
 
 _STORAGE_SET, _UNIFORM_SET = (
     vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -32,37 +33,6 @@ Made = tuple[Any, Any, Any, tuple[int, int], int | None]
 # 0.._SHARED_SLOTS-1 are storage buffers and the uniform block is at binding _SHARED_SLOTS.
 _SHARED_SLOTS = 8
 _SHARED = "shared"
-_MAGIC, _OP_DECORATE, _BINDING = 0x07230203, 71, 33  # SPIR-V: OpDecorate, Decoration Binding
-# The opcodes that may come before the first type: mode setting (capabilities to execution
-# modes), debug (strings, names, lines, processed) and annotations (decorations).
-_PREAMBLE = frozenset(
-    (
-        2,
-        3,
-        4,
-        5,
-        6,
-        7,
-        8,
-        10,
-        11,
-        14,
-        15,
-        16,
-        17,
-        317,
-        330,
-        331,
-        71,
-        72,
-        73,
-        74,
-        75,
-        332,
-        5632,
-        5633,
-    )
-)
 
 
 class Pipelines:
@@ -74,7 +44,10 @@ class Pipelines:
     raised as the device's DeviceError named `what`; `call(what, fn, *args)`, a `vulkan`
     package call raising the same; `check(what, call, result)`, a direct call's VkResult
     checked; the physical device's properties `props`; the `setting` of the persisted
-    cache (pipeline_cache.cache_dir). Every method runs under the device's lock."""
+    cache (pipeline_cache.cache_dir); `inline_modules`, whether the device was created
+    with VK_KHR_maintenance5's feature (then each pipeline stage carries its SPIR-V in a
+    chained VkShaderModuleCreateInfo and no VkShaderModule is made; else one module per
+    kernel's code, destroyed after the call). Every method runs under the device's lock."""
 
     def __init__(
         self,
@@ -84,8 +57,10 @@ class Pipelines:
         check: Callable[[str, str, int], None],
         props: Any,
         setting: str | os.PathLike[str] | bool | None,
+        inline_modules: bool = False,
     ):
         self.device, self._new, self._vk, self._check = device, new, call, check
+        self.inline_modules = inline_modules
         # (pipeline layout, set layout, (storage, uniform) descriptors) by key
         self.layouts: dict[object, tuple[Any, Any, tuple[int, int]]] = {}
         self.shared_slots = 0
@@ -286,59 +261,24 @@ class Pipelines:
         as plain cffi arrays (the `vulkan` package's per-struct wrappers cost more than the
         driver does once its pipeline cache is warm)."""
         ffi, lib = vk.ffi, vk.lib
-        laid = [self._layouts(meta, code) for meta, code, _ in kernels]
-        kernels = [(meta, code, entry) for (meta, _, entry), (code, _) in zip(kernels, laid)]
+        once: dict[tuple[int, int], Any] = {}  # a kernel's entry points: laid out once
+        laid = []
+        for meta, code, _ in kernels:
+            key = (id(meta), id(code))
+            if key not in once:
+                once[key] = self._layouts(meta, code)
+            laid.append(once[key])
+        codes = [code for code, _ in laid]
         made = [found for _, found in laid]
-        modules: dict[bytes, Any] = {}  # one shader module per code: a kernel's entries share it
         keep: list[Any] = []  # every buffer the create-infos point into, alive until the call
+        infos = ffi.new("VkComputePipelineCreateInfo[]", len(kernels))
+        modules: list[Any] = []  # shader modules made, destroyed after the call
         try:
-            for _, code, _ in kernels:
-                if code not in modules:
-                    words = ffi.from_buffer(code)
-                    info = ffi.new(
-                        "VkShaderModuleCreateInfo*",
-                        {
-                            "sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                            "codeSize": len(code),
-                            "pCode": ffi.cast("uint32_t*", words),
-                        },
-                    )
-                    out = ffi.new("VkShaderModule*")
-                    self._check(
-                        "shader module creation",
-                        "vkCreateShaderModule",
-                        lib.vkCreateShaderModule(self.device, info, ffi.NULL, out),
-                    )
-                    keep.append(words)
-                    modules[code] = out[0]
-            spec = ffi.NULL
-            if base is not None:  # specialization constants 0, 1, 2: the base workgroup
-                entries = ffi.new("VkSpecializationMapEntry[3]")
-                for axis in range(3):
-                    entries[axis].constantID, entries[axis].offset, entries[axis].size = (
-                        axis,
-                        4 * axis,
-                        4,
-                    )
-                data = ffi.new("uint32_t[3]", list(base))
-                spec = ffi.new(
-                    "VkSpecializationInfo*",
-                    {"mapEntryCount": 3, "pMapEntries": entries, "dataSize": 12, "pData": data},
-                )
-                keep += [entries, data]
-            infos = ffi.new("VkComputePipelineCreateInfo[]", len(kernels))
-            for k, ((_, code, entry), (layout, *_)) in enumerate(zip(kernels, made)):
-                name = ffi.new("char[]", entry.encode("utf-8"))
-                keep.append(name)
-                info = infos[k]
-                info.sType = vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO
-                info.flags = 0
-                info.stage.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO
-                info.stage.stage = vk.VK_SHADER_STAGE_COMPUTE_BIT
-                info.stage.module = modules[code]
-                info.stage.pName = name
-                info.stage.pSpecializationInfo = spec
-                info.layout = layout
+            _stages(infos, codes, [entry for _, _, entry in kernels], base, keep)
+            if not self.inline_modules:
+                modules = self._modules(infos, codes)
+            for k, (layout, *_) in enumerate(made):
+                infos[k].layout = layout
             pipes = ffi.new("VkPipeline[]", len(kernels))
             result = _create_in_parallel(self.device, self.cache, infos, pipes, len(kernels))
             if result != SUCCESS:  # those that were made before the failure go too
@@ -347,44 +287,98 @@ class Pipelines:
                         lib.vkDestroyPipeline(self.device, pipes[k], ffi.NULL)
             self._check("compute pipeline creation", "vkCreateComputePipelines", result)
         finally:  # layouts stay, for every kernel that uses them
-            for m in modules.values():
+            for m in modules:
                 lib.vkDestroyShaderModule(self.device, m, ffi.NULL)
         return [(pipes[k], *found) for k, found in enumerate(made)]
 
+    def _modules(self, infos: Any, codes: list[bytes]) -> list[Any]:
+        """Without maintenance5: one VkShaderModule per code object of `codes` (a
+        kernel's entry points share it), made from the VkShaderModuleCreateInfo that
+        `_stages` chained to each stage, which then names the module instead. Returns the
+        modules made (also when one fails: those made before are destroyed, then it
+        raises)."""
+        ffi, lib = vk.ffi, vk.lib
+        made: dict[int, Any] = {}  # by the code object's id, as _stages chains them
+        out = ffi.new("VkShaderModule*")
+        try:
+            for k, code in enumerate(codes):
+                stage = infos[k].stage
+                module = made.get(id(code))
+                if module is None:
+                    self._check(
+                        "shader module creation",
+                        "vkCreateShaderModule",
+                        lib.vkCreateShaderModule(
+                            self.device,
+                            ffi.cast("VkShaderModuleCreateInfo*", stage.pNext),
+                            ffi.NULL,
+                            out,
+                        ),
+                    )
+                    module = made[id(code)] = out[0]
+                stage.pNext, stage.module = ffi.NULL, module
+        except BaseException:
+            for m in made.values():
+                lib.vkDestroyShaderModule(self.device, m, ffi.NULL)
+            raise
+        return list(made.values())
 
-def _patch_uniform(code: bytes, binding: int, to: int) -> bytes | None:
-    """`code` with every OpDecorate Binding `binding` (the uniform block: one variable
-    per entry point of a module) made `to`, or None when there is none, binding `to` is
-    taken, or the module is not one this parser reads (then the kernel keeps a layout of
-    its own). Every variable is in set 0 (docs/descriptor-conventions.md), and the
-    metadata gives binding `binding` to the uniform block, so no storage buffer has it.
-    Only the instructions before the first type are walked (decorations come before
-    types in SPIR-V's logical layout): some 50 a module, not the whole of it."""
-    if binding == to:
-        return code
-    if len(code) % 4 or len(code) < 20:
-        return None
-    words = array.array("I", code)
-    if words[0] != _MAGIC:  # the other byte order: not worth a second parser
-        return None
-    at, found, end = 5, [], len(words)
-    while at < end:
-        count, op = words[at] >> 16, words[at] & 0xFFFF
-        if op not in _PREAMBLE:
-            break
-        if count == 0 or at + count > end:
-            return None
-        if op == _OP_DECORATE and count == 4 and words[at + 2] == _BINDING:
-            if words[at + 3] == binding:
-                found.append(at + 3)
-            elif words[at + 3] == to:
-                return None  # the slot is taken (not our emitters' output)
-        at += count
-    if not found:
-        return None
-    for k in found:
-        words[k] = to
-    return words.tobytes()
+
+def _stages(
+    infos: Any,
+    codes: list[bytes],
+    entries: list[str],
+    base: tuple[int, int, int] | None,
+    keep: list[Any],
+) -> None:
+    """Fill the compute create-infos `infos` (all but their layouts) of the SPIR-V
+    `codes` and entry points `entries`: each stage with module VK_NULL_HANDLE and a
+    VkShaderModuleCreateInfo of its code chained as pNext (as VK_KHR_maintenance5 reads
+    it; one per code object, shared by a module's entry points), with `base`'s
+    specialization (the base workgroup as constants 0, 1, 2) where given. Every buffer
+    they point into is appended to `keep`, which must outlive their use."""
+    ffi = vk.ffi
+    spec = ffi.NULL
+    if base is not None:  # specialization constants 0, 1, 2: the base workgroup
+        entries3 = ffi.new("VkSpecializationMapEntry[3]")
+        for axis in range(3):
+            entries3[axis].constantID, entries3[axis].offset, entries3[axis].size = (
+                axis,
+                4 * axis,
+                4,
+            )
+        data = ffi.new("uint32_t[3]", list(base))
+        spec = ffi.new(
+            "VkSpecializationInfo*",
+            {"mapEntryCount": 3, "pMapEntries": entries3, "dataSize": 12, "pData": data},
+        )
+        keep += [entries3, data, spec]
+    # one per code object (a kernel's entry points share theirs): no hash of the code
+    distinct = list({id(code): code for code in codes}.values())
+    module_infos = ffi.new("VkShaderModuleCreateInfo[]", len(distinct))
+    at: dict[int, Any] = {}
+    for k, code in enumerate(distinct):
+        words = ffi.from_buffer(code)
+        info = module_infos[k]
+        info.sType = vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO
+        info.codeSize = len(code)
+        info.pCode = ffi.cast("uint32_t*", words)
+        keep.append(words)
+        at[id(code)] = module_infos + k
+    names: dict[str, Any] = {}
+    for name in entries:
+        if name not in names:
+            names[name] = ffi.new("char[]", name.encode("utf-8"))
+    keep += [module_infos, *names.values()]
+    compute = vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO
+    shader = vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO
+    bit = vk.VK_SHADER_STAGE_COMPUTE_BIT
+    for k, (code, entry) in enumerate(zip(codes, entries)):
+        info = infos[k]
+        info.sType = compute
+        stage = info.stage
+        stage.sType, stage.stage, stage.pNext = shader, bit, at[id(code)]
+        stage.pName, stage.pSpecializationInfo = names[entry], spec
 
 
 # Pipelines per driver call when a batch is spread over threads, and the most threads: the

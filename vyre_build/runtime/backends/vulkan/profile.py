@@ -2,11 +2,15 @@
 with so that kernels can use them: subgroups (nothing to enable; their operations and
 stages are checked), shaderFloat16 and storageBuffer16BitAccess (Vulkan 1.1/1.2 feature
 chains), vulkanMemoryModel and vulkanMemoryModelDeviceScope (Vulkan 1.2: the
-vulkan_memory_model features of memory-ordered kernels), VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 where the device has them."""
+vulkan_memory_model features of memory-ordered kernels), VK_KHR_cooperative_matrix and
+VK_KHR_shader_bfloat16 where the device has them, and VK_KHR_maintenance5 (its
+`maintenance5` feature: pipelines made from SPIR-V without a VkShaderModule) where a
+Vulkan 1.3 device offers it, unless $VYRE_VULKAN_MAINTENANCE5 is "0"."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +31,7 @@ TYPES = {
     vk.VK_PHYSICAL_DEVICE_TYPE_CPU: "CPU",
 }
 COOP_EXT, BF16_EXT = "VK_KHR_cooperative_matrix", "VK_KHR_shader_bfloat16"
+MAINTENANCE5_EXT = "VK_KHR_maintenance5"  # needs Vulkan 1.3 (or VK_KHR_dynamic_rendering)
 # VkComponentTypeKHR -> the names vyre_build.core.features uses (bf16 and fp8 from later headers).
 _COMPONENT = {
     0: "f16",
@@ -106,6 +111,9 @@ class Enable:
     vulkan12: dict[str, int] = field(default_factory=dict)
     cooperative_matrix: bool = False
     bf16: dict[str, int] = field(default_factory=dict)
+    # VK_KHR_maintenance5's feature: a pipeline's stage may carry its SPIR-V in a chained
+    # VkShaderModuleCreateInfo instead of a VkShaderModule (pipelines.py).
+    maintenance5: bool = False
 
 
 def _linked(make: Any, chain: list[Any], **fields: Any) -> Any:
@@ -183,6 +191,11 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
         if COOP_EXT in exts
         else None
     )
+    m5 = (
+        _linked(vk.VkPhysicalDeviceMaintenance5FeaturesKHR, fchain)
+        if wants_maintenance5(exts, props.apiVersion)
+        else None
+    )
     bf16 = _linked(_bf16_struct, fchain) if BF16_EXT in exts else None
     if fchain:
         vk.vkGetPhysicalDeviceFeatures2(physical, _linked(vk.VkPhysicalDeviceFeatures2, fchain))
@@ -220,6 +233,9 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
             "multiviewGeometryShader": int(bf16.multiviewGeometryShader),  # DotProduct
             "multiviewTessellationShader": int(bf16.multiviewTessellationShader),  # CoopMatrix
         }
+    if m5 is not None and m5.maintenance5:
+        enable.extensions.append(MAINTENANCE5_EXT)
+        enable.maintenance5 = True
     if not enable.bf16.get("multiviewTessellationShader"):  # no bf16 cooperative matrices
         matrices = tuple(m for m in matrices if "bf16" not in (m.a_type, m.c_type))
     compute = bool(sub.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT)
@@ -271,6 +287,17 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
     return profile, enable
 
 
+def wants_maintenance5(extensions: set[str], api_version: int) -> bool:
+    """Whether to ask a device for VK_KHR_maintenance5's feature: it lists the extension,
+    offers Vulkan 1.3 (which holds VK_KHR_dynamic_rendering, the extension's other need)
+    and $VYRE_VULKAN_MAINTENANCE5 is not "0" (to compare with shader modules made)."""
+    return (
+        MAINTENANCE5_EXT in extensions
+        and api_version >= vk.VK_MAKE_VERSION(1, 3, 0)
+        and os.environ.get("VYRE_VULKAN_MAINTENANCE5", "") != "0"
+    )
+
+
 def without_optional(profile: DeviceProfile) -> DeviceProfile:
     """`profile` of a device created with no optional features (subgroups need none)."""
     ops = profile.subgroup_operations
@@ -293,6 +320,8 @@ def device_create_info(family: int, enable: Enable, keep: list[Any]) -> Any:
         _linked(vk.VkPhysicalDeviceVulkan12Features, chain, **enable.vulkan12)
     if enable.cooperative_matrix:
         _linked(vk.VkPhysicalDeviceCooperativeMatrixFeaturesKHR, chain, cooperativeMatrix=1)
+    if enable.maintenance5:
+        _linked(vk.VkPhysicalDeviceMaintenance5FeaturesKHR, chain, maintenance5=1)
     if enable.bf16:
         _linked(_bf16_struct, chain, **enable.bf16)
     priorities = [1.0]
