@@ -4,7 +4,8 @@ fits; matmul_f16.f16: kernels/lib_mm_f16.py, staged tiles) and the staged f32 ke
 (lib_mm_f16.f32).
 
     python bench/coop_bench.py [--quick] [--sizes 2048,4096,8192] [--batched 64x512]
-                               [--rounds 5] [--narrow] [--scalar] [--k32] [--glsl] [--backend vulkan|cpu]
+                               [--rounds 5] [--narrow] [--scalar] [--k16] [--glsl]
+                               [--backend vulkan|cpu]
 
 Vulkan only (WGSL has no cooperative matrices). Ours: GPU timestamps around a batch of
 library calls on DeviceBuffers (time_ours: median of rounds); torch: CUDA events around the
@@ -22,8 +23,9 @@ unrolled and the fragment arrays split into registers by spirv-opt), with 8-byte
 16-byte (WIDE) shared panels. --narrow: bench/kernels/mm_f16_narrow.py, the previous library kernel (a 128 x 128
 block of 4 subgroups, 32-deep K steps; lib_mm_f16 now computes 128 x 256 blocks of 8).
 --scalar: bench/kernels/mm_f16_scalar.py, the 128 x 128 design with f16 (not vec4h) shared
-panels, as llama.cpp. --k32: bench/kernels/mm_f16_k32.py, the library's 128 x 256 design with
-32-deep K steps through one set of panels (two barriers a step). On a device with bf16 (VK_KHR_shader_bfloat16 and bf16 cooperative
+panels, as llama.cpp. --k16: bench/kernels/mm_f16_k16.py, the previous library kernel
+(the 128 x 256 design with 16-deep K steps through double-buffered panels, one barrier a
+step). On a device with bf16 (VK_KHR_shader_bfloat16 and bf16 cooperative
 matrices) each size also runs library.matmul_bf16 (kernels/lib_mm_bf16.py, f32 and bf16
 output) against torch's bf16 matmul on the same values rounded to bf16.
 """
@@ -90,7 +92,7 @@ def main(argv=None) -> int:
         "--scalar", action="store_true", help="also time bench/kernels/mm_f16_scalar.py"
     )
     ap.add_argument(
-        "--k32", action="store_true", help="also time bench/kernels/mm_f16_k32.py (32-deep steps)"
+        "--k16", action="store_true", help="also time bench/kernels/mm_f16_k16.py (16-deep steps)"
     )
     ap.add_argument(
         "--glsl", action="store_true", help="also time bench/glsl/mm_f16.comp (and its WIDE build)"
@@ -110,7 +112,7 @@ def main(argv=None) -> int:
         code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
         kernels[k.stem] = load_kernel(k.meta, device=dev, **code)
     wide = {}  # the bench/kernels/ candidates (by stem)
-    for f in ("mm_f16_narrow.py", "mm_f16_scalar.py", "mm_f16_k32.py"):
+    for f in ("mm_f16_narrow.py", "mm_f16_scalar.py", "mm_f16_k16.py"):
         for k in compile_file(os.path.join(HERE, "kernels", f), root=HERE):
             meta = k.meta if k.stem == "mm_f16_narrow.f32" else meta  # the GLSL's design
             code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
@@ -144,8 +146,8 @@ def main(argv=None) -> int:
             runs += [(f"mm_f16_narrow.{t}", "narrow", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.scalar:
             runs += [(f"mm_f16_scalar.{t}", "scalar", dev.buffer(shape, t)) for t in ("f32", "f16")]
-        if args.k32:
-            runs += [(f"mm_f16_k32.{t}", "k32", dev.buffer(shape, t)) for t in ("f32", "f16")]
+        if args.k16:
+            runs += [(f"mm_f16_k16.{t}", "k16", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
             runs += [("glsl.mm_f16", "mm_f16", None), ("glsl.mm_f16_wide", "mm_f16_wide", None)]
             if n % 256 == 0:
@@ -166,7 +168,7 @@ def main(argv=None) -> int:
                 call = staged_call(dev, wide[stem], da, db, out, shape, 128)
             elif out_dtype == "scalar":
                 call = staged_call(dev, wide[stem], da, db, out, shape, 128)
-            elif out_dtype == "k32":
+            elif out_dtype == "k16":
                 call = staged_call(dev, wide[stem], da, db, out, shape, 256)
             elif out_dtype.startswith("mm_f16_lib"):
                 lib_meta = next(k.meta for k in found[0] if k.stem == "lib_mm_f16.f32")

@@ -6,11 +6,11 @@ lib_mm_f16's body (kernels/lib_mm_f16.py: `staged_mm`, read it for the design) o
 values: variants.yaml sets E = bf16 and V = vec4bf. A workgroup of WG = 256
 invocations (8 subgroups of 32) computes a BM x BN = 128 x 256 block of C, subgroup w
 (subgroup_id() % 8) the 64 x 64 quarter (w // 4, w % 4) as 4 x 4 fragments of 16 x 16 with
-f32 accumulators, K in steps of BK = 16 through padded panels in shared memory (A's rows of
-SA = 24 values, B's of SB = 264), double-buffered: the next step's panels are in registers
+f32 accumulators, K in steps of BK = 32 through one set of padded panels in shared memory
+(A's rows of SA = 40 values, B's of SB = 264): the next step's panels are in registers
 (vec4bf loads through a4 / b4 where the host says so: va = 1 needs K, sa and a's length
 multiples of 4, vb = 1 the same of N, sb and b; scalar loads otherwise; zeros past every
-edge) while this step multiplies, one barrier per step. bf16 has the shape and the bytes of
+edge) while this step multiplies, two barriers per step. bf16 has the shape and the bytes of
 f16, so the blocking, the padding and the 48 KiB are the same; only the multiply-add's
 element type differs (bf16 products summed in f32: the only accumulator bf16 has).
 
@@ -31,7 +31,7 @@ from vyre_build.lang import Buffer, f32, kernel, shared, u32
 def lib_mm_bf16(a: Buffer[E], a4: Buffer[V], b: Buffer[E], b4: Buffer[V],
                 c: Buffer[f32, "w"], h: Buffer[E, "w"], M: u32, N: u32, K: u32, sa: u32,
                 sb: u32, sc: u32, va: u32, vb: u32, gx: u32, gy: u32, gz: u32):
-    pa = shared(V, 2 * PA)  # [buffer][row m][k / 4], rows of SA values
-    pb = shared(V, 2 * PB)  # [buffer][row k][n / 4], rows of SB values
+    pa = shared(V, PA)  # [row m][k / 4], rows of SA values
+    pb = shared(V, PB)  # [row k][n / 4], rows of SB values
     st = shared(f32, 8 * SAREA)  # [quarter][16][ST]: the staged output fragments
     staged_mm(pa, pb, st, a, a4, b, b4, c, h, M, N, K, sa, sb, sc, va, vb)

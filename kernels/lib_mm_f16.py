@@ -4,16 +4,18 @@ the grid's third axis (batch strides sa, sb, sc in elements; 0 broadcasts that o
 
 A workgroup of WG = 256 invocations (8 subgroups of 32) computes a BM x BN = 128 x 256
 block of C; subgroup w (subgroup_id() % 8) computes the 64 x 64 quarter (w // 4, w % 4) as
-4 x 4 fragments of 16 x 16 with f32 accumulators. K goes by in steps of BK = 16 (a 32-deep
-double-buffered pair of panels would pass 48 KiB): the whole workgroup moves A's 128 x 16
-panel (rows padded to 24 halves) and B's 16 x 256 panel (rows of 264 halves) from global
-memory into shared memory (V loads through a4 / b4 where the host says so: va = 1
-needs K, sa and a's length multiples of 4, vb = 1 the same of N, sb and b; scalar loads
-otherwise; zeros past every edge), double-buffered: the next step's panels are in
-registers while this step multiplies, one barrier per step; a block inside C with vec4
-rows loads the steps that lie inside K without a guard. Against 128 x 128 blocks it moves
-a third less from L2 per FLOP; on the H200 it ran 124-141 TFLOP/s where the 128 x 128
-design (bench/kernels/mm_f16_narrow.py) ran 97-102 (bench/RESULTS.md, 2026-12-02).
+4 x 4 fragments of 16 x 16 with f32 accumulators. K goes by in steps of BK = 32 through
+one set of shared panels (37 KiB with the staging areas; a double-buffered 32-deep pair
+would pass 48 KiB): the whole workgroup moves A's 128 x 32 panel (rows padded to 40
+values) and B's 32 x 256 panel (rows of 264) from global memory into shared memory (V
+loads through a4 / b4 where the host says so: va = 1 needs K, sa and a's length multiples
+of 4, vb = 1 the same of N, sb and b; scalar loads otherwise; zeros past every edge). The
+next step's panels are in registers (4 + 8 V loads per invocation) while this step's two
+16-deep fragment products run, then two barriers: before the panels are overwritten and
+after; a block inside C with vec4 rows loads the steps that lie inside K without a guard.
+On an H100 (2026-12-05) it ran 149-165 TFLOP/s where the 16-deep double-buffered design
+(bench/kernels/mm_f16_k16.py: half the work between a load and its use) ran 127-130, and
+the 128 x 128 design (bench/kernels/mm_f16_narrow.py) 97-102 on the H200 (bench/RESULTS.md).
 
 Stores: a block that lies inside C with N a multiple of 4 stores its f32 fragments
 straight into C; otherwise (and always for f16 output) each fragment goes through a
@@ -34,12 +36,12 @@ from vyre_build.lang import (Buffer, barrier, coop_fill, coop_load_a, coop_load_
 
 BM = 128
 BN = 256
-BK = 16
+BK = 32
 WG = 256
-SA = 24  # padded row of A's panel, in halves (48 bytes: a multiple of 16, 12 banks apart)
-SB = 264  # padded row of B's panel, in halves (528 bytes: 132 banks, 4 apart mod 32)
-PA = BM * SA // 4  # vec4s (V) in one buffer of A's panel
-PB = BK * SB // 4  # vec4s (V) in one buffer of B's panel
+SA = 40  # padded row of A's panel, in values (80 bytes: a multiple of 16, 20 banks apart)
+SB = 264  # padded row of B's panel, in values (528 bytes: 132 banks, 4 apart mod 32)
+PA = BM * SA // 4  # vec4s (V) in A's panel
+PB = BK * SB // 4  # vec4s (V) in B's panel
 ST = 20  # padded row of a staging area, in f32 (16 values + 4)
 SAREA = 16 * ST  # f32 in one subgroup's staging area
 
@@ -84,7 +86,7 @@ def staged_mm(pa: Buffer[V, "rw"], pb: Buffer[V, "rw"], st: Buffer[f32, "rw"], a
               a4: Buffer[V], b: Buffer[E], b4: Buffer[V], c: Buffer[f32, "w"],
               h: Buffer[E, "w"], M: u32, N: u32, K: u32, sa: u32, sb: u32, sc: u32, va: u32,
               vb: u32) -> None:
-    """The kernel's body past its shared arrays (pa, pb: the panel pairs; st: the staging
+    """The kernel's body past its shared arrays (pa, pb: the panels; st: the staging
     areas), for inputs of E (f16, or bf16 in lib_mm_bf16.py) with V their vec4 type."""
     lid = local_id().x
     w = subgroup_id() % 8
@@ -95,16 +97,16 @@ def staged_mm(pa: Buffer[V, "rw"], pb: Buffer[V, "rw"], st: Buffer[f32, "rw"], a
     n0 = workgroup_id().x * BN
     abase = z * sa
     bbase = z * sb
-    # what this invocation moves: A rows ar and ar + 64 at k column 4 * ac; B rows br + 4 * t
-    # at n column 4 * bc (t in 0..3)
-    ar = lid // 4
-    ac = lid % 4
+    # what this invocation moves: A rows ar + 32 * t (t in 0..3) at k column 4 * ac; B rows
+    # br + 4 * t (t in 0..7) at n column 4 * bc
+    ar = lid // 8
+    ac = lid % 8
     br = lid // 64
     bc = lid % 64
-    for t in range(u32(2)):
-        pa[(ar + 64 * t) * (SA // 4) + ac] = quad(a, a4, abase, m0 + ar + 64 * t, 4 * ac, M, K,
-                                                  va)
     for t in range(u32(4)):
+        pa[(ar + 32 * t) * (SA // 4) + ac] = quad(a, a4, abase, m0 + ar + 32 * t, 4 * ac, M, K,
+                                                  va)
+    for t in range(u32(8)):
         pb[(br + 4 * t) * (SB // 4) + bc] = quad(b, b4, bbase, br + 4 * t, n0 + 4 * bc, K, N,
                                                  vb)
     barrier()
@@ -127,26 +129,36 @@ def staged_mm(pa: Buffer[V, "rw"], pb: Buffer[V, "rw"], st: Buffer[f32, "rw"], a
     fast = u32(1) if va == 1 and vb == 1 and m0 + BM <= M and n0 + BN <= N else u32(0)
     steps = (K + BK - 1) // BK
     for s in range(steps):
-        cur = s % 2
         # the next step's panels, in registers while this step multiplies (zeros past K)
         k1 = (s + 1) * BK
-        # a block inside C whose next step lies inside K, with vec4 rows: no guards
         if fast == 1 and k1 + BK <= K:
             p0 = a4[(abase + (m0 + ar) * K + k1 + 4 * ac) // 4]
-            p1 = a4[(abase + (m0 + ar + 64) * K + k1 + 4 * ac) // 4]
+            p1 = a4[(abase + (m0 + ar + 32) * K + k1 + 4 * ac) // 4]
+            p2 = a4[(abase + (m0 + ar + 64) * K + k1 + 4 * ac) // 4]
+            p3 = a4[(abase + (m0 + ar + 96) * K + k1 + 4 * ac) // 4]
             q0 = b4[(bbase + (k1 + br) * N + n0 + 4 * bc) // 4]
             q1 = b4[(bbase + (k1 + br + 4) * N + n0 + 4 * bc) // 4]
             q2 = b4[(bbase + (k1 + br + 8) * N + n0 + 4 * bc) // 4]
             q3 = b4[(bbase + (k1 + br + 12) * N + n0 + 4 * bc) // 4]
+            q4 = b4[(bbase + (k1 + br + 16) * N + n0 + 4 * bc) // 4]
+            q5 = b4[(bbase + (k1 + br + 20) * N + n0 + 4 * bc) // 4]
+            q6 = b4[(bbase + (k1 + br + 24) * N + n0 + 4 * bc) // 4]
+            q7 = b4[(bbase + (k1 + br + 28) * N + n0 + 4 * bc) // 4]
         else:
-            p0 = quad(a, a4, abase, m0 + ar, k1 + 4 * ac, M, K, va)
-            p1 = quad(a, a4, abase, m0 + ar + 64, k1 + 4 * ac, M, K, va)
-            q0 = quad(b, b4, bbase, k1 + br, n0 + 4 * bc, K, N, vb)
+            p0 = quad(a, a4, abase, m0 + ar + 0, k1 + 4 * ac, M, K, va)
+            p1 = quad(a, a4, abase, m0 + ar + 32, k1 + 4 * ac, M, K, va)
+            p2 = quad(a, a4, abase, m0 + ar + 64, k1 + 4 * ac, M, K, va)
+            p3 = quad(a, a4, abase, m0 + ar + 96, k1 + 4 * ac, M, K, va)
+            q0 = quad(b, b4, bbase, k1 + br + 0, n0 + 4 * bc, K, N, vb)
             q1 = quad(b, b4, bbase, k1 + br + 4, n0 + 4 * bc, K, N, vb)
             q2 = quad(b, b4, bbase, k1 + br + 8, n0 + 4 * bc, K, N, vb)
             q3 = quad(b, b4, bbase, k1 + br + 12, n0 + 4 * bc, K, N, vb)
-        ka = cur * (PA * 4) + wm * SA
-        kb = cur * (PB * 4) + wn
+            q4 = quad(b, b4, bbase, k1 + br + 16, n0 + 4 * bc, K, N, vb)
+            q5 = quad(b, b4, bbase, k1 + br + 20, n0 + 4 * bc, K, N, vb)
+            q6 = quad(b, b4, bbase, k1 + br + 24, n0 + 4 * bc, K, N, vb)
+            q7 = quad(b, b4, bbase, k1 + br + 28, n0 + 4 * bc, K, N, vb)
+        ka = wm * SA + 0
+        kb = 0 * SB + wn
         a0 = coop_load_a(pa, ka, SA, 16, 16)
         a1 = coop_load_a(pa, ka + 16 * SA, SA, 16, 16)
         a2 = coop_load_a(pa, ka + 32 * SA, SA, 16, 16)
@@ -171,14 +183,45 @@ def staged_mm(pa: Buffer[V, "rw"], pb: Buffer[V, "rw"], st: Buffer[f32, "rw"], a
         c31 = coop_mma(a3, b1, c31)
         c32 = coop_mma(a3, b2, c32)
         c33 = coop_mma(a3, b3, c33)
-        nxa = (1 - cur) * PA
-        nxb = (1 - cur) * PB
-        pa[nxa + ar * (SA // 4) + ac] = p0
-        pa[nxa + (ar + 64) * (SA // 4) + ac] = p1
-        pb[nxb + br * (SB // 4) + bc] = q0
-        pb[nxb + (br + 4) * (SB // 4) + bc] = q1
-        pb[nxb + (br + 8) * (SB // 4) + bc] = q2
-        pb[nxb + (br + 12) * (SB // 4) + bc] = q3
+        ka = wm * SA + 16
+        kb = 16 * SB + wn
+        a0 = coop_load_a(pa, ka, SA, 16, 16)
+        a1 = coop_load_a(pa, ka + 16 * SA, SA, 16, 16)
+        a2 = coop_load_a(pa, ka + 32 * SA, SA, 16, 16)
+        a3 = coop_load_a(pa, ka + 48 * SA, SA, 16, 16)
+        b0 = coop_load_b(pb, kb, SB, 16, 16)
+        b1 = coop_load_b(pb, kb + 16, SB, 16, 16)
+        b2 = coop_load_b(pb, kb + 32, SB, 16, 16)
+        b3 = coop_load_b(pb, kb + 48, SB, 16, 16)
+        c00 = coop_mma(a0, b0, c00)
+        c01 = coop_mma(a0, b1, c01)
+        c02 = coop_mma(a0, b2, c02)
+        c03 = coop_mma(a0, b3, c03)
+        c10 = coop_mma(a1, b0, c10)
+        c11 = coop_mma(a1, b1, c11)
+        c12 = coop_mma(a1, b2, c12)
+        c13 = coop_mma(a1, b3, c13)
+        c20 = coop_mma(a2, b0, c20)
+        c21 = coop_mma(a2, b1, c21)
+        c22 = coop_mma(a2, b2, c22)
+        c23 = coop_mma(a2, b3, c23)
+        c30 = coop_mma(a3, b0, c30)
+        c31 = coop_mma(a3, b1, c31)
+        c32 = coop_mma(a3, b2, c32)
+        c33 = coop_mma(a3, b3, c33)
+        barrier()
+        pa[(ar) * (SA // 4) + ac] = p0
+        pa[(ar + 32) * (SA // 4) + ac] = p1
+        pa[(ar + 64) * (SA // 4) + ac] = p2
+        pa[(ar + 96) * (SA // 4) + ac] = p3
+        pb[(br) * (SB // 4) + bc] = q0
+        pb[(br + 4) * (SB // 4) + bc] = q1
+        pb[(br + 8) * (SB // 4) + bc] = q2
+        pb[(br + 12) * (SB // 4) + bc] = q3
+        pb[(br + 16) * (SB // 4) + bc] = q4
+        pb[(br + 20) * (SB // 4) + bc] = q5
+        pb[(br + 24) * (SB // 4) + bc] = q6
+        pb[(br + 28) * (SB // 4) + bc] = q7
         barrier()
     cbase = z * sc
     o = cbase + (m0 + wm) * N + n0 + wn
@@ -270,7 +313,7 @@ def staged_mm(pa: Buffer[V, "rw"], pb: Buffer[V, "rw"], st: Buffer[f32, "rw"], a
 def lib_mm_f16(a: Buffer[E], a4: Buffer[V], b: Buffer[E], b4: Buffer[V],
                c: Buffer[f32, "w"], h: Buffer[E, "w"], M: u32, N: u32, K: u32, sa: u32, sb: u32, sc: u32,
                va: u32, vb: u32, gx: u32, gy: u32, gz: u32):
-    pa = shared(V, 2 * PA)  # [buffer][row m][k / 4], rows of SA values
-    pb = shared(V, 2 * PB)  # [buffer][row k][n / 4], rows of SB values
+    pa = shared(V, PA)  # [row m][k / 4], rows of SA values
+    pb = shared(V, PB)  # [row k][n / 4], rows of SB values
     st = shared(f32, 8 * SAREA)  # [quarter][16][ST]: the staged output fragments
     staged_mm(pa, pb, st, a, a4, b, b4, c, h, M, N, K, sa, sb, sc, va, vb)

@@ -4,7 +4,7 @@ against numpy, on every backend that can run it, and refused by name on the othe
 Inputs are small integers over 4 and 2 (exact in bf16), so every product and every partial
 sum is exact in f32 and the result must equal numpy's f64 product bit for bit (for bf16
 output: that product rounded once to nearest even, `core.bfloat16.from_f32`). Sizes hit
-every edge of the kernel's 128 x 256 block and 16-deep K step, batches with a shared
+every edge of the kernel's 128 x 256 block and 32-deep K step, batches with a shared
 operand, subgroups narrower than 32. Devices without bf16 cooperative matrices (lavapipe,
 wgpu) refuse the kernel naming what they lack; the H200 runs it (the device tier).
 """

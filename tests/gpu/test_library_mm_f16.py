@@ -3,7 +3,7 @@
 Inputs are small integers over 4 and 2 (exact in f16), so every product and every partial
 sum is exact in f32 and the result must equal numpy's f64 product bit for bit (for f16
 output: that product rounded once to f16). Sizes hit every edge of the kernel's 128 x 256
-block and 16-deep K step (1 x 1 x 1, odd sizes, K and N not multiples of 4: the scalar
+block and 32-deep K step (1 x 1 x 1, odd sizes, K and N not multiples of 4: the scalar
 load path), batches with a shared operand, subgroups narrower than 32. The reference is
 slow, so sizes stay small; the devices without cooperative matrices (lavapipe, wgpu)
 refuse the kernel by name.
@@ -32,6 +32,7 @@ SIZES = [
     (40, 136, 36),
     (128, 132, 96),
     (128, 256, 32),  # one whole block: unguarded interior loads, direct f32 stores
+    (128, 256, 80),  # a whole block over three K steps, the last one partial
     (20, 257, 16),  # one column past a block
 ]
 
@@ -165,8 +166,8 @@ def test_a_batch_past_the_grid_limit_is_refused(mm_bundle, monkeypatch):
 
 def candidate_call(dev, kernel, a, b, out_dtype, width):
     """A bench/kernels/ candidate (mm_f16_narrow.py and mm_f16_scalar.py: 128 x 128 blocks,
-    mm_f16_k32.py: 128 x 256) on the reference, as coop_bench calls it: the library's bindings and scalars, grid x
-    in blocks of `width`."""
+    mm_f16_k16.py: 128 x 256) on the reference, as coop_bench calls it: the library's
+    bindings and scalars, grid x in blocks of `width`."""
     z, m, k = a.shape
     n = b.shape[-1]
     half = out_dtype == "float16"
@@ -181,7 +182,7 @@ def candidate_call(dev, kernel, a, b, out_dtype, width):
 
 
 @pytest.mark.parametrize(
-    "name, width", [("mm_f16_narrow", 128), ("mm_f16_scalar", 128), ("mm_f16_k32", 256)]
+    "name, width", [("mm_f16_narrow", 128), ("mm_f16_scalar", 128), ("mm_f16_k16", 256)]
 )
 @pytest.mark.parametrize("out_dtype", ["float32", "float16"])
 @pytest.mark.parametrize(

@@ -1,13 +1,10 @@
-"""A candidate for kernels/lib_mm_f16.py (bench/coop_bench.py --k32): the library's 128 x 256
-block of 8 subgroups (each a 64 x 64 quarter of 4 x 4 fragments, f32 accumulators), with
-K in steps of BK = 32 instead of 16 through one (not two) set of padded shared panels (A's
-rows of 40 halves, B's of 264): 37 KiB with the staging areas, where a double-buffered
-32-deep pair would pass 48 KiB. The next step's panels are in registers (4 + 8 vec4h loads
-per invocation) while this step's 32 fragment products run, then two barriers: one before
-the panels are overwritten, one after. Each step's compute (2 x 16 products a subgroup) is
-twice the library kernel's, so a global load's latency is hidden behind twice the work;
-the barriers per K are the same. Edges, batches, both outputs, bindings and scalars as
-lib_mm_f16 (grid x covers N in blocks of 256).
+"""The previous kernels/lib_mm_f16.py, kept as a candidate (bench/coop_bench.py --k16): the
+128 x 256 block of 8 subgroups (each a 64 x 64 quarter of 4 x 4 fragments, f32
+accumulators) with K in steps of BK = 16 through double-buffered padded shared panels (A's
+rows of 24 halves, B's of 264), the next step's panels in registers while a step
+multiplies, one barrier per step. On an H100 (2026-12-05) it ran 127-130 TFLOP/s where the
+32-deep design that replaced it ran 149-165 (bench/RESULTS.md). Edges, batches, both
+outputs, bindings and scalars as lib_mm_f16 (grid x covers N in blocks of 256).
 """
 
 from vyre_build.lang import (Buffer, barrier, coop_fill, coop_load_a, coop_load_b, coop_mma,
@@ -16,12 +13,12 @@ from vyre_build.lang import (Buffer, barrier, coop_fill, coop_load_a, coop_load_
 
 BM = 128
 BN = 256
-BK = 32
+BK = 16
 WG = 256
-SA = 40  # padded row of A's panel, in halves (80 bytes: a multiple of 16, 20 banks apart)
+SA = 24  # padded row of A's panel, in halves (48 bytes: a multiple of 16, 12 banks apart)
 SB = 264  # padded row of B's panel, in halves (528 bytes: 132 banks, 4 apart mod 32)
-PA = BM * SA // 4  # vec4h in A's panel
-PB = BK * SB // 4  # vec4h in B's panel
+PA = BM * SA // 4  # vec4h in one buffer of A's panel
+PB = BK * SB // 4  # vec4h in one buffer of B's panel
 ST = 20  # padded row of a staging area, in f32 (16 values + 4)
 SAREA = 16 * ST  # f32 in one subgroup's staging area
 
@@ -63,14 +60,12 @@ def put_staged(c: Buffer[f32, "w"], h: Buffer[f16, "w"], st: Buffer[f32, "rw"], 
 
 
 
-@kernel(workgroup_size=WG, grid=("gx", "gy", "gz"), shared_bytes=49152,
-        variants={"f32": {"HALF": 0}, "f16": {"HALF": 1}})
-def mm_f16_k32(a: Buffer[f16], a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec4h],
-               c: Buffer[f32, "w"], h: Buffer[f16, "w"], M: u32, N: u32, K: u32, sa: u32,
-               sb: u32, sc: u32, va: u32, vb: u32, gx: u32, gy: u32, gz: u32):
-    pa = shared(vec4h, PA)  # [row m][k / 4], rows of SA halves
-    pb = shared(vec4h, PB)  # [row k][n / 4], rows of SB halves
-    st = shared(f32, 8 * SAREA)  # [quarter][16][ST]: the staged output fragments
+def staged_mm(pa: Buffer[vec4h, "rw"], pb: Buffer[vec4h, "rw"], st: Buffer[f32, "rw"], a: Buffer[f16],
+              a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec4h], c: Buffer[f32, "w"],
+              h: Buffer[f16, "w"], M: u32, N: u32, K: u32, sa: u32, sb: u32, sc: u32, va: u32,
+              vb: u32) -> None:
+    """The kernel's body past its shared arrays (pa, pb: the panel pairs; st: the staging
+    areas)."""
     lid = local_id().x
     w = subgroup_id() % 8
     wm = (w // 4) * 64
@@ -80,16 +75,16 @@ def mm_f16_k32(a: Buffer[f16], a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec
     n0 = workgroup_id().x * BN
     abase = z * sa
     bbase = z * sb
-    # what this invocation moves: A rows ar + 32 * t (t in 0..3) at k column 4 * ac; B rows
-    # br + 4 * t (t in 0..7) at n column 4 * bc
-    ar = lid // 8
-    ac = lid % 8
+    # what this invocation moves: A rows ar and ar + 64 at k column 4 * ac; B rows br + 4 * t
+    # at n column 4 * bc (t in 0..3)
+    ar = lid // 4
+    ac = lid % 4
     br = lid // 64
     bc = lid % 64
-    for t in range(u32(4)):
-        pa[(ar + 32 * t) * (SA // 4) + ac] = quad(a, a4, abase, m0 + ar + 32 * t, 4 * ac, M, K,
+    for t in range(u32(2)):
+        pa[(ar + 64 * t) * (SA // 4) + ac] = quad(a, a4, abase, m0 + ar + 64 * t, 4 * ac, M, K,
                                                   va)
-    for t in range(u32(8)):
+    for t in range(u32(4)):
         pb[(br + 4 * t) * (SB // 4) + bc] = quad(b, b4, bbase, br + 4 * t, n0 + 4 * bc, K, N,
                                                  vb)
     barrier()
@@ -112,36 +107,26 @@ def mm_f16_k32(a: Buffer[f16], a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec
     fast = u32(1) if va == 1 and vb == 1 and m0 + BM <= M and n0 + BN <= N else u32(0)
     steps = (K + BK - 1) // BK
     for s in range(steps):
+        cur = s % 2
         # the next step's panels, in registers while this step multiplies (zeros past K)
         k1 = (s + 1) * BK
+        # a block inside C whose next step lies inside K, with vec4 rows: no guards
         if fast == 1 and k1 + BK <= K:
             p0 = a4[(abase + (m0 + ar) * K + k1 + 4 * ac) // 4]
-            p1 = a4[(abase + (m0 + ar + 32) * K + k1 + 4 * ac) // 4]
-            p2 = a4[(abase + (m0 + ar + 64) * K + k1 + 4 * ac) // 4]
-            p3 = a4[(abase + (m0 + ar + 96) * K + k1 + 4 * ac) // 4]
+            p1 = a4[(abase + (m0 + ar + 64) * K + k1 + 4 * ac) // 4]
             q0 = b4[(bbase + (k1 + br) * N + n0 + 4 * bc) // 4]
             q1 = b4[(bbase + (k1 + br + 4) * N + n0 + 4 * bc) // 4]
             q2 = b4[(bbase + (k1 + br + 8) * N + n0 + 4 * bc) // 4]
             q3 = b4[(bbase + (k1 + br + 12) * N + n0 + 4 * bc) // 4]
-            q4 = b4[(bbase + (k1 + br + 16) * N + n0 + 4 * bc) // 4]
-            q5 = b4[(bbase + (k1 + br + 20) * N + n0 + 4 * bc) // 4]
-            q6 = b4[(bbase + (k1 + br + 24) * N + n0 + 4 * bc) // 4]
-            q7 = b4[(bbase + (k1 + br + 28) * N + n0 + 4 * bc) // 4]
         else:
-            p0 = quad(a, a4, abase, m0 + ar + 0, k1 + 4 * ac, M, K, va)
-            p1 = quad(a, a4, abase, m0 + ar + 32, k1 + 4 * ac, M, K, va)
-            p2 = quad(a, a4, abase, m0 + ar + 64, k1 + 4 * ac, M, K, va)
-            p3 = quad(a, a4, abase, m0 + ar + 96, k1 + 4 * ac, M, K, va)
-            q0 = quad(b, b4, bbase, k1 + br + 0, n0 + 4 * bc, K, N, vb)
+            p0 = quad(a, a4, abase, m0 + ar, k1 + 4 * ac, M, K, va)
+            p1 = quad(a, a4, abase, m0 + ar + 64, k1 + 4 * ac, M, K, va)
+            q0 = quad(b, b4, bbase, k1 + br, n0 + 4 * bc, K, N, vb)
             q1 = quad(b, b4, bbase, k1 + br + 4, n0 + 4 * bc, K, N, vb)
             q2 = quad(b, b4, bbase, k1 + br + 8, n0 + 4 * bc, K, N, vb)
             q3 = quad(b, b4, bbase, k1 + br + 12, n0 + 4 * bc, K, N, vb)
-            q4 = quad(b, b4, bbase, k1 + br + 16, n0 + 4 * bc, K, N, vb)
-            q5 = quad(b, b4, bbase, k1 + br + 20, n0 + 4 * bc, K, N, vb)
-            q6 = quad(b, b4, bbase, k1 + br + 24, n0 + 4 * bc, K, N, vb)
-            q7 = quad(b, b4, bbase, k1 + br + 28, n0 + 4 * bc, K, N, vb)
-        ka = wm * SA + 0
-        kb = 0 * SB + wn
+        ka = cur * (PA * 4) + wm * SA
+        kb = cur * (PB * 4) + wn
         a0 = coop_load_a(pa, ka, SA, 16, 16)
         a1 = coop_load_a(pa, ka + 16 * SA, SA, 16, 16)
         a2 = coop_load_a(pa, ka + 32 * SA, SA, 16, 16)
@@ -166,45 +151,14 @@ def mm_f16_k32(a: Buffer[f16], a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec
         c31 = coop_mma(a3, b1, c31)
         c32 = coop_mma(a3, b2, c32)
         c33 = coop_mma(a3, b3, c33)
-        ka = wm * SA + 16
-        kb = 16 * SB + wn
-        a0 = coop_load_a(pa, ka, SA, 16, 16)
-        a1 = coop_load_a(pa, ka + 16 * SA, SA, 16, 16)
-        a2 = coop_load_a(pa, ka + 32 * SA, SA, 16, 16)
-        a3 = coop_load_a(pa, ka + 48 * SA, SA, 16, 16)
-        b0 = coop_load_b(pb, kb, SB, 16, 16)
-        b1 = coop_load_b(pb, kb + 16, SB, 16, 16)
-        b2 = coop_load_b(pb, kb + 32, SB, 16, 16)
-        b3 = coop_load_b(pb, kb + 48, SB, 16, 16)
-        c00 = coop_mma(a0, b0, c00)
-        c01 = coop_mma(a0, b1, c01)
-        c02 = coop_mma(a0, b2, c02)
-        c03 = coop_mma(a0, b3, c03)
-        c10 = coop_mma(a1, b0, c10)
-        c11 = coop_mma(a1, b1, c11)
-        c12 = coop_mma(a1, b2, c12)
-        c13 = coop_mma(a1, b3, c13)
-        c20 = coop_mma(a2, b0, c20)
-        c21 = coop_mma(a2, b1, c21)
-        c22 = coop_mma(a2, b2, c22)
-        c23 = coop_mma(a2, b3, c23)
-        c30 = coop_mma(a3, b0, c30)
-        c31 = coop_mma(a3, b1, c31)
-        c32 = coop_mma(a3, b2, c32)
-        c33 = coop_mma(a3, b3, c33)
-        barrier()
-        pa[(ar) * (SA // 4) + ac] = p0
-        pa[(ar + 32) * (SA // 4) + ac] = p1
-        pa[(ar + 64) * (SA // 4) + ac] = p2
-        pa[(ar + 96) * (SA // 4) + ac] = p3
-        pb[(br) * (SB // 4) + bc] = q0
-        pb[(br + 4) * (SB // 4) + bc] = q1
-        pb[(br + 8) * (SB // 4) + bc] = q2
-        pb[(br + 12) * (SB // 4) + bc] = q3
-        pb[(br + 16) * (SB // 4) + bc] = q4
-        pb[(br + 20) * (SB // 4) + bc] = q5
-        pb[(br + 24) * (SB // 4) + bc] = q6
-        pb[(br + 28) * (SB // 4) + bc] = q7
+        nxa = (1 - cur) * PA
+        nxb = (1 - cur) * PB
+        pa[nxa + ar * (SA // 4) + ac] = p0
+        pa[nxa + (ar + 64) * (SA // 4) + ac] = p1
+        pb[nxb + br * (SB // 4) + bc] = q0
+        pb[nxb + (br + 4) * (SB // 4) + bc] = q1
+        pb[nxb + (br + 8) * (SB // 4) + bc] = q2
+        pb[nxb + (br + 12) * (SB // 4) + bc] = q3
         barrier()
     cbase = z * sc
     o = cbase + (m0 + wm) * N + n0 + wn
@@ -290,3 +244,15 @@ def mm_f16_k32(a: Buffer[f16], a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec
         coop_store(c33, st, so, ST)
         barrier()
         put_staged(c, h, st, cbase, m0, n0, 3, 3, M, N)
+
+
+
+@kernel(workgroup_size=WG, grid=("gx", "gy", "gz"), shared_bytes=49152,
+        variants={"f32": {"HALF": 0}, "f16": {"HALF": 1}})
+def mm_f16_k16(a: Buffer[f16], a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec4h],
+               c: Buffer[f32, "w"], h: Buffer[f16, "w"], M: u32, N: u32, K: u32, sa: u32,
+               sb: u32, sc: u32, va: u32, vb: u32, gx: u32, gy: u32, gz: u32):
+    pa = shared(vec4h, 2 * PA)  # [buffer][row m][k / 4], rows of SA halves
+    pb = shared(vec4h, 2 * PB)  # [buffer][row k][n / 4], rows of SB halves
+    st = shared(f32, 8 * SAREA)  # [quarter][16][ST]: the staged output fragments
+    staged_mm(pa, pb, st, a, a4, b, b4, c, h, M, N, K, sa, sb, sc, va, vb)
