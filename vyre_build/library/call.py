@@ -210,7 +210,7 @@ class Call:
             steps[i] = s._replace(plan=None if last is None else last[2])
 
     def _key(self, params: tuple[Any, ...], buffers: tuple[Any, ...]) -> tuple[Any, ...]:
-        kernels = tuple(id(k) for k in self.k.values())
+        kernels = tuple(map(id, self.k.values()))
         return (threading.get_ident(), self.fn, params, kernels, tuple(map(id, buffers)))
 
     def replay(self, params: tuple[Any, ...], buffers: tuple[Any, ...]) -> Any:
@@ -224,7 +224,9 @@ class Call:
                 _RECIPES.move_to_end(key)
         if entry is None:
             return MISS
-        refs, kernels, steps, result, submitted = entry
+        # The key names the kernels by id, and the entry holds them: the same ids are the
+        # same kernels. The buffers it holds weakly: a buffer of a reused id is another.
+        refs, _, steps, result, submitted = entry
         for ref, buf in zip(refs, buffers):
             if (
                 (ref is None) != (buf is None)
@@ -232,8 +234,6 @@ class Call:
                 and (ref() is not buf or buf.released)
             ):
                 return MISS
-        if any(a is not b for a, b in zip(kernels, self.k.values())):
-            return MISS
         # The submission kept from the last run of these steps, submitted as it is: the
         # same buffers, pipelines, binding sets and scalars (the device refuses it when one
         # of its buffers was released or a set is in an open batch's use, or inside one).
