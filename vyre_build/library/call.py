@@ -1,7 +1,9 @@
 """The machinery of vyre_build.library: a library call's kernels and argument
 checks (all made before the device is touched), its scratch buffers (kept per device and
 thread), and its recipe (the list of dispatches, kept so that a call like an earlier one
-on the same DeviceBuffers runs again without checks or planning)."""
+on the same DeviceBuffers runs again without checks or planning, and outside a batch the
+submission its own batch made, which Device.resubmit submits again as it is while the
+device finds it current)."""
 
 from __future__ import annotations
 
