@@ -6,6 +6,7 @@ replay a recipe go through it and give what a planned call gives."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -178,12 +179,18 @@ def test_a_closed_device_refuses_it(backend):
 
 
 @pytest.mark.backends("wgpu")
-def test_replayed_library_calls_resubmit_and_plan_again_when_stale(device, monkeypatch):
+def test_replayed_library_calls_resubmit_and_plan_again_when_stale(device, monkeypatch, request):
     from vyre_build import library
     from vyre_build.runtime.device import Device
 
     x = (np.arange(20001) % 7).astype(np.uint32)
     xb, prefix, total = device.buffer(x), device.buffer(20001, "u32"), device.buffer(1, "u32")
+    # Earlier tests' buffers collected now would make the kept submissions stale (rightly):
+    # collected first, and no collection until the end.
+    gc.collect()
+    gc.disable()
+    request.addfinalizer(gc.enable)
+    device.buffer(1, "u32").release()  # frees what was collected
     library.scan(xb, out=prefix)
     library.reduce(xb, out=total)
     runs, resubmits = [], []
