@@ -64,12 +64,11 @@ DEFAULT_DEVICES: dict[tuple[str, object], Device] = {}
 
 class Submission(NamedTuple):
     """A batch's dispatches as it submitted them in one piece (Batch.keep_submission), for
-    Device.resubmit: the jobs, each kept binding set they use with the uniform bytes it
-    held, and the device's count of binding-set removals then."""
+    Device.resubmit: the jobs, and each kept binding set they use with the uniform bytes it
+    held (held here, so that no other set can take the id of one unbound since)."""
 
     jobs: tuple[Job, ...]
     sets: tuple[tuple[Any, bytes | None], ...]
-    generation: int
 
 
 class _Direct:
@@ -114,9 +113,10 @@ class Device:
         # Handles of collected DeviceBuffers, and of buffers released while a batch is open.
         self._garbage: collections.deque[tuple[Any, bool]] = collections.deque()
         self._deferred: list[tuple[Any, bool]] = []
-        # Counts releases of buffers that kept binding sets bind (those sets are unbound
-        # now or at the batches' end): a Submission made before one is not resubmitted.
-        self._generation = 0
+        # ids of the kept binding sets whose buffers are all unreleased (a set leaves when
+        # one of its buffers is released, though unbound only at the batches' end): only a
+        # Submission of such sets is submitted again.
+        self._live_sets: set[int] = set()
 
     def __repr__(self) -> str:
         return f"<Device {self.backend}: {self.name}{' (closed)' if self.closed else ''}>"
@@ -144,8 +144,9 @@ class Device:
     def _release(self, handle: Any, borrowed: bool) -> None:
         if self.closed:
             return
-        if id(handle) in self._by_handle:
-            self._generation += 1
+        for key in self._by_handle.get(id(handle), ()):
+            for entry in self._sets.get(key, ()):
+                self._live_sets.discard(id(entry))
         if self._open_batches:  # a batch's dispatches, recorded or in flight, may use it
             self._deferred.append((handle, borrowed))
             return
@@ -235,11 +236,11 @@ class Device:
         with self._lock:
             self._check_open()
             self._collect()
-            if submission.generation != self._generation or self._current_batch() is not None:
+            if self._current_batch() is not None:
                 return False
-            busy = self._busy
+            busy, live = self._busy, self._live_sets
             for entry, _ in submission.sets:
-                if id(entry) in busy:
+                if id(entry) in busy or id(entry) not in live:
                     return False
             for entry, uniform in submission.sets:
                 if uniform is not None:
@@ -345,6 +346,7 @@ class Device:
                 return None
             entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform)
             kept.append(entry)
+            self._live_sets.add(id(entry))
             for _, h, _ in bound:
                 self._by_handle.setdefault(id(h), set()).add(key)
         self._busy[id(entry)] = (ctx, plan.uniform)
@@ -701,4 +703,4 @@ class Batch:
             if held is None:  # not a kept set
                 return None
             sets[id(entry)] = (entry, held[1])
-        return Submission(tuple(self.pending), tuple(sets.values()), self.device._generation)
+        return Submission(tuple(self.pending), tuple(sets.values()))
