@@ -20,7 +20,8 @@ grids, keeps its small temporaries per device and thread, and runs its passes in
 `device.batch()`, or in the caller's open batch (the result must then go to `out=`, a
 DeviceBuffer). Wrong kernels, types, shapes and sizes are refused with a DispatchError
 before anything reaches the device. A call like an earlier one on the same DeviceBuffers
-(out= included) runs that call's dispatches again without checking or planning them.
+(out= included) runs that call's dispatches again without checking or planning them
+(outside a batch, by submitting again what that call submitted: Device.resubmit).
 The machinery (checks, scratch buffers, recipes): library/call.py.
 """
 

@@ -168,12 +168,12 @@ def _tuning(src: str) -> dict[str, Any]:
 def default_library(device: Device | None = None) -> Bundle:
     """The library bundle opened on `device` (default: the default device, $VYRE_BACKEND,
     else wgpu), one per device and process."""
-    from vyre_build.runtime import get_device, open_bundle
-
     if device is not None:  # the bundle of a device met before: no lock needed to read it
         found = _open.get(id(device))
         if found is not None and found._device is device:
             return found
+    from vyre_build.runtime import get_device, open_bundle
+
     dev = device if device is not None else get_device()
     with _lock:
         found = _open.get(id(dev))
@@ -192,6 +192,8 @@ def split_kernels(
     are used and every argument shifts by one."""
     if "kernels" in kwargs:
         return kwargs.pop("kernels"), args
+    if args and isinstance(args[0], DeviceBuffer):  # the commonest call: the first given
+        return default_library(args[0].device), args
     # An array or DeviceBuffer first (the commonest call, tested first: the Mapping test
     # goes through the ABC machinery) means the default library.
     if args and not isinstance(args[0], _ARRAYS):

@@ -1,7 +1,9 @@
 """The machinery of vyre_build.library: a library call's kernels and argument
 checks (all made before the device is touched), its scratch buffers (kept per device and
 thread), and its recipe (the list of dispatches, kept so that a call like an earlier one
-on the same DeviceBuffers runs again without checks or planning)."""
+on the same DeviceBuffers runs again without checks or planning, and outside a batch the
+submission its own batch made, which Device.resubmit submits again as it is while the
+device finds it current)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vyre_build.core.errors import DispatchError
-from vyre_build.runtime.device import Device, DeviceBuffer
+from vyre_build.runtime.device import Device, DeviceBuffer, Submission
 from vyre_build.runtime.plan import DTYPES, NP_NAMES, host_array
 from vyre_build.runtime.kernel import CallResult, Kernel
 
@@ -99,6 +101,7 @@ class Call:
                 f"{type(kernels).__name__}",
             )
         self.fn = fn
+        self._submitted: Submission | None = None  # the submission of `run`'s own batch
         self._uploads = 0  # numbers this call's uploads (each its own kept buffer)
         self.k: dict[str, Kernel] = {}
         for kid in ids:
@@ -183,15 +186,19 @@ class Call:
 
     def run(self, steps: list[_Step]) -> None:
         """Dispatch `steps` in the caller's open batch, else in a batch of their own that
-        submits them together at its end (one command encoder, one submit per call).
+        submits them together at its end (one command encoder, one submit per call), whose
+        submission is kept for the recipe (`_submitted`: Device.resubmit runs it again).
         A step without a plan gets the one its dispatch made (kept in `steps`, for the
         recipe); a step with one, a replayed step, runs it as it is."""
+        self._submitted = None
         if self.in_batch():
             self._dispatch(steps)
             return
         with self.device.batch() as batch:
             batch.chunk = len(steps) + 1  # no chunk goes before the batch's end
+            batch.keep_submission = True
             self._dispatch(steps)
+        self._submitted = batch.submission
 
     def _dispatch(self, steps: list[_Step]) -> None:
         for i, s in enumerate(steps):
@@ -205,7 +212,7 @@ class Call:
             steps[i] = s._replace(plan=None if last is None else last[2])
 
     def _key(self, params: tuple[Any, ...], buffers: tuple[Any, ...]) -> tuple[Any, ...]:
-        kernels = tuple(id(k) for k in self.k.values())
+        kernels = tuple(map(id, self.k.values()))
         return (threading.get_ident(), self.fn, params, kernels, tuple(map(id, buffers)))
 
     def replay(self, params: tuple[Any, ...], buffers: tuple[Any, ...]) -> Any:
@@ -219,7 +226,9 @@ class Call:
                 _RECIPES.move_to_end(key)
         if entry is None:
             return MISS
-        refs, kernels, steps, result = entry
+        # The key names the kernels by id, and the entry holds them: the same ids are the
+        # same kernels. The buffers it holds weakly: a buffer of a reused id is another.
+        refs, _, steps, result, submitted = entry
         for ref, buf in zip(refs, buffers):
             if (
                 (ref is None) != (buf is None)
@@ -227,13 +236,19 @@ class Call:
                 and (ref() is not buf or buf.released)
             ):
                 return MISS
-        if any(a is not b for a, b in zip(kernels, self.k.values())):
-            return MISS
+        # The submission kept from the last run of these steps, submitted as it is: the
+        # same buffers, pipelines, binding sets and scalars (the device refuses it when one
+        # of its buffers was released or a set is in an open batch's use, or inside one).
+        own = not self.in_batch()
+        if own and submitted[0] is not None and self.device.resubmit(submitted[0]):
+            return result
         filled = [
             s._replace(args={n: buffers[v.i] if type(v) is _Slot else v for n, v in s.args.items()})
             for s in steps
         ]
         self.run(filled)
+        if own:  # this thread's recipe: no other thread sets it
+            submitted[0] = self._submitted
         return result
 
     def remember(
@@ -245,7 +260,8 @@ class Call:
         slots = {id(b): _Slot(i) for i, b in enumerate(buffers) if b is not None}
         kept = [s._replace(args={n: slots.get(id(v), v) for n, v in s.args.items()}) for s in steps]
         refs = tuple(None if b is None else weakref.ref(b) for b in buffers)
-        entry = (refs, tuple(self.k.values()), kept, None if result in buffers else result)
+        found = None if result in buffers else result
+        entry = (refs, tuple(self.k.values()), kept, found, [self._submitted])
         with _SCRATCH_LOCK:
             _RECIPES[self._key(params, buffers)] = entry
             while len(_RECIPES) > _RECIPES_KEPT:

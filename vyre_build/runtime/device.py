@@ -14,6 +14,11 @@ implements the hooks below; nothing else is backend-specific.
 
 Every hook runs under the device's lock, so a backend needs no locking of its own; a
 batch's state belongs to the thread that opened it.
+
+A batch asked to (`keep_submission`) keeps what it submitted as a Submission, which
+`Device.resubmit` submits again, outside any batch, with no planning or binding: only
+while every kept binding set it holds is still bound (none of their buffers released
+since), free, and given back the scalars it had.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import collections
 import math
 import threading
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -55,6 +60,15 @@ WriteBack = tuple["DeviceBuffer", npt.NDArray[Any], dict[str, Any], str]
 _Result = TypeVar("_Result", bound=dict[str, Any])
 # Devices made by get_device, by (backend, adapter key): shared, dropped when closed.
 DEFAULT_DEVICES: dict[tuple[str, object], Device] = {}
+
+
+class Submission(NamedTuple):
+    """A batch's dispatches as it submitted them in one piece (Batch.keep_submission), for
+    Device.resubmit: the jobs, and each kept binding set they use with the uniform bytes it
+    held (held here, so that no other set can take the id of one unbound since)."""
+
+    jobs: tuple[Job, ...]
+    sets: tuple[tuple[Any, bytes | None], ...]
 
 
 class _Direct:
@@ -99,6 +113,10 @@ class Device:
         # Handles of collected DeviceBuffers, and of buffers released while a batch is open.
         self._garbage: collections.deque[tuple[Any, bool]] = collections.deque()
         self._deferred: list[tuple[Any, bool]] = []
+        # ids of the kept binding sets whose buffers are all unreleased (a set leaves when
+        # one of its buffers is released, though unbound only at the batches' end): only a
+        # Submission of such sets is submitted again.
+        self._live_sets: set[int] = set()
 
     def __repr__(self) -> str:
         return f"<Device {self.backend}: {self.name}{' (closed)' if self.closed else ''}>"
@@ -126,6 +144,9 @@ class Device:
     def _release(self, handle: Any, borrowed: bool) -> None:
         if self.closed:
             return
+        for key in self._by_handle.get(id(handle), ()):
+            for entry in self._sets.get(key, ()):
+                self._live_sets.discard(id(entry))
         if self._open_batches:  # a batch's dispatches, recorded or in flight, may use it
             self._deferred.append((handle, borrowed))
             return
@@ -204,6 +225,28 @@ class Device:
         with self._lock:
             self._check_open()
             self._wait()
+
+    def resubmit(self, submission: Submission) -> bool:
+        """Submit a kept batch's dispatches again (Batch.keep_submission) and wait for them,
+        as that batch did; False, with nothing submitted, where this thread has a batch
+        open, or the submission is stale: a buffer it binds was released, or one of its
+        binding sets is in use in an open batch. Its buffers hold what the caller put in
+        them; its kernels and scalars are the batch's own (each set given its uniform
+        bytes back where a later call changed them)."""
+        with self._lock:
+            self._check_open()
+            self._collect()
+            if self._current_batch() is not None:
+                return False
+            busy, live = self._busy, self._live_sets
+            for entry, _ in submission.sets:
+                if id(entry) in busy or id(entry) not in live:
+                    return False
+            for entry, uniform in submission.sets:
+                if uniform is not None:
+                    self._set_uniform(entry, uniform)
+            self._submit(list(submission.jobs), True)
+        return True
 
     def close(self) -> None:
         """Wait for submitted work, save the persisted pipeline cache (Vulkan), free what
@@ -303,6 +346,7 @@ class Device:
                 return None
             entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform)
             kept.append(entry)
+            self._live_sets.add(id(entry))
             for _, h, _ in bound:
                 self._by_handle.setdefault(id(h), set()).add(key)
         self._busy[id(entry)] = (ctx, plan.uniform)
@@ -384,6 +428,7 @@ class Device:
                     if n in temps and isinstance(value := args[n], np.ndarray)
                 ]
                 if batch is not None and debug_buffer is not None:  # reported at once
+                    batch.whole = False
                     pending, batch.pending = batch.pending + jobs, []
                     batch.write_backs.extend(back)
                     self._submit(pending, True)
@@ -393,6 +438,7 @@ class Device:
                     batch.pending.extend(jobs)
                     batch.write_backs.extend(back)
                     if len(batch.pending) >= batch.chunk:
+                        batch.whole = False
                         self._submit(batch.pending, False)
                         batch.pending, batch.chunk = [], min(2 * batch.chunk, _CHUNK_MAX)
                     return out
@@ -594,7 +640,10 @@ class Batch:
     """Dispatches made in `with device.batch():` by the thread that opened it: submitted in
     growing chunks as they are made, waited for on exit (with an exception, only what was
     already submitted runs). Other threads' calls meanwhile go straight to the device.
-    On a clean exit, each numpy array passed for a written buffer receives its result."""
+    On a clean exit, each numpy array passed for a written buffer receives its result.
+    With `keep_submission` set, a batch submitted in one piece at its clean exit, all on
+    kept binding sets (DeviceBuffers only, no debug build) and with no array to write
+    back, leaves that submission in `submission` (Device.resubmit); else None."""
 
     def __init__(self, device: Device):
         self.device, self.chunk = device, 1
@@ -603,6 +652,9 @@ class Batch:
         self.busy: list[int] = []  # ids of kept binding sets this batch's dispatches use
         self.oneoff: list[Any] = []  # one-off binding sets, unbound when the batch ends
         self.thread: int | None = None
+        self.whole = True  # nothing submitted before the exit
+        self.keep_submission = False
+        self.submission: Submission | None = None
 
     def __enter__(self) -> Batch:
         device = self.device
@@ -631,6 +683,8 @@ class Batch:
         with device._lock:
             device._local.batch = None
             try:
+                if self.keep_submission and exc_type is None:
+                    self.submission = self._kept()
                 device._flush(self.pending if exc_type is None else [], self)
                 if exc_type is None:
                     device._write_back(self.write_backs)
@@ -638,3 +692,15 @@ class Batch:
                 self.pending, self.write_backs = [], []
                 device._open_batches -= 1
                 device._collect()
+
+    def _kept(self) -> Submission | None:
+        # The Submission of this batch's pending jobs, where it can be one (under the lock).
+        if not self.whole or self.oneoff or self.write_backs or not self.pending:
+            return None
+        busy, sets = self.device._busy, {}
+        for _, entry, _ in self.pending:
+            held = busy.get(id(entry))
+            if held is None:  # not a kept set
+                return None
+            sets[id(entry)] = (entry, held[1])
+        return Submission(tuple(self.pending), tuple(sets.values()))

@@ -1,0 +1,229 @@
+"""Device.resubmit on every backend: a batch that kept its submission (keep_submission)
+is submitted again as it was, with the scalars it had, and refused (False, nothing
+submitted) where it would not be the same: inside a batch, after a buffer it binds was
+released, while one of its binding sets is in an open batch's use. Library calls that
+replay a recipe go through it and give what a planned call gives."""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_runtime import load  # noqa: E402
+
+from vyre_build.core.errors import DeviceError  # noqa: E402
+
+
+def _kept(device, saxpy, x, y, scalars):
+    # The submission of a batch of saxpy calls y += a * x, one per scalar in `scalars`.
+    with device.batch() as batch:
+        batch.chunk = len(scalars) + 1
+        batch.keep_submission = True
+        for a in scalars:
+            saxpy(x=x, y=y, a=a)
+    return batch.submission
+
+
+def test_a_kept_submission_runs_again_with_its_own_scalars(device):
+    saxpy = load("saxpy", device.backend, device)
+    host = np.arange(100, dtype=np.float32)
+    x, y = device.buffer(host), device.buffer(100, "f32")
+    sub = _kept(device, saxpy, x, y, (2.0, 3.0))
+    assert sub is not None and len(sub.jobs) == 2
+    np.testing.assert_array_equal(y.read(), 5 * host)
+    saxpy(x=x, y=y, a=-7.0)  # the same buffers with another scalar: a kept set rewritten
+    np.testing.assert_array_equal(y.read(), -2 * host)
+    assert device.resubmit(sub) and device.resubmit(sub)
+    np.testing.assert_array_equal(y.read(), 8 * host)
+    x.write(np.ones(100, np.float32))  # what the buffers hold is the caller's
+    assert device.resubmit(sub)
+    np.testing.assert_array_equal(y.read(), 8 * host + 5)
+
+
+def test_what_a_batch_cannot_keep(device):
+    saxpy = load("saxpy", device.backend, device)
+    x, y = device.buffer(np.ones(64, np.float32)), device.buffer(64, "f32")
+    with device.batch() as plain:  # not asked to keep it
+        saxpy(x=x, y=y, a=1.0)
+    assert plain.submission is None
+    with device.batch() as chunked:  # a chunk went before the end
+        chunked.keep_submission = True
+        saxpy(x=x, y=y, a=1.0)
+        saxpy(x=x, y=y, a=1.0)
+    assert chunked.submission is None
+    with device.batch() as arrays:  # an array argument: a one-off set, a write-back
+        arrays.chunk, arrays.keep_submission = 4, True
+        saxpy(x=np.ones(64, np.float32), y=y, a=1.0)
+    assert arrays.submission is None
+    with device.batch() as empty:
+        empty.keep_submission = True
+    assert empty.submission is None
+    with pytest.raises(RuntimeError), device.batch() as failed:
+        failed.chunk, failed.keep_submission = 4, True
+        saxpy(x=x, y=y, a=1.0)
+        raise RuntimeError("the batch ends with an exception")
+    assert failed.submission is None
+
+
+def test_a_released_buffer_or_an_open_batch_refuses_it(device):
+    saxpy = load("saxpy", device.backend, device)
+    x, y = device.buffer(np.ones(64, np.float32)), device.buffer(64, "f32")
+    sub = _kept(device, saxpy, x, y, (1.0,))
+    with device.batch():
+        assert not device.resubmit(sub)  # inside this thread's batch: never
+    np.testing.assert_array_equal(y.read(), np.ones(64))
+    other = device.buffer(64, "f32")
+    other.release()  # a buffer the submission does not bind: no matter
+    assert device.resubmit(sub)
+    x.release()
+    assert not device.resubmit(sub)
+    np.testing.assert_array_equal(y.read(), np.full(64, 2.0))
+
+
+def test_a_buffer_released_inside_another_threads_batch_refuses_it(device):
+    # Released while a batch is open, the buffer's sets are unbound only at that batch's
+    # end: the submission is stale at once all the same.
+    saxpy = load("saxpy", device.backend, device)
+    x, y = device.buffer(np.ones(64, np.float32)), device.buffer(64, "f32")
+    sub = _kept(device, saxpy, x, y, (1.0,))
+    opened, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with device.batch():
+            opened.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert opened.wait(30)
+        y.release()
+        assert not device.resubmit(sub)
+    finally:
+        done.set()
+        thread.join()
+    assert not device.resubmit(sub)
+
+
+def test_a_set_in_use_in_another_threads_batch_refuses_it(device):
+    # Another thread's open batch dispatches on the same buffers: the kept set it holds
+    # (whose scalars it may have rewritten) is not the submission's until that batch ends.
+    saxpy = load("saxpy", device.backend, device)
+    host = np.arange(64, dtype=np.float32)
+    x, y = device.buffer(host), device.buffer(64, "f32")
+    sub = _kept(device, saxpy, x, y, (1.0,))
+    opened, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with device.batch():
+            saxpy(x=x, y=y, a=10.0)
+            opened.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert opened.wait(30)
+        assert not device.resubmit(sub)
+    finally:
+        done.set()
+        thread.join()
+    assert device.resubmit(sub)
+    np.testing.assert_array_equal(y.read(), 12 * host)
+
+
+@pytest.mark.backends("wgpu", "vulkan")  # the cpu backend has no GPU time
+def test_a_resubmission_is_timed_as_the_batch_was(device):
+    # With timing on, gpu_seconds is the resubmission's where a planned call has a figure
+    # (None where the device gives none), and None again with timing off.
+    saxpy = load("saxpy", device.backend, device)
+    x, y = device.buffer(np.ones(64, np.float32)), device.buffer(64, "f32")
+    sub = _kept(device, saxpy, x, y, (1.0, 1.0))
+    try:
+        device.timing = True
+        saxpy(x=x, y=y, a=1.0)
+        planned = device.gpu_seconds
+        device.gpu_seconds = -1.0  # so that a resubmission that sets nothing shows
+        assert device.resubmit(sub)
+        assert (device.gpu_seconds is None) == (planned is None)
+        assert device.gpu_seconds is None or device.gpu_seconds >= 0
+    finally:
+        device.timing = False
+    assert device.resubmit(sub) and device.gpu_seconds is None
+    np.testing.assert_array_equal(y.read(), np.full(64, 7.0))
+
+
+def test_a_closed_device_refuses_it(backend):
+    from vyre_build.runtime import get_device
+
+    if backend == "cpu":
+        from vyre_build.runtime.backends.cpu import CpuDevice as Made
+    elif backend == "wgpu":
+        from vyre_build.runtime.backends.wgpu import WgpuDevice as Made
+    else:
+        pytest.skip("a second Vulkan device: test_runtime covers closing it")
+    get_device(backend)  # skips where the backend has no adapter
+    device = Made()
+    saxpy = load("saxpy", backend, device)
+    x, y = device.buffer(np.ones(8, np.float32)), device.buffer(8, "f32")
+    sub = _kept(device, saxpy, x, y, (1.0,))
+    device.close()
+    with pytest.raises(DeviceError, match="the device was closed"):
+        device.resubmit(sub)
+
+
+@pytest.mark.backends("wgpu")
+def test_replayed_library_calls_resubmit_and_plan_again_when_stale(device, monkeypatch):
+    from vyre_build import library
+    from vyre_build.runtime.device import Device
+
+    x = (np.arange(20001) % 7).astype(np.uint32)
+    xb, prefix, total = device.buffer(x), device.buffer(20001, "u32"), device.buffer(1, "u32")
+    # Other buffers released meanwhile (earlier tests' scratch buffers, dropped from the
+    # kept ones, or collected) leave these calls' submissions as they are.
+    gc.collect()
+    library.scan(xb, out=prefix)
+    library.reduce(xb, out=total)
+    runs, resubmits = [], []
+    run, resubmit = Device.run, Device.resubmit
+    monkeypatch.setattr(Device, "run", lambda d, k, *a: runs.append(k.id) or run(d, k, *a))
+    monkeypatch.setattr(Device, "resubmit", lambda d, s: resubmits.append(r := resubmit(d, s)) or r)
+    for _ in range(3):
+        library.scan(xb, out=prefix)
+        library.reduce(xb, out=total)
+    assert runs == [] and resubmits == [True] * 6
+    np.testing.assert_array_equal(prefix.read(), np.cumsum(x, dtype=np.uint32))
+    assert total.read()[0] == x.sum()
+    stale = device.buffer(4, "u32")  # bound by no kept set yet: its release changes nothing
+    stale.release()
+    x2 = x[::-1].copy()
+    xb.write(x2)
+    with device.batch():  # inside the caller's batch: planned steps, no resubmission
+        library.scan(xb, out=prefix)
+    assert len(runs) == 3 and resubmits[6:] == []
+    np.testing.assert_array_equal(prefix.read(), np.cumsum(x2, dtype=np.uint32))
+    library.scan(xb, out=prefix)  # the kept submission again
+    assert len(runs) == 3 and resubmits[6:] == [True]
+    # Another call's buffers released: nothing to the submission.
+    other, sink = device.buffer(x), device.buffer(20001, "u32")
+    library.scan(other, out=sink)
+    sink.release()
+    library.scan(xb, out=prefix)
+    assert resubmits[-1] is True and len(runs) == 3 + 3
+    # A submission the device refuses (stale): the steps run again, keeping a new one.
+    monkeypatch.setattr(Device, "resubmit", lambda d, s: resubmits.append(False) or False)
+    xb.write(x)
+    library.scan(xb, out=prefix)
+    assert resubmits[-1] is False and len(runs) == 6 + 3
+    np.testing.assert_array_equal(prefix.read(), np.cumsum(x, dtype=np.uint32))
+    monkeypatch.setattr(Device, "resubmit", lambda d, s: resubmits.append(r := resubmit(d, s)) or r)
+    xb.write(x2)
+    library.scan(xb, out=prefix)
+    assert resubmits[-1] is True and len(runs) == 9
+    np.testing.assert_array_equal(prefix.read(), np.cumsum(x2, dtype=np.uint32))
