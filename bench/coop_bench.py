@@ -20,7 +20,10 @@ design hand-written in GLSL (bench/glsl/mm_f16.comp, prebuilt with glslang 13), 
 and with 16-byte (WIDE) global loads: what the language costs, and what wider loads would
 give; and the library's 128 x 256 design (bench/glsl/mm_f16_lib.comp, every fixed loop
 unrolled and the fragment arrays split into registers by spirv-opt), with 8-byte and
-16-byte (WIDE) shared panels. --narrow: bench/kernels/mm_f16_narrow.py, the previous library kernel (a 128 x 128
+16-byte (WIDE) shared panels. --opt: the staged kernel built with the `spirv_opt` option
+(spirv-opt -O over our module, as the GLSL's modules are): whether what the GLSL gains is
+what spirv-opt does (locals into SSA values, fragments out of function variables) or the
+code itself. --narrow: bench/kernels/mm_f16_narrow.py, the previous library kernel (a 128 x 128
 block of 4 subgroups, 32-deep K steps; lib_mm_f16 now computes 128 x 256 blocks of 8).
 --scalar: bench/kernels/mm_f16_scalar.py, the 128 x 128 design with f16 (not vec4h) shared
 panels, as llama.cpp. --k16: bench/kernels/mm_f16_k16.py, the previous library kernel
@@ -49,6 +52,7 @@ from vyre_build.compiler import compile_file  # noqa: E402
 
 LIB = ("lib_mm_f16.py", "lib_matmul_f16.py")  # library.matmul_f16's kernels
 BF16 = "lib_mm_bf16.py"  # library.matmul_bf16's
+OPT = {"spirv_opt": True}  # --opt: the build option that runs spirv-opt -O on a module
 
 
 def glsl_kernel(dev, meta, name, a, b, n):
@@ -95,6 +99,9 @@ def main(argv=None) -> int:
         "--k16", action="store_true", help="also time bench/kernels/mm_f16_k16.py (16-deep steps)"
     )
     ap.add_argument(
+        "--opt", action="store_true", help="also time lib_mm_f16.f32 built with spirv_opt (-O)"
+    )
+    ap.add_argument(
         "--glsl", action="store_true", help="also time bench/glsl/mm_f16.comp (and its WIDE build)"
     )
     ap.add_argument("--backend", default="vulkan", choices=("vulkan", "cpu"))
@@ -111,6 +118,10 @@ def main(argv=None) -> int:
     for k in found[0] + found[1] + found[2]:
         code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
         kernels[k.stem] = load_kernel(k.meta, device=dev, **code)
+    if args.opt:  # the library kernel through spirv-opt -O (the build's spirv_opt option)
+        for k in compile_file(os.path.join(KERNELS, LIB[0]), root=KERNELS, options=OPT):
+            code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
+            kernels[k.stem + " -O"] = load_kernel(k.meta, device=dev, **code)
     wide = {}  # the bench/kernels/ candidates (by stem)
     for f in ("mm_f16_narrow.py", "mm_f16_scalar.py", "mm_f16_k16.py"):
         for k in compile_file(os.path.join(HERE, "kernels", f), root=HERE):
@@ -142,6 +153,8 @@ def main(argv=None) -> int:
             out = dev.buffer(shape, "f32" if out_dtype == "float32" else "f16")
             runs.append(("matmul_f16." + out.dtype, out_dtype, out))
         runs.append(("lib_mm_f16.f32", "staged", dev.buffer(shape, "f32")))
+        if args.opt:
+            runs.append(("lib_mm_f16.f32 -O", "staged", dev.buffer(shape, "f32")))
         if args.narrow:
             runs += [(f"mm_f16_narrow.{t}", "narrow", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.scalar:
