@@ -19,8 +19,9 @@ device with the features (the cpu reference runs it too: --backend cpu). --glsl:
 design hand-written in GLSL (bench/glsl/mm_f16.comp, prebuilt with glslang 13), with 8-byte
 and with 16-byte (WIDE) global loads: what the language costs, and what wider loads would
 give; and the library's 128 x 256 design (bench/glsl/mm_f16_lib.comp, every fixed loop
-unrolled and the fragment arrays split into registers by spirv-opt), with 8-byte and
-16-byte (WIDE) shared panels. --opt: the staged kernel built with the `spirv_opt` option
+unrolled and the fragment arrays split into registers by spirv-opt), 16-deep (the previous
+kernel, mm_f16_k16) and 32-deep (_k32: the library's), with 8-byte and 16-byte (_wide)
+shared panels. --opt: the staged kernel built with the `spirv_opt` option
 (spirv-opt -O over our module, as the GLSL's modules are): whether what the GLSL gains is
 what spirv-opt does (locals into SSA values, fragments out of function variables) or the
 code itself. --narrow: bench/kernels/mm_f16_narrow.py, the previous library kernel (a 128 x 128
@@ -164,8 +165,13 @@ def main(argv=None) -> int:
         if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
             runs += [("glsl.mm_f16", "mm_f16", None), ("glsl.mm_f16_wide", "mm_f16_wide", None)]
             if n % 256 == 0:
-                runs += [("glsl.mm_f16_lib", "mm_f16_lib", None)]
-                runs += [("glsl.mm_f16_lib_wide", "mm_f16_lib_wide", None)]
+                for name in (
+                    "mm_f16_lib",
+                    "mm_f16_lib_wide",
+                    "mm_f16_lib_k32",
+                    "mm_f16_lib_k32_wide",
+                ):
+                    runs += [("glsl." + name, name, None)]
         th = want = None
         if have_torch:
             ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()

