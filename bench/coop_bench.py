@@ -24,7 +24,8 @@ kernel, mm_f16_k16) and 32-deep (_k32: the library's), with 8-byte and 16-byte (
 shared panels. --opt: the staged kernel built with the `spirv_opt` option
 (spirv-opt -O over our module, as the GLSL's modules are): whether what the GLSL gains is
 what spirv-opt does (locals into SSA values, fragments out of function variables) or the
-code itself. --narrow: bench/kernels/mm_f16_narrow.py, the previous library kernel (a 128 x 128
+code itself. --split: bench/kernels/mm_f16_split.py, the library's kernel with its K loop
+split (interior blocks in a loop of unguarded loads alone). --narrow: bench/kernels/mm_f16_narrow.py, the previous library kernel (a 128 x 128
 block of 4 subgroups, 32-deep K steps; lib_mm_f16 now computes 128 x 256 blocks of 8).
 --scalar: bench/kernels/mm_f16_scalar.py, the 128 x 128 design with f16 (not vec4h) shared
 panels, as llama.cpp. --k16: bench/kernels/mm_f16_k16.py, the previous library kernel
@@ -99,6 +100,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--k16", action="store_true", help="also time bench/kernels/mm_f16_k16.py (16-deep steps)"
     )
+    ap.add_argument("--split", action="store_true", help="also time bench/kernels/mm_f16_split.py")
     ap.add_argument(
         "--opt", action="store_true", help="also time lib_mm_f16.f32 built with spirv_opt (-O)"
     )
@@ -124,7 +126,7 @@ def main(argv=None) -> int:
             code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
             kernels[k.stem + " -O"] = load_kernel(k.meta, device=dev, **code)
     wide = {}  # the bench/kernels/ candidates (by stem)
-    for f in ("mm_f16_narrow.py", "mm_f16_scalar.py", "mm_f16_k16.py"):
+    for f in ("mm_f16_narrow.py", "mm_f16_scalar.py", "mm_f16_k16.py", "mm_f16_split.py"):
         for k in compile_file(os.path.join(HERE, "kernels", f), root=HERE):
             meta = k.meta if k.stem == "mm_f16_narrow.f32" else meta  # the GLSL's design
             code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
@@ -160,8 +162,10 @@ def main(argv=None) -> int:
             runs += [(f"mm_f16_narrow.{t}", "narrow", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.scalar:
             runs += [(f"mm_f16_scalar.{t}", "scalar", dev.buffer(shape, t)) for t in ("f32", "f16")]
+        if args.split:
+            runs += [(f"mm_f16_split.{t}", "w256", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.k16:
-            runs += [(f"mm_f16_k16.{t}", "k16", dev.buffer(shape, t)) for t in ("f32", "f16")]
+            runs += [(f"mm_f16_k16.{t}", "w256", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
             runs += [("glsl.mm_f16", "mm_f16", None), ("glsl.mm_f16_wide", "mm_f16_wide", None)]
             if n % 256 == 0:
@@ -187,7 +191,7 @@ def main(argv=None) -> int:
                 call = staged_call(dev, wide[stem], da, db, out, shape, 128)
             elif out_dtype == "scalar":
                 call = staged_call(dev, wide[stem], da, db, out, shape, 128)
-            elif out_dtype == "k16":
+            elif out_dtype == "w256":
                 call = staged_call(dev, wide[stem], da, db, out, shape, 256)
             elif out_dtype.startswith("mm_f16_lib"):
                 lib_meta = next(k.meta for k in found[0] if k.stem == "lib_mm_f16.f32")

@@ -145,11 +145,11 @@ def staged_mm(pa: Buffer[V, "rw"], pb: Buffer[V, "rw"], st: Buffer[f32, "rw"], a
             q6 = b4[(bbase + (k1 + br + 24) * N + n0 + 4 * bc) // 4]
             q7 = b4[(bbase + (k1 + br + 28) * N + n0 + 4 * bc) // 4]
         else:
-            p0 = quad(a, a4, abase, m0 + ar + 0, k1 + 4 * ac, M, K, va)
+            p0 = quad(a, a4, abase, m0 + ar, k1 + 4 * ac, M, K, va)
             p1 = quad(a, a4, abase, m0 + ar + 32, k1 + 4 * ac, M, K, va)
             p2 = quad(a, a4, abase, m0 + ar + 64, k1 + 4 * ac, M, K, va)
             p3 = quad(a, a4, abase, m0 + ar + 96, k1 + 4 * ac, M, K, va)
-            q0 = quad(b, b4, bbase, k1 + br + 0, n0 + 4 * bc, K, N, vb)
+            q0 = quad(b, b4, bbase, k1 + br, n0 + 4 * bc, K, N, vb)
             q1 = quad(b, b4, bbase, k1 + br + 4, n0 + 4 * bc, K, N, vb)
             q2 = quad(b, b4, bbase, k1 + br + 8, n0 + 4 * bc, K, N, vb)
             q3 = quad(b, b4, bbase, k1 + br + 12, n0 + 4 * bc, K, N, vb)
@@ -157,8 +157,8 @@ def staged_mm(pa: Buffer[V, "rw"], pb: Buffer[V, "rw"], st: Buffer[f32, "rw"], a
             q5 = quad(b, b4, bbase, k1 + br + 20, n0 + 4 * bc, K, N, vb)
             q6 = quad(b, b4, bbase, k1 + br + 24, n0 + 4 * bc, K, N, vb)
             q7 = quad(b, b4, bbase, k1 + br + 28, n0 + 4 * bc, K, N, vb)
-        ka = wm * SA + 0
-        kb = 0 * SB + wn
+        ka = wm * SA
+        kb = wn
         a0 = coop_load_a(pa, ka, SA, 16, 16)
         a1 = coop_load_a(pa, ka + 16 * SA, SA, 16, 16)
         a2 = coop_load_a(pa, ka + 32 * SA, SA, 16, 16)

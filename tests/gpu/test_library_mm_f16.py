@@ -166,7 +166,7 @@ def test_a_batch_past_the_grid_limit_is_refused(mm_bundle, monkeypatch):
 
 def candidate_call(dev, kernel, a, b, out_dtype, width):
     """A bench/kernels/ candidate (mm_f16_narrow.py and mm_f16_scalar.py: 128 x 128 blocks,
-    mm_f16_k16.py: 128 x 256) on the reference, as coop_bench calls it: the library's
+    mm_f16_k16.py and mm_f16_split.py: 128 x 256) on the reference, as coop_bench calls it: the library's
     bindings and scalars, grid x in blocks of `width`."""
     z, m, k = a.shape
     n = b.shape[-1]
@@ -182,12 +182,20 @@ def candidate_call(dev, kernel, a, b, out_dtype, width):
 
 
 @pytest.mark.parametrize(
-    "name, width", [("mm_f16_narrow", 128), ("mm_f16_scalar", 128), ("mm_f16_k16", 256)]
+    "name, width",
+    [("mm_f16_narrow", 128), ("mm_f16_scalar", 128), ("mm_f16_k16", 256), ("mm_f16_split", 256)],
 )
 @pytest.mark.parametrize("out_dtype", ["float32", "float16"])
 @pytest.mark.parametrize(
     "z, m, n, k",
-    [(1, 1, 1, 1), (1, 130, 70, 47), (2, 20, 300, 40), (1, 128, 256, 64), (1, 129, 257, 97)],
+    [
+        (1, 1, 1, 1),
+        (1, 130, 70, 47),
+        (2, 20, 300, 40),
+        (1, 128, 256, 64),
+        (1, 129, 257, 97),
+        (2, 128, 256, 100),
+    ],
 )
 def test_the_bench_candidates_match_numpy_on_the_reference(z, m, n, k, out_dtype, name, width):
     from vyre_build.compiler import compile_file
