@@ -259,8 +259,10 @@ class _WgpuDirect:
         device.queue.submit([encoder.finish()])
         out = {}
         for name, h in handles.items():
-            dtype = prog.inputs[name].dtype
-            out[name] = np.frombuffer(device.queue.read_buffer(h), dtype=dtype).copy()
+            dtype, size = prog.inputs[name].dtype, prog.inputs[name].size
+            # wgpu pads a buffer to 4 bytes: an odd-length f16 buffer reads back one more
+            data = np.frombuffer(device.queue.read_buffer(h), dtype=dtype)[:size]
+            out[name] = data.copy()
             h.destroy()
         return _flat(out, prog)
 
@@ -275,8 +277,28 @@ RUNNERS = {
 }
 
 
+def _device_lacks(backend: str, needs) -> list:
+    """Which of the features `needs` the device of `backend` does not offer."""
+    if backend.startswith("reference") or not needs:
+        return []
+    from vyre_build.runtime import get_device
+
+    try:
+        offered = get_device("vulkan" if backend == "vulkan" else "wgpu").profile.features
+    except Exception:  # noqa: BLE001 - no device: the run itself says Unavailable
+        return []
+    return [f for f in needs if f not in offered]
+
+
+HALF_FEATURES = ("f16", "storage_16bit")
+
+
 def skip_reason(backend: str, prog, compiled) -> str | None:
     """Why `prog` is not run on `backend` (a known limitation, no such entry), or None."""
+    needs = [f for f in compiled.meta.get("features", ()) if f in HALF_FEATURES]
+    lacks = _device_lacks(backend, needs)
+    if lacks:  # the runtime would refuse the kernel (DeviceError): not a finding
+        return f"the device has no {', '.join(lacks)} (an f16 program: gen_half.py)"
     if backend == "wgpu-spirv" and prog.uses_cas:
         # tests/unit/test_spirv_vulkan.py::test_wgpu_spirv_input_compare_exchange (xfail)
         return "naga's SPIR-V reader rejects a used OpAtomicCompareExchange result"

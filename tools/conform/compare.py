@@ -1,4 +1,5 @@
-"""Comparing two backends' buffers: integers bit for bit, floats under floats.py's policy."""
+"""Comparing two backends' buffers: integers bit for bit, floats (f32, f16) under floats.py's
+policy (f16 values are always exact: gen_half.py)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def float_equal(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
         same = (a64 == b64) | both_nan  # -0 == +0
         if tol == 0:
             return same
-        spacing = np.spacing(np.maximum(np.abs(a), np.abs(b)).astype(np.float32)).astype(np.float64)
+        spacing = np.spacing(np.maximum(np.abs(a), np.abs(b)).astype(a.dtype)).astype(np.float64)
         close = np.abs(a64 - b64) <= tol + FINAL_ULPS * np.abs(spacing)
     return same | (close & np.isfinite(a64) & np.isfinite(b64))
 
@@ -54,7 +55,7 @@ def compare(left: dict, right: dict, written: list, tolerances: dict) -> list:
             diffs.append(Diff(name, [], [str(a.shape)], [str(b.shape)], 1, 0.0))
             continue
         tol = tolerances.get(name, 0.0)
-        ok = float_equal(a, b, tol) if a.dtype == np.float32 else a == b
+        ok = float_equal(a, b, tol) if a.dtype.kind == "f" else a == b
         bad = np.flatnonzero(~ok)
         if bad.size:
             first = bad[:6]

@@ -4,7 +4,8 @@ One kernel module per program: module constants (some of them expressions of oth
 0-3 inlined helpers (early returns, returns inside loops), and one kernel over typed
 buffers of every role (read-only inputs, edge-value inputs, read-write, write-only, atomic
 counters with own or shared cells, the self-check `chk`), scalar parameters, shared and
-local arrays. Expressions: gen_int.py and gen_float.py; statements: gen_stmt.py and
+local arrays. Expressions: gen_int.py, gen_float.py and, in a share of the programs,
+gen_half.py (f16 buffers, values and conversions); statements: gen_stmt.py and
 gen_memory.py; the module around the kernel: gen_module.py.
 """
 
@@ -14,6 +15,8 @@ import random
 from dataclasses import dataclass, replace
 
 from .gen_float import FloatGen
+from .gen_half import HALF_TYPES, IN_FACTS, HalfGen, out_want
+from .gen_half import EDGE_FACTS as HALF_EDGE
 from .gen_int import IntGen
 from .gen_memory import MemoryGen
 from .gen_module import F_ELEM, SCALAR_TYPES, VECTOR_TYPES, WORKGROUP_SIZES, ModuleGen
@@ -34,10 +37,11 @@ class Options:
     statements: int = 10  # at most this many top-level statements in the kernel body
     elementwise: float = 0.25  # share of programs shaped for coarsening (descriptor/coarsen.py)
     subgroup_size: int = 8  # the devices' (lavapipe: 8); the reference runs with it
+    half: float = 0.15  # share of (non-elementwise) programs with f16 (gen_half.py)
 
 
-class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen, SubgroupGen):
-    def __init__(self, r: random.Random, opts: Options):
+class Gen(IntGen, FloatGen, HalfGen, StmtGen, MemoryGen, ModuleGen, SubgroupGen):
+    def __init__(self, r: random.Random, opts: Options, half: bool = False):
         self.r, self.opts = r, opts
         self.max_depth, self.max_expr_depth = opts.max_depth, opts.max_expr_depth
         self.counts: dict = {}
@@ -58,6 +62,10 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen, SubgroupGen):
         self.diverged: list = []  # per enclosing loop: a divergent exit was made in it
         self.elementwise = r.random() < opts.elementwise
         self.local_types = ["i32", "u32", "f32", "bool", "i32", "u32", "f32"] + VECTOR_TYPES
+        # f16 programs: drawn from their own generator (gen.generate), so the others are
+        # the programs they were before f16 came
+        self.half = half and not self.elementwise
+        self.local_types += HALF_TYPES if self.half else []
 
     # -- names ------------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -107,7 +115,7 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen, SubgroupGen):
         elem_ok = lambda b: (
             b.ty == ty
             or (  # noqa: E731 - a scalar from a vector component
-                ty in SCALAR_TYPES and b.ty.startswith("vec") and F_ELEM[b.ty] == ty
+                ty in SCALAR_TYPES + ["f16"] and b.ty.startswith("vec") and F_ELEM[b.ty] == ty
             )
         )
         return [
@@ -229,6 +237,20 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen, SubgroupGen):
             text += (", " if args else "") + self.r.choice(bufs).name
         return E(ty, f"{s.name}({text})", tuple(args), facts=s.ret_facts, tag="call")
 
+    def half_buffers(self) -> None:
+        """f16 / vec2h / vec4h inputs (edge values too) and outputs, before `chk`."""
+        r = self.r
+        new = [Buf(self.fresh("a"), r.choice(HALF_TYPES), "in", IN_FACTS)]
+        if r.random() < 0.6:
+            new.append(Buf(self.fresh("a"), r.choice(HALF_TYPES), "in", IN_FACTS))
+        if r.random() < 0.5:
+            new.append(Buf(self.fresh("e"), r.choice(["f16", "f16", "vec4h"]), "edge", HALF_EDGE))
+        for _ in range(r.randint(1, 2)):
+            new.append(Buf(self.fresh("o"), r.choice(HALF_TYPES), "out", out_want(r)))
+        for b in new:
+            self.bufs.insert(len(self.bufs) - 1, b)
+            self.bufs_params.insert(len(self.bufs_params) - 1, b)
+
     # -- the module -------------------------------------------------------------------
     def build(self, seed: str) -> Program:
         r = self.r
@@ -236,6 +258,8 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen, SubgroupGen):
         groups = r.randint(1, 2 if wg >= 128 else 4)
         self.make_consts()
         self.make_buffers(wg)
+        if self.half:
+            self.half_buffers()
         for _ in range(r.choice([0, 1, 1, 2, 3])):
             self.make_helper()
         self.helper_limit = len(self.sigs)
@@ -281,4 +305,5 @@ class Gen(IntGen, FloatGen, StmtGen, MemoryGen, ModuleGen, SubgroupGen):
 def generate(seed: int, index: int, opts: Options = Options()) -> Program:
     """Program `index` of the run seeded `seed` (the same pair gives the same program)."""
     r = random.Random(seed * 1_000_003 + index)
-    return Gen(r, opts).build(f"{seed}:{index}")
+    half = random.Random(f"f16:{seed}:{index}").random() < opts.half
+    return Gen(r, opts, half).build(f"{seed}:{index}")

@@ -51,6 +51,8 @@ class FloatGen:
             return E("f32", f"(abs({{0}}) + {c})", (x,), F.plus_const(x.facts, c), tag="abs")
         if d <= 0 or r.random() < 0.2:
             return self.fleaf(want)
+        if self.half and r.random() < 0.08:
+            return self.from_half("f32", want.uni, d - 1, want)
         k = r.random()
         exact = want.err == 0
         if not exact and r.random() < 0.35:
@@ -245,6 +247,8 @@ class FloatGen:
             return self.inexact(ty, want, d)
         if d <= 0 or k < 0.25:
             return self.vleaf(ty, want, d)
+        if self.half and r.random() < 0.1 and (not isf or want.lo < 0):
+            return self.from_half(ty, want.uni, d - 1, want if isf else None)
         if k < 0.45:
             op = r.choice(["+", "-", "*"] + ([] if isf else ["&", "|", "^"]))
             if op == "*" and isf and not want.mul:

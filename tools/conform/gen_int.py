@@ -22,6 +22,8 @@ class IntGen:
         r = self.r
         if d <= 0 or r.random() < 0.2:
             return self.ileaf(ty, uni)
+        if self.half and r.random() < 0.04:
+            return self.from_half(ty, uni, d - 1)
         k = r.random()
         if k < 0.32:
             op = r.choice(BINARY)
@@ -182,6 +184,8 @@ class IntGen:
 
     def compare(self, uni: bool, d: int) -> E:
         r = self.r
+        if self.half and r.random() < 0.15:
+            return self.half_compare(uni, d)
         ty = r.choice(["i32", "u32", "f32", "i32", "u32"])
 
         def side():

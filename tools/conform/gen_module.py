@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import floats as F
+from .gen_half import HALF_TYPES, half_want
 from .gen_stmt import Ctx
 from .prog import INF, E, Facts, Helper, S
 from .values import EDGE_F, SMALL, Buf, Val
@@ -40,6 +41,8 @@ F_ELEM = {
     "vec4i": "i32",
     "vec2u": "u32",
     "vec4u": "u32",
+    "vec2h": "f16",
+    "vec4h": "f16",
 }
 
 
@@ -191,6 +194,8 @@ class ModuleGen:
                 if isf
                 else Facts(uni=uni)
             )
+            if ty in HALF_TYPES:
+                facts = half_want(r.choice([2.0**-3, 2.0**-6]), uni=uni)
             name = self.fresh("v")
             e = self.opaque(self.value(ty, Ctx(), facts))
             out.append(S("decl", f"{name}: {ty} = {{0}}", (e,), pinned=True, tag="var"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .gen_half import out_want
 from .prog import E, Facts, S
 from .values import I32_MAX, I32_MIN, U32_MAX, Val
 
@@ -161,6 +162,8 @@ class StmtGen:
 
     def let_want(self, ty: str) -> Facts:
         r = self.r
+        if ty in ("f16", "vec2h", "vec4h"):
+            return out_want(r)
         if ty in ("f32", "vec2f", "vec4f"):
             k = r.random()
             if k < 0.5:
@@ -180,6 +183,10 @@ class StmtGen:
             return self.iexpr(ty, want.uni, d)
         if ty == "f32":
             return self.fexpr(want, d)
+        if ty == "f16":
+            return self.hexpr(want, d)
+        if ty in ("vec2h", "vec4h"):
+            return self.hvexpr(ty, want, d)
         return self.vexpr(ty, want, d)
 
     def assign(self, ctx: Ctx) -> S | None:

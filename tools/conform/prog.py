@@ -27,7 +27,8 @@ class Facts:
     literal (no arithmetic, so even the sign of zero is fixed); mul: a product that an add
     may contract into an fma; uni: the same in every invocation of a workgroup; konst: a
     compile-time constant; kadd / kmul: part of an add (mul) chain, which a compiler may
-    regroup (floats.py).
+    regroup (floats.py); grain: f16 values only (gen_half.py), a power of two the value is
+    a multiple of (0: no claim).
     """
 
     mag: float = 0.0
@@ -40,6 +41,7 @@ class Facts:
     konst: bool = False
     kadd: bool = False
     kmul: bool = False
+    grain: float = 0.0
 
     def regroups_like(self, old: Facts) -> bool:
         """May a value with these facts replace one with `old` under an arithmetic parent,
@@ -60,6 +62,7 @@ class Facts:
             and (self.raw or not old.raw)
             and (old.mul or not self.mul)
             and (self.uni or not old.uni)
+            and self.grain >= old.grain
         )
 
 
@@ -242,8 +245,8 @@ class Program:
 
 def host_dtype(ty: str):
     """The numpy dtype of a buffer of element type `ty` (a vector is its components)."""
-    elem = {"f": "f32", "i": "i32", "u": "u32"}[ty[-1]] if ty.startswith("vec") else ty
-    return {"f32": np.float32, "i32": np.int32, "u32": np.uint32}[elem]
+    elem = {"f": "f32", "h": "f16", "i": "i32", "u": "u32"}[ty[-1]] if ty.startswith("vec") else ty
+    return {"f32": np.float32, "f16": np.float16, "i32": np.int32, "u32": np.uint32}[elem]
 
 
 def lanes(ty: str) -> int:
