@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import math
 import threading
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
@@ -49,6 +50,9 @@ _KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars
 # A batch submits its dispatches in chunks of 1, 2, 4, ... up to this many, so the GPU
 # starts on the first while later ones are still being recorded.
 _CHUNK_MAX = 16
+# warm() hands the backend the pipelines to create in chunks of this many (or a kernel's
+# entry points more), as they are loaded: Vulkan's slices (backends/vulkan/stream.py).
+_WARM_CHUNK = 8
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 # (temporary buffer, the caller's numpy array, the call's result, name) of a write-back.
 WriteBack = tuple["DeviceBuffer", npt.NDArray[Any], dict[str, Any], str]
@@ -261,21 +265,46 @@ class Device:
                     self._pipelines_added += 1
         return found
 
-    def warm(self, kernels: list[tuple[KernelMeta, Any]]) -> int:
+    def warm(self, kernels: Iterable[tuple[KernelMeta, Any]]) -> int:
         """Create the pipelines of `kernels` ((meta, code) pairs; each entry point) not yet
-        created; return how many were created."""
+        created; return how many were created. `kernels` may be an iterator (the bundle
+        loading each kernel as it is asked for), consumed under the device's lock in
+        chunks of _WARM_CHUNK pipelines: a backend that overlaps (Vulkan) creates the
+        pipelines of a chunk while the next is produced. When anything raises (the
+        iterator, or a refused pipeline), no pipeline of the call is kept."""
+        coarse = self.coarse_entries
+        todo: list[tuple[KernelMeta, Any, str]] = []
+
+        def chunks() -> Iterator[list[tuple[KernelMeta, Any, str]]]:
+            chunk: list[tuple[KernelMeta, Any, str]] = []
+            asked: set[tuple[str, Any, None, str]] = set()  # asked twice: made once
+            for m, c in kernels:
+                for e in ("main", *([m.coarse.entry] if m.coarse and coarse else [])):
+                    key = (m.id, c, None, e)
+                    if key not in self._pipelines and key not in asked:
+                        asked.add(key)
+                        chunk.append((m, c, e))
+                if len(chunk) >= _WARM_CHUNK:
+                    todo.extend(chunk)
+                    yield chunk
+                    chunk = []
+            if chunk:
+                todo.extend(chunk)
+                yield chunk
+
         with self._lock:
             self._check_open()
-            todo = [
-                (m, c, e)
-                for m, c in kernels
-                for e in ("main", *([m.coarse.entry] if m.coarse and self.coarse_entries else []))
-                if (m.id, c, None, e) not in self._pipelines
-            ]
-            for (m, c, e), pipe in zip(todo, self._pipelines_many(todo)):
+            made = self._pipelines_chunked(chunks())
+            for (m, c, e), pipe in zip(todo, made):
                 self._pipelines[m.id, c, None, e] = pipe
             self._pipelines_added += len(todo)
         return len(todo)
+
+    def _pipelines_chunked(self, chunks: Iterator[list[tuple[KernelMeta, Any, str]]]) -> list[Any]:
+        # The pipelines of every chunk's (meta, code, entry), in order. Backends that
+        # create while later chunks are produced (Vulkan) override this; the others make
+        # them all once every chunk is in.
+        return self._pipelines_many([k for chunk in chunks for k in chunk])
 
     def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
         # Backends that can create many pipelines in one driver call override this.
