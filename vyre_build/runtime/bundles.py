@@ -235,9 +235,12 @@ class Bundle(Mapping[str, Kernel]):
         def loaded() -> Iterator[tuple[KernelMeta, str | bytes]]:
             # Each kernel loaded as the device asks for it, so that it creates the
             # pipelines of those before while the later ones are loaded (Vulkan); the
-            # metadata records of each _DECODED in one JSON pass (decode_metas).
-            for at in range(0, len(chosen), _DECODED):
-                part = chosen[at : at + _DECODED]
+            # metadata records of 4, 8, then _DECODED kernels in one JSON pass each
+            # (decode_metas).
+            at, size = 0, 4  # the first records few, so that the device starts soon
+            while at < len(chosen):
+                part = chosen[at : at + size]
+                at, size = at + size, min(2 * size, _DECODED)
                 self.reader.decode_metas([k for k in part if k not in self._kernels])
                 for kid in part:
                     try:

@@ -50,9 +50,10 @@ _KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars
 # A batch submits its dispatches in chunks of 1, 2, 4, ... up to this many, so the GPU
 # starts on the first while later ones are still being recorded.
 _CHUNK_MAX = 16
-# warm() hands the backend the pipelines to create in chunks of this many (or a kernel's
-# entry points more), as they are loaded: Vulkan's slices (backends/vulkan/stream.py).
-_WARM_CHUNK = 8
+# warm() hands the backend the pipelines to create in chunks of _WARM_FIRST, twice that,
+# ... up to _WARM_CHUNK (or a kernel's entry points more), as they are loaded: Vulkan's
+# slices (backends/vulkan/stream.py), the first small so that the driver starts soon.
+_WARM_FIRST, _WARM_CHUNK = 2, 8
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 # (temporary buffer, the caller's numpy array, the call's result, name) of a write-back.
 WriteBack = tuple["DeviceBuffer", npt.NDArray[Any], dict[str, Any], str]
@@ -269,28 +270,29 @@ class Device:
         """Create the pipelines of `kernels` ((meta, code) pairs; each entry point) not yet
         created; return how many were created. `kernels` may be an iterator (the bundle
         loading each kernel as it is asked for), consumed under the device's lock in
-        chunks of _WARM_CHUNK pipelines: a backend that overlaps (Vulkan) creates the
+        chunks of 2, 4, then 8 pipelines: a backend that overlaps (Vulkan) creates the
         pipelines of a chunk while the next is produced. When anything raises (the
         iterator, or a refused pipeline), no pipeline of the call is kept."""
         coarse = self.coarse_entries
         todo: list[tuple[KernelMeta, Any, str]] = []
 
-        def chunks() -> Iterator[list[tuple[KernelMeta, Any, str]]]:
+        def chunks() -> Iterator[tuple[list[tuple[KernelMeta, Any, str]], bool]]:
             chunk: list[tuple[KernelMeta, Any, str]] = []
             asked: set[tuple[str, Any, None, str]] = set()  # asked twice: made once
+            size = _WARM_FIRST  # the first chunks small: the backend starts sooner
             for m, c in kernels:
                 for e in ("main", *([m.coarse.entry] if m.coarse and coarse else [])):
                     key = (m.id, c, None, e)
                     if key not in self._pipelines and key not in asked:
                         asked.add(key)
                         chunk.append((m, c, e))
-                if len(chunk) >= _WARM_CHUNK:
+                if len(chunk) >= size:
                     todo.extend(chunk)
-                    yield chunk
-                    chunk = []
+                    yield chunk, True  # more may follow
+                    chunk, size = [], min(2 * size, _WARM_CHUNK)
             if chunk:
                 todo.extend(chunk)
-                yield chunk
+                yield chunk, False
 
         with self._lock:
             self._check_open()

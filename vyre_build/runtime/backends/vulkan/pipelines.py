@@ -19,14 +19,15 @@ from vyre_build.runtime.backends.common import layout_of
 from vyre_build.runtime.backends.vulkan.pipeline_cache import PipelineCacheFile, cache_dir
 from vyre_build.runtime.backends.vulkan.results import SUCCESS
 from vyre_build.runtime.backends.vulkan.spirv_patch import patch_uniform as _patch_uniform
-from vyre_build.runtime.backends.vulkan.stream import _PER_SLICE, Slice, Stream, create_slice
+from vyre_build.runtime.backends.vulkan.stream import Slice, Stream, create_slice
 
 _STORAGE_SET, _UNIFORM_SET = (
     vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
     vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
 )
-# What warm() hands over: chunks of (kernel, SPIR-V, entry point), produced as it loads.
-Chunks = Iterable[list[tuple[KernelMeta, bytes, str]]]
+# What warm() hands over: chunks of (kernel, SPIR-V, entry point), produced as it loads,
+# each with whether more may follow it.
+Chunks = Iterable[tuple[list[tuple[KernelMeta, bytes, str]], bool]]
 # A created pipeline: (pipeline, pipeline layout, set layout, (storage, uniform)
 # descriptors of its set, the binding its uniform block is written at).
 Made = tuple[Any, Any, Any, tuple[int, int], int | None]
@@ -240,7 +241,7 @@ class Pipelines:
         dispatch's piece, set through the modules' specialization constants 0-2,
         docs/descriptor-conventions.md). When the driver refuses the batch, each is
         created alone, so that the error names its kernel."""
-        return self.stream([kernels], base)
+        return self.stream([(kernels, False)], base)
 
     def stream(
         self,
@@ -248,18 +249,19 @@ class Pipelines:
         base: tuple[int, int, int] | None = None,
     ) -> list[Made]:
         """What `create` gives for the (kernel, SPIR-V, entry point) of every chunk of
-        `chunks`, in order, each chunk's create-infos built as it comes and handed (a
-        slice: one driver call) to the helper threads of a stream.Stream, which create its
-        pipelines while the next chunk is prepared (an iterator: `Device.warm` loading
-        kernels). A slice the driver refuses has its kernels created
+        `chunks` ((chunk, whether more may follow)), in order, each chunk's create-infos
+        built as it comes and handed (a slice: one driver call) to the helper threads of a
+        stream.Stream, which create its pipelines while the next chunk is prepared (an
+        iterator: `Device.warm` loading kernels); a chunk after which none may follow
+        starts no thread. A slice the driver refuses has its kernels created
         alone, so that the error names the kernel; on any error, every pipeline made here
         is destroyed before it is raised, once the helpers are joined."""
         slices: list[Slice] = []
         try:
             with Stream(self.device, self.cache) as stream:
-                for chunk in chunks:
+                for chunk, more in chunks:
                     slices.append(self._prepare(chunk, base))
-                    stream.put(slices[-1], more=len(chunk) >= _PER_SLICE)
+                    stream.put(slices[-1], more)
                 stream.finish()
             return self._collect(slices, base)
         except BaseException:

@@ -9,8 +9,8 @@ Guarantees:
   order do not depend on which thread made them or when.
 - At most _THREADS threads create pipelines at once (the caller included: it takes the
   slices still queued once it has prepared the last), and no more than the host has
-  cores; a slice that may be the last of its batch (fewer than _PER_SLICE pipelines)
-  starts no thread, so a kernel's first-use pipeline is made on the calling thread.
+  cores; a slice after which no more may follow starts no thread, so a kernel's
+  first-use pipeline, or a batch of one slice, is made on the calling thread.
 - `close()` (always called: `with Stream(...)`) stops the helpers after the calls they
   are in and joins them, so no thread outlives the batch, also when preparing a later
   slice raised. A helper's exception is kept on its slice and raised by the caller
@@ -36,12 +36,12 @@ if TYPE_CHECKING:
 
     from vyre_build.bundle.metadata import KernelMeta
 
-# Pipelines per slice (per driver call), and the most threads creating pipelines at once:
-# the driver's work per pipeline runs with the GIL released, so where it compiles (a cold
+# The most threads creating pipelines at once (Device.warm's chunks, up to 8 pipelines,
+# are the slices: one driver call each): the driver's work per pipeline runs with the GIL released, so where it compiles (a cold
 # cache, lavapipe) a bundle's warm() takes a fraction of the serial time. From a warm
 # cache NVIDIA's driver serialises (H200, driver 580, the tree's 77 pipelines: 12.2 ms in
 # one call, 11.1 ms on 4 threads, 24-43 ms on 8), hence at most 4.
-_PER_SLICE, _THREADS = 8, 4
+_THREADS = 4
 _SWITCH_S = 0.0002  # the switch interval while helpers run (the default is 0.005 s)
 
 _switch_lock = threading.Lock()
