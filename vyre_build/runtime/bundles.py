@@ -173,7 +173,7 @@ class Bundle(Mapping[str, Kernel]):
                     raise BundleError(
                         f"bundle kernel {kid!r}: {target.suffix} is not UTF-8: {exc}"
                     ) from exc
-            found = self._kernels[kid] = Kernel(device, meta, code)
+            found = self._kernels[kid] = Kernel(device, meta, code, _checked=True)
             return found
 
     def runnable(self) -> list[str]:

@@ -42,6 +42,7 @@ from vyre_build.runtime.plan import (
     split_dispatch,
 )
 from vyre_build.runtime.profile import DeviceProfile, check_kernel
+from vyre_build.runtime.warm_chunks import Entry, warm_chunks
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -50,10 +51,6 @@ _KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars
 # A batch submits its dispatches in chunks of 1, 2, 4, ... up to this many, so the GPU
 # starts on the first while later ones are still being recorded.
 _CHUNK_MAX = 16
-# warm() hands the backend the pipelines to create in chunks of _WARM_FIRST, twice that,
-# ... up to _WARM_CHUNK (or a kernel's entry points more), as they are loaded: Vulkan's
-# slices (backends/vulkan/stream.py), the first small so that the driver starts soon.
-_WARM_FIRST, _WARM_CHUNK = 2, 8
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 # (temporary buffer, the caller's numpy array, the call's result, name) of a write-back.
 WriteBack = tuple["DeviceBuffer", npt.NDArray[Any], dict[str, Any], str]
@@ -268,45 +265,26 @@ class Device:
 
     def warm(self, kernels: Iterable[tuple[KernelMeta, Any]]) -> int:
         """Create the pipelines of `kernels` ((meta, code) pairs; each entry point) not yet
-        created; return how many were created. `kernels` may be an iterator (the bundle
+        created; return how many were created. `kernels` may be an iterator (a bundle
         loading each kernel as it is asked for), consumed under the device's lock in
-        chunks of 2, 4, then 8 pipelines: a backend that overlaps (Vulkan) creates the
-        pipelines of a chunk while the next is produced. When anything raises (the
-        iterator, or a refused pipeline), no pipeline of the call is kept."""
-        coarse = self.coarse_entries
+        chunks (warm_chunks.py): a backend that overlaps (Vulkan) creates the pipelines
+        of a chunk while the next is produced. When anything raises (the iterator, or a
+        refused pipeline), no pipeline of the call is kept."""
         todo: list[tuple[KernelMeta, Any, str]] = []
-
-        def chunks() -> Iterator[tuple[list[tuple[KernelMeta, Any, str]], bool]]:
-            chunk: list[tuple[KernelMeta, Any, str]] = []
-            asked: set[tuple[str, Any, None, str]] = set()  # asked twice: made once
-            size = _WARM_FIRST  # the first chunks small: the backend starts sooner
-            for m, c in kernels:
-                for e in ("main", *([m.coarse.entry] if m.coarse and coarse else [])):
-                    key = (m.id, c, None, e)
-                    if key not in self._pipelines and key not in asked:
-                        asked.add(key)
-                        chunk.append((m, c, e))
-                if len(chunk) >= size:
-                    todo.extend(chunk)
-                    yield chunk, True  # more may follow
-                    chunk, size = [], min(2 * size, _WARM_CHUNK)
-            if chunk:
-                todo.extend(chunk)
-                yield chunk, False
-
         with self._lock:
             self._check_open()
-            made = self._pipelines_chunked(chunks())
+            chunks = warm_chunks(kernels, self._pipelines, self.coarse_entries, todo)
+            made = self._pipelines_chunked(chunks)
             for (m, c, e), pipe in zip(todo, made):
                 self._pipelines[m.id, c, None, e] = pipe
             self._pipelines_added += len(todo)
         return len(todo)
 
-    def _pipelines_chunked(self, chunks: Iterator[list[tuple[KernelMeta, Any, str]]]) -> list[Any]:
-        # The pipelines of every chunk's (meta, code, entry), in order. Backends that
-        # create while later chunks are produced (Vulkan) override this; the others make
-        # them all once every chunk is in.
-        return self._pipelines_many([k for chunk in chunks for k in chunk])
+    def _pipelines_chunked(self, chunks: Iterator[tuple[list[Entry], bool]]) -> list[Any]:
+        # The pipelines of every chunk's (meta, code, entry), in order (each chunk with
+        # whether more may follow). Backends that create while later chunks are produced
+        # (Vulkan) override this; the others make them all once every chunk is in.
+        return self._pipelines_many([k for chunk, _ in chunks for k in chunk])
 
     def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
         # Backends that can create many pipelines in one driver call override this.
