@@ -1,6 +1,6 @@
 """Device.warm's chunks (runtime/warm_chunks.py): every entry point not yet created in
 exactly one chunk, once however often asked for, in order, a kernel's entry points
-together; sizes 2, 4, then 8; only a last chunk that is not full says no more may follow; `todo` holds what
+together; sizes 2, 4, then 8; only the last says no more may follow; `todo` holds what
 was given."""
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ def test_chunks_grow_and_only_the_last_may_end():
     todo: list = []
     got = list(warm_chunks(iter(kernels), {}, False, todo))
     assert [len(c) for c, _ in got] == [2, 4, 8, 8, 8, 1]
-    assert [more for _, more in got] == [True] * 5 + [False]  # a full chunk cannot tell
+    assert [more for _, more in got] == [True] * 5 + [False]
+    # a last chunk that is full says so too (it is given once the iterator has ended)
+    thirty = list(warm_chunks(kernels[:30], {}, False, []))
+    assert [(len(c), more) for c, more in thirty] == [(2, 1), (4, 1), (8, 1), (8, 1), (8, 0)]
     assert [m.id for c, _ in got for m, _, _ in c] == [f"k{i}" for i in range(31)]
     assert todo == [k for c, _ in got for k in c]
 
@@ -43,3 +46,5 @@ def test_a_batch_of_one_kernel_is_one_last_chunk():
     assert [(len(c), more) for c, more in warm_chunks([(_meta("k"), b"")], {}, False, [])] == [
         (1, False)
     ]
+    one = [(_meta("k", coarse=True), b"")]  # Kernel.warm() of a kernel with a coarse entry
+    assert [(len(c), more) for c, more in warm_chunks(one, {}, True, [])] == [(2, False)]

@@ -6,8 +6,9 @@ creates the pipelines of a chunk while the next is loaded.
 Guarantees: every entry point asked for and not yet created is in exactly one chunk,
 once however often it is asked for, in the order given, a kernel's entry points in one
 chunk; the chunks hold _FIRST, twice that, ... up to _MOST pipelines (a kernel's entry
-points may make one more), each with whether more may follow it (False only for a last
-chunk that is not full: the backend need not start a thread for it); `todo` lists what the chunks held so far.
+points may make one more), each with whether more may follow it (False for the last:
+the backend need not start a thread for it; a full chunk is given once the next kernel
+has come, so that it can tell); `todo` lists what the chunks held so far.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ Entry = tuple[KernelMeta, Any, str]  # (kernel, code, entry point)
 
 def warm_chunks(
     kernels: Iterable[tuple[KernelMeta, Any]],
-    made: Container[tuple[str, Any, None, str]],
+    made: Container[tuple[str, Any, Any, str]],
     coarse: bool,
     todo: list[Entry],
 ) -> Iterator[tuple[list[Entry], bool]]:
@@ -32,18 +33,22 @@ def warm_chunks(
     pairs: "main", and with `coarse` a kernel's coarse entry) whose (id, code, None,
     entry) key is not in `made`; each chunk is appended to `todo` before it is given."""
     chunk: list[Entry] = []
-    asked: set[tuple[str, Any, None, str]] = set()  # asked twice: made once
+    full: list[Entry] | None = None  # a full chunk, given once another kernel comes
+    asked: set[tuple[str, Any, Any, str]] = set()  # asked twice: made once
     size = _FIRST
     for m, c in kernels:
+        if full is not None:
+            todo.extend(full)
+            yield full, True
+            full = None
         for e in ("main", *([m.coarse.entry] if m.coarse and coarse else [])):
             key = (m.id, c, None, e)
             if key not in made and key not in asked:
                 asked.add(key)
                 chunk.append((m, c, e))
         if len(chunk) >= size:
-            todo.extend(chunk)
-            yield chunk, True
-            chunk, size = [], min(2 * size, _MOST)
-    if chunk:
-        todo.extend(chunk)
-        yield chunk, False
+            full, chunk, size = chunk, [], min(2 * size, _MOST)
+    last = full if full is not None else chunk  # the other one is empty
+    if last:
+        todo.extend(last)
+        yield last, False

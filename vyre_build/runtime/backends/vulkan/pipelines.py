@@ -280,8 +280,8 @@ class Pipelines:
         # error names the kernel.
         out: list[Made] = []
         for sl in slices:
-            if isinstance(sl.result, BaseException):
-                raise sl.result
+            if sl.result is None or isinstance(sl.result, BaseException):
+                raise sl.result or DeviceError("a slice of pipelines was not created")
             if sl.result != SUCCESS:
                 sl.destroy(self.device)  # those made before the failure go too
                 with contextlib.suppress(DeviceError):  # a lost device is marked so here
