@@ -27,6 +27,7 @@ vk = pytest.importorskip("vulkan")
 vulkan_backend = pytest.importorskip("vyre_build.runtime.backends.vulkan.device")
 from vyre_build.runtime.backends.vulkan import pipelines as vp  # noqa: E402
 from vyre_build.runtime.backends.vulkan import profile as vulkan_profile  # noqa: E402
+from vyre_build.runtime.backends.vulkan import stream as vulkan_stream  # noqa: E402
 
 M5 = vulkan_profile.MAINTENANCE5_EXT
 M5_FEATURES = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES_KHR
@@ -181,10 +182,12 @@ class _Lib:
 
 
 def _with_lib(monkeypatch, lib: _Lib) -> None:
-    # pipelines.py reads vk.lib at each use: a module stand-in giving `lib` for it.
+    # pipelines.py and stream.py (the driver's pipeline calls) read vk.lib at each use: a
+    # module stand-in giving `lib` for them.
     stand_in = types.SimpleNamespace(**{k: getattr(vk, k) for k in dir(vk) if k != "lib"})
     stand_in.lib = lib
     monkeypatch.setattr(vp, "vk", stand_in)
+    monkeypatch.setattr(vulkan_stream, "vk", stand_in)
 
 
 @pytest.mark.parametrize("inline", [False, True])

@@ -1,96 +1,160 @@
-"""Vulkan pipeline creation spread over threads (pipelines._create_in_parallel):
-every create-info goes to exactly one driver call, a failing slice's VkResult comes back,
-and an exception in a helper thread is raised in the caller's, after the pipelines the
-other slices made are destroyed."""
+"""Vulkan pipeline creation on helper threads while the caller prepares later slices
+(stream.Stream): every slice goes to exactly one driver call, at most _THREADS threads
+call the driver (the caller included), a slice that may be the last starts no thread, a
+helper's exception is kept on its slice for the caller, no thread outlives the stream
+(also when it is left early) and the interpreter's switch interval is put back."""
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
 
-vp = pytest.importorskip("vyre_build.runtime.backends.vulkan.pipelines")
-
-
-class _Slots:
-    """A VkPipeline[] (VK_NULL_HANDLE: None): `slots + k` is the array from slot k on, as
-    cffi's pointer arithmetic gives."""
-
-    def __init__(self, data: list, at: int = 0):
-        self.data, self.at = data, at
-
-    def __add__(self, k: int) -> _Slots:
-        return _Slots(self.data, self.at + k)
-
-    def __getitem__(self, k: int):
-        return self.data[self.at + k]
-
-    def __setitem__(self, k: int, value) -> None:
-        self.data[self.at + k] = value
+vs = pytest.importorskip("vyre_build.runtime.backends.vulkan.stream")
+ffi = vs.vk.ffi
 
 
 class _Lib:
-    """vkCreateComputePipelines over slices of integer 'pointers' to create-infos, recorded;
-    a slice that succeeds fills its slots with pipelines ("pipe", create-info index)."""
+    """vkCreateComputePipelines recording (slice tag, thread) and filling the slots with
+    handles 1, 2, ...; a slice tagged `raise_at` raises, one tagged `fail_at` returns -3.
+    `gate`, when set, holds every call until it is set (a slow driver)."""
 
-    def __init__(self, fail_at: int | None = None, raise_at: int | None = None):
-        self.calls: list[tuple[int, int, int]] = []
-        self.threads: set[int] = set()
-        self.destroyed: list[tuple[str, int]] = []
+    def __init__(self, raise_at=None, fail_at=None, gate: threading.Event | None = None):
+        self.calls: list[tuple[object, int]] = []
         self.lock = threading.Lock()
-        self.fail_at, self.raise_at = fail_at, raise_at
+        self.raise_at, self.fail_at, self.gate = raise_at, fail_at, gate
+        self.destroyed: list[int] = []
 
     def vkCreateComputePipelines(self, dev, cache, n, infos, alloc, pipes):  # noqa: N802
         assert (dev, cache) == ("dev", "cache")
+        if self.gate is not None:
+            self.gate.wait(10)
         with self.lock:
-            self.calls.append((infos, n, pipes.at))
-            self.threads.add(threading.get_ident())
-        if self.raise_at == infos:
+            self.calls.append((infos, threading.get_ident()))
+        if infos == self.raise_at:
             raise RuntimeError("driver blew up")
-        if self.fail_at == infos:
+        if infos == self.fail_at:
             return -3
         for k in range(n):
-            pipes[k] = ("pipe", infos + k)
-        return vp.SUCCESS
+            pipes[k] = ffi.cast("VkPipeline", k + 1)
+        return 0  # VK_SUCCESS
 
     def vkDestroyPipeline(self, dev, pipe, alloc):  # noqa: N802
-        assert dev == "dev" and pipe is not None
-        with self.lock:
-            self.destroyed.append(pipe)
+        self.destroyed.append(int(ffi.cast("uintptr_t", pipe)))
 
 
-def _run(monkeypatch, lib: _Lib, count: int, threads: int, pipes: _Slots | None = None) -> int:
-    monkeypatch.setattr(vp, "vk", SimpleNamespace(lib=lib, ffi=SimpleNamespace(NULL=None)))
-    monkeypatch.setattr(vp, "_THREADS", threads)
-    monkeypatch.setattr(vp.os, "cpu_count", lambda: 64)
-    pipes = pipes or _Slots([None] * count)
-    return vp._create_in_parallel("dev", "cache", 0, pipes, count)
+def _slice(tag: int, n: int = 8):
+    return vs.Slice([("k", b"", "main")] * n, tag, [], [], [None] * n)
 
 
-@pytest.mark.parametrize("count, threads", [(1, 4), (8, 4), (9, 4), (77, 4), (96, 8), (200, 3)])
-def test_every_create_info_goes_to_one_call(monkeypatch, count, threads):
-    lib = _Lib()
-    assert _run(monkeypatch, lib, count, threads) == vp.SUCCESS
-    covered = sorted(i for start, n, _ in lib.calls for i in range(start, start + n))
-    assert covered == list(range(count))
-    assert all(at == start and n > 0 for start, n, at in lib.calls)
-    assert len(lib.calls) == min(threads, -(-count // vp._PER_THREAD))
-    assert threading.get_ident() in lib.threads  # the calling thread takes a slice too
+@pytest.fixture
+def lib(monkeypatch):
+    made = _Lib()
+    monkeypatch.setattr(vs, "vk", SimpleNamespace(lib=made, ffi=ffi))
+    monkeypatch.setattr(vs.os, "cpu_count", lambda: 64)
+    return made
 
 
-def test_a_failing_slice_result_comes_back(monkeypatch):
-    lib = _Lib(fail_at=39)  # the second of two slices of 77
-    assert _run(monkeypatch, lib, 77, 2) == -3
+def _threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "vyre-vk-pipelines"}
 
 
-@pytest.mark.parametrize("raise_at", [0, 39])  # the calling thread's slice, a helper's
-def test_an_exception_in_a_slice_is_raised_in_the_caller_and_nothing_leaks(monkeypatch, raise_at):
-    lib = _Lib(raise_at=raise_at)
-    pipes = _Slots([None] * 77)
-    with pytest.raises(RuntimeError, match="driver blew up"):
-        _run(monkeypatch, lib, 77, 2, pipes)
-    # the other slice's pipelines (0..38 or 39..76) were made, then destroyed
-    made = range(39, 77) if raise_at == 0 else range(39)
-    assert sorted(lib.destroyed, key=lambda p: p[1]) == [("pipe", k) for k in made]
-    assert pipes.data == [None] * 77
+@pytest.mark.parametrize("count, most", [(1, 4), (2, 4), (11, 4), (11, 2), (30, 3), (5, 1)])
+def test_every_slice_goes_to_one_call_on_at_most_the_allowed_threads(monkeypatch, lib, count, most):
+    monkeypatch.setattr(vs, "_THREADS", most)
+    before = _threads()
+    slices = [_slice(k) for k in range(count)]
+    with vs.Stream("dev", "cache") as stream:
+        for sl in slices:
+            stream.put(sl, more=True)
+            time.sleep(0.001)  # a caller preparing the next slice
+        stream.finish()
+    assert sorted(tag for tag, _ in lib.calls) == list(range(count))
+    assert all(sl.result == 0 for sl in slices)
+    assert all(int(ffi.cast("uintptr_t", sl.pipes[k])) == k + 1 for sl in slices for k in range(8))
+    assert len({thread for _, thread in lib.calls}) <= most
+    assert _threads() == before  # every helper joined
+
+
+def test_a_slice_that_may_be_the_last_starts_no_thread(lib):
+    sl = _slice(0, 3)
+    with vs.Stream("dev", "cache") as stream:
+        stream.put(sl, more=False)
+        assert not stream._helpers
+        stream.finish()
+    assert lib.calls == [(0, threading.get_ident())]  # made by the caller
+
+
+def test_one_core_makes_every_pipeline_on_the_calling_thread(monkeypatch, lib):
+    monkeypatch.setattr(vs.os, "cpu_count", lambda: 1)
+    with vs.Stream("dev", "cache") as stream:
+        for k in range(4):
+            stream.put(_slice(k), more=True)
+        assert not stream._helpers
+        stream.finish()
+    assert {thread for _, thread in lib.calls} == {threading.get_ident()}
+
+
+def test_a_helpers_exception_and_result_are_kept_for_the_caller(monkeypatch, lib):
+    lib.raise_at, lib.fail_at = 1, 2
+    slices = [_slice(k) for k in range(4)]
+    with vs.Stream("dev", "cache") as stream:
+        for sl in slices:
+            stream.put(sl, more=True)
+        stream.finish()
+    assert isinstance(slices[1].result, RuntimeError)
+    assert str(slices[1].result) == "driver blew up"
+    assert slices[2].result == -3
+    assert slices[0].result == slices[3].result == 0
+
+
+def test_leaving_early_joins_the_helpers_and_runs_nothing_more(monkeypatch, lib):
+    gate = threading.Event()
+    lib.gate = gate
+    monkeypatch.setattr(vs, "_THREADS", 2)  # one helper
+    before = _threads()
+    slices = [_slice(k) for k in range(5)]
+    with pytest.raises(KeyError):
+        with vs.Stream("dev", "cache") as stream:
+            for sl in slices:
+                stream.put(sl, more=True)
+            threading.Timer(0.05, gate.set).start()
+            raise KeyError("preparing a later slice failed")
+    assert _threads() == before
+    ran = [sl for sl in slices if sl.result is not None]
+    assert len(ran) == len(lib.calls) <= 2  # the call the helper was in (and its next)
+    assert [sl.result for sl in slices[len(ran) :]] == [None] * (5 - len(ran))
+
+
+def test_the_switch_interval_is_lowered_while_helpers_run_and_put_back(lib):
+    default = sys.getswitchinterval()
+    with vs.Stream("dev", "cache") as stream:
+        stream.put(_slice(0), more=True)
+        assert sys.getswitchinterval() == min(default, vs._SWITCH_S)
+        stream.finish()
+    assert sys.getswitchinterval() == default
+
+
+def test_a_switch_interval_set_meanwhile_stays(lib):
+    default = sys.getswitchinterval()
+    try:
+        with vs.Stream("dev", "cache") as stream:
+            stream.put(_slice(0), more=True)
+            sys.setswitchinterval(0.001)  # the application's own
+            stream.finish()
+        assert sys.getswitchinterval() == 0.001
+    finally:
+        sys.setswitchinterval(default)
+
+
+def test_destroy_frees_what_a_slice_made(lib):
+    sl = _slice(0, 3)
+    with vs.Stream("dev", "cache") as stream:
+        stream.put(sl, more=False)
+        stream.finish()
+    sl.destroy("dev")
+    assert sorted(lib.destroyed) == [1, 2, 3]
+    assert all(sl.pipes[k] == ffi.NULL for k in range(3))

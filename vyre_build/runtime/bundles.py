@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from vyre_build.core.backends import BACKENDS
 from vyre_build.bundle import BundleReader, kernel_id
+from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.core.errors import BundleError, DeviceError, VyreError
 from vyre_build.runtime.device import Device
 from vyre_build.runtime.kernel import Kernel
@@ -15,6 +16,10 @@ from vyre_build.runtime.tuning import Choice, choose
 
 if TYPE_CHECKING:
     from types import TracebackType
+
+
+# warm() decodes the metadata records of this many kernels at a time (one JSON pass each).
+_DECODED = 16
 
 
 class KernelNotFound(BundleError, KeyError):
@@ -168,7 +173,7 @@ class Bundle(Mapping[str, Kernel]):
                     raise BundleError(
                         f"bundle kernel {kid!r}: {target.suffix} is not UTF-8: {exc}"
                     ) from exc
-            found = self._kernels[kid] = Kernel(device, meta, code)
+            found = self._kernels[kid] = Kernel(device, meta, code, _checked=True)
             return found
 
     def runnable(self) -> list[str]:
@@ -212,7 +217,9 @@ class Bundle(Mapping[str, Kernel]):
         so that no first call pays for one: every kernel but those `unpicked()` names (the
         candidates no pick here runs). `all=True`: every kernel; `ids`: those kernels.
         A kernel the device cannot run, or without this backend's artifact, is skipped
-        (with `ids` given: raises instead).
+        (with `ids` given: raises instead, and no pipeline of the call is kept). Kernels
+        are loaded as the device takes them, so that Vulkan creates the pipelines of the
+        first while the later ones are loaded (docs/runtime.md, "Warming").
 
         Returns:
             Warmed(kernels, created, skipped, unpicked): `unpicked` is empty with `all` or
@@ -222,18 +229,32 @@ class Bundle(Mapping[str, Kernel]):
             raise BundleError(f"{self.reader.path}: warm() takes ids or all=True, not both")
         unpicked = {} if ids is not None or all else self.unpicked()
         chosen = list((k for k in self.ids if k not in unpicked) if ids is None else ids)
-        self.reader.decode_metas([k for k in chosen if k not in self._kernels])
-        kernels, skipped = [], {}
-        for kid in chosen:
-            try:
-                kernel = self[kid]
-                kernel._refuse()
-                kernels.append(kernel)
-            except VyreError as exc:
-                if ids is not None:
-                    raise
-                skipped[kid] = str(exc)
-        created = self.device.warm([(k.meta, k.code) for k in kernels])
+        kernels: list[Kernel] = []
+        skipped: dict[str, str] = {}
+
+        def loaded() -> Iterator[tuple[KernelMeta, str | bytes]]:
+            # Each kernel loaded as the device asks for it, so that it creates the
+            # pipelines of those before while the later ones are loaded (Vulkan); the
+            # metadata records of 4, 8, then _DECODED kernels in one JSON pass each
+            # (decode_metas).
+            at, size = 0, 4  # the first records few, so that the device starts soon
+            while at < len(chosen):
+                part = chosen[at : at + size]
+                at, size = at + size, min(2 * size, _DECODED)
+                self.reader.decode_metas([k for k in part if k not in self._kernels])
+                for kid in part:
+                    try:
+                        kernel = self[kid]
+                        kernel._refuse()
+                    except VyreError as exc:
+                        if ids is not None:
+                            raise
+                        skipped[kid] = str(exc)
+                        continue
+                    kernels.append(kernel)
+                    yield kernel.meta, kernel.code
+
+        created = self.device.warm(loaded())
         return Warmed(tuple(k.id for k in kernels), created, skipped, unpicked)
 
     def close(self) -> None:

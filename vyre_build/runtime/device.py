@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import math
 import threading
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
 
 import numpy as np
@@ -46,6 +47,7 @@ from vyre_build.runtime.plan import (
     split_dispatch,
 )
 from vyre_build.runtime.profile import DeviceProfile, check_kernel
+from vyre_build.runtime.warm_chunks import Entry, warm_chunks
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -304,21 +306,28 @@ class Device:
                     self._pipelines_added += 1
         return found
 
-    def warm(self, kernels: list[tuple[KernelMeta, Any]]) -> int:
+    def warm(self, kernels: Iterable[tuple[KernelMeta, Any]]) -> int:
         """Create the pipelines of `kernels` ((meta, code) pairs; each entry point) not yet
-        created; return how many were created."""
+        created; return how many were created. `kernels` may be an iterator (a bundle
+        loading each kernel as it is asked for), consumed under the device's lock in
+        chunks (warm_chunks.py): a backend that overlaps (Vulkan) creates the pipelines
+        of a chunk while the next is produced. When anything raises (the iterator, or a
+        refused pipeline), no pipeline of the call is kept."""
+        todo: list[tuple[KernelMeta, Any, str]] = []
         with self._lock:
             self._check_open()
-            todo = [
-                (m, c, e)
-                for m, c in kernels
-                for e in ("main", *([m.coarse.entry] if m.coarse and self.coarse_entries else []))
-                if (m.id, c, None, e) not in self._pipelines
-            ]
-            for (m, c, e), pipe in zip(todo, self._pipelines_many(todo)):
+            chunks = warm_chunks(kernels, self._pipelines, self.coarse_entries, todo)
+            made = self._pipelines_chunked(chunks)
+            for (m, c, e), pipe in zip(todo, made):
                 self._pipelines[m.id, c, None, e] = pipe
             self._pipelines_added += len(todo)
         return len(todo)
+
+    def _pipelines_chunked(self, chunks: Iterator[tuple[list[Entry], bool]]) -> list[Any]:
+        # The pipelines of every chunk's (meta, code, entry), in order (each chunk with
+        # whether more may follow). Backends that create while later chunks are produced
+        # (Vulkan) override this; the others make them all once every chunk is in.
+        return self._pipelines_many([k for chunk, _ in chunks for k in chunk])
 
     def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
         # Backends that can create many pipelines in one driver call override this.

@@ -176,9 +176,15 @@ class Kernel:
     )
 
     def __init__(
-        self, device: Device, meta: KernelMeta, code: str | bytes, refusal: str | None = None
+        self,
+        device: Device,
+        meta: KernelMeta,
+        code: str | bytes,
+        refusal: str | None = None,
+        *,
+        _checked: bool = False,  # the caller ran device.check_kernel(meta) (a bundle's load)
     ):
-        if refusal is None:
+        if refusal is None and not _checked:
             device.check_kernel(meta)
         # Why the device cannot run it (a bundle's Mapping holds every kernel on every
         # device): calling or warming it raises DeviceError with this message.

@@ -41,7 +41,7 @@ import vulkan as vk
 from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.core.errors import DeviceError
 from vyre_build.runtime.backends.vulkan import profile as vulkan_profile
-from vyre_build.runtime.backends.vulkan.pipelines import Pipelines
+from vyre_build.runtime.backends.vulkan.pipelines import Chunks, Pipelines
 from vyre_build.runtime.backends.common import choose_adapter, steps
 from vyre_build.runtime.device import DEFAULT_DEVICES, Device
 from vyre_build.runtime.plan import Job
@@ -574,8 +574,8 @@ class VulkanDevice(Device):
     ) -> Any:
         return self.pipelines.create([(meta, code, entry)], base)[0]
 
-    def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
-        return self.pipelines.create(kernels, None)
+    def _pipelines_chunked(self, chunks: Chunks) -> list[Any]:
+        return self.pipelines.stream(chunks)
 
     def save_pipeline_cache(self) -> bool:
         # Only if pipelines were added since the last load or save, on a usable device.

@@ -1,4 +1,5 @@
-"""Vulkan compute pipelines: their layouts, creation (many in one driver call; with
+"""Vulkan compute pipelines: their layouts, creation (a batch in slices of driver calls
+made by helper threads while the caller prepares the next slice, stream.py; with
 VK_KHR_maintenance5, from SPIR-V chained to each stage, no shader module made), and the
 VkPipelineCache persisted across processes through pipeline_cache.PipelineCacheFile, as
 `Pipelines`, an object the VulkanDevice owns and makes with what it uses of the device."""
@@ -7,8 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import vulkan as vk
@@ -19,11 +19,15 @@ from vyre_build.runtime.backends.common import layout_of
 from vyre_build.runtime.backends.vulkan.pipeline_cache import PipelineCacheFile, cache_dir
 from vyre_build.runtime.backends.vulkan.results import SUCCESS
 from vyre_build.runtime.backends.vulkan.spirv_patch import patch_uniform as _patch_uniform
+from vyre_build.runtime.backends.vulkan.stream import Slice, Stream, create_slice
 
 _STORAGE_SET, _UNIFORM_SET = (
     vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
     vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
 )
+# What warm() hands over: chunks of (kernel, SPIR-V, entry point), produced as it loads,
+# each with whether more may follow it.
+Chunks = Iterable[tuple[list[tuple[KernelMeta, bytes, str]], bool]]
 # A created pipeline: (pipeline, pipeline layout, set layout, (storage, uniform)
 # descriptors of its set, the binding its uniform block is written at).
 Made = tuple[Any, Any, Any, tuple[int, int], int | None]
@@ -237,30 +241,88 @@ class Pipelines:
         dispatch's piece, set through the modules' specialization constants 0-2,
         docs/descriptor-conventions.md). When the driver refuses the batch, each is
         created alone, so that the error names its kernel."""
-        if len(kernels) > 1:
-            try:
-                return self._create(kernels, base)
-            except DeviceError:
-                pass
-        out = []
-        for meta, code, entry in kernels:
-            try:
-                out += self._create([(meta, code, entry)], base)
-            except DeviceError as exc:
-                raise DeviceError(
-                    f"Kernel {meta.id!r}: the Vulkan driver refused the shader or its layout: {exc}"
-                ) from exc
+        return self.stream([(kernels, False)], base)
+
+    def stream(
+        self,
+        chunks: Chunks,
+        base: tuple[int, int, int] | None = None,
+    ) -> list[Made]:
+        """What `create` gives for the (kernel, SPIR-V, entry point) of every chunk of
+        `chunks` ((chunk, whether more may follow)), in order, each chunk's create-infos
+        built as it comes and handed (a slice: one driver call) to the helper threads of a
+        stream.Stream, which create its pipelines while the next chunk is prepared (an
+        iterator: `Device.warm` loading kernels); a chunk after which none may follow
+        starts no thread. A slice the driver refuses has its kernels created
+        alone, so that the error names the kernel; on any error, every pipeline made here
+        is destroyed before it is raised, once the helpers are joined."""
+        slices: list[Slice] = []
+        try:
+            with Stream(self.device, self.cache) as stream:
+                for chunk, more in chunks:
+                    slices.append(self._prepare(chunk, base))
+                    stream.put(slices[-1], more)
+                stream.finish()
+            return self._collect(slices, base)
+        except BaseException:
+            for sl in slices:
+                sl.destroy(self.device)
+            raise
+        finally:  # layouts stay, for every kernel that uses them
+            for sl in slices:
+                for m in sl.modules:
+                    vk.lib.vkDestroyShaderModule(self.device, m, vk.ffi.NULL)
+                sl.modules = []
+
+    def _collect(self, slices: list[Slice], base: tuple[int, int, int] | None) -> list[Made]:
+        # The pipelines of run `slices`, in order: a slice's exception raised, a refused
+        # slice's kernels created alone (their pipelines added to its slots), so that the
+        # error names the kernel.
+        out: list[Made] = []
+        for sl in slices:
+            if sl.result is None or isinstance(sl.result, BaseException):
+                raise sl.result or DeviceError("a slice of pipelines was not created")
+            if sl.result != SUCCESS:
+                sl.destroy(self.device)  # those made before the failure go too
+                with contextlib.suppress(DeviceError):  # a lost device is marked so here
+                    self._check(
+                        "compute pipeline creation", "vkCreateComputePipelines", int(sl.result)
+                    )
+                for k, kernel in enumerate(sl.kernels):
+                    sl.pipes[k] = self._alone(kernel, base)
+            out += [(sl.pipes[k], *found) for k, found in enumerate(sl.made)]
         return out
 
-    def _create(
+    def _alone(
+        self, kernel: tuple[KernelMeta, bytes, str], base: tuple[int, int, int] | None
+    ) -> Any:
+        # The pipeline of one kernel of a refused slice, in its own driver call.
+        sl = self._prepare([kernel], base)
+        try:
+            sl.result = create_slice(self.device, self.cache, sl)
+            if sl.result != SUCCESS:
+                sl.destroy(self.device)
+            try:
+                self._check("compute pipeline creation", "vkCreateComputePipelines", sl.result)
+            except DeviceError as exc:
+                raise DeviceError(
+                    f"Kernel {kernel[0].id!r}: the Vulkan driver refused the shader or its "
+                    f"layout: {exc}"
+                ) from exc
+            return sl.pipes[0]
+        finally:
+            for m in sl.modules:
+                vk.lib.vkDestroyShaderModule(self.device, m, vk.ffi.NULL)
+
+    def _prepare(
         self,
         kernels: list[tuple[KernelMeta, bytes, str]],
         base: tuple[int, int, int] | None,
-    ) -> list[Made]:
-        """The pipelines of `kernels` in one vkCreateComputePipelines, its create-infos built
-        as plain cffi arrays (the `vulkan` package's per-struct wrappers cost more than the
-        driver does once its pipeline cache is warm)."""
-        ffi, lib = vk.ffi, vk.lib
+    ) -> Slice:
+        """The slice of `kernels`: their create-infos, built as plain cffi arrays (the
+        `vulkan` package's per-struct wrappers cost more than the driver does once its
+        pipeline cache is warm), with their layouts (a kernel's entry points laid out
+        once) and, without maintenance5, the shader modules they name."""
         once: dict[tuple[int, int], Any] = {}  # a kernel's entry points: laid out once
         laid = []
         for meta, code, _ in kernels:
@@ -271,25 +333,13 @@ class Pipelines:
         codes = [code for code, _ in laid]
         made = [found for _, found in laid]
         keep: list[Any] = []  # every buffer the create-infos point into, alive until the call
-        infos = ffi.new("VkComputePipelineCreateInfo[]", len(kernels))
-        modules: list[Any] = []  # shader modules made, destroyed after the call
-        try:
-            _stages(infos, codes, [entry for _, _, entry in kernels], base, keep)
-            if not self.inline_modules:
-                modules = self._modules(infos, codes)
-            for k, (layout, *_) in enumerate(made):
-                infos[k].layout = layout
-            pipes = ffi.new("VkPipeline[]", len(kernels))
-            result = _create_in_parallel(self.device, self.cache, infos, pipes, len(kernels))
-            if result != SUCCESS:  # those that were made before the failure go too
-                for k in range(len(kernels)):
-                    if pipes[k] != ffi.NULL:
-                        lib.vkDestroyPipeline(self.device, pipes[k], ffi.NULL)
-            self._check("compute pipeline creation", "vkCreateComputePipelines", result)
-        finally:  # layouts stay, for every kernel that uses them
-            for m in modules:
-                lib.vkDestroyShaderModule(self.device, m, ffi.NULL)
-        return [(pipes[k], *found) for k, found in enumerate(made)]
+        infos = vk.ffi.new("VkComputePipelineCreateInfo[]", len(kernels))
+        _stages(infos, codes, [entry for _, _, entry in kernels], base, keep)
+        modules = [] if self.inline_modules else self._modules(infos, codes)
+        for k, (layout, *_) in enumerate(made):
+            infos[k].layout = layout
+        keep.append(codes)
+        return Slice(kernels, infos, keep, modules, made)
 
     def _modules(self, infos: Any, codes: list[bytes]) -> list[Any]:
         """Without maintenance5: one VkShaderModule per code object of `codes` (a
@@ -379,59 +429,3 @@ def _stages(
         stage = info.stage
         stage.sType, stage.stage, stage.pNext = shader, bit, at[id(code)]
         stage.pName, stage.pSpecializationInfo = names[entry], spec
-
-
-# Pipelines per driver call when a batch is spread over threads, and the most threads: the
-# driver's work per pipeline runs with the GIL released, so where it compiles (a cold
-# cache, lavapipe) a bundle's warm() takes a fraction of the serial time. From a warm
-# cache NVIDIA's driver serialises (H200, driver 580, the tree's 77 pipelines: 12.2 ms in
-# one call, 11.1 ms on 4 threads, 24-43 ms on 8), hence at most 4.
-_PER_THREAD, _THREADS = 8, 4
-
-
-def _create_in_parallel(device: Any, cache: Any, infos: Any, pipes: Any, count: int) -> int:
-    """vkCreateComputePipelines on `device` through `cache` over `count` create-infos, in slices on up to _THREADS
-    threads (the pipeline cache is made without EXTERNALLY_SYNCHRONIZED, so the driver
-    guards it); the first failing VkResult, else SUCCESS. Every slot of `pipes` is
-    written (VK_NULL_HANDLE where a slice failed). Where a slice raised, the pipelines the
-    others made are destroyed (their slots set back to VK_NULL_HANDLE) before the exception
-    is raised in the calling thread."""
-    lib, ffi = vk.lib, vk.ffi
-    threads = min(_THREADS, os.cpu_count() or 1, -(-count // _PER_THREAD))
-    if threads <= 1:
-        return int(lib.vkCreateComputePipelines(device, cache, count, infos, ffi.NULL, pipes))
-    step = -(-count // threads)
-
-    def piece(start: int) -> int:
-        n = min(step, count - start)
-        return int(
-            lib.vkCreateComputePipelines(device, cache, n, infos + start, ffi.NULL, pipes + start)
-        )
-
-    # Plain threads, the calling one included: an executor's module costs about 1 ms to
-    # import on first use, which would be paid inside the first warm().
-    starts = range(0, count, step)
-    results: list[Any] = [SUCCESS] * len(starts)
-
-    def run(k: int) -> None:
-        try:
-            results[k] = piece(starts[k])
-        except BaseException as exc:  # noqa: BLE001 - raised in the calling thread below
-            results[k] = exc
-
-    helpers = [threading.Thread(target=run, args=(k,)) for k in range(1, len(starts))]
-    for t in helpers:
-        t.start()
-    try:
-        run(0)
-    finally:
-        for t in helpers:
-            t.join()
-    raised = next((r for r in results if isinstance(r, BaseException)), None)
-    if raised is not None:
-        for k in range(count):
-            if pipes[k] != ffi.NULL:
-                lib.vkDestroyPipeline(device, pipes[k], ffi.NULL)
-                pipes[k] = ffi.NULL
-        raise raised
-    return next((r for r in results if r != SUCCESS), SUCCESS)
