@@ -4,17 +4,17 @@ else they are device-local, with transfers through a staging buffer (forced by
 VYRE_VULKAN_STAGING=1). The cffi structs free their nested data when collected, so a
 nested create-info stays in a variable until the call that reads it; array counts are
 taken from the lists given. Pipelines, their layouts and the pipeline cache: the device's
-`pipelines` (pipelines.py); what the device offers and is created with: profile.py;
+`pipelines` (pipelines.py); its descriptor pools: sets.py; what the device offers and is created with: profile.py;
 VkResults as errors: results.py.
 
 Guarantees:
 - Every Vulkan call that can fail raises a DeviceError naming what failed, the call and
   its VkResult ("vkAllocateDescriptorSets returned VK_ERROR_OUT_OF_POOL_MEMORY
   (-1000069000)"), whatever the `vulkan` package maps the code to (or fails to).
-- Descriptor sets come from pools of `pool_sets` sets each, a new pool made whenever the
-  ones there are full by count or refuse (VK_ERROR_OUT_OF_POOL_MEMORY,
-  VK_ERROR_FRAGMENTED_POOL): any number of batches and kept sets fit; an emptied pool is
-  destroyed while another empty one is kept.
+- Descriptor sets come from pools of `pool_sets` sets each (sets.py: `DescriptorPools`,
+  owned by the device), a new pool made whenever the ones there are full by count or
+  refuse: any number of batches and kept sets fit; an emptied pool is destroyed while
+  another empty one is kept.
 - A wait for the GPU gives up after `wait_timeout_s` seconds ($VYRE_VK_TIMEOUT, default
   120). A wait that ends in anything but VK_SUCCESS (VK_TIMEOUT, VK_ERROR_DEVICE_LOST),
   or any call returning VK_ERROR_DEVICE_LOST, makes the device unusable: nothing the GPU
@@ -42,14 +42,13 @@ from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.core.errors import DeviceError
 from vyre_build.runtime.backends.vulkan import profile as vulkan_profile
 from vyre_build.runtime.backends.vulkan.pipelines import Chunks, Pipelines
+from vyre_build.runtime.backends.vulkan.sets import DescriptorPools, Pool
 from vyre_build.runtime.backends.common import choose_adapter, steps
 from vyre_build.runtime.device import DEFAULT_DEVICES, Device
 from vyre_build.runtime.plan import Job
 from vyre_build.runtime.backends.vulkan.results import (
     DEVICE_LOST,
-    FRAGMENTED_POOL,
     NOT_READY,
-    OUT_OF_POOL_MEMORY,
     SUCCESS,
     TIMEOUT,
     VulkanCallError,
@@ -76,8 +75,7 @@ _STORAGE_SET, _UNIFORM_SET = (
     vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
 )
 _RANK = {t: i for i, t in enumerate(vulkan_profile.TYPES)}
-_POOL_SETS, _POOL_STORAGE, _WAIT_S, _SPIN_S, _RING_MAX = 64, 8, 120.0, 0.02, 64
-_POOL_SETS_MAX = 1 << 16  # pool_sets is clamped to 1.._POOL_SETS_MAX
+_POOL_SETS, _WAIT_S, _SPIN_S, _RING_MAX = 64, 120.0, 0.02, 64
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
 _NEW_ONE = "close it and get a new one with get_device"
 # Devices whose persisted pipeline cache is saved at exit, unless they were closed first.
@@ -105,25 +103,6 @@ def wait_timeout_s() -> float:
             f"the GPU), got {text!r}"
         )
     return value
-
-
-class _Pool:
-    """A descriptor pool and what it has left, by our count (the driver may refuse sooner:
-    `refused` until one of its sets is freed)."""
-
-    __slots__ = ("handle", "sets", "max_sets", "storage", "uniform", "refused")
-
-    def __init__(self, handle: Any, sets: int, storage: int, uniform: int):
-        self.handle, self.sets, self.max_sets = handle, sets, sets
-        self.storage, self.uniform, self.refused = storage, uniform, False
-
-    def fits(self, storage: int, uniform: int) -> bool:
-        return (
-            not self.refused
-            and self.sets > 0
-            and self.storage >= storage
-            and self.uniform >= uniform
-        )
 
 
 class _Buf(NamedTuple):
@@ -259,8 +238,8 @@ class VulkanDevice(Device):
             )
             for h in (0, vk.VK_ACCESS_HOST_READ_BIT)
         ]
-        self._pools: list[_Pool] = []
-        self._pool_at, self._queries = 0, None
+        self._dpools = DescriptorPools(self.dev, self._new, self._vk, self._error)
+        self._queries = None
         self._staging: _Buf | None = None
         bits = families[self.family].timestampValidBits
         if bits:  # GPU timestamps: ticks of timestampPeriod ns, `bits` valid bits
@@ -279,6 +258,11 @@ class VulkanDevice(Device):
     def cache_loaded(self) -> int:
         """The bytes of persisted pipeline cache the device started with."""
         return self.pipelines.cache_loaded
+
+    @property
+    def _pools(self) -> list[Pool]:
+        # the descriptor pools (tests count them)
+        return self._dpools.pools
 
     def _create(self, enable: vulkan_profile.Enable) -> Any:
         keep: list[Any] = []  # the create-info's nested structs, read by vkCreateDevice
@@ -593,63 +577,6 @@ class VulkanDevice(Device):
     def pipeline_cache_state(self) -> tuple[str | None, int]:
         return (self.cache_file.path if self.cache_file is not None else None, self.cache_loaded)
 
-    def _allocate_set(self, set_layout: Any, need: tuple[int, int]) -> tuple[_Pool, Any]:
-        # A descriptor set of `set_layout` (`need`: its storage and uniform descriptors):
-        # from the pools with room in turn, starting at the last one used; else from a new
-        # pool. A pool the driver refuses (out of memory, fragmented) is skipped until one
-        # of its sets is freed.
-        pools, (storage, uniform) = self._pools, need
-        for k in range(len(pools)):
-            at = (self._pool_at + k) % len(pools)
-            pool = pools[at]
-            if pool.fits(storage, uniform):
-                dsets = self._set_from(pool, set_layout, need, fresh=False)
-                if dsets is not None:
-                    self._pool_at = at
-                    return pool, dsets
-        sets = min(max(1, int(self.pool_sets)), _POOL_SETS_MAX)
-        sizes = [
-            vk.VkDescriptorPoolSize(type=t, descriptorCount=sets * n)
-            for t, n in (
-                (_STORAGE_SET, max(_POOL_STORAGE, storage)),
-                (_UNIFORM_SET, max(1, uniform)),
-            )
-        ]
-        handle = self._new(
-            "descriptor pool",
-            "DescriptorPool",
-            maxSets=sets,
-            flags=vk.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
-            pPoolSizes=sizes,
-        )
-        pool = _Pool(handle, sets, sets * max(_POOL_STORAGE, storage), sets * max(1, uniform))
-        pools.append(pool)
-        self._pool_at = len(pools) - 1
-        try:
-            dsets = self._set_from(pool, set_layout, need, fresh=True)
-        except BaseException:  # refused by a new pool: the set cannot be made
-            pools.remove(pool)
-            vk.vkDestroyDescriptorPool(self.dev, handle, None)
-            raise
-        return pool, dsets
-
-    def _set_from(self, pool: _Pool, set_layout: Any, need: tuple[int, int], fresh: bool) -> Any:
-        # One set from `pool`, or None when it refuses (an error for a `fresh` pool).
-        info = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool.handle, pSetLayouts=[set_layout])
-        try:
-            dsets = invoke(vk.vkAllocateDescriptorSets, self.dev, info)
-        except VulkanCallError as exc:
-            if exc.code in (OUT_OF_POOL_MEMORY, FRAGMENTED_POOL) and not fresh:
-                pool.refused = True
-                return None
-            raise self._error("descriptor set allocation", exc) from exc
-        pool.sets, pool.storage, pool.uniform = (
-            pool.sets - 1,
-            pool.storage - need[0],
-            pool.uniform - need[1],
-        )
-        return list(dsets)
-
     def _bind(
         self,
         pipeline: Any,
@@ -662,7 +589,7 @@ class VulkanDevice(Device):
             ubuf = self._make(len(uniform), vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, True)
             ubuf.mapped[0 : len(uniform)] = uniform
         try:
-            pool, dsets = self._allocate_set(pipeline[2], need)
+            pool, dsets = self._dpools.allocate(pipeline[2], need, self.pool_sets)
         except BaseException:
             if ubuf is not None:
                 self._free(ubuf)
@@ -691,21 +618,10 @@ class VulkanDevice(Device):
     def _unbind(self, entry: Any) -> None:
         if not self._idle():  # the GPU may still read it: close() decides
             return
-        dsets, ubuf, pool, _, (storage, uniform) = entry
+        dsets, ubuf, pool, _, need = entry
         if ubuf is not None:
             self._free(ubuf)
-        self._vk("descriptor set release", vk.vkFreeDescriptorSets, self.dev, pool.handle, 1, dsets)
-        pool.sets, pool.storage, pool.uniform = (
-            pool.sets + 1,
-            pool.storage + storage,
-            pool.uniform + uniform,
-        )
-        pool.refused = False
-        if pool.sets == pool.max_sets and any(
-            p.sets == p.max_sets for p in self._pools if p is not pool
-        ):  # empty, and another empty one stays for the next sets
-            self._pools.remove(pool)
-            vk.vkDestroyDescriptorPool(self.dev, pool.handle, None)
+        self._dpools.free(pool, dsets, need)
 
     def _wait(self) -> None:
         if self._sent and self._broken is None:  # chunks of a batch in flight
@@ -728,15 +644,14 @@ class VulkanDevice(Device):
             for pipe, *_ in self._pipelines.values():
                 vk.vkDestroyPipeline(self.dev, pipe, None)
             self.pipelines.close()  # the layouts and the pipeline cache
-            for pool in self._pools:  # frees the sets left in them
-                vk.vkDestroyDescriptorPool(self.dev, pool.handle, None)
+            self._dpools.destroy()  # frees the sets left in them
             if self._queries is not None:
                 vk.vkDestroyQueryPool(self.dev, self._queries, None)
             vk.vkDestroyFence(self.dev, self.fence, None)
             vk.vkDestroyCommandPool(self.dev, self.cmd_pool, None)
             vk.vkDestroyDevice(self.dev, None)
         self._live_bufs.clear()
-        self._pools.clear()
+        self._dpools.forget()
         self._staging = None
         self._sets.clear()
         self._pipelines.clear()
