@@ -334,6 +334,21 @@ def test_scan_kernels_take_the_look_back_only_with_forward_progress(scan_lib):
 LOOK_BACKS = ("lib_scan_look.{t}", "lib_scan_look.acquire_{t}", "lib_scan_once.{t}")
 
 
+@pytest.mark.parametrize("vendor", [0x10DE, 0x1002, 0x8086])
+def test_scan_takes_the_look_back_on_nvidia_through_spirv_only(device, monkeypatch, vendor):
+    # The device's own profile under another vendor id, with the memory model it needs:
+    # NVIDIA (forward progress, and the look-back measured faster) takes the single pass on
+    # Vulkan; AMD (forward progress, not measured) and Intel (no promise) keep
+    # reduce-then-scan; wgpu (no release/acquire in WGSL) keeps it whatever the vendor; the
+    # cpu reference gives forward progress itself.
+    p = device.profile
+    fake = dataclasses.replace(p, vendor_id=vendor, features=p.features | SINGLE_PASS_FEATURES)
+    monkeypatch.setattr(device, "profile", fake)
+    look = p.backend == "cpu" or (p.backend == "vulkan" and vendor == 0x10DE)
+    want = ("lib_scan_look.f32",) if look else ("lib_scan_sums.f32", "lib_scan_block.f32")
+    assert library.scan_kernels(device, "f32") == want
+
+
 def look_back_sizes(kid: str) -> list[int]:
     """Edge sizes for a look-back kernel: around one and several of its tiles, around 4096
     (the other kernel's tile), not multiples of 4, and past 2^20."""
