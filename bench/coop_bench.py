@@ -4,7 +4,7 @@ fits; matmul_f16.f16: kernels/lib_mm_f16.py, staged tiles) and the staged f32 ke
 (lib_mm_f16.f32).
 
     python bench/coop_bench.py [--quick] [--sizes 2048,4096,8192] [--batched 64x512]
-                               [--rounds 5] [--narrow] [--scalar] [--k16] [--glsl]
+                               [--rounds 5] [--narrow] [--scalar] [--split] [--opt] [--glsl]
                                [--backend vulkan|cpu]
 
 Vulkan only (WGSL has no cooperative matrices). Ours: GPU timestamps around a batch of
@@ -19,18 +19,16 @@ device with the features (the cpu reference runs it too: --backend cpu). --glsl:
 design hand-written in GLSL (bench/glsl/mm_f16.comp, prebuilt with glslang 13), with 8-byte
 and with 16-byte (WIDE) global loads: what the language costs, and what wider loads would
 give; and the library's 128 x 256 design (bench/glsl/mm_f16_lib.comp, every fixed loop
-unrolled and the fragment arrays split into registers by spirv-opt), 16-deep (the previous
-kernel, mm_f16_k16) and 32-deep (_k32: the library's), with 8-byte and 16-byte (_wide)
-shared panels. --opt: the staged kernel built with the `spirv_opt` option
+unrolled and the fragment arrays split into registers by spirv-opt), 16-deep (the library's
+kernel before 2026-12-05, 0f6e9b5) and 32-deep (_k32: the library's), with 8-byte and
+16-byte (_wide) shared panels. --opt: the staged kernel built with the `spirv_opt` option
 (spirv-opt -O over our module, as the GLSL's modules are): whether what the GLSL gains is
 what spirv-opt does (locals into SSA values, fragments out of function variables) or the
 code itself. --split: bench/kernels/mm_f16_split.py, the library's kernel with its K loop
-split (interior blocks in a loop of unguarded loads alone). --narrow: bench/kernels/mm_f16_narrow.py, the previous library kernel (a 128 x 128
-block of 4 subgroups, 32-deep K steps; lib_mm_f16 now computes 128 x 256 blocks of 8).
+split (interior blocks in a loop of unguarded loads alone). --narrow:
+bench/kernels/mm_f16_narrow.py, an earlier library kernel (a 128 x 128 block of 4 subgroups, 32-deep K steps; lib_mm_f16 now computes 128 x 256 blocks of 8).
 --scalar: bench/kernels/mm_f16_scalar.py, the 128 x 128 design with f16 (not vec4h) shared
-panels, as llama.cpp. --k16: bench/kernels/mm_f16_k16.py, the previous library kernel
-(the 128 x 256 design with 16-deep K steps through double-buffered panels, one barrier a
-step). On a device with bf16 (VK_KHR_shader_bfloat16 and bf16 cooperative
+panels, as llama.cpp. On a device with bf16 (VK_KHR_shader_bfloat16 and bf16 cooperative
 matrices) each size also runs library.matmul_bf16 (kernels/lib_mm_bf16.py, f32 and bf16
 output) against torch's bf16 matmul on the same values rounded to bf16.
 """
@@ -44,7 +42,8 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-KERNELS = os.path.join(os.path.dirname(HERE), "kernels")
+ROOT = os.path.dirname(HERE)  # the root the bench/kernels/ candidates import kernels/ from
+KERNELS = os.path.join(ROOT, "kernels")
 sys.path.insert(0, HERE)
 
 from codegen_bench import say  # noqa: E402
@@ -97,9 +96,6 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--scalar", action="store_true", help="also time bench/kernels/mm_f16_scalar.py"
     )
-    ap.add_argument(
-        "--k16", action="store_true", help="also time bench/kernels/mm_f16_k16.py (16-deep steps)"
-    )
     ap.add_argument("--split", action="store_true", help="also time bench/kernels/mm_f16_split.py")
     ap.add_argument(
         "--opt", action="store_true", help="also time lib_mm_f16.f32 built with spirv_opt (-O)"
@@ -126,8 +122,8 @@ def main(argv=None) -> int:
             code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
             kernels[k.stem + " -O"] = load_kernel(k.meta, device=dev, **code)
     wide = {}  # the bench/kernels/ candidates (by stem)
-    for f in ("mm_f16_narrow.py", "mm_f16_scalar.py", "mm_f16_k16.py", "mm_f16_split.py"):
-        for k in compile_file(os.path.join(HERE, "kernels", f), root=HERE):
+    for f in ("mm_f16_narrow.py", "mm_f16_scalar.py", "mm_f16_split.py"):
+        for k in compile_file(os.path.join(HERE, "kernels", f), root=ROOT):  # imports kernels/
             meta = k.meta if k.stem == "mm_f16_narrow.f32" else meta  # the GLSL's design
             code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
             wide[k.stem] = load_kernel(k.meta, device=dev, **code)
@@ -164,8 +160,6 @@ def main(argv=None) -> int:
             runs += [(f"mm_f16_scalar.{t}", "scalar", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.split:
             runs += [(f"mm_f16_split.{t}", "w256", dev.buffer(shape, t)) for t in ("f32", "f16")]
-        if args.k16:
-            runs += [(f"mm_f16_k16.{t}", "w256", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
             runs += [("glsl.mm_f16", "mm_f16", None), ("glsl.mm_f16_wide", "mm_f16_wide", None)]
             if n % 256 == 0:

@@ -14,7 +14,7 @@ next step's panels are in registers (4 + 8 V loads per invocation) while this st
 16-deep fragment products run, then two barriers: before the panels are overwritten and
 after; a block inside C with vec4 rows loads the steps that lie inside K without a guard.
 On an H100 (2026-12-05) it ran 149-165 TFLOP/s where the 16-deep double-buffered design
-(bench/kernels/mm_f16_k16.py: half the work between a load and its use) ran 127-130, and
+(kernels/lib_mm_f16.py at 0f6e9b5: half the work between a load and its use) ran 127-130, and
 the 128 x 128 design (bench/kernels/mm_f16_narrow.py) 97-102 on the H200 (bench/RESULTS.md).
 
 Stores: a block that lies inside C with N a multiple of 4 stores its f32 fragments

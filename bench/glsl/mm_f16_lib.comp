@@ -9,7 +9,7 @@
 // (bench/coop_bench.py --glsl loads it with that kernel's metadata).
 // K32 (-DK32): the library's current design, 32-deep K steps through one set of panels
 // (A rows 40 halves), two barriers a step; without it the previous 16-deep double-buffered
-// design (kernels/lib_mm_f16.py before 2026-12-05, bench/kernels/mm_f16_k16.py).
+// design (kernels/lib_mm_f16.py before 2026-12-05, at 0f6e9b5).
 // WIDE (-DWIDE): the shared panels and global loads in 16-byte elements (uvec4: 8 halves)
 // instead of f16vec4 (8 bytes), which the kernel language cannot declare: whether the
 // driver's fragment loads from shared memory want 16-byte aligned element types.

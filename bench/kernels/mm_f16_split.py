@@ -7,59 +7,14 @@ so the driver compiles the scalar path's temporaries into the loop that carries 
 accumulators; the GLSL witness (interior loads only) ran 1.5-1.7x the 16-deep kernel.
 Whether that is register pressure from the guarded path is what this measures. Edges,
 batches, both outputs, bindings and scalars as lib_mm_f16 (grid x: N in blocks of 256).
+The blocking constants and the helpers `quad` and `put_staged` are lib_mm_f16's own.
 """
 
+from kernels.lib_mm_f16 import (BK, BM, BN, PA, PB, SA, SAREA, SB, ST, WG, put_staged,
+                                quad)
 from vyre_build.lang import (Buffer, barrier, coop_fill, coop_load_a, coop_load_b, coop_mma,
                              coop_store, f16, f32, kernel, local_id, shared, subgroup_id, u32,
                              vec4h, workgroup_id)
-
-BM = 128
-BN = 256
-BK = 32
-WG = 256
-SA = 40  # padded row of A's panel, in values (80 bytes: a multiple of 16, 20 banks apart)
-SB = 264  # padded row of B's panel, in values (528 bytes: 132 banks, 4 apart mod 32)
-PA = BM * SA // 4  # vec4h in A's panel
-PB = BK * SB // 4  # vec4h in B's panel
-ST = 20  # padded row of a staging area, in f32 (16 values + 4)
-SAREA = 16 * ST  # f32 in one subgroup's staging area
-
-
-def quad(x: Buffer[f16], x4: Buffer[vec4h], base: u32, row: u32, col: u32, rows: u32,
-         cols: u32, vec: u32) -> vec4h:
-    """x[base + row * cols + col .. +3] (row-major rows x cols), zeros past the edges; as one
-    V load when `vec` (cols a multiple of 4, so the four are in or out together)."""
-    r = vec4h(f16(0.0))
-    if row < rows and col < cols:
-        i = base + row * cols + col
-        if vec == 1:
-            r = x4[i // 4]
-        else:
-            r = vec4h(x[i], x[i + 1] if col + 1 < cols else f16(0.0),
-                      x[i + 2] if col + 2 < cols else f16(0.0),
-                      x[i + 3] if col + 3 < cols else f16(0.0))
-    return r
-
-
-def put_staged(c: Buffer[f32, "w"], h: Buffer[f16, "w"], st: Buffer[f32, "rw"], base: u32,
-               m0: u32, n0: u32, i: u32, j: u32, M: u32, N: u32) -> None:
-    """After a barrier: fragment (i, j) of every quarter, staged in `st`, into C with
-    guarded stores (each invocation 8 of the 8 x 256 values)."""
-    lid = local_id().x
-    for t in range(u32(8)):
-        e = lid + t * WG
-        q = e // 256  # the quarter, hence the staging area
-        r = (e // 16) % 16
-        s = e % 16
-        row = m0 + (q // 4) * 64 + i * 16 + r
-        col = n0 + (q % 4) * 64 + j * 16 + s
-        if row < M and col < N:
-            v = st[q * SAREA + r * ST + s]
-            if HALF == 1:
-                h[base + row * N + col] = f16(v)
-            else:
-                c[base + row * N + col] = v
-
 
 def staged_mm(pa: Buffer[vec4h, "rw"], pb: Buffer[vec4h, "rw"], st: Buffer[f32, "rw"], a: Buffer[f16],
               a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec4h], c: Buffer[f32, "w"],
@@ -360,7 +315,7 @@ def staged_mm(pa: Buffer[vec4h, "rw"], pb: Buffer[vec4h, "rw"], st: Buffer[f32, 
 
 
 @kernel(workgroup_size=WG, grid=("gx", "gy", "gz"), shared_bytes=49152,
-        variants={"f32": {"HALF": 0}, "f16": {"HALF": 1}})
+        variants={"f32": {"HALF": 0, "E": f16, "V": vec4h}, "f16": {"HALF": 1, "E": f16, "V": vec4h}})
 def mm_f16_split(a: Buffer[f16], a4: Buffer[vec4h], b: Buffer[f16], b4: Buffer[vec4h],
                c: Buffer[f32, "w"], h: Buffer[f16, "w"], M: u32, N: u32, K: u32, sa: u32, sb: u32, sc: u32,
                va: u32, vb: u32, gx: u32, gy: u32, gz: u32):
