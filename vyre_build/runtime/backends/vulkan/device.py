@@ -42,7 +42,7 @@ from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.core.errors import DeviceError
 from vyre_build.runtime.backends.vulkan import profile as vulkan_profile
 from vyre_build.runtime.backends.vulkan.pipelines import Chunks, Pipelines
-from vyre_build.runtime.backends.vulkan.sets import DescriptorPools, Pool
+from vyre_build.runtime.backends.vulkan.sets import STORAGE, UNIFORM, DescriptorPools, Pool
 from vyre_build.runtime.backends.common import choose_adapter, steps
 from vyre_build.runtime.device import DEFAULT_DEVICES, Device
 from vyre_build.runtime.plan import Job
@@ -70,10 +70,6 @@ _ACCESS = (
     | vk.VK_ACCESS_TRANSFER_WRITE_BIT
 )
 _COPY = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
-_STORAGE_SET, _UNIFORM_SET = (
-    vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-    vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
-)
 _RANK = {t: i for i, t in enumerate(vulkan_profile.TYPES)}
 _POOL_SETS, _WAIT_S, _SPIN_S, _RING_MAX = 64, 120.0, 0.02, 64
 _NO_DRIVER = "install a Vulkan driver (e.g. Mesa lavapipe, package mesa-vulkan-drivers)"
@@ -595,11 +591,11 @@ class VulkanDevice(Device):
                 self._free(ubuf)
             raise
         targets: list[tuple[int | None, Any, int, int]] = [
-            (b, h.buffer, n, _STORAGE_SET) for b, h, n in bound
+            (b, h.buffer, n, STORAGE) for b, h, n in bound
         ]
         if ubuf is not None and uniform is not None:
             # the binding the pipeline's code has it at (the shared layout's slot)
-            targets.append((pipeline[4], ubuf.buffer, len(uniform), _UNIFORM_SET))
+            targets.append((pipeline[4], ubuf.buffer, len(uniform), UNIFORM))
         infos = [
             [vk.VkDescriptorBufferInfo(buffer=buf, offset=0, range=n)] for _, buf, n, _ in targets
         ]

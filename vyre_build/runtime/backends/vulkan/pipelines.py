@@ -18,13 +18,10 @@ from vyre_build.core.errors import DeviceError
 from vyre_build.runtime.backends.common import layout_of
 from vyre_build.runtime.backends.vulkan.pipeline_cache import PipelineCacheFile, cache_dir
 from vyre_build.runtime.backends.vulkan.results import SUCCESS
+from vyre_build.runtime.backends.vulkan.sets import STORAGE, UNIFORM
 from vyre_build.runtime.backends.vulkan.spirv_patch import patch_uniform as _patch_uniform
 from vyre_build.runtime.backends.vulkan.stream import Slice, Stream, create_slice
 
-_STORAGE_SET, _UNIFORM_SET = (
-    vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-    vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
-)
 # What warm() hands over: chunks of (kernel, SPIR-V, entry point), produced as it loads,
 # each with whether more may follow it.
 Chunks = Iterable[tuple[list[tuple[KernelMeta, bytes, str]], bool]]
@@ -213,7 +210,7 @@ class Pipelines:
         entries = [
             vk.VkDescriptorSetLayoutBinding(
                 binding=b,
-                descriptorType=_UNIFORM_SET if a == "u" else _STORAGE_SET,
+                descriptorType=UNIFORM if a == "u" else STORAGE,
                 descriptorCount=1,
                 stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
             )

@@ -30,7 +30,8 @@ from vyre_build.runtime.backends.vulkan.results import (
 
 POOL_SETS_MAX = 1 << 16  # pool_sets is clamped to 1..POOL_SETS_MAX
 _POOL_STORAGE = 8  # storage descriptors a pool holds per set, at least
-_STORAGE, _UNIFORM = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+# the two descriptor types of a kernel's set (its storage buffers, its uniform block)
+STORAGE, UNIFORM = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
 
 
 class Pool:
@@ -84,7 +85,7 @@ class DescriptorPools:
         sets = min(max(1, int(pool_sets)), POOL_SETS_MAX)
         sizes = [
             vk.VkDescriptorPoolSize(type=t, descriptorCount=sets * n)
-            for t, n in ((_STORAGE, max(_POOL_STORAGE, storage)), (_UNIFORM, max(1, uniform)))
+            for t, n in ((STORAGE, max(_POOL_STORAGE, storage)), (UNIFORM, max(1, uniform)))
         ]
         handle = self._new(
             "descriptor pool",
