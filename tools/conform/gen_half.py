@@ -118,7 +118,7 @@ class HalfGen:
             a, b = self.hexpr(half, d - 1), self.hexpr(half, d - 1)
             facts = _exact(want, a.facts.mag + b.facts.mag, min(a.facts.grain, b.facts.grain))
             return E("f16", f"({{0}} {op} {{1}})", (a, b), facts, tag=op)
-        if k < 0.45 and g <= 2.0**-2:
+        if k < 0.45 and g <= 2.0**-2 and cap > 0:  # a product of cap 0 would divide by 0
             ga = 2.0**-3 if g <= 2.0**-6 else pow2_up(math.sqrt(g))
             gb = max(pow2_up(g / ga), MIN_GRAIN)
             ma = min(math.sqrt(cap), 2048 * ga)
