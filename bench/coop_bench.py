@@ -4,7 +4,7 @@ fits; matmul_f16.f16: kernels/lib_mm_f16.py, staged tiles) and the staged f32 ke
 (lib_mm_f16.f32).
 
     python bench/coop_bench.py [--quick] [--sizes 2048,4096,8192] [--batched 64x512]
-                               [--rounds 5] [--narrow] [--scalar] [--split] [--opt] [--glsl]
+                               [--rounds 5] [--narrow] [--scalar] [--candidate F] [--opt] [--glsl]
                                [--backend vulkan|cpu]
 
 Vulkan only (WGSL has no cooperative matrices). Ours: GPU timestamps around a batch of
@@ -24,8 +24,9 @@ kernel before 2026-12-05, 0f6e9b5) and 32-deep (_k32: the library's), with 8-byt
 16-byte (_wide) shared panels. --opt: the staged kernel built with the `spirv_opt` option
 (spirv-opt -O over our module, as the GLSL's modules are): whether what the GLSL gains is
 what spirv-opt does (locals into SSA values, fragments out of function variables) or the
-code itself. --split: bench/kernels/mm_f16_split.py, the library's kernel with its K loop
-split (interior blocks in a loop of unguarded loads alone). --narrow:
+code itself. --candidate F: bench/kernels/F, a candidate of the library's 128 x 256 design
+with the library's bindings and grid (its variants f32 and f16; mm_f16_split.py, the split
+K loop, was one: it became the library's on 2026-12-05). --narrow:
 bench/kernels/mm_f16_narrow.py, an earlier library kernel (a 128 x 128 block of 4 subgroups, 32-deep K steps; lib_mm_f16 now computes 128 x 256 blocks of 8).
 --scalar: bench/kernels/mm_f16_scalar.py, the 128 x 128 design with f16 (not vec4h) shared
 panels, as llama.cpp. On a device with bf16 (VK_KHR_shader_bfloat16 and bf16 cooperative
@@ -96,7 +97,9 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--scalar", action="store_true", help="also time bench/kernels/mm_f16_scalar.py"
     )
-    ap.add_argument("--split", action="store_true", help="also time bench/kernels/mm_f16_split.py")
+    ap.add_argument(
+        "--candidate", default="", help="also time bench/kernels/F (the library's 256-wide design)"
+    )
     ap.add_argument(
         "--opt", action="store_true", help="also time lib_mm_f16.f32 built with spirv_opt (-O)"
     )
@@ -122,7 +125,7 @@ def main(argv=None) -> int:
             code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
             kernels[k.stem + " -O"] = load_kernel(k.meta, device=dev, **code)
     wide = {}  # the bench/kernels/ candidates (by stem)
-    for f in ("mm_f16_narrow.py", "mm_f16_scalar.py", "mm_f16_split.py"):
+    for f in ("mm_f16_narrow.py", "mm_f16_scalar.py", *filter(None, [args.candidate])):
         for k in compile_file(os.path.join(HERE, "kernels", f), root=ROOT):  # imports kernels/
             meta = k.meta if k.stem == "mm_f16_narrow.f32" else meta  # the GLSL's design
             code = {"spirv": k.spirv} if args.backend == "vulkan" else {"kdesc": k.kdesc}
@@ -158,8 +161,9 @@ def main(argv=None) -> int:
             runs += [(f"mm_f16_narrow.{t}", "narrow", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.scalar:
             runs += [(f"mm_f16_scalar.{t}", "scalar", dev.buffer(shape, t)) for t in ("f32", "f16")]
-        if args.split:
-            runs += [(f"mm_f16_split.{t}", "w256", dev.buffer(shape, t)) for t in ("f32", "f16")]
+        if args.candidate:
+            stem = args.candidate.removesuffix(".py")
+            runs += [(f"{stem}.{t}", "w256", dev.buffer(shape, t)) for t in ("f32", "f16")]
         if args.glsl and z == 1 and n % 128 == 0 and args.backend == "vulkan":
             runs += [("glsl.mm_f16", "mm_f16", None), ("glsl.mm_f16_wide", "mm_f16_wide", None)]
             if n % 256 == 0:

@@ -12,10 +12,13 @@ loads through a4 / b4 where the host says so: va = 1 needs K, sa and a's length 
 of 4, vb = 1 the same of N, sb and b; scalar loads otherwise; zeros past every edge). The
 next step's panels are in registers (4 + 8 V loads per invocation) while this step's two
 16-deep fragment products run, then two barriers: before the panels are overwritten and
-after; a block inside C with vec4 rows loads the steps that lie inside K without a guard.
-On an H100 (2026-12-05) it ran 149-165 TFLOP/s where the 16-deep double-buffered design
-(kernels/lib_mm_f16.py at 0f6e9b5: half the work between a load and its use) ran 127-130, and
-the 128 x 128 design (bench/kernels/mm_f16_narrow.py) 97-102 on the H200 (bench/RESULTS.md).
+after. The K loop is split in two: a block inside C with vec4 rows runs the steps whose
+next step lies inside K in a loop whose body holds only unguarded V loads, then the rest
+(and every step of an edge block) in a loop of guarded loads. One loop holding both load
+paths made the driver keep the scalar path's temporaries beside the 16 accumulators: on
+the H200 (2026-12-05) that kernel ran 153-161 TFLOP/s, this one 201-227 (1.31-1.44x;
+bench/coop_bench.py, bench/RESULTS.md). The 16-deep double-buffered design (0f6e9b5) ran
+127-130 on an H100, the 128 x 128 design (bench/kernels/mm_f16_narrow.py) 97-102 on the H200.
 
 Stores: a block that lies inside C with N a multiple of 4 stores its f32 fragments
 straight into C; otherwise (and always for f16 output) each fragment goes through a
@@ -128,10 +131,12 @@ def staged_mm(pa: Buffer[V, "rw"], pb: Buffer[V, "rw"], st: Buffer[f32, "rw"], a
     c33 = coop_fill(f32, 16, 16, 0.0)
     fast = u32(1) if va == 1 and vb == 1 and m0 + BM <= M and n0 + BN <= N else u32(0)
     steps = (K + BK - 1) // BK
-    for s in range(steps):
-        # the next step's panels, in registers while this step multiplies (zeros past K)
-        k1 = (s + 1) * BK
-        if fast == 1 and k1 + BK <= K:
+    s0 = u32(0)
+    if fast == 1:
+        # a block inside C with vec4 rows: the steps whose next step lies inside K, in a loop
+        # of unguarded loads alone (no scalar path in its body)
+        while s0 + 1 < K // BK:
+            k1 = (s0 + 1) * BK
             p0 = a4[(abase + (m0 + ar) * K + k1 + 4 * ac) // 4]
             p1 = a4[(abase + (m0 + ar + 32) * K + k1 + 4 * ac) // 4]
             p2 = a4[(abase + (m0 + ar + 64) * K + k1 + 4 * ac) // 4]
@@ -144,19 +149,88 @@ def staged_mm(pa: Buffer[V, "rw"], pb: Buffer[V, "rw"], st: Buffer[f32, "rw"], a
             q5 = b4[(bbase + (k1 + br + 20) * N + n0 + 4 * bc) // 4]
             q6 = b4[(bbase + (k1 + br + 24) * N + n0 + 4 * bc) // 4]
             q7 = b4[(bbase + (k1 + br + 28) * N + n0 + 4 * bc) // 4]
-        else:
-            p0 = quad(a, a4, abase, m0 + ar, k1 + 4 * ac, M, K, va)
-            p1 = quad(a, a4, abase, m0 + ar + 32, k1 + 4 * ac, M, K, va)
-            p2 = quad(a, a4, abase, m0 + ar + 64, k1 + 4 * ac, M, K, va)
-            p3 = quad(a, a4, abase, m0 + ar + 96, k1 + 4 * ac, M, K, va)
-            q0 = quad(b, b4, bbase, k1 + br, n0 + 4 * bc, K, N, vb)
-            q1 = quad(b, b4, bbase, k1 + br + 4, n0 + 4 * bc, K, N, vb)
-            q2 = quad(b, b4, bbase, k1 + br + 8, n0 + 4 * bc, K, N, vb)
-            q3 = quad(b, b4, bbase, k1 + br + 12, n0 + 4 * bc, K, N, vb)
-            q4 = quad(b, b4, bbase, k1 + br + 16, n0 + 4 * bc, K, N, vb)
-            q5 = quad(b, b4, bbase, k1 + br + 20, n0 + 4 * bc, K, N, vb)
-            q6 = quad(b, b4, bbase, k1 + br + 24, n0 + 4 * bc, K, N, vb)
-            q7 = quad(b, b4, bbase, k1 + br + 28, n0 + 4 * bc, K, N, vb)
+            ka = wm * SA
+            kb = wn
+            a0 = coop_load_a(pa, ka, SA, 16, 16)
+            a1 = coop_load_a(pa, ka + 16 * SA, SA, 16, 16)
+            a2 = coop_load_a(pa, ka + 32 * SA, SA, 16, 16)
+            a3 = coop_load_a(pa, ka + 48 * SA, SA, 16, 16)
+            b0 = coop_load_b(pb, kb, SB, 16, 16)
+            b1 = coop_load_b(pb, kb + 16, SB, 16, 16)
+            b2 = coop_load_b(pb, kb + 32, SB, 16, 16)
+            b3 = coop_load_b(pb, kb + 48, SB, 16, 16)
+            c00 = coop_mma(a0, b0, c00)
+            c01 = coop_mma(a0, b1, c01)
+            c02 = coop_mma(a0, b2, c02)
+            c03 = coop_mma(a0, b3, c03)
+            c10 = coop_mma(a1, b0, c10)
+            c11 = coop_mma(a1, b1, c11)
+            c12 = coop_mma(a1, b2, c12)
+            c13 = coop_mma(a1, b3, c13)
+            c20 = coop_mma(a2, b0, c20)
+            c21 = coop_mma(a2, b1, c21)
+            c22 = coop_mma(a2, b2, c22)
+            c23 = coop_mma(a2, b3, c23)
+            c30 = coop_mma(a3, b0, c30)
+            c31 = coop_mma(a3, b1, c31)
+            c32 = coop_mma(a3, b2, c32)
+            c33 = coop_mma(a3, b3, c33)
+            ka = wm * SA + 16
+            kb = 16 * SB + wn
+            a0 = coop_load_a(pa, ka, SA, 16, 16)
+            a1 = coop_load_a(pa, ka + 16 * SA, SA, 16, 16)
+            a2 = coop_load_a(pa, ka + 32 * SA, SA, 16, 16)
+            a3 = coop_load_a(pa, ka + 48 * SA, SA, 16, 16)
+            b0 = coop_load_b(pb, kb, SB, 16, 16)
+            b1 = coop_load_b(pb, kb + 16, SB, 16, 16)
+            b2 = coop_load_b(pb, kb + 32, SB, 16, 16)
+            b3 = coop_load_b(pb, kb + 48, SB, 16, 16)
+            c00 = coop_mma(a0, b0, c00)
+            c01 = coop_mma(a0, b1, c01)
+            c02 = coop_mma(a0, b2, c02)
+            c03 = coop_mma(a0, b3, c03)
+            c10 = coop_mma(a1, b0, c10)
+            c11 = coop_mma(a1, b1, c11)
+            c12 = coop_mma(a1, b2, c12)
+            c13 = coop_mma(a1, b3, c13)
+            c20 = coop_mma(a2, b0, c20)
+            c21 = coop_mma(a2, b1, c21)
+            c22 = coop_mma(a2, b2, c22)
+            c23 = coop_mma(a2, b3, c23)
+            c30 = coop_mma(a3, b0, c30)
+            c31 = coop_mma(a3, b1, c31)
+            c32 = coop_mma(a3, b2, c32)
+            c33 = coop_mma(a3, b3, c33)
+            barrier()
+            pa[(ar) * (SA // 4) + ac] = p0
+            pa[(ar + 32) * (SA // 4) + ac] = p1
+            pa[(ar + 64) * (SA // 4) + ac] = p2
+            pa[(ar + 96) * (SA // 4) + ac] = p3
+            pb[(br) * (SB // 4) + bc] = q0
+            pb[(br + 4) * (SB // 4) + bc] = q1
+            pb[(br + 8) * (SB // 4) + bc] = q2
+            pb[(br + 12) * (SB // 4) + bc] = q3
+            pb[(br + 16) * (SB // 4) + bc] = q4
+            pb[(br + 20) * (SB // 4) + bc] = q5
+            pb[(br + 24) * (SB // 4) + bc] = q6
+            pb[(br + 28) * (SB // 4) + bc] = q7
+            barrier()
+            s0 += 1
+    for s in range(s0, steps):
+        # the rest (every step of an edge block): guarded loads, zeros past the edges
+        k1 = (s + 1) * BK
+        p0 = quad(a, a4, abase, m0 + ar, k1 + 4 * ac, M, K, va)
+        p1 = quad(a, a4, abase, m0 + ar + 32, k1 + 4 * ac, M, K, va)
+        p2 = quad(a, a4, abase, m0 + ar + 64, k1 + 4 * ac, M, K, va)
+        p3 = quad(a, a4, abase, m0 + ar + 96, k1 + 4 * ac, M, K, va)
+        q0 = quad(b, b4, bbase, k1 + br, n0 + 4 * bc, K, N, vb)
+        q1 = quad(b, b4, bbase, k1 + br + 4, n0 + 4 * bc, K, N, vb)
+        q2 = quad(b, b4, bbase, k1 + br + 8, n0 + 4 * bc, K, N, vb)
+        q3 = quad(b, b4, bbase, k1 + br + 12, n0 + 4 * bc, K, N, vb)
+        q4 = quad(b, b4, bbase, k1 + br + 16, n0 + 4 * bc, K, N, vb)
+        q5 = quad(b, b4, bbase, k1 + br + 20, n0 + 4 * bc, K, N, vb)
+        q6 = quad(b, b4, bbase, k1 + br + 24, n0 + 4 * bc, K, N, vb)
+        q7 = quad(b, b4, bbase, k1 + br + 28, n0 + 4 * bc, K, N, vb)
         ka = wm * SA
         kb = wn
         a0 = coop_load_a(pa, ka, SA, 16, 16)

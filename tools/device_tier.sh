@@ -88,11 +88,11 @@ part_bench() {
     local log=$OUT_DIR/bench.log
     {
         timeout 240 python3 bench/library_bench.py --backends vulkan,wgpu --rounds 3
-        timeout 240 python3 bench/coop_bench.py --split --opt --glsl
+        timeout 240 python3 bench/coop_bench.py --opt --glsl
         timeout 150 python3 bench/tuning_bench.py --tune
         timeout 60 python3 bench/runtime_start.py
     } >"$log" 2>&1
-    record "benchmarks" "bench/library_bench.py --backends vulkan,wgpu --rounds 3; bench/coop_bench.py --split --opt --glsl; bench/tuning_bench.py --tune; bench/runtime_start.py" "$(grep -E 'x |ratio|ms' "$log" | tail -80)"
+    record "benchmarks" "bench/library_bench.py --backends vulkan,wgpu --rounds 3; bench/coop_bench.py --opt --glsl; bench/tuning_bench.py --tune; bench/runtime_start.py" "$(grep -E 'x |ratio|ms' "$log" | tail -80)"
     tail -80 "$log"
 }
 

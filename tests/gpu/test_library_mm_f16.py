@@ -33,6 +33,7 @@ SIZES = [
     (128, 132, 96),
     (128, 256, 32),  # one whole block: unguarded interior loads, direct f32 stores
     (128, 256, 80),  # a whole block over three K steps, the last one partial
+    (128, 256, 128),  # three steps in the unguarded loop, the last in the guarded one
     (20, 257, 16),  # one column past a block
 ]
 
@@ -87,6 +88,9 @@ def test_batches_and_a_shared_operand_on_the_reference(mm_bundle):
         np.testing.assert_array_equal(library.matmul_f16(bundle, a, b[1]), product(a, b[1]))
         half = library.matmul_f16(bundle, a[2], b, out_dtype="float16")
         np.testing.assert_array_equal(half, product(a[2], b, "float16"))
+        # whole blocks in a batch: each entry's unguarded K loop reads its own operands
+        a, b = values(rng, (2, 128, 96), 4), values(rng, (2, 96, 256), 2)
+        np.testing.assert_array_equal(library.matmul_f16(bundle, a, b), product(a, b))
 
 
 def test_device_buffers_in_and_out_take_the_scalar_path_where_rows_are_not_vec4s(mm_bundle):
@@ -165,8 +169,8 @@ def test_a_batch_past_the_grid_limit_is_refused(mm_bundle, monkeypatch):
 
 
 def candidate_call(dev, kernel, a, b, out_dtype, width):
-    """A bench/kernels/ candidate (mm_f16_narrow.py and mm_f16_scalar.py: 128 x 128 blocks,
-    mm_f16_split.py: 128 x 256) on the reference, as coop_bench calls it: the library's
+    """A bench/kernels/ candidate (mm_f16_narrow.py and mm_f16_scalar.py: 128 x 128 blocks;
+    `coop_bench --candidate`'s of the library's design: 128 x 256) on the reference, as coop_bench calls it: the library's
     bindings and scalars, grid x in blocks of `width`."""
     z, m, k = a.shape
     n = b.shape[-1]
@@ -183,7 +187,7 @@ def candidate_call(dev, kernel, a, b, out_dtype, width):
 
 @pytest.mark.parametrize(
     "name, width",
-    [("mm_f16_narrow", 128), ("mm_f16_scalar", 128), ("mm_f16_split", 256)],
+    [("mm_f16_narrow", 128), ("mm_f16_scalar", 128)],
 )
 @pytest.mark.parametrize("out_dtype", ["float32", "float16"])
 @pytest.mark.parametrize(

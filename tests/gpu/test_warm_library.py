@@ -23,17 +23,20 @@ def runs(backend, profile) -> set[str]:
     """What a device of `profile` runs of kernels/lib_*.py, written out from the profile
     (not asked of library/picks.py): a GPU Vulkan device with the memory model at device
     scope takes the single-pass reduce (the H200), lavapipe keeps the two passes (its
-    memory-model modules run ~3x slower), and both keep reduce-then-scan (no vendor's
-    look-back pays yet); the cpu reference takes both single passes."""
+    memory-model modules run ~3x slower); an NVIDIA GPU with that model takes the scan's
+    look-back, every other device reduce-then-scan; the cpu reference takes both single
+    passes."""
     if backend == "cpu":
         return {
             *(f"lib_reduce_once.{op}_{t}" for op in ("sum", "min", "max") for t in NUMERIC),
             *(f"lib_scan_look.{t}" for t in NUMERIC),
         }
-    once = "_once" if MODEL <= profile.features and profile.device_type != "CPU" else ""
+    gpu_model = MODEL <= profile.features and profile.device_type != "CPU"
+    once = "_once" if gpu_model else ""
+    scans = ("look",) if gpu_model and profile.vendor_id == 0x10DE else ("sums", "block")
     return {
         *(f"lib_reduce{once}.{op}_{t}" for op in ("sum", "min", "max") for t in NUMERIC),
-        *(f"lib_scan_{p}.{t}" for p in ("sums", "block") for t in NUMERIC),
+        *(f"lib_scan_{p}.{t}" for p in scans for t in NUMERIC),
     }
 
 
