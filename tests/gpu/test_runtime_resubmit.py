@@ -227,3 +227,52 @@ def test_replayed_library_calls_resubmit_and_plan_again_when_stale(device, monke
     library.scan(xb, out=prefix)
     assert resubmits[-1] is True and len(runs) == 9
     np.testing.assert_array_equal(prefix.read(), np.cumsum(x2, dtype=np.uint32))
+
+
+def test_a_batch_queues_a_kernels_dispatch_again_and_no_other_batch_does(device):
+    """Device.run_again: what a call queued on kept sets in this batch, queued again as it
+    was (its scalars included); refused outside that batch."""
+    saxpy = load("saxpy", device.backend, device)
+    host = np.arange(64, dtype=np.float32)
+    x, y = device.buffer(host), device.buffer(64, "f32")
+    with device.batch():
+        first = saxpy(x=x, y=y, a=2.0)._again
+        saxpy(x=x, y=y, a=-1.0)
+        assert first is not None and device.run_again([first]) and device.run_again([first])
+    np.testing.assert_array_equal(y.read(), 5 * host)  # 2 - 1 + 2 + 2
+    assert not device.run_again([first])  # no batch open
+    with device.batch():
+        assert not device.run_again([first])  # another batch: its sets are not this one's
+        saxpy(x=x, y=y, a=1.0)
+    np.testing.assert_array_equal(y.read(), 6 * host)
+    with device.batch():  # an array argument: a one-off set, nothing to queue again
+        assert saxpy(x=host, y=y, a=1.0)._again is None
+
+
+def test_library_calls_repeated_in_a_batch_queue_their_dispatches_again(device, monkeypatch):
+    from vyre_build import library
+    from vyre_build.runtime.device import Device
+
+    x = (np.arange(5000) % 11).astype(np.int32)
+    xb, prefix, total = device.buffer(x), device.buffer(5000, "i32"), device.buffer(1, "i32")
+    library.scan(xb, out=prefix)  # the recipes
+    library.reduce(xb, out=total)
+    runs, again = [], []
+    run, run_again = Device.run, Device.run_again
+    monkeypatch.setattr(Device, "run", lambda d, k, *a: runs.append(k.id) or run(d, k, *a))
+    monkeypatch.setattr(Device, "run_again", lambda d, a: again.append(r := run_again(d, a)) or r)
+    with device.batch():
+        for _ in range(4):
+            library.scan(xb, out=prefix)
+            library.reduce(xb, out=total)
+    planned = len(runs)  # the first scan and reduce of the batch: their steps, planned
+    assert planned >= 2 and again == [True] * 6
+    np.testing.assert_array_equal(prefix.read(), np.cumsum(x, dtype=np.int32))
+    assert total.read()[0] == x.sum()
+    x2 = x[::-1].copy()
+    xb.write(x2)
+    with device.batch():  # a new batch: the last one's dispatches are refused, then its own
+        library.reduce(xb, out=total)
+        library.reduce(xb, out=total)
+    assert again[6:] == [False, True] and len(runs) > planned
+    assert total.read()[0] == x2.sum()

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vyre_build.core.errors import DispatchError
-from vyre_build.runtime.device import Device, DeviceBuffer, Submission
+from vyre_build.runtime.device import Again, Device, DeviceBuffer, Submission
 from vyre_build.runtime.plan import DTYPES, NP_NAMES, host_array
 from vyre_build.runtime.kernel import CallResult, Kernel
 
@@ -102,6 +102,7 @@ class Call:
             )
         self.fn = fn
         self._submitted: Submission | None = None  # the submission of `run`'s own batch
+        self._again: list[Again] | None = None  # what `_dispatch` queued, to queue again
         self._uploads = 0  # numbers this call's uploads (each its own kept buffer)
         self.k: dict[str, Kernel] = {}
         for kid in ids:
@@ -201,15 +202,22 @@ class Call:
         self._submitted = batch.submission
 
     def _dispatch(self, steps: list[_Step]) -> None:
+        again: list[Again] | None = []
         for i, s in enumerate(steps):
             if s.plan is not None:  # planned for these very buffers and scalars
-                self.device.run(s.kernel, s.plan, s.args, CallResult()._of(s.kernel))
+                ran = self.device.run(s.kernel, s.plan, s.args, CallResult()._of(s.kernel))
+                if again is not None and ran._again is not None:
+                    again.append(ran._again)
+                else:
+                    again = None
                 continue
+            again = None
             s.kernel.dispatch(s.args, grid=s.grid)
             # The step's kernel is this thread's own copy, so its last plan is this one's
             # (None when the dispatch was not one Kernel keeps a plan of).
             last = s.kernel._last
             steps[i] = s._replace(plan=None if last is None else last[2])
+        self._again = again or None
 
     def _key(self, params: tuple[Any, ...], buffers: tuple[Any, ...]) -> tuple[Any, ...]:
         kernels = tuple(map(id, self.k.values()))
@@ -228,7 +236,7 @@ class Call:
             return MISS
         # The key names the kernels by id, and the entry holds them: the same ids are the
         # same kernels. The buffers it holds weakly: a buffer of a reused id is another.
-        refs, _, steps, result, submitted = entry
+        refs, _, steps, result, submitted, again = entry
         for ref, buf in zip(refs, buffers):
             if (
                 (ref is None) != (buf is None)
@@ -242,13 +250,20 @@ class Call:
         own = not self.in_batch()
         if own and submitted[0] is not None and self.device.resubmit(submitted[0]):
             return result
+        # Inside a batch, the dispatches its last replay queued in this very batch, queued
+        # again as they are (Device.run_again refuses them in another batch).
+        if not own and again[0] is not None and self.device.run_again(again[0]):
+            return result
         filled = [
             s._replace(args={n: buffers[v.i] if type(v) is _Slot else v for n, v in s.args.items()})
             for s in steps
         ]
         self.run(filled)
-        if own:  # this thread's recipe: no other thread sets it
+        # this thread's recipe: no other thread sets these
+        if own:
             submitted[0] = self._submitted
+        else:
+            again[0] = self._again
         return result
 
     def remember(
@@ -261,7 +276,7 @@ class Call:
         kept = [s._replace(args={n: slots.get(id(v), v) for n, v in s.args.items()}) for s in steps]
         refs = tuple(None if b is None else weakref.ref(b) for b in buffers)
         found = None if result in buffers else result
-        entry = (refs, tuple(self.k.values()), kept, found, [self._submitted])
+        entry = (refs, tuple(self.k.values()), kept, found, [self._submitted], [None])
         with _SCRATCH_LOCK:
             _RECIPES[self._key(params, buffers)] = entry
             while len(_RECIPES) > _RECIPES_KEPT:

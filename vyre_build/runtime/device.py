@@ -73,6 +73,15 @@ class Submission(NamedTuple):
     sets: tuple[tuple[Any, bytes | None], ...]
 
 
+class Again(NamedTuple):
+    """What run() queued in a batch on kept binding sets, for Device.run_again: the batch,
+    its jobs, and the buffers they bind."""
+
+    batch: Batch
+    jobs: tuple[Job, ...]
+    buffers: tuple[DeviceBuffer, ...]
+
+
 class _Direct:
     """The submission state of a call outside any batch (made and waited for in one lock)."""
 
@@ -444,12 +453,12 @@ class Device:
                     debug.read_back(self, meta, debug_buffer)
                     return out
                 if batch is not None:
+                    if not oneoff and jobs:  # on kept sets, DeviceBuffers only: repeatable
+                        into._again = Again(batch, tuple(jobs), tuple(results.values()))
                     batch.pending.extend(jobs)
                     batch.write_backs.extend(back)
                     if len(batch.pending) >= batch.chunk:
-                        batch.whole = False
-                        self._submit(batch.pending, False)
-                        batch.pending, batch.chunk = [], min(2 * batch.chunk, _CHUNK_MAX)
+                        self._send_chunk(batch)
                     return out
                 self._flush(jobs, ctx)
                 self._write_back(back)
@@ -465,6 +474,32 @@ class Device:
                 for name, buf in temps.items():  # deferred to the batch's end inside one
                     if batch is None or name not in out:
                         buf.release()
+
+    def _send_chunk(self, batch: Batch) -> None:
+        # Submit the batch's pending dispatches as a chunk; the next chunk may be larger.
+        batch.whole = False
+        self._submit(batch.pending, False)
+        batch.pending, batch.chunk = [], min(2 * batch.chunk, _CHUNK_MAX)
+
+    def run_again(self, again: list[Again]) -> bool:
+        """Queue the dispatches of earlier run() calls again, as they were (`again`: each
+        run's CallResult._again), in this thread's open batch; False, queueing nothing, where
+        they cannot be: another batch or none, or a buffer released since. The binding
+        sets are the ones those runs took for this batch: they stay its own, with their
+        scalars, until it ends (_binding), so the dispatches are the same (a library call
+        repeated on the same DeviceBuffers in a batch: no checks, plan or binding)."""
+        with self._lock:
+            self._check_open()
+            batch = self._current_batch()
+            if batch is None or any(a.batch is not batch for a in again):
+                return False
+            if any(buf.released for a in again for buf in a.buffers):
+                return False
+            for a in again:
+                batch.pending.extend(a.jobs)
+            if len(batch.pending) >= batch.chunk:
+                self._send_chunk(batch)
+            return True
 
     def _write_back(self, items: list[WriteBack]) -> None:
         # Copy each temporary into the caller's array (any strides: the values in row-major

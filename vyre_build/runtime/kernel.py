@@ -15,7 +15,7 @@ import numpy.typing as npt
 from vyre_build.bundle.metadata import Binding, KernelMeta
 from vyre_build.core.errors import DeviceError, DispatchError
 from vyre_build.runtime.calls import Grid, host_type, plan_call
-from vyre_build.runtime.device import Device, DeviceBuffer
+from vyre_build.runtime.device import Again, Device, DeviceBuffer
 from vyre_build.runtime.plan import NP_NAMES, Plan
 
 _NUM_WORKGROUPS = 24  # SPIR-V BuiltIn NumWorkgroups
@@ -43,6 +43,7 @@ class CallResult(dict[str, Union[npt.NDArray[Any], DeviceBuffer]]):
     naming the results there are."""
 
     _kernel: Kernel | None = None  # the kernel called, for the messages
+    _again: Again | None = None  # what Device.run queued in a batch, to queue again
 
     def _of(self, kernel: Kernel) -> CallResult:
         self._kernel = kernel
