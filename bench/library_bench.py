@@ -8,7 +8,10 @@ issue 12's figures for reduce, scan, fp32 matmul, softmax and layer norm.
 Ours: each call is one library function on DeviceBuffers (out= included), as an
 application keeping its data on the device calls it. Vulkan: GPU timestamps around a
 batch of `number` calls (Device.timing), so gaps between dispatches count; wgpu has no
-timestamps: wall time of the batch, host included. torch: CUDA events around `number`
+timestamps: wall time of the batch, host included. A batch goes to the GPU in chunks while
+it is recorded, so where the host takes longer per call than the GPU the Vulkan figure is
+the host's; "gpu alone" (Vulkan) times the same calls recorded whole before the batch is
+submitted: the device's own time per call, with its ratio to torch's figure. torch: CUDA events around `number`
 calls of torch.sum / torch.cumsum / torch.matmul (TF32 off) / torch.softmax /
 F.layer_norm on the same values. Each figure is the median of --rounds rounds after a
 warm-up round. Ratio = torch time / ours (> 1: faster than torch); GB/s counts the bytes
@@ -324,6 +327,24 @@ def time_ours(dev, call, number: int, rounds: int) -> tuple[float, float]:
     return (statistics.median(gpu) if gpu else w), w
 
 
+def time_gpu_alone(dev, call, number: int, rounds: int) -> float | None:
+    """GPU seconds per call with each batch recorded whole before it is submitted (no
+    chunk goes early), so that the GPU never waits for the host: what the dispatches take
+    on the device, the gaps between them included (median over rounds after a warm-up
+    round); None where the backend has no timestamps. time_ours's figure is this one where
+    the host keeps up, and the host's time per call where it does not."""
+    gpu = []
+    for r in range(rounds + 1):
+        with dev.batch() as batch:
+            batch.chunk = 1 << 30
+            for _ in range(number):
+                call()
+        dev.wait()
+        if r and dev.gpu_seconds is not None:
+            gpu.append(dev.gpu_seconds / number)
+    return statistics.median(gpu) if gpu else None
+
+
 def time_torch(torch, call, number: int, rounds: int) -> float:
     """GPU seconds per call from CUDA events, median over rounds after a warm-up round."""
     times = []
@@ -415,6 +436,7 @@ def run_case(case: Case, size, backends, lib, torch, args) -> None:
         call, out = case.ours(lib[backend][1], dev, data)
         number = args.number or calls_for(call, dev.wait)
         ours, wall = time_ours(dev, call, number, args.rounds)
+        alone = time_gpu_alone(dev, call, number, args.rounds)
         got = out.read()
         ok, err = agree(got, np.asarray(want), case.rtol)
         kind = "gpu" if dev.backend == "vulkan" and dev.gpu_seconds is not None else "wall"
@@ -424,6 +446,10 @@ def run_case(case: Case, size, backends, lib, torch, args) -> None:
         )
         if ref_time is not None:
             line += f" | {torch_line} ({ref_time * 1e6:9.1f} us) ratio {ref_time / ours:6.3f}x"
+        if alone is not None:
+            line += f" | gpu alone {alone * 1e6:8.1f} us" + (
+                f" ({ref_time / alone:6.3f}x)" if ref_time is not None else ""
+            )
         line += f"   {'matches ' + ('torch' if torch else 'numpy') if ok else 'MISMATCH'}"
         line += "" if ok else f" (max error {err:.3g})"
         if case.path is not None:  # the path the library picks on this device
