@@ -349,6 +349,47 @@ def test_scan_takes_the_look_back_on_nvidia_through_spirv_only(device, monkeypat
     assert library.scan_kernels(device, "f32") == want
 
 
+@pytest.mark.parametrize("vendor", [0x10DE, 0x1002])
+def test_a_gpu_scan_past_look_back_most_takes_reduce_then_scan(device, monkeypatch, vendor):
+    # The look-back up to LOOK_BACK_MOST values and reduce-then-scan past it, on a GPU that
+    # takes the look-back; the cpu reference takes it at any size; other devices never.
+    p = device.profile
+    fake = dataclasses.replace(p, vendor_id=vendor, features=p.features | SINGLE_PASS_FEATURES)
+    monkeypatch.setattr(device, "profile", fake)
+    look, two = ("lib_scan_look.u32",), ("lib_scan_sums.u32", "lib_scan_block.u32")
+    most = library.LOOK_BACK_MOST
+    small = library.scan_kernels(device, "u32", most)
+    assert small == library.scan_kernels(device, "u32")
+    want_large = look if p.backend == "cpu" else two
+    assert library.scan_kernels(device, "u32", most + 1) == want_large
+    assert small == (
+        look if p.backend == "cpu" or (p.backend == "vulkan" and vendor == 0x10DE) else two
+    )
+
+
+@pytest.mark.backends("vulkan")
+def test_scan_runs_the_path_its_size_picks(scan_bundle, monkeypatch):
+    # Under a lowered LOOK_BACK_MOST, on this device given NVIDIA's id: a scan of at most
+    # that many values runs the look-back, a longer one reduce-then-scan; both right.
+    from vyre_build.library import picks
+    from vyre_build.runtime.device import Device
+
+    with open_bundle(scan_bundle, backend="vulkan") as bundle:
+        p = bundle.device.profile
+        if not SINGLE_PASS_FEATURES <= p.features:
+            pytest.skip("the device has no Vulkan memory model: no look-back")
+        monkeypatch.setattr(bundle.device, "profile", dataclasses.replace(p, vendor_id=0x10DE))
+        monkeypatch.setattr(picks, "LOOK_BACK_MOST", 1000)
+        ran = []
+        run = Device.run
+        monkeypatch.setattr(Device, "run", lambda d, k, *a: ran.append(k.id) or run(d, k, *a))
+        for n, want in ((1000, "lib_scan_look.i32"), (1001, "lib_scan_block.i32")):
+            x = (np.arange(n) % 13 - 6).astype(np.int32)
+            ran.clear()  # (reduce-then-scan of one block: lib_scan_block alone)
+            np.testing.assert_array_equal(library.scan(bundle, x), np.cumsum(x, dtype=np.int32))
+            assert set(ran) == {want}
+
+
 def look_back_sizes(kid: str) -> list[int]:
     """Edge sizes for a look-back kernel: around one and several of its tiles, around 4096
     (the other kernel's tile), not multiples of 4, and past 2^20."""

@@ -43,6 +43,7 @@ from vyre_build.library.picks import (  # the names read as library.X: picks.py'
     LIBRARY_KERNELS,
     LOOK_BACK_ITEMS,
     LOOK_BACK_KERNEL as LOOK_BACK_KERNEL,
+    LOOK_BACK_MOST as LOOK_BACK_MOST,
     LOOK_BACK_PAYS_VENDORS as LOOK_BACK_PAYS_VENDORS,
     SHORT_DESIGNS as SHORT_DESIGNS,
     SHORT_ROWS as SHORT_ROWS,
@@ -272,7 +273,8 @@ def _scan(
     kind = kind_of("scan", "x", x, _NUMERIC)
     sums_id, block_id = f"lib_scan_sums.{kind}", f"lib_scan_block.{kind}"
     device = _device_of(kernels, block_id)
-    runs = (sums_id, block_id) if device is None else scan_runs(kernels, device, kind)
+    size = math.prod(shape_of(x))
+    runs = (sums_id, block_id) if device is None else scan_runs(kernels, device, kind, size)
     if len(runs) == 1:  # the look-back
         return _scan_once(kernels, runs[0], x, kind, exclusive, out)
     call = Call("scan", kernels, [sums_id, block_id])

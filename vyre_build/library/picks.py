@@ -7,7 +7,7 @@ that device and leaves out the others (docs/runtime.md, "Warming").
 - reduce: the single pass (lib_reduce_once) or the two passes (lib_reduce), by the device
   (`reduce_kernel`);
 - scan: the look-back (LOOK_BACK_KERNEL) or reduce-then-scan (lib_scan_sums,
-  lib_scan_block), by the device (`scan_kernels`); lib_scan_once and
+  lib_scan_block), by the device and, on a GPU, the size (`scan_kernels`, LOOK_BACK_MOST); lib_scan_once and
   lib_scan_look.acquire are run by no call (kept for comparison);
 - matmul: the tuned candidate's kernel, else lib_matmul.f32 (library/tuning.py);
 - matmul_f16: lib_mm_f16.f32 and .f16, and lib_matmul_f16 where a record picks it;
@@ -159,20 +159,28 @@ LOOK_BACK_PAYS_VENDORS: frozenset[int] = frozenset({0x10DE})
 # each kernel's vec4s per invocation per tile.
 LOOK_BACK_KERNEL = "lib_scan_look.{t}"
 LOOK_BACK_ITEMS = {"lib_scan_look": 8, "lib_scan_once": 4}  # kernels/lib_scan.py
+# The most values a GPU's scan takes the look-back for; past it, reduce-then-scan. On the
+# H200 (2026-12-05, bench/RESULTS.md) the look-back ran 68 us against torch's 58 at 16.7M
+# f32 (reduce-then-scan 86 us on 2026-12-01) but 977 us against 850 at 268M, where
+# reduce-then-scan ran 825-901 us: its streaming passes keep more bytes in flight than
+# tiles that wait on their look-back. The cpu reference takes the look-back at any size.
+LOOK_BACK_MOST = 1 << 26
 
 
-def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
+def scan_kernels(device: Device, dtype: str = "f32", n: int | None = None) -> tuple[str, ...]:
     """The kernel ids that `scan` runs on `device`, in dispatch order: the single pass with
     decoupled look-back (LOOK_BACK_KERNEL: lib_scan_look) where the device has the Vulkan
     memory model with device scope, gives forward progress between workgroups and the
     look-back pays (a Vulkan device of FORWARD_PROGRESS_VENDORS and LOOK_BACK_PAYS_VENDORS:
     NVIDIA; or the cpu reference, whose schedule gives it), else
     reduce-then-scan (lib_scan_sums, lib_scan_block: wgpu, lavapipe/llvmpipe and every other
-    device). A Bundle without the single-pass kernel gets reduce-then-scan.
+    device, and a GPU's scans of more than LOOK_BACK_MOST values). A Bundle without the
+    single-pass kernel gets reduce-then-scan.
 
     Arguments:
         device: a runtime Device.
         dtype: "f32", "i32" or "u32".
+        n: the number of values scanned; None: the pick for sizes up to LOOK_BACK_MOST.
     Returns:
         The ids, e.g. ("lib_scan_look.f32",) or ("lib_scan_sums.f32", "lib_scan_block.f32").
     """
@@ -190,7 +198,8 @@ def scan_kernels(device: Device, dtype: str = "f32") -> tuple[str, ...]:
         and p.vendor_id in FORWARD_PROGRESS_VENDORS
         and p.vendor_id in LOOK_BACK_PAYS_VENDORS
     )
-    if progress and SINGLE_PASS_FEATURES <= p.features:
+    large = n is not None and n > LOOK_BACK_MOST and not backend.forward_progress
+    if progress and SINGLE_PASS_FEATURES <= p.features and not large:
         return (LOOK_BACK_KERNEL.format(t=dtype),)
     return (f"lib_scan_sums.{dtype}", f"lib_scan_block.{dtype}")
 
@@ -236,10 +245,12 @@ def reduce_runs(kernels: Mapping[str, Any], device: Device, op: str, kind: str) 
     return kid if kid in kernels else f"lib_reduce.{op}_{kind}"
 
 
-def scan_runs(kernels: Mapping[str, Any], device: Device, kind: str) -> tuple[str, ...]:
-    """The kernel ids `scan` of `kind` runs from `kernels` on `device`, in dispatch order:
-    scan_kernels's pick where the mapping holds it, else reduce-then-scan."""
-    chosen = scan_kernels(device, kind)
+def scan_runs(
+    kernels: Mapping[str, Any], device: Device, kind: str, n: int | None = None
+) -> tuple[str, ...]:
+    """The kernel ids `scan` of `kind` over `n` values runs from `kernels` on `device`, in
+    dispatch order: scan_kernels's pick where the mapping holds it, else reduce-then-scan."""
+    chosen = scan_kernels(device, kind, n)
     if all(kid in kernels for kid in chosen):
         return chosen
     return (f"lib_scan_sums.{kind}", f"lib_scan_block.{kind}")
@@ -280,6 +291,9 @@ def _among(kernels: Bundle, fn: str, op: str = "sum", t: str = "f32") -> tuple[s
     return tuple(dict.fromkeys(ids))
 
 
+LARGE = LOOK_BACK_MOST + 1  # a scan past the look-back's sizes
+
+
 def library_picks(kernels: Bundle) -> list[Pick]:
     """What the library's functions run from bundle `kernels` on its device, as their calls
     pick it (the functions above): per function, and per op and element type where the
@@ -293,7 +307,14 @@ def library_picks(kernels: Bundle) -> list[Pick]:
         for t in _NUMERIC
     ]  # fmt: skip
     out += [
-        Pick(f"library.scan ({t})", _among(kernels, "scan", t=t), scan_runs(kernels, device, t))
+        Pick(
+            f"library.scan ({t})",
+            _among(kernels, "scan", t=t),
+            # the pick up to LOOK_BACK_MOST values, then past it
+            tuple(
+                dict.fromkeys(scan_runs(kernels, device, t) + scan_runs(kernels, device, t, LARGE))
+            ),
+        )
         for t in _NUMERIC
     ]
     out.append(Pick("library.matmul", _among(kernels, "matmul"), (matmul_runs(kernels)[0],)))
