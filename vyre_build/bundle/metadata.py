@@ -363,21 +363,20 @@ class _Checker:
         if value is None:
             return ()
         entries = self.list_of("grid", value, 3)
-        by_name = {b.name: b for b in bindings}
         out: list[GridEntry] = []
         for n, entry in enumerate(entries):
-            at = f"grid[{n}]"
             if isinstance(entry, str):
-                b = by_name.get(entry)
+                b = next((b for b in bindings if b.name == entry), None)
                 if b is None:
-                    raise self.fail(at, f"names no parameter: {_show(entry)}")
+                    raise self.fail(f"grid[{n}]", f"names no parameter: {_show(entry)}")
                 if b.kind == "scalar" and b.dtype not in ("i32", "u32"):
                     raise self.fail(
-                        at, f"names scalar {entry!r} of type {b.dtype}; a grid needs i32 or u32"
+                        f"grid[{n}]",
+                        f"names scalar {entry!r} of type {b.dtype}; a grid needs i32 or u32",
                     )
                 out.append(entry)
             else:
-                out.append(self.int_in(at, entry, 0, MAX_GRID_INVOCATIONS))
+                out.append(self.int_in(f"grid[{n}]", entry, 0, MAX_GRID_INVOCATIONS))
         return tuple(out)
 
     def coarse(self, value: object) -> Coarse | None:
@@ -490,35 +489,23 @@ def check_metadata(meta: object, where: str) -> KernelMeta:
     if not wg:
         raise c.fail("workgroup_size", "must list 1-3 sizes, got []")
     sizes = [c.int_in(f"workgroup_size[{i}]", v, 1, MAX_WORKGROUP_SIDE) for i, v in enumerate(wg)]
-    bindings = tuple(
-        c.binding(n, b)
-        for n, b in enumerate(c.list_of("bindings", meta.get("bindings"), MAX_BINDINGS))
-    )
-    seen: dict[str, int] = {}
-    for n, b in enumerate(bindings):
-        if b.name in seen:
-            raise c.fail(
-                f"bindings[{n}].name", f"repeats {b.name!r} (also bindings[{seen[b.name]}])"
-            )
-        seen[b.name] = n
+    entries = c.list_of("bindings", meta.get("bindings"), MAX_BINDINGS)
+    bindings = tuple([c.binding(n, b) for n, b in enumerate(entries)])
+    # The cross-checks of the bindings as a few set and dict passes; the loops that name
+    # the culprit run only where one fails (warm() checks some 60 records at once).
+    if len({b.name for b in bindings}) != len(bindings):
+        _repeated_name(c, bindings)
     scalars = [b for b in bindings if b.kind == "scalar"]
     uniform = c.uniform(meta.get("uniform"), scalars)
     # Buffers and the uniform block each own one binding number; scalars name the block's.
-    owner: dict[int, str] = {} if uniform is None else {uniform.binding: "the uniform block"}
-    for n, b in enumerate(bindings):
-        if b.kind == "buffer":
-            if b.binding in owner:
-                raise c.fail(
-                    f"bindings[{n}].binding",
-                    f"{b.binding} of buffer {b.name!r} is also that of {owner[b.binding]}",
-                )
-            owner[b.binding] = f"buffer {b.name!r}"
-    for n, b in enumerate(bindings):
-        if b.kind == "scalar" and owner.get(b.binding, "the uniform block") != "the uniform block":
-            raise c.fail(
-                f"bindings[{n}].binding",
-                f"{b.binding} of scalar {b.name!r} is that of {owner[b.binding]}",
-            )
+    buffers = {b.binding for b in bindings if b.kind == "buffer"}
+    if (
+        len(buffers) + len(scalars) != len(bindings)
+        or (uniform is not None and uniform.binding in buffers)
+        or any(s.binding in buffers for s in scalars)
+    ):
+        _shared_binding(c, bindings, uniform)
+    owner = buffers if uniform is None else buffers | {uniform.binding}
     values = meta.get("variant_values")
     if values is not None and (
         not isinstance(values, dict)
@@ -536,7 +523,7 @@ def check_metadata(meta: object, where: str) -> KernelMeta:
         features=c.features(meta.get("features")),
         coarse=c.coarse(meta.get("coarse")),
         record=meta,
-        debug=c.debug(meta.get("debug"), set(owner)),
+        debug=c.debug(meta.get("debug"), owner),
         shared_bytes=c.int_in(
             "shared_bytes",
             meta.get("shared_bytes", PORTABLE_SHARED_BYTES),
@@ -553,3 +540,34 @@ def check_metadata(meta: object, where: str) -> KernelMeta:
 def _object_or_none(value: object) -> dict[str, Any] | None:
     # Carried, not checked here (format.py checks provenance; skipped is shown as text).
     return value if isinstance(value, dict) else None
+
+
+def _repeated_name(c: _Checker, bindings: tuple[Binding, ...]) -> None:
+    # Raise naming the first parameter name that repeats.
+    seen: dict[str, int] = {}
+    for n, b in enumerate(bindings):
+        if b.name in seen:
+            raise c.fail(
+                f"bindings[{n}].name", f"repeats {b.name!r} (also bindings[{seen[b.name]}])"
+            )
+        seen[b.name] = n
+
+
+def _shared_binding(c: _Checker, bindings: tuple[Binding, ...], uniform: Uniform | None) -> None:
+    # Raise naming the first binding number that two owners share (a buffer's taken by
+    # another buffer or the uniform block, or a scalar naming a buffer's).
+    owner: dict[int, str] = {} if uniform is None else {uniform.binding: "the uniform block"}
+    for n, b in enumerate(bindings):
+        if b.kind == "buffer":
+            if b.binding in owner:
+                raise c.fail(
+                    f"bindings[{n}].binding",
+                    f"{b.binding} of buffer {b.name!r} is also that of {owner[b.binding]}",
+                )
+            owner[b.binding] = f"buffer {b.name!r}"
+    for n, b in enumerate(bindings):
+        if b.kind == "scalar" and owner.get(b.binding, "the uniform block") != "the uniform block":
+            raise c.fail(
+                f"bindings[{n}].binding",
+                f"{b.binding} of scalar {b.name!r} is that of {owner[b.binding]}",
+            )

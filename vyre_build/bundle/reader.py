@@ -27,7 +27,6 @@ from vyre_build.bundle.manifest import (
     check_ids,
     check_manifest,
     check_record_meta,
-    decode_canonical,
     decode_strict,
     index_ranges,
     meta_spans,
@@ -265,10 +264,7 @@ class BundleReader:
             self._prove_split(at)
             meta = self._metas.get(ident)  # every record, when the whole decode took over
             if meta is None:
-                span = self._span(at)
-                meta = decode_canonical(span)
-                if meta is None:  # not the writer's form: the strict decoder names it
-                    meta = decode_strict(span, f"kernel {ident!r} metadata", self._fail)
+                meta = decode_strict(self._span(at), f"kernel {ident!r} metadata", self._fail)
                 check_record_meta(ident, meta, self._fail)
                 meta = self._metas.setdefault(ident, meta)
         return meta
@@ -279,11 +275,11 @@ class BundleReader:
     def decode_metas(self, idents: list[str]) -> None:
         """Decode the metadata records of `idents` not decoded yet in one pass (what
         `Bundle.warm()` asks for): their spans, proven whole as `_meta` proves them, are
-        decoded as one JSON array and re-encoded once, so each record gets the checks of
-        `_meta` (canonical JSON: no duplicate key, NaN or infinity; the record's shape
-        and id) for one C call instead of one per kernel. Where the batch is not
-        canonical, nothing is kept: each record's first use decodes it alone and names
-        its problem. Unknown ids are left to that use too."""
+        decoded as one strict JSON array, so each record gets the checks of `_meta` (no
+        duplicate key, NaN or infinity; the record's shape and id) for one decoder call
+        instead of one per kernel. Where the batch does not decode, nothing is kept: each
+        record's first use decodes it alone and names its problem. Unknown ids are left
+        to that use too."""
         todo = sorted(
             {i for i in idents if i in self._order and i not in self._metas},
             key=self._order.__getitem__,
@@ -295,7 +291,10 @@ class BundleReader:
         except BundleError:  # the records before the bad one are still served alone
             return
         spans = map(self._span, map(self._order.__getitem__, todo))
-        metas = decode_canonical("[" + ",".join(spans) + "]")
+        try:
+            metas = decode_strict("[" + ",".join(spans) + "]", "metadata", self._fail)
+        except BundleError:
+            return
         # a span holding more than one value (or none) changes the count: each its own then
         if type(metas) is not list or len(metas) != len(todo):
             return
