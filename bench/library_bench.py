@@ -267,7 +267,7 @@ CASES = [
             lambda d: np.cumsum(d["x"], dtype=np.float64 if d["x"].dtype == np.float32 else None),
             _bytes(8),
             1e-4 if k == "f32" else 0.0,
-            path=lambda dev, n, k=k: " + ".join(library.scan_kernels(dev, k)),
+            path=lambda dev, n, k=k: " + ".join(library.scan_kernels(dev, k, n)),
         )
         for k in ("f32", "i32")
     ),

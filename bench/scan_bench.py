@@ -125,7 +125,7 @@ def run(dev, kernels: dict, kind: str, n: int, torch, args) -> None:
     else:
         wide = np.float64 if kind == "f32" else None
         want = np.cumsum(x_host, dtype=wide)
-    picked = " + ".join(library.scan_kernels(dev, kind))
+    picked = " + ".join(library.scan_kernels(dev, kind, n))
     head = f"{kind} n={n:<11}"
     if ref is not None:
         say(f"  {head} torch            {ref * 1e6:9.1f} us {moved / ref / 1e9:8.1f} GB/s")

@@ -351,20 +351,22 @@ def test_scan_takes_the_look_back_on_nvidia_through_spirv_only(device, monkeypat
 
 @pytest.mark.parametrize("vendor", [0x10DE, 0x1002])
 def test_a_gpu_scan_past_look_back_most_takes_reduce_then_scan(device, monkeypatch, vendor):
-    # The look-back up to LOOK_BACK_MOST values and reduce-then-scan past it, on a GPU that
-    # takes the look-back; the cpu reference takes it at any size; other devices never.
+    # The look-back up to LOOK_BACK_MOST f32 values and reduce-then-scan past it, on a GPU
+    # that takes the look-back; the cpu reference takes it at any size; other devices never.
     p = device.profile
     fake = dataclasses.replace(p, vendor_id=vendor, features=p.features | SINGLE_PASS_FEATURES)
     monkeypatch.setattr(device, "profile", fake)
-    look, two = ("lib_scan_look.u32",), ("lib_scan_sums.u32", "lib_scan_block.u32")
+    look, two = ("lib_scan_look.f32",), ("lib_scan_sums.f32", "lib_scan_block.f32")
     most = library.LOOK_BACK_MOST
-    small = library.scan_kernels(device, "u32", most)
-    assert small == library.scan_kernels(device, "u32")
+    small = library.scan_kernels(device, "f32", most)
+    assert small == library.scan_kernels(device, "f32")
     want_large = look if p.backend == "cpu" else two
-    assert library.scan_kernels(device, "u32", most + 1) == want_large
+    assert library.scan_kernels(device, "f32", most + 1) == want_large
     assert small == (
         look if p.backend == "cpu" or (p.backend == "vulkan" and vendor == 0x10DE) else two
     )
+    # integer scans: no size limit
+    assert library.scan_kernels(device, "i32", most + 1) == library.scan_kernels(device, "i32")
 
 
 @pytest.mark.backends("vulkan")
@@ -383,10 +385,10 @@ def test_scan_runs_the_path_its_size_picks(scan_bundle, monkeypatch):
         ran = []
         run = Device.run
         monkeypatch.setattr(Device, "run", lambda d, k, *a: ran.append(k.id) or run(d, k, *a))
-        for n, want in ((1000, "lib_scan_look.i32"), (1001, "lib_scan_block.i32")):
-            x = (np.arange(n) % 13 - 6).astype(np.int32)
+        for n, want in ((1000, "lib_scan_look.f32"), (1001, "lib_scan_block.f32")):
+            x = (np.arange(n) % 13 - 6).astype(np.float32)  # exact sums in f32
             ran.clear()  # (reduce-then-scan of one block: lib_scan_block alone)
-            np.testing.assert_array_equal(library.scan(bundle, x), np.cumsum(x, dtype=np.int32))
+            np.testing.assert_array_equal(library.scan(bundle, x), np.cumsum(x, dtype=np.float32))
             assert set(ran) == {want}
 
 

@@ -159,12 +159,15 @@ LOOK_BACK_PAYS_VENDORS: frozenset[int] = frozenset({0x10DE})
 # each kernel's vec4s per invocation per tile.
 LOOK_BACK_KERNEL = "lib_scan_look.{t}"
 LOOK_BACK_ITEMS = {"lib_scan_look": 8, "lib_scan_once": 4}  # kernels/lib_scan.py
-# The most values a GPU's scan takes the look-back for; past it, reduce-then-scan. On the
-# H200 (2026-12-05, bench/RESULTS.md) the look-back ran 68 us against torch's 58 at 16.7M
-# f32 (reduce-then-scan 86 us on 2026-12-01) but 977 us against 850 at 268M, where
-# reduce-then-scan ran 825-901 us: its streaming passes keep more bytes in flight than
-# tiles that wait on their look-back. The cpu reference takes the look-back at any size.
-LOOK_BACK_MOST = 1 << 26
+# The most values a GPU's f32 scan takes the look-back for; past it, reduce-then-scan.
+# bench/scan_bench.py on an H100 (driver 580, 2026-12-05 18:2x UTC), look-back against
+# reduce-then-scan in one run: f32 2.42x at 1M, 1.17x at 4M, 1.05x at 16.7M, then 0.97x at
+# 67M, 0.94x at 134M and 268M; i32 1.02-3.2x at every size up to 268M (its look-back runs
+# 1095 us at 268M against f32's 1198). The H200 alike at 268M (f32 977 us, i32 886 us,
+# reduce-then-scan 825-901). So f32 scans past 2^25 values take reduce-then-scan; integer
+# scans keep the look-back. The cpu reference takes the look-back at any size.
+LOOK_BACK_MOST = 1 << 25
+LOOK_BACK_LIMITED = frozenset({"f32"})  # the element types LOOK_BACK_MOST applies to
 
 
 def scan_kernels(device: Device, dtype: str = "f32", n: int | None = None) -> tuple[str, ...]:
@@ -174,7 +177,7 @@ def scan_kernels(device: Device, dtype: str = "f32", n: int | None = None) -> tu
     look-back pays (a Vulkan device of FORWARD_PROGRESS_VENDORS and LOOK_BACK_PAYS_VENDORS:
     NVIDIA; or the cpu reference, whose schedule gives it), else
     reduce-then-scan (lib_scan_sums, lib_scan_block: wgpu, lavapipe/llvmpipe and every other
-    device, and a GPU's scans of more than LOOK_BACK_MOST values). A Bundle without the
+    device, and a GPU's f32 scans of more than LOOK_BACK_MOST values). A Bundle without the
     single-pass kernel gets reduce-then-scan.
 
     Arguments:
@@ -198,7 +201,8 @@ def scan_kernels(device: Device, dtype: str = "f32", n: int | None = None) -> tu
         and p.vendor_id in FORWARD_PROGRESS_VENDORS
         and p.vendor_id in LOOK_BACK_PAYS_VENDORS
     )
-    large = n is not None and n > LOOK_BACK_MOST and not backend.forward_progress
+    large = n is not None and n > LOOK_BACK_MOST and dtype in LOOK_BACK_LIMITED
+    large = large and not backend.forward_progress
     if progress and SINGLE_PASS_FEATURES <= p.features and not large:
         return (LOOK_BACK_KERNEL.format(t=dtype),)
     return (f"lib_scan_sums.{dtype}", f"lib_scan_block.{dtype}")
