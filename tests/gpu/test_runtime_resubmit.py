@@ -274,5 +274,52 @@ def test_library_calls_repeated_in_a_batch_queue_their_dispatches_again(device, 
     with device.batch():  # a new batch: the last one's dispatches are refused, then its own
         library.reduce(xb, out=total)
         library.reduce(xb, out=total)
-    assert again[6:] == [False, True] and len(runs) > planned
+    # (the first: refused by the front door, library.again, then by the recipe's replay)
+    assert again[6:] == [False, False, True] and len(runs) > planned
     assert total.read()[0] == x2.sum()
+
+
+def test_a_call_repeated_in_a_batch_is_found_before_its_checks(device, monkeypatch):
+    """library.again: the third identical call in a batch (after the recipe's planned
+    replay) is queued again before any check or pick; another argument type, a released
+    buffer or a plain mapping of kernels goes the whole way (and is refused as before)."""
+    from vyre_build import library
+    from vyre_build.core.errors import DispatchError
+    from vyre_build.library import call as library_call
+
+    x = (np.arange(3000) % 5).astype(np.float32)
+    xb, out, total = device.buffer(x), device.buffer(3000, "f32"), device.buffer(1, "f32")
+    library.scan(xb, out=out)
+    library.reduce(xb, out=total)
+    made = []
+    init = library_call.Call.__init__
+    monkeypatch.setattr(
+        library_call.Call, "__init__", lambda c, *a: made.append(a[0]) or init(c, *a)
+    )
+    with device.batch():
+        for _ in range(5):
+            library.scan(xb, out=out)
+            library.reduce(xb, out=total)
+        assert made.count("scan") == 1 and made.count("reduce") == 1  # the first of each
+        with pytest.raises(DispatchError, match="exclusive must be True or False"):
+            library.scan(xb, exclusive=0, out=out)  # equal to False, not a bool: checked
+    np.testing.assert_array_equal(out.read(), np.cumsum(x))
+    assert total.read()[0] == x.sum()
+    with device.batch():  # a new batch: the kept dispatches are refused, its first call
+        library.scan(xb, out=out)  # plans again, the others are found
+        library.scan(xb, out=out)
+        library.scan(xb, out=out)
+    assert made.count("scan") == 2
+    xb.release()
+    with device.batch(), pytest.raises(DispatchError, match="released DeviceBuffer"):
+        library.scan(xb, out=out)
+    from vyre_build.library.bundle import default_library
+
+    lib = default_library(device)
+    kernels = {k: lib[k] for k in lib if k.startswith("lib_scan")}  # a plain mapping
+    y = device.buffer(x)
+    with device.batch():
+        for _ in range(3):
+            library.scan(kernels, y, out=out)
+    assert made.count("scan") == 2 + 1 + 3  # (the released one refused), then every time
+    np.testing.assert_array_equal(out.read(), np.cumsum(x))

@@ -64,6 +64,7 @@ from vyre_build.library.picks import (  # the names read as library.X: picks.py'
 )
 from vyre_build.library.call import (
     MISS,
+    again,
     Array,
     Call,
     Out,
@@ -130,6 +131,8 @@ def _reduce(
     kernels: Mapping[str, Kernel], x: Array, op: str = "sum", *, out: DeviceBuffer | None = None
 ) -> Any:
     """`reduce` with its kernels given."""
+    if out is not None and again("reduce", kernels, (op,), (x, out)) is not MISS:
+        return out
     if op not in _OPS:
         raise fail("reduce", f"op must be 'sum', 'min' or 'max', got {op!r}")
     kind = kind_of("reduce", "x", x, _NUMERIC)
@@ -137,11 +140,13 @@ def _reduce(
     device = _device_of(kernels, kid)
     once = kid if device is None else reduce_runs(kernels, device, op, kind)
     if once != kid:
-        return _reduce_once(kernels, once, x, kind, out)
+        return _reduce_once(kernels, once, x, op, kind, out)
     call = Call("reduce", kernels, [kid])
     partials = library_choice(kernels, "reduce")[1]["partials"]  # tuned: docs/tuning.md
     tuned = (partials,)
-    res: Any = call.replay(tuned, (x, out)) if out is not None or not call.in_batch() else MISS
+    res: Any = MISS
+    if out is not None or not call.in_batch():
+        res = call.replay(tuned, (x, out), (op,))
     if res is MISS:
         first, res, vectors = _reduce_input(call, x, kind, out)
         groups = min(partials, -(-vectors // (WG * 4)))
@@ -182,11 +187,18 @@ def _device_of(kernels: Mapping[str, Kernel], kid: str) -> Device | None:
 
 
 def _reduce_once(
-    kernels: Mapping[str, Kernel], kid: str, x: Array, kind: str, out: DeviceBuffer | None
+    kernels: Mapping[str, Kernel],
+    kid: str,
+    x: Array,
+    op: str,
+    kind: str,
+    out: DeviceBuffer | None,
 ) -> Any:
     # `reduce` in one dispatch of lib_reduce_once (see reduce_kernel).
     call = Call("reduce", kernels, [kid])
-    res: Any = call.replay((), (x, out)) if out is not None or not call.in_batch() else MISS
+    res: Any = MISS
+    if out is not None or not call.in_batch():
+        res = call.replay((), (x, out), (op,))
     if res is MISS:
         first, res, vectors = _reduce_input(call, x, kind, out)
         groups = max(1, min(MAX_PARTIALS, -(-vectors // (WG * 4))))
@@ -233,7 +245,8 @@ def _scan_once(
     # `scan` in one dispatch of a look-back kernel, lib_scan_look or lib_scan_once (see
     # scan_kernels).
     call = Call("scan", kernels, [kid])
-    if isinstance(out, DeviceBuffer) and call.replay((exclusive,), (x, out)) is not MISS:
+    front = (type(exclusive), exclusive)
+    if isinstance(out, DeviceBuffer) and call.replay((exclusive,), (x, out), front) is not MISS:
         return out
     n = call.place("x", x)
     shape = shape_of(x)
@@ -268,6 +281,9 @@ def _scan(
     kernels: Mapping[str, Kernel], x: Array, *, exclusive: bool = False, out: Out = None
 ) -> Any:
     """`scan` with its kernels given."""
+    front = (type(exclusive), exclusive)
+    if isinstance(out, DeviceBuffer) and again("scan", kernels, front, (x, out)) is not MISS:
+        return out
     if not isinstance(exclusive, bool):
         raise fail("scan", f"exclusive must be True or False, got {exclusive!r}")
     kind = kind_of("scan", "x", x, _NUMERIC)
@@ -279,7 +295,8 @@ def _scan(
         return _scan_once(kernels, runs[0], x, kind, exclusive, out)
     call = Call("scan", kernels, [sums_id, block_id])
     max_blocks = library_choice(kernels, "scan")[1]["blocks"]  # tuned: docs/tuning.md
-    if isinstance(out, DeviceBuffer) and call.replay((exclusive, max_blocks), (x, out)) is not MISS:
+    params = (exclusive, max_blocks)
+    if isinstance(out, DeviceBuffer) and call.replay(params, (x, out), front) is not MISS:
         return out
     n = call.place("x", x)
     shape = shape_of(x)
@@ -615,6 +632,8 @@ def softmax(*args: Any, **kwargs: Any) -> Any:
 
 def _softmax(kernels: Mapping[str, Kernel], x: Array, *, out: Out = None) -> Any:
     """`softmax` with its kernels given."""
+    if isinstance(out, DeviceBuffer) and again("softmax", kernels, (), (x, out)) is not MISS:
+        return out
     kind_of("softmax", "x", x, ("f32",))
     rows, cols = _rows("softmax", x)
     kid, per = row_runs(kernels, "softmax", cols)
@@ -676,6 +695,9 @@ def _layer_norm(
     out: Out = None,
 ) -> Any:
     """`layer_norm` with its kernels given."""
+    front, buffers = (type(eps), eps), (x, gamma, beta, out)
+    if isinstance(out, DeviceBuffer) and again("layer_norm", kernels, front, buffers) is not MISS:
+        return out
     kind_of("layer_norm", "x", x, ("f32",))
     rows, cols = _rows("layer_norm", x)
     for name, value in (("gamma", gamma), ("beta", beta)):
@@ -688,8 +710,7 @@ def _layer_norm(
         raise fail("layer_norm", f"eps must be a finite float >= 0, got {eps!r}")
     kid, per = row_runs(kernels, "layer_norm", cols)
     call = Call("layer_norm", kernels, [kid])
-    buffers = (x, gamma, beta, out)
-    if isinstance(out, DeviceBuffer) and call.replay((float(eps),), buffers) is not MISS:
+    if isinstance(out, DeviceBuffer) and call.replay((float(eps),), buffers, front) is not MISS:
         return out
     for name, value in (("x", x), ("gamma", gamma), ("beta", beta)):
         call.place(name, value)

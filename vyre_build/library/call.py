@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vyre_build.core.errors import DispatchError
+from vyre_build.runtime.bundles import Bundle
 from vyre_build.runtime.device import Again, Device, DeviceBuffer, Submission
 from vyre_build.runtime.plan import DTYPES, NP_NAMES, host_array
 from vyre_build.runtime.kernel import CallResult, Kernel
@@ -101,6 +102,7 @@ class Call:
                 f"{type(kernels).__name__}",
             )
         self.fn = fn
+        self.kernels = kernels
         self._submitted: Submission | None = None  # the submission of `run`'s own batch
         self._again: list[Again] | None = None  # what `_dispatch` queued, to queue again
         self._uploads = 0  # numbers this call's uploads (each its own kept buffer)
@@ -223,10 +225,14 @@ class Call:
         kernels = tuple(map(id, self.k.values()))
         return (threading.get_ident(), self.fn, params, kernels, tuple(map(id, buffers)))
 
-    def replay(self, params: tuple[Any, ...], buffers: tuple[Any, ...]) -> Any:
+    def replay(
+        self, params: tuple[Any, ...], buffers: tuple[Any, ...], front: tuple[Any, ...] = ()
+    ) -> Any:
         """Run the recipe of an earlier call with these parameters, kernels and the same
         live DeviceBuffers (None: absent) and return its scratch result buffer (None when
-        the result went to one of `buffers`); MISS if there is no such recipe."""
+        the result went to one of `buffers`); MISS if there is no such recipe. Inside the
+        caller's batch, the dispatches it queued are kept for `again` under the call's own
+        arguments: `front` (what the function was given besides its buffers) and `buffers`."""
         key = self._key(params, buffers)
         with _SCRATCH_LOCK:
             entry = _RECIPES.get(key)
@@ -253,6 +259,7 @@ class Call:
         # Inside a batch, the dispatches its last replay queued in this very batch, queued
         # again as they are (Device.run_again refuses them in another batch).
         if not own and again[0] is not None and self.device.run_again(again[0]):
+            self._keep_again(front, buffers, again, result)
             return result
         filled = [
             s._replace(args={n: buffers[v.i] if type(v) is _Slot else v for n, v in s.args.items()})
@@ -264,7 +271,23 @@ class Call:
             submitted[0] = self._submitted
         else:
             again[0] = self._again
+            self._keep_again(front, buffers, again, result)
         return result
+
+    def _keep_again(
+        self, front: tuple[Any, ...], buffers: tuple[Any, ...], held: list[Any], result: Any
+    ) -> None:
+        # Keep, for `again`, the recipe's queued dispatches (`held`, which replay updates)
+        # under this call's own arguments, where its kernels are a Bundle (which does not
+        # change: a plain mapping may, so its calls look their kernels up each time).
+        if held[0] is None or not isinstance(self.kernels, Bundle):
+            return
+        key = (threading.get_ident(), self.fn, id(self.kernels), front, *map(id, buffers))
+        refs = tuple(None if b is None else weakref.ref(b) for b in buffers)
+        with _SCRATCH_LOCK:
+            _AGAIN[key] = (weakref.ref(self.kernels), refs, held, result, self.device)
+            while len(_AGAIN) > _RECIPES_KEPT:
+                _AGAIN.popitem(last=False)
 
     def remember(
         self, params: tuple[Any, ...], buffers: tuple[Any, ...], steps: list[_Step], result: Any
@@ -390,5 +413,33 @@ class _Slot(NamedTuple):
 _RECIPES: collections.OrderedDict[tuple[Any, ...], tuple[Any, ...]] = collections.OrderedDict()
 _RECIPES_KEPT = 64
 MISS = object()
+# Queued dispatches of calls made inside a batch, by the call's own arguments (`again`).
+_AGAIN: collections.OrderedDict[tuple[Any, ...], tuple[Any, ...]] = collections.OrderedDict()
+
+
+def again(fn: str, kernels: object, front: tuple[Any, ...], buffers: tuple[Any, ...]) -> Any:
+    """Inside the caller's batch, a call of library function `fn` like an earlier one
+    there (Call.replay kept it): the same Bundle, the same other arguments (`front`: their
+    values and types) and the same live DeviceBuffers. Its dispatches are queued again as
+    they were (Device.run_again) and its result buffer returned (None when the result went
+    into one of `buffers`), before any check or pick: what that call checked holds for this
+    one (a DeviceBuffer's type and shape, the bundle's kernels and the device's picks do not
+    change). MISS where there is no such call, a buffer is another or released, or the
+    device refuses the dispatches (another batch)."""
+    key = (threading.get_ident(), fn, id(kernels), front, *map(id, buffers))
+    entry = _AGAIN.get(key)
+    if entry is None:
+        return MISS
+    kref, refs, held, result, device = entry
+    if kref() is not kernels:
+        return MISS
+    for ref, buf in zip(refs, buffers):
+        if ref is not None and ref() is not buf:
+            return MISS
+    if held[0] is None or not device.run_again(held[0]):
+        return MISS
+    return result
+
+
 _CLONES: weakref.WeakKeyDictionary[Kernel, dict[tuple[int, int], Kernel]]
 _CLONES = weakref.WeakKeyDictionary()

@@ -454,7 +454,8 @@ class Device:
                     return out
                 if batch is not None:
                     if not oneoff and jobs:  # on kept sets, DeviceBuffers only: repeatable
-                        into._again = Again(batch, tuple(jobs), tuple(results.values()))
+                        # (CallResult._again: `into` is typed as any dict here)
+                        setattr(into, "_again", Again(batch, tuple(jobs), tuple(results.values())))
                     batch.pending.extend(jobs)
                     batch.write_backs.extend(back)
                     if len(batch.pending) >= batch.chunk:
