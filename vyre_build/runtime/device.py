@@ -454,8 +454,9 @@ class Device:
                     return out
                 if batch is not None:
                     if not oneoff and jobs:  # on kept sets, DeviceBuffers only: repeatable
-                        # (CallResult._again: `into` is typed as any dict here)
-                        setattr(into, "_again", Again(batch, tuple(jobs), tuple(results.values())))
+                        # CallResult._again (`into` is typed as any dict here, so not `.`)
+                        again = Again(batch, tuple(jobs), tuple(results.values()))
+                        setattr(into, "_again", again)  # noqa: B010
                     batch.pending.extend(jobs)
                     batch.write_backs.extend(back)
                     if len(batch.pending) >= batch.chunk:
