@@ -321,5 +321,22 @@ def test_a_call_repeated_in_a_batch_is_found_before_its_checks(device, monkeypat
     with device.batch():
         for _ in range(3):
             library.scan(kernels, y, out=out)
-    assert made.count("scan") == 2 + 1 + 3  # (the released one refused), then every time
+    # (the released one refused), then two calls (its recipe, then its replay), then found
+    assert made.count("scan") == 2 + 1 + 2
     np.testing.assert_array_equal(out.read(), np.cumsum(x))
+    used = library.scan_kernels(device, "f32", 3000)
+    with device.batch():
+        library.scan(kernels, y, out=out)  # another batch: planned
+        library.scan(kernels, y, out=out)  # found again
+        kernels[used[-1]] = lib[used[-1]]  # the same Kernel again: still found
+        library.scan(kernels, y, out=out)
+        assert made.count("scan") == 6
+        kernels["extra"] = lib[used[-1]]  # a kernel added: looked up again
+        library.scan(kernels, y, out=out)
+        assert made.count("scan") == 7
+        del kernels[used[-1]]  # a kernel it used gone: the whole way (what the mapping
+        try:  # holds now: reduce-then-scan on the cpu reference; elsewhere refused)
+            library.scan(kernels, y, out=out)
+        except DispatchError as e:
+            assert "no kernel" in str(e)
+        assert made.count("scan") == 8

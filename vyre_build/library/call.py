@@ -11,7 +11,7 @@ import collections
 import math
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Union
 
 import numpy as np
@@ -278,14 +278,22 @@ class Call:
         self, front: tuple[Any, ...], buffers: tuple[Any, ...], held: list[Any], result: Any
     ) -> None:
         # Keep, for `again`, the recipe's queued dispatches (`held`, which replay updates)
-        # under this call's own arguments, where its kernels are a Bundle (which does not
-        # change: a plain mapping may, so its calls look their kernels up each time).
-        if held[0] is None or not isinstance(self.kernels, Bundle):
+        # under this call's own arguments; for a mapping other than a Bundle (which does
+        # not change), with the kernels it held, which `again` finds there again first.
+        if held[0] is None:
             return
         key = (threading.get_ident(), self.fn, id(self.kernels), front, *map(id, buffers))
         refs = tuple(None if b is None else weakref.ref(b) for b in buffers)
+        looked: tuple[Any, ...] = ()
+        if not isinstance(self.kernels, Bundle):  # its size too: no kernel added since
+            looked = (len(self.kernels), *self.k.items())
+        kref: Callable[[], object]
+        try:
+            kref = weakref.ref(self.kernels)
+        except TypeError:  # a mapping that takes no weak reference (a dict): held
+            kref = _Held(self.kernels)
         with _SCRATCH_LOCK:
-            _AGAIN[key] = (weakref.ref(self.kernels), refs, held, result, self.device)
+            _AGAIN[key] = (kref, refs, held, result, self.device, looked)
             while len(_AGAIN) > _RECIPES_KEPT:
                 _AGAIN.popitem(last=False)
 
@@ -417,9 +425,20 @@ MISS = object()
 _AGAIN: collections.OrderedDict[tuple[Any, ...], tuple[Any, ...]] = collections.OrderedDict()
 
 
-def again(fn: str, kernels: object, front: tuple[Any, ...], buffers: tuple[Any, ...]) -> Any:
+class _Held:
+    """A strong reference called like a weak one (for mappings without weak references)."""
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __call__(self) -> object:
+        return self.obj
+
+
+def again(fn: str, kernels: Any, front: tuple[Any, ...], buffers: tuple[Any, ...]) -> Any:
     """Inside the caller's batch, a call of library function `fn` like an earlier one
-    there (Call.replay kept it): the same Bundle, the same other arguments (`front`: their
+    there (Call.replay kept it): the same kernels (a Bundle, or a mapping still holding the
+    same Kernel objects under those ids), the same other arguments (`front`: their
     values and types) and the same live DeviceBuffers. Its dispatches are queued again as
     they were (Device.run_again) and its result buffer returned (None when the result went
     into one of `buffers`), before any check or pick: what that call checked holds for this
@@ -430,9 +449,15 @@ def again(fn: str, kernels: object, front: tuple[Any, ...], buffers: tuple[Any, 
     entry = _AGAIN.get(key)
     if entry is None:
         return MISS
-    kref, refs, held, result, device = entry
+    kref, refs, held, result, device, looked = entry
     if kref() is not kernels:
         return MISS
+    if looked:  # a mutable mapping: still as many kernels, the same ones under those ids
+        if len(kernels) != looked[0]:
+            return MISS
+        for kid, kernel in looked[1:]:
+            if kernels.get(kid) is not kernel:
+                return MISS
     for ref, buf in zip(refs, buffers):
         if ref is not None and ref() is not buf:
             return MISS
