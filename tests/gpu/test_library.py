@@ -279,7 +279,7 @@ def test_layer_norm_matches_numpy(lib, shape):
 
 @pytest.mark.parametrize("cols", [8, 1500, 2100])  # each row kernel
 def test_row_kernels_take_more_rows_than_one_dispatch(lib, monkeypatch, cols):
-    monkeypatch.setattr(library, "MAX_ROWS", 2)  # 5 rows: the loop over rows, 2 apart
+    monkeypatch.setattr(library.rows, "MAX_ROWS", 2)  # 5 rows: the loop over rows, 2 apart
     x = values("f32", (5, cols), seed=4, lo=-4, hi=4)
     ones, zeros = np.ones(cols, np.float32), np.zeros(cols, np.float32)
     np.testing.assert_allclose(library.softmax(lib, x), want_softmax(x), rtol=2e-5, atol=1e-7)
@@ -355,7 +355,7 @@ def test_every_short_row_design_matches_numpy(lib, suffix, cols):
 
 @pytest.mark.parametrize("suffix", list(library.SHORT_DESIGNS))
 def test_every_short_row_design_takes_more_rows_than_one_dispatch(lib, monkeypatch, suffix):
-    monkeypatch.setattr(library, "MAX_ROWS", 1)  # one workgroup: the loop over rows
+    monkeypatch.setattr(library.rows, "MAX_ROWS", 1)  # one workgroup: the loop over rows
     for cols in (5, 8, 1024):
         check_design(lib, suffix, cols, 37)
 

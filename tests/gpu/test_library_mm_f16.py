@@ -161,7 +161,7 @@ def test_bad_arguments_are_refused_by_name(mm_bundle, a, b, kwargs, message):
 
 
 def test_a_batch_past_the_grid_limit_is_refused(mm_bundle, monkeypatch):
-    monkeypatch.setattr(library, "MAX_BATCH", 2)
+    monkeypatch.setattr(library.matmuls, "MAX_BATCH", 2)
     with open_bundle(mm_bundle, device=get_device("cpu")) as bundle:
         with pytest.raises(DispatchError) as info:
             library.matmul_f16(bundle, np.ones((3, 2, 2), np.float16), np.ones((2, 2), np.float16))

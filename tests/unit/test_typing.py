@@ -15,6 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RUNTIME = [
     "vyre_build/runtime",
     "vyre_build/library/__init__.py",
+    "vyre_build/library/matmuls.py",
+    "vyre_build/library/rows.py",
     "vyre_build/library/bundle.py",
     "vyre_build/library/call.py",
     "vyre_build/library/picks.py",
