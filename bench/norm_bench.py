@@ -54,6 +54,7 @@ from library_bench import (  # noqa: E402
     calls_for,
     kernels_for,
     say,
+    time_gpu_alone,
     time_ours,
     time_torch,
     timed_device,
@@ -156,6 +157,7 @@ def run_shape(fn, shape, backends, lib, torch, args) -> None:
             call, out = ours_of(forced, dev, data)
             number = args.number or calls_for(call, dev.wait)
             gpu, _ = time_ours(dev, call, number, args.rounds)
+            alone = time_gpu_alone(dev, call, number, args.rounds)
             ok, err = agree(out.read(), np.asarray(want), rtol)
             base = gpu if base is None else base
             kid = library._row_kernel(
@@ -170,6 +172,9 @@ def run_shape(fn, shape, backends, lib, torch, args) -> None:
             )
             if ref is not None:
                 line += f"  vs torch {ref / gpu:5.3f}x"
+            if alone is not None:  # the device's own time (library_bench.time_gpu_alone)
+                line += f"  alone {alone * 1e6:6.1f} us"
+                line += f" ({ref / alone:5.3f}x)" if ref is not None else ""
             line += "  matches" if ok else f"  MISMATCH (max error {err:.3g})"
             say(line + f"  [{kid}]")
             del call, out

@@ -41,6 +41,12 @@ DEFAULT = {
     "lib_scan.py": ("lib_scan_look.f32", "lib_scan_block.f32", "lib_scan_sums.f32"),
     "lib_reduce.py": ("lib_reduce_once.sum_f32",),
     "lib_norm_warp.py": ("lib_softmax_warp.f32", "lib_layer_norm_warp.f32"),
+    "lib_norm_flat.py": (
+        "lib_softmax_flat.f32",
+        "lib_layer_norm_flat.f32",
+        "lib_softmax_pair.f32",
+        "lib_layer_norm_pair.f32",
+    ),
     "lib_matmul.py": ("lib_matmul.f32",),
 }
 # the GLSL witnesses (bench/glsl/prebuilt), with the library kernel whose bindings they take
