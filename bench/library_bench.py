@@ -20,7 +20,7 @@ Every result is compared with torch's (numpy's without torch) and the line says 
 Targets (issue 12): reduce >= 1.0x, scan >= 1.2x, matmul >= 0.75x, softmax and layer
 norm >= 1.0x. Softmax and layer norm lines end with the kernel that ran
 (library.row_kernel: rows up to 1024 values take the subgroup-per-row kernel,
-lib_norm_warp.py; issue 22's shapes 4096x1024, 8192x2048 and 16384x4096 by default);
+lib_norm_flat.py since 2026-12-05; issue 22's shapes 4096x1024, 8192x2048 and 16384x4096 by default);
 softmax_256 and layer_norm_256 force lib_norm.py's 256-wide kernel on the same shapes (the
 short-row designs side by side, and a copy of the same bytes: bench/norm_bench.py):
 

@@ -7,9 +7,9 @@ item 4: 1.0x torch or better at 4096x1024).
 
 Designs (library.SHORT_DESIGNS, each forced through the tuning interface the library
 reads, as `vyre-build tune` does):
-  _warp  kernels/lib_norm_warp.py, the current default: one subgroup per row, each of a
+  _warp  kernels/lib_norm_warp.py, the default until 2026-12-05: one subgroup per row, each of a
          lane's 8 vec4 loads under its own branches;
-  _flat  kernels/lib_norm_flat.py: the same rows per subgroup, the 8 loads straight-line
+  _flat  kernels/lib_norm_flat.py, the default since then: the same rows per subgroup, the 8 loads straight-line
          (index clamped into the row, a select past its end), gamma/beta in one block;
   _pair  kernels/lib_norm_flat.py: two rows per subgroup, 16 loads in flight per lane;
   wide   kernels/lib_norm.py, one 256-wide workgroup per row (short_rows 0).

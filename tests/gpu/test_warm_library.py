@@ -45,8 +45,8 @@ def runs(backend, profile) -> set[str]:
 
 
 # ... and on both, the default matmul and the two row kernels of each norm
-EVERYWHERE = {"lib_matmul.f32", "lib_softmax.f32", "lib_softmax_warp.f32"}
-EVERYWHERE |= {"lib_layer_norm.f32", "lib_layer_norm_warp.f32"}
+EVERYWHERE = {"lib_matmul.f32", "lib_softmax.f32", "lib_softmax_flat.f32"}
+EVERYWHERE |= {"lib_layer_norm.f32", "lib_layer_norm_flat.f32"}
 
 
 @pytest.fixture(scope="module")

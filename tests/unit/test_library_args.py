@@ -117,7 +117,7 @@ def test_bad_arguments_are_refused_before_the_device(case):
 
 @pytest.mark.parametrize(
     "cols, suffix",
-    [(1, "_warp"), (1023, "_warp"), (1024, "_warp"), (1025, ""), (2048, ""), (2049, "")],
+    [(1, "_flat"), (1023, "_flat"), (1024, "_flat"), (1025, ""), (2048, ""), (2049, "")],
 )
 def test_rows_pick_their_kernel_by_length(cols, suffix):
     """Up to 1024 values a row goes to the subgroup-per-row kernel, past that to the
@@ -129,7 +129,7 @@ def test_rows_pick_their_kernel_by_length(cols, suffix):
     ):
         kid = f"lib_{fn}{suffix}.f32"
         assert library.row_kernel(fn, cols) == kid
-        where = "lib_norm_warp.py" if suffix else "lib_norm.py"
+        where = "lib_norm_flat.py" if suffix else "lib_norm.py"
         with pytest.raises(DispatchError) as e:
             call()
         assert str(e.value) == (

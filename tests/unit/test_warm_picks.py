@@ -141,14 +141,14 @@ def test_a_registered_picker_passes_kernels_over_and_any_pick_that_runs_one_keep
 
 
 def test_a_tuned_pick_is_warmed_in_place_of_the_default(tmp_path):
-    """With a record picking matmul's 64 x 64 variant and the flat softmax on this device,
+    """With a record picking matmul's 64 x 64 variant and the _warp softmax on this device,
     warm() makes those and not the defaults, and the calls run them."""
     from vyre_build import library  # registers the library's picks
 
     path = _library_bundle(
         tmp_path,
         ("lib_matmul", "lib_softmax", "lib_softmax_warp", "lib_softmax_flat"),
-        {"matmul": "tile64", "softmax": "flat1024"},
+        {"matmul": "tile64", "softmax": "warp1024"},
     )
     dev = _fresh_cpu()
     try:
@@ -157,9 +157,9 @@ def test_a_tuned_pick_is_warmed_in_place_of_the_default(tmp_path):
             assert warmed.kernels == (
                 "lib_matmul.f32_64",
                 "lib_softmax.f32",
-                "lib_softmax_flat.f32",
+                "lib_softmax_warp.f32",
             )
-            assert "lib_matmul.f32" in warmed.unpicked and "lib_softmax_warp.f32" in warmed.unpicked
+            assert "lib_matmul.f32" in warmed.unpicked and "lib_softmax_flat.f32" in warmed.unpicked
             pipelines = len(dev._pipelines)
             a = np.ones((70, 5), np.float32)
             np.testing.assert_allclose(library.matmul(bundle, a, a.T), np.full((70, 70), 5.0))

@@ -56,8 +56,13 @@ __all__ = [
 # record; the suffix is one of SHORT_DESIGNS (kernel suffix: rows per workgroup at 32 lanes),
 # the designs a tuning candidate may name: _warp (lib_norm_warp.py), _flat (lib_norm_flat.py:
 # the same rows with straight-line loads) and _pair (lib_norm_flat.py: two rows per
-# subgroup). bench/norm_bench.py times them side by side; the default is this one word.
-SHORT_ROWS = ((1024, "_warp"),)
+# subgroup). bench/norm_bench.py times them side by side; the default is this one word:
+# _flat since 2026-12-05 (an H100, 4096x1024, the device's own time per call: layer norm
+# _flat 11.2 us, _pair 9.7, _warp 17.4-18.0, torch 18.3; softmax _flat 8.0, _pair 8.6,
+# _warp 9.1-10.1, torch 10.4). The driver gives _warp's layer norm 105 registers per
+# invocation, _flat's 80 (bench/pipeline_stats.py): 2 workgroups per SM against 3;
+# _pair, faster alone, takes 128 and 23 KiB of shared memory, so it stays a candidate.
+SHORT_ROWS = ((1024, "_flat"),)
 SHORT_DESIGNS = {"_warp": 8, "_flat": 8, "_pair": 16}
 _NUMERIC = ("f32", "i32", "u32")
 _OPS = ("sum", "min", "max")
@@ -210,14 +215,14 @@ def scan_kernels(device: Device, dtype: str = "f32", n: int | None = None) -> tu
 
 def row_kernel(fn: str, cols: int) -> str:
     """The kernel id that softmax or layer_norm runs for rows of `cols` values: the
-    subgroup-per-row kernel (lib_norm_warp.py) up to 1,024 values, lib_norm.py's past that
+    subgroup-per-row kernel (lib_norm_flat.py) up to 1,024 values, lib_norm.py's past that
     (SHORT_ROWS).
 
     Arguments:
         fn: "softmax" or "layer_norm".
         cols: the row length (x's last axis), at least 1.
     Returns:
-        The kernel id, e.g. "lib_softmax_warp.f32" for rows of 1024 values.
+        The kernel id, e.g. "lib_softmax_flat.f32" for rows of 1024 values.
     """
     if fn not in ("softmax", "layer_norm"):
         raise fail("row_kernel", f"fn must be 'softmax' or 'layer_norm', got {fn!r}")

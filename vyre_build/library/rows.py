@@ -1,6 +1,6 @@
 """library.softmax and layer_norm (re-exported by vyre_build.library, whose docstring
 says what every function shares): a row kernel picked by row length
-(kernels/lib_norm_warp.py up to 1,024 values, lib_norm.py past it: picks.row_runs)."""
+(kernels/lib_norm_flat.py up to 1,024 values, lib_norm.py past it: picks.row_runs)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def softmax(*args: Any, **kwargs: Any) -> Any:
 
     Arguments:
         kernels: optional: a Bundle (or a mapping of id -> Kernel) holding the kernel for x's row
-            length (`row_kernel("softmax", cols)`: lib_softmax_warp.f32 or .f32).
+            length (`row_kernel("softmax", cols)`: lib_softmax_flat.f32 or .f32).
         x: float32, a numpy array or DeviceBuffer of any shape (its last axis is a row).
         out: a float32 array or DeviceBuffer of x's shape to write the result into.
     Returns:
@@ -95,7 +95,7 @@ def layer_norm(*args: Any, **kwargs: Any) -> Any:
 
     Arguments:
         kernels: optional: a Bundle (or a mapping of id -> Kernel) holding the kernel for x's row
-            length (`row_kernel("layer_norm", cols)`: lib_layer_norm_warp.f32 or .f32).
+            length (`row_kernel("layer_norm", cols)`: lib_layer_norm_flat.f32 or .f32).
         x: float32, a numpy array or DeviceBuffer of any shape (its last axis is a row).
         gamma, beta: float32 of shape (cols,), numpy arrays or DeviceBuffers.
         eps: added to the variance; a finite float >= 0.

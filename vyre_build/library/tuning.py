@@ -7,7 +7,7 @@ its range and its default (the value the function uses with no tunable or no rec
 - scan `blocks`: the most blocks the input is cut into (their sums scanned in one step);
 - softmax, layer_norm `short_rows`: the longest row that goes to the short-row kernel
   (0: every row goes to the 256-wide one); the candidate's `kernel` (one of
-  library.SHORT_DESIGNS: lib_{fn}_warp.f32, the default, _flat or _pair) is that kernel;
+  library.SHORT_DESIGNS: lib_{fn}_flat.f32, the default, _warp or _pair) is that kernel;
 - matmul `tile`, `tile_m`, `tile_n` and `wg`: the block of C one workgroup computes
   (`tile_m` rows by `tile_n` columns; either one 0, the default, takes the square `tile`)
   and its workgroup size, for the candidate's `kernel` (default lib_matmul.f32, 128 and
