@@ -340,3 +340,22 @@ def test_a_call_repeated_in_a_batch_is_found_before_its_checks(device, monkeypat
         except DispatchError as e:
             assert "no kernel" in str(e)
         assert made.count("scan") == 8
+
+
+def test_what_a_batch_keeps_to_queue_again_keeps_no_buffer_alive(device):
+    """The dispatches kept for library.again and Device.run_again hold their buffers
+    weakly: buffers the caller drops after a batch are collected (their memory freed)."""
+    import weakref
+
+    from vyre_build import library
+
+    x = device.buffer(np.ones(5000, np.float32))
+    out = device.buffer(5000, "f32")
+    library.scan(x, out=out)
+    with device.batch():
+        for _ in range(3):
+            library.scan(x, out=out)
+    refs = (weakref.ref(x), weakref.ref(out))
+    del x, out
+    gc.collect()
+    assert [r() for r in refs] == [None, None]

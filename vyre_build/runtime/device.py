@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import math
 import threading
+import weakref
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
 
@@ -75,11 +76,12 @@ class Submission(NamedTuple):
 
 class Again(NamedTuple):
     """What run() queued in a batch on kept binding sets, for Device.run_again: the batch,
-    its jobs, and the buffers they bind."""
+    its jobs, and weak references to the buffers they bind (held weakly, so that keeping
+    this keeps no buffer alive: a buffer collected or released since refuses it)."""
 
     batch: Batch
     jobs: tuple[Job, ...]
-    buffers: tuple[DeviceBuffer, ...]
+    buffers: tuple[weakref.ref[DeviceBuffer], ...]
 
 
 class _Direct:
@@ -455,7 +457,8 @@ class Device:
                 if batch is not None:
                     if not oneoff and jobs:  # on kept sets, DeviceBuffers only: repeatable
                         # CallResult._again (`into` is typed as any dict here, so not `.`)
-                        again = Again(batch, tuple(jobs), tuple(results.values()))
+                        refs = tuple(weakref.ref(b) for b in results.values())
+                        again = Again(batch, tuple(jobs), refs)
                         setattr(into, "_again", again)  # noqa: B010
                     batch.pending.extend(jobs)
                     batch.write_backs.extend(back)
@@ -495,8 +498,11 @@ class Device:
             batch = self._current_batch()
             if batch is None or any(a.batch is not batch for a in again):
                 return False
-            if any(buf.released for a in again for buf in a.buffers):
-                return False
+            for a in again:
+                for ref in a.buffers:
+                    buf = ref()
+                    if buf is None or buf.released:
+                        return False
             for a in again:
                 batch.pending.extend(a.jobs)
             if len(batch.pending) >= batch.chunk:
