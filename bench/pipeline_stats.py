@@ -94,28 +94,38 @@ def statistics(dev, pipeline) -> list[tuple[str, list[tuple[str, str]]]]:
             raise SystemExit(f"{name}: not found on {dev.name}")
         return ffi.cast("PFN_" + name, fn)
 
+    def listed(get, about, ctype, stype):
+        # The Vulkan two-call idiom: the count, then that many structs of `stype`.
+        count = ffi.new("uint32_t*")
+        get(dev.dev, about, count, ffi.NULL)
+        items = ffi.new(ctype + "[]", count[0])
+        for item in items:
+            item.sType = stype
+        get(dev.dev, about, count, items)
+        return items
+
     get_props = proc("vkGetPipelineExecutablePropertiesKHR")
     get_stats = proc("vkGetPipelineExecutableStatisticsKHR")
     info = ffi.new("VkPipelineInfoKHR*")
     info.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR
     info.pipeline = pipeline
-    count = ffi.new("uint32_t*")
-    get_props(dev.dev, info, count, ffi.NULL)
-    props = ffi.new("VkPipelineExecutablePropertiesKHR[]", count[0])
-    for p in props:
-        p.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR
-    get_props(dev.dev, info, count, props)
+    props = listed(
+        get_props,
+        info,
+        "VkPipelineExecutablePropertiesKHR",
+        vk.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR,
+    )
     out = []
-    for index in range(count[0]):
+    for index in range(len(props)):
         ex = ffi.new("VkPipelineExecutableInfoKHR*")
         ex.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR
         ex.pipeline, ex.executableIndex = pipeline, index
-        n = ffi.new("uint32_t*")
-        get_stats(dev.dev, ex, n, ffi.NULL)
-        stats = ffi.new("VkPipelineExecutableStatisticKHR[]", n[0])
-        for s in stats:
-            s.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR
-        get_stats(dev.dev, ex, n, stats)
+        stats = listed(
+            get_stats,
+            ex,
+            "VkPipelineExecutableStatisticKHR",
+            vk.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR,
+        )
         rows = []
         for s in stats:
             fmt = s.format

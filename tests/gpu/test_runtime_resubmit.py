@@ -247,6 +247,10 @@ def test_a_batch_queues_a_kernels_dispatch_again_and_no_other_batch_does(device)
     np.testing.assert_array_equal(y.read(), 6 * host)
     with device.batch():  # an array argument: a one-off set, nothing to queue again
         assert saxpy(x=host, y=y, a=1.0)._again is None
+    with device.batch():  # a buffer it binds released since: refused
+        token = saxpy(x=x, y=y, a=1.0)._again
+        x.release()
+        assert not device.run_again([token])
 
 
 def test_library_calls_repeated_in_a_batch_queue_their_dispatches_again(device, monkeypatch):

@@ -282,7 +282,7 @@ class Call:
         # not change), with the kernels it held, which `again` finds there again first.
         if held[0] is None:
             return
-        key = (threading.get_ident(), self.fn, id(self.kernels), front, *map(id, buffers))
+        key = _again_key(self.fn, self.kernels, front, buffers)
         refs = tuple(None if b is None else weakref.ref(b) for b in buffers)
         looked: tuple[Any, ...] = ()
         if not isinstance(self.kernels, Bundle):  # its size too: no kernel added since
@@ -435,6 +435,14 @@ class _Held:
         return self.obj
 
 
+def _again_key(
+    fn: str, kernels: object, front: tuple[Any, ...], buffers: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    # What `again` finds a call by: this thread, the function, the kernels, the other
+    # arguments and the buffers (by identity; the entry checks they are still those).
+    return (threading.get_ident(), fn, id(kernels), front, *map(id, buffers))
+
+
 def again(fn: str, kernels: Any, front: tuple[Any, ...], buffers: tuple[Any, ...]) -> Any:
     """Inside the caller's batch, a call of library function `fn` like an earlier one
     there (Call.replay kept it): the same kernels (a Bundle, or a mapping still holding the
@@ -445,8 +453,7 @@ def again(fn: str, kernels: Any, front: tuple[Any, ...], buffers: tuple[Any, ...
     one (a DeviceBuffer's type and shape, the bundle's kernels and the device's picks do not
     change). MISS where there is no such call, a buffer is another or released, or the
     device refuses the dispatches (another batch)."""
-    key = (threading.get_ident(), fn, id(kernels), front, *map(id, buffers))
-    entry = _AGAIN.get(key)
+    entry = _AGAIN.get(_again_key(fn, kernels, front, buffers))
     if entry is None:
         return MISS
     kref, refs, held, result, device, looked = entry

@@ -26,7 +26,6 @@ from __future__ import annotations
 import collections
 import math
 import threading
-import weakref
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
 
@@ -75,13 +74,12 @@ class Submission(NamedTuple):
 
 
 class Again(NamedTuple):
-    """What run() queued in a batch on kept binding sets, for Device.run_again: the batch,
-    its jobs, and weak references to the buffers they bind (held weakly, so that keeping
-    this keeps no buffer alive: a buffer collected or released since refuses it)."""
+    """What run() queued in a batch on kept binding sets, for Device.run_again: the batch
+    and its jobs (no buffer: a set of a buffer released or collected since leaves
+    `_live_sets`, which refuses it, as for a Submission)."""
 
     batch: Batch
     jobs: tuple[Job, ...]
-    buffers: tuple[weakref.ref[DeviceBuffer], ...]
 
 
 class _Direct:
@@ -457,9 +455,7 @@ class Device:
                 if batch is not None:
                     if not oneoff and jobs:  # on kept sets, DeviceBuffers only: repeatable
                         # CallResult._again (`into` is typed as any dict here, so not `.`)
-                        refs = tuple(weakref.ref(b) for b in results.values())
-                        again = Again(batch, tuple(jobs), refs)
-                        setattr(into, "_again", again)  # noqa: B010
+                        setattr(into, "_again", Again(batch, tuple(jobs)))  # noqa: B010
                     batch.pending.extend(jobs)
                     batch.write_backs.extend(back)
                     if len(batch.pending) >= batch.chunk:
@@ -489,20 +485,20 @@ class Device:
     def run_again(self, again: list[Again]) -> bool:
         """Queue the dispatches of earlier run() calls again, as they were (`again`: each
         run's CallResult._again), in this thread's open batch; False, queueing nothing, where
-        they cannot be: another batch or none, or a buffer released since. The binding
-        sets are the ones those runs took for this batch: they stay its own, with their
-        scalars, until it ends (_binding), so the dispatches are the same (a library call
-        repeated on the same DeviceBuffers in a batch: no checks, plan or binding)."""
+        they cannot be: another batch or none, or a buffer released or collected since (its
+        sets leave `_live_sets`, as resubmit finds). The binding sets are the ones those runs
+        took for this batch: they stay its own, with their scalars, until it ends
+        (_binding), so the dispatches are the same (a library call repeated on the same
+        DeviceBuffers in a batch: no checks, plan or binding)."""
         with self._lock:
             self._check_open()
+            self._collect()
             batch = self._current_batch()
             if batch is None or any(a.batch is not batch for a in again):
                 return False
-            for a in again:
-                for ref in a.buffers:
-                    buf = ref()
-                    if buf is None or buf.released:
-                        return False
+            live = self._live_sets
+            if any(id(entry) not in live for a in again for _, entry, _ in a.jobs):
+                return False
             for a in again:
                 batch.pending.extend(a.jobs)
             if len(batch.pending) >= batch.chunk:
