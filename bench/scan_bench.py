@@ -9,7 +9,10 @@
 - look: lib_scan_look (a subgroup walks back, a lane per predecessor; tiles of 8,192 values
   scanned before the walk; relaxed flag loads, then one acquire fence), the library's
   LOOK_BACK_KERNEL;
-- look acq: lib_scan_look.acquire_* (acquire loads of the flags, no fence).
+- look acq: lib_scan_look.acquire_* (acquire loads of the flags, no fence);
+- look wN (--wg N,...): lib_scan_look built with workgroups of N invocations (the module's
+  WG rebound in its source text), so tiles of N * 32 values: which tile size the device
+  wants.
 
     python3 bench/scan_bench.py           # the H200 run: f32 and i32 at 1M, 16.7M and 268M
     python3 bench/scan_bench.py --quick   # small sizes, a smoke run (lavapipe here)
@@ -81,8 +84,9 @@ class _Blocks(dict):
         return Choice(name, f"b{self.blocks}", None, {"blocks": self.blocks}, "forced", None)
 
 
-def paths(kernels: dict, kind: str) -> list[tuple[str, str, object]]:
-    """(row name, what it runs, call(x, out)) for every path."""
+def paths(kernels: dict, kind: str, sized: dict) -> list[tuple[str, str, object]]:
+    """(row name, what it runs, call(x, out)) for every path; `sized`: workgroup size ->
+    the lib_scan kernels built with it (--wg)."""
     rows: list[tuple[str, str, object]] = []
     for blocks in (1024, 528, 264):
         lib = _Blocks(kernels, blocks)
@@ -95,7 +99,23 @@ def paths(kernels: dict, kind: str) -> list[tuple[str, str, object]]:
         if kid in kernels:
             call = lambda x, o, kid=kid: library._scan_once(kernels, kid, x, kind, False, o)  # noqa: E731
             rows.append((name, kid, call))
+    for wg, built in sized.items():
+        kid = f"lib_scan_look.{kind}"
+        if kid in built:
+            call = lambda x, o, kid=kid, b=built: library._scan_once(b, kid, x, kind, False, o)  # noqa: E731
+            rows.append((f"look w{wg}", f"{kid} (WG {wg})", call))
     return rows
+
+
+def built_with(dev, wg: int) -> dict:
+    """The lib_scan kernels the device can run, built with workgroups of `wg`."""
+    path = os.path.join(KERNELS, "lib_scan.py")
+    with open(path) as f:
+        text = f.read()
+    if "\nWG = 256\n" not in text:
+        raise SystemExit("kernels/lib_scan.py no longer sets WG = 256: --wg cannot rebind it")
+    text = text.replace("\nWG = 256\n", f"\nWG = {wg}\n")
+    return kernels_for(dev, compile_file(path, root=KERNELS, text=text))
 
 
 def forward_progress(dev) -> bool:
@@ -107,7 +127,7 @@ def forward_progress(dev) -> bool:
     return known and SINGLE_PASS_FEATURES <= p.features
 
 
-def run(dev, kernels: dict, kind: str, n: int, torch, args) -> None:
+def run(dev, kernels: dict, kind: str, n: int, torch, args, sized: dict) -> None:
     data = _vector(kind)(np.random.default_rng(0), n)
     x_host = data["x"]
     moved = 8 * n  # read once, write once
@@ -133,7 +153,7 @@ def run(dev, kernels: dict, kind: str, n: int, torch, args) -> None:
     out = dev.buffer(n, kind)
     base = None
     progress = forward_progress(dev)
-    for name, what, call in paths(kernels, kind):
+    for name, what, call in paths(kernels, kind, sized):
         if args.paths and name not in args.paths.split(","):
             continue
         if what != "rts" and not progress and (n > LOOK_BACK_UNSAFE or "acquire" in what):
@@ -162,10 +182,14 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--paths", default="", help="comma list of: " + ", ".join(PATHS) + " (default: all)"
     )
+    ap.add_argument("--wg", default="", help="comma list of workgroup sizes: look wN paths")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--number", type=int, default=0, help="calls per round (default: ~30 ms)")
     args = ap.parse_args(argv)
-    unknown = set(filter(None, args.paths.split(","))) - set(PATHS)
+    sizes_wg = [int(w) for w in args.wg.split(",") if w]
+    unknown = (
+        set(filter(None, args.paths.split(","))) - set(PATHS) - {f"look w{w}" for w in sizes_wg}
+    )
     if unknown:
         ap.error(f"unknown paths {sorted(unknown)}; choose from {list(PATHS)}")
     if args.paths and "rts b1024" not in args.paths.split(","):
@@ -177,12 +201,13 @@ def main(argv=None) -> int:
     dev = timed_device(args.backend)
     compiled = compile_file(os.path.join(KERNELS, "lib_scan.py"), root=KERNELS)
     kernels = kernels_for(dev, compiled)
+    sized = {w: built_with(dev, w) for w in sizes_wg}
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     say(f"forward progress: {'yes' if forward_progress(dev) else 'no'}")
     start = time.perf_counter()
     for kind in args.kinds.split(","):
         for n in sizes:
-            run(dev, kernels, kind, n, torch, args)
+            run(dev, kernels, kind, n, torch, args, sized)
     say(f"total {time.perf_counter() - start:.1f} s")
     return 0
 

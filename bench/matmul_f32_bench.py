@@ -1,0 +1,116 @@
+"""fp32 matmul against torch fp32 (allow_tf32 off): library.matmul as it routes, each
+lib_matmul variant called directly with the library's bindings and grid, bench/kernels/
+candidates of the same bindings, and the same design hand-written in GLSL (--glsl,
+bench/glsl/sgemm.comp): whether the language or the design is short of issue 22's 0.8x.
+
+    python3 bench/matmul_f32_bench.py [--sizes 2048,4096,8192] [--rounds 5]
+        [--variants f32,f32_pad,f32_k16] [--candidate F.py] [--glsl] [--backend vulkan|wgpu]
+
+Ours: GPU timestamps around a batch of calls (wall time on wgpu); torch: CUDA events around
+the same number of torch.matmul on float32 tensors. Prints TFLOP/s and torch time / ours,
+and checks every output against torch's (|diff| <= 1e-3 |C|max; numpy's without torch).
+The GLSL witnesses run the interior sizes only (multiples of 128).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+KERNELS = os.path.join(ROOT, "kernels")
+sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
+
+from bench_env import cuda_torch  # noqa: E402
+from library_bench import CODE, kernels_for, say, time_ours, time_torch, timed_device  # noqa: E402
+
+from vyre_build.compiler import compile_file  # noqa: E402
+from vyre_build.runtime import load_kernel  # noqa: E402
+
+GLSL = ("sgemm", "sgemm_vecb", "sgemm_k16", "sgemm_k16_vecb")
+TILE = {"f32_64": (64, 64), "f32_64p": (64, 64), "f32_128x64": (128, 64), "f32_64x128": (64, 128)}
+
+
+def direct_call(kern, stem: str, a, b, c, n: int):
+    """A call of lib_matmul variant `stem` (or a candidate of its bindings) on n x n."""
+    bm, bn = TILE.get(stem.split(".", 1)[1], (128, 128))
+    grid = (-(-n // bn) * 256, -(-n // bm))
+    extra = {}  # a candidate's vec4 view of b and its flag
+    if any(x.name == "b4" for x in kern.bindings):
+        extra = dict(b4=b, vb=int(n % 4 == 0))
+    return lambda: kern(a=a, b=b, c=c, M=n, N=n, K=n, grid=grid, **extra)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="2048,4096,8192")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--variants", default="f32", help="lib_matmul variants called directly")
+    ap.add_argument("--candidate", default="", help="also time bench/kernels/F (its variants)")
+    ap.add_argument("--glsl", action="store_true", help="also time bench/glsl/sgemm*.spv")
+    ap.add_argument("--backend", default="vulkan", choices=("vulkan", "wgpu", "cpu"))
+    args = ap.parse_args(argv)
+
+    from vyre_build import library
+
+    dev = timed_device(args.backend)
+    code = CODE[args.backend]
+    compiled = compile_file(os.path.join(KERNELS, "lib_matmul.py"), root=KERNELS)
+    kernels = kernels_for(dev, compiled)  # those the device can run
+    meta = next(k.meta for k in compiled if k.stem == "lib_matmul.f32")
+    runs = {}
+    for v in filter(None, args.variants.split(",")):
+        if "lib_matmul." + v in kernels:
+            runs["lib_matmul." + v] = kernels["lib_matmul." + v]
+        else:
+            say(f"  lib_matmul.{v}: not run ({dev.name} cannot run it)")
+    if args.candidate:
+        for k in compile_file(os.path.join(HERE, "kernels", args.candidate), root=ROOT):
+            runs[k.stem] = load_kernel(k.meta, device=dev, **{code: getattr(k, code)})
+    glsl = {}
+    if args.glsl and args.backend == "vulkan":
+        for name in GLSL:
+            with open(os.path.join(HERE, "glsl", "prebuilt", name + ".spv"), "rb") as f:
+                glsl["glsl." + name] = load_kernel(meta, device=dev, spirv=f.read())
+    torch = cuda_torch()
+    for n in (int(s) for s in args.sizes.split(",")):
+        rng = np.random.default_rng(n)
+        a = rng.standard_normal((n, n), dtype=np.float32)
+        b = rng.standard_normal((n, n), dtype=np.float32)
+        da, db = dev.buffer(a), dev.buffer(b)
+        flop = 2.0 * n**3
+        number = max(1, min(20, int(2e11 / flop)))
+        th = None
+        if torch is not None:
+            torch.backends.cuda.matmul.allow_tf32 = False
+            ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+            want = torch.matmul(ta.double(), tb.double()).cpu().numpy()
+            th = time_torch(torch, lambda ta=ta, tb=tb: torch.matmul(ta, tb), number, args.rounds)
+            say(f"  torch fp32           n={n:<6} {flop / th / 1e12:7.2f} TFLOP/s")
+        else:
+            want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        calls = [("library.matmul", None)] + [(s, k) for s, k in runs.items()]
+        calls += [(s, k) for s, k in glsl.items() if n % 128 == 0]
+        for stem, kern in calls:
+            c = dev.buffer((n, n), "f32")
+            if kern is None:
+                call = lambda c=c, da=da, db=db: library.matmul(kernels, da, db, out=c)  # noqa: E731
+            else:
+                call = direct_call(kern, stem if "." in stem else stem + ".f32", da, db, c, n)
+            ours, _ = time_ours(dev, call, number, args.rounds)
+            got = c.read().reshape(n, n).astype(np.float64)
+            ok = np.abs(got - want).max() <= 1e-3 * np.abs(want).max()
+            line = f"  {stem:<20} n={n:<6} {flop / ours / 1e12:7.2f} TFLOP/s"
+            if th is not None:
+                line += f"   ratio {th / ours:.3f}x"
+            say(line + ("" if ok else "   MISMATCH"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
