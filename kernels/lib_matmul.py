@@ -14,6 +14,15 @@ before the step computes (so it costs no registers). A panel of 128 vec4s leaves
 workgroup loading spare rows of its buffer that no step reads (so no load is guarded by
 the invocation's index). Loads past an edge read 0, stores past an edge are skipped.
 
+The K loop is split as lib_mm_f16's: in a variant with one vec4 of each panel per
+invocation (f32, f32_pad, f32_64, f32_64p), a block inside C whose B rows are whole vec4s
+(vb = 1: N a multiple of 4 and b4, b's vec4 view, bound) runs the steps whose next step
+lies inside K in a loop of unguarded loads, B's by vec4s; the rest, and every step of an
+edge block or another variant, in the loop of guarded loads. On an H100 (2026-12-05,
+bench/matmul_f32_bench.py) the split ran 34.1-35.2 TFLOP/s at 2048-8192 against 31.8-33.2
+for the one loop (1.06-1.07x), and as fast as the design hand-written in GLSL without any
+bounds rule (bench/glsl/sgemm.comp, vec4 B loads: 32.8-35.1).
+
 The design's parameters are the module constants below (128 x 128, BK = 8, no padding: 16
 KiB of shared memory, WebGPU's default limit: the variant f32); a variant rebinds them
 (variants.yaml, beside T = f32 and V = vec4f): 16 * RM * BK and 16 * RN * BK must be 128,
@@ -47,7 +56,8 @@ def put(c: Buffer[T, "w"], row: u32, col: u32, v: V, M: u32, N: u32) -> None:
 
 
 @kernel(workgroup_size=WG, grid=(1, 1), shared_bytes=SB)
-def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K: u32):
+def lib_matmul(a: Buffer[T], b: Buffer[T], b4: Buffer[V], c: Buffer[T, "w"], M: u32, N: u32,
+               K: u32, vb: u32):
     # A's panel: [buffer][k][groups of 4 rows: 16 * RM, or WG // BK where more, + PA]; B's:
     # [buffer][rows: BK, or WG // (16 * RN) where more][16 * RN groups of 4 columns]. B's
     # indices are A's (`row`, `nxt`) where the two have the same shape: B's panel is one vec4
@@ -113,7 +123,58 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], c: Buffer[T, "w"], M: u32, N: u32, K:
     c70 = z
     c71 = z
     steps = (K + BK - 1) // BK
-    for s in range(steps):
+    s0 = u32(0)
+    if 16 * RM * BK == WG and 16 * RN * BK == WG:
+        # (a variant with one vec4 of each panel per invocation: f32, f32_pad, f32_64, f32_64p)
+        # a block inside C with B's rows in whole vec4s (vb) runs the steps whose next step
+        # lies inside K in a loop of unguarded loads (B's by vec4s): no guard's temporaries
+        # beside the accumulators, as lib_mm_f16's fast loop
+        if vb == 1 and m0 + 64 * RM <= M and n0 + 64 * RN <= N:
+            while s0 + 1 < K // BK:
+                cur = (s0 % 2) * (BK * (WG // BK + PA))
+                k1 = (s0 + 1) * BK
+                pa0 = a[ar * K + k1 + ak]
+                pa1 = a[(ar + 1) * K + k1 + ak]
+                pa2 = a[(ar + 2) * K + k1 + ak]
+                pa3 = a[(ar + 3) * K + k1 + ak]
+                pb = b4[((k1 + bk) * N + bc) // 4]
+                for k in range(u32(BK)):
+                    row = cur + k * (WG // BK + PA)
+                    alo = sa[row + ty]
+                    if RM == 2:
+                        ahi = sa[row + 16 + ty]
+                    blo = sb[(row if WG // BK + PA == 16 * RN else (s0 % 2) * WG + k * (16 * RN)) + tx]
+                    if RN == 2:
+                        bhi = sb[(row if WG // BK + PA == 16 * RN else (s0 % 2) * WG + k * (16 * RN)) + 16 + tx]
+                    c00 = fma(blo, alo.x, c00)
+                    if RN == 2:
+                        c01 = fma(bhi, alo.x, c01)
+                    c10 = fma(blo, alo.y, c10)
+                    if RN == 2:
+                        c11 = fma(bhi, alo.y, c11)
+                    c20 = fma(blo, alo.z, c20)
+                    if RN == 2:
+                        c21 = fma(bhi, alo.z, c21)
+                    c30 = fma(blo, alo.w, c30)
+                    if RN == 2:
+                        c31 = fma(bhi, alo.w, c31)
+                    if RM == 2:
+                        c40 = fma(blo, ahi.x, c40)
+                        c41 = fma(bhi, ahi.x, c41)
+                        c50 = fma(blo, ahi.y, c50)
+                        c51 = fma(bhi, ahi.y, c51)
+                        c60 = fma(blo, ahi.z, c60)
+                        c61 = fma(bhi, ahi.z, c61)
+                        c70 = fma(blo, ahi.w, c70)
+                        c71 = fma(bhi, ahi.w, c71)
+                nxt = BK * (WG // BK + PA) - cur
+                sa[nxt + ak * (WG // BK + PA) + ag] = V(pa0, pa1, pa2, pa3)
+                sb[(nxt if WG // BK + PA == 16 * RN else WG - (s0 % 2) * WG) + bk * (16 * RN) + bg] = pb
+                barrier()
+                s0 += 1
+    for s in range(s0, steps):
+        # the rest (every step of an edge block, and of a variant with two vec4s of a panel
+        # per invocation or spare rows): guarded loads, zeros past the edges
         cur = (s % 2) * (BK * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA))
         # the next step's panels, in registers while this step computes (zeros past K)
         k1 = (s + 1) * BK

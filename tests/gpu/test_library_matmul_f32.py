@@ -4,7 +4,8 @@ exactly against numpy on every backend, in every variant the matmul tunable may 
 Inputs are small integers over 4 and 2, so every product and partial sum is exact in f32
 and the kernel must give numpy's f64 product bit for bit, whatever its order of FMAs.
 Sizes hit each edge: 1 x 1 x 1, N not a multiple of 4 (scalar loads of B, scalar stores),
-K not a multiple of the 16-deep step, more than one 128 x 128 block on each axis.
+K not a multiple of the 16-deep step, more than one 128 x 128 block on each axis, blocks
+inside C that take the fast K loop (vec4 loads of B) before the guarded rest.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from vyre_build.runtime.tuning import Choice
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_library import build_library  # noqa: E402
 
-SIZES = [(1, 1, 1), (17, 15, 33), (130, 47, 70), (129, 40, 132), (64, 33, 256)]
+SIZES = [(1, 1, 1), (17, 15, 33), (130, 47, 70), (129, 40, 132), (64, 33, 256), (256, 72, 128)]
 
 
 @pytest.fixture(scope="module")

@@ -74,10 +74,13 @@ def _matmul(kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = Non
     call.place("b", b)
     call.output(out, "f32", (m, n))
     ab, _ = call.upload(a)
-    bb, _ = call.upload(b)
+    bb, bvec = call.upload(b)
+    b4, _ = call.pair(bb, bvec, "f32", False)
     cb = out if isinstance(out, DeviceBuffer) else call.device.buffer((m, n), "f32")
     grid = (-(-n // bn) * wg, -(-m // bm))
-    steps = [call.step(kid, 0, dict(a=ab, b=bb, c=cb, M=m, N=n, K=k), grid)]
+    # vb: B's rows are whole vec4s of b4 (the kernel's fast loop loads them so)
+    args = dict(a=ab, b=bb, b4=b4, c=cb, M=m, N=n, K=k, vb=int(bvec and n % 4 == 0))
+    steps = [call.step(kid, 0, args, grid)]
     call.run(steps)
     call.remember((bm, bn, wg), (a, b, out), steps, None)
     return call.result(cb, out, m * n, (m, n))
