@@ -32,7 +32,7 @@ from library_bench import CODE, kernels_for, say, time_ours, time_torch, timed_d
 from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.runtime import load_kernel  # noqa: E402
 
-GLSL = ("sgemm", "sgemm_vecb", "sgemm_k16", "sgemm_k16_vecb")
+GLSL = ("sgemm", "sgemm_vecb", "sgemm_k16", "sgemm_k16_vecb", "sgemm_vecb_w48")
 TILE = {"f32_64": (64, 64), "f32_64p": (64, 64), "f32_128x64": (128, 64), "f32_64x128": (64, 128)}
 
 

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Rebuild bench/glsl/prebuilt/sgemm*.spv from sgemm.comp (glslangValidator and spirv-opt on
-# PATH): the library's fp32 design hand-written, 8- and 16-deep, scalar and vec4 B loads.
+# PATH): the library's fp32 design hand-written, 8- and 16-deep, scalar and vec4 B loads,
+# and the 4 x 8 subgroup layout (W48) with vec4 B loads.
 set -e
 cd "$(dirname "$0")"
 tmp=$(mktemp -d)
@@ -12,4 +13,7 @@ for bk in "" BK16; do
     spirv-val --target-env vulkan1.2 "prebuilt/$name.spv"
   done
 done
+glslangValidator -V --target-env vulkan1.2 -DVECB -DW48 -o "$tmp/w48.spv" sgemm.comp >/dev/null
+spirv-opt --target-env=vulkan1.2 --loop-unroll -O "$tmp/w48.spv" -o prebuilt/sgemm_vecb_w48.spv
+spirv-val --target-env vulkan1.2 prebuilt/sgemm_vecb_w48.spv
 rm -rf "$tmp"

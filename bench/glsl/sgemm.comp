@@ -11,6 +11,8 @@
 // memory), as the library's f32_k16 variant.
 // VECB (-DVECB): B's next panel by vec4 loads (one per vec4 of the panel) instead of four
 // scalar loads: what vec4 global loads would give the library's kernel.
+// W48 (-DW48): a subgroup of 32 covers 4 x 8 invocations of the 16 x 16 grid (its shared
+// reads per k: 4 vec4s of A, 8 of B) instead of 2 x 16 (2 of A, 16 of B).
 // Build: glslangValidator -V --target-env vulkan1.2 [-DBK16] [-DVECB] -o x.spv sgemm.comp,
 // then spirv-opt --target-env=vulkan1.2 --loop-unroll -O x.spv -o prebuilt/sgemm[...].spv
 // (bench/glsl/build_sgemm.sh makes all four).
@@ -24,16 +26,20 @@ layout(local_size_x = 256) in;
 #define P (BK / 8u)  // vec4s of each panel per invocation
 layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
-layout(std430, set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer C4 { vec4 c4[]; };
-layout(std140, set = 0, binding = 3) uniform Params { uint M; uint N; uint K; };
+layout(std430, set = 0, binding = 2) readonly buffer B4 { vec4 b4[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer C4 { vec4 c4[]; };
+layout(std140, set = 0, binding = 4) uniform Params { uint M; uint N; uint K; uint vb; };
 // panel [buffer][k][32 vec4s]
 shared vec4 sa[2u * BK * 32u];
 shared vec4 sb[2u * BK * 32u];
 
 void main() {
     uint lid = gl_LocalInvocationID.x;
+#ifdef W48
+    uint tx = (lid / 32u) % 2u * 8u + lid % 8u, ty = (lid / 64u) * 4u + (lid % 32u) / 8u;
+#else
     uint tx = lid % 16u, ty = lid / 16u;
+#endif
     uint m0 = gl_WorkGroupID.y * 128u, n0 = gl_WorkGroupID.x * 128u;
     // A: rows ar + (1024 / BK) * p (4 of them from there) at k column ak; B: row bk + 8 * p
     // at columns bc..bc+3

@@ -5,12 +5,15 @@ block inside C (and N a multiple of 4, vb = 1: b4 is b's vec4 view) runs the ste
 next step lies inside K in a loop of unguarded loads (B's by vec4s), then the rest, and
 every step of an edge block, in the loop of guarded loads. bench/matmul_f32_bench.py
 --candidate mm_f32_split.py times it beside the library's kernel (same grid; b4 and vb
-added). Variant f32 only.
+added). Variant f32: the library's layout (a subgroup of 32 covers 2 x 16 invocations of
+the 16 x 16 grid: per k step its shared reads are 2 vec4s of A and 16 of B); w48: a subgroup
+covers 4 x 8 (4 of A and 8 of B: one 128-byte wavefront each on NVIDIA, not two for B).
 """
 from vyre_build.lang import (Buffer, barrier, f32, fma, kernel, local_id, shared, u32, vec4f,
                              workgroup_id)
 
 WG = 256
+W48 = 0
 
 
 def at(m: Buffer[f32], row: u32, col: u32, rows: u32, cols: u32) -> f32:
@@ -30,7 +33,7 @@ def put(c: Buffer[f32, "w"], row: u32, col: u32, v: vec4f, M: u32, N: u32) -> No
             c[i + 3] = v.w
 
 
-@kernel(workgroup_size=WG, grid=(1, 1), shared_bytes=16384, variants={"f32": {"WG": 256}})
+@kernel(workgroup_size=WG, grid=(1, 1), shared_bytes=16384, variants={"f32": {"W48": 0}, "w48": {"W48": 1}})
 def mm_f32_split(a: Buffer[f32], b: Buffer[f32], b4: Buffer[vec4f], c: Buffer[f32, "w"],
                  M: u32, N: u32, K: u32, vb: u32):
     sa = shared(vec4f, 512)  # [buffer][k: 8][32 vec4s along m]
@@ -38,6 +41,9 @@ def mm_f32_split(a: Buffer[f32], b: Buffer[f32], b4: Buffer[vec4f], c: Buffer[f3
     lid = local_id().x
     tx = lid % 16
     ty = (lid // 16) % 16
+    if W48 == 1:
+        tx = (lid // 32) % 2 * 8 + lid % 8
+        ty = ((lid // 64) * 4 + (lid % 32) // 8) % 16
     m0 = workgroup_id().y * 128
     n0 = workgroup_id().x * 128
     ak = lid % 8
