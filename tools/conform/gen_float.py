@@ -267,7 +267,13 @@ class FloatGen:
                 a, b = self.vexpr(ty, want, d - 1), self.vexpr(ty, want, d - 1)
                 facts = F.join(a.facts, b.facts)
             if r.random() < 0.3:  # a scalar beside a vector is splatted
-                b = self.fexpr(b.facts, 0) if isf else self.iexpr(elem, want.uni, 0)
+                s = self.fexpr(b.facts, 0) if isf else self.iexpr(elem, want.uni, 0)
+                # the op's bound again with the scalar, which may be a literal where the
+                # vector was not (a constant to fold and regroup with): the scalar stands
+                # in only where the bound computed above still holds
+                again = F.mul(a.facts, s.facts) if op == "*" else F.add(a.facts, s.facts, True)
+                if not isf or again.err <= facts.err:
+                    b = s
             return E(ty, f"({{0}} {op} {{1}})", (a, b), facts, tag=op)
         if k < 0.55:
             a = self.vexpr(ty, sub(want, mul=want.mul, nan=want.nan), d - 1)
