@@ -263,6 +263,62 @@ def emit(out4: Buffer[V, "w"], out: Buffer[T, "w"], q: u32, n: u32, vout: u32, v
         store4(out4, out, q, n, vout, r)
 
 
+def look_back(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
+              size: u32) -> T:
+    """Run by one subgroup (subgroup-uniform arguments): publish tile `tile`'s aggregate
+    `whole` (its status slot in `state`, flags tagged with the call's epoch `tag`), walk
+    back over its predecessors a lane each (an acquire load of each flag where ACQUIRE is
+    set, else a relaxed one and, once the window is ready, an acquire fence: the release
+    store of that flag published its value) until the nearest inclusive prefix, adding
+    the aggregates after it, publish the tile's inclusive prefix and return its exclusive
+    one."""
+    z = zero_of()
+    excl = z
+    if tile == 0:
+        if lane == 0:
+            atomic_store(state, 2, bitcast(u32, whole), scope="device")
+            atomic_store(state, 0, tag | 2, scope="device", order="release")
+    else:
+        if lane == 0:
+            atomic_store(state, 4 * tile + 1, bitcast(u32, whole), scope="device")
+            atomic_store(state, 4 * tile, tag | 1, scope="device", order="release")
+        j = tile  # excl holds the totals of tiles j .. tile - 1
+        while j != 0:
+            p = j - 1 - lane  # this lane's tile, when lane < j
+            st: u32 = 2  # before tile 0: an inclusive prefix of 0
+            if lane < j:
+                st = 0
+            busy = True
+            while busy:  # until every tile after the nearest inclusive prefix is ready
+                if st == 0:
+                    if ACQUIRE != 0:
+                        f = atomic_load(state, 4 * p, scope="device", order="acquire")
+                    else:
+                        f = atomic_load(state, 4 * p, scope="device")
+                    if f == (tag | 2):
+                        st = 2
+                    elif f == (tag | 1):
+                        st = 1
+                near = subgroup_min(lane if st == 2 else u32(NONE))
+                gap = subgroup_min(lane if st == 0 else u32(NONE))
+                busy = gap < near
+            if ACQUIRE == 0:
+                # pairs with the release stores of the flags the relaxed loads read
+                fence(scope="device", order="acquire")
+            v = z
+            if lane <= near and lane < j:
+                v = bitcast(T, atomic_load(state, 4 * p + st, scope="device"))
+            excl = excl + subgroup_add(v)
+            if near != NONE:
+                j = u32(0)
+            else:
+                j -= size
+        if lane == 0:
+            atomic_store(state, 4 * tile + 2, bitcast(u32, excl + whole), scope="device")
+            atomic_store(state, 4 * tile, tag | 2, scope="device", order="release")
+    return excl
+
+
 @kernel(workgroup_size=WG, grid=1)
 def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
                   state: Buffer[u32, "rw"], n: u32, vin: u32, vout: u32, tiles: u32,
@@ -357,49 +413,7 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     # inclusive prefix ends the walk, the aggregates after it are added, then the window
     # moves back a subgroup's width
     if rank == 0:
-        excl = z
-        if tile == 0:
-            if lane == 0:
-                atomic_store(state, 2, bitcast(u32, whole), scope="device")
-                atomic_store(state, 0, tag | 2, scope="device", order="release")
-        else:
-            if lane == 0:
-                atomic_store(state, 4 * tile + 1, bitcast(u32, whole), scope="device")
-                atomic_store(state, 4 * tile, tag | 1, scope="device", order="release")
-            j = tile  # excl holds the totals of tiles j .. tile - 1
-            while j != 0:
-                p = j - 1 - lane  # this lane's tile, when lane < j
-                st: u32 = 2  # before tile 0: an inclusive prefix of 0
-                if lane < j:
-                    st = 0
-                busy = True
-                while busy:  # until every tile after the nearest inclusive prefix is ready
-                    if st == 0:
-                        if ACQUIRE != 0:
-                            f = atomic_load(state, 4 * p, scope="device", order="acquire")
-                        else:
-                            f = atomic_load(state, 4 * p, scope="device")
-                        if f == (tag | 2):
-                            st = 2
-                        elif f == (tag | 1):
-                            st = 1
-                    near = subgroup_min(lane if st == 2 else u32(NONE))
-                    gap = subgroup_min(lane if st == 0 else u32(NONE))
-                    busy = gap < near
-                if ACQUIRE == 0:
-                    # pairs with the release stores of the flags the relaxed loads read
-                    fence(scope="device", order="acquire")
-                v = z
-                if lane <= near and lane < j:
-                    v = bitcast(T, atomic_load(state, 4 * p + st, scope="device"))
-                excl = excl + subgroup_add(v)
-                if near != NONE:
-                    j = u32(0)
-                else:
-                    j -= size
-            if lane == 0:
-                atomic_store(state, 4 * tile + 2, bitcast(u32, excl + whole), scope="device")
-                atomic_store(state, 4 * tile, tag | 2, scope="device", order="release")
+        excl = look_back(state, tile, tag, whole, lane, size)
         if lane == 0:
             prefix[0] = excl
     barrier()
@@ -415,3 +429,129 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     emit(out4, out, first + 5 * WG, n, vout, v5, off_b.y, exclusive, full)
     emit(out4, out, first + 6 * WG, n, vout, v6, off_b.z, exclusive, full)
     emit(out4, out, first + 7 * WG, n, vout, v7, off_b.w, exclusive, full)
+
+
+SUB = 2  # lib_scan_look2: sub-blocks of LOOK_ITEMS * WG vec4s per tile
+
+
+def scan8(out4: Buffer[V, "w"], out: Buffer[T, "w"], totals: Buffer[V, "rw"], v0: V, v1: V,
+          v2: V, v3: V, v4: V, v5: V, v6: V, v7: V, first: u32, n: u32, vout: u32,
+          exclusive: u32, full: bool, carry: T, rank: u32) -> T:
+    """Scan one sub-block (vec4s first + k * WG, k in 0..7, values v0..v7) after `carry`
+    and store it; returns carry plus the sub-block's total. `totals` holds 2 * WG vec4s of
+    shared memory, free when called (the first barrier waits for its last readers)."""
+    lane = subgroup_invocation_id()
+    size = subgroup_size()
+    z = zero_of()
+    zv = V(z)
+    groups = (u32(WG) + size - 1) // size
+    ta = V(sum4(v0), sum4(v1), sum4(v2), sum4(v3))
+    tb = V(sum4(v4), sum4(v5), sum4(v6), sum4(v7))
+    ea = subgroup_exclusive_add(ta)
+    eb = subgroup_exclusive_add(tb)
+    barrier()
+    if lane == size - 1:
+        totals[rank] = ea + ta
+        totals[WG + rank] = eb + tb
+    barrier()
+    below_a = zv
+    below_b = zv
+    whole_a = zv
+    whole_b = zv
+    c: u32 = 0
+    while c < groups:
+        j = c + lane
+        wa = totals[j] if j < groups else zv
+        wb = totals[WG + j] if j < groups else zv
+        below_a += subgroup_add(wa if j < rank else zv)
+        below_b += subgroup_add(wb if j < rank else zv)
+        whole_a += subgroup_add(wa)
+        whole_b += subgroup_add(wb)
+        c += size
+    a1 = whole_a.x
+    a2 = a1 + whole_a.y
+    a3 = a2 + whole_a.z
+    half = a3 + whole_a.w
+    b1 = half + whole_b.x
+    b2 = b1 + whole_b.y
+    b3 = b2 + whole_b.z
+    off_a = V(z, a1, a2, a3) + below_a + ea + V(carry)
+    off_b = V(half, b1, b2, b3) + below_b + eb + V(carry)
+    emit(out4, out, first, n, vout, v0, off_a.x, exclusive, full)
+    emit(out4, out, first + WG, n, vout, v1, off_a.y, exclusive, full)
+    emit(out4, out, first + 2 * WG, n, vout, v2, off_a.z, exclusive, full)
+    emit(out4, out, first + 3 * WG, n, vout, v3, off_a.w, exclusive, full)
+    emit(out4, out, first + 4 * WG, n, vout, v4, off_b.x, exclusive, full)
+    emit(out4, out, first + 5 * WG, n, vout, v5, off_b.y, exclusive, full)
+    emit(out4, out, first + 6 * WG, n, vout, v6, off_b.z, exclusive, full)
+    emit(out4, out, first + 7 * WG, n, vout, v7, off_b.w, exclusive, full)
+    return carry + (b3 + whole_b.w)
+
+
+@kernel(workgroup_size=WG, grid=1)
+def lib_scan_look2(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
+                   state: Buffer[u32, "rw"], n: u32, vin: u32, vout: u32, tiles: u32,
+                   exclusive: u32):
+    # lib_scan_look's protocol over tiles of SUB sub-blocks (SUB * LOOK_ITEMS * WG vec4s),
+    # each read twice: once for the tile's total before the look-back (the registers of one
+    # sub-block at a time), once more (from L2) to scan and store it after
+    totals = shared(V, 2 * WG)
+    marks = shared(u32, WG)
+    slots = shared(T, WG)
+    drawn = shared(u32, 2)
+    prefix = shared(T, 1)
+    lid = local_id().x
+    lane = subgroup_invocation_id()
+    size = subgroup_size()
+    z = zero_of()
+    if lid == 0:
+        d = atomic_add(state, 4 * tiles, 1, scope="device")
+        e = d // tiles
+        drawn[0] = d - e * tiles
+        drawn[1] = e
+        if d == e * tiles + tiles - 1 and d >= RESTART:
+            atomic_store(state, 4 * tiles, 0, scope="device")
+    rank = subgroup_rank(marks)
+    tile = subgroup_broadcast_first(drawn[0])
+    tag = (drawn[1] & EPOCH) << 2
+    base = tile * SUB * LOOK_ITEMS * WG + rank * size + lane
+    per_sub = u32(LOOK_ITEMS * WG * 4)
+    acc = V(z)
+    for s in range(u32(SUB)):
+        first = base + s * LOOK_ITEMS * WG
+        if vin != 0 and n >= per_sub and (tile * SUB + s) * per_sub <= n - per_sub:
+            acc += (x4[first] + x4[first + WG]) + (x4[first + 2 * WG] + x4[first + 3 * WG])
+            acc += (x4[first + 4 * WG] + x4[first + 5 * WG]) + (x4[first + 6 * WG] + x4[first + 7 * WG])
+        else:
+            for k in range(u32(LOOK_ITEMS)):
+                acc += load4(x4, x, first + k * WG, n, vin)
+    whole = wg_sum(sum4(acc), slots)
+    if rank == 0:
+        excl = look_back(state, tile, tag, whole, lane, size)
+        if lane == 0:
+            prefix[0] = excl
+    barrier()
+    carry = prefix[0]
+    for s in range(u32(SUB)):
+        first = base + s * LOOK_ITEMS * WG
+        inside = n >= per_sub and (tile * SUB + s) * per_sub <= n - per_sub
+        if vin != 0 and inside:
+            v0 = x4[first]
+            v1 = x4[first + WG]
+            v2 = x4[first + 2 * WG]
+            v3 = x4[first + 3 * WG]
+            v4 = x4[first + 4 * WG]
+            v5 = x4[first + 5 * WG]
+            v6 = x4[first + 6 * WG]
+            v7 = x4[first + 7 * WG]
+        else:
+            v0 = load4(x4, x, first, n, vin)
+            v1 = load4(x4, x, first + WG, n, vin)
+            v2 = load4(x4, x, first + 2 * WG, n, vin)
+            v3 = load4(x4, x, first + 3 * WG, n, vin)
+            v4 = load4(x4, x, first + 4 * WG, n, vin)
+            v5 = load4(x4, x, first + 5 * WG, n, vin)
+            v6 = load4(x4, x, first + 6 * WG, n, vin)
+            v7 = load4(x4, x, first + 7 * WG, n, vin)
+        carry = scan8(out4, out, totals, v0, v1, v2, v3, v4, v5, v6, v7, first, n, vout,
+                      exclusive, vout != 0 and inside, carry, rank)
