@@ -10,8 +10,6 @@
   scanned before the walk; relaxed flag loads, then one acquire fence), the library's
   LOOK_BACK_KERNEL;
 - look acq: lib_scan_look.acquire_* (acquire loads of the flags, no fence);
-- look2 / look2 s4: lib_scan_look2 (tiles of 2 / 4 sub-blocks of 8,192 values, each read
-  twice: for the tile's total before the walk, then, from L2, to scan and store it);
 - look wN (--wg N,...): lib_scan_look built with workgroups of N invocations (the module's
   WG rebound in its source text), so tiles of N * 32 values: which tile size the device
   wants.
@@ -66,7 +64,7 @@ SIZES = (1 << 20, 1 << 24, 1 << 28)
 QUICK = (4099, 1 << 16)
 LOOK_BACK_UNSAFE = 1 << 16  # the most values a look-back runs on without forward progress
 KINDS = ("f32", "i32")
-PATHS = ("rts b1024", "rts b528", "rts b264", "look", "look acq", "once", "look2", "look2 s4")
+PATHS = ("rts b1024", "rts b528", "rts b264", "look", "look acq", "once")
 
 
 class _Blocks(dict):
@@ -97,8 +95,6 @@ def paths(kernels: dict, kind: str, sized: dict) -> list[tuple[str, str, object]
         ("look", f"lib_scan_look.{kind}"),
         ("look acq", f"lib_scan_look.acquire_{kind}"),
         ("once", f"lib_scan_once.{kind}"),
-        ("look2", f"lib_scan_look2.{kind}"),
-        ("look2 s4", f"lib_scan_look2.s4_{kind}"),
     ):
         if kid in kernels:
             call = lambda x, o, kid=kid: library._scan_once(kernels, kid, x, kind, False, o)  # noqa: E731

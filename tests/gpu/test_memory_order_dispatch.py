@@ -330,14 +330,8 @@ def test_scan_kernels_take_the_look_back_only_with_forward_progress(scan_lib):
         assert not once  # lavapipe runs workgroups on a few threads: no forward progress
 
 
-# every look-back kernel: the library's (lib_scan_look), its acquire-load form, the first one,
-# the two-read tiles (lib_scan_look2)
-LOOK_BACKS = (
-    "lib_scan_look.{t}",
-    "lib_scan_look.acquire_{t}",
-    "lib_scan_once.{t}",
-    "lib_scan_look2.{t}",
-)
+# every look-back kernel: the library's (lib_scan_look), its acquire-load form, the first one
+LOOK_BACKS = ("lib_scan_look.{t}", "lib_scan_look.acquire_{t}", "lib_scan_once.{t}")
 
 
 @pytest.mark.parametrize("vendor", [0x10DE, 0x1002, 0x8086])

@@ -163,14 +163,7 @@ LOOK_BACK_PAYS_VENDORS: frozenset[int] = frozenset({0x10DE})
 # first never finish), or "lib_scan_once.{t}" (the first design, kept for comparison); and
 # each kernel's vec4s per invocation per tile.
 LOOK_BACK_KERNEL = "lib_scan_look.{t}"
-# vec4s per invocation per tile, by kernel or, where a variant differs, by kernel id
-LOOK_BACK_ITEMS = {  # kernels/lib_scan.py
-    "lib_scan_look": 8,
-    "lib_scan_once": 4,
-    "lib_scan_look2": 16,
-    "lib_scan_look2.s4_f32": 32,
-    "lib_scan_look2.s4_i32": 32,
-}
+LOOK_BACK_ITEMS = {"lib_scan_look": 8, "lib_scan_once": 4}  # kernels/lib_scan.py
 # The most values a GPU's f32 scan takes the look-back for; past it, reduce-then-scan.
 # bench/scan_bench.py on an H100 (driver 580, 2026-12-05 18:2x UTC), look-back against
 # reduce-then-scan in one run: f32 2.42x at 1M, 1.17x at 4M, 1.05x at 16.7M, then 0.97x at
