@@ -3,11 +3,13 @@
 panels, the next panels in registers) with the K loop split as kernels/lib_mm_f16.py's: a
 block inside C (and N a multiple of 4, vb = 1: b4 is b's vec4 view) runs the steps whose
 next step lies inside K in a loop of unguarded loads (B's by vec4s), then the rest, and
-every step of an edge block, in the loop of guarded loads. bench/matmul_f32_bench.py
---candidate mm_f32_split.py times it beside the library's kernel (same grid; b4 and vb
-added). Variant f32: the library's layout (a subgroup of 32 covers 2 x 16 invocations of
+every step of an edge block, in the loop of guarded loads. It became the library's
+kernel on 2026-12-05 (1.05-1.07x the one-loop kernel on an H100); it stays as the base of
+the layout experiment below. bench/matmul_f32_bench.py --candidate mm_f32_split.py times
+it beside the library's kernel (same grid and bindings). Variant f32: the library's layout (a subgroup of 32 covers 2 x 16 invocations of
 the 16 x 16 grid: per k step its shared reads are 2 vec4s of A and 16 of B); w48: a subgroup
-covers 4 x 8 (4 of A and 8 of B: one 128-byte wavefront each on NVIDIA, not two for B).
+covers 4 x 8 (4 of A and 8 of B: one 128-byte wavefront each on NVIDIA, not two for B):
+0.98-1.00x of f32 on the H200, as in GLSL (bench/RESULTS.md, 2026-12-05 19:2x).
 """
 from vyre_build.lang import (Buffer, barrier, f32, fma, kernel, local_id, shared, u32, vec4f,
                              workgroup_id)
