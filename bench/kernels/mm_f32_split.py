@@ -9,7 +9,7 @@ the layout experiment below. bench/matmul_f32_bench.py --candidate mm_f32_split.
 it beside the library's kernel (same grid and bindings). Variant f32: the library's layout (a subgroup of 32 covers 2 x 16 invocations of
 the 16 x 16 grid: per k step its shared reads are 2 vec4s of A and 16 of B); w48: a subgroup
 covers 4 x 8 (4 of A and 8 of B: one 128-byte wavefront each on NVIDIA, not two for B):
-0.98-1.00x of f32 on the H200, as in GLSL (bench/RESULTS.md, 2026-12-05 19:2x).
+0.98-1.00x of f32 on the H200, as in GLSL (bench/RESULTS.md, 2026-12-05 19:0x).
 """
 from vyre_build.lang import (Buffer, barrier, f32, fma, kernel, local_id, shared, u32, vec4f,
                              workgroup_id)
