@@ -10,6 +10,8 @@
   scanned before the walk; relaxed flag loads, then one acquire fence), the library's
   LOOK_BACK_KERNEL;
 - look acq: lib_scan_look.acquire_* (acquire loads of the flags, no fence);
+- look16: bench/kernels/scan_look16.py, lib_scan_look's protocol over tiles of 16,384
+  values in registers (16 vec4s per invocation);
 - look wN (--wg N,...): lib_scan_look built with workgroups of N invocations (the module's
   WG rebound in its source text), so tiles of N * 32 values: which tile size the device
   wants.
@@ -64,7 +66,7 @@ SIZES = (1 << 20, 1 << 24, 1 << 28)
 QUICK = (4099, 1 << 16)
 LOOK_BACK_UNSAFE = 1 << 16  # the most values a look-back runs on without forward progress
 KINDS = ("f32", "i32")
-PATHS = ("rts b1024", "rts b528", "rts b264", "look", "look acq", "once")
+PATHS = ("rts b1024", "rts b528", "rts b264", "look", "look acq", "once", "look16")
 
 
 class _Blocks(dict):
@@ -99,7 +101,15 @@ def paths(kernels: dict, kind: str, sized: dict) -> list[tuple[str, str, object]
         if kid in kernels:
             call = lambda x, o, kid=kid: library._scan_once(kernels, kid, x, kind, False, o)  # noqa: E731
             rows.append((name, kid, call))
+    kid = f"scan_look16.{kind}"
+    if kid in sized.get("look16", {}):
+        call = lambda x, o, kid=kid, b=sized["look16"]: library._scan_once(
+            b, kid, x, kind, False, o, 16
+        )  # noqa: E731
+        rows.append(("look16", kid, call))
     for wg, built in sized.items():
+        if wg == "look16":
+            continue
         kid = f"lib_scan_look.{kind}"
         if kid in built:
             call = lambda x, o, kid=kid, b=built: library._scan_once(b, kid, x, kind, False, o)  # noqa: E731
@@ -201,7 +211,10 @@ def main(argv=None) -> int:
     dev = timed_device(args.backend)
     compiled = compile_file(os.path.join(KERNELS, "lib_scan.py"), root=KERNELS)
     kernels = kernels_for(dev, compiled)
-    sized = {w: built_with(dev, w) for w in sizes_wg}
+    sized: dict = {w: built_with(dev, w) for w in sizes_wg}
+    if not args.paths or "look16" in args.paths.split(","):
+        cand = os.path.join(HERE, "kernels", "scan_look16.py")
+        sized["look16"] = kernels_for(dev, compile_file(cand, root=os.path.dirname(HERE)))
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     say(f"forward progress: {'yes' if forward_progress(dev) else 'no'}")
     start = time.perf_counter()

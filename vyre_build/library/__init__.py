@@ -234,10 +234,17 @@ def scan(*args: Any, **kwargs: Any) -> Any:
 
 
 def _scan_once(
-    kernels: Mapping[str, Kernel], kid: str, x: Array, kind: str, exclusive: bool, out: Out
+    kernels: Mapping[str, Kernel],
+    kid: str,
+    x: Array,
+    kind: str,
+    exclusive: bool,
+    out: Out,
+    items: int | None = None,
 ) -> Any:
     # `scan` in one dispatch of a look-back kernel, lib_scan_look or lib_scan_once (see
-    # scan_kernels).
+    # scan_kernels); `items`: the vec4s per invocation per tile of a kernel of
+    # lib_scan_look's protocol that LOOK_BACK_ITEMS does not name (a bench candidate).
     call = Call("scan", kernels, [kid])
     front = (type(exclusive), exclusive)
     if isinstance(out, DeviceBuffer) and call.replay((exclusive,), (x, out), front) is not MISS:
@@ -248,14 +255,14 @@ def _scan_once(
     vectors = -(-n // 4)
     look = kid.split(".")[0]
     wg = kernels[kid].workgroup_size[0]  # WG, or a bench candidate's (bench/scan_bench.py)
-    tiles = -(-vectors // (wg * LOOK_BACK_ITEMS[look]))
+    tiles = -(-vectors // (wg * (items or LOOK_BACK_ITEMS[look])))
     xb, vin = call.upload(x)
     ob, vout = call.target(out, kind, n)
     x4, xs = call.pair(xb, vin, kind, False)
     o4, os_ = call.pair(ob, vout, kind, True)
     args = dict(x4=x4, x=xs, out4=o4, out=os_, n=n, vin=int(vin), vout=int(vout))
     args.update(tiles=tiles, exclusive=int(exclusive))
-    if look == "lib_scan_look":
+    if look != "lib_scan_once":
         # per tile its flag, aggregate and inclusive prefix (4 words: one tile's status in
         # one 16-byte slot), then the tickets drawn: kept across calls, together
         args["state"] = call.scratch("scan look-back state", "u32", 4 * tiles + 1)
