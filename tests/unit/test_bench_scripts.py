@@ -50,7 +50,7 @@ def test_scan_bench_times_every_scan_path_and_checks_each():
     lines = proc.stdout.splitlines()
     assert "forward progress: yes" in lines
     rows = [line.split() for line in lines if line.startswith("  ")]
-    names = ["rts b1024", "rts b528", "rts b264", "look", "look acq", "once"]
+    names = ["rts b1024", "rts b528", "rts b264", "look", "look acq", "once", "look16"]
     want = [
         (kind, f"n={n}", name) for kind in ("f32", "i32") for n in (4099, 1 << 16) for name in names
     ]
