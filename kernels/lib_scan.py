@@ -263,6 +263,20 @@ def emit(out4: Buffer[V, "w"], out: Buffer[T, "w"], q: u32, n: u32, vout: u32, v
         store4(out4, out, q, n, vout, r)
 
 
+def draw(state: Buffer[u32, "rw"], tiles: u32, drawn: Buffer[u32, "rw"]) -> None:
+    """Draw the workgroup's tile (by one invocation): state[4 * tiles] counts the tiles
+    drawn by every call on this buffer, each call `tiles` of them, so ticket d is tile
+    d % tiles (into drawn[0]) of epoch d / tiles (drawn[1]), from one relaxed add. The
+    call's last ticket past RESTART sets the count back to 0 (epoch 0, unlike the epoch of
+    the last call, which left every flag)."""
+    d = atomic_add(state, 4 * tiles, 1, scope="device")
+    e = d // tiles
+    drawn[0] = d - e * tiles
+    drawn[1] = e
+    if d == e * tiles + tiles - 1 and d >= RESTART:
+        atomic_store(state, 4 * tiles, 0, scope="device")
+
+
 def look_back(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
               size: u32) -> T:
     """Run by one subgroup (subgroup-uniform arguments): publish tile `tile`'s aggregate
@@ -334,16 +348,7 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     z = zero_of()
     zv = V(z)
     if lid == 0:
-        # state[4 * tiles] counts the tiles drawn by every call on this buffer, each call
-        # `tiles` of them: ticket d is tile d % tiles of epoch d / tiles (one relaxed add)
-        d = atomic_add(state, 4 * tiles, 1, scope="device")
-        e = d // tiles
-        drawn[0] = d - e * tiles
-        drawn[1] = e
-        if d == e * tiles + tiles - 1 and d >= RESTART:
-            # the call's last ticket: the count starts again at 0 (epoch 0, unlike the
-            # epoch of the last call, which left every flag)
-            atomic_store(state, 4 * tiles, 0, scope="device")
+        draw(state, tiles, drawn)
     rank = subgroup_rank(marks)  # its barriers also publish `drawn`
     groups = (u32(WG) + size - 1) // size
     tile = subgroup_broadcast_first(drawn[0])  # uniform in the subgroup, as it must be for

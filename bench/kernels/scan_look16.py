@@ -7,13 +7,13 @@ workgroups per SM). bench/scan_bench.py --paths look16 times it (library._scan_o
 16 vec4s per invocation per tile); the look-back protocol, ticket and epoch are
 lib_scan_look's, so it takes the same state buffer layout.
 """
-from vyre_build.lang import (Buffer, atomic_add, atomic_store, barrier, kernel, local_id,
+from vyre_build.lang import (Buffer, barrier, kernel, local_id,
                              shared, subgroup_add, subgroup_broadcast_first,
                              subgroup_exclusive_add, subgroup_invocation_id, subgroup_size,
                              u32, f32, i32, vec4f, vec4i, vec4u)
 
 from kernels.lib_common import load4, subgroup_rank, zero_of
-from kernels.lib_scan import EPOCH, RESTART, emit, look_back, sum4
+from kernels.lib_scan import EPOCH, draw, emit, look_back, sum4
 
 WG = 256
 ITEMS = 16  # vec4s per invocation per tile
@@ -21,6 +21,16 @@ ITEMS = 16  # vec4s per invocation per tile
 
 def quad_sums(a: V, b: V, c: V, d: V) -> V:
     return V(sum4(a), sum4(b), sum4(c), sum4(d))
+
+
+def emit4(out4: Buffer[V, "w"], out: Buffer[T, "w"], q: u32, n: u32, vout: u32, v0: V,
+          v1: V, v2: V, v3: V, pre: V, exclusive: u32, whole: bool) -> None:
+    """lib_scan.emit for vec4s q, q + WG, q + 2 WG, q + 3 WG (values v0..v3, exclusive
+    prefixes the components of pre): four steps of the tile."""
+    emit(out4, out, q, n, vout, v0, pre.x, exclusive, whole)
+    emit(out4, out, q + WG, n, vout, v1, pre.y, exclusive, whole)
+    emit(out4, out, q + 2 * WG, n, vout, v2, pre.z, exclusive, whole)
+    emit(out4, out, q + 3 * WG, n, vout, v3, pre.w, exclusive, whole)
 
 
 @kernel(workgroup_size=WG, grid=1, shared_bytes=17424,
@@ -41,12 +51,7 @@ def scan_look16(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T
     z = zero_of()
     zv = V(z)
     if lid == 0:
-        d = atomic_add(state, 4 * tiles, 1, scope="device")
-        e = d // tiles
-        drawn[0] = d - e * tiles
-        drawn[1] = e
-        if d == e * tiles + tiles - 1 and d >= RESTART:
-            atomic_store(state, 4 * tiles, 0, scope="device")
+        draw(state, tiles, drawn)
     rank = subgroup_rank(marks)
     groups = (u32(WG) + size - 1) // size
     tile = subgroup_broadcast_first(drawn[0])
@@ -158,19 +163,7 @@ def scan_look16(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T
     off_b = off_b + V(carry)
     off_c = off_c + V(carry)
     off_d = off_d + V(carry)
-    emit(out4, out, first, n, vout, v0, off_a.x, exclusive, full)
-    emit(out4, out, first + WG, n, vout, v1, off_a.y, exclusive, full)
-    emit(out4, out, first + 2 * WG, n, vout, v2, off_a.z, exclusive, full)
-    emit(out4, out, first + 3 * WG, n, vout, v3, off_a.w, exclusive, full)
-    emit(out4, out, first + 4 * WG, n, vout, v4, off_b.x, exclusive, full)
-    emit(out4, out, first + 5 * WG, n, vout, v5, off_b.y, exclusive, full)
-    emit(out4, out, first + 6 * WG, n, vout, v6, off_b.z, exclusive, full)
-    emit(out4, out, first + 7 * WG, n, vout, v7, off_b.w, exclusive, full)
-    emit(out4, out, first + 8 * WG, n, vout, v8, off_c.x, exclusive, full)
-    emit(out4, out, first + 9 * WG, n, vout, v9, off_c.y, exclusive, full)
-    emit(out4, out, first + 10 * WG, n, vout, v10, off_c.z, exclusive, full)
-    emit(out4, out, first + 11 * WG, n, vout, v11, off_c.w, exclusive, full)
-    emit(out4, out, first + 12 * WG, n, vout, v12, off_d.x, exclusive, full)
-    emit(out4, out, first + 13 * WG, n, vout, v13, off_d.y, exclusive, full)
-    emit(out4, out, first + 14 * WG, n, vout, v14, off_d.z, exclusive, full)
-    emit(out4, out, first + 15 * WG, n, vout, v15, off_d.w, exclusive, full)
+    emit4(out4, out, first, n, vout, v0, v1, v2, v3, off_a, exclusive, full)
+    emit4(out4, out, first + 4 * WG, n, vout, v4, v5, v6, v7, off_b, exclusive, full)
+    emit4(out4, out, first + 8 * WG, n, vout, v8, v9, v10, v11, off_c, exclusive, full)
+    emit4(out4, out, first + 12 * WG, n, vout, v12, v13, v14, v15, off_d, exclusive, full)
