@@ -33,17 +33,16 @@ from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.runtime import load_kernel  # noqa: E402
 
 GLSL = ("sgemm", "sgemm_vecb", "sgemm_k16", "sgemm_k16_vecb", "sgemm_vecb_w48")
-TILE = {"f32_64": (64, 64), "f32_64p": (64, 64), "f32_128x64": (128, 64), "f32_64x128": (64, 128)}
 
 
-def direct_call(kern, stem: str, a, b, c, n: int):
-    """A call of lib_matmul variant `stem` (or a candidate of its bindings) on n x n."""
-    bm, bn = TILE.get(stem.split(".", 1)[1], (128, 128))
+def direct_call(kern, a, b, c, n: int):
+    """A call of a lib_matmul variant (or a kernel of its bindings) on n x n, with the
+    library's grid: blocks of 64 * RM rows by 64 * RN columns (the variant's values, else
+    lib_matmul's 2 and 2)."""
+    values = kern.meta.variant_values or {}
+    bm, bn = 64 * int(values.get("RM", 2)), 64 * int(values.get("RN", 2))
     grid = (-(-n // bn) * 256, -(-n // bm))
-    extra = {}  # a candidate's vec4 view of b and its flag
-    if any(x.name == "b4" for x in kern.bindings):
-        extra = dict(b4=b, vb=int(n % 4 == 0))
-    return lambda: kern(a=a, b=b, c=c, M=n, N=n, K=n, grid=grid, **extra)
+    return lambda: kern(a=a, b=b, b4=b, c=c, M=n, N=n, K=n, vb=int(n % 4 == 0), grid=grid)
 
 
 def main(argv=None) -> int:
@@ -101,7 +100,7 @@ def main(argv=None) -> int:
             if kern is None:
                 call = lambda c=c, da=da, db=db: library.matmul(kernels, da, db, out=c)  # noqa: E731
             else:
-                call = direct_call(kern, stem if "." in stem else stem + ".f32", da, db, c, n)
+                call = direct_call(kern, da, db, c, n)
             ours, _ = time_ours(dev, call, number, args.rounds)
             got = c.read().reshape(n, n).astype(np.float64)
             ok = np.abs(got - want).max() <= 1e-3 * np.abs(want).max()

@@ -86,34 +86,27 @@ class _Blocks(dict):
         return Choice(name, f"b{self.blocks}", None, {"blocks": self.blocks}, "forced", None)
 
 
-def paths(kernels: dict, kind: str, sized: dict) -> list[tuple[str, str, object]]:
-    """(row name, what it runs, call(x, out)) for every path; `sized`: workgroup size ->
-    the lib_scan kernels built with it (--wg)."""
+def paths(kernels: dict, kind: str, extra: list) -> list[tuple[str, str, object]]:
+    """(row name, what it runs, call(x, out)) for every path; `extra`: (row name, kernels,
+    kernel id with {t}, vec4s per invocation per tile or None) of the look-back kernels
+    built apart (--wg, look16)."""
     rows: list[tuple[str, str, object]] = []
     for blocks in (1024, 528, 264):
         lib = _Blocks(kernels, blocks)
         rows.append((f"rts b{blocks}", "rts", lambda x, o, lib=lib: library.scan(lib, x, out=o)))
-    for name, kid in (
-        ("look", f"lib_scan_look.{kind}"),
-        ("look acq", f"lib_scan_look.acquire_{kind}"),
-        ("once", f"lib_scan_once.{kind}"),
-    ):
-        if kid in kernels:
-            call = lambda x, o, kid=kid: library._scan_once(kernels, kid, x, kind, False, o)  # noqa: E731
-            rows.append((name, kid, call))
-    kid = f"scan_look16.{kind}"
-    if kid in sized.get("look16", {}):
-        call = lambda x, o, kid=kid, b=sized["look16"]: library._scan_once(
-            b, kid, x, kind, False, o, 16
-        )  # noqa: E731
-        rows.append(("look16", kid, call))
-    for wg, built in sized.items():
-        if wg == "look16":
-            continue
-        kid = f"lib_scan_look.{kind}"
+    looks = [
+        ("look", kernels, "lib_scan_look.{t}", None),
+        ("look acq", kernels, "lib_scan_look.acquire_{t}", None),
+        ("once", kernels, "lib_scan_once.{t}", None),
+        *extra,
+    ]
+    for name, built, template, items in looks:
+        kid = template.format(t=kind)
         if kid in built:
-            call = lambda x, o, kid=kid, b=built: library._scan_once(b, kid, x, kind, False, o)  # noqa: E731
-            rows.append((f"look w{wg}", f"{kid} (WG {wg})", call))
+            call = lambda x, o, b=built, kid=kid, items=items: library._scan_once(  # noqa: E731
+                b, kid, x, kind, False, o, items
+            )
+            rows.append((name, kid, call))
     return rows
 
 
@@ -137,7 +130,7 @@ def forward_progress(dev) -> bool:
     return known and SINGLE_PASS_FEATURES <= p.features
 
 
-def run(dev, kernels: dict, kind: str, n: int, torch, args, sized: dict) -> None:
+def run(dev, kernels: dict, kind: str, n: int, torch, args, extra: list) -> None:
     data = _vector(kind)(np.random.default_rng(0), n)
     x_host = data["x"]
     moved = 8 * n  # read once, write once
@@ -163,7 +156,7 @@ def run(dev, kernels: dict, kind: str, n: int, torch, args, sized: dict) -> None
     out = dev.buffer(n, kind)
     base = None
     progress = forward_progress(dev)
-    for name, what, call in paths(kernels, kind, sized):
+    for name, what, call in paths(kernels, kind, extra):
         if args.paths and name not in args.paths.split(","):
             continue
         if what != "rts" and not progress and (n > LOOK_BACK_UNSAFE or "acquire" in what):
@@ -211,16 +204,17 @@ def main(argv=None) -> int:
     dev = timed_device(args.backend)
     compiled = compile_file(os.path.join(KERNELS, "lib_scan.py"), root=KERNELS)
     kernels = kernels_for(dev, compiled)
-    sized: dict = {w: built_with(dev, w) for w in sizes_wg}
+    extra = [(f"look w{w}", built_with(dev, w), "lib_scan_look.{t}", None) for w in sizes_wg]
     if not args.paths or "look16" in args.paths.split(","):
         cand = os.path.join(HERE, "kernels", "scan_look16.py")
-        sized["look16"] = kernels_for(dev, compile_file(cand, root=os.path.dirname(HERE)))
+        built = kernels_for(dev, compile_file(cand, root=os.path.dirname(HERE)))
+        extra.append(("look16", built, "scan_look16.{t}", 16))
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     say(f"forward progress: {'yes' if forward_progress(dev) else 'no'}")
     start = time.perf_counter()
     for kind in args.kinds.split(","):
         for n in sizes:
-            run(dev, kernels, kind, n, torch, args, sized)
+            run(dev, kernels, kind, n, torch, args, extra)
     say(f"total {time.perf_counter() - start:.1f} s")
     return 0
 

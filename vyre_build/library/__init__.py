@@ -254,7 +254,7 @@ def _scan_once(
     call.output(out, kind, shape)
     vectors = -(-n // 4)
     look = kid.split(".")[0]
-    wg = kernels[kid].workgroup_size[0]  # WG, or a bench candidate's (bench/scan_bench.py)
+    wg = call.k[kid].workgroup_size[0]  # WG, or a bench candidate's (bench/scan_bench.py)
     tiles = -(-vectors // (wg * (items or LOOK_BACK_ITEMS[look])))
     xb, vin = call.upload(x)
     ob, vout = call.target(out, kind, n)
