@@ -101,6 +101,7 @@ __all__ = [
     "tanh",
     "trunc",
     "u32",
+    "unroll",
     "vec2bf",
     "vec2f",
     "vec2h",
@@ -409,6 +410,14 @@ def range(stop: builtins.int, /) -> Iterator[builtins.int]:
 
 @overload
 def range(
+    start: builtins.int, stop: builtins.int, step: builtins.int = 1, /
+) -> Iterator[builtins.int]: ...
+@overload
+def unroll(stop: builtins.int, /) -> Iterator[builtins.int]:
+    """A loop unrolled at compile time: unroll(stop) or unroll(start, stop, step), constant bounds; the counter is a constant in each copy of the body."""
+
+@overload
+def unroll(
     start: builtins.int, stop: builtins.int, step: builtins.int = 1, /
 ) -> Iterator[builtins.int]: ...
 

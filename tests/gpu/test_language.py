@@ -69,3 +69,56 @@ def test_select_and_conditional_expression_broadcast_a_scalar(tmp_path, backend)
     a = np.where(v[:, :1] > 0, v, np.float32(1.5))
     b = np.where(v[:, 1:2] > 0, np.float32(2.0), v)
     np.testing.assert_allclose(got, a + b * 2, rtol=1e-6)
+
+
+UNROLL = """
+from vyre_build.lang import *
+
+N = 4
+
+def first_over(v: vec4f, limit: f32) -> u32:
+    for j in unroll(4):
+        if (v.x if j == 0 else v.y if j == 1 else v.z if j == 2 else v.w) > limit:
+            return u32(j)
+    return u32(9)
+
+@kernel(workgroup_size=64)
+def unrolled(x: Buffer[vec4f], out: Buffer[f32, "w"], first: Buffer[u32, "w"],
+             bits: Buffer[u32, "w"]):
+    v = local_array(vec4f, N)
+    i = global_id().x
+    if i < len(out):
+        for j in unroll(N):
+            v[j] = x[i * N + j]
+        acc = 0.0
+        for j in unroll(N - 1, -1, -1):
+            for k in unroll(2):
+                acc += (v[j].x + f32(k)) * f32(j * 2 + k)
+        out[i] = acc
+        first[i] = first_over(v[0], 0.5)
+        b = u32(0)
+        for s in unroll(u32(1), u32(32), 8):
+            b |= (i >> s) << (s - 1)
+        bits[i] = b
+"""
+
+
+def test_unroll_copies_the_body_with_a_constant_counter(tmp_path, backend):
+    # unroll(): local arrays indexed by the counter, nested and reversed unrolls, a typed
+    # counter in shifts, a helper's return inside an unrolled if; no loop left in the code.
+    path = tmp_path / "unrolled.py"
+    path.write_text(UNROLL)
+    k = compile_file(str(path))[0]
+    # one loop: the block a helper that returns early is inlined in, which its return leaves
+    assert k.wgsl.count("loop {") == 1 and "for (" not in k.wgsl
+    n = 70
+    x = np.random.default_rng(5).random((n * 4, 4), dtype=np.float32)
+    res = load_kernel(k.meta, backend=backend, **CODE[backend](k))(x=x, out=n, first=n, bits=n)
+    v = x.reshape(n, 4, 4)
+    want = sum((v[:, j, 0] + k) * (j * 2 + k) for j in range(4) for k in range(2))
+    np.testing.assert_allclose(res["out"], want, rtol=1e-5)
+    over = v[:, 0, :] > 0.5
+    np.testing.assert_array_equal(res["first"], np.where(over.any(1), over.argmax(1), 9))
+    i = np.arange(n, dtype=np.uint64)
+    bits = sum(((i >> s) << (s - 1)) for s in range(1, 32, 8)) & 0xFFFFFFFF
+    np.testing.assert_array_equal(res["bits"], bits.astype(np.uint32))

@@ -154,6 +154,30 @@ def test_the_count_is_at_least_what_the_checker_counts_for_every_library_kernel(
             assert c.ops <= kernel_work(module, module.kernels[kname]), (name, kname, variant)
 
 
+def test_the_count_covers_every_copy_of_an_unroll_body(tmp_path):
+    # unroll() copies its body at check time: the parse-time count multiplies it by the
+    # copies (literal and constant bounds exactly; bounds it cannot fold, the most allowed),
+    # so that it stays at least what the checker counts.
+    from vyre_build.frontend.work import kernel_work
+
+    src = (
+        "from vyre_build.lang import *\nN = 40\n\n@kernel(workgroup_size=64)\n"
+        "def k(o: Buffer[u32, 'rw'], x: u32):\n"
+        "    for i in {it}:\n        for j in unroll(3):\n"
+        "            o[i + j] += x * u32(j) + o[j]\n"
+    )
+    counts = {}
+    for it in ("range(N)", "unroll(N)", "unroll(2, N, 2)"):
+        (tmp_path / "k.py").write_text(src.format(it=it))
+        module = load_module(str(tmp_path / "k.py"), root=str(tmp_path))
+        c = checker.KernelChecker(module, module.kernels["k"], None, {})
+        c.check()
+        counts[it] = (c.ops, kernel_work(module, module.kernels["k"]))
+        assert c.ops <= counts[it][1], (it, counts[it])
+    body = counts["range(N)"][1]
+    assert counts["unroll(N)"][1] > 30 * body and counts["unroll(2, N, 2)"][1] > 15 * body
+
+
 # -- the build's budget ------------------------------------------------------------------
 
 

@@ -164,6 +164,51 @@ CASES = {
         None,
         None,
     ),
+    "unroll_of_a_runtime_bound": (
+        kernel("for i in unroll(out[0]):\n    pass\n"),
+        "5:21",
+        "unroll() needs constant bounds",
+        "use range()",
+        "for i in unroll(out[0]):",
+    ),
+    "unroll_too_many_copies": (
+        kernel("for i in unroll(0, 2000, 2):\n    pass\n"),
+        "5:14",
+        "unroll() of 1000 copies of the loop body; at most 256",
+        "nest an unroll inside a range loop",
+        None,
+    ),
+    "break_in_unroll": (
+        kernel("for i in unroll(4):\n    if out[i] == 0:\n        continue\n"),
+        "7:13",
+        "'continue' in an unroll() loop",
+        "use range()",
+        None,
+    ),
+    "break_of_an_outer_loop_in_unroll": (
+        kernel(
+            "for j in range(4):\n    for i in unroll(4):\n        if out[i] == 0:\n"
+            "            break\n"
+        ),
+        "8:17",
+        "'break' in an unroll() loop",
+        None,
+        None,
+    ),
+    "unroll_as_a_value": (
+        kernel("out[0] = u32(unroll(3))\n"),
+        "5:18",
+        "unroll() can only be used as the iterable of a for loop",
+        "for i in unroll(4)",
+        None,
+    ),
+    "float_unroll": (
+        kernel("for i in unroll(2.0):\n    pass\n"),
+        "5:14",
+        "unroll() needs integers, got f32",
+        "unroll(4)",
+        None,
+    ),
     "break_outside_loop": (kernel("break\n"), "5:5", "'break' outside a loop", None, None),
     "return_value_in_kernel": (
         kernel("return 1\n"),

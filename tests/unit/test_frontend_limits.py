@@ -199,9 +199,19 @@ CASES = {
         )
         + kernel("    o[0] = h29(x)\n"),
         "k.py:64:12: error: inlining helper 'h29' here makes kernel 'k' larger than 100000 "
-        "operations once helpers are inlined (the limit)",
+        "operations once helpers are inlined and unroll() bodies copied (the limit)",
         "call large helpers fewer times (one call inside a loop rather than many calls), "
-        "or split the kernel",
+        "unroll fewer copies, or split the kernel",
+    ),
+    "unrolls_inside_unrolls": (
+        kernel(
+            "    for a in unroll(256):\n        for b in unroll(256):\n"
+            "            for c in unroll(256):\n                o[0] += x\n"
+        ),
+        "k.py:7:17: error: kernel 'k' is larger than 100000 operations once helpers are "
+        "inlined and unroll() bodies copied (the limit)",
+        "call large helpers fewer times (one call inside a loop rather than many calls), "
+        "unroll fewer copies, or split the kernel",
     ),
     "constants": (
         "".join(f"C{i} = {i}\n" for i in range(10001)) + kernel("    o[0] = 1\n"),

@@ -16,6 +16,7 @@ MAX_NAME_BYTES = 100  # a name, in UTF-8 bytes (kernel and variant names become 
 MAX_CONSTANTS = 10_000  # module constants of one file, imported ones included
 MAX_HELPERS = 1_000  # helper functions of one file, imported ones included
 MAX_KERNELS = 1_000  # kernels of one file, each variant counted
+MAX_UNROLL = 256  # copies of the body one unroll() loop makes
 MAX_OPERATIONS = 100_000  # expressions and statements of one kernel, helpers inlined
 MAX_FILE_OPERATIONS = 1_000_000  # operations of one file's kernels, times their variants
 MAX_FOLD_STEPS = 100_000  # constant-folding steps at the top level of one file

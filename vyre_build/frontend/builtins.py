@@ -317,6 +317,16 @@ add_builtin(
     "range", "other", "builtin_range", "For",
     _p("start: integer, stop: integer, step: integer = 1"), "counter", "", where="loop",
 )
+add_builtin(
+    "unroll", "other", "builtin_unroll", "For", _p("stop: integer"), "counter",
+    "A loop unrolled at compile time: unroll(stop) or unroll(start, stop, step), constant "
+    "bounds; the counter is a constant in each copy of the body.",
+    where="loop",
+)
+add_builtin(
+    "unroll", "other", "builtin_unroll", "For",
+    _p("start: integer, stop: integer, step: integer = 1"), "counter", "", where="loop",
+)
 
 # -- atomics and memory order --------------------------------------------------------------
 _MEMORY = (Param("scope", "scope", '"device"'), Param("order", "order", '"relaxed"'))

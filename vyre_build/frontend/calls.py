@@ -327,6 +327,13 @@ class CallChecker:
             "write: for i in range(n):",
         )
 
+    def builtin_unroll(self, node, name):
+        raise self.err(
+            node,
+            "unroll() can only be used as the iterable of a for loop",
+            "write: for i in unroll(4):",
+        )
+
     def builtin_barrier(self, node, name):
         """barrier() / storage_barrier(), a statement (stmt_Expr calls this)."""
         self.nargs(node, name)

@@ -272,9 +272,10 @@ class KernelChecker(
         )
         return self.err(
             node,
-            f"{what} than {MAX_OPERATIONS} operations once helpers are inlined (the limit)",
+            f"{what} than {MAX_OPERATIONS} operations once helpers are inlined and unroll() "
+            "bodies copied (the limit)",
             "call large helpers fewer times (one call inside a loop rather than many calls), "
-            "or split the kernel",
+            "unroll fewer copies, or split the kernel",
         )
 
     def too_deep(self, node, extra: int = 0):

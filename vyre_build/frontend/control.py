@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from vyre_build.frontend import ir
+from vyre_build.core.limits import MAX_UNROLL
 from vyre_build.frontend.types import RANGES
 
 
@@ -30,23 +31,49 @@ class ControlChecker:
         if not isinstance(node.target, ast.Name):
             raise self.err(node.target, "the loop variable must be a single name")
         it = node.iter
-        if not (
-            isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
-        ):
+        kind = it.func.id if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) else None
+        if kind not in ("range", "unroll"):
             raise self.err(
                 it,
-                "for loops iterate over range(...) only",
-                "write: for i in range(n):  (or range(start, stop, step))",
+                "for loops iterate over range(...) or unroll(...) only",
+                "write: for i in range(n):  (or range(start, stop, step); unroll(n) for a loop "
+                "copied at compile time)",
             )
         if it.keywords or not 1 <= len(it.args) <= 3:
-            raise self.err(it, "range() takes 1 to 3 positional arguments")
+            raise self.err(it, f"{kind}() takes 1 to 3 positional arguments")
+        lo, hi, step, literal = self.loop_bounds(it, kind)
+        name = node.target.id
+        f = self.frame
+        if name in f.vars or name in f.scalars or name in f.arrays or name in f.loops:
+            raise self.err(
+                node.target,
+                f"loop variable '{name}' is already defined here",
+                "use a new name for the loop variable",
+            )
+        self.check_no_assign(node.body, name)
+        if kind == "unroll":
+            self.unrolled(node, name, lo, hi, step, "int" if literal else lo.ty)
+            return
+        var = self.unique(f"{f.helper}_{name}" if f.helper else name)
+        f.loops[name] = ir.LoopVar(var, lo.ty)
+        try:
+            body = self.sub_block(node.body, loop=True)
+        finally:
+            del f.loops[name]
+        self.block.append(ir.For(var, lo, hi, step, body))
+        self.after_loop()
+
+    def loop_bounds(self, it, kind):
+        """(start, stop, step, literal) of range(...) / unroll(...) call `it`: start and stop of
+        one integer type (both literals, `literal`: the first of i32, u32 that holds both),
+        step a nonzero constant that fits it."""
         args = [self.expr(a) for a in it.args]
         for a, an in zip(args, it.args):
             if a.ty in ir.VECTORS:
                 raise self.err(
                     an,
-                    f"range() needs scalar integers, got a {a.ty}",
-                    "use a component, e.g. range(v.x)",
+                    f"{kind}() needs scalar integers, got a {a.ty}",
+                    f"use a component, e.g. {kind}(v.x)",
                 )
         step = 1
         if len(args) == 3:
@@ -54,7 +81,7 @@ class ControlChecker:
             if not (isinstance(s, ir.Const) and s.ty in ("int", "i32", "u32")) or s.value == 0:
                 raise self.err(
                     it.args[2],
-                    "the range step must be a nonzero constant integer",
+                    f"the {kind} step must be a nonzero constant integer",
                     "use a while loop for a computed step",
                 )
             step = s.value
@@ -63,6 +90,7 @@ class ControlChecker:
         hi = args[1] if len(args) > 1 else args[0]
         lo, hi = self.unify(it, lo, hi, lo_node or it, hi_node)
         ty = None if lo.ty == "int" else lo.ty
+        literal = ty is None
         if ty is None:  # both bounds are literals: the first type that holds both
             ty = next(
                 (
@@ -75,36 +103,60 @@ class ControlChecker:
             if ty is None:
                 raise self.err(
                     it,
-                    f"range bounds {lo.value} and {hi.value} do not fit one loop type (i32 or u32)",
+                    f"{kind} bounds {lo.value} and {hi.value} do not fit one loop type (i32 or u32)",
                     "use bounds from -2147483648 to 2147483647 (i32) or 0 to 4294967295 (u32)",
                 )
         lo, hi = self.coerce(lo_node or it, lo, ty), self.coerce(hi_node, hi, ty)
         if lo.ty not in ir.INTEGER:
-            raise self.err(it, f"range() needs integers, got {lo.ty}")
+            raise self.err(
+                it, f"{kind}() needs integers, got {lo.ty}", f"use integer bounds, e.g. {kind}(4)"
+            )
         limit = RANGES["i32"][1] if lo.ty == "i32" else RANGES["u32"][1]
         if not -limit <= step <= limit:
             raise self.err(
                 it.args[2],
-                f"the range step {step} does not fit the {lo.ty} loop variable",
+                f"the {kind} step {step} does not fit the {lo.ty} loop variable",
                 f"use a step from -{limit} to {limit}",
             )
-        name = node.target.id
-        f = self.frame
-        if name in f.vars or name in f.scalars or name in f.arrays or name in f.loops:
+        return lo, hi, step, literal
+
+    def unrolled(self, node, name, lo, hi, step, ty):
+        """for name in unroll(...): the body once per value of the counter, in order, with
+        `name` that value as a constant of type `ty` (the bounds' type; "int", typed as a
+        literal is, where both are literals), so that it folds into indices and sizes; no
+        loop is left in the kernel."""
+        it = node.iter
+        if not (isinstance(lo, ir.Const) and isinstance(hi, ir.Const)):
+            bad = it.args[0] if not isinstance(lo, ir.Const) else it.args[min(1, len(it.args) - 1)]
             raise self.err(
-                node.target,
-                f"loop variable '{name}' is already defined here",
-                "use a new name for the loop variable",
+                bad,
+                "unroll() needs constant bounds (literals, module constants or variant values)",
+                "use range() for bounds known only when the kernel runs",
             )
-        var = self.unique(f"{f.helper}_{name}" if f.helper else name)
-        f.loops[name] = ir.LoopVar(var, lo.ty)
-        try:
-            self.check_no_assign(node.body, name)
-            body = self.sub_block(node.body, loop=True)
-        finally:
-            del f.loops[name]
-        self.block.append(ir.For(var, lo, hi, step, body))
-        self.after_loop()
+        count = len(range(lo.value, hi.value, step))
+        if count > MAX_UNROLL:
+            raise self.err(
+                it,
+                f"unroll() of {count} copies of the loop body; at most {MAX_UNROLL}",
+                "unroll fewer (nest an unroll inside a range loop) or use range()",
+            )
+        for stmt in node.body:
+            leave = _leaves(stmt)
+            if leave is not None:
+                word = "break" if isinstance(leave, ast.Break) else "continue"
+                raise self.err(
+                    leave,
+                    f"'{word}' in an unroll() loop: its body is copied, not looped",
+                    "use range() for a loop that leaves early, or guard the rest of the body "
+                    "with an if",
+                )
+        f = self.frame
+        for value in range(lo.value, hi.value, step):
+            f.loops[name] = ir.Const(ty, value)
+            try:
+                self.block.extend(self.sub_block(node.body))
+            finally:
+                del f.loops[name]
 
     def check_no_assign(self, body, name):
         for stmt in body:
@@ -181,3 +233,17 @@ class ControlChecker:
         f = self.frame
         if f.returned_var is not None:
             self.block.append(ir.If(ir.Var(f.returned_var, "bool"), (ir.Break(),)))
+
+
+def _leaves(stmt):
+    """The first break or continue in `stmt` that leaves the loop `stmt` is in (not one of a
+    loop inside it), or None."""
+    if isinstance(stmt, (ast.Break, ast.Continue)):
+        return stmt
+    if isinstance(stmt, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    for child in ast.iter_child_nodes(stmt):
+        found = _leaves(child)
+        if found is not None:
+            return found
+    return None

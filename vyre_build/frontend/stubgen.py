@@ -225,6 +225,7 @@ def _function(row: Builtin, sig: Signature, first: bool) -> str:
 def _builtins() -> str:
     out: list[str] = []
     seen: set[str] = set()
+    stub_def = False  # whether out[-1] ends with a def whose body is "..."
     order = list(GROUPS)  # group by group in GROUPS' order, each in registry order
     for row in sorted(BUILTINS.values(), key=lambda row: order.index(row.group)):
         comment = ""  # a preamble of comments only sits right above the group's first def
@@ -235,10 +236,16 @@ def _builtins() -> str:
                 comment = preamble
             else:
                 out.append(preamble)
+                stub_def = False
         overloaded = len(row.signatures) > 1
         for i, sig in enumerate(row.signatures):
             decorator = "@overload\n" if overloaded else ""
-            out.append(comment + decorator + _function(row, sig, i == 0) + "\n")
+            text = comment + decorator + _function(row, sig, i == 0) + "\n"
+            if not comment and stub_def:
+                out[-1] += text  # a def right after a one-line def: no blank line
+            else:
+                out.append(text)
+            stub_def = text.endswith("...\n")
             comment = ""
     return "\n".join(out)
 

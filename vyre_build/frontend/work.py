@@ -20,31 +20,63 @@ from __future__ import annotations
 
 import ast
 
-from vyre_build.core.limits import MAX_FILE_OPERATIONS, MAX_OPERATIONS
+from vyre_build.core.limits import MAX_FILE_OPERATIONS, MAX_OPERATIONS, MAX_UNROLL
 
 POW_EXPANSION = 16  # '**' takes a constant exponent of at most 16 (expressions.py)
 
 
+def _copies(loop: ast.For, module) -> int:
+    """How many copies of its body the checker makes of `loop`: 1 for a range() loop; an
+    unroll() loop's count where its bounds are integer literals or this file's folded
+    constants, else MAX_UNROLL (a variant may bind them: the most the checker allows)."""
+    it = loop.iter
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)) or it.func.id != "unroll":
+        return 1
+    bounds = [_known_int(a, module) for a in it.args]
+    if not 1 <= len(bounds) <= 3 or None in bounds or len(bounds) == 3 and bounds[2] == 0:
+        return MAX_UNROLL
+    start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
+    return min(len(range(start, stop, step)), MAX_UNROLL)
+
+
+def _known_int(node: ast.expr, module) -> int | None:
+    # An integer literal, or a constant of the module folded to an integer (its value as
+    # the kernel without variants sees it), else None.
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name):
+        value = getattr(module.constants.get(node.id), "value", None)
+        return value if type(value) is int else None
+    return None
+
+
 def _size(nodes, module, memo: dict, depth: int, cap: int) -> int:
-    """Operations of `nodes` and everything below them, helper calls inlined; the count
-    stops once it passes `cap` (the result is then some value > cap)."""
+    """Operations of `nodes` and everything below them, helper calls inlined, an unroll()
+    loop's body counted once per copy; the count stops once it passes `cap` (the result is
+    then some value > cap). Iterative: the trees are not checked for depth yet."""
     total = 0
-    for top in nodes:
-        for n in ast.walk(top):
-            if isinstance(n, (ast.expr, ast.stmt)):
-                total += 1
-            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow):
-                total += POW_EXPANSION
-            elif (
-                isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Name)
-                and n.func.id in module.helpers
-                and depth <= 32  # deeper chains are refused when inlined
-            ):
-                hmod, fn = module.helpers[n.func.id]
-                total += _helper_size(hmod, fn, memo, depth + 1, cap - total)
-            if total > cap:
-                return total
+    todo = [(n, 1) for n in reversed(nodes)]  # (node, copies of it the checker makes)
+    while todo:
+        n, times = todo.pop()
+        if isinstance(n, (ast.expr, ast.stmt)):
+            total += times
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow):
+            total += times * POW_EXPANSION
+        elif (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in module.helpers
+            and depth <= 32  # deeper chains are refused when inlined
+        ):
+            hmod, fn = module.helpers[n.func.id]
+            total += times * _helper_size(hmod, fn, memo, depth + 1, (cap - total) // times)
+        if total > cap:
+            return total
+        if isinstance(n, ast.For) and (copies := _copies(n, module)) > 1:
+            todo += [(c, times * copies) for c in reversed(n.body)]
+            todo += [(n.iter, times), (n.target, times)]
+        else:
+            todo += [(c, times) for c in reversed(list(ast.iter_child_nodes(n)))]
     return total
 
 
