@@ -700,6 +700,21 @@ def test_missing_file():
         read_bundle("/nonexistent/nowhere.vyrebundle")
 
 
+def test_a_fifo_a_device_or_a_directory_is_refused_without_blocking(tmp_path):
+    # A FIFO with no writer would block a plain open() forever; /dev/zero would read as an
+    # endless run of zeros: each is refused by kind before anything is read.
+    fifo = tmp_path / "b.vyrebundle"
+    os.mkfifo(fifo)
+    for path, kind in (
+        (fifo, "a FIFO"),
+        ("/dev/zero", "a character device"),
+        (tmp_path, "a directory"),
+    ):
+        with pytest.raises(BundleError) as info:
+            read_bundle(path)
+        assert str(info.value) == f"{path}: cannot open bundle: it is {kind}, not a regular file"
+
+
 # --- speed and independence ------------------------------------------------------------
 
 

@@ -177,10 +177,10 @@ def test_secret_key_file_refusals(tmp_path, keys):
 def test_key_file_special_and_missing_files(tmp_path):
     with pytest.raises(KeyFileError) as info:
         load_public_key(tmp_path)
-    assert str(info.value) == f"{tmp_path}: not a key file (not a regular file)"
+    assert str(info.value) == f"{tmp_path}: not a key file (it is a directory, not a regular file)"
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    with pytest.raises(KeyFileError, match="not a key file \\(not a regular file\\)"):
+    with pytest.raises(KeyFileError, match="not a key file \\(it is a FIFO, not a regular file\\)"):
         load_public_key(fifo)
     with pytest.raises(KeyFileError) as info:
         load_public_key(tmp_path / "nope.pub")

@@ -31,7 +31,7 @@ import threading
 import blake3
 
 from vyre_build.core.errors import BundleError
-from vyre_build.core.files import temp_path
+from vyre_build.core.files import open_regular, temp_path
 
 __all__ = [
     "KeyFileError",
@@ -254,13 +254,11 @@ def _check_private(path: str, info: os.stat_result) -> None:
 
 def _read_text(path: str) -> tuple[str, os.stat_result]:
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd, info = open_regular(path)
     except OSError as exc:
-        raise KeyFileError(f"{path}: cannot read key file: {exc.strerror or exc}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise KeyFileError(f"{path}: not a key file (not a regular file)")
+        if exc.strerror is None:  # open, but not a regular file
+            raise KeyFileError(f"{path}: not a key file ({exc})") from None
+        raise KeyFileError(f"{path}: cannot read key file: {exc.strerror}") from None
     with open(fd, "rb") as f:
         if info.st_size > _MAX_FILE:
             raise KeyFileError(

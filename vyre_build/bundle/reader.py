@@ -35,6 +35,7 @@ from vyre_build.bundle.manifest import (
 )
 from vyre_build.bundle.metadata import KernelMeta, check_metadata
 from vyre_build.core.errors import BundleError
+from vyre_build.core.files import open_regular
 
 SHOWN_IDS = 12  # a lookup's error lists every id of a bundle this small, else counts them
 
@@ -449,15 +450,11 @@ def read_bundle(path: str | os.PathLike, *, trusted_keys=None) -> BundleReader:
     trusted = signing.resolve_trusted_keys(trusted_keys)
     name = os.fspath(path)
     try:
-        f = open(name, "rb", buffering=0)  # noqa: SIM115 - the reader owns the file until close()
+        fd, info = open_regular(name)  # a FIFO or a device is refused, never waited on
     except OSError as exc:
-        raise BundleError(f"{name}: cannot open bundle: {exc.strerror}") from None
-    try:
-        size = os.fstat(f.fileno()).st_size
-    except OSError as exc:
-        f.close()
-        raise BundleError(f"{name}: cannot stat bundle: {exc.strerror}") from None
-    return BundleReader(f, name, size, trusted)
+        raise BundleError(f"{name}: cannot open bundle: {exc.strerror or exc}") from None
+    f = open(fd, "rb", buffering=0)  # noqa: SIM115 - the reader owns the file until close()
+    return BundleReader(f, name, info.st_size, trusted)
 
 
 def read_bundle_bytes(

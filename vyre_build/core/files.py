@@ -8,6 +8,8 @@ and what a file that is not a regular one is called in messages.
   whatever the dict order. Every hashed or shipped JSON document uses it.
 - `file_kind`: "a FIFO", "a directory", ... for a mode that is not a regular file's (the
   kernel tree's reader and the pipeline cache refuse such files by name).
+- `open_regular`: a file opened for reading only if it is a regular one, without blocking
+  on a FIFO that has no writer or taking a terminal as its controlling one.
 
 Errors are plain `OSError`s; each caller words them in its own error type.
 """
@@ -21,7 +23,14 @@ import os
 import stat
 import threading
 
-__all__ = ["TMP_PREFIX", "atomic_write", "canonical_json", "canonical_text", "file_kind"]
+__all__ = [
+    "TMP_PREFIX",
+    "atomic_write",
+    "canonical_json",
+    "canonical_text",
+    "file_kind",
+    "open_regular",
+]
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -35,6 +44,31 @@ _KINDS = (
 def file_kind(mode: int) -> str:
     """What a file of `mode` (st_mode) that is not a regular file is, for a message."""
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def open_regular(path: str) -> tuple[int, os.stat_result]:
+    """(descriptor, fstat) of `path` opened for reading (O_NONBLOCK: a FIFO without a
+    writer does not block the open; it has no effect on a regular file's reads). OSError
+    when it cannot be opened, or, naming its kind (`file_kind`), when it is not a regular
+    file (then nothing stays open)."""
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"it is {file_kind(info.st_mode)}, not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
 
 
 TMP_PREFIX = ".tmp."
