@@ -393,9 +393,37 @@ CASES = {
     ),
     "grid_unknown": (
         kernel("pass\n", deco='@kernel(grid="n")'),
-        "4:1",
+        "3:14",
         "grid entry 'n' is not a buffer",
         None,
+        '@kernel(grid="n")',
+    ),
+    "grid_unknown_in_a_tuple": (
+        kernel("pass\n", deco='@kernel(grid=(64, "n"))'),
+        "3:19",
+        "grid entry 'n' is not a buffer",
+        "parameters: out",
+        None,
+    ),
+    "workgroup_size_string": (
+        kernel("pass\n", deco='@kernel(workgroup_size="big")'),
+        "3:24",
+        "workgroup size entries must be positive integers, got 'big'",
+        "workgroup_size=(16, 16)",
+        None,
+    ),
+    "repeated_kernel_option": (
+        kernel("pass\n", deco="@kernel(workgroup_size=64, workgroup_size=32)"),
+        "3:43",
+        "@kernel option 'workgroup_size' is given twice",
+        "keep one",
+        None,
+    ),
+    "non_ascii_kernel_name": (
+        "@kernel(workgroup_size=64)\ndef ключ(out: Buffer[u32, 'w']):\n    out[0] = 1\n",
+        "4:1",
+        "kernel name 'ключ' may only use ASCII letters, digits and '_'",
+        "its name becomes the artifact file names",
         None,
     ),
     "no_output_buffer": (
@@ -664,6 +692,24 @@ def test_yaml_variant_errors(tmp_path):
     with pytest.raises(KernelError) as info:
         compile_text(tmp_path, kernel("x[0] = T(1)\n", sig="x: Buffer[T, 'rw']"))
     assert "variant value 'f65' is neither a type nor a number" in str(info.value)
+    # an unused parameter is shown where the YAML sets it
+    (tmp_path / "variants.yaml").write_text("k.py:\n  k:\n    a: {T: f32, Q: 3}\n")
+    with pytest.raises(KernelError) as info:
+        compile_text(tmp_path, kernel("x[0] = T(1)\n", sig="x: Buffer[T, 'rw']"))
+    assert str(info.value).startswith(
+        "variants.yaml:3:17: error: variant 'a' sets Q, which kernel 'k' never uses"
+    )
+    # a file key naming no kernel file of the folder (its variants would be lost)
+    (tmp_path / "variants.yaml").write_text(
+        "k.py:\n  k:\n    a: {T: f32}\nkk.py:\n  k:\n    a: {T: f32}\n"
+    )
+    with pytest.raises(KernelError) as info:
+        compile_text(tmp_path, kernel("x[0] = T(1)\n", sig="x: Buffer[T, 'rw']"))
+    assert str(info.value).splitlines()[0] == (
+        "variants.yaml:4:1: error: variants.yaml names 'kk.py', which is not a kernel file of "
+        "this folder"
+    )
+    assert "fix: did you mean 'k.py'?" in str(info.value)
 
 
 def test_cli_prints_caret_and_exits_1(tmp_path, capsys):

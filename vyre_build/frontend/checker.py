@@ -520,7 +520,9 @@ class KernelChecker(
     def check_variant_use(self):
         unused = sorted(set(self.variant_env) - self.used_variant_params)
         if unused:
-            node = self.kdef.variants_node
+            node = self.kdef.variant_param_pos.get(
+                (self.variant, unused[0]), self.kdef.variants_node
+            )
             src = getattr(self.kdef, "variants_source", self.frame.module.source)
             raise src.error(
                 node,
@@ -562,7 +564,7 @@ class KernelChecker(
             p = names.get(entry)
             if p is None or (isinstance(p, ir.ScalarParam) and p.dtype not in ir.INTEGER):
                 raise self.err(
-                    self.kdef.node,
+                    self.grid_entry_node(entry),
                     f"grid entry '{entry}' is not a buffer or an integer "
                     f"parameter of kernel '{self.kdef.name}'",
                     f"parameters: {', '.join(names) or 'none'}",
@@ -577,6 +579,15 @@ class KernelChecker(
                 )
             grid = (written[0],)
         return tuple(grid)
+
+    def grid_entry_node(self, entry: str):
+        """Where grid entry `entry` (a name) is written in @kernel(grid=...), else the def."""
+        node = self.kdef.grid_node
+        items = node.elts if isinstance(node, ast.Tuple) else [node]
+        return next(
+            (n for n in items if isinstance(n, ast.Constant) and n.value == entry),
+            self.kdef.node,
+        )
 
     # -- statements -------------------------------------------------------------------
     def statements(self, stmts, top=False):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 
 from vyre_build.core.errors import KernelError
@@ -34,6 +35,7 @@ from vyre_build.frontend.ir import Const
 LANG_MODULE = "vyre_build.lang"
 MAX_INVOCATIONS = 256
 MAX_WG = (256, 256, 64)
+_KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a file-name stem on every system
 
 
 @dataclass
@@ -50,6 +52,8 @@ class KernelDef:
     # binds a name they read, directly or through this file's constants, folds them again.
     workgroup_size_node: object = None
     grid_node: object = None
+    # (variant, parameter) -> where variants.yaml sets it (for errors naming the parameter)
+    variant_param_pos: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -80,6 +84,12 @@ def fold_workgroup_size(mod: KernelModule, node, env) -> tuple[int, int, int]:
         raise src.error(node, "workgroup_size has 1 to 3 entries")
     sizes = []
     for item in items:
+        if isinstance(item, ast.Constant) and type(item.value) is not int:
+            raise src.error(
+                item,
+                f"workgroup size entries must be positive integers, got {short(repr(item.value))}",
+                "write e.g. workgroup_size=256 or workgroup_size=(16, 16)",
+            )
         c = mod.folder.fold(item, env)
         if c.ty != "int" or c.value < 1:
             raise src.error(
@@ -401,6 +411,13 @@ class ModuleLoader:
         fn = call.func if call else deco
         if not (isinstance(fn, ast.Name) and fn.id == "kernel"):
             raise src.error(deco, "unknown decorator", "kernels are declared with @kernel(...)")
+        if not _KERNEL_NAME.fullmatch(node.name):
+            raise src.error(
+                node,
+                f"kernel name '{short(node.name)}' may only use ASCII letters, digits and '_'",
+                "rename the kernel: its name becomes the artifact file names and the bundle's "
+                "kernel id",
+            )
         opts = {
             "workgroup_size": None,
             "grid": None,
@@ -421,6 +438,10 @@ class ModuleLoader:
                         kw.value,
                         f"unknown @kernel option '{kw.arg}'",
                         "options are workgroup_size, grid, variants, any_length and shared_bytes",
+                    )
+                if opts[kw.arg] is not None:
+                    raise src.error(
+                        kw.value, f"@kernel option '{kw.arg}' is given twice", "keep one of them"
                     )
                 opts[kw.arg] = kw.value
         wg = fold_workgroup_size(mod, opts["workgroup_size"], mod.constants)

@@ -3,6 +3,7 @@ variant (YAML or decorator) passes. Errors point into the YAML with a caret."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ def yaml_variants(mod, read) -> None:
     fname = os.path.basename(mod.path)
     for fkey, fval in _mapping(ysrc, root):
         if fkey.value != fname:
+            _check_file_key(ysrc, fkey, os.path.dirname(mod.path))
             continue
         for kkey, kval in _mapping(ysrc, fval):
             kdef = mod.kernels.get(kkey.value)
@@ -89,11 +91,34 @@ def yaml_variants(mod, read) -> None:
                             _pos(ysrc, pval), "variant values are type names or numbers"
                         )
                     params[pkey.value] = _yaml_value(ysrc, pval)
+                    kdef.variant_param_pos[vkey.value, pkey.value] = _pos(ysrc, pkey)
                 kdef.variants[vkey.value] = check_variant(
                     ysrc, _pos(ysrc, vkey), vkey.value, params
                 )
             kdef.variants_node = _pos(ysrc, kkey)
             kdef.variants_source = ysrc
+
+
+def _check_file_key(ysrc: Source, fkey, folder: str) -> None:
+    """A top-level key of variants.yaml names a kernel file of its folder (a misspelt one
+    would leave that file's kernels without their variants, silently)."""
+    name = fkey.value
+    if (
+        isinstance(name, str)
+        and name.endswith(".py")
+        and os.path.isfile(os.path.join(folder, name))
+    ):
+        return
+    try:
+        files = sorted(f for f in os.listdir(folder) if f.endswith(".py"))
+    except OSError:
+        files = []
+    close = difflib.get_close_matches(str(name), files, n=1)
+    raise ysrc.error(
+        _pos(ysrc, fkey),
+        f"variants.yaml names '{shown(str(name))}', which is not a kernel file of this folder",
+        f"did you mean '{close[0]}'?" if close else "name a .py kernel file beside variants.yaml",
+    )
 
 
 @dataclass
