@@ -771,3 +771,16 @@ def test_a_helper_that_can_fall_off_its_end_is_refused(tmp_path):
     assert err.fix == "end it with a return (or return in both arms of its last if/else)"
     done = helper.replace("return u32(2)\n", "return u32(2)\n    else:\n        return u32(0)\n")
     compile_text(tmp_path, done + kernel("    out[0] = f(out[0])\n"))  # every path returns
+
+
+def test_a_byte_order_mark_is_not_part_of_the_source(tmp_path):
+    # Windows editors write UTF-8 files with a BOM; Python accepts them, and so do we.
+    body = kernel("out[0] = 1\n")
+    plain = compile_text(tmp_path, body, name="plain.py")
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + (HEAD + body).encode("utf-8"))
+    bom = compile_file(str(tmp_path / "bom.py"), targets=("kdesc",), display_path="bom.py")
+    assert bom[0].kdesc == plain[0].kdesc
+    (tmp_path / "bad.py").write_bytes(b"\xef\xbb\xbf" + (HEAD + kernel("out[0] = zz\n")).encode())
+    with pytest.raises(KernelError) as info:
+        compile_file(str(tmp_path / "bad.py"), targets=("kdesc",), display_path="bad.py")
+    assert str(info.value).startswith("bad.py:5:14: error: unknown name 'zz'")

@@ -164,6 +164,18 @@ def test_scalar_types_and_ranges():
         refused(SAXPY, {"x": f32(4), "y": f32(4), "a": "2"})
         == "Kernel 'saxpy': argument 'a' must be a float scalar, got str"
     )
+    assert refused(SAXPY, {"x": f32(4), "y": f32(4), "a": f32(4)}) == (
+        "Kernel 'saxpy': argument 'a' must be a float scalar, got an array of float32, shape "
+        "(4,) (a scalar parameter takes one number)"
+    )
+    assert refused(FILL, {**base, "cols": [2]}) == (
+        "Kernel 'fill.u32': argument 'cols' must be an integer (u32), got a list (a scalar "
+        "parameter takes one number)"
+    )
+    assert (
+        refused(FILL, {**base, "cols": None})
+        == "Kernel 'fill.u32': argument 'cols' must be an integer (u32), got None"
+    )
     assert (
         refused(SAXPY, {"x": f32(4), "y": f32(4), "a": 1e39})
         == "Kernel 'saxpy': argument 'a' = 1e+39 is out of range for f32"

@@ -122,7 +122,10 @@ def _reason(exc: OSError) -> str:
 
 def decode_source(data: bytes, shown: str, what: str = "file") -> str:
     """UTF-8 text of `data`, or a KernelError at the line and column of the first bad byte
-    (or NUL character, which no kernel source may hold)."""
+    (or NUL character, which no kernel source may hold). A leading byte-order mark (which
+    Windows editors write, and Python accepts) is not part of the text."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

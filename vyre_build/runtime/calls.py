@@ -36,6 +36,19 @@ def _describe(value: object) -> str:
     return type(value).__name__
 
 
+def _not_scalar(value: object) -> str:
+    # What a value given for a scalar parameter is, where it is not a number.
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple):
+        kind = "a DeviceBuffer" if isinstance(value, DeviceBuffer) else "an array"
+        return f"{kind} of {_describe(value)}, shape {shape} (a scalar parameter takes one number)"
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} (a scalar parameter takes one number)"
+    if value is None or isinstance(value, (str, bytes)):
+        return "None" if value is None else type(value).__name__
+    return f"{_describe(value)} {value!r}"
+
+
 def _check_device_buffer(kid: str, b: Binding, value: DeviceBuffer, device: Device) -> None:
     name, want = b.name, NP_NAMES[host_type(b.dtype)[0]]
     if value.device is not device:
@@ -141,7 +154,7 @@ def _check_scalar(kid: str, b: Binding, value: object) -> Scalar:
         value = value[()]
     if dtype in _FLOAT_MAX:
         if not isinstance(value, (int, float, np.integer, np.floating)):
-            raise _fail(kid, f"must be a float scalar, got {_describe(value)}", name)
+            raise _fail(kid, f"must be a float scalar, got {_not_scalar(value)}", name)
         top = _FLOAT_MAX[dtype]
         # Compared before converting: a huge int or a long double would overflow float().
         if (isinstance(value, (int, np.integer)) and abs(int(value)) > top) or (
@@ -153,7 +166,7 @@ def _check_scalar(kid: str, b: Binding, value: object) -> Scalar:
             raise _fail(kid, f"= {number!r} is out of range for {dtype}", name)
         return number
     if not isinstance(value, (int, np.integer)):
-        raise _fail(kid, f"must be an integer ({dtype}), got {_describe(value)} {value!r}", name)
+        raise _fail(kid, f"must be an integer ({dtype}), got {_not_scalar(value)}", name)
     lo, hi = _INT_RANGE[dtype]
     if not lo <= int(value) <= hi:
         raise _fail(kid, f"= {_show_number(value)} is out of range for {dtype} [{lo}, {hi}]", name)
