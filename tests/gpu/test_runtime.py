@@ -766,7 +766,15 @@ def test_run_cli_writes_outputs(backend, tmp_path, capsys):
             ["--alloc", "out=4", "--scalar", "stride=1"],
             "Kernel 'iota': --scalar 'stride' names no argument; it takes out, start, step",
         ),
-        (["--input", "out=/no/such.npy"], "--input out: cannot read '/no/such.npy' as .npy"),
+        (
+            ["--input", "out=/no/such.npy"],
+            "--input out: cannot read '/no/such.npy': No such file or directory",
+        ),
+        (
+            ["--input", f"out={os.path.abspath(__file__)}"],
+            f"--input out: '{os.path.abspath(__file__)}' is not a .npy file (it lacks the .npy",
+        ),
+        (["--input", "out=/dev/null"], "--input out: cannot read '/dev/null': it is a character"),
         (
             ["--alloc", "out=4", "--input", "start=a.npy"],
             "Kernel 'iota': 'start' is a scalar; pass it with --scalar",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from vyre_build.core.backends import BACKENDS
+from vyre_build.core.files import open_regular
 from vyre_build.core.errors import DispatchError
 from vyre_build.commands import output_dir
 from vyre_build.commands.helptext import add_command
@@ -93,9 +94,27 @@ def _load_npy(name: str, path: str):
     import numpy as np
 
     try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise DispatchError(f"--input {name}: cannot read {path!r} as .npy: {exc}") from exc
+        fd, _ = open_regular(path)  # a FIFO or a device is refused, never waited on
+    except OSError as exc:
+        raise DispatchError(
+            f"--input {name}: cannot read {path!r}: {exc.strerror or exc}"
+        ) from None
+    with open(fd, "rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise DispatchError(
+                f"--input {name}: {path!r} is not a .npy file (it lacks the .npy magic); save "
+                "the array with numpy.save"
+            )
+        f.seek(0)
+        try:
+            return np.load(f, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            why = (
+                "it holds Python objects, which run does not load: save a numeric array"
+                if "allow_pickle" in str(exc)
+                else str(exc)
+            )
+            raise DispatchError(f"--input {name}: cannot read {path!r} as .npy: {why}") from None
 
 
 def run(args) -> int:
@@ -108,9 +127,20 @@ def run(args) -> int:
         for i, name in enumerate(list_adapters(args.backend)):
             print(f"{i}: {name}")
         return 0
-    if not args.bundle or not args.kernel or not args.out:
+    missing = [
+        what
+        for what, given in (
+            ("BUNDLE", args.bundle),
+            ("KERNEL", args.kernel),
+            ("--out DIR (where the NAME.npy outputs go)", args.out),
+        )
+        if not given
+    ]
+    if missing:
         raise DispatchError(
-            "vyre-build run needs BUNDLE, KERNEL and --out DIR (or --list-adapters)"
+            f"vyre-build run needs {' and '.join(missing)} (or --list-adapters); e.g. "
+            "vyre-build run dist/kernels.vyrebundle saxpy --input x=x.npy --input y=y.npy "
+            "--scalar a=2.0 --out out"
         )
     name, variant = args.kernel, args.variant
     if variant is None and "." in name:
