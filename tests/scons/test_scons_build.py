@@ -139,6 +139,17 @@ def test_kernel_error_fails_the_build_with_the_message(project):
     assert "k3.py:6:" in proc.stderr and "undefined_name" in proc.stderr
 
 
+def test_two_files_defining_one_kernel_stop_the_build_naming_both(project):
+    root, cache = project
+    (root / "kernels" / "k9.py").write_text((root / "kernels" / "k3.py").read_text())
+    proc = run_scons(root, cache, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "scons: *** kernels/k3.py and kernels/k9.py both define kernel 'k3', whose artifacts "
+        "(build/k3.*) would overwrite each other; rename one of them"
+    ]
+
+
 def test_cache_limits_from_construction_variables_evict_after_build(project):
     root, cache = project
     sc = root / "SConstruct"

@@ -481,10 +481,18 @@ def kernel_dir(env, build_dir, pattern="*.py"):
     root = env.Dir(build_dir).srcnode().abspath  # the kernel tree: nothing outside is read
     nodes = sorted(env.Glob(os.path.join(str(build_dir), pattern)), key=str)
     build.scan_in_workers(env, [n for n in nodes if n.name != "__init__.py"], root)
+    owner: dict[str, str] = {}  # artifact stem -> the file whose kernel it is
     for node in nodes:
         info = build.scan_file(env, node, root)
         if node.name == "__init__.py" or not (info["stems"] or "error" in info):
             continue
+        for stem in info["stems"]:
+            if owner.setdefault(stem, str(node.srcnode())) != str(node.srcnode()):
+                build.fatal(
+                    f"{owner[stem]} and {node.srcnode()} both define kernel {stem!r}, whose "
+                    f"artifacts ({build_dir}/{stem}.*) would overwrite each other; rename one "
+                    "of them"
+                )
         outs.extend(env.VyreKernel(node, VYREROOT=root))
     return outs
 
