@@ -159,6 +159,31 @@ def test_sign_refusals(setup, capsys):
     assert read_bundle(bundle).signature is None
 
 
+def test_sign_and_generate_refuse_paths_that_are_not_files(setup, capsys, tmp_path):
+    # -o "" used to sign in place; -o into a missing folder created it; an empty KEYFILE
+    # was blamed on the comment made from it.
+    bundle, keys = setup
+    before = open(bundle, "rb").read()
+    for out, want in (
+        (
+            "",
+            "error: -o '': give the signed bundle's file path (leave -o out to sign the "
+            "bundle in place)\n",
+        ),
+        (str(tmp_path), f"error: -o {str(tmp_path)!r}: give the signed bundle's file path"),
+        (
+            str(tmp_path / "no" / "x.vyrebundle"),
+            f"error: -o {tmp_path / 'no' / 'x.vyrebundle'}: folder {tmp_path / 'no'} does not exist\n",
+        ),
+    ):
+        code, _, err = run(capsys, "bundle", "sign", bundle, "--key", keys["alice"], "-o", out)
+        assert code == 1 and err.startswith(want), err
+    assert open(bundle, "rb").read() == before and not (tmp_path / "no").exists()
+    for path in ("", str(tmp_path)):
+        code, _, err = run(capsys, "key", "generate", path)
+        assert code == 1 and err.startswith(f"error: KEYFILE {path!r}: give the secret key's file")
+
+
 def test_sign_a_version_1_bundle_upgrades_it(setup, capsys, tmp_path):
     _, keys = setup
     old = str(tmp_path / "old.vyrebundle")

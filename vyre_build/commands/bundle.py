@@ -23,7 +23,7 @@ from vyre_build.bundle import (
     check_suffix,
     read_bundle,
 )
-from vyre_build.core.errors import BundleError
+from vyre_build.core.errors import BundleError, VyreError
 from vyre_build.commands import output_dir, write_file
 from vyre_build.commands.helptext import add_command
 
@@ -358,6 +358,15 @@ def cmd_sign(args: argparse.Namespace) -> int:
     from vyre_build.bundle.keys import load_secret_key
 
     key = load_secret_key(args.key)
+    if args.output is not None:
+        folder = os.path.dirname(args.output)
+        if not args.output or os.path.isdir(args.output):
+            raise VyreError(
+                f"error: -o {args.output!r}: give the signed bundle's file path (leave -o out "
+                "to sign the bundle in place)"
+            )
+        if folder and not os.path.isdir(folder):
+            raise VyreError(f"error: -o {args.output}: folder {folder} does not exist")
     out = args.output or args.bundle
     with read_bundle(args.bundle, trusted_keys=False) as reader:
         problems = reader.verify()

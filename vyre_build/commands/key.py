@@ -29,6 +29,11 @@ def register(subparsers) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    if not args.keyfile or args.keyfile.endswith(("/", os.sep)) or os.path.isdir(args.keyfile):
+        raise VyreError(
+            f"error: KEYFILE {args.keyfile!r}: give the secret key's file path, e.g. "
+            "keys/release.key (the public key goes beside it as .pub)"
+        )
     comment = args.comment if args.comment is not None else os.path.basename(args.keyfile)
     key = generate_key_pair(check_comment(comment, "--comment"))
     folder = os.path.dirname(args.keyfile)
