@@ -310,3 +310,11 @@ def test_a_failed_step_says_failed_and_the_summary_counts_it(project):
     }
     assert proc.stdout.splitlines()[-1] == "vyre: 4 kernel files: 3 compiled, 1 failed"
     assert "error: unknown name 'nope'" in proc.stderr
+    # without -k SCons stops at the failure: the files it did not reach are not counted as
+    # up to date, and the line says how to build them
+    proc = run_scons(root, cache, "-j1", check=False)
+    assert proc.returncode == 2
+    assert proc.stdout.splitlines()[-1] == (
+        "vyre: 1 kernel file: 1 failed; scons stopped at the first failure (scons -k builds "
+        "the other files)"
+    )

@@ -477,10 +477,21 @@ def summary_line() -> str | None:
         parts.append(f"{_plural(hits, 'cache hit')}{remote}")
     if c["failed"]:
         parts.append(f"{c['failed']} failed")
-    fresh = max(0, _plan.get("requested", 0) - ran)  # asked for, and SCons ran no step
+    # Where SCons stopped at a failure (no -k), the files it did not reach are not known to
+    # be up to date: they are not counted, and the line says so.
+    stopped = bool(c["failed"]) and not _keep_going()
+    fresh = 0 if stopped else max(0, _plan.get("requested", 0) - ran)  # asked for, no step ran
     if fresh:
         parts.append(f"{fresh} up to date")
-    return f"vyre: {_plural(ran + fresh, 'kernel file')}: {', '.join(parts)}"
+    end = "; scons stopped at the first failure (scons -k builds the other files)" * stopped
+    return f"vyre: {_plural(ran + fresh, 'kernel file')}: {', '.join(parts)}{end}"
+
+
+def _keep_going() -> bool:
+    try:
+        return bool(SCons.Script.GetOption("keep_going"))
+    except Exception:  # noqa: BLE001 - outside an SConstruct's run (tests): as scons -k
+        return True
 
 
 @atexit.register
