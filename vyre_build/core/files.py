@@ -24,6 +24,7 @@ import stat
 import threading
 
 __all__ = [
+    "READ_FLAGS",
     "TMP_PREFIX",
     "atomic_write",
     "canonical_json",
@@ -46,7 +47,8 @@ def file_kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-_READ_FLAGS = (
+# Opening never blocks (a FIFO without a writer) nor takes a terminal as controlling one.
+READ_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NONBLOCK", 0)
     | getattr(os, "O_NOCTTY", 0)
@@ -60,7 +62,7 @@ def open_regular(path: str) -> tuple[int, os.stat_result]:
     writer does not block the open; it has no effect on a regular file's reads). OSError
     when it cannot be opened, or, naming its kind (`file_kind`), when it is not a regular
     file (then nothing stays open)."""
-    fd = os.open(path, _READ_FLAGS)
+    fd = os.open(path, READ_FLAGS)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -30,19 +30,11 @@ from collections.abc import Callable, Iterator
 import blake3
 
 from vyre_build.core.errors import PipelineCacheWarning
-from vyre_build.core.files import atomic_write, file_kind
+from vyre_build.core.files import READ_FLAGS, atomic_write, file_kind
 
 MAGIC = b"VYREPLC1"
 _HEAD = len(MAGIC) + 32
 MAX_BYTES = 256 << 20  # the whole directory
-# Opening never blocks (a FIFO without a writer) nor follows into a terminal.
-_OPEN = (
-    os.O_RDONLY
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_NOCTTY", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
-)
 _OFF = ("0", "off", "false", "no", "none")
 # VkPipelineCacheHeaderVersionOne: headerSize, headerVersion, vendorID, deviceID, UUID.
 _VK_HEADER = struct.Struct("<IIII16s")
@@ -153,7 +145,7 @@ class PipelineCacheFile:
     def _read(self) -> bytes | None:
         # The blob of the file at self.path (FileNotFoundError if there is none), or None
         # with one warning: never blocks, never reads more than max_bytes + 1 bytes.
-        fd = os.open(self.path, _OPEN)
+        fd = os.open(self.path, READ_FLAGS)  # never blocks on a FIFO
         try:
             st = os.fstat(fd)
             kind = _kind(st.st_mode)
