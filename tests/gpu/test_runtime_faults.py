@@ -163,9 +163,9 @@ def held(dev) -> dict:
 
 
 def backend_lib(monkeypatch, **fakes) -> None:
-    from vyre_build.runtime.backends.vulkan import device as vulkan_backend
+    from vyre_build.runtime.backends.vulkan import queue as vulkan_queue
 
-    monkeypatch.setattr(vulkan_backend, "_lib", Lib(**fakes))
+    monkeypatch.setattr(vulkan_queue, "_lib", Lib(**fakes))
 
 
 # --- every VkResult a DeviceError naming the call -------------------------------------

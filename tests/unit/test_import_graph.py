@@ -220,9 +220,10 @@ def test_cycles_and_type_level_edges_are_seen():
 
 
 def test_no_type_level_cycles():
-    # the runtime's Device, DeviceBuffer and Batch share device.py (they name each other;
-    # the Plan, in plan.py below it, names no Device); the Vulkan pipelines are an object
-    # the device makes with what it uses of it
+    # the runtime's Device and DeviceBuffer share device.py (they name each other; the
+    # Device's base classes below it, Batch's batching.py among them, name neither, and
+    # the Plan, in plan.py, names no Device); the Vulkan pipelines are an object the device
+    # makes with what it uses of it
     assert cycles(import_graph(type_level=True)) == []
 
 

@@ -1,41 +1,34 @@
 """What every backend shares: the Device (buffers, batches, binding-set reuse, dispatch,
-thread safety), and what it hands out and takes: DeviceBuffer and Batch, which name the
-Device that owns them (hence one module: no other module of the runtime is named by this
-one's types). The Plan that Device.run dispatches, and the pure checks and tables, are
-plan.py's; the checks of a kernel against the device's profile, profile.py's. A
-backend subclasses `Device`, sets `backend`, `name`, `profile` and the limits, and
-implements the hooks below; nothing else is backend-specific.
-
-    _alloc(nbytes, data) -> handle        _upload(handle, data)    _download(handle, nbytes)
-    _free(handle)                         _pipeline(meta, code, base, entry) -> pipeline
-    _bind(pipeline, bound, uniform_binding, uniform) -> entry (owns its uniform buffer)
-    _set_uniform(entry, uniform)          _unbind(entry)
-    _submit(jobs, final)                  _wait()                  _close()
-
-Every hook runs under the device's lock, so a backend needs no locking of its own; a
-batch's state belongs to the thread that opened it.
-
-A batch asked to (`keep_submission`) keeps what it submitted as a Submission, which
-`Device.resubmit` submits again, outside any batch, with no planning or binding: only
-while every kept binding set it holds is still bound (none of their buffers released
-since), free, and given back the scalars it had.
+thread safety), and the DeviceBuffer it hands out and takes, which names the Device that
+owns it (hence one module: no other module of the runtime is named by this one's types).
+The Device's other parts are its base classes, in modules below this one that name
+neither: hooks.py (what a backend sets, and the hooks it implements), binding_sets.py (the
+device's state and binding-set reuse), pipelines.py (kernel checks, pipelines, warm) and
+batching.py (Batch, and dispatching a batch's work again). The Plan that Device.run
+dispatches, and the pure checks and tables, are plan.py's; the checks of a kernel against
+the device's profile, profile.py's. A backend subclasses `Device`, sets `backend`, `name`,
+`profile` and the limits, and implements the hooks of hooks.py; nothing else is
+backend-specific.
 """
 
 from __future__ import annotations
 
-import collections
 import math
 import threading
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
 
-from vyre_build.bundle.metadata import SCALAR_DTYPES, KernelMeta
+from vyre_build.bundle.metadata import SCALAR_DTYPES
 from vyre_build.core.backends import VULKAN, WGPU
-from vyre_build.core.errors import DeviceError, DispatchError
+from vyre_build.core.errors import DispatchError
 from vyre_build.runtime import debug
+from vyre_build.runtime.batching import Again as Again
+from vyre_build.runtime.batching import Batch as Batch
+from vyre_build.runtime.batching import Batching, WriteBack
+from vyre_build.runtime.batching import Submission as Submission
+from vyre_build.runtime.pipelines import DevicePipelines
 from vyre_build.runtime.plan import (
     DTYPES,
     NP_NAMES,
@@ -46,51 +39,14 @@ from vyre_build.runtime.plan import (
     buffer_spec,
     split_dispatch,
 )
-from vyre_build.runtime.profile import DeviceProfile, check_kernel
-from vyre_build.runtime.warm_chunks import Entry, warm_chunks
 
-if TYPE_CHECKING:
-    from types import TracebackType
-
-_KEPT_PER_KEY = 8  # kept binding sets per (pipeline, buffers): distinct scalars per batch
-# A batch submits its dispatches in chunks of 1, 2, 4, ... up to this many, so the GPU
-# starts on the first while later ones are still being recorded.
-_CHUNK_MAX = 16
 _Scalar = TypeVar("_Scalar", bound=np.generic)
-# (temporary buffer, the caller's numpy array, the call's result, name) of a write-back.
-WriteBack = tuple["DeviceBuffer", npt.NDArray[Any], dict[str, Any], str]
 _Result = TypeVar("_Result", bound=dict[str, Any])
 # Devices made by get_device, by (backend, adapter key): shared, dropped when closed.
 DEFAULT_DEVICES: dict[tuple[str, object], Device] = {}
 
 
-class Submission(NamedTuple):
-    """A batch's dispatches as it submitted them in one piece (Batch.keep_submission), for
-    Device.resubmit: the jobs, and each kept binding set they use with the uniform bytes it
-    held (held here, so that no other set can take the id of one unbound since)."""
-
-    jobs: tuple[Job, ...]
-    sets: tuple[tuple[Any, bytes | None], ...]
-
-
-class Again(NamedTuple):
-    """What run() queued in a batch on kept binding sets, for Device.run_again: the batch
-    and its jobs (no buffer: a set of a buffer released or collected since leaves
-    `_live_sets`, which refuses it, as for a Submission)."""
-
-    batch: Batch
-    jobs: tuple[Job, ...]
-
-
-class _Direct:
-    """The submission state of a call outside any batch (made and waited for in one lock)."""
-
-    def __init__(self) -> None:
-        self.busy: list[int] = []
-        self.oneoff: list[Any] = []
-
-
-class Device:
+class Device(Batching, DevicePipelines):
     """One adapter's logical device (get one with `get_device`). Any thread may make
     buffers, call kernels and open batches on it. Calls on DeviceBuffers reuse kept binding
     sets (8 per pipeline and buffers, freed with a buffer they bind); other calls get
@@ -98,74 +54,8 @@ class Device:
     With `timing` set, `gpu_seconds` is the GPU time of the last call or batch (Vulkan; wgpu
     where the device has "timestamp-query"; else None): docs/runtime.md, "GPU timing"."""
 
-    backend = ""
-    name = ""
-    profile: DeviceProfile
-    max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)
-    max_buffer_bytes = 2**27
-    # Whether the backend can split a dispatch past max_workgroup_count: each piece runs a
-    # pipeline specialised for its base workgroup (the SPIR-V emitter's vyre_wg_base specialization constants; see Grids in docs/runtime.md).
-    splits_dispatches = False
-    # Whether the backend runs the coarse entry points of `meta.coarse` (the cpu one does not).
-    coarse_entries = True
-    timing = False
-    gpu_seconds: float | None = None
-
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._local = threading.local()
-        self._open_batches, self.closed = 0, False
-        self._direct = _Direct()
-        self._pipelines: dict[tuple[str, Any, tuple[int, int, int] | None, str], Any] = {}
-        self._pipelines_added = 0
-        self._sets: dict[tuple[Any, ...], list[Any]] = {}
-        self._by_handle: dict[int, set[tuple[Any, ...]]] = {}
-        self._busy: dict[int, tuple[object, bytes | None]] = {}
-        # Handles of collected DeviceBuffers, and of buffers released while a batch is open.
-        self._garbage: collections.deque[tuple[Any, bool]] = collections.deque()
-        self._deferred: list[tuple[Any, bool]] = []
-        # ids of the kept binding sets whose buffers are all unreleased (a set leaves when
-        # one of its buffers is released, though unbound only at the batches' end): only a
-        # Submission of such sets is submitted again.
-        self._live_sets: set[int] = set()
-
     def __repr__(self) -> str:
         return f"<Device {self.backend}: {self.name}{' (closed)' if self.closed else ''}>"
-
-    # -- state shared by every entry point --
-
-    def _current_batch(self) -> Batch | None:
-        batch: Batch | None = getattr(self._local, "batch", None)
-        return batch
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise DeviceError(f"{self!r}: the device was closed; get a new one with get_device")
-
-    def _collect(self) -> None:
-        # Free what collected buffers left, and (no batch open) what batches deferred.
-        while self._garbage:
-            handle, borrowed = self._garbage.popleft()
-            self._release(handle, borrowed)
-        if not self._open_batches and self._deferred:
-            deferred, self._deferred = self._deferred, []
-            for handle, borrowed in deferred:
-                self._release(handle, borrowed)
-
-    def _release(self, handle: Any, borrowed: bool) -> None:
-        if self.closed:
-            return
-        for key in self._by_handle.get(id(handle), ()):
-            for entry in self._sets.get(key, ()):
-                self._live_sets.discard(id(entry))
-        if self._open_batches:  # a batch's dispatches, recorded or in flight, may use it
-            self._deferred.append((handle, borrowed))
-            return
-        for key in self._by_handle.pop(id(handle), ()):
-            for entry in self._sets.pop(key, ()):
-                self._unbind(entry)
-        if not borrowed:
-            self._free(handle)
 
     # -- public API --
 
@@ -225,39 +115,11 @@ class Device:
         `value` is none; ValueError saying why a foreign buffer does not fit."""
         return None
 
-    def batch(self) -> Batch:
-        """Calls inside `with device.batch():` return DeviceBuffers at once; their
-        dispatches go to the device in growing chunks, and leaving the block waits for all.
-        A batch belongs to the thread that opened it."""
-        return Batch(self)
-
     def wait(self) -> None:
         """Block until every submitted dispatch has finished."""
         with self._lock:
             self._check_open()
             self._wait()
-
-    def resubmit(self, submission: Submission) -> bool:
-        """Submit a kept batch's dispatches again (Batch.keep_submission) and wait for them,
-        as that batch did; False, with nothing submitted, where this thread has a batch
-        open, or the submission is stale: a buffer it binds was released, or one of its
-        binding sets is in use in an open batch. Its buffers hold what the caller put in
-        them; its kernels and scalars are the batch's own (each set given its uniform
-        bytes back where a later call changed them)."""
-        with self._lock:
-            self._check_open()
-            self._collect()
-            if self._current_batch() is not None:
-                return False
-            busy, live = self._busy, self._live_sets
-            for entry, _ in submission.sets:
-                if id(entry) in busy or id(entry) not in live:
-                    return False
-            for entry, uniform in submission.sets:
-                if uniform is not None:
-                    self._set_uniform(entry, uniform)
-            self._submit(list(submission.jobs), True)
-        return True
 
     def close(self) -> None:
         """Wait for submitted work, save the persisted pipeline cache (Vulkan), free what
@@ -274,113 +136,7 @@ class Device:
                     del DEFAULT_DEVICES[key]
                 self._close()
 
-    def save_pipeline_cache(self) -> bool:
-        """Save the persisted pipeline cache now if pipelines were added since it was
-        loaded or saved (Vulkan; also done on close and at exit); True if written."""
-        return False
-
-    def native_buffer(self, handle: Any) -> Any:
-        """The backend's own buffer object of a buffer handle (DeviceBuffer.native)."""
-        return handle
-
-    def pipeline_cache_state(self) -> tuple[str | None, int]:
-        """(the persisted pipeline cache file, or None where there is none; the bytes of
-        it the device started with)."""
-        return None, 0
-
-    # -- kernels --
-
-    def check_kernel(self, meta: KernelMeta) -> None:
-        """DeviceError unless this device can run `meta`: its features, workgroup size and
-        declared shared memory."""
-        check_kernel(meta, self.profile, f"the {self.backend} device {self.name}")
-
-    def pipeline(
-        self,
-        meta: KernelMeta,
-        code: Any,
-        base: tuple[int, int, int] | None = None,
-        entry: str = "main",
-    ) -> Any:
-        """The backend pipeline of this kernel's `entry` point (`base`: specialised for a
-        split dispatch's piece starting at that workgroup), created once per device."""
-        key = (meta.id, code, base, entry)
-        found = self._pipelines.get(key)
-        if found is None:
-            with self._lock:
-                self._check_open()
-                found = self._pipelines.get(key)
-                if found is None:
-                    found = self._pipelines[key] = self._pipeline(meta, code, base, entry)
-                    self._pipelines_added += 1
-        return found
-
-    def warm(self, kernels: Iterable[tuple[KernelMeta, Any]]) -> int:
-        """Create the pipelines of `kernels` ((meta, code) pairs; each entry point) not yet
-        created; return how many were created. `kernels` may be an iterator (a bundle
-        loading each kernel as it is asked for), consumed under the device's lock in
-        chunks (warm_chunks.py): a backend that overlaps (Vulkan) creates the pipelines
-        of a chunk while the next is produced. When anything raises (the iterator, or a
-        refused pipeline), no pipeline of the call is kept."""
-        todo: list[tuple[KernelMeta, Any, str]] = []
-        with self._lock:
-            self._check_open()
-            chunks = warm_chunks(kernels, self._pipelines, self.coarse_entries, todo)
-            made = self._pipelines_chunked(chunks)
-            for (m, c, e), pipe in zip(todo, made):
-                self._pipelines[m.id, c, None, e] = pipe
-            self._pipelines_added += len(todo)
-        return len(todo)
-
-    def _pipelines_chunked(self, chunks: Iterator[tuple[list[Entry], bool]]) -> list[Any]:
-        # The pipelines of every chunk's (meta, code, entry), in order (each chunk with
-        # whether more may follow). Backends that create while later chunks are produced
-        # (Vulkan) override this; the others make them all once every chunk is in.
-        return self._pipelines_many([k for chunk, _ in chunks for k in chunk])
-
-    def _pipelines_many(self, kernels: list[tuple[KernelMeta, Any, str]]) -> list[Any]:
-        # Backends that can create many pipelines in one driver call override this.
-        return [self._pipeline(m, c, None, e) for m, c, e in kernels]
-
     # -- dispatch --
-
-    def _binding(
-        self, pipeline: Any, bound: list[tuple[int, Any, int]], plan: Plan, ctx: Any
-    ) -> Any:
-        # A kept set free or already holding these scalars for `ctx`, else a new kept one;
-        # None when the kept sets of these buffers are all busy.
-        key = (id(pipeline), tuple((b, id(h), n) for b, h, n in bound))
-        kept = self._sets.setdefault(key, [])
-        for entry in kept:
-            held = self._busy.get(id(entry))
-            if held is None:
-                if plan.uniform is not None:
-                    self._set_uniform(entry, plan.uniform)
-                break
-            if held[0] is ctx and held[1] == plan.uniform:
-                return entry
-        else:
-            if len(kept) >= _KEPT_PER_KEY:
-                return None
-            entry = self._bind(pipeline, bound, plan.uniform_binding, plan.uniform)
-            kept.append(entry)
-            self._live_sets.add(id(entry))
-            for _, h, _ in bound:
-                self._by_handle.setdefault(id(h), set()).add(key)
-        self._busy[id(entry)] = (ctx, plan.uniform)
-        ctx.busy.append(id(entry))
-        return entry
-
-    def _flush(self, jobs: list[Job], ctx: Any) -> None:
-        # Submit `jobs` as the last chunk and wait, then free `ctx`'s binding sets.
-        try:
-            self._submit(jobs, True)
-        finally:
-            for eid in ctx.busy:
-                self._busy.pop(eid, None)
-            ctx.busy.clear()
-            while ctx.oneoff:
-                self._unbind(ctx.oneoff.pop())
 
     def run(
         self, kernel: Dispatched, plan: Plan, args: dict[str, object], into: _Result
@@ -475,88 +231,6 @@ class Device:
                 for name, buf in temps.items():  # deferred to the batch's end inside one
                     if batch is None or name not in out:
                         buf.release()
-
-    def _send_chunk(self, batch: Batch) -> None:
-        # Submit the batch's pending dispatches as a chunk; the next chunk may be larger.
-        batch.whole = False
-        self._submit(batch.pending, False)
-        batch.pending, batch.chunk = [], min(2 * batch.chunk, _CHUNK_MAX)
-
-    def run_again(self, again: list[Again]) -> bool:
-        """Queue the dispatches of earlier run() calls again, as they were (`again`: each
-        run's CallResult._again), in this thread's open batch; False, queueing nothing, where
-        they cannot be: another batch or none, or a buffer released or collected since (its
-        sets leave `_live_sets`, as resubmit finds). The binding sets are the ones those runs
-        took for this batch: they stay its own, with their scalars, until it ends
-        (_binding), so the dispatches are the same (a library call repeated on the same
-        DeviceBuffers in a batch: no checks, plan or binding)."""
-        with self._lock:
-            self._check_open()
-            self._collect()
-            batch = self._current_batch()
-            if batch is None or any(a.batch is not batch for a in again):
-                return False
-            live = self._live_sets
-            if any(id(entry) not in live for a in again for _, entry, _ in a.jobs):
-                return False
-            for a in again:
-                batch.pending.extend(a.jobs)
-            if len(batch.pending) >= batch.chunk:
-                self._send_chunk(batch)
-            return True
-
-    def _write_back(self, items: list[WriteBack]) -> None:
-        # Copy each temporary into the caller's array (any strides: the values in row-major
-        # order, as they were uploaded) and make the result hold that array. Under the lock.
-        for buf, array, result, name in items:
-            if buf.released:  # released by its holder inside a batch: nothing to read
-                continue
-            raw = self._download(buf.handle, buf.nbytes)
-            np.copyto(array, np.frombuffer(raw, dtype=DTYPES[buf.dtype]).reshape(array.shape))
-            result[name] = array
-
-    # -- backend hooks (see the module docstring) --
-
-    def _alloc(self, nbytes: int, data: bytes | None) -> Any:
-        raise NotImplementedError
-
-    def _upload(self, handle: Any, data: bytes) -> None:
-        raise NotImplementedError
-
-    def _download(self, handle: Any, nbytes: int) -> bytes:
-        raise NotImplementedError
-
-    def _free(self, handle: Any) -> None:
-        raise NotImplementedError
-
-    def _pipeline(
-        self, meta: KernelMeta, code: Any, base: tuple[int, int, int] | None, entry: str
-    ) -> Any:
-        raise NotImplementedError
-
-    def _bind(
-        self,
-        pipeline: Any,
-        bound: list[tuple[int, Any, int]],
-        uniform_binding: int | None,
-        uniform: bytes | None,
-    ) -> Any:
-        raise NotImplementedError
-
-    def _set_uniform(self, entry: Any, uniform: bytes) -> None:
-        raise NotImplementedError
-
-    def _unbind(self, entry: Any) -> None:
-        raise NotImplementedError
-
-    def _submit(self, jobs: list[Job], final: bool) -> None:
-        raise NotImplementedError
-
-    def _wait(self) -> None:
-        raise NotImplementedError
-
-    def _close(self) -> None:
-        raise NotImplementedError
 
 
 class DeviceBuffer:
@@ -682,73 +356,3 @@ class DeviceBuffer:
                 self.device._garbage.append((self.handle, self.borrowed))
             except Exception:  # noqa: S110 - at interpreter shutdown: nothing left to free
                 pass
-
-
-class Batch:
-    """Dispatches made in `with device.batch():` by the thread that opened it: submitted in
-    growing chunks as they are made, waited for on exit (with an exception, only what was
-    already submitted runs). Other threads' calls meanwhile go straight to the device.
-    On a clean exit, each numpy array passed for a written buffer receives its result.
-    With `keep_submission` set, a batch submitted in one piece at its clean exit, all on
-    kept binding sets (DeviceBuffers only, no debug build) and with no array to write
-    back, leaves that submission in `submission` (Device.resubmit); else None."""
-
-    def __init__(self, device: Device):
-        self.device, self.chunk = device, 1
-        self.pending: list[Job] = []
-        self.write_backs: list[WriteBack] = []  # in call order: a later call's result wins
-        self.busy: list[int] = []  # ids of kept binding sets this batch's dispatches use
-        self.oneoff: list[Any] = []  # one-off binding sets, unbound when the batch ends
-        self.thread: int | None = None
-        self.whole = True  # nothing submitted before the exit
-        self.keep_submission = False
-        self.submission: Submission | None = None
-
-    def __enter__(self) -> Batch:
-        device = self.device
-        with device._lock:
-            device._check_open()
-            if device._current_batch() is not None:
-                raise DispatchError("device.batch() blocks cannot be nested")
-            if self.thread is not None:
-                raise DispatchError("a device.batch() object can be entered once")
-            self.thread, self.chunk = threading.get_ident(), 1
-            device._local.batch = self
-            device._open_batches += 1
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        device = self.device
-        if self.thread != threading.get_ident():
-            raise DispatchError(
-                "device.batch() belongs to the thread that opened it; leave it in that thread"
-            )
-        with device._lock:
-            device._local.batch = None
-            try:
-                if self.keep_submission and exc_type is None:
-                    self.submission = self._kept()
-                device._flush(self.pending if exc_type is None else [], self)
-                if exc_type is None:
-                    device._write_back(self.write_backs)
-            finally:
-                self.pending, self.write_backs = [], []
-                device._open_batches -= 1
-                device._collect()
-
-    def _kept(self) -> Submission | None:
-        # The Submission of this batch's pending jobs, where it can be one (under the lock).
-        if not self.whole or self.oneoff or self.write_backs or not self.pending:
-            return None
-        busy, sets = self.device._busy, {}
-        for _, entry, _ in self.pending:
-            held = busy.get(id(entry))
-            if held is None:  # not a kept set
-                return None
-            sets[id(entry)] = (entry, held[1])
-        return Submission(tuple(self.pending), tuple(sets.values()))
