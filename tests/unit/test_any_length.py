@@ -82,7 +82,7 @@ def test_the_metadata_records_it_and_the_artifacts_are_unchanged(tmp_path):
             ', any_length=("bias", "bias")',
             "4:48",
             "any_length names 'bias' twice",
-            None,
+            "keep one of them",
         ),
         (
             ", any_lenght=1",

@@ -159,6 +159,29 @@ def test_tuning_yaml_errors_name_the_place_and_the_problem(text, where, message)
     assert shown.startswith(f"{where}: error: {message}"), shown
 
 
+@pytest.mark.parametrize(
+    "text, last_line",
+    [
+        (
+            "r:\n  library: reduc\n" + CASE + "  candidates: {}\n",
+            "  fix: did you mean 'reduce'?",
+        ),
+        ("r:\n" + CASE + CASE, "  fix: keep one of them"),
+        ("r:\n" + CASE + "    check: y\n", "  fix: write check: [y]"),
+        (
+            "r:\n" + CASE + "    tolerance: inf\n",
+            "  fix: write a finite number, e.g. 1e-4 or 1024",
+        ),
+        (
+            "r:\n" + CASE + "    grid: [0]\n",
+            "  fix: write whole numbers from 1 up, e.g. grid: [1024]",
+        ),
+    ],
+)
+def test_tuning_yaml_errors_say_what_to_write(text, last_line):
+    assert _error(text).splitlines()[-1] == last_line
+
+
 def _record(candidate="twice", **device):
     base = {
         "backend": "vulkan",

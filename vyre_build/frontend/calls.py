@@ -18,6 +18,16 @@ from vyre_build.frontend.names import ATOMICS, MEMORY_BUILTINS, TYPE_NAMES
 MEMORY_KEYWORDS = frozenset(ATOMICS) | frozenset(MEMORY_BUILTINS)
 
 
+def call_shape(name: str, n: int) -> str:
+    """How builtin (or type) `name` is called with `n` arguments, its parameters named:
+    max(a, b), u32(x); a fix shows it."""
+    row = BUILTINS.get(name)
+    if row is None:  # a type's conversion
+        return f"{name}(x)"
+    sig = next((s for s in row.signatures if len(s.params) == n), row.signatures[0])
+    return f"{name}({', '.join(p.name for p in sig.params)})"
+
+
 def _always_returns(stmts) -> bool:
     """Whether every path through `stmts` ends in a return (syntactically: the last
     statement is a return, or an if/else whose arms both always return)."""
@@ -55,7 +65,14 @@ class CallChecker:
         name = node.func.id
         f = self.frame
         if name in f.vars or name in f.loops or name in f.scalars or name in f.arrays:
-            raise self.err(node.func, f"'{name}' is a variable, not a function")
+            hidden = name in f.module.helpers or name in BUILTINS or name in TYPE_NAMES
+            raise self.err(
+                node.func,
+                f"'{name}' is a variable, not a function",
+                f"rename the variable: it hides {name}()"
+                if hidden
+                else f"write {name} without (...) to use its value",
+            )
         if name in f.module.helpers:
             result = self.inline(node, *f.module.helpers[name], statement=statement)
             if result is None and not statement:
@@ -99,7 +116,9 @@ class CallChecker:
             n = BUILTINS[name].arity
         if len(node.args) != n:
             raise self.err(
-                node, f"{name}() takes {n} argument{'s' if n != 1 else ''}, got {len(node.args)}"
+                node,
+                f"{name}() takes {n} argument{'s' if n != 1 else ''}, got {len(node.args)}",
+                f"write {call_shape(name, n)}",
             )
 
     # -- casts ------------------------------------------------------------------------
@@ -262,7 +281,11 @@ class CallChecker:
                     "convert explicitly",
                 )
             if a.ty == "bool":
-                raise self.err(an, f"{name}() needs numbers, got bool")
+                raise self.err(
+                    an,
+                    f"{name}() needs numbers, got bool",
+                    "convert it: u32(b) (1 for True, 0 for False)",
+                )
         return args
 
     def builtin_abs(self, node, name):
@@ -308,7 +331,15 @@ class CallChecker:
         self.nargs(node, name)
         a = self.typed(node.args[0])
         if a.ty not in ir.INTEGER:
-            raise self.err(node.args[0], f"{name}() needs an i32 or u32, got {a.ty}")
+            raise self.err(
+                node.args[0],
+                f"{name}() needs an i32 or u32, got {a.ty}",
+                f"rotate each component: {name}(v.x, n)"
+                if a.ty in ir.VECTORS
+                else f"reinterpret a float's bits: {name}(bitcast(u32, x), n)"
+                if a.ty in ir.FLOAT
+                else f"convert it: {name}(u32(x), n)",
+            )
         rotated = self.as_u32(node.args[1], self.expr(node.args[1]))
         return ir.Binary(BUILTINS[name].op, a, rotated, a.ty)
 
@@ -403,15 +434,20 @@ class CallChecker:
                 "rewrite it as a loop",
             )
         if len(self.inline_stack) > 32:
-            raise self.err(call, "helpers nested more than 32 deep")
+            raise self.err(
+                call,
+                "helpers nested more than 32 deep",
+                "call fewer helpers inside one another: merge some of them into their callers",
+            )
         if self.ops + self.inline_size(module, fn) > MAX_OPERATIONS:
             raise self.too_large(call, fn.name)
         params = self.helper_params(module, fn)
         if len(call.args) != len(params):
+            names = ", ".join(p[0] for p in params)
             raise self.err(
                 call,
-                f"helper '{fn.name}' takes {len(params)} arguments "
-                f"({', '.join(p[0] for p in params)}), got {len(call.args)}",
+                f"helper '{fn.name}' takes {len(params)} arguments ({names}), got {len(call.args)}",
+                f"call it as {fn.name}({names})",
             )
         frame = self.new_frame(module, helper=fn.name)
         binds = []
@@ -435,7 +471,11 @@ class CallChecker:
             else:
                 val = self.typed(arg, ty)
                 if self.cond_depth and _has_effects(val):
-                    raise self.err(arg, "argument with side effects in a conditional context")
+                    raise self.err(
+                        arg,
+                        "argument with side effects in a conditional context",
+                        "move the call into an if statement",
+                    )
                 binds.append((pname, ty, val))
         ret_ty = None
         if fn.returns is not None and not (
@@ -497,7 +537,17 @@ class CallChecker:
         a = fn.args
         src = module.source
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
-            raise src.error(fn, f"helper '{fn.name}' may only have plain typed parameters")
+            plain = ", ".join(
+                f"{p.arg}: {ast.unparse(p.annotation) if p.annotation else 'f32'}"
+                for p in (*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg)
+                if p is not None
+            )
+            raise src.error(
+                fn,
+                f"helper '{fn.name}' may only have plain typed parameters",
+                "remove *args, **kwargs, defaults, / and keyword-only parameters: "
+                f"def {fn.name}({plain})",
+            )
         out = []
         for arg in a.args:
             if arg.annotation is None:

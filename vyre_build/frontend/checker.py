@@ -559,7 +559,11 @@ class KernelChecker(
         for entry in grid:
             if isinstance(entry, int):
                 if entry < 1:
-                    raise self.err(self.kdef.node, f"grid entry {entry} must be positive")
+                    raise self.err(
+                        self.kdef.node,
+                        f"grid entry {entry} must be positive",
+                        "give each axis a count of at least 1",
+                    )
                 continue
             p = names.get(entry)
             if p is None or (isinstance(p, ir.ScalarParam) and p.dtype not in ir.INTEGER):
@@ -673,7 +677,9 @@ class KernelChecker(
                 "declare arrays before any if/for/while",
             )
         if not isinstance(target, ast.Name):
-            raise self.err(target, f"assign {kind}(...) to a plain name")
+            raise self.err(
+                target, f"assign {kind}(...) to a plain name", f"write: tile = {kind}(f32, 256)"
+            )
         self.nargs(call, kind, 2)
         ty = self.resolve_type(call.args[0])
         if ty == "bool":
@@ -710,7 +716,7 @@ class KernelChecker(
             )
         name = target.id
         if name in self.frame.vars or name in self.frame.arrays or name in self.frame.scalars:
-            raise self.err(target, f"'{name}' is already defined")
+            raise self.err(target, f"'{name}' is already defined", "use a new name for the array")
         irname = self.unique(name)
         self.arrays[irname] = ir.ArrayDecl(
             irname, ty, n.value, "shared" if kind == "shared" else "local"
@@ -811,12 +817,20 @@ class KernelChecker(
 
     def stmt_AnnAssign(self, node):
         if not isinstance(node.target, ast.Name):
-            raise self.err(node.target, "only plain names can be annotated")
+            raise self.err(
+                node.target,
+                "only plain names can be annotated",
+                f"drop the annotation: {ast.unparse(node.target)} = ...",
+            )
         ty = self.resolve_type(node.annotation)
         if node.value is None:
             name = node.target.id
             if name in self.frame.vars:
-                raise self.err(node.target, f"'{name}' is already declared")
+                raise self.err(
+                    node.target,
+                    f"'{name}' is already declared",
+                    f"assign it without the annotation ({name} = ...), or use a new name",
+                )
             irname = self.declare(name, ty, node.target)
             self.block.append(ir.Assign(irname, zero_value(ty)))
             return
@@ -824,7 +838,14 @@ class KernelChecker(
 
     def stmt_AugAssign(self, node):
         if type(node.op) not in _AUG:
-            raise self.err(node, f"augmented operator '{type(node.op).__name__}' is not supported")
+            t = ast.unparse(node.target)
+            raise self.err(
+                node,
+                f"augmented operator '{type(node.op).__name__}' is not supported",
+                f"write it out: {t} = {t} ** {ast.unparse(node.value)}"
+                if isinstance(node.op, ast.Pow)
+                else "use one of += -= *= /= //= %= &= |= ^= <<= >>=",
+            )
         target = node.target
         if not isinstance(target, (ast.Name, ast.Subscript)):
             raise self.err(

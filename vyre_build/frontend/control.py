@@ -29,7 +29,11 @@ class ControlChecker:
         if node.orelse:
             raise self.err(node.orelse[0], "for/else is not supported", "use a flag variable")
         if not isinstance(node.target, ast.Name):
-            raise self.err(node.target, "the loop variable must be a single name")
+            raise self.err(
+                node.target,
+                "the loop variable must be a single name",
+                "loop over one name: for i in range(n):",
+            )
         it = node.iter
         kind = it.func.id if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) else None
         if kind not in ("range", "unroll"):
@@ -40,7 +44,11 @@ class ControlChecker:
                 "copied at compile time)",
             )
         if it.keywords or not 1 <= len(it.args) <= 3:
-            raise self.err(it, f"{kind}() takes 1 to 3 positional arguments")
+            raise self.err(
+                it,
+                f"{kind}() takes 1 to 3 positional arguments",
+                f"write {kind}(stop) or {kind}(start, stop, step), without keywords",
+            )
         lo, hi, step, literal = self.loop_bounds(it, kind)
         name = node.target.id
         f = self.frame
@@ -193,14 +201,24 @@ class ControlChecker:
         self.after_loop()
 
     def stmt_Break(self, node):
-        if self.frame.loop_depth == 0:
-            raise self.err(node, "'break' outside a loop")
+        self.require_loop(node, "break")
         self.block.append(ir.Break())
 
     def stmt_Continue(self, node):
-        if self.frame.loop_depth == 0:
-            raise self.err(node, "'continue' outside a loop")
+        self.require_loop(node, "continue")
         self.block.append(ir.Continue())
+
+    def require_loop(self, node, what: str) -> None:
+        """`what` (break or continue) stands in a loop of its own function."""
+        if self.frame.loop_depth == 0:
+            raise self.err(
+                node,
+                f"'{what}' outside a loop",
+                "put it inside a for or while loop of the helper (it cannot leave its caller's "
+                "loop)"
+                if self.frame.helper
+                else "put it inside a for or while loop",
+            )
 
     def stmt_Return(self, node):
         f = self.frame
@@ -219,7 +237,11 @@ class ControlChecker:
                     "annotate it, e.g. -> f32",
                 )
         elif node.value is None:
-            raise self.err(node, f"helper '{f.helper}' must return a {f.ret_type}")
+            raise self.err(
+                node,
+                f"helper '{f.helper}' must return a {f.ret_type}",
+                f"return a {f.ret_type} value: return x",
+            )
         else:
             self.block.append(ir.Assign(f.ret_var, self.typed(node.value, f.ret_type)))
         if f.wrapped:

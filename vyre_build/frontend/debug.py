@@ -70,8 +70,7 @@ class DebugChecker:
         rel = os.path.relpath(self.frame.module.path, main).replace(os.sep, "/")
         if self.debug_dir:
             rel = posixpath.normpath(posixpath.join(self.debug_dir, rel))
-        col = self.src.error(node, "").col  # in characters, as errors count them
-        return ir.Site(rel, getattr(node, "lineno", 1) or 1, col)
+        return ir.Site(rel, getattr(node, "lineno", 1) or 1, self.src.column(node))
 
     def check_const_index(self, node, arr: str, idx) -> None:
         """A constant index at or past the end of a shared or local array is an error."""
@@ -181,7 +180,9 @@ class DebugChecker:
             )
         if msg is not None and len(msg.value) > MAX_DEBUG_TEXT:
             raise self.err(
-                msg, f"an assert message is longer than {MAX_DEBUG_TEXT} characters (the limit)"
+                msg,
+                f"an assert message is longer than {MAX_DEBUG_TEXT} characters (the limit)",
+                f"shorten it to at most {MAX_DEBUG_TEXT} characters",
             )
         cond = self._pure(node.test, self.cond)
         values = []

@@ -408,12 +408,20 @@ class ExprChecker:
     def as_u32(self, node, e):
         if e.ty == "int":
             if e.value < 0:
-                raise self.err(node, "shift and rotate amounts must not be negative")
+                raise self.err(
+                    node,
+                    "shift and rotate amounts must not be negative",
+                    "use an amount from 0 to 31 (shift or rotate the other way instead)",
+                )
             return convert_const(self.src, node, e, "u32")
         if e.ty == "i32":
             return ir.Cast(e, "u32")
         if e.ty != "u32":
-            raise self.err(node, f"expected an integer amount, got {e.ty}")
+            raise self.err(
+                node,
+                f"expected an integer amount, got {e.ty}",
+                "use one component: n.x" if e.ty in ir.VECTORS else "convert it: u32(n)",
+            )
         return e
 
     def power(self, node):
@@ -429,7 +437,7 @@ class ExprChecker:
         a = self.coerce(node.left, a, None)
         self.too_deep(node, b.value)  # x ** n is n - 1 nested multiplications
         if a.ty == "bool":
-            raise self.err(node.left, "'**' on bool")
+            raise self.err(node.left, "'**' on bool", "convert it: u32(b) ** n")
         if b.value == 0:
             return ir.Const(a.ty, 1.0 if a.ty in ir.FLOAT else 1)
         out = a
@@ -472,7 +480,13 @@ class ExprChecker:
                 return int_const(self.src, node, ~a.value)
         if isinstance(node.op, ast.Invert):
             if a.ty not in ir.INTEGER:
-                raise self.err(node, f"'~' needs an integer, got {a.ty}")
+                raise self.err(
+                    node,
+                    f"'~' needs an integer, got {a.ty}",
+                    "reinterpret its bits first: ~bitcast(u32, x)"
+                    if a.ty == "f32"
+                    else "convert it first: ~u32(x)",
+                )
             return ir.Unary("BitNot", a, a.ty)
         return ir.Unary("Negate", a, a.ty)
 
@@ -503,7 +517,11 @@ class ExprChecker:
                 )
             a, b = self.unify(node, left, right, left_node, right_node)
             if a.ty == "bool" and op not in ("Eq", "Ne"):
-                raise self.err(node, "bools can only be compared with == and !=")
+                raise self.err(
+                    node,
+                    "bools can only be compared with == and !=",
+                    "use == or !=, or compare numbers: u32(a) < u32(b)",
+                )
             if isinstance(a, ir.Const) and isinstance(b, ir.Const):
                 cmp = ir.Const("bool", _CMP_FOLD[op](a.value, b.value))
             else:

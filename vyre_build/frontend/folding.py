@@ -75,7 +75,9 @@ class ConstantFolder:
             v = self.fold(node.operand, env, depth + 1)
             if isinstance(node.op, ast.Invert):
                 if v.ty != "int":
-                    raise src.error(node, "'~' needs an integer constant")
+                    raise src.error(
+                        node, "'~' needs an integer constant", "apply it to an integer, e.g. ~0xFF"
+                    )
                 return int_const(src, node, ~v.value)
             if isinstance(node.op, ast.UAdd):
                 return v
@@ -131,10 +133,18 @@ def fold_binary(src: Source, node, op, a: Const, b: Const) -> Const:
             node, "division by zero in a constant expression", "check the divisor"
         ) from None
     if not ints and not (a.ty in ("int", "f32") and b.ty in ("int", "f32")):
-        raise src.error(node, f"cannot combine constants of type {a.ty} and {b.ty}")
+        typed = b.ty if a.ty in ("int", "f32") else a.ty
+        raise src.error(
+            node,
+            f"cannot combine constants of type {a.ty} and {b.ty}",
+            "use 1 and 0 for True and False in arithmetic"
+            if "bool" in (a.ty, b.ty)
+            else "leave the constants it combines unannotated (N = 5) and annotate the "
+            f"result (M: {typed} = N + 1)",
+        )
     if ints:
         return int_const(src, node, v)
     try:
         return Const("f32", check_f32(src, node, float(v)))
     except OverflowError:
-        raise src.error(node, "constant expression overflows f32") from None
+        raise src.error(node, "constant expression overflows f32", "use a smaller value") from None

@@ -36,6 +36,7 @@ LANG_MODULE = "vyre_build.lang"
 MAX_INVOCATIONS = 256
 MAX_WG = (256, 256, 64)
 _KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a file-name stem on every system
+_GRID_EXAMPLE = 'grid="n" or grid=("cols", "rows")'
 
 
 @dataclass
@@ -81,7 +82,11 @@ def fold_workgroup_size(mod: KernelModule, node, env) -> tuple[int, int, int]:
         return (64, 1, 1)
     items = node.elts if isinstance(node, ast.Tuple) else [node]
     if not 1 <= len(items) <= 3:
-        raise src.error(node, "workgroup_size has 1 to 3 entries")
+        raise src.error(
+            node,
+            "workgroup_size has 1 to 3 entries",
+            "write e.g. workgroup_size=256 or workgroup_size=(16, 16)",
+        )
     sizes = []
     for item in items:
         if isinstance(item, ast.Constant) and type(item.value) is not int:
@@ -127,7 +132,11 @@ def fold_grid(mod: KernelModule, node, env) -> tuple:
         ) and isinstance(item, (ast.Constant, ast.Name, ast.BinOp)):
             c = mod.folder.fold(item, env)
             if c.ty != "int":
-                raise src.error(item, "grid entries are ints or parameter names as strings")
+                raise src.error(
+                    item,
+                    "grid entries are ints or parameter names as strings",
+                    f"write e.g. {_GRID_EXAMPLE}",
+                )
             if not 1 <= c.value <= 0xFFFFFFFF:
                 raise src.error(
                     item,
@@ -140,10 +149,14 @@ def fold_grid(mod: KernelModule, node, env) -> tuple:
             raise src.error(
                 item,
                 "grid entries are ints or parameter names as strings",
-                'write e.g. grid=("cols", "rows")',
+                f"write e.g. {_GRID_EXAMPLE}",
             )
     if not 1 <= len(out) <= 3:
-        raise src.error(node, "grid has 1 to 3 entries")
+        raise src.error(
+            node,
+            "grid has 1 to 3 entries",
+            f"give one to three entries (x, y, z), e.g. {_GRID_EXAMPLE}",
+        )
     return tuple(out)
 
 
@@ -384,7 +397,12 @@ class ModuleLoader:
             ann = node.annotation
             ty = ann.id if isinstance(ann, ast.Name) else None
             if ty not in SCALAR_NAMES:
-                raise src.error(ann, "a constant's annotation must be bool, i32, u32 or f32")
+                raise src.error(
+                    ann,
+                    f"a constant's annotation must be {', '.join(SCALAR_NAMES[:-1])} or "
+                    f"{SCALAR_NAMES[-1]}",
+                    "write e.g. N: u32 = 256, or leave the annotation out",
+                )
             value = convert_const(src, node.value, value, ty)
         if name in mod.constants or name in mod.helpers or name in mod.kernels:
             raise src.error(node, f"'{name}' is defined twice", "give each definition its own name")
@@ -405,7 +423,11 @@ class ModuleLoader:
             self._check_count(mod, node, "helpers")
             return
         if len(decos) != 1:
-            raise src.error(decos[1], "a kernel takes exactly one decorator, @kernel(...)")
+            raise src.error(
+                decos[1],
+                "a kernel takes exactly one decorator, @kernel(...)",
+                "remove the other decorators: keep only @kernel(...)",
+            )
         deco = decos[0]
         call = deco if isinstance(deco, ast.Call) else None
         fn = call.func if call else deco
@@ -477,7 +499,9 @@ class ModuleLoader:
                     'write e.g. any_length="bias" or any_length=("bias", "table")',
                 )
             if item.value in [name for name, _ in out]:
-                raise mod.source.error(item, f"any_length names '{item.value}' twice")
+                raise mod.source.error(
+                    item, f"any_length names '{item.value}' twice", "keep one of them"
+                )
             out.append((item.value, item))
         return tuple(out)
 
@@ -492,7 +516,11 @@ class ModuleLoader:
         out = {}
         for k, v in zip(node.keys, node.values):
             if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
-                raise src.error(k if k is not None else node, "variant names must be strings")
+                raise src.error(
+                    k if k is not None else node,
+                    "variant names must be strings",
+                    'quote each name: variants={"f32": {"T": f32}}',
+                )
             if not isinstance(v, ast.Dict):
                 raise src.error(
                     v,
@@ -503,7 +531,9 @@ class ModuleLoader:
             for pk, pv in zip(v.keys, v.values):
                 if not (isinstance(pk, ast.Constant) and isinstance(pk.value, str)):
                     raise src.error(
-                        pk if pk is not None else v, "variant parameter names must be strings"
+                        pk if pk is not None else v,
+                        "variant parameter names must be strings",
+                        'quote each name: {"T": f32, "BLOCK": 64}',
                     )
                 if isinstance(pv, ast.Name) and pv.id in TYPE_NAMES:
                     params[pk.value] = pv.id

@@ -19,11 +19,19 @@ class Source:
     text: str
     lines: list[str] = field(default_factory=list)
 
+    def column(self, node) -> int:
+        """`node`'s 1-based column in characters (ast columns count UTF-8 bytes), as errors
+        and debug sites show it."""
+        return _char_col(self.line_of(node), getattr(node, "col_offset", 0) or 0) + 1
+
+    def line_of(self, node) -> str | None:
+        line = getattr(node, "lineno", 1) or 1
+        return self.lines[line - 1] if 0 < line <= len(self.lines) else None
+
     def error(self, node, message: str, fix: str | None = None) -> KernelError:
         line = getattr(node, "lineno", 1) or 1
-        src = self.lines[line - 1] if 0 < line <= len(self.lines) else None
-        # ast columns count UTF-8 bytes; the caret counts characters.
-        col = _char_col(src, getattr(node, "col_offset", 0) or 0) + 1
+        src = self.line_of(node)
+        col = self.column(node)
         end = getattr(node, "end_col_offset", None)
         end_line = getattr(node, "end_lineno", line)
         end_col = (_char_col(src, end) + 1) if end is not None and end_line == line else None

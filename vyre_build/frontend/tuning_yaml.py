@@ -21,6 +21,7 @@ file:line:col with the line, a caret and a fix; the result passes
 
 from __future__ import annotations
 
+import difflib
 import math
 
 import yaml
@@ -36,6 +37,7 @@ from vyre_build.core.errors import BundleError
 from vyre_build.core.limits import shown
 from vyre_build.frontend.source import Source
 from vyre_build.frontend.variants import _Loader, _pos, _Refused, _at
+from vyre_build.frontend.variants import _mapping as _yaml_mapping
 
 __all__ = ["DEFAULT_TOLERANCE", "TUNING_FILE", "load_tuning"]
 
@@ -83,28 +85,17 @@ def load_tuning(path: str, text: str) -> dict:
 
 
 def _mapping(src: Source, node, keys: tuple[str, ...] | None = None):
-    if not isinstance(node, yaml.MappingNode):
-        raise src.error(_pos(src, node), "expected a mapping here", _SHAPE)
-    seen = set()
-    for k, v in node.value:
-        if not isinstance(k, yaml.ScalarNode):
-            raise src.error(_pos(src, k), "mapping keys must be plain names")
-        if k.value in seen:
-            raise src.error(_pos(src, k), f"'{shown(k.value)}' appears twice in this mapping")
-        if keys is not None and k.value not in keys:
-            raise src.error(
-                _pos(src, k),
-                f"unknown key '{shown(k.value)}'",
-                f"the keys here are {', '.join(keys)}",
-            )
-        seen.add(k.value)
-        yield k, v
+    return _yaml_mapping(src, node, _SHAPE, keys)
 
 
 def _scalar(src: Source, node):
     """A YAML scalar as a number (int or finite float) or a string."""
     if not isinstance(node, yaml.ScalarNode):
-        raise src.error(_pos(src, node), "expected a number or a name here")
+        raise src.error(
+            _pos(src, node),
+            "expected a number or a name here",
+            "write one value, e.g. 1024 or f32, not a list or a mapping",
+        )
     text = node.value
     if node.style is None:  # plain: a number when it reads as one
         try:
@@ -116,20 +107,30 @@ def _scalar(src: Source, node):
         except ValueError:
             return text
         if not math.isfinite(value):
-            raise src.error(_pos(src, node), f"'{shown(text)}' is not a finite number")
+            raise src.error(
+                _pos(src, node),
+                f"'{shown(text)}' is not a finite number",
+                "write a finite number, e.g. 1e-4 or 1024",
+            )
         return value
     return text
 
 
 def _ints(src: Source, node, what: str) -> list:
     if not isinstance(node, yaml.SequenceNode):
-        raise src.error(_pos(src, node), f"{what} must be a list, e.g. [1024, 1024]")
+        raise src.error(
+            _pos(src, node),
+            f"{what} must be a list, e.g. [1024, 1024]",
+            f"write {what}: [1024] or {what}: [1024, 1024]",
+        )
     values = []
     for item in node.value:
         v = _scalar(src, item)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise src.error(
-                _pos(src, item), f"{what} entries must be integers >= 1, got '{shown(str(v))}'"
+                _pos(src, item),
+                f"{what} entries must be integers >= 1, got '{shown(str(v))}'",
+                f"write whole numbers from 1 up, e.g. {what}: [1024]",
             )
         values.append(v)
     return values
@@ -170,7 +171,13 @@ def _case(src: Source, node) -> dict:
             case["grid"] = _ints(src, v, "grid")
         else:
             if not isinstance(v, yaml.SequenceNode):
-                raise src.error(_pos(src, v), "check must be a list of argument names, e.g. [y]")
+                raise src.error(
+                    _pos(src, v),
+                    "check must be a list of argument names, e.g. [y]",
+                    f"write check: [{shown(v.value)}]"
+                    if isinstance(v, yaml.ScalarNode)
+                    else "write check: [y]",
+                )
             case["check"] = [_scalar(src, item) for item in v.value]
     if "inputs" not in case:
         raise src.error(
@@ -213,7 +220,14 @@ def _tunable(src: Source, key, node) -> dict:
         if needed not in t:
             raise src.error(_pos(src, key), f"tunable '{shown(name)}' has no {needed}", _SHAPE)
     if t["library"] is not None and t["library"] not in LIBRARY_TUNABLES:
-        raise src.error(_pos(src, nodes["library"]), check_library_params(str(t["library"]), {}))
+        close = difflib.get_close_matches(str(t["library"]), LIBRARY_TUNABLES, n=1)
+        raise src.error(
+            _pos(src, nodes["library"]),
+            check_library_params(str(t["library"]), {}),
+            f"did you mean '{close[0]}'?"
+            if close
+            else "name one of them, or leave library out for candidates that name kernels",
+        )
     t.setdefault("default", next(iter(t["candidates"]), None))
     try:
         check_tunable(name, t, f"tunable '{shown(name)}'")

@@ -46,7 +46,9 @@ def convert_const(src, node, c: Const, ty: str) -> Const:
         try:
             return Const("f32", check_f32(src, node, float(c.value)))
         except OverflowError:
-            raise src.error(node, f"constant {c.value} does not fit in f32") from None
+            raise src.error(
+                node, f"constant {c.value} does not fit in f32", "use a smaller value"
+            ) from None
     if c.ty in ("int", "f32") and ty == "f16":
         v = float(c.value)
         if v == v and abs(v) != float("inf") and abs(v) > F16_MAX:

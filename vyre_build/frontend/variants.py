@@ -18,6 +18,7 @@ from vyre_build.frontend.types import check_f32
 from vyre_build.frontend.ir import TYPES, Const
 
 _VARIANT_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+_SHAPE = "variants.yaml maps file -> kernel -> variant -> {param: value}"
 
 
 def check_variant(src, node, name: str, params: dict) -> dict:
@@ -30,10 +31,24 @@ def check_variant(src, node, name: str, params: dict) -> dict:
             "it becomes part of the artifact file name",
         )
     if not params:
-        raise src.error(node, f"variant '{name}' sets no parameters")
+        example = (
+            f"{name}: {{T: f32}}"
+            if os.path.basename(src.path) in VARIANTS_FILES
+            else f'"{name}": {{"T": f32}}'
+        )
+        raise src.error(
+            node,
+            f"variant '{name}' sets no parameters",
+            f"give it at least one, e.g. {example}, or remove it",
+        )
     for p in params:
         if not p.isidentifier() or len(p.encode("utf-8")) > MAX_NAME_BYTES:
-            raise src.error(node, f"variant parameter '{shown(p)}' is not a valid name")
+            raise src.error(
+                node,
+                f"variant parameter '{shown(p)}' is not a valid name",
+                f"use letters, digits and '_', not a digit first, at most {MAX_NAME_BYTES} "
+                "bytes: e.g. BLOCK",
+            )
     return params
 
 
@@ -88,7 +103,9 @@ def yaml_variants(mod, read) -> None:
                 for pkey, pval in _mapping(ysrc, vval):
                     if not isinstance(pval, yaml.ScalarNode):
                         raise ysrc.error(
-                            _pos(ysrc, pval), "variant values are type names or numbers"
+                            _pos(ysrc, pval),
+                            "variant values are type names or numbers",
+                            "write one value, e.g. T: f32 or BLOCK: 64",
                         )
                     params[pkey.value] = _yaml_value(ysrc, pval)
                     kdef.variant_param_pos[vkey.value, pkey.value] = _pos(ysrc, pkey)
@@ -205,19 +222,32 @@ def _compose(src: Source, text: str):
         loader.dispose()
 
 
-def _mapping(src: Source, node):
+def _mapping(src: Source, node, shape: str = _SHAPE, keys: tuple[str, ...] | None = None):
+    """(key, value) of YAML mapping `node`: plain keys, each once (and one of `keys`, where
+    given); `shape` is the fix of a node that is not a mapping (variants.yaml's shape, or
+    tuning.yaml's)."""
     if not isinstance(node, yaml.MappingNode):
-        raise src.error(
-            _pos(src, node),
-            "expected a mapping here",
-            "variants.yaml maps file -> kernel -> variant -> {param: value}",
-        )
+        raise src.error(_pos(src, node), "expected a mapping here", shape)
     seen = set()
     for k, v in node.value:
         if not isinstance(k, yaml.ScalarNode):
-            raise src.error(_pos(src, k), "mapping keys must be plain names")
+            raise src.error(
+                _pos(src, k),
+                "mapping keys must be plain names",
+                "write a name before the colon, not a list or a mapping",
+            )
         if k.value in seen:
-            raise src.error(_pos(src, k), f"'{shown(k.value)}' appears twice in this mapping")
+            raise src.error(
+                _pos(src, k),
+                f"'{shown(k.value)}' appears twice in this mapping",
+                "keep one of them",
+            )
+        if keys is not None and k.value not in keys:
+            raise src.error(
+                _pos(src, k),
+                f"unknown key '{shown(k.value)}'",
+                f"the keys here are {', '.join(keys)}",
+            )
         seen.add(k.value)
         yield k, v
 
