@@ -48,6 +48,37 @@ def test_flipped_blob_byte_is_named_by_verify_and_rebuilt_right(project):
     assert cache_json(cache, "verify")["ok"]
 
 
+def test_verify_rebuild_repairs_a_flipped_byte_and_a_build_reports_a_missing_blob(project):
+    """The audit's repro: `verify --rebuild` found the blob and said FAILED ever after, and
+    a build recompiled an entry whose blob was gone without a word."""
+    root, cache = project
+    run_scons(root, cache)
+    good = outputs(root)
+    entry = next(e for e in cache_json(cache, "ls")["entries"] if e["stems"] == ["k1"])
+    record = cache_json(cache, "show", entry["key"])
+    blob = record["outputs"]["k1.wgsl"]["hash"]
+    path = cache / "cas" / blob[:2] / blob
+    path.chmod(0o644)
+    path.write_bytes(path.read_bytes()[::-1])
+    text = cache_cli(cache, "verify", check=False).stdout.splitlines()
+    assert text[-2].startswith("found 1 corrupt blob; nothing was changed: `vyre-build cache")
+    report = cache_json(cache, "verify", "--rebuild")
+    assert report["ok"] and report["repair"]["removed_blobs"] == [blob]
+    assert [e["key"] for e in report["repair"]["rebuilt"]] == [entry["key"]]
+    assert {r["status"] for r in report["rebuilds"]} == {"same"} and len(report["rebuilds"]) == 3
+    assert cache_cli(cache, "verify").stdout.splitlines()[-1] == "OK"
+    path.unlink()
+    assert cache_json(cache, "verify", check=False)["bad_blobs"] == [
+        {"blob": blob, "keys": [entry["key"]], "state": "missing"}
+    ]
+    run_scons(root, cache, "-c")
+    proc = run_scons(root, cache)
+    assert f"blob {blob} (of key {entry['key']}) is missing" in proc.stderr
+    last = cache_json(cache, "stats")["last_build"]
+    assert last["misses"] == 1 and last["corrupt"] == 1 and outputs(root) == good
+    assert cache_json(cache, "verify")["ok"]
+
+
 def test_verify_rebuild_recompiles_every_entry_identically(project):
     root, cache = project
     run_scons(root, cache)

@@ -518,7 +518,7 @@ def finish_build() -> None:
             store.finish_build(label, extra, *_limits.get(root, (None, None)))
         except VyreError as exc:
             print(f"vyre cache: warning: {exc}", file=sys.stderr)
-        if store.writable and root in _settings and "project" in state:
+        if root in _settings and "project" in state and store.claim():  # a vyre cache only
             try:
                 write_build_settings(root, state["project"], _settings[root])
             except OSError:  # only `cache config` reads it; the build's outcome stands

@@ -8,8 +8,9 @@ charges the file's compile work to the build's budget (`build.budget`), compiles
 the outputs and the input files as blobs, writes the outputs and queues the upload. The
 step (`run_step`) runs in-process, or in a worker process of a `WorkerPool`, so that -jN
 builds do their hashing, compiling and writing in parallel.
-`rebuild_record` recompiles a stored entry from its recorded inputs (for `cache verify
---rebuild`). This module imports no SCons; the SCons Tool and the CLI both call it.
+`recompile_record` recompiles a stored entry from its recorded inputs and `rebuild_record`
+compares the result with what is stored (for `cache verify --repair` and `--rebuild`).
+This module imports no SCons; the SCons Tool and the CLI both call it.
 
 Guarantees: outputs are written atomically (temp file + os.replace); what is written is
 byte-identical on a hit and a miss, local or remote, in-process or in a worker; an input
@@ -66,6 +67,7 @@ __all__ = [
     "output_names",
     "output_suffixes",
     "rebuild_record",
+    "recompile_record",
     "run_step",
     "split_output_name",
     "variants_section",
@@ -376,12 +378,12 @@ def build_kernel_file(
     return StepResult(key, tier is not None, reply["stems"], reply["written"], tier)
 
 
-def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER) -> dict:
-    """Recompile a stored entry from its recorded input blobs and compare, byte for byte.
-
-    Returns {"key", "status": "same"|"differs"|"missing-input"|"other-compiler"|"error",
-    "differences": [{"output", "first_offset", "stored_size", "rebuilt_size"}], "detail"}.
-    """
+def recompile_record(
+    store: Store, record: dict, compiler: str = DEFAULT_COMPILER
+) -> tuple[dict, dict[str, bytes] | None]:
+    """Recompile a stored entry from its recorded input blobs: ({"key", "status", "detail"},
+    its outputs), status "same" when it compiled (outputs given), else "missing-input",
+    "other-compiler" or "error" (outputs None)."""
     key = record["key"]
     parts = record["manifest"]["parts"]
     by_kind = {p["kind"]: p for p in parts if p.get("path") is None}
@@ -391,7 +393,7 @@ def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER)
         result.update(
             status="other-compiler", detail=f"built by compiler {by_kind['compiler']['value']}"
         )
-        return result
+        return result, None
     files = [p for p in parts if p.get("path") is not None]
     depth = max([p["path"].split("/").count("..") for p in files] + [0])
     tmp = tempfile.mkdtemp(prefix="vyre-rebuild-")
@@ -402,11 +404,11 @@ def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER)
             data = store.get_blob(p["hash"], key)
             if data is None:
                 result.update(status="missing-input", detail=f"input blob of {p['path']}")
-                return result
+                return result, None
             path = os.path.normpath(os.path.join(base, p["path"]))
             if not path.startswith(tmp + os.sep):
                 result.update(status="error", detail=f"input path {p['path']!r} leaves the tree")
-                return result
+                return result, None
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.write(data)
@@ -420,27 +422,40 @@ def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER)
             )
         except Exception as exc:  # noqa: BLE001 - any compiler failure is this entry's result
             result.update(status="error", detail=f"{type(exc).__name__}: {exc}")
-            return result
-        for name in sorted(set(rebuilt) | set(record["outputs"])):
-            ref = record["outputs"].get(name)
-            stored = store.get_blob(ref["hash"], key, ref["size"]) if ref else None
-            new = rebuilt.get(name)
-            if stored is not None and new is not None and stored == new:
-                continue
-            offset = _first_difference(stored or b"", new or b"")
-            result["differences"].append(
-                {
-                    "output": name,
-                    "first_offset": offset,
-                    "stored_size": None if stored is None else len(stored),
-                    "rebuilt_size": None if new is None else len(new),
-                }
-            )
-        if result["differences"]:
-            result["status"] = "differs"
-        return result
+            return result, None
+        return result, rebuilt
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def rebuild_record(store: Store, record: dict, compiler: str = DEFAULT_COMPILER) -> dict:
+    """Recompile a stored entry from its recorded input blobs and compare, byte for byte.
+
+    Returns {"key", "status": "same"|"differs"|"missing-input"|"other-compiler"|"error",
+    "differences": [{"output", "first_offset", "stored_size", "rebuilt_size"}], "detail"}.
+    """
+    key = record["key"]
+    result, rebuilt = recompile_record(store, record, compiler)
+    if rebuilt is None:
+        return result
+    for name in sorted(set(rebuilt) | set(record["outputs"])):
+        ref = record["outputs"].get(name)
+        stored = store.get_blob(ref["hash"], key, ref["size"]) if ref else None
+        new = rebuilt.get(name)
+        if stored is not None and new is not None and stored == new:
+            continue
+        offset = _first_difference(stored or b"", new or b"")
+        result["differences"].append(
+            {
+                "output": name,
+                "first_offset": offset,
+                "stored_size": None if stored is None else len(stored),
+                "rebuilt_size": None if new is None else len(new),
+            }
+        )
+    if result["differences"]:
+        result["status"] = "differs"
+    return result
 
 
 def _first_difference(a: bytes, b: bytes) -> int:

@@ -10,11 +10,18 @@ older than an hour (left by writers killed mid-write). Works on any object with 
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import time
 
-from vyre_build.cache.layout import listdir, mtime, remove_entry, size_of, temp_files
+from vyre_build.cache.layout import (
+    cache_files,
+    listdir,
+    mtime,
+    remove_entry,
+    size_of,
+    temp_files,
+)
 from vyre_build.cache.record import record_blobs
 from vyre_build.core.errors import CacheError
 
@@ -138,21 +145,44 @@ def usage(store) -> dict:
 
 
 def clear(store) -> dict:
-    """Remove every record, blob, history and scan memo; statistics and locks stay."""
+    """Remove every record, blob, history and scan memo, and stale temp files, each judged
+    by its name (`layout.cache_files`): whatever else is in the directory stays, and so do
+    statistics, settings, locks and the marker. Returns the true counts of what went, and
+    the paths left because no vyre cache holds such a file."""
+    now = time.time()
+    removed = dict.fromkeys(("record", "blob", "history", "scan", "temp"), 0)
+    freed, failed, kept = 0, [], []
     with store.lock("gc"):
-        before = usage(store)
-        failed = []
-        for top in ("ac", "cas", "history", "scan"):
-            path = os.path.join(store.root, top)
-            if os.path.lexists(path):
-                try:
-                    shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
-                except OSError as exc:
-                    failed.append(f"{path}: {exc.strerror or exc}")
-    if failed:
-        raise CacheError(f"cannot clear the cache: {'; '.join(failed)}")
-    return {
-        "removed_entries": before["entries"],
-        "removed_blobs": before["blobs"],
-        "freed_bytes": before["total_bytes"],
+        for kind, path in list(cache_files(store.root)):
+            if kind == "other":
+                kept.append(path)
+            elif kind == "unreadable":
+                failed.append(f"{path}: cannot be read")
+            elif kind in removed and (kind != "temp" or now - mtime(path, now) > STALE_TMP_S):
+                size = size_of(path) if kind in ("record", "blob") else 0
+                problem = remove_entry(path)
+                if problem is not None:
+                    failed.append(f"{path}: {problem}")
+                    continue
+                removed[kind] += 1
+                freed += size
+        for top in ("ac", "cas", "history", "scan"):  # the directories left empty
+            base = os.path.join(store.root, top)
+            for sub in [*(os.path.join(base, d) for d in listdir(base)), base]:
+                with contextlib.suppress(OSError):
+                    os.rmdir(sub)
+    report = {
+        "removed_entries": removed["record"],
+        "removed_blobs": removed["blob"],
+        "freed_bytes": freed,
+        "removed_other_files": removed["history"] + removed["scan"] + removed["temp"],
+        "kept": kept,
     }
+    if failed:
+        raise CacheError(
+            f"cannot clear the cache {store.root} completely: {'; '.join(failed)}; removed "
+            f"{report['removed_entries']} entries and {report['removed_blobs']} blobs. "
+            "Make what is named removable (its permissions, a read-only mount), then clear "
+            "again"
+        )
+    return report

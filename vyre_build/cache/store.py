@@ -7,6 +7,10 @@ Layout: see `vyre_build.cache.layout`. Guarantees:
   checksum, key or shape is wrong, or anything that is not a regular file where an entry
   should be (a directory, a FIFO, a link, a file over the size limit) is reported on
   stderr (naming blob and key), removed and treated as a miss; it is never served.
+- A store writes only into a vyre cache: before its first write, a new or empty
+  directory gets the marker (`layout.MARKER`), as does a cache made before the marker;
+  any other directory is never written to (one warning, then as a read-only store), nor
+  collected or cleared.
 - A store that cannot be written (read-only mount, permissions, disk full) still serves
   hits: the first failed write is one warning, and the store writes nothing more in this
   process. A failed write leaves no temp file and no record without its blobs.
@@ -32,10 +36,14 @@ import vyre_build.cache.stats as _stats
 from vyre_build.cache.history import History
 from vyre_build.cache.key import content_hash, key_from_manifest
 from vyre_build.cache.layout import (
+    MARKER,
+    MARKER_TEXT,
     BadEntry,
     is_hex_hash,
+    is_marked,
     listdir,
     load_json,
+    not_a_cache,
     read_entry,
     remove_entry,
 )
@@ -81,6 +89,10 @@ class Store:
         self._warned: set[str] = set()
         self.writable = True
         self.write_failure: str | None = None  # the warning of the first failed write
+        self.write_problem: str | None = None  # its first part: what is wrong, where
+        self.foreign: str | None = None  # why the root is not a vyre cache, once claimed
+        self._claimed = False
+        self._claim_lock = threading.Lock()
         self.counts = dict.fromkeys(_stats.COUNTERS, 0)
         self.builds = History(self, project)
         self._fresh = not os.path.lexists(os.path.join(self.root, "ac"))
@@ -114,9 +126,8 @@ class Store:
         return counts
 
     # --- writing ----------------------------------------------------------------------
-    def _write_failed(self, path: str, exc: OSError) -> None:
+    def _write_failed(self, path: str, exc: OSError, report: bool = True) -> None:
         self.count("store_errors")
-        self.writable = False
         why = exc.strerror or str(exc)
         if exc.errno == errno.EROFS:
             what = f"cache {self.root} is on a read-only file system"
@@ -126,10 +137,57 @@ class Store:
             what = f"cache {self.root} is full ({why} while writing {path})"
         else:
             what = f"cannot write {path} ({why})"
-        message = f"{what}: serving hits, storing nothing more in this build"
+        self._refuse(what, "serving hits, storing nothing more in this build", report)
+
+    def _refuse(self, problem: str, consequence: str, report: bool = True) -> None:
+        """Write nothing more: `problem` (what is wrong, for `write_problem`) and what the
+        store does now, one warning."""
+        self.writable = False
+        message = f"{problem}: {consequence}"
         if self.write_failure is None:
-            self.write_failure = message
-        self.warn_once("write", message)
+            self.write_problem, self.write_failure = problem, message
+        if report:
+            self.warn_once("write", message)
+
+    def claim(self, report: bool = True) -> bool:
+        """Make sure the root is a vyre cache before the first write into it: a new or
+        empty directory, or a cache of vyre's layout made before the marker, gets the
+        marker; any other directory is never written to (one warning unless not
+        `report`; `foreign` says why). Returns whether the store may write."""
+        if self._claimed:
+            return self.writable
+        with self._claim_lock:
+            if not self._claimed and self.writable:
+                self._claim_root(report)
+            self._claimed = True
+        return self.writable
+
+    def _claim_root(self, report: bool) -> None:
+        marker = os.path.join(self.root, MARKER)
+        try:
+            if os.path.isdir(self.root):
+                if is_marked(self.root):
+                    return
+                self.foreign = not_a_cache(self.root, new_ok=True)
+            if self.foreign is None:
+                os.makedirs(self.root, exist_ok=True)
+                atomic_write(marker, MARKER_TEXT)
+                return
+        except OSError as exc:
+            self._write_failed(marker, exc, report)
+            return
+        self._refuse(
+            f"{self.root} is not a vyre cache: {self.foreign}",
+            "storing nothing in it; point VYRE_CACHE_DIR / $VYRECACHEDIR at a new or empty "
+            "directory",
+            report,
+        )
+
+    def require_cache(self) -> None:
+        """For a command that changes the store: CacheError, and nothing changed, unless
+        the root is a vyre cache this process can write (claimed, see `claim`)."""
+        if not self.claim(report=False):
+            raise CacheError(f"{self.write_problem}; nothing was changed")
 
     def _ensure_dir(self, path: str) -> None:
         if path in self._made:
@@ -148,7 +206,7 @@ class Store:
     def write_file(self, path: str, data: bytes, mode: int = 0o644) -> bool:
         """Write `data` to `path` in the store atomically; False (and one warning) if the
         store cannot be written. Whatever sits in the way (a directory) is removed."""
-        if not self.writable:
+        if not self.claim():
             return False
         try:
             self._ensure_dir(os.path.dirname(path))
@@ -167,7 +225,7 @@ class Store:
         """Exclusive fcntl lock on locks/<name>.lock (between processes and threads); none
         when the store cannot be written (nothing will be written under it then)."""
         fd = None
-        if self.writable:
+        if self.claim():
             directory = os.path.join(self.root, "locks")
             try:
                 self._ensure_dir(directory)
@@ -206,10 +264,12 @@ class Store:
         self._warn(f"{what} is corrupt: {problem}; {tail}, the entry will be rebuilt")
 
     def get_blob(
-        self, digest: str, key: str | None = None, size: int | None = None
+        self, digest: str, key: str | None = None, size: int | None = None, *, named=False
     ) -> bytes | None:
         """The blob's bytes if present and intact; None if absent or unusable (then
-        reported and removed). `size`, when the record gives it, bounds the read."""
+        reported and removed). `size`, when the record gives it, bounds the read.
+        `named`: the record of `key` names this blob, so its absence is damage too
+        (reported and counted as corrupt, unless the record went as well: evicted)."""
         path = self.blob_path(digest)
         where = f"blob {digest}" + (f" (of key {key})" if key else "")
         try:
@@ -218,6 +278,12 @@ class Store:
             self._drop(path, where, exc.problem)
             return None
         if data is None:
+            if named and key is not None and os.path.lexists(self.record_path(key)):
+                self.count("corrupt")
+                self._warn(
+                    f"{where} is missing: its action record names it but the cache has no "
+                    "such blob; the entry will be rebuilt"
+                )
             return None
         actual = content_hash(data)
         if actual != digest:
@@ -299,7 +365,7 @@ class Store:
         if record is not None:
             outputs = {}
             for name, ref in record["outputs"].items():
-                data = self.get_blob(ref["hash"], key, ref["size"])
+                data = self.get_blob(ref["hash"], key, ref["size"], named=True)
                 if data is None:
                     outputs = None
                     break
@@ -328,13 +394,14 @@ class Store:
 
     # --- listing ----------------------------------------------------------------------
     def iter_keys(self) -> list[str]:
-        """Every record key in the store, sorted."""
+        """Every record key in the store, sorted (a file under another prefix than its
+        name's is no entry: no lookup finds it)."""
         base = os.path.join(self.root, "ac")
         return sorted(
             name[:-5]
             for sub in listdir(base)
             for name in listdir(os.path.join(base, sub))
-            if name.endswith(".json") and is_hex_hash(name[:-5])
+            if name.endswith(".json") and is_hex_hash(name[:-5]) and name[:2] == sub
         )
 
     def iter_blobs(self) -> list[str]:
@@ -344,7 +411,7 @@ class Store:
             name
             for sub in listdir(base)
             for name in listdir(os.path.join(base, sub))
-            if is_hex_hash(name)
+            if is_hex_hash(name) and name[:2] == sub
         )
 
     def resolve_key(self, prefix: str) -> str:
@@ -408,10 +475,12 @@ class Store:
         self, max_size: int | None = None, max_age_s: float | None = None, now: float | None = None
     ) -> dict:
         """LRU/age eviction and the sweep of stale temp files; see `gc.collect`."""
+        self.require_cache()
         return _gc.collect(self, max_size, max_age_s, now)
 
     def clear(self) -> dict:
         """Remove every entry (records, blobs, history, scan memo); statistics stay."""
+        self.require_cache()
         return _gc.clear(self)
 
     def read_json(self, path: str, limit: int = MAX_RECORD_BYTES):

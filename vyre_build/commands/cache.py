@@ -3,13 +3,17 @@
     stats                     hits, misses and hit rates per tier (last build, overall),
                               size and limit, entries, corrupt entries, temp files
     zero                      reset the statistics
-    clear                     remove every entry (statistics stay)
+    clear                     remove every entry and blob (statistics stay; files that
+                              are no cache entries are left as they are)
     ls                        every entry: key, source file, stems, size, last access
     show KEY                  the key manifest (each part with its own hash) and outputs
     why TARGET [OTHER]        what changed between the last two builds of an output:
                               a unified diff of its sources, then the other key parts
-    verify [--rebuild]        rehash every blob and record; --rebuild recompiles every
-                              entry from its recorded inputs and reports differing bytes
+    verify [--repair] [--rebuild]
+                              rehash every blob and record and report what is corrupt or
+                              missing; --repair removes it and rebuilds the entries that
+                              used it from their recorded inputs; --rebuild recompiles
+                              every entry and reports differing bytes (and repairs)
     gc [--max-size N] [--max-age D]   evict least-recently-used entries past the limits
                               (default: the configured ones, 5G), remove stale temp files
     config                    every setting, its value and where it came from
@@ -17,6 +21,8 @@ ccache's options do the same: -s (stats), -z (zero), -C (clear), -p (config), an
 -M SIZE sets the size limit in the project's vyre.toml (0: unlimited).
 Every subcommand takes --json (machine-readable output on stdout) and --cache-dir; the
 cache is found as SCons finds it (vyre_build.cache.config), from anywhere inside the project.
+A directory that is not a vyre cache (vyre_build.cache.layout.not_a_cache) is refused,
+with nothing created or removed in it; an empty one reads as an empty cache.
 """
 
 from __future__ import annotations
@@ -27,13 +33,11 @@ import os
 import sys
 import time
 
-from vyre_build.build.step import rebuild_record
 import vyre_build.cache.stats as cache_stats
 from vyre_build.cache.gc import STALE_TMP_S
-from vyre_build.cache.key import content_hash, manifest_parts
-from vyre_build.cache.layout import BadEntry, read_entry
-from vyre_build.cache.record import output_set_problem, record_blobs
-from vyre_build.cache.store import MAX_BLOB_BYTES, Store
+from vyre_build.cache.key import manifest_parts
+from vyre_build.cache.layout import EMPTY, BadEntry, not_a_cache
+from vyre_build.cache.store import Store
 from vyre_build.cache.why import explain
 from vyre_build.commands.helptext import add_command
 from vyre_build.cache.config import CACHE_DIR_ENV, format_size, load_config, parse_size
@@ -41,20 +45,50 @@ from vyre_build.core.errors import CacheError
 from vyre_build.core.targets import WGSL
 
 
-def _open(args) -> tuple[Store, object]:
+def _open(args, *, change: bool = False) -> tuple[Store, object]:
+    """The store of --cache-dir (else the configured one), refused with a CacheError unless
+    it is a vyre cache (layout.not_a_cache) or, to be read only, an empty directory.
+    `change`: the command writes or removes files, so the store must be a cache and
+    writable (a cache made before the marker gets the marker now)."""
     cfg = load_config()
     root = os.path.abspath(args.cache_dir) if args.cache_dir else cfg.cache_dir
-    if not os.path.isdir(root):
-        where = "--cache-dir" if args.cache_dir else cfg.sources["cache_dir"]
+    where = "--cache-dir" if args.cache_dir else cfg.sources["cache_dir"]
+    elsewhere = (
+        "pass --cache-dir the cache builds use (`vyre-build cache config` shows it) or set "
+        + CACHE_DIR_ENV
+    )
+    if not os.path.lexists(root):
         raise CacheError(
-            f"no cache at {root} (from {where}); build first, or pass --cache-dir / "
-            f"set {CACHE_DIR_ENV}"
+            f"no cache at {root} (from {where}); build first, or pass --cache-dir / set "
+            + CACHE_DIR_ENV
         )
-    return Store(root, project=cfg.project_root), cfg
+    if not os.path.isdir(root):
+        raise CacheError(f"{root} (from {where}) is not a directory, so not a cache; {elsewhere}")
+    try:
+        problem = not_a_cache(root)
+    except OSError as exc:
+        raise CacheError(
+            f"cannot read the cache directory {root} (from {where}): {exc.strerror or exc}; "
+            f"make it readable (chmod u+rx), or {elsewhere}"
+        ) from None
+    if problem == EMPTY and change:  # read, it is an empty cache: a build makes it one
+        raise CacheError(
+            f"no cache at {root} (from {where}) yet: the directory is empty, nothing was "
+            f"changed; build first, or {elsewhere}"
+        )
+    if problem not in (None, EMPTY):
+        raise CacheError(
+            f"{root} (from {where}) is not a vyre cache: {problem}; nothing was changed. "
+            f"{elsewhere[0].upper()}{elsewhere[1:]}"
+        )
+    store = Store(root, project=cfg.project_root)
+    if change:
+        store.require_cache()
+    return store, cfg
 
 
-def _store(args) -> Store:
-    return _open(args)[0]
+def _store(args, *, change: bool = False) -> Store:
+    return _open(args, change=change)[0]
 
 
 def _emit(args, data, lines) -> None:
@@ -176,19 +210,26 @@ def cmd_stats(args) -> int:
 
 
 def cmd_zero(args) -> int:
-    store = _store(args)
+    store = _store(args, change=True)
     cache_stats.zero_stats(store)
     _emit(args, {"zeroed": True}, ["Statistics zeroed"])
     return 0
 
 
 def cmd_clear(args) -> int:
-    store = _store(args)
+    store = _store(args, change=True)
     report = store.clear()
     lines = [
         f"Removed {report['removed_entries']} entries and {report['removed_blobs']} blobs "
         f"({format_size(report['freed_bytes'])}) from {store.root}"
     ]
+    if report["kept"]:
+        n = len(report["kept"])
+        shown = ", ".join(report["kept"][:5]) + (", ..." if n > 5 else "")
+        what = f"{n} files that are no cache entries, as they were"
+        if n == 1:
+            what = "1 file that is no cache entry, as it was"
+        lines.append(f"Left {what}: {shown}")
     _emit(args, report, lines)
     return 0
 
@@ -272,95 +313,22 @@ def cmd_why(args) -> int:
     return 0
 
 
-def _blob_state(store: Store, digest: str) -> str:
-    """ "ok", "missing", "corrupt" or what is there instead, read-only (verify never deletes)."""
-    try:
-        data = read_entry(store.blob_path(digest), MAX_BLOB_BYTES)
-    except BadEntry as exc:
-        return f"unusable ({exc.problem})"
-    if data is None:
-        return "missing"
-    return "ok" if content_hash(data) == digest else "corrupt"
-
-
-def _output(store: Store, record: dict, name: str) -> bytes | None:
-    """An output's bytes if the record has it and its blob is intact, else None; read-only."""
-    ref = record["outputs"].get(name)
-    if ref is None:
-        return None
-    try:
-        data = read_entry(store.blob_path(ref["hash"]), ref["size"])
-    except BadEntry:
-        return None
-    return data if data is not None and content_hash(data) == ref["hash"] else None
-
-
 def cmd_verify(args) -> int:
-    store = _store(args)
-    corrupt_records, blob_users, intact = [], {}, []
-    for key in store.iter_keys():
-        try:
-            record = store.read_record(key)
-        except FileNotFoundError:
-            continue
-        except BadEntry as exc:
-            corrupt_records.append({"key": key, "problem": exc.problem})
-            continue
-        for b in record_blobs(record):
-            blob_users.setdefault(b, []).append(key)
-        problem = output_set_problem(record, read=lambda name, r=record: _output(store, r, name))
-        if problem is not None:  # as corrupt as a bad checksum: reported, never rebuilt
-            corrupt_records.append({"key": key, "problem": problem})
-            continue
-        intact.append(record)
-    blobs = sorted(set(store.iter_blobs()) | set(blob_users))
-    bad_blobs = []
-    for digest in blobs:
-        state = _blob_state(store, digest)
-        if state != "ok":
-            bad_blobs.append({"blob": digest, "state": state, "keys": blob_users.get(digest, [])})
-    rebuilds = []
-    if args.rebuild:
-        bad = {k for b in bad_blobs for k in b["keys"]}
-        for record in intact:
-            if record["key"] not in bad:
-                rebuilds.append(rebuild_record(store, record))
-    differing = [r for r in rebuilds if r["status"] != "same"]
-    ok = not corrupt_records and not bad_blobs and not differing
-    lines = [
-        f"verified {len(blobs)} blobs and {len(intact) + len(corrupt_records)} entries "
-        f"in {store.root}"
-    ]
-    lines += [f"  CORRUPT record {r['key']}: {r['problem']}" for r in corrupt_records]
-    lines += [
-        f"  {b['state'].upper() if ' ' not in b['state'] else b['state'].capitalize()} blob "
-        f"{b['blob']} (used by {', '.join(b['keys']) or 'no entry'})"
-        for b in bad_blobs
-    ]
-    if args.rebuild:
-        lines.append(f"rebuilt {len(rebuilds)} entries: {len(rebuilds) - len(differing)} identical")
-        for r in differing:
-            lines.append(f"  {r['status'].upper()} {r['key']} {r['detail']}".rstrip())
-            lines += [
-                f"    {d['output']}: first differing byte at {d['first_offset']} "
-                f"(stored {d['stored_size']} bytes, rebuilt {d['rebuilt_size']})"
-                for d in r["differences"]
-            ]
-    lines.append("OK" if ok else "FAILED")
-    data = {
-        "ok": ok,
-        "blobs": len(blobs),
-        "entries": len(intact) + len(corrupt_records),
-        "corrupt_records": corrupt_records,
-        "bad_blobs": bad_blobs,
-        "rebuilds": rebuilds if args.rebuild else None,
-    }
+    from vyre_build.commands.cache_verify import verify
+
+    repair = args.repair or args.rebuild
+    ok, data, lines = verify(
+        _store(args, change=repair),
+        repair_it=repair,
+        rebuild=args.rebuild,
+        cache_dir=args.cache_dir,
+    )
     _emit(args, data, lines)
     return 0 if ok else 1
 
 
 def cmd_gc(args) -> int:
-    store, cfg = _open(args)
+    store, cfg = _open(args, change=True)
     max_size = (
         parse_size(args.max_size, "--max-size") if args.max_size is not None else cfg.max_size
     )
@@ -475,7 +443,7 @@ def register(subparsers) -> None:
 
     add("stats", cmd_stats, "hits, misses and hit rates per tier, size and limit, entries")
     add("zero", cmd_zero, "reset the statistics")
-    add("clear", cmd_clear, "remove every entry (statistics stay)")
+    add("clear", cmd_clear, "remove every entry and blob (statistics stay)")
     add("ls", cmd_ls, "list entries")
     add("show", cmd_show, "print an entry's key manifest").add_argument(
         "key", help="a key or a unique prefix of one (>= 4 hex digits)"
@@ -489,12 +457,23 @@ def register(subparsers) -> None:
         nargs="?",
         help="compare with this key or output instead of the target's previous build",
     )
-    add(
-        "verify", cmd_verify, "rehash every blob; --rebuild also recompiles and compares"
-    ).add_argument(
+    p = add(
+        "verify",
+        cmd_verify,
+        "rehash every blob and record; --repair rebuilds what is damaged, --rebuild "
+        "recompiles every entry and compares",
+    )
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="remove corrupt records and blobs, rebuild the entries that used them from "
+        "their stored inputs (or remove them where that cannot be done)",
+    )
+    p.add_argument(
         "--rebuild",
         action="store_true",
-        help="recompile every entry from its stored inputs, report differences",
+        help="recompile every entry from its stored inputs, report differences (repairs "
+        "as --repair does)",
     )
     p = add("gc", cmd_gc, "evict least-recently-used entries past the limits")
     p.add_argument("--max-size", default=None, help="size limit, e.g. 500M, 2G or unlimited")
