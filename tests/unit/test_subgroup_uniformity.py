@@ -144,6 +144,23 @@ def test_a_barrier_keeps_the_workgroup_rule(tmp_path):
     )
 
 
+def test_a_return_that_turns_divergent_in_a_later_pass_reaches_the_loop_top(tmp_path):
+    # Pass 1: the break leaves per subgroup, the return depends on nothing. Pass 2: `v`
+    # holds global_id(), the return diverges, and nothing else changes; pass 3 must still
+    # run: some invocations are gone before subgroup_add() in the iterations after.
+    body = (
+        "v = u32(0)\nwhile True:\n    if subgroup_id() < n:\n        break\n"
+        "    out[i] = subgroup_add(x[i])\n    if v > 0:\n        return\n    v = i\n"
+    )
+    e = refusal(tmp_path, body)
+    assert (e.line, e.col) == (10, 9)
+    assert e.message == (
+        "subgroup_add() is in non-uniform control flow: a return follows the condition at "
+        f"{at(tmp_path, 11, 9, 'if v > 0:')}, which depends on global_id(), so some "
+        "invocations of the subgroup may not reach it"
+    )
+
+
 def test_cooperative_matrices_under_subgroup_uniform_control(tmp_path):
     body = """
     t = subgroup_id()

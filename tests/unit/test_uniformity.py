@@ -297,3 +297,54 @@ def test_uniform_conditions_keep_compiling(tmp_path):
         """,
     )
     assert k.stem == "k"
+
+
+NEST = """
+@kernel(workgroup_size=64)
+def k(x: Buffer[u32], out: Buffer[u32, "rw"], n: u32):
+    t = u32(0)
+    a = u32(0)
+    row = subgroup_id()
+    while row < n:
+        q = local_id().x
+        while q < n:
+            for j in range(n):
+                for m in range(j):
+{body}
+                    t = t + global_id().x
+                a = a + t
+            q += 64
+        row += num_subgroups()
+    out[0] = t + a
+"""
+
+
+def test_nested_loops_walk_each_statement_a_bounded_number_of_times(tmp_path, monkeypatch):
+    """A count, not a clock. The loop fixpoint walks a loop's body until nothing changes;
+    an enclosing loop's next pass must not multiply that. With loops 4 deep (the outer two
+    left together within a subgroup, then per invocation, as the library's row and strided
+    loops are), each statement added to the innermost body costs a few visits: before, it
+    cost a full fixpoint of each inner loop per pass of each outer one (16 x 16 passes)."""
+    from vyre_build.frontend import uniformity
+
+    visits = 0
+    stmt = uniformity._Analysis.stmt
+
+    def counted(self, *args):
+        nonlocal visits
+        visits += 1
+        return stmt(self, *args)
+
+    monkeypatch.setattr(uniformity._Analysis, "stmt", counted)
+
+    def walk(size: int) -> int:
+        nonlocal visits
+        visits = 0
+        body = "".join(f"{' ' * 20}t = t + x[t % 8] * {i}\n" for i in range(size))
+        compile_src(tmp_path, NEST.replace("{body}\n", body))
+        return visits
+
+    small, large = walk(8), walk(24)
+    depth = 4
+    assert large - small <= 2 * depth * 16  # at most 2 visits per added statement per level
+    assert large <= 2 * depth * (24 + 12)  # the whole kernel: about 12 statements besides

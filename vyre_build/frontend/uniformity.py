@@ -23,6 +23,12 @@ rule: subgroup operations and cooperative-matrix operations need subgroup-unifor
 and a cooperative matrix's offset, stride and fill value must be subgroup-uniform (the
 subgroup loads, stores or fills one matrix together). A breach is an error naming the
 operation (file:line:col, caret), the rule, and the branch or value that breaks it.
+
+Cost: a loop is walked in passes until a pass changes nothing (at most 16). Each statement's
+state keys (what its walk may read and assign) are found once, so an `if` saves and joins
+only the keys its branches assign, and a loop entered again with the same values at its
+keys, control and early-return cause (an enclosing loop's next pass, mostly) takes what it
+left then without a walk: nested loops cost about the sum of their passes, not the product.
 """
 
 from __future__ import annotations
@@ -149,10 +155,58 @@ def worse(a: Cause | None, b: Cause | None) -> Cause | None:
 
 
 class _Loop:
-    __slots__ = ("cause",)
+    __slots__ = ("cause", "again")
 
     def __init__(self):
         self.cause: Cause | None = None  # a break/continue under non-uniform control
+        self.again = False  # a break/continue in this pass ran under `cause` (see loop)
+
+
+_ABSENT = object()  # a key not in the state: read as None (uniform), but adding it is a change
+
+
+_BLOCKS = ("then", "orelse", "body", "continuing")
+_OPS = (ir.Subgroup, ir.CoopLoad, *_COOP_NAMES)
+
+
+def _scan(e, reads: set, writes: set) -> bool:
+    """Add the state keys that simple statement or expression `e` may read and may assign
+    (a superset: a buffer load counts as reading its array); whether `e` holds a subgroup
+    or cooperative-matrix operation."""
+    if isinstance(e, tuple):
+        found = False
+        for x in e:
+            found = _scan(x, reads, writes) or found
+        return found
+    found = isinstance(e, _OPS)
+    if isinstance(e, ir.Var):
+        reads.add(e.name)
+    elif isinstance(e, ir.LoopVar):
+        reads.add(("loop", e.name))
+    elif isinstance(e, ir.Load):
+        reads.add(("array", e.array))
+    elif isinstance(e, ir.Assign):
+        writes.add(e.var)
+    elif isinstance(e, ir.Store):
+        reads.add(("array", e.array))
+        writes.add(("array", e.array))
+    for f in getattr(e, "__dataclass_fields__", ()):
+        v = getattr(e, f)
+        if v is not None and not isinstance(v, (str, int, float)):
+            found = _scan(v, reads, writes) or found
+    return found
+
+
+class _Facts:
+    """What the walk of one statement needs to know about it, found once."""
+
+    __slots__ = ("keys", "writes", "ops", "coop")
+
+    def __init__(self, keys: tuple, writes: tuple, ops: bool, coop: tuple):
+        self.keys = keys  # the state keys its walk (nested blocks included) may read or assign
+        self.writes = writes  # those it may assign: its walk depends on and changes no other
+        self.ops = ops  # its own expressions hold a subgroup or cooperative-matrix operation
+        self.coop = coop  # tuple(_coop_args(statement))
 
 
 class _Analysis:
@@ -161,6 +215,31 @@ class _Analysis:
         self.buffers = {p.name: p for p in prog.params if isinstance(p, ir.BufferParam)}
         self.arrays = {a.name: a for a in prog.arrays}
         self.returned: Cause | None = None  # a return under non-uniform control, once seen
+        self.memo: dict = {}  # id(statement) -> its _Facts
+        # id(loop) -> [((values at its keys, control, returned) on entry, what it left)]
+        self.seen: dict = {}
+
+    def facts(self, s) -> _Facts:
+        got = self.memo.get(id(s))
+        if got is None:
+            reads, writes = set(), set()
+            if not isinstance(s, (ir.If, ir.For, ir.Loop)):
+                ops = _scan(s, reads, writes)
+            else:
+                ops = False
+                if isinstance(s, ir.For):
+                    writes.add(("loop", s.var))
+                for f in s.__dataclass_fields__:
+                    if f not in _BLOCKS:
+                        ops = _scan(getattr(s, f), reads, writes) or ops
+                        continue
+                    for c in getattr(s, f):
+                        sub = self.facts(c)
+                        reads.update(sub.keys)
+                        writes.update(sub.writes)
+            coop = tuple(_coop_args(s)) if ops else ()
+            got = self.memo[id(s)] = _Facts(tuple(reads | writes), tuple(writes), ops, coop)
+        return got
 
     # --- values ----------------------------------------------------------------------
     def value(self, e, state: dict) -> Cause | None:  # noqa: C901 - one branch per node
@@ -218,11 +297,12 @@ class _Analysis:
         return Cause(what.why, got[:2] if got else None, scope=what.scope)
 
     def stmt(self, s, state, control, loops):  # noqa: C901 - one branch per statement
-        if control is not None and control.scope != SUBGROUP:
+        facts = self.facts(s)
+        if facts.ops and control is not None and control.scope != SUBGROUP:
             name = _subgroup_in(s)
             if name is not None:
                 raise self.barrier_error(s, control, f"{name}()")
-        for name, what, arg in _coop_args(s):
+        for name, what, arg in facts.coop:
             got = self.value(arg, state)
             if got is not None and got.scope != SUBGROUP:
                 raise self.operand_error(s, f"{name}()", what, got)
@@ -243,11 +323,22 @@ class _Analysis:
             cond = self.value(s.cond, state)
             inner = worse(control, self.branch_cause(s, cond) if cond is not None else None)
             # (an assignment under non-uniform control is non-uniform: see Assign)
-            then_state, else_state = dict(state), dict(state)
-            self.block(s.then, then_state, inner, loops)
-            self.block(s.orelse, else_state, inner, loops)
-            for k in set(then_state) | set(else_state):
-                state[k] = worse(then_state.get(k), else_state.get(k))
+            # Each branch is walked in `state` itself, from the same start: only the keys
+            # they may assign are saved, put back between them and joined after.
+            writes = facts.writes
+            start = [state.get(k, _ABSENT) for k in writes]
+            self.block(s.then, state, inner, loops)
+            then = [state.get(k, _ABSENT) for k in writes]
+            for k, v in zip(writes, start):
+                if v is _ABSENT:
+                    state.pop(k, None)
+                else:
+                    state[k] = v
+            self.block(s.orelse, state, inner, loops)
+            for k, t in zip(writes, then):
+                e = state.get(k, _ABSENT)
+                if t is not _ABSENT or e is not _ABSENT:
+                    state[k] = worse(None if t is _ABSENT else t, None if e is _ABSENT else e)
         elif isinstance(s, ir.For):
             bounds = worse(self.value(s.lo, state), self.value(s.hi, state))
             inner = worse(control, self.branch_cause(s, bounds) if bounds is not None else None)
@@ -260,26 +351,56 @@ class _Analysis:
                 self.returned = Cause(control.why, control.where, via, control.scope)
         elif isinstance(s, (ir.Break, ir.Continue)):
             if loops and control is not None and worse(loops[-1].cause, control) is control:
-                via = control.via or type(s).__name__.lower()
-                loops[-1].cause = Cause(control.why, control.where, via, control.scope)
+                if control is loops[-1].cause:  # under the cause it recorded: no news
+                    loops[-1].again = True
+                else:
+                    via = control.via or type(s).__name__.lower()
+                    loops[-1].cause = Cause(control.why, control.where, via, control.scope)
         return control
 
     def loop(self, node, body, continuing, state, control, loops, loop_var=None):
+        """Walk a loop's passes to a fixpoint: each pass sees what earlier ones assigned."""
+        facts = self.facts(node)
+        keys, writes = facts.keys, facts.writes
+        # A loop's walk depends on the keys it may read or assign, `control` and
+        # `self.returned` only (`loops` below it is its own), so entered again as before
+        # (an enclosing loop's next pass, most often) it leaves what it left then.
+        entry = ([state.get(k, _ABSENT) for k in keys], control, self.returned)
+        seen = self.seen.setdefault(id(node), [])
+        for was, left, returned in seen:
+            if was == entry:
+                state.update(left)
+                if returned is not was[2]:  # (else keep the equal cause held now)
+                    self.returned = returned
+                return
         info = _Loop()
         single = bool(body) and isinstance(body[-1], ir.Break)  # a helper's wrapper: one pass
-        for _ in range(16):  # to a fixpoint: later iterations see what earlier ones assigned
-            before = dict(state)
-            cause_before = info.cause
+        for _ in range(16):  # the pass limit
+            before = [state.get(k, _ABSENT) for k in writes]
+            cause_before, returned_before = info.cause, self.returned
+            info.again = False
             if loop_var is not None:
                 state[("loop", loop_var)] = control
             start = control if single else worse(control, info.cause)
-            inner = dict(state)
-            self.block(body, inner, start, loops + [info])
-            self.block(continuing, inner, worse(start, info.cause), loops + [info])
-            for k, v in inner.items():
-                state[k] = worse(state.get(k), v)
-            if single or (state == before and info.cause is cause_before):
-                break
+            # The pass is walked in `state` itself; then each key it assigned is joined
+            # with its value at the pass's start.
+            pass_start = [state.get(k, _ABSENT) for k in writes]
+            self.block(body, state, start, loops + [info])
+            self.block(continuing, state, worse(start, info.cause), loops + [info])
+            changed = False
+            for k, was, old in zip(writes, pass_start, before):
+                now = state.get(k, _ABSENT)
+                if now is not _ABSENT:
+                    now = state[k] = worse(None if was is _ABSENT else was, now)
+                changed = changed or (now is not old and now != old)
+            if single or (not changed and info.cause is cause_before):
+                # Nothing changed. An exit under the recorded cause still asks for one
+                # more pass where a return turned non-uniform in this one (the statements
+                # above that return see it then), as it always has; else it would repeat.
+                if single or not info.again or self.returned is returned_before:
+                    break
+        left = {k: state[k] for k in writes if k in state}
+        seen.append((entry, left, self.returned))
 
     def barrier_error(self, s, control: Cause, name: str | None = None):
         """The error for a barrier (or, with `name`, a subgroup op) under `control`."""
