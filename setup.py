@@ -1,14 +1,18 @@
-"""setuptools hook: the wheel carries the library kernels' sources.
+"""setuptools hook: the wheel carries the library kernels' sources and their bundle.
 
-`build_py` copies kernels/lib_*.py and their sections of kernels/variants.yaml into
-vyre_build/_library/ of the build, byte for byte (the action keys stay those of the
-checkout's files), so that `library.reduce(x)` works from an installed wheel: the first
-call compiles them once into the user cache (vyre_build.library.bundle). Nothing
-here needs more than the standard library. Everything else is in pyproject.toml.
+`build_py` copies kernels/lib_*.py, their sections of kernels/variants.yaml and
+kernels/tuning.yaml into vyre_build/_library/ of the build, byte for byte (the action keys
+stay those of the checkout's files), then compiles them there into
+_library/library.vyrebundle with the digest of the files it is built from
+(vyre_build.build.library_bundle.ship, run on the package being built: its compiler,
+blake3 and pyyaml, which pyproject.toml's build requirements provide), so that an
+installed wheel's `library.reduce(x)` opens a prebuilt bundle and compiles nothing
+(vyre_build.library.bundle). Everything else is in pyproject.toml.
 """
 
 import os
 import re
+import sys
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -50,11 +54,25 @@ def library_files() -> dict[str, bytes]:
 class BuildPy(build_py):
     def run(self):
         super().run()
+        if getattr(self, "editable_mode", False):  # an editable install uses kernels/ itself
+            return
         out = os.path.join(self.build_lib, "vyre_build", "_library")
         os.makedirs(out, exist_ok=True)
         for name, data in library_files().items():
             with open(os.path.join(out, name), "wb") as f:
                 f.write(data)
+        # The bundle, by the compiler of the package being built (not an installed one).
+        sys.path.insert(0, os.path.abspath(self.build_lib))
+        try:
+            for name in [
+                m for m in sys.modules if m == "vyre_build" or m.startswith("vyre_build.")
+            ]:
+                del sys.modules[name]
+            from vyre_build.build.library_bundle import ship
+
+            ship(os.path.join(os.path.abspath(self.build_lib), "vyre_build"))
+        finally:
+            sys.path.remove(os.path.abspath(self.build_lib))
 
 
 setup(cmdclass={"build_py": BuildPy})

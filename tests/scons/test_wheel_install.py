@@ -50,9 +50,12 @@ print(vyre_build.__file__)
 print(library.reduce(x), library.reduce(x, "max"), library.scan(np.ones(5, np.uint32))[-1])
 """
 BACKEND = """\
-from vyre_build.library.bundle import default_library
+import sys
+from vyre_build.library.bundle import default_library, library_bundle_path
 
 print(default_library().device.backend)
+print(library_bundle_path())
+print("vyre_build.compiler" in sys.modules)
 """
 
 
@@ -90,6 +93,10 @@ def venv(tmp_path_factory) -> tuple[Path, dict]:
     (wheel,) = out.glob("vyre_build-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "vyre_build/_library/lib_reduce.py" in names and "vyre_build/lang.pyi" in names
+    # the library's kernels built: an installed wheel compiles nothing at its first call
+    assert {"vyre_build/_library/library.vyrebundle", "vyre_build/_library/library.digest"} <= set(
+        names
+    )
     assert not (REPO / "build" / "lib").exists()  # setuptools kept out of SCons's build/
     return fresh_venv(tmp, str(wheel))
 
@@ -111,10 +118,13 @@ def test_library_reduce_runs_from_the_wheel_with_no_bundle(venv, tmp_path, which
     (tmp_path / "use.py").write_text(REDUCE + BACKEND)
     proc = run(python, env, tmp_path, "use.py", **({"VYRE_BACKEND": which} if which else {}))
     assert proc.returncode == 0, proc.stderr
-    where, values, backend = proc.stdout.splitlines()
+    where, values, backend, bundle, compiled = proc.stdout.splitlines()
     assert backend == (which or "wgpu")
     assert where.startswith(str(python.parent.parent)) and not where.startswith(str(REPO))
     assert values == "500500.0 1000.0 5"
+    # the bundle the wheel ships, opened as it is: no compiler imported, no cache written
+    assert bundle == os.path.join(os.path.dirname(where), "_library", "library.vyrebundle")
+    assert compiled == "False" and not os.path.exists(os.path.join(env["XDG_CACHE_HOME"], "vyre"))
 
 
 def test_scons_builds_a_project_of_its_own_with_the_installed_tool(venv, tmp_path):

@@ -109,3 +109,25 @@ def test_device_buffers_choose_the_device_the_library_runs_on(tmp_path, monkeypa
     assert library_bundle.default_library(cpu).device is cpu
     sums = library.scan(np.ones(3, np.uint32), out=cpu.buffer((3,), "u32"))  # out= decides
     assert sums.read().tolist() == [1, 2, 3]
+
+
+def test_a_shipped_bundle_is_served_only_for_the_files_it_was_built_from(tmp_path, monkeypatch):
+    # A wheel's _library/ holds the bundle built from its sources and the digest of the
+    # files it was built from: served as it is while they match, never once they differ.
+    from vyre_build.build.library_bundle import SHIPPED, SHIPPED_DIGEST, library_digest
+
+    src = tmp_path / "src"
+    shutil.copytree(os.path.join(ROOT, "kernels"), src)
+    monkeypatch.setattr(library_bundle, "library_sources", lambda: str(src))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(library_bundle.__file__)))
+    (src / SHIPPED).write_bytes(b"the shipped bundle")
+    (src / SHIPPED_DIGEST).write_text(library_digest(str(src), package) + "\n")
+    assert library_bundle.library_bundle_path() == str(src / SHIPPED)
+    assert not (tmp_path / "cache").exists()  # nothing compiled
+    with open(src / "lib_reduce.py", "a") as f:
+        f.write("# edited after the bundle was built\n")
+    built = library_bundle.library_bundle_path()
+    assert built.startswith(str(tmp_path / "cache")) and os.path.isfile(built)
+    (src / SHIPPED_DIGEST).write_text("not a digest")
+    assert library_bundle.library_bundle_path() == built

@@ -1,35 +1,41 @@
 """The library's own kernels, for `library.reduce(x)` and the others called without a bundle.
 
 The wheel carries the library's kernel sources (vyre_build/_library/: kernels/lib_*.py and
-their variants, copied by setup.py at wheel-build time); a source checkout or an editable
-install uses kernels/ itself. The first call without a bundle compiles them once into a
-bundle in the user cache, `$XDG_CACHE_HOME/vyre/library/<hash>/library.vyrebundle`
-(default ~/.cache/vyre/...), named by a hash of those sources and of every source file of
-the package (the compiler's included, read as files), so that a new version or an edited
-kernel builds a new one and an old one is never served; later calls, in any process, open
-it. This is the one place the runtime imports the compiler, and only to build the bundle. The bundle is opened on the
-device of the call's first DeviceBuffer, else the default device (`$VYRE_BACKEND`, else
-wgpu), once per device and process.
+their variants, copied by setup.py at wheel-build time) and the bundle built from them
+(`_library/library.vyrebundle`, with the digest of the files it was built from:
+vyre_build.build.library_bundle), which an installed package opens as it is, compiling
+nothing. Where there is no shipped bundle (a source checkout or an editable install, which
+use kernels/ itself) or the installed files are not the ones it was built from, the first
+call compiles the sources once into a bundle in the user cache,
+`$XDG_CACHE_HOME/vyre/library/<hash>/library.vyrebundle` (default ~/.cache/vyre/...), named
+by that digest, so that a new version or an edited kernel builds a new one and an old one
+is never served; later calls, in any process, open it. This is the one place the runtime
+imports the compiler, and only to build that bundle. The bundle is opened on the device of
+the call's first DeviceBuffer, else the default device (`$VYRE_BACKEND`, else wgpu), once
+per device and process.
 
-Guarantees: the bundle is written atomically under a file lock (concurrent first calls
-build it once); the same sources and compiler give the same bytes. Measured by
-bench/library_first_use.py (cpu backend, fresh processes, 2 busy shared cores): the first
-call of an environment 1.1 s from the first import to the result, a later process 0.37 s.
+Guarantees: a cache bundle is written atomically under a file lock (concurrent first calls
+build it once); the same sources and compiler give the same bytes (the shipped bundle is
+the cache's, byte for byte). bench/library_first_use.py measures the first call.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
-import re
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
+from vyre_build.build.library_bundle import (
+    SHIPPED,
+    SHIPPED_DIGEST,
+    build_library_bundle,
+    library_digest,
+)
 from vyre_build.core.errors import DispatchError
 from vyre_build.runtime.bundles import Bundle
 from vyre_build.runtime.device import Device, DeviceBuffer
@@ -60,54 +66,33 @@ def _cache_root() -> str:
     return os.path.join(base, "vyre", "library")
 
 
-def _files(src: str) -> list[str]:
-    return sorted(n for n in os.listdir(src) if re.fullmatch(r"lib_\w+\.py", n))
-
-
-def _tuning_files(src: str) -> list[str]:
-    """The tuning declarations (tuning.yaml) and records (tuning/*.json) of `src`, if any."""
-    records = os.path.join(src, "tuning")
-    found = (
-        sorted(f"tuning/{n}" for n in os.listdir(records) if n.endswith(".json"))
-        if os.path.isdir(records)
-        else []
-    )
-    return (["tuning.yaml"] if os.path.isfile(os.path.join(src, "tuning.yaml")) else []) + found
-
-
-def _package_files(package: str) -> list[str]:
-    """Every source file of the installed package (the compiler's among them), sorted."""
-    found = []
-    for where, dirs, files in os.walk(package):
-        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "_library"))
-        found += [os.path.join(where, f) for f in files if f.endswith((".py", ".pyi", ".json"))]
-    return sorted(found)
-
-
 def library_bundle_path() -> str:
-    """The library bundle of this install, built into the user cache if it is not there.
-    Its name hashes the library's sources and every source file of the package (a
-    superset of the compiler's identity, read as files: the compiler is not imported)."""
-    import blake3
-
+    """The library bundle of this install: the one the wheel ships (_library/library.vyrebundle)
+    where the installed files are the ones it was built from, else one built into the user
+    cache if it is not there yet. Its digest covers the library's sources and every source
+    file of the package (a superset of the compiler's identity, read as files: the compiler
+    is not imported unless a bundle must be built)."""
     src = library_sources()
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    digest = blake3.blake3()
-    for path in _package_files(package):
-        with open(path, "rb") as f:
-            data = f.read()
-        rel = os.path.relpath(path, package)
-        digest.update(f"\0{rel}\0{len(data)}\0".encode() + data)
-    for name in [*_files(src), "variants.yaml", *_tuning_files(src)]:
-        with open(os.path.join(src, name), "rb") as f:
-            data = f.read()
-        digest.update(f"\0{name}\0{len(data)}\0".encode() + data)
-    path = os.path.join(_cache_root(), digest.hexdigest()[:32], "library.vyrebundle")
+    digest = library_digest(src, package)
+    shipped = os.path.join(src, SHIPPED)
+    if _shipped_digest(src) == digest and os.path.isfile(shipped):
+        return shipped
+    path = os.path.join(_cache_root(), digest[:32], "library.vyrebundle")
     if not os.path.isfile(path):
         with _locked(path + ".lock"):
             if not os.path.isfile(path):
-                _build(src, path)
+                build_library_bundle(src, path)
     return path
+
+
+def _shipped_digest(src: str) -> str | None:
+    # The digest the shipped bundle was built for (None: no shipped bundle, as in a checkout).
+    try:
+        with open(os.path.join(src, SHIPPED_DIGEST), encoding="ascii") as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 @contextlib.contextmanager
@@ -126,43 +111,6 @@ def _locked(path: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def _build(src: str, path: str) -> None:
-    """Compile every library kernel file of `src` and bundle them into `path`."""
-    from vyre_build.core.artifacts import META_SUFFIX, split_output_name
-    from vyre_build.build.step import DEFAULT_TARGETS, compile_outputs
-    from vyre_build.bundle import write_bundle
-
-    groups: dict[str, dict[str, bytes]] = {}
-    for name in _files(src):
-        outputs = compile_outputs(os.path.join(src, name), DEFAULT_TARGETS, {}, root=src)
-        for out, data in outputs.items():
-            parts = split_output_name(out)
-            if parts is not None:
-                groups.setdefault(parts[0], {})[parts[1]] = data
-    entries = []
-    for _, files in sorted(groups.items()):
-        meta = json.loads(files.pop(META_SUFFIX))
-        entries.append({"meta": meta, "artifacts": files})
-    write_bundle(path, entries, tuning=_tuning(src))
-
-
-def _tuning(src: str) -> dict[str, Any]:
-    """The tuning data of the library: tuning.yaml's tunables, tuning/*.json's records."""
-    from vyre_build.bundle.tuning import merge_records, read_records
-    from vyre_build.frontend.tuning_yaml import load_tuning
-
-    tunables: dict[str, Any] = {}
-    records: list[dict[str, Any]] = []
-    for name in _tuning_files(src):
-        path = os.path.join(src, name)
-        if name == "tuning.yaml":
-            with open(path, encoding="utf-8") as f:
-                tunables = load_tuning(path, f.read())
-        else:
-            records = merge_records(records, read_records(path))
-    return {"tunables": tunables, "records": records}
 
 
 def default_library(device: Device | None = None) -> Bundle:

@@ -1,0 +1,120 @@
+"""The library bundle: the library's kernel sources (kernels/lib_*.py, their variants and
+tunables) compiled into one bundle, and the digest that names what it was built from.
+
+The wheel ships it built (setup.py calls `ship` on the package it is about to pack:
+`_library/library.vyrebundle` beside `_library/library.digest`), so that an installed
+package's first `library.reduce(x)` opens a prebuilt bundle and compiles nothing;
+`vyre_build.library.bundle` serves it where the digest of the installed files is the one
+it was built for, and builds one into the user cache otherwise (a checkout, an edited
+kernel, a package changed after install).
+
+Guarantees: `library_digest` reads files only (the compiler is not imported: a process that
+opens the shipped bundle never loads it); it covers the library's sources and every source
+file of the package (a superset of the compiler's identity), so a bundle is never served
+for other sources or another compiler. The same sources give the same bundle bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import blake3
+
+__all__ = ["SHIPPED", "SHIPPED_DIGEST", "build_library_bundle", "library_digest", "ship"]
+
+SHIPPED = "library.vyrebundle"  # in the package's _library/ (a wheel)
+SHIPPED_DIGEST = "library.digest"  # the library_digest it was built for, as hex text
+
+
+def library_files(src: str) -> list[str]:
+    """The library's kernel files of `src` (lib_*.py), sorted."""
+    return sorted(n for n in os.listdir(src) if re.fullmatch(r"lib_\w+\.py", n))
+
+
+def tuning_files(src: str) -> list[str]:
+    """The tuning declarations (tuning.yaml) and records (tuning/*.json) of `src`, if any."""
+    records = os.path.join(src, "tuning")
+    found = (
+        sorted(f"tuning/{n}" for n in os.listdir(records) if n.endswith(".json"))
+        if os.path.isdir(records)
+        else []
+    )
+    return (["tuning.yaml"] if os.path.isfile(os.path.join(src, "tuning.yaml")) else []) + found
+
+
+def _package_files(package: str) -> list[str]:
+    """Every source file of the package (the compiler's among them), sorted; _library/ (the
+    sources, counted apart, and the shipped bundle) left out."""
+    found = []
+    for where, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "_library"))
+        found += [os.path.join(where, f) for f in files if f.endswith((".py", ".pyi", ".json"))]
+    return sorted(found)
+
+
+def library_digest(src: str, package: str) -> str:
+    """The hex digest of the library's sources in `src` and of every source file of
+    `package` (read as files, by their paths relative to it)."""
+    digest = blake3.blake3()
+    for path in _package_files(package):
+        with open(path, "rb") as f:
+            data = f.read()
+        rel = os.path.relpath(path, package).replace(os.sep, "/")
+        digest.update(f"\0{rel}\0{len(data)}\0".encode() + data)
+    for name in [*library_files(src), "variants.yaml", *tuning_files(src)]:
+        with open(os.path.join(src, name), "rb") as f:
+            data = f.read()
+        digest.update(f"\0{name}\0{len(data)}\0".encode() + data)
+    return digest.hexdigest()
+
+
+def build_library_bundle(src: str, path: str) -> None:
+    """Compile every library kernel file of `src` and bundle them, with the tuning data,
+    into `path`."""
+    from vyre_build.build.step import DEFAULT_TARGETS, compile_outputs
+    from vyre_build.bundle import write_bundle
+    from vyre_build.core.artifacts import META_SUFFIX, split_output_name
+
+    groups: dict[str, dict[str, bytes]] = {}
+    for name in library_files(src):
+        outputs = compile_outputs(os.path.join(src, name), DEFAULT_TARGETS, {}, root=src)
+        for out, data in outputs.items():
+            parts = split_output_name(out)
+            if parts is not None:
+                groups.setdefault(parts[0], {})[parts[1]] = data
+    entries = []
+    for _, files in sorted(groups.items()):
+        meta = json.loads(files.pop(META_SUFFIX))
+        entries.append({"meta": meta, "artifacts": files})
+    write_bundle(path, entries, tuning=_tuning(src))
+
+
+def _tuning(src: str) -> dict[str, Any]:
+    """The tuning data of the library: tuning.yaml's tunables, tuning/*.json's records."""
+    from vyre_build.bundle.tuning import merge_records, read_records
+    from vyre_build.frontend.tuning_yaml import load_tuning
+
+    tunables: dict[str, Any] = {}
+    records: list[dict[str, Any]] = []
+    for name in tuning_files(src):
+        path = os.path.join(src, name)
+        if name == "tuning.yaml":
+            with open(path, encoding="utf-8") as f:
+                tunables = load_tuning(path, f.read())
+        else:
+            records = merge_records(records, read_records(path))
+    return {"tunables": tunables, "records": records}
+
+
+def ship(package: str) -> str:
+    """Build the library bundle of `package`'s _library/ sources into _library/ beside
+    them, with the digest it is built for (what a wheel carries); returns the digest."""
+    src = os.path.join(package, "_library")
+    digest = library_digest(src, package)
+    build_library_bundle(src, os.path.join(src, SHIPPED))
+    with open(os.path.join(src, SHIPPED_DIGEST), "w", encoding="ascii") as f:
+        f.write(digest + "\n")
+    return digest
