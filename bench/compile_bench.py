@@ -4,9 +4,11 @@
 
 Each kernel file is compiled --repeat times in-process (after one warm-up so imports
 are not counted); the best time per file is split over its kernels. Prints a table and
-the average per kernel against the 5 ms target. A kernel on cooperative matrices has no
-WGSL (SPIR-V only): it is timed without the WGSL step, its file's "wgsl ms" reads "-"
-when none of its kernels has WGSL, and the WGSL averages count only kernels that have it.
+the average per kernel against the 5 ms target. A kernel WGSL cannot express (cooperative
+matrices, bf16, device-scope memory orders: the wgsl target's refusal, as the compiler
+asks it) has no WGSL (SPIR-V only): it is timed without the WGSL step, its file's "wgsl
+ms" reads "-" when none of its kernels has WGSL, and the WGSL averages count only kernels
+that have it.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.descriptor import encode  # noqa: E402
 from vyre_build.emit.wgsl import emit_wgsl  # noqa: E402
-from vyre_build.frontend import check_module, load_module  # noqa: E402
+from vyre_build.frontend import check_module, kernel_needs, load_module  # noqa: E402
 from vyre_build.frontend.lower import lower  # noqa: E402
 from vyre_build.emit.spirv import emit_spirv  # noqa: E402
-from vyre_build.core.features import COOPERATIVE_MATRIX  # noqa: E402
+from vyre_build.core.targets import TARGETS  # noqa: E402
 
 
 def best(fn, repeat):
@@ -55,8 +57,14 @@ def main() -> int:
         # lowering includes validation and the range analysis (descriptor.validate)
         t_lower, lowered = best(lambda ps=progs: [lower(p) for p in ps], args.repeat)
         t_kdesc, _ = best(lambda ls=lowered: [encode(d) for d, _ in ls], args.repeat)
-        # cooperative matrices: SPIR-V only (the compiler skips WGSL for them, as here)
-        has_wgsl = [(d, i) for d, i in lowered if COOPERATIVE_MATRIX not in i.features]
+        # what WGSL cannot express: SPIR-V only (the compiler skips WGSL for them, as here)
+        module = load_module(path, root=args.root)
+        wgsl = TARGETS["wgsl"]
+        has_wgsl = [
+            (d, i)
+            for (d, i), p in zip(lowered, progs)
+            if wgsl.refusal(kernel_needs(module, p.name)) is None
+        ]
         t_wgsl, _ = best(lambda ls=has_wgsl: [emit_wgsl(d, i) for d, i in ls], args.repeat)
         t_spirv, _ = best(lambda ls=lowered: [emit_spirv(d, i) for d, i in ls], args.repeat)
         t_all, _ = best(lambda p=path: compile_file(p, root=args.root), args.repeat)
@@ -88,7 +96,7 @@ def main() -> int:
     avg["wgsl"] = tot["wgsl"] / max(n_wgsl, 1) * 1e3
     print(f"\n{n_total} kernels (variants counted) in {len(rows)} files")
     if n_wgsl < n_total:
-        print(f"{n_total - n_wgsl} of them SPIR-V only (cooperative matrices): no WGSL step")
+        print(f"{n_total - n_wgsl} of them SPIR-V only (what WGSL cannot express): no WGSL step")
     print("average per kernel: " + ", ".join(f"{k} {v:.3f} ms" for k, v in avg.items()))
     print(
         f"whole compile (frontend+lower+kdesc+WGSL+SPIR-V+metadata): {avg['all']:.3f} ms per kernel; "

@@ -36,7 +36,7 @@ def test_compile_bench_times_a_spirv_only_kernel_without_its_wgsl(tmp_path):
     assert lines[3:6] == [
         "",
         "2 kernels (variants counted) in 2 files",
-        "1 of them SPIR-V only (cooperative matrices): no WGSL step",
+        "1 of them SPIR-V only (what WGSL cannot express): no WGSL step",
     ]
 
 
