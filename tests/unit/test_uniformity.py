@@ -202,6 +202,30 @@ def test_barrier_before_a_divergent_continue_sees_the_next_iteration(tmp_path):
     )
 
 
+def test_a_return_that_turns_non_uniform_in_a_later_trip_reaches_the_barrier_above_it(tmp_path):
+    # The return is uniform on the first trip (v is 0 everywhere) and divergent from the
+    # second (v holds an id): the invocations that return skip the next trip's barrier.
+    e = refused(
+        tmp_path,
+        """
+        @kernel(workgroup_size=64)
+        def k(o: Buffer[u32, "w"], n: u32):
+            v = u32(0)
+            for j in range(n):
+                barrier()
+                if v > 0:
+                    return
+                v = global_id().x
+            o[global_id().x] = v
+        """,
+    )
+    assert (e.line, e.col) == (8, 9)
+    assert e.message.startswith(
+        "barrier() is in non-uniform control flow: a return follows the condition at "
+        f"{where(tmp_path, 9, 9, 'if v > 0:')}, which depends on global_id()"
+    )
+
+
 def test_a_local_holding_an_id_is_non_uniform(tmp_path):
     e = refused(
         tmp_path,

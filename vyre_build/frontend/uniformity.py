@@ -155,11 +155,10 @@ def worse(a: Cause | None, b: Cause | None) -> Cause | None:
 
 
 class _Loop:
-    __slots__ = ("cause", "again")
+    __slots__ = ("cause",)
 
     def __init__(self):
         self.cause: Cause | None = None  # a break/continue under non-uniform control
-        self.again = False  # a break/continue in this pass ran under `cause` (see loop)
 
 
 _ABSENT = object()  # a key not in the state: read as None (uniform), but adding it is a change
@@ -351,9 +350,7 @@ class _Analysis:
                 self.returned = Cause(control.why, control.where, via, control.scope)
         elif isinstance(s, (ir.Break, ir.Continue)):
             if loops and control is not None and worse(loops[-1].cause, control) is control:
-                if control is loops[-1].cause:  # under the cause it recorded: no news
-                    loops[-1].again = True
-                else:
+                if control is not loops[-1].cause:  # (under the cause it recorded: no news)
                     via = control.via or type(s).__name__.lower()
                     loops[-1].cause = Cause(control.why, control.where, via, control.scope)
         return control
@@ -378,7 +375,6 @@ class _Analysis:
         for _ in range(16):  # the pass limit
             before = [state.get(k, _ABSENT) for k in writes]
             cause_before, returned_before = info.cause, self.returned
-            info.again = False
             if loop_var is not None:
                 state[("loop", loop_var)] = control
             start = control if single else worse(control, info.cause)
@@ -393,12 +389,13 @@ class _Analysis:
                 if now is not _ABSENT:
                     now = state[k] = worse(None if was is _ABSENT else was, now)
                 changed = changed or (now is not old and now != old)
-            if single or (not changed and info.cause is cause_before):
-                # Nothing changed. An exit under the recorded cause still asks for one
-                # more pass where a return turned non-uniform in this one (the statements
-                # above that return see it then), as it always has; else it would repeat.
-                if single or not info.again or self.returned is returned_before:
-                    break
+            # A fixpoint: nothing assigned, no exit's cause and no return's changed in this
+            # pass. A return that turned non-uniform asks for one more pass, so that the
+            # statements above it (a barrier at the top of the loop) see it on the next trip.
+            if single or (
+                not changed and info.cause is cause_before and self.returned is returned_before
+            ):
+                break
         left = {k: state[k] for k in writes if k in state}
         seen.append((entry, left, self.returned))
 
