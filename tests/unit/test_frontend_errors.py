@@ -402,12 +402,19 @@ CASES = {
         'give one to three entries (x, y, z), e.g. grid="n"',
         "grid=(1, 1, 1, 1)",
     ),
-    "typed_constant_arithmetic": (
-        "N: u32 = 5\nM = N + 1\n" + kernel("out[0] = M\n"),
+    "typed_constant_arithmetic_out_of_its_type": (
+        "N: u32 = 5\nM = N - 10\n" + kernel("out[0] = M\n"),
         "4:5",
-        "cannot combine constants of type u32 and int",
-        "annotate the result (M: u32 = N + 1)",
-        "M = N + 1",
+        "constant -5 does not fit in u32",
+        "use i32 for negative values",
+        "M = N - 10",
+    ),
+    "typed_constants_of_two_types": (
+        "N: u32 = 5\nK: i32 = 2\nM = N + K\n" + kernel("out[0] = M\n"),
+        "5:5",
+        "cannot combine constants of type u32 and i32",
+        "annotate the result",
+        "M = N + K",
     ),
     "vector_constant_annotation": (
         "N: vec4f = 1.0\n" + kernel("pass\n"),
@@ -860,3 +867,21 @@ def test_a_byte_order_mark_is_not_part_of_the_source(tmp_path):
     with pytest.raises(KernelError) as info:
         compile_file(str(tmp_path / "bad.py"), targets=("kdesc",), display_path="bad.py")
     assert str(info.value).startswith("bad.py:5:14: error: unknown name 'zz'")
+
+
+def test_typed_integer_constants_fold_in_their_type(tmp_path):
+    from vyre_build.frontend import load_module
+    from vyre_build.frontend.ir import Const
+
+    (tmp_path / "k.py").write_text(
+        HEAD
+        + "N: u32 = 5\nM = N + 1\nS = N * 4 - 2\nK: i32 = -3\nJ = K * 2 + 1\nF = N // 2\n"
+        + kernel("out[0] = M + S\n")
+    )
+    consts = load_module(str(tmp_path / "k.py"), root=str(tmp_path)).constants
+    assert [consts[n] for n in ("M", "S", "J", "F")] == [
+        Const("u32", 6),
+        Const("u32", 18),
+        Const("i32", -5),
+        Const("u32", 2),
+    ]

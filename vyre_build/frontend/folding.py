@@ -9,7 +9,7 @@ import ast
 
 from vyre_build.core.limits import INT_MAX, INT_MIN, MAX_FOLD_STEPS, MAX_NESTING, int_text
 from vyre_build.frontend.source import Source
-from vyre_build.frontend.types import check_f32
+from vyre_build.frontend.types import check_f32, convert_const
 from vyre_build.frontend.ir import Const
 
 
@@ -94,7 +94,14 @@ class ConstantFolder:
 
 
 def fold_binary(src: Source, node, op, a: Const, b: Const) -> Const:
-    """`a op b` on two constants; ints stay within 64 bits, floats within f32."""
+    """`a op b` on two constants; ints stay within 64 bits, floats within f32. A typed
+    integer constant (N: u32 = 5) with a literal or one of its own type gives that type,
+    the exact result required to fit it (as a literal next to a typed value takes its type
+    in a kernel; no silent wrap-around at module level)."""
+    typed = {a.ty, b.ty} - {"int"}
+    if len(typed) == 1 and typed <= {"i32", "u32"}:
+        exact = fold_binary(src, node, op, Const("int", a.value), Const("int", b.value))
+        return convert_const(src, node, exact, typed.pop())
     ints = a.ty == "int" and b.ty == "int"
     x, y = a.value, b.value
     try:
