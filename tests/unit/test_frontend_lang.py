@@ -237,3 +237,39 @@ def test_mypy_accepts_kernel_files_and_rejects_a_wrong_one(tmp_path):
         "tree/wrong.py:6: error: Incompatible types in assignment (expression has type "
         '"vec4f", target has type "float")  [assignment]'
     ], proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_the_readmes_first_kernel_and_a_shared_bytes_kernel_pass_mypy_strict(tmp_path):
+    # The README says a kernel file that imports the names it uses type-checks under
+    # mypy --strict: its own first example, and every @kernel option (shared_bytes too).
+    readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    first = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "def saxpy(" in first
+    (tmp_path / "first.py").write_text(first)
+    (tmp_path / "big.py").write_text(
+        textwrap.dedent(
+            """\
+            from vyre_build.lang import Buffer, barrier, kernel, local_id, rw, shared, u32
+
+
+            @kernel(workgroup_size=256, grid=("n",), any_length="x", shared_bytes=32768)
+            def big(x: Buffer[u32], out: Buffer[u32, "rw"], n: u32) -> None:
+                s = shared(u32, 8192)
+                s[local_id().x] = x[0]
+                barrier()
+                out[local_id().x] = s[255 - local_id().x]
+            """
+        )
+    )
+    proc = subprocess.run(
+        [MYPY, "--strict", "--no-incremental", "--no-error-summary", "first.py", "big.py"],
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": REPO},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout) == (0, ""), proc.stdout + proc.stderr
+    for name in ("first.py", "big.py"):  # and the compiler takes them as they are
+        assert compile_file(str(tmp_path / name), targets=("kdesc",))

@@ -110,7 +110,7 @@ def register(subparsers) -> None:
     )
     p.add_argument(
         "--backend",
-        choices=tuple(b for b in BACKENDS if BACKENDS[b].gpu),
+        choices=tuple(BACKENDS),  # cpu too, as $VYRE_BACKEND allows: it loads every kernel
         help=f"default: $VYRE_BACKEND, else {BACKENDS.default.name}",
     )
     p.add_argument("--adapter", help="adapter index or name substring (vyre-build devices)")

@@ -164,7 +164,7 @@ def _typevars() -> str:
 KERNEL = '''\
 @overload
 def kernel(fn: _Fn, /) -> _Fn:
-    """Mark a function as a GPU kernel: @kernel or @kernel(workgroup_size=..., grid=..., variants=...)."""
+    """Mark a function as a GPU kernel: @kernel or @kernel(workgroup_size=..., grid=..., variants=..., any_length=..., shared_bytes=...)."""
 
 @overload
 def kernel(
@@ -173,6 +173,7 @@ def kernel(
     grid: builtins.int | builtins.str | tuple[builtins.int | builtins.str, ...] | None = None,
     variants: dict[builtins.str, dict[builtins.str, Any]] | None = None,
     any_length: builtins.str | tuple[builtins.str, ...] | None = None,
+    shared_bytes: builtins.int | None = None,
 ) -> Callable[[_Fn], _Fn]: ...
 '''
 
