@@ -131,3 +131,28 @@ def test_a_shipped_bundle_is_served_only_for_the_files_it_was_built_from(tmp_pat
     assert built.startswith(str(tmp_path / "cache")) and os.path.isfile(built)
     (src / SHIPPED_DIGEST).write_text("not a digest")
     assert library_bundle.library_bundle_path() == built
+
+
+def test_the_library_bundle_is_the_same_bytes_built_by_one_process_or_several(tmp_path):
+    # build_library_bundle splits the files over helper processes (one per core): which
+    # process compiled a file changes nothing in the bundle.
+    from vyre_build.build.library_bundle import build_library_bundle
+
+    src = os.path.join(ROOT, "kernels")
+    build_library_bundle(src, str(tmp_path / "one.vyrebundle"), jobs=1)
+    build_library_bundle(src, str(tmp_path / "three.vyrebundle"), jobs=3)
+    assert (tmp_path / "one.vyrebundle").read_bytes() == (
+        tmp_path / "three.vyrebundle"
+    ).read_bytes()
+
+
+def test_a_helper_that_fails_has_its_files_compiled_by_the_caller(tmp_path, monkeypatch):
+    from vyre_build.build import library_bundle as lb
+
+    src = os.path.join(ROOT, "kernels")
+    lb.build_library_bundle(src, str(tmp_path / "good.vyrebundle"), jobs=1)
+    monkeypatch.setattr(lb, "_HELPER", "import sys; sys.stdout.write('garbage'); sys.exit(0)")
+    lb.build_library_bundle(src, str(tmp_path / "fallback.vyrebundle"), jobs=2)
+    assert (tmp_path / "good.vyrebundle").read_bytes() == (
+        tmp_path / "fallback.vyrebundle"
+    ).read_bytes()

@@ -71,16 +71,18 @@ def library_digest(src: str, package: str) -> str:
     return digest.hexdigest()
 
 
-def build_library_bundle(src: str, path: str) -> None:
+def build_library_bundle(src: str, path: str, jobs: int | None = None) -> None:
     """Compile every library kernel file of `src` and bundle them, with the tuning data,
-    into `path`."""
-    from vyre_build.build.step import DEFAULT_TARGETS, compile_outputs
+    into `path`. The files are compiled by `jobs` processes (default: one per core, at
+    most one per file): this one and helpers started for it (`_compile_shares`); the bundle
+    is the same bytes whichever compiled what."""
     from vyre_build.bundle import write_bundle
     from vyre_build.core.artifacts import META_SUFFIX, split_output_name
 
+    names = library_files(src)
+    jobs = min(len(names), os.cpu_count() or 1) if jobs is None else max(1, jobs)
     groups: dict[str, dict[str, bytes]] = {}
-    for name in library_files(src):
-        outputs = compile_outputs(os.path.join(src, name), DEFAULT_TARGETS, {}, root=src)
+    for outputs in _compile_shares(src, names, jobs).values():
         for out, data in outputs.items():
             parts = split_output_name(out)
             if parts is not None:
@@ -90,6 +92,72 @@ def build_library_bundle(src: str, path: str) -> None:
         meta = json.loads(files.pop(META_SUFFIX))
         entries.append({"meta": meta, "artifacts": files})
     write_bundle(path, entries, tuning=_tuning(src))
+
+
+# A helper process: compiles the files named on its command line, answers one pickle.
+_HELPER = (
+    "import pickle, sys; sys.path.insert(0, sys.argv[1]); "
+    "from vyre_build.build.library_bundle import _compile; "
+    "sys.stdout.buffer.write(pickle.dumps(_compile(sys.argv[2], sys.argv[3:])))"
+)
+
+
+def _compile(src: str, names: list[str]) -> dict[str, dict[str, bytes]]:
+    """{file name: its outputs (artifact name -> bytes)} of `names` in `src`."""
+    from vyre_build.build.step import DEFAULT_TARGETS, compile_outputs
+
+    return {n: compile_outputs(os.path.join(src, n), DEFAULT_TARGETS, {}, root=src) for n in names}
+
+
+def _compile_shares(src: str, names: list[str], jobs: int) -> dict[str, dict[str, bytes]]:
+    """`_compile` of `names` split over `jobs` shares, the largest files first: the first
+    share here, each other one in a helper process (`python -c`, not multiprocessing, so
+    that an application's main module is never imported again). A helper that fails has
+    its share compiled here instead, so that its error, if the files have one, is raised
+    as this process's own."""
+    import pickle
+    import subprocess
+    import sys
+
+    shares: list[list[str]] = [[] for _ in range(min(jobs, len(names)))]
+    loads = [0] * len(shares)
+    for name in sorted(names, key=lambda n: -os.path.getsize(os.path.join(src, n))):
+        k = loads.index(min(loads))
+        shares[k].append(name)
+        loads[k] += os.path.getsize(os.path.join(src, name))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    helpers = []
+    for share in shares[1:]:
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _HELPER, root, src, *share],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except OSError:
+            proc = None
+        helpers.append((share, proc))
+    try:
+        done = _compile(src, shares[0]) if shares else {}
+    except BaseException:  # this share's error stands: no helper outlives it
+        for _, proc in helpers:
+            if proc is not None:
+                proc.kill()
+                proc.wait()
+        raise
+    for share, proc in helpers:
+        got = None
+        if proc is not None:
+            out, _ = proc.communicate()
+            if proc.returncode == 0:
+                try:
+                    got = pickle.loads(out)
+                except Exception:  # noqa: BLE001 - a helper's garbled answer: compile here
+                    got = None
+        done.update(
+            got if isinstance(got, dict) and set(got) == set(share) else _compile(src, share)
+        )
+    return done
 
 
 def _tuning(src: str) -> dict[str, Any]:
