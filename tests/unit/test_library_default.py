@@ -156,3 +156,18 @@ def test_a_helper_that_fails_has_its_files_compiled_by_the_caller(tmp_path, monk
     assert (tmp_path / "good.vyrebundle").read_bytes() == (
         tmp_path / "fallback.vyrebundle"
     ).read_bytes()
+
+
+def test_an_embedding_applications_executable_is_never_started(tmp_path, monkeypatch):
+    # sys.executable of Python embedded in an application is the application: no helper
+    # is started with it, the files are compiled here.
+    import subprocess
+
+    from vyre_build.build import library_bundle as lb
+
+    started = []
+    monkeypatch.setattr(lb.sys, "executable", "/opt/app/bin/app")
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: started.append(a))
+    path = tmp_path / "here.vyrebundle"
+    lb.build_library_bundle(os.path.join(ROOT, "kernels"), str(path), jobs=4)
+    assert started == [] and path.stat().st_size > 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from typing import Any
 
 import blake3
@@ -114,11 +115,13 @@ def _compile_shares(src: str, names: list[str], jobs: int) -> dict[str, dict[str
     share here, each other one in a helper process (`python -c`, not multiprocessing, so
     that an application's main module is never imported again). A helper that fails has
     its share compiled here instead, so that its error, if the files have one, is raised
-    as this process's own."""
+    as this process's own. Where sys.executable is not a Python (an application embedding
+    one), everything is compiled here."""
     import pickle
     import subprocess
-    import sys
 
+    if not os.path.basename(sys.executable or "").lower().startswith("python"):
+        jobs = 1  # an embedding application's executable (no `python -c`): compile here
     shares: list[list[str]] = [[] for _ in range(min(jobs, len(names)))]
     loads = [0] * len(shares)
     for name in sorted(names, key=lambda n: -os.path.getsize(os.path.join(src, n))):
@@ -134,7 +137,7 @@ def _compile_shares(src: str, names: list[str], jobs: int) -> dict[str, dict[str
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
             )
-        except OSError:
+        except (OSError, ValueError):
             proc = None
         helpers.append((share, proc))
     try:
