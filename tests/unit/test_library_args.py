@@ -136,3 +136,24 @@ def test_rows_pick_their_kernel_by_length(cols, suffix):
             f"library.{fn}: no kernel {kid!r} in the kernels given (build kernels/{where} "
             "into them)"
         )
+
+
+@pytest.mark.skipif(
+    __import__("sys").version_info < (3, 11), reason="typing.get_overloads is Python 3.11's"
+)
+def test_help_shows_each_functions_arguments_not_args_and_kwargs():
+    import inspect
+
+    shown = {
+        f.__name__: str(inspect.signature(f))
+        for f in (library.reduce, library.scan, library.matmul, library.matmul_f16)
+    }
+    assert shown == {
+        "reduce": "(x: 'Array', op: 'str' = 'sum', *, out: 'DeviceBuffer | None' = None) -> 'Any'",
+        "scan": "(x: 'Array', *, exclusive: 'bool' = False, out: 'Out' = None) -> 'Any'",
+        "matmul": "(a: 'Array', b: 'Array', *, out: 'Out' = None) -> 'Any'",
+        "matmul_f16": "(a: 'Array', b: 'Array', *, out: 'Out' = None, out_dtype: 'str' = "
+        "'float32') -> 'Any'",
+    }
+    for f in (library.softmax, library.layer_norm, library.matmul_bf16):
+        assert "*args" not in str(inspect.signature(f)), f.__name__

@@ -27,7 +27,9 @@ The machinery (checks, scratch buffers, recipes): library/call.py.
 
 from __future__ import annotations
 
+import inspect
 import math
+import typing
 from collections.abc import Mapping
 from typing import Any, overload
 
@@ -344,3 +346,19 @@ from vyre_build.library.matmuls import (  # noqa: E402  (after the picks are reg
     matmul_f16 as matmul_f16,
 )
 from vyre_build.library.rows import MAX_ROWS as MAX_ROWS, layer_norm, softmax  # noqa: E402
+
+
+def _show_arguments(*functions: Any) -> None:
+    # help() and inspect.signature show each function's call without a bundle (its overload
+    # without `kernels`, which the docstring says may come first), not (*args, **kwargs).
+    # typing.get_overloads is Python 3.11's: on 3.10 they stay as they are.
+    get = getattr(typing, "get_overloads", None)
+    if get is None:
+        return
+    for fn in functions:
+        plain = [o for o in get(fn) if "kernels" not in inspect.signature(o).parameters]
+        if plain:
+            setattr(fn, "__signature__", inspect.signature(plain[0]))  # noqa: B010
+
+
+_show_arguments(reduce, scan, matmul, matmul_f16, matmul_bf16, softmax, layer_norm)

@@ -102,12 +102,17 @@ _F16_OUT = {"float32": "f32", "float16": "f16"}
 
 @overload
 def matmul_f16(
-    kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None, out_dtype: str = ...
+    kernels: Mapping[str, Kernel],
+    a: Array,
+    b: Array,
+    *,
+    out: Out = None,
+    out_dtype: str = "float32",
 ) -> Any: ...
 
 
 @overload
-def matmul_f16(a: Array, b: Array, *, out: Out = None, out_dtype: str = ...) -> Any: ...
+def matmul_f16(a: Array, b: Array, *, out: Out = None, out_dtype: str = "float32") -> Any: ...
 
 
 def matmul_f16(*args: Any, **kwargs: Any) -> Any:
@@ -231,12 +236,17 @@ _BF16_OUT = {"float32": "f32", "bfloat16": "bf16"}
 
 @overload
 def matmul_bf16(
-    kernels: Mapping[str, Kernel], a: Array, b: Array, *, out: Out = None, out_dtype: str = ...
+    kernels: Mapping[str, Kernel],
+    a: Array,
+    b: Array,
+    *,
+    out: Out = None,
+    out_dtype: str = "float32",
 ) -> Any: ...
 
 
 @overload
-def matmul_bf16(a: Array, b: Array, *, out: Out = None, out_dtype: str = ...) -> Any: ...
+def matmul_bf16(a: Array, b: Array, *, out: Out = None, out_dtype: str = "float32") -> Any: ...
 
 
 def matmul_bf16(*args: Any, **kwargs: Any) -> Any:
