@@ -124,10 +124,11 @@ def _compile_shares(src: str, names: list[str], jobs: int) -> dict[str, dict[str
         jobs = 1  # an embedding application's executable (no `python -c`): compile here
     shares: list[list[str]] = [[] for _ in range(min(jobs, len(names)))]
     loads = [0] * len(shares)
-    for name in sorted(names, key=lambda n: -os.path.getsize(os.path.join(src, n))):
+    sizes = {n: os.path.getsize(os.path.join(src, n)) for n in names}
+    for name in sorted(names, key=lambda n: -sizes[n]):
         k = loads.index(min(loads))
         shares[k].append(name)
-        loads[k] += os.path.getsize(os.path.join(src, name))
+        loads[k] += sizes[name]
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     helpers = []
     for share in shares[1:]:

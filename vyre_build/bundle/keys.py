@@ -31,7 +31,7 @@ import threading
 import blake3
 
 from vyre_build.core.errors import BundleError
-from vyre_build.core.files import open_regular, temp_path
+from vyre_build.core.files import NotRegular, open_regular, temp_path
 
 __all__ = [
     "KeyFileError",
@@ -255,10 +255,10 @@ def _check_private(path: str, info: os.stat_result) -> None:
 def _read_text(path: str) -> tuple[str, os.stat_result]:
     try:
         fd, info = open_regular(path)
+    except NotRegular as exc:
+        raise KeyFileError(f"{path}: not a key file ({exc})") from None
     except OSError as exc:
-        if exc.strerror is None:  # open, but not a regular file
-            raise KeyFileError(f"{path}: not a key file ({exc})") from None
-        raise KeyFileError(f"{path}: cannot read key file: {exc.strerror}") from None
+        raise KeyFileError(f"{path}: cannot read key file: {exc.strerror or exc}") from None
     with open(fd, "rb") as f:
         if info.st_size > _MAX_FILE:
             raise KeyFileError(

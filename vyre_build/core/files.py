@@ -8,8 +8,9 @@ and what a file that is not a regular one is called in messages.
   whatever the dict order. Every hashed or shipped JSON document uses it.
 - `file_kind`: "a FIFO", "a directory", ... for a mode that is not a regular file's (the
   kernel tree's reader and the pipeline cache refuse such files by name).
-- `open_regular`: a file opened for reading only if it is a regular one, without blocking
-  on a FIFO that has no writer or taking a terminal as its controlling one.
+- `open_regular`: a file opened for reading only if it is a regular one (else
+  `NotRegular`), without blocking on a FIFO that has no writer or taking a terminal as its
+  controlling one.
 
 Errors are plain `OSError`s; each caller words them in its own error type.
 """
@@ -24,7 +25,7 @@ import stat
 import threading
 
 __all__ = [
-    "READ_FLAGS",
+    "NotRegular",
     "TMP_PREFIX",
     "atomic_write",
     "canonical_json",
@@ -48,7 +49,7 @@ def file_kind(mode: int) -> str:
 
 
 # Opening never blocks (a FIFO without a writer) nor takes a terminal as controlling one.
-READ_FLAGS = (
+_READ_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NONBLOCK", 0)
     | getattr(os, "O_NOCTTY", 0)
@@ -57,16 +58,21 @@ READ_FLAGS = (
 )
 
 
+class NotRegular(OSError):
+    """`open_regular`'s refusal of a file that opened but is not a regular one; its text
+    names the kind ("it is a FIFO, not a regular file")."""
+
+
 def open_regular(path: str) -> tuple[int, os.stat_result]:
     """(descriptor, fstat) of `path` opened for reading (O_NONBLOCK: a FIFO without a
     writer does not block the open; it has no effect on a regular file's reads). OSError
-    when it cannot be opened, or, naming its kind (`file_kind`), when it is not a regular
-    file (then nothing stays open)."""
-    fd = os.open(path, READ_FLAGS)
+    when it cannot be opened; NotRegular, naming its kind (`file_kind`), when it is not a
+    regular file (then nothing stays open)."""
+    fd = os.open(path, _READ_FLAGS)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"it is {file_kind(info.st_mode)}, not a regular file")
+            raise NotRegular(f"it is {file_kind(info.st_mode)}, not a regular file")
     except BaseException:
         os.close(fd)
         raise

@@ -356,9 +356,10 @@ def _show_arguments(*functions: Any) -> None:
     if get is None:
         return
     for fn in functions:
-        plain = [o for o in get(fn) if "kernels" not in inspect.signature(o).parameters]
-        if plain:
-            setattr(fn, "__signature__", inspect.signature(plain[0]))  # noqa: B010
+        plain = (s for s in map(inspect.signature, get(fn)) if "kernels" not in s.parameters)
+        sig = next(plain, None)
+        if sig is not None:
+            setattr(fn, "__signature__", sig)  # noqa: B010
 
 
 _show_arguments(reduce, scan, matmul, matmul_f16, matmul_bf16, softmax, layer_norm)

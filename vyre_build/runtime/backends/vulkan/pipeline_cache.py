@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 import blake3
 
 from vyre_build.core.errors import PipelineCacheWarning
-from vyre_build.core.files import READ_FLAGS, atomic_write, file_kind
+from vyre_build.core.files import NotRegular, atomic_write, file_kind, open_regular
 
 MAGIC = b"VYREPLC1"
 _HEAD = len(MAGIC) + 32
@@ -145,13 +145,12 @@ class PipelineCacheFile:
     def _read(self) -> bytes | None:
         # The blob of the file at self.path (FileNotFoundError if there is none), or None
         # with one warning: never blocks, never reads more than max_bytes + 1 bytes.
-        fd = os.open(self.path, READ_FLAGS)  # never blocks on a FIFO
         try:
-            st = os.fstat(fd)
-            kind = _kind(st.st_mode)
-            if kind is not None:
-                self._ignore(f"it is {kind}, not a regular file")
-                return None
+            fd, st = open_regular(self.path)  # never blocks on a FIFO
+        except NotRegular as exc:
+            self._ignore(str(exc))
+            return None
+        try:
             if st.st_size > self.max_bytes:
                 self._ignore(f"{st.st_size} bytes is over the {self.max_bytes}-byte bound")
                 return None
