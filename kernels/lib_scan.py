@@ -277,6 +277,19 @@ def draw(state: Buffer[u32, "rw"], tiles: u32, drawn: Buffer[u32, "rw"]) -> None
         atomic_store(state, 4 * tiles, 0, scope="device")
 
 
+def tile_carry(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
+               size: u32, rank: u32, prefix: Buffer[T, "rw"]) -> T:
+    """Tile `tile`'s exclusive prefix for every invocation of the workgroup: the first
+    subgroup (`rank` 0) runs `look_back`, its first lane leaves the result in `prefix`,
+    and a barrier hands it to the others."""
+    if rank == 0:
+        excl = look_back(state, tile, tag, whole, lane, size)
+        if lane == 0:
+            prefix[0] = excl
+    barrier()
+    return prefix[0]
+
+
 def look_back(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
               size: u32) -> T:
     """Run by one subgroup (subgroup-uniform arguments): publish tile `tile`'s aggregate
@@ -414,12 +427,7 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     off_b = V(half, b1, b2, b3) + below_b + eb
     # the look-back, by the first subgroup (look_back: a lane per predecessor, the window
     # moving back a subgroup's width until the nearest inclusive prefix)
-    if rank == 0:
-        excl = look_back(state, tile, tag, whole, lane, size)
-        if lane == 0:
-            prefix[0] = excl
-    barrier()
-    carry = prefix[0]
+    carry = tile_carry(state, tile, tag, whole, lane, size, rank, prefix)
     full = vout != 0 and inside
     off_a = off_a + V(carry)
     off_b = off_b + V(carry)

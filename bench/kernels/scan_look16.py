@@ -13,7 +13,7 @@ from vyre_build.lang import (Buffer, barrier, kernel, local_id,
                              u32, f32, i32, vec4f, vec4i, vec4u)
 
 from kernels.lib_common import load4, subgroup_rank, zero_of
-from kernels.lib_scan import EPOCH, draw, emit, look_back, sum4
+from kernels.lib_scan import EPOCH, draw, emit, sum4, tile_carry
 
 WG = 256
 ITEMS = 16  # vec4s per invocation per tile
@@ -152,12 +152,7 @@ def scan_look16(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T
     off_b = V(b0, b1, b2, b3) + below_b + eb
     off_c = V(c0, c1, c2, c3) + below_c + ec
     off_d = V(d0, d1, d2, d3) + below_d + ed
-    if rank == 0:
-        excl = look_back(state, tile, tag, whole, lane, size)
-        if lane == 0:
-            prefix[0] = excl
-    barrier()
-    carry = prefix[0]
+    carry = tile_carry(state, tile, tag, whole, lane, size, rank, prefix)
     full = vout != 0 and inside
     off_a = off_a + V(carry)
     off_b = off_b + V(carry)
