@@ -4,13 +4,13 @@ candidates of the same bindings, and the same design hand-written in GLSL (--gls
 bench/glsl/sgemm.comp): whether the language or the design is short of issue 22's 0.8x.
 
     python3 bench/matmul_f32_bench.py [--sizes 2048,4096,8192] [--rounds 5]
-        [--variants f32,f32_pad,f32_k16] [--candidate F.py] [--glsl] [--unroll]
+        [--variants f32,f32_pad,f32_k16] [--candidate F.py] [--glsl] [--rolled]
         [--backend vulkan|wgpu]
 
---unroll: the --variants also built with their K step's inner loop (`for k in
-range(u32(BK))`) written `unroll(u32(BK))`, so that the step's shared-memory indices are
-constants in the code each backend gets (naga, which wgpu runs our WGSL through, and the
-driver need not unroll it themselves); stems "+unroll".
+--rolled: the --variants also built with their K step's inner loop (`for k in
+unroll(u32(BK))`, copied by the compiler so that the step's shared-memory indices are
+constants in the code each backend gets) written `range(u32(BK))`, a loop that naga and the
+driver must unroll themselves, or not; stems "+rolled".
 
 Ours: GPU timestamps around a batch of calls (wall time on wgpu); torch: CUDA events around
 the same number of torch.matmul on float32 tensors. Prints TFLOP/s and torch time / ours,
@@ -51,17 +51,18 @@ def direct_call(kern, a, b, c, n: int):
     return lambda: kern(a=a, b=b, b4=b, c=c, M=n, N=n, K=n, vb=int(n % 4 == 0), grid=grid)
 
 
-UNROLLED = os.path.join(KERNELS, "lib_matmul.py")
+MATMUL = os.path.join(KERNELS, "lib_matmul.py")
 
 
-def unrolled_text() -> str:
-    """kernels/lib_matmul.py with its K steps' inner loops unrolled by the compiler."""
-    with open(UNROLLED) as f:
+def rolled_text() -> str:
+    """kernels/lib_matmul.py with its K steps' inner loops as `range` loops, not unrolled
+    by the compiler."""
+    with open(MATMUL) as f:
         text = f.read()
-    loop, imports = "for k in range(u32(BK)):", "from vyre_build.lang import "
-    if text.count(loop) != 2 or imports not in text:
-        raise SystemExit("kernels/lib_matmul.py's K loops changed: --unroll cannot rewrite them")
-    return text.replace(loop, "for k in unroll(u32(BK)):").replace(imports, imports + "unroll, ")
+    loop = "for k in unroll(u32(BK)):"
+    if text.count(loop) != 2:
+        raise SystemExit("kernels/lib_matmul.py's K loops changed: --rolled cannot rewrite them")
+    return text.replace(loop, "for k in range(u32(BK)):")
 
 
 def main(argv=None) -> int:
@@ -71,7 +72,7 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default="f32", help="lib_matmul variants called directly")
     ap.add_argument("--candidate", default="", help="also time bench/kernels/F (its variants)")
     ap.add_argument("--glsl", action="store_true", help="also time bench/glsl/sgemm*.spv")
-    ap.add_argument("--unroll", action="store_true", help="also the variants, inner loop unrolled")
+    ap.add_argument("--rolled", action="store_true", help="also the variants, inner loop rolled")
     ap.add_argument("--backend", default="vulkan", choices=("vulkan", "wgpu", "cpu"))
     args = ap.parse_args(argv)
 
@@ -88,11 +89,11 @@ def main(argv=None) -> int:
             runs["lib_matmul." + v] = kernels["lib_matmul." + v]
         else:
             say(f"  lib_matmul.{v}: not run ({dev.name} cannot run it)")
-    if args.unroll:
-        unrolled = kernels_for(dev, compile_file(UNROLLED, root=KERNELS, text=unrolled_text()))
+    if args.rolled:
+        rolled = kernels_for(dev, compile_file(MATMUL, root=KERNELS, text=rolled_text()))
         for v in filter(None, args.variants.split(",")):
-            if "lib_matmul." + v in unrolled:
-                runs[f"lib_matmul.{v}+unroll"] = unrolled["lib_matmul." + v]
+            if "lib_matmul." + v in rolled:
+                runs[f"lib_matmul.{v}+rolled"] = rolled["lib_matmul." + v]
     if args.candidate:
         for k in compile_file(os.path.join(HERE, "kernels", args.candidate), root=ROOT):
             runs[k.stem] = load_kernel(k.meta, device=dev, **{code: getattr(k, code)})

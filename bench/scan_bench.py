@@ -10,8 +10,9 @@
   scanned before the walk; relaxed flag loads, then one acquire fence), the library's
   LOOK_BACK_KERNEL;
 - look acq: lib_scan_look.acquire_* (acquire loads of the flags, no fence);
-- look16: bench/kernels/scan_look16.py, lib_scan_look's protocol over tiles of 16,384
-  values in registers (16 vec4s per invocation);
+- look16: lib_scan_look16, lib_scan_look's protocol over tiles of 16,384 values in
+  registers (16 vec4s per invocation), the library's LOOK_BACK_WIDE from LOOK_WIDE_LEAST
+  values on;
 - look wN (--wg N,...): lib_scan_look built with workgroups of N invocations (the module's
   WG rebound in its source text), so tiles of N * 32 values: which tile size the device
   wants.
@@ -98,6 +99,7 @@ def paths(kernels: dict, kind: str, extra: list) -> list[tuple[str, str, object]
         ("look", kernels, "lib_scan_look.{t}", None),
         ("look acq", kernels, "lib_scan_look.acquire_{t}", None),
         ("once", kernels, "lib_scan_once.{t}", None),
+        ("look16", kernels, "lib_scan_look16.{t}", None),
         *extra,
     ]
     for name, built, template, items in looks:
@@ -205,10 +207,6 @@ def main(argv=None) -> int:
     compiled = compile_file(os.path.join(KERNELS, "lib_scan.py"), root=KERNELS)
     kernels = kernels_for(dev, compiled)
     extra = [(f"look w{w}", built_with(dev, w), "lib_scan_look.{t}", None) for w in sizes_wg]
-    if not args.paths or "look16" in args.paths.split(","):
-        cand = os.path.join(HERE, "kernels", "scan_look16.py")
-        built = kernels_for(dev, compile_file(cand, root=os.path.dirname(HERE)))
-        extra.append(("look16", built, "scan_look16.{t}", 16))
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     say(f"forward progress: {'yes' if forward_progress(dev) else 'no'}")
     start = time.perf_counter()

@@ -21,7 +21,11 @@ lies inside K in a loop of unguarded loads, B's by vec4s; the rest, and every st
 edge block or another variant, in the loop of guarded loads. On an H100 (2026-12-05,
 bench/matmul_f32_bench.py) the split ran 34.1-35.2 TFLOP/s at 2048-8192 against 31.8-33.2
 for the one loop (1.06-1.07x), and as fast as the design hand-written in GLSL without any
-bounds rule (bench/glsl/sgemm.comp, vec4 B loads: 32.8-35.1).
+bounds rule (bench/glsl/sgemm.comp, vec4 B loads: 32.8-35.1). A step's inner loop is
+unrolled by the compiler (`unroll(u32(BK))`: its shared-memory indices are constants in
+the code each backend gets): on an H100 (2026-12-05 23:0x UTC, bench/matmul_f32_bench.py
+--rolled) 41.2-42.9 TFLOP/s at 2048-8192 against 34.4-35.6 for `range` (1.20x, 0.82-0.86x
+of torch fp32), and on wgpu 28.8-31.6 against 25.8-27.3 (1.11-1.16x).
 
 The design's parameters are the module constants below (128 x 128, BK = 8, no padding: 16
 KiB of shared memory, WebGPU's default limit: the variant f32); a variant rebinds them
@@ -33,7 +37,8 @@ its kernel: f32 compiles to the same SPIR-V, WGSL and descriptor as before the p
 The library call takes the block's rows and columns from the matmul tunable's `tile_m`
 and `tile_n` (or its `tile`; docs/tuning.md).
 """
-from vyre_build.lang import Buffer, barrier, fma, kernel, local_id, shared, u32, workgroup_id
+from vyre_build.lang import (Buffer, barrier, fma, kernel, local_id, shared, u32, unroll,
+                             workgroup_id)
 
 from .lib_common import put4
 
@@ -138,7 +143,7 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], b4: Buffer[V], c: Buffer[T, "w"], M: 
                 pa2 = a[(ar + 2) * K + k1 + ak]
                 pa3 = a[(ar + 3) * K + k1 + ak]
                 pb = b4[((k1 + bk) * N + bc) // 4]
-                for k in range(u32(BK)):
+                for k in unroll(u32(BK)):
                     row = cur + k * (WG // BK + PA)
                     alo = sa[row + ty]
                     if RM == 2:
@@ -197,7 +202,7 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], b4: Buffer[V], c: Buffer[T, "w"], M: 
                 b[(k1 + bk + WG // (16 * RN)) * N + bc + 1] if k1 + bk + WG // (16 * RN) < K and bc + 1 < N else T(0.0),
                 b[(k1 + bk + WG // (16 * RN)) * N + bc + 2] if k1 + bk + WG // (16 * RN) < K and bc + 2 < N else T(0.0),
                 b[(k1 + bk + WG // (16 * RN)) * N + bc + 3] if k1 + bk + WG // (16 * RN) < K and bc + 3 < N else T(0.0))
-        for k in range(u32(BK)):
+        for k in unroll(u32(BK)):
             row = cur + k * (WG // BK * (1 + 16 * RM * BK // (2 * WG)) + PA)
             alo = sa[row + ty]
             if RM == 2:

@@ -330,8 +330,14 @@ def test_scan_kernels_take_the_look_back_only_with_forward_progress(scan_lib):
         assert not once  # lavapipe runs workgroups on a few threads: no forward progress
 
 
-# every look-back kernel: the library's (lib_scan_look), its acquire-load form, the first one
-LOOK_BACKS = ("lib_scan_look.{t}", "lib_scan_look.acquire_{t}", "lib_scan_once.{t}")
+# every look-back kernel: the library's (lib_scan_look, lib_scan_look16), the acquire-load
+# form, the first one
+LOOK_BACKS = (
+    "lib_scan_look.{t}",
+    "lib_scan_look16.{t}",
+    "lib_scan_look.acquire_{t}",
+    "lib_scan_once.{t}",
+)
 
 
 @pytest.mark.parametrize("vendor", [0x10DE, 0x1002, 0x8086])
@@ -350,29 +356,44 @@ def test_scan_takes_the_look_back_on_nvidia_through_spirv_only(device, monkeypat
 
 
 @pytest.mark.parametrize("vendor", [0x10DE, 0x1002])
-def test_a_gpu_scan_past_look_back_most_takes_reduce_then_scan(device, monkeypatch, vendor):
-    # The look-back up to LOOK_BACK_MOST f32 values and reduce-then-scan past it, on a GPU
-    # that takes the look-back; the cpu reference takes it at any size; other devices never.
+@pytest.mark.parametrize("shared", [16384, 49152])
+def test_scan_picks_its_kernel_by_size(device, monkeypatch, vendor, shared):
+    # On a device that takes the look-back: lib_scan_look below LOOK_WIDE_LEAST values,
+    # lib_scan_look16 from there where the device has its shared memory; without it,
+    # lib_scan_look up to LOOK_BACK_MOST f32 values and reduce-then-scan past it on a GPU
+    # (the cpu reference: the look-back at any size; integer scans: no size limit). Other
+    # devices: reduce-then-scan at any size.
     p = device.profile
-    fake = dataclasses.replace(p, vendor_id=vendor, features=p.features | SINGLE_PASS_FEATURES)
+    features = p.features | SINGLE_PASS_FEATURES
+    fake = dataclasses.replace(p, vendor_id=vendor, features=features, max_shared_memory=shared)
     monkeypatch.setattr(device, "profile", fake)
-    look, two = ("lib_scan_look.f32",), ("lib_scan_sums.f32", "lib_scan_block.f32")
-    most = library.LOOK_BACK_MOST
-    small = library.scan_kernels(device, "f32", most)
-    assert small == library.scan_kernels(device, "f32")
-    want_large = look if p.backend == "cpu" else two
-    assert library.scan_kernels(device, "f32", most + 1) == want_large
-    assert small == (
-        look if p.backend == "cpu" or (p.backend == "vulkan" and vendor == 0x10DE) else two
-    )
-    # integer scans: no size limit
-    assert library.scan_kernels(device, "i32", most + 1) == library.scan_kernels(device, "i32")
+    look, wide = ("lib_scan_look.f32",), ("lib_scan_look16.f32",)
+    two = ("lib_scan_sums.f32", "lib_scan_block.f32")
+    least, most = library.LOOK_WIDE_LEAST, library.LOOK_BACK_MOST
+    assert least <= most and 16384 < library.LOOK_WIDE_SHARED <= 49152
+    sizes = (None, 1, least - 1, least, most, most + 1)
+    picked = {n: library.scan_kernels(device, "f32", n) for n in sizes}
+    if not (p.backend == "cpu" or (p.backend == "vulkan" and vendor == 0x10DE)):
+        assert set(picked.values()) == {two}
+        return
+    assert picked[None] == picked[1] == picked[least - 1] == look
+    if shared >= library.LOOK_WIDE_SHARED:
+        assert picked[least] == picked[most] == picked[most + 1] == wide
+    else:
+        assert picked[least] == picked[most] == look
+        assert picked[most + 1] == (look if p.backend == "cpu" else two)
+        # integer scans: no size limit
+        assert library.scan_kernels(device, "i32", most + 1) == ("lib_scan_look.i32",)
+    # a mapping without the wide kernel (a bundle built before it): the pick without it
+    held = {k: None for k in (*look, *two)}
+    assert library.scan_runs(held, device, "f32", least) == look
 
 
 @pytest.mark.backends("vulkan")
 def test_scan_runs_the_path_its_size_picks(scan_bundle, monkeypatch):
     # Under a lowered LOOK_BACK_MOST, on this device given NVIDIA's id: a scan of at most
-    # that many values runs the look-back, a longer one reduce-then-scan; both right.
+    # that many values runs the look-back, a longer one reduce-then-scan, and one of a
+    # lowered LOOK_WIDE_LEAST values the wide look-back; all right.
     from vyre_build.library import picks
     from vyre_build.runtime.device import Device
 
@@ -382,10 +403,14 @@ def test_scan_runs_the_path_its_size_picks(scan_bundle, monkeypatch):
             pytest.skip("the device has no Vulkan memory model: no look-back")
         monkeypatch.setattr(bundle.device, "profile", dataclasses.replace(p, vendor_id=0x10DE))
         monkeypatch.setattr(picks, "LOOK_BACK_MOST", 1000)
+        cases = [(1000, "lib_scan_look.f32"), (1001, "lib_scan_block.f32")]
+        if p.max_shared_memory >= library.LOOK_WIDE_SHARED:
+            monkeypatch.setattr(picks, "LOOK_WIDE_LEAST", 3000)  # (one tile of 16,384 values)
+            cases.append((3000, "lib_scan_look16.f32"))
         ran = []
         run = Device.run
         monkeypatch.setattr(Device, "run", lambda d, k, *a: ran.append(k.id) or run(d, k, *a))
-        for n, want in ((1000, "lib_scan_look.f32"), (1001, "lib_scan_block.f32")):
+        for n, want in cases:
             x = (np.arange(n) % 13 - 6).astype(np.float32)  # exact sums in f32
             ran.clear()  # (reduce-then-scan of one block: lib_scan_block alone)
             np.testing.assert_array_equal(library.scan(bundle, x), np.cumsum(x, dtype=np.float32))

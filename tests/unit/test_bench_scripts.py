@@ -87,13 +87,13 @@ def test_reduce_bench_rows_match_numpy_on_the_reference():
         assert all("vs lib_once" in line for line in lines[at + 5 : end]), lines[at:end]
 
 
-def test_matmul_bench_unrolled_variant_matches_on_the_reference():
-    """bench/matmul_f32_bench.py --unroll: lib_matmul rebuilt with its K steps' inner loops
-    unrolled (the text rewrite still finds them) gives C as the library's kernel does."""
+def test_matmul_bench_rolled_variant_matches_on_the_reference():
+    """bench/matmul_f32_bench.py --rolled: lib_matmul rebuilt with its K steps' inner loops
+    as range loops (the text rewrite still finds them) gives C as the library's kernel does."""
     proc = run_bench(
-        "matmul_f32_bench.py", "--sizes", "20", "--rounds", "1", "--unroll", "--backend", "cpu"
+        "matmul_f32_bench.py", "--sizes", "20", "--rounds", "1", "--rolled", "--backend", "cpu"
     )
     assert proc.returncode == 0, proc.stderr
     rows = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ")]
-    assert rows == ["library.matmul", "lib_matmul.f32", "lib_matmul.f32+unroll"]
+    assert rows == ["library.matmul", "lib_matmul.f32", "lib_matmul.f32+rolled"]
     assert "MISMATCH" not in proc.stdout

@@ -6,9 +6,10 @@ that device and leaves out the others (docs/runtime.md, "Warming").
 
 - reduce: the single pass (lib_reduce_once) or the two passes (lib_reduce), by the device
   (`reduce_kernel`);
-- scan: the look-back (LOOK_BACK_KERNEL) or reduce-then-scan (lib_scan_sums,
-  lib_scan_block), by the device and, on a GPU, the size (`scan_kernels`, LOOK_BACK_MOST); lib_scan_once and
-  lib_scan_look.acquire are run by no call (kept for comparison);
+- scan: the look-back (LOOK_BACK_KERNEL, or LOOK_BACK_WIDE from LOOK_WIDE_LEAST values) or
+  reduce-then-scan (lib_scan_sums, lib_scan_block), by the device and the size
+  (`scan_kernels`); lib_scan_once and lib_scan_look.acquire are run by no call (kept for
+  comparison);
 - matmul: the tuned candidate's kernel, else lib_matmul.f32 (library/tuning.py);
 - matmul_f16: lib_mm_f16.f32 and .f16, and lib_matmul_f16 where a record picks it;
 - matmul_bf16: lib_mm_bf16.f32 and .bf16;
@@ -73,6 +74,7 @@ LIBRARY_KERNELS = {
         "lib_scan_sums.{t}",
         "lib_scan_block.{t}",
         "lib_scan_look.{t}",
+        "lib_scan_look16.{t}",
         "lib_scan_look.acquire_{t}",
         "lib_scan_once.{t}",
     ),
@@ -163,8 +165,20 @@ LOOK_BACK_PAYS_VENDORS: frozenset[int] = frozenset({0x10DE})
 # first never finish), or "lib_scan_once.{t}" (the first design, kept for comparison); and
 # each kernel's vec4s per invocation per tile.
 LOOK_BACK_KERNEL = "lib_scan_look.{t}"
-LOOK_BACK_ITEMS = {"lib_scan_look": 8, "lib_scan_once": 4}  # kernels/lib_scan.py
-# The most values a GPU's f32 scan takes the look-back for; past it, reduce-then-scan.
+LOOK_BACK_ITEMS = {"lib_scan_look": 8, "lib_scan_look16": 16, "lib_scan_once": 4}
+# The look-back over tiles twice as wide (kernels/lib_scan.py: 16 vec4s per invocation in
+# registers), which scans of LOOK_WIDE_LEAST values or more take on a device with the
+# LOOK_WIDE_SHARED bytes of shared memory it declares. On an H100 (driver 580, 2026-12-05
+# 23:0x UTC, bench/scan_bench.py, one run): 72.8 us against lib_scan_look's 81.8 at 16.7M
+# f32 (0.96x torch), 71.7 against 77.1 i32; at 268M 981 us against reduce-then-scan's 1118
+# (1.04x torch) and lib_scan_look's 1196 f32, 971 against 1095 i32; at 1M, 12.0 us against
+# 11.0 (4 tiles per SM of 16,384 values: too few in flight), so smaller scans keep
+# lib_scan_look.
+LOOK_BACK_WIDE = "lib_scan_look16.{t}"
+LOOK_WIDE_LEAST = 1 << 22
+LOOK_WIDE_SHARED = 17424
+# The most values a GPU's f32 scan takes lib_scan_look for (without LOOK_BACK_WIDE); past
+# it, reduce-then-scan.
 # bench/scan_bench.py on an H100 (driver 580, 2026-12-05 18:2x UTC), look-back against
 # reduce-then-scan in one run: f32 2.42x at 1M, 1.17x at 4M, 1.05x at 16.7M, then 0.97x at
 # 67M, 0.94x at 134M and 268M; i32 1.02-3.2x at every size up to 268M (its look-back runs
@@ -175,20 +189,25 @@ LOOK_BACK_MOST = 1 << 25
 LOOK_BACK_LIMITED = frozenset({"f32"})  # the element types LOOK_BACK_MOST applies to
 
 
-def scan_kernels(device: Device, dtype: str = "f32", n: int | None = None) -> tuple[str, ...]:
+def scan_kernels(
+    device: Device, dtype: str = "f32", n: int | None = None, *, wide: bool = True
+) -> tuple[str, ...]:
     """The kernel ids that `scan` runs on `device`, in dispatch order: the single pass with
-    decoupled look-back (LOOK_BACK_KERNEL: lib_scan_look) where the device has the Vulkan
-    memory model with device scope, gives forward progress between workgroups and the
-    look-back pays (a Vulkan device of FORWARD_PROGRESS_VENDORS and LOOK_BACK_PAYS_VENDORS:
-    NVIDIA; or the cpu reference, whose schedule gives it), else
-    reduce-then-scan (lib_scan_sums, lib_scan_block: wgpu, lavapipe/llvmpipe and every other
-    device, and a GPU's f32 scans of more than LOOK_BACK_MOST values). A Bundle without the
-    single-pass kernel gets reduce-then-scan.
+    decoupled look-back where the device has the Vulkan memory model with device scope,
+    gives forward progress between workgroups and the look-back pays (a Vulkan device of
+    FORWARD_PROGRESS_VENDORS and LOOK_BACK_PAYS_VENDORS: NVIDIA; or the cpu reference, whose
+    schedule gives it): LOOK_BACK_WIDE (lib_scan_look16) for LOOK_WIDE_LEAST values or more
+    on a device with LOOK_WIDE_SHARED bytes of shared memory, else LOOK_BACK_KERNEL
+    (lib_scan_look); else reduce-then-scan (lib_scan_sums, lib_scan_block: wgpu,
+    lavapipe/llvmpipe and every other device, and a GPU's f32 scans of more than
+    LOOK_BACK_MOST values that lib_scan_look would take). A Bundle without the single-pass
+    kernel gets reduce-then-scan.
 
     Arguments:
         device: a runtime Device.
         dtype: "f32", "i32" or "u32".
-        n: the number of values scanned; None: the pick for sizes up to LOOK_BACK_MOST.
+        n: the number of values scanned; None: the pick for sizes below LOOK_WIDE_LEAST.
+        wide: False: the pick without LOOK_BACK_WIDE (a bundle built without it).
     Returns:
         The ids, e.g. ("lib_scan_look.f32",) or ("lib_scan_sums.f32", "lib_scan_block.f32").
     """
@@ -206,11 +225,16 @@ def scan_kernels(device: Device, dtype: str = "f32", n: int | None = None) -> tu
         and p.vendor_id in FORWARD_PROGRESS_VENDORS
         and p.vendor_id in LOOK_BACK_PAYS_VENDORS
     )
+    two = (f"lib_scan_sums.{dtype}", f"lib_scan_block.{dtype}")
+    if not progress or not SINGLE_PASS_FEATURES <= p.features:
+        return two
+    if wide and n is not None and n >= LOOK_WIDE_LEAST:
+        if p.max_shared_memory >= LOOK_WIDE_SHARED:
+            return (LOOK_BACK_WIDE.format(t=dtype),)
     large = n is not None and n > LOOK_BACK_MOST and dtype in LOOK_BACK_LIMITED
-    large = large and not backend.forward_progress
-    if progress and SINGLE_PASS_FEATURES <= p.features and not large:
-        return (LOOK_BACK_KERNEL.format(t=dtype),)
-    return (f"lib_scan_sums.{dtype}", f"lib_scan_block.{dtype}")
+    if large and not backend.forward_progress:
+        return two
+    return (LOOK_BACK_KERNEL.format(t=dtype),)
 
 
 def row_kernel(fn: str, cols: int) -> str:
@@ -258,10 +282,12 @@ def scan_runs(
     kernels: Mapping[str, Any], device: Device, kind: str, n: int | None = None
 ) -> tuple[str, ...]:
     """The kernel ids `scan` of `kind` over `n` values runs from `kernels` on `device`, in
-    dispatch order: scan_kernels's pick where the mapping holds it, else reduce-then-scan."""
-    chosen = scan_kernels(device, kind, n)
-    if all(kid in kernels for kid in chosen):
-        return chosen
+    dispatch order: scan_kernels's pick where the mapping holds it (its pick without
+    LOOK_BACK_WIDE where the mapping lacks that), else reduce-then-scan."""
+    for wide in (True, False):
+        chosen = scan_kernels(device, kind, n, wide=wide)
+        if all(kid in kernels for kid in chosen):
+            return chosen
     return (f"lib_scan_sums.{kind}", f"lib_scan_block.{kind}")
 
 
@@ -300,7 +326,8 @@ def _among(kernels: Bundle, fn: str, op: str = "sum", t: str = "f32") -> tuple[s
     return tuple(dict.fromkeys(ids))
 
 
-LARGE = LOOK_BACK_MOST + 1  # a scan past the look-back's sizes
+# a scan of each size class: below LOOK_WIDE_LEAST, from it, past LOOK_BACK_MOST
+SCAN_SIZES = (None, LOOK_WIDE_LEAST, LOOK_BACK_MOST + 1)
 
 
 def library_picks(kernels: Bundle) -> list[Pick]:
@@ -319,10 +346,8 @@ def library_picks(kernels: Bundle) -> list[Pick]:
         Pick(
             f"library.scan ({t})",
             _among(kernels, "scan", t=t),
-            # the pick up to LOOK_BACK_MOST values, then past it
-            tuple(
-                dict.fromkeys(scan_runs(kernels, device, t) + scan_runs(kernels, device, t, LARGE))
-            ),
+            # the pick of each size class
+            tuple(dict.fromkeys(k for n in SCAN_SIZES for k in scan_runs(kernels, device, t, n))),
         )
         for t in _NUMERIC
     ]
