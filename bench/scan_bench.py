@@ -13,9 +13,9 @@
 - look16: lib_scan_look16, lib_scan_look's protocol over tiles of 16,384 values in
   registers (16 vec4s per invocation), the library's LOOK_BACK_WIDE from LOOK_WIDE_LEAST
   values on;
-- look wN (--wg N,...): lib_scan_look built with workgroups of N invocations (the module's
-  WG rebound in its source text), so tiles of N * 32 values: which tile size the device
-  wants.
+- look wN, look16 wN (--wg N,...): lib_scan_look and lib_scan_look16 built with workgroups
+  of N invocations (the module's WG rebound in its source text), so tiles of N * 32 and
+  N * 64 values: which tile size the device wants.
 
     python3 bench/scan_bench.py           # the H200 run: f32 and i32 at 1M, 16.7M and 268M
     python3 bench/scan_bench.py --quick   # small sizes, a smoke run (lavapipe here)
@@ -193,7 +193,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sizes_wg = [int(w) for w in args.wg.split(",") if w]
     unknown = (
-        set(filter(None, args.paths.split(","))) - set(PATHS) - {f"look w{w}" for w in sizes_wg}
+        set(filter(None, args.paths.split(",")))
+        - set(PATHS)
+        - {f"{p} w{w}" for w in sizes_wg for p in ("look", "look16")}
     )
     if unknown:
         ap.error(f"unknown paths {sorted(unknown)}; choose from {list(PATHS)}")
@@ -206,7 +208,11 @@ def main(argv=None) -> int:
     dev = timed_device(args.backend)
     compiled = compile_file(os.path.join(KERNELS, "lib_scan.py"), root=KERNELS)
     kernels = kernels_for(dev, compiled)
-    extra = [(f"look w{w}", built_with(dev, w), "lib_scan_look.{t}", None) for w in sizes_wg]
+    extra = []
+    for w in sizes_wg:
+        built = built_with(dev, w)
+        extra.append((f"look w{w}", built, "lib_scan_look.{t}", None))
+        extra.append((f"look16 w{w}", built, "lib_scan_look16.{t}", None))
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     say(f"forward progress: {'yes' if forward_progress(dev) else 'no'}")
     start = time.perf_counter()

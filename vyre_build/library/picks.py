@@ -169,13 +169,14 @@ LOOK_BACK_ITEMS = {"lib_scan_look": 8, "lib_scan_look16": 16, "lib_scan_once": 4
 # The look-back over tiles twice as wide (kernels/lib_scan.py: 16 vec4s per invocation in
 # registers), which scans of LOOK_WIDE_LEAST values or more take on a device with the
 # LOOK_WIDE_SHARED bytes of shared memory it declares. On an H100 (driver 580, 2026-12-05
-# 23:0x UTC, bench/scan_bench.py, one run): 72.8 us against lib_scan_look's 81.8 at 16.7M
-# f32 (0.96x torch), 71.7 against 77.1 i32; at 268M 981 us against reduce-then-scan's 1118
-# (1.04x torch) and lib_scan_look's 1196 f32, 971 against 1095 i32; at 1M, 12.0 us against
-# 11.0 (4 tiles per SM of 16,384 values: too few in flight), so smaller scans keep
-# lib_scan_look.
+# 23:2x UTC, bench/scan_bench.py, one run), lib_scan_look16 against lib_scan_look, f32: 12.0
+# against 11.0 us at 1M (too few tiles of 16,384 values to fill the GPU), 14.0 against 14.5
+# at 2M, 19.5 against 21.8 at 4M, 72.1 against 81.4 at 16.7M (0.97x torch), 253 against 305
+# at 67M, 978 against 1196 at 268M (1.04x torch; reduce-then-scan 1102); i32 alike (13.8
+# against 14.0 at 2M, 967 against 1092 at 268M). Built with workgroups of 128 (tiles of
+# 8,192) it lost at every size (79.8 us at 16.7M); 512 passes the portable limit.
 LOOK_BACK_WIDE = "lib_scan_look16.{t}"
-LOOK_WIDE_LEAST = 1 << 22
+LOOK_WIDE_LEAST = 1 << 21
 LOOK_WIDE_SHARED = 17424
 # The most values a GPU's f32 scan takes lib_scan_look for (without LOOK_BACK_WIDE); past
 # it, reduce-then-scan.
