@@ -10,10 +10,10 @@
   scanned before the walk; relaxed flag loads, then one acquire fence), the library's
   LOOK_BACK_KERNEL;
 - look acq: lib_scan_look.acquire_* (acquire loads of the flags, no fence);
-- look16: lib_scan_look16, lib_scan_look's protocol over tiles of 16,384 values in
+- look16: lib_scan_look.wide_*, lib_scan_look over tiles of 16,384 values in
   registers (16 vec4s per invocation), the library's LOOK_BACK_WIDE from LOOK_WIDE_LEAST
   values on;
-- look wN, look16 wN (--wg N,...): lib_scan_look and lib_scan_look16 built with workgroups
+- look wN, look16 wN (--wg N,...): lib_scan_look and its wide variants built with workgroups
   of N invocations (the module's WG rebound in its source text), so tiles of N * 32 and
   N * 64 values: which tile size the device wants.
 
@@ -99,7 +99,7 @@ def paths(kernels: dict, kind: str, extra: list) -> list[tuple[str, str, object]
         ("look", kernels, "lib_scan_look.{t}", None),
         ("look acq", kernels, "lib_scan_look.acquire_{t}", None),
         ("once", kernels, "lib_scan_once.{t}", None),
-        ("look16", kernels, "lib_scan_look16.{t}", None),
+        ("look16", kernels, "lib_scan_look.wide_{t}", None),
         *extra,
     ]
     for name, built, template, items in looks:
@@ -212,7 +212,7 @@ def main(argv=None) -> int:
     for w in sizes_wg:
         built = built_with(dev, w)
         extra.append((f"look w{w}", built, "lib_scan_look.{t}", None))
-        extra.append((f"look16 w{w}", built, "lib_scan_look16.{t}", None))
+        extra.append((f"look16 w{w}", built, "lib_scan_look.wide_{t}", None))
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     say(f"forward progress: {'yes' if forward_progress(dev) else 'no'}")
     start = time.perf_counter()

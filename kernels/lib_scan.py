@@ -28,7 +28,7 @@ on timing, so f32 results may differ in the last bits from run to run (integers 
 lib_scan_look is the look-back as CUB's single-pass scan does it (Merrill and Garland,
 "Single-pass Parallel Prefix Scan with Decoupled Look-back"), replacing lib_scan_once, whose
 walk by one invocation measured 0.24x torch on the H200: a workgroup draws its tile (8,192
-values: LOOK_ITEMS vec4s per invocation, all loaded before any is used) with one relaxed
+values: HELD = 8 vec4s per invocation, all loaded before any is used) with one relaxed
 atomic add (below), scans the whole tile in registers first (the 8 steps' vec4 sums
 through one subgroup exclusive scan and one barrier), publishes its aggregate, and then its
 first subgroup walks back a subgroup's width at a time: each lane reads one predecessor's
@@ -45,21 +45,21 @@ counts the tickets of every call on the buffer, `tiles` per call, so ticket d is
 d % tiles of epoch d / tiles, and a flag left by the previous call carries its other
 epoch; the last ticket of a call sets the count back to 0 once it is past RESTART.
 
-lib_scan_look16 is lib_scan_look over tiles of 16,384 values (WIDE_ITEMS = 16 vec4s per
-invocation, all loaded before any is used): half the tiles, each twice the bytes in flight,
-for about twice the registers and 17,424 bytes of shared memory (more than the portable 16
-KiB: the library takes it only on a device with that much). The same protocol, ticket,
-epoch and state layout (per tile), the tile scanned in registers (four vec4s of step sums
-through subgroup exclusive scans and one barrier), then tile_carry. On an H100 (2026-12-05
-23:0x UTC, bench/scan_bench.py) f32 at 16.7M values 72.8 us against lib_scan_look's 81.8,
-at 268M 981 us against reduce-then-scan's 1118 (1.14x; lib_scan_look 1196); at 1M 12.0 us
-against 11.0 (fewer tiles than the GPU has room for): library.scan_kernels picks by size.
+The variants wide_* (HELD = 16) run lib_scan_look over tiles of 16,384 values: half the
+tiles, each twice the bytes in flight, for about twice the registers and 17,424 bytes of
+shared memory (SMEM: more than the portable 16 KiB, so the library takes them only on a
+device with that much). The tile is held in a local array indexed by unrolled counters
+only (registers), and scanned there: a vec4 of step sums per four steps through subgroup
+exclusive scans, one barrier, then tile_carry. On an H100 (2026-12-05 23:0x UTC,
+bench/scan_bench.py) f32 at 16.7M values 72.8 us against 8-vec4 tiles' 81.8, at 268M 981
+us against reduce-then-scan's 1118 (1.14x; 8-vec4 tiles 1196); at 1M 12.0 us against 11.0
+(fewer tiles than the GPU has room for): library.scan_kernels picks by size.
 """
 from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, bitcast,
                              fence, kernel, local_array, local_id, shared, subgroup_add,
                              subgroup_broadcast_first, subgroup_exclusive_add,
                              subgroup_inclusive_add, subgroup_invocation_id, subgroup_min,
-                             subgroup_size, u32, workgroup_id)
+                             subgroup_size, u32, unroll, workgroup_id)
 
 from .lib_common import load4, store4, subgroup_rank, wg_sum, zero_of
 
@@ -247,7 +247,6 @@ def lib_scan_once(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
         carry += whole
 
 
-LOOK_ITEMS = 8  # lib_scan_look: vec4s per invocation per tile (8 * WG vec4s: 8192 values)
 NONE = 0xFFFFFFFF  # lib_scan_look: "no lane" in its subgroup minima
 RESTART = 0x40000000  # lib_scan_look: its ticket count goes back to 0 past this (no wrap)
 
@@ -285,6 +284,15 @@ def draw(state: Buffer[u32, "rw"], tiles: u32, drawn: Buffer[u32, "rw"]) -> None
     drawn[1] = e
     if d == e * tiles + tiles - 1 and d >= RESTART:
         atomic_store(state, 4 * tiles, 0, scope="device")
+
+
+def draw_ranked(state: Buffer[u32, "rw"], tiles: u32, drawn: Buffer[u32, "rw"],
+                marks: Buffer[u32, "rw"]) -> u32:
+    """The workgroup's tile drawn (`draw`, by its first invocation) and this invocation's
+    subgroup rank (lib_common.subgroup_rank, whose barriers also publish `drawn`)."""
+    if local_id().x == 0:
+        draw(state, tiles, drawn)
+    return subgroup_rank(marks)
 
 
 def tile_carry(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
@@ -356,240 +364,79 @@ def look_back(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32
     return excl
 
 
-@kernel(workgroup_size=WG, grid=1)
+@kernel(workgroup_size=WG, grid=1, shared_bytes=SMEM)
 def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
                   state: Buffer[u32, "rw"], n: u32, vin: u32, vout: u32, tiles: u32,
                   exclusive: u32):
-    # subgroup totals of the tile's 8 steps: steps 0-3 at [rank], steps 4-7 at [WG + rank]
-    totals = shared(V, 2 * WG)
+    # subgroup totals of the tile's HELD steps: steps 4q..4q+3 at [q * WG + rank]
+    totals = shared(V, HELD // 4 * WG)
     marks = shared(u32, WG)
     drawn = shared(u32, 2)
     prefix = shared(T, 1)
-    lid = local_id().x
+    held = local_array(V, HELD)  # the tile's values, a vec4 per step
+    sums = local_array(V, HELD // 4)  # the step sums of steps 4q..4q+3
+    lower = local_array(V, HELD // 4)  # their exclusive scans across the subgroup
+    below = local_array(V, HELD // 4)  # their totals over the subgroups before this one
+    whole = local_array(V, HELD // 4)  # and over the workgroup
     lane = subgroup_invocation_id()
     size = subgroup_size()
     z = zero_of()
     zv = V(z)
-    if lid == 0:
-        draw(state, tiles, drawn)
-    rank = subgroup_rank(marks)  # its barriers also publish `drawn`
+    rank = draw_ranked(state, tiles, drawn, marks)
     groups = (u32(WG) + size - 1) // size
     tile = subgroup_broadcast_first(drawn[0])  # uniform in the subgroup, as it must be for
     tag = (drawn[1] & EPOCH) << 2  # the look-back's subgroup operations
-    first = tile * LOOK_ITEMS * WG + rank * size + lane
-    # every load of the tile in flight before any is used, into registers (named values,
-    # not an array the compiler might leave in memory); a whole tile of a vec4 view with
-    # plain vec4 loads (no branch per load), the last one through load4
-    per_tile = u32(LOOK_ITEMS * WG * 4)
+    first = tile * HELD * WG + rank * size + lane
+    # every load of the tile in flight before any is used, into registers (a local array
+    # indexed by unrolled counters only); a whole tile of a vec4 view with plain vec4 loads
+    # (no branch per load), the last one through load4
+    per_tile = u32(HELD * WG * 4)
     inside = n >= per_tile and tile * per_tile <= n - per_tile
     if vin != 0 and inside:
-        v0 = x4[first]
-        v1 = x4[first + WG]
-        v2 = x4[first + 2 * WG]
-        v3 = x4[first + 3 * WG]
-        v4 = x4[first + 4 * WG]
-        v5 = x4[first + 5 * WG]
-        v6 = x4[first + 6 * WG]
-        v7 = x4[first + 7 * WG]
+        for k in unroll(HELD):
+            held[k] = x4[first + k * WG]
     else:
-        v0 = load4(x4, x, first, n, vin)
-        v1 = load4(x4, x, first + WG, n, vin)
-        v2 = load4(x4, x, first + 2 * WG, n, vin)
-        v3 = load4(x4, x, first + 3 * WG, n, vin)
-        v4 = load4(x4, x, first + 4 * WG, n, vin)
-        v5 = load4(x4, x, first + 5 * WG, n, vin)
-        v6 = load4(x4, x, first + 6 * WG, n, vin)
-        v7 = load4(x4, x, first + 7 * WG, n, vin)
-    # the tile scanned before the look-back, all 8 steps at once (a vec4 of step sums per
-    # invocation and half tile): one barrier
-    ta = V(sum4(v0), sum4(v1), sum4(v2), sum4(v3))
-    tb = V(sum4(v4), sum4(v5), sum4(v6), sum4(v7))
-    ea = subgroup_exclusive_add(ta)
-    eb = subgroup_exclusive_add(tb)
+        for k in unroll(HELD):
+            held[k] = load4(x4, x, first + k * WG, n, vin)
+    # the tile scanned before the look-back, all steps at once (a vec4 of step sums per
+    # invocation and four steps): one barrier
+    for q in unroll(HELD // 4):
+        sums[q] = V(sum4(held[4 * q]), sum4(held[4 * q + 1]), sum4(held[4 * q + 2]),
+                    sum4(held[4 * q + 3]))
+        lower[q] = subgroup_exclusive_add(sums[q])
     if lane == size - 1:
-        totals[rank] = ea + ta
-        totals[WG + rank] = eb + tb
+        for q in unroll(HELD // 4):
+            totals[q * WG + rank] = lower[q] + sums[q]
     barrier()
-    below_a = zv
-    below_b = zv
-    whole_a = zv
-    whole_b = zv
+    for q in unroll(HELD // 4):
+        below[q] = zv
+        whole[q] = zv
     c: u32 = 0
     while c < groups:
         j = c + lane
-        wa = totals[j] if j < groups else zv
-        wb = totals[WG + j] if j < groups else zv
-        below_a += subgroup_add(wa if j < rank else zv)
-        below_b += subgroup_add(wb if j < rank else zv)
-        whole_a += subgroup_add(wa)
-        whole_b += subgroup_add(wb)
+        for q in unroll(HELD // 4):
+            w = totals[q * WG + j] if j < groups else zv
+            below[q] += subgroup_add(w if j < rank else zv)
+            whole[q] += subgroup_add(w)
         c += size
-    # where each step starts in the tile, and the tile's total
-    a1 = whole_a.x
-    a2 = a1 + whole_a.y
-    a3 = a2 + whole_a.z
-    half = a3 + whole_a.w
-    b1 = half + whole_b.x
-    b2 = b1 + whole_b.y
-    b3 = b2 + whole_b.z
-    whole = b3 + whole_b.w
-    off_a = V(z, a1, a2, a3) + below_a + ea
-    off_b = V(half, b1, b2, b3) + below_b + eb
+    # where each step starts in the tile (into `sums`), and the tile's total (`run`)
+    run = z
+    for q in unroll(HELD // 4):
+        s1 = whole[q].x if q == 0 else run + whole[q].x
+        s2 = s1 + whole[q].y
+        s3 = s2 + whole[q].z
+        sums[q] = V(run, s1, s2, s3) + below[q] + lower[q]
+        run = s3 + whole[q].w
     # the look-back, by the first subgroup (look_back: a lane per predecessor, the window
     # moving back a subgroup's width until the nearest inclusive prefix)
-    carry = tile_carry(state, tile, tag, whole, lane, size, rank, prefix)
+    carry = V(tile_carry(state, tile, tag, run, lane, size, rank, prefix))
     full = vout != 0 and inside
-    off_a = off_a + V(carry)
-    off_b = off_b + V(carry)
-    emit(out4, out, first, n, vout, v0, off_a.x, exclusive, full)
-    emit(out4, out, first + WG, n, vout, v1, off_a.y, exclusive, full)
-    emit(out4, out, first + 2 * WG, n, vout, v2, off_a.z, exclusive, full)
-    emit(out4, out, first + 3 * WG, n, vout, v3, off_a.w, exclusive, full)
-    emit(out4, out, first + 4 * WG, n, vout, v4, off_b.x, exclusive, full)
-    emit(out4, out, first + 5 * WG, n, vout, v5, off_b.y, exclusive, full)
-    emit(out4, out, first + 6 * WG, n, vout, v6, off_b.z, exclusive, full)
-    emit(out4, out, first + 7 * WG, n, vout, v7, off_b.w, exclusive, full)
-
-WIDE_ITEMS = 16  # lib_scan_look16: vec4s per invocation per tile (16 * WG vec4s: 16,384 values)
-
-
-def quad_sums(a: V, b: V, c: V, d: V) -> V:
-    return V(sum4(a), sum4(b), sum4(c), sum4(d))
-
-
-def emit4(out4: Buffer[V, "w"], out: Buffer[T, "w"], q: u32, n: u32, vout: u32, v0: V, v1: V,
-          v2: V, v3: V, pre: V, exclusive: u32, whole: bool) -> None:
-    """lib_scan.emit for vec4s q, q + WG, q + 2 WG, q + 3 WG (values v0..v3, exclusive
-    prefixes the components of pre): four steps of the tile."""
-    emit(out4, out, q, n, vout, v0, pre.x, exclusive, whole)
-    emit(out4, out, q + WG, n, vout, v1, pre.y, exclusive, whole)
-    emit(out4, out, q + 2 * WG, n, vout, v2, pre.z, exclusive, whole)
-    emit(out4, out, q + 3 * WG, n, vout, v3, pre.w, exclusive, whole)
-
-
-@kernel(workgroup_size=WG, grid=1, shared_bytes=17424)
-def lib_scan_look16(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
-                    state: Buffer[u32, "rw"], n: u32, vin: u32, vout: u32, tiles: u32,
-                    exclusive: u32):
-    # subgroup totals of the tile's 16 steps: steps 4q..4q+3 at [q * WG + rank]
-    totals = shared(V, 4 * WG)
-    marks = shared(u32, WG)
-    drawn = shared(u32, 2)
-    prefix = shared(T, 1)
-    lid = local_id().x
-    lane = subgroup_invocation_id()
-    size = subgroup_size()
-    z = zero_of()
-    zv = V(z)
-    if lid == 0:
-        draw(state, tiles, drawn)
-    rank = subgroup_rank(marks)
-    groups = (u32(WG) + size - 1) // size
-    tile = subgroup_broadcast_first(drawn[0])
-    tag = (drawn[1] & EPOCH) << 2
-    first = tile * WIDE_ITEMS * WG + rank * size + lane
-    per_tile = u32(WIDE_ITEMS * WG * 4)
-    inside = n >= per_tile and tile * per_tile <= n - per_tile
-    if vin != 0 and inside:
-        v0 = x4[first]
-        v1 = x4[first + WG]
-        v2 = x4[first + 2 * WG]
-        v3 = x4[first + 3 * WG]
-        v4 = x4[first + 4 * WG]
-        v5 = x4[first + 5 * WG]
-        v6 = x4[first + 6 * WG]
-        v7 = x4[first + 7 * WG]
-        v8 = x4[first + 8 * WG]
-        v9 = x4[first + 9 * WG]
-        v10 = x4[first + 10 * WG]
-        v11 = x4[first + 11 * WG]
-        v12 = x4[first + 12 * WG]
-        v13 = x4[first + 13 * WG]
-        v14 = x4[first + 14 * WG]
-        v15 = x4[first + 15 * WG]
-    else:
-        v0 = load4(x4, x, first, n, vin)
-        v1 = load4(x4, x, first + WG, n, vin)
-        v2 = load4(x4, x, first + 2 * WG, n, vin)
-        v3 = load4(x4, x, first + 3 * WG, n, vin)
-        v4 = load4(x4, x, first + 4 * WG, n, vin)
-        v5 = load4(x4, x, first + 5 * WG, n, vin)
-        v6 = load4(x4, x, first + 6 * WG, n, vin)
-        v7 = load4(x4, x, first + 7 * WG, n, vin)
-        v8 = load4(x4, x, first + 8 * WG, n, vin)
-        v9 = load4(x4, x, first + 9 * WG, n, vin)
-        v10 = load4(x4, x, first + 10 * WG, n, vin)
-        v11 = load4(x4, x, first + 11 * WG, n, vin)
-        v12 = load4(x4, x, first + 12 * WG, n, vin)
-        v13 = load4(x4, x, first + 13 * WG, n, vin)
-        v14 = load4(x4, x, first + 14 * WG, n, vin)
-        v15 = load4(x4, x, first + 15 * WG, n, vin)
-    ta = quad_sums(v0, v1, v2, v3)
-    tb = quad_sums(v4, v5, v6, v7)
-    tc = quad_sums(v8, v9, v10, v11)
-    td = quad_sums(v12, v13, v14, v15)
-    ea = subgroup_exclusive_add(ta)
-    eb = subgroup_exclusive_add(tb)
-    ec = subgroup_exclusive_add(tc)
-    ed = subgroup_exclusive_add(td)
-    if lane == size - 1:
-        totals[rank] = ea + ta
-        totals[WG + rank] = eb + tb
-        totals[2 * WG + rank] = ec + tc
-        totals[3 * WG + rank] = ed + td
-    barrier()
-    below_a = zv
-    below_b = zv
-    below_c = zv
-    below_d = zv
-    whole_a = zv
-    whole_b = zv
-    whole_c = zv
-    whole_d = zv
-    c: u32 = 0
-    while c < groups:
-        j = c + lane
-        wa = totals[j] if j < groups else zv
-        wb = totals[WG + j] if j < groups else zv
-        wc = totals[2 * WG + j] if j < groups else zv
-        wd = totals[3 * WG + j] if j < groups else zv
-        below_a += subgroup_add(wa if j < rank else zv)
-        below_b += subgroup_add(wb if j < rank else zv)
-        below_c += subgroup_add(wc if j < rank else zv)
-        below_d += subgroup_add(wd if j < rank else zv)
-        whole_a += subgroup_add(wa)
-        whole_b += subgroup_add(wb)
-        whole_c += subgroup_add(wc)
-        whole_d += subgroup_add(wd)
-        c += size
-    # where each step starts in the tile, and the tile's total
-    a1 = whole_a.x
-    a2 = a1 + whole_a.y
-    a3 = a2 + whole_a.z
-    b0 = a3 + whole_a.w
-    b1 = b0 + whole_b.x
-    b2 = b1 + whole_b.y
-    b3 = b2 + whole_b.z
-    c0 = b3 + whole_b.w
-    c1 = c0 + whole_c.x
-    c2 = c1 + whole_c.y
-    c3 = c2 + whole_c.z
-    d0 = c3 + whole_c.w
-    d1 = d0 + whole_d.x
-    d2 = d1 + whole_d.y
-    d3 = d2 + whole_d.z
-    whole = d3 + whole_d.w
-    off_a = V(z, a1, a2, a3) + below_a + ea
-    off_b = V(b0, b1, b2, b3) + below_b + eb
-    off_c = V(c0, c1, c2, c3) + below_c + ec
-    off_d = V(d0, d1, d2, d3) + below_d + ed
-    carry = tile_carry(state, tile, tag, whole, lane, size, rank, prefix)
-    full = vout != 0 and inside
-    off_a = off_a + V(carry)
-    off_b = off_b + V(carry)
-    off_c = off_c + V(carry)
-    off_d = off_d + V(carry)
-    emit4(out4, out, first, n, vout, v0, v1, v2, v3, off_a, exclusive, full)
-    emit4(out4, out, first + 4 * WG, n, vout, v4, v5, v6, v7, off_b, exclusive, full)
-    emit4(out4, out, first + 8 * WG, n, vout, v8, v9, v10, v11, off_c, exclusive, full)
-    emit4(out4, out, first + 12 * WG, n, vout, v12, v13, v14, v15, off_d, exclusive, full)
+    for q in unroll(HELD // 4):
+        pre = sums[q] + carry
+        emit(out4, out, first + 4 * q * WG, n, vout, held[4 * q], pre.x, exclusive, full)
+        emit(out4, out, first + (4 * q + 1) * WG, n, vout, held[4 * q + 1], pre.y, exclusive,
+             full)
+        emit(out4, out, first + (4 * q + 2) * WG, n, vout, held[4 * q + 2], pre.z, exclusive,
+             full)
+        emit(out4, out, first + (4 * q + 3) * WG, n, vout, held[4 * q + 3], pre.w, exclusive,
+             full)

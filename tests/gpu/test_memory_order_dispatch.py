@@ -330,11 +330,11 @@ def test_scan_kernels_take_the_look_back_only_with_forward_progress(scan_lib):
         assert not once  # lavapipe runs workgroups on a few threads: no forward progress
 
 
-# every look-back kernel: the library's (lib_scan_look, lib_scan_look16), the acquire-load
+# every look-back kernel: the library's (lib_scan_look, its wide tiles), the acquire-load
 # form, the first one
 LOOK_BACKS = (
     "lib_scan_look.{t}",
-    "lib_scan_look16.{t}",
+    "lib_scan_look.wide_{t}",
     "lib_scan_look.acquire_{t}",
     "lib_scan_once.{t}",
 )
@@ -359,7 +359,7 @@ def test_scan_takes_the_look_back_on_nvidia_through_spirv_only(device, monkeypat
 @pytest.mark.parametrize("shared", [16384, 49152])
 def test_scan_picks_its_kernel_by_size(device, monkeypatch, vendor, shared):
     # On a device that takes the look-back: lib_scan_look below LOOK_WIDE_LEAST values,
-    # lib_scan_look16 from there where the device has its shared memory; without it,
+    # lib_scan_look.wide_f32 from there where the device has its shared memory; without it,
     # lib_scan_look up to LOOK_BACK_MOST f32 values and reduce-then-scan past it on a GPU
     # (the cpu reference: the look-back at any size; integer scans: no size limit). Other
     # devices: reduce-then-scan at any size.
@@ -367,7 +367,7 @@ def test_scan_picks_its_kernel_by_size(device, monkeypatch, vendor, shared):
     features = p.features | SINGLE_PASS_FEATURES
     fake = dataclasses.replace(p, vendor_id=vendor, features=features, max_shared_memory=shared)
     monkeypatch.setattr(device, "profile", fake)
-    look, wide = ("lib_scan_look.f32",), ("lib_scan_look16.f32",)
+    look, wide = ("lib_scan_look.f32",), ("lib_scan_look.wide_f32",)
     two = ("lib_scan_sums.f32", "lib_scan_block.f32")
     least, most = library.LOOK_WIDE_LEAST, library.LOOK_BACK_MOST
     assert least <= most and 16384 < library.LOOK_WIDE_SHARED <= 49152
@@ -406,7 +406,7 @@ def test_scan_runs_the_path_its_size_picks(scan_bundle, monkeypatch):
         cases = [(1000, "lib_scan_look.f32"), (1001, "lib_scan_block.f32")]
         if p.max_shared_memory >= library.LOOK_WIDE_SHARED:
             monkeypatch.setattr(picks, "LOOK_WIDE_LEAST", 3000)  # (one tile of 16,384 values)
-            cases.append((3000, "lib_scan_look16.f32"))
+            cases.append((3000, "lib_scan_look.wide_f32"))
         ran = []
         run = Device.run
         monkeypatch.setattr(Device, "run", lambda d, k, *a: ran.append(k.id) or run(d, k, *a))
@@ -420,7 +420,7 @@ def test_scan_runs_the_path_its_size_picks(scan_bundle, monkeypatch):
 def look_back_sizes(kid: str) -> list[int]:
     """Edge sizes for a look-back kernel: around one and several of its tiles, around 4096
     (the other kernel's tile), not multiples of 4, and past 2^20."""
-    tile = 256 * 4 * library.LOOK_BACK_ITEMS[kid.split(".")[0]]
+    tile = 256 * 4 * library.look_back_items(kid)
     edges = [1, 2, 3, 7, 4095, 4096, 4097, tile - 1, tile, tile + 1, 5 * tile + 3]
     return sorted(set(edges + [1 << 20, (1 << 20) + 3]))
 
@@ -455,7 +455,7 @@ def test_a_one_tile_look_back_runs_wherever_the_memory_model_is(scan_lib, templa
         pytest.skip(f"{scan_lib.device.name} lacks the Vulkan memory model")
     for kind in ("f32", "i32", "u32"):
         kid = template.format(t=kind)
-        tile = 256 * 4 * library.LOOK_BACK_ITEMS[kid.split(".")[0]]
+        tile = 256 * 4 * library.look_back_items(kid)
         for n in sorted({1, 2, 3, 5, 255, 1023, 1024, 1025, tile - 1, tile}):
             x = values(kind, n, seed=n)
             for exclusive in (False, True, False):
@@ -489,7 +489,7 @@ def test_look_back_across_reference_chunks(monkeypatch, scan_bundle, per_chunk, 
         assert library.scan_kernels(bundle.device, "u32") == (look,)
         assert (bundle.device.profile.subgroup_size or 32) < 39
         kid = template.format(t="u32")
-        tile = 256 * 4 * library.LOOK_BACK_ITEMS[kid.split(".")[0]]
+        tile = 256 * 4 * library.look_back_items(kid)
         for n in (tile * 45 + 5, tile * 2):
             x = values("u32", n, seed=n)
             got = library._scan_once(bundle, kid, x, "u32", False, None)

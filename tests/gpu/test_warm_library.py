@@ -24,12 +24,12 @@ def runs(backend, profile) -> set[str]:
     (not asked of library/picks.py): a GPU Vulkan device with the memory model at device
     scope takes the single-pass reduce (the H200), lavapipe keeps the two passes (its
     memory-model modules run ~3x slower); an NVIDIA GPU with that model takes the scan's
-    look-back (lib_scan_look16 for long scans), every other device reduce-then-scan; the cpu
+    look-back (lib_scan_look.wide_* for long scans), every other device reduce-then-scan; the cpu
     reference takes both single passes."""
     if backend == "cpu":
         return {
             *(f"lib_reduce_once.{op}_{t}" for op in ("sum", "min", "max") for t in NUMERIC),
-            *(f"lib_scan_look{w}.{t}" for w in ("", "16") for t in NUMERIC),
+            *(f"lib_scan_look.{w}{t}" for w in ("", "wide_") for t in NUMERIC),
         }
     gpu_model = MODEL <= profile.features and profile.device_type != "CPU"
     once = "_once" if gpu_model else ""
@@ -38,8 +38,8 @@ def runs(backend, profile) -> set[str]:
     # memory, else reduce-then-scan for f32 past LOOK_BACK_MOST values
     nvidia = gpu_model and profile.vendor_id == 0x10DE
     looks = {f"lib_scan_look.{t}" for t in NUMERIC}
-    if profile.max_shared_memory >= 17424:  # lib_scan_look16's shared_bytes
-        looks |= {f"lib_scan_look16.{t}" for t in NUMERIC}
+    if profile.max_shared_memory >= 17424:  # lib_scan_look.wide_*'s shared_bytes
+        looks |= {f"lib_scan_look.wide_{t}" for t in NUMERIC}
     else:
         looks |= {"lib_scan_sums.f32", "lib_scan_block.f32"}
     scans = looks if nvidia else rts

@@ -42,7 +42,7 @@ from vyre_build.library.tuning import library_choice
 from vyre_build.library.picks import (  # the names read as library.X: picks.py's
     FORWARD_PROGRESS_VENDORS as FORWARD_PROGRESS_VENDORS,
     LIBRARY_KERNELS,
-    LOOK_BACK_ITEMS,
+    LOOK_BACK_ITEMS as LOOK_BACK_ITEMS,
     LOOK_BACK_KERNEL as LOOK_BACK_KERNEL,
     LOOK_BACK_MOST as LOOK_BACK_MOST,
     LOOK_BACK_PAYS_VENDORS as LOOK_BACK_PAYS_VENDORS,
@@ -57,6 +57,7 @@ from vyre_build.library.picks import (  # the names read as library.X: picks.py'
     _row_kernel as _row_kernel,
     kernel_ids,
     library_picks,
+    look_back_items,
     reduce_kernel,
     reduce_runs,
     row_kernel,
@@ -260,7 +261,7 @@ def _scan_once(
     vectors = -(-n // 4)
     look = kid.split(".")[0]
     wg = call.k[kid].workgroup_size[0]  # WG, or a bench candidate's (bench/scan_bench.py)
-    tiles = -(-vectors // (wg * (items or LOOK_BACK_ITEMS[look])))
+    tiles = -(-vectors // (wg * (items or look_back_items(kid))))
     xb, vin = call.upload(x)
     ob, vout = call.target(out, kind, n)
     x4, xs = call.pair(xb, vin, kind, False)

@@ -37,6 +37,7 @@ __all__ = [
     "LIBRARY_KERNELS",
     "f16_runs",
     "kernel_ids",
+    "look_back_items",
     "library_picks",
     "matmul_runs",
     "reduce_kernel",
@@ -74,7 +75,7 @@ LIBRARY_KERNELS = {
         "lib_scan_sums.{t}",
         "lib_scan_block.{t}",
         "lib_scan_look.{t}",
-        "lib_scan_look16.{t}",
+        "lib_scan_look.wide_{t}",
         "lib_scan_look.acquire_{t}",
         "lib_scan_once.{t}",
     ),
@@ -165,17 +166,33 @@ LOOK_BACK_PAYS_VENDORS: frozenset[int] = frozenset({0x10DE})
 # first never finish), or "lib_scan_once.{t}" (the first design, kept for comparison); and
 # each kernel's vec4s per invocation per tile.
 LOOK_BACK_KERNEL = "lib_scan_look.{t}"
-LOOK_BACK_ITEMS = {"lib_scan_look": 8, "lib_scan_look16": 16, "lib_scan_once": 4}
-# The look-back over tiles twice as wide (kernels/lib_scan.py: 16 vec4s per invocation in
-# registers), which scans of LOOK_WIDE_LEAST values or more take on a device with the
+LOOK_BACK_ITEMS = {  # kernels/lib_scan.py: lib_scan_look's HELD, lib_scan_once's ITEMS
+    "lib_scan_look.{t}": 8,
+    "lib_scan_look.acquire_{t}": 8,
+    "lib_scan_look.wide_{t}": 16,
+    "lib_scan_once.{t}": 4,
+}
+
+
+def look_back_items(kid: str) -> int:
+    """The vec4s per invocation per tile of look-back kernel `kid` (LOOK_BACK_ITEMS), e.g.
+    16 for "lib_scan_look.wide_f32"; KeyError for another id."""
+    for template, items in LOOK_BACK_ITEMS.items():
+        if any(template.format(t=t) == kid for t in _NUMERIC):
+            return items
+    raise KeyError(kid)
+
+
+# The look-back over tiles twice as wide (kernels/lib_scan.py's lib_scan_look variants
+# wide_*: 16 vec4s per invocation in registers, HELD = 16), which scans of LOOK_WIDE_LEAST values or more take on a device with the
 # LOOK_WIDE_SHARED bytes of shared memory it declares. On an H100 (driver 580, 2026-12-05
-# 23:2x UTC, bench/scan_bench.py, one run), lib_scan_look16 against lib_scan_look, f32: 12.0
+# 23:2x UTC, bench/scan_bench.py, one run), lib_scan_look.wide against lib_scan_look, f32: 12.0
 # against 11.0 us at 1M (too few tiles of 16,384 values to fill the GPU), 14.0 against 14.5
 # at 2M, 19.5 against 21.8 at 4M, 72.1 against 81.4 at 16.7M (0.97x torch), 253 against 305
 # at 67M, 978 against 1196 at 268M (1.04x torch; reduce-then-scan 1102); i32 alike (13.8
 # against 14.0 at 2M, 967 against 1092 at 268M). Built with workgroups of 128 (tiles of
 # 8,192) it lost at every size (79.8 us at 16.7M); 512 passes the portable limit.
-LOOK_BACK_WIDE = "lib_scan_look16.{t}"
+LOOK_BACK_WIDE = "lib_scan_look.wide_{t}"
 LOOK_WIDE_LEAST = 1 << 21
 LOOK_WIDE_SHARED = 17424
 # The most values a GPU's f32 scan takes lib_scan_look for (without LOOK_BACK_WIDE); past
@@ -197,7 +214,7 @@ def scan_kernels(
     decoupled look-back where the device has the Vulkan memory model with device scope,
     gives forward progress between workgroups and the look-back pays (a Vulkan device of
     FORWARD_PROGRESS_VENDORS and LOOK_BACK_PAYS_VENDORS: NVIDIA; or the cpu reference, whose
-    schedule gives it): LOOK_BACK_WIDE (lib_scan_look16) for LOOK_WIDE_LEAST values or more
+    schedule gives it): LOOK_BACK_WIDE (lib_scan_look.wide_*) for LOOK_WIDE_LEAST values or more
     on a device with LOOK_WIDE_SHARED bytes of shared memory, else LOOK_BACK_KERNEL
     (lib_scan_look); else reduce-then-scan (lib_scan_sums, lib_scan_block: wgpu,
     lavapipe/llvmpipe and every other device, and a GPU's f32 scans of more than
