@@ -32,6 +32,7 @@ from vyre_build.bundle.metadata import SCALAR_DTYPES, KernelMeta
 from vyre_build.core.errors import DeviceError, DispatchError
 from vyre_build.core.features import SUBGROUP_FEATURES
 from vyre_build.runtime.backends.common import choose_adapter, layout_of, steps
+from vyre_build.runtime.backends.wgpu_module import create_module
 from vyre_build.runtime.device import Device, DeviceBuffer
 from vyre_build.runtime.kernel import wgsl_at_base
 from vyre_build.runtime.plan import Job
@@ -536,7 +537,7 @@ class WgpuDevice(Device):
             )
             if base is not None:  # a split dispatch's piece: the WGSL's base line spelt
                 code = wgsl_at_base(code, base)
-            module = self.device.create_shader_module(label=meta.id, code=code)
+            module = create_module(self.device, meta.id, code)  # without naga's bounds checks
             pipeline = self.device.create_compute_pipeline(
                 label=meta.id,
                 compute={"module": module, "entry_point": entry},

@@ -1,0 +1,77 @@
+"""WGSL shader modules for the wgpu backend without naga's bounds checks.
+
+wgpu (through naga) wraps every buffer, workgroup-array and local-array access of a WGSL
+module in its own bounds check, because WGSL from an arbitrary author may index past an
+end. Ours may not: both emitters write the legal form of the descriptor
+(descriptor.legalize, docs/descriptor-conventions.md), in which every access is in bounds
+by construction (an out-of-range load is a clamped index and a select that gives 0, an
+out-of-range store a write under a branch), so naga's checks only repeat ours, in the
+innermost loops of every kernel (a matmul's shared-memory reads). The Vulkan backend runs
+the same accesses on SPIR-V with no further check.
+
+`create_module` asks wgpu-native for the module through
+`wgpuDeviceCreateShaderModuleTrusted` with naga's runtime checks limited to loop bounding
+(kept: a loop that never ends stays bounded, as WebGPU promises), where the wgpu-py in use
+exposes it; otherwise, or for anything but WGSL text, through the ordinary
+`create_shader_module` with every check. `VYRE_WGPU_CHECKED=1` keeps naga's checks (to
+compare). The module behaves as wgpu-py's own (the same class, errors raised as GPUError).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Any
+
+from vyre_build.core.errors import DeviceError
+
+# the wgpu-py internals the trusted call needs (wgpu.backends.wgpu_native._api)
+_NEEDED = ("ffi", "lib", "libf", "new_struct_p", "to_c_string_view", "GPUShaderModule")
+
+
+@lru_cache(maxsize=1)
+def _native() -> Any:
+    """wgpu-py's wgpu-native module where it offers the trusted creation, else None."""
+    if os.environ.get("VYRE_WGPU_CHECKED") == "1":
+        return None
+    try:
+        from wgpu.backends.wgpu_native import _api
+    except ImportError:
+        return None
+    if not all(hasattr(_api, name) for name in _NEEDED):
+        return None
+    lib = _api.lib
+    wanted = ("wgpuDeviceCreateShaderModuleTrusted", "WGPUShaderRuntimeChecks_ForceLoopBounding")
+    if not all(hasattr(lib, name) for name in wanted):
+        return None
+    if not hasattr(_api.libf, "wgpuDeviceCreateShaderModuleTrusted"):
+        return None
+    return _api
+
+
+def trusted() -> bool:
+    """Whether `create_module` leaves out naga's bounds checks here."""
+    return _native() is not None
+
+
+def create_module(device: Any, label: str, code: str | bytes) -> Any:
+    """A shader module of `code` on wgpu-py device `device`: WGSL text without naga's bounds
+    checks where wgpu-native offers that (module docstring), else with them."""
+    api = _native()
+    if api is None or not isinstance(code, str):
+        return device.create_shader_module(label=label, code=code)
+    ffi, lib = api.ffi, api.lib
+    source = api.new_struct_p("WGPUShaderSourceWGSL *", code=api.to_c_string_view(code))
+    source[0].chain.next = ffi.NULL
+    source[0].chain.sType = lib.WGPUSType_ShaderSourceWGSL
+    chained = ffi.cast("WGPUChainedStruct *", source)  # (`source` keeps the memory)
+    descriptor = api.new_struct_p(
+        "WGPUShaderModuleDescriptor *",
+        nextInChain=chained,
+        label=api.to_c_string_view(label),
+    )
+    checks = lib.WGPUShaderRuntimeChecks_ForceLoopBounding
+    handle = api.libf.wgpuDeviceCreateShaderModuleTrusted(device._internal, descriptor, checks)
+    if handle == ffi.NULL:
+        raise DeviceError(f"Kernel {label!r}: wgpu-native made no shader module of its WGSL")
+    return api.GPUShaderModule(label, handle, device)
