@@ -15,7 +15,7 @@ from vyre_build.build.step import DEFAULT_COMPILER, build_kernel_file
 from vyre_build.cache.store import Store
 from vyre_build.compiler import compile_file, compile_work
 from vyre_build.core.errors import KernelError, VyreError
-from vyre_build.frontend import checker, load_module
+from vyre_build.frontend import checker, instances, load_module
 from vyre_build.core import limits
 
 HEAD = 'from vyre_build.lang import *\n\n@kernel(workgroup_size=64)\ndef big(o: Buffer[u32, "rw"], x: u32):\n'
@@ -151,7 +151,10 @@ def test_the_count_is_at_least_what_the_checker_counts_for_every_library_kernel(
         for kname, variant, env in instances(module):
             c = checker.KernelChecker(module, module.kernels[kname], variant, env)
             c.check()
-            assert c.ops <= kernel_work(module, module.kernels[kname]), (name, kname, variant)
+            kdef = module.kernels[kname]
+            assert c.ops <= kernel_work(module, kdef), (name, kname, variant)
+            # and the count of this variant alone (its values in the unroll bounds)
+            assert c.ops <= kernel_work(module, kdef, bound=env or None), (name, kname, variant)
 
 
 def test_the_count_covers_every_copy_of_an_unroll_body(tmp_path):
@@ -324,3 +327,31 @@ def test_the_limits_are_documented():
     assert f"Work per file: {limits.MAX_FILE_OPERATIONS:,} operations" in section
     assert f"Work per build: {DEFAULT_BUILD_OPERATIONS:,} operations" in section
     assert "`VYRE_MAX_BUILD_OPERATIONS`" in section and "`$VYREMAXBUILDOPERATIONS`" in section
+
+
+def test_unroll_bounds_a_variant_binds_count_that_variants_copies(tmp_path):
+    # unroll(HELD), HELD a variant value: each variant counted with its own HELD (the file
+    # counts the two bindings apart), not every one at the most copies an unroll may make.
+    from vyre_build.frontend.work import file_work, kernel_work
+
+    src = (
+        "from vyre_build.lang import *\n\n"
+        "@kernel(workgroup_size=64, variants={'a': {'HELD': 2}, 'b': {'HELD': 200},"
+        " 'c': {'HELD': 2}})\n"
+        "def k(o: Buffer[u32, 'rw'], x: u32):\n"
+        "    for j in unroll(u32(HELD)):\n        o[j] += x * j + o[j + 1]\n"
+    )
+    (tmp_path / "k.py").write_text(src)
+    module = load_module(str(tmp_path / "k.py"), root=str(tmp_path))
+    kdef = module.kernels["k"]
+    counts = {}
+    for _, variant, env in instances(module):
+        c = checker.KernelChecker(module, kdef, variant, env)
+        c.check()
+        counts[variant] = kernel_work(module, kdef, bound=env)
+        assert c.ops <= counts[variant], (variant, c.ops, counts[variant])
+    # 2 and 200 copies of the same body: b - a is 198 of them
+    assert counts["a"] == counts["c"] and (counts["b"] - counts["a"]) % 198 == 0
+    assert counts["b"] > 50 * counts["a"]
+    assert kernel_work(module, kdef) > counts["b"]  # any variant: the most copies, 256
+    assert file_work(module) == 2 * counts["a"] + counts["b"]

@@ -13,44 +13,92 @@ not count.
 The count is an upper bound of what the checker counts for a kernel, within a small
 factor: `x ** n` counts as the 16 multiplications its largest exponent expands to, and
 each kernel at most MAX_OPERATIONS + 1 (the checker refuses a larger one at its first
-variant). Counting stops as soon as a file is known to pass the limit.
+variant). An `unroll()` whose bounds a variant binds (`unroll(HELD)`, HELD a variant value)
+is counted with each variant's value: the variants are counted once per distinct binding
+of the names their unroll bounds read, so a kernel whose unrolls no variant binds is
+counted once. Counting stops as soon as a file is known to pass the limit.
 """
 
 from __future__ import annotations
 
 import ast
+import operator
 
 from vyre_build.core.limits import MAX_FILE_OPERATIONS, MAX_OPERATIONS, MAX_UNROLL
 
 POW_EXPANSION = 16  # '**' takes a constant exponent of at most 16 (expressions.py)
 
 
-def _copies(loop: ast.For, module) -> int:
-    """How many copies of its body the checker makes of `loop`: 1 for a range() loop; an
-    unroll() loop's count where its bounds are integer literals or this file's folded
-    constants, else MAX_UNROLL (a variant may bind them: the most the checker allows)."""
+Bound = dict | None  # a variant's values ({name: Const | type name}), or None: unknown
+
+
+def _is_unroll(loop: ast.For) -> bool:
     it = loop.iter
-    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)) or it.func.id != "unroll":
+    return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "unroll"
+
+
+def _copies(loop: ast.For, module, bound: Bound) -> int:
+    """How many copies of its body the checker makes of `loop`: 1 for a range() loop; an
+    unroll() loop's count where its bounds are integer literals, values of the variant
+    `bound` or this file's folded constants, else MAX_UNROLL (the most the checker
+    allows)."""
+    if not _is_unroll(loop):
         return 1
-    bounds = [_known_int(a, module) for a in it.args]
+    bounds = [_known_int(a, module, bound) for a in loop.iter.args]
     if not 1 <= len(bounds) <= 3 or None in bounds or len(bounds) == 3 and bounds[2] == 0:
         return MAX_UNROLL
     start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
     return min(len(range(start, stop, step)), MAX_UNROLL)
 
 
-def _known_int(node: ast.expr, module) -> int | None:
-    # An integer literal, or a constant of the module folded to an integer (its value as
-    # the kernel without variants sees it), else None.
+def _known_int(node: ast.expr, module, bound: Bound) -> int | None:
+    # An integer literal (also through a u32()/i32() cast, and + - * // % of such), a
+    # value of the variant `bound`, or a constant of the module folded to an integer that
+    # no variant may rebind (with `bound` None: the kernel counted for any variant), else
+    # None.
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1:
+        if node.func.id in ("u32", "i32") and not node.keywords:
+            return _known_int(node.args[0], module, bound)
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _FOLDED:
+        left, right = _known_int(node.left, module, bound), _known_int(node.right, module, bound)
+        if left is None or right is None:
+            return None
+        if type(node.op) in (ast.FloorDiv, ast.Mod) and (left < 0 or right <= 0):
+            return None  # (a zero divisor; and the language truncates, Python floors)
+        return _FOLDED[type(node.op)](left, right)
     if isinstance(node, ast.Name):
-        value = getattr(module.constants.get(node.id), "value", None)
-        return value if type(value) is int else None
+        if bound is None:
+            return None if node.id in _rebound(module) else _constant(module, node.id)
+        if node.id in bound:
+            value = getattr(bound[node.id], "value", None)
+            return value if type(value) is int else None
+        return _constant(module, node.id)
     return None
 
 
-def _size(nodes, module, memo: dict, depth: int, cap: int) -> int:
+# The integer operators an unroll bound may use that the count folds (HELD // 4).
+_FOLDED = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+
+
+def _constant(module, name: str) -> int | None:
+    value = getattr(module.constants.get(name), "value", None)
+    return value if type(value) is int else None
+
+
+def _rebound(module) -> set:
+    # The names some variant of some kernel of `module` binds.
+    return {name for kdef in module.kernels.values() for v in kdef.variants.values() for name in v}
+
+
+def _size(nodes, module, memo: dict, depth: int, cap: int, bound: Bound = None) -> int:
     """Operations of `nodes` and everything below them, helper calls inlined, an unroll()
     loop's body counted once per copy; the count stops once it passes `cap` (the result is
     then some value > cap). Iterative: the trees are not checked for depth yet."""
@@ -69,10 +117,11 @@ def _size(nodes, module, memo: dict, depth: int, cap: int) -> int:
             and depth <= 32  # deeper chains are refused when inlined
         ):
             hmod, fn = module.helpers[n.func.id]
-            total += times * _helper_size(hmod, fn, memo, depth + 1, (cap - total) // times)
+            left = (cap - total) // times
+            total += times * _helper_size(hmod, fn, memo, depth + 1, left, bound)
         if total > cap:
             return total
-        if isinstance(n, ast.For) and (copies := _copies(n, module)) > 1:
+        if isinstance(n, ast.For) and (copies := _copies(n, module, bound)) > 1:
             todo += [(c, times * copies) for c in reversed(n.body)]
             todo += [(n.iter, times), (n.target, times)]
         else:
@@ -80,25 +129,68 @@ def _size(nodes, module, memo: dict, depth: int, cap: int) -> int:
     return total
 
 
-def _helper_size(module, fn: ast.FunctionDef, memo: dict, depth: int, cap: int) -> int:
-    """A helper's inlined size, memoised as (count, complete); a count stopped at a cap
-    still answers any smaller cap."""
-    key = (module.path, fn.name)
+def _helper_size(
+    module, fn: ast.FunctionDef, memo: dict, depth: int, cap: int, bound: Bound
+) -> int:
+    """A helper's inlined size under variant `bound`, memoised as (count, complete); a
+    count stopped at a cap still answers any smaller cap."""
+    key = (module.path, fn.name, id(bound))
     got = memo.get(key)
     if got is not None and (got[1] or got[0] > cap):
         return got[0]
     memo[key] = (0, True)  # recursion counts as nothing (the checker reports it)
-    count = _size(fn.body, module, memo, depth, cap)
+    count = _size(fn.body, module, memo, depth, cap, bound)
     memo[key] = (count, count <= cap)
     return count
 
 
-def kernel_work(module, kdef, memo: dict | None = None, cap: int = MAX_OPERATIONS) -> int:
+def kernel_work(
+    module, kdef, memo: dict | None = None, cap: int = MAX_OPERATIONS, bound: Bound = None
+) -> int:
     """About how many operations checking one instance of kernel `kdef` of `module` takes
-    (its body, helpers inlined; decorator and annotations left out); past `cap` the count
-    stops and gives cap + 1."""
+    (its body, helpers inlined; decorator and annotations left out): the instance of the
+    variant whose values are `bound`, or (None) any instance; past `cap` the count stops
+    and gives cap + 1."""
     memo = {} if memo is None else memo
-    return min(_size(kdef.node.body, module, memo, 0, cap), cap + 1)
+    return min(_size(kdef.node.body, module, memo, 0, cap, bound), cap + 1)
+
+
+def _unroll_names(nodes, module, seen: set) -> set:
+    """The names read by the bounds of the unroll() loops of `nodes` and of the helpers
+    they call (each helper walked once: `seen`)."""
+    names: set = set()
+    todo = list(nodes)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.For) and _is_unroll(n):
+            names |= {x.id for a in n.iter.args for x in ast.walk(a) if isinstance(x, ast.Name)}
+        elif (
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in module.helpers
+        ):
+            hmod, fn = module.helpers[n.func.id]
+            if (hmod.path, fn.name) not in seen:
+                seen.add((hmod.path, fn.name))
+                names |= _unroll_names(fn.body, hmod, seen)
+        todo += ast.iter_child_nodes(n)
+    return names
+
+
+def _bindings(module, kdef) -> list[tuple[int, Bound]]:
+    """(variants, binding) per distinct binding of the names kdef's unroll bounds read:
+    [(1, None)] without variants, [(variants, None)] where no variant binds those names."""
+    if not kdef.variants:
+        return [(1, None)]
+    names = _unroll_names(kdef.node.body, module, set())
+    groups: dict = {}
+    for values in kdef.variants.values():
+        key = tuple(
+            (n, repr(getattr(values[n], "value", values[n]))) for n in sorted(names) if n in values
+        )
+        count, first = groups.get(key, (0, values))
+        groups[key] = (count + 1, first)
+    if list(groups) == [()]:
+        return [(len(kdef.variants), None)]
+    return [groups[key] for key in sorted(groups)]
 
 
 def file_work(module) -> int:
@@ -121,9 +213,15 @@ def _count_file(module) -> int:
         kdef = module.kernels[name]
         count = max(1, len(kdef.variants))
         cap = min(MAX_OPERATIONS, (MAX_FILE_OPERATIONS - total) // count)
-        ops = kernel_work(module, kdef, memo, cap)
+        ops, spent = 0, 0  # the largest instance counted; the variants' sum
+        for variants, bound in _bindings(module, kdef):
+            # each instance's count within its even share of what the file has left
+            this = kernel_work(module, kdef, memo, cap, bound)
+            ops, spent = max(ops, this), spent + this * variants
+            if ops > cap:
+                break
         if ops <= cap:
-            total += ops * count
+            total += spent
             continue
         if cap == MAX_OPERATIONS:  # the checker refuses it at its first variant, by name
             total += MAX_OPERATIONS
