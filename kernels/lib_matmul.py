@@ -33,7 +33,8 @@ KiB of shared memory, WebGPU's default limit: the variant f32); a variant rebind
 256 or 512. SB is the shared memory the kernel declares (`shared_bytes`: variants with
 padded or 16-deep 128-wide panels need more than 16 KiB, and the runtime refuses them on a
 device with less). The code a variant does not use (`if` on constants) leaves nothing in
-its kernel: f32 compiles to the same SPIR-V, WGSL and descriptor as before the parameters.
+its kernel (f32 compiled to the same SPIR-V, WGSL and descriptor as before the parameters,
+until its K steps were unrolled).
 The library call takes the block's rows and columns from the matmul tunable's `tile_m`
 and `tile_n` (or its `tile`; docs/tuning.md).
 """

@@ -54,11 +54,28 @@ def run_edges(tmp_path, n: int, shift: int) -> np.ndarray:
         device.close()
 
 
-def test_the_pinned_wgpu_py_offers_trusted_modules(checked):
+def test_modules_are_trusted_where_wgpu_native_offers_it(wgpu_device, checked, monkeypatch):
+    from wgpu.backends.wgpu_native import _api
+
+    offered = hasattr(_api.lib, "wgpuDeviceCreateShaderModuleTrusted")
     checked(False)
-    assert wgpu_module.trusted()  # the wgpu-py of requirements.txt has the call
+    assert wgpu_module.trusted() == offered
     checked(True)
     assert not wgpu_module.trusted()
+    if not offered:
+        pytest.skip("this wgpu-native has no wgpuDeviceCreateShaderModuleTrusted")
+    checked(False)
+    calls = []
+    made = _api.libf.wgpuDeviceCreateShaderModuleTrusted
+    monkeypatch.setattr(
+        _api.libf,
+        "wgpuDeviceCreateShaderModuleTrusted",
+        lambda *a: calls.append(a[2]) or made(*a),
+    )
+    code = "@compute @workgroup_size(1) fn main() {}"
+    module = wgpu_module.create_module(wgpu_device, "k", code)
+    assert isinstance(module, _api.GPUShaderModule)
+    assert calls == [_api.lib.WGPUShaderRuntimeChecks_ForceLoopBounding]  # bounds checks off
 
 
 def test_wgsl_without_naga_checks_keeps_the_out_of_bounds_rules(wgpu_device, tmp_path, checked):

@@ -355,3 +355,49 @@ def test_unroll_bounds_a_variant_binds_count_that_variants_copies(tmp_path):
     assert counts["b"] > 50 * counts["a"]
     assert kernel_work(module, kdef) > counts["b"]  # any variant: the most copies, 256
     assert file_work(module) == 2 * counts["a"] + counts["b"]
+
+
+def test_unroll_bounds_read_through_constants_and_imported_helpers_stay_upper_bounds(tmp_path):
+    # A file constant read from a variant-bound one (Q = H // 4, the checker folds it again
+    # per variant), and an imported helper's unroll of a name the kernel's variant binds:
+    # counted at the most copies, never at the file's default values.
+    from vyre_build.frontend.work import file_work, kernel_work
+
+    (tmp_path / "common.py").write_text(
+        "from vyre_build.lang import *\nN = 2\n\n"
+        "def bump(o: Buffer[u32, 'rw'], x: u32) -> None:\n"
+        "    for j in unroll(N):\n        o[j] += x * j\n"
+    )
+    (tmp_path / "k.py").write_text(
+        "from vyre_build.lang import *\nfrom common import bump\nH = 8\nQ = H // 4\n\n"
+        "@kernel(workgroup_size=64, variants={'a': {'H': 400, 'N': 200}, 'b': {'H': 8, 'N': 2}})\n"
+        "def k(o: Buffer[u32, 'rw'], x: u32):\n"
+        "    for j in unroll(Q):\n        o[j] += x * j + o[j + 1]\n"
+        "    bump(o, x)\n"
+    )
+    module = load_module(str(tmp_path / "k.py"), root=str(tmp_path))
+    kdef = module.kernels["k"]
+    checked = 0
+    for _, variant, env in instances(module):
+        c = checker.KernelChecker(module, kdef, variant, env)
+        c.check()
+        checked += c.ops
+        assert c.ops <= kernel_work(module, kdef), variant
+        assert c.ops <= kernel_work(module, kdef, bound=env), variant
+    assert file_work(module) >= checked
+
+
+def test_every_library_file_counts_at_least_what_its_variants_check():
+    from vyre_build.frontend.work import file_work
+
+    kernels = os.path.join(os.path.dirname(__file__), "..", "..", "kernels")
+    for name in sorted(os.listdir(kernels)):
+        if not name.endswith(".py"):
+            continue
+        module = load_module(os.path.join(kernels, name), root=kernels)
+        checked = 0
+        for kname, variant, env in instances(module):
+            c = checker.KernelChecker(module, module.kernels[kname], variant, env)
+            c.check()
+            checked += c.ops
+        assert checked <= file_work(module), name

@@ -15,8 +15,9 @@ factor: `x ** n` counts as the 16 multiplications its largest exponent expands t
 each kernel at most MAX_OPERATIONS + 1 (the checker refuses a larger one at its first
 variant). An `unroll()` whose bounds a variant binds (`unroll(HELD)`, HELD a variant value)
 is counted with each variant's value: the variants are counted once per distinct binding
-of the names their unroll bounds read, so a kernel whose unrolls no variant binds is
-counted once. Counting stops as soon as a file is known to pass the limit.
+of the names their unroll bounds read (and the names the file's constants among them
+read: the checker folds those again per variant), so a kernel whose unrolls no variant
+binds is counted once. Counting stops as soon as a file is known to pass the limit.
 """
 
 from __future__ import annotations
@@ -37,44 +38,48 @@ def _is_unroll(loop: ast.For) -> bool:
     return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "unroll"
 
 
-def _copies(loop: ast.For, module, bound: Bound) -> int:
+def _copies(loop: ast.For, module, bound: Bound, shadow: frozenset) -> int:
     """How many copies of its body the checker makes of `loop`: 1 for a range() loop; an
     unroll() loop's count where its bounds are integer literals, values of the variant
     `bound` or this file's folded constants, else MAX_UNROLL (the most the checker
     allows)."""
     if not _is_unroll(loop):
         return 1
-    bounds = [_known_int(a, module, bound) for a in loop.iter.args]
+    bounds = [_known_int(a, module, bound, shadow) for a in loop.iter.args]
     if not 1 <= len(bounds) <= 3 or None in bounds or len(bounds) == 3 and bounds[2] == 0:
         return MAX_UNROLL
     start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
     return min(len(range(start, stop, step)), MAX_UNROLL)
 
 
-def _known_int(node: ast.expr, module, bound: Bound) -> int | None:
+def _known_int(node: ast.expr, module, bound: Bound, shadow: frozenset) -> int | None:
     # An integer literal (also through a u32()/i32() cast, and + - * // % of such), a
     # value of the variant `bound`, or a constant of the module folded to an integer that
-    # no variant may rebind (with `bound` None: the kernel counted for any variant), else
-    # None.
+    # reads nothing the variant binds (the checker folds such a constant again per
+    # variant), else None. With `bound` None (the kernel counted for any of its variants),
+    # nothing any of them binds (`shadow`) or reads.
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1:
         if node.func.id in ("u32", "i32") and not node.keywords:
-            return _known_int(node.args[0], module, bound)
+            return _known_int(node.args[0], module, bound, shadow)
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _FOLDED:
-        left, right = _known_int(node.left, module, bound), _known_int(node.right, module, bound)
+        left = _known_int(node.left, module, bound, shadow)
+        right = _known_int(node.right, module, bound, shadow)
         if left is None or right is None:
             return None
         if type(node.op) in (ast.FloorDiv, ast.Mod) and (left < 0 or right <= 0):
             return None  # (a zero divisor; and the language truncates, Python floors)
         return _FOLDED[type(node.op)](left, right)
     if isinstance(node, ast.Name):
-        if bound is None:
-            return None if node.id in _rebound(module) else _constant(module, node.id)
-        if node.id in bound:
-            value = getattr(bound[node.id], "value", None)
-            return value if type(value) is int else None
-        return _constant(module, node.id)
+        if bound is not None:  # one variant: its value, else the file's (not re-folded)
+            if node.id in bound:
+                value = getattr(bound[node.id], "value", None)
+                return value if type(value) is int else None
+            unsure = not _reads(module, node.id, set()).isdisjoint(bound)
+        else:  # any variant: unknown where one may rebind it
+            unsure = node.id in shadow or not _reads(module, node.id, set()).isdisjoint(shadow)
+        return None if unsure else _constant(module, node.id)
     return None
 
 
@@ -93,12 +98,23 @@ def _constant(module, name: str) -> int | None:
     return value if type(value) is int else None
 
 
-def _rebound(module) -> set:
-    # The names some variant of some kernel of `module` binds.
-    return {name for kdef in module.kernels.values() for v in kdef.variants.values() for name in v}
+def _reads(module, name: str, seen: set) -> set:
+    # Every name constant `name` of `module` reads, through the file's other constants.
+    definition = module.const_defs.get(name)
+    if definition is None or name in seen:
+        return set()
+    seen.add(name)
+    return set(definition.reads).union(*(_reads(module, r, seen) for r in definition.reads))
 
 
-def _size(nodes, module, memo: dict, depth: int, cap: int, bound: Bound = None) -> int:
+def _bound_key(bound: Bound) -> tuple | None:
+    # An exact, hashable key of a variant's values (the memo's: equal bindings share it).
+    if bound is None:
+        return None
+    return tuple(sorted((k, repr(getattr(v, "value", v))) for k, v in bound.items()))
+
+
+def _size(nodes, module, memo: dict, depth: int, cap: int, bound: Bound, shadow: frozenset) -> int:
     """Operations of `nodes` and everything below them, helper calls inlined, an unroll()
     loop's body counted once per copy; the count stops once it passes `cap` (the result is
     then some value > cap). Iterative: the trees are not checked for depth yet."""
@@ -118,10 +134,10 @@ def _size(nodes, module, memo: dict, depth: int, cap: int, bound: Bound = None) 
         ):
             hmod, fn = module.helpers[n.func.id]
             left = (cap - total) // times
-            total += times * _helper_size(hmod, fn, memo, depth + 1, left, bound)
+            total += times * _helper_size(hmod, fn, memo, depth + 1, left, bound, shadow)
         if total > cap:
             return total
-        if isinstance(n, ast.For) and (copies := _copies(n, module, bound)) > 1:
+        if isinstance(n, ast.For) and (copies := _copies(n, module, bound, shadow)) > 1:
             todo += [(c, times * copies) for c in reversed(n.body)]
             todo += [(n.iter, times), (n.target, times)]
         else:
@@ -130,16 +146,16 @@ def _size(nodes, module, memo: dict, depth: int, cap: int, bound: Bound = None) 
 
 
 def _helper_size(
-    module, fn: ast.FunctionDef, memo: dict, depth: int, cap: int, bound: Bound
+    module, fn: ast.FunctionDef, memo: dict, depth: int, cap: int, bound: Bound, shadow: frozenset
 ) -> int:
     """A helper's inlined size under variant `bound`, memoised as (count, complete); a
     count stopped at a cap still answers any smaller cap."""
-    key = (module.path, fn.name, id(bound))
+    key = (module.path, fn.name, _bound_key(bound), shadow)
     got = memo.get(key)
     if got is not None and (got[1] or got[0] > cap):
         return got[0]
     memo[key] = (0, True)  # recursion counts as nothing (the checker reports it)
-    count = _size(fn.body, module, memo, depth, cap, bound)
+    count = _size(fn.body, module, memo, depth, cap, bound, shadow)
     memo[key] = (count, count <= cap)
     return count
 
@@ -152,7 +168,8 @@ def kernel_work(
     variant whose values are `bound`, or (None) any instance; past `cap` the count stops
     and gives cap + 1."""
     memo = {} if memo is None else memo
-    return min(_size(kdef.node.body, module, memo, 0, cap, bound), cap + 1)
+    shadow = frozenset(name for values in kdef.variants.values() for name in values)
+    return min(_size(kdef.node.body, module, memo, 0, cap, bound, shadow), cap + 1)
 
 
 def _unroll_names(nodes, module, seen: set) -> set:
@@ -181,6 +198,7 @@ def _bindings(module, kdef) -> list[tuple[int, Bound]]:
     if not kdef.variants:
         return [(1, None)]
     names = _unroll_names(kdef.node.body, module, set())
+    names |= {r for n in names for r in _reads(module, n, set())}  # and what constants read
     groups: dict = {}
     for values in kdef.variants.values():
         key = tuple(

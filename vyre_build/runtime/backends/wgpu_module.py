@@ -13,8 +13,10 @@ the same accesses on SPIR-V with no further check.
 `wgpuDeviceCreateShaderModuleTrusted` with naga's runtime checks limited to loop bounding
 (kept: a loop that never ends stays bounded, as WebGPU promises), where the wgpu-py in use
 exposes it; otherwise, or for anything but WGSL text, through the ordinary
-`create_shader_module` with every check. `VYRE_WGPU_CHECKED=1` keeps naga's checks (to
-compare). The module behaves as wgpu-py's own (the same class, errors raised as GPUError).
+`create_shader_module` with every check (also for a device that is not wgpu-py's native
+GPUDevice). `VYRE_WGPU_CHECKED=1` keeps naga's checks (to compare; read once per process,
+at the first module). The module behaves as wgpu-py's own (the same class, errors raised
+as GPUError).
 """
 
 from __future__ import annotations
@@ -26,7 +28,15 @@ from typing import Any
 from vyre_build.core.errors import DeviceError
 
 # the wgpu-py internals the trusted call needs (wgpu.backends.wgpu_native._api)
-_NEEDED = ("ffi", "lib", "libf", "new_struct_p", "to_c_string_view", "GPUShaderModule")
+_NEEDED = (
+    "ffi",
+    "lib",
+    "libf",
+    "new_struct_p",
+    "to_c_string_view",
+    "GPUDevice",
+    "GPUShaderModule",
+)
 
 
 @lru_cache(maxsize=1)
@@ -58,7 +68,8 @@ def create_module(device: Any, label: str, code: str | bytes) -> Any:
     """A shader module of `code` on wgpu-py device `device`: WGSL text without naga's bounds
     checks where wgpu-native offers that (module docstring), else with them."""
     api = _native()
-    if api is None or not isinstance(code, str):
+    native = getattr(device, "_internal", None) if api is not None else None
+    if native is None or not isinstance(device, api.GPUDevice) or not isinstance(code, str):
         return device.create_shader_module(label=label, code=code)
     ffi, lib = api.ffi, api.lib
     source = api.new_struct_p("WGPUShaderSourceWGSL *", code=api.to_c_string_view(code))
@@ -71,7 +82,7 @@ def create_module(device: Any, label: str, code: str | bytes) -> Any:
         label=api.to_c_string_view(label),
     )
     checks = lib.WGPUShaderRuntimeChecks_ForceLoopBounding
-    handle = api.libf.wgpuDeviceCreateShaderModuleTrusted(device._internal, descriptor, checks)
+    handle = api.libf.wgpuDeviceCreateShaderModuleTrusted(native, descriptor, checks)
     if handle == ffi.NULL:
         raise DeviceError(f"Kernel {label!r}: wgpu-native made no shader module of its WGSL")
     return api.GPUShaderModule(label, handle, device)
