@@ -140,21 +140,23 @@ def test_one_kernel_too_large_keeps_the_checkers_own_message(tmp_path):
 
 
 def test_the_count_is_at_least_what_the_checker_counts_for_every_library_kernel():
-    from vyre_build.frontend import instances
-    from vyre_build.frontend.work import kernel_work
+    from vyre_build.frontend.work import file_work, kernel_work
 
     kernels = os.path.join(os.path.dirname(__file__), "..", "..", "kernels")
     for name in sorted(os.listdir(kernels)):
         if not name.endswith(".py"):
             continue
         module = load_module(os.path.join(kernels, name), root=kernels)
+        checked = 0
         for kname, variant, env in instances(module):
             c = checker.KernelChecker(module, module.kernels[kname], variant, env)
             c.check()
+            checked += c.ops
             kdef = module.kernels[kname]
             assert c.ops <= kernel_work(module, kdef), (name, kname, variant)
             # and the count of this variant alone (its values in the unroll bounds)
             assert c.ops <= kernel_work(module, kdef, bound=env or None), (name, kname, variant)
+        assert checked <= file_work(module), name  # the file: every variant, as grouped
 
 
 def test_the_count_covers_every_copy_of_an_unroll_body(tmp_path):
@@ -385,19 +387,3 @@ def test_unroll_bounds_read_through_constants_and_imported_helpers_stay_upper_bo
         assert c.ops <= kernel_work(module, kdef), variant
         assert c.ops <= kernel_work(module, kdef, bound=env), variant
     assert file_work(module) >= checked
-
-
-def test_every_library_file_counts_at_least_what_its_variants_check():
-    from vyre_build.frontend.work import file_work
-
-    kernels = os.path.join(os.path.dirname(__file__), "..", "..", "kernels")
-    for name in sorted(os.listdir(kernels)):
-        if not name.endswith(".py"):
-            continue
-        module = load_module(os.path.join(kernels, name), root=kernels)
-        checked = 0
-        for kname, variant, env in instances(module):
-            c = checker.KernelChecker(module, module.kernels[kname], variant, env)
-            c.check()
-            checked += c.ops
-        assert checked <= file_work(module), name
