@@ -312,7 +312,7 @@ def test_a_wgpu_error_while_recording_is_a_device_error_and_the_device_goes_on(l
     # A bind group of another layout than the pipeline's: wgpu-native reports it while the
     # pass is recorded; both recorders raise it (as DeviceError through the device's
     # guard), and the next call runs.
-    from vyre_build.runtime.backends.wgpu import _Set
+    from vyre_build.runtime.backends.wgpu.native import _Set
 
     dev = lib.device
     gpu = dev.device

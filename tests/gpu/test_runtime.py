@@ -893,7 +893,7 @@ def test_the_example_runs_on_the_tree_bundle(backend, tree_bundle):
 def test_coarse_entries_run_where_the_sizes_allow(backend, tree_bundle):
     from vyre_build.runtime import open_bundle
     from vyre_build.runtime.backends.vulkan.device import VulkanDevice
-    from vyre_build.runtime.backends.wgpu import WgpuDevice
+    from vyre_build.runtime.backends.wgpu.device import WgpuDevice
 
     device = WgpuDevice() if backend == "wgpu" else VulkanDevice(pipeline_cache=False)
     with open_bundle(tree_bundle, device=device) as bundle:
@@ -914,7 +914,7 @@ def test_wgpu_timing_with_timestamp_queries_where_the_device_has_them():
     from adapters import require_adapter
 
     require_adapter("wgpu")
-    from vyre_build.runtime.backends.wgpu import WgpuDevice
+    from vyre_build.runtime.backends.wgpu.device import WgpuDevice
 
     dev = WgpuDevice()
     offered = "timestamp-query" in {str(f) for f in dev.device.features}
@@ -968,7 +968,7 @@ def test_wgpu_device_without_timestamps_when_the_driver_refuses_them():
     require_adapter("wgpu")
     import wgpu
 
-    from vyre_build.runtime.backends.wgpu import WgpuDevice
+    from vyre_build.runtime.backends.wgpu.device import WgpuDevice
 
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     if "timestamp-query" not in adapter.features:

@@ -165,7 +165,7 @@ def test_a_closed_device_refuses_it(backend):
     if backend == "cpu":
         from vyre_build.runtime.backends.cpu import CpuDevice as Made
     elif backend == "wgpu":
-        from vyre_build.runtime.backends.wgpu import WgpuDevice as Made
+        from vyre_build.runtime.backends.wgpu.device import WgpuDevice as Made
     else:
         pytest.skip("a second Vulkan device: test_runtime covers closing it")
     get_device(backend)  # skips where the backend has no adapter

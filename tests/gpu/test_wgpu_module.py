@@ -1,5 +1,5 @@
 """The wgpu backend's shader modules without naga's bounds checks
-(vyre_build/runtime/backends/wgpu_module.py): trusted where wgpu-native offers it, the
+(vyre_build/runtime/backends/wgpu/module.py): trusted where wgpu-native offers it, the
 ordinary checked creation with VYRE_WGPU_CHECKED=1 or for SPIR-V, and the same results
 either way, the pinned out-of-bounds semantics included (ours, in the legal form)."""
 
@@ -11,7 +11,7 @@ import pytest
 from vyre_build.compiler import compile_file
 from vyre_build.core.backends import BACKENDS
 from vyre_build.runtime import load_kernel
-from vyre_build.runtime.backends import wgpu_module
+from vyre_build.runtime.backends.wgpu import module as wgpu_module
 
 pytestmark = pytest.mark.gpu
 

@@ -93,7 +93,7 @@ def make_inputs(prog, bufs, scalars, r, opts) -> None:
             count = max(1, inv + r.choice([-3, -1, 0, 0, 2, 5]))
         if b.ty == "f16" and count % 2:
             # wgpu binds whole 4-byte words: its len() of an odd-length f16 buffer counts
-            # the padding (runtime/backends/wgpu.py _bind), Vulkan's and the reference's do not
+            # the padding (runtime/backends/wgpu/device.py _bind), Vulkan's and the reference's do not
             count += 1
         prog.inputs[b.name] = values_for(rng, b.role, b.ty, count, opts.denormals)
     for v in scalars:

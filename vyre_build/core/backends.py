@@ -101,7 +101,7 @@ WGPU = BACKENDS.register(
     Backend(
         "wgpu",
         "wgsl",
-        "vyre_build.runtime.backends.wgpu:WgpuDevice",
+        "vyre_build.runtime.backends.wgpu.device:WgpuDevice",
         needs="the 'wgpu' Python package (pip install wgpu)",
         foreign="wgpu",
         foreign_adapter="GPUAdapter",
