@@ -38,7 +38,7 @@ def runs(backend, profile) -> set[str]:
     # memory, else reduce-then-scan for f32 past LOOK_BACK_MOST values
     nvidia = gpu_model and profile.vendor_id == 0x10DE
     looks = {f"lib_scan_look.{t}" for t in NUMERIC}
-    if profile.max_shared_memory >= 17424:  # lib_scan_look.wide_*'s shared_bytes
+    if profile.max_shared_memory >= library.LOOK_WIDE_SHARED:  # the wide tiles' shared_bytes
         looks |= {f"lib_scan_look.wide_{t}" for t in NUMERIC}
     else:
         looks |= {"lib_scan_sums.f32", "lib_scan_block.f32"}

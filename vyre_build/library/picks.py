@@ -174,13 +174,14 @@ LOOK_BACK_ITEMS = {  # kernels/lib_scan.py: lib_scan_look's HELD, lib_scan_once'
 }
 
 
+# LOOK_BACK_ITEMS by kernel id, each template formatted once
+_ITEMS_BY_ID = {tpl.format(t=t): n for tpl, n in LOOK_BACK_ITEMS.items() for t in _NUMERIC}
+
+
 def look_back_items(kid: str) -> int:
     """The vec4s per invocation per tile of look-back kernel `kid` (LOOK_BACK_ITEMS), e.g.
     16 for "lib_scan_look.wide_f32"; KeyError for another id."""
-    for template, items in LOOK_BACK_ITEMS.items():
-        if any(template.format(t=t) == kid for t in _NUMERIC):
-            return items
-    raise KeyError(kid)
+    return _ITEMS_BY_ID[kid]
 
 
 # The look-back over tiles twice as wide (kernels/lib_scan.py's lib_scan_look variants
