@@ -195,3 +195,61 @@ def test_an_exception_in_a_helper_reaches_the_caller(
         assert _helpers() == before
     finally:
         dev.close()
+
+
+def test_helpers_own_caches_are_merged_into_the_saved_cache(monkeypatch, tree_bundle, tmp_path):  # noqa: F811
+    # Helpers create through caches of their own (pipelines.py _OWN_CACHES); a save merges
+    # them, so the file holds every pipeline warm() made, as with one shared cache, and a
+    # later device's helpers start from it.
+    import adapters
+
+    adapters.require_adapter("vulkan")
+    monkeypatch.setattr(vs, "_THREADS", 4)
+    monkeypatch.setattr(vs.os, "cpu_count", lambda: 4)
+    merged: list[int] = []  # the helper caches merged by each vkMergePipelineCaches
+
+    class _Lib:  # the real vk.lib, its merges recorded
+        def __getattr__(self, name):
+            return getattr(vk.lib, name)
+
+        def vkMergePipelineCaches(self, device, dst, n, srcs):  # noqa: N802
+            merged.append(n)
+            return vk.lib.vkMergePipelineCaches(device, dst, n, srcs)
+
+    class _Vk:
+        lib = _Lib()
+
+        def __getattr__(self, name):
+            return getattr(vk, name)
+
+    monkeypatch.setattr(vp, "vk", _Vk())
+    saved = {}
+    for own in (True, False):
+        monkeypatch.setattr(vp, "_OWN_CACHES", own)
+        del merged[:]
+        calls = _calls(monkeypatch)
+        dev = vulkan_backend.VulkanDevice(pipeline_cache=str(tmp_path / str(own)))
+        try:
+            open_bundle(tree_bundle, device=dev).warm(all=True)
+            helpers = {t for _, t in calls} - {threading.get_ident()}
+            assert helpers, "no helper thread took a slice"
+            assert len(dev.pipelines.helper_caches) == (len(helpers) if own else 0)
+            assert dev.save_pipeline_cache()
+            assert merged == ([len(helpers)] if own else [])
+            saved[own] = dev.cache_file.load()
+        finally:
+            dev.close()
+    # the same pipelines saved either way (lavapipe saves none: a header alone)
+    assert saved[True] and len(saved[True]) == len(saved[False])
+    monkeypatch.setattr(vp, "_OWN_CACHES", True)
+    dev = vulkan_backend.VulkanDevice(pipeline_cache=str(tmp_path / "True"))
+    try:  # seeded from the merged file: the helpers' caches too
+        assert dev.cache_loaded == len(saved[True])
+        assert dev.pipelines.own_cache(0) is dev.pipelines.own_cache(0)
+        bundle = open_bundle(tree_bundle, device=dev)
+        bundle.warm(all=True)
+        xs = np.arange(5000, dtype=np.float32)
+        y = bundle["saxpy"](x=xs, y=np.ones(5000, np.float32), a=3.0).array("y")
+        np.testing.assert_array_equal(y, 3 * xs + 1)
+    finally:
+        dev.close()
