@@ -123,6 +123,31 @@ def built_with(dev, wg: int) -> dict:
     return kernels_for(dev, compile_file(path, root=KERNELS, text=text))
 
 
+def built_held(dev, held: list[int]) -> dict:
+    """lib_scan_look built with tiles of HELD = h vec4s per invocation, as variants
+    "held{h}_<t>" added to a copy of kernels/ (variants.yaml), for each h of `held`."""
+    import shutil
+    import tempfile
+
+    import yaml
+
+    tmp = tempfile.mkdtemp(prefix="vyre-scan-held-")
+    root = os.path.join(tmp, "kernels")
+    shutil.copytree(KERNELS, root)
+    spec_path = os.path.join(root, "variants.yaml")
+    with open(spec_path) as f:
+        spec = yaml.safe_load(f)
+    look = spec["lib_scan.py"]["lib_scan_look"]
+    for h in held:
+        if h > 16:
+            raise SystemExit(f"--held {h}: at most 16 (the wide variants' shared memory)")
+        for t in KINDS:  # the shared memory of the variant of the next wider tiles
+            look[f"held{h}_{t}"] = dict(look[t] if h <= 8 else look[f"wide_{t}"], HELD=h)
+    with open(spec_path, "w") as f:
+        yaml.safe_dump(spec, f)
+    return kernels_for(dev, compile_file(os.path.join(root, "lib_scan.py"), root=root))
+
+
 def forward_progress(dev) -> bool:
     # What library.scan_kernels assumes, without the LOOK_BACK_PAYS_VENDORS condition.
     p = dev.profile
@@ -188,14 +213,19 @@ def main(argv=None) -> int:
         "--paths", default="", help="comma list of: " + ", ".join(PATHS) + " (default: all)"
     )
     ap.add_argument("--wg", default="", help="comma list of workgroup sizes: look wN paths")
+    ap.add_argument(
+        "--held", default="", help="comma list of vec4s per invocation per tile: look hN paths"
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--number", type=int, default=0, help="calls per round (default: ~30 ms)")
     args = ap.parse_args(argv)
     sizes_wg = [int(w) for w in args.wg.split(",") if w]
+    held = [int(h) for h in args.held.split(",") if h]
     unknown = (
         set(filter(None, args.paths.split(",")))
         - set(PATHS)
         - {f"{p} w{w}" for w in sizes_wg for p in ("look", "look16")}
+        - {f"look h{h}" for h in held}
     )
     if unknown:
         ap.error(f"unknown paths {sorted(unknown)}; choose from {list(PATHS)}")
@@ -213,6 +243,10 @@ def main(argv=None) -> int:
         built = built_with(dev, w)
         extra.append((f"look w{w}", built, "lib_scan_look.{t}", None))
         extra.append((f"look16 w{w}", built, "lib_scan_look.wide_{t}", None))
+    if held:
+        built = built_held(dev, held)
+        for h in held:
+            extra.append((f"look h{h}", built, f"lib_scan_look.held{h}_{{t}}", h))
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     say(f"forward progress: {'yes' if forward_progress(dev) else 'no'}")
     start = time.perf_counter()
