@@ -22,7 +22,8 @@ from vyre_build.descriptor import codec, ops, validate
 from vyre_build.descriptor.ops import OPS, TYPINGS, VOCABULARY, ValueOp
 from vyre_build.emit.spirv import emit_spirv
 from vyre_build.emit.wgsl import emit_wgsl
-from vyre_build.frontend import builtins, calls, checker, expressions, module, stubgen
+from vyre_build.frontend import builtin_calls, builtins, calls, expressions, module
+from vyre_build.frontend import statements, stubgen
 from vyre_build.frontend.builtins import BUILTINS, OP_SHAPES
 from vyre_build.reference import values as reference_values
 
@@ -105,7 +106,7 @@ def test_a_new_op_is_its_vocabulary_row_plus_one_rule_per_target(monkeypatch, tm
     # 2. the builtin registry: the row the frontend makes of it (a copy of the registry,
     # and the name sets frontend/names.py derives from it)
     registry = dict(BUILTINS)
-    for holder in (builtins, calls, stubgen):
+    for holder in (builtins, calls, builtin_calls, stubgen):
         monkeypatch.setattr(holder, "BUILTINS", registry)
     (row,) = builtins.add_op_builtins((TOY,))
     assert (row.name, row.group, row.handler, row.op, row.doc) == (
@@ -116,7 +117,7 @@ def test_a_new_op_is_its_vocabulary_row_plus_one_rule_per_target(monkeypatch, tm
         TOY.doc,
     )
     names = frozenset(registry)
-    monkeypatch.setattr(checker, "ALL_BUILTINS", names)
+    monkeypatch.setattr(statements, "ALL_BUILTINS", names)
     monkeypatch.setattr(expressions, "ALL_BUILTINS", names)
     monkeypatch.setattr(module, "LANG_NAMES", module.LANG_NAMES | names)
     monkeypatch.setattr(stubgen, "LANG_NAMES", stubgen.LANG_NAMES | names)

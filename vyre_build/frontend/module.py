@@ -48,7 +48,7 @@ class KernelDef:
     variants: dict[str, dict]  # variant name -> {param: Const | type name}
     variants_node: object  # where variants were declared (for errors)
     any_length: tuple = ()  # ((name, node), ...): buffers not held to the grid's length
-    shared_bytes: object = None  # the @kernel(shared_bytes=...) expression (checker.py folds it)
+    shared_bytes: object = None  # the @kernel(shared_bytes=...) expression (options.py folds it)
     # The @kernel(workgroup_size=...) and grid=... expressions: an instance whose variant
     # binds a name they read, directly or through this file's constants, folds them again.
     workgroup_size_node: object = None
@@ -67,7 +67,7 @@ class KernelModule:
     imported: dict[str, tuple]  # local name -> (KernelModule, name in that module)
     dependencies: list[str]  # real paths of every file read for this module
     folder: ConstantFolder  # folds this file's top-level constants (and counts the work)
-    sizes: dict[str, int] = field(default_factory=dict)  # helper -> inlined size (calls.py)
+    sizes: dict[str, int] = field(default_factory=dict)  # helper -> inlined size (inlining.py)
     work: int | None = None  # operations x variants of its kernels, once counted (work.py)
     # name -> ConstDef of each constant defined here (not imported): what a variant refolds
     const_defs: dict = field(default_factory=dict)
@@ -76,7 +76,7 @@ class KernelModule:
 
 def fold_workgroup_size(mod: KernelModule, node, env) -> tuple[int, int, int]:
     """The @kernel(workgroup_size=...) expression `node` folded with constants `env`
-    (the module's, or a variant's: checker.py): three sizes within the portable limits."""
+    (the module's, or a variant's: options.py): three sizes within the portable limits."""
     src = mod.source
     if node is None:
         return (64, 1, 1)
