@@ -41,15 +41,17 @@ class BuiltinCallChecker:
             )
         return ir.Unary(row.op, a, "bool" if predicate else a.ty)
 
-    def builtin_int_unary(self, node, name):
-        self.nargs(node, name)
+    def integer_first(self, node, name, fix):
+        # The first argument of `name`, which must be an i32 or u32 (`fix(ty)`: the fix
+        # named otherwise).
         a = self.typed(node.args[0])
         if a.ty not in ir.INTEGER:
-            raise self.err(
-                node.args[0],
-                f"{name}() needs an i32 or u32, got {a.ty}",
-                "reinterpret floats with bitcast(u32, x)",
-            )
+            raise self.err(node.args[0], f"{name}() needs an i32 or u32, got {a.ty}", fix(a.ty))
+        return a
+
+    def builtin_int_unary(self, node, name):
+        self.nargs(node, name)
+        a = self.integer_first(node, name, lambda ty: "reinterpret floats with bitcast(u32, x)")
         return ir.Unary(BUILTINS[name].op, a, a.ty)
 
     def numeric_args(self, node, name, n):
@@ -130,17 +132,17 @@ class BuiltinCallChecker:
 
     def builtin_rotate(self, node, name):
         self.nargs(node, name)
-        a = self.typed(node.args[0])
-        if a.ty not in ir.INTEGER:
-            raise self.err(
-                node.args[0],
-                f"{name}() needs an i32 or u32, got {a.ty}",
+        a = self.integer_first(
+            node,
+            name,
+            lambda ty: (
                 f"rotate each component: {name}(v.x, n)"
-                if a.ty in ir.VECTORS
+                if ty in ir.VECTORS
                 else f"reinterpret a float's bits: {name}(bitcast(u32, x), n)"
-                if a.ty in ir.FLOAT
-                else f"convert it: {name}(u32(x), n)",
-            )
+                if ty in ir.FLOAT
+                else f"convert it: {name}(u32(x), n)"
+            ),
+        )
         rotated = self.as_u32(node.args[1], self.expr(node.args[1]))
         return ir.Binary(BUILTINS[name].op, a, rotated, a.ty)
 
