@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 import reference  # noqa: E402
 import runtime_start  # noqa: E402
 import test_runtime as shaders  # noqa: E402
-from vyre_build.bundle.metadata import check_metadata  # noqa: E402
+from vyre_build.bundle.metadata_check import check_metadata  # noqa: E402
 from vyre_build.runtime import get_device, open_bundle  # noqa: E402
 
 KERNELS = os.path.join(ROOT, "kernels")

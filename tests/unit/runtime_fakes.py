@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vyre_build.bundle.metadata import check_metadata
+from vyre_build.bundle.metadata_check import check_metadata
 from vyre_build.runtime.calls import plan_call
 from vyre_build.runtime.plan import Plan
 

@@ -13,7 +13,7 @@ import pytest
 
 from runtime_fakes import SAXPY, plan_of
 
-from vyre_build.bundle.metadata import check_metadata
+from vyre_build.bundle.metadata_check import check_metadata
 from vyre_build.compiler import compile_file
 from vyre_build.core.errors import BundleError, DispatchError, KernelError
 

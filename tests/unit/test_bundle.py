@@ -746,6 +746,7 @@ def test_bundle_module_imports_no_compiler():
             "vyre_build.bundle.keys",
             "vyre_build.bundle.manifest",
             "vyre_build.bundle.metadata",
+            "vyre_build.bundle.metadata_check",
             "vyre_build.bundle.reader",
             "vyre_build.bundle.signing",
         ]

@@ -1,4 +1,4 @@
-"""The metadata checker (vyre_build/bundle/metadata.py): each malformed field is one
+"""The metadata checker (vyre_build/bundle/metadata_check.py): each malformed field is one
 BundleError naming the kernel, the field and the bad value, from the checker, through the
 reader, and through `vyre-build bundle show/ls` (no traceback, exit 1)."""
 
@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from vyre_build.bundle import read_bundle, write_bundle
-from vyre_build.bundle.metadata import check_metadata
+from vyre_build.bundle.metadata_check import check_metadata
 from vyre_build.cli import main as cli_main
 from vyre_build.core.errors import BundleError
 

@@ -16,7 +16,7 @@ import pytest
 from test_spirv import needs_val, spirv_val
 from vyre_build.build.step import build_kernel_file
 from vyre_build.bundle import write_bundle
-from vyre_build.bundle.metadata import check_metadata
+from vyre_build.bundle.metadata_check import check_metadata
 from vyre_build.cache.store import Store
 from vyre_build.cli import main as cli_main
 from vyre_build.commands.compile import _display as cli_display

@@ -14,8 +14,8 @@ from vyre_build.bundle.metadata import (
     Binding,
     KernelMeta,
     Uniform,
-    check_metadata,
 )
+from vyre_build.bundle.metadata_check import check_metadata
 from vyre_build.compiler import compile_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -13,7 +13,7 @@ import pytest
 from runtime_fakes import SAXPY as FLAT
 
 from vyre_build.bundle import read_bundle, write_bundle
-from vyre_build.bundle.metadata import check_metadata
+from vyre_build.bundle.metadata_check import check_metadata
 from vyre_build.core.errors import BundleError, DeviceError, DispatchError
 from vyre_build.core.features import (
     FEATURES,

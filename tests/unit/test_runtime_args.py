@@ -9,7 +9,7 @@ import pytest
 
 from runtime_fakes import SAXPY, plan_of
 
-from vyre_build.bundle.metadata import check_metadata
+from vyre_build.bundle.metadata_check import check_metadata
 from vyre_build.core.errors import DispatchError
 from vyre_build.runtime.calls import pack_uniform
 

@@ -7,7 +7,7 @@ import pytest
 
 from runtime_fakes import plan_of
 
-from vyre_build.bundle.metadata import check_metadata
+from vyre_build.bundle.metadata_check import check_metadata
 from vyre_build.core.errors import BundleError, DispatchError
 
 SAXPY4 = {

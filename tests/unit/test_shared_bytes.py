@@ -12,7 +12,7 @@ import pytest
 
 from test_runtime_api import SAXPY, kernel
 
-from vyre_build.bundle.metadata import check_metadata
+from vyre_build.bundle.metadata_check import check_metadata
 from vyre_build.compiler import compile_file
 from vyre_build.core.errors import BundleError, DeviceError, KernelError
 

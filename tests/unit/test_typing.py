@@ -25,6 +25,7 @@ RUNTIME = [
     "vyre_build/core/targets.py",
     "vyre_build/core/backends.py",
     "vyre_build/bundle/metadata.py",
+    "vyre_build/bundle/metadata_check.py",
     "vyre_build/commands/devices.py",
 ]
 

@@ -45,11 +45,15 @@ worker processes under -jN (build_pool), in-process under -j1. Construction vari
                       (`vyre: 33 kernel files: 2 compiled, 31 cache hits (29 remote)`)
 Action signatures include the targets, the options and the compiler identity (varlist),
 so changing any of them rebuilds.
+
+This module holds the VyreKernel builder (emitter, scanner, action and its line),
+VyreKernelDir and `generate`, which registers every builder; the VyreTuning and VyreBundle
+actions are in `scons_bundle`, what one build shares across its nodes in `scons_build`,
+and the scan of kernel files in `scons_scan`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -61,10 +65,17 @@ import SCons.Scanner
 import SCons.Subst
 
 import vyre_build.build.scons_build as build
+import vyre_build.build.scons_scan as scan
+from vyre_build.build.scons_bundle import (
+    _sign_key_from_environment,
+    _sign_key_id,
+    bundle_action,
+    tuning_action,
+    vyre_tuning,
+)
 from vyre_build.build.step import (
     DEFAULT_COMPILER,
     DEFAULT_TARGETS,
-    META_SUFFIX,
     TARGET_SUFFIXES,
     build_kernel_file,
     compiler_identity,
@@ -72,7 +83,6 @@ from vyre_build.build.step import (
     load_compiler,
     normalize_targets,
     output_names,
-    split_output_name,
     with_tools,
 )
 from vyre_build.cache.history import output_name
@@ -91,12 +101,12 @@ def toolpath() -> str:
 
 def kernel_stems(env, node) -> list[str]:
     """Output stems ("saxpy", "add.f32") of one kernel file."""
-    return build.scan_file(env, node)["stems"]
+    return scan.scan_file(env, node)["stems"]
 
 
 def kernel_deps(env, node) -> list[str]:
     """Every file compiling `node` reads besides itself: imports (transitively) + variants."""
-    return build.scan_file(env, node)["deps"]
+    return scan.scan_file(env, node)["deps"]
 
 
 def _targets(env) -> tuple[str, ...]:
@@ -243,7 +253,7 @@ def up_to_date(group) -> bool:
     latest = build.latest_keys(store)
     return all(
         latest.get(output_name(first.dir.abspath, stem, project)) == key.key
-        for stem in build.scan_file(env, src)["stems"]
+        for stem in scan.scan_file(env, src)["stems"]
     )
 
 
@@ -252,7 +262,7 @@ def kernel_emitter(target, source, env):
     kernel file that does not parse gets one `<file>.vyre-error` target whose build fails
     with the diagnostic."""
     out_dir = target[0].dir
-    info = build.scan_file(env, source[0])
+    info = scan.scan_file(env, source[0])
     if "error" in info:
         # A Value stands in for the file, so SCons never reads (hashes) a refused one.
         shown = env.Value(str(source[0].srcnode()), built_value=info["error"])
@@ -293,7 +303,7 @@ def kernel_action(target, source, env):
         print(src.read(), file=sys.stderr)  # the Value the emitter put in for the file
         return 1
     compiler, path = build.compiler_of(env), build.source_path(src)
-    parses, root = build.parses_of(compiler), build.root_of(env, src)
+    parses, root = scan.parses_of(compiler), build.root_of(env, src)
     options = _options(env)
     if options.get("debug"):  # reports name files from the project root: kernels/x.py
         folder = os.path.relpath(os.path.dirname(path), build.project_of(env))
@@ -323,155 +333,9 @@ def kernel_action(target, source, env):
         print(str(exc), file=sys.stderr)
         return 1
     step_line(env, target, source, result.tier or "compiled")
-    for line in skipped_notes(build.scan_file(env, src), _targets(env)):
+    for line in skipped_notes(scan.scan_file(env, src), _targets(env)):
         build.say(line)
     return 0
-
-
-TUNING_SUFFIX = ".tuning.json"
-
-
-def tuning_sources(env, source) -> list:
-    """VyreTuning's sources: files as given, a directory as its *.yaml and *.json files."""
-    out = []
-    for node in env.arg2nodes(source if isinstance(source, list) else [source], env.fs.Entry):
-        path = node.srcnode().abspath
-        if os.path.isdir(path):
-            names = sorted(n for n in os.listdir(path) if n.endswith((".yaml", ".yml", ".json")))
-            out.extend(env.File(os.path.join(path, n)) for n in names)
-        else:
-            out.append(env.File(node))
-    return out
-
-
-def tuning_action(target, source, env):
-    """Check and merge tuning declarations (YAML) and records (JSON) into one file."""
-    from vyre_build.bundle.tuning import check_tuning, merge_records, read_records
-    from vyre_build.frontend.tuning_yaml import load_tuning
-
-    tunables: dict = {}
-    records: list = []
-    try:
-        for node in source:
-            path = str(node.srcnode())
-            if node.name.endswith(".json"):
-                records = merge_records(records, read_records(node.srcnode().abspath))
-                continue
-            with open(node.srcnode().abspath, encoding="utf-8") as f:
-                found = load_tuning(path, f.read())
-            for name in found:
-                if name in tunables:
-                    raise VyreError(f"{path}: tunable '{name}' is declared in two tuning files")
-            tunables.update(found)
-        data = canonical_json(check_tuning({"tunables": tunables, "records": records}))
-    except (VyreError, OSError, UnicodeDecodeError) as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    with open(target[0].abspath, "wb") as f:
-        f.write(data + b"\n")
-    return 0
-
-
-def vyre_tuning(env, target, source):
-    """`env.VyreTuning(target, sources)`: tuning.yaml files and record files (or folders of
-    them, read when the SConstruct is) -> `<target>.tuning.json`, a VyreBundle source."""
-    name = str(target)
-    name = name if name.endswith(TUNING_SUFFIX) else name.removesuffix(".json") + TUNING_SUFFIX
-    return env._VyreTuning(name, tuning_sources(env, source))
-
-
-def bundle_tuning(source, ids: set[str]) -> dict | None:
-    """The tuning data of the `.tuning.json` sources of a bundle, merged (None: none);
-    VyreError when a candidate names a kernel the bundle lacks."""
-    from vyre_build.bundle.tuning import merge_records
-
-    found = [n for n in source if n.name.endswith(TUNING_SUFFIX)]
-    if not found:
-        return None
-    tunables: dict = {}
-    records: list = []
-    for node in found:
-        with open(node.abspath, "rb") as f:
-            doc = json.loads(f.read())
-        tunables.update(doc["tunables"])
-        records = merge_records(records, doc["records"])
-    for name, t in sorted(tunables.items()):
-        for cname, cand in t["candidates"].items():
-            if cand["kernel"] is not None and cand["kernel"] not in ids:
-                raise VyreError(
-                    f"vyre: tunable '{name}' candidate '{cname}' runs kernel '{cand['kernel']}', "
-                    "which is not among the bundle's kernels (build its kernel file into it)"
-                )
-    return {"tunables": tunables, "records": records}
-
-
-def bundle_entries(source) -> list[dict]:
-    """The bundle entries ({"meta", "artifacts"}) of kernel outputs, grouped per directory
-    and stem; VyreError naming a source that is not a kernel output or lacks its metadata."""
-    groups: dict[tuple[str, str], dict[str, bytes]] = {}
-    for node in source:
-        if node.name.endswith(TUNING_SUFFIX):
-            continue
-        parts = split_output_name(node.name)
-        if parts is None:
-            kinds = "/".join([*TARGET_SUFFIXES.values(), META_SUFFIX])
-            raise VyreError(f"vyre: {node} is not a kernel output ({kinds})")
-        with open(node.abspath, "rb") as f:
-            groups.setdefault((node.dir.abspath, parts[0]), {})[parts[1]] = f.read()
-    entries = []
-    for (directory, stem), files in sorted(groups.items()):
-        if ".meta.json" not in files:
-            raise VyreError(
-                f"vyre: {os.path.join(directory, stem)}.meta.json is missing from the "
-                "bundle sources; pass every output of VyreKernel"
-            )
-        meta = json.loads(files.pop(".meta.json"))
-        entries.append({"meta": meta, "artifacts": files})
-    return entries
-
-
-def bundle_action(target, source, env):
-    """Pack the kernel outputs among `source` into a bundle, signed with $VYRESIGNKEY if set."""
-    from vyre_build.bundle import write_bundle  # the bundle writer is only needed here
-
-    try:
-        entries = bundle_entries(source)
-        tuning = bundle_tuning(source, {e["meta"].get("id") for e in entries})
-    except VyreError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    key = env.subst("$VYRESIGNKEY")
-    try:
-        write_bundle(
-            target[0].abspath,
-            entries,
-            sign_key=env.File(key).abspath if key else None,
-            tuning=tuning,
-        )
-    except VyreError as exc:
-        print(f"{target[0]}: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _sign_key_id(target, source, env, for_signature):
-    """$_VYRESIGNID: the key id of $VYRESIGNKEY (or why it cannot be read), for the signature."""
-    key = env.subst("$VYRESIGNKEY")
-    if not key:
-        return ""
-    from vyre_build.bundle.keys import load_secret_key
-
-    try:
-        return load_secret_key(env.File(key).abspath).public.key_id
-    except VyreError as exc:  # reported by the bundle action itself
-        return f"unreadable: {exc}"
-
-
-def _sign_key_from_environment() -> str:
-    """$VYRESIGNKEY's default: `VYRESIGNKEY=keys/release.key scons` signs as the SConstruct's
-    `VYRESIGNKEY="#keys/release.key"` does ("" when unset: no signature)."""
-    key = os.environ.get("VYRESIGNKEY", "")
-    return key if not key or key.startswith("#") or os.path.isabs(key) else "#" + key
 
 
 def kernel_dir(env, build_dir, pattern="*.py"):
@@ -480,10 +344,10 @@ def kernel_dir(env, build_dir, pattern="*.py"):
     outs = []
     root = env.Dir(build_dir).srcnode().abspath  # the kernel tree: nothing outside is read
     nodes = sorted(env.Glob(os.path.join(str(build_dir), pattern)), key=str)
-    build.scan_in_workers(env, [n for n in nodes if n.name != "__init__.py"], root)
+    scan.scan_in_workers(env, [n for n in nodes if n.name != "__init__.py"], root)
     owner: dict[str, str] = {}  # artifact stem -> the file whose kernel it is
     for node in nodes:
-        info = build.scan_file(env, node, root)
+        info = scan.scan_file(env, node, root)
         if node.name == "__init__.py" or not (info["stems"] or "error" in info):
             continue
         for stem in info["stems"]:

@@ -33,7 +33,8 @@ from vyre_build.bundle.manifest import (
     parse_index,
     split_canonical,
 )
-from vyre_build.bundle.metadata import KernelMeta, check_metadata
+from vyre_build.bundle.metadata import KernelMeta
+from vyre_build.bundle.metadata_check import check_metadata
 from vyre_build.core.errors import BundleError
 from vyre_build.core.files import open_regular
 

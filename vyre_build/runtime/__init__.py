@@ -22,7 +22,8 @@ import threading
 from typing import TYPE_CHECKING, Any, Union
 
 from vyre_build.core.backends import BACKENDS, Backend
-from vyre_build.bundle.metadata import KernelMeta, check_metadata
+from vyre_build.bundle.metadata import KernelMeta
+from vyre_build.bundle.metadata_check import check_metadata
 from vyre_build.core.errors import DeviceError, DispatchError, KernelAssertion, PipelineCacheWarning
 from vyre_build.core.targets import KDESC, SPIRV, WGSL
 from vyre_build.runtime.device import DEFAULT_DEVICES, Batch, Device, DeviceBuffer
