@@ -183,7 +183,7 @@ WALKERS = {
     "vyre_build.descriptor.coarsen._Copy",
     "vyre_build.emit.wgsl.function.FunctionWriter",
     "vyre_build.emit.spirv.function.FunctionWriter",
-    "vyre_build.reference.machine._Steps",
+    "vyre_build.reference.steps._Steps",
     "conform.coverage._Rows",
 }
 
@@ -232,9 +232,9 @@ def test_a_walker_that_leaves_out_a_class_is_caught():
 
 
 def test_the_reference_reads_table_covers_every_op_class():
-    from vyre_build.reference import machine
+    from vyre_build.reference import steps
 
-    assert set(machine._READS) == set(V.OP_CLASSES)
+    assert set(steps._READS) == set(V.OP_CLASSES)
 
 
 def test_every_op_class_has_its_own_method_name():

@@ -17,7 +17,7 @@ from vyre_build import reference
 from vyre_build.compiler import compile_file
 from vyre_build.descriptor import decode
 from vyre_build.core.errors import DispatchError
-from vyre_build.reference import machine
+from vyre_build.reference import loops, machine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH_KERNELS = os.path.join(ROOT, "bench", "kernels")
@@ -42,7 +42,7 @@ def test_a_compare_exchange_retry_loop_costs_steps_linear_in_the_invocations(con
     # In lockstep, n contending lanes take n(n + 1) / 2 steps (8.4M here); split, each
     # invocation costs at most about SPLIT_MIN: a budget of that per invocation holds.
     n = 4096
-    budget = n * (machine.SPLIT_MIN + 32)
+    budget = n * (loops.SPLIT_MIN + 32)
     out = reference.execute(
         contention["cas_count"],
         {"tickets": np.zeros(n, np.uint32), "counter": np.zeros(1, np.uint32)},
@@ -62,7 +62,7 @@ def test_a_spin_lock_around_a_plain_critical_section_costs_steps_linear_too(cont
         {name: np.zeros(k, np.uint32) for name, k in (("order", n), ("lock", 1), ("total", 1))},
         {},
         (n // 256, 1, 1),
-        max_steps=n * (machine.SPLIT_MIN + 32),
+        max_steps=n * (loops.SPLIT_MIN + 32),
     )
     assert (out["total"].tolist(), out["lock"].tolist()) == ([n], [0])
     np.testing.assert_array_equal(out["order"], np.arange(n, dtype=np.uint32))
@@ -70,7 +70,7 @@ def test_a_spin_lock_around_a_plain_critical_section_costs_steps_linear_too(cont
 
 def test_lockstep_is_what_the_budget_would_refuse(contention, monkeypatch):
     # The same loop with splitting switched off takes the quadratic number of steps.
-    monkeypatch.setattr(machine, "SPLIT_MIN", 1 << 30)
+    monkeypatch.setattr(loops, "SPLIT_MIN", 1 << 30)
     n = 1024
     with pytest.raises(DispatchError) as info:
         reference.execute(
@@ -261,7 +261,7 @@ def test_a_split_loop_keeps_every_lane_state_it_had_in_lockstep(tmp_path, monkey
     want, count = busy_model(seed, n)
     assert got["counter"].tolist() == [count]
     np.testing.assert_array_equal(got["out"], want)
-    monkeypatch.setattr(machine, "SPLIT_MIN", 1 << 30)  # lockstep throughout: the same
+    monkeypatch.setattr(loops, "SPLIT_MIN", 1 << 30)  # lockstep throughout: the same
     subsets.clear()
     lockstep = run()
     assert not subsets

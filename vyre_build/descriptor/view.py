@@ -24,6 +24,10 @@ form reads the view unchanged.
 calls it through a table built once per subclass. Every walker of the package (validation,
 the range analysis, coarsening, both emitters, the reference, the conformance coverage)
 handles every class: a test holds them to it (tests/unit/test_op_view.py).
+
+The op classes are defined in view_ops.py (`OpView`, values, control flow) and
+view_memory.py (loads, stores, atomics, memory order, cooperative matrices), and imported
+from here, where the decoders make them and `OP_CLASSES` lists them.
 """
 
 from __future__ import annotations
@@ -36,6 +40,46 @@ from vyre_build.descriptor import memory_order as mo
 from vyre_build.descriptor.codec import KernelBody, KernelDescriptor, KernelOp, decode_datatype
 from vyre_build.descriptor.ops import SUBGROUP_KINDS
 from vyre_build.descriptor.types import type_of
+from vyre_build.descriptor.view_memory import (
+    Atomic,
+    CoopFill,
+    CoopLoad,
+    CoopMma,
+    CoopStore,
+    Fence,
+    Length,
+    Load,
+    LoadUniform,
+    OrderedAtomic,
+    OrderedLoad,
+    OrderedStore,
+    Store,
+)
+from vyre_build.descriptor.view_ops import (
+    Barrier,
+    Binary,
+    Bitcast,
+    Break,
+    Builtin,
+    Cast,
+    Construct,
+    Continue,
+    Debug,
+    Extract,
+    Fma,
+    For,
+    If,
+    Literal,
+    Loop,
+    LoopIndex,
+    OpView,
+    Return,
+    Select,
+    Subgroup,
+    SubgroupBuiltin,
+    Unary,
+    Unknown,
+)
 from vyre_build.core.errors import DescriptorFormatError
 
 __all__ = [
@@ -48,467 +92,6 @@ __all__ = [
     "decode_view",
     "view_of",
 ]
-
-
-def _at(i: int, doc: str) -> property:
-    """The operand at position `i` (read when asked: a malformed op decodes all the same)."""
-    return property(lambda self: self.op.operands[i], doc=doc)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class OpView:
-    """One decoded op: its index in the descriptor's numbering and its raw `KernelOp`."""
-
-    method: ClassVar[str] = ""  # the Walker method that handles this class
-    statement: ClassVar[bool] = False  # control flow or a side effect: no value of its own
-
-    index: int
-    op: KernelOp
-
-    @property
-    def kind(self):
-        return self.op.kind
-
-    @property
-    def operands(self) -> tuple[int, ...]:
-        return self.op.operands
-
-    @property
-    def result(self) -> int | None:
-        return self.op.result
-
-    @property
-    def children(self) -> tuple[int, ...]:
-        """The child bodies this op runs (indices into its body's children)."""
-        return ()
-
-    @property
-    def loops(self) -> bool:
-        """Whether this op's child bodies are a loop's (break and continue leave them)."""
-        return False
-
-    def __repr__(self) -> str:
-        return f"#{self.index} {self.op.kind!r} {list(self.op.operands)} -> {self.op.result}"
-
-
-# --- values ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Literal(OpView):
-    """Literal [pool index]: `value` is the LiteralValue (None: the index is out of range)."""
-
-    method: ClassVar[str] = "visit_literal"
-    value: Any = None
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Builtin(OpView):
-    """A per-axis u32 id: GlobalInvocationId, LocalInvocationId, WorkgroupId [axis], or the
-    OpaqueExpr vyre.num_workgroups [axis]; `name` is that name."""
-
-    method: ClassVar[str] = "visit_builtin"
-    name: str = ""
-    axis = _at(0, "0, 1 or 2")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class SubgroupBuiltin(OpView):
-    """A u32 of the invocation's subgroup: SubgroupLocalId, SubgroupSize, or the OpaqueExpr
-    vyre.subgroup_id / vyre.num_subgroups; `name` is that name."""
-
-    method: ClassVar[str] = "visit_subgroup_builtin"
-    name: str = ""
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class LoopIndex(OpView):
-    """The index of the enclosing StructuredForLoop named `var`."""
-
-    method: ClassVar[str] = "visit_loop_index"
-    var: str = ""
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Binary(OpView):
-    """BinOpKind `name` [a, b]."""
-
-    method: ClassVar[str] = "visit_binary"
-    name: str = ""
-    a = _at(0, "left operand")
-    b = _at(1, "right operand")
-
-    @property
-    def key(self):
-        return ("BinOpKind", self.name)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Unary(OpView):
-    """UnOpKind `name` [a]."""
-
-    method: ClassVar[str] = "visit_unary"
-    name: str = ""
-    a = _at(0, "operand")
-
-    @property
-    def key(self):
-        return ("UnOpKind", self.name)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Fma(OpView):
-    """Fma [a, b, c]: a * b + c."""
-
-    method: ClassVar[str] = "visit_fma"
-    key: ClassVar[tuple] = ("Fma", "")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Select(OpView):
-    """Select [cond, if_true, if_false]."""
-
-    method: ClassVar[str] = "visit_select"
-    key: ClassVar[tuple] = ("Select", "")
-    cond = _at(0, "the bool condition")
-    if_true = _at(1, "the value where cond holds")
-    if_false = _at(2, "the value where it does not")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Cast(OpView):
-    """Cast [a] to the value type `target` (None: a DataType vyre_build has no type for)."""
-
-    method: ClassVar[str] = "visit_cast"
-    target: str | None = None
-    a = _at(0, "operand")
-
-    @property
-    def key(self):
-        return ("Cast", self.target)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Bitcast(OpView):
-    """OpaqueExpr vyre.bitcast [a]: the bits of `a` as `target` (payload: its DataType)."""
-
-    method: ClassVar[str] = "visit_bitcast"
-    target: str | None = None
-    a = _at(0, "operand")
-
-    @property
-    def key(self):
-        return ("Bitcast", self.target)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Construct(OpView):
-    """OpaqueExpr vyre.vec [components...]: the vector `target` (payload: its DataType)."""
-
-    method: ClassVar[str] = "visit_construct"
-    target: str | None = None
-
-    @property
-    def key(self):
-        return ("Construct", self.target)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Extract(OpView):
-    """OpaqueExpr vyre.extract [vector]: component `component` (payload: one byte)."""
-
-    method: ClassVar[str] = "visit_extract"
-    key: ClassVar[tuple] = ("Extract", "")
-    component: int | None = None
-    a = _at(0, "the vector")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Subgroup(OpView):
-    """A subgroup op `name` (descriptor.ops SUBGROUP_*): SubgroupAdd, SubgroupBallot,
-    SubgroupShuffle, or the OpaqueExpr vyre.subgroup (payload: the name)."""
-
-    method: ClassVar[str] = "visit_subgroup"
-    name: str = ""
-
-    @property
-    def key(self):
-        return ("Subgroup", self.name)
-
-
-# --- memory ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Load(OpView):
-    """LoadGlobal / LoadShared [slot, index] (`shared`: LoadShared, Shared or Scratch)."""
-
-    method: ClassVar[str] = "visit_load"
-    shared: bool = False
-    slot = _at(0, "slot number")
-    element = _at(1, "element index (u32)")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class LoadUniform(OpView):
-    """LoadConstant [slot, 0]: a member of the uniform block."""
-
-    method: ClassVar[str] = "visit_load_uniform"
-    slot = _at(0, "slot number")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Length(OpView):
-    """BufferLength [slot]: elements of a storage buffer, or a fixed array's count."""
-
-    method: ClassVar[str] = "visit_length"
-    slot = _at(0, "slot number")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Store(OpView):
-    """StoreGlobal / StoreShared [slot, index, value]."""
-
-    method: ClassVar[str] = "visit_store"
-    statement: ClassVar[bool] = True
-    shared: bool = False
-    slot = _at(0, "slot number")
-    element = _at(1, "element index (u32)")
-    value = _at(2, "the stored value")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Atomic(OpView):
-    """Atomic{name, ordering} [slot, index, (expected,) value]: yields the old value."""
-
-    method: ClassVar[str] = "visit_atomic"
-    name: str = ""
-    ordering: str = ""
-    slot = _at(0, "slot number")
-    element = _at(1, "element index (u32)")
-
-    @property
-    def args(self) -> tuple[int, ...]:
-        return self.op.operands[2:]
-
-    @property
-    def key(self):
-        return ("Atomic", self.name)
-
-
-# --- memory scopes and orders (descriptor.memory_order) ------------------------------------
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class OrderedAtomic(OpView):
-    """OpaqueExpr vyre.atomic [slot, index, (expected,) value] with its `access` (None: a
-    payload that does not decode)."""
-
-    method: ClassVar[str] = "visit_ordered_atomic"
-    access: mo.Access | None = None
-    slot = _at(0, "slot number")
-    element = _at(1, "element index (u32)")
-
-    @property
-    def name(self) -> str:
-        return self.access.op if self.access is not None else ""
-
-    @property
-    def args(self) -> tuple[int, ...]:
-        return self.op.operands[2:]
-
-    @property
-    def key(self):
-        return ("Atomic", self.name)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class OrderedLoad(OpView):
-    """OpaqueExpr vyre.atomic.load [slot, index] with its `access`."""
-
-    method: ClassVar[str] = "visit_ordered_load"
-    access: mo.Access | None = None
-    slot = _at(0, "slot number")
-    element = _at(1, "element index (u32)")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class OrderedStore(OpView):
-    """OpaqueNode vyre.atomic.store [slot, index, value] with its `access`."""
-
-    method: ClassVar[str] = "visit_ordered_store"
-    statement: ClassVar[bool] = True
-    access: mo.Access | None = None
-    slot = _at(0, "slot number")
-    element = _at(1, "element index (u32)")
-    value = _at(2, "the stored value")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Fence(OpView):
-    """OpaqueNode vyre.fence [] with its `access` (scope and order)."""
-
-    method: ClassVar[str] = "visit_fence"
-    statement: ClassVar[bool] = True
-    access: mo.Access | None = None
-
-
-# --- cooperative matrices (descriptor.matrices) --------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class CoopLoad(OpView):
-    """OpaqueExpr vyre.coop.load [slot, offset, stride]: a `matrix` (payload: its DataType)."""
-
-    method: ClassVar[str] = "visit_coop_load"
-    matrix: str | None = None
-    slot = _at(0, "slot number")
-    offset = _at(1, "first element (u32)")
-    stride = _at(2, "elements between rows (u32)")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class CoopFill(OpView):
-    """OpaqueExpr vyre.coop.fill [value]: a `matrix` with every element `value`."""
-
-    method: ClassVar[str] = "visit_coop_fill"
-    matrix: str | None = None
-    value = _at(0, "the element value")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class CoopMma(OpView):
-    """MatrixMma (`schema`) or OpaqueExpr vyre.coop.mma [a, b, c]: a x b + c."""
-
-    method: ClassVar[str] = "visit_coop_mma"
-    schema: bool = False
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class CoopStore(OpView):
-    """OpaqueNode vyre.coop.store [slot, offset, stride, value]."""
-
-    method: ClassVar[str] = "visit_coop_store"
-    statement: ClassVar[bool] = True
-    slot = _at(0, "slot number")
-    offset = _at(1, "first element (u32)")
-    stride = _at(2, "elements between rows (u32)")
-    value = _at(3, "the matrix")
-
-
-# --- statements --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class If(OpView):
-    """StructuredIfThen [cond, then] / StructuredIfThenElse [cond, then, else]."""
-
-    method: ClassVar[str] = "visit_if_"
-    statement: ClassVar[bool] = True
-    cond = _at(0, "the bool condition")
-    then = _at(1, "the child body run where cond holds")
-
-    @property
-    def other(self) -> int | None:
-        """The else body's child index (None: no else)."""
-        return self.op.operands[2] if len(self.op.operands) == 3 else None
-
-    @property
-    def children(self) -> tuple[int, ...]:
-        return tuple(self.op.operands[1:])
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class For(OpView):
-    """StructuredForLoop{var} [lo, hi, body]: var from lo while below hi."""
-
-    method: ClassVar[str] = "visit_for_"
-    statement: ClassVar[bool] = True
-    var: str = ""
-    lo = _at(0, "first index")
-    hi = _at(1, "bound (exclusive)")
-    body = _at(2, "the child body of one iteration")
-
-    @property
-    def children(self) -> tuple[int, ...]:
-        return (self.op.operands[2],)
-
-    @property
-    def loops(self) -> bool:
-        return True
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Loop(OpView):
-    """OpaqueNode vyre.loop [body] or [body, continuing]."""
-
-    method: ClassVar[str] = "visit_loop"
-    statement: ClassVar[bool] = True
-    body = _at(0, "the child body of one iteration")
-
-    @property
-    def continuing(self) -> int | None:
-        return self.op.operands[1] if len(self.op.operands) == 2 else None
-
-    @property
-    def children(self) -> tuple[int, ...]:
-        return tuple(self.op.operands)
-
-    @property
-    def loops(self) -> bool:
-        return True
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Break(OpView):
-    """OpaqueNode vyre.break: leave the innermost loop."""
-
-    method: ClassVar[str] = "visit_break_"
-    statement: ClassVar[bool] = True
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Continue(OpView):
-    """OpaqueNode vyre.continue: the innermost loop's next iteration."""
-
-    method: ClassVar[str] = "visit_continue_"
-    statement: ClassVar[bool] = True
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Return(OpView):
-    """Return: the invocation ends."""
-
-    method: ClassVar[str] = "visit_return_"
-    statement: ClassVar[bool] = True
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Barrier(OpView):
-    """Barrier{ordering}: AcqRel (workgroup memory) or SeqCst (storage too)."""
-
-    method: ClassVar[str] = "visit_barrier"
-    statement: ClassVar[bool] = True
-    ordering: str = ""
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Debug(OpView):
-    """OpaqueNode vyre.debug.print / .assert / .bounds (`name`), `site` from its payload
-    (None: not a 4-byte site id)."""
-
-    method: ClassVar[str] = "visit_debug"
-    statement: ClassVar[bool] = True
-    name: str = ""
-    site: int | None = None
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Unknown(OpView):
-    """An op kind or extension vyre_build does not use (validation refuses it)."""
-
-    method: ClassVar[str] = "visit_unknown"
-    statement: ClassVar[bool] = True
 
 
 OP_CLASSES: tuple[type[OpView], ...] = (

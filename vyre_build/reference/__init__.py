@@ -24,7 +24,7 @@ Where a GPU may legitimately differ (and the conformance runner allows for it):
 - float `%` (never emitted by the frontend): `fmod` here, `a - b * trunc(a / b)` in WGSL;
 - the order atomics apply in within one op (lane order here): only the old values a
   kernel reads back can show it, and they are racy on any device; likewise the order of
-  the iterations of a contended retry loop, which the reference splits (machine.py) when
+  the iterations of a contended retry loop, which the reference splits (loops.py) when
   lockstep would let one lane per cell win each iteration.
 
 Strict mode: `execute(..., strict=True)` runs the same semantics but raises DispatchError

@@ -1,4 +1,4 @@
-"""Cooperative matrices on the reference machine (steps for `machine._compile`).
+"""Cooperative matrices on the reference machine (steps for `steps._compile`).
 
 A matrix value is an array of shape (lanes, rows, cols): every invocation holds the whole
 matrix its subgroup holds together (the invocations of a subgroup pass the same operands,

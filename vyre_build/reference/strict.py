@@ -22,7 +22,7 @@ the lane (its global invocation id) and the value:
   vyre.atomic.load / vyre.atomic.store: the index is below the slot's length (a storage
   buffer's element count, a fixed array's element_count; a vector slot counts vectors).
 
-`strict_step(m, op, step, reads)` wraps one compiled step (machine._compile calls it only
+`strict_step(m, op, step, reads)` wraps one compiled step (steps._compile calls it only
 when the machine is strict): a machine that is not strict runs exactly the steps it
 always ran.
 """
