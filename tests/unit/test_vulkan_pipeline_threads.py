@@ -27,16 +27,13 @@ class _Lib:
         self.lock = threading.Lock()
         self.raise_at, self.fail_at, self.gate = raise_at, fail_at, gate
         self.destroyed: list[int] = []
-        self.caches = {"cache"}  # the pipeline caches a call may name
-        self.through: dict[object, tuple[int, object]] = {}  # slice tag: (thread, cache)
 
     def vkCreateComputePipelines(self, dev, cache, n, infos, alloc, pipes):  # noqa: N802
-        assert dev == "dev" and cache in self.caches
+        assert (dev, cache) == ("dev", "cache")
         if self.gate is not None:
             self.gate.wait(10)
         with self.lock:
             self.calls.append((infos, threading.get_ident()))
-            self.through[infos] = (threading.get_ident(), cache)
         if infos == self.raise_at:
             raise RuntimeError("driver blew up")
         if infos == self.fail_at:
@@ -161,46 +158,3 @@ def test_destroy_frees_what_a_slice_made(lib):
     sl.destroy("dev")
     assert sorted(lib.destroyed) == [1, 2, 3]
     assert all(sl.pipes[k] == ffi.NULL for k in range(3))
-
-
-def test_each_helper_creates_through_its_own_cache_made_in_its_thread(monkeypatch, lib):
-    monkeypatch.setattr(vs, "_THREADS", 4)
-    made: dict[int, tuple[str, int]] = {}  # helper index: (its cache, the thread made in)
-
-    def own(k):
-        made[k] = (f"own-{k}", threading.get_ident())
-        return made[k][0]
-
-    lib.caches |= {f"own-{k}" for k in range(3)}
-    slices = [_slice(k) for k in range(12)]
-    with vs.Stream("dev", "cache", own) as stream:
-        for sl in slices:
-            stream.put(sl, more=True)
-            time.sleep(0.002)
-        stream.finish()
-    assert sorted(lib.through) == list(range(12))
-    caller = threading.get_ident()
-    assert made and set(made) <= {0, 1, 2}
-    for thread, cache in lib.through.values():
-        if thread == caller:
-            assert cache == "cache"  # the caller's calls: the shared cache
-        else:  # a helper's: the cache it made, in its own thread
-            assert (cache, thread) in made.values()
-
-
-def test_a_helper_whose_own_cache_fails_uses_the_shared_one(monkeypatch, lib):
-    monkeypatch.setattr(vs, "_THREADS", 2)  # one helper
-    gate = threading.Event()
-    lib.gate = gate
-
-    def own(k):
-        raise RuntimeError("out of memory")
-
-    slices = [_slice(k) for k in range(3)]
-    with vs.Stream("dev", "cache", own) as stream:
-        for sl in slices:
-            stream.put(sl, more=True)
-        gate.set()
-        stream.finish()
-    assert all(sl.result == 0 for sl in slices)
-    assert {cache for _, cache in lib.through.values()} == {"cache"}
