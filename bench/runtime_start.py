@@ -69,8 +69,6 @@ if cfg["backend"] == "vulkan":
     owner = vs if vs is not None and hasattr(vs, "_THREADS") else vp
     if cfg.get("threads") and hasattr(owner, "_THREADS"):
         owner._THREADS = cfg["threads"]
-    if cfg.get("shared_cache"):  # every helper thread through the device's one cache
-        vp._OWN_CACHES = False
     name = "create_slice" if vs is not None else "_create_in_parallel"
     timed = getattr(vs if vs is not None else vp, name, None)
     caller = threading.get_ident()
@@ -373,12 +371,6 @@ def main(argv: list[str] | None = None) -> int:
         "H200 host's 16 cores for the thread counts); no pipeline is made, so nothing "
         "is dispatched",
     )
-    p.add_argument(
-        "--shared-cache",
-        action="store_true",
-        help="Vulkan: also warm() with every helper thread creating through the device's "
-        "one pipeline cache (before: each its own, merged at save), interleaved",
-    )
     a = p.parse_args(argv)
     root = os.path.abspath(a.root)
     sys.path.insert(0, root)
@@ -392,10 +384,8 @@ def main(argv: list[str] | None = None) -> int:
         sides = {"this": root, "this, warm(all=True)": root}
         if a.base:
             sides["base"] = _base_tree(a.base, os.path.join(tmp, "base"))
-        if a.shared_cache and a.backend == "vulkan":
-            sides["this, one shared pipeline cache"] = root
         warm_runs: dict[str, list] = {k: [] for k in sides}
-        opened = [k for k in sides if k in ("this", "base")]  # one open per tree
+        opened = [k for k in sides if not k.endswith("all=True)")]  # one open per tree
         open_runs: dict[str, list] = {k: [] for k in opened}
         for i in range(a.repeat + 1):  # interleaved; the first of each side discarded
             for side, where in sides.items():
@@ -403,7 +393,6 @@ def main(argv: list[str] | None = None) -> int:
                 cfg["cache"] = os.path.join(tmp, f"plc-{list(sides).index(side)}")
                 cfg["all"] = side.endswith("all=True)")
                 cfg["sim_ms"] = a.simulate
-                cfg["shared_cache"] = side.endswith("shared pipeline cache")
                 run = _fresh(cfg, DRIVER_OFF)
                 if i:
                     warm_runs[side].append(run)
@@ -466,17 +455,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"({f['base'] / f['this']:.2f}x)"
             )
         for threads in [int(t) for t in a.threads.split(",") if t] * (a.backend == "vulkan"):
-            for shared in (False, True) if a.shared_cache else (False,):
-                cfg = {"root": root, "backend": a.backend, "bundle": tree, "mode": "warm"}
-                cfg.update(cache=os.path.join(tmp, "plc-0"), threads=threads)
-                cfg["shared_cache"] = shared
-                r = _medians([_fresh(cfg, DRIVER_OFF) for _ in range(a.repeat)])
-                how = "one shared pipeline cache" if shared else "a cache per helper"
-                print(
-                    f"[{a.backend}] this, pipeline creation on at most {threads} threads "
-                    f"({how}): warm() {r['warm'] * 1e3:.2f} ms, of which "
-                    f"vkCreateComputePipelines {r['driver'] * 1e3:.2f} ms"
-                )
+            cfg = {"root": root, "backend": a.backend, "bundle": tree, "mode": "warm"}
+            cfg.update(cache=os.path.join(tmp, "plc-0"), threads=threads)
+            r = _medians([_fresh(cfg, DRIVER_OFF) for _ in range(a.repeat)])
+            print(
+                f"[{a.backend}] this, pipeline creation on at most {threads} threads: "
+                f"warm() {r['warm'] * 1e3:.2f} ms, of which vkCreateComputePipelines "
+                f"{r['driver'] * 1e3:.2f} ms"
+            )
     return 0
 
 

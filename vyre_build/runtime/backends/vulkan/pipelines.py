@@ -34,10 +34,6 @@ Made = tuple[Any, Any, Any, tuple[int, int], int | None]
 # 0.._SHARED_SLOTS-1 are storage buffers and the uniform block is at binding _SHARED_SLOTS.
 _SHARED_SLOTS = 8
 _SHARED = "shared"
-# Whether each helper thread of a batch creates through a pipeline cache of its own
-# (seeded like the shared one, merged into it before a save): NVIDIA's driver runs calls
-# on one cache one at a time. bench/runtime_start.py --shared-cache turns it off.
-_OWN_CACHES = True
 
 
 class Pipelines:
@@ -71,11 +67,7 @@ class Pipelines:
         self.shared_slots = 0
         self.cache_file: PipelineCacheFile | None = None
         self.cache_loaded = 0  # bytes of persisted cache the device started with
-        self._blob: bytes | None = None  # what the cache was seeded with: the helpers' too
         self.cache = self._open_cache(props, setting)
-        # The helper threads' own caches (stream.Stream's own_cache), made as they start,
-        # kept for the device's life, merged into `cache` before it is saved.
-        self.helper_caches: dict[int, Any] = {}
         # The shared layout; the driver's one-time pipeline-layout set-up (4-5 ms on NVIDIA
         # without its disk cache) belongs to the device, not to whichever kernel is loaded
         # first.
@@ -88,9 +80,6 @@ class Pipelines:
             vk.vkDestroyPipelineLayout(self.device, layout, None)
             vk.vkDestroyDescriptorSetLayout(self.device, set_layout, None)
         self.layouts.clear()
-        for cache in self.helper_caches.values():
-            vk.vkDestroyPipelineCache(self.device, cache, None)
-        self.helper_caches.clear()
         vk.vkDestroyPipelineCache(self.device, self.cache, None)
 
     # -- the pipeline cache --
@@ -109,30 +98,15 @@ class Pipelines:
             )
             blob = self.cache_file.load()
         if blob:
+            data = vk.ffi.from_buffer(blob)
+            info = vk.VkPipelineCacheCreateInfo(initialDataSize=len(blob), pInitialData=data)
             with contextlib.suppress(DeviceError):  # a blob the driver refuses: start empty
-                cache = self._seeded(blob)
+                cache = self._vk(
+                    "pipeline cache", vk.vkCreatePipelineCache, self.device, info, None
+                )
                 self.cache_loaded = len(blob)
-                self._blob = blob
                 return cache
         return self._new("pipeline cache", "PipelineCache")
-
-    def _seeded(self, blob: bytes) -> Any:
-        # A VkPipelineCache holding `blob` (vkGetPipelineCacheData's bytes).
-        data = vk.ffi.from_buffer(blob)
-        info = vk.VkPipelineCacheCreateInfo(initialDataSize=len(blob), pInitialData=data)
-        return self._vk("pipeline cache", vk.vkCreatePipelineCache, self.device, info, None)
-
-    def own_cache(self, k: int) -> Any:
-        """The pipeline cache of the batch's helper thread `k` (stream.Stream's
-        own_cache; called in that thread): made on first use, seeded as the shared cache
-        was, and kept, so that a later batch's helper k finds what an earlier one made.
-        Helper k of one batch at a time (the device's lock) touches entry k alone."""
-        found = self.helper_caches.get(k)
-        if found is None:
-            blob = self._blob
-            found = self._seeded(blob) if blob else self._new("pipeline cache", "PipelineCache")
-            self.helper_caches[k] = found
-        return found
 
     def _cache_data(self, cache: Any) -> bytes:
         # vkGetPipelineCacheData of `cache` (the size query, then the bytes).
@@ -180,14 +154,6 @@ class Pipelines:
             finally:
                 vk.vkDestroyPipelineCache(self.device, theirs, None)
 
-        if self.helper_caches:  # what the helpers created, into the cache saved
-            srcs = vk.ffi.new("VkPipelineCache[]", list(self.helper_caches.values()))
-            with contextlib.suppress(DeviceError):  # then only the shared cache's are saved
-                self._check(
-                    "pipeline cache merge",
-                    "vkMergePipelineCaches",
-                    vk.lib.vkMergePipelineCaches(self.device, self.cache, len(srcs), srcs),
-                )
         return self.cache_file.save(lambda: self._cache_data(self.cache), merge)
 
     # -- layouts --
@@ -289,8 +255,7 @@ class Pipelines:
         is destroyed before it is raised, once the helpers are joined."""
         slices: list[Slice] = []
         try:
-            own = self.own_cache if _OWN_CACHES else None
-            with Stream(self.device, self.cache, own) as stream:
+            with Stream(self.device, self.cache) as stream:
                 for chunk, more in chunks:
                     slices.append(self._prepare(chunk, base))
                     stream.put(slices[-1], more)

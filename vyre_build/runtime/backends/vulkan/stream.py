@@ -15,10 +15,6 @@ Guarantees:
   are in and joins them, so no thread outlives the batch, also when preparing a later
   slice raised. A helper's exception is kept on its slice and raised by the caller
   (`Slice.result`), never lost in the thread.
-- A helper creates through a pipeline cache of its own where the owner gives one
-  (`own_cache(k)`: the k-th helper's, kept by the owner between batches and merged into
-  the shared cache before it is saved, pipelines.py), else through the shared one: a
-  driver that guards each cache with a lock then runs the helpers' calls side by side.
 - While helpers run, the interpreter's switch interval is lowered to _SWITCH_S (and put
   back when the last stream of the process closes, unless someone changed it meanwhile),
   so a helper whose driver call returned gets the GIL from the preparing caller in
@@ -31,7 +27,6 @@ import collections
 import os
 import sys
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import vulkan as vk
@@ -126,8 +121,8 @@ class Stream:
     as they come, the rest by the caller in `finish()`. Use as a context manager: leaving
     it joins every helper (`close`)."""
 
-    def __init__(self, device: Any, cache: Any, own_cache: Callable[[int], Any] | None = None):
-        self.device, self.cache, self._own_cache = device, cache, own_cache
+    def __init__(self, device: Any, cache: Any):
+        self.device, self.cache = device, cache
         self._cv = threading.Condition(threading.Lock())
         self._queue: collections.deque[Slice] = collections.deque()
         self._helpers: list[threading.Thread] = []
@@ -152,19 +147,12 @@ class Stream:
             if not self._lowered:
                 _lower_switch_interval()
                 self._lowered = True
-            helper = threading.Thread(
-                target=self._help, args=(len(self._helpers),), name="vyre-vk-pipelines", daemon=True
-            )
+            helper = threading.Thread(target=self._help, name="vyre-vk-pipelines", daemon=True)
             self._helpers.append(helper)
         helper.start()
 
-    def _help(self, k: int) -> None:
+    def _help(self) -> None:
         device, cache = self.device, self.cache
-        if self._own_cache is not None:  # made in this thread, while the caller prepares
-            try:
-                cache = self._own_cache(k)
-            except BaseException:  # noqa: BLE001 - the shared cache serves as well
-                cache = self.cache
         while True:
             with self._cv:
                 while not self._queue and not self._closed:
