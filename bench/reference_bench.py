@@ -58,8 +58,9 @@ def bench_saxpy(n: int, repeat: int) -> None:
     x = rng.standard_normal(n).astype(np.float32)
     y = rng.standard_normal(n).astype(np.float32)
     a = 2.5
+    want = np.float32(a) * x + y  # before the call: the cpu backend writes y in place
     got = saxpy(x=x, y=y, a=a).array("y", np.float32)
-    assert np.array_equal(got, np.float32(a) * x + y), "saxpy on the cpu backend is wrong"
+    assert np.array_equal(got, want), "saxpy on the cpu backend is wrong"
     arrays = median_time(lambda: saxpy(x=x, y=y, a=a), repeat)
     bx, by = device.buffer(x, read_only=True), device.buffer(y)
     kept = median_time(lambda: saxpy(x=bx, y=by, a=a), repeat)
@@ -129,12 +130,15 @@ def bench_contention(n: int) -> None:
     )
     device = get_device("cpu")
     kernels = {k.meta["id"]: load_kernel(k.meta, kdesc=k.kdesc, device=device) for k in compiled}
-    zero = np.zeros(1, np.uint32)
+
+    def zero() -> np.ndarray:  # one per argument: a call writes its arrays in place
+        return np.zeros(1, np.uint32)
+
     every = np.arange(n, dtype=np.uint32)
     print(f"contended atomics, {n} invocations on one cell, one call each:")
     for name, args, seen, count in (
-        ("cas_count", {"tickets": n, "counter": zero}, "tickets", "counter"),
-        ("spin_lock", {"order": n, "lock": zero, "total": zero}, "order", "total"),
+        ("cas_count", {"tickets": n, "counter": zero()}, "tickets", "counter"),
+        ("spin_lock", {"order": n, "lock": zero(), "total": zero()}, "order", "total"),
     ):
         t = time.perf_counter()
         got = kernels[name](**args)
