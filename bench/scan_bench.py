@@ -13,6 +13,9 @@
 - look16: lib_scan_look.wide_*, lib_scan_look over tiles of 16,384 values in
   registers (16 vec4s per invocation), the library's LOOK_BACK_WIDE from LOOK_WIDE_LEAST
   values on;
+- look hN (--held N,...): lib_scan_look over tiles of N vec4s per invocation;
+- look flip, look16 flip (--flip-shuffle): lib_scan_look and its wide tiles with the other
+  cross-subgroup step (variants.yaml's SHUFFLE: a shuffle scan, or subgroup reductions);
 - look wN, look16 wN (--wg N,...): lib_scan_look and its wide variants built with workgroups
   of N invocations (the module's WG rebound in its source text), so tiles of N * 32 and
   N * 64 values: which tile size the device wants.
@@ -123,29 +126,51 @@ def built_with(dev, wg: int) -> dict:
     return kernels_for(dev, compile_file(path, root=KERNELS, text=text))
 
 
-def built_held(dev, held: list[int]) -> dict:
-    """lib_scan_look built with tiles of HELD = h vec4s per invocation, as variants
-    "held{h}_<t>" added to a copy of kernels/ (variants.yaml), for each h of `held`."""
+def built_variants(dev, extra: dict[str, tuple[str, dict]]) -> dict:
+    """lib_scan_look built with the variants of `extra` added (name with {t}: (the variant
+    with {t} it copies, the values it changes)) to a copy of kernels/ (variants.yaml), for
+    each element type of KINDS."""
     import shutil
     import tempfile
 
     import yaml
 
-    tmp = tempfile.mkdtemp(prefix="vyre-scan-held-")
+    tmp = tempfile.mkdtemp(prefix="vyre-scan-variants-")
     root = os.path.join(tmp, "kernels")
     shutil.copytree(KERNELS, root)
     spec_path = os.path.join(root, "variants.yaml")
     with open(spec_path) as f:
         spec = yaml.safe_load(f)
     look = spec["lib_scan.py"]["lib_scan_look"]
-    for h in held:
-        if h > 16:
-            raise SystemExit(f"--held {h}: at most 16 (the wide variants' shared memory)")
-        for t in KINDS:  # the shared memory of the variant of the next wider tiles
-            look[f"held{h}_{t}"] = dict(look[t] if h <= 8 else look[f"wide_{t}"], HELD=h)
+    for name, (base, changed) in extra.items():
+        for t in KINDS:
+            made = dict(look[base.format(t=t)], **changed)
+            if made.get("SHUFFLE") == "flip":
+                made["SHUFFLE"] = 1 - look[base.format(t=t)]["SHUFFLE"]
+            look[name.format(t=t)] = made
     with open(spec_path, "w") as f:
         yaml.safe_dump(spec, f)
     return kernels_for(dev, compile_file(os.path.join(root, "lib_scan.py"), root=root))
+
+
+def held_variants(held: list[int]) -> dict[str, tuple[str, dict]]:
+    """--held: lib_scan_look with tiles of HELD = h vec4s per invocation (the shared memory
+    of the variant of the next wider tiles)."""
+    out = {}
+    for h in held:
+        if h > 16:
+            raise SystemExit(f"--held {h}: at most 16 (the wide variants' shared memory)")
+        out[f"held{h}_{{t}}"] = ("{t}" if h <= 8 else "wide_{t}", {"HELD": h})
+    return out
+
+
+def flipped_variants() -> dict[str, tuple[str, dict]]:
+    """--flip-shuffle: lib_scan_look and its wide tiles with the other cross-subgroup step
+    (SHUFFLE: shuffle scan for floats, subgroup reductions for integers)."""
+    return {
+        "flip_{t}": ("{t}", {"SHUFFLE": "flip"}),
+        "flipwide_{t}": ("wide_{t}", {"SHUFFLE": "flip"}),
+    }
 
 
 def forward_progress(dev) -> bool:
@@ -216,6 +241,12 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--held", default="", help="comma list of vec4s per invocation per tile: look hN paths"
     )
+    ap.add_argument(
+        "--flip-shuffle",
+        action="store_true",
+        help="also lib_scan_look and its wide tiles with the other cross-subgroup step "
+        "(variants.yaml's SHUFFLE flipped): look flip, look16 flip paths",
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--number", type=int, default=0, help="calls per round (default: ~30 ms)")
     args = ap.parse_args(argv)
@@ -226,6 +257,7 @@ def main(argv=None) -> int:
         - set(PATHS)
         - {f"{p} w{w}" for w in sizes_wg for p in ("look", "look16")}
         - {f"look h{h}" for h in held}
+        - ({"look flip", "look16 flip"} if args.flip_shuffle else set())
     )
     if unknown:
         ap.error(f"unknown paths {sorted(unknown)}; choose from {list(PATHS)}")
@@ -243,10 +275,16 @@ def main(argv=None) -> int:
         built = built_with(dev, w)
         extra.append((f"look w{w}", built, "lib_scan_look.{t}", None))
         extra.append((f"look16 w{w}", built, "lib_scan_look.wide_{t}", None))
-    if held:
-        built = built_held(dev, held)
+    variants = held_variants(held)
+    if args.flip_shuffle:
+        variants.update(flipped_variants())
+    if variants:
+        built = built_variants(dev, variants)
         for h in held:
             extra.append((f"look h{h}", built, f"lib_scan_look.held{h}_{{t}}", h))
+        if args.flip_shuffle:
+            extra.append(("look flip", built, "lib_scan_look.flip_{t}", 8))
+            extra.append(("look16 flip", built, "lib_scan_look.flipwide_{t}", 16))
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     say(f"forward progress: {'yes' if forward_progress(dev) else 'no'}")
     start = time.perf_counter()

@@ -54,12 +54,20 @@ exclusive scans, one barrier, then tile_carry. On an H100 (2026-12-05 23:0x UTC,
 bench/scan_bench.py) f32 at 16.7M values 72.8 us against 8-vec4 tiles' 81.8, at 268M 981
 us against reduce-then-scan's 1118 (1.14x; 8-vec4 tiles 1196); at 1M 12.0 us against 11.0
 (fewer tiles than the GPU has room for): library.scan_kernels picks by size.
+
+SHUFFLE (variants.yaml) chooses how the subgroup totals are combined across subgroups:
+integers (SHUFFLE 0) by two subgroup reductions per vec4 of totals (one REDUX instruction
+a component on NVIDIA); floats (SHUFFLE 1) by one shuffle scan over the lanes that hold a
+total (log2 of their count steps: 3 for 8 subgroups, where a reduction takes the
+subgroup's log2 of its width, 5 at 32 lanes, twice), the chunk's total and the sum before
+this subgroup then read from the scan's lanes.
 """
 from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, bitcast,
                              fence, kernel, local_array, local_id, shared, subgroup_add,
                              subgroup_broadcast_first, subgroup_exclusive_add,
                              subgroup_inclusive_add, subgroup_invocation_id, subgroup_min,
-                             subgroup_size, u32, unroll, workgroup_id)
+                             subgroup_shuffle, subgroup_shuffle_up, subgroup_size, u32,
+                             unroll, workgroup_id)
 
 from .lib_common import load4, store4, subgroup_rank, wg_sum, zero_of
 
@@ -378,6 +386,7 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     lower = local_array(V, HELD // 4)  # their exclusive scans across the subgroup
     below = local_array(V, HELD // 4)  # their totals over the subgroups before this one
     whole = local_array(V, HELD // 4)  # and over the workgroup
+    part = local_array(V, HELD // 4)  # SHUFFLE: a chunk of subgroup totals, scanned
     lane = subgroup_invocation_id()
     size = subgroup_size()
     z = zero_of()
@@ -412,13 +421,38 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
         below[q] = zv
         whole[q] = zv
     c: u32 = 0
-    while c < groups:
-        j = c + lane
-        for q in unroll(HELD // 4):
-            w = totals[q * WG + j] if j < groups else zv
-            below[q] += subgroup_add(w if j < rank else zv)
-            whole[q] += subgroup_add(w)
-        c += size
+    if SHUFFLE == 0:
+        # integers: two subgroup reductions per vec4 (one instruction a component on
+        # NVIDIA, REDUX)
+        while c < groups:
+            j = c + lane
+            for q in unroll(HELD // 4):
+                w = totals[q * WG + j] if j < groups else zv
+                below[q] += subgroup_add(w if j < rank else zv)
+                whole[q] += subgroup_add(w)
+            c += size
+    else:
+        # floats: one scan over the lanes that hold totals (log2 of their count steps, not
+        # a full reduction's log2 of the subgroup's width, twice), then the chunk's total
+        # and the sum before this subgroup read from the scan's lanes
+        span = min(groups, size)
+        while c < groups:
+            j = c + lane
+            for q in unroll(HELD // 4):
+                part[q] = totals[q * WG + j] if j < groups else zv
+            d: u32 = 1
+            while d < span:
+                for q in unroll(HELD // 4):
+                    up = subgroup_shuffle_up(part[q], d)
+                    part[q] = part[q] + (up if lane >= d else zv)
+                d *= 2
+            take = min(rank - c, span) if rank > c else u32(0)  # this chunk's lanes before it
+            at = take - 1 if take > 0 else u32(0)
+            for q in unroll(HELD // 4):
+                whole[q] += subgroup_shuffle(part[q], span - 1)
+                got = subgroup_shuffle(part[q], at)
+                below[q] += got if take > 0 else zv
+            c += size
     # where each step starts in the tile (into `sums`), and the tile's total (`run`)
     run = z
     for q in unroll(HELD // 4):
