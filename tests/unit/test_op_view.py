@@ -21,7 +21,7 @@ import vyre_build
 from vyre_build.compiler import compile_file
 from vyre_build.descriptor import KernelOp, Variant, encode_datatype, validate
 from vyre_build.descriptor import view as V
-from vyre_build.descriptor.codec import ENUMS
+from vyre_build.descriptor.schema import ENUMS
 from vyre_build.descriptor.ops import OPS, SUBGROUP_KINDS
 from vyre_build.descriptor.types import datatype
 from vyre_build.descriptor.validate import ARITY, OPAQUE_ARITY

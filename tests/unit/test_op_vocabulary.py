@@ -2,7 +2,7 @@
 spelled: the op table's rows of those families, the frontend's value-op builtins and their
 stubs in lang.pyi all come from it. What a new op costs beyond its row is one rule per
 target (emit/wgsl/values.py, emit/spirv/values.py) and the reference's rule
-(reference/values.py); the schema's BinOp / UnOp lists (descriptor/codec.py) are fixed by
+(reference/values.py); the schema's BinOp / UnOp lists (descriptor/schema.py) are fixed by
 shared/spec/kernel-descriptor.md, so an op's name must already be one of their variants.
 
 The last test adds a toy op (the schema's UnOp `Unpack4Low`, which vyre_build does not use)
@@ -18,7 +18,7 @@ import pytest
 
 from vyre_build.compiler import compile_file
 from vyre_build.core.errors import EmitError
-from vyre_build.descriptor import codec, ops, validate
+from vyre_build.descriptor import codec, ops, schema, validate
 from vyre_build.descriptor.ops import OPS, TYPINGS, VOCABULARY, ValueOp
 from vyre_build.emit.spirv import emit_spirv
 from vyre_build.emit.wgsl import emit_wgsl
@@ -34,7 +34,7 @@ def test_every_row_names_a_schema_variant_and_a_typing_class():
     keys = [row.key for row in VOCABULARY]
     assert len(keys) == len(set(keys)), "an op has two vocabulary rows"
     for row in VOCABULARY:
-        variants = [name for name, _ in codec.ENUMS[SCHEMA[row.family]]]
+        variants = [name for name, _ in schema.ENUMS[SCHEMA[row.family]]]
         assert row.name in variants and row.name != "Opaque", row.key
         assert row.typing in TYPINGS, row.key
         assert row.doc and "\n" not in row.doc, row.key

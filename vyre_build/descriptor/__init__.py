@@ -1,6 +1,7 @@
 """The descriptor: the contract between lowering, the emitters and the reference backend.
 
 - `codec`: the data types and the `.kdesc` codec (shared/spec/kernel-descriptor.md, to the byte);
+- `schema`: the spec's enums, one table each (variants in declaration order, payload types);
 - `types`: the value-type vocabulary (one row per type, every spelling of it);
 - `ops`: the op table, (op, operand types) -> result type;
 - `builder`: the one way to build a descriptor op by op (lowering, coarsening, the tests);
@@ -9,7 +10,6 @@ How vyre_build uses the schema: docs/descriptor-conventions.md.
 """
 
 from vyre_build.descriptor.codec import (
-    ENUMS,
     SHARED_SLOT_BASE,
     BindingSlot,
     DescriptorError,
@@ -24,6 +24,7 @@ from vyre_build.descriptor.codec import (
     encode_datatype,
 )
 from vyre_build.descriptor.facts import DescriptorInfo, UniformBlock, UniformMember
+from vyre_build.descriptor.schema import ENUMS
 from vyre_build.descriptor.validate import validate
 
 __all__ = [

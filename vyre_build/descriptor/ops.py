@@ -6,7 +6,7 @@ its one-line doc). The table's rows of those two families are the vocabulary ove
 typing classes, and frontend/builtins.py makes the value-op builtins from it (so lang.pyi
 too): a new such op is its vocabulary row plus one rule in each of emit/wgsl/values.py,
 emit/spirv/values.py and reference/values.py. Its name must be a variant of the schema's
-BinOp / UnOp, whose lists shared/spec/kernel-descriptor.md fixes (codec.ENUMS spells them).
+BinOp / UnOp, whose lists shared/spec/kernel-descriptor.md fixes (schema.ENUMS spells them).
 
 Validation types every value op by looking its row up here, and both emitters keep one
 rule per row (a test asserts each row has a rule in both, and no emitter rule is
@@ -51,7 +51,7 @@ Row = tuple[Op, tuple[str, ...]]
 # a plain one (frontend/builtins.py makes its row from this one, lang.pyi its stub), and
 # its one-line doc (the builtin's doc). Adding such an op: its row here, then its rule in
 # emit/wgsl/values.py, emit/spirv/values.py and reference/values.py. The op must be a
-# variant of the schema's BinOp / UnOp (codec.ENUMS): the spec fixes those lists.
+# variant of the schema's BinOp / UnOp (schema.ENUMS): the spec fixes those lists.
 
 
 @dataclass(frozen=True)
