@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from vyre_build.frontend.module import KernelModule
+    from vyre_build.frontend.declarations import KernelModule
     from vyre_build.frontend.ir import Program
 
 __all__ = [

@@ -4,9 +4,10 @@ This module holds the checker's state and plumbing (frames, fresh names, the siz
 nesting limits), the types annotations name, which names may be indexed, and `check()`, which
 checks the kernel's signature and body and then its uniformity. The rest are mixins, one a
 module: statements in statements.py, the @kernel options and variant bindings in options.py,
-expressions in expressions.py, calls in calls.py (builtin handlers in builtin_calls.py,
-helper inlining in inlining.py), control flow (if/for/while/break/continue/return) in
-control.py, plus coop.py, debug.py and memory_order.py.
+expressions in expressions.py (operators in operators.py), calls in calls.py (builtin
+handlers in builtin_calls.py, helper inlining in inlining.py), control flow
+(if/for/while/break/continue/return) in control.py, plus coop.py, debug.py and
+memory_order.py.
 Guarantee: either a `Program` that passes `Program.validate()`, or a `KernelError`.
 """
 
@@ -22,6 +23,12 @@ from vyre_build.frontend.calls import CallChecker
 from vyre_build.frontend.control import ControlChecker
 from vyre_build.frontend.coop import CoopChecker
 from vyre_build.frontend.debug import DebugChecker
+from vyre_build.frontend.declarations import (
+    KernelDef,
+    KernelModule,
+    fold_grid,
+    fold_workgroup_size,
+)
 from vyre_build.frontend.expressions import ExprChecker
 from vyre_build.frontend.inlining import HelperInliner
 from vyre_build.core.limits import (
@@ -31,13 +38,8 @@ from vyre_build.core.limits import (
     shown,
 )
 from vyre_build.frontend.memory_order import MemoryOrderChecker
-from vyre_build.frontend.module import (
-    KernelDef,
-    KernelModule,
-    fold_grid,
-    fold_workgroup_size,
-)
 from vyre_build.frontend.names import TYPE_NAMES
+from vyre_build.frontend.operators import OperatorChecker
 from vyre_build.frontend.options import OptionsChecker
 from vyre_build.frontend.parsing import BLOCKS_FIX, NESTING_FIX
 from vyre_build.frontend.statements import StatementChecker
@@ -82,6 +84,7 @@ class KernelChecker(
     StatementChecker,
     OptionsChecker,
     ExprChecker,
+    OperatorChecker,
     CallChecker,
     BuiltinCallChecker,
     HelperInliner,

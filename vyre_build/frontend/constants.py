@@ -49,7 +49,7 @@ def _key(env: dict) -> tuple:
 
 
 def effective(module, env: dict, kernel: str, variant: str) -> VariantConstants:
-    """The constants of `module` (a module.KernelModule) as kernel `kernel`'s variant
+    """The constants of `module` (a declarations.KernelModule) as kernel `kernel`'s variant
     `variant` (bindings `env`) sees them: one object per file and distinct bindings,
     shared by the instances that bind the same values."""
     key = _key(env)
@@ -62,7 +62,7 @@ def effective(module, env: dict, kernel: str, variant: str) -> VariantConstants:
 
 @dataclass
 class VariantConstants:
-    module: object  # the module.KernelModule of the kernel's file
+    module: object  # the declarations.KernelModule of the kernel's file
     env: dict  # the variant's bindings: name -> Const or type name
     names: tuple = ("", "")  # (kernel, variant) for messages
     depends: dict = field(default_factory=dict)  # defined name -> bound names it reads (all)

@@ -46,7 +46,7 @@ class OptionsChecker:
 
     def decorator_option(self, what: str, node, folded, fold):
         """The @kernel option `what` (expression `node`, `folded` with the module's
-        constants at load) as this instance sees it: folded again by `fold` (module.py's
+        constants at load) as this instance sees it: folded again by `fold` (declarations.py's
         fold_workgroup_size or fold_grid) where the variant binds a name it reads, directly or
         through constants of the kernel's file; an error only the variant's values cause
         names the variant."""

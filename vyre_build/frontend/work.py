@@ -27,7 +27,7 @@ import operator
 
 from vyre_build.core.limits import MAX_FILE_OPERATIONS, MAX_OPERATIONS, MAX_UNROLL
 
-POW_EXPANSION = 16  # '**' takes a constant exponent of at most 16 (expressions.py)
+POW_EXPANSION = 16  # '**' takes a constant exponent of at most 16 (operators.py)
 
 
 Bound = dict | None  # a variant's values ({name: Const | type name}), or None: unknown
