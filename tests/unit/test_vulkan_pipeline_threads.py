@@ -129,25 +129,55 @@ def test_leaving_early_joins_the_helpers_and_runs_nothing_more(monkeypatch, lib)
     assert [sl.result for sl in slices[len(ran) :]] == [None] * (5 - len(ran))
 
 
-def test_the_switch_interval_is_lowered_while_helpers_run_and_put_back(lib):
-    default = sys.getswitchinterval()
+@pytest.fixture
+def interval():
+    """The interpreter's switch interval at CPython's default (0.005 s) for the test, put
+    back after: a test that starts from an interval left lowered would prove nothing."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)
+    yield sys.getswitchinterval()
+    sys.setswitchinterval(before)
+
+
+def test_the_switch_interval_is_lowered_while_helpers_run_and_put_back(lib, interval):
     with vs.Stream("dev", "cache") as stream:
         stream.put(_slice(0), more=True)
-        assert sys.getswitchinterval() == min(default, vs._SWITCH_S)
+        assert sys.getswitchinterval() == pytest.approx(vs._SWITCH_S, rel=0.01)
         stream.finish()
-    assert sys.getswitchinterval() == default
+    assert sys.getswitchinterval() == interval  # put back, also after every stream before
 
 
-def test_a_switch_interval_set_meanwhile_stays(lib):
-    default = sys.getswitchinterval()
-    try:
+def test_every_stream_puts_the_interval_back(lib, interval):
+    for _ in range(3):  # one after another, and two at once
         with vs.Stream("dev", "cache") as stream:
             stream.put(_slice(0), more=True)
-            sys.setswitchinterval(0.001)  # the application's own
             stream.finish()
-        assert sys.getswitchinterval() == 0.001
-    finally:
-        sys.setswitchinterval(default)
+        assert sys.getswitchinterval() == interval
+    with vs.Stream("dev", "cache") as one, vs.Stream("dev", "cache") as two:
+        one.put(_slice(1), more=True)
+        two.put(_slice(2), more=True)
+        one.finish()
+        assert sys.getswitchinterval() < interval  # the other still runs helpers
+        two.finish()
+    assert sys.getswitchinterval() == interval
+
+
+def test_a_switch_interval_set_meanwhile_stays(lib, interval):
+    with vs.Stream("dev", "cache") as stream:
+        stream.put(_slice(0), more=True)
+        sys.setswitchinterval(0.001)  # the application's own
+        stream.finish()
+    assert sys.getswitchinterval() == pytest.approx(0.001)
+
+
+def test_an_interval_already_below_ours_is_left_alone(lib, interval):
+    sys.setswitchinterval(0.0001)
+    low = sys.getswitchinterval()
+    with vs.Stream("dev", "cache") as stream:
+        stream.put(_slice(0), more=True)
+        assert sys.getswitchinterval() == low
+        stream.finish()
+    assert sys.getswitchinterval() == low
 
 
 def test_destroy_frees_what_a_slice_made(lib):

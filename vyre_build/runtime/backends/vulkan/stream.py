@@ -47,25 +47,33 @@ _SWITCH_S = 0.0002  # the switch interval while helpers run (the default is 0.00
 _switch_lock = threading.Lock()
 _switch_users = 0
 _switch_saved = 0.0
+# What sys.getswitchinterval() reads after we set _SWITCH_S (CPython keeps whole
+# microseconds and reads them back times 1e-6: 0.00019999999999999998, not 0.0002), or
+# None where we left the interval as it was.
+_switch_ours: float | None = None
 
 
 def _lower_switch_interval() -> None:
-    global _switch_users, _switch_saved
+    global _switch_users, _switch_saved, _switch_ours
     with _switch_lock:
         if _switch_users == 0:
             _switch_saved = sys.getswitchinterval()
+            _switch_ours = None
             if _switch_saved > _SWITCH_S:
                 sys.setswitchinterval(_SWITCH_S)
+                _switch_ours = sys.getswitchinterval()
         _switch_users += 1
 
 
 def _restore_switch_interval() -> None:
-    global _switch_users
+    global _switch_users, _switch_ours
     with _switch_lock:
         _switch_users -= 1
         # put back only what we changed: a value set meanwhile by the application stays
-        if _switch_users == 0 and sys.getswitchinterval() == _SWITCH_S < _switch_saved:
-            sys.setswitchinterval(_switch_saved)
+        if _switch_users == 0 and _switch_ours is not None:
+            if sys.getswitchinterval() == _switch_ours:
+                sys.setswitchinterval(_switch_saved)
+            _switch_ours = None
 
 
 class Slice:
