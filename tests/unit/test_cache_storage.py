@@ -229,9 +229,9 @@ def test_a_full_disk_during_a_store_leaves_nothing_corrupt(tmp_path, capsys, mon
         root = tmp_path / "small" / "c" if mounted else tmp_path / "c"
         store = Store(root)
         if not mounted:  # no tmpfs here: the disk fills up after 3 writes
-            import vyre_build.cache.store as store_module
+            import vyre_build.cache.writer as writer_module
 
-            real = store_module.atomic_write
+            real = writer_module.atomic_write
             calls = []
 
             def filling(path, data, **kw):
@@ -240,7 +240,7 @@ def test_a_full_disk_during_a_store_leaves_nothing_corrupt(tmp_path, capsys, mon
                     raise OSError(errno.ENOSPC, "No space left on device", path)
                 return real(path, data, **kw)
 
-            monkeypatch.setattr(store_module, "atomic_write", filling)
+            monkeypatch.setattr(writer_module, "atomic_write", filling)
         kept = []
         for i in range(40):
             k = key_of(i)

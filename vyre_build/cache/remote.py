@@ -28,6 +28,7 @@ before its blobs), drained at the end of the build (`finish`). Connections are k
 alive, one per thread.
 
 HTTP: `cache.transport.KeepAlive` (http.client, persistent connections, one per thread).
+Reads: `cache.remote_fetch`; uploads: `cache.remote_upload`.
 """
 
 from __future__ import annotations
@@ -37,31 +38,20 @@ import netrc
 import os
 import queue
 import sys
-import tempfile
 import threading
 import urllib.parse
 
-import blake3
-
-from vyre_build.cache.key import content_hash
-from vyre_build.cache.layout import BadEntry, load_json
-from vyre_build.cache.record import MAX_RECORD_BYTES, check_record, output_set_problem
+from vyre_build.cache.remote_fetch import MAX_BLOB_ENV, RemoteFetch
+from vyre_build.cache.remote_upload import RemoteUpload
 from vyre_build.cache.stats import REMOTE_COUNTERS as COUNTERS
-from vyre_build.cache.transport import KeepAlive, TooBig, Unreachable
+from vyre_build.cache.transport import KeepAlive, Unreachable
 from vyre_build.cache.url import parse_remote_url
-from vyre_build.cache.config import DEFAULT_REMOTE_MAX_BLOB, format_size
+from vyre_build.cache.config import DEFAULT_REMOTE_MAX_BLOB
 from vyre_build.core.errors import CacheError
-from vyre_build.core.files import canonical_json
 
 __all__ = ["AUTH_ENV", "MAX_BLOB_ENV", "RemoteCache"]
 
 AUTH_ENV = "VYRE_REMOTE_CACHE_AUTH"
-MAX_BLOB_ENV = "VYRE_REMOTE_CACHE_MAX_BLOB_SIZE"
-FETCH_THREADS = 4  # a kernel has 3-5 outputs
-HEAD_FIRST_BYTES = 64 << 10  # a smaller blob is PUT at once: one request either way
-# A download is held in memory up to this size, then in an anonymous temp file (making one
-# costs ~400 us here, against ~3 us for memory: most blobs are a few KiB).
-SPOOL_BYTES = 1 << 20
 
 
 def _print(message: str) -> None:
@@ -72,7 +62,7 @@ def _print(message: str) -> None:
 ONCE = ("unreachable", "reads", "uploads", "netrc", "outputs", "size")
 
 
-class RemoteCache:
+class RemoteCache(RemoteFetch, RemoteUpload):
     """One remote cache server, for one build.
 
     Arguments:
@@ -253,211 +243,7 @@ class RemoteCache:
         path = urllib.parse.quote(f"{self.prefix}/{name}")
         return self._http.request(method, path, self._headers, body, limit, into)
 
-    # --- reads ------------------------------------------------------------------------
-    def _corrupt(self, what: str, problem: str, kind: str = "corrupt") -> None:
-        self._count("remote_corrupt")
-        self._count("remote_misses")
-        self.say(
-            kind,
-            f"remote {what} from {self.url} is corrupt: {problem}; not used, "
-            "the entry will be rebuilt",
-        )
-
-    def _get(self, name: str, limit: int) -> bytes | None:
-        """The body of a 200 answer; None on a miss or a failure (counted, warned)."""
-        try:
-            return self._body(self._request("GET", name, limit=limit))
-        except Unreachable as exc:
-            return self._body(exc)
-
-    def _body(self, answer) -> bytes | None:
-        """A GET's (status, reason, data) or Unreachable as the body or None (counted)."""
-        if isinstance(answer, Unreachable):
-            self._unreachable(answer)
-            return None
-        status, reason, data = answer
-        if status == 404:
-            self._count("remote_misses")
-            return None
-        if status != 200:
-            self._refused("GET", status, reason)
-            return None
-        return data
-
-    def fetch(self, key: str, expected=None) -> tuple[dict, dict[str, bytes]] | None:
-        """(record, {output name: bytes}) of `key` from the server, every byte checked; None
-        on a miss, a corrupt entry or a failure (each counted).
-
-        expected: the output names the step declares (SCons: its targets); a record with
-            other outputs is corrupt. None: the outputs must be the ones the record itself
-            implies (`record.output_set_problem`)."""
-        if not self.readable:
-            return None
-        try:
-            raw = self._get(f"ac/{key}", MAX_RECORD_BYTES)
-        except TooBig:
-            self._corrupt(f"action record {key}", f"it is over {MAX_RECORD_BYTES} bytes")
-            return None
-        if raw is None:
-            return None
-        try:
-            record = load_json(raw)
-        except BadEntry as exc:
-            self._corrupt(f"action record {key}", exc.problem)
-            return None
-        problem = check_record(key, record, raw)
-        if problem is None and expected is not None:
-            problem = output_set_problem(record, expected)
-            if problem is not None:  # said once a build: a bad server is one line
-                self._corrupt(f"action record {key}", problem, "outputs")
-                return None
-        if problem is not None:
-            self._corrupt(f"action record {key}", problem)
-            return None
-        refs = sorted(record["outputs"].items())
-        if self.max_blob is not None:
-            for name, ref in refs:
-                if ref["size"] > self.max_blob:
-                    self._count("remote_misses")
-                    self.say(
-                        "size",
-                        f"remote action record {key} from {self.url} names output {name} of "
-                        f"{ref['size']} bytes, over the {format_size(self.max_blob)} download "
-                        f"limit (max-blob-size in [remote], {MAX_BLOB_ENV}); not downloaded, "
-                        "the entry will be rebuilt",
-                    )
-                    return None
-        outputs = self._download(key, refs)
-        if outputs is None:
-            return None
-        if expected is None:
-            problem = output_set_problem(record, read=outputs.get)
-            if problem is not None:
-                self._corrupt(f"action record {key}", problem, "outputs")
-                return None
-        self._count("remote_hits")
-        return record, outputs
-
-    def _download(self, key: str, refs) -> dict[str, bytes] | None:
-        """{name: bytes} of every blob, each checked; None (the first failure counted and
-        warned) if one is missing, wrong or the server fails."""
-        # The blobs are asked for at once (each thread its own connection): a remote hit
-        # waits about two round trips, not one per output. After a failure the blobs not
-        # yet asked for are not asked for.
-        failed = threading.Event()
-        answers = list(self._fetchers().map(lambda ref: self._blob(ref, failed), refs))
-        outputs = {}
-        for (name, ref), (kind, value) in zip(refs, answers):
-            if kind == "skipped":
-                continue  # another blob failed: reported below or above
-            if kind == "corrupt":
-                self._corrupt(f"blob {ref['hash']} (of key {key})", value)
-                return None
-            if kind == "answer":
-                self._body(value)  # a miss, a refusal or the server down: counted
-                return None
-            outputs[name] = value
-        return outputs if len(outputs) == len(refs) else None
-
-    def _blob(self, ref: tuple[str, dict], failed: threading.Event) -> tuple[str, object]:
-        """One blob, streamed while hashed (into memory up to SPOOL_BYTES, then into an
-        anonymous temp file) and handed on only once checked: ("ok", bytes), ("corrupt", problem), ("answer", a non-200 answer or
-        Unreachable), or ("skipped", None) once another blob of the entry failed."""
-        if failed.is_set():
-            return "skipped", None
-        try:
-            result = self._stream(ref[1])
-        except _TempFileError as exc:  # no room in $TMPDIR: this build downloads no more
-            result = "answer", Unreachable(f"cannot write a temp file: {exc}")
-        if result[0] != "ok":
-            failed.set()
-        return result
-
-    def _stream(self, want: dict) -> tuple[str, object]:
-        try:
-            f = tempfile.SpooledTemporaryFile(SPOOL_BYTES, prefix="vyre-remote-")
-        except OSError as exc:
-            raise _TempFileError(exc.strerror or str(exc)) from None
-        with f:
-            sink = _HashingWriter(f)
-            try:
-                answer = self._request("GET", f"cas/{want['hash']}", limit=want["size"], into=sink)
-            except TooBig:
-                return "corrupt", f"it is larger than the {want['size']} bytes of its record"
-            except Unreachable as exc:
-                return "answer", exc
-            if answer[0] != 200:
-                return "answer", answer
-            if sink.size != want["size"]:
-                return "corrupt", f"it has {sink.size} bytes, its record says {want['size']}"
-            actual = sink.hasher.hexdigest()
-            if actual != want["hash"]:
-                return "corrupt", f"its bytes hash to {actual}"
-            f.seek(0)
-            return "ok", f.read()
-
-    def _fetchers(self):
-        with self._lock:
-            if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="vyre-fetch")
-            return self._pool
-
-    # --- uploads ----------------------------------------------------------------------
-    def upload(self, record: dict, outputs: dict[str, bytes], inputs: dict[str, bytes]) -> None:
-        """Queue an entry for upload: input blobs (a large one HEAD first: an unchanged
-        input is often there already), output blobs, then the record. Returns at once."""
-        if not self.writable:
-            return
-        blobs = [(content_hash(d), d, len(d) > HEAD_FIRST_BYTES) for d in inputs.values()]
-        blobs += [(ref["hash"], outputs[n], False) for n, ref in record["outputs"].items()]
-        body = canonical_json(record) + b"\n"
-        with self._lock:
-            if self._uploader is None:
-                self._uploader = threading.Thread(
-                    target=self._upload_loop, name="vyre-remote-upload", daemon=True
-                )
-                self._uploader.start()
-        self._queue.put((record["key"], body, blobs))
-
-    def _upload_loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                break
-            if self.writable:
-                self._upload_one(*item)
-
-    def _put(self, name: str, body: bytes | None, method: str = "PUT") -> bool | None:
-        """True when stored (or, for HEAD, present), False when absent, None on failure."""
-        try:
-            status, reason, _ = self._request(method, name, body=body)
-        except TooBig:  # a 2xx answer with a body (which says nothing we read): done
-            return True
-        except Unreachable as exc:
-            self._unreachable(exc)
-            return None
-        if 200 <= status < 300:
-            return True
-        if method == "HEAD" and status == 404:
-            return False
-        self._refused("PUT", status, reason)  # a HEAD here is a step of an upload
-        return None
-
-    def _upload_one(self, key: str, body: bytes, blobs) -> None:
-        for digest, data, head_first in blobs:
-            with self._lock:
-                if digest in self._sent:
-                    continue
-            found = self._put(f"cas/{digest}", None, "HEAD") if head_first else False
-            if found is None or (not found and not self._put(f"cas/{digest}", data)):
-                return
-            with self._lock:
-                self._sent.add(digest)
-        if self._put(f"ac/{key}", body):
-            self._count("uploads")
-
+    # --- the end of a build -----------------------------------------------------------
     def finish(self) -> dict:
         """Wait for the queued uploads, close the connections; returns the counters."""
         with self._lock:
@@ -469,26 +255,6 @@ class RemoteCache:
             self._pool.shutdown(wait=True)
         self._http.close()
         return self.take_counts()
-
-
-class _TempFileError(Exception):
-    """The temp file a download streams to cannot be made or written (not an OSError, so
-    that the transport does not take it for the server's failure)."""
-
-
-class _HashingWriter:
-    """A file that hashes what is written to it and counts it."""
-
-    def __init__(self, file):
-        self.file, self.hasher, self.size = file, blake3.blake3(), 0
-
-    def write(self, chunk: bytes) -> None:
-        self.hasher.update(chunk)
-        try:
-            self.file.write(chunk)
-        except OSError as exc:
-            raise _TempFileError(exc.strerror or str(exc)) from None
-        self.size += len(chunk)
 
 
 def _basic(user: str, password: str) -> str:
