@@ -24,7 +24,7 @@ from vyre_build.bundle import (
     write_bundle,
 )
 from vyre_build.cli import main as cli_main
-from vyre_build.commands.bundle import _safe_target
+from vyre_build.commands.bundle_write import _safe_target
 from vyre_build.core.errors import BundleError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -18,19 +18,24 @@ operation overflowed"); docs/runtime.md, "Grids", has the options weighed.
 "timestamp-query" feature (asked for when the adapter offers it): the first compute pass
 of a call or batch writes one at its beginning, the last at its end, and `gpu_seconds` is
 their difference (WebGPU timestamps are nanoseconds). Without the feature it stays None.
+
+The device's buffers, its own and the application's (wrapped, adopted, checked before a
+submission), are its base class's (buffers.py); this module creates the device, makes its
+pipelines and bind groups (uniform buffers pooled per size), records and submits its
+dispatches (through native.py's recorder where it can), and frees what it made.
 """
 
 from __future__ import annotations
 
-import math
 import struct
 from typing import Any
 
 import wgpu
 
-from vyre_build.bundle.metadata import SCALAR_DTYPES, KernelMeta
-from vyre_build.core.errors import DeviceError, DispatchError
+from vyre_build.bundle.metadata import KernelMeta
+from vyre_build.core.errors import DeviceError
 from vyre_build.runtime.backends.common import choose_adapter, layout_of, steps
+from vyre_build.runtime.backends.wgpu.buffers import WgpuBuffers
 from vyre_build.runtime.backends.wgpu.module import create_module
 from vyre_build.runtime.backends.wgpu.native import _native, _Set
 from vyre_build.runtime.backends.wgpu.profile import (
@@ -40,14 +45,12 @@ from vyre_build.runtime.backends.wgpu.profile import (
     list_adapters,
     profile_of,
 )
-from vyre_build.runtime.device import Device, DeviceBuffer
 from vyre_build.runtime.kernel import wgsl_at_base
 from vyre_build.runtime.plan import Job
 
 # the registry's listings read them here (core/backends.py: this module's WgpuDevice)
 __all__ = ["WgpuDevice", "adapter_profiles", "list_adapters"]
 
-_STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _UNIFORM = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
 _LAYOUT_TYPE = {
     "r": wgpu.BufferBindingType.read_only_storage,
@@ -57,11 +60,10 @@ _LAYOUT_TYPE = {
 }
 _FEATURES = ("subgroup", "shader-f16", "timestamp-query")  # asked for when the adapter has them
 _QUERY = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
-_STAGING = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
 _UNIFORMS_KEPT = 16  # pooled uniform buffers per size (those of one-off bind groups)
 
 
-class WgpuDevice(Device):
+class WgpuDevice(WgpuBuffers):
     """A wgpu device; buffers are wgpu storage buffers, pipelines use explicit layouts.
 
     Arguments:
@@ -149,181 +151,7 @@ class WgpuDevice(Device):
         self._stamped = False  # the first pass of this submission wrote its start time
         self._native = _native(device)  # None: every call recorded through wgpu-py's API
 
-    def _guard(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        # fn(*args, **kwargs), a wgpu error raised as "{what} on <adapter>: <error>".
-        try:
-            return fn(*args, **kwargs)
-        except wgpu.GPUError as exc:
-            raise DeviceError(f"{what} on {self.name}: {exc}") from exc
-
-    # -- the application's buffers --
-
-    def _foreign(self, buffer: Any, dtype: str) -> tuple[int, str]:
-        # (element count, problem or "") of an application GPUBuffer as `dtype` elements.
-        if getattr(buffer, "_device", None) is not self.device:
-            return 0, "is a GPUBuffer of another wgpu device"
-        if not buffer.usage & wgpu.BufferUsage.STORAGE:
-            return 0, "is a GPUBuffer without STORAGE usage"
-        size, item = int(buffer.size), SCALAR_DTYPES[dtype]
-        if size < item or size % item:
-            return 0, f"is a GPUBuffer of {size} bytes, not a whole number of {dtype} values"
-        return size // item, ""
-
-    def wrap(
-        self,
-        buffer: object,
-        dtype: str,
-        shape: tuple[int, ...] | None = None,
-        *,
-        read_only: bool = False,
-    ) -> DeviceBuffer:
-        if not isinstance(buffer, wgpu.GPUBuffer):
-            raise DispatchError(
-                f"Device.wrap: expected a wgpu GPUBuffer, got {type(buffer).__name__}"
-            )
-        if dtype not in SCALAR_DTYPES:
-            raise DispatchError(f"Device.wrap: dtype must be f32, i32, u32 or f16, got {dtype!r}")
-        count, problem = self._foreign(buffer, dtype)
-        if problem:
-            raise DispatchError(f"Device.wrap: the buffer {problem}")
-        if shape is None:
-            shape = (count,)
-        elif not (
-            isinstance(shape, tuple) and all(isinstance(s, int) and s > 0 for s in shape)
-        ) or count != math.prod(shape):
-            raise DispatchError(
-                f"Device.wrap: shape {shape!r} does not hold {count} {dtype} values"
-            )
-        return DeviceBuffer(self, buffer, dtype, shape, "r" if read_only else "rw", borrowed=True)
-
-    def _check_borrowed(self, entries: list[_Set]) -> None:
-        # wgpu-native aborts the process when a submission holds a destroyed or mapped
-        # buffer (wgpuQueueSubmit's errors are fatal), and an application can destroy or
-        # map its own GPUBuffer between a call and the submission of its dispatch (inside
-        # device.batch(), where dispatches wait in chunks): each application buffer that
-        # `entries` bind is checked first, and a DispatchError names the first unusable one.
-        seen: set[int] = set()
-        for entry in entries:
-            if id(entry) in seen:
-                continue
-            seen.add(id(entry))
-            for name, buffer in entry.borrowed:
-                if id(buffer) in seen:
-                    continue
-                seen.add(id(buffer))
-                problem = self._unusable(buffer)
-                if problem:
-                    raise DispatchError(
-                        f"Kernel {entry.kernel!r}: the application's GPUBuffer passed as "
-                        f"{name!r} {problem}; neither this dispatch nor those waiting with "
-                        "it were submitted"
-                    )
-
-    def _unusable(self, buffer: Any) -> str:
-        # Why the application's GPUBuffer `buffer` cannot be submitted, or "".
-        state = str(buffer.map_state)
-        if state != "unmapped":
-            return f"is {state} (unmap it before a dispatch or read uses it)"
-        if buffer._internal is None:
-            return "was released"
-        try:
-            self._probe(buffer)
-        except wgpu.GPUError as exc:
-            lines = str(exc).strip().splitlines() or [type(exc).__name__]
-            return (
-                f"is refused by wgpu ({lines[-1].strip()}): a wrapped buffer must outlive "
-                'the dispatches that use it (docs/runtime.md, "The application\'s own device")'
-            )
-        return ""
-
-    def _probe(self, buffer: Any) -> None:
-        # A bind group of `buffer`'s first 4 bytes created and dropped: wgpu validates the
-        # buffer as a submission would (a destroyed one is refused) but reports the error.
-        if self._probe_layout is None:
-            self._probe_layout = self.device.create_bind_group_layout(
-                entries=[
-                    {
-                        "binding": 0,
-                        "visibility": wgpu.ShaderStage.COMPUTE,
-                        "buffer": {"type": wgpu.BufferBindingType.read_only_storage},
-                    }
-                ]
-            )
-        if self._native is not None:
-            self._native.probe(self._probe_layout, buffer)
-        else:
-            self.device.create_bind_group(
-                layout=self._probe_layout,
-                entries=[{"binding": 0, "resource": {"buffer": buffer, "offset": 0, "size": 4}}],
-            )
-
-    def adopt(self, value: object, dtype: str, access: str) -> DeviceBuffer | None:
-        if not isinstance(value, wgpu.GPUBuffer):
-            return None
-        count, problem = self._foreign(value, dtype)
-        if problem:
-            raise ValueError(problem)
-        return DeviceBuffer(self, value, dtype, (count,), "rw", borrowed=True)
-
     # -- hooks --
-
-    def _alloc(self, nbytes: int, data: bytes | None) -> Any:
-        size = -(-nbytes // 4) * 4  # WebGPU buffer sizes and writes are 4-byte multiples
-        if data is not None:
-            buf = self._guard(
-                "wgpu buffer upload failed",
-                self.device.create_buffer_with_data,
-                data=data.ljust(size, b"\0"),
-                usage=_STORAGE,
-            )
-        else:  # wgpu zero-initialises new buffers, as WebGPU requires
-            buf = self._guard(
-                "wgpu buffer allocation failed",
-                self.device.create_buffer,
-                size=size,
-                usage=_STORAGE,
-            )
-        self._buffers[id(buf)] = buf
-        return buf
-
-    def _upload(self, handle: Any, data: bytes) -> None:
-        data = data.ljust(-(-len(data) // 4) * 4, b"\0")
-        self._guard("wgpu buffer upload failed", self.queue.write_buffer, handle, 0, data)
-
-    def _download(self, handle: Any, nbytes: int) -> bytes:
-        size = min(-(-nbytes // 4) * 4, int(handle.size))
-        if not handle.usage & wgpu.BufferUsage.COPY_SRC:
-            raise DispatchError("the GPUBuffer has no COPY_SRC usage, so it cannot be read back")
-        if id(handle) not in self._buffers and (problem := self._unusable(handle)):
-            raise DispatchError(f"DeviceBuffer.read: the application's GPUBuffer {problem}")
-        raw: bytes = self._guard("wgpu buffer read failed", self._read, handle, size)
-        return raw[:nbytes]
-
-    def _read(self, handle: Any, size: int) -> bytes:
-        # queue.read_buffer makes and destroys a staging buffer per read: a kept one
-        # (grown to powers of two) is copied into, mapped, read and unmapped instead.
-        if self._staging is None or int(self._staging.size) < size:
-            if self._staging is not None:
-                self._staging.destroy()
-            self._staging = None
-            self._staging = self.device.create_buffer(
-                size=max(256, 1 << (size - 1).bit_length()), usage=_STAGING
-            )
-            self.made["staging_buffers"] += 1
-        encoder = self.device.create_command_encoder()
-        encoder.copy_buffer_to_buffer(handle, 0, self._staging, 0, size)
-        self.queue.submit([encoder.finish()])
-        # As queue.read_buffer does: "READ_NOSYNC", for map_async's own empty submission
-        # (which makes a mapped buffer see earlier writes) is not needed after the copy.
-        self._staging.map_async("READ_NOSYNC", 0, size).sync_wait()
-        try:
-            return bytes(self._staging.read_mapped(0, size, copy=False))
-        finally:
-            self._staging.unmap()
-
-    def _free(self, handle: Any) -> None:
-        self._buffers.pop(id(handle), None)
-        handle.destroy()
 
     def _pipeline(
         self, meta: KernelMeta, code: Any, base: tuple[int, int, int] | None, entry: str

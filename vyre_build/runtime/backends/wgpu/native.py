@@ -17,7 +17,7 @@ class _Set:
     """A kept or one-off binding set: the bind group, its uniform buffer (None without a
     uniform block), the bytes last written into that buffer, and the (argument name,
     GPUBuffer) of each application buffer it binds, with the kernel's id (checked before
-    each submission of the set: WgpuDevice._check_borrowed)."""
+    each submission of the set: WgpuBuffers._check_borrowed, buffers.py)."""
 
     __slots__ = ("group", "ubuf", "uniform", "borrowed", "kernel")
 
