@@ -41,6 +41,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -92,22 +93,26 @@ class _Blocks(dict):
 
 def paths(kernels: dict, kind: str, extra: list) -> list[tuple[str, str, object]]:
     """(row name, what it runs, call(x, out)) for every path; `extra`: (row name, kernels,
-    kernel id with {t}, vec4s per invocation per tile or None) of the look-back kernels
-    built apart (--wg, look16)."""
+    kernel id with {t}) of the look-back kernels built apart (--wg, --held, --flip-shuffle),
+    whose tiles the kernel's own HELD gives."""
     rows: list[tuple[str, str, object]] = []
     for blocks in (1024, 528, 264):
         lib = _Blocks(kernels, blocks)
         rows.append((f"rts b{blocks}", "rts", lambda x, o, lib=lib: library.scan(lib, x, out=o)))
     looks = [
-        ("look", kernels, "lib_scan_look.{t}", None),
-        ("look acq", kernels, "lib_scan_look.acquire_{t}", None),
-        ("once", kernels, "lib_scan_once.{t}", None),
-        ("look16", kernels, "lib_scan_look.wide_{t}", None),
+        ("look", kernels, "lib_scan_look.{t}"),
+        ("look acq", kernels, "lib_scan_look.acquire_{t}"),
+        ("once", kernels, "lib_scan_once.{t}"),
+        ("look16", kernels, "lib_scan_look.wide_{t}"),
         *extra,
     ]
-    for name, built, template, items in looks:
+    for name, built, template in looks:
         kid = template.format(t=kind)
         if kid in built:
+            # lib_scan_look's tiles from its variant's HELD (None: lib_scan_once's, which
+            # the library knows)
+            held = (built[kid].meta.variant_values or {}).get("HELD")
+            items = None if held is None else int(held)
             call = lambda x, o, b=built, kid=kid, items=items: library._scan_once(  # noqa: E731
                 b, kid, x, kind, False, o, items
             )
@@ -126,10 +131,10 @@ def built_with(dev, wg: int) -> dict:
     return kernels_for(dev, compile_file(path, root=KERNELS, text=text))
 
 
-def built_variants(dev, extra: dict[str, tuple[str, dict]]) -> dict:
+def built_variants(dev, extra: dict[str, tuple[str, Callable[[dict], dict]]]) -> dict:
     """lib_scan_look built with the variants of `extra` added (name with {t}: (the variant
-    with {t} it copies, the values it changes)) to a copy of kernels/ (variants.yaml), for
-    each element type of KINDS."""
+    with {t} it copies, the values it changes, given the copied ones)) to a copy of
+    kernels/ (variants.yaml), for each element type of KINDS."""
     import shutil
     import tempfile
 
@@ -144,33 +149,32 @@ def built_variants(dev, extra: dict[str, tuple[str, dict]]) -> dict:
     look = spec["lib_scan.py"]["lib_scan_look"]
     for name, (base, changed) in extra.items():
         for t in KINDS:
-            made = dict(look[base.format(t=t)], **changed)
-            if made.get("SHUFFLE") == "flip":
-                made["SHUFFLE"] = 1 - look[base.format(t=t)]["SHUFFLE"]
-            look[name.format(t=t)] = made
+            copied = look[base.format(t=t)]
+            look[name.format(t=t)] = dict(copied, **changed(copied))
     with open(spec_path, "w") as f:
         yaml.safe_dump(spec, f)
     return kernels_for(dev, compile_file(os.path.join(root, "lib_scan.py"), root=root))
 
 
-def held_variants(held: list[int]) -> dict[str, tuple[str, dict]]:
+def held_variants(held: list[int]) -> dict[str, tuple[str, Callable[[dict], dict]]]:
     """--held: lib_scan_look with tiles of HELD = h vec4s per invocation (the shared memory
     of the variant of the next wider tiles)."""
     out = {}
     for h in held:
         if h > 16:
             raise SystemExit(f"--held {h}: at most 16 (the wide variants' shared memory)")
-        out[f"held{h}_{{t}}"] = ("{t}" if h <= 8 else "wide_{t}", {"HELD": h})
+        out[f"held{h}_{{t}}"] = ("{t}" if h <= 8 else "wide_{t}", lambda v, h=h: {"HELD": h})
     return out
 
 
-def flipped_variants() -> dict[str, tuple[str, dict]]:
+def flipped_variants() -> dict[str, tuple[str, Callable[[dict], dict]]]:
     """--flip-shuffle: lib_scan_look and its wide tiles with the other cross-subgroup step
     (SHUFFLE: shuffle scan for floats, subgroup reductions for integers)."""
-    return {
-        "flip_{t}": ("{t}", {"SHUFFLE": "flip"}),
-        "flipwide_{t}": ("wide_{t}", {"SHUFFLE": "flip"}),
-    }
+
+    def flip(v: dict) -> dict:
+        return {"SHUFFLE": 1 - v["SHUFFLE"]}
+
+    return {"flip_{t}": ("{t}", flip), "flipwide_{t}": ("wide_{t}", flip)}
 
 
 def forward_progress(dev) -> bool:
@@ -273,18 +277,18 @@ def main(argv=None) -> int:
     extra = []
     for w in sizes_wg:
         built = built_with(dev, w)
-        extra.append((f"look w{w}", built, "lib_scan_look.{t}", None))
-        extra.append((f"look16 w{w}", built, "lib_scan_look.wide_{t}", None))
+        extra.append((f"look w{w}", built, "lib_scan_look.{t}"))
+        extra.append((f"look16 w{w}", built, "lib_scan_look.wide_{t}"))
     variants = held_variants(held)
     if args.flip_shuffle:
         variants.update(flipped_variants())
     if variants:
         built = built_variants(dev, variants)
         for h in held:
-            extra.append((f"look h{h}", built, f"lib_scan_look.held{h}_{{t}}", h))
+            extra.append((f"look h{h}", built, f"lib_scan_look.held{h}_{{t}}"))
         if args.flip_shuffle:
-            extra.append(("look flip", built, "lib_scan_look.flip_{t}", 8))
-            extra.append(("look16 flip", built, "lib_scan_look.flipwide_{t}", 16))
+            extra.append(("look flip", built, "lib_scan_look.flip_{t}"))
+            extra.append(("look16 flip", built, "lib_scan_look.flipwide_{t}"))
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     say(f"forward progress: {'yes' if forward_progress(dev) else 'no'}")
     start = time.perf_counter()
