@@ -1,0 +1,105 @@
+#version 450
+// Design space of the staged fp16 matmul, hand-written (issue 22: is the design or the
+// language short of 0.5x?). Every subgroup computes a 64 x 64 quarter of C as 4 x 4 16x16
+// fragments with f32 accumulators; a workgroup of (BM / 64) x (BN / 64) subgroups computes a
+// BM x BN block. K goes by in steps of BK through shared panels of 16-byte elements (uvec4:
+// 8 halves), rows padded by 8 halves (conflict-free fragment loads), NBUF = 1 (one set of
+// panels, two barriers a step) or 2 (double-buffered, one barrier a step); the next step's
+// panels are in registers while this step multiplies. BONE: B's fragments loaded one at a
+// time (each used by the 4 A fragments, then dropped) instead of all 4 first: fewer live
+// registers. Interior sizes only (M a multiple of BM, N of BN, K of BK); bindings and
+// uniforms are lib_mm_f16.f32's. bench/mm_f16_designs.py builds and times each design.
+// Build: glslangValidator -V --target-env vulkan1.3 -DBM=.. -DBN=.. -DBK=.. -DNBUF=.. [-DBONE]
+// then spirv-opt --target-env=vulkan1.3 --loop-unroll --scalar-replacement=0 -O.
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_control_flow_attributes : require
+const uint SGN = BN / 64u, SGM = BM / 64u;
+const uint WG = 32u * SGN * SGM;
+layout(local_size_x = WG) in;
+layout(std430, set = 0, binding = 1) readonly buffer A4 { uvec4 a4[]; };
+layout(std430, set = 0, binding = 3) readonly buffer B4 { uvec4 b4[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer C { float c[]; };
+layout(std140, set = 0, binding = 6) uniform Params {
+    uint M; uint N; uint K; uint sa; uint sb; uint sc; uint va; uint vb;
+    uint gx; uint gy; uint gz;
+};
+const uint SA = BK + 8u, SB = BN + 8u;     // padded panel rows, in halves
+const uint PA = BM * SA / 8u, PB = BK * SB / 8u;  // uvec4s in one buffer of a panel
+const uint CA = BK / 8u, CB = BN / 8u;     // uvec4s in an unpadded panel row
+const uint RA = WG / CA, RB = WG / CB;     // panel rows moved per pass of the workgroup
+const uint NA = BM / RA, NB = BK / RB;     // uvec4s each invocation moves per step
+shared uvec4 pa[NBUF * PA];
+shared uvec4 pb[NBUF * PB];
+#define ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+#define MA coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
+#define MB coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
+void main() {
+    uint lid = gl_LocalInvocationID.x;
+    uint w = gl_SubgroupID;
+    uint wm = (w / SGN) * 64u, wn = (w % SGN) * 64u;
+    uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
+    uint ar = lid / CA, ac = lid % CA;
+    uint br = lid / CB, bc = lid % CB;
+    uint ga = ((m0 + ar) * K + 8u * ac) / 8u;   // A's uvec4 for row ar, k 0
+    uint gb = (br * N + n0 + 8u * bc) / 8u;     // B's uvec4 for k row br
+    uint arow = RA * K / 8u, brow = RB * N / 8u;  // uvec4s between passes
+    [[unroll]] for (uint t = 0u; t < NA; t++)
+        pa[(ar + RA * t) * (SA / 8u) + ac] = a4[ga + t * arow];
+    [[unroll]] for (uint t = 0u; t < NB; t++)
+        pb[(br + RB * t) * (SB / 8u) + bc] = b4[gb + t * brow];
+    barrier();
+    ACC acc[4][4];
+    [[unroll]] for (uint i = 0u; i < 4u; i++)
+        [[unroll]] for (uint j = 0u; j < 4u; j++) acc[i][j] = ACC(0.0);
+    uint steps = K / BK;
+    uvec4 pfa[NA], pfb[NB];
+    for (uint s = 0u; s < steps; s++) {
+        uint cur = NBUF == 2u ? (s & 1u) : 0u;
+        if (s + 1u < steps) {
+            uint ka = (s + 1u) * BK / 8u, kb = (s + 1u) * BK * N / 8u;
+            [[unroll]] for (uint t = 0u; t < NA; t++) pfa[t] = a4[ga + ka + t * arow];
+            [[unroll]] for (uint t = 0u; t < NB; t++) pfb[t] = b4[gb + kb + t * brow];
+        }
+        [[unroll]] for (uint kk = 0u; kk < BK / 16u; kk++) {
+            uint oa = cur * PA + (wm * SA + kk * 16u) / 8u;
+            uint ob = cur * PB + (kk * 16u * SB + wn) / 8u;
+            MA fa[4];
+            [[unroll]] for (uint i = 0u; i < 4u; i++)
+                coopMatLoad(fa[i], pa, oa + i * 16u * SA / 8u, SA / 8u,
+                            gl_CooperativeMatrixLayoutRowMajor);
+#ifdef BONE
+            [[unroll]] for (uint j = 0u; j < 4u; j++) {
+                MB fb;
+                coopMatLoad(fb, pb, ob + j * 2u, SB / 8u, gl_CooperativeMatrixLayoutRowMajor);
+                [[unroll]] for (uint i = 0u; i < 4u; i++)
+                    acc[i][j] = coopMatMulAdd(fa[i], fb, acc[i][j]);
+            }
+#else
+            MB fb[4];
+            [[unroll]] for (uint j = 0u; j < 4u; j++)
+                coopMatLoad(fb[j], pb, ob + j * 2u, SB / 8u, gl_CooperativeMatrixLayoutRowMajor);
+            [[unroll]] for (uint i = 0u; i < 4u; i++)
+                [[unroll]] for (uint j = 0u; j < 4u; j++)
+                    acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
+#endif
+        }
+        if (s + 1u < steps) {
+            if (NBUF == 1u) barrier();  // every subgroup is done reading the one set
+            uint nxa = NBUF == 2u ? (1u - cur) * PA : 0u, nxb = NBUF == 2u ? (1u - cur) * PB : 0u;
+            [[unroll]] for (uint t = 0u; t < NA; t++)
+                pa[nxa + (ar + RA * t) * (SA / 8u) + ac] = pfa[t];
+            [[unroll]] for (uint t = 0u; t < NB; t++)
+                pb[nxb + (br + RB * t) * (SB / 8u) + bc] = pfb[t];
+            barrier();
+        }
+    }
+    uint o = (m0 + wm) * N + n0 + wn;
+    [[unroll]] for (uint i = 0u; i < 4u; i++)
+        [[unroll]] for (uint j = 0u; j < 4u; j++)
+            coopMatStore(acc[i][j], c, o + i * 16u * N + j * 16u, N,
+                         gl_CooperativeMatrixLayoutRowMajor);
+}

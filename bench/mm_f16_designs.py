@@ -1,0 +1,142 @@
+"""The staged fp16 matmul's design space, hand-written in GLSL (bench/glsl/mm_f16_x.comp),
+against torch fp16 in one run: block shape, K step, one or two sets of panels, B's fragments
+all at once or one at a time. Issue 22 asks whether the design or the language is short
+of 0.5x of torch; this times the designs the language could express, with nothing of the
+language in them, and prints each one's registers and spills (pipeline statistics, where
+the driver reports them).
+
+    python3 bench/mm_f16_designs.py [--sizes 4096,8192] [--rounds 3] [--designs a,b]
+
+Each design is built from source here (glslangValidator and spirv-opt on PATH; prebuilt
+copies in bench/glsl/prebuilt/mmx_*.spv are used where glslang is missing) and run with
+lib_mm_f16.f32's bindings, its workgroup size replaced by the design's. Output: C as f32,
+checked against torch (or numpy) at every size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+from library_bench import say, time_ours, time_torch  # noqa: E402
+
+# name: (BM, BN, BK, NBUF, BONE)
+DESIGNS = {
+    "128x256_k32_b1": (128, 256, 32, 1, False),  # the library's design (mm_f16_lib_k32_wide)
+    "128x256_k32_b1_bone": (128, 256, 32, 1, True),
+    "128x256_k16_b2": (128, 256, 16, 2, False),  # the 16-deep double-buffered one
+    "256x128_k32_b1": (256, 128, 32, 1, False),
+    "128x128_k32_b1": (128, 128, 32, 1, False),  # 4 subgroups: two workgroups an SM
+    "128x128_k32_b2": (128, 128, 32, 2, False),
+    "128x128_k32_b2_bone": (128, 128, 32, 2, True),
+    "128x128_k64_b1": (128, 128, 64, 1, False),
+}
+SOURCE = os.path.join(HERE, "glsl", "mm_f16_x.comp")
+PREBUILT = os.path.join(HERE, "glsl", "prebuilt")
+
+
+def build(name: str, bm: int, bn: int, bk: int, nbuf: int, bone: bool, tmp: str) -> bytes:
+    """The SPIR-V of one design: compiled from mm_f16_x.comp, else the prebuilt copy."""
+    if shutil.which("glslangValidator") is None:
+        with open(os.path.join(PREBUILT, f"mmx_{name}.spv"), "rb") as f:
+            return f.read()
+    raw, out = os.path.join(tmp, name + ".raw.spv"), os.path.join(tmp, name + ".spv")
+    defs = [f"-DBM={bm}u", f"-DBN={bn}u", f"-DBK={bk}u", f"-DNBUF={nbuf}u"]
+    defs += ["-DBONE"] if bone else []
+    subprocess.run(
+        ["glslangValidator", "-V", "--target-env", "vulkan1.3", *defs, "-o", raw, SOURCE],
+        check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    subprocess.run(
+        ["spirv-opt", "--target-env=vulkan1.3", "--loop-unroll", "--scalar-replacement=0",
+         "-O", raw, "-o", out],
+        check=True,
+    )  # fmt: skip
+    with open(out, "rb") as f:
+        return f.read()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--designs", default=",".join(DESIGNS))
+    ap.add_argument("--stats", action="store_true", help="print registers and spills")
+    args = ap.parse_args(argv)
+    if args.stats:
+        import pipeline_stats
+
+        pipeline_stats.patch_for_statistics()
+    from vyre_build.compiler import compile_file
+    from vyre_build.runtime import get_device, load_kernel
+
+    dev = get_device("vulkan")
+    if "cooperative_matrix" not in dev.profile.features:
+        say(f"{dev.name}: no cooperative matrices: nothing to time")
+        return 0
+    kernels = os.path.join(ROOT, "kernels")
+    lib = next(
+        k for k in compile_file(os.path.join(kernels, "lib_mm_f16.py"), root=kernels)
+        if k.stem == "lib_mm_f16.f32"
+    )  # fmt: skip
+    try:
+        import torch
+
+        have_torch = torch.cuda.is_available()
+    except ImportError:
+        have_torch = False
+    say(f"{dev.name}: fp16 matmul designs (TFLOP/s; torch fp16 in the same run)")
+    made = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.designs.split(","):
+            bm, bn, bk, nbuf, bone = DESIGNS[name]
+            meta = dict(lib.meta, workgroup_size=[32 * (bm // 64) * (bn // 64), 1, 1])
+            meta["id"] = "mmx." + name
+            kern = load_kernel(meta, device=dev, spirv=build(name, bm, bn, bk, nbuf, bone, tmp))
+            made[name] = (kern, bm, bn)
+            if args.stats:
+                for exe, rows in pipeline_stats.statistics(dev, kern.pipeline[0]):
+                    say(f"  {name} [{exe}]: " + ", ".join(f"{s}={v}" for s, v in rows))
+    rng = np.random.default_rng(0)
+    for n in map(int, args.sizes.split(",")):
+        a = (rng.standard_normal((n, n)) * 0.5).astype(np.float16)
+        b = (rng.standard_normal((n, n)) * 0.5).astype(np.float16)
+        da, db = dev.buffer(a), dev.buffer(b)
+        flop = 2.0 * n**3
+        number = max(1, int(2e12 / flop))
+        th = None
+        if have_torch:
+            ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+            want = torch.matmul(ta.float(), tb.float()).cpu().numpy()
+            th = time_torch(torch, lambda ta=ta, tb=tb: torch.matmul(ta, tb), number, args.rounds)
+            say(f"  torch fp16          n={n:<6} {flop / th / 1e12:7.1f} TFLOP/s")
+        else:
+            want = np.matmul(a.astype(np.float32), b.astype(np.float32))
+        for name, (kern, bm, bn) in made.items():
+            c, h = dev.buffer(n * n, "f32"), dev.buffer(4, "f16")
+            wg = 32 * (bm // 64) * (bn // 64)
+            call = dict(a=da, a4=da, b=db, b4=db, c=c, h=h, M=n, N=n, K=n, sa=0, sb=0, sc=0)
+            call.update(va=1, vb=1, gx=n // bn * wg, gy=n // bm, gz=1)
+            ours, _ = time_ours(dev, lambda call=call, kern=kern: kern(**call), number, args.rounds)
+            got = c.read().reshape(n, n)
+            ok = np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
+            line = f"  {name:<20} n={n:<6} {flop / ours / 1e12:7.1f} TFLOP/s"
+            if th is not None:
+                line += f"   ratio {th / ours:.3f}x"
+            say(line + ("" if ok else "   MISMATCH"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
