@@ -16,6 +16,10 @@
 - look hN (--held N,...): lib_scan_look over tiles of N vec4s per invocation;
 - look flip, look16 flip (--flip-shuffle): lib_scan_look and its wide tiles with the other
   cross-subgroup step (variants.yaml's SHUFFLE: a shuffle scan, or subgroup reductions);
+- --floor: what moving the scan's bytes costs without the scan, beside the scan rows: torch's
+  copy of the same tensor (copy_) and bench/kernels/tile_copy.py, a copy in the look-back's
+  tile shape (copy8: look's tiles, copy16: look16's; whole tiles only), so a scan's gap to
+  its target reads against the floor of its own tile structure;
 - look wN, look16 wN (--wg N,...): lib_scan_look and its wide variants built with workgroups
   of N invocations (the module's WG rebound in its source text), so tiles of N * 32 and
   N * 64 values: which tile size the device wants.
@@ -208,6 +212,8 @@ def run(dev, kernels: dict, kind: str, n: int, torch, args, extra: list) -> None
     head = f"{kind} n={n:<11}"
     if ref is not None:
         say(f"  {head} torch            {ref * 1e6:9.1f} us {moved / ref / 1e9:8.1f} GB/s")
+    if args.floor:
+        floor(dev, kind, n, x_host, torch, args, head)
     x = dev.buffer(x_host)
     out = dev.buffer(n, kind)
     base = None
@@ -232,6 +238,39 @@ def run(dev, kernels: dict, kind: str, n: int, torch, args, extra: list) -> None
         say(line + f"   [{what}; library picks {picked}]")
 
 
+def floor(dev, kind: str, n: int, x_host, torch, args, head: str) -> None:
+    """--floor rows: torch's copy of the tensor and the tile-shaped copies of
+    bench/kernels/tile_copy.py (where n is whole tiles of them), in GB/s moved."""
+    moved = 8 * n
+    if torch is not None:
+        t = torch.from_numpy(x_host).cuda()
+        o = torch.empty_like(t)
+        tcall = lambda: o.copy_(t)  # noqa: E731
+        number = args.number or calls_for(tcall, torch.cuda.synchronize)
+        sec = time_torch(torch, tcall, number, args.rounds)
+        say(f"  {head} torch copy       {sec * 1e6:9.1f} us {moved / sec / 1e9:8.1f} GB/s")
+        del t, o
+        torch.cuda.empty_cache()
+    path = os.path.join(HERE, "kernels", "tile_copy.py")
+    copies = kernels_for(dev, compile_file(path, root=HERE))
+    x = dev.buffer(x_host.view(np.float32).reshape(-1, 4))
+    out = dev.buffer((n // 4, 4), "f32")
+    for held in (8, 16):
+        kern = copies.get(f"tile_copy{held}")
+        tile = held * 256 * 4
+        if kern is None or n % tile:
+            continue
+        tiles = n // tile
+        once = lambda kern=kern, tiles=tiles: kern(x4=x, out4=out, tiles=tiles, grid=tiles * 256)  # noqa: E731
+        number = args.number or calls_for(once, dev.wait)
+        sec, _ = time_ours(dev, once, number, args.rounds)
+        same = np.array_equal(out.read().reshape(-1).view(x_host.dtype), x_host)
+        say(
+            f"  {head} copy{held:<12} {sec * 1e6:9.1f} us {moved / sec / 1e9:8.1f} GB/s"
+            f"  {'copied' if same else 'WRONG COPY'}   [bench/kernels/tile_copy.py]"
+        )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
@@ -251,6 +290,7 @@ def main(argv=None) -> int:
         help="also lib_scan_look and its wide tiles with the other cross-subgroup step "
         "(variants.yaml's SHUFFLE flipped): look flip, look16 flip paths",
     )
+    ap.add_argument("--floor", action="store_true", help="also torch's copy and tile-shaped copies")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--number", type=int, default=0, help="calls per round (default: ~30 ms)")
     args = ap.parse_args(argv)
