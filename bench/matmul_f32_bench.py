@@ -5,12 +5,17 @@ bench/glsl/sgemm.comp): whether the language or the design is short of issue 22'
 
     python3 bench/matmul_f32_bench.py [--sizes 2048,4096,8192] [--rounds 5]
         [--variants f32,f32_pad,f32_k16] [--candidate F.py] [--glsl] [--rolled]
-        [--backend vulkan|wgpu]
+        [--backend vulkan|wgpu] [--robust]
 
 --rolled: the --variants also built with their K step's inner loop (`for k in
 unroll(u32(BK))`, copied by the compiler so that the step's shared-memory indices are
 constants in the code each backend gets) written `range(u32(BK))`, a loop that naga and the
 driver must unroll themselves, or not; stems "+rolled".
+
+--robust (Vulkan): the device created with robustBufferAccess on, as wgpu creates its own
+Vulkan devices (WebGPU's safety: every buffer access bounds-checked by the driver), so that
+the Vulkan figures read against the wgpu ones: whether the wgpu backend's gap is naga's
+code or the driver's checks.
 
 Ours: GPU timestamps around a batch of calls (wall time on wgpu); torch: CUDA events around
 the same number of torch.matmul on float32 tensors. Prints TFLOP/s and torch time / ours,
@@ -54,6 +59,30 @@ def direct_call(kern, a, b, c, n: int):
 MATMUL = os.path.join(KERNELS, "lib_matmul.py")
 
 
+def robust_devices() -> None:
+    """--robust: every Vulkan device the runtime creates from now on has robustBufferAccess
+    on (VkPhysicalDeviceFeatures, in the VkPhysicalDeviceFeatures2 of its create-info)."""
+    import vulkan as vk
+
+    from vyre_build.runtime.backends.vulkan import profile
+
+    make_info = profile.device_create_info
+
+    def device_create_info(family, enable, keep):
+        info = make_info(family, enable, keep)
+        if info.pNext == vk.ffi.NULL:
+            features = vk.ffi.new("VkPhysicalDeviceFeatures2*")
+            features.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2
+            keep.append(features)
+            info.pNext = features
+        else:
+            features = vk.ffi.cast("VkPhysicalDeviceFeatures2*", info.pNext)
+        features.features.robustBufferAccess = vk.VK_TRUE
+        return info
+
+    profile.device_create_info = device_create_info
+
+
 def rolled_text() -> str:
     """kernels/lib_matmul.py with its K steps' inner loops as `range` loops, not unrolled
     by the compiler."""
@@ -74,7 +103,10 @@ def main(argv=None) -> int:
     ap.add_argument("--glsl", action="store_true", help="also time bench/glsl/sgemm*.spv")
     ap.add_argument("--rolled", action="store_true", help="also the variants, inner loop rolled")
     ap.add_argument("--backend", default="vulkan", choices=("vulkan", "wgpu", "cpu"))
+    ap.add_argument("--robust", action="store_true", help="Vulkan with robustBufferAccess on")
     args = ap.parse_args(argv)
+    if args.robust:
+        robust_devices()
 
     from vyre_build import library
 
