@@ -8,6 +8,9 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+from spirv_tools import missing, pinned
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -62,6 +65,23 @@ def test_scan_bench_times_every_scan_path_and_checks_each():
     assert all("matches" in line for line in lines if line.startswith("  "))
 
 
+def test_scan_bench_floor_rows_copy_in_the_look_back_tile_shape():
+    """--floor on the cpu backend: the tile-shaped copies (bench/kernels/tile_copy.py) run
+    where n is whole tiles of them, each checked against its input, beside the scan rows."""
+    proc = run_bench(
+        "scan_bench.py", "--backend", "cpu", "--sizes", "16384,12288", "--kinds", "f32",
+        "--paths", "rts b1024,look", "--floor", "--rounds", "1", "--number", "1",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("  ")]
+    # 16,384 values: one tile of 16 vec4s, two of 8; 12,288: no whole tiles, no copy rows
+    assert [(r[1], r[2]) for r in rows] == [
+        ("n=16384", "copy8"), ("n=16384", "copy16"), ("n=16384", "rts"), ("n=16384", "look"),
+        ("n=12288", "rts"), ("n=12288", "look"),
+    ]  # fmt: skip
+    assert all(r[7] == "copied" for r in rows[:2])
+
+
 def test_reduce_bench_rows_match_numpy_on_the_reference():
     proc = run_bench(
         "reduce_bench.py", "--backend", "cpu", "--sizes", "4100", "--types", "u32,f32",
@@ -97,3 +117,24 @@ def test_matmul_bench_rolled_variant_matches_on_the_reference():
     rows = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ")]
     assert rows == ["library.matmul", "lib_matmul.f32", "lib_matmul.f32+rolled"]
     assert "MISMATCH" not in proc.stdout
+
+
+@pytest.mark.skipif(missing("spirv-val"), reason="the test extra's spirv-val is not installed")
+def test_the_prebuilt_glsl_witnesses_pass_the_pinned_validator():
+    """bench/glsl/prebuilt: every hand-written witness module (the GLSL of the library's
+    designs, bench/mm_f16_designs.py's design space) passes the pinned spirv-val, as every
+    module the compiler makes does; each is Vulkan 1.2 or 1.3 SPIR-V (the cooperative-matrix
+    ones need 1.3)."""
+    folder = os.path.join(ROOT, "bench", "glsl", "prebuilt")
+    names = sorted(f for f in os.listdir(folder) if f.endswith(".spv"))
+    assert {"mm_f16_lib_k32_wide.spv", "mmx_128x256_k32_b1.spv", "sgemm.spv"} <= set(names)
+    for name in names:
+        with open(os.path.join(folder, name), "rb") as f:
+            assert f.read(4) == b"\x03\x02\x23\x07", name  # the SPIR-V magic, little-endian
+        env = "vulkan1.2" if name.startswith("sgemm") else "vulkan1.3"
+        proc = subprocess.run(
+            [pinned("spirv-val"), "--target-env", env, os.path.join(folder, name)],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, f"{name}: {proc.stderr}"
