@@ -73,6 +73,17 @@ def say(line: str = "") -> None:
     print(line, flush=True)
 
 
+def say_rate(
+    stem: str, n: int, flop: float, ours: float, th: float | None, ok: bool, digits: int = 1
+) -> None:
+    """One matmul result line: `stem` at n x n, TFLOP/s of ours (seconds per call `ours`),
+    the ratio to torch's seconds `th` (None: no torch), MISMATCH unless `ok`."""
+    line = f"  {stem:<20} n={n:<6} {flop / ours / 1e12:7.{digits}f} TFLOP/s"
+    if th is not None:
+        line += f"   ratio {th / ours:.3f}x"
+    say(line + ("" if ok else "   MISMATCH"))
+
+
 @dataclass
 class Case:
     """One benchmark: sizes at full scale and for --quick, the host data of a size, our

@@ -38,7 +38,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 
 from bench_env import cuda_torch  # noqa: E402
-from library_bench import CODE, kernels_for, say, time_ours, time_torch, timed_device  # noqa: E402
+from library_bench import CODE, kernels_for, say, say_rate, time_ours, time_torch, timed_device  # noqa: E402
 
 from vyre_build.compiler import compile_file  # noqa: E402
 from vyre_build.runtime import load_kernel  # noqa: E402
@@ -162,10 +162,7 @@ def main(argv=None) -> int:
             ours, _ = time_ours(dev, call, number, args.rounds)
             got = c.read().reshape(n, n).astype(np.float64)
             ok = np.abs(got - want).max() <= 1e-3 * np.abs(want).max()
-            line = f"  {stem:<20} n={n:<6} {flop / ours / 1e12:7.2f} TFLOP/s"
-            if th is not None:
-                line += f"   ratio {th / ours:.3f}x"
-            say(line + ("" if ok else "   MISMATCH"))
+            say_rate(stem, n, flop, ours, th, ok, digits=2)
     return 0
 
 

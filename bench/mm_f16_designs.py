@@ -29,7 +29,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from library_bench import say, time_ours, time_torch  # noqa: E402
+from library_bench import say, say_rate, time_ours, time_torch  # noqa: E402
 
 # name: (BM, BN, BK, NBUF, BONE)
 DESIGNS = {
@@ -131,10 +131,7 @@ def main(argv=None) -> int:
             ours, _ = time_ours(dev, lambda call=call, kern=kern: kern(**call), number, args.rounds)
             got = c.read().reshape(n, n)
             ok = np.abs(got - want).max() <= 1e-2 * np.abs(want).max()
-            line = f"  {name:<20} n={n:<6} {flop / ours / 1e12:7.1f} TFLOP/s"
-            if th is not None:
-                line += f"   ratio {th / ours:.3f}x"
-            say(line + ("" if ok else "   MISMATCH"))
+            say_rate(name, n, flop, ours, th, ok)
     return 0
 
 
