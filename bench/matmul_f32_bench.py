@@ -5,12 +5,16 @@ bench/glsl/sgemm.comp): whether the language or the design is short of issue 22'
 
     python3 bench/matmul_f32_bench.py [--sizes 2048,4096,8192] [--rounds 5]
         [--variants f32,f32_pad,f32_k16] [--candidate F.py] [--glsl] [--rolled]
-        [--backend vulkan|wgpu] [--robust]
+        [--backend vulkan|wgpu] [--robust] [--spirv F.spv,...]
 
 --rolled: the --variants also built with their K step's inner loop (`for k in
 unroll(u32(BK))`, copied by the compiler so that the step's shared-memory indices are
 constants in the code each backend gets) written `range(u32(BK))`, a loop that naga and the
 driver must unroll themselves, or not; stems "+rolled".
+
+--spirv (Vulkan): also time these SPIR-V modules with lib_matmul.f32's bindings and grid,
+such as bench/naga/lib_matmul.f32.spv, the module wgpu hands the driver for our WGSL
+(captured by tools/naga_spirv/capture.py): naga's code on the Vulkan backend's dispatch.
 
 --robust (Vulkan): the device created with robustBufferAccess on, as wgpu creates its own
 Vulkan devices (WebGPU's safety: every buffer access bounds-checked by the driver), so that
@@ -104,6 +108,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rolled", action="store_true", help="also the variants, inner loop rolled")
     ap.add_argument("--backend", default="vulkan", choices=("vulkan", "wgpu", "cpu"))
     ap.add_argument("--robust", action="store_true", help="Vulkan with robustBufferAccess on")
+    ap.add_argument("--spirv", default="", help="comma list of SPIR-V files: time them too")
     args = ap.parse_args(argv)
     if args.robust:
         robust_devices()
@@ -134,6 +139,9 @@ def main(argv=None) -> int:
         for name in GLSL:
             with open(os.path.join(HERE, "glsl", "prebuilt", name + ".spv"), "rb") as f:
                 glsl["glsl." + name] = load_kernel(meta, device=dev, spirv=f.read())
+    for path in filter(None, args.spirv.split(",")) if args.backend == "vulkan" else ():
+        with open(path, "rb") as f:
+            glsl["spirv." + os.path.basename(path)] = load_kernel(meta, device=dev, spirv=f.read())
     torch = cuda_torch()
     for n in (int(s) for s in args.sizes.split(",")):
         rng = np.random.default_rng(n)

@@ -41,6 +41,9 @@ DESIGNS = {
     "128x128_k32_b2": (128, 128, 32, 2, False),
     "128x128_k32_b2_bone": (128, 128, 32, 2, True),
     "128x128_k64_b1": (128, 128, 64, 1, False),
+    "128x128_k32_b1_bone": (128, 128, 32, 1, True),
+    "128x128_k16_b1": (128, 128, 16, 1, False),
+    "64x256_k32_b1": (64, 256, 32, 1, False),  # 4 subgroups in a row
 }
 SOURCE = os.path.join(HERE, "glsl", "mm_f16_x.comp")
 PREBUILT = os.path.join(HERE, "glsl", "prebuilt")
@@ -102,7 +105,7 @@ def main(argv=None) -> int:
         for name in args.designs.split(","):
             bm, bn, bk, nbuf, bone = DESIGNS[name]
             meta = dict(lib.meta, workgroup_size=[32 * (bm // 64) * (bn // 64), 1, 1])
-            meta["id"] = "mmx." + name
+            meta.update(variant="mmx_" + name, id=f"{meta['name']}.mmx_{name}")
             kern = load_kernel(meta, device=dev, spirv=build(name, bm, bn, bk, nbuf, bone, tmp))
             made[name] = (kern, bm, bn)
             if args.stats:
