@@ -11,8 +11,9 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     var acc: i32 = i32();
     var j: u32 = u32();
     var u_loop: array<i32, 4> = array<i32, 4>();
+    let _len0: u32 = arrayLength(&out);
     let _v0: u32 = gid.x;
-    let _v1: u32 = arrayLength(&out);
+    let _v1: u32 = _len0;
     let _v2: bool = (_v0 >= _v1);
     if _v2 {
         return;

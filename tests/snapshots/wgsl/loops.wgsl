@@ -15,8 +15,11 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     var steps: u32 = u32();
     var j: u32 = u32();
     var acc2: u32 = u32();
+    let _len0: u32 = arrayLength(&out1);
+    let _len1: u32 = arrayLength(&out2);
+    let _len2: u32 = arrayLength(&out3);
     let _v0: u32 = gid.x;
-    let _v1: u32 = arrayLength(&out1);
+    let _v1: u32 = _len0;
     let _v2: bool = (_v0 >= _v1);
     if _v2 {
         return;
@@ -81,7 +84,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         steps = _v39;
     }
     let _v40: u32 = steps;
-    let _v59: u32 = arrayLength(&out2);
+    let _v59: u32 = _len1;
     let _v60: bool = (_v0 < _v59);
     if _v60 {
         out2[_v0] = _v40;
@@ -117,7 +120,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         }
     }
     let _v58: u32 = acc2;
-    let _v61: u32 = arrayLength(&out3);
+    let _v61: u32 = _len2;
     let _v62: bool = (_v0 < _v61);
     if _v62 {
         out3[_v0] = _v58;

@@ -20,8 +20,11 @@ fn _vy_u32_to_f32(x: u32) -> f32 {
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let wid: vec3<u32> = _wid + vyre_wg_base;
     let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
+    let _len0: u32 = arrayLength(&a);
+    let _len1: u32 = arrayLength(&b);
+    let _len2: u32 = arrayLength(&out);
     let _v0: u32 = gid.x;
-    let _v44: u32 = arrayLength(&a);
+    let _v44: u32 = _len0;
     let _v45: u32 = 1u;
     let _v46: u32 = (_v44 - _v45);
     let _v47: bool = (_v0 < _v44);
@@ -29,7 +32,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v49: i32 = a[_v48];
     let _v50: i32 = 0i;
     let _v1: i32 = select(_v50, _v49, _v47);
-    let _v51: u32 = arrayLength(&b);
+    let _v51: u32 = _len1;
     let _v52: u32 = (_v51 - _v45);
     let _v53: bool = (_v0 < _v51);
     let _v54: u32 = min(_v0, _v52);
@@ -161,7 +164,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v41: i32 = (_v40 ^ _v24);
     let _v42: i32 = (_v41 ^ _v25);
     let _v43: i32 = (_v42 ^ _v27);
-    let _v141: u32 = arrayLength(&out);
+    let _v141: u32 = _len2;
     let _v142: bool = (_v0 < _v141);
     if _v142 {
         out[_v0] = _v43;

@@ -9,8 +9,10 @@ const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let wid: vec3<u32> = _wid + vyre_wg_base;
     let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(32u, 1u, 1u);
+    let _len0: u32 = arrayLength(&out);
+    let _len1: u32 = arrayLength(&out2);
     let _v0: u32 = gid.x;
-    let _v1: u32 = arrayLength(&out);
+    let _v1: u32 = _len0;
     let _v2: bool = (_v0 >= _v1);
     if _v2 {
         return;
@@ -21,7 +23,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v6: bool = (_v4 == _v5);
     if _v6 {
         let _v7: u32 = 10u;
-        let _v23: u32 = arrayLength(&out2);
+        let _v23: u32 = _len1;
         let _v24: bool = (_v0 < _v23);
         if _v24 {
             out2[_v0] = _v7;
@@ -32,7 +34,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         let _v9: bool = (_v4 == _v8);
         if _v9 {
             let _v10: u32 = 20u;
-            let _v25: u32 = arrayLength(&out2);
+            let _v25: u32 = _len1;
             let _v26: bool = (_v0 < _v25);
             if _v26 {
                 out2[_v0] = _v10;
@@ -40,7 +42,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
             return;
         }
         let _v11: u32 = 30u;
-        let _v27: u32 = arrayLength(&out2);
+        let _v27: u32 = _len1;
         let _v28: bool = (_v0 < _v27);
         if _v28 {
             out2[_v0] = _v11;

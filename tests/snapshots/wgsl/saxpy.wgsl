@@ -14,13 +14,15 @@ struct Params {
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let wid: vec3<u32> = _wid + vyre_wg_base;
     let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(256u, 1u, 1u);
+    let _len0: u32 = arrayLength(&x);
+    let _len1: u32 = arrayLength(&y);
     let _v0: u32 = gid.x;
-    let _v1: u32 = arrayLength(&y);
+    let _v1: u32 = _len1;
     let _v2: bool = (_v0 < _v1);
     if _v2 {
         let _v3: u32 = 0u;
         let _v4: f32 = params.a;
-        let _v9: u32 = arrayLength(&x);
+        let _v9: u32 = _len0;
         let _v10: u32 = 1u;
         let _v11: u32 = (_v9 - _v10);
         let _v12: bool = (_v0 < _v9);

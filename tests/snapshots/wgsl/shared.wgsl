@@ -16,6 +16,9 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _flat: u32 = lid.x + 64u * (lid.y + 1u * lid.z);
     for (var _z: u32 = _flat; _z < 8u; _z = _z + 64u) { t[_z] = 0u; }
     workgroupBarrier();
+    let _len0: u32 = arrayLength(&a);
+    let _len1: u32 = arrayLength(&sums);
+    let _len2: u32 = arrayLength(&ids);
     let _v0: u32 = gid.x;
     let _v1: u32 = lid.x;
     let _v2: u32 = wid.x;
@@ -28,7 +31,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     if _v41 {
         t[_v5] = _v6;
     }
-    let _v42: u32 = arrayLength(&a);
+    let _v42: u32 = _len0;
     let _v43: u32 = 1u;
     let _v44: u32 = (_v42 - _v43);
     let _v45: bool = (_v0 < _v42);
@@ -76,7 +79,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     if _v28 {
         let _v29: u32 = 0u;
         let _v30: u32 = s[_v29];
-        let _v49: u32 = arrayLength(&sums);
+        let _v49: u32 = _len1;
         let _v50: bool = (_v2 < _v49);
         if _v50 {
             sums[_v2] = _v30;
@@ -91,7 +94,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v37: u32 = 1000u;
     let _v38: u32 = 0u;
     let _v39: u32 = (_v36 + _v38);
-    let _v51: u32 = arrayLength(&ids);
+    let _v51: u32 = _len2;
     let _v52: bool = (_v0 < _v51);
     if _v52 {
         ids[_v0] = _v39;

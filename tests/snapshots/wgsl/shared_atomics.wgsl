@@ -22,9 +22,12 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _flat: u32 = lid.x + 64u * (lid.y + 1u * lid.z);
     for (var _z: u32 = _flat; _z < 16u; _z = _z + 64u) { atomicStore(&bins[_z], 0u); }
     workgroupBarrier();
+    let _len0: u32 = arrayLength(&values);
+    let _len1: u32 = arrayLength(&histogram);
+    let _len2: u32 = arrayLength(&u_select);
     let _v0: u32 = gid.x;
     let _v1: u32 = lid.x;
-    let _v16: u32 = arrayLength(&values);
+    let _v16: u32 = _len0;
     let _v17: u32 = 1u;
     let _v18: u32 = (_v16 - _v17);
     let _v19: bool = (_v0 < _v16);
@@ -41,7 +44,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v8: bool = (_v1 < _v7);
     if _v8 {
         let _v9: u32 = atomicLoad(&bins[_v1]);
-        let _v23: u32 = arrayLength(&histogram);
+        let _v23: u32 = _len1;
         let _v24: bool = (_v1 < _v23);
         u_vyre_2e_old_2e_10 = _v22;
         if _v24 {
@@ -52,7 +55,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         let _v11: u32 = 16u;
         let _v12: u32 = 0u;
         let _v13: u32 = nwg.x;
-        let _v26: u32 = arrayLength(&histogram);
+        let _v26: u32 = _len1;
         let _v27: bool = (_v11 < _v26);
         u_vyre_2e_old_2e_14 = _v22;
         if _v27 {
@@ -61,7 +64,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         }
         let _v14: u32 = u_vyre_2e_old_2e_14;
         let _v15: u32 = wid.x;
-        let _v29: u32 = arrayLength(&u_select);
+        let _v29: u32 = _len2;
         let _v30: bool = (_v15 < _v29);
         if _v30 {
             u_select[_v15] = _v14;

@@ -10,8 +10,10 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let wid: vec3<u32> = _wid + vyre_wg_base;
     let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(32u, 1u, 1u);
     var cnt: u32 = u32();
+    let _len0: u32 = arrayLength(&out);
+    let _len1: u32 = arrayLength(&out2);
     let _v0: u32 = gid.x;
-    let _v1: u32 = arrayLength(&out);
+    let _v1: u32 = _len0;
     let _v2: bool = (_v0 >= _v1);
     if _v2 {
         return;
@@ -46,7 +48,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
     let _v20: bool = (_v18 == _v19);
     if _v20 {
         let _v21: u32 = 1u;
-        let _v24: u32 = arrayLength(&out2);
+        let _v24: u32 = _len1;
         let _v25: bool = (_v0 < _v24);
         if _v25 {
             out2[_v0] = _v21;
@@ -54,7 +56,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         return;
     } else {
         let _v22: u32 = 2u;
-        let _v26: u32 = arrayLength(&out2);
+        let _v26: u32 = _len1;
         let _v27: bool = (_v0 < _v26);
         if _v27 {
             out2[_v0] = _v22;

@@ -40,11 +40,18 @@ fn _vy_u32_to_f32(x: u32) -> f32 {
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let wid: vec3<u32> = _wid + vyre_wg_base;
     let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
+    let _len0: u32 = arrayLength(&f);
+    let _len1: u32 = arrayLength(&ci);
+    let _len2: u32 = arrayLength(&cu);
+    let _len3: u32 = arrayLength(&fi);
+    let _len4: u32 = arrayLength(&fu);
+    let _len5: u32 = arrayLength(&bits);
+    let _len6: u32 = arrayLength(&two);
     let _v0: u32 = gid.x;
     let _v1: u32 = 16u;
     let _v2: bool = (_v0 < _v1);
     if _v2 {
-        let _v13: u32 = arrayLength(&f);
+        let _v13: u32 = _len0;
         let _v14: u32 = 1u;
         let _v15: u32 = (_v13 - _v14);
         let _v16: bool = (_v0 < _v13);
@@ -124,30 +131,30 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         let _v88: bool = (_v84 > _v59);
         let _v89: u32 = select(_v87, _v64, _v88);
         let _v5: vec4<u32> = vec4<u32>(_v65, _v73, _v81, _v89);
-        let _v90: u32 = arrayLength(&ci);
+        let _v90: u32 = _len1;
         let _v91: bool = (_v0 < _v90);
         if _v91 {
             ci[_v0] = _v4;
         }
-        let _v92: u32 = arrayLength(&cu);
+        let _v92: u32 = _len2;
         let _v93: bool = (_v0 < _v92);
         if _v93 {
             cu[_v0] = _v5;
         }
         let _v6: vec4<f32> = _vy_cast_v4i32_v4f32(_v4);
-        let _v94: u32 = arrayLength(&fi);
+        let _v94: u32 = _len3;
         let _v95: bool = (_v0 < _v94);
         if _v95 {
             fi[_v0] = _v6;
         }
         let _v7: vec4<f32> = _vy_cast_v4u32_v4f32(_v5);
-        let _v96: u32 = arrayLength(&fu);
+        let _v96: u32 = _len4;
         let _v97: bool = (_v0 < _v96);
         if _v97 {
             fu[_v0] = _v7;
         }
         let _v8: vec4<u32> = bitcast<vec4<u32>>(_v4);
-        let _v98: u32 = arrayLength(&bits);
+        let _v98: u32 = _len5;
         let _v99: bool = (_v0 < _v98);
         if _v99 {
             bits[_v0] = _v8;
@@ -172,7 +179,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         let _v114: bool = (_v110 > _v59);
         let _v115: u32 = select(_v113, _v64, _v114);
         let _v12: vec2<u32> = vec2<u32>(_v107, _v115);
-        let _v116: u32 = arrayLength(&two);
+        let _v116: u32 = _len6;
         let _v117: bool = (_v0 < _v116);
         if _v117 {
             two[_v0] = _v12;

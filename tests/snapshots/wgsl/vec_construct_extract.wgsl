@@ -12,11 +12,16 @@ const vyre_wg_base: vec3<u32> = vec3<u32>(0u, 0u, 0u);
 fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) _wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let wid: vec3<u32> = _wid + vyre_wg_base;
     let gid: vec3<u32> = _gid + vyre_wg_base * vec3<u32>(64u, 1u, 1u);
+    let _len0: u32 = arrayLength(&x);
+    let _len1: u32 = arrayLength(&rev);
+    let _len2: u32 = arrayLength(&pair);
+    let _len3: u32 = arrayLength(&ids);
+    let _len4: u32 = arrayLength(&sums);
     let _v0: u32 = gid.x;
     let _v1: u32 = 30u;
     let _v2: bool = (_v0 < _v1);
     if _v2 {
-        let _v16: u32 = arrayLength(&x);
+        let _v16: u32 = _len0;
         let _v17: u32 = 1u;
         let _v18: u32 = (_v16 - _v17);
         let _v19: bool = (_v0 < _v16);
@@ -30,13 +35,13 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         let _v6: f32 = _v3.z;
         let _v7: f32 = _v3.w;
         let _v8: vec4<f32> = vec4<f32>(_v7, _v6, _v5, _v4);
-        let _v24: u32 = arrayLength(&rev);
+        let _v24: u32 = _len1;
         let _v25: bool = (_v0 < _v24);
         if _v25 {
             rev[_v0] = _v8;
         }
         let _v9: vec2<f32> = vec2<f32>(_v5, _v6);
-        let _v26: u32 = arrayLength(&pair);
+        let _v26: u32 = _len2;
         let _v27: bool = (_v0 < _v26);
         if _v27 {
             pair[_v0] = _v9;
@@ -44,7 +49,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         let _v10: u32 = 3u;
         let _v11: u32 = (_v0 * _v10);
         let _v12: vec2<u32> = vec2<u32>(_v0, _v11);
-        let _v28: u32 = arrayLength(&ids);
+        let _v28: u32 = _len3;
         let _v29: bool = (_v0 < _v28);
         if _v29 {
             ids[_v0] = _v12;
@@ -52,7 +57,7 @@ fn main(@builtin(global_invocation_id) _gid: vec3<u32>, @builtin(local_invocatio
         let _v13: vec2<f32> = vec2<f32>(_v6, _v7);
         let _v14: f32 = _v13.y;
         let _v15: f32 = (_v4 + _v14);
-        let _v30: u32 = arrayLength(&sums);
+        let _v30: u32 = _len4;
         let _v31: bool = (_v0 < _v30);
         if _v31 {
             sums[_v0] = _v15;

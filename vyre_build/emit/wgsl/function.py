@@ -80,12 +80,15 @@ class FunctionWriter(Walker, MemoryRules, ControlRules, DebugRules, OrderedRules
         self.helpers: set[str] = set()  # `_vy_*` helper functions the templates used call
         self.inputs: set[str] = set()  # subgroup builtins the entry point takes: sgid, sgsz, ...
         self.loop_count = 0
+        self.lengths: dict[int, str] = {}  # buffer slot -> its length's `let` (visit_length)
 
     def write(self) -> tuple[list[str], list[str]]:
         """(module-scope declarations, the entry point's body lines)."""
         decls, entry_vars = self.declarations()
         self.lines = [INDENT + v for v in entry_vars + self.zero_shared()]
+        head = len(self.lines)
         self.body(self.view.body, depth=1)
+        self.lines[head:head] = [INDENT + v for v in self.length_lets()]
         return decls, self.lines
 
     def fail(self, op: OpView, why: str) -> EmitError:

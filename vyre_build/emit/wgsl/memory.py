@@ -152,12 +152,20 @@ class MemoryRules:
 
     def visit_length(self, op, body, depth):
         s = self.slots[op.slot]
-        name = self.names[s.slot]
-        self.bind(
-            op,
-            depth,
-            f"arrayLength(&{name})" if s.memory_class == "Global" else f"{s.element_count}u",
-        )
+        if s.memory_class != "Global":
+            self.bind(op, depth, f"{s.element_count}u")
+            return
+        # a buffer's length is read once, at the entry (`length_lets`), as the SPIR-V
+        # emitter does: naga makes an OpArrayLength of every arrayLength() call, where it
+        # stands, and one in a loop is read again on every iteration (a matmul's K loop)
+        self.bind(op, depth, self.lengths.setdefault(s.slot, f"_len{s.slot}"))
+
+    def length_lets(self) -> list[str]:
+        """The entry's `let`s of the buffer lengths the body asked for (visit_length)."""
+        return [
+            f"let {name}: u32 = arrayLength(&{self.names[slot]});"
+            for slot, name in sorted(self.lengths.items())
+        ]
 
     def visit_store(self, op, body, depth):
         # StoreGlobal, StoreShared, and a relaxed vyre.atomic.store (emit/wgsl/ordered.py)
