@@ -27,6 +27,11 @@ from typing import Any
 
 from vyre_build.core.errors import DeviceError
 
+# naga's runtime checks the trusted call keeps: loop bounding (a loop that never ends stays
+# bounded, as WebGPU promises). tools/naga_spirv/capture.py --no-loop-bounding sets "None"
+# in its own process, to measure what the bounding costs; the runtime never changes it.
+RUNTIME_CHECKS = "ForceLoopBounding"
+
 # the wgpu-py internals the trusted call needs (wgpu.backends.wgpu_native._api)
 _NEEDED = (
     "ffi",
@@ -81,7 +86,7 @@ def create_module(device: Any, label: str, code: str | bytes) -> Any:
         nextInChain=chained,
         label=api.to_c_string_view(label),
     )
-    checks = lib.WGPUShaderRuntimeChecks_ForceLoopBounding
+    checks = getattr(lib, "WGPUShaderRuntimeChecks_" + RUNTIME_CHECKS)
     handle = api.libf.wgpuDeviceCreateShaderModuleTrusted(native, descriptor, checks)
     if handle == ffi.NULL:
         raise DeviceError(f"Kernel {label!r}: wgpu-native made no shader module of its WGSL")
