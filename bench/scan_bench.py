@@ -190,7 +190,7 @@ def forward_progress(dev) -> bool:
     return known and SINGLE_PASS_FEATURES <= p.features
 
 
-def run(dev, kernels: dict, kind: str, n: int, torch, args, extra: list) -> None:
+def run(dev, kernels: dict, kind: str, n: int, torch, args, extra: list, copies: dict) -> None:
     data = _vector(kind)(np.random.default_rng(0), n)
     x_host = data["x"]
     moved = 8 * n  # read once, write once
@@ -212,8 +212,8 @@ def run(dev, kernels: dict, kind: str, n: int, torch, args, extra: list) -> None
     head = f"{kind} n={n:<11}"
     if ref is not None:
         say(f"  {head} torch            {ref * 1e6:9.1f} us {moved / ref / 1e9:8.1f} GB/s")
-    if args.floor:
-        floor(dev, kind, n, x_host, torch, args, head)
+    if copies:
+        floor(dev, copies, kind, n, x_host, torch, args, head)
     x = dev.buffer(x_host)
     out = dev.buffer(n, kind)
     base = None
@@ -238,9 +238,10 @@ def run(dev, kernels: dict, kind: str, n: int, torch, args, extra: list) -> None
         say(line + f"   [{what}; library picks {picked}]")
 
 
-def floor(dev, kind: str, n: int, x_host, torch, args, head: str) -> None:
+def floor(dev, copies: dict, kind: str, n: int, x_host, torch, args, head: str) -> None:
     """--floor rows: torch's copy of the tensor and the tile-shaped copies of
-    bench/kernels/tile_copy.py (where n is whole tiles of them), in GB/s moved."""
+    bench/kernels/tile_copy.py (`copies`, its variants; those of whole tiles of n), in GB/s
+    moved."""
     moved = 8 * n
     if torch is not None:
         t = torch.from_numpy(x_host).cuda()
@@ -251,17 +252,15 @@ def floor(dev, kind: str, n: int, x_host, torch, args, head: str) -> None:
         say(f"  {head} torch copy       {sec * 1e6:9.1f} us {moved / sec / 1e9:8.1f} GB/s")
         del t, o
         torch.cuda.empty_cache()
-    path = os.path.join(HERE, "kernels", "tile_copy.py")
-    copies = kernels_for(dev, compile_file(path, root=HERE))
     x = dev.buffer(x_host.view(np.float32).reshape(-1, 4))
     out = dev.buffer((n // 4, 4), "f32")
-    for held in (8, 16):
-        kern = copies.get(f"tile_copy{held}")
-        tile = held * 256 * 4
-        if kern is None or n % tile:
+    for kern in sorted(copies.values(), key=lambda k: int(k.meta.variant_values["HELD"])):
+        held = int(kern.meta.variant_values["HELD"])
+        wg = kern.meta.workgroup_size[0]
+        if n % (held * wg * 4):
             continue
-        tiles = n // tile
-        once = lambda kern=kern, tiles=tiles: kern(x4=x, out4=out, tiles=tiles, grid=tiles * 256)  # noqa: E731
+        grid = n // (held * 4)  # an invocation per HELD vec4s
+        once = lambda kern=kern, grid=grid: kern(x4=x, out4=out, grid=grid)  # noqa: E731
         number = args.number or calls_for(once, dev.wait)
         sec, _ = time_ours(dev, once, number, args.rounds)
         same = np.array_equal(out.read().reshape(-1).view(x_host.dtype), x_host)
@@ -329,12 +328,16 @@ def main(argv=None) -> int:
         if args.flip_shuffle:
             extra.append(("look flip", built, "lib_scan_look.flip_{t}"))
             extra.append(("look16 flip", built, "lib_scan_look.flipwide_{t}"))
+    copies = {}  # --floor: bench/kernels/tile_copy.py's variants, built once
+    if args.floor:
+        path = os.path.join(HERE, "kernels", "tile_copy.py")
+        copies = kernels_for(dev, compile_file(path, root=HERE))
     say(f"torch: {torch.cuda.get_device_name() if torch else 'absent (checked against numpy)'}")
     say(f"forward progress: {'yes' if forward_progress(dev) else 'no'}")
     start = time.perf_counter()
     for kind in args.kinds.split(","):
         for n in sizes:
-            run(dev, kernels, kind, n, torch, args, extra)
+            run(dev, kernels, kind, n, torch, args, extra, copies)
     say(f"total {time.perf_counter() - start:.1f} s")
     return 0
 
