@@ -31,7 +31,7 @@ sys.path.insert(0, HERE)
 
 from library_bench import say, say_rate, time_ours, time_torch  # noqa: E402
 
-# name: (BM, BN, BK, NBUF, BONE)
+# name: (BM, BN, BK, NBUF, BONE[, WM, WN]): a subgroup's tile WM x WN, 64 x 64 if not given
 DESIGNS = {
     "128x256_k32_b1": (128, 256, 32, 1, False),  # the library's design (mm_f16_lib_k32_wide)
     "128x256_k32_b1_bone": (128, 256, 32, 1, True),
@@ -44,19 +44,40 @@ DESIGNS = {
     "128x128_k32_b1_bone": (128, 128, 32, 1, True),
     "128x128_k16_b1": (128, 128, 16, 1, False),
     "64x256_k32_b1": (64, 256, 32, 1, False),  # 4 subgroups in a row
+    # subgroup tiles of 64 x 32, 32 x 64 and 32 x 32: half or a quarter of the accumulators
+    # (64 or 32 registers instead of 128), so that nothing spills; more subgroups a block
+    "128x128_w64x32_k32_b1": (128, 128, 32, 1, False, 64, 32),
+    "128x128_w32x64_k32_b1": (128, 128, 32, 1, False, 32, 64),
+    "128x128_w64x32_k32_b2": (128, 128, 32, 2, False, 64, 32),
+    "128x128_w64x32_k64_b1": (128, 128, 64, 1, False, 64, 32),
+    "128x128_w32x32_k32_b1": (128, 128, 32, 1, False, 32, 32),
+    "128x256_w64x32_k32_b1": (128, 256, 32, 1, False, 64, 32),
+    "256x128_w64x32_k32_b1": (256, 128, 32, 1, False, 64, 32),
+    "128x64_w64x32_k32_b1": (128, 64, 32, 1, False, 64, 32),
+    "64x128_w32x64_k32_b1": (64, 128, 32, 1, False, 32, 64),
 }
+
+
+def shape(name: str) -> tuple[int, int, int, int, bool, int, int]:
+    """(BM, BN, BK, NBUF, BONE, WM, WN) of design `name`."""
+    d = DESIGNS[name]
+    return (*d, 64, 64) if len(d) == 5 else d
+
+
 SOURCE = os.path.join(HERE, "glsl", "mm_f16_x.comp")
 PREBUILT = os.path.join(HERE, "glsl", "prebuilt")
 
 
-def build(name: str, bm: int, bn: int, bk: int, nbuf: int, bone: bool, tmp: str) -> bytes:
+def build(name: str, tmp: str) -> bytes:
     """The SPIR-V of one design: compiled from mm_f16_x.comp, else the prebuilt copy."""
+    bm, bn, bk, nbuf, bone, wm, wn = shape(name)
     if shutil.which("glslangValidator") is None:
         with open(os.path.join(PREBUILT, f"mmx_{name}.spv"), "rb") as f:
             return f.read()
     raw, out = os.path.join(tmp, name + ".raw.spv"), os.path.join(tmp, name + ".spv")
     defs = [f"-DBM={bm}u", f"-DBN={bn}u", f"-DBK={bk}u", f"-DNBUF={nbuf}u"]
     defs += ["-DBONE"] if bone else []
+    defs += [f"-DWM={wm}u", f"-DWN={wn}u"] if (wm, wn) != (64, 64) else []
     subprocess.run(
         ["glslangValidator", "-V", "--target-env", "vulkan1.3", *defs, "-o", raw, SOURCE],
         check=True, stdout=subprocess.DEVNULL,
@@ -103,11 +124,12 @@ def main(argv=None) -> int:
     made = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.designs.split(","):
-            bm, bn, bk, nbuf, bone = DESIGNS[name]
-            meta = dict(lib.meta, workgroup_size=[32 * (bm // 64) * (bn // 64), 1, 1])
+            bm, bn, _, _, _, wm, wn = shape(name)
+            wg = 32 * (bm // wm) * (bn // wn)
+            meta = dict(lib.meta, workgroup_size=[wg, 1, 1])
             meta.update(variant="mmx_" + name, id=f"{meta['name']}.mmx_{name}")
-            kern = load_kernel(meta, device=dev, spirv=build(name, bm, bn, bk, nbuf, bone, tmp))
-            made[name] = (kern, bm, bn)
+            kern = load_kernel(meta, device=dev, spirv=build(name, tmp))
+            made[name] = (kern, bm, bn, wg)
             if args.stats:
                 for exe, rows in pipeline_stats.statistics(dev, kern.pipeline[0]):
                     say(f"  {name} [{exe}]: " + ", ".join(f"{s}={v}" for s, v in rows))
@@ -126,9 +148,8 @@ def main(argv=None) -> int:
             say(f"  torch fp16          n={n:<6} {flop / th / 1e12:7.1f} TFLOP/s")
         else:
             want = np.matmul(a.astype(np.float32), b.astype(np.float32))
-        for name, (kern, bm, bn) in made.items():
+        for name, (kern, bm, bn, wg) in made.items():
             c, h = dev.buffer(n * n, "f32"), dev.buffer(4, "f16")
-            wg = 32 * (bm // 64) * (bn // 64)
             call = dict(a=da, a4=da, b=db, b4=db, c=c, h=h, M=n, N=n, K=n, sa=0, sb=0, sc=0)
             call.update(va=1, vb=1, gx=n // bn * wg, gy=n // bm, gz=1)
             ours, _ = time_ours(dev, lambda call=call, kern=kern: kern(**call), number, args.rounds)

@@ -1,8 +1,8 @@
 #version 450
 // Design space of the staged fp16 matmul, hand-written (issue 22: is the design or the
-// language short of 0.5x?). Every subgroup computes a 64 x 64 quarter of C as 4 x 4 16x16
-// fragments with f32 accumulators; a workgroup of (BM / 64) x (BN / 64) subgroups computes a
-// BM x BN block. K goes by in steps of BK through shared panels of 16-byte elements (uvec4:
+// language short of 0.5x?). Every subgroup computes a WM x WN tile of C (64 x 64 unless
+// defined: 32 or 64 each) as (WM / 16) x (WN / 16) 16x16 fragments with f32 accumulators; a
+// workgroup of (BM / WM) x (BN / WN) subgroups computes a BM x BN block. K goes by in steps of BK through shared panels of 16-byte elements (uvec4:
 // 8 halves), rows padded by 8 halves (conflict-free fragment loads), NBUF = 1 (one set of
 // panels, two barriers a step) or 2 (double-buffered, one barrier a step); the next step's
 // panels are in registers while this step multiplies. BONE: B's fragments loaded one at a
@@ -10,6 +10,7 @@
 // registers. Interior sizes only (M a multiple of BM, N of BN, K of BK); bindings and
 // uniforms are lib_mm_f16.f32's. bench/mm_f16_designs.py builds and times each design.
 // Build: glslangValidator -V --target-env vulkan1.3 -DBM=.. -DBN=.. -DBK=.. -DNBUF=.. [-DBONE]
+// [-DWM=.. -DWN=..]
 // then spirv-opt --target-env=vulkan1.3 --loop-unroll --scalar-replacement=0 -O.
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -17,7 +18,14 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_control_flow_attributes : require
-const uint SGN = BN / 64u, SGM = BM / 64u;
+#ifndef WM
+#define WM 64u
+#endif
+#ifndef WN
+#define WN 64u
+#endif
+const uint FM = WM / 16u, FN = WN / 16u;  // fragments of a subgroup's tile
+const uint SGN = BN / WN, SGM = BM / WM;
 const uint WG = 32u * SGN * SGM;
 layout(local_size_x = WG) in;
 layout(std430, set = 0, binding = 1) readonly buffer A4 { uvec4 a4[]; };
@@ -40,7 +48,7 @@ shared uvec4 pb[NBUF * PB];
 void main() {
     uint lid = gl_LocalInvocationID.x;
     uint w = gl_SubgroupID;
-    uint wm = (w / SGN) * 64u, wn = (w % SGN) * 64u;
+    uint wm = (w / SGN) * WM, wn = (w % SGN) * WN;
     uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
     uint ar = lid / CA, ac = lid % CA;
     uint br = lid / CB, bc = lid % CB;
@@ -52,9 +60,9 @@ void main() {
     [[unroll]] for (uint t = 0u; t < NB; t++)
         pb[(br + RB * t) * (SB / 8u) + bc] = b4[gb + t * brow];
     barrier();
-    ACC acc[4][4];
-    [[unroll]] for (uint i = 0u; i < 4u; i++)
-        [[unroll]] for (uint j = 0u; j < 4u; j++) acc[i][j] = ACC(0.0);
+    ACC acc[FM][FN];
+    [[unroll]] for (uint i = 0u; i < FM; i++)
+        [[unroll]] for (uint j = 0u; j < FN; j++) acc[i][j] = ACC(0.0);
     uint steps = K / BK;
     uvec4 pfa[NA], pfb[NB];
     for (uint s = 0u; s < steps; s++) {
@@ -67,23 +75,23 @@ void main() {
         [[unroll]] for (uint kk = 0u; kk < BK / 16u; kk++) {
             uint oa = cur * PA + (wm * SA + kk * 16u) / 8u;
             uint ob = cur * PB + (kk * 16u * SB + wn) / 8u;
-            MA fa[4];
-            [[unroll]] for (uint i = 0u; i < 4u; i++)
+            MA fa[FM];
+            [[unroll]] for (uint i = 0u; i < FM; i++)
                 coopMatLoad(fa[i], pa, oa + i * 16u * SA / 8u, SA / 8u,
                             gl_CooperativeMatrixLayoutRowMajor);
 #ifdef BONE
-            [[unroll]] for (uint j = 0u; j < 4u; j++) {
+            [[unroll]] for (uint j = 0u; j < FN; j++) {
                 MB fb;
                 coopMatLoad(fb, pb, ob + j * 2u, SB / 8u, gl_CooperativeMatrixLayoutRowMajor);
-                [[unroll]] for (uint i = 0u; i < 4u; i++)
+                [[unroll]] for (uint i = 0u; i < FM; i++)
                     acc[i][j] = coopMatMulAdd(fa[i], fb, acc[i][j]);
             }
 #else
-            MB fb[4];
-            [[unroll]] for (uint j = 0u; j < 4u; j++)
+            MB fb[FN];
+            [[unroll]] for (uint j = 0u; j < FN; j++)
                 coopMatLoad(fb[j], pb, ob + j * 2u, SB / 8u, gl_CooperativeMatrixLayoutRowMajor);
-            [[unroll]] for (uint i = 0u; i < 4u; i++)
-                [[unroll]] for (uint j = 0u; j < 4u; j++)
+            [[unroll]] for (uint i = 0u; i < FM; i++)
+                [[unroll]] for (uint j = 0u; j < FN; j++)
                     acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
 #endif
         }
@@ -98,8 +106,8 @@ void main() {
         }
     }
     uint o = (m0 + wm) * N + n0 + wn;
-    [[unroll]] for (uint i = 0u; i < 4u; i++)
-        [[unroll]] for (uint j = 0u; j < 4u; j++)
+    [[unroll]] for (uint i = 0u; i < FM; i++)
+        [[unroll]] for (uint j = 0u; j < FN; j++)
             coopMatStore(acc[i][j], c, o + i * 16u * N + j * 16u, N,
                          gl_CooperativeMatrixLayoutRowMajor);
 }
