@@ -31,7 +31,8 @@ sys.path.insert(0, HERE)
 
 from library_bench import say, say_rate, time_ours, time_torch  # noqa: E402
 
-# name: (BM, BN, BK, NBUF, BONE[, WM, WN]): a subgroup's tile WM x WN, 64 x 64 if not given
+# name: (BM, BN, BK, NBUF, BONE[, WM, WN[, TB]]): a subgroup's tile WM x WN, 64 x 64 if not
+# given; TB: B given transposed (N x K) and staged as A is (an "NT" product)
 DESIGNS = {
     "128x256_k32_b1": (128, 256, 32, 1, False),  # the library's design (mm_f16_lib_k32_wide)
     "128x256_k32_b1_bone": (128, 256, 32, 1, True),
@@ -55,13 +56,19 @@ DESIGNS = {
     "256x128_w64x32_k32_b1": (256, 128, 32, 1, False, 64, 32),
     "128x64_w64x32_k32_b1": (128, 64, 32, 1, False, 64, 32),
     "64x128_w32x64_k32_b1": (64, 128, 32, 1, False, 32, 64),
+    # B transposed: fragments loaded column-major, contiguous along K as the tensor cores
+    # hold B (a row-major B panel is contiguous along N)
+    "128x128_k32_b1_tb": (128, 128, 32, 1, False, 64, 64, True),
+    "128x256_k32_b1_tb": (128, 256, 32, 1, False, 64, 64, True),
+    "128x128_k64_b1_tb": (128, 128, 64, 1, False, 64, 64, True),
+    "128x128_k32_b2_tb": (128, 128, 32, 2, False, 64, 64, True),
 }
 
 
-def shape(name: str) -> tuple[int, int, int, int, bool, int, int]:
-    """(BM, BN, BK, NBUF, BONE, WM, WN) of design `name`."""
+def shape(name: str) -> tuple[int, int, int, int, bool, int, int, bool]:
+    """(BM, BN, BK, NBUF, BONE, WM, WN, TB) of design `name`."""
     d = DESIGNS[name]
-    return (*d, 64, 64) if len(d) == 5 else d
+    return (*d, 64, 64, False)[:8] if len(d) == 5 else (*d, False)[:8]
 
 
 SOURCE = os.path.join(HERE, "glsl", "mm_f16_x.comp")
@@ -70,7 +77,7 @@ PREBUILT = os.path.join(HERE, "glsl", "prebuilt")
 
 def build(name: str, tmp: str) -> bytes:
     """The SPIR-V of one design: compiled from mm_f16_x.comp, else the prebuilt copy."""
-    bm, bn, bk, nbuf, bone, wm, wn = shape(name)
+    bm, bn, bk, nbuf, bone, wm, wn, tb = shape(name)
     if shutil.which("glslangValidator") is None:
         with open(os.path.join(PREBUILT, f"mmx_{name}.spv"), "rb") as f:
             return f.read()
@@ -78,6 +85,7 @@ def build(name: str, tmp: str) -> bytes:
     defs = [f"-DBM={bm}u", f"-DBN={bn}u", f"-DBK={bk}u", f"-DNBUF={nbuf}u"]
     defs += ["-DBONE"] if bone else []
     defs += [f"-DWM={wm}u", f"-DWN={wn}u"] if (wm, wn) != (64, 64) else []
+    defs += ["-DTB"] if tb else []
     subprocess.run(
         ["glslangValidator", "-V", "--target-env", "vulkan1.3", *defs, "-o", raw, SOURCE],
         check=True, stdout=subprocess.DEVNULL,
@@ -124,12 +132,12 @@ def main(argv=None) -> int:
     made = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.designs.split(","):
-            bm, bn, _, _, _, wm, wn = shape(name)
+            bm, bn, _, _, _, wm, wn, tb = shape(name)
             wg = 32 * (bm // wm) * (bn // wn)
             meta = dict(lib.meta, workgroup_size=[wg, 1, 1])
             meta.update(variant="mmx_" + name, id=f"{meta['name']}.mmx_{name}")
             kern = load_kernel(meta, device=dev, spirv=build(name, tmp))
-            made[name] = (kern, bm, bn, wg)
+            made[name] = (kern, bm, bn, wg, tb)
             if args.stats:
                 for exe, rows in pipeline_stats.statistics(dev, kern.pipeline[0]):
                     say(f"  {name} [{exe}]: " + ", ".join(f"{s}={v}" for s, v in rows))
@@ -138,6 +146,7 @@ def main(argv=None) -> int:
         a = (rng.standard_normal((n, n)) * 0.5).astype(np.float16)
         b = (rng.standard_normal((n, n)) * 0.5).astype(np.float16)
         da, db = dev.buffer(a), dev.buffer(b)
+        dbt = dev.buffer(np.ascontiguousarray(b.T)) if any(m[4] for m in made.values()) else None
         flop = 2.0 * n**3
         number = max(1, int(2e12 / flop))
         th = None
@@ -148,9 +157,10 @@ def main(argv=None) -> int:
             say(f"  torch fp16          n={n:<6} {flop / th / 1e12:7.1f} TFLOP/s")
         else:
             want = np.matmul(a.astype(np.float32), b.astype(np.float32))
-        for name, (kern, bm, bn, wg) in made.items():
+        for name, (kern, bm, bn, wg, tb) in made.items():
             c, h = dev.buffer(n * n, "f32"), dev.buffer(4, "f16")
-            call = dict(a=da, a4=da, b=db, b4=db, c=c, h=h, M=n, N=n, K=n, sa=0, sb=0, sc=0)
+            bb = dbt if tb else db
+            call = dict(a=da, a4=da, b=bb, b4=bb, c=c, h=h, M=n, N=n, K=n, sa=0, sb=0, sc=0)
             call.update(va=1, vb=1, gx=n // bn * wg, gy=n // bm, gz=1)
             ours, _ = time_ours(dev, lambda call=call, kern=kern: kern(**call), number, args.rounds)
             got = c.read().reshape(n, n)

@@ -10,7 +10,10 @@
 // registers. Interior sizes only (M a multiple of BM, N of BN, K of BK); bindings and
 // uniforms are lib_mm_f16.f32's. bench/mm_f16_designs.py builds and times each design.
 // Build: glslangValidator -V --target-env vulkan1.3 -DBM=.. -DBN=.. -DBK=.. -DNBUF=.. [-DBONE]
-// [-DWM=.. -DWN=..]
+// [-DWM=.. -DWN=..] [-DTB]
+// TB: binding 3 holds B transposed (N rows of K halves, an "NT" product), staged as A is (BN
+// rows of BK halves, padded) and its fragments loaded column-major: contiguous along K as
+// the tensor cores' B operand holds them, where a row-major B panel is contiguous along N.
 // then spirv-opt --target-env=vulkan1.3 --loop-unroll --scalar-replacement=0 -O.
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -40,8 +43,15 @@ const uint PA = BM * SA / 8u, PB = BK * SB / 8u;  // uvec4s in one buffer of a p
 const uint CA = BK / 8u, CB = BN / 8u;     // uvec4s in an unpadded panel row
 const uint RA = WG / CA, RB = WG / CB;     // panel rows moved per pass of the workgroup
 const uint NA = BM / RA, NB = BK / RB;     // uvec4s each invocation moves per step
+#ifdef TB
+const uint PBT = BN * SA / 8u, NBT = BN / RA;  // B's panel and moves, staged as A's
+#endif
 shared uvec4 pa[NBUF * PA];
+#ifdef TB
+shared uvec4 pb[NBUF * PBT];
+#else
 shared uvec4 pb[NBUF * PB];
+#endif
 #define ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 #define MA coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
 #define MB coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
@@ -57,24 +67,48 @@ void main() {
     uint arow = RA * K / 8u, brow = RB * N / 8u;  // uvec4s between passes
     [[unroll]] for (uint t = 0u; t < NA; t++)
         pa[(ar + RA * t) * (SA / 8u) + ac] = a4[ga + t * arow];
+#ifdef TB
+    uint gbt = ((n0 + ar) * K + 8u * ac) / 8u;  // B's (transposed) uvec4 for row n0 + ar
+    [[unroll]] for (uint t = 0u; t < NBT; t++)
+        pb[(ar + RA * t) * (SA / 8u) + ac] = b4[gbt + t * arow];
+#else
     [[unroll]] for (uint t = 0u; t < NB; t++)
         pb[(br + RB * t) * (SB / 8u) + bc] = b4[gb + t * brow];
+#endif
     barrier();
     ACC acc[FM][FN];
     [[unroll]] for (uint i = 0u; i < FM; i++)
         [[unroll]] for (uint j = 0u; j < FN; j++) acc[i][j] = ACC(0.0);
     uint steps = K / BK;
+#ifdef TB
+    uvec4 pfa[NA], pfb[NBT];
+#else
     uvec4 pfa[NA], pfb[NB];
+#endif
     for (uint s = 0u; s < steps; s++) {
         uint cur = NBUF == 2u ? (s & 1u) : 0u;
         if (s + 1u < steps) {
             uint ka = (s + 1u) * BK / 8u, kb = (s + 1u) * BK * N / 8u;
             [[unroll]] for (uint t = 0u; t < NA; t++) pfa[t] = a4[ga + ka + t * arow];
+#ifdef TB
+            [[unroll]] for (uint t = 0u; t < NBT; t++) pfb[t] = b4[gbt + ka + t * arow];
+#else
             [[unroll]] for (uint t = 0u; t < NB; t++) pfb[t] = b4[gb + kb + t * brow];
+#endif
         }
         [[unroll]] for (uint kk = 0u; kk < BK / 16u; kk++) {
             uint oa = cur * PA + (wm * SA + kk * 16u) / 8u;
+#ifdef TB
+            uint ob = cur * PBT + (wn * SA + kk * 16u) / 8u;
+#define BSTEP (2u * SA)
+#define BSTRIDE (SA / 8u)
+#define BLAYOUT gl_CooperativeMatrixLayoutColumnMajor
+#else
             uint ob = cur * PB + (kk * 16u * SB + wn) / 8u;
+#define BSTEP 2u
+#define BSTRIDE (SB / 8u)
+#define BLAYOUT gl_CooperativeMatrixLayoutRowMajor
+#endif
             MA fa[FM];
             [[unroll]] for (uint i = 0u; i < FM; i++)
                 coopMatLoad(fa[i], pa, oa + i * 16u * SA / 8u, SA / 8u,
@@ -82,14 +116,14 @@ void main() {
 #ifdef BONE
             [[unroll]] for (uint j = 0u; j < FN; j++) {
                 MB fb;
-                coopMatLoad(fb, pb, ob + j * 2u, SB / 8u, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(fb, pb, ob + j * BSTEP, BSTRIDE, BLAYOUT);
                 [[unroll]] for (uint i = 0u; i < FM; i++)
                     acc[i][j] = coopMatMulAdd(fa[i], fb, acc[i][j]);
             }
 #else
             MB fb[FN];
             [[unroll]] for (uint j = 0u; j < FN; j++)
-                coopMatLoad(fb[j], pb, ob + j * 2u, SB / 8u, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(fb[j], pb, ob + j * BSTEP, BSTRIDE, BLAYOUT);
             [[unroll]] for (uint i = 0u; i < FM; i++)
                 [[unroll]] for (uint j = 0u; j < FN; j++)
                     acc[i][j] = coopMatMulAdd(fa[i], fb[j], acc[i][j]);
@@ -97,11 +131,21 @@ void main() {
         }
         if (s + 1u < steps) {
             if (NBUF == 1u) barrier();  // every subgroup is done reading the one set
-            uint nxa = NBUF == 2u ? (1u - cur) * PA : 0u, nxb = NBUF == 2u ? (1u - cur) * PB : 0u;
+            uint nxa = NBUF == 2u ? (1u - cur) * PA : 0u;
+#ifdef TB
+            uint nxb = NBUF == 2u ? (1u - cur) * PBT : 0u;
+#else
+            uint nxb = NBUF == 2u ? (1u - cur) * PB : 0u;
+#endif
             [[unroll]] for (uint t = 0u; t < NA; t++)
                 pa[nxa + (ar + RA * t) * (SA / 8u) + ac] = pfa[t];
+#ifdef TB
+            [[unroll]] for (uint t = 0u; t < NBT; t++)
+                pb[nxb + (ar + RA * t) * (SA / 8u) + ac] = pfb[t];
+#else
             [[unroll]] for (uint t = 0u; t < NB; t++)
                 pb[nxb + (br + RB * t) * (SB / 8u) + bc] = pfb[t];
+#endif
             barrier();
         }
     }
