@@ -75,7 +75,11 @@ def test_modules_are_trusted_where_wgpu_native_offers_it(wgpu_device, checked, m
     code = "@compute @workgroup_size(1) fn main() {}"
     module = wgpu_module.create_module(wgpu_device, "k", code)
     assert isinstance(module, _api.GPUShaderModule)
-    assert calls == [_api.lib.WGPUShaderRuntimeChecks_ForceLoopBounding]  # bounds checks off
+    assert calls == [_api.lib.WGPUShaderRuntimeChecks_None]  # no loop: nothing to bound
+    looping = "@compute @workgroup_size(1) fn main() { var i: u32 = 0u; loop { i = i + 1u; if i > 3u { break; } } }"
+    wgpu_module.create_module(wgpu_device, "k", looping)
+    # bounds checks off, loop bounding kept where the loops are not proven to end
+    assert calls[1:] == [_api.lib.WGPUShaderRuntimeChecks_ForceLoopBounding]
 
 
 def test_wgsl_without_naga_checks_keeps_the_out_of_bounds_rules(wgpu_device, tmp_path, checked):

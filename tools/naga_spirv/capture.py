@@ -9,8 +9,10 @@ libvulkan-dev), and writes the module wgpu passed to vkCreateShaderModule to OUT
 bench/matmul_f32_bench.py --spirv OUT.spv then runs that module on the Vulkan backend with
 the kernel's bindings: whether the wgpu backend's gap is naga's code or wgpu's dispatch.
 
---no-loop-bounding: the module made without naga's loop bounding (the runtime keeps it:
-backends/wgpu/module.py's RUNTIME_CHECKS), to measure what the bounding counter costs.
+Without it the module is made with naga's loop bounding whether or not its loops are
+proven to end (the runtime leaves the bounding out where they are: backends/wgpu/loops.py).
+--no-loop-bounding: the module made without naga's loop bounding, to measure what the
+bounding counter costs.
 --inline-division: naga's integer division and remainder helpers (functions guarding
 against a zero divisor) replaced, at each call, by the plain OpUDiv / OpUMod / OpSDiv /
 OpSRem (text-edited with the pinned spirv-dis and spirv-as; valid only where every divisor
@@ -36,7 +38,7 @@ sys.path.insert(0, {root!r})
 from vyre_build.compiler import compile_file
 from vyre_build.runtime import get_device, load_kernel
 from vyre_build.runtime.backends.wgpu import module
-module.RUNTIME_CHECKS = {checks!r}
+module.runtime_checks = lambda code: {checks!r}  # as asked, proven or not
 found = [k for k in compile_file({path!r}, root={folder!r}) if k.stem == {kid!r}]
 if not found:
     raise SystemExit("no kernel " + {kid!r} + " in " + {path!r})

@@ -11,8 +11,9 @@ the same accesses on SPIR-V with no further check.
 
 `create_module` asks wgpu-native for the module through
 `wgpuDeviceCreateShaderModuleTrusted` with naga's runtime checks limited to loop bounding
-(kept: a loop that never ends stays bounded, as WebGPU promises), where the wgpu-py in use
-exposes it; otherwise, or for anything but WGSL text, through the ordinary
+(a loop that never ends stays bounded, as WebGPU promises), and without even that where
+every loop of the module provably ends (backends/wgpu/loops.py: counted loops only), where
+the wgpu-py in use exposes it; otherwise, or for anything but WGSL text, through the ordinary
 `create_shader_module` with every check (also for a device that is not wgpu-py's native
 GPUDevice). `VYRE_WGPU_CHECKED=1` keeps naga's checks (to compare; read once per process,
 at the first module). The module behaves as wgpu-py's own (the same class, errors raised
@@ -26,10 +27,13 @@ from functools import lru_cache
 from typing import Any
 
 from vyre_build.core.errors import DeviceError
+from vyre_build.runtime.backends.wgpu.loops import ends
 
-# naga's runtime checks the trusted call keeps: loop bounding (a loop that never ends stays
-# bounded, as WebGPU promises). tools/naga_spirv/capture.py --no-loop-bounding sets "None"
-# in its own process, to measure what the bounding costs; the runtime never changes it.
+# naga's runtime checks the trusted call keeps for a module whose loops are not proven to
+# end (loops.ends): loop bounding (a loop that never ends stays bounded, as WebGPU
+# promises); a module proven to end gets "None". tools/naga_spirv/capture.py
+# --no-loop-bounding sets "None" here in its own process, to measure what the bounding
+# costs; the runtime never changes it.
 RUNTIME_CHECKS = "ForceLoopBounding"
 
 # the wgpu-py internals the trusted call needs (wgpu.backends.wgpu_native._api)
@@ -64,6 +68,12 @@ def _native() -> Any:
     return _api
 
 
+def runtime_checks(code: str) -> str:
+    """The naga runtime checks the trusted call asks for WGSL `code`: none where every
+    loop provably ends (loops.ends), else RUNTIME_CHECKS."""
+    return "None" if ends(code) else RUNTIME_CHECKS
+
+
 def trusted() -> bool:
     """Whether `create_module` leaves out naga's bounds checks here."""
     return _native() is not None
@@ -86,7 +96,7 @@ def create_module(device: Any, label: str, code: str | bytes) -> Any:
         nextInChain=chained,
         label=api.to_c_string_view(label),
     )
-    checks = getattr(lib, "WGPUShaderRuntimeChecks_" + RUNTIME_CHECKS)
+    checks = getattr(lib, "WGPUShaderRuntimeChecks_" + runtime_checks(code))
     handle = api.libf.wgpuDeviceCreateShaderModuleTrusted(native, descriptor, checks)
     if handle == ffi.NULL:
         raise DeviceError(f"Kernel {label!r}: wgpu-native made no shader module of its WGSL")
