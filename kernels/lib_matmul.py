@@ -134,12 +134,9 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], b4: Buffer[V], c: Buffer[T, "w"], M: 
         # (a variant with one vec4 of each panel per invocation: f32, f32_pad, f32_64, f32_64p)
         # a block inside C with B's rows in whole vec4s (vb) runs the steps whose next step
         # lies inside K in a loop of unguarded loads (B's by vec4s): no guard's temporaries
-        # beside the accumulators, as lib_mm_f16's fast loop; a counted loop (steps 0 ..
-        # K // BK - 2), so that wgpu runs it without naga's loop-bounding counter
-        # (backends/wgpu/loops.py)
+        # beside the accumulators, as lib_mm_f16's fast loop
         if vb == 1 and m0 + 64 * RM <= M and n0 + 64 * RN <= N:
-            for t in range(u32(1), K // BK):
-                s0 = t - 1
+            while s0 + 1 < K // BK:
                 cur = (s0 % 2) * (BK * (WG // BK + PA))
                 k1 = (s0 + 1) * BK
                 pa0 = a[ar * K + k1 + ak]
@@ -180,7 +177,7 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], b4: Buffer[V], c: Buffer[T, "w"], M: 
                 sa[nxt + ak * (WG // BK + PA) + ag] = V(pa0, pa1, pa2, pa3)
                 sb[(nxt if WG // BK + PA == 16 * RN else WG - (s0 % 2) * WG) + bk * (16 * RN) + bg] = pb
                 barrier()
-            s0 = max(K // BK, u32(1)) - 1
+                s0 += 1
     for s in range(s0, steps):
         # the rest (every step of an edge block, and of a variant with two vec4s of a panel
         # per invocation or spare rows): guarded loads, zeros past the edges

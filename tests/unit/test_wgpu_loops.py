@@ -35,20 +35,37 @@ ZERO = "    for (var _z: u32 = _v0; _z < 512u; _z = _z + 256u) { y[_z] = 0u; }"
         "    y[_v0] = 1u;",
         COUNTED,
         ZERO + "\n" + ZERO,  # the name declared twice, each header assigning it once
-        COUNTED.replace("u32", "i32").replace("1u", "1i").replace("_v0;", "0i;")
-        .replace("_v1;", "_v2;").replace("y[_i0]", "y[u32(_i0)]")
+        COUNTED.replace("u32", "i32")
+        .replace("1u", "1i")
+        .replace("_v0;", "0i;")
+        .replace("_v1;", "_v2;")
+        .replace("y[_i0]", "y[u32(_i0)]")
         .replace("    for", "    let _v2: i32 = i32(_v1);\n    for"),
         "    for (var _i0: u32 = 0u; _i0 < 4294967295u; _i0 = _i0 + 1u) { y[0] = _i0; }",
         "    // a comment: loop { } while\n" + COUNTED,
         "    /* loop { } */\n" + COUNTED,
-        COUNTED.replace("y[_i0] = 1u;", "for (var _i1: u32 = 0u; _i1 < _v1; _i1 = _i1 + 1u) "
-                        "{ if _i1 == _i0 { continue; } y[_i1] = _i0; }"),
+        COUNTED.replace(
+            "y[_i0] = 1u;",
+            "for (var _i1: u32 = 0u; _i1 < _v1; _i1 = _i1 + 1u) "
+            "{ if _i1 == _i0 { continue; } y[_i1] = _i0; }",
+        ),
         "    loop {\n        if _v0 == 3u { break; }\n        y[_v0] = 2u;\n        break;\n    }",
-        "    loop {\n" + COUNTED.replace("y[_i0] = 1u;", "if _i0 == 2u { continue; }") +
-        "\n        break;\n    }",
+        "    loop {\n"
+        + COUNTED.replace("y[_i0] = 1u;", "if _i0 == 2u { continue; }")
+        + "\n        break;\n    }",
     ],
-    ids=["none", "counted", "zero-fill twice", "i32", "to the last u32", "line comment",
-         "block comment", "nested, continue", "run once", "run once, a for's continue"],
+    ids=[
+        "none",
+        "counted",
+        "zero-fill twice",
+        "i32",
+        "to the last u32",
+        "line comment",
+        "block comment",
+        "nested, continue",
+        "run once",
+        "run once, a for's continue",
+    ],
 )
 def test_counted_loops_end(body):
     assert ends(wrap(body))
@@ -82,11 +99,32 @@ def test_counted_loops_end(body):
         ("    loop {\n        if _v0 == 3u { break; }\n        break;\n", ""),  # unbalanced
         ("    switch _v0 { default: { } }", ""),
     ],
-    ids=["loop", "while", "counter set", "counter -=", "counter ++", "pointer",
-         "var bound", "bound shadowed by a var", "step 2 to a name", "u32 wraps", "i32 wraps",
-         "<=", "down", "step 0", "for(;;)", "no increment", "nested comment", "self bound",
-         "loop, break inside", "loop, ends in a store", "loop, continue", "continuing",
-         "unbalanced", "switch"],
+    ids=[
+        "loop",
+        "while",
+        "counter set",
+        "counter -=",
+        "counter ++",
+        "pointer",
+        "var bound",
+        "bound shadowed by a var",
+        "step 2 to a name",
+        "u32 wraps",
+        "i32 wraps",
+        "<=",
+        "down",
+        "step 0",
+        "for(;;)",
+        "no increment",
+        "nested comment",
+        "self bound",
+        "loop, break inside",
+        "loop, ends in a store",
+        "loop, continue",
+        "continuing",
+        "unbalanced",
+        "switch",
+    ],
 )
 def test_anything_else_is_not_proven(body, decls):
     assert not ends(wrap(body, decls))
