@@ -31,8 +31,9 @@ sys.path.insert(0, HERE)
 
 from library_bench import say, say_rate, time_ours, time_torch  # noqa: E402
 
-# name: (BM, BN, BK, NBUF, BONE[, WM, WN[, TB]]): a subgroup's tile WM x WN, 64 x 64 if not
-# given; TB: B given transposed (N x K) and staged as A is (an "NT" product)
+# name: (BM, BN, BK, NBUF, BONE[, WM, WN[, TB[, PAIR]]]): a subgroup's tile WM x WN, 64 x 64
+# if not given; TB: B given transposed (N x K) and staged as A is (an "NT" product); PAIR:
+# two K steps an iteration (K / BK even), the panel set a constant in each
 DESIGNS = {
     "128x256_k32_b1": (128, 256, 32, 1, False),  # the library's design (mm_f16_lib_k32_wide)
     "128x256_k32_b1_bone": (128, 256, 32, 1, True),
@@ -62,13 +63,27 @@ DESIGNS = {
     "128x256_k32_b1_tb": (128, 256, 32, 1, False, 64, 64, True),
     "128x128_k64_b1_tb": (128, 128, 64, 1, False, 64, 64, True),
     "128x128_k32_b2_tb": (128, 128, 32, 2, False, 64, 64, True),
+    # two K steps an iteration (PAIR): the panel set a constant in each
+    "128x128_k32_b2_pair": (128, 128, 32, 2, False, 64, 64, False, True),
+    "128x128_k32_b1_pair": (128, 128, 32, 1, False, 64, 64, False, True),
+    "128x256_k16_b2_pair": (128, 256, 16, 2, False, 64, 64, False, True),
+    "128x128_k16_b2_pair": (128, 128, 16, 2, False, 64, 64, False, True),
 }
 
 
-def shape(name: str) -> tuple[int, int, int, int, bool, int, int, bool]:
-    """(BM, BN, BK, NBUF, BONE, WM, WN, TB) of design `name`."""
+def shape(name: str) -> tuple[int, int, int, int, bool, int, int, bool, bool]:
+    """(BM, BN, BK, NBUF, BONE, WM, WN, TB, PAIR) of design `name`."""
     d = DESIGNS[name]
-    return (*d, 64, 64, False)[:8] if len(d) == 5 else (*d, False)[:8]
+    d = (*d, 64, 64) if len(d) == 5 else d
+    return (*d, False, False)[:9]
+
+
+def shared_bytes(name: str) -> int:
+    """The shared memory design `name` declares: NBUF sets of A's and B's padded panels."""
+    bm, bn, bk, nbuf, _, _, _, tb, _ = shape(name)
+    pa = bm * (bk + 8) // 8
+    pb = bn * (bk + 8) // 8 if tb else bk * (bn + 8) // 8
+    return 16 * nbuf * (pa + pb)
 
 
 SOURCE = os.path.join(HERE, "glsl", "mm_f16_x.comp")
@@ -77,7 +92,7 @@ PREBUILT = os.path.join(HERE, "glsl", "prebuilt")
 
 def build(name: str, tmp: str) -> bytes:
     """The SPIR-V of one design: compiled from mm_f16_x.comp, else the prebuilt copy."""
-    bm, bn, bk, nbuf, bone, wm, wn, tb = shape(name)
+    bm, bn, bk, nbuf, bone, wm, wn, tb, pair = shape(name)
     if shutil.which("glslangValidator") is None:
         with open(os.path.join(PREBUILT, f"mmx_{name}.spv"), "rb") as f:
             return f.read()
@@ -86,6 +101,7 @@ def build(name: str, tmp: str) -> bytes:
     defs += ["-DBONE"] if bone else []
     defs += [f"-DWM={wm}u", f"-DWN={wn}u"] if (wm, wn) != (64, 64) else []
     defs += ["-DTB"] if tb else []
+    defs += ["-DPAIR"] if pair else []
     subprocess.run(
         ["glslangValidator", "-V", "--target-env", "vulkan1.3", *defs, "-o", raw, SOURCE],
         check=True, stdout=subprocess.DEVNULL,
@@ -111,6 +127,7 @@ def main(argv=None) -> int:
 
         pipeline_stats.patch_for_statistics()
     from vyre_build.compiler import compile_file
+    from vyre_build.core.errors import DeviceError
     from vyre_build.runtime import get_device, load_kernel
 
     dev = get_device("vulkan")
@@ -132,11 +149,16 @@ def main(argv=None) -> int:
     made = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.designs.split(","):
-            bm, bn, _, _, _, wm, wn, tb = shape(name)
+            bm, bn, _, _, _, wm, wn, tb, _ = shape(name)
             wg = 32 * (bm // wm) * (bn // wn)
             meta = dict(lib.meta, workgroup_size=[wg, 1, 1])
             meta.update(variant="mmx_" + name, id=f"{meta['name']}.mmx_{name}")
-            kern = load_kernel(meta, device=dev, spirv=build(name, tmp))
+            meta["shared_bytes"] = max(shared_bytes(name), 16384)  # refused where too much
+            try:
+                kern = load_kernel(meta, device=dev, spirv=build(name, tmp))
+            except DeviceError as exc:
+                say(f"  {name}: not run: {exc}")
+                continue
             made[name] = (kern, bm, bn, wg, tb)
             if args.stats:
                 for exe, rows in pipeline_stats.statistics(dev, kern.pipeline[0]):

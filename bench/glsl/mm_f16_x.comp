@@ -10,7 +10,9 @@
 // registers. Interior sizes only (M a multiple of BM, N of BN, K of BK); bindings and
 // uniforms are lib_mm_f16.f32's. bench/mm_f16_designs.py builds and times each design.
 // Build: glslangValidator -V --target-env vulkan1.3 -DBM=.. -DBN=.. -DBK=.. -DNBUF=.. [-DBONE]
-// [-DWM=.. -DWN=..] [-DTB]
+// [-DWM=.. -DWN=..] [-DTB] [-DPAIR]
+// PAIR: the K loop takes two steps an iteration, so that the panel set each step reads and
+// writes (NBUF = 2) is a constant, as NVIDIA's driver makes it by unrolling the fp32 K loop.
 // TB: binding 3 holds B transposed (N rows of K halves, an "NT" product), staged as A is (BN
 // rows of BK halves, padded) and its fragments loaded column-major: contiguous along K as
 // the tensor cores' B operand holds them, where a row-major B panel is contiguous along N.
@@ -85,8 +87,15 @@ void main() {
 #else
     uvec4 pfa[NA], pfb[NB];
 #endif
+#ifdef PAIR
+    // two steps an iteration (steps even), the panel set of each a constant
+    for (uint s2 = 0u; s2 < steps; s2 += 2u) [[unroll]] for (uint h = 0u; h < 2u; h++) {
+        uint s = s2 + h;
+        uint cur = NBUF == 2u ? h : 0u;
+#else
     for (uint s = 0u; s < steps; s++) {
         uint cur = NBUF == 2u ? (s & 1u) : 0u;
+#endif
         if (s + 1u < steps) {
             uint ka = (s + 1u) * BK / 8u, kb = (s + 1u) * BK * N / 8u;
             [[unroll]] for (uint t = 0u; t < NA; t++) pfa[t] = a4[ga + ka + t * arow];
