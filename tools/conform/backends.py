@@ -326,6 +326,15 @@ def skip_reason(backend: str, prog, compiled) -> str | None:
         return "lavapipe loses writes after a fence that some invocations returned before"
     if (
         backend == "vulkan"
+        and "fence(" in prog.source()
+        and "barrier()" in prog.source()
+        and _on_lavapipe(backend)
+    ):
+        # tests/conformance/cases/lavapipe_memory_barrier_desyncs_barriers.py: a fence that
+        # part of a workgroup runs puts it a barrier out of step with the rest
+        return "lavapipe puts a subgroup out of step with the barriers after a fence"
+    if (
+        backend == "vulkan"
         and any(f'order="{o}"' in prog.source() for o in ("release", "acquire", "acq_rel"))
         and "break" in prog.source()
         and _on_lavapipe(backend)

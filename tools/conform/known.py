@@ -39,6 +39,13 @@ KNOWN = {
             "lavapipe_memory_barrier_suspends",
         ),
         Known(
+            "lavapipe-memory-barrier-desyncs-barriers",
+            "Mesa lavapipe (llvmpipe's coroutine subgroups; Vulkan)",
+            "a memory barrier (fence) that one subgroup runs in a loop of workgroup barriers "
+            "puts it a barrier out of step: the others read shared memory before it is written",
+            "lavapipe_memory_barrier_desyncs_barriers",
+        ),
+        Known(
             "lavapipe-release-store-in-loop",
             "Mesa lavapipe, most likely (Vulkan; not yet run on another driver)",
             "a release atomic_store in a loop that one invocation runs and breaks out of "
