@@ -20,6 +20,8 @@
   copy of the same tensor (copy_) and bench/kernels/tile_copy.py, a copy in the look-back's
   tile shape (copy8: look's tiles, copy16: look16's; whole tiles only), so a scan's gap to
   its target reads against the floor of its own tile structure;
+- pipe gN (--pipe N,...): lib_scan_pipe, N workgroups taking tiles of 8,192 values in
+  turn (the next tile's loads in flight during the walk back);
 - look wN, look16 wN (--wg N,...): lib_scan_look and its wide variants built with workgroups
   of N invocations (the module's WG rebound in its source text), so tiles of N * 32 and
   N * 64 values: which tile size the device wants.
@@ -76,6 +78,7 @@ QUICK = (4099, 1 << 16)
 LOOK_BACK_UNSAFE = 1 << 16  # the most values a look-back runs on without forward progress
 KINDS = ("f32", "i32")
 PATHS = ("rts b1024", "rts b528", "rts b264", "look", "look acq", "once", "look16")
+PIPES: list[int] = []  # --pipe
 
 
 class _Blocks(dict):
@@ -121,6 +124,13 @@ def paths(kernels: dict, kind: str, extra: list) -> list[tuple[str, str, object]
                 b, kid, x, kind, False, o, items
             )
             rows.append((name, kid, call))
+    for g in PIPES:  # --pipe: lib_scan_pipe with g workgroups taking tiles in turn
+        kid = f"lib_scan_pipe.{kind}"
+        if kid in kernels:
+            call = lambda x, o, kid=kid, g=g: library._scan_once(  # noqa: E731
+                kernels, kid, x, kind, False, o, 8, g
+            )
+            rows.append((f"pipe g{g}", kid, call))
     return rows
 
 
@@ -290,16 +300,19 @@ def main(argv=None) -> int:
         "(variants.yaml's SHUFFLE flipped): look flip, look16 flip paths",
     )
     ap.add_argument("--floor", action="store_true", help="also torch's copy and tile-shaped copies")
+    ap.add_argument("--pipe", default="", help="comma list of workgroup counts: pipe gN paths")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--number", type=int, default=0, help="calls per round (default: ~30 ms)")
     args = ap.parse_args(argv)
     sizes_wg = [int(w) for w in args.wg.split(",") if w]
     held = [int(h) for h in args.held.split(",") if h]
+    PIPES[:] = [int(g) for g in args.pipe.split(",") if g]
     unknown = (
         set(filter(None, args.paths.split(",")))
         - set(PATHS)
         - {f"{p} w{w}" for w in sizes_wg for p in ("look", "look16")}
         - {f"look h{h}" for h in held}
+        - {f"pipe g{g}" for g in PIPES}
         - ({"look flip", "look16 flip"} if args.flip_shuffle else set())
     )
     if unknown:

@@ -55,6 +55,19 @@ bench/scan_bench.py) f32 at 16.7M values 72.8 us against 8-vec4 tiles' 81.8, at 
 us against reduce-then-scan's 1118 (1.14x; 8-vec4 tiles 1196); at 1M 12.0 us against 11.0
 (fewer tiles than the GPU has room for): library.scan_kernels picks by size.
 
+lib_scan_pipe is lib_scan_look's protocol with fewer workgroups than tiles, each taking
+`rounds` tickets in turn (a bench candidate: bench/scan_bench.py --pipe; the library picks
+it nowhere yet): a workgroup scans its tile, publishes the aggregate, draws its next ticket
+and issues that tile's loads, and only then walks back for the current one, so its loads
+stay in flight during the walk back, where a workgroup of lib_scan_look has none. Every
+call draws exactly groups x rounds tickets (a ticket past the tiles is a round with no
+tile; none is drawn in the last round), the epoch period; library._scan_once keeps one
+state buffer per period. Right on the reference for 1 to 7 workgroups; on lavapipe only
+without its walk-back fence (tests/conformance/cases/
+lavapipe_memory_barrier_desyncs_barriers.py: lavapipe's bug); on the H100 a run that
+shared one state buffer between two periods hung (bench/RESULTS.md, 2026-12-06): not yet
+timed on a GPU since.
+
 SHUFFLE (variants.yaml) chooses how the subgroup totals are combined across subgroups:
 integers (SHUFFLE 0) by two subgroup reductions per vec4 of totals (one REDUX instruction
 a component on NVIDIA); floats (SHUFFLE 1) by one shuffle scan over the lanes that hold a
@@ -477,3 +490,140 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
              full)
         emit(out4, out, first + (4 * q + 3) * WG, n, vout, held[4 * q + 3], pre.w, exclusive,
              full)
+
+
+def draw_period(state: Buffer[u32, "rw"], tiles: u32, period: u32,
+                drawn: Buffer[u32, "rw"]) -> None:
+    """`draw` for lib_scan_pipe (by one invocation): every call draws exactly `period`
+    tickets (its workgroups times its rounds, at least `tiles`), so ticket d is index
+    d % period (a tile below `tiles`, else none) of epoch d / period."""
+    d = atomic_add(state, 4 * tiles, 1, scope="device")
+    e = d // period
+    drawn[0] = d - e * period
+    drawn[1] = e
+    if d == e * period + period - 1 and d >= RESTART:
+        atomic_store(state, 4 * tiles, 0, scope="device")
+
+
+@kernel(workgroup_size=WG, grid=1, shared_bytes=SMEM)
+def lib_scan_pipe(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
+                  state: Buffer[u32, "rw"], n: u32, vin: u32, vout: u32, tiles: u32,
+                  rounds: u32, period: u32, exclusive: u32):
+    # lib_scan_look's protocol with each workgroup taking `rounds` tickets in turn: the
+    # next tile's loads are in flight while the current one walks back (a workgroup of
+    # lib_scan_look has none then); a ticket past the tiles is a round with no tile
+    totals = shared(V, HELD // 4 * WG)
+    marks = shared(u32, WG)
+    drawn = shared(u32, 2)
+    prefix = shared(T, 1)
+    held = local_array(V, HELD)
+    nxt = local_array(V, HELD)
+    sums = local_array(V, HELD // 4)
+    lower = local_array(V, HELD // 4)
+    below = local_array(V, HELD // 4)
+    whole = local_array(V, HELD // 4)
+    part = local_array(V, HELD // 4)
+    lane = subgroup_invocation_id()
+    size = subgroup_size()
+    z = zero_of()
+    zv = V(z)
+    lid = local_id().x
+    if lid == 0:
+        draw_period(state, tiles, period, drawn)
+    rank = subgroup_rank(marks)
+    groups = (u32(WG) + size - 1) // size
+    tile = subgroup_broadcast_first(drawn[0])
+    tag = (drawn[1] & EPOCH) << 2
+    per_tile = u32(HELD * WG * 4)
+    first = tile * HELD * WG + rank * size + lane
+    for k in unroll(HELD):
+        held[k] = load4(x4, x, first + k * WG, n, vin) if tile < tiles else zv
+    for r in range(u32(0), rounds):
+        for q in unroll(HELD // 4):
+            sums[q] = V(sum4(held[4 * q]), sum4(held[4 * q + 1]), sum4(held[4 * q + 2]),
+                        sum4(held[4 * q + 3]))
+            lower[q] = subgroup_exclusive_add(sums[q])
+        if lane == size - 1:
+            for q in unroll(HELD // 4):
+                totals[q * WG + rank] = lower[q] + sums[q]
+        barrier()
+        # the next ticket (every invocation has read this round's from `drawn`); none in
+        # the last round, so that a workgroup draws `rounds` tickets and runs each
+        if lid == 0:
+            if r + 1 < rounds:
+                draw_period(state, tiles, period, drawn)
+            else:
+                drawn[0] = tiles
+        for q in unroll(HELD // 4):
+            below[q] = zv
+            whole[q] = zv
+        c: u32 = 0
+        if SHUFFLE == 0:
+            while c < groups:
+                j = c + lane
+                for q in unroll(HELD // 4):
+                    w = totals[q * WG + j] if j < groups else zv
+                    below[q] += subgroup_add(w if j < rank else zv)
+                    whole[q] += subgroup_add(w)
+                c += size
+        else:
+            span = min(groups, size)
+            while c < groups:
+                j = c + lane
+                for q in unroll(HELD // 4):
+                    part[q] = totals[q * WG + j] if j < groups else zv
+                d: u32 = 1
+                while d < span:
+                    for q in unroll(HELD // 4):
+                        up = subgroup_shuffle_up(part[q], d)
+                        part[q] = part[q] + (up if lane >= d else zv)
+                    d *= 2
+                take = min(rank - c, span) if rank > c else u32(0)
+                at = take - 1 if take > 0 else u32(0)
+                for q in unroll(HELD // 4):
+                    whole[q] += subgroup_shuffle(part[q], span - 1)
+                    got = subgroup_shuffle(part[q], at)
+                    below[q] += got if take > 0 else zv
+                c += size
+        run = z
+        for q in unroll(HELD // 4):
+            s1 = whole[q].x if q == 0 else run + whole[q].x
+            s2 = s1 + whole[q].y
+            s3 = s2 + whole[q].z
+            sums[q] = V(run, s1, s2, s3) + below[q] + lower[q]
+            run = s3 + whole[q].w
+        barrier()  # the next ticket in `drawn`, `totals` read
+        nt = subgroup_broadcast_first(drawn[0])
+        ntag = (drawn[1] & EPOCH) << 2
+        nfirst = nt * HELD * WG + rank * size + lane
+        # the next tile's loads, in flight during this tile's walk back
+        if nt < tiles:
+            if vin != 0 and n >= per_tile and nt * per_tile <= n - per_tile:
+                for k in unroll(HELD):
+                    nxt[k] = x4[nfirst + k * WG]
+            else:
+                for k in unroll(HELD):
+                    nxt[k] = load4(x4, x, nfirst + k * WG, n, vin)
+        if rank == 0 and tile < tiles:
+            excl = look_back(state, tile, tag, run, lane, size)
+            if lane == 0:
+                prefix[0] = excl
+        barrier()
+        if tile < tiles:
+            carry = V(prefix[0])
+            full = vout != 0 and n >= per_tile and tile * per_tile <= n - per_tile
+            for q in unroll(HELD // 4):
+                pre = sums[q] + carry
+                emit(out4, out, first + 4 * q * WG, n, vout, held[4 * q], pre.x, exclusive,
+                     full)
+                emit(out4, out, first + (4 * q + 1) * WG, n, vout, held[4 * q + 1], pre.y,
+                     exclusive, full)
+                emit(out4, out, first + (4 * q + 2) * WG, n, vout, held[4 * q + 2], pre.z,
+                     exclusive, full)
+                emit(out4, out, first + (4 * q + 3) * WG, n, vout, held[4 * q + 3], pre.w,
+                     exclusive, full)
+        for k in unroll(HELD):
+            held[k] = nxt[k] if nt < tiles else zv
+        tile = nt
+        tag = ntag
+        first = nfirst

@@ -446,6 +446,32 @@ def test_the_look_back_is_right_where_the_device_gives_forward_progress(scan_lib
             assert_scan(got, x, exclusive, f"{kid} n={n} excl={exclusive}")
 
 
+PIPE_SIZES = (1, 4097, 8192, 8193, 3 * 8192 + 17, 9 * 8192 + 5)
+
+
+@pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
+def test_the_pipelined_look_back_is_right_where_the_device_gives_forward_progress(scan_lib, kind):
+    """lib_scan_pipe (a bench candidate: bench/scan_bench.py --pipe): `groups` workgroups
+    taking tiles of 8,192 values in turn, the next tile's loads in flight during the walk
+    back, on the cpu reference and a GPU of FORWARD_PROGRESS_VENDORS (the device tier);
+    one to seven workgroups, so one to ten rounds each, and the group counts in turn on
+    one size: each count draws its own number of tickets a call, so each has its own
+    state buffer (library._scan_once keys it by the ticket period)."""
+    p = scan_lib.device.profile
+    progress = p.backend == "cpu" or (
+        p.backend == "vulkan" and p.vendor_id in library.FORWARD_PROGRESS_VENDORS
+    )
+    if not (progress and SINGLE_PASS_FEATURES <= p.features):
+        pytest.skip(f"{scan_lib.device.name} promises no forward progress between workgroups")
+    kid = f"lib_scan_pipe.{kind}"
+    for n in PIPE_SIZES:
+        x = values(kind, n, seed=n)
+        for groups in (1, 3, 1, 2, 7):
+            for exclusive in (False, True):
+                got = library._scan_once(scan_lib, kid, x, kind, exclusive, None, 8, groups)
+                assert_scan(got, x, exclusive, f"{kid} n={n} groups={groups} excl={exclusive}")
+
+
 @pytest.mark.parametrize("template", LOOK_BACKS)
 def test_a_one_tile_look_back_runs_wherever_the_memory_model_is(scan_lib, template):
     """Up to one tile no workgroup waits for another, so the look-back kernels run without
@@ -513,7 +539,8 @@ def test_look_back_ticket_count_starts_again_past_restart(backend, scan_bundle):
         assert_scan(library._scan_once(bundle, kid, x, "i32", False, None), x, False, "first")
         kept = library_call._SCRATCH[dev]
         # the slots of 4 tiles and the count (other tests may have left calls in it)
-        (state,) = [b for k, b in kept.items() if k[1:] == ("scan look-back state", "u32", 17)]
+        key = ("scan look-back state, period 4", "u32", 17)
+        (state,) = [b for k, b in kept.items() if k[1:] == key]
         words = state.read().copy()
         assert words[-1] % 4 == 0 and words[-1] > 0  # whole calls of 4 tiles
         words[-1] = 4 * (1 << 28)  # a count past RESTART, after a whole call

@@ -98,7 +98,7 @@ def test_tree_compiles_to_every_target(two_builds):
     }
     for t in ("f32", "i32", "u32"):
         ordered |= {f"lib_scan_once.{t}", f"lib_scan_look.{t}", f"lib_scan_look.acquire_{t}"}
-        ordered |= {f"lib_scan_look.wide_{t}"}
+        ordered |= {f"lib_scan_look.wide_{t}", f"lib_scan_pipe.{t}"}
     coop = {
         "lib_matmul_f16",
         "lib_mm_f16.f16",

@@ -75,6 +75,9 @@ from vyre_build.library.call import (
     shape_of,
 )
 
+# lib_scan_pipe (a bench candidate): its workgroups a call, each taking tiles in turn
+PIPE_GROUPS = 264
+
 __all__ = [
     "LIBRARY_KERNELS",
     "kernel_ids",
@@ -247,10 +250,12 @@ def _scan_once(
     exclusive: bool,
     out: Out,
     items: int | None = None,
+    groups: int | None = None,
 ) -> Any:
     # `scan` in one dispatch of a look-back kernel, lib_scan_look or lib_scan_once (see
     # scan_kernels); `items`: the vec4s per invocation per tile of a kernel of
-    # lib_scan_look's protocol that LOOK_BACK_ITEMS does not name (a bench candidate).
+    # lib_scan_look's protocol that LOOK_BACK_ITEMS does not name (a bench candidate);
+    # `groups`: lib_scan_pipe's workgroups (PIPE_GROUPS if not given).
     call = Call("scan", kernels, [kid])
     front = (type(exclusive), exclusive)
     if isinstance(out, DeviceBuffer) and call.replay((exclusive,), (x, out), front) is not MISS:
@@ -268,10 +273,21 @@ def _scan_once(
     o4, os_ = call.pair(ob, vout, kind, True)
     args = dict(x4=x4, x=xs, out4=o4, out=os_, n=n, vin=int(vin), vout=int(vout))
     args.update(tiles=tiles, exclusive=int(exclusive))
+    grid = tiles * wg
+    if look == "lib_scan_pipe":
+        # `groups` workgroups (at most one a tile) take `rounds` tickets each
+        g = min(tiles, groups or PIPE_GROUPS)
+        rounds = -(-tiles // g)
+        args.update(rounds=rounds, period=g * rounds)
+        grid = g * wg
     if look != "lib_scan_once":
         # per tile its flag, aggregate and inclusive prefix (4 words: one tile's status in
-        # one 16-byte slot), then the tickets drawn: kept across calls, together
-        args["state"] = call.scratch("scan look-back state", "u32", 4 * tiles + 1)
+        # one 16-byte slot), then the tickets drawn: kept across calls, together; one
+        # buffer per ticket period (a call draws `period` tickets: tiles, or
+        # lib_scan_pipe's workgroups times rounds), so that every call on a buffer draws
+        # as many as the epoch arithmetic expects
+        period = args.get("period", tiles)
+        args["state"] = call.scratch(f"scan look-back state, period {period}", "u32", 4 * tiles + 1)
     else:
         args.update(
             agg=call.scratch("scan aggregates", kind, tiles),
@@ -279,7 +295,7 @@ def _scan_once(
             # a flag per tile, then the next tile and the epoch: kept across calls, together
             flags=call.scratch("scan flags", "u32", tiles + 2),
         )
-    steps = [call.step(kid, 0, args, tiles * wg)]
+    steps = [call.step(kid, 0, args, grid)]
     call.run(steps)
     call.remember((exclusive,), (x, out), steps, None)
     return call.result(ob, out, n, shape)

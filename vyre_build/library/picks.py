@@ -8,8 +8,8 @@ that device and leaves out the others (docs/runtime.md, "Warming").
   (`reduce_kernel`);
 - scan: the look-back (LOOK_BACK_KERNEL, or LOOK_BACK_WIDE from LOOK_WIDE_LEAST values) or
   reduce-then-scan (lib_scan_sums, lib_scan_block), by the device and the size
-  (`scan_kernels`); lib_scan_once and lib_scan_look.acquire are run by no call (kept for
-  comparison);
+  (`scan_kernels`); lib_scan_once, lib_scan_look.acquire and lib_scan_pipe are run by no
+  call (kept for comparison; lib_scan_pipe a candidate not yet timed on a GPU);
 - matmul: the tuned candidate's kernel, else lib_matmul.f32 (library/tuning.py);
 - matmul_f16: lib_mm_f16.f32 and .f16, and lib_matmul_f16 where a record picks it;
 - matmul_bf16: lib_mm_bf16.f32 and .bf16;
@@ -78,6 +78,7 @@ LIBRARY_KERNELS = {
         "lib_scan_look.wide_{t}",
         "lib_scan_look.acquire_{t}",
         "lib_scan_once.{t}",
+        "lib_scan_pipe.{t}",
     ),
     "matmul": (
         "lib_matmul.f32",
