@@ -294,8 +294,8 @@ def test_every_library_kernel_debug_build_passes_spirv_val(tmp_path):
         for ck in compile_file(path, root=kernels, targets=("spirv",), options={"debug": True}):
             spirv_val(ck.spirv, tmp_path, ck.stem)
             count += 1
-    assert count == 99  # 63, the 21 single-pass reduce/scan kernels (issue 23), lib_mm_f16 x2,
-    # lib_mm_bf16 x2,
+    assert count == 102  # 63, the 21 single-pass reduce/scan kernels (issue 23), lib_mm_f16 x2,
+    # lib_mm_bf16 x2, lib_scan_pipe x3 (a bench candidate),
     # the 7 lib_matmul tile and stage variants and the 4 short-row norm designs (tuning
     # candidates)
 
