@@ -296,17 +296,19 @@ def emit(out4: Buffer[V, "w"], out: Buffer[T, "w"], q: u32, n: u32, vout: u32, v
         store4(out4, out, q, n, vout, r)
 
 
-def draw(state: Buffer[u32, "rw"], tiles: u32, drawn: Buffer[u32, "rw"]) -> None:
-    """Draw the workgroup's tile (by one invocation): state[4 * tiles] counts the tiles
-    drawn by every call on this buffer, each call `tiles` of them, so ticket d is tile
-    d % tiles (into drawn[0]) of epoch d / tiles (drawn[1]), from one relaxed add. The
-    call's last ticket past RESTART sets the count back to 0 (epoch 0, unlike the epoch of
-    the last call, which left every flag)."""
+def draw(state: Buffer[u32, "rw"], tiles: u32, period: u32, drawn: Buffer[u32, "rw"]) -> None:
+    """Draw the workgroup's ticket (by one invocation): state[4 * tiles] counts the tickets
+    drawn by every call on this buffer, each call `period` of them (lib_scan_look: one a
+    tile, so `tiles`; lib_scan_pipe: its workgroups times its rounds, at least `tiles`), so
+    ticket d is index d % period (into drawn[0]: a tile below `tiles`, else none) of epoch
+    d / period (drawn[1]), from one relaxed add. The call's last ticket past RESTART sets
+    the count back to 0 (epoch 0, unlike the epoch of the last call, which left every
+    flag)."""
     d = atomic_add(state, 4 * tiles, 1, scope="device")
-    e = d // tiles
-    drawn[0] = d - e * tiles
+    e = d // period
+    drawn[0] = d - e * period
     drawn[1] = e
-    if d == e * tiles + tiles - 1 and d >= RESTART:
+    if d == e * period + period - 1 and d >= RESTART:
         atomic_store(state, 4 * tiles, 0, scope="device")
 
 
@@ -315,7 +317,7 @@ def draw_ranked(state: Buffer[u32, "rw"], tiles: u32, drawn: Buffer[u32, "rw"],
     """The workgroup's tile drawn (`draw`, by its first invocation) and this invocation's
     subgroup rank (lib_common.subgroup_rank, whose barriers also publish `drawn`)."""
     if local_id().x == 0:
-        draw(state, tiles, drawn)
+        draw(state, tiles, tiles, drawn)
     return subgroup_rank(marks)
 
 
@@ -388,43 +390,16 @@ def look_back(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32
     return excl
 
 
-@kernel(workgroup_size=WG, grid=1, shared_bytes=SMEM)
-def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
-                  state: Buffer[u32, "rw"], n: u32, vin: u32, vout: u32, tiles: u32,
-                  exclusive: u32):
-    # subgroup totals of the tile's HELD steps: steps 4q..4q+3 at [q * WG + rank]
-    totals = shared(V, HELD // 4 * WG)
-    marks = shared(u32, WG)
-    drawn = shared(u32, 2)
-    prefix = shared(T, 1)
-    held = local_array(V, HELD)  # the tile's values, a vec4 per step
-    sums = local_array(V, HELD // 4)  # the step sums of steps 4q..4q+3
-    lower = local_array(V, HELD // 4)  # their exclusive scans across the subgroup
-    below = local_array(V, HELD // 4)  # their totals over the subgroups before this one
-    whole = local_array(V, HELD // 4)  # and over the workgroup
-    part = local_array(V, HELD // 4)  # SHUFFLE: a chunk of subgroup totals, scanned
-    lane = subgroup_invocation_id()
-    size = subgroup_size()
-    z = zero_of()
-    zv = V(z)
-    rank = draw_ranked(state, tiles, drawn, marks)
-    groups = (u32(WG) + size - 1) // size
-    tile = subgroup_broadcast_first(drawn[0])  # uniform in the subgroup, as it must be for
-    tag = (drawn[1] & EPOCH) << 2  # the look-back's subgroup operations
-    first = tile * HELD * WG + rank * size + lane
-    # every load of the tile in flight before any is used, into registers (a local array
-    # indexed by unrolled counters only); a whole tile of a vec4 view with plain vec4 loads
-    # (no branch per load), the last one through load4
-    per_tile = u32(HELD * WG * 4)
-    inside = n >= per_tile and tile * per_tile <= n - per_tile
-    if vin != 0 and inside:
-        for k in unroll(HELD):
-            held[k] = x4[first + k * WG]
-    else:
-        for k in unroll(HELD):
-            held[k] = load4(x4, x, first + k * WG, n, vin)
-    # the tile scanned before the look-back, all steps at once (a vec4 of step sums per
-    # invocation and four steps): one barrier
+def scan_held(held: Buffer[V, "rw"], sums: Buffer[V, "rw"], lower: Buffer[V, "rw"],
+              below: Buffer[V, "rw"], whole: Buffer[V, "rw"], part: Buffer[V, "rw"],
+              totals: Buffer[V, "rw"], lane: u32, size: u32, rank: u32, groups: u32, z: T,
+              zv: V) -> T:
+    """The tile in `held` (HELD vec4s an invocation) scanned before the look-back, all steps
+    at once (a vec4 of step sums per invocation and four steps) with one barrier: leaves in
+    `sums` where each step starts in the tile, returns the tile's total. `lower`, `below`,
+    `whole`, `part` (HELD // 4 vec4s each) and `totals` (shared: HELD // 4 * WG) are its
+    working space; SHUFFLE picks how subgroup totals are combined (module docstring); `z`
+    and `zv` are T's and V's zeros."""
     for q in unroll(HELD // 4):
         sums[q] = V(sum4(held[4 * q]), sum4(held[4 * q + 1]), sum4(held[4 * q + 2]),
                     sum4(held[4 * q + 3]))
@@ -477,6 +452,47 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
         s3 = s2 + whole[q].z
         sums[q] = V(run, s1, s2, s3) + below[q] + lower[q]
         run = s3 + whole[q].w
+    return run
+
+
+@kernel(workgroup_size=WG, grid=1, shared_bytes=SMEM)
+def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
+                  state: Buffer[u32, "rw"], n: u32, vin: u32, vout: u32, tiles: u32,
+                  exclusive: u32):
+    # subgroup totals of the tile's HELD steps: steps 4q..4q+3 at [q * WG + rank]
+    totals = shared(V, HELD // 4 * WG)
+    marks = shared(u32, WG)
+    drawn = shared(u32, 2)
+    prefix = shared(T, 1)
+    held = local_array(V, HELD)  # the tile's values, a vec4 per step
+    sums = local_array(V, HELD // 4)  # the step sums of steps 4q..4q+3
+    lower = local_array(V, HELD // 4)  # their exclusive scans across the subgroup
+    below = local_array(V, HELD // 4)  # their totals over the subgroups before this one
+    whole = local_array(V, HELD // 4)  # and over the workgroup
+    part = local_array(V, HELD // 4)  # SHUFFLE: a chunk of subgroup totals, scanned
+    lane = subgroup_invocation_id()
+    size = subgroup_size()
+    z = zero_of()
+    zv = V(z)
+    rank = draw_ranked(state, tiles, drawn, marks)
+    groups = (u32(WG) + size - 1) // size
+    tile = subgroup_broadcast_first(drawn[0])  # uniform in the subgroup, as it must be for
+    tag = (drawn[1] & EPOCH) << 2  # the look-back's subgroup operations
+    first = tile * HELD * WG + rank * size + lane
+    # every load of the tile in flight before any is used, into registers (a local array
+    # indexed by unrolled counters only); a whole tile of a vec4 view with plain vec4 loads
+    # (no branch per load), the last one through load4
+    per_tile = u32(HELD * WG * 4)
+    inside = n >= per_tile and tile * per_tile <= n - per_tile
+    if vin != 0 and inside:
+        for k in unroll(HELD):
+            held[k] = x4[first + k * WG]
+    else:
+        for k in unroll(HELD):
+            held[k] = load4(x4, x, first + k * WG, n, vin)
+    # the tile scanned before the look-back (scan_held: one barrier)
+    run = scan_held(held, sums, lower, below, whole, part, totals, lane, size, rank, groups, z,
+                    zv)
     # the look-back, by the first subgroup (look_back: a lane per predecessor, the window
     # moving back a subgroup's width until the nearest inclusive prefix)
     carry = V(tile_carry(state, tile, tag, run, lane, size, rank, prefix))
@@ -490,19 +506,6 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
              full)
         emit(out4, out, first + (4 * q + 3) * WG, n, vout, held[4 * q + 3], pre.w, exclusive,
              full)
-
-
-def draw_period(state: Buffer[u32, "rw"], tiles: u32, period: u32,
-                drawn: Buffer[u32, "rw"]) -> None:
-    """`draw` for lib_scan_pipe (by one invocation): every call draws exactly `period`
-    tickets (its workgroups times its rounds, at least `tiles`), so ticket d is index
-    d % period (a tile below `tiles`, else none) of epoch d / period."""
-    d = atomic_add(state, 4 * tiles, 1, scope="device")
-    e = d // period
-    drawn[0] = d - e * period
-    drawn[1] = e
-    if d == e * period + period - 1 and d >= RESTART:
-        atomic_store(state, 4 * tiles, 0, scope="device")
 
 
 @kernel(workgroup_size=WG, grid=1, shared_bytes=SMEM)
@@ -529,7 +532,7 @@ def lib_scan_pipe(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     zv = V(z)
     lid = local_id().x
     if lid == 0:
-        draw_period(state, tiles, period, drawn)
+        draw(state, tiles, period, drawn)
     rank = subgroup_rank(marks)
     groups = (u32(WG) + size - 1) // size
     tile = subgroup_broadcast_first(drawn[0])
@@ -539,59 +542,16 @@ def lib_scan_pipe(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     for k in unroll(HELD):
         held[k] = load4(x4, x, first + k * WG, n, vin) if tile < tiles else zv
     for r in range(u32(0), rounds):
-        for q in unroll(HELD // 4):
-            sums[q] = V(sum4(held[4 * q]), sum4(held[4 * q + 1]), sum4(held[4 * q + 2]),
-                        sum4(held[4 * q + 3]))
-            lower[q] = subgroup_exclusive_add(sums[q])
-        if lane == size - 1:
-            for q in unroll(HELD // 4):
-                totals[q * WG + rank] = lower[q] + sums[q]
-        barrier()
-        # the next ticket (every invocation has read this round's from `drawn`); none in
-        # the last round, so that a workgroup draws `rounds` tickets and runs each
+        # the tile scanned (scan_held: one barrier, after which every invocation has read
+        # this round's ticket from `drawn`), then the next ticket, none in the last round,
+        # so that a workgroup draws `rounds` tickets and runs each
+        run = scan_held(held, sums, lower, below, whole, part, totals, lane, size, rank,
+                        groups, z, zv)
         if lid == 0:
             if r + 1 < rounds:
-                draw_period(state, tiles, period, drawn)
+                draw(state, tiles, period, drawn)
             else:
                 drawn[0] = tiles
-        for q in unroll(HELD // 4):
-            below[q] = zv
-            whole[q] = zv
-        c: u32 = 0
-        if SHUFFLE == 0:
-            while c < groups:
-                j = c + lane
-                for q in unroll(HELD // 4):
-                    w = totals[q * WG + j] if j < groups else zv
-                    below[q] += subgroup_add(w if j < rank else zv)
-                    whole[q] += subgroup_add(w)
-                c += size
-        else:
-            span = min(groups, size)
-            while c < groups:
-                j = c + lane
-                for q in unroll(HELD // 4):
-                    part[q] = totals[q * WG + j] if j < groups else zv
-                d: u32 = 1
-                while d < span:
-                    for q in unroll(HELD // 4):
-                        up = subgroup_shuffle_up(part[q], d)
-                        part[q] = part[q] + (up if lane >= d else zv)
-                    d *= 2
-                take = min(rank - c, span) if rank > c else u32(0)
-                at = take - 1 if take > 0 else u32(0)
-                for q in unroll(HELD // 4):
-                    whole[q] += subgroup_shuffle(part[q], span - 1)
-                    got = subgroup_shuffle(part[q], at)
-                    below[q] += got if take > 0 else zv
-                c += size
-        run = z
-        for q in unroll(HELD // 4):
-            s1 = whole[q].x if q == 0 else run + whole[q].x
-            s2 = s1 + whole[q].y
-            s3 = s2 + whole[q].z
-            sums[q] = V(run, s1, s2, s3) + below[q] + lower[q]
-            run = s3 + whole[q].w
         barrier()  # the next ticket in `drawn`, `totals` read
         nt = subgroup_broadcast_first(drawn[0])
         ntag = (drawn[1] & EPOCH) << 2
