@@ -78,7 +78,6 @@ QUICK = (4099, 1 << 16)
 LOOK_BACK_UNSAFE = 1 << 16  # the most values a look-back runs on without forward progress
 KINDS = ("f32", "i32")
 PATHS = ("rts b1024", "rts b528", "rts b264", "look", "look acq", "once", "look16")
-PIPES: list[int] = []  # --pipe
 
 
 class _Blocks(dict):
@@ -98,7 +97,7 @@ class _Blocks(dict):
         return Choice(name, f"b{self.blocks}", None, {"blocks": self.blocks}, "forced", None)
 
 
-def paths(kernels: dict, kind: str, extra: list) -> list[tuple[str, str, object]]:
+def paths(kernels: dict, kind: str, extra: list, pipes: list[int]) -> list[tuple[str, str, object]]:
     """(row name, what it runs, call(x, out)) for every path; `extra`: (row name, kernels,
     kernel id with {t}) of the look-back kernels built apart (--wg, --held, --flip-shuffle),
     whose tiles the kernel's own HELD gives."""
@@ -124,7 +123,7 @@ def paths(kernels: dict, kind: str, extra: list) -> list[tuple[str, str, object]
                 b, kid, x, kind, False, o, items
             )
             rows.append((name, kid, call))
-    for g in PIPES:  # --pipe: lib_scan_pipe with g workgroups taking tiles in turn
+    for g in pipes:  # --pipe: lib_scan_pipe with g workgroups taking tiles in turn
         kid = f"lib_scan_pipe.{kind}"
         if kid in kernels:
             call = lambda x, o, kid=kid, g=g: library._scan_once(  # noqa: E731
@@ -228,7 +227,7 @@ def run(dev, kernels: dict, kind: str, n: int, torch, args, extra: list, copies:
     out = dev.buffer(n, kind)
     base = None
     progress = forward_progress(dev)
-    for name, what, call in paths(kernels, kind, extra):
+    for name, what, call in paths(kernels, kind, extra, args.pipes):
         if args.paths and name not in args.paths.split(","):
             continue
         if what != "rts" and not progress and (n > LOOK_BACK_UNSAFE or "acquire" in what):
@@ -306,13 +305,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sizes_wg = [int(w) for w in args.wg.split(",") if w]
     held = [int(h) for h in args.held.split(",") if h]
-    PIPES[:] = [int(g) for g in args.pipe.split(",") if g]
+    args.pipes = pipes = [int(g) for g in args.pipe.split(",") if g]
     unknown = (
         set(filter(None, args.paths.split(",")))
         - set(PATHS)
         - {f"{p} w{w}" for w in sizes_wg for p in ("look", "look16")}
         - {f"look h{h}" for h in held}
-        - {f"pipe g{g}" for g in PIPES}
+        - {f"pipe g{g}" for g in pipes}
         - ({"look flip", "look16 flip"} if args.flip_shuffle else set())
     )
     if unknown:

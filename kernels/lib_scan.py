@@ -296,6 +296,23 @@ def emit(out4: Buffer[V, "w"], out: Buffer[T, "w"], q: u32, n: u32, vout: u32, v
         store4(out4, out, q, n, vout, r)
 
 
+def emit_held(out4: Buffer[V, "w"], out: Buffer[T, "w"], first: u32, n: u32, vout: u32,
+              held: Buffer[V, "rw"], sums: Buffer[V, "rw"], carry: V, exclusive: u32,
+              full: bool) -> None:
+    """Store the tile held from vec4 `first` on (a step every WG vec4s), step 4q+i starting
+    at sums[q][i] within the tile plus the tile's exclusive prefix `carry` (`emit` each;
+    `full`: a whole tile of a vec4 view)."""
+    for q in unroll(HELD // 4):
+        pre = sums[q] + carry
+        emit(out4, out, first + 4 * q * WG, n, vout, held[4 * q], pre.x, exclusive, full)
+        emit(out4, out, first + (4 * q + 1) * WG, n, vout, held[4 * q + 1], pre.y, exclusive,
+             full)
+        emit(out4, out, first + (4 * q + 2) * WG, n, vout, held[4 * q + 2], pre.z, exclusive,
+             full)
+        emit(out4, out, first + (4 * q + 3) * WG, n, vout, held[4 * q + 3], pre.w, exclusive,
+             full)
+
+
 def draw(state: Buffer[u32, "rw"], tiles: u32, period: u32, drawn: Buffer[u32, "rw"]) -> None:
     """Draw the workgroup's ticket (by one invocation): state[4 * tiles] counts the tickets
     drawn by every call on this buffer, each call `period` of them (lib_scan_look: one a
@@ -496,16 +513,7 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     # the look-back, by the first subgroup (look_back: a lane per predecessor, the window
     # moving back a subgroup's width until the nearest inclusive prefix)
     carry = V(tile_carry(state, tile, tag, run, lane, size, rank, prefix))
-    full = vout != 0 and inside
-    for q in unroll(HELD // 4):
-        pre = sums[q] + carry
-        emit(out4, out, first + 4 * q * WG, n, vout, held[4 * q], pre.x, exclusive, full)
-        emit(out4, out, first + (4 * q + 1) * WG, n, vout, held[4 * q + 1], pre.y, exclusive,
-             full)
-        emit(out4, out, first + (4 * q + 2) * WG, n, vout, held[4 * q + 2], pre.z, exclusive,
-             full)
-        emit(out4, out, first + (4 * q + 3) * WG, n, vout, held[4 * q + 3], pre.w, exclusive,
-             full)
+    emit_held(out4, out, first, n, vout, held, sums, carry, exclusive, vout != 0 and inside)
 
 
 @kernel(workgroup_size=WG, grid=1, shared_bytes=SMEM)
@@ -572,16 +580,7 @@ def lib_scan_pipe(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
         if tile < tiles:
             carry = V(prefix[0])
             full = vout != 0 and n >= per_tile and tile * per_tile <= n - per_tile
-            for q in unroll(HELD // 4):
-                pre = sums[q] + carry
-                emit(out4, out, first + 4 * q * WG, n, vout, held[4 * q], pre.x, exclusive,
-                     full)
-                emit(out4, out, first + (4 * q + 1) * WG, n, vout, held[4 * q + 1], pre.y,
-                     exclusive, full)
-                emit(out4, out, first + (4 * q + 2) * WG, n, vout, held[4 * q + 2], pre.z,
-                     exclusive, full)
-                emit(out4, out, first + (4 * q + 3) * WG, n, vout, held[4 * q + 3], pre.w,
-                     exclusive, full)
+            emit_held(out4, out, first, n, vout, held, sums, carry, exclusive, full)
         for k in unroll(HELD):
             held[k] = nxt[k] if nt < tiles else zv
         tile = nt

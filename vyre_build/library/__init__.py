@@ -273,20 +273,19 @@ def _scan_once(
     o4, os_ = call.pair(ob, vout, kind, True)
     args = dict(x4=x4, x=xs, out4=o4, out=os_, n=n, vin=int(vin), vout=int(vout))
     args.update(tiles=tiles, exclusive=int(exclusive))
-    grid = tiles * wg
+    # a workgroup a tile, drawing one ticket each: a call draws `tiles` tickets
+    grid, period = tiles * wg, tiles
     if look == "lib_scan_pipe":
         # `groups` workgroups (at most one a tile) take `rounds` tickets each
         g = min(tiles, groups or PIPE_GROUPS)
         rounds = -(-tiles // g)
-        args.update(rounds=rounds, period=g * rounds)
-        grid = g * wg
+        grid, period = g * wg, g * rounds
+        args.update(rounds=rounds, period=period)
     if look != "lib_scan_once":
         # per tile its flag, aggregate and inclusive prefix (4 words: one tile's status in
         # one 16-byte slot), then the tickets drawn: kept across calls, together; one
-        # buffer per ticket period (a call draws `period` tickets: tiles, or
-        # lib_scan_pipe's workgroups times rounds), so that every call on a buffer draws
-        # as many as the epoch arithmetic expects
-        period = args.get("period", tiles)
+        # buffer per ticket period, so that every call on a buffer draws as many as the
+        # epoch arithmetic expects
         args["state"] = call.scratch(f"scan look-back state, period {period}", "u32", 4 * tiles + 1)
     else:
         args.update(
