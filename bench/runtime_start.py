@@ -6,11 +6,9 @@ Run alone, it prints the two start-up figures of issue 23 for the code under --r
 (default: this checkout), so that two checkouts can be compared on one machine:
 
     python bench/runtime_start.py [--backend vulkan|wgpu] [--repeat N] [--root DIR]
-        [--base REV] [--threads 1,4,8] [--module-ids-off]
+        [--base REV] [--threads 1,4,8]
 
-`bundle.warm()` of the tree with a warm pipeline cache and the driver's cache off (how many
-pipelines were made from shader module identifiers, where the device has them; with
---module-ids-off, also without them, every pipeline handed its SPIR-V; with the
+`bundle.warm()` of the tree with a warm pipeline cache and the driver's cache off (with the
 Vulkan layouts it made; the library imported, so that warm() leaves out the candidates no
 pick on the device runs: each line says how many kernels it warmed and left unpicked),
 the same with `warm(all=True)` (every kernel, as before picks), and the open of a bundle of
@@ -130,15 +128,13 @@ if not cfg.get("sim_ms"):  # a stand-in driver made no pipeline to run
     y = kern(x=x, y=np.ones(1000, np.float32), a=2.0).array("y")
     assert y[999] == 1999.0
 t5 = time.perf_counter()
-ids = getattr(getattr(dev, "pipelines", None), "ids", None)  # shader module identifiers
-id_hits, id_misses = (ids.hits, ids.misses) if ids is not None else (0, 0)
 loaded = getattr(dev, "cache_loaded", 0)
 layouts = len(getattr(getattr(dev, "pipelines", dev), "layouts", ()))  # older trees: dev.layouts
 dev.close()  # saves the persisted pipeline cache: not timed
 print(json.dumps({"inside": t5 - t0, "imports": t1 - t0, "device": t2 - t1, "open": t3 - t2,
                   "load": t4 - t3, "dispatch": t5 - t4, "created": created, "loaded": loaded,
                   "warmed": warmed, "unpicked": unpicked,
-                  "layouts": layouts, "driver": driver[0], "id_hits": id_hits, "id_misses": id_misses,
+                  "layouts": layouts, "driver": driver[0],
                   "warm": warm_s if cfg["mode"] == "warm" else 0.0,
                   "first_call": first if cfg["mode"] == "warm" else 0.0,
                   "python_cpu": warm_cpu - driver[1] if cfg["mode"] == "warm" else 0.0}))
@@ -375,12 +371,6 @@ def main(argv: list[str] | None = None) -> int:
         "H200 host's 16 cores for the thread counts); no pipeline is made, so nothing "
         "is dispatched",
     )
-    p.add_argument(
-        "--module-ids-off",
-        action="store_true",
-        help="Vulkan: also warm() with VYRE_VULKAN_MODULE_IDS=0 (every pipeline handed its "
-        "SPIR-V, as before shader module identifiers), this tree only",
-    )
     a = p.parse_args(argv)
     root = os.path.abspath(a.root)
     sys.path.insert(0, root)
@@ -392,8 +382,6 @@ def main(argv: list[str] | None = None) -> int:
         count = len(runtime_bench.build_bundle(tree, count=0))
         runtime_bench.build_bundle(hundred)
         sides = {"this": root, "this, warm(all=True)": root}
-        if a.module_ids_off:
-            sides["this, module identifiers off"] = root
         if a.base:
             sides["base"] = _base_tree(a.base, os.path.join(tmp, "base"))
         warm_runs: dict[str, list] = {k: [] for k in sides}
@@ -405,10 +393,7 @@ def main(argv: list[str] | None = None) -> int:
                 cfg["cache"] = os.path.join(tmp, f"plc-{list(sides).index(side)}")
                 cfg["all"] = side.endswith("all=True)")
                 cfg["sim_ms"] = a.simulate
-                env = dict(DRIVER_OFF)
-                if side.endswith("identifiers off"):
-                    env["VYRE_VULKAN_MODULE_IDS"] = "0"
-                run = _fresh(cfg, env)
+                run = _fresh(cfg, DRIVER_OFF)
                 if i:
                     warm_runs[side].append(run)
         for _ in range(3):
@@ -431,14 +416,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{count} kernels, {r['unpicked']:.0f} left unpicked), warm pipeline cache, "
                 f"driver cache off, median of {a.repeat}: "
                 f"{r['warm'] * 1e3:.2f} ms (runs {each}; {r['created']:.0f} pipelines, "
-                f"{r['layouts']:.0f} layouts on the device{split}"
-                + (
-                    f"; {r['id_hits']:.0f} made from shader module identifiers, "
-                    f"{r['id_misses']:.0f} refused by them"
-                    if r.get("id_hits") or r.get("id_misses")
-                    else ""
-                )
-                + ") (target <= 10 ms)"
+                f"{r['layouts']:.0f} layouts on the device{split}) (target <= 10 ms)"
             )
             if side not in open_runs:
                 continue

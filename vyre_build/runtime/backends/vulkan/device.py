@@ -134,8 +134,7 @@ class VulkanDevice(VulkanBinding):
             # A driver that lists a feature and then refuses it: run without the optional ones.
             warnings.warn(
                 f"vyre_build: {self.name}: {exc}; the device is made without f16, 16-bit "
-                "storage, cooperative matrices, the Vulkan memory model, maintenance5 and shader "
-                "module identifiers",
+                "storage, cooperative matrices, the Vulkan memory model and maintenance5",
                 RuntimeWarning,
                 stacklevel=2,
             )
@@ -160,17 +159,9 @@ class VulkanDevice(VulkanBinding):
         self.fence = self._new("fence", "Fence")
         self._live_bufs: dict[int, _Buf] = {}  # every buffer made, freed by close()
         # The layouts (the shared one made now), the pipeline cache and pipeline creation.
-        # With maintenance5 enabled, pipelines take their SPIR-V without shader modules;
-        # with shader module identifiers, cached pipelines are made from those.
+        # With maintenance5 enabled, pipelines take their SPIR-V without shader modules.
         self.pipelines = Pipelines(
-            self.dev,
-            self._new,
-            self._vk,
-            self._check,
-            props,
-            pipeline_cache,
-            enable.maintenance5,
-            enable.module_ids,
+            self.dev, self._new, self._vk, self._check, props, pipeline_cache, enable.maintenance5
         )
         if self.pipelines.cache_file is not None:
             _PERSISTED.add(self)

@@ -15,7 +15,7 @@ renamed over the old name: nothing is written into what was there) and hold a lo
 (a regular file, or the save is skipped with one warning), and merge what another process
 saved meanwhile, so several processes can share the directory; the directory is kept
 under MAX_BYTES by removing the least recently written files of other devices and
-drivers (with their shader module identifiers, `<file>.ids`: module_ids.py).
+drivers.
 """
 
 from __future__ import annotations
@@ -226,7 +226,5 @@ class PipelineCacheFile:
                 break
             with contextlib.suppress(OSError):
                 os.unlink(path)
-            for extra in (".ids", ".lock"):  # module_ids.py's identifiers, the lock file
-                with contextlib.suppress(OSError):
-                    os.unlink(path + extra)
+                os.unlink(path + ".lock")
             total -= size

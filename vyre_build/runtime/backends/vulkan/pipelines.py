@@ -1,9 +1,7 @@
 """Vulkan compute pipelines: their layouts, creation (a batch in slices of driver calls
 made by helper threads while the caller prepares the next slice, stream.py; with
 VK_KHR_maintenance5, from SPIR-V chained to each stage, no shader module made), and the
-VkPipelineCache persisted across processes through pipeline_cache.PipelineCacheFile (with
-VK_EXT_shader_module_identifier, cached pipelines made from their modules' identifiers,
-module_ids.py), as
+VkPipelineCache persisted across processes through pipeline_cache.PipelineCacheFile, as
 `Pipelines`, an object the VulkanDevice owns and makes with what it uses of the device."""
 
 from __future__ import annotations
@@ -18,14 +16,11 @@ import vulkan as vk
 from vyre_build.bundle.metadata import KernelMeta
 from vyre_build.core.errors import DeviceError
 from vyre_build.runtime.backends.common import layout_of
-from vyre_build.runtime.backends.vulkan.module_ids import ModuleIds, code_key
 from vyre_build.runtime.backends.vulkan.pipeline_cache import PipelineCacheFile, cache_dir
 from vyre_build.runtime.backends.vulkan.results import SUCCESS
 from vyre_build.runtime.backends.vulkan.sets import STORAGE, UNIFORM
 from vyre_build.runtime.backends.vulkan.spirv_patch import patch_uniform as _patch_uniform
 from vyre_build.runtime.backends.vulkan.stream import Slice, Stream, create_slice
-
-_COMPILE_REQUIRED = vk.VK_PIPELINE_COMPILE_REQUIRED
 
 # What warm() hands over: chunks of (kernel, SPIR-V, entry point), produced as it loads,
 # each with whether more may follow it.
@@ -53,11 +48,7 @@ class Pipelines:
     cache (pipeline_cache.cache_dir); `inline_modules`, whether the device was created
     with VK_KHR_maintenance5's feature (then each pipeline stage carries its SPIR-V in a
     chained VkShaderModuleCreateInfo and no VkShaderModule is made; else one module per
-    kernel's code, destroyed after the call); `module_ids`, the device's shader module
-    identifier algorithm UUID where it was created with VK_EXT_shader_module_identifier
-    (b"" else; then, with a persisted cache, `ids` keeps the identifiers, and a pipeline
-    whose module has one is made from it: module_ids.py). Every method runs under the
-    device's lock."""
+    kernel's code, destroyed after the call). Every method runs under the device's lock."""
 
     def __init__(
         self,
@@ -68,7 +59,6 @@ class Pipelines:
         props: Any,
         setting: str | os.PathLike[str] | bool | None,
         inline_modules: bool = False,
-        module_ids: bytes = b"",
     ):
         self.device, self._new, self._vk, self._check = device, new, call, check
         self.inline_modules = inline_modules
@@ -78,10 +68,6 @@ class Pipelines:
         self.cache_file: PipelineCacheFile | None = None
         self.cache_loaded = 0  # bytes of persisted cache the device started with
         self.cache = self._open_cache(props, setting)
-        self.ids: ModuleIds | None = None
-        if module_ids and self.cache_file is not None:
-            path = self.cache_file.path
-            self.ids = ModuleIds(device, module_ids, path + ".ids", path + ".lock")
         # The shared layout; the driver's one-time pipeline-layout set-up (4-5 ms on NVIDIA
         # without its disk cache) belongs to the device, not to whichever kernel is loaded
         # first.
@@ -168,10 +154,7 @@ class Pipelines:
             finally:
                 vk.vkDestroyPipelineCache(self.device, theirs, None)
 
-        saved = self.cache_file.save(lambda: self._cache_data(self.cache), merge)
-        if saved and self.ids is not None:
-            self.ids.save()
-        return saved
+        return self.cache_file.save(lambda: self._cache_data(self.cache), merge)
 
     # -- layouts --
 
@@ -296,11 +279,7 @@ class Pipelines:
         for sl in slices:
             if sl.result is None or isinstance(sl.result, BaseException):
                 raise sl.result or DeviceError("a slice of pipelines was not created")
-            if sl.result == _COMPILE_REQUIRED and sl.ided:
-                # Pipelines named by identifiers the driver's cache lacks: made from their
-                # SPIR-V, each alone (a compile: the call is the least of it).
-                self._uncached(sl, base)
-            elif sl.result != SUCCESS:
+            if sl.result != SUCCESS:
                 sl.destroy(self.device)  # those made before the failure go too
                 with contextlib.suppress(DeviceError):  # a lost device is marked so here
                     self._check(
@@ -309,39 +288,13 @@ class Pipelines:
                 for k, kernel in enumerate(sl.kernels):
                     sl.pipes[k] = self._alone(kernel, base)
             out += [(sl.pipes[k], *found) for k, found in enumerate(sl.made)]
-        if self.ids is not None:  # identifiers of the modules the driver compiled or read
-            for sl in slices:
-                self._learn(sl)
         return out
-
-    def _uncached(self, sl: Slice, base: tuple[int, int, int] | None) -> None:
-        # Slice `sl`'s pipelines the driver did not make from their identifiers (their slots
-        # VK_NULL_HANDLE), made from SPIR-V alone; their identifiers forgotten.
-        assert self.ids is not None
-        for k in range(len(sl.kernels)):
-            if sl.pipes[k] == vk.ffi.NULL:
-                if k in sl.ided:
-                    self.ids.misses += 1
-                    self.ids.forget(sl.keys[k])
-                    sl.ided.remove(k)
-                sl.pipes[k] = self._alone(sl.kernels[k], base)
-        self.ids.hits += len(sl.ided)
-
-    def _learn(self, sl: Slice) -> None:
-        # Ask the driver for the identifiers of `sl`'s modules given as SPIR-V.
-        assert self.ids is not None
-        if sl.result == SUCCESS:
-            self.ids.hits += len(sl.ided)
-        for k, code in enumerate(sl.codes):
-            if k not in sl.ided:
-                self.ids.learn(sl.keys[k] if sl.keys else code_key(code), code)
 
     def _alone(
         self, kernel: tuple[KernelMeta, bytes, str], base: tuple[int, int, int] | None
     ) -> Any:
-        # The pipeline of one kernel of a refused slice, in its own driver call, from its
-        # SPIR-V.
-        sl = self._prepare([kernel], base, by_id=False)
+        # The pipeline of one kernel of a refused slice, in its own driver call.
+        sl = self._prepare([kernel], base)
         try:
             sl.result = create_slice(self.device, self.cache, sl)
             if sl.result != SUCCESS:
@@ -362,14 +315,11 @@ class Pipelines:
         self,
         kernels: list[tuple[KernelMeta, bytes, str]],
         base: tuple[int, int, int] | None,
-        by_id: bool = True,
     ) -> Slice:
         """The slice of `kernels`: their create-infos, built as plain cffi arrays (the
         `vulkan` package's per-struct wrappers cost more than the driver does once its
         pipeline cache is warm), with their layouts (a kernel's entry points laid out
-        once), where `by_id` and identifiers are kept, each module with a known
-        identifier named by it, and, without maintenance5, the shader modules the others
-        name."""
+        once) and, without maintenance5, the shader modules they name."""
         once: dict[tuple[int, int], Any] = {}  # a kernel's entry points: laid out once
         laid = []
         for meta, code, _ in kernels:
@@ -382,33 +332,16 @@ class Pipelines:
         keep: list[Any] = []  # every buffer the create-infos point into, alive until the call
         infos = vk.ffi.new("VkComputePipelineCreateInfo[]", len(kernels))
         _stages(infos, codes, [entry for _, _, entry in kernels], base, keep)
-        keys: list[bytes] = []
-        ided: list[int] = []
-        if self.ids is not None:
-            known: dict[int, bytes] = {}  # by the code object's id: hashed once
-            for code in codes:
-                if id(code) not in known:
-                    known[id(code)] = code_key(code)
-                keys.append(known[id(code)])
-            if by_id:
-                for k, code_id in enumerate(keys):
-                    ident = self.ids.get(code_id)
-                    if ident is not None:
-                        self.ids.chain(infos, k, ident, keep)
-                        ided.append(k)
-        modules = [] if self.inline_modules else self._modules(infos, codes, ided)
+        modules = [] if self.inline_modules else self._modules(infos, codes)
         for k, (layout, *_) in enumerate(made):
             infos[k].layout = layout
         keep.append(codes)
-        sl = Slice(kernels, infos, keep, modules, made)
-        sl.codes, sl.keys, sl.ided = codes, keys, ided
-        return sl
+        return Slice(kernels, infos, keep, modules, made)
 
-    def _modules(self, infos: Any, codes: list[bytes], ided: list[int]) -> list[Any]:
+    def _modules(self, infos: Any, codes: list[bytes]) -> list[Any]:
         """Without maintenance5: one VkShaderModule per code object of `codes` (a
         kernel's entry points share it), made from the VkShaderModuleCreateInfo that
-        `_stages` chained to each stage, which then names the module instead (not the
-        stages of `ided`, named by their modules' identifiers). Returns the
+        `_stages` chained to each stage, which then names the module instead. Returns the
         modules made (also when one fails: those made before are destroyed, then it
         raises)."""
         ffi, lib = vk.ffi, vk.lib
@@ -416,8 +349,6 @@ class Pipelines:
         out = ffi.new("VkShaderModule*")
         try:
             for k, code in enumerate(codes):
-                if k in ided:
-                    continue
                 stage = infos[k].stage
                 module = made.get(id(code))
                 if module is None:

@@ -5,9 +5,7 @@ chains), vulkanMemoryModel and vulkanMemoryModelDeviceScope (Vulkan 1.2: the
 vulkan_memory_model features of memory-ordered kernels), VK_KHR_cooperative_matrix and
 VK_KHR_shader_bfloat16 where the device has them, and VK_KHR_maintenance5 (its
 `maintenance5` feature: pipelines made from SPIR-V without a VkShaderModule) where a
-Vulkan 1.3 device offers it, unless $VYRE_VULKAN_MAINTENANCE5 is "0", and
-VK_EXT_shader_module_identifier (pipelines made from a module's identifier where the
-pipeline cache has them) likewise, unless $VYRE_VULKAN_MODULE_IDS is "0"."""
+Vulkan 1.3 device offers it, unless $VYRE_VULKAN_MAINTENANCE5 is "0"."""
 
 from __future__ import annotations
 
@@ -34,7 +32,6 @@ TYPES = {
 }
 COOP_EXT, BF16_EXT = "VK_KHR_cooperative_matrix", "VK_KHR_shader_bfloat16"
 MAINTENANCE5_EXT = "VK_KHR_maintenance5"  # needs Vulkan 1.3 (or VK_KHR_dynamic_rendering)
-MODULE_ID_EXT = "VK_EXT_shader_module_identifier"  # with 1.3's pipelineCreationCacheControl
 # VkComponentTypeKHR -> the names vyre_build.core.features uses (bf16 and fp8 from later headers).
 _COMPONENT = {
     0: "f16",
@@ -117,11 +114,6 @@ class Enable:
     # VK_KHR_maintenance5's feature: a pipeline's stage may carry its SPIR-V in a chained
     # VkShaderModuleCreateInfo instead of a VkShaderModule (pipelines.py).
     maintenance5: bool = False
-    # VK_EXT_shader_module_identifier's feature (with 1.3's pipelineCreationCacheControl): a
-    # pipeline whose pipeline cache entry exists is made from the module's identifier, the
-    # driver never reading its SPIR-V (pipelines.py, module_ids.py); the device's
-    # shaderModuleIdentifierAlgorithmUUID, b"" where off.
-    module_ids: bytes = b""
 
 
 def _linked(make: Any, chain: list[Any], **fields: Any) -> Any:
@@ -189,11 +181,6 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
         if props.apiVersion >= vk.VK_MAKE_VERSION(1, 3, 0) or "VK_EXT_subgroup_size_control" in exts
         else None
     )
-    ids = (
-        _linked(vk.VkPhysicalDeviceShaderModuleIdentifierPropertiesEXT, chain)
-        if wants_module_ids(exts, props.apiVersion)
-        else None
-    )
     vk.vkGetPhysicalDeviceProperties2(physical, _linked(vk.VkPhysicalDeviceProperties2, chain))
     # Features: 16-bit storage (1.1), f16 arithmetic and the memory model (1.2), matrices.
     fchain: list[Any] = []
@@ -210,16 +197,6 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
         else None
     )
     bf16 = _linked(_bf16_struct, fchain) if BF16_EXT in exts else None
-    idf = (
-        _linked(vk.VkPhysicalDeviceShaderModuleIdentifierFeaturesEXT, fchain)
-        if ids is not None
-        else None
-    )
-    ccc = (
-        _linked(vk.VkPhysicalDevicePipelineCreationCacheControlFeatures, fchain)
-        if ids is not None
-        else None
-    )
     if fchain:
         vk.vkGetPhysicalDeviceFeatures2(physical, _linked(vk.VkPhysicalDeviceFeatures2, fchain))
     enable = Enable()
@@ -259,15 +236,6 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
     if m5 is not None and m5.maintenance5:
         enable.extensions.append(MAINTENANCE5_EXT)
         enable.maintenance5 = True
-    if (
-        ids is not None
-        and idf is not None
-        and idf.shaderModuleIdentifier
-        and ccc is not None
-        and ccc.pipelineCreationCacheControl
-    ):
-        enable.extensions.append(MODULE_ID_EXT)
-        enable.module_ids = bytes(ids.shaderModuleIdentifierAlgorithmUUID)
     if not enable.bf16.get("multiviewTessellationShader"):  # no bf16 cooperative matrices
         matrices = tuple(m for m in matrices if "bf16" not in (m.a_type, m.c_type))
     compute = bool(sub.supportedStages & vk.VK_SHADER_STAGE_COMPUTE_BIT)
@@ -330,18 +298,6 @@ def wants_maintenance5(extensions: set[str], api_version: int) -> bool:
     )
 
 
-def wants_module_ids(extensions: set[str], api_version: int) -> bool:
-    """Whether to ask a device for VK_EXT_shader_module_identifier's feature: it lists the
-    extension, offers Vulkan 1.3 (pipelineCreationCacheControl, for the pipelines made
-    from identifiers, is core there) and $VYRE_VULKAN_MODULE_IDS is not "0" (to compare
-    with every pipeline made from its SPIR-V)."""
-    return (
-        MODULE_ID_EXT in extensions
-        and api_version >= vk.VK_MAKE_VERSION(1, 3, 0)
-        and os.environ.get("VYRE_VULKAN_MODULE_IDS", "") != "0"
-    )
-
-
 def without_optional(profile: DeviceProfile) -> DeviceProfile:
     """`profile` of a device created with no optional features (subgroups need none)."""
     ops = profile.subgroup_operations
@@ -368,15 +324,6 @@ def device_create_info(family: int, enable: Enable, keep: list[Any]) -> Any:
         _linked(vk.VkPhysicalDeviceMaintenance5FeaturesKHR, chain, maintenance5=1)
     if enable.bf16:
         _linked(_bf16_struct, chain, **enable.bf16)
-    if enable.module_ids:
-        _linked(
-            vk.VkPhysicalDeviceShaderModuleIdentifierFeaturesEXT, chain, shaderModuleIdentifier=1
-        )
-        _linked(
-            vk.VkPhysicalDevicePipelineCreationCacheControlFeatures,
-            chain,
-            pipelineCreationCacheControl=1,
-        )
     priorities = [1.0]
     queues = [vk.VkDeviceQueueCreateInfo(queueFamilyIndex=family, pQueuePriorities=priorities)]
     fields: dict[str, Any] = {"pQueueCreateInfos": queues}

@@ -81,22 +81,9 @@ class Slice:
     their create-infos `infos` (every buffer they point into in `keep`), the `pipes` the
     call writes, the shader modules made for it (`modules`, destroyed after the call),
     each pipeline's layout part (`made`) and, once run, `result`: the VkResult, or the
-    exception the call raised; `codes`, the SPIR-V each pipeline is made from, and, with
-    shader module identifiers kept (module_ids.py), `keys` (each code's) and `ided` (the
-    pipelines named by their modules' identifiers)."""
+    exception the call raised."""
 
-    __slots__ = (
-        "kernels",
-        "infos",
-        "pipes",
-        "keep",
-        "modules",
-        "made",
-        "result",
-        "codes",
-        "keys",
-        "ided",
-    )
+    __slots__ = ("kernels", "infos", "pipes", "keep", "modules", "made", "result")
 
     def __init__(
         self,
@@ -110,9 +97,6 @@ class Slice:
         self.modules, self.made = modules, made
         self.pipes = vk.ffi.new("VkPipeline[]", len(kernels))
         self.result: int | BaseException | None = None
-        self.codes: list[bytes] = [code for _, code, _ in kernels]
-        self.keys: list[bytes] = []
-        self.ided: list[int] = []
 
     def destroy(self, device: Any) -> None:
         """Destroy the pipelines this slice made (slots set back to VK_NULL_HANDLE)."""
