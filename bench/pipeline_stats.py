@@ -144,7 +144,11 @@ def statistics(dev, pipeline) -> list[tuple[str, list[tuple[str, str]]]]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernels", default="", help="comma list of kernel ids (default: the set)")
+    ap.add_argument(
+        "--kernels",
+        default="",
+        help="comma list of kernel ids of DEFAULT's files (default: the set DEFAULT names)",
+    )
     args = ap.parse_args(argv)
     wanted = set(filter(None, args.kernels.split(",")))
     physical = profile.physical_devices()
@@ -162,7 +166,7 @@ def main(argv=None) -> int:
     for file, ids in DEFAULT.items():
         for k in compile_file(os.path.join(KERNELS, file), root=KERNELS):
             metas[k.stem] = k.meta
-            if k.stem in ids and (not wanted or k.stem in wanted):
+            if k.stem in wanted if wanted else k.stem in ids:  # any of the files' kernels
                 report(dev, k.stem, lambda k=k: load_kernel(k.meta, device=dev, spirv=k.spirv))
     for name, like in GLSL.items():
         path = os.path.join(HERE, "glsl", "prebuilt", name + ".spv")

@@ -13,7 +13,8 @@
 - look16: lib_scan_look.wide_*, lib_scan_look over tiles of 16,384 values in
   registers (16 vec4s per invocation), the library's LOOK_BACK_WIDE from LOOK_WIDE_LEAST
   values on;
-- look hN (--held N,...): lib_scan_look over tiles of N vec4s per invocation;
+- look hN (--held N,...): lib_scan_look over tiles of N vec4s per invocation (up to 32; past
+  16, with the shared memory its step totals need);
 - look flip, look16 flip (--flip-shuffle): lib_scan_look and its wide tiles with the other
   cross-subgroup step (variants.yaml's SHUFFLE: a shuffle scan, or subgroup reductions);
 - --floor: what moving the scan's bytes costs without the scan, beside the scan rows: torch's
@@ -170,13 +171,18 @@ def built_variants(dev, extra: dict[str, tuple[str, Callable[[dict], dict]]]) ->
 
 
 def held_variants(held: list[int]) -> dict[str, tuple[str, Callable[[dict], dict]]]:
-    """--held: lib_scan_look with tiles of HELD = h vec4s per invocation (the shared memory
-    of the variant of the next wider tiles)."""
+    """--held: lib_scan_look with tiles of HELD = h vec4s per invocation (a multiple of 4
+    up to 32; past 16, the shared memory its step totals take, `totals` of lib_scan_look:
+    h / 4 vec4s per invocation, with the marks and the drawn ticket beside them)."""
     out = {}
     for h in held:
-        if h > 16:
-            raise SystemExit(f"--held {h}: at most 16 (the wide variants' shared memory)")
-        out[f"held{h}_{{t}}"] = ("{t}" if h <= 8 else "wide_{t}", lambda v, h=h: {"HELD": h})
+        if h > 32 or (h > 8 and h % 4):
+            raise SystemExit(f"--held {h}: at most 32, and a multiple of 4 past 8")
+        if h <= 16:
+            out[f"held{h}_{{t}}"] = ("{t}" if h <= 8 else "wide_{t}", lambda v, h=h: {"HELD": h})
+        else:
+            smem = h // 4 * 256 * 16 + 256 * 4 + 16
+            out[f"held{h}_{{t}}"] = ("wide_{t}", lambda v, h=h, m=smem: {"HELD": h, "SMEM": m})
     return out
 
 

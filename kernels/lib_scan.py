@@ -56,8 +56,8 @@ us against reduce-then-scan's 1118 (1.14x; 8-vec4 tiles 1196); at 1M 12.0 us aga
 (fewer tiles than the GPU has room for): library.scan_kernels picks by size.
 
 lib_scan_pipe is lib_scan_look's protocol with fewer workgroups than tiles, each taking
-`rounds` tickets in turn (a bench candidate: bench/scan_bench.py --pipe; the library picks
-it nowhere yet): a workgroup scans its tile, publishes the aggregate, draws its next ticket
+`rounds` tickets in turn (a bench candidate, kept for comparison: bench/scan_bench.py
+--pipe; the library picks it nowhere): a workgroup scans its tile, publishes the aggregate, draws its next ticket
 and issues that tile's loads, and only then walks back for the current one, so its loads
 stay in flight during the walk back, where a workgroup of lib_scan_look has none. Every
 call draws exactly groups x rounds tickets (a ticket past the tiles is a round with no
@@ -65,8 +65,12 @@ tile; none is drawn in the last round), the epoch period; library._scan_once kee
 state buffer per period. Right on the reference for 1 to 7 workgroups; on lavapipe only
 without its walk-back fence (tests/conformance/cases/
 lavapipe_memory_barrier_desyncs_barriers.py: lavapipe's bug); on the H100 a run that
-shared one state buffer between two periods hung (bench/RESULTS.md, 2026-12-06): not yet
-timed on a GPU since.
+shared one state buffer between two periods hung (bench/RESULTS.md, 2026-12-06). Timed on
+an H100 since (2026-12-06 08:5x-09:3x UTC, 264 workgroups): right at every size, level
+with lib_scan_look at 1-2M values (1.0-1.05x torch) and 0.49-0.68x torch from 4M up,
+where lib_scan_look runs 0.86-1.08x: its 264 workgroups keep about 1 TB/s in flight, and
+the walk back of one tile waits on the one before it, so fewer workgroups serialise the
+chain that more tiles in flight hide.
 
 SHUFFLE (variants.yaml) chooses how the subgroup totals are combined across subgroups:
 integers (SHUFFLE 0) by two subgroup reductions per vec4 of totals (one REDUX instruction

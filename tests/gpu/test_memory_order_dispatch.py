@@ -451,11 +451,11 @@ PIPE_SIZES = (1, 4097, 8192, 8193, 3 * 8192 + 17, 9 * 8192 + 5)
 
 @pytest.mark.parametrize("kind", ["f32", "u32", "i32"])
 def test_the_pipelined_look_back_is_right_where_the_device_gives_forward_progress(scan_lib, kind):
-    """lib_scan_pipe (a bench candidate: bench/scan_bench.py --pipe): `groups` workgroups
-    taking tiles of 8,192 values in turn, the next tile's loads in flight during the walk
-    back, on the cpu reference and a GPU of FORWARD_PROGRESS_VENDORS (the device tier);
-    one to seven workgroups, so one to ten rounds each, and the group counts in turn on
-    one size: each count draws its own number of tickets a call, so each has its own
+    """lib_scan_pipe (a bench candidate, kept for comparison: bench/scan_bench.py --pipe):
+    `groups` workgroups taking tiles of 8,192 values in turn, the next tile's loads in
+    flight during the walk back, on the cpu reference and a GPU of
+    FORWARD_PROGRESS_VENDORS (the device tier); one to seven workgroups, so one to ten
+    rounds each, and the group counts in turn on one size: each count draws its own number of tickets a call, so each has its own
     state buffer (library._scan_once keys it by the ticket period)."""
     p = scan_lib.device.profile
     progress = p.backend == "cpu" or (

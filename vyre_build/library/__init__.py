@@ -75,7 +75,8 @@ from vyre_build.library.call import (
     shape_of,
 )
 
-# lib_scan_pipe (a bench candidate): its workgroups a call, each taking tiles in turn
+# lib_scan_pipe (a bench candidate no pick takes): its workgroups a call, each taking
+# tiles in turn
 PIPE_GROUPS = 264
 
 __all__ = [
