@@ -68,6 +68,10 @@ DESIGNS = {
     "128x128_k32_b1_pair": (128, 128, 32, 1, False, 64, 64, False, True),
     "128x256_k16_b2_pair": (128, 256, 16, 2, False, 64, 64, False, True),
     "128x128_k16_b2_pair": (128, 128, 16, 2, False, 64, 64, False, True),
+    # _e8: panels and global loads of 8-byte elements (f16vec4, -DE8), as lib_mm_f16 has
+    # them in the language (vec4h), where every other design moves 16-byte ones (uvec4)
+    "128x256_k32_b1_e8": (128, 256, 32, 1, False),
+    "128x128_k32_b1_e8": (128, 128, 32, 1, False),
 }
 
 
@@ -102,6 +106,7 @@ def build(name: str, tmp: str) -> bytes:
     defs += [f"-DWM={wm}u", f"-DWN={wn}u"] if (wm, wn) != (64, 64) else []
     defs += ["-DTB"] if tb else []
     defs += ["-DPAIR"] if pair else []
+    defs += ["-DE8"] if name.endswith("_e8") else []
     subprocess.run(
         ["glslangValidator", "-V", "--target-env", "vulkan1.3", *defs, "-o", raw, SOURCE],
         check=True, stdout=subprocess.DEVNULL,
@@ -119,7 +124,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--designs", default=",".join(DESIGNS))
+    ap.add_argument(
+        "--designs",
+        default=",".join(["library", *DESIGNS]),
+        help="comma list of designs; `library`: lib_mm_f16.f32 itself (the language's)",
+    )
     ap.add_argument("--stats", action="store_true", help="print registers and spills")
     args = ap.parse_args(argv)
     if args.stats:
@@ -149,6 +158,15 @@ def main(argv=None) -> int:
     made = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.designs.split(","):
+            if name == "library":  # the kernel of the language, with its own grid
+                made[name] = (
+                    load_kernel(lib.meta, device=dev, spirv=lib.spirv),
+                    128,
+                    256,
+                    256,
+                    False,
+                )
+                continue
             bm, bn, _, _, _, wm, wn, tb, _ = shape(name)
             wg = 32 * (bm // wm) * (bn // wn)
             meta = dict(lib.meta, workgroup_size=[wg, 1, 1])

@@ -10,7 +10,9 @@
 // registers. Interior sizes only (M a multiple of BM, N of BN, K of BK); bindings and
 // uniforms are lib_mm_f16.f32's. bench/mm_f16_designs.py builds and times each design.
 // Build: glslangValidator -V --target-env vulkan1.3 -DBM=.. -DBN=.. -DBK=.. -DNBUF=.. [-DBONE]
-// [-DWM=.. -DWN=..] [-DTB] [-DPAIR]
+// [-DWM=.. -DWN=..] [-DTB] [-DPAIR] [-DE8]
+// E8: panels and global loads of 8-byte elements (f16vec4), as the language's vec4h gives
+// lib_mm_f16, instead of 16-byte ones (uvec4): shows what the element width is worth.
 // PAIR: the K loop takes two steps an iteration, so that the panel set each step reads and
 // writes (NBUF = 2) is a constant, as NVIDIA's driver makes it by unrolling the fp32 K loop.
 // TB: binding 3 holds B transposed (N rows of K halves, an "NT" product), staged as A is (BN
@@ -23,6 +25,13 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_control_flow_attributes : require
+#ifdef E8  // 8-byte panel and load elements (f16vec4: 4 halves), as the language has them
+#define ELEM f16vec4
+#define EH 4u
+#else  // 16-byte ones (uvec4: 8 halves)
+#define ELEM uvec4
+#define EH 8u
+#endif
 #ifndef WM
 #define WM 64u
 #endif
@@ -33,26 +42,26 @@ const uint FM = WM / 16u, FN = WN / 16u;  // fragments of a subgroup's tile
 const uint SGN = BN / WN, SGM = BM / WM;
 const uint WG = 32u * SGN * SGM;
 layout(local_size_x = WG) in;
-layout(std430, set = 0, binding = 1) readonly buffer A4 { uvec4 a4[]; };
-layout(std430, set = 0, binding = 3) readonly buffer B4 { uvec4 b4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer A4 { ELEM a4[]; };
+layout(std430, set = 0, binding = 3) readonly buffer B4 { ELEM b4[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer C { float c[]; };
 layout(std140, set = 0, binding = 6) uniform Params {
     uint M; uint N; uint K; uint sa; uint sb; uint sc; uint va; uint vb;
     uint gx; uint gy; uint gz;
 };
 const uint SA = BK + 8u, SB = BN + 8u;     // padded panel rows, in halves
-const uint PA = BM * SA / 8u, PB = BK * SB / 8u;  // uvec4s in one buffer of a panel
-const uint CA = BK / 8u, CB = BN / 8u;     // uvec4s in an unpadded panel row
+const uint PA = BM * SA / EH, PB = BK * SB / EH;  // elements in one buffer of a panel
+const uint CA = BK / EH, CB = BN / EH;     // elements in an unpadded panel row
 const uint RA = WG / CA, RB = WG / CB;     // panel rows moved per pass of the workgroup
-const uint NA = BM / RA, NB = BK / RB;     // uvec4s each invocation moves per step
+const uint NA = BM / RA, NB = BK / RB;     // elements each invocation moves per step
 #ifdef TB
-const uint PBT = BN * SA / 8u, NBT = BN / RA;  // B's panel and moves, staged as A's
+const uint PBT = BN * SA / EH, NBT = BN / RA;  // B's panel and moves, staged as A's
 #endif
-shared uvec4 pa[NBUF * PA];
+shared ELEM pa[NBUF * PA];
 #ifdef TB
-shared uvec4 pb[NBUF * PBT];
+shared ELEM pb[NBUF * PBT];
 #else
-shared uvec4 pb[NBUF * PB];
+shared ELEM pb[NBUF * PB];
 #endif
 #define ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 #define MA coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
@@ -64,18 +73,18 @@ void main() {
     uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
     uint ar = lid / CA, ac = lid % CA;
     uint br = lid / CB, bc = lid % CB;
-    uint ga = ((m0 + ar) * K + 8u * ac) / 8u;   // A's uvec4 for row ar, k 0
-    uint gb = (br * N + n0 + 8u * bc) / 8u;     // B's uvec4 for k row br
-    uint arow = RA * K / 8u, brow = RB * N / 8u;  // uvec4s between passes
+    uint ga = ((m0 + ar) * K + EH * ac) / EH;   // A's element for row ar, k 0
+    uint gb = (br * N + n0 + EH * bc) / EH;     // B's element for k row br
+    uint arow = RA * K / EH, brow = RB * N / EH;  // elements between passes
     [[unroll]] for (uint t = 0u; t < NA; t++)
-        pa[(ar + RA * t) * (SA / 8u) + ac] = a4[ga + t * arow];
+        pa[(ar + RA * t) * (SA / EH) + ac] = a4[ga + t * arow];
 #ifdef TB
-    uint gbt = ((n0 + ar) * K + 8u * ac) / 8u;  // B's (transposed) uvec4 for row n0 + ar
+    uint gbt = ((n0 + ar) * K + EH * ac) / EH;  // B's (transposed) element for row n0 + ar
     [[unroll]] for (uint t = 0u; t < NBT; t++)
-        pb[(ar + RA * t) * (SA / 8u) + ac] = b4[gbt + t * arow];
+        pb[(ar + RA * t) * (SA / EH) + ac] = b4[gbt + t * arow];
 #else
     [[unroll]] for (uint t = 0u; t < NB; t++)
-        pb[(br + RB * t) * (SB / 8u) + bc] = b4[gb + t * brow];
+        pb[(br + RB * t) * (SB / EH) + bc] = b4[gb + t * brow];
 #endif
     barrier();
     ACC acc[FM][FN];
@@ -83,9 +92,9 @@ void main() {
         [[unroll]] for (uint j = 0u; j < FN; j++) acc[i][j] = ACC(0.0);
     uint steps = K / BK;
 #ifdef TB
-    uvec4 pfa[NA], pfb[NBT];
+    ELEM pfa[NA], pfb[NBT];
 #else
-    uvec4 pfa[NA], pfb[NB];
+    ELEM pfa[NA], pfb[NB];
 #endif
 #ifdef PAIR
     // two steps an iteration (steps even), the panel set of each a constant
@@ -97,7 +106,7 @@ void main() {
         uint cur = NBUF == 2u ? (s & 1u) : 0u;
 #endif
         if (s + 1u < steps) {
-            uint ka = (s + 1u) * BK / 8u, kb = (s + 1u) * BK * N / 8u;
+            uint ka = (s + 1u) * BK / EH, kb = (s + 1u) * BK * N / EH;
             [[unroll]] for (uint t = 0u; t < NA; t++) pfa[t] = a4[ga + ka + t * arow];
 #ifdef TB
             [[unroll]] for (uint t = 0u; t < NBT; t++) pfb[t] = b4[gbt + ka + t * arow];
@@ -106,21 +115,21 @@ void main() {
 #endif
         }
         [[unroll]] for (uint kk = 0u; kk < BK / 16u; kk++) {
-            uint oa = cur * PA + (wm * SA + kk * 16u) / 8u;
+            uint oa = cur * PA + (wm * SA + kk * 16u) / EH;
 #ifdef TB
-            uint ob = cur * PBT + (wn * SA + kk * 16u) / 8u;
-#define BSTEP (2u * SA)
-#define BSTRIDE (SA / 8u)
+            uint ob = cur * PBT + (wn * SA + kk * 16u) / EH;
+#define BSTEP (16u * SA / EH)
+#define BSTRIDE (SA / EH)
 #define BLAYOUT gl_CooperativeMatrixLayoutColumnMajor
 #else
-            uint ob = cur * PB + (kk * 16u * SB + wn) / 8u;
-#define BSTEP 2u
-#define BSTRIDE (SB / 8u)
+            uint ob = cur * PB + (kk * 16u * SB + wn) / EH;
+#define BSTEP (16u / EH)
+#define BSTRIDE (SB / EH)
 #define BLAYOUT gl_CooperativeMatrixLayoutRowMajor
 #endif
             MA fa[FM];
             [[unroll]] for (uint i = 0u; i < FM; i++)
-                coopMatLoad(fa[i], pa, oa + i * 16u * SA / 8u, SA / 8u,
+                coopMatLoad(fa[i], pa, oa + i * 16u * SA / EH, SA / EH,
                             gl_CooperativeMatrixLayoutRowMajor);
 #ifdef BONE
             [[unroll]] for (uint j = 0u; j < FN; j++) {
@@ -147,13 +156,13 @@ void main() {
             uint nxb = NBUF == 2u ? (1u - cur) * PB : 0u;
 #endif
             [[unroll]] for (uint t = 0u; t < NA; t++)
-                pa[nxa + (ar + RA * t) * (SA / 8u) + ac] = pfa[t];
+                pa[nxa + (ar + RA * t) * (SA / EH) + ac] = pfa[t];
 #ifdef TB
             [[unroll]] for (uint t = 0u; t < NBT; t++)
-                pb[nxb + (ar + RA * t) * (SA / 8u) + ac] = pfb[t];
+                pb[nxb + (ar + RA * t) * (SA / EH) + ac] = pfb[t];
 #else
             [[unroll]] for (uint t = 0u; t < NB; t++)
-                pb[nxb + (br + RB * t) * (SB / 8u) + bc] = pfb[t];
+                pb[nxb + (br + RB * t) * (SB / EH) + bc] = pfb[t];
 #endif
             barrier();
         }
