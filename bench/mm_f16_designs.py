@@ -158,26 +158,23 @@ def main(argv=None) -> int:
     made = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.designs.split(","):
-            if name == "library":  # the kernel of the language, with its own grid
-                made[name] = (
-                    load_kernel(lib.meta, device=dev, spirv=lib.spirv),
-                    128,
-                    256,
-                    256,
-                    False,
-                )
-                continue
-            bm, bn, _, _, _, wm, wn, tb, _ = shape(name)
-            wg = 32 * (bm // wm) * (bn // wn)
-            meta = dict(lib.meta, workgroup_size=[wg, 1, 1])
-            meta.update(variant="mmx_" + name, id=f"{meta['name']}.mmx_{name}")
-            meta["shared_bytes"] = max(shared_bytes(name), 16384)  # refused where too much
-            try:
-                kern = load_kernel(meta, device=dev, spirv=build(name, tmp))
-            except DeviceError as exc:
-                say(f"  {name}: not run: {exc}")
-                continue
-            made[name] = (kern, bm, bn, wg, tb)
+            if name == "library":  # the kernel of the language, with its own block and grid
+                from vyre_build.library.matmuls import F16_BM, F16_BN, F16_WG
+
+                kern = load_kernel(lib.meta, device=dev, spirv=lib.spirv)
+                made[name] = (kern, F16_BM, F16_BN, F16_WG, False)
+            else:
+                bm, bn, _, _, _, wm, wn, tb, _ = shape(name)
+                wg = 32 * (bm // wm) * (bn // wn)
+                meta = dict(lib.meta, workgroup_size=[wg, 1, 1])
+                meta.update(variant="mmx_" + name, id=f"{meta['name']}.mmx_{name}")
+                meta["shared_bytes"] = max(shared_bytes(name), 16384)  # refused where too much
+                try:
+                    kern = load_kernel(meta, device=dev, spirv=build(name, tmp))
+                except DeviceError as exc:
+                    say(f"  {name}: not run: {exc}")
+                    continue
+                made[name] = (kern, bm, bn, wg, tb)
             if args.stats:
                 for exe, rows in pipeline_stats.statistics(dev, kern.pipeline[0]):
                     say(f"  {name} [{exe}]: " + ", ".join(f"{s}={v}" for s, v in rows))
