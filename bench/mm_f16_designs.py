@@ -120,6 +120,25 @@ def build(name: str, tmp: str) -> bytes:
         return f.read()
 
 
+def candidate(dev, file: str) -> dict:
+    """{stem: (kernel, BM, BN, WG, False)} of bench/kernels/`file`'s variants with f32
+    output, the block read from the module's constants."""
+    import re
+
+    from vyre_build.compiler import compile_file
+    from vyre_build.runtime import load_kernel
+
+    path = os.path.join(HERE, "kernels", file)
+    with open(path) as f:
+        text = f.read()
+    block = [int(re.search(rf"^{c} = (\d+)", text, re.M).group(1)) for c in ("BM", "BN", "WG")]
+    out = {}
+    for k in compile_file(path, root=ROOT):  # imports kernels/
+        if not k.stem.endswith(".f16"):
+            out[k.stem] = (load_kernel(k.meta, device=dev, spirv=k.spirv), *block, False)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="4096,8192")
@@ -128,6 +147,12 @@ def main(argv=None) -> int:
         "--designs",
         default=",".join(["library", *DESIGNS]),
         help="comma list of designs; `library`: lib_mm_f16.f32 itself (the language's)",
+    )
+    ap.add_argument(
+        "--candidate",
+        default="",
+        help="also time bench/kernels/F's variants but f16 output (the library's bindings; "
+        "its block from the module's BM, BN and WG)",
     )
     ap.add_argument("--stats", action="store_true", help="print registers and spills")
     args = ap.parse_args(argv)
@@ -178,6 +203,8 @@ def main(argv=None) -> int:
             if args.stats:
                 for exe, rows in pipeline_stats.statistics(dev, kern.pipeline[0]):
                     say(f"  {name} [{exe}]: " + ", ".join(f"{s}={v}" for s, v in rows))
+        if args.candidate:
+            made.update(candidate(dev, args.candidate))
     rng = np.random.default_rng(0)
     for n in map(int, args.sizes.split(",")):
         a = (rng.standard_normal((n, n)) * 0.5).astype(np.float16)
