@@ -7,6 +7,11 @@ workgroups per SM) or spilled.
 
     python3 bench/pipeline_stats.py                      # the H200 (NVIDIA reports them)
     python3 bench/pipeline_stats.py --kernels lib_scan_look.f32,lib_mm_f16.f32
+    python3 bench/pipeline_stats.py --kernels lib_mm_f16.f32,mm_f16_lib_k32 --ir DIR
+
+--ir DIR also asks for the driver's internal representations of each pipeline
+(VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR) and writes each into DIR,
+where the driver gives any (to compare the code the driver made of ours and of the GLSL).
 
 The extension is a debugging one: the runtime never enables it. This script makes its own
 Vulkan device with it (the runtime's device, with the feature chained into its create-info
@@ -56,9 +61,10 @@ GLSL = {
 }
 
 
-def patch_for_statistics() -> None:
+def patch_for_statistics(internal: bool = False) -> None:
     """Chain the extension's feature into every device the runtime creates from now on and
-    ask every pipeline for its statistics."""
+    ask every pipeline for its statistics (and, with `internal`, for the driver's internal
+    representations of it: `internals`)."""
     make_info, fill = profile.device_create_info, pipelines._stages
 
     def device_create_info(family, enable, keep):
@@ -77,55 +83,86 @@ def patch_for_statistics() -> None:
 
     def stages(infos, codes, entries, base, keep):
         fill(infos, codes, entries, base, keep)
+        flags = vk.VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
+        if internal:
+            flags |= vk.VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR
         for k in range(len(codes)):
-            infos[k].flags |= vk.VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
+            infos[k].flags |= flags
 
     profile.device_create_info = device_create_info
     pipelines._stages = stages
 
 
-def statistics(dev, pipeline) -> list[tuple[str, list[tuple[str, str]]]]:
-    """[(executable name, [(statistic, value)])] of `pipeline` on `dev` (a VulkanDevice)."""
-    ffi, lib = vk.ffi, vk.lib
+def _proc(dev, name):
+    fn = vk.lib.vkGetDeviceProcAddr(dev.dev, name.encode())
+    if fn == vk.ffi.NULL:
+        raise SystemExit(f"{name}: not found on {dev.name}")
+    return vk.ffi.cast("PFN_" + name, fn)
 
-    def proc(name):
-        fn = lib.vkGetDeviceProcAddr(dev.dev, name.encode())
-        if fn == ffi.NULL:
-            raise SystemExit(f"{name}: not found on {dev.name}")
-        return ffi.cast("PFN_" + name, fn)
 
-    def listed(get, about, ctype, stype):
-        # The Vulkan two-call idiom: the count, then that many structs of `stype`.
-        count = ffi.new("uint32_t*")
-        get(dev.dev, about, count, ffi.NULL)
-        items = ffi.new(ctype + "[]", count[0])
-        for item in items:
-            item.sType = stype
-        get(dev.dev, about, count, items)
-        return items
-
-    get_props = proc("vkGetPipelineExecutablePropertiesKHR")
-    get_stats = proc("vkGetPipelineExecutableStatisticsKHR")
+def _executables(dev, pipeline) -> list[tuple[str, object]]:
+    """[(name, VkPipelineExecutableInfoKHR*)] of `pipeline`'s executables."""
+    ffi = vk.ffi
+    get = _proc(dev, "vkGetPipelineExecutablePropertiesKHR")
     info = ffi.new("VkPipelineInfoKHR*")
     info.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR
     info.pipeline = pipeline
-    props = listed(
-        get_props,
-        info,
-        "VkPipelineExecutablePropertiesKHR",
-        vk.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR,
-    )
+    count = ffi.new("uint32_t*")
+    get(dev.dev, info, count, ffi.NULL)
+    props = ffi.new("VkPipelineExecutablePropertiesKHR[]", count[0])
+    for p in props:
+        p.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR
+    get(dev.dev, info, count, props)
     out = []
-    for index in range(len(props)):
+    for index in range(count[0]):
         ex = ffi.new("VkPipelineExecutableInfoKHR*")
         ex.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR
         ex.pipeline, ex.executableIndex = pipeline, index
-        stats = listed(
-            get_stats,
-            ex,
-            "VkPipelineExecutableStatisticKHR",
-            vk.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR,
-        )
+        out.append((ffi.string(props[index].name).decode(), ex))
+    return out
+
+
+def internals(dev, pipeline) -> list[tuple[str, str, bool, bytes]]:
+    """[(executable, representation name, is text, bytes)]: the driver's internal
+    representations of `pipeline` (a device patched with internal=True), where it gives any
+    (vkGetPipelineExecutableInternalRepresentationsKHR: the count, the sizes, the data)."""
+    ffi = vk.ffi
+    get = _proc(dev, "vkGetPipelineExecutableInternalRepresentationsKHR")
+    stype = vk.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR
+    out = []
+    for exe, ex in _executables(dev, pipeline):
+        count = ffi.new("uint32_t*")
+        get(dev.dev, ex, count, ffi.NULL)
+        reps = ffi.new("VkPipelineExecutableInternalRepresentationKHR[]", count[0])
+        for r in reps:
+            r.sType = stype
+        get(dev.dev, ex, count, reps)  # the sizes
+        keep = []
+        for r in reps:
+            keep.append(ffi.new("char[]", max(1, r.dataSize)))
+            r.pData = keep[-1]
+        get(dev.dev, ex, count, reps)
+        for r in reps:
+            data = bytes(ffi.buffer(r.pData, r.dataSize))
+            text = bool(r.isText)
+            out.append(
+                (exe, ffi.string(r.name).decode(), text, data.rstrip(b"\0") if text else data)
+            )
+    return out
+
+
+def statistics(dev, pipeline) -> list[tuple[str, list[tuple[str, str]]]]:
+    """[(executable name, [(statistic, value)])] of `pipeline` on `dev` (a VulkanDevice)."""
+    ffi = vk.ffi
+    get = _proc(dev, "vkGetPipelineExecutableStatisticsKHR")
+    out = []
+    for exe, ex in _executables(dev, pipeline):
+        count = ffi.new("uint32_t*")  # the Vulkan two-call idiom: the count, then the structs
+        get(dev.dev, ex, count, ffi.NULL)
+        stats = ffi.new("VkPipelineExecutableStatisticKHR[]", count[0])
+        for item in stats:
+            item.sType = vk.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR
+        get(dev.dev, ex, count, stats)
         rows = []
         for s in stats:
             fmt = s.format
@@ -138,7 +175,7 @@ def statistics(dev, pipeline) -> list[tuple[str, list[tuple[str, str]]]]:
             else:
                 value = f"{s.value.f64:g}"
             rows.append((ffi.string(s.name).decode(), value))
-        out.append((ffi.string(props[index].name).decode(), rows))
+        out.append((exe, rows))
     return out
 
 
@@ -148,6 +185,13 @@ def main(argv=None) -> int:
         "--kernels",
         default="",
         help="comma list of kernel ids of DEFAULT's files (default: the set DEFAULT names)",
+    )
+    ap.add_argument(
+        "--ir",
+        default="",
+        metavar="DIR",
+        help="also write the driver's internal representations of each pipeline (where it "
+        "gives any) into DIR, a file each: KERNEL.EXECUTABLE.NAME.txt (or .bin)",
     )
     args = ap.parse_args(argv)
     wanted = set(filter(None, args.kernels.split(",")))
@@ -159,7 +203,7 @@ def main(argv=None) -> int:
     if EXT not in have:
         print(f"{physical[0][2]}: no {EXT}: nothing to report")
         return 0
-    patch_for_statistics()
+    patch_for_statistics(internal=bool(args.ir))
     dev = VulkanDevice(None)
     print(f"{dev.name}: pipeline executable statistics")
     metas = {}
@@ -167,20 +211,28 @@ def main(argv=None) -> int:
         for k in compile_file(os.path.join(KERNELS, file), root=KERNELS):
             metas[k.stem] = k.meta
             if k.stem in wanted if wanted else k.stem in ids:  # any of the files' kernels
-                report(dev, k.stem, lambda k=k: load_kernel(k.meta, device=dev, spirv=k.spirv))
+                report(
+                    dev, k.stem, lambda k=k: load_kernel(k.meta, device=dev, spirv=k.spirv), args.ir
+                )
     for name, like in GLSL.items():
         path = os.path.join(HERE, "glsl", "prebuilt", name + ".spv")
         if os.path.exists(path) and (not wanted or name in wanted):
             with open(path, "rb") as f:
                 code = f.read()
             meta = metas[like]
-            report(dev, "glsl." + name, lambda m=meta, c=code: load_kernel(m, device=dev, spirv=c))
+            report(
+                dev,
+                "glsl." + name,
+                lambda m=meta, c=code: load_kernel(m, device=dev, spirv=c),
+                args.ir,
+            )
     dev.close()
     return 0
 
 
-def report(dev, name: str, load) -> None:
-    """Print the statistics of the pipeline of the kernel `load()` makes (or why not)."""
+def report(dev, name: str, load, ir: str = "") -> None:
+    """Print the statistics of the pipeline of the kernel `load()` makes (or why not); with
+    `ir`, write its internal representations into that directory."""
     try:
         pipeline = load().pipeline[0]
     except DeviceError as e:
@@ -188,6 +240,17 @@ def report(dev, name: str, load) -> None:
         return
     for exe, rows in statistics(dev, pipeline):
         print(f"{name} [{exe}]: " + ", ".join(f"{s}={v}" for s, v in rows))
+    if ir:
+        os.makedirs(ir, exist_ok=True)
+        found = internals(dev, pipeline)
+        for exe, what, text, data in found:
+            safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in f"{exe}.{what}")
+            path = os.path.join(ir, f"{name}.{safe}.{'txt' if text else 'bin'}")
+            with open(path, "wb") as f:
+                f.write(data)
+            print(f"{name} [{exe}]: internal representation {what!r}: {len(data)} bytes -> {path}")
+        if not found:
+            print(f"{name}: the driver gives no internal representation")
 
 
 if __name__ == "__main__":
