@@ -1,11 +1,14 @@
 """The staged fp16 matmul's design space, hand-written in GLSL (bench/glsl/mm_f16_x.comp),
 against torch fp16 in one run: block shape, K step, one or two sets of panels, B's fragments
-all at once or one at a time. Issue 22 asks whether the design or the language is short
-of 0.5x of torch; this times the designs the language could express, with nothing of the
-language in them, and prints each one's registers and spills (pipeline statistics, where
-the driver reports them).
+all at once or one at a time, 16- or 8-byte panel elements (`_e8`, the width the language
+gives lib_mm_f16). Issue 22 asks whether the design or the language is short of 0.5x of
+torch; this times the designs the language could express, with nothing of the language in
+them, beside the library kernel itself (`library`, with its own block and grid) and a
+bench/kernels/ candidate (`--candidate F`: its variants with f32 output), and prints each
+one's registers and spills (--stats: pipeline statistics, where the driver reports them).
 
     python3 bench/mm_f16_designs.py [--sizes 4096,8192] [--rounds 3] [--designs a,b]
+        [--candidate F] [--stats]
 
 Each design is built from source here (glslangValidator and spirv-opt on PATH; prebuilt
 copies in bench/glsl/prebuilt/mmx_*.spv are used where glslang is missing) and run with
@@ -204,7 +207,11 @@ def main(argv=None) -> int:
                 for exe, rows in pipeline_stats.statistics(dev, kern.pipeline[0]):
                     say(f"  {name} [{exe}]: " + ", ".join(f"{s}={v}" for s, v in rows))
         if args.candidate:
-            made.update(candidate(dev, args.candidate))
+            for name, row in candidate(dev, args.candidate).items():
+                made[name] = row
+                if args.stats:
+                    for exe, rows in pipeline_stats.statistics(dev, row[0].pipeline[0]):
+                        say(f"  {name} [{exe}]: " + ", ".join(f"{s}={v}" for s, v in rows))
     rng = np.random.default_rng(0)
     for n in map(int, args.sizes.split(",")):
         a = (rng.standard_normal((n, n)) * 0.5).astype(np.float16)

@@ -204,7 +204,9 @@ def main(argv=None) -> int:
         print(f"{physical[0][2]}: no {EXT}: nothing to report")
         return 0
     patch_for_statistics(internal=bool(args.ir))
-    dev = VulkanDevice(None)
+    # with --ir, no persisted pipeline cache: a pipeline the driver takes from its cache may
+    # come without the representations it would capture while compiling
+    dev = VulkanDevice(None, pipeline_cache=False) if args.ir else VulkanDevice(None)
     print(f"{dev.name}: pipeline executable statistics")
     metas = {}
     for file, ids in DEFAULT.items():

@@ -172,12 +172,12 @@ def built_variants(dev, extra: dict[str, tuple[str, Callable[[dict], dict]]]) ->
 
 def held_variants(held: list[int]) -> dict[str, tuple[str, Callable[[dict], dict]]]:
     """--held: lib_scan_look with tiles of HELD = h vec4s per invocation (a multiple of 4
-    up to 32; past 16, the shared memory its step totals take, `totals` of lib_scan_look:
+    from 4 to 32: its helpers take the tile 4 vec4s at a time; past 16, the shared memory its step totals take, `totals` of lib_scan_look:
     h / 4 vec4s per invocation, with the marks and the drawn ticket beside them)."""
     out = {}
     for h in held:
-        if h > 32 or (h > 8 and h % 4):
-            raise SystemExit(f"--held {h}: at most 32, and a multiple of 4 past 8")
+        if h < 4 or h > 32 or h % 4:
+            raise SystemExit(f"--held {h}: a multiple of 4 from 4 to 32 (whole steps of 4 vec4s)")
         if h <= 16:
             out[f"held{h}_{{t}}"] = ("{t}" if h <= 8 else "wide_{t}", lambda v, h=h: {"HELD": h})
         else:

@@ -66,9 +66,9 @@ state buffer per period. Right on the reference for 1 to 7 workgroups; on lavapi
 without its walk-back fence (tests/conformance/cases/
 lavapipe_memory_barrier_desyncs_barriers.py: lavapipe's bug); on the H100 a run that
 shared one state buffer between two periods hung (bench/RESULTS.md, 2026-12-06). Timed on
-an H100 since (2026-12-06 08:5x-09:3x UTC, 264 workgroups): right at every size, level
-with lib_scan_look at 1-2M values (1.0-1.05x torch) and 0.49-0.68x torch from 4M up,
-where lib_scan_look runs 0.86-1.08x: its 264 workgroups keep about 1 TB/s in flight, and
+an H100 since (2026-12-06 08:4x-09:2x UTC, 264 workgroups): right at every size, level
+with lib_scan_look at 1-2M values (0.92-1.05x torch) and 0.48-0.69x torch from 4M up
+(0.45-0.73x lib_scan_look's 16-vec4 tiles, which run 0.86-1.06x): its 264 workgroups keep about 1 TB/s in flight, and
 the walk back of one tile waits on the one before it, so fewer workgroups serialise the
 chain that more tiles in flight hide.
 

@@ -1,7 +1,7 @@
 """A bench candidate (bench/mm_f16_designs.py --candidate mm_f16_128.py): kernels/lib_mm_f16.py's
 staged_mm ported to 128 x 128 blocks of four subgroups (WG = 128, 24 KiB of shared memory),
 on f16 with the library's bindings and scalars; grid x covers N in blocks of 128. With
-8-byte panel elements the GLSL 128 x 128 design runs 1.19-1.23x its 128 x 256 one on an
+8-byte panel elements the GLSL 128 x 128 design runs 1.22-1.23x its 128 x 256 one on an
 H100, but this port ran no faster than the library (bench/RESULTS.md, 2026-12-06). Variant
 `interior` (INTERIOR = 1) leaves out everything an interior block never runs (the guarded
 K loop, the staged stores), the last K step taken in the unguarded loop with its prefetch

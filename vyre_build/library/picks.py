@@ -10,7 +10,7 @@ that device and leaves out the others (docs/runtime.md, "Warming").
   reduce-then-scan (lib_scan_sums, lib_scan_block), by the device and the size
   (`scan_kernels`); lib_scan_once, lib_scan_look.acquire and lib_scan_pipe are run by no
   call (kept for comparison; lib_scan_pipe, timed on an H100, is level with the look-back at
-  1-2M values and half its speed from 4M up: bench/RESULTS.md, 2026-12-06);
+  1-2M values and 0.45-0.73x its speed from 4M up: bench/RESULTS.md, 2026-12-06);
 - matmul: the tuned candidate's kernel, else lib_matmul.f32 (library/tuning.py);
 - matmul_f16: lib_mm_f16.f32 and .f16, and lib_matmul_f16 where a record picks it;
 - matmul_bf16: lib_mm_bf16.f32 and .bf16;
