@@ -2,8 +2,9 @@
 // Design space of the staged fp16 matmul, hand-written (issue 22: is the design or the
 // language short of 0.5x?). Every subgroup computes a WM x WN tile of C (64 x 64 unless
 // defined: 32 or 64 each) as (WM / 16) x (WN / 16) 16x16 fragments with f32 accumulators; a
-// workgroup of (BM / WM) x (BN / WN) subgroups computes a BM x BN block. K goes by in steps of BK through shared panels of 16-byte elements (uvec4:
-// 8 halves), rows padded by 8 halves (conflict-free fragment loads), NBUF = 1 (one set of
+// workgroup of (BM / WM) x (BN / WN) subgroups computes a BM x BN block. K goes by in steps
+// of BK through shared panels of 16-byte elements (uvec4: 8 halves; 8-byte f16vec4 with
+// E8, below), rows padded by 8 halves (conflict-free fragment loads), NBUF = 1 (one set of
 // panels, two barriers a step) or 2 (double-buffered, one barrier a step); the next step's
 // panels are in registers while this step multiplies. BONE: B's fragments loaded one at a
 // time (each used by the 4 A fragments, then dropped) instead of all 4 first: fewer live
