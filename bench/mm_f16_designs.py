@@ -75,6 +75,10 @@ DESIGNS = {
     # them in the language (vec4h), where every other design moves 16-byte ones (uvec4)
     "128x256_k32_b1_e8": (128, 256, 32, 1, False),
     "128x128_k32_b1_e8": (128, 128, 32, 1, False),
+    # _bounds: every global load under the language's bounds rule (-DBOUNDS: compare with
+    # the length, clamp, select zeros), as lib_mm_f16's loads are
+    "128x256_k32_b1_e8_bounds": (128, 256, 32, 1, False),
+    "128x128_k32_b1_e8_bounds": (128, 128, 32, 1, False),
 }
 
 
@@ -109,7 +113,8 @@ def build(name: str, tmp: str) -> bytes:
     defs += [f"-DWM={wm}u", f"-DWN={wn}u"] if (wm, wn) != (64, 64) else []
     defs += ["-DTB"] if tb else []
     defs += ["-DPAIR"] if pair else []
-    defs += ["-DE8"] if name.endswith("_e8") else []
+    defs += ["-DE8"] if "_e8" in name else []
+    defs += ["-DBOUNDS"] if name.endswith("_bounds") else []
     subprocess.run(
         ["glslangValidator", "-V", "--target-env", "vulkan1.3", *defs, "-o", raw, SOURCE],
         check=True, stdout=subprocess.DEVNULL,

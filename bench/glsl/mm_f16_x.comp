@@ -11,7 +11,9 @@
 // registers. Interior sizes only (M a multiple of BM, N of BN, K of BK); bindings and
 // uniforms are lib_mm_f16.f32's. bench/mm_f16_designs.py builds and times each design.
 // Build: glslangValidator -V --target-env vulkan1.3 -DBM=.. -DBN=.. -DBK=.. -DNBUF=.. [-DBONE]
-// [-DWM=.. -DWN=..] [-DTB] [-DPAIR] [-DE8]
+// [-DWM=.. -DWN=..] [-DTB] [-DPAIR] [-DE8] [-DBOUNDS]
+// BOUNDS: every global load with the language's bounds rule (compare, clamp, select zeros),
+// as lib_mm_f16's loads carry it: shows what the rule costs the design.
 // E8: panels and global loads of 8-byte elements (f16vec4), as the language's vec4h gives
 // lib_mm_f16, instead of 16-byte ones (uvec4): shows what the element width is worth.
 // PAIR: the K loop takes two steps an iteration, so that the panel set each step reads and
@@ -46,6 +48,18 @@ layout(local_size_x = WG) in;
 layout(std430, set = 0, binding = 1) readonly buffer A4 { ELEM a4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B4 { ELEM b4[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer C { float c[]; };
+#ifdef BOUNDS  // every global load under the language's bounds rule: index compared with
+// the buffer's length, clamped, loaded, and zeros selected past the end (as lib_mm_f16's)
+ELEM la(uint i) { uint n = uint(a4.length()); ELEM v = a4[min(i, n - 1u)];
+                  return i < n ? v : ELEM(0); }
+ELEM lb(uint i) { uint n = uint(b4.length()); ELEM v = b4[min(i, n - 1u)];
+                  return i < n ? v : ELEM(0); }
+#define LA(i) la(i)
+#define LB(i) lb(i)
+#else
+#define LA(i) a4[i]
+#define LB(i) b4[i]
+#endif
 layout(std140, set = 0, binding = 6) uniform Params {
     uint M; uint N; uint K; uint sa; uint sb; uint sc; uint va; uint vb;
     uint gx; uint gy; uint gz;
@@ -78,14 +92,14 @@ void main() {
     uint gb = (br * N + n0 + EH * bc) / EH;     // B's element for k row br
     uint arow = RA * K / EH, brow = RB * N / EH;  // elements between passes
     [[unroll]] for (uint t = 0u; t < NA; t++)
-        pa[(ar + RA * t) * (SA / EH) + ac] = a4[ga + t * arow];
+        pa[(ar + RA * t) * (SA / EH) + ac] = LA(ga + t * arow);
 #ifdef TB
     uint gbt = ((n0 + ar) * K + EH * ac) / EH;  // B's (transposed) element for row n0 + ar
     [[unroll]] for (uint t = 0u; t < NBT; t++)
-        pb[(ar + RA * t) * (SA / EH) + ac] = b4[gbt + t * arow];
+        pb[(ar + RA * t) * (SA / EH) + ac] = LB(gbt + t * arow);
 #else
     [[unroll]] for (uint t = 0u; t < NB; t++)
-        pb[(br + RB * t) * (SB / EH) + bc] = b4[gb + t * brow];
+        pb[(br + RB * t) * (SB / EH) + bc] = LB(gb + t * brow);
 #endif
     barrier();
     ACC acc[FM][FN];
@@ -108,11 +122,11 @@ void main() {
 #endif
         if (s + 1u < steps) {
             uint ka = (s + 1u) * BK / EH, kb = (s + 1u) * BK * N / EH;
-            [[unroll]] for (uint t = 0u; t < NA; t++) pfa[t] = a4[ga + ka + t * arow];
+            [[unroll]] for (uint t = 0u; t < NA; t++) pfa[t] = LA(ga + ka + t * arow);
 #ifdef TB
-            [[unroll]] for (uint t = 0u; t < NBT; t++) pfb[t] = b4[gbt + ka + t * arow];
+            [[unroll]] for (uint t = 0u; t < NBT; t++) pfb[t] = LB(gbt + ka + t * arow);
 #else
-            [[unroll]] for (uint t = 0u; t < NB; t++) pfb[t] = b4[gb + kb + t * brow];
+            [[unroll]] for (uint t = 0u; t < NB; t++) pfb[t] = LB(gb + kb + t * brow);
 #endif
         }
         [[unroll]] for (uint kk = 0u; kk < BK / 16u; kk++) {
