@@ -169,10 +169,9 @@ def test_a_batch_past_the_grid_limit_is_refused(mm_bundle, monkeypatch):
 
 
 def candidate_call(dev, kernel, a, b, out_dtype, width):
-    """A bench/kernels/ candidate (mm_f16_narrow.py, mm_f16_scalar.py and mm_f16_128.py:
-    128 x 128 blocks; `coop_bench --candidate`'s of the library's design: 128 x 256) on the
-    reference, as the benches call it: the library's bindings and scalars, grid x in
-    blocks of `width`."""
+    """A bench/kernels/ candidate (mm_f16_narrow.py and mm_f16_scalar.py: 128 x 128 blocks;
+    `coop_bench --candidate`'s of the library's design: 128 x 256) on the reference, as coop_bench calls it: the library's
+    bindings and scalars, grid x in blocks of `width`."""
     z, m, k = a.shape
     n = b.shape[-1]
     half = out_dtype == "float16"
@@ -188,7 +187,7 @@ def candidate_call(dev, kernel, a, b, out_dtype, width):
 
 @pytest.mark.parametrize(
     "name, width",
-    [("mm_f16_narrow", 128), ("mm_f16_scalar", 128), ("mm_f16_128", 128)],
+    [("mm_f16_narrow", 128), ("mm_f16_scalar", 128)],
 )
 @pytest.mark.parametrize("out_dtype", ["float32", "float16"])
 @pytest.mark.parametrize(
@@ -216,24 +215,6 @@ def test_the_bench_candidates_match_numpy_on_the_reference(z, m, n, k, out_dtype
     a, b = values(rng, (z, m, k), 4), values(rng, (z, k, n), 2)
     got = candidate_call(dev, load_kernel(meta, device=dev, kdesc=kdesc), a, b, out_dtype, width)
     np.testing.assert_array_equal(got, product(a, b, out_dtype))
-
-
-@pytest.mark.parametrize("z, m, n, k", [(1, 128, 256, 96), (2, 256, 128, 32), (1, 128, 128, 64)])
-def test_the_edge_free_candidate_matches_numpy_on_interior_shapes(z, m, n, k):
-    """mm_f16_128.interior (bench/mm_f16_designs.py --candidate mm_f16_128.py): no edge code,
-    so only M and N multiples of 128 and K of 32, every step in the unguarded loop."""
-    from vyre_build.compiler import compile_file
-    from vyre_build.runtime import load_kernel
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-    found = compile_file(os.path.join(root, "bench", "kernels", "mm_f16_128.py"), root=root)
-    kern = next(x for x in found if x.stem == "mm_f16_128.interior")
-    dev = get_device("cpu")
-    rng = np.random.default_rng(z + m + n + k)
-    a, b = values(rng, (z, m, k), 4), values(rng, (z, k, n), 2)
-    got = candidate_call(dev, load_kernel(kern.meta, device=dev, kdesc=kern.kdesc), a, b,
-                         "float32", 128)  # fmt: skip
-    np.testing.assert_array_equal(got, product(a, b))
 
 
 @pytest.mark.parametrize(
