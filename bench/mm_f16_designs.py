@@ -159,7 +159,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--candidate",
         default="",
-        help="also time bench/kernels/F's variants but f16 output (the library's bindings; "
+        help="also time bench/kernels/F's variants with f32 output (the library's bindings; "
         "its block from the module's BM, BN and WG)",
     )
     ap.add_argument("--stats", action="store_true", help="print registers and spills")
@@ -208,15 +208,12 @@ def main(argv=None) -> int:
                     say(f"  {name}: not run: {exc}")
                     continue
                 made[name] = (kern, bm, bn, wg, tb)
-            if args.stats:
-                for exe, rows in pipeline_stats.statistics(dev, kern.pipeline[0]):
-                    say(f"  {name} [{exe}]: " + ", ".join(f"{s}={v}" for s, v in rows))
         if args.candidate:
-            for name, row in candidate(dev, args.candidate).items():
-                made[name] = row
-                if args.stats:
-                    for exe, rows in pipeline_stats.statistics(dev, row[0].pipeline[0]):
-                        say(f"  {name} [{exe}]: " + ", ".join(f"{s}={v}" for s, v in rows))
+            made.update(candidate(dev, args.candidate))
+    if args.stats:  # every row's pipeline, designs, library and candidates alike
+        for name, (kern, *_) in made.items():
+            for line in pipeline_stats.described(dev, name, kern.pipeline[0]):
+                say("  " + line)
     rng = np.random.default_rng(0)
     for n in map(int, args.sizes.split(",")):
         a = (rng.standard_normal((n, n)) * 0.5).astype(np.float16)

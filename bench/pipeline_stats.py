@@ -232,6 +232,14 @@ def main(argv=None) -> int:
     return 0
 
 
+def described(dev, name: str, pipeline) -> list[str]:
+    """A line per executable of `pipeline`: "NAME [EXECUTABLE]: statistic=value, ..."."""
+    return [
+        f"{name} [{exe}]: " + ", ".join(f"{s}={v}" for s, v in rows)
+        for exe, rows in statistics(dev, pipeline)
+    ]
+
+
 def report(dev, name: str, load, ir: str = "") -> None:
     """Print the statistics of the pipeline of the kernel `load()` makes (or why not); with
     `ir`, write its internal representations into that directory."""
@@ -240,8 +248,7 @@ def report(dev, name: str, load, ir: str = "") -> None:
     except DeviceError as e:
         print(f"{name}: {e}")
         return
-    for exe, rows in statistics(dev, pipeline):
-        print(f"{name} [{exe}]: " + ", ".join(f"{s}={v}" for s, v in rows))
+    print("\n".join(described(dev, name, pipeline)))
     if ir:
         os.makedirs(ir, exist_ok=True)
         found = internals(dev, pipeline)

@@ -98,6 +98,9 @@ class _Blocks(dict):
         return Choice(name, f"b{self.blocks}", None, {"blocks": self.blocks}, "forced", None)
 
 
+LIB_WG = 256  # kernels/lib_scan.py's WG (built_with checks the source still says so)
+
+
 def paths(kernels: dict, kind: str, extra: list, pipes: list[int]) -> list[tuple[str, str, object]]:
     """(row name, what it runs, call(x, out)) for every path; `extra`: (row name, kernels,
     kernel id with {t}) of the look-back kernels built apart (--wg, --held, --flip-shuffle),
@@ -139,9 +142,9 @@ def built_with(dev, wg: int) -> dict:
     path = os.path.join(KERNELS, "lib_scan.py")
     with open(path) as f:
         text = f.read()
-    if "\nWG = 256\n" not in text:
-        raise SystemExit("kernels/lib_scan.py no longer sets WG = 256: --wg cannot rebind it")
-    text = text.replace("\nWG = 256\n", f"\nWG = {wg}\n")
+    if f"\nWG = {LIB_WG}\n" not in text:
+        raise SystemExit(f"kernels/lib_scan.py no longer sets WG = {LIB_WG}: --wg cannot rebind it")
+    text = text.replace(f"\nWG = {LIB_WG}\n", f"\nWG = {wg}\n")
     return kernels_for(dev, compile_file(path, root=KERNELS, text=text))
 
 
@@ -172,8 +175,9 @@ def built_variants(dev, extra: dict[str, tuple[str, Callable[[dict], dict]]]) ->
 
 def held_variants(held: list[int]) -> dict[str, tuple[str, Callable[[dict], dict]]]:
     """--held: lib_scan_look with tiles of HELD = h vec4s per invocation (a multiple of 4
-    from 4 to 32: its helpers take the tile 4 vec4s at a time; past 16, the shared memory its step totals take, `totals` of lib_scan_look:
-    h / 4 vec4s per invocation, with the marks and the drawn ticket beside them)."""
+    from 4 to 32: its helpers take the tile 4 vec4s at a time); past 16, with the shared
+    memory lib_scan_look's arrays take: `totals`, h / 4 vec4s per invocation, and the
+    marks, the drawn ticket and the prefix beside them."""
     out = {}
     for h in held:
         if h < 4 or h > 32 or h % 4:
@@ -181,7 +185,7 @@ def held_variants(held: list[int]) -> dict[str, tuple[str, Callable[[dict], dict
         if h <= 16:
             out[f"held{h}_{{t}}"] = ("{t}" if h <= 8 else "wide_{t}", lambda v, h=h: {"HELD": h})
         else:
-            smem = h // 4 * 256 * 16 + 256 * 4 + 16
+            smem = h // 4 * LIB_WG * 16 + LIB_WG * 4 + 16
             out[f"held{h}_{{t}}"] = ("wide_{t}", lambda v, h=h, m=smem: {"HELD": h, "SMEM": m})
     return out
 

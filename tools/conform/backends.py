@@ -295,6 +295,7 @@ HALF_FEATURES = ("f16", "storage_16bit")
 
 def skip_reason(backend: str, prog, compiled) -> str | None:
     """Why `prog` is not run on `backend` (a known limitation, no such entry), or None."""
+    source = prog.source()  # rendered once: the rules below read it
     needs = [f for f in compiled.meta.get("features", ()) if f in HALF_FEATURES]
     lacks = _device_lacks(backend, needs)
     if lacks:  # the runtime would refuse the kernel (DeviceError): not a finding
@@ -306,7 +307,7 @@ def skip_reason(backend: str, prog, compiled) -> str | None:
         return f"no WGSL: {compiled.meta.get('skipped', {}).get('wgsl', 'skipped')}"
     if backend == "wgpu-spirv" and "vulkan_memory_model" in compiled.meta.get("features", ()):
         return "naga's SPIR-V reader has no Vulkan memory model (memory orders, fences)"
-    if backend == "wgpu-spirv" and "subgroup_elect(" in prog.source():
+    if backend == "wgpu-spirv" and "subgroup_elect(" in source:
         return "naga's SPIR-V reader has no OpGroupNonUniformElect"
     if (
         backend in ("wgpu", "vulkan", "wgpu-spirv", "wgpu-x4")
@@ -315,28 +316,19 @@ def skip_reason(backend: str, prog, compiled) -> str | None:
     ):
         # tests/conformance/cases/lavapipe_broadcast_first_vector.py
         return "lavapipe's LLVM aborts on some subgroup_broadcast_first of a float"
+    if backend == "vulkan" and "fence(" in source and _on_lavapipe(backend):
+        if "return" in source:
+            # tests/conformance/cases/lavapipe_memory_barrier_suspends.py: an invocation
+            # that reaches a memory barrier after others returned loses its later writes
+            return "lavapipe loses writes after a fence that some invocations returned before"
+        if "barrier()" in source:
+            # tests/conformance/cases/lavapipe_memory_barrier_desyncs_barriers.py: a fence
+            # that part of a workgroup runs puts it a barrier out of step with the rest
+            return "lavapipe puts a subgroup out of step with the barriers after a fence"
     if (
         backend == "vulkan"
-        and "fence(" in prog.source()
-        and "return" in prog.source()
-        and _on_lavapipe(backend)
-    ):
-        # tests/conformance/cases/lavapipe_memory_barrier_suspends.py: an invocation that
-        # reaches a memory barrier after others returned loses its later writes
-        return "lavapipe loses writes after a fence that some invocations returned before"
-    if (
-        backend == "vulkan"
-        and "fence(" in prog.source()
-        and "barrier()" in prog.source()
-        and _on_lavapipe(backend)
-    ):
-        # tests/conformance/cases/lavapipe_memory_barrier_desyncs_barriers.py: a fence that
-        # part of a workgroup runs puts it a barrier out of step with the rest
-        return "lavapipe puts a subgroup out of step with the barriers after a fence"
-    if (
-        backend == "vulkan"
-        and any(f'order="{o}"' in prog.source() for o in ("release", "acquire", "acq_rel"))
-        and "break" in prog.source()
+        and any(f'order="{o}"' in source for o in ("release", "acquire", "acq_rel"))
+        and "break" in source
         and _on_lavapipe(backend)
     ):
         # tests/conformance/cases/lavapipe_release_store_in_loop.py (seed 206:588) and

@@ -31,9 +31,9 @@ from vyre_build.runtime.backends.wgpu.loops import ends
 
 # naga's runtime checks the trusted call keeps for a module whose loops are not proven to
 # end (loops.ends): loop bounding (a loop that never ends stays bounded, as WebGPU
-# promises); a module proven to end gets "None". tools/naga_spirv/capture.py
-# --no-loop-bounding sets "None" here in its own process, to measure what the bounding
-# costs; the runtime never changes it.
+# promises); a module proven to end gets "None" (runtime_checks). tools/naga_spirv/
+# capture.py replaces runtime_checks in its own process, to measure what the bounding
+# costs; the runtime never changes either.
 RUNTIME_CHECKS = "ForceLoopBounding"
 
 # the wgpu-py internals the trusted call needs (wgpu.backends.wgpu_native._api)
