@@ -96,7 +96,7 @@ def test_the_op_table_families_are_the_mapped_ones():
 def test_every_extension_decodes_to_a_class_of_its_own():
     exprs = ("vyre.num_workgroups", "vyre.subgroup_id", "vyre.num_subgroups", "vyre.bitcast")
     exprs += ("vyre.vec", "vyre.extract", "vyre.subgroup", "vyre.coop.load", "vyre.coop.fill")
-    exprs += ("vyre.coop.mma", "vyre.atomic", "vyre.atomic.load")
+    exprs += ("vyre.coop.mma", "vyre.atomic", "vyre.atomic.load", "vyre.checked")
     nodes = set(OPAQUE_ARITY) - set(exprs)
     for ext in OPAQUE_ARITY:
         kind = _opaque(ext) if ext in exprs else Variant("OpaqueNode", (ext, b""))

@@ -111,7 +111,7 @@ class _Rows(Walker):
     visit_ordered_load = visit_ordered_store = visit_fence = visit_none
     visit_coop_load = visit_coop_fill = visit_coop_mma = visit_coop_store = visit_none
     visit_if_ = visit_for_ = visit_loop = visit_break_ = visit_continue_ = visit_none
-    visit_return_ = visit_barrier = visit_debug = visit_none
+    visit_return_ = visit_barrier = visit_debug = visit_checked = visit_none
 
 
 def constructs(prog) -> Counter:

@@ -92,7 +92,7 @@ class _Refused(Walker):
 
     visit_literal = visit_loop_index = visit_binary = visit_unary = visit_fma = visit_no
     visit_select = visit_cast = visit_bitcast = visit_construct = visit_extract = visit_no
-    visit_load_uniform = visit_length = visit_debug = visit_no
+    visit_load_uniform = visit_length = visit_debug = visit_checked = visit_no
     visit_if_ = visit_for_ = visit_loop = visit_break_ = visit_continue_ = visit_no
     # Subgroup ops and ids: a coarse invocation stands for FACTOR elements, so the lanes a
     # subgroup op combines are not the elements it combined in the base entry.
@@ -308,7 +308,7 @@ class _Copy(Walker):
         self.define(op, out.op(op.kind, *operands, value=op.result is not None))
 
     visit_binary = visit_unary = visit_fma = visit_select = visit_cast = visit_renamed
-    visit_bitcast = visit_construct = visit_extract = visit_renamed
+    visit_bitcast = visit_construct = visit_extract = visit_checked = visit_renamed
     # refused by coarsenable (subgroups, atomics, memory orders, matrices); kept exact
     visit_subgroup = visit_subgroup_builtin = visit_atomic = visit_renamed
     visit_ordered_atomic = visit_ordered_load = visit_coop_load = visit_renamed

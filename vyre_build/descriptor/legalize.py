@@ -106,10 +106,17 @@ class Legal:
         return out
 
 
-def legalize(desc: KernelDescriptor, info: DescriptorInfo | None = None) -> Legal:
-    """The legal form of validated `desc` (module docstring); `info`: its validate()."""
+def legalize(
+    desc: KernelDescriptor, info: DescriptorInfo | None = None, *, device_checks: bool = False
+) -> Legal:
+    """The legal form of validated `desc` (module docstring); `info`: its validate().
+
+    `device_checks`: the target can leave the bounds rule of plain storage-buffer loads and
+    stores to a device that keeps it (SPIR-V under robustBufferAccess2): their clamp, their
+    `index < length` and the select or `if` they feed are switched by `vyre.checked`,
+    which is true unless the runtime says the device keeps the rule (legalize_memory.py)."""
     info = info if info is not None else validate(desc)
-    return _Legalizer(desc, info).run()
+    return _Legalizer(desc, info, device_checks).run()
 
 
 class _Legalizer(ValueRewrites, MemoryRewrites, Walker):
@@ -118,8 +125,9 @@ class _Legalizer(ValueRewrites, MemoryRewrites, Walker):
     flow keeps its child indices). Run once: the legal form of a legal form may guard
     again what a select made safe (the range analysis does not follow selects' conditions)."""
 
-    def __init__(self, desc: KernelDescriptor, info: DescriptorInfo):
+    def __init__(self, desc: KernelDescriptor, info: DescriptorInfo, device_checks: bool):
         self.desc, self.info = desc, info
+        self.device_checks = device_checks
         self.view = view_of(desc, info)
         self.types = info.types
         self.in_bounds = info.proofs.in_bounds  # accesses proved in range
@@ -197,6 +205,7 @@ class _Legalizer(ValueRewrites, MemoryRewrites, Walker):
 
     # --- ops kept as they are (the rewrites: ValueRewrites, MemoryRewrites) ------------
     visit_literal = visit_builtin = visit_subgroup_builtin = visit_loop_index = keep
+    visit_checked = keep
     visit_fma = visit_select = visit_bitcast = visit_construct = visit_extract = keep
     visit_subgroup = visit_load_uniform = visit_length = keep
     visit_fence = visit_coop_load = visit_coop_fill = visit_coop_mma = visit_coop_store = keep

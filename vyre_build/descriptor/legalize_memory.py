@@ -13,7 +13,8 @@ op it came from.
 
 from __future__ import annotations
 
-from vyre_build.descriptor.types import MATRICES, datatype
+from vyre_build.descriptor.types import MATRICES, TYPES, datatype
+from vyre_build.descriptor.view import Load, Store
 
 __all__ = ["MemoryRewrites"]
 
@@ -40,6 +41,25 @@ class MemoryRewrites:
             return last, ok  # the one element
         return self.bin(dst, "Min", index, last), ok
 
+    def switched(self, dst, op, clamp: bool = False) -> tuple[int, int]:
+        """(the index to access, the `index < length` bool) of a plain storage-buffer load
+        (`clamp`: the clamped index) or store (the index as it is, under the bool), switched
+        by `vyre.checked` where the target lets the device keep the rule. Unchecked: `true`,
+        and the index held below 2^32 / the element's size, so that its byte offset neither
+        wraps 32 bits nor reads as negative (lavapipe wraps it: index 2^31 of a vec4f read
+        element 0); every index in range is below that, every one held there still out of
+        range (a binding holds less than 2^32 bytes). The driver folds the select once the
+        specialization constant is known."""
+        clamped, ok = self.bounds(dst, op, clamp)
+        index = clamped if clamp else op.element
+        if not (self.device_checks and self.slots[op.slot].memory_class == "Global"):
+            return index, ok
+        checked = dst.expr("vyre.checked")
+        top = 0xFFFFFFFF // TYPES[self.info.slot_types[op.slot]].size
+        held = self.bin(dst, "Min", op.element, self.const(dst, "u32", top))
+        index = self.select(dst, checked, index, held)
+        return index, self.select(dst, checked, ok, self.const(dst, "bool", True))
+
     def past_the_end(self, op) -> bool:
         """A literal index at or past a fixed array's end (decided before any proof: naga
         refuses such an index even on a path that cannot run)."""
@@ -61,7 +81,8 @@ class MemoryRewrites:
             return self.keep(op, dst)
         self.start(op, dst)
         ty = self.info.slot_types[op.slot]
-        clamped, ok = self.bounds(dst, op, clamp=True)
+        plain = type(op) is Load  # an ordered (atomic) load keeps its check
+        clamped, ok = (self.switched if plain else self.bounds)(dst, op, clamp=True)
         loaded = dst.op(op.kind, op.slot, clamped)
         self.select(dst, ok, loaded, self.const(dst, ty, 0), result=op.result)
         self.mark()
@@ -77,7 +98,15 @@ class MemoryRewrites:
         if op.index in self.in_bounds or self.info.slot_types[op.slot] in MATRICES:
             return self.keep(op, dst)
         self.start(op, dst)
-        dst.if_(self.bounds(dst, op)[1]).keep(op.op)
+        if type(op) is not Store:  # an ordered (atomic) store keeps its check
+            dst.if_(self.bounds(dst, op)[1]).keep(op.op)
+        else:
+            index, ok = self.switched(dst, op)
+            then = dst.if_(ok)
+            if index == op.element:
+                then.keep(op.op)
+            else:
+                then.op(op.kind, op.slot, index, op.value, value=False)
         self.mark()
 
     visit_ordered_store = visit_store

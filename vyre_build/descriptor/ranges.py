@@ -173,6 +173,7 @@ class _Analysis(Walker, ValueRanges):
         self.define(op, scope, self.typed(op))
 
     visit_subgroup_builtin = visit_fma = visit_construct = visit_extract = visit_subgroup = opaque
+    visit_checked = opaque
     visit_load_uniform = visit_coop_fill = visit_coop_mma = opaque
 
     def visit_literal(self, op, b, scope, loops) -> None:

@@ -68,6 +68,7 @@ OPAQUE_ARITY = {
     "vyre.num_workgroups": (1,),
     "vyre.subgroup_id": (0,),
     "vyre.num_subgroups": (0,),
+    "vyre.checked": (0,),
     "vyre.bitcast": (1,),
     "vyre.vec": (2, 4),
     "vyre.extract": (1,),
@@ -321,6 +322,11 @@ class _Checker(Walker, ExtensionChecks):
             self.fail(op, f"{op.name} takes no payload, got {op.kind.args[2].hex()}")
         self.features.add("subgroup_basic")
         return "u32"
+
+    def visit_checked(self, op, ctx) -> str:
+        if op.kind.args[2]:
+            self.fail(op, f"vyre.checked takes no payload, got {op.kind.args[2].hex()}")
+        return "bool"
 
     def visit_literal(self, op, ctx) -> str:
         if op.value is None:

@@ -62,6 +62,7 @@ from vyre_build.descriptor.view_ops import (
     Break,
     Builtin,
     Cast,
+    Checked,
     Construct,
     Continue,
     Debug,
@@ -98,6 +99,7 @@ OP_CLASSES: tuple[type[OpView], ...] = (
     Literal,
     Builtin,
     SubgroupBuiltin,
+    Checked,
     LoopIndex,
     Binary,
     Unary,
@@ -158,6 +160,8 @@ def _opaque_expr(index: int, op: KernelOp) -> OpView:
         return Builtin(index, op, ext)
     if ext in ("vyre.subgroup_id", "vyre.num_subgroups"):
         return SubgroupBuiltin(index, op, ext)
+    if ext == "vyre.checked":
+        return Checked(index, op)
     if ext == "vyre.bitcast":
         return Bitcast(index, op, _payload_type(data))
     if ext == "vyre.vec":

@@ -23,6 +23,7 @@ __all__ = [
     "Literal",
     "Builtin",
     "SubgroupBuiltin",
+    "Checked",
     "LoopIndex",
     "Binary",
     "Unary",
@@ -114,6 +115,15 @@ class SubgroupBuiltin(OpView):
 
     method: ClassVar[str] = "visit_subgroup_builtin"
     name: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Checked(OpView):
+    """OpaqueExpr vyre.checked []: a bool, true where the module keeps the pinned bounds
+    rule of its storage-buffer loads and stores itself, false where the device does
+    (descriptor.legalize writes it; docs/descriptor-conventions.md)."""
+
+    method: ClassVar[str] = "visit_checked"
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -59,6 +59,7 @@ from vyre_build.descriptor.view import (
     Store,
     Subgroup,
     SubgroupBuiltin,
+    Checked,
     Unary,
     Unknown,
     Walker,
@@ -128,6 +129,7 @@ _READS = {
     Literal: None,
     Builtin: None,
     SubgroupBuiltin: None,
+    Checked: None,
     LoopIndex: None,
     Binary: _ALL,
     Unary: _ALL,
@@ -242,6 +244,11 @@ class _Steps(Walker):
             return self.invariant(op, m.full(np.uint32(m.subgroups.size)))
         sg = m.subgroups
         return _constant(sg.subgroup_id if name == "vyre.subgroup_id" else m.full(sg.count), op)
+
+    def visit_checked(self, op, body):
+        # the reference keeps the bounds rule itself (it runs the descriptor before
+        # legalize, which alone writes vyre.checked)
+        self.invariant(op, self.m.full(np.bool_(True)))
 
     def visit_load_uniform(self, op, body):
         self.invariant(op, self.m.full(self.m.uniforms[op.slot]))

@@ -85,6 +85,11 @@ class DeviceProfile:
     max_shared_memory: int
     max_storage_buffer_binding: int
     features: frozenset[str]
+    # Vulkan: the device keeps the bounds rule of storage-buffer loads and stores
+    # (robustBufferAccess2: zeros read and writes dropped past a binding's range, rounded up
+    # to this many bytes), so kernels run with their own checks off where the rounding
+    # cannot show (docs/runtime.md, "Checks the device keeps"); 0: the kernels keep them.
+    robust_alignment: int = 0
 
     def as_json(self) -> dict[str, Any]:
         """The profile as JSON data (tuples as lists, features sorted)."""
@@ -123,6 +128,14 @@ class DeviceProfile:
             f"memory       shared {self.max_shared_memory} bytes, storage binding "
             f"{self.max_storage_buffer_binding} bytes",
             f"features     {', '.join(sorted(self.features)) or 'none'}",
+            *(
+                [
+                    "bounds       kept by the device (robustBufferAccess2, ranges rounded to "
+                    f"{self.robust_alignment} bytes)"
+                ]
+                if self.robust_alignment
+                else []
+            ),
         ]
 
 

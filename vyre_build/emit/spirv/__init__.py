@@ -83,7 +83,9 @@ def emit_spirv(
         m.extension("SPV_KHR_vulkan_memory_model")
     m.set_memory_model("Logical", "Vulkan" if vmm else "GLSL450")
     for name, d, i in (("main", desc, info), *entries):
-        legal = legalize(d, i)  # the pinned rules as ops: every op below is one operation
+        # the pinned rules as ops: every op below is one operation; plain storage-buffer
+        # loads and stores keep theirs under vyre.checked (SpecId 3, core.artifacts)
+        legal = legalize(d, i, device_checks=True)
         writer = FunctionWriter(m, legal.desc, legal.info, vmm)
         fn = writer.write()
         m.entry_point("GLCompute", fn, name, writer.interface)

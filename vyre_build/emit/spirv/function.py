@@ -308,6 +308,9 @@ class FunctionWriter(Walker, MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedO
             return self.num_subgroups()
         return self.builtin_scalar(_SUBGROUP_BUILTINS[kop.name])
 
+    def h_checked(self, kop: OpView, body):
+        return self.m.checked()
+
     def h_typed(self, kop: OpView, body):
         """Cast, Bitcast, Construct: the row of their result type."""
         return self.rule(kop, (kop.key[0], self.info.types[kop.result]))
@@ -320,7 +323,7 @@ class FunctionWriter(Walker, MemoryOps, ControlFlow, CoopOps, DebugOps, OrderedO
     visit_literal, visit_builtin, visit_subgroup_builtin = h_literal, h_builtin, h_subgroup_builtin
     visit_binary = visit_unary = visit_fma = visit_select = visit_subgroup = h_value
     visit_cast = visit_bitcast = visit_construct = h_typed
-    visit_extract = h_extract
+    visit_extract, visit_checked = h_extract, h_checked
     visit_load, visit_store, visit_atomic = MemoryOps.h_load, MemoryOps.h_store, MemoryOps.h_atomic
     visit_load_uniform, visit_length = MemoryOps.h_load_constant, MemoryOps.h_length
     visit_ordered_atomic = visit_ordered_load = OrderedOps.h_memory_expr

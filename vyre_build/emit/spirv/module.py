@@ -17,6 +17,7 @@ import struct
 import sys
 from array import array
 
+from vyre_build.core.artifacts import CHECKED_SPEC_ID
 from vyre_build.emit.spirv import grammar as g
 
 OP = g.OPCODES
@@ -236,6 +237,18 @@ class SpirvModule:
                 self.name(sid, f"vyre_wg_base_{'xyz'[axis]}")
                 ids.append(sid)
             found = self._consts[("workgroup_base",)] = tuple(ids)
+        return found
+
+    def checked(self) -> int:
+        """The bool specialization constant SpecId 3 (`vyre.checked`): true unless the
+        runtime sets it false for a device whose robustBufferAccess2 keeps the bounds rule
+        of storage-buffer loads and stores (docs/descriptor-conventions.md)."""
+        found = self._consts.get(("checked",))
+        if found is None:
+            found = self._consts[("checked",)] = self.new_id()
+            self.emit(self.globals, "OpSpecConstantTrue", self.type_bool(), found)
+            self.decorate(found, "SpecId", CHECKED_SPEC_ID)
+            self.name(found, "vyre_checked")
         return found
 
     # --- globals -----------------------------------------------------------------------

@@ -135,6 +135,11 @@ class FunctionWriter(Walker, MemoryRules, ControlRules, DebugRules, OrderedRules
             wx, wy, wz = self.desc.workgroup_size
             self.bind(op, depth, f"(({wx * wy * wz - 1}u + sgsz) / sgsz)")
 
+    def visit_checked(self, op, body, depth):
+        # WGSL's legal form keeps every check in the module (legalize(robust=False)); a
+        # descriptor that holds vyre.checked anyway gets its default
+        self.bind(op, depth, "true")
+
     def rule(self, op, key) -> str:
         row = (key, tuple(self.info.types[o] for o in op.operands))
         if row not in RULES:

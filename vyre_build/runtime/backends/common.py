@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from vyre_build.bundle.metadata import KernelMeta
+from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, KernelMeta
 from vyre_build.core.errors import DeviceError
 from vyre_build.runtime.plan import Job
 
@@ -24,6 +24,13 @@ def choose_adapter(api: str, items: list[Any], names: list[str], adapter: int | 
         if str(adapter).lower() in name.lower():
             return item
     raise DeviceError(f"no {api} adapter matches {adapter!r}; there are: {names}")
+
+
+def stride(dtype: str) -> int:
+    """Bytes of one element of a storage buffer of `dtype` (a metadata dtype: "f16",
+    "vec4h"), its array stride in the kernel's code."""
+    scalar, count = VECTOR_DTYPES.get(dtype, (dtype, 1))
+    return SCALAR_DTYPES[scalar] * count
 
 
 def layout_of(meta: KernelMeta) -> list[tuple[int, str]]:

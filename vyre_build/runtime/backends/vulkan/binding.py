@@ -19,6 +19,14 @@ from vyre_build.runtime.backends.vulkan.pipelines import Chunks, Pipelines
 from vyre_build.runtime.backends.vulkan.sets import STORAGE, UNIFORM, DescriptorPools, Pool
 
 
+def _whole(nbytes: int, stride: int | None) -> int:
+    """The range a storage binding of elements of `stride` bytes is bound with where the
+    device keeps the bounds rule: whole elements only, so that an access is all in range or
+    all out (the length the kernel sees, floor(range / stride), is the same); 0 (bound as a
+    null descriptor: reads 0, writes dropped, length 0) where not one element fits."""
+    return nbytes if stride is None else nbytes - nbytes % stride
+
+
 class VulkanBinding(VulkanMemory):
     """The pipelines and binding sets of a VulkanDevice (the module docstring)."""
 
@@ -60,14 +68,20 @@ class VulkanBinding(VulkanMemory):
             if ubuf is not None:
                 self._free(ubuf)
             raise
+        strides = pipeline[5]
         targets: list[tuple[int | None, Any, int, int]] = [
-            (b, h.buffer, n, STORAGE) for b, h, n in bound
+            (b, h.buffer, _whole(n, strides.get(b)) if strides else n, STORAGE) for b, h, n in bound
         ]
         if ubuf is not None and uniform is not None:
             # the binding the pipeline's code has it at (the shared layout's slot)
             targets.append((pipeline[4], ubuf.buffer, len(uniform), UNIFORM))
         infos = [
-            [vk.VkDescriptorBufferInfo(buffer=buf, offset=0, range=n)] for _, buf, n, _ in targets
+            [
+                vk.VkDescriptorBufferInfo(buffer=buf, offset=0, range=n)
+                if n
+                else vk.VkDescriptorBufferInfo(buffer=vk.ffi.NULL, offset=0, range=vk.VK_WHOLE_SIZE)
+            ]
+            for _, buf, n, _ in targets
         ]
         writes = [
             vk.VkWriteDescriptorSet(

@@ -161,7 +161,14 @@ class VulkanDevice(VulkanBinding):
         # The layouts (the shared one made now), the pipeline cache and pipeline creation.
         # With maintenance5 enabled, pipelines take their SPIR-V without shader modules.
         self.pipelines = Pipelines(
-            self.dev, self._new, self._vk, self._check, props, pipeline_cache, enable.maintenance5
+            self.dev,
+            self._new,
+            self._vk,
+            self._check,
+            props,
+            pipeline_cache,
+            enable.maintenance5,
+            enable.robust_alignment,
         )
         if self.pipelines.cache_file is not None:
             _PERSISTED.add(self)

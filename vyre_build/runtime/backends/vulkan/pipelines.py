@@ -14,8 +14,9 @@ from typing import Any
 import vulkan as vk
 
 from vyre_build.bundle.metadata import KernelMeta
+from vyre_build.core.artifacts import CHECKED_SPEC_ID
 from vyre_build.core.errors import DeviceError
-from vyre_build.runtime.backends.common import layout_of
+from vyre_build.runtime.backends.common import layout_of, stride
 from vyre_build.runtime.backends.vulkan.pipeline_cache import PipelineCacheFile, cache_dir
 from vyre_build.runtime.backends.vulkan.results import SUCCESS
 from vyre_build.runtime.backends.vulkan.sets import STORAGE, UNIFORM
@@ -26,8 +27,10 @@ from vyre_build.runtime.backends.vulkan.stream import Slice, Stream, create_slic
 # each with whether more may follow it.
 Chunks = Iterable[tuple[list[tuple[KernelMeta, bytes, str]], bool]]
 # A created pipeline: (pipeline, pipeline layout, set layout, (storage, uniform)
-# descriptors of its set, the binding its uniform block is written at).
-Made = tuple[Any, Any, Any, tuple[int, int], int | None]
+# descriptors of its set, the binding its uniform block is written at, the element size of
+# each storage binding where the device keeps the bounds rule, else None: binding.py binds
+# whole elements, docs/runtime.md "Checks the device keeps").
+Made = tuple[Any, Any, Any, tuple[int, int], int | None, dict[int, int] | None]
 
 
 # Storage slots of the shared layout (docs/runtime.md, "Vulkan layouts"): bindings
@@ -48,7 +51,11 @@ class Pipelines:
     cache (pipeline_cache.cache_dir); `inline_modules`, whether the device was created
     with VK_KHR_maintenance5's feature (then each pipeline stage carries its SPIR-V in a
     chained VkShaderModuleCreateInfo and no VkShaderModule is made; else one module per
-    kernel's code, destroyed after the call). Every method runs under the device's lock."""
+    kernel's code, destroyed after the call); `robust_alignment`, the device's
+    robustStorageBufferAccessSizeAlignment where it was created with robustBufferAccess2
+    (0: not), under which a kernel whose every storage binding's element is a multiple of
+    it gets its pipeline with `vyre_checked` false (`device_checks`). Every method runs
+    under the device's lock."""
 
     def __init__(
         self,
@@ -59,9 +66,11 @@ class Pipelines:
         props: Any,
         setting: str | os.PathLike[str] | bool | None,
         inline_modules: bool = False,
+        robust_alignment: int = 0,
     ):
         self.device, self._new, self._vk, self._check = device, new, call, check
         self.inline_modules = inline_modules
+        self.robust_alignment = robust_alignment
         # (pipeline layout, set layout, (storage, uniform) descriptors) by key
         self.layouts: dict[object, tuple[Any, Any, tuple[int, int]]] = {}
         self.shared_slots = 0
@@ -225,6 +234,16 @@ class Pipelines:
         uniform = sum(a == "u" for _, a in kinds)
         return layout, set_layout, (len(kinds) - uniform, uniform)
 
+    def device_checks(self, meta: KernelMeta) -> bool:
+        """Whether `meta`'s pipeline leaves the bounds rule of its storage-buffer loads and
+        stores to the device (SpecId 3, `vyre_checked`, false): the device keeps it
+        (robustBufferAccess2) and rounds no binding's range past an element of the kernel's
+        (docs/runtime.md, "Checks the device keeps"); a debug build keeps its own."""
+        a = self.robust_alignment
+        return (
+            bool(a) and meta.debug is None and all(stride(b.dtype) % a == 0 for b in meta.buffers)
+        )
+
     # -- pipelines --
 
     def create(
@@ -328,10 +347,15 @@ class Pipelines:
                 once[key] = self._layouts(meta, code)
             laid.append(once[key])
         codes = [code for code, _ in laid]
-        made = [found for _, found in laid]
+        strides = [
+            {b.binding: stride(b.dtype) for b in meta.buffers} if self.robust_alignment else None
+            for meta, _, _ in kernels
+        ]
+        made = [(*found, s) for (_, found), s in zip(laid, strides)]
         keep: list[Any] = []  # every buffer the create-infos point into, alive until the call
         infos = vk.ffi.new("VkComputePipelineCreateInfo[]", len(kernels))
-        _stages(infos, codes, [entry for _, _, entry in kernels], base, keep)
+        unchecked = [self.device_checks(meta) for meta, _, _ in kernels]
+        _stages(infos, codes, [entry for _, _, entry in kernels], base, keep, unchecked)
         modules = [] if self.inline_modules else self._modules(infos, codes)
         for k, (layout, *_) in enumerate(made):
             infos[k].layout = layout
@@ -371,35 +395,49 @@ class Pipelines:
         return list(made.values())
 
 
+def _specialization(base: tuple[int, int, int] | None, unchecked: bool, keep: list[Any]) -> Any:
+    """The VkSpecializationInfo of `base` (the base workgroup: constants 0, 1, 2) where
+    given and of `vyre_checked` (constant CHECKED_SPEC_ID) false where `unchecked`; NULL
+    where neither. Its buffers are appended to `keep`."""
+    ffi = vk.ffi
+    values = [*(base or ())]
+    ids = list(range(len(values)))
+    if unchecked:
+        ids.append(CHECKED_SPEC_ID)
+        values.append(vk.VK_FALSE)  # a bool constant takes a VkBool32
+    if not ids:
+        return ffi.NULL
+    entries = ffi.new("VkSpecializationMapEntry[]", len(ids))
+    for k, sid in enumerate(ids):
+        entries[k].constantID, entries[k].offset, entries[k].size = sid, 4 * k, 4
+    data = ffi.new("uint32_t[]", values)
+    size = 4 * len(ids)
+    spec = ffi.new(
+        "VkSpecializationInfo*",
+        {"mapEntryCount": len(ids), "pMapEntries": entries, "dataSize": size, "pData": data},
+    )
+    keep += [entries, data, spec]
+    return spec
+
+
 def _stages(
     infos: Any,
     codes: list[bytes],
     entries: list[str],
     base: tuple[int, int, int] | None,
     keep: list[Any],
+    unchecked: list[bool] | None = None,
 ) -> None:
     """Fill the compute create-infos `infos` (all but their layouts) of the SPIR-V
     `codes` and entry points `entries`: each stage with module VK_NULL_HANDLE and a
     VkShaderModuleCreateInfo of its code chained as pNext (as VK_KHR_maintenance5 reads
     it; one per code object, shared by a module's entry points), with `base`'s
-    specialization (the base workgroup as constants 0, 1, 2) where given. Every buffer
-    they point into is appended to `keep`, which must outlive their use."""
+    specialization (the base workgroup as constants 0, 1, 2) where given and `vyre_checked`
+    false for the kernels `unchecked` marks. Every buffer they point into is appended to
+    `keep`, which must outlive their use."""
     ffi = vk.ffi
-    spec = ffi.NULL
-    if base is not None:  # specialization constants 0, 1, 2: the base workgroup
-        entries3 = ffi.new("VkSpecializationMapEntry[3]")
-        for axis in range(3):
-            entries3[axis].constantID, entries3[axis].offset, entries3[axis].size = (
-                axis,
-                4 * axis,
-                4,
-            )
-        data = ffi.new("uint32_t[3]", list(base))
-        spec = ffi.new(
-            "VkSpecializationInfo*",
-            {"mapEntryCount": 3, "pMapEntries": entries3, "dataSize": 12, "pData": data},
-        )
-        keep += [entries3, data, spec]
+    unchecked = unchecked or [False] * len(codes)
+    specs = {u: _specialization(base, u, keep) for u in set(unchecked)}
     # one per code object (a kernel's entry points share theirs): no hash of the code
     distinct = list({id(code): code for code in codes}.values())
     module_infos = ffi.new("VkShaderModuleCreateInfo[]", len(distinct))
@@ -425,4 +463,4 @@ def _stages(
         info.sType = compute
         stage = info.stage
         stage.sType, stage.stage, stage.pNext = shader, bit, at[id(code)]
-        stage.pName, stage.pSpecializationInfo = names[entry], spec
+        stage.pName, stage.pSpecializationInfo = names[entry], specs[unchecked[k]]

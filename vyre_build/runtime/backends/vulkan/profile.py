@@ -5,7 +5,11 @@ chains), vulkanMemoryModel and vulkanMemoryModelDeviceScope (Vulkan 1.2: the
 vulkan_memory_model features of memory-ordered kernels), VK_KHR_cooperative_matrix and
 VK_KHR_shader_bfloat16 where the device has them, and VK_KHR_maintenance5 (its
 `maintenance5` feature: pipelines made from SPIR-V without a VkShaderModule) where a
-Vulkan 1.3 device offers it, unless $VYRE_VULKAN_MAINTENANCE5 is "0"."""
+Vulkan 1.3 device offers it, unless $VYRE_VULKAN_MAINTENANCE5 is "0"; VK_EXT_robustness2's
+robustBufferAccess2 and nullDescriptor (with robustBufferAccess), where offered, unless
+$VYRE_VULKAN_ROBUSTNESS2 is "0": the device then keeps the bounds rule of storage-buffer
+loads and stores (zeros read and writes dropped past a binding's range), so pipelines are
+made with the modules' own checks off (`vyre_checked`, pipelines.py)."""
 
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ TYPES = {
 }
 COOP_EXT, BF16_EXT = "VK_KHR_cooperative_matrix", "VK_KHR_shader_bfloat16"
 MAINTENANCE5_EXT = "VK_KHR_maintenance5"  # needs Vulkan 1.3 (or VK_KHR_dynamic_rendering)
+ROBUSTNESS2_EXT = "VK_EXT_robustness2"
 # VkComponentTypeKHR -> the names vyre_build.core.features uses (bf16 and fp8 from later headers).
 _COMPONENT = {
     0: "f16",
@@ -114,6 +119,9 @@ class Enable:
     # VK_KHR_maintenance5's feature: a pipeline's stage may carry its SPIR-V in a chained
     # VkShaderModuleCreateInfo instead of a VkShaderModule (pipelines.py).
     maintenance5: bool = False
+    # VK_EXT_robustness2's robustBufferAccess2 and nullDescriptor, with robustBufferAccess:
+    # the device's robustStorageBufferAccessSizeAlignment (1 or 4), 0 where not enabled.
+    robust_alignment: int = 0
 
 
 def _linked(make: Any, chain: list[Any], **fields: Any) -> Any:
@@ -181,6 +189,8 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
         if props.apiVersion >= vk.VK_MAKE_VERSION(1, 3, 0) or "VK_EXT_subgroup_size_control" in exts
         else None
     )
+    robust = ROBUSTNESS2_EXT in exts and os.environ.get("VYRE_VULKAN_ROBUSTNESS2", "") != "0"
+    r2p = _linked(vk.VkPhysicalDeviceRobustness2PropertiesEXT, chain) if robust else None
     vk.vkGetPhysicalDeviceProperties2(physical, _linked(vk.VkPhysicalDeviceProperties2, chain))
     # Features: 16-bit storage (1.1), f16 arithmetic and the memory model (1.2), matrices.
     fchain: list[Any] = []
@@ -197,9 +207,23 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
         else None
     )
     bf16 = _linked(_bf16_struct, fchain) if BF16_EXT in exts else None
+    r2f = _linked(vk.VkPhysicalDeviceRobustness2FeaturesEXT, fchain) if robust else None
+    base = None
     if fchain:
-        vk.vkGetPhysicalDeviceFeatures2(physical, _linked(vk.VkPhysicalDeviceFeatures2, fchain))
+        base = _linked(vk.VkPhysicalDeviceFeatures2, fchain)
+        vk.vkGetPhysicalDeviceFeatures2(physical, base)
     enable = Enable()
+    if (
+        r2p is not None
+        and r2f is not None
+        and base is not None
+        and r2f.robustBufferAccess2
+        and r2f.nullDescriptor
+        and base.features.robustBufferAccess
+        and int(r2p.robustStorageBufferAccessSizeAlignment) in (1, 4)
+    ):
+        enable.extensions.append(ROBUSTNESS2_EXT)
+        enable.robust_alignment = int(r2p.robustStorageBufferAccessSizeAlignment)
     if f11 is not None and f12 is not None:
         enable.vulkan11 = {
             k: 1
@@ -274,6 +298,7 @@ def query(physical: Any, props: Any, description: str) -> tuple[DeviceProfile, E
         max_workgroup_count=_xyz(limits.maxComputeWorkGroupCount),
         max_shared_memory=int(limits.maxComputeSharedMemorySize),
         max_storage_buffer_binding=int(limits.maxStorageBufferRange),
+        robust_alignment=enable.robust_alignment,
         features=features_of(
             operations,
             f16,
@@ -308,6 +333,7 @@ def without_optional(profile: DeviceProfile) -> DeviceProfile:
         bf16=False,
         cooperative_matrices=(),
         features=features_of(ops, False, False, ()),
+        robust_alignment=0,
     )
 
 
@@ -324,11 +350,21 @@ def device_create_info(family: int, enable: Enable, keep: list[Any]) -> Any:
         _linked(vk.VkPhysicalDeviceMaintenance5FeaturesKHR, chain, maintenance5=1)
     if enable.bf16:
         _linked(_bf16_struct, chain, **enable.bf16)
+    base: dict[str, Any] = {}
+    if enable.robust_alignment:
+        _linked(
+            vk.VkPhysicalDeviceRobustness2FeaturesEXT,
+            chain,
+            robustBufferAccess2=1,
+            nullDescriptor=1,
+        )
+        base["features"] = vk.VkPhysicalDeviceFeatures(robustBufferAccess=1)
+        keep.append(base["features"])
     priorities = [1.0]
     queues = [vk.VkDeviceQueueCreateInfo(queueFamilyIndex=family, pQueuePriorities=priorities)]
     fields: dict[str, Any] = {"pQueueCreateInfos": queues}
     if chain:
-        fields["pNext"] = _linked(vk.VkPhysicalDeviceFeatures2, chain)
+        fields["pNext"] = _linked(vk.VkPhysicalDeviceFeatures2, chain, **base)
     if enable.extensions:
         fields["ppEnabledExtensionNames"] = enable.extensions
     keep += [chain, priorities, queues, enable.extensions]
