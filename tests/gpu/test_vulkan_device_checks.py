@@ -199,3 +199,21 @@ def test_past_the_end_gives_zeros_and_drops_writes(monkeypatch, kernels, robust)
             np.testing.assert_array_equal(got, want)
     finally:
         dev.close()
+
+
+def test_a_binding_with_no_whole_element_is_bound_as_a_null_descriptor(monkeypatch, kernels):
+    """Not reachable through a call (arguments hold whole elements), but bound so if it
+    were: the set is written with VK_NULL_HANDLE and freed again."""
+    dev = _device(monkeypatch, True)
+    try:
+        if not dev.profile.robust_alignment:
+            pytest.skip(f"{dev.name} does not keep the bounds rule (no robustBufferAccess2)")
+        k = load_kernel(kernels["past4"].meta, device=dev, spirv=kernels["past4"].spirv)
+        pipe = k.pipeline
+        assert pipe[5] == {0: 16, 1: 16}  # vec4f: 16-byte elements
+        buf = dev.buffer(np.zeros(8, np.float32))
+        live = buf._live()
+        entry = dev._bind(pipe, [(0, live, 8), (1, live, 32)], pipe[4], bytes(16))
+        dev._unbind(entry)
+    finally:
+        dev.close()

@@ -19,6 +19,9 @@ from vyre_build.runtime.backends.vulkan.pipelines import Chunks, Pipelines
 from vyre_build.runtime.backends.vulkan.sets import STORAGE, UNIFORM, DescriptorPools, Pool
 
 
+_WHOLE_SIZE = (1 << 64) - 1  # VK_WHOLE_SIZE (the `vulkan` package spells it -1)
+
+
 def _whole(nbytes: int, stride: int | None) -> int:
     """The range a storage binding of elements of `stride` bytes is bound with where the
     device keeps the bounds rule: whole elements only, so that an access is all in range or
@@ -79,7 +82,7 @@ class VulkanBinding(VulkanMemory):
             [
                 vk.VkDescriptorBufferInfo(buffer=buf, offset=0, range=n)
                 if n
-                else vk.VkDescriptorBufferInfo(buffer=vk.ffi.NULL, offset=0, range=vk.VK_WHOLE_SIZE)
+                else vk.VkDescriptorBufferInfo(buffer=vk.ffi.NULL, offset=0, range=_WHOLE_SIZE)
             ]
             for _, buf, n, _ in targets
         ]
