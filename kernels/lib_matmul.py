@@ -18,7 +18,12 @@ The K loop is split as lib_mm_f16's: in a variant with one vec4 of each panel pe
 invocation (f32, f32_pad, f32_64, f32_64p), a block inside C whose B rows are whole vec4s
 (vb = 1: N a multiple of 4 and b4, b's vec4 view, bound) runs the steps whose next step
 lies inside K in a loop of unguarded loads, B's by vec4s; the rest, and every step of an
-edge block or another variant, in the loop of guarded loads. On an H100 (2026-12-05,
+edge block or another variant, in the loop of guarded loads. The unguarded loop takes two
+steps an iteration, its body copied by the compiler (`unroll(u32(2))`) so that which half
+of the double-buffered panels a step reads is a constant in each copy: NVIDIA's driver does
+that itself to our SPIR-V's loop, not to the one naga makes of our WGSL (on an H100,
+2026-12-06, bench/kernels/mm_f32_pair.py in the commit that added it: 1.07-1.09x on wgpu,
+1.03-1.04x on Vulkan). On an H100 (2026-12-05,
 bench/matmul_f32_bench.py) the split ran 34.1-35.2 TFLOP/s at 2048-8192 against 31.8-33.2
 for the one loop (1.06-1.07x), and as fast as the design hand-written in GLSL without any
 bounds rule (bench/glsl/sgemm.comp, vec4 B loads: 32.8-35.1). A step's inner loop is
@@ -136,48 +141,53 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], b4: Buffer[V], c: Buffer[T, "w"], M: 
         # lies inside K in a loop of unguarded loads (B's by vec4s): no guard's temporaries
         # beside the accumulators, as lib_mm_f16's fast loop
         if vb == 1 and m0 + 64 * RM <= M and n0 + 64 * RN <= N:
-            while s0 + 1 < K // BK:
-                cur = (s0 % 2) * (BK * (WG // BK + PA))
-                k1 = (s0 + 1) * BK
-                pa0 = a[ar * K + k1 + ak]
-                pa1 = a[(ar + 1) * K + k1 + ak]
-                pa2 = a[(ar + 2) * K + k1 + ak]
-                pa3 = a[(ar + 3) * K + k1 + ak]
-                pb = b4[((k1 + bk) * N + bc) // 4]
-                for k in unroll(u32(BK)):
-                    row = cur + k * (WG // BK + PA)
-                    alo = sa[row + ty]
-                    if RM == 2:
-                        ahi = sa[row + 16 + ty]
-                    blo = sb[(row if WG // BK + PA == 16 * RN else (s0 % 2) * WG + k * (16 * RN)) + tx]
-                    if RN == 2:
-                        bhi = sb[(row if WG // BK + PA == 16 * RN else (s0 % 2) * WG + k * (16 * RN)) + 16 + tx]
-                    c00 = fma(blo, alo.x, c00)
-                    if RN == 2:
-                        c01 = fma(bhi, alo.x, c01)
-                    c10 = fma(blo, alo.y, c10)
-                    if RN == 2:
-                        c11 = fma(bhi, alo.y, c11)
-                    c20 = fma(blo, alo.z, c20)
-                    if RN == 2:
-                        c21 = fma(bhi, alo.z, c21)
-                    c30 = fma(blo, alo.w, c30)
-                    if RN == 2:
-                        c31 = fma(bhi, alo.w, c31)
-                    if RM == 2:
-                        c40 = fma(blo, ahi.x, c40)
-                        c41 = fma(bhi, ahi.x, c41)
-                        c50 = fma(blo, ahi.y, c50)
-                        c51 = fma(bhi, ahi.y, c51)
-                        c60 = fma(blo, ahi.z, c60)
-                        c61 = fma(bhi, ahi.z, c61)
-                        c70 = fma(blo, ahi.w, c70)
-                        c71 = fma(bhi, ahi.w, c71)
-                nxt = BK * (WG // BK + PA) - cur
-                sa[nxt + ak * (WG // BK + PA) + ag] = V(pa0, pa1, pa2, pa3)
-                sb[(nxt if WG // BK + PA == 16 * RN else WG - (s0 % 2) * WG) + bk * (16 * RN) + bg] = pb
-                barrier()
-                s0 += 1
+            while s0 + 2 < K // BK:
+                # two steps an iteration (s0 even), so that the panel half h is a constant in
+                # each copy, as NVIDIA's driver makes it by unrolling our SPIR-V's loop by
+                # two, and not naga's: 1.07-1.09x on wgpu, 1.03-1.04x on Vulkan (an H100,
+                # 2026-12-06). An odd last such step goes to the loop below.
+                for h in unroll(u32(2)):
+                    cur = h * (BK * (WG // BK + PA))
+                    k1 = (s0 + h + 1) * BK
+                    pa0 = a[ar * K + k1 + ak]
+                    pa1 = a[(ar + 1) * K + k1 + ak]
+                    pa2 = a[(ar + 2) * K + k1 + ak]
+                    pa3 = a[(ar + 3) * K + k1 + ak]
+                    pb = b4[((k1 + bk) * N + bc) // 4]
+                    for k in unroll(u32(BK)):
+                        row = cur + k * (WG // BK + PA)
+                        alo = sa[row + ty]
+                        if RM == 2:
+                            ahi = sa[row + 16 + ty]
+                        blo = sb[(row if WG // BK + PA == 16 * RN else h * WG + k * (16 * RN)) + tx]
+                        if RN == 2:
+                            bhi = sb[(row if WG // BK + PA == 16 * RN else h * WG + k * (16 * RN)) + 16 + tx]
+                        c00 = fma(blo, alo.x, c00)
+                        if RN == 2:
+                            c01 = fma(bhi, alo.x, c01)
+                        c10 = fma(blo, alo.y, c10)
+                        if RN == 2:
+                            c11 = fma(bhi, alo.y, c11)
+                        c20 = fma(blo, alo.z, c20)
+                        if RN == 2:
+                            c21 = fma(bhi, alo.z, c21)
+                        c30 = fma(blo, alo.w, c30)
+                        if RN == 2:
+                            c31 = fma(bhi, alo.w, c31)
+                        if RM == 2:
+                            c40 = fma(blo, ahi.x, c40)
+                            c41 = fma(bhi, ahi.x, c41)
+                            c50 = fma(blo, ahi.y, c50)
+                            c51 = fma(bhi, ahi.y, c51)
+                            c60 = fma(blo, ahi.z, c60)
+                            c61 = fma(bhi, ahi.z, c61)
+                            c70 = fma(blo, ahi.w, c70)
+                            c71 = fma(bhi, ahi.w, c71)
+                    nxt = BK * (WG // BK + PA) - cur
+                    sa[nxt + ak * (WG // BK + PA) + ag] = V(pa0, pa1, pa2, pa3)
+                    sb[(nxt if WG // BK + PA == 16 * RN else WG - h * WG) + bk * (16 * RN) + bg] = pb
+                    barrier()
+                s0 += 2
     for s in range(s0, steps):
         # the rest (every step of an edge block, and of a variant with two vec4s of a panel
         # per invocation or spare rows): guarded loads, zeros past the edges

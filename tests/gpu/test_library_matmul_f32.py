@@ -57,8 +57,9 @@ def test_matmul_assumes_no_subgroup_size(mm_bundle, lanes):
         np.testing.assert_array_equal(library.matmul(bundle, a, b), want)
 
 
-# The variants kernels/tuning.yaml offers, with the block (rows, columns) each computes.
+# The variants kernels/tuning.yaml offers (and the default), with the block (rows, columns) each computes.
 VARIANTS = {
+    "lib_matmul.f32": (128, 128),  # the default
     "lib_matmul.f32_pad": (128, 128),
     "lib_matmul.f32_64": (64, 64),
     "lib_matmul.f32_64p": (64, 64),
@@ -67,8 +68,11 @@ VARIANTS = {
     "lib_matmul.f32_k16": (128, 128),
     "lib_matmul.f32_k16p": (128, 128),
 }
-# Edges of 64- and 128-wide blocks, N not a multiple of 4, K = 1, K off the 8- and 16-deep steps.
+# Edges of 64- and 128-wide blocks, N not a multiple of 4, K = 1, K off the 8- and 16-deep steps;
+# then blocks inside C with vec4 rows, whose unguarded K loop takes two steps an iteration:
+# an odd and an even count of such steps for 8- and 16-deep steps alike, one step, none.
 EDGES = [(1, 1, 1), (63, 65, 127), (65, 1, 63), (129, 17, 65), (127, 33, 129), (64, 16, 64)]
+EDGES += [(128, 24, 128), (128, 48, 128), (256, 80, 256), (128, 136, 132), (128, 8, 128)]
 
 
 class Pick(dict):
