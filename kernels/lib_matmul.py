@@ -23,9 +23,7 @@ steps an iteration, its body copied by the compiler (`unroll(u32(2))`) so that w
 of the double-buffered panels a step reads is a constant in each copy: NVIDIA's driver does
 that itself to our SPIR-V's loop, not to the one naga makes of our WGSL (on an H100,
 2026-12-06, bench/kernels/mm_f32_pair.py in the commit that added it: 1.07-1.09x on wgpu,
-1.03-1.04x on Vulkan), and it is a counted loop (over the pairs of such steps), so that the
-wgpu backend can leave naga's loop bounding out of the module (runtime/backends/wgpu/
-loops.py; the counter cost 1.04-1.05x). On an H100 (2026-12-05,
+1.03-1.04x on Vulkan). On an H100 (2026-12-05,
 bench/matmul_f32_bench.py) the split ran 34.1-35.2 TFLOP/s at 2048-8192 against 31.8-33.2
 for the one loop (1.06-1.07x), and as fast as the design hand-written in GLSL without any
 bounds rule (bench/glsl/sgemm.comp, vec4 B loads: 32.8-35.1). A step's inner loop is
@@ -143,16 +141,14 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], b4: Buffer[V], c: Buffer[T, "w"], M: 
         # lies inside K in a loop of unguarded loads (B's by vec4s): no guard's temporaries
         # beside the accumulators, as lib_mm_f16's fast loop
         if vb == 1 and m0 + 64 * RM <= M and n0 + 64 * RN <= N:
-            # two steps an iteration (s0 even), so that the panel half h is a constant in each
-            # copy, as NVIDIA's driver makes it by unrolling our SPIR-V's loop by two, and not
-            # naga's: 1.07-1.09x on wgpu, 1.03-1.04x on Vulkan (an H100, 2026-12-06). A
-            # counted loop, so that naga's loop bounding can be left out of the module
-            # (runtime/backends/wgpu/loops.py). An odd last such step goes to the loop below.
-            pairs = (K // BK - 1) // 2 if K >= BK else u32(0)
-            for p in range(pairs):
+            while s0 + 2 < K // BK:
+                # two steps an iteration (s0 even), so that the panel half h is a constant in
+                # each copy, as NVIDIA's driver makes it by unrolling our SPIR-V's loop by
+                # two, and not naga's: 1.07-1.09x on wgpu, 1.03-1.04x on Vulkan (an H100,
+                # 2026-12-06). An odd last such step goes to the loop below.
                 for h in unroll(u32(2)):
                     cur = h * (BK * (WG // BK + PA))
-                    k1 = (2 * p + h + 1) * BK
+                    k1 = (s0 + h + 1) * BK
                     pa0 = a[ar * K + k1 + ak]
                     pa1 = a[(ar + 1) * K + k1 + ak]
                     pa2 = a[(ar + 2) * K + k1 + ak]
@@ -191,7 +187,7 @@ def lib_matmul(a: Buffer[T], b: Buffer[T], b4: Buffer[V], c: Buffer[T, "w"], M: 
                     sa[nxt + ak * (WG // BK + PA) + ag] = V(pa0, pa1, pa2, pa3)
                     sb[(nxt if WG // BK + PA == 16 * RN else WG - h * WG) + bk * (16 * RN) + bg] = pb
                     barrier()
-            s0 = 2 * pairs
+                s0 += 2
     for s in range(s0, steps):
         # the rest (every step of an edge block, and of a variant with two vec4s of a panel
         # per invocation or spare rows): guarded loads, zeros past the edges

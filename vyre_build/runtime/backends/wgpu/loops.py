@@ -4,8 +4,7 @@ naga's `ForceLoopBounding` adds a counter to every loop so that a loop that neve
 still stops (a WebGPU promise). It is a check like the bounds checks the wgpu backend
 already leaves out (backends/wgpu/module.py), and it costs: naga's module of lib_matmul.f32
 ran 4-5% faster without it on an H100 (bench/RESULTS.md, 2026-12-06 06:xx UTC; that
-kernel's K loop was then a `while`, which this module does not prove; it is a counted loop
-now, so the module goes without the counter).
+kernel's K loop is a `while`, which this module does not prove, so it keeps the counter).
 This module proves the counter unnecessary where it is: `ends(code)` is True only when
 every loop of `code` is one of
 
