@@ -19,6 +19,10 @@ paths made the driver keep the scalar path's temporaries beside the 16 accumulat
 the H200 (2026-12-05) that kernel ran 153-161 TFLOP/s, this one 201-227 (1.31-1.44x;
 bench/coop_bench.py, bench/RESULTS.md). The 16-deep double-buffered design (0f6e9b5) ran
 127-130 on an H100, the 128 x 128 design (bench/kernels/mm_f16_narrow.py) 97-102 on the H200.
+The unguarded loop's loads still carry the language's bounds rule in the code (their indices
+are affine in M, K and the lengths: the range analysis cannot prove them); on a device that
+keeps the rule itself (robustBufferAccess2; docs/runtime.md, "Checks the device keeps") the
+runtime switches it off, which made this kernel 1.13-1.17x faster on an H100 (2026-12-06).
 
 Stores: a block that lies inside C with N a multiple of 4 stores its f32 fragments
 straight into C; otherwise (and always for f16 output) each fragment goes through a
