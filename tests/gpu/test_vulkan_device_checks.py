@@ -177,10 +177,18 @@ def test_the_module_carries_the_switch_and_wgsl_does_not(kernels):
 
 @pytest.mark.parametrize("robust", [True, False])
 def test_past_the_end_gives_zeros_and_drops_writes(monkeypatch, kernels, robust):
+    made: list = []  # (base, unchecked) of each specialization the pipelines get
+    real = vp._specialization
+    monkeypatch.setattr(
+        vp, "_specialization", lambda b, u, keep: made.append((b, u)) or real(b, u, keep)
+    )
     dev = _device(monkeypatch, robust)
     try:
         k = load_kernel(kernels["past"].meta, device=dev, spirv=kernels["past"].spirv)
-        assert dev.pipelines.device_checks(k.meta) is bool(robust and dev.profile.robust_alignment)
+        unchecked = bool(robust and dev.profile.robust_alignment)
+        assert dev.pipelines.device_checks(k.meta) is unchecked
+        _ = k.pipeline
+        assert made == [(None, unchecked)]  # the pipeline made with vyre_checked false, or not
         x = np.arange(1, 129, dtype=np.float32)
         # 1 << 30 and 1 << 31: byte offsets that wrap 32 bits (lavapipe read element 0)
         for s in (0, 64, 100, 128, 5000, 1 << 30, 1 << 31):
@@ -215,5 +223,36 @@ def test_a_binding_with_no_whole_element_is_bound_as_a_null_descriptor(monkeypat
         live = buf._live()
         entry = dev._bind(pipe, [(0, live, 8), (1, live, 32)], pipe[4], bytes(16))
         dev._unbind(entry)
+    finally:
+        dev.close()
+
+
+def test_a_driver_that_refuses_robustness2_loses_only_it(monkeypatch, kernels):
+    import adapters
+
+    adapters.require_adapter("vulkan")
+    monkeypatch.delenv("VYRE_VULKAN_ROBUSTNESS2", raising=False)
+    probe = vulkan_backend.VulkanDevice(pipeline_cache=False)  # the device's own answer
+    offered = _offered(probe)
+    probe.close()
+    if not offered:
+        pytest.skip("the device offers no robustBufferAccess2: nothing to refuse")
+    real = vulkan_profile.device_create_info
+
+    def refuses_robustness2(family, enable, keep):
+        if enable.robust_alignment:  # as a driver refusing the chain would
+            enable = vulkan_profile.Enable(extensions=["VK_VYRE_no_such_extension"])
+        return real(family, enable, keep)
+
+    monkeypatch.setattr(vulkan_profile, "device_create_info", refuses_robustness2)
+    with pytest.warns(RuntimeWarning, match="made without robustBufferAccess2 \\(the kernels"):
+        dev = vulkan_backend.VulkanDevice(pipeline_cache=False)
+    try:
+        assert dev.profile.robust_alignment == 0 and dev.pipelines.robust_alignment == 0
+        assert "storage_16bit" in dev.profile.features  # the rest kept
+        k = load_kernel(kernels["past"].meta, device=dev, spirv=kernels["past"].spirv)
+        assert not dev.pipelines.device_checks(k.meta)
+        out = k(x=np.ones(64, np.float32), y=64, z=np.zeros(64, np.float32), n=1, s=32, grid=64)
+        np.testing.assert_array_equal(out["y"], np.arange(64) < 32)
     finally:
         dev.close()

@@ -20,6 +20,7 @@ import pytest
 from descriptors import Kernel, V, buf, dt, vt
 
 from vyre_build.compiler import compile_file
+from vyre_build.core.errors import DescriptorFormatError
 from vyre_build.descriptor import validate
 from vyre_build.descriptor.codec import encode
 from vyre_build.descriptor.legalize import EXPANDED, LEGAL_ROWS, legalize
@@ -230,6 +231,26 @@ def test_guards_where_nothing_is_proved(tmp_path):
     for n in (0, 5, 63, 64, 1000):
         args = ({"x": x, "y": np.zeros(64, np.uint32)}, {"n": n}, (1, 1, 1))
         a, b = execute(desc, *args), execute(legal.desc, *args)
+        np.testing.assert_array_equal(a["y"], b["y"])
+
+
+def test_the_switched_form_keeps_the_rule_where_the_module_checks(tmp_path):
+    """device_checks=True (the SPIR-V target's form): plain storage-buffer loads and stores
+    hang on vyre.checked, which only a legal form may hold; read as true (the module's own
+    checks, as the reference reads it) it gives the descriptor's bits."""
+    desc = _source(tmp_path, "y[i + n] = x[i + n] + x[i]")
+    legal = legalize(desc, device_checks=True)
+    names = [op.kind.args[1] for op in legal.info.view.ops if op.kind.name == "OpaqueExpr"]
+    assert names.count("vyre.checked") == 3  # two loads and the store
+    with pytest.raises(DescriptorFormatError, match="vyre.checked stands only in a legal form"):
+        validate(legal.desc)
+    assert "vyre.checked" not in {
+        op.kind.args[1] for op in legalize(desc).info.view.ops if op.kind.name == "OpaqueExpr"
+    }
+    x = np.arange(64, dtype=np.uint32) * 3 + 1
+    for n in (0, 5, 64, 1 << 31):
+        args = ({"x": x, "y": np.zeros(64, np.uint32)}, {"n": n}, (1, 1, 1))
+        a, b = execute(desc, *args), execute(legal.desc, *args, info=legal.info)
         np.testing.assert_array_equal(a["y"], b["y"])
 
 

@@ -112,9 +112,9 @@ def legalize(
     """The legal form of validated `desc` (module docstring); `info`: its validate().
 
     `device_checks`: the target can leave the bounds rule of plain storage-buffer loads and
-    stores to a device that keeps it (SPIR-V under robustBufferAccess2): their clamp, their
-    `index < length` and the select or `if` they feed are switched by `vyre.checked`,
-    which is true unless the runtime says the device keeps the rule (legalize_memory.py)."""
+    stores to a device that keeps it (SPIR-V under robustBufferAccess2): their index and
+    their `index < length` are switched by `vyre.checked`, which is true unless the runtime
+    says the device keeps the rule (legalize_memory.py's `switched`)."""
     info = info if info is not None else validate(desc)
     return _Legalizer(desc, info, device_checks).run()
 
@@ -146,7 +146,7 @@ class _Legalizer(ValueRewrites, MemoryRewrites, Walker):
         if not self.changed:
             return Legal(self.desc, self.info, {})
         desc = self.kb.build()
-        info = validate(desc, analyze=False)
+        info = validate(desc, analyze=False, legal=True)
         # Proofs the emitters still read: shared zeroing (by slot) and the cooperative
         # fragments' (by op: the same KernelOp objects, renumbered in the new view; the
         # other kept accesses carry theirs too, which no emitter needs any more).

@@ -2,7 +2,9 @@
 and atomic in bounds. A load reads the clamped index and selects 0 where the index is out
 of range; a store or an atomic runs under `if index < length` (an atomic's old value
 travels through a Scratch slot, 0 where it did not run); an access at a literal index past
-a fixed array's end is gone (0, or nothing).
+a fixed array's end is gone (0, or nothing). With `device_checks` (the SPIR-V target), a plain
+storage-buffer load's or store's index and `index < length` are switched by `vyre.checked`
+(`switched`): the rule as above where it is true, the device's where it is false.
 
 Guarantees: an access proved in bounds (`Proofs.in_bounds`) and a cooperative-matrix
 local's access are kept as the same `KernelOp`; a literal index past a fixed array's end is
@@ -45,10 +47,10 @@ class MemoryRewrites:
         """(the index to access, the `index < length` bool) of a plain storage-buffer load
         (`clamp`: the clamped index) or store (the index as it is, under the bool), switched
         by `vyre.checked` where the target lets the device keep the rule. Unchecked: `true`,
-        and the index held below 2^32 / the element's size, so that its byte offset neither
-        wraps 32 bits nor reads as negative (lavapipe wraps it: index 2^31 of a vec4f read
-        element 0); every index in range is below that, every one held there still out of
-        range (a binding holds less than 2^32 bytes). The driver folds the select once the
+        and the index held at most (2^32 - 1) / the element's size, so that it stays below
+        2^31 and its byte offset below 2^32 (lavapipe computes the offset in 32 bits: index
+        2^31 of a vec4f read element 0); every index in range is below that, every one held
+        there still out of range (a binding holds less than 2^32 bytes). The driver folds the select once the
         specialization constant is known."""
         clamped, ok = self.bounds(dst, op, clamp)
         index = clamped if clamp else op.element

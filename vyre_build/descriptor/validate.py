@@ -93,11 +93,14 @@ _STORE_CLASSES = {"StoreGlobal": ("Global",), "StoreShared": ("Shared", "Scratch
 _BARRIERS = ("AcqRel", "SeqCst")
 
 
-def validate(desc: KernelDescriptor, *, analyze: bool = True) -> DescriptorInfo:
+def validate(
+    desc: KernelDescriptor, *, analyze: bool = True, legal: bool = False
+) -> DescriptorInfo:
     """Check `desc` against the conventions; return the facts the emitters read.
     `analyze=False` skips the range analysis (no proofs: `descriptor.legalize` carries
-    its input's over)."""
-    return _Checker(desc).run(analyze)
+    its input's over). `legal`: `desc` is a legal form (descriptor.legalize's output), the
+    one place `vyre.checked` may stand."""
+    return _Checker(desc, legal).run(analyze)
 
 
 def _terminator(op) -> bool:
@@ -108,8 +111,9 @@ class _Checker(Walker, ExtensionChecks):
     """The checks, one `visit_<class>(op, ctx)` per op class of the decoded view (after
     `arity`, which reads the raw op): each returns the op's value type, or None."""
 
-    def __init__(self, d: KernelDescriptor):
+    def __init__(self, d: KernelDescriptor, legal: bool = False):
         self.d = d
+        self.legal = legal
         self.slots = {s.slot: s for s in d.slots}
         self.slot_types: dict[int, str] = {}
         self.types: dict[int, str] = {}
@@ -324,6 +328,10 @@ class _Checker(Walker, ExtensionChecks):
         return "u32"
 
     def visit_checked(self, op, ctx) -> str:
+        if not self.legal:  # its value is the target's: only legalize may write it
+            self.fail(
+                op, "vyre.checked stands only in a legal form (descriptor.legalize writes it)"
+            )
         if op.kind.args[2]:
             self.fail(op, f"vyre.checked takes no payload, got {op.kind.args[2].hex()}")
         return "bool"

@@ -136,7 +136,7 @@ class FunctionWriter(Walker, MemoryRules, ControlRules, DebugRules, OrderedRules
             self.bind(op, depth, f"(({wx * wy * wz - 1}u + sgsz) / sgsz)")
 
     def visit_checked(self, op, body, depth):
-        # WGSL's legal form keeps every check in the module (legalize(robust=False)); a
+        # WGSL's legal form keeps every check in the module (legalize(device_checks=False)); a
         # descriptor that holds vyre.checked anyway gets its default
         self.bind(op, depth, "true")
 

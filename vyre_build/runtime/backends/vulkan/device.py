@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import os
 import warnings
 import weakref
@@ -126,21 +127,35 @@ class VulkanDevice(VulkanBinding):
         if not compute:
             raise DeviceError(f"Vulkan adapter {self.name} has no compute queue")
         self.family = compute[0]
+        self.dev = None
         try:
             self.dev = self._create(enable)
         except DeviceError as exc:
             if enable == vulkan_profile.Enable():
                 raise
-            # A driver that lists a feature and then refuses it: run without the optional ones.
+            # A driver that lists a feature and then refuses it: first without robustness2
+            # alone (the kernels then keep their own bounds checks), then without the
+            # optional features.
+            if enable.robust_alignment:
+                lighter = vulkan_profile.without_robustness(enable)
+                with contextlib.suppress(DeviceError):
+                    self.dev = self._create(lighter)
+                    enable = lighter
+                    self.profile = dataclasses.replace(self.profile, robust_alignment=0)
+                    dropped = "robustBufferAccess2 (the kernels keep their own bounds checks)"
+            if self.dev is None:
+                dropped = (
+                    "f16, 16-bit storage, cooperative matrices, the Vulkan memory model, "
+                    "maintenance5 and robustBufferAccess2"
+                )
+                self.profile = vulkan_profile.without_optional(self.profile)
+                enable = vulkan_profile.Enable()
+                self.dev = self._create(enable)
             warnings.warn(
-                f"vyre_build: {self.name}: {exc}; the device is made without f16, 16-bit "
-                "storage, cooperative matrices, the Vulkan memory model and maintenance5",
+                f"vyre_build: {self.name}: {exc}; the device is made without {dropped}",
                 RuntimeWarning,
                 stacklevel=2,
             )
-            self.profile = vulkan_profile.without_optional(self.profile)
-            enable = vulkan_profile.Enable()
-            self.dev = self._create(enable)
         self.queue = vk.vkGetDeviceQueue(self.dev, self.family, 0)
         mem = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         self.mem_flags = [mem.memoryTypes[i].propertyFlags for i in range(mem.memoryTypeCount)]

@@ -251,12 +251,13 @@ class Pipelines:
         kernels: list[tuple[KernelMeta, bytes, str]],
         base: tuple[int, int, int] | None,
     ) -> list[Made]:
-        """(pipeline, pipeline layout, set layout, (storage, uniform) descriptors of its
-        set, the binding its uniform block is written at) of each (kernel, SPIR-V, entry
-        point), created in one driver call (`base`: the base workgroup of a split
-        dispatch's piece, set through the modules' specialization constants 0-2,
-        docs/descriptor-conventions.md). When the driver refuses the batch, each is
-        created alone, so that the error names its kernel."""
+        """`Made` (pipeline, pipeline layout, set layout, (storage, uniform) descriptors of
+        its set, the binding its uniform block is written at, the storage bindings' element
+        sizes where the device keeps the bounds rule) of each (kernel, SPIR-V, entry point),
+        created in one driver call (`base`: the base workgroup of a split dispatch's piece,
+        set through the modules' specialization constants 0-2, docs/descriptor-conventions.md;
+        `vyre_checked`, constant 3, false where `device_checks`). When the driver refuses the
+        batch, each is created alone, so that the error names its kernel."""
         return self.stream([(kernels, False)], base)
 
     def stream(

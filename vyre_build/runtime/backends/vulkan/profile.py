@@ -337,6 +337,15 @@ def without_optional(profile: DeviceProfile) -> DeviceProfile:
     )
 
 
+def without_robustness(enable: Enable) -> Enable:
+    """`enable` without VK_EXT_robustness2 (the kernels keep their own bounds checks)."""
+    return dataclasses.replace(
+        enable,
+        extensions=[e for e in enable.extensions if e != ROBUSTNESS2_EXT],
+        robust_alignment=0,
+    )
+
+
 def device_create_info(family: int, enable: Enable, keep: list[Any]) -> Any:
     """A VkDeviceCreateInfo with one compute queue of `family` and `enable`'s features;
     every nested struct is appended to `keep` (it must outlive vkCreateDevice)."""
