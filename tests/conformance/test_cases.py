@@ -8,9 +8,6 @@ on wgpu/WGSL, Vulkan/SPIR-V and wgpu/SPIR-V (lavapipe); a case marked COARSE (an
 elementwise kernel) also through its coarse entry, on the reference and on wgpu/WGSL; one
 marked DEFAULT_GRID is called with the metadata's grid, so the runtime may pick that entry;
 one marked NO_WGSL (a kernel WGSL cannot express) is checked on wgpu/WGSL by getting none.
-An ISOLATE case (one that crashes a driver) runs its GPU stages in a child process, with
-the case's ENV added to its environment where it has one (e.g. a device setting the bug
-needs).
 """
 
 from __future__ import annotations
@@ -102,14 +99,8 @@ def _check_case(tmp_path, name, stage, case):
         # A case that crashes a driver runs the stage in a child process.
         require_adapter(gpu_backend(stage))
         code = f"import test_cases as t; t.run_stage({name!r}, {stage!r}, {str(tmp_path)!r})"
-        env = {**os.environ, **getattr(case, "ENV", {})}
         proc = subprocess.run(
-            [sys.executable, "-c", code],
-            cwd=HERE,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
+            [sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=300
         )
         assert proc.returncode == 0, f"{stage} exited with {proc.returncode}: {proc.stderr[-2000:]}"
         return
@@ -176,7 +167,6 @@ def test_every_case_has_the_parts():
         case = load(name)
         assert case.__doc__ and "Found by:" in case.__doc__ and "Layer:" in case.__doc__, name
         assert set(case.XFAIL) <= set(STAGES), name
-        assert not hasattr(case, "ENV") or getattr(case, "ISOLATE", False), name
         if hasattr(case, "EXPECT_KERNEL_ERROR"):
             continue
         buffers, scalars, groups = case.inputs()

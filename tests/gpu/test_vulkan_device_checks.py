@@ -1,8 +1,9 @@
 """Checks the device keeps: on a Vulkan device with VK_EXT_robustness2's robustBufferAccess2
 and nullDescriptor (lavapipe and NVIDIA list both), the runtime makes pipelines with the
 SPIR-V's `vyre_checked` specialization constant (SpecId 3) false, so the module's own clamp,
-compare and select around plain storage-buffer loads and stores fold away, and the device
-gives the pinned rule instead: zeros read past a binding's range, writes there dropped.
+compare and select around plain storage-buffer loads fold away, and the device gives the
+pinned rule instead: zeros read past a binding's range. Stores keep their own check (a
+dropped store that a compiler forwards to a later load would be read: lavapipe did).
 Bindings are bound with whole elements (a null descriptor where none fits). A kernel with a
 storage element the device's range rounding could split keeps its own checks, and so do a
 debug build, atomics and memory-ordered accesses. Every result is compared with the same
@@ -39,6 +40,12 @@ def past(x: Buffer[f32], y: Buffer[f32, "w"], z: Buffer[f32, "w"], n: Buffer[u32
     z[i + s] = 1.0  # writes past z's end from s on
     if i == 0:
         n[0] = len(x)
+
+@kernel(workgroup_size=64)
+def forward(acc: Buffer[u32, "rw"], o: Buffer[u32, "w"]):
+    i = global_id().x
+    acc[i] = i + 1000  # past acc's end: dropped
+    o[i] = acc[i]  # so 0 there, not the value stored (lavapipe forwarded a dropped store)
 
 @kernel(workgroup_size=64)
 def past4(x: Buffer[vec4f], y: Buffer[vec4f, "w"], s: u32):
@@ -254,5 +261,19 @@ def test_a_driver_that_refuses_robustness2_loses_only_it(monkeypatch, kernels):
         assert not dev.pipelines.device_checks(k.meta)
         out = k(x=np.ones(64, np.float32), y=64, z=np.zeros(64, np.float32), n=1, s=32, grid=64)
         np.testing.assert_array_equal(out["y"], np.arange(64) < 32)
+    finally:
+        dev.close()
+
+
+@pytest.mark.parametrize("robust", [True, False])
+def test_a_store_past_the_end_is_not_read_back(monkeypatch, kernels, robust):
+    dev = _device(monkeypatch, robust)
+    try:
+        k = load_kernel(kernels["forward"].meta, device=dev, spirv=kernels["forward"].spirv)
+        for n in (1, 3, 16, 33, 64):
+            out = k(acc=np.zeros(n, np.uint32), o=64, grid=64)
+            want = np.where(np.arange(64) < n, np.arange(64) + 1000, 0).astype(np.uint32)
+            np.testing.assert_array_equal(out["o"], want)
+            np.testing.assert_array_equal(out["acc"], want[:n])
     finally:
         dev.close()

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from vyre_build.core.targets import TARGETS as _REGISTERED
 
 # The SPIR-V artifact's bool specialization constant `vyre_checked` (default true): the
-# module keeps the bounds rule of its storage-buffer loads and stores itself; the Vulkan
+# module keeps the bounds rule of its storage-buffer loads itself; the Vulkan
 # runtime sets it false on a device whose robustBufferAccess2 keeps that rule
 # (docs/descriptor-conventions.md, "Checks the device keeps"). SpecId 0-2 are the
 # split-dispatch base.

@@ -111,10 +111,10 @@ def legalize(
 ) -> Legal:
     """The legal form of validated `desc` (module docstring); `info`: its validate().
 
-    `device_checks`: the target can leave the bounds rule of plain storage-buffer loads and
-    stores to a device that keeps it (SPIR-V under robustBufferAccess2): their index and
-    their `index < length` are switched by `vyre.checked`, which is true unless the runtime
-    says the device keeps the rule (legalize_memory.py's `switched`)."""
+    `device_checks`: the target can leave the bounds rule of plain storage-buffer loads to
+    a device that keeps it (SPIR-V under robustBufferAccess2): their index and their
+    `index < length` are switched by `vyre.checked`, which is true unless the runtime says
+    the device keeps the rule (legalize_memory.py's `switched`; stores keep theirs)."""
     info = info if info is not None else validate(desc)
     return _Legalizer(desc, info, device_checks).run()
 

@@ -3,8 +3,9 @@ and atomic in bounds. A load reads the clamped index and selects 0 where the ind
 of range; a store or an atomic runs under `if index < length` (an atomic's old value
 travels through a Scratch slot, 0 where it did not run); an access at a literal index past
 a fixed array's end is gone (0, or nothing). With `device_checks` (the SPIR-V target), a plain
-storage-buffer load's or store's index and `index < length` are switched by `vyre.checked`
-(`switched`): the rule as above where it is true, the device's where it is false.
+storage-buffer load's index and `index < length` are switched by `vyre.checked`
+(`switched`): the rule as above where it is true, the device's where it is false. Stores
+keep their `if` (a dropped store a compiler forwards to a later load would be read).
 
 Guarantees: an access proved in bounds (`Proofs.in_bounds`) and a cooperative-matrix
 local's access are kept as the same `KernelOp`; a literal index past a fixed array's end is
@@ -16,7 +17,7 @@ op it came from.
 from __future__ import annotations
 
 from vyre_build.descriptor.types import MATRICES, TYPES, datatype
-from vyre_build.descriptor.view import Load, Store
+from vyre_build.descriptor.view import Load
 
 __all__ = ["MemoryRewrites"]
 
@@ -45,8 +46,8 @@ class MemoryRewrites:
 
     def switched(self, dst, op, clamp: bool = False) -> tuple[int, int]:
         """(the index to access, the `index < length` bool) of a plain storage-buffer load
-        (`clamp`: the clamped index) or store (the index as it is, under the bool), switched
-        by `vyre.checked` where the target lets the device keep the rule. Unchecked: `true`,
+        (`clamp`: the clamped index), switched by `vyre.checked` where the target lets the
+        device keep the rule. Unchecked: `true`,
         and the index held at most (2^32 - 1) / the element's size, so that it stays below
         2^31 and its byte offset below 2^32 (lavapipe computes the offset in 32 bits: index
         2^31 of a vec4f read element 0); every index in range is below that, every one held
@@ -99,16 +100,11 @@ class MemoryRewrites:
             return None
         if op.index in self.in_bounds or self.info.slot_types[op.slot] in MATRICES:
             return self.keep(op, dst)
+        # Every store keeps its check, the device's too: a store the device drops is one a
+        # compiler may still forward to a later load of the same index (lavapipe did:
+        # `y[i] = v; w = y[i]` read v past y's end), where a store under `if` is not.
         self.start(op, dst)
-        if type(op) is not Store:  # an ordered (atomic) store keeps its check
-            dst.if_(self.bounds(dst, op)[1]).keep(op.op)
-        else:
-            index, ok = self.switched(dst, op)
-            then = dst.if_(ok)
-            if index == op.element:
-                then.keep(op.op)
-            else:
-                then.op(op.kind, op.slot, index, op.value, value=False)
+        dst.if_(self.bounds(dst, op)[1]).keep(op.op)
         self.mark()
 
     visit_ordered_store = visit_store

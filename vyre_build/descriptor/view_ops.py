@@ -120,7 +120,7 @@ class SubgroupBuiltin(OpView):
 @dataclass(frozen=True, slots=True, eq=False)
 class Checked(OpView):
     """OpaqueExpr vyre.checked []: a bool, true where the module keeps the pinned bounds
-    rule of its storage-buffer loads and stores itself, false where the device does
+    rule of its storage-buffer loads itself, false where the device does
     (descriptor.legalize writes it; docs/descriptor-conventions.md)."""
 
     method: ClassVar[str] = "visit_checked"

@@ -87,7 +87,7 @@ class DeviceProfile:
     features: frozenset[str]
     # Vulkan: the device keeps the bounds rule of storage-buffer loads and stores
     # (robustBufferAccess2: zeros read and writes dropped past a binding's range, rounded up
-    # to this many bytes), so kernels run with their own checks off where the rounding
+    # to this many bytes), so kernels run with their own load checks off where the rounding
     # cannot show (docs/runtime.md, "Checks the device keeps"); 0: the kernels keep them.
     robust_alignment: int = 0
 

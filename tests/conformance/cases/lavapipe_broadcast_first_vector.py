@@ -8,10 +8,7 @@ v4i32 = scalar_to_vector ..." in cs_co_variant), on our SPIR-V through Vulkan an
 naga's through wgpu alike; the reference runs it. Integer vectors, scalars, broadcast
 from a lane and the reductions are fine. A workaround on our side: emit broadcast_first
 of a float vector per component. tools/conform/backends.py skips the GPU paths for a
-program that broadcasts a float so (the reference still runs it). The Vulkan stage runs
-with the module's own bounds checks (ENV: a device without robustness2): with the device
-keeping them (docs/runtime.md, "Checks the device keeps") lavapipe compiles this kernel,
-whose stored index is then unclamped, but the bug is the same.
+program that broadcasts a float so (the reference still runs it).
 """
 
 import numpy as np
@@ -26,7 +23,6 @@ def k(a: Buffer[f32], o1: Buffer[vec4f, "w"]):
     o1[gid] = t * 2.0
 """
 ISOLATE = True
-ENV = {"VYRE_VULKAN_ROBUSTNESS2": "0"}  # the module keeps its checks: the shape that aborts
 WHY = "lavapipe's LLVM aborts (Cannot select v4i32 scalar_to_vector)"
 XFAIL = {"wgpu": WHY, "vulkan": WHY, "wgpu-spirv": WHY}
 DRIVER = "llvmpipe"  # lavapipe's bug: other drivers must run it right

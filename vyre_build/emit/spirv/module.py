@@ -242,7 +242,7 @@ class SpirvModule:
     def checked(self) -> int:
         """The bool specialization constant SpecId 3 (`vyre.checked`): true unless the
         runtime sets it false for a device whose robustBufferAccess2 keeps the bounds rule
-        of storage-buffer loads and stores (docs/descriptor-conventions.md)."""
+        of storage-buffer loads (docs/descriptor-conventions.md)."""
         found = self._consts.get(("checked",))
         if found is None:
             found = self._consts[("checked",)] = self.new_id()

@@ -235,8 +235,8 @@ class Pipelines:
         return layout, set_layout, (len(kinds) - uniform, uniform)
 
     def device_checks(self, meta: KernelMeta) -> bool:
-        """Whether `meta`'s pipeline leaves the bounds rule of its storage-buffer loads and
-        stores to the device (SpecId 3, `vyre_checked`, false): the device keeps it
+        """Whether `meta`'s pipeline leaves the bounds rule of its storage-buffer loads to
+        the device (SpecId 3, `vyre_checked`, false): the device keeps it
         (robustBufferAccess2) and rounds no binding's range past an element of the kernel's
         (docs/runtime.md, "Checks the device keeps"); a debug build keeps its own."""
         a = self.robust_alignment

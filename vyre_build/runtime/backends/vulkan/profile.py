@@ -9,7 +9,7 @@ Vulkan 1.3 device offers it, unless $VYRE_VULKAN_MAINTENANCE5 is "0"; VK_EXT_rob
 robustBufferAccess2 and nullDescriptor (with robustBufferAccess), where offered, unless
 $VYRE_VULKAN_ROBUSTNESS2 is "0": the device then keeps the bounds rule of storage-buffer
 loads and stores (zeros read and writes dropped past a binding's range), so pipelines are
-made with the modules' own checks off (`vyre_checked`, pipelines.py)."""
+made with the modules' own load checks off (`vyre_checked`, pipelines.py)."""
 
 from __future__ import annotations
 
