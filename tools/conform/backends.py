@@ -41,7 +41,12 @@ def _float_broadcast_first(compiled) -> bool:
     if _BROADCAST_FIRST.get("key") != key:
         found = rows(compiled.descriptor)
         floats = ("f32", "vec2f", "vec4f")
-        hit = any(r[0] == ("Subgroup", "broadcast_first") and r[1][0] in floats for r in found)
+        first = [r for r in found if r[0] == ("Subgroup", "broadcast_first")]
+        # a float, or (lavapipe_broadcast_first_bitcast.py) an integer the program may have
+        # made of a float's bits: LLVM folds the bitcast through the broadcast
+        hit = any(r[1][0] in floats for r in first) or (
+            bool(first) and any(r[0][0] == "Bitcast" and r[1][0] in floats for r in found)
+        )
         _BROADCAST_FIRST.update(key=key, hit=hit)
     return _BROADCAST_FIRST["hit"]
 
@@ -314,7 +319,7 @@ def skip_reason(backend: str, prog, compiled) -> str | None:
         and _float_broadcast_first(compiled)
         and _on_lavapipe(backend)
     ):
-        # tests/conformance/cases/lavapipe_broadcast_first_vector.py
+        # tests/conformance/cases/lavapipe_broadcast_first_vector.py and _bitcast.py
         return "lavapipe's LLVM aborts on some subgroup_broadcast_first of a float"
     if backend == "vulkan" and "fence(" in source and _on_lavapipe(backend):
         if "return" in source:
