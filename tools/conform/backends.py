@@ -41,17 +41,29 @@ def _float_broadcast_first(compiled) -> bool:
     if _BROADCAST_FIRST.get("key") != key:
         found = rows(compiled.descriptor)
         floats = ("f32", "vec2f", "vec4f")
-        first = [r for r in found if r[0] == ("Subgroup", "broadcast_first")]
-        # a float, or (lavapipe_broadcast_first_bitcast.py) an integer the program may have
-        # made of a float's bits: LLVM folds the bitcast through the broadcast
-        hit = any(r[1][0] in floats for r in first) or (
-            bool(first) and any(r[0][0] == "Bitcast" and r[1][0] in floats for r in found)
-        )
+        hit = any(r[0] == ("Subgroup", "broadcast_first") and r[1][0] in floats for r in found)
+        hit = hit or _bitcast_broadcast(compiled.descriptor, floats)
         _BROADCAST_FIRST.update(key=key, hit=hit)
     return _BROADCAST_FIRST["hit"]
 
 
 _BROADCAST_FIRST: dict = {}
+
+
+def _bitcast_broadcast(desc, floats) -> bool:
+    """Whether a subgroup_broadcast_first broadcasts the bitcast of a float straight away
+    (lavapipe_broadcast_first_bitcast.py: LLVM folds the bitcast through the broadcast)."""
+    from vyre_build.descriptor import validate
+    from vyre_build.descriptor.view import Bitcast, Subgroup
+
+    info = validate(desc)
+    made = {op.result: op for op in info.view.ops if op.result is not None}
+    for op in info.view.ops:
+        if isinstance(op, Subgroup) and op.name == "broadcast_first" and op.operands:
+            src = made.get(op.operands[0])
+            if isinstance(src, Bitcast) and info.types.get(src.a) in floats:
+                return True
+    return False
 
 
 def _on_lavapipe(backend: str) -> bool:

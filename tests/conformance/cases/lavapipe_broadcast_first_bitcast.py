@@ -7,7 +7,7 @@ Layer: Mesa lavapipe (LLVM 15 instruction selection, in cs_co_variant), on our S
 through Vulkan and on naga's through wgpu alike: LLVM folds the bitcast through the
 broadcast and is left with a float operand of an integer shift; the reference runs it. A
 relative of lavapipe_broadcast_first_vector.py (a float broadcast); tools/conform/backends.py
-skips the GPU paths, on lavapipe, of a program that broadcasts and bitcasts a float.
+skips the GPU paths, on lavapipe, of a program that broadcasts a float's bitcast.
 """
 
 import numpy as np
