@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from vyre_build.bundle.metadata import SCALAR_DTYPES, VECTOR_DTYPES, KernelMeta
+from vyre_build.bundle.metadata import SCALAR_DTYPES, KernelMeta
 from vyre_build.core.errors import DeviceError
+from vyre_build.runtime.calls import host_type
 from vyre_build.runtime.plan import Job
 
 
@@ -29,7 +30,7 @@ def choose_adapter(api: str, items: list[Any], names: list[str], adapter: int | 
 def stride(dtype: str) -> int:
     """Bytes of one element of a storage buffer of `dtype` (a metadata dtype: "f16",
     "vec4h"), its array stride in the kernel's code."""
-    scalar, count = VECTOR_DTYPES.get(dtype, (dtype, 1))
+    scalar, count = host_type(dtype)
     return SCALAR_DTYPES[scalar] * count
 
 
