@@ -44,23 +44,24 @@ class MemoryRewrites:
             return last, ok  # the one element
         return self.bin(dst, "Min", index, last), ok
 
-    def switched(self, dst, op, clamp: bool = False) -> tuple[int, int]:
-        """(the index to access, the `index < length` bool) of a plain storage-buffer load
-        (`clamp`: the clamped index), switched by `vyre.checked` where the target lets the
-        device keep the rule. Unchecked: `true`,
-        and the index held at most (2^32 - 1) / the element's size, so that it stays below
-        2^31 and its byte offset below 2^32 (lavapipe computes the offset in 32 bits: index
-        2^31 of a vec4f read element 0); every index in range is below that, every one held
-        there still out of range (a binding holds less than 2^32 bytes). The driver folds the select once the
-        specialization constant is known."""
-        clamped, ok = self.bounds(dst, op, clamp)
-        index = clamped if clamp else op.element
-        if not (self.device_checks and self.slots[op.slot].memory_class == "Global"):
-            return index, ok
+    def switched(self, dst, op) -> tuple[int, int]:
+        """(the index to read, the `index < length` bool) of a load: `bounds`' clamped
+        index, switched by `vyre.checked` for a plain storage-buffer load where the target
+        lets the device keep the rule. Unchecked: `true`, and the index held at most
+        (2^32 - 1) / the element's size, so that it stays below 2^31 and its byte offset
+        below 2^32 (lavapipe computes the offset in 32 bits: index 2^31 of a vec4f read
+        element 0); every index in range is below that, every one held there still out of
+        range (a binding holds less than 2^32 bytes). The driver folds the selects once the
+        specialization constant is known. An ordered (atomic) load keeps its check."""
+        clamped, ok = self.bounds(dst, op, clamp=True)
+        if not (
+            self.device_checks and type(op) is Load and self.slots[op.slot].memory_class == "Global"
+        ):
+            return clamped, ok
         checked = dst.expr("vyre.checked")
         top = 0xFFFFFFFF // TYPES[self.info.slot_types[op.slot]].size
         held = self.bin(dst, "Min", op.element, self.const(dst, "u32", top))
-        index = self.select(dst, checked, index, held)
+        index = self.select(dst, checked, clamped, held)
         return index, self.select(dst, checked, ok, self.const(dst, "bool", True))
 
     def past_the_end(self, op) -> bool:
@@ -84,8 +85,7 @@ class MemoryRewrites:
             return self.keep(op, dst)
         self.start(op, dst)
         ty = self.info.slot_types[op.slot]
-        plain = type(op) is Load  # an ordered (atomic) load keeps its check
-        clamped, ok = (self.switched if plain else self.bounds)(dst, op, clamp=True)
+        clamped, ok = self.switched(dst, op)
         loaded = dst.op(op.kind, op.slot, clamped)
         self.select(dst, ok, loaded, self.const(dst, ty, 0), result=op.result)
         self.mark()
