@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="2048,4096,8192")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--variants", default="f32", help="lib_matmul variants called directly")
-    ap.add_argument("--candidate", default="", help="also time bench/kernels/F (its variants)")
+    ap.add_argument("--candidate", default="", help="also time bench/kernels/F (its variants; a comma list: each file)")
     ap.add_argument("--glsl", action="store_true", help="also time bench/glsl/sgemm*.spv")
     ap.add_argument("--rolled", action="store_true", help="also the variants, inner loop rolled")
     ap.add_argument("--backend", default="vulkan", choices=("vulkan", "wgpu", "cpu"))
@@ -131,8 +131,8 @@ def main(argv=None) -> int:
         for v in filter(None, args.variants.split(",")):
             if "lib_matmul." + v in rolled:
                 runs[f"lib_matmul.{v}+rolled"] = rolled["lib_matmul." + v]
-    if args.candidate:
-        for k in compile_file(os.path.join(HERE, "kernels", args.candidate), root=ROOT):
+    for name in filter(None, args.candidate.split(",")):
+        for k in compile_file(os.path.join(HERE, "kernels", name), root=ROOT):
             runs[k.stem] = load_kernel(k.meta, device=dev, **{code: getattr(k, code)})
     glsl = {}
     if args.glsl and args.backend == "vulkan":
