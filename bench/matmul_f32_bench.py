@@ -103,7 +103,11 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="2048,4096,8192")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--variants", default="f32", help="lib_matmul variants called directly")
-    ap.add_argument("--candidate", default="", help="also time bench/kernels/F (its variants; a comma list: each file)")
+    ap.add_argument(
+        "--candidate",
+        default="",
+        help="also time bench/kernels/F (its variants; a comma list: each file)",
+    )
     ap.add_argument("--glsl", action="store_true", help="also time bench/glsl/sgemm*.spv")
     ap.add_argument("--rolled", action="store_true", help="also the variants, inner loop rolled")
     ap.add_argument("--backend", default="vulkan", choices=("vulkan", "wgpu", "cpu"))
