@@ -74,9 +74,9 @@ def say(line: str = "") -> None:
 
 
 def say_rate(
-    stem: str, n: int, flop: float, ours: float, th: float | None, ok: bool, digits: int = 1
+    stem: str, n: int | str, flop: float, ours: float, th: float | None, ok: bool, digits: int = 1
 ) -> None:
-    """One matmul result line: `stem` at n x n, TFLOP/s of ours (seconds per call `ours`),
+    """One matmul result line: `stem` at n x n (or a label), TFLOP/s of ours (seconds per call `ours`),
     the ratio to torch's seconds `th` (None: no torch), MISMATCH unless `ok`."""
     line = f"  {stem:<20} n={n:<6} {flop / ours / 1e12:7.{digits}f} TFLOP/s"
     if th is not None:

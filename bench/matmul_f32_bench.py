@@ -3,7 +3,7 @@ lib_matmul variant called directly with the library's bindings and grid, bench/k
 candidates of the same bindings, and the same design hand-written in GLSL (--glsl,
 bench/glsl/sgemm.comp): whether the language or the design is short of issue 22's 0.8x.
 
-    python3 bench/matmul_f32_bench.py [--sizes 2048,4096,8192] [--rounds 5]
+    python3 bench/matmul_f32_bench.py [--sizes 2048,4096,8192] [--shapes 2048x8192x2048] [--rounds 5]
         [--variants f32,f32_pad,f32_k16] [--candidate F.py] [--glsl] [--rolled]
         [--backend vulkan|wgpu] [--robust] [--spirv F.spv,...]
 
@@ -50,14 +50,25 @@ from vyre_build.runtime import load_kernel  # noqa: E402
 GLSL = ("sgemm", "sgemm_vecb", "sgemm_k16", "sgemm_k16_vecb", "sgemm_vecb_w48")
 
 
-def direct_call(kern, a, b, c, n: int):
-    """A call of a lib_matmul variant (or a kernel of its bindings) on n x n, with the
-    library's grid: blocks of 64 * RM rows by 64 * RN columns (the variant's values, else
-    lib_matmul's 2 and 2)."""
+def direct_call(kern, a, b, c, m: int, k: int, n: int):
+    """A call of a lib_matmul variant (or a kernel of its bindings) on (m x k) @ (k x n),
+    with the library's grid: blocks of 64 * RM rows by 64 * RN columns (the variant's
+    values, else lib_matmul's 2 and 2)."""
     values = kern.meta.variant_values or {}
     bm, bn = 64 * int(values.get("RM", 2)), 64 * int(values.get("RN", 2))
-    grid = (-(-n // bn) * 256, -(-n // bm))
-    return lambda: kern(a=a, b=b, b4=b, c=c, M=n, N=n, K=n, vb=int(n % 4 == 0), grid=grid)
+    grid = (-(-n // bn) * 256, -(-m // bm))
+    return lambda: kern(a=a, b=b, b4=b, c=c, M=m, N=n, K=k, vb=int(n % 4 == 0), grid=grid)
+
+
+def shapes_of(sizes: str, shapes: str) -> list[tuple[int, int, int]]:
+    """(M, K, N) of each --sizes entry (square) and each --shapes MxKxN entry."""
+    out = [(n, n, n) for n in (int(s) for s in sizes.split(",") if s)]
+    for item in filter(None, shapes.split(",")):
+        parts = item.lower().split("x")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise SystemExit(f"--shapes {item!r}: write MxKxN, three positive integers")
+        out.append((int(parts[0]), int(parts[1]), int(parts[2])))
+    return out
 
 
 MATMUL = os.path.join(KERNELS, "lib_matmul.py")
@@ -101,6 +112,9 @@ def rolled_text() -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="2048,4096,8192")
+    ap.add_argument(
+        "--shapes", default="", help="comma list of MxKxN: non-square cases after --sizes"
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--variants", default="f32", help="lib_matmul variants called directly")
     ap.add_argument(
@@ -147,12 +161,13 @@ def main(argv=None) -> int:
         with open(path, "rb") as f:
             glsl["spirv." + os.path.basename(path)] = load_kernel(meta, device=dev, spirv=f.read())
     torch = cuda_torch()
-    for n in (int(s) for s in args.sizes.split(",")):
-        rng = np.random.default_rng(n)
-        a = rng.standard_normal((n, n), dtype=np.float32)
-        b = rng.standard_normal((n, n), dtype=np.float32)
+    for m, k, n in shapes_of(args.sizes, args.shapes):
+        label = str(n) if m == k == n else f"{m}x{k}x{n}"
+        rng = np.random.default_rng(m * 31 + k * 7 + n)
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
         da, db = dev.buffer(a), dev.buffer(b)
-        flop = 2.0 * n**3
+        flop = 2.0 * m * k * n
         number = max(1, min(20, int(2e11 / flop)))
         th = None
         if torch is not None:
@@ -160,21 +175,21 @@ def main(argv=None) -> int:
             ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
             want = torch.matmul(ta.double(), tb.double()).cpu().numpy()
             th = time_torch(torch, lambda ta=ta, tb=tb: torch.matmul(ta, tb), number, args.rounds)
-            say(f"  torch fp32           n={n:<6} {flop / th / 1e12:7.2f} TFLOP/s")
+            say(f"  torch fp32           n={label:<6} {flop / th / 1e12:7.2f} TFLOP/s")
         else:
             want = np.matmul(a.astype(np.float64), b.astype(np.float64))
         calls = [("library.matmul", None)] + [(s, k) for s, k in runs.items()]
-        calls += [(s, k) for s, k in glsl.items() if n % 128 == 0]
+        calls += [(s, g) for s, g in glsl.items() if m == k == n and n % 128 == 0]
         for stem, kern in calls:
-            c = dev.buffer((n, n), "f32")
+            c = dev.buffer((m, n), "f32")
             if kern is None:
                 call = lambda c=c, da=da, db=db: library.matmul(kernels, da, db, out=c)  # noqa: E731
             else:
-                call = direct_call(kern, da, db, c, n)
+                call = direct_call(kern, da, db, c, m, k, n)
             ours, _ = time_ours(dev, call, number, args.rounds)
-            got = c.read().reshape(n, n).astype(np.float64)
+            got = c.read().reshape(m, n).astype(np.float64)
             ok = np.abs(got - want).max() <= 1e-3 * np.abs(want).max()
-            say_rate(stem, n, flop, ours, th, ok, digits=2)
+            say_rate(stem, label, flop, ours, th, ok, digits=2)
     return 0
 
 
