@@ -35,33 +35,32 @@ class Unavailable(Exception):
 
 
 def _float_broadcast_first(compiled) -> bool:
-    from .coverage import rows
-
+    """Whether a subgroup_broadcast_first broadcasts a float (lavapipe_broadcast_first_vector.py)
+    or the bitcast of one straight away (lavapipe_broadcast_first_bitcast.py: LLVM folds the
+    bitcast through the broadcast); one validate of the program's descriptor, cached."""
     key = compiled.kdesc  # one per program (an id() could be reused)
     if _BROADCAST_FIRST.get("key") != key:
-        found = rows(compiled.descriptor)
-        floats = ("f32", "vec2f", "vec4f")
-        hit = any(r[0] == ("Subgroup", "broadcast_first") and r[1][0] in floats for r in found)
-        hit = hit or _bitcast_broadcast(compiled.descriptor, floats)
-        _BROADCAST_FIRST.update(key=key, hit=hit)
+        _BROADCAST_FIRST.update(key=key, hit=_broadcasts_a_float(compiled.descriptor))
     return _BROADCAST_FIRST["hit"]
 
 
 _BROADCAST_FIRST: dict = {}
 
 
-def _bitcast_broadcast(desc, floats) -> bool:
-    """Whether a subgroup_broadcast_first broadcasts the bitcast of a float straight away
-    (lavapipe_broadcast_first_bitcast.py: LLVM folds the bitcast through the broadcast)."""
+def _broadcasts_a_float(desc) -> bool:
     from vyre_build.descriptor import validate
     from vyre_build.descriptor.view import Bitcast, Subgroup
 
+    floats = ("f32", "vec2f", "vec4f")
     info = validate(desc)
     made = {op.result: op for op in info.view.ops if op.result is not None}
     for op in info.view.ops:
         if isinstance(op, Subgroup) and op.name == "broadcast_first" and op.operands:
-            src = made.get(op.operands[0])
-            if isinstance(src, Bitcast) and info.types.get(src.a) in floats:
+            value = op.operands[0]
+            src = made.get(value)
+            if info.types.get(value) in floats or (
+                isinstance(src, Bitcast) and info.types.get(src.a) in floats
+            ):
                 return True
     return False
 
