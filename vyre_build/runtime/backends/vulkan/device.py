@@ -127,30 +127,12 @@ class VulkanDevice(VulkanBinding):
         if not compute:
             raise DeviceError(f"Vulkan adapter {self.name} has no compute queue")
         self.family = compute[0]
-        self.dev = None
         try:
             self.dev = self._create(enable)
         except DeviceError as exc:
             if enable == vulkan_profile.Enable():
                 raise
-            # A driver that lists a feature and then refuses it: first without robustness2
-            # alone (the kernels then keep their own bounds checks), then without the
-            # optional features.
-            if enable.robust_alignment:
-                lighter = vulkan_profile.without_robustness(enable)
-                with contextlib.suppress(DeviceError):
-                    self.dev = self._create(lighter)
-                    enable = lighter
-                    self.profile = dataclasses.replace(self.profile, robust_alignment=0)
-                    dropped = "robustBufferAccess2 (the kernels keep their own bounds checks)"
-            if self.dev is None:
-                dropped = (
-                    "f16, 16-bit storage, cooperative matrices, the Vulkan memory model, "
-                    "maintenance5 and robustBufferAccess2"
-                )
-                self.profile = vulkan_profile.without_optional(self.profile)
-                enable = vulkan_profile.Enable()
-                self.dev = self._create(enable)
+            self.dev, enable, dropped = self._create_lighter(enable)
             warnings.warn(
                 f"vyre_build: {self.name}: {exc}; the device is made without {dropped}",
                 RuntimeWarning,
@@ -234,6 +216,35 @@ class VulkanDevice(VulkanBinding):
     def cache_loaded(self) -> int:
         """The bytes of persisted pipeline cache the device started with."""
         return self.pipelines.cache_loaded
+
+    def _create_lighter(
+        self, enable: vulkan_profile.Enable
+    ) -> tuple[Any, vulkan_profile.Enable, str]:
+        """(device, what it enables, what it leaves out) for a driver that listed a feature
+        of `enable` and then refused it: first without robustness2 alone (the kernels then
+        keep their own bounds checks), then without every optional feature; the profile
+        follows."""
+        if enable.robust_alignment:
+            lighter = vulkan_profile.without_robustness(enable)
+            with contextlib.suppress(DeviceError):
+                dev = self._create(lighter)
+                self.profile = dataclasses.replace(self.profile, robust_alignment=0)
+                return (
+                    dev,
+                    lighter,
+                    "robustBufferAccess2 (the kernels keep their own bounds checks)",
+                )
+        plain = vulkan_profile.Enable()
+        dev = self._create(plain)
+        self.profile = vulkan_profile.without_optional(self.profile)
+        return (
+            dev,
+            plain,
+            (
+                "f16, 16-bit storage, cooperative matrices, the Vulkan memory model, maintenance5 "
+                "and robustBufferAccess2"
+            ),
+        )
 
     def _create(self, enable: vulkan_profile.Enable) -> Any:
         keep: list[Any] = []  # the create-info's nested structs, read by vkCreateDevice
