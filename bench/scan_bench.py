@@ -23,6 +23,12 @@
   its target reads against the floor of its own tile structure;
 - pipe gN (--pipe N,...): lib_scan_pipe, N workgroups taking tiles of 8,192 values in
   turn (the next tile's loads in flight during the walk back);
+- look16 wgid, look16 packed, look16 wgid+packed (--protocol): the wide tiles with the
+  tile taken from the workgroup id instead of a ticket (WGID: the tile's loads issued at
+  once; assumes a device that starts workgroups in id order, as CUB's scan does on NVIDIA),
+  with each status value kept as two tagged 16-bit halves (PACKED: one set of relaxed loads
+  brings status and value, no fence, no second load), and with both (also over tiles of
+  32 vec4s: look32 wgid+packed);
 - look wN, look16 wN (--wg N,...): lib_scan_look and its wide variants built with workgroups
   of N invocations (the module's WG rebound in its source text), so tiles of N * 32 and
   N * 64 values: which tile size the device wants.
@@ -200,6 +206,28 @@ def flipped_variants() -> dict[str, tuple[str, Callable[[dict], dict]]]:
     return {"flip_{t}": ("{t}", flip), "flipwide_{t}": ("wide_{t}", flip)}
 
 
+def protocol_variants() -> dict[str, tuple[str, Callable[[dict], dict]]]:
+    """--protocol: lib_scan_look's wide tiles with the tile from the workgroup id (WGID: no
+    ticket drawn, the epoch a word the last tile moves on), with each status value in two
+    tagged words read by one set of relaxed loads (PACKED: no fence, no second load), and
+    with both."""
+    return {
+        "wgid_wide_{t}": ("wide_{t}", lambda v: {"WGID": 1}),
+        "packed_wide_{t}": ("wide_{t}", lambda v: {"PACKED": 1}),
+        "wp_wide_{t}": ("wide_{t}", lambda v: {"WGID": 1, "PACKED": 1}),
+        # tiles of 32 vec4s (the shared memory of held_variants' formula) with both
+        "wp32_{t}": ("wide_{t}", lambda v: {"WGID": 1, "PACKED": 1, "HELD": 32, "SMEM": 33808}),
+    }
+
+
+PROTOCOLS = {  # --protocol: row name -> kernel id with {t} (protocol_variants)
+    "look16 wgid": "lib_scan_look.wgid_wide_{t}",
+    "look16 packed": "lib_scan_look.packed_wide_{t}",
+    "look16 wgid+packed": "lib_scan_look.wp_wide_{t}",
+    "look32 wgid+packed": "lib_scan_look.wp32_{t}",
+}
+
+
 def forward_progress(dev) -> bool:
     # What library.scan_kernels assumes, without the LOOK_BACK_PAYS_VENDORS condition.
     p = dev.profile
@@ -308,6 +336,13 @@ def main(argv=None) -> int:
         help="also lib_scan_look and its wide tiles with the other cross-subgroup step "
         "(variants.yaml's SHUFFLE flipped): look flip, look16 flip paths",
     )
+    ap.add_argument(
+        "--protocol",
+        action="store_true",
+        help="also the wide tiles' look-back protocol variants: look16 wgid (the tile from "
+        "the workgroup id), look16 packed (tagged halves, one read), look16 wgid+packed, "
+        "look32 wgid+packed",
+    )
     ap.add_argument("--floor", action="store_true", help="also torch's copy and tile-shaped copies")
     ap.add_argument("--pipe", default="", help="comma list of workgroup counts: pipe gN paths")
     ap.add_argument("--rounds", type=int, default=5)
@@ -323,6 +358,7 @@ def main(argv=None) -> int:
         - {f"look h{h}" for h in held}
         - {f"pipe g{g}" for g in pipes}
         - ({"look flip", "look16 flip"} if args.flip_shuffle else set())
+        - (set(PROTOCOLS) if args.protocol else set())
     )
     if unknown:
         ap.error(f"unknown paths {sorted(unknown)}; choose from {list(PATHS)}")
@@ -343,6 +379,8 @@ def main(argv=None) -> int:
     variants = held_variants(held)
     if args.flip_shuffle:
         variants.update(flipped_variants())
+    if args.protocol:
+        variants.update(protocol_variants())
     if variants:
         built = built_variants(dev, variants)
         for h in held:
@@ -350,6 +388,8 @@ def main(argv=None) -> int:
         if args.flip_shuffle:
             extra.append(("look flip", built, "lib_scan_look.flip_{t}"))
             extra.append(("look16 flip", built, "lib_scan_look.flipwide_{t}"))
+        if args.protocol:
+            extra += [(name, built, kid) for name, kid in PROTOCOLS.items()]
     copies = {}  # --floor: bench/kernels/tile_copy.py's variants, built once
     if args.floor:
         path = os.path.join(HERE, "kernels", "tile_copy.py")

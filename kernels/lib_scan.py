@@ -86,7 +86,7 @@ from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barr
                              fence, kernel, local_array, local_id, shared, subgroup_add,
                              subgroup_broadcast_first, subgroup_exclusive_add,
                              subgroup_inclusive_add, subgroup_invocation_id, subgroup_min,
-                             subgroup_shuffle, subgroup_shuffle_up, subgroup_size, u32,
+                             subgroup_id, subgroup_shuffle, subgroup_shuffle_up, subgroup_size, u32,
                              unroll, workgroup_id)
 
 from .lib_common import load4, store4, subgroup_rank, wg_sum, zero_of
@@ -348,11 +348,74 @@ def tile_carry(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u3
     subgroup (`rank` 0) runs `look_back`, its first lane leaves the result in `prefix`,
     and a barrier hands it to the others."""
     if rank == 0:
-        excl = look_back(state, tile, tag, whole, lane, size)
+        if PACKED != 0:
+            excl = look_back_packed(state, tile, tag, whole, lane, size)
+        else:
+            excl = look_back(state, tile, tag, whole, lane, size)
         if lane == 0:
             prefix[0] = excl
     barrier()
     return prefix[0]
+
+
+def publish(state: Buffer[u32, "rw"], at: u32, tag: u32, v: T) -> None:
+    """PACKED: value v in words at, at + 1 of `state`, its low and its high 16 bits each
+    under the call's 16-bit tag (`tag`, the high half): relaxed stores, each word read
+    whole or not at all, so a reader that finds both tagged has the value."""
+    b = bitcast(u32, v)
+    atomic_store(state, at, tag | (b & 0xFFFF), scope="device")
+    atomic_store(state, at + 1, tag | (b >> 16), scope="device")
+
+
+def look_back_packed(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
+                     size: u32) -> T:
+    """look_back with each status value in two tagged words (PACKED: `publish`): a tile's
+    slot holds its aggregate (words 0, 1) and its inclusive prefix (words 2, 3), and a
+    lane's four relaxed loads of its predecessor's slot bring the status and the value
+    together (no fence, no second load: every word shared is an atomic and carries its
+    own readiness)."""
+    z = zero_of()
+    excl = z
+    if tile == 0:
+        if lane == 0:
+            publish(state, 2, tag, whole)
+    else:
+        if lane == 0:
+            publish(state, 4 * tile, tag, whole)
+        j = tile  # excl holds the totals of tiles j .. tile - 1
+        while j != 0:
+            p = j - 1 - lane  # this lane's tile, when lane < j
+            st: u32 = 2  # before tile 0: an inclusive prefix of 0
+            got: u32 = 0
+            if lane < j:
+                st = 0
+            busy = True
+            while busy:  # until every tile after the nearest inclusive prefix is ready
+                if st == 0:
+                    a0 = atomic_load(state, 4 * p, scope="device")
+                    a1 = atomic_load(state, 4 * p + 1, scope="device")
+                    i0 = atomic_load(state, 4 * p + 2, scope="device")
+                    i1 = atomic_load(state, 4 * p + 3, scope="device")
+                    if (i0 & 0xFFFF0000) == tag and (i1 & 0xFFFF0000) == tag:
+                        st = 2
+                        got = (i0 & 0xFFFF) | (i1 << 16)
+                    elif (a0 & 0xFFFF0000) == tag and (a1 & 0xFFFF0000) == tag:
+                        st = 1
+                        got = (a0 & 0xFFFF) | (a1 << 16)
+                near = subgroup_min(lane if st == 2 else u32(NONE))
+                gap = subgroup_min(lane if st == 0 else u32(NONE))
+                busy = gap < near
+            v = z
+            if lane <= near and lane < j:
+                v = bitcast(T, got)
+            excl = excl + subgroup_add(v)
+            if near != NONE:
+                j = u32(0)
+            else:
+                j -= size
+        if lane == 0:
+            publish(state, 4 * tile + 2, tag, excl + whole)
+    return excl
 
 
 def look_back(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
@@ -495,10 +558,22 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     size = subgroup_size()
     z = zero_of()
     zv = V(z)
-    rank = draw_ranked(state, tiles, drawn, marks)
+    if WGID != 0:
+        # the tile is the workgroup's id (a device that starts workgroups in id order), the
+        # epoch a word of its own (state[4 * tiles]) that the last tile moves on; its load
+        # in flight with the tile's
+        rank = subgroup_id()
+        tile = workgroup_id().x
+        era = subgroup_broadcast_first(atomic_load(state, 4 * tiles, scope="device"))
+    else:
+        rank = draw_ranked(state, tiles, drawn, marks)
+        tile = subgroup_broadcast_first(drawn[0])  # uniform in the subgroup, as it must be
+        era = drawn[1]  # for the look-back's subgroup operations
     groups = (u32(WG) + size - 1) // size
-    tile = subgroup_broadcast_first(drawn[0])  # uniform in the subgroup, as it must be for
-    tag = (drawn[1] & EPOCH) << 2  # the look-back's subgroup operations
+    if PACKED != 0:
+        tag = ((era & 0x7FFF) | 0x8000) << 16
+    else:
+        tag = (era & EPOCH) << 2
     first = tile * HELD * WG + rank * size + lane
     # every load of the tile in flight before any is used, into registers (a local array
     # indexed by unrolled counters only); a whole tile of a vec4 view with plain vec4 loads
@@ -517,6 +592,9 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     # the look-back, by the first subgroup (look_back: a lane per predecessor, the window
     # moving back a subgroup's width until the nearest inclusive prefix)
     carry = V(tile_carry(state, tile, tag, run, lane, size, rank, prefix))
+    if WGID != 0 and tile == tiles - 1 and rank == 0 and lane == 0:
+        # every tile has read the epoch: the last one's prefix needed them all
+        atomic_store(state, 4 * tiles, era + 1, scope="device")
     emit_held(out4, out, first, n, vout, held, sums, carry, exclusive, vout != 0 and inside)
 
 

@@ -283,11 +283,13 @@ def _scan_once(
         grid, period = g * wg, g * rounds
         args.update(rounds=rounds, period=period)
     if look != "lib_scan_once":
-        # per tile its flag, aggregate and inclusive prefix (4 words: one tile's status in
-        # one 16-byte slot), then the tickets drawn: kept across calls, together; one
-        # buffer per ticket period, so that every call on a buffer draws as many as the
-        # epoch arithmetic expects
-        args["state"] = call.scratch(f"scan look-back state, period {period}", "u32", 4 * tiles + 1)
+        # per tile its status in one 16-byte slot (its flag, aggregate and inclusive
+        # prefix; or, in the PACKED form, its aggregate and inclusive prefix as tagged
+        # halves), then the tickets drawn (or, in the WGID form, the epoch): kept across
+        # calls, together; one buffer per kernel and ticket period, so that every call on
+        # a buffer keeps its protocol and draws as many as the epoch arithmetic expects
+        key = f"scan look-back state, {kid}, period {period}"
+        args["state"] = call.scratch(key, "u32", 4 * tiles + 1)
     else:
         args.update(
             agg=call.scratch("scan aggregates", kind, tiles),
