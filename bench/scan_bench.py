@@ -7,9 +7,9 @@
 - once: the first look-back kernel (lib_scan_once: one invocation walks back 16 predecessors
   a step);
 - look: lib_scan_look (a subgroup walks back, a lane per predecessor; tiles of 8,192 values
-  scanned before the walk; relaxed flag loads, then one acquire fence), the library's
-  LOOK_BACK_KERNEL;
-- look acq: lib_scan_look.acquire_* (acquire loads of the flags, no fence);
+  scanned before the walk; the tile from the workgroup id, each status value as tagged
+  halves read with relaxed loads), the library's LOOK_BACK_KERNEL;
+- look acq: lib_scan_look.acquire_* (a ticket per tile, flags read with acquire loads);
 - look16: lib_scan_look.wide_*, lib_scan_look over tiles of 16,384 values in
   registers (16 vec4s per invocation), the library's LOOK_BACK_WIDE from LOOK_WIDE_LEAST
   values on;
@@ -23,12 +23,12 @@
   its target reads against the floor of its own tile structure;
 - pipe gN (--pipe N,...): lib_scan_pipe, N workgroups taking tiles of 8,192 values in
   turn (the next tile's loads in flight during the walk back);
-- look16 wgid, look16 packed, look16 wgid+packed (--protocol): the wide tiles with the
-  tile taken from the workgroup id instead of a ticket (WGID: the tile's loads issued at
-  once; assumes a device that starts workgroups in id order, as CUB's scan does on NVIDIA),
-  with each status value kept as two tagged 16-bit halves (PACKED: one set of relaxed loads
-  brings status and value, no fence, no second load), and with both (also over tiles of
-  32 vec4s: look32 wgid+packed);
+- look16 ticket+flags, look16 wgid only, look16 packed only, look ticket+flags, look24,
+  look32 (--protocol): the look-back's protocol switches against the library's form (the
+  tile from the workgroup id, WGID, and each status value as two tagged 16-bit halves that
+  one set of relaxed loads brings with its readiness, PACKED): each alone and neither (a
+  ticket drawn per tile; a flag, an acquire fence and a second load), and both over tiles
+  of 24 and 32 vec4s;
 - look wN, look16 wN (--wg N,...): lib_scan_look and its wide variants built with workgroups
   of N invocations (the module's WG rebound in its source text), so tiles of N * 32 and
   N * 64 values: which tile size the device wants.
@@ -207,24 +207,28 @@ def flipped_variants() -> dict[str, tuple[str, Callable[[dict], dict]]]:
 
 
 def protocol_variants() -> dict[str, tuple[str, Callable[[dict], dict]]]:
-    """--protocol: lib_scan_look's wide tiles with the tile from the workgroup id (WGID: no
-    ticket drawn, the epoch a word the last tile moves on), with each status value in two
-    tagged words read by one set of relaxed loads (PACKED: no fence, no second load), and
-    with both."""
+    """--protocol: lib_scan_look's protocols against the library's (the tile from the
+    workgroup id, WGID, and status values as tagged halves, PACKED): each switch alone and
+    neither (the ticket and the flags, the library's form until 2026-12-06) on the wide
+    tiles, neither on the tiles of 8 vec4s, and both on tiles of 24 and 32 vec4s (the
+    shared memory of held_variants' formula)."""
     return {
-        "wgid_wide_{t}": ("wide_{t}", lambda v: {"WGID": 1}),
-        "packed_wide_{t}": ("wide_{t}", lambda v: {"PACKED": 1}),
-        "wp_wide_{t}": ("wide_{t}", lambda v: {"WGID": 1, "PACKED": 1}),
-        # tiles of 32 vec4s (the shared memory of held_variants' formula) with both
+        "flags_wide_{t}": ("wide_{t}", lambda v: {"WGID": 0, "PACKED": 0}),
+        "wgid_wide_{t}": ("wide_{t}", lambda v: {"WGID": 1, "PACKED": 0}),
+        "packed_wide_{t}": ("wide_{t}", lambda v: {"WGID": 0, "PACKED": 1}),
+        "flags_{t}": ("{t}", lambda v: {"WGID": 0, "PACKED": 0}),
+        "wp24_{t}": ("wide_{t}", lambda v: {"WGID": 1, "PACKED": 1, "HELD": 24, "SMEM": 25616}),
         "wp32_{t}": ("wide_{t}", lambda v: {"WGID": 1, "PACKED": 1, "HELD": 32, "SMEM": 33808}),
     }
 
 
 PROTOCOLS = {  # --protocol: row name -> kernel id with {t} (protocol_variants)
-    "look16 wgid": "lib_scan_look.wgid_wide_{t}",
-    "look16 packed": "lib_scan_look.packed_wide_{t}",
-    "look16 wgid+packed": "lib_scan_look.wp_wide_{t}",
-    "look32 wgid+packed": "lib_scan_look.wp32_{t}",
+    "look16 ticket+flags": "lib_scan_look.flags_wide_{t}",
+    "look16 wgid only": "lib_scan_look.wgid_wide_{t}",
+    "look16 packed only": "lib_scan_look.packed_wide_{t}",
+    "look ticket+flags": "lib_scan_look.flags_{t}",
+    "look24": "lib_scan_look.wp24_{t}",
+    "look32": "lib_scan_look.wp32_{t}",
 }
 
 
@@ -339,9 +343,8 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--protocol",
         action="store_true",
-        help="also the wide tiles' look-back protocol variants: look16 wgid (the tile from "
-        "the workgroup id), look16 packed (tagged halves, one read), look16 wgid+packed, "
-        "look32 wgid+packed",
+        help="also the look-back's protocol switches against the library's form: "
+        + ", ".join(PROTOCOLS),
     )
     ap.add_argument("--floor", action="store_true", help="also torch's copy and tile-shaped copies")
     ap.add_argument("--pipe", default="", help="comma list of workgroup counts: pipe gN paths")

@@ -320,6 +320,7 @@ def test_scan_kernels_take_the_look_back_only_with_forward_progress(scan_lib):
         p.backend == "vulkan"
         and p.vendor_id in library.FORWARD_PROGRESS_VENDORS
         and p.vendor_id in library.LOOK_BACK_PAYS_VENDORS
+        and p.vendor_id in library.IN_ORDER_VENDORS
     )
     once = progress and SINGLE_PASS_FEATURES <= p.features
     look = library.LOOK_BACK_KERNEL.format(t="i32")
@@ -328,6 +329,20 @@ def test_scan_kernels_take_the_look_back_only_with_forward_progress(scan_lib):
     assert library.scan_kernels(scan_lib.device, "i32") == want
     if p.backend == "vulkan" and "llvmpipe" in scan_lib.device.name:
         assert not once  # lavapipe runs workgroups on a few threads: no forward progress
+
+
+def test_every_vendor_that_takes_the_look_back_starts_workgroups_in_order(scan_bundle):
+    # The library's look-back kernels take their tile from the workgroup id (WGID): a
+    # vendor whose look-back pays must also start workgroups in id order, or a tile could
+    # wait for a workgroup that has not started while the ones waiting hold the GPU.
+    assert library.LOOK_BACK_PAYS_VENDORS <= library.IN_ORDER_VENDORS
+    assert library.LOOK_BACK_PAYS_VENDORS <= library.FORWARD_PROGRESS_VENDORS
+    with open_bundle(scan_bundle, backend="cpu") as bundle:
+        for t in ("u32", "i32", "f32"):
+            for tpl in (library.LOOK_BACK_KERNEL, library.LOOK_BACK_WIDE):
+                kid = tpl.format(t=t)
+                got = bundle[kid].meta.variant_values or {}
+                assert (str(got.get("WGID")), str(got.get("PACKED"))) == ("1", "1"), kid
 
 
 # every look-back kernel: the library's (lib_scan_look, its wide tiles), the acquire-load
@@ -525,21 +540,22 @@ def test_look_back_across_reference_chunks(monkeypatch, scan_bundle, per_chunk, 
 
 
 def test_look_back_ticket_count_starts_again_past_restart(backend, scan_bundle):
-    """lib_scan_look draws tile and epoch from one count kept across calls (`tiles` tickets
-    a call): the last ticket of a call past RESTART (2^30) sets it back to 0, and the
-    next calls (epochs 0, 1) still find only their own flags. The cpu reference only:
-    a look-back needs forward progress, and this needs no GPU to show."""
+    """lib_scan_look's ticket form (acquire_*) draws tile and epoch from one count kept
+    across calls (`tiles` tickets a call): the last ticket of a call past RESTART (2^30)
+    sets it back to 0, and the next calls (epochs 0, 1) still find only their own flags.
+    The cpu reference only: a look-back needs forward progress, and this needs no GPU to
+    show."""
     from vyre_build.library import call as library_call
 
     if backend != "cpu":
         pytest.skip("the count's arithmetic is the same on every device: the cpu reference")
     with open_bundle(scan_bundle, backend="cpu") as bundle:
-        dev, kid = bundle.device, "lib_scan_look.i32"
+        dev, kid = bundle.device, "lib_scan_look.acquire_i32"
         x = values("i32", 3 * 8192 + 5, seed=1)
         assert_scan(library._scan_once(bundle, kid, x, "i32", False, None), x, False, "first")
         kept = library_call._SCRATCH[dev]
         # the slots of 4 tiles and the count (other tests may have left calls in it)
-        key = ("scan look-back state, period 4", "u32", 17)
+        key = (f"scan look-back state, {kid}, period 4", "u32", 17)
         (state,) = [b for k, b in kept.items() if k[1:] == key]
         words = state.read().copy()
         assert words[-1] % 4 == 0 and words[-1] > 0  # whole calls of 4 tiles
@@ -549,6 +565,35 @@ def test_look_back_ticket_count_starts_again_past_restart(backend, scan_bundle):
             got = library._scan_once(bundle, kid, x, "i32", exclusive, None)
             assert_scan(got, x, exclusive, f"call {step} after the restart")
             assert state.read()[-1] == 4 * step
+
+
+@pytest.mark.parametrize("kid", ["lib_scan_look.i32", "lib_scan_look.wide_f32"])
+def test_look_back_epoch_word_wraps(backend, scan_bundle, kid):
+    """The library's look-back form (WGID, PACKED) keeps the call's epoch in the word after
+    the tiles' slots, and the last tile moves it on; its values are tagged with the
+    epoch's low 15 bits. Past 2^32 calls (and past the tag's wrap) every call still finds
+    only its own values, though the slots keep the last call's: epochs 2^32 - 2, 2^32 - 1,
+    0, 1. The cpu reference only, as above."""
+    from vyre_build.library import call as library_call
+
+    if backend != "cpu":
+        pytest.skip("the epoch's arithmetic is the same on every device: the cpu reference")
+    with open_bundle(scan_bundle, backend="cpu") as bundle:
+        dev = bundle.device
+        kind = kid.rsplit("_", 1)[-1].split(".")[-1]
+        tile = 256 * 4 * library.look_back_items(kid)
+        x = values(kind, 3 * tile + 5, seed=2)
+        assert_scan(library._scan_once(bundle, kid, x, kind, False, None), x, False, "first")
+        key = (f"scan look-back state, {kid}, period 4", "u32", 17)
+        (state,) = [b for k, b in library_call._SCRATCH[dev].items() if k[1:] == key]
+        words = state.read().copy()
+        assert words[-1] >= 1  # one call at least, each moving the epoch on by one
+        words[-1] = 0xFFFFFFFE
+        state.write(words)
+        for step, exclusive in enumerate((True, False, True, False)):
+            got = library._scan_once(bundle, kid, x, kind, exclusive, None)
+            assert_scan(got, x, exclusive, f"{kid}: call {step} near the wrap")
+            assert state.read()[-1] == (0xFFFFFFFE + step + 1) % (1 << 32)
 
 
 def test_look_back_needs_no_clear_between_calls(scan_lib):

@@ -41,6 +41,7 @@ from vyre_build.library.bundle import split_kernels
 from vyre_build.library.tuning import library_choice
 from vyre_build.library.picks import (  # the names read as library.X: picks.py's
     FORWARD_PROGRESS_VENDORS as FORWARD_PROGRESS_VENDORS,
+    IN_ORDER_VENDORS as IN_ORDER_VENDORS,
     LIBRARY_KERNELS,
     LOOK_BACK_ITEMS as LOOK_BACK_ITEMS,
     LOOK_BACK_KERNEL as LOOK_BACK_KERNEL,

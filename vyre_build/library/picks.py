@@ -162,11 +162,19 @@ FORWARD_PROGRESS_VENDORS = frozenset({0x10DE, 0x1002})
 # against 101.8 at 16.7M (1.24x), i32 the same; at 268M 1.02-1.04x. AMD keeps the two
 # passes until a run there says otherwise. The cpu reference, the judge, runs the look-back.
 LOOK_BACK_PAYS_VENDORS: frozenset[int] = frozenset({0x10DE})
-# The look-back kernel scan_kernels names ({t}: the element type): "lib_scan_look.{t}" (its
-# walk reads flags with relaxed loads, then one acquire fence), "lib_scan_look.acquire_{t}"
-# (acquire loads of the flags, no fence; lavapipe runs that form wrong: tiles after the
-# first never finish), or "lib_scan_once.{t}" (the first design, kept for comparison); and
-# each kernel's vec4s per invocation per tile.
+# Of those, the vendors whose GPUs start a dispatch's workgroups in id order, which the
+# library's look-back kernels assume (WGID in kernels/lib_scan.py: a tile is its
+# workgroup's id, so every tile it waits for belongs to a workgroup that has started;
+# CUB's single-pass scan takes its tile from blockIdx.x on the same assumption): NVIDIA.
+# AMD's rocPRIM draws an ordered id instead; a vendor joins LOOK_BACK_PAYS_VENDORS only
+# with this (tests/gpu/test_memory_order_dispatch.py).
+IN_ORDER_VENDORS: frozenset[int] = frozenset({0x10DE})
+# The look-back kernel scan_kernels names ({t}: the element type): "lib_scan_look.{t}" (the
+# tile from the workgroup id, each status value as two tagged halves read with relaxed
+# loads), "lib_scan_look.acquire_{t}" (a ticket per tile, flags read with acquire loads, no
+# fence; lavapipe runs that form wrong: tiles after the first never finish), or
+# "lib_scan_once.{t}" (the first design, kept for comparison); and each kernel's vec4s per
+# invocation per tile.
 LOOK_BACK_KERNEL = "lib_scan_look.{t}"
 LOOK_BACK_ITEMS = {  # kernels/lib_scan.py: lib_scan_look's HELD, lib_scan_once's ITEMS
     "lib_scan_look.{t}": 8,
@@ -215,9 +223,9 @@ def scan_kernels(
 ) -> tuple[str, ...]:
     """The kernel ids that `scan` runs on `device`, in dispatch order: the single pass with
     decoupled look-back where the device has the Vulkan memory model with device scope,
-    gives forward progress between workgroups and the look-back pays (a Vulkan device of
-    FORWARD_PROGRESS_VENDORS and LOOK_BACK_PAYS_VENDORS: NVIDIA; or the cpu reference, whose
-    schedule gives it): LOOK_BACK_WIDE (lib_scan_look.wide_*) for LOOK_WIDE_LEAST values or more
+    gives forward progress between workgroups, starts them in id order and the look-back
+    pays (a Vulkan device of FORWARD_PROGRESS_VENDORS, IN_ORDER_VENDORS and
+    LOOK_BACK_PAYS_VENDORS: NVIDIA; or the cpu reference, whose schedule gives it): LOOK_BACK_WIDE (lib_scan_look.wide_*) for LOOK_WIDE_LEAST values or more
     on a device with LOOK_WIDE_SHARED bytes of shared memory, else LOOK_BACK_KERNEL
     (lib_scan_look); else reduce-then-scan (lib_scan_sums, lib_scan_block: wgpu,
     lavapipe/llvmpipe and every other device, and a GPU's f32 scans of more than
@@ -245,6 +253,7 @@ def scan_kernels(
         not backend.artifact.lacks((MEMORY_ORDER,))
         and p.vendor_id in FORWARD_PROGRESS_VENDORS
         and p.vendor_id in LOOK_BACK_PAYS_VENDORS
+        and p.vendor_id in IN_ORDER_VENDORS
     )
     two = (f"lib_scan_sums.{dtype}", f"lib_scan_block.{dtype}")
     if not progress or not SINGLE_PASS_FEATURES <= p.features:
