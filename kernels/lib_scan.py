@@ -574,28 +574,57 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
         tag = ((era & 0x7FFF) | 0x8000) << 16
     else:
         tag = (era & EPOCH) << 2
-    first = tile * HELD * WG + rank * size + lane
     # every load of the tile in flight before any is used, into registers (a local array
     # indexed by unrolled counters only); a whole tile of a vec4 view with plain vec4 loads
-    # (no branch per load), the last one through load4
+    # (no branch per load), the last one through load4. An invocation's vec4s are a step of
+    # WG apart (coalesced), or, BLOCKED, HELD consecutive ones (scanned by the invocation
+    # itself: one subgroup scan, not one a step)
+    own = rank * size + lane
+    first = tile * HELD * WG + (own * HELD if BLOCKED != 0 else own)
+    step = u32(1) if BLOCKED != 0 else u32(WG)
     per_tile = u32(HELD * WG * 4)
     inside = n >= per_tile and tile * per_tile <= n - per_tile
     if vin != 0 and inside:
         for k in unroll(HELD):
-            held[k] = x4[first + k * WG]
+            held[k] = x4[first + k * step]
     else:
         for k in unroll(HELD):
-            held[k] = load4(x4, x, first + k * WG, n, vin)
-    # the tile scanned before the look-back (scan_held: one barrier)
-    run = scan_held(held, sums, lower, below, whole, part, totals, lane, size, rank, groups, z,
-                    zv)
+            held[k] = load4(x4, x, first + k * step, n, vin)
+    if BLOCKED != 0:
+        mine = z
+        for k in unroll(HELD):
+            mine += sum4(held[k])
+        ahead = subgroup_exclusive_add(mine)
+        if lane == size - 1:
+            totals[rank] = V(ahead + mine)
+        barrier()
+        before = z
+        run = z
+        c: u32 = 0
+        while c < groups:
+            j = c + lane
+            w = totals[j].x if j < groups else z
+            before += subgroup_add(w if j < rank else z)
+            run += subgroup_add(w)
+            c += size
+    else:
+        # the tile scanned before the look-back (scan_held: one barrier)
+        run = scan_held(held, sums, lower, below, whole, part, totals, lane, size, rank, groups,
+                        z, zv)
     # the look-back, by the first subgroup (look_back: a lane per predecessor, the window
     # moving back a subgroup's width until the nearest inclusive prefix)
-    carry = V(tile_carry(state, tile, tag, run, lane, size, rank, prefix))
+    carry = tile_carry(state, tile, tag, run, lane, size, rank, prefix)
     if WGID != 0 and tile == tiles - 1 and rank == 0 and lane == 0:
         # every tile has read the epoch: the last one's prefix needed them all
         atomic_store(state, 4 * tiles, era + 1, scope="device")
-    emit_held(out4, out, first, n, vout, held, sums, carry, exclusive, vout != 0 and inside)
+    if BLOCKED != 0:
+        pre = carry + before + ahead
+        for k in unroll(HELD):
+            emit(out4, out, first + k, n, vout, held[k], pre, exclusive, vout != 0 and inside)
+            pre = pre + sum4(held[k])
+    else:
+        emit_held(out4, out, first, n, vout, held, sums, V(carry), exclusive,
+                  vout != 0 and inside)
 
 
 @kernel(workgroup_size=WG, grid=1, shared_bytes=SMEM)
