@@ -27,23 +27,42 @@ on timing, so f32 results may differ in the last bits from run to run (integers 
 
 lib_scan_look is the look-back as CUB's single-pass scan does it (Merrill and Garland,
 "Single-pass Parallel Prefix Scan with Decoupled Look-back"), replacing lib_scan_once, whose
-walk by one invocation measured 0.24x torch on the H200: a workgroup draws its tile (8,192
-values: HELD = 8 vec4s per invocation, all loaded before any is used) with one relaxed
-atomic add (below), scans the whole tile in registers first (the 8 steps' vec4 sums
-through one subgroup exclusive scan and one barrier), publishes its aggregate, and then its
-first subgroup walks back a subgroup's width at a time: each lane reads one predecessor's
-flag; the window is ready when every tile after the nearest inclusive prefix has at least
-its aggregate; one subgroup_add sums the nearest inclusive prefix and the aggregates after
-it; without an inclusive prefix in the window the walk steps back. The inclusive prefix is
-published as soon as it is known, then every invocation adds the exclusive one to its
-values and stores them. A tile's status is one 16-byte slot of `state` (flag, aggregate,
-inclusive prefix; values as their u32 bits): the flag is written with a release store after
-its value, and read with a relaxed load followed, once the window is ready, by an acquire
-fence (ACQUIRE 0), or with acquire loads (ACQUIRE 1, the acquire_* variants; lavapipe runs
-that form wrong). The tile and the epoch come from one relaxed atomic add: state[4 * tiles]
-counts the tickets of every call on the buffer, `tiles` per call, so ticket d is tile
-d % tiles of epoch d / tiles, and a flag left by the previous call carries its other
-epoch; the last ticket of a call sets the count back to 0 once it is past RESTART.
+walk by one invocation measured 0.24x torch on the H200: a workgroup takes its tile (8,192
+values: HELD = 8 vec4s per invocation, all loaded before any is used), scans the whole
+tile in registers first (the 8 steps' vec4 sums through one subgroup exclusive scan and
+one barrier), publishes its aggregate, and then its first subgroup walks back a subgroup's
+width at a time: each lane reads one predecessor's status; the window is ready when every
+tile after the nearest inclusive prefix has at least its aggregate; one subgroup_add sums
+the nearest inclusive prefix and the aggregates after it; without an inclusive prefix in
+the window the walk steps back. The inclusive prefix is published as soon as it is known,
+then every invocation adds the exclusive one to its values and stores them. Three switches
+(variants.yaml) choose the protocol:
+
+- WGID 1 (the library's kernels): the tile is the workgroup's id, so its loads go out at
+  once, with no ticket drawn first. That assumes a device that starts a dispatch's
+  workgroups in id order (library.IN_ORDER_VENDORS: NVIDIA; CUB takes its tile from
+  blockIdx.x on the same assumption), so that every tile waited for has started. The
+  call's epoch is a word of its own, state[4 * tiles], read with the tile's loads and
+  moved on by the last tile once it has its prefix (every tile has read it by then: that
+  prefix needed them all). WGID 0 (acquire_*): the tile and the epoch come from one
+  relaxed atomic add: state[4 * tiles] counts the tickets of every call on the buffer,
+  `tiles` per call, so ticket d is tile d % tiles of epoch d / tiles; the last ticket of a
+  call sets the count back to 0 once it is past RESTART.
+- PACKED 1 (the library's kernels): a tile's 16-byte slot of `state` holds its aggregate
+  (words 0, 1) and its inclusive prefix (words 2, 3), each value as its low and its high 16
+  bits under the epoch's 16-bit tag (`publish`); a lane's four relaxed loads bring status
+  and value together, and a value whose two words carry this call's tag is this call's
+  (each word is an atomic, read whole or not at all). No fence and no second load: on an
+  H100 (2026-12-06 16:xx UTC, bench/scan_bench.py --protocol, f32, the wide tiles, both
+  with tickets) 1.06x the flag form from 16.7M to 268M values, 1.18x at 2M and 4M; WGID
+  on top 1.01x at 268M, 1.04x at 16.7M, 1.09x at 4M. PACKED 0 (acquire_*): the slot holds a flag, the aggregate
+  and the inclusive prefix; the flag is written with a release store after its value, and
+  read with a relaxed load followed, once the window is ready, by an acquire fence
+  (ACQUIRE 0), or with acquire loads (ACQUIRE 1; lavapipe runs that form wrong); then
+  the values are loaded. A flag or tag left by the previous call carries its other epoch.
+- BLOCKED 1 (a bench candidate; bench/scan_bench.py --protocol): an invocation holds HELD
+  consecutive vec4s and scans them itself (one subgroup scan a tile instead of one a step,
+  fewer registers), its loads a step of HELD vec4s apart across the subgroup.
 
 The variants wide_* (HELD = 16) run lib_scan_look over tiles of 16,384 values: half the
 tiles, each twice the bytes in flight, for about twice the registers and 17,424 bytes of
