@@ -345,6 +345,21 @@ def test_every_vendor_that_takes_the_look_back_starts_workgroups_in_order(scan_b
                 assert (str(got.get("WGID")), str(got.get("PACKED"))) == ("1", "1"), kid
 
 
+def test_a_kernel_the_build_made_no_artifact_for_is_refused_with_the_reason(backend, scan_bundle):
+    # lib_scan_look.f32's folded program orders no memory (PACKED), but its source does
+    # (the flag form of the other variants), so the build makes no WGSL of it and records
+    # why: on wgpu it is refused with that reason when loaded, not a missing-artifact error.
+    if backend != "wgpu":
+        pytest.skip("the one backend whose artifact these kernels lack")
+    with open_bundle(scan_bundle, backend="wgpu") as bundle:
+        kid = library.LOOK_BACK_KERNEL.format(t="f32")
+        refusal = bundle[kid].refusal
+        assert refusal is not None and refusal.startswith(f"kernel {kid!r} has no .wgsl artifact")
+        assert "memory ordering" in refusal
+        assert kid not in bundle.runnable()
+        assert "lib_scan_block.f32" in bundle.runnable()
+
+
 # every look-back kernel: the library's (lib_scan_look, its wide tiles), the acquire-load
 # form, the first one
 LOOK_BACKS = (

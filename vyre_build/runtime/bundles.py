@@ -164,6 +164,11 @@ class Bundle(Mapping[str, Kernel]):
                 found = self._kernels[kid] = Kernel(device, meta, b"", refusal=str(exc))
                 return found
             target = BACKENDS[device.backend].artifact
+            why = (meta.skipped or {}).get(target.name)
+            if why is not None:  # the build made no artifact for this backend, and said why
+                refusal = f"kernel {kid!r} has no {target.suffix} artifact: {why}"
+                found = self._kernels[kid] = Kernel(device, meta, b"", refusal=refusal)
+                return found
             raw = self.reader.read_artifact(kid, target.suffix)  # names what it has instead
             code: str | bytes = raw
             if target.text:
