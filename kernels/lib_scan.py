@@ -60,6 +60,8 @@ then every invocation adds the exclusive one to its values and stores them. Thre
   read with a relaxed load followed, once the window is ready, by an acquire fence
   (ACQUIRE 0), or with acquire loads (ACQUIRE 1; lavapipe runs that form wrong); then
   the values are loaded. A flag or tag left by the previous call carries its other epoch.
+- ERA_FIRST 1 (a bench candidate): a WGID kernel reads its epoch before issuing the
+  tile's loads, not after (0: the loads go out first).
 - BLOCKED 1 (a bench candidate; bench/scan_bench.py --protocol): an invocation holds HELD
   consecutive vec4s and scans them itself (one subgroup scan a tile instead of one a step,
   fewer registers), its loads a step of HELD vec4s apart across the subgroup.
@@ -577,22 +579,20 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     size = subgroup_size()
     z = zero_of()
     zv = V(z)
+    era: u32 = 0
     if WGID != 0:
         # the tile is the workgroup's id (a device that starts workgroups in id order), the
-        # epoch a word of its own (state[4 * tiles]) that the last tile moves on; its load
-        # in flight with the tile's
+        # epoch a word of its own (state[4 * tiles]) that the last tile moves on, read
+        # after the tile's loads are issued (ERA_FIRST: before them)
         rank = subgroup_id()
         tile = workgroup_id().x
-        era = subgroup_broadcast_first(atomic_load(state, 4 * tiles, scope="device"))
+        if ERA_FIRST != 0:
+            era = subgroup_broadcast_first(atomic_load(state, 4 * tiles, scope="device"))
     else:
         rank = draw_ranked(state, tiles, drawn, marks)
         tile = subgroup_broadcast_first(drawn[0])  # uniform in the subgroup, as it must be
         era = drawn[1]  # for the look-back's subgroup operations
     groups = (u32(WG) + size - 1) // size
-    if PACKED != 0:
-        tag = ((era & 0x7FFF) | 0x8000) << 16
-    else:
-        tag = (era & EPOCH) << 2
     # every load of the tile in flight before any is used, into registers (a local array
     # indexed by unrolled counters only); a whole tile of a vec4 view with plain vec4 loads
     # (no branch per load), the last one through load4. An invocation's vec4s are a step of
@@ -609,6 +609,12 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     else:
         for k in unroll(HELD):
             held[k] = load4(x4, x, first + k * step, n, vin)
+    if WGID != 0 and ERA_FIRST == 0:
+        era = subgroup_broadcast_first(atomic_load(state, 4 * tiles, scope="device"))
+    if PACKED != 0:
+        tag = ((era & 0x7FFF) | 0x8000) << 16
+    else:
+        tag = (era & EPOCH) << 2
     if BLOCKED != 0:
         mine = z
         for k in unroll(HELD):
