@@ -28,10 +28,7 @@
   tile from the workgroup id, WGID, and each status value as two tagged 16-bit halves that
   one set of relaxed loads brings with its readiness, PACKED): each alone and neither (a
   ticket drawn per tile; a flag, an acquire fence and a second load), and both over tiles
-  of 24 and 32 vec4s; look blocked, look16 blocked, look32 blocked: the library's form
-  with each invocation holding consecutive vec4s, scanned by itself (BLOCKED: one
-  subgroup scan a tile instead of one a step, so fewer registers; loads a step apart);
-  look16 era first: the epoch read before the tile's loads are issued (ERA_FIRST);
+  of 24 and 32 vec4s;
 - look wN, look16 wN (--wg N,...): lib_scan_look and its wide variants built with workgroups
   of N invocations (the module's WG rebound in its source text), so tiles of N * 32 and
   N * 64 values: which tile size the device wants.
@@ -222,10 +219,6 @@ def protocol_variants() -> dict[str, tuple[str, Callable[[dict], dict]]]:
         "flags_{t}": ("{t}", lambda v: {"WGID": 0, "PACKED": 0}),
         "wp24_{t}": ("wide_{t}", lambda v: {"WGID": 1, "PACKED": 1, "HELD": 24, "SMEM": 25616}),
         "wp32_{t}": ("wide_{t}", lambda v: {"WGID": 1, "PACKED": 1, "HELD": 32, "SMEM": 33808}),
-        "early_wide_{t}": ("wide_{t}", lambda v: {"ERA_FIRST": 1}),
-        "blocked_wide_{t}": ("wide_{t}", lambda v: {"BLOCKED": 1}),
-        "blocked_{t}": ("{t}", lambda v: {"BLOCKED": 1}),
-        "blocked32_{t}": ("wide_{t}", lambda v: {"BLOCKED": 1, "HELD": 32, "SMEM": 33808}),
     }
 
 
@@ -236,10 +229,6 @@ PROTOCOLS = {  # --protocol: row name -> kernel id with {t} (protocol_variants)
     "look ticket+flags": "lib_scan_look.flags_{t}",
     "look24": "lib_scan_look.wp24_{t}",
     "look32": "lib_scan_look.wp32_{t}",
-    "look16 era first": "lib_scan_look.early_wide_{t}",
-    "look16 blocked": "lib_scan_look.blocked_wide_{t}",
-    "look blocked": "lib_scan_look.blocked_{t}",
-    "look32 blocked": "lib_scan_look.blocked32_{t}",
 }
 
 

@@ -35,16 +35,16 @@ width at a time: each lane reads one predecessor's status; the window is ready w
 tile after the nearest inclusive prefix has at least its aggregate; one subgroup_add sums
 the nearest inclusive prefix and the aggregates after it; without an inclusive prefix in
 the window the walk steps back. The inclusive prefix is published as soon as it is known,
-then every invocation adds the exclusive one to its values and stores them. Three switches
+then every invocation adds the exclusive one to its values and stores them. Two switches
 (variants.yaml) choose the protocol:
 
 - WGID 1 (the library's kernels): the tile is the workgroup's id, so its loads go out at
   once, with no ticket drawn first. That assumes a device that starts a dispatch's
   workgroups in id order (library.IN_ORDER_VENDORS: NVIDIA; CUB takes its tile from
   blockIdx.x on the same assumption), so that every tile waited for has started. The
-  call's epoch is a word of its own, state[4 * tiles], read with the tile's loads and
-  moved on by the last tile once it has its prefix (every tile has read it by then: that
-  prefix needed them all). WGID 0 (acquire_*): the tile and the epoch come from one
+  call's epoch is a word of its own, state[4 * tiles], read once the tile's loads are
+  issued and moved on by the last tile once it has its prefix (every tile has read it by
+  then: that prefix needed them all). WGID 0 (acquire_*): the tile and the epoch come from one
   relaxed atomic add: state[4 * tiles] counts the tickets of every call on the buffer,
   `tiles` per call, so ticket d is tile d % tiles of epoch d / tiles; the last ticket of a
   call sets the count back to 0 once it is past RESTART.
@@ -53,18 +53,19 @@ then every invocation adds the exclusive one to its values and stores them. Thre
   bits under the epoch's 16-bit tag (`publish`); a lane's four relaxed loads bring status
   and value together, and a value whose two words carry this call's tag is this call's
   (each word is an atomic, read whole or not at all). No fence and no second load: on an
-  H100 (2026-12-06 16:xx UTC, bench/scan_bench.py --protocol, f32, the wide tiles, both
+  H100 (2026-12-06 15:4x UTC, bench/scan_bench.py --protocol, f32, the wide tiles, both
   with tickets) 1.06x the flag form from 16.7M to 268M values, 1.18x at 2M and 4M; WGID
-  on top 1.01x at 268M, 1.04x at 16.7M, 1.09x at 4M. PACKED 0 (acquire_*): the slot holds a flag, the aggregate
-  and the inclusive prefix; the flag is written with a release store after its value, and
-  read with a relaxed load followed, once the window is ready, by an acquire fence
-  (ACQUIRE 0), or with acquire loads (ACQUIRE 1; lavapipe runs that form wrong); then
-  the values are loaded. A flag or tag left by the previous call carries its other epoch.
-- ERA_FIRST 1 (a bench candidate): a WGID kernel reads its epoch before issuing the
-  tile's loads, not after (0: the loads go out first).
-- BLOCKED 1 (a bench candidate; bench/scan_bench.py --protocol): an invocation holds HELD
-  consecutive vec4s and scans them itself (one subgroup scan a tile instead of one a step,
-  fewer registers), its loads a step of HELD vec4s apart across the subgroup.
+  on top 1.01x at 268M, 1.04x at 16.7M, 1.09x at 4M. PACKED 0 (acquire_*): the slot
+  holds a flag, the aggregate and the inclusive prefix; the flag is written with a
+  release store after its value, and read with a relaxed load followed, once the window
+  is ready, by an acquire fence (ACQUIRE 0), or with acquire loads (ACQUIRE 1; lavapipe
+  runs that form wrong); then the values are loaded. A flag or tag left by the previous
+  call carries its other epoch.
+
+Two more forms were measured on an H100 and lost (2026-12-06 16:3x UTC, bench/RESULTS.md):
+the epoch read before the tile's loads are issued (0.4-2.7% slower than after), and each
+invocation holding HELD consecutive vec4s, scanned by itself (one subgroup scan a tile,
+fewer registers; its loads a step of HELD vec4s apart across the subgroup: 0.55-0.74x).
 
 The variants wide_* (HELD = 16) run lib_scan_look over tiles of 16,384 values: half the
 tiles, each twice the bytes in flight, for about twice the registers and 17,424 bytes of
@@ -582,74 +583,43 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     era: u32 = 0
     if WGID != 0:
         # the tile is the workgroup's id (a device that starts workgroups in id order), the
-        # epoch a word of its own (state[4 * tiles]) that the last tile moves on, read
-        # after the tile's loads are issued (ERA_FIRST: before them)
+        # epoch a word of its own (state[4 * tiles]) that the last tile moves on, read once
+        # the tile's loads are issued
         rank = subgroup_id()
         tile = workgroup_id().x
-        if ERA_FIRST != 0:
-            era = subgroup_broadcast_first(atomic_load(state, 4 * tiles, scope="device"))
     else:
         rank = draw_ranked(state, tiles, drawn, marks)
         tile = subgroup_broadcast_first(drawn[0])  # uniform in the subgroup, as it must be
         era = drawn[1]  # for the look-back's subgroup operations
     groups = (u32(WG) + size - 1) // size
+    first = tile * HELD * WG + rank * size + lane
     # every load of the tile in flight before any is used, into registers (a local array
     # indexed by unrolled counters only); a whole tile of a vec4 view with plain vec4 loads
-    # (no branch per load), the last one through load4. An invocation's vec4s are a step of
-    # WG apart (coalesced), or, BLOCKED, HELD consecutive ones (scanned by the invocation
-    # itself: one subgroup scan, not one a step)
-    own = rank * size + lane
-    first = tile * HELD * WG + (own * HELD if BLOCKED != 0 else own)
-    step = u32(1) if BLOCKED != 0 else u32(WG)
+    # (no branch per load), the last one through load4
     per_tile = u32(HELD * WG * 4)
     inside = n >= per_tile and tile * per_tile <= n - per_tile
     if vin != 0 and inside:
         for k in unroll(HELD):
-            held[k] = x4[first + k * step]
+            held[k] = x4[first + k * WG]
     else:
         for k in unroll(HELD):
-            held[k] = load4(x4, x, first + k * step, n, vin)
-    if WGID != 0 and ERA_FIRST == 0:
+            held[k] = load4(x4, x, first + k * WG, n, vin)
+    if WGID != 0:
         era = subgroup_broadcast_first(atomic_load(state, 4 * tiles, scope="device"))
     if PACKED != 0:
         tag = ((era & 0x7FFF) | 0x8000) << 16
     else:
         tag = (era & EPOCH) << 2
-    if BLOCKED != 0:
-        mine = z
-        for k in unroll(HELD):
-            mine += sum4(held[k])
-        ahead = subgroup_exclusive_add(mine)
-        if lane == size - 1:
-            totals[rank] = V(ahead + mine)
-        barrier()
-        before = z
-        run = z
-        c: u32 = 0
-        while c < groups:
-            j = c + lane
-            w = totals[j].x if j < groups else z
-            before += subgroup_add(w if j < rank else z)
-            run += subgroup_add(w)
-            c += size
-    else:
-        # the tile scanned before the look-back (scan_held: one barrier)
-        run = scan_held(held, sums, lower, below, whole, part, totals, lane, size, rank, groups,
-                        z, zv)
+    # the tile scanned before the look-back (scan_held: one barrier)
+    run = scan_held(held, sums, lower, below, whole, part, totals, lane, size, rank, groups, z,
+                    zv)
     # the look-back, by the first subgroup (look_back: a lane per predecessor, the window
     # moving back a subgroup's width until the nearest inclusive prefix)
-    carry = tile_carry(state, tile, tag, run, lane, size, rank, prefix)
+    carry = V(tile_carry(state, tile, tag, run, lane, size, rank, prefix))
     if WGID != 0 and tile == tiles - 1 and rank == 0 and lane == 0:
         # every tile has read the epoch: the last one's prefix needed them all
         atomic_store(state, 4 * tiles, era + 1, scope="device")
-    if BLOCKED != 0:
-        pre = carry + before + ahead
-        for k in unroll(HELD):
-            emit(out4, out, first + k, n, vout, held[k], pre, exclusive, vout != 0 and inside)
-            pre = pre + sum4(held[k])
-    else:
-        emit_held(out4, out, first, n, vout, held, sums, V(carry), exclusive,
-                  vout != 0 and inside)
+    emit_held(out4, out, first, n, vout, held, sums, carry, exclusive, vout != 0 and inside)
 
 
 @kernel(workgroup_size=WG, grid=1, shared_bytes=SMEM)
