@@ -370,10 +370,7 @@ def tile_carry(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u3
     subgroup (`rank` 0) runs `look_back`, its first lane leaves the result in `prefix`,
     and a barrier hands it to the others."""
     if rank == 0:
-        if PACKED != 0:
-            excl = look_back_packed(state, tile, tag, whole, lane, size)
-        else:
-            excl = look_back(state, tile, tag, whole, lane, size)
+        excl = look_back(state, tile, tag, whole, lane, size)
         if lane == 0:
             prefix[0] = excl
     barrier()
@@ -389,110 +386,84 @@ def publish(state: Buffer[u32, "rw"], at: u32, tag: u32, v: T) -> None:
     atomic_store(state, at + 1, tag | (b >> 16), scope="device")
 
 
-def look_back_packed(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
-                     size: u32) -> T:
-    """look_back with each status value in two tagged words (PACKED: `publish`): a tile's
-    slot holds its aggregate (words 0, 1) and its inclusive prefix (words 2, 3), and a
-    lane's four relaxed loads of its predecessor's slot bring the status and the value
-    together (no fence, no second load: every word shared is an atomic and carries its
-    own readiness)."""
-    z = zero_of()
-    excl = z
-    if tile == 0:
-        if lane == 0:
-            publish(state, 2, tag, whole)
+def post(state: Buffer[u32, "rw"], tile: u32, status: u32, tag: u32, v: T) -> None:
+    """Publish tile `tile`'s `status` (1: its aggregate, 2: its inclusive prefix) `v` in its
+    slot of `state`: PACKED, as tagged halves (words 0, 1 or 2, 3: `publish`); else the
+    value (word 1 or 2), then the flag (word 0, tagged) with a release store."""
+    if PACKED != 0:
+        publish(state, 4 * tile + 2 * status - 2, tag, v)
     else:
-        if lane == 0:
-            publish(state, 4 * tile, tag, whole)
-        j = tile  # excl holds the totals of tiles j .. tile - 1
-        while j != 0:
-            p = j - 1 - lane  # this lane's tile, when lane < j
-            st: u32 = 2  # before tile 0: an inclusive prefix of 0
-            got: u32 = 0
-            if lane < j:
-                st = 0
-            busy = True
-            while busy:  # until every tile after the nearest inclusive prefix is ready
-                if st == 0:
-                    a0 = atomic_load(state, 4 * p, scope="device")
-                    a1 = atomic_load(state, 4 * p + 1, scope="device")
-                    i0 = atomic_load(state, 4 * p + 2, scope="device")
-                    i1 = atomic_load(state, 4 * p + 3, scope="device")
-                    if (i0 & 0xFFFF0000) == tag and (i1 & 0xFFFF0000) == tag:
-                        st = 2
-                        got = (i0 & 0xFFFF) | (i1 << 16)
-                    elif (a0 & 0xFFFF0000) == tag and (a1 & 0xFFFF0000) == tag:
-                        st = 1
-                        got = (a0 & 0xFFFF) | (a1 << 16)
-                near = subgroup_min(lane if st == 2 else u32(NONE))
-                gap = subgroup_min(lane if st == 0 else u32(NONE))
-                busy = gap < near
-            v = z
-            if lane <= near and lane < j:
-                v = bitcast(T, got)
-            excl = excl + subgroup_add(v)
-            if near != NONE:
-                j = u32(0)
-            else:
-                j -= size
-        if lane == 0:
-            publish(state, 4 * tile + 2, tag, excl + whole)
-    return excl
+        atomic_store(state, 4 * tile + status, bitcast(u32, v), scope="device")
+        atomic_store(state, 4 * tile, tag | status, scope="device", order="release")
 
 
 def look_back(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
               size: u32) -> T:
     """Run by one subgroup (subgroup-uniform arguments): publish tile `tile`'s aggregate
-    `whole` (its status slot in `state`, flags tagged with the call's epoch `tag`), walk
-    back over its predecessors a lane each (an acquire load of each flag where ACQUIRE is
-    set, else a relaxed one and, once the window is ready, an acquire fence: the release
-    store of that flag published its value) until the nearest inclusive prefix, adding
-    the aggregates after it, publish the tile's inclusive prefix and return its exclusive
-    one."""
+    `whole` (`post`, tagged with the call's epoch `tag`), walk back over its predecessors a
+    lane each until the nearest inclusive prefix, adding the aggregates after it, publish
+    the tile's inclusive prefix and return its exclusive one. A lane reads its
+    predecessor's status with four relaxed loads that bring the values too (PACKED); or
+    its flag with an acquire load (ACQUIRE) or a relaxed one and, once the window is
+    ready, an acquire fence (the release store of that flag published its value), then
+    the value."""
     z = zero_of()
     excl = z
     if tile == 0:
         if lane == 0:
-            atomic_store(state, 2, bitcast(u32, whole), scope="device")
-            atomic_store(state, 0, tag | 2, scope="device", order="release")
+            post(state, 0, 2, tag, whole)
     else:
         if lane == 0:
-            atomic_store(state, 4 * tile + 1, bitcast(u32, whole), scope="device")
-            atomic_store(state, 4 * tile, tag | 1, scope="device", order="release")
+            post(state, tile, 1, tag, whole)
         j = tile  # excl holds the totals of tiles j .. tile - 1
         while j != 0:
             p = j - 1 - lane  # this lane's tile, when lane < j
             st: u32 = 2  # before tile 0: an inclusive prefix of 0
+            got: u32 = 0  # PACKED: the value of status st
             if lane < j:
                 st = 0
             busy = True
             while busy:  # until every tile after the nearest inclusive prefix is ready
                 if st == 0:
-                    if ACQUIRE != 0:
-                        f = atomic_load(state, 4 * p, scope="device", order="acquire")
+                    if PACKED != 0:
+                        a0 = atomic_load(state, 4 * p, scope="device")
+                        a1 = atomic_load(state, 4 * p + 1, scope="device")
+                        i0 = atomic_load(state, 4 * p + 2, scope="device")
+                        i1 = atomic_load(state, 4 * p + 3, scope="device")
+                        if (i0 & 0xFFFF0000) == tag and (i1 & 0xFFFF0000) == tag:
+                            st = 2
+                            got = (i0 & 0xFFFF) | (i1 << 16)
+                        elif (a0 & 0xFFFF0000) == tag and (a1 & 0xFFFF0000) == tag:
+                            st = 1
+                            got = (a0 & 0xFFFF) | (a1 << 16)
                     else:
-                        f = atomic_load(state, 4 * p, scope="device")
-                    if f == (tag | 2):
-                        st = 2
-                    elif f == (tag | 1):
-                        st = 1
+                        if ACQUIRE != 0:
+                            f = atomic_load(state, 4 * p, scope="device", order="acquire")
+                        else:
+                            f = atomic_load(state, 4 * p, scope="device")
+                        if f == (tag | 2):
+                            st = 2
+                        elif f == (tag | 1):
+                            st = 1
                 near = subgroup_min(lane if st == 2 else u32(NONE))
                 gap = subgroup_min(lane if st == 0 else u32(NONE))
                 busy = gap < near
-            if ACQUIRE == 0:
+            if PACKED == 0 and ACQUIRE == 0:
                 # pairs with the release stores of the flags the relaxed loads read
                 fence(scope="device", order="acquire")
             v = z
             if lane <= near and lane < j:
-                v = bitcast(T, atomic_load(state, 4 * p + st, scope="device"))
+                if PACKED != 0:
+                    v = bitcast(T, got)
+                else:
+                    v = bitcast(T, atomic_load(state, 4 * p + st, scope="device"))
             excl = excl + subgroup_add(v)
             if near != NONE:
                 j = u32(0)
             else:
                 j -= size
         if lane == 0:
-            atomic_store(state, 4 * tile + 2, bitcast(u32, excl + whole), scope="device")
-            atomic_store(state, 4 * tile, tag | 2, scope="device", order="release")
+            post(state, tile, 2, tag, excl + whole)
     return excl
 
 
