@@ -65,7 +65,8 @@ then every invocation adds the exclusive one to its values and stores them. Two 
 Two more forms were measured on an H100 and lost (2026-12-06 16:3x UTC, bench/RESULTS.md):
 the epoch read before the tile's loads are issued (0.4-2.7% slower than after), and each
 invocation holding HELD consecutive vec4s, scanned by itself (one subgroup scan a tile,
-fewer registers; its loads a step of HELD vec4s apart across the subgroup: 0.55-0.74x).
+fewer registers; its loads a step of HELD vec4s apart across the subgroup: 0.51-0.60x the
+library's form).
 
 The variants wide_* (HELD = 16) run lib_scan_look over tiles of 16,384 values: half the
 tiles, each twice the bytes in flight, for about twice the registers and 17,424 bytes of
