@@ -1,6 +1,6 @@
-"""Every invocation contending for one cell (issue 20), on every backend: a compare-exchange
-increment retried until it lands, and a spin lock around a plain read-modify-write, each
-at 16,384 invocations, checked against what numpy says they must give (every ticket handed
+"""Every invocation contending for one cell (issue 20): a compare-exchange increment
+retried until it lands (every backend), and a spin lock around a plain read-modify-write
+(the reference: a data race elsewhere), each at 16,384 invocations, checked against what numpy says they must give (every ticket handed
 out once, the counter at n). The cpu reference's cost of them: test_reference_contention.py
 and bench/reference_bench.py."""
 
@@ -42,16 +42,16 @@ def test_a_compare_exchange_retry_loop_hands_out_every_ticket_once(kernels, back
 
 
 def test_a_spin_lock_serialises_its_critical_section(kernels, backend):
-    # The critical section is plain loads and stores around relaxed atomics (the language
-    # has no acquire/release yet): a data race under the Vulkan memory model, which only
-    # lavapipe (one coherent CPU memory) and the reference run as written; on a real GPU
-    # (the H200) the plain load may see a stale total and spinning lanes have no
-    # forward-progress guarantee.
+    # The critical section is plain loads and stores around relaxed atomics: a data race
+    # under the Vulkan memory model, so only the reference, whose execution is sequentially
+    # consistent, gives it a defined result. On a real GPU (the H200) the plain load may
+    # see a stale total, and spinning lanes have no forward-progress guarantee; lavapipe
+    # lost 3 of 16,384 updates in 3 of 1,500 runs with the CPU under load (2026-12-06, a
+    # .ci/run failure), and with an acquire compare-exchange and a release store around
+    # the section (no race left) it ended wrong at once (total 8 of 2,048, the lock held;
+    # the reference right), so neither form is a test of the lock there.
     if backend != "cpu":
-        from vyre_build.runtime import get_device
-
-        if "llvmpipe" not in get_device(backend).name:
-            pytest.skip("a data race on real GPUs until the language has acquire/release")
+        pytest.skip("a data race on Vulkan and WGSL devices: the reference only")
     lock, total = np.zeros(1, np.uint32), np.zeros(1, np.uint32)  # each receives its result
     got = run(kernels, "spin_lock", backend, order=N, lock=lock, total=total)
     assert (got["total"].tolist(), got["lock"].tolist()) == ([N], [0])
