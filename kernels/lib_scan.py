@@ -387,6 +387,16 @@ def publish(state: Buffer[u32, "rw"], at: u32, tag: u32, v: T) -> None:
     atomic_store(state, at + 1, tag | (b >> 16), scope="device")
 
 
+def tagged(lo: u32, hi: u32, tag: u32) -> bool:
+    """PACKED: whether both words of a value (`publish`) carry the call's tag."""
+    return (lo & 0xFFFF0000) == tag and (hi & 0xFFFF0000) == tag
+
+
+def joined(lo: u32, hi: u32) -> u32:
+    """PACKED: the value's bits from its two tagged words (`publish`)."""
+    return (lo & 0xFFFF) | (hi << 16)
+
+
 def post(state: Buffer[u32, "rw"], tile: u32, status: u32, tag: u32, v: T) -> None:
     """Publish tile `tile`'s `status` (1: its aggregate, 2: its inclusive prefix) `v` in its
     slot of `state`: PACKED, as tagged halves (words 0, 1 or 2, 3: `publish`); else the
@@ -431,12 +441,12 @@ def look_back(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32
                         a1 = atomic_load(state, 4 * p + 1, scope="device")
                         i0 = atomic_load(state, 4 * p + 2, scope="device")
                         i1 = atomic_load(state, 4 * p + 3, scope="device")
-                        if (i0 & 0xFFFF0000) == tag and (i1 & 0xFFFF0000) == tag:
+                        if tagged(i0, i1, tag):
                             st = 2
-                            got = (i0 & 0xFFFF) | (i1 << 16)
-                        elif (a0 & 0xFFFF0000) == tag and (a1 & 0xFFFF0000) == tag:
+                            got = joined(i0, i1)
+                        elif tagged(a0, a1, tag):
                             st = 1
-                            got = (a0 & 0xFFFF) | (a1 << 16)
+                            got = joined(a0, a1)
                     else:
                         if ACQUIRE != 0:
                             f = atomic_load(state, 4 * p, scope="device", order="acquire")
