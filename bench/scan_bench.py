@@ -191,9 +191,16 @@ def held_variants(held: list[int]) -> dict[str, tuple[str, Callable[[dict], dict
         if h <= 16:
             out[f"held{h}_{{t}}"] = ("{t}" if h <= 8 else "wide_{t}", lambda v, h=h: {"HELD": h})
         else:
-            smem = h // 4 * LIB_WG * 16 + LIB_WG * 4 + 16
-            out[f"held{h}_{{t}}"] = ("wide_{t}", lambda v, h=h, m=smem: {"HELD": h, "SMEM": m})
+            m = held_shared(h)
+            out[f"held{h}_{{t}}"] = ("wide_{t}", lambda v, h=h, m=m: {"HELD": h, "SMEM": m})
     return out
+
+
+def held_shared(h: int) -> int:
+    """The shared bytes lib_scan_look's arrays take over tiles of h vec4s an invocation:
+    `totals`, h / 4 vec4s per invocation, and the marks, the drawn ticket and the prefix
+    beside them."""
+    return h // 4 * LIB_WG * 16 + LIB_WG * 4 + 16
 
 
 def flipped_variants() -> dict[str, tuple[str, Callable[[dict], dict]]]:
@@ -206,30 +213,27 @@ def flipped_variants() -> dict[str, tuple[str, Callable[[dict], dict]]]:
     return {"flip_{t}": ("{t}", flip), "flipwide_{t}": ("wide_{t}", flip)}
 
 
+# --protocol: row name -> (variant name with {t}, the variant it copies, the values it sets)
+PROTOCOL_ROWS = {
+    "look16 ticket+flags": ("flags_wide_{t}", "wide_{t}", {"WGID": 0, "PACKED": 0}),
+    "look16 wgid only": ("wgid_wide_{t}", "wide_{t}", {"WGID": 1, "PACKED": 0}),
+    "look16 packed only": ("packed_wide_{t}", "wide_{t}", {"WGID": 0, "PACKED": 1}),
+    "look ticket+flags": ("flags_{t}", "{t}", {"WGID": 0, "PACKED": 0}),
+    "look24": ("wp24_{t}", "wide_{t}", {"HELD": 24, "SMEM": held_shared(24)}),
+    "look32": ("wp32_{t}", "wide_{t}", {"HELD": 32, "SMEM": held_shared(32)}),
+}
+PROTOCOLS = {row: f"lib_scan_look.{name}" for row, (name, _, _) in PROTOCOL_ROWS.items()}
+
+
 def protocol_variants() -> dict[str, tuple[str, Callable[[dict], dict]]]:
     """--protocol: lib_scan_look's protocols against the library's (the tile from the
     workgroup id, WGID, and status values as tagged halves, PACKED): each switch alone and
     neither (the ticket and the flags, the library's form until 2026-12-06) on the wide
-    tiles, neither on the tiles of 8 vec4s, and both on tiles of 24 and 32 vec4s (the
-    shared memory of held_variants' formula)."""
+    tiles, neither on the tiles of 8 vec4s, and both (the library's values) on tiles of 24
+    and 32 vec4s (PROTOCOL_ROWS)."""
     return {
-        "flags_wide_{t}": ("wide_{t}", lambda v: {"WGID": 0, "PACKED": 0}),
-        "wgid_wide_{t}": ("wide_{t}", lambda v: {"WGID": 1, "PACKED": 0}),
-        "packed_wide_{t}": ("wide_{t}", lambda v: {"WGID": 0, "PACKED": 1}),
-        "flags_{t}": ("{t}", lambda v: {"WGID": 0, "PACKED": 0}),
-        "wp24_{t}": ("wide_{t}", lambda v: {"WGID": 1, "PACKED": 1, "HELD": 24, "SMEM": 25616}),
-        "wp32_{t}": ("wide_{t}", lambda v: {"WGID": 1, "PACKED": 1, "HELD": 32, "SMEM": 33808}),
+        name: (base, lambda v, sets=sets: dict(sets)) for name, base, sets in PROTOCOL_ROWS.values()
     }
-
-
-PROTOCOLS = {  # --protocol: row name -> kernel id with {t} (protocol_variants)
-    "look16 ticket+flags": "lib_scan_look.flags_wide_{t}",
-    "look16 wgid only": "lib_scan_look.wgid_wide_{t}",
-    "look16 packed only": "lib_scan_look.packed_wide_{t}",
-    "look ticket+flags": "lib_scan_look.flags_{t}",
-    "look24": "lib_scan_look.wp24_{t}",
-    "look32": "lib_scan_look.wp32_{t}",
-}
 
 
 def forward_progress(dev) -> bool:
