@@ -582,8 +582,10 @@ def test_look_back_ticket_count_starts_again_past_restart(backend, scan_bundle):
             assert state.read()[-1] == 4 * step
 
 
-@pytest.mark.parametrize("kid", ["lib_scan_look.i32", "lib_scan_look.wide_f32"])
-def test_look_back_epoch_word_wraps(backend, scan_bundle, kid):
+@pytest.mark.parametrize(
+    ("kid", "kind"), [("lib_scan_look.i32", "i32"), ("lib_scan_look.wide_f32", "f32")]
+)
+def test_look_back_epoch_word_wraps(backend, scan_bundle, kid, kind):
     """The library's look-back form (WGID, PACKED) keeps the call's epoch in the word after
     the tiles' slots, and the last tile moves it on; its values are tagged with the
     epoch's low 15 bits. Past 2^32 calls (and past the tag's wrap) every call still finds
@@ -595,7 +597,6 @@ def test_look_back_epoch_word_wraps(backend, scan_bundle, kid):
         pytest.skip("the epoch's arithmetic is the same on every device: the cpu reference")
     with open_bundle(scan_bundle, backend="cpu") as bundle:
         dev = bundle.device
-        kind = kid.rsplit("_", 1)[-1].split(".")[-1]
         tile = 256 * 4 * library.look_back_items(kid)
         x = values(kind, 3 * tile + 5, seed=2)
         assert_scan(library._scan_once(bundle, kid, x, kind, False, None), x, False, "first")
