@@ -6,12 +6,16 @@ issue 12's figures for reduce, scan, fp32 matmul, softmax and layer norm.
     python3 bench/library_bench.py --cases matmul --sizes 4096 --backends vulkan
 
 Ours: each call is one library function on DeviceBuffers (out= included), as an
-application keeping its data on the device calls it. Vulkan: GPU timestamps around a
-batch of `number` calls (Device.timing), so gaps between dispatches count; wgpu has no
-timestamps: wall time of the batch, host included. A batch goes to the GPU in chunks while
-it is recorded, so where the host takes longer per call than the GPU the Vulkan figure is
-the host's; "gpu alone" (Vulkan) times the same calls recorded whole before the batch is
-submitted: the device's own time per call, with its ratio to torch's figure. torch: CUDA events around `number`
+application keeping its data on the device calls it. "gpu": GPU timestamps around a
+batch of `number` calls (Device.timing; wgpu where the adapter has timestamp-query, else
+the batch's wall time, "wall"), so gaps between dispatches count; "ratio" is torch's time
+over this one. A batch goes to the GPU in chunks while it is recorded, so where the host
+takes longer per call than the GPU the figure is the host's. "host-inclusive": the wall time
+per call of the same batches with the timestamps off, as an application's calls run (on
+wgpu, timing records through wgpu-py's API instead of the runtime's native recorder), with
+its own ratio ("host ratio": issue 23's wgpu target). "gpu alone" times the same calls
+recorded whole before the batch is submitted: the device's own time per call, with its
+ratio to torch's figure. torch: CUDA events around `number`
 calls of torch.sum / torch.cumsum / torch.matmul (TF32 off) / torch.softmax /
 F.layer_norm on the same values. Each figure is the median of --rounds rounds after a
 warm-up round. Ratio = torch time / ours (> 1: faster than torch); GB/s counts the bytes
@@ -338,6 +342,18 @@ def time_ours(dev, call, number: int, rounds: int) -> tuple[float, float]:
     return (statistics.median(gpu) if gpu else w), w
 
 
+def time_host(dev, call, number: int, rounds: int) -> float:
+    """Wall seconds per call of a batch of `number` calls, host included, with the device's
+    timestamps off: the path an application's calls take (on wgpu, Device.timing records
+    through wgpu-py's API instead of the native recorder). Median over rounds after a
+    warm-up round."""
+    timing, dev.timing = dev.timing, False
+    try:
+        return time_ours(dev, call, number, rounds)[1]
+    finally:
+        dev.timing = timing
+
+
 def time_gpu_alone(dev, call, number: int, rounds: int) -> float | None:
     """GPU seconds per call with each batch recorded whole before it is submitted (no
     chunk goes early), so that the GPU never waits for the host: what the dispatches take
@@ -446,17 +462,19 @@ def run_case(case: Case, size, backends, lib, torch, args) -> None:
         dev = lib[backend][0]
         call, out = case.ours(lib[backend][1], dev, data)
         number = args.number or calls_for(call, dev.wait)
-        ours, wall = time_ours(dev, call, number, args.rounds)
+        ours, _ = time_ours(dev, call, number, args.rounds)
+        kind = "gpu" if dev.gpu_seconds is not None else "wall"
+        wall = time_host(dev, call, number, args.rounds)
         alone = time_gpu_alone(dev, call, number, args.rounds)
         got = out.read()
         ok, err = agree(got, np.asarray(want), case.rtol)
-        kind = "gpu" if dev.backend == "vulkan" and dev.gpu_seconds is not None else "wall"
         line = (
             f"  [{backend:<6}] {case.name:<15} {str(size):<14} ours {amount / ours / scale:9.1f} "
             f"{unit} ({kind} {ours * 1e6:9.1f} us, host-inclusive {wall * 1e6:9.1f} us)"
         )
         if ref_time is not None:
             line += f" | {torch_line} ({ref_time * 1e6:9.1f} us) ratio {ref_time / ours:6.3f}x"
+            line += f" host ratio {ref_time / wall:6.3f}x"
         if alone is not None:
             line += f" | gpu alone {alone * 1e6:8.1f} us" + (
                 f" ({ref_time / alone:6.3f}x)" if ref_time is not None else ""
