@@ -10,8 +10,10 @@ vulkan_memory_model; VulkanMemoryModelDeviceScope where a device-scope op is in 
 - vyre.atomic -> the op's OpAtomic* (a compare-exchange's unequal semantics keep only the
   acquire part), vyre.atomic.load -> OpAtomicLoad, vyre.atomic.store -> OpAtomicStore,
   vyre.fence -> OpMemoryBarrier; in bounds, as every access of the legal form.
-In such a module every storage-buffer and workgroup access is NonPrivatePointer
-(`CoopOps.access`), so release and acquire order the plain loads and stores around them.
+In such a module every workgroup access and every access of a read-write storage buffer is
+NonPrivatePointer (`CoopOps.access`), so release and acquire order the plain loads and
+stores around them; a read-only or write-only buffer's accesses are left private, since
+nothing in the dispatch both writes and reads it.
 """
 
 from __future__ import annotations
