@@ -498,10 +498,13 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--number", type=int, default=0, help="calls per round (default: ~20 ms)")
     args = ap.parse_args(argv)
-    chosen = [c for c in CASES if not args.cases or c.name in args.cases.split(",")]
-    unknown = set(filter(None, args.cases.split(","))) - {c.name for c in CASES}
+    by_name = {c.name: c for c in CASES}
+    named = list(dict.fromkeys(filter(None, args.cases.split(","))))
+    unknown = set(named) - set(by_name)
     if unknown:
-        ap.error(f"unknown cases {sorted(unknown)}; choose from {[c.name for c in CASES]}")
+        ap.error(f"unknown cases {sorted(unknown)}; choose from {list(by_name)}")
+    # the cases in the order given (a case's place in a run can matter: clocks, caches)
+    chosen = [by_name[name] for name in named] if named else list(CASES)
     torch = cuda_torch()
     if torch is not None:
         torch.backends.cuda.matmul.allow_tf32 = False
