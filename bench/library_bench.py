@@ -3,7 +3,7 @@ issue 12's figures for reduce, scan, fp32 matmul, softmax and layer norm.
 
     python3 bench/library_bench.py                     # the H200 run: every case, Vulkan and wgpu
     python3 bench/library_bench.py --quick             # small sizes, a smoke run (lavapipe here)
-    python3 bench/library_bench.py --cases matmul --sizes 4096 --backends vulkan
+    python3 bench/library_bench.py --cases matmul_f32 --sizes 4096 --backends vulkan
 
 Ours: each call is one library function on DeviceBuffers (out= included), as an
 application keeping its data on the device calls it. "gpu": GPU timestamps around a
