@@ -554,24 +554,30 @@ def test_look_back_across_reference_chunks(monkeypatch, scan_bundle, per_chunk, 
                 assert_scan(library.scan(bundle, x), x, False, f"scan n={n}")
 
 
+def look_back_state(dev, kid: str, tiles: int):
+    """The state buffer the library keeps for look-back kernel `kid` on `dev` over calls of
+    `tiles` tiles (one ticket period): a 16-byte slot a tile, then the count or epoch."""
+    from vyre_build.library import call as library_call
+
+    key = (library._look_back_state_name(kid, tiles), "u32", 4 * tiles + 1)
+    (state,) = [b for k, b in library_call._SCRATCH[dev].items() if k[1:] == key]
+    return state
+
+
 def test_look_back_ticket_count_starts_again_past_restart(backend, scan_bundle):
     """lib_scan_look's ticket form (acquire_*) draws tile and epoch from one count kept
     across calls (`tiles` tickets a call): the last ticket of a call past RESTART (2^30)
     sets it back to 0, and the next calls (epochs 0, 1) still find only their own flags.
     The cpu reference only: a look-back needs forward progress, and this needs no GPU to
     show."""
-    from vyre_build.library import call as library_call
-
     if backend != "cpu":
         pytest.skip("the count's arithmetic is the same on every device: the cpu reference")
     with open_bundle(scan_bundle, backend="cpu") as bundle:
         dev, kid = bundle.device, "lib_scan_look.acquire_i32"
         x = values("i32", 3 * 8192 + 5, seed=1)
         assert_scan(library._scan_once(bundle, kid, x, "i32", False, None), x, False, "first")
-        kept = library_call._SCRATCH[dev]
         # the slots of 4 tiles and the count (other tests may have left calls in it)
-        key = (f"scan look-back state, {kid}, period 4", "u32", 17)
-        (state,) = [b for k, b in kept.items() if k[1:] == key]
+        state = look_back_state(dev, kid, 4)
         words = state.read().copy()
         assert words[-1] % 4 == 0 and words[-1] > 0  # whole calls of 4 tiles
         words[-1] = 4 * (1 << 28)  # a count past RESTART, after a whole call
@@ -591,8 +597,6 @@ def test_look_back_epoch_word_wraps(backend, scan_bundle, kid, kind):
     epoch's low 15 bits. Past 2^32 calls (and past the tag's wrap) every call still finds
     only its own values, though the slots keep the last call's: epochs 2^32 - 2, 2^32 - 1,
     0, 1. The cpu reference only, as above."""
-    from vyre_build.library import call as library_call
-
     if backend != "cpu":
         pytest.skip("the epoch's arithmetic is the same on every device: the cpu reference")
     with open_bundle(scan_bundle, backend="cpu") as bundle:
@@ -600,8 +604,7 @@ def test_look_back_epoch_word_wraps(backend, scan_bundle, kid, kind):
         tile = 256 * 4 * library.look_back_items(kid)
         x = values(kind, 3 * tile + 5, seed=2)
         assert_scan(library._scan_once(bundle, kid, x, kind, False, None), x, False, "first")
-        key = (f"scan look-back state, {kid}, period 4", "u32", 17)
-        (state,) = [b for k, b in library_call._SCRATCH[dev].items() if k[1:] == key]
+        state = look_back_state(dev, kid, 4)
         words = state.read().copy()
         assert words[-1] >= 1  # one call at least, each moving the epoch on by one
         words[-1] = 0xFFFFFFFE

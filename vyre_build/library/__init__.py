@@ -289,8 +289,7 @@ def _scan_once(
         # halves), then the tickets drawn (or, in the WGID form, the epoch): kept across
         # calls, together; one buffer per kernel and ticket period, so that every call on
         # a buffer keeps its protocol and draws as many as the epoch arithmetic expects
-        key = f"scan look-back state, {kid}, period {period}"
-        args["state"] = call.scratch(key, "u32", 4 * tiles + 1)
+        args["state"] = call.scratch(_look_back_state_name(kid, period), "u32", 4 * tiles + 1)
     else:
         args.update(
             agg=call.scratch("scan aggregates", kind, tiles),
@@ -302,6 +301,12 @@ def _scan_once(
     call.run(steps)
     call.remember((exclusive,), (x, out), steps, None)
     return call.result(ob, out, n, shape)
+
+
+def _look_back_state_name(kid: str, period: int) -> str:
+    """The name of the scratch buffer a look-back kernel `kid` keeps its tiles' status and
+    its count or epoch in, across calls of ticket period `period` (_scan_once)."""
+    return f"scan look-back state, {kid}, period {period}"
 
 
 def _scan(
