@@ -81,8 +81,8 @@ def patch_for_statistics(internal: bool = False) -> None:
         info.enabledExtensionCount = len(names)
         return info
 
-    def stages(infos, codes, entries, base, keep):
-        fill(infos, codes, entries, base, keep)
+    def stages(infos, codes, entries, base, keep, *rest):
+        fill(infos, codes, entries, base, keep, *rest)
         flags = vk.VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
         if internal:
             flags |= vk.VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR
