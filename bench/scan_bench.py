@@ -29,6 +29,9 @@
   one set of relaxed loads brings with its readiness, PACKED): each alone and neither (a
   ticket drawn per tile; a flag, an acquire fence and a second load), and both over tiles
   of 24 and 32 vec4s;
+- look old, look16 old (--against FILE): lib_scan_look and its wide tiles compiled from
+  another copy of kernels/lib_scan.py (an earlier revision: `git show
+  REV:kernels/lib_scan.py > FILE`), beside this tree's in the same process;
 - look wN, look16 wN (--wg N,...): lib_scan_look and its wide variants built with workgroups
   of N invocations (the module's WG rebound in its source text), so tiles of N * 32 and
   N * 64 values: which tile size the device wants.
@@ -152,6 +155,20 @@ def built_with(dev, wg: int) -> dict:
         raise SystemExit(f"kernels/lib_scan.py no longer sets WG = {LIB_WG}: --wg cannot rebind it")
     text = text.replace(f"\nWG = {LIB_WG}\n", f"\nWG = {wg}\n")
     return kernels_for(dev, compile_file(path, root=KERNELS, text=text))
+
+
+def built_against(dev, path: str) -> dict:
+    """--against: the lib_scan kernels the device can run, compiled from the text of `path`
+    (another revision of kernels/lib_scan.py) as if it were kernels/lib_scan.py, so that
+    its imports resolve in this tree's kernels/."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise SystemExit(f"--against {path}: {e.strerror}") from None
+    return kernels_for(
+        dev, compile_file(os.path.join(KERNELS, "lib_scan.py"), root=KERNELS, text=text)
+    )
 
 
 def built_variants(dev, extra: dict[str, tuple[str, Callable[[dict], dict]]]) -> dict:
@@ -350,6 +367,11 @@ def main(argv=None) -> int:
         help="also the look-back's protocol switches against the library's form: "
         + ", ".join(PROTOCOLS),
     )
+    ap.add_argument(
+        "--against",
+        default="",
+        help="another copy of kernels/lib_scan.py (an earlier revision): look old, look16 old",
+    )
     ap.add_argument("--floor", action="store_true", help="also torch's copy and tile-shaped copies")
     ap.add_argument("--pipe", default="", help="comma list of workgroup counts: pipe gN paths")
     ap.add_argument("--rounds", type=int, default=5)
@@ -365,6 +387,7 @@ def main(argv=None) -> int:
         - {f"look h{h}" for h in held}
         - {f"pipe g{g}" for g in pipes}
         - ({"look flip", "look16 flip"} if args.flip_shuffle else set())
+        - ({"look old", "look16 old"} if args.against else set())
         - (set(PROTOCOLS) if args.protocol else set())
     )
     if unknown:
@@ -383,6 +406,10 @@ def main(argv=None) -> int:
         built = built_with(dev, w)
         extra.append((f"look w{w}", built, "lib_scan_look.{t}"))
         extra.append((f"look16 w{w}", built, "lib_scan_look.wide_{t}"))
+    if args.against:
+        old = built_against(dev, args.against)
+        extra.append(("look old", old, "lib_scan_look.{t}"))
+        extra.append(("look16 old", old, "lib_scan_look.wide_{t}"))
     variants = held_variants(held)
     if args.flip_shuffle:
         variants.update(flipped_variants())
