@@ -478,66 +478,68 @@ def look_back(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32
     return excl
 
 
-def scan_held(held: Buffer[V, "rw"], sums: Buffer[V, "rw"], totals: Buffer[V, "rw"], lane: u32,
-              size: u32, rank: u32, groups: u32, z: T, zv: V) -> T:
-    """The tile in `held` (HELD vec4s an invocation) scanned before the look-back, four steps
-    at a time (a vec4 of step sums per invocation) with one barrier: leaves in `sums` (HELD
-    // 4 vec4s) where each step starts in the tile, returns the tile's total. `totals`
-    (shared: HELD // 4 * WG) holds the subgroup totals; SHUFFLE picks how they are combined
-    (module docstring); `z` and `zv` are T's and V's zeros. Each group of four steps is
-    finished before the next starts (its subgroup scan kept in `sums`, its totals over the
-    subgroups in two vec4s), so that beside the tile only `sums` and a few vec4s are live:
-    the registers an invocation needs, and so how many workgroups share an SM, follow
-    HELD."""
+def scan_held(held: Buffer[V, "rw"], sums: Buffer[V, "rw"], lower: Buffer[V, "rw"],
+              below: Buffer[V, "rw"], whole: Buffer[V, "rw"], part: Buffer[V, "rw"],
+              totals: Buffer[V, "rw"], lane: u32, size: u32, rank: u32, groups: u32, z: T,
+              zv: V) -> T:
+    """The tile in `held` (HELD vec4s an invocation) scanned before the look-back, all steps
+    at once (a vec4 of step sums per invocation and four steps) with one barrier: leaves in
+    `sums` where each step starts in the tile, returns the tile's total. `lower`, `below`,
+    `whole`, `part` (HELD // 4 vec4s each) and `totals` (shared: HELD // 4 * WG) are its
+    working space; SHUFFLE picks how subgroup totals are combined (module docstring); `z`
+    and `zv` are T's and V's zeros."""
     for q in unroll(HELD // 4):
-        s = V(sum4(held[4 * q]), sum4(held[4 * q + 1]), sum4(held[4 * q + 2]),
-              sum4(held[4 * q + 3]))
-        ex = subgroup_exclusive_add(s)
-        if lane == size - 1:
-            totals[q * WG + rank] = ex + s
-        sums[q] = ex
+        sums[q] = V(sum4(held[4 * q]), sum4(held[4 * q + 1]), sum4(held[4 * q + 2]),
+                    sum4(held[4 * q + 3]))
+        lower[q] = subgroup_exclusive_add(sums[q])
+    if lane == size - 1:
+        for q in unroll(HELD // 4):
+            totals[q * WG + rank] = lower[q] + sums[q]
     barrier()
-    run = z
-    c: u32 = 0
-    d: u32 = 1
-    span = min(groups, size)
     for q in unroll(HELD // 4):
-        below = zv  # the totals of steps 4q..4q+3 over the subgroups before this one
-        whole = zv  # and over the workgroup
-        c = u32(0)
-        if SHUFFLE == 0:
-            # integers: two subgroup reductions per vec4 (one instruction a component on
-            # NVIDIA, REDUX)
-            while c < groups:
-                j = c + lane
+        below[q] = zv
+        whole[q] = zv
+    c: u32 = 0
+    if SHUFFLE == 0:
+        # integers: two subgroup reductions per vec4 (one instruction a component on
+        # NVIDIA, REDUX)
+        while c < groups:
+            j = c + lane
+            for q in unroll(HELD // 4):
                 w = totals[q * WG + j] if j < groups else zv
-                below += subgroup_add(w if j < rank else zv)
-                whole += subgroup_add(w)
-                c += size
-        else:
-            # floats: one scan over the lanes that hold totals (log2 of their count steps,
-            # not a full reduction's log2 of the subgroup's width, twice), then the chunk's
-            # total and the sum before this subgroup read from the scan's lanes
-            while c < groups:
-                j = c + lane
-                part = totals[q * WG + j] if j < groups else zv
-                d = u32(1)
-                while d < span:
-                    up = subgroup_shuffle_up(part, d)
-                    part = part + (up if lane >= d else zv)
-                    d *= 2
-                take = min(rank - c, span) if rank > c else u32(0)  # the chunk's lanes before
-                at = take - 1 if take > 0 else u32(0)
-                whole += subgroup_shuffle(part, span - 1)
-                got = subgroup_shuffle(part, at)
-                below += got if take > 0 else zv
-                c += size
-        # where each of the four steps starts in the tile (into `sums`), and the total so far
-        s1 = whole.x if q == 0 else run + whole.x
-        s2 = s1 + whole.y
-        s3 = s2 + whole.z
-        sums[q] = V(run, s1, s2, s3) + below + sums[q]
-        run = s3 + whole.w
+                below[q] += subgroup_add(w if j < rank else zv)
+                whole[q] += subgroup_add(w)
+            c += size
+    else:
+        # floats: one scan over the lanes that hold totals (log2 of their count steps, not
+        # a full reduction's log2 of the subgroup's width, twice), then the chunk's total
+        # and the sum before this subgroup read from the scan's lanes
+        span = min(groups, size)
+        while c < groups:
+            j = c + lane
+            for q in unroll(HELD // 4):
+                part[q] = totals[q * WG + j] if j < groups else zv
+            d: u32 = 1
+            while d < span:
+                for q in unroll(HELD // 4):
+                    up = subgroup_shuffle_up(part[q], d)
+                    part[q] = part[q] + (up if lane >= d else zv)
+                d *= 2
+            take = min(rank - c, span) if rank > c else u32(0)  # this chunk's lanes before it
+            at = take - 1 if take > 0 else u32(0)
+            for q in unroll(HELD // 4):
+                whole[q] += subgroup_shuffle(part[q], span - 1)
+                got = subgroup_shuffle(part[q], at)
+                below[q] += got if take > 0 else zv
+            c += size
+    # where each step starts in the tile (into `sums`), and the tile's total (`run`)
+    run = z
+    for q in unroll(HELD // 4):
+        s1 = whole[q].x if q == 0 else run + whole[q].x
+        s2 = s1 + whole[q].y
+        s3 = s2 + whole[q].z
+        sums[q] = V(run, s1, s2, s3) + below[q] + lower[q]
+        run = s3 + whole[q].w
     return run
 
 
@@ -551,7 +553,11 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     drawn = shared(u32, 2)
     prefix = shared(T, 1)
     held = local_array(V, HELD)  # the tile's values, a vec4 per step
-    sums = local_array(V, HELD // 4)  # where steps 4q..4q+3 start in the tile (scan_held)
+    sums = local_array(V, HELD // 4)  # the step sums of steps 4q..4q+3
+    lower = local_array(V, HELD // 4)  # their exclusive scans across the subgroup
+    below = local_array(V, HELD // 4)  # their totals over the subgroups before this one
+    whole = local_array(V, HELD // 4)  # and over the workgroup
+    part = local_array(V, HELD // 4)  # SHUFFLE: a chunk of subgroup totals, scanned
     lane = subgroup_invocation_id()
     size = subgroup_size()
     z = zero_of()
@@ -587,7 +593,8 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     else:
         tag = (era & EPOCH) << 2
     # the tile scanned before the look-back (scan_held: one barrier)
-    run = scan_held(held, sums, totals, lane, size, rank, groups, z, zv)
+    run = scan_held(held, sums, lower, below, whole, part, totals, lane, size, rank, groups, z,
+                    zv)
     # the look-back, by the first subgroup (look_back: a lane per predecessor, the window
     # moving back a subgroup's width until the nearest inclusive prefix)
     carry = V(tile_carry(state, tile, tag, run, lane, size, rank, prefix))
@@ -610,7 +617,11 @@ def lib_scan_pipe(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     prefix = shared(T, 1)
     held = local_array(V, HELD)
     nxt = local_array(V, HELD)
-    sums = local_array(V, HELD // 4)  # where steps 4q..4q+3 start in the tile (scan_held)
+    sums = local_array(V, HELD // 4)
+    lower = local_array(V, HELD // 4)
+    below = local_array(V, HELD // 4)
+    whole = local_array(V, HELD // 4)
+    part = local_array(V, HELD // 4)
     lane = subgroup_invocation_id()
     size = subgroup_size()
     z = zero_of()
@@ -630,7 +641,8 @@ def lib_scan_pipe(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
         # the tile scanned (scan_held: one barrier, after which every invocation has read
         # this round's ticket from `drawn`), then the next ticket, none in the last round,
         # so that a workgroup draws `rounds` tickets and runs each
-        run = scan_held(held, sums, totals, lane, size, rank, groups, z, zv)
+        run = scan_held(held, sums, lower, below, whole, part, totals, lane, size, rank,
+                        groups, z, zv)
         if lid == 0:
             if r + 1 < rounds:
                 draw(state, tiles, period, drawn)
