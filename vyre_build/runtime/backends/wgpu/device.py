@@ -260,8 +260,12 @@ class WgpuDevice(WgpuBuffers):
             self._guard("wgpu dispatch failed", self._record, jobs, final)
         if final and self._stamped:
             self._stamped = False
-            raw = self._guard("timestamp query", self.queue.read_buffer, self._stamps, 0, 16)
-            start, end = struct.unpack("<QQ", bytes(raw))
+            # Through the kept staging buffer (_read), as every read: wgpu-py's
+            # queue.read_buffer makes and destroys a MAP_READ buffer each time; on an H100
+            # (2026-12-06) a timed batch then took about 45 ms more once a 64 MiB read had
+            # been made.
+            raw = self._guard("timestamp query", self._read, self._stamps, 16)
+            start, end = struct.unpack("<QQ", raw)
             self.gpu_seconds = max(end - start, 0) * 1e-9
 
     def _record(self, jobs: list[Job], final: bool) -> None:
