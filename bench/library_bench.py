@@ -470,7 +470,8 @@ def run_case(case: Case, size, backends, lib, torch, args) -> None:
         ok, err = agree(got, np.asarray(want), case.rtol)
         line = (
             f"  [{backend:<6}] {case.name:<15} {str(size):<14} ours {amount / ours / scale:9.1f} "
-            f"{unit} ({kind} {ours * 1e6:9.1f} us, host-inclusive {wall * 1e6:9.1f} us)"
+            f"{unit} ({kind} {ours * 1e6:9.1f} us, host-inclusive {wall * 1e6:9.1f} us, "
+            f"{number} calls a batch)"
         )
         if ref_time is not None:
             line += f" | {torch_line} ({ref_time * 1e6:9.1f} us) ratio {ref_time / ours:6.3f}x"
