@@ -79,6 +79,7 @@ from library_bench import (  # noqa: E402
 )
 
 from vyre_build.compiler import compile_file  # noqa: E402
+from vyre_build.core.errors import KernelError  # noqa: E402
 from vyre_build import library  # noqa: E402
 from vyre_build.library import SINGLE_PASS_FEATURES  # noqa: E402
 from vyre_build.runtime.tuning import Choice  # noqa: E402
@@ -166,9 +167,12 @@ def built_against(dev, path: str) -> dict:
             text = f.read()
     except OSError as e:
         raise SystemExit(f"--against {path}: {e.strerror}") from None
-    return kernels_for(
-        dev, compile_file(os.path.join(KERNELS, "lib_scan.py"), root=KERNELS, text=text)
-    )
+    try:
+        here = os.path.join(KERNELS, "lib_scan.py")
+        compiled = compile_file(here, root=KERNELS, text=text, display_path=path)
+    except KernelError as e:
+        raise SystemExit(f"--against: it does not compile here:\n{e}") from None
+    return kernels_for(dev, compiled)
 
 
 def built_variants(dev, extra: dict[str, tuple[str, Callable[[dict], dict]]]) -> dict:
