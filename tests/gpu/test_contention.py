@@ -1,8 +1,8 @@
 """Every invocation contending for one cell (issue 20): a compare-exchange increment
 retried until it lands (every backend), and a spin lock around a plain read-modify-write
 (the reference: a data race elsewhere), each at 16,384 invocations, checked against what
-numpy says they must give (every ticket handed out once, the counter at n). The cpu reference's cost of them: test_reference_contention.py
-and bench/reference_bench.py."""
+numpy says they must give (every ticket handed out once, the counter at n). The cpu
+reference's cost of them: test_reference_contention.py and bench/reference_bench.py."""
 
 from __future__ import annotations
 

@@ -910,7 +910,7 @@ def test_coarse_entries_run_where_the_sizes_allow(backend, tree_bundle):
 
 
 @pytest.mark.gpu
-def test_wgpu_timing_with_timestamp_queries_where_the_device_has_them():
+def test_wgpu_timing_with_timestamp_queries_where_the_device_has_them(monkeypatch):
     from adapters import require_adapter
 
     require_adapter("wgpu")
@@ -936,13 +936,13 @@ def test_wgpu_timing_with_timestamp_queries_where_the_device_has_them():
     # The timestamps are read like any buffer, through the kept staging buffer: a timed
     # batch makes no buffer of its own (wgpu-py's queue.read_buffer makes one a read).
     made, create = [], dev.device._create_buffer
-    dev.device._create_buffer = lambda *a: made.append(a[1]) or create(*a)
+    monkeypatch.setattr(dev.device, "_create_buffer", lambda *a: made.append(a[1]) or create(*a))
     for _ in range(3):
         with dev.batch():
             saxpy(x=bx, y=by, a=0.0)
         assert dev.gpu_seconds is not None and dev.gpu_seconds > 0
     assert made == []
-    dev.device._create_buffer = create
+    monkeypatch.undo()
     t = time.perf_counter()
     saxpy(x=bx, y=by, a=1.0)
     assert 0 < dev.gpu_seconds < time.perf_counter() - t  # this call's, not the batch's
