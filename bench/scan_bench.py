@@ -31,7 +31,8 @@
   of 24 and 32 vec4s;
 - look old, look16 old (--against FILE): lib_scan_look and its wide tiles compiled from
   another copy of kernels/lib_scan.py (an earlier revision: `git show
-  REV:kernels/lib_scan.py > FILE`), beside this tree's in the same process;
+  REV:kernels/lib_scan.py > FILE`), beside this tree's in the same process; with --held,
+  also look hN old: that copy over tiles of N vec4s;
 - look wN, look16 wN (--wg N,...): lib_scan_look and its wide variants built with workgroups
   of N invocations (the module's WG rebound in its source text), so tiles of N * 32 and
   N * 64 values: which tile size the device wants.
@@ -158,15 +159,19 @@ def built_with(dev, wg: int) -> dict:
     return kernels_for(dev, compile_file(path, root=KERNELS, text=text))
 
 
-def built_against(dev, path: str) -> dict:
-    """--against: the lib_scan kernels the device can run, compiled from the text of `path`
-    (another revision of kernels/lib_scan.py) as if it were kernels/lib_scan.py, so that
-    its imports resolve in this tree's kernels/."""
+def against_text(path: str) -> str:
+    """--against: the text of `path` (another revision of kernels/lib_scan.py)."""
     try:
         with open(path) as f:
-            text = f.read()
+            return f.read()
     except OSError as e:
         raise SystemExit(f"--against {path}: {e.strerror}") from None
+
+
+def built_against(dev, path: str, text: str) -> dict:
+    """--against: the lib_scan kernels the device can run, compiled from `text` (read from
+    `path`) as if it were kernels/lib_scan.py, so that its imports resolve in this tree's
+    kernels/."""
     try:
         here = os.path.join(KERNELS, "lib_scan.py")
         compiled = compile_file(here, root=KERNELS, text=text, display_path=path)
@@ -175,10 +180,13 @@ def built_against(dev, path: str) -> dict:
     return kernels_for(dev, compiled)
 
 
-def built_variants(dev, extra: dict[str, tuple[str, Callable[[dict], dict]]]) -> dict:
+def built_variants(
+    dev, extra: dict[str, tuple[str, Callable[[dict], dict]]], text: str | None = None
+) -> dict:
     """lib_scan_look built with the variants of `extra` added (name with {t}: (the variant
     with {t} it copies, the values it changes, given the copied ones)) to a copy of
-    kernels/ (variants.yaml), for each element type of KINDS."""
+    kernels/ (variants.yaml), for each element type of KINDS; from `text` in place of
+    kernels/lib_scan.py where given (--against with --held)."""
     import shutil
     import tempfile
 
@@ -197,6 +205,9 @@ def built_variants(dev, extra: dict[str, tuple[str, Callable[[dict], dict]]]) ->
             look[name.format(t=t)] = dict(copied, **changed(copied))
     with open(spec_path, "w") as f:
         yaml.safe_dump(spec, f)
+    if text is not None:
+        with open(os.path.join(root, "lib_scan.py"), "w") as f:
+            f.write(text)
     return kernels_for(dev, compile_file(os.path.join(root, "lib_scan.py"), root=root))
 
 
@@ -374,7 +385,8 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--against",
         default="",
-        help="another copy of kernels/lib_scan.py (an earlier revision): look old, look16 old",
+        help="another copy of kernels/lib_scan.py (an earlier revision): look old, look16 old "
+        "(and look hN old with --held)",
     )
     ap.add_argument("--floor", action="store_true", help="also torch's copy and tile-shaped copies")
     ap.add_argument("--pipe", default="", help="comma list of workgroup counts: pipe gN paths")
@@ -392,6 +404,7 @@ def main(argv=None) -> int:
         - {f"pipe g{g}" for g in pipes}
         - ({"look flip", "look16 flip"} if args.flip_shuffle else set())
         - ({"look old", "look16 old"} if args.against else set())
+        - ({f"look h{h} old" for h in held} if args.against else set())
         - (set(PROTOCOLS) if args.protocol else set())
     )
     if unknown:
@@ -411,9 +424,17 @@ def main(argv=None) -> int:
         extra.append((f"look w{w}", built, "lib_scan_look.{t}"))
         extra.append((f"look16 w{w}", built, "lib_scan_look.wide_{t}"))
     if args.against:
-        old = built_against(dev, args.against)
+        text = against_text(args.against)
+        old = built_against(dev, args.against, text)
         extra.append(("look old", old, "lib_scan_look.{t}"))
         extra.append(("look16 old", old, "lib_scan_look.wide_{t}"))
+        if held:
+            try:
+                built = built_variants(dev, held_variants(held), text)
+            except KernelError as e:
+                raise SystemExit(f"--against with --held: it does not compile here:\n{e}") from None
+            for h in held:
+                extra.append((f"look h{h} old", built, f"lib_scan_look.held{h}_{{t}}"))
     variants = held_variants(held)
     if args.flip_shuffle:
         variants.update(flipped_variants())
