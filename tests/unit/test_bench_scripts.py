@@ -4,6 +4,7 @@ asserted: only the shape of the report is)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -80,6 +81,33 @@ def test_scan_bench_floor_rows_copy_in_the_look_back_tile_shape():
         ("n=12288", "rts"), ("n=12288", "look"),
     ]  # fmt: skip
     assert all(r[7] == "copied" for r in rows[:2])
+
+
+def test_scan_bench_against_another_revision_with_its_own_tiles(tmp_path):
+    """--against FILE with --held: the other copy of lib_scan.py runs beside this tree's,
+    over its wide tiles and over tiles of N vec4s built from its text (look hN old), each
+    checked against numpy; a copy that does not compile is refused under its own name."""
+    other = tmp_path / "lib_scan_other.py"
+    shutil.copy(os.path.join(ROOT, "kernels", "lib_scan.py"), other)
+    proc = run_bench(
+        "scan_bench.py", "--backend", "cpu", "--sizes", "24576", "--kinds", "i32",
+        "--against", str(other), "--held", "12", "--rounds", "1", "--number", "1",
+        "--paths", "rts b1024,look16 old,look h12,look h12 old",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    # "  i32 n=24576       look h12 old       12413.9 us ...": fields two spaces apart
+    rows = [re.split(r"\s{2,}", ln.strip()) for ln in proc.stdout.splitlines() if ln[:2] == "  "]
+    assert [r[1] for r in rows] == ["rts b1024", "look16 old", "look h12 old", "look h12"]
+    assert all("matches" in r for r in rows)
+    assert all(r[-1].startswith("[lib_scan_look.held12_i32;") for r in rows[2:])
+    other.write_text(other.read_text().replace("def lib_scan_look(", "def lib_scan_look(:", 1))
+    proc = run_bench(
+        "scan_bench.py", "--backend", "cpu", "--sizes", "24576", "--kinds", "i32",
+        "--against", str(other), "--held", "12", "--paths", "rts b1024,look h12 old",
+    )  # fmt: skip
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "--against: it does not compile here" in proc.stderr
+    assert str(other) in proc.stderr
 
 
 def test_reduce_bench_rows_match_numpy_on_the_reference():
