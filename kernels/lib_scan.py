@@ -366,12 +366,12 @@ def draw_ranked(state: Buffer[u32, "rw"], tiles: u32, drawn: Buffer[u32, "rw"],
 
 
 def tile_carry(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
-               size: u32, rank: u32, prefix: Buffer[T, "rw"]) -> T:
+               size: u32, rank: u32, prefix: Buffer[T, "rw"], posted: u32) -> T:
     """Tile `tile`'s exclusive prefix for every invocation of the workgroup: the first
-    subgroup (`rank` 0) runs `look_back`, its first lane leaves the result in `prefix`,
-    and a barrier hands it to the others."""
+    subgroup (`rank` 0) runs `look_back` (`posted`: the tile's aggregate is out already),
+    its first lane leaves the result in `prefix`, and a barrier hands it to the others."""
     if rank == 0:
-        excl = look_back(state, tile, tag, whole, lane, size)
+        excl = look_back(state, tile, tag, whole, lane, size, posted)
         if lane == 0:
             prefix[0] = excl
     barrier()
@@ -408,10 +408,41 @@ def post(state: Buffer[u32, "rw"], tile: u32, status: u32, tag: u32, v: T) -> No
         atomic_store(state, 4 * tile, tag | status, scope="device", order="release")
 
 
+def post_aggregate(state: Buffer[u32, "rw"], tile: u32, tag: u32, held: Buffer[V, "rw"],
+                   marks: Buffer[u32, "rw"], lane: u32, size: u32, rank: u32,
+                   groups: u32) -> T:
+    """Publish tile `tile`'s aggregate (its inclusive prefix for tile 0) as soon as its
+    values are in, before the tile is scanned: each subgroup's total of `held` through
+    `marks` (one word a subgroup; free by now), one barrier, then the first subgroup sums
+    them and its first lane posts the total. Returns the total in the first subgroup (the
+    value `look_back` then publishes the inclusive prefix with), zero elsewhere."""
+    t = held[0]
+    for k in unroll(HELD - 1):
+        t = t + held[k + 1]
+    mine = subgroup_add(sum4(t))
+    if lane == 0:
+        marks[rank] = bitcast(u32, mine)
+    barrier()
+    total = zero_of()
+    if rank == 0:
+        c: u32 = 0
+        while c < groups:
+            j = c + lane
+            total += subgroup_add(bitcast(T, marks[j]) if j < groups else zero_of())
+            c += size
+        if lane == 0:
+            if tile == 0:
+                post(state, 0, 2, tag, total)
+            else:
+                post(state, tile, 1, tag, total)
+    return total
+
+
 def look_back(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
-              size: u32) -> T:
+              size: u32, posted: u32) -> T:
     """Run by one subgroup (subgroup-uniform arguments): publish tile `tile`'s aggregate
-    `whole` (`post`, tagged with the call's epoch `tag`), walk back over its predecessors a
+    `whole` (`post`, tagged with the call's epoch `tag`; not where `posted`: the caller
+    published it, `post_aggregate`), walk back over its predecessors a
     lane each until the nearest inclusive prefix, adding the aggregates after it, publish
     the tile's inclusive prefix and return its exclusive one. A lane reads its
     predecessor's status with four relaxed loads that bring the values too (PACKED); or
@@ -421,10 +452,10 @@ def look_back(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32
     z = zero_of()
     excl = z
     if tile == 0:
-        if lane == 0:
+        if lane == 0 and posted == 0:
             post(state, 0, 2, tag, whole)
     else:
-        if lane == 0:
+        if lane == 0 and posted == 0:
             post(state, tile, 1, tag, whole)
         j = tile  # excl holds the totals of tiles j .. tile - 1
         while j != 0:
@@ -592,12 +623,15 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
         tag = ((era & 0x7FFF) | 0x8000) << 16
     else:
         tag = (era & EPOCH) << 2
+    # the tile's aggregate out before the tile is scanned, so that later tiles find it
+    # sooner (post_aggregate: one barrier)
+    agg = post_aggregate(state, tile, tag, held, marks, lane, size, rank, groups)
     # the tile scanned before the look-back (scan_held: one barrier)
-    run = scan_held(held, sums, lower, below, whole, part, totals, lane, size, rank, groups, z,
-                    zv)
+    scan_held(held, sums, lower, below, whole, part, totals, lane, size, rank, groups, z, zv)
     # the look-back, by the first subgroup (look_back: a lane per predecessor, the window
-    # moving back a subgroup's width until the nearest inclusive prefix)
-    carry = V(tile_carry(state, tile, tag, run, lane, size, rank, prefix))
+    # moving back a subgroup's width until the nearest inclusive prefix), which publishes
+    # the inclusive prefix from the same total as the aggregate
+    carry = V(tile_carry(state, tile, tag, agg, lane, size, rank, prefix, u32(1)))
     if WGID != 0 and tile == tiles - 1 and rank == 0 and lane == 0:
         # every tile has read the epoch: the last one's prefix needed them all
         atomic_store(state, 4 * tiles, era + 1, scope="device")
@@ -661,7 +695,7 @@ def lib_scan_pipe(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
                 for k in unroll(HELD):
                     nxt[k] = load4(x4, x, nfirst + k * WG, n, vin)
         if rank == 0 and tile < tiles:
-            excl = look_back(state, tile, tag, run, lane, size)
+            excl = look_back(state, tile, tag, run, lane, size, u32(0))
             if lane == 0:
                 prefix[0] = excl
         barrier()
