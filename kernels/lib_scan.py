@@ -28,10 +28,11 @@ on timing, so f32 results may differ in the last bits from run to run (integers 
 lib_scan_look is the look-back as CUB's single-pass scan does it (Merrill and Garland,
 "Single-pass Parallel Prefix Scan with Decoupled Look-back"), replacing lib_scan_once, whose
 walk by one invocation measured 0.24x torch on the H200: a workgroup takes its tile (8,192
-values: HELD = 8 vec4s per invocation, all loaded before any is used), scans the whole
-tile in registers first (the 8 steps' vec4 sums through one subgroup exclusive scan and
-one barrier), publishes its aggregate, and then its first subgroup walks back a subgroup's
-width at a time: each lane reads one predecessor's status; the window is ready when every
+values: HELD = 8 vec4s per invocation, all loaded before any is used), publishes its
+aggregate as soon as the values are in (post_aggregate: a subgroup add a subgroup, one
+barrier, the first subgroup adds their totals), scans the whole tile in registers (the
+8 steps' vec4 sums through one subgroup exclusive scan and one barrier), and then its
+first subgroup walks back a subgroup's width at a time: each lane reads one predecessor's status; the window is ready when every
 tile after the nearest inclusive prefix has at least its aggregate; one subgroup_add sums
 the nearest inclusive prefix and the aggregates after it; without an inclusive prefix in
 the window the walk steps back. The inclusive prefix is published as soon as it is known,
@@ -61,6 +62,14 @@ then every invocation adds the exclusive one to its values and stores them. Two 
   is ready, by an acquire fence (ACQUIRE 0), or with acquire loads (ACQUIRE 1; lavapipe
   runs that form wrong); then the values are loaded. A flag or tag left by the previous
   call carries its other epoch.
+
+Posting the aggregate before the scan, not after it, is what the look-back's cost was made
+of: later tiles wait on it. On an H100 (2026-12-06 22:4x UTC, bench/RESULTS.md) the same
+kernels without any look-back (wrong past the first tile; timing only) ran 715-719 us at
+268M values, torch's copy of the tensor 714 us, the look-back's form with the aggregate
+posted after the scan 888-892 us; posted before it, 799-800 us (1.28x torch's 1019 us),
+and 57.8 us against 63.1 at 16.7M. The inclusive prefix is published from the same
+total as the aggregate, so a later tile reads one value of the tile whichever it finds.
 
 Two more forms were measured on an H100 and lost (2026-12-06 16:3x UTC, bench/RESULTS.md):
 the epoch read before the tile's loads are issued (0.4-2.7% slower than after), and each
