@@ -67,8 +67,10 @@ Posting the aggregate before the scan, not after it, is what the look-back's cos
 of: later tiles wait on it. On an H100 (2026-12-06 22:4x UTC, bench/RESULTS.md) the same
 kernels without any look-back (wrong past the first tile; timing only) ran 715-719 us at
 268M values, torch's copy of the tensor 714 us, the look-back's form with the aggregate
-posted after the scan 888-892 us; posted before it, 799-800 us (1.28x torch's 1019 us),
-and 57.8 us against 63.1 at 16.7M. The inclusive prefix is published from the same
+posted after the scan 888-892 us; a copy with it posted before, 799-800 us (1.28x
+torch's 1019 us), and 57.8 us against 63.1 at 16.7M (that copy published the inclusive
+prefix from the scan's total and left the acquire_* forms as they were; this form awaits
+the device tier). The inclusive prefix is published from the same
 total as the aggregate, so a later tile reads one value of the tile whichever it finds.
 
 Two more forms were measured on an H100 and lost (2026-12-06 16:3x UTC, bench/RESULTS.md):
@@ -425,10 +427,10 @@ def post_aggregate(state: Buffer[u32, "rw"], tile: u32, tag: u32, held: Buffer[V
     `marks` (one word a subgroup; free by now), one barrier, then the first subgroup sums
     them and its first lane posts the total. Returns the total in the first subgroup (the
     value `look_back` then publishes the inclusive prefix with), zero elsewhere."""
-    t = held[0]
+    t = sum4(held[0])  # each vec4 summed first, as scan_held sums its steps
     for k in unroll(HELD - 1):
-        t = t + held[k + 1]
-    mine = subgroup_add(sum4(t))
+        t = t + sum4(held[k + 1])
+    mine = subgroup_add(t)
     if lane == 0:
         marks[rank] = bitcast(u32, mine)
     barrier()
