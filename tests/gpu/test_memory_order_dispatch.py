@@ -554,6 +554,22 @@ def test_look_back_across_reference_chunks(monkeypatch, scan_bundle, per_chunk, 
                 assert_scan(library.scan(bundle, x), x, False, f"scan n={n}")
 
 
+@pytest.mark.parametrize("template", LOOK_BACKS[:3])
+def test_look_back_total_overflows_no_more_than_the_tiles_scan(scan_bundle, template):
+    """A tile's total, posted before the tile is scanned (lib_scan_look's post_aggregate),
+    sums each vec4 first, as the scan does: a first tile of +1e38 and -1e38 alternating
+    (every vec4 and every step sums to 0) followed by ones scans to finite, exact values
+    (a sum of the vec4s across steps first overflows to inf and made later tiles NaN)."""
+    with open_bundle(scan_bundle, backend="cpu") as bundle:
+        kid = template.format(t="f32")
+        tile = 256 * 4 * library.look_back_items(kid)
+        x = np.ones(3 * tile, np.float32)
+        x[:tile] = np.where(np.arange(tile) % 2 == 0, 1e38, -1e38).astype(np.float32)
+        got = np.asarray(library._scan_once(bundle, kid, x, "f32", False, None))
+        assert np.isfinite(got).all(), kid
+        assert got[tile:].tolist() == list(range(1, 2 * tile + 1)), kid
+
+
 def look_back_state(dev, kid: str, tiles: int):
     """The state buffer the library keeps for look-back kernel `kid` on `dev` over calls of
     `tiles` tiles (one ticket period): a 16-byte slot a tile, then the count or epoch."""
