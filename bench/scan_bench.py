@@ -172,12 +172,8 @@ def built_against(dev, path: str, text: str) -> dict:
     """--against: the lib_scan kernels the device can run, compiled from `text` (read from
     `path`) as if it were kernels/lib_scan.py, so that its imports resolve in this tree's
     kernels/."""
-    try:
-        here = os.path.join(KERNELS, "lib_scan.py")
-        compiled = compile_file(here, root=KERNELS, text=text, display_path=path)
-    except KernelError as e:
-        raise SystemExit(f"--against: it does not compile here:\n{e}") from None
-    return kernels_for(dev, compiled)
+    here = os.path.join(KERNELS, "lib_scan.py")
+    return kernels_for(dev, compile_file(here, root=KERNELS, text=text, display_path=path))
 
 
 def built_variants(
@@ -425,16 +421,15 @@ def main(argv=None) -> int:
         extra.append((f"look16 w{w}", built, "lib_scan_look.wide_{t}"))
     if args.against:
         text = against_text(args.against)
-        old = built_against(dev, args.against, text)
+        try:  # the other copy, and with --held its tiles of N vec4s
+            old = built_against(dev, args.against, text)
+            old_held = built_variants(dev, held_variants(held), text) if held else {}
+        except KernelError as e:
+            raise SystemExit(f"--against: it does not compile here:\n{e}") from None
         extra.append(("look old", old, "lib_scan_look.{t}"))
         extra.append(("look16 old", old, "lib_scan_look.wide_{t}"))
-        if held:
-            try:
-                built = built_variants(dev, held_variants(held), text)
-            except KernelError as e:
-                raise SystemExit(f"--against with --held: it does not compile here:\n{e}") from None
-            for h in held:
-                extra.append((f"look h{h} old", built, f"lib_scan_look.held{h}_{{t}}"))
+        for h in held:
+            extra.append((f"look h{h} old", old_held, f"lib_scan_look.held{h}_{{t}}"))
     variants = held_variants(held)
     if args.flip_shuffle:
         variants.update(flipped_variants())

@@ -32,12 +32,13 @@ values: HELD = 8 vec4s per invocation, all loaded before any is used), publishes
 aggregate as soon as the values are in (post_aggregate: a subgroup add a subgroup, one
 barrier, the first subgroup adds their totals), scans the whole tile in registers (the
 8 steps' vec4 sums through one subgroup exclusive scan and one barrier), and then its
-first subgroup walks back a subgroup's width at a time: each lane reads one predecessor's status; the window is ready when every
-tile after the nearest inclusive prefix has at least its aggregate; one subgroup_add sums
-the nearest inclusive prefix and the aggregates after it; without an inclusive prefix in
-the window the walk steps back. The inclusive prefix is published as soon as it is known,
-then every invocation adds the exclusive one to its values and stores them. Two switches
-(variants.yaml) choose the protocol:
+first subgroup walks back a subgroup's width at a time: each lane reads one
+predecessor's status; the window is ready when every tile after the nearest inclusive
+prefix has at least its aggregate; one subgroup_add sums the nearest inclusive prefix and
+the aggregates after it; without an inclusive prefix in the window the walk steps back.
+The inclusive prefix is published as soon as it is known, then every invocation adds the
+exclusive one to its values and stores them. Two switches (variants.yaml) choose the
+protocol:
 
 - WGID 1 (the library's kernels): the tile is the workgroup's id, so its loads go out at
   once, with no ticket drawn first. That assumes a device that starts a dispatch's
@@ -70,8 +71,8 @@ kernels without any look-back (wrong past the first tile; timing only) ran 715-7
 posted after the scan 888-892 us; a copy with it posted before, 799-800 us (1.28x
 torch's 1019 us), and 57.8 us against 63.1 at 16.7M (that copy published the inclusive
 prefix from the scan's total and left the acquire_* forms as they were; this form awaits
-the device tier). The inclusive prefix is published from the same
-total as the aggregate, so a later tile reads one value of the tile whichever it finds.
+the device tier). The inclusive prefix is published from the same total as the
+aggregate, so a later tile reads one value of the tile whichever it finds.
 
 Two more forms were measured on an H100 and lost (2026-12-06 16:3x UTC, bench/RESULTS.md):
 the epoch read before the tile's loads are issued (0.4-2.7% slower than after), and each
@@ -377,12 +378,12 @@ def draw_ranked(state: Buffer[u32, "rw"], tiles: u32, drawn: Buffer[u32, "rw"],
 
 
 def tile_carry(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
-               size: u32, rank: u32, prefix: Buffer[T, "rw"], posted: u32) -> T:
+               size: u32, rank: u32, prefix: Buffer[T, "rw"]) -> T:
     """Tile `tile`'s exclusive prefix for every invocation of the workgroup: the first
-    subgroup (`rank` 0) runs `look_back` (`posted`: the tile's aggregate is out already),
-    its first lane leaves the result in `prefix`, and a barrier hands it to the others."""
+    subgroup (`rank` 0) runs `look_back`, its first lane leaves the result in `prefix`,
+    and a barrier hands it to the others."""
     if rank == 0:
-        excl = look_back(state, tile, tag, whole, lane, size, posted)
+        excl = look_back(state, tile, tag, whole, lane, size)
         if lane == 0:
             prefix[0] = excl
     barrier()
@@ -419,14 +420,25 @@ def post(state: Buffer[u32, "rw"], tile: u32, status: u32, tag: u32, v: T) -> No
         atomic_store(state, 4 * tile, tag | status, scope="device", order="release")
 
 
+def post_total(state: Buffer[u32, "rw"], tile: u32, tag: u32, v: T) -> None:
+    """Publish tile `tile`'s total `v` (`post`): its aggregate, or for tile 0, which has
+    nothing before it, its inclusive prefix."""
+    if tile == 0:
+        post(state, 0, 2, tag, v)
+    else:
+        post(state, tile, 1, tag, v)
+
+
 def post_aggregate(state: Buffer[u32, "rw"], tile: u32, tag: u32, held: Buffer[V, "rw"],
                    marks: Buffer[u32, "rw"], lane: u32, size: u32, rank: u32,
                    groups: u32) -> T:
     """Publish tile `tile`'s aggregate (its inclusive prefix for tile 0) as soon as its
     values are in, before the tile is scanned: each subgroup's total of `held` through
     `marks` (one word a subgroup; free by now), one barrier, then the first subgroup sums
-    them and its first lane posts the total. Returns the total in the first subgroup (the
-    value `look_back` then publishes the inclusive prefix with), zero elsewhere."""
+    them and its first lane posts the total (`post_total`). Returns the total in the first
+    subgroup (the value `look_back` then publishes the inclusive prefix with), zero
+    elsewhere. (lib_common.wg_sum would cost a second barrier, every subgroup reading a
+    slot per invocation, and a shared array of WG values more than SMEM has room for.)"""
     t = sum4(held[0])  # each vec4 summed first, as scan_held sums its steps
     for k in unroll(HELD - 1):
         t = t + sum4(held[k + 1])
@@ -442,32 +454,23 @@ def post_aggregate(state: Buffer[u32, "rw"], tile: u32, tag: u32, held: Buffer[V
             total += subgroup_add(bitcast(T, marks[j]) if j < groups else zero_of())
             c += size
         if lane == 0:
-            if tile == 0:
-                post(state, 0, 2, tag, total)
-            else:
-                post(state, tile, 1, tag, total)
+            post_total(state, tile, tag, total)
     return total
 
 
 def look_back(state: Buffer[u32, "rw"], tile: u32, tag: u32, whole: T, lane: u32,
-              size: u32, posted: u32) -> T:
-    """Run by one subgroup (subgroup-uniform arguments): publish tile `tile`'s aggregate
-    `whole` (`post`, tagged with the call's epoch `tag`; not where `posted`: the caller
-    published it, `post_aggregate`), walk back over its predecessors a
-    lane each until the nearest inclusive prefix, adding the aggregates after it, publish
-    the tile's inclusive prefix and return its exclusive one. A lane reads its
-    predecessor's status with four relaxed loads that bring the values too (PACKED); or
-    its flag with an acquire load (ACQUIRE) or a relaxed one and, once the window is
-    ready, an acquire fence (the release store of that flag published its value), then
-    the value."""
+              size: u32) -> T:
+    """Run by one subgroup (subgroup-uniform arguments) once the caller has published tile
+    `tile`'s total `whole` (`post_total`, tagged with the call's epoch `tag`): walk back
+    over its predecessors a lane each until the nearest inclusive prefix, adding the
+    aggregates after it, publish the tile's inclusive prefix and return its exclusive one.
+    A lane reads its predecessor's status with four relaxed loads that bring the values
+    too (PACKED); or its flag with an acquire load (ACQUIRE) or a relaxed one and, once the
+    window is ready, an acquire fence (the release store of that flag published its
+    value), then the value."""
     z = zero_of()
     excl = z
-    if tile == 0:
-        if lane == 0 and posted == 0:
-            post(state, 0, 2, tag, whole)
-    else:
-        if lane == 0 and posted == 0:
-            post(state, tile, 1, tag, whole)
+    if tile != 0:  # tile 0's total is its inclusive prefix, published already
         j = tile  # excl holds the totals of tiles j .. tile - 1
         while j != 0:
             p = j - 1 - lane  # this lane's tile, when lane < j
@@ -642,7 +645,7 @@ def lib_scan_look(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     # the look-back, by the first subgroup (look_back: a lane per predecessor, the window
     # moving back a subgroup's width until the nearest inclusive prefix), which publishes
     # the inclusive prefix from the same total as the aggregate
-    carry = V(tile_carry(state, tile, tag, agg, lane, size, rank, prefix, u32(1)))
+    carry = V(tile_carry(state, tile, tag, agg, lane, size, rank, prefix))
     if WGID != 0 and tile == tiles - 1 and rank == 0 and lane == 0:
         # every tile has read the epoch: the last one's prefix needed them all
         atomic_store(state, 4 * tiles, era + 1, scope="device")
@@ -706,7 +709,9 @@ def lib_scan_pipe(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
                 for k in unroll(HELD):
                     nxt[k] = load4(x4, x, nfirst + k * WG, n, vin)
         if rank == 0 and tile < tiles:
-            excl = look_back(state, tile, tag, run, lane, size, u32(0))
+            if lane == 0:
+                post_total(state, tile, tag, run)
+            excl = look_back(state, tile, tag, run, lane, size)
             if lane == 0:
                 prefix[0] = excl
         barrier()
