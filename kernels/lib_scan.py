@@ -4,7 +4,7 @@ vyre_build.library.scan: reduce-then-scan in three dispatches.
 1. lib_scan_sums: workgroup b adds block b (per_block * WG vec4s) into sums[b].
 2. lib_scan_block over the sums with one workgroup and exclusive=1: each block's offset.
 3. lib_scan_block over the input with those offsets: each workgroup scans its block,
-   WG vec4s per step (a vec4's own prefix, subgroup_inclusive_add across lanes, subgroup
+   WG vec4s per step (a vec4's own prefix, subgroup_exclusive_add across lanes, subgroup
    totals through shared memory across subgroups), the next step's vec4 loaded before
    the current one is scanned.
 Integer sums wrap; variants.yaml binds T and V per type.
@@ -120,7 +120,7 @@ stayed 1-3% ahead from 4M values up, so each type keeps the form that won.
 from vyre_build.lang import (Buffer, atomic_add, atomic_load, atomic_store, barrier, bitcast,
                              fence, kernel, local_array, local_id, shared, subgroup_add,
                              subgroup_broadcast_first, subgroup_exclusive_add,
-                             subgroup_inclusive_add, subgroup_invocation_id, subgroup_min,
+                             subgroup_invocation_id, subgroup_min,
                              subgroup_id, subgroup_shuffle, subgroup_shuffle_up, subgroup_size, u32,
                              unroll, workgroup_id)
 
@@ -176,10 +176,11 @@ def lib_scan_block(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffe
         s2 = s1 + v.y
         s3 = s2 + v.z
         t = s3 + v.w
-        incl = subgroup_inclusive_add(t)
+        # the lanes before this one (not incl - t: an infinity would make it NaN)
+        lower = subgroup_exclusive_add(t)
         half = (k % 2) * WG
         if lane == size - 1:
-            totals[half + rank] = incl
+            totals[half + rank] = lower + t
         barrier()
         # every subgroup adds the totals of the subgroups ranked below it, and all of them
         below = z
@@ -191,7 +192,7 @@ def lib_scan_block(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffe
             below += subgroup_add(w if j < rank else z)
             whole += subgroup_add(w)
             c += size
-        pre = carry + below + incl - t
+        pre = carry + below + lower
         if exclusive != 0:
             r = V(pre, pre + s1, pre + s2, pre + s3)
         else:
@@ -287,10 +288,11 @@ def lib_scan_once(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
         s2 = s1 + v.y
         s3 = s2 + v.z
         t = s3 + v.w
-        incl = subgroup_inclusive_add(t)
+        # the lanes before this one (not incl - t: an infinity would make it NaN)
+        lower = subgroup_exclusive_add(t)
         half = (k % 2) * WG
         if lane == size - 1:
-            totals[half + rank] = incl
+            totals[half + rank] = lower + t
         barrier()
         below = z
         whole = z
@@ -301,7 +303,7 @@ def lib_scan_once(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
             below += subgroup_add(w if j < rank else z)
             whole += subgroup_add(w)
             c += size
-        pre_k = carry + below + incl - t
+        pre_k = carry + below + lower
         if exclusive != 0:
             r = V(pre_k, pre_k + s1, pre_k + s2, pre_k + s3)
         else:

@@ -171,6 +171,36 @@ def test_scan_every_step_loop(lib, monkeypatch):
     assert_scan(library.scan(lib, x), x, False, "scan u32 1100 blocks")
 
 
+@pytest.mark.parametrize("path", ["picked", "reduce-then-scan"])
+def test_scan_carries_infinities_as_numpy_does(lib, monkeypatch, path):
+    """An infinity stays an infinity in every later prefix (and +inf then -inf gives NaN),
+    whichever subgroup lane, step or block it falls in: a lane's prefix is the exclusive sum
+    of the lanes before it, never the inclusive one less its own value (inf - inf = NaN
+    for every lane from the infinity's on). Small integers: every finite sum is exact."""
+    if path == "reduce-then-scan":
+        two = lambda kernels, device, kind, n=None: (f"lib_scan_sums.{kind}",  # noqa: E731
+                                                      f"lib_scan_block.{kind}")
+        monkeypatch.setattr(library, "scan_runs", two)
+    monkeypatch.setattr(library, "MAX_BLOCKS", 3)  # several blocks of several steps
+    n = 13 * 1024 - 7
+    x = (np.arange(n) % 5).astype(np.float32)
+    for at in (0, 1, 37, 1024 + 8, 3 * 1024 + 256 * 4, n - 1):
+        for sign in (1.0, -1.0):
+            y = x.copy()
+            y[at] = sign * np.inf
+            for exclusive in (False, True):
+                got = library.scan(lib, y, exclusive=exclusive)
+                want = np.cumsum(y, dtype=np.float64)
+                if exclusive:
+                    want = np.concatenate(([0.0], want[:-1]))
+                where = f"{path}: inf at {at} exclusive={exclusive}"
+                np.testing.assert_array_equal(got, want.astype(np.float32), err_msg=where)
+    y = x.copy()
+    y[5], y[3000] = np.inf, -np.inf  # inf + -inf: NaN from 3000 on
+    want = np.cumsum(y, dtype=np.float64).astype(np.float32)
+    np.testing.assert_array_equal(library.scan(lib, y), want, err_msg=f"{path}: inf then -inf")
+
+
 def test_scan_device_buffers_arrays_and_shapes(lib):
     dev = lib.device
     for n in (2, 7, 1030):  # not whole vec4s: scalar loads and stores
