@@ -178,8 +178,10 @@ def test_scan_carries_infinities_as_numpy_does(lib, monkeypatch, path):
     of the lanes before it, never the inclusive one less its own value (inf - inf = NaN
     for every lane from the infinity's on). Small integers: every finite sum is exact."""
     if path == "reduce-then-scan":
-        two = lambda kernels, device, kind, n=None: (f"lib_scan_sums.{kind}",  # noqa: E731
-                                                      f"lib_scan_block.{kind}")
+
+        def two(kernels, device, kind, n=None):
+            return f"lib_scan_sums.{kind}", f"lib_scan_block.{kind}"
+
         monkeypatch.setattr(library, "scan_runs", two)
     monkeypatch.setattr(library, "MAX_BLOCKS", 3)  # several blocks of several steps
     n = 13 * 1024 - 7
