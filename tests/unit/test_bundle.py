@@ -748,6 +748,7 @@ def test_bundle_module_imports_no_compiler():
             "vyre_build.bundle.metadata",
             "vyre_build.bundle.metadata_check",
             "vyre_build.bundle.reader",
+            "vyre_build.bundle.records",
             "vyre_build.bundle.signing",
         ]
     )
