@@ -1,9 +1,10 @@
-"""The machinery of vyre_build.library: a library call's kernels and argument
+"""The machinery of vyre_build.library: Call, a library call's kernels and argument
 checks (all made before the device is touched), its scratch buffers (kept per device and
 thread), and its recipe (the list of dispatches, kept so that a call like an earlier one
 on the same DeviceBuffers runs again without checks or planning, and outside a batch the
 submission its own batch made, which Device.resubmit submits again as it is while the
-device finds it current)."""
+device finds it current). The checks that need no device are library/checks.py's, what
+calls keep between them (and `again`) library/kept.py's; both are imported from here too."""
 
 from __future__ import annotations
 
@@ -12,21 +13,38 @@ import math
 import threading
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, Union
+from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from vyre_build.core.errors import DispatchError
+from vyre_build.library.checks import _KINDS, _describe
+from vyre_build.library.checks import Array as Array
+from vyre_build.library.checks import Out as Out
+from vyre_build.library.checks import fail as fail
+from vyre_build.library.checks import kind_of as kind_of
+from vyre_build.library.checks import shape_of as shape_of
+from vyre_build.library.kept import (
+    _AGAIN,
+    _CLONES,
+    _RECIPES,
+    _RECIPES_KEPT,
+    _SCRATCH_KEPT,
+    _SCRATCH_LOCK,
+    _again_key,
+    _Held,
+    _Slot,
+    _Step,
+)
+from vyre_build.library.kept import _SCRATCH as _SCRATCH  # tests read it here
+from vyre_build.library.kept import KEPT_BYTES as KEPT_BYTES
+from vyre_build.library.kept import MISS as MISS
+from vyre_build.library.kept import again as again
 from vyre_build.runtime.bundles import Bundle
 from vyre_build.runtime.device import Again, Device, DeviceBuffer, Submission
-from vyre_build.runtime.plan import DTYPES, NP_NAMES, host_array
+from vyre_build.runtime.plan import DTYPES, NP_NAMES
 from vyre_build.runtime.kernel import CallResult, Kernel
 
-Array = Union[npt.NDArray[Any], DeviceBuffer]
-Out = Union[npt.NDArray[Any], DeviceBuffer, None]
 _U32_MAX = 2**32 - 1
-_KINDS = {v: k for k, v in DTYPES.items()}
 # The kernel file that defines each library kernel (named in a missing kernel's refusal).
 _FILES = {
     "lib_reduce": "lib_reduce.py",
@@ -47,47 +65,6 @@ _FILES = {
     "lib_softmax_pair": "lib_norm_flat.py",
     "lib_layer_norm_pair": "lib_norm_flat.py",
 }
-
-
-def fail(fn: str, message: str) -> DispatchError:
-    return DispatchError(f"library.{fn}: {message}")
-
-
-def _describe(value: object) -> str:
-    # What a refused argument is, in the words of the messages.
-    if isinstance(value, DeviceBuffer):
-        ro = " (read-only)" if value.access == "r" else ""
-        return f"a DeviceBuffer of {NP_NAMES[value.dtype]}, shape {value.shape}{ro}"
-    if isinstance(value, np.ndarray):
-        dtype = str(value.dtype) if value.dtype.isnative else value.dtype.str
-        ro = "" if value.flags.writeable else " (read-only)"
-        return f"an array of {dtype}, shape {tuple(value.shape)}{ro}"
-    return type(value).__name__
-
-
-def kind_of(fn: str, name: str, value: object, kinds: tuple[str, ...]) -> str:
-    """The element type of array argument `name`: a non-empty numpy array or a DeviceBuffer
-    holding one of `kinds` (refused otherwise; nothing here needs the device)."""
-    value = host_array(value)  # a bfloat16 array: its bits
-    if isinstance(value, DeviceBuffer):
-        kind = value.dtype
-    elif isinstance(value, np.ndarray):
-        kind = _KINDS.get(value.dtype, "")
-        if kind in kinds and value.size == 0:
-            raise fail(fn, f"{name} is empty")
-    else:
-        raise fail(
-            fn, f"{name} must be a numpy array or a DeviceBuffer, got {type(value).__name__}"
-        )
-    if kind not in kinds:
-        allowed = ", ".join(NP_NAMES[k] for k in kinds[:-1])
-        allowed = f"{allowed} or {NP_NAMES[kinds[-1]]}" if allowed else NP_NAMES[kinds[-1]]
-        raise fail(fn, f"{name} must be {allowed}, got {_describe(value)}")
-    return kind
-
-
-def shape_of(value: Array) -> tuple[int, ...]:
-    return value.shape if isinstance(value, DeviceBuffer) else tuple(value.shape)
 
 
 class Call:
@@ -386,92 +363,3 @@ class Call:
             out[...] = values
             return out
         return values
-
-
-# Per device: (thread, purpose, type, count) -> DeviceBuffer, least recently used dropped
-# (a dropped one still in use stays alive until its call ends: the call holds it).
-_SCRATCH: weakref.WeakKeyDictionary[Device, collections.OrderedDict[tuple[Any, ...], DeviceBuffer]]
-_SCRATCH = weakref.WeakKeyDictionary()
-_SCRATCH_KEPT = 32
-# Arrays up to this size are uploaded into kept buffers, and results read back through
-# them, where Call.keeps says so (larger ones cost more to move than to allocate).
-KEPT_BYTES = 1 << 20
-_SCRATCH_LOCK = threading.Lock()
-
-
-class _Step(NamedTuple):
-    """One dispatch of a library call (`plan`: its dispatch's, once made)."""
-
-    kernel: Kernel
-    args: dict[str, Any]
-    grid: int | tuple[int, ...]
-    plan: Any = None
-
-
-class _Slot(NamedTuple):
-    """Where a kept recipe had the caller's i-th DeviceBuffer (held weakly, not in it)."""
-
-    i: int
-
-
-# Recipes of earlier calls on DeviceBuffers, by (thread, function, parameters, kernels,
-# buffers): a call like one of them runs its steps again with no checks or planning (each
-# step keeps its dispatch's plan; the steps' kernels are per-thread, per-step copies, so
-# each keeps the plan of its own dispatch, which no other thread's call replaces).
-_RECIPES: collections.OrderedDict[tuple[Any, ...], tuple[Any, ...]] = collections.OrderedDict()
-_RECIPES_KEPT = 64
-MISS = object()
-# Queued dispatches of calls made inside a batch, by the call's own arguments (`again`).
-_AGAIN: collections.OrderedDict[tuple[Any, ...], tuple[Any, ...]] = collections.OrderedDict()
-
-
-class _Held:
-    """A strong reference called like a weak one (for mappings without weak references)."""
-
-    def __init__(self, obj: object) -> None:
-        self.obj = obj
-
-    def __call__(self) -> object:
-        return self.obj
-
-
-def _again_key(
-    fn: str, kernels: object, front: tuple[Any, ...], buffers: tuple[Any, ...]
-) -> tuple[Any, ...]:
-    # What `again` finds a call by: this thread, the function, the kernels, the other
-    # arguments and the buffers (by identity; the entry checks they are still those).
-    return (threading.get_ident(), fn, id(kernels), front, *map(id, buffers))
-
-
-def again(fn: str, kernels: Any, front: tuple[Any, ...], buffers: tuple[Any, ...]) -> Any:
-    """Inside the caller's batch, a call of library function `fn` like an earlier one
-    there (Call.replay kept it): the same kernels (a Bundle, or a mapping still holding the
-    same Kernel objects under those ids), the same other arguments (`front`: their
-    values and types) and the same live DeviceBuffers. Its dispatches are queued again as
-    they were (Device.run_again) and its result buffer returned (None when the result went
-    into one of `buffers`), before any check or pick: what that call checked holds for this
-    one (a DeviceBuffer's type and shape, the bundle's kernels and the device's picks do not
-    change). MISS where there is no such call, a buffer is another or released, or the
-    device refuses the dispatches (another batch)."""
-    entry = _AGAIN.get(_again_key(fn, kernels, front, buffers))
-    if entry is None:
-        return MISS
-    kref, refs, held, result, device, looked = entry
-    if kref() is not kernels:
-        return MISS
-    if looked:  # a mutable mapping: still as many kernels, the same ones under those ids
-        if len(kernels) != looked[0]:
-            return MISS
-        for kid, kernel in looked[1:]:
-            if kernels.get(kid) is not kernel:
-                return MISS
-    for ref, buf in zip(refs, buffers):
-        if ref is not None and ref() is not buf:
-            return MISS
-    if held[0] is None or not device.run_again(held[0]):
-        return MISS
-    return result
-
-
-_CLONES: weakref.WeakKeyDictionary[Kernel, dict[tuple[int, int], Kernel]]
-_CLONES = weakref.WeakKeyDictionary()
