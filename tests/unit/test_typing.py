@@ -19,6 +19,8 @@ RUNTIME = [
     "vyre_build/library/rows.py",
     "vyre_build/library/bundle.py",
     "vyre_build/library/call.py",
+    "vyre_build/library/checks.py",
+    "vyre_build/library/kept.py",
     "vyre_build/library/picks.py",
     "vyre_build/library/tuning.py",
     "vyre_build/core/features.py",

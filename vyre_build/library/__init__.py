@@ -22,7 +22,8 @@ DeviceBuffer). Wrong kernels, types, shapes and sizes are refused with a Dispatc
 before anything reaches the device. A call like an earlier one on the same DeviceBuffers
 (out= included) runs that call's dispatches again without checking or planning them
 (outside a batch, by submitting again what that call submitted: Device.resubmit).
-The machinery (checks, scratch buffers, recipes): library/call.py.
+The machinery: library/call.py (a call: uploads, steps, replay), library/checks.py (argument
+checks), library/kept.py (scratch buffers and recipes kept between calls).
 """
 
 from __future__ import annotations

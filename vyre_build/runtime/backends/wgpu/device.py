@@ -80,7 +80,7 @@ class WgpuDevice(WgpuBuffers):
     splits_dispatches = True
     # Buffer writes (queue.write_buffer) are ordered with submissions: work submitted before
     # a write sees the old contents, so a buffer can be rewritten while that work is in
-    # flight (library calls upload small arrays into kept buffers: library/call.py).
+    # flight (library calls upload small arrays into kept buffers: library/kept.py).
     ordered_writes = True
 
     def __init__(self, adapter: Any = None, *, device: Any = None):
