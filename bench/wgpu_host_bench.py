@@ -96,12 +96,18 @@ def main() -> None:
         print(json.dumps(worker(sizes, args.calls)))
         return
     with tempfile.TemporaryDirectory() as base:
-        archive = subprocess.run(
+        got = subprocess.run(
             ["git", "-C", ROOT, "archive", args.base, "vyre_build", "kernels"],
             capture_output=True,
-            check=True,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", base], input=archive, check=True)
+        )
+        if got.returncode != 0:
+            why = got.stderr.decode(errors="replace").strip().splitlines()
+            sys.exit(
+                f"wgpu_host_bench: no revision {args.base!r} to compare against in {ROOT} "
+                f"(git: {why[-1] if why else 'exit status ' + str(got.returncode)}); "
+                "--base needs a git checkout that holds that revision"
+            )
+        subprocess.run(["tar", "-x", "-C", base], input=got.stdout, check=True)
         runs: dict[str, list[dict[str, float]]] = {"base": [], "this": []}
         for _ in range(args.rounds):
             runs["base"].append(side(base, args.sizes, args.calls))
