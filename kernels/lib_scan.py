@@ -69,10 +69,11 @@ of: later tiles wait on it. On an H100 (2026-12-06 22:4x UTC, bench/RESULTS.md) 
 kernels without any look-back (wrong past the first tile; timing only) ran 715-719 us at
 268M values, torch's copy of the tensor 714 us, the look-back's form with the aggregate
 posted after the scan 888-892 us; a copy with it posted before, 799-800 us (1.28x
-torch's 1019 us), and 57.8 us against 63.1 at 16.7M (that copy published the inclusive
-prefix from the scan's total and left the acquire_* forms as they were; this form awaits
-the device tier). The inclusive prefix is published from the same total as the
-aggregate, so a later tile reads one value of the tile whichever it finds.
+torch's 1019 us), and 57.8 us against 63.1 at 16.7M. This form itself, on an H100
+(2026-12-07 01:5x UTC): 798.7 / 803.8 us f32 / i32 at 268M (1.27x / 1.26x torch) and
+58.0 / 58.2 us at 16.7M (1.20x), against 891.5 / 62.3-63.5 us for the form before in the
+same call. The inclusive prefix is published from the same total as the aggregate, so a
+later tile reads one value of the tile whichever it finds.
 
 Two more forms were measured on an H100 and lost (2026-12-06 16:3x UTC, bench/RESULTS.md):
 the epoch read before the tile's loads are issued (0.4-2.7% slower than after), and each

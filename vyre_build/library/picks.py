@@ -214,6 +214,10 @@ LOOK_WIDE_SHARED = 17424
 # 1095 us at 268M against f32's 1198). The H200 alike at 268M (f32 977 us, i32 886 us,
 # reduce-then-scan 825-901). So f32 scans past 2^25 values take reduce-then-scan; integer
 # scans keep the look-back. The cpu reference takes the look-back at any size.
+# Stale on the H100 since (2026-12-07 01:5x UTC, bench/RESULTS.md): with each tile's total
+# posted before its scan the 8-vec4 look-back beats reduce-then-scan 1.34x at 67M and 1.32x
+# at 268M (f32); kept until an H200 run, whose last figures (before four changes to the
+# look-back) had the two level. It applies only to a bundle without LOOK_BACK_WIDE.
 LOOK_BACK_MOST = 1 << 25
 LOOK_BACK_LIMITED = frozenset({"f32"})  # the element types LOOK_BACK_MOST applies to
 
