@@ -152,6 +152,32 @@ def lib_scan_sums(x4: Buffer[V], x: Buffer[T], sums: Buffer[T, "w"], n: u32, vin
         sums[b] = total
 
 
+def step_sums(t: T, totals: Buffer[T, "rw"], half: u32, lane: u32, size: u32, rank: u32,
+              groups: u32) -> V:
+    """One step of WG vec4s (lib_scan_block, lib_scan_once), this invocation's vec4 summing
+    to `t`: V(the sum of the subgroups ranked below this one, of the lanes before this one
+    in its subgroup, of the whole step, 0). The subgroup totals go through `totals[half:]`
+    (shared; the steps alternate halves, so one barrier a step suffices). A lane's own sum
+    is the exclusive scan of the lanes before it, not the inclusive one less its own value
+    (with an infinity that would be NaN)."""
+    z = zero_of()
+    lower = subgroup_exclusive_add(t)
+    if lane == size - 1:
+        totals[half + rank] = lower + t
+    barrier()
+    # every subgroup adds the totals of the subgroups ranked below it, and all of them
+    below = z
+    whole = z
+    c: u32 = 0
+    while c < groups:
+        j = c + lane
+        w = totals[half + j] if j < groups else z
+        below += subgroup_add(w if j < rank else z)
+        whole += subgroup_add(w)
+        c += size
+    return V(below, lower, whole, z)
+
+
 @kernel(workgroup_size=WG, grid=1)
 def lib_scan_block(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer[T, "w"],
                    offsets: Buffer[T], n: u32, vin: u32, vout: u32, per_block: u32,
@@ -173,33 +199,9 @@ def lib_scan_block(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffe
         ahead = V(z)
         if k + 1 < per_block:
             ahead = load4(x4, x, q + WG, n, vin)
-        s1 = v.x
-        s2 = s1 + v.y
-        s3 = s2 + v.z
-        t = s3 + v.w
-        # the lanes before this one (not incl - t: an infinity would make it NaN)
-        lower = subgroup_exclusive_add(t)
-        half = (k % 2) * WG
-        if lane == size - 1:
-            totals[half + rank] = lower + t
-        barrier()
-        # every subgroup adds the totals of the subgroups ranked below it, and all of them
-        below = z
-        whole = z
-        c: u32 = 0
-        while c < groups:
-            j = c + lane
-            w = totals[half + j] if j < groups else z
-            below += subgroup_add(w if j < rank else z)
-            whole += subgroup_add(w)
-            c += size
-        pre = carry + below + lower
-        if exclusive != 0:
-            r = V(pre, pre + s1, pre + s2, pre + s3)
-        else:
-            r = V(pre + s1, pre + s2, pre + s3, pre + t)
-        store4(out4, out, q, n, vout, r)
-        carry += whole
+        got = step_sums(sum4(v), totals, (k % 2) * WG, lane, size, rank, groups)
+        emit(out4, out, q, n, vout, v, carry + got.x + got.y, exclusive, False)
+        carry += got.z
         v = ahead
 
 
@@ -285,32 +287,9 @@ def lib_scan_once(x4: Buffer[V], x: Buffer[T], out4: Buffer[V, "w"], out: Buffer
     for k in range(u32(ITEMS)):
         q = first + k * WG
         v = held[k]
-        s1 = v.x
-        s2 = s1 + v.y
-        s3 = s2 + v.z
-        t = s3 + v.w
-        # the lanes before this one (not incl - t: an infinity would make it NaN)
-        lower = subgroup_exclusive_add(t)
-        half = (k % 2) * WG
-        if lane == size - 1:
-            totals[half + rank] = lower + t
-        barrier()
-        below = z
-        whole = z
-        c: u32 = 0
-        while c < groups:
-            j = c + lane
-            w = totals[half + j] if j < groups else z
-            below += subgroup_add(w if j < rank else z)
-            whole += subgroup_add(w)
-            c += size
-        pre_k = carry + below + lower
-        if exclusive != 0:
-            r = V(pre_k, pre_k + s1, pre_k + s2, pre_k + s3)
-        else:
-            r = V(pre_k + s1, pre_k + s2, pre_k + s3, pre_k + t)
-        store4(out4, out, q, n, vout, r)
-        carry += whole
+        got = step_sums(sum4(v), totals, (k % 2) * WG, lane, size, rank, groups)
+        emit(out4, out, q, n, vout, v, carry + got.x + got.y, exclusive, False)
+        carry += got.z
 
 
 NONE = 0xFFFFFFFF  # lib_scan_look: "no lane" in its subgroup minima
