@@ -6,6 +6,7 @@ own values, with calls in flight, across threads and inside batches."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 
@@ -258,20 +259,22 @@ def test_replayed_calls_run_their_kept_plans(lib, monkeypatch):
     assert checked == ["lib_scan_sums.u32", "lib_scan_block.u32", "lib_scan_block.u32"]
 
 
+def run_host_bench(base: str) -> subprocess.CompletedProcess[str]:
+    """bench/wgpu_host_bench.py against revision `base`, as small as it runs."""
+    script = os.path.join(os.path.dirname(KERNELS), "bench", "wgpu_host_bench.py")
+    args = ["--base", base, "--rounds", "1", "--calls", "2", "--sizes", "8"]
+    return subprocess.run(
+        [sys.executable, script, *args], capture_output=True, text=True, timeout=300
+    )
+
+
 def test_the_bench_compares_with_a_base_revision(device):
     # bench/wgpu_host_bench.py: one line per case and size, the figures never asserted.
-    import subprocess
-    import sys
-
     root = os.path.dirname(KERNELS)
-    script = os.path.join(root, "bench", "wgpu_host_bench.py")
     git = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True)
     if git.returncode != 0:  # (an unpacked copy of the tree, as the device tier may run)
         pytest.skip("the bench compares with a git revision: this tree is no git checkout")
-    args = ["--base", "HEAD", "--rounds", "1", "--calls", "2", "--sizes", "8"]
-    proc = subprocess.run(
-        [sys.executable, script, *args], capture_output=True, text=True, timeout=300
-    )
+    proc = run_host_bench("HEAD")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == (
@@ -282,6 +285,16 @@ def test_the_bench_compares_with_a_base_revision(device):
         f"{c} 8 {m}" for c in ("reduce", "scan", "reduce np", "scan np") for m in ("wall", "host")
     ]
     assert all(" us -> " in line and line.endswith("x") for line in lines[1:])
+
+
+def test_the_bench_refuses_a_revision_it_cannot_read():
+    # --base naming no revision of the checkout: one line saying why, no traceback
+    proc = run_host_bench("no-such-revision")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith(
+        "wgpu_host_bench: no revision 'no-such-revision' to compare against in "
+    ), proc.stderr
+    assert proc.stderr.rstrip().endswith("--base needs a git checkout that holds that revision")
 
 
 def test_the_native_recorder_gives_what_the_public_api_gives(lib):
@@ -336,21 +349,3 @@ def test_a_wgpu_error_while_recording_is_a_device_error_and_the_device_goes_on(l
     assert isinstance(info.value.__cause__, wgpu.GPUValidationError)
     x = np.arange(1000, dtype=np.uint32)
     assert library.reduce(lib, dev.buffer(x)) == x.sum()
-
-
-def test_the_bench_refuses_a_revision_it_cannot_read():
-    # --base naming no revision of the checkout: one line saying why, no traceback
-    import subprocess
-    import sys
-
-    root = os.path.dirname(KERNELS)
-    script = os.path.join(root, "bench", "wgpu_host_bench.py")
-    args = ["--base", "no-such-revision", "--rounds", "1", "--calls", "2", "--sizes", "8"]
-    proc = subprocess.run(
-        [sys.executable, script, *args], capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.startswith(
-        "wgpu_host_bench: no revision 'no-such-revision' to compare against in "
-    ), proc.stderr
-    assert proc.stderr.rstrip().endswith("--base needs a git checkout that holds that revision")
